@@ -1,0 +1,337 @@
+/**
+ * The Cost Data API client: one typed method per endpoint over an undici pool. Every request goes
+ * through the key's shared limiter and the retry policy; errors come back as ApiError with a
+ * stable code, the HTTP status, the API code, the request path and a hint.
+ */
+import { createHash } from 'node:crypto';
+import pRetry from 'p-retry';
+import { Pool, errors as undiciErrors } from 'undici';
+import {
+  API_ERROR_CODES, ApiError, ClientErrorCode, CODE_FOR_API_ERROR, ConfigError, ExitCode, redact,
+  type ApiErrorCode,
+} from '../errors.js';
+import {
+  DEFAULT_RETRY_POLICY, createRequestLimiter, isRateLimited, isTransient, retryAfterMs, systemClock,
+  type Clock, type RequestLimiter, type RetryPolicy,
+} from './resilience.js';
+import {
+  API_PREFIX, ENDPOINT_SCOPES, type Anomaly, type Envelope, type GroupBy, type IngestRequest, type IngestResult,
+  type LineItemPage, type RollupRow,
+} from './types.js';
+import { parseEnvelope, toAnomalies, toIngestResult, toLineItemPage, toRollups } from './validate.js';
+
+export interface Timeouts {
+  connectMs: number;
+  headersMs: number;
+  bodyMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 10_000, headersMs: 60_000, bodyMs: 60_000 };
+
+/** What the client reports as it works: for logs, progress and run summaries. */
+export type ClientEvent =
+  | { type: 'response'; method: string; path: string; statusCode: number; ms: number }
+  | { type: 'retry'; method: string; path: string; attempt: number; code: string; message: string }
+  | { type: 'rate_limited'; method: string; path: string; holdMs: number };
+
+export interface ClientStats {
+  requests: number;
+  retries: number;
+  rateLimited: number;
+}
+
+export interface ApiClientOptions {
+  baseUrl: string;
+  apiKey: string;
+  /** The key's shared limiter; one is made from `requestsPerMinute` when absent. */
+  limiter?: RequestLimiter;
+  requestsPerMinute?: number;
+  retry?: Partial<RetryPolicy>;
+  timeouts?: Partial<Timeouts>;
+  /** Bodies above this size are refused, so a hostile server cannot exhaust memory. */
+  maxResponseBytes?: number;
+  connections?: number;
+  clock?: Clock;
+  onEvent?: (event: ClientEvent) => void;
+}
+
+export interface LineItemsQuery {
+  startDate: string;
+  endDate: string;
+  limit?: number;
+  cursor?: string | null;
+}
+
+export interface AnomaliesQuery {
+  since?: string;
+  limit?: number;
+  provider_type?: string;
+  severity?: string;
+  status?: string;
+}
+
+export interface ApiClient {
+  readonly baseUrl: string;
+  readonly stats: ClientStats;
+  lineItems(query: LineItemsQuery): Promise<LineItemPage>;
+  rollups(query: { startDate: string; endDate: string; groupBy: GroupBy }): Promise<RollupRow[]>;
+  anomalies(query?: AnomaliesQuery): Promise<Anomaly[]>;
+  ingestFocus(connectionId: string, body: IngestRequest): Promise<IngestResult>;
+  ingestOtel(body: unknown): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/** A short, stable, non-reversible name for a key, for state files and limiter sharing. */
+export function keyFingerprint(apiKey: string): string {
+  return createHash('sha256').update(apiKey).digest('hex').slice(0, 12);
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '[::1]', '::1']);
+
+/** True for localhost, 127.0.0.0/8 and ::1. */
+export function isLoopbackHost(hostname: string): boolean {
+  return LOOPBACK_HOSTS.has(hostname) || /^127(\.\d{1,3}){3}$/.test(hostname);
+}
+
+/**
+ * Checks and normalizes a base URL: https, or http on a loopback address only; no credentials,
+ * query or fragment. Returns the origin and a path prefix without a trailing slash.
+ */
+export function parseBaseUrl(baseUrl: string): { origin: string; prefix: string } {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new ConfigError(`The base URL "${baseUrl}" is not a URL.`, 'Pass --base-url https://host (or set COSTSYNC_BASE_URL).');
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
+    throw new ConfigError(
+      `The base URL "${url.origin}" must use https (plain http is allowed only for loopback addresses such as 127.0.0.1).`,
+      'Use https://, or run the emulator on 127.0.0.1 for local tests.',
+    );
+  }
+  if (url.username || url.password || url.search || url.hash) {
+    throw new ConfigError('The base URL must not carry credentials, a query or a fragment.', 'Pass the key with COSTSYNC_API_KEY or --api-key-file, not in the URL.');
+  }
+  return { origin: url.origin, prefix: url.pathname.replace(/\/+$/, '') };
+}
+
+function hintFor(apiCode: ApiErrorCode, method: string, path: string, scope: string | undefined): string | undefined {
+  switch (apiCode) {
+    case 'UNAUTHORIZED':
+      return 'Check the key in COSTSYNC_API_KEY or --api-key-file; a revoked or expired key needs a new one (workspace settings, API, Create key).';
+    case 'PLAN_RESTRICTED':
+      return 'API access needs a Business plan or above: upgrade the workspace plan, or use a key from a workspace on such a plan.';
+    case 'INVALID_SCOPE':
+      return `${method} ${path} needs a key with the scope ${scope ?? 'for this endpoint'}: create a key with that scope.`;
+    case 'FORBIDDEN':
+      return path.includes('/ingest/focus/')
+        ? 'This ingest key is bound to another connection: use the connection id the key was created with, or a key for this connection.'
+        : 'The key is valid but not allowed to do this.';
+    case 'VALIDATION_ERROR':
+      return 'The server refused a parameter; the message names it.';
+    default:
+      return undefined;
+  }
+}
+
+function scopeFor(path: string): string | undefined {
+  if (path.includes('/line-items')) return ENDPOINT_SCOPES.lineItems;
+  if (path.includes('/rollups')) return ENDPOINT_SCOPES.rollups;
+  if (path.includes('/anomalies')) return ENDPOINT_SCOPES.anomalies;
+  if (path.includes('/ingest/')) return ENDPOINT_SCOPES.ingest;
+  return undefined;
+}
+
+/** Turns an error envelope (or a bare HTTP failure) into an ApiError. */
+function apiErrorFrom(
+  statusCode: number, envelope: Envelope<unknown> | null, method: string, path: string, retryAfter: string | undefined, nowMs: number,
+): ApiError {
+  const apiCode = envelope?.error?.code;
+  const message = envelope?.error?.message ?? `HTTP ${statusCode}`;
+  const known = API_ERROR_CODES.includes(apiCode as ApiErrorCode) ? (apiCode as ApiErrorCode) : undefined;
+  const code = known ? CODE_FOR_API_ERROR[known] : statusCode >= 500 ? 'CS_ERR_SERVER' : ClientErrorCode.HTTP;
+  const authLike = known === 'UNAUTHORIZED' || known === 'FORBIDDEN' || known === 'INVALID_SCOPE' || known === 'PLAN_RESTRICTED';
+  return new ApiError(code, `${method} ${path} failed: ${apiCode ?? 'HTTP'} (${statusCode}): ${message}`, {
+    statusCode, apiCode, path,
+    exitCode: authLike ? ExitCode.AUTH : ExitCode.FAILED,
+    hint: known ? hintFor(known, method, path, scopeFor(path)) : undefined,
+    retryAfterMs: statusCode === 429 ? (retryAfterMs(retryAfter, message, nowMs) ?? 1000) : undefined,
+  });
+}
+
+/** Classifies an undici/network failure. */
+function transportError(error: unknown, method: string, path: string, secrets: string[]): ApiError {
+  const e = error as { code?: string; message?: string };
+  const timeout = error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError
+    || error instanceof undiciErrors.ConnectTimeoutError;
+  const detail = redact(`${e.code ?? ''} ${e.message ?? String(error)}`.trim(), secrets);
+  return new ApiError(timeout ? ClientErrorCode.TIMEOUT : ClientErrorCode.NETWORK, `${method} ${path} failed: ${detail}`, {
+    path, cause: error,
+    hint: timeout ? 'The server was too slow; costsync retries, and the timeouts can be raised.' : 'Check the network and --base-url; costsync retries network failures.',
+  });
+}
+
+export function createApiClient(options: ApiClientOptions): ApiClient {
+  const { origin, prefix } = parseBaseUrl(options.baseUrl);
+  if (!options.apiKey || /\s/.test(options.apiKey)) {
+    throw new ConfigError('The API key is empty or contains whitespace.', 'Set COSTSYNC_API_KEY, or put the key alone in the file given to --api-key-file.');
+  }
+  const secrets = [options.apiKey];
+  const clock = options.clock ?? systemClock;
+  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+  const timeouts: Timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
+  const maxBytes = options.maxResponseBytes ?? 128 * 1024 * 1024;
+  const limiter = options.limiter ?? createRequestLimiter({ requestsPerMinute: options.requestsPerMinute ?? 60, clock });
+  const ownsLimiter = options.limiter === undefined;
+  const pool = new Pool(origin, {
+    connections: options.connections ?? 8,
+    keepAliveTimeout: 30_000,
+    connect: { timeout: timeouts.connectMs },
+    headersTimeout: timeouts.headersMs,
+    bodyTimeout: timeouts.bodyMs,
+  });
+  const stats: ClientStats = { requests: 0, retries: 0, rateLimited: 0 };
+  const emit = (event: ClientEvent) => options.onEvent?.(event);
+
+  async function once(method: 'GET' | 'POST', path: string, body: string | undefined): Promise<Envelope<unknown>> {
+    const started = clock.now();
+    stats.requests += 1;
+    let response;
+    try {
+      response = await pool.request({
+        method, path,
+        headers: {
+          'x-api-key': options.apiKey,
+          accept: 'application/json',
+          'user-agent': 'costsync/0.1',
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(body !== undefined ? { body } : {}),
+      });
+    } catch (error) {
+      throw transportError(error, method, path, secrets);
+    }
+    let text = '';
+    try {
+      text = await readLimited(response.body, maxBytes);
+    } catch (error) {
+      if (error instanceof ApiError) throw error;
+      throw transportError(error, method, path, secrets);
+    }
+    if (text === TOO_LARGE) {
+      throw new ApiError(ClientErrorCode.RESPONSE_TOO_LARGE, `${method} ${path}: the response is larger than ${maxBytes} bytes`, {
+        path, statusCode: response.statusCode, hint: 'A page this large is not one the API sends; check --base-url.',
+      });
+    }
+    const statusCode = response.statusCode;
+    emit({ type: 'response', method, path, statusCode, ms: clock.now() - started });
+    const header = response.headers['retry-after'];
+    const retryAfter = Array.isArray(header) ? header[0] : header;
+    let envelope: Envelope<unknown> | null = null;
+    try {
+      envelope = parseEnvelope(text, path, statusCode);
+    } catch (error) {
+      // A failed status with a non-JSON body (a proxy's HTML page, say) is judged by its status.
+      if (statusCode < 200 || statusCode >= 300) throw apiErrorFrom(statusCode, null, method, path, retryAfter, clock.now());
+      throw error;
+    }
+    if (statusCode < 200 || statusCode >= 300 || envelope.error !== null) {
+      if (statusCode >= 200 && statusCode < 300) {
+        throw new ApiError(ClientErrorCode.MALFORMED_RESPONSE, `${method} ${path}: status ${statusCode} with an error in the envelope (${envelope.error!.code}: ${envelope.error!.message})`, {
+          path, statusCode, apiCode: envelope.error!.code,
+        });
+      }
+      throw apiErrorFrom(statusCode, envelope, method, path, retryAfter, clock.now());
+    }
+    return envelope;
+  }
+
+  async function call<T>(method: 'GET' | 'POST', path: string, body: string | undefined, convert: (e: Envelope<unknown>) => T): Promise<T> {
+    let rateLimitedCount = 0;
+    let attempts = 0;
+    let last: unknown;
+    try {
+      return await pRetry(
+        async () => {
+          attempts += 1;
+          return convert(await limiter.schedule(() => once(method, path, body)));
+        },
+        {
+          retries: policy.retries,
+          factor: policy.factor,
+          minTimeout: policy.minTimeoutMs,
+          maxTimeout: policy.maxTimeoutMs,
+          randomize: true,
+          onFailedAttempt: ({ error, attemptNumber }) => {
+            last = error;
+            if (isRateLimited(error)) {
+              rateLimitedCount += 1;
+              stats.rateLimited += 1;
+              const holdMs = error.retryAfterMs ?? 1000;
+              emit({ type: 'rate_limited', method, path, holdMs });
+              limiter.holdFor(holdMs);
+            } else if (isTransient(error)) {
+              stats.retries += 1;
+              emit({ type: 'retry', method, path, attempt: attemptNumber, code: (error as ApiError).code, message: error.message });
+            }
+          },
+          shouldConsumeRetry: ({ error }) => !isRateLimited(error),
+          shouldRetry: ({ error }) =>
+            isRateLimited(error) ? rateLimitedCount <= policy.maxRateLimitRetries : isTransient(error),
+        },
+      );
+    } catch (error) {
+      if (error instanceof ApiError && (isTransient(error) || isRateLimited(error)) && attempts > 1) {
+        throw new ApiError(ClientErrorCode.RETRIES_EXHAUSTED, `${method} ${path} still failing after ${attempts} attempts: ${error.message}`, {
+          path, statusCode: error.statusCode, apiCode: error.apiCode, cause: error,
+          hint: 'The server or network kept failing; run again later (progress is kept).',
+        });
+      }
+      throw error ?? last;
+    }
+  }
+
+  const get = <T>(endpoint: string, params: Record<string, string | number | undefined | null>, convert: (e: Envelope<unknown>, path: string) => T) => {
+    const search = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) search.set(k, String(v));
+    const query = search.toString();
+    const path = `${prefix}${API_PREFIX}${endpoint}${query ? `?${query}` : ''}`;
+    return call('GET', path, undefined, (e) => convert(e, `${prefix}${API_PREFIX}${endpoint}`));
+  };
+  const post = <T>(endpoint: string, body: unknown, convert: (e: Envelope<unknown>, path: string) => T) => {
+    const path = `${prefix}${API_PREFIX}${endpoint}`;
+    return call('POST', path, JSON.stringify(body), (e) => convert(e, path));
+  };
+
+  return {
+    baseUrl: `${origin}${prefix}`,
+    stats,
+    lineItems: (q) => get('/line-items', { start_date: q.startDate, end_date: q.endDate, limit: q.limit, cursor: q.cursor }, toLineItemPage),
+    rollups: (q) => get('/rollups/daily', { start_date: q.startDate, end_date: q.endDate, group_by: q.groupBy }, toRollups),
+    anomalies: (q = {}) => get('/anomalies', { ...q }, toAnomalies),
+    ingestFocus: (connectionId, body) => post(`/ingest/focus/${encodeURIComponent(connectionId)}`, body, toIngestResult),
+    ingestOtel: (body) => post('/ingest/otel', body, (e) => e.data),
+    async close() {
+      if (ownsLimiter) await limiter.stop();
+      await pool.close();
+    },
+  };
+}
+
+const TOO_LARGE = '\u0000too-large';
+
+/** Reads a body as text, stopping (and discarding the rest) past `limit` bytes. */
+async function readLimited(body: AsyncIterable<Buffer> & { destroy(): void }, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > limit) {
+      body.destroy();
+      return TOO_LARGE;
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

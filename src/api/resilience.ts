@@ -1,0 +1,161 @@
+/**
+ * Rate limiting and retries shared by every request: one Bottleneck limiter per API key, and a
+ * p-retry policy that backs off on transient failures and holds the whole limiter on 429.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import Bottleneck from 'bottleneck';
+import { ApiError } from '../errors.js';
+
+/** Time source and waiting, injectable so tests never wait on the wall clock. */
+export interface Clock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms) => delay(ms),
+};
+
+/**
+ * Requests leave at most every `60_000 / rpm * SPACING_MARGIN` ms. The margin keeps a sliding
+ * window on the server from counting one request too many when network latency varies.
+ */
+export const SPACING_MARGIN = 1.02;
+
+/** Milliseconds between request starts for a per-minute budget (pure). */
+export function spacingMs(requestsPerMinute: number): number {
+  return Math.ceil((60_000 / requestsPerMinute) * SPACING_MARGIN);
+}
+
+export interface RequestLimiterOptions {
+  requestsPerMinute: number;
+  /** Requests in flight at once; more only helps when latency exceeds the spacing. */
+  maxConcurrent?: number;
+  clock?: Clock;
+  /** Told when a hold starts, with its length in ms. */
+  onHold?: (ms: number) => void;
+}
+
+export interface RequestLimiter {
+  readonly requestsPerMinute: number;
+  schedule<T>(task: () => Promise<T>): Promise<T>;
+  /** Holds every request not yet started for `ms` (extends, never shortens, a hold in force). */
+  holdFor(ms: number): void;
+  /** Epoch ms until which requests are held (0 when none). */
+  readonly heldUntil: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * A limiter that spaces requests evenly (`minTime`), so no burst ever exceeds the per-minute
+ * budget over any sliding window, and that a 429 can pause as a whole via Bottleneck's reservoir.
+ */
+export function createRequestLimiter(options: RequestLimiterOptions): RequestLimiter {
+  const clock = options.clock ?? systemClock;
+  const bottleneck = new Bottleneck({
+    minTime: spacingMs(options.requestsPerMinute),
+    maxConcurrent: options.maxConcurrent ?? 8,
+  });
+  let heldUntil = 0;
+  let holding: Promise<void> | null = null;
+
+  async function releaseWhenDue(): Promise<void> {
+    while (clock.now() < heldUntil) await clock.sleep(heldUntil - clock.now());
+    holding = null;
+    // Typed as sync, but returns a promise in Bottleneck 2.
+    await (bottleneck.updateSettings({ reservoir: null }) as unknown);
+  }
+
+  return {
+    requestsPerMinute: options.requestsPerMinute,
+    schedule: (task) => bottleneck.schedule(task),
+    holdFor(ms: number) {
+      const until = clock.now() + ms;
+      if (until <= heldUntil) return;
+      heldUntil = until;
+      options.onHold?.(ms);
+      if (!holding) {
+        // A reservoir of 0 stops Bottleneck from starting queued jobs until it is lifted.
+        holding = Promise.resolve(bottleneck.updateSettings({ reservoir: 0 }) as unknown).then(releaseWhenDue);
+      }
+    },
+    get heldUntil() {
+      return heldUntil;
+    },
+    async stop() {
+      await holding;
+      await bottleneck.stop({ dropWaitingJobs: false });
+    },
+  };
+}
+
+/** One limiter per API key fingerprint, so every client using a key shares its budget. */
+export class LimiterRegistry {
+  private readonly limiters = new Map<string, RequestLimiter>();
+
+  constructor(private readonly clock: Clock = systemClock) {}
+
+  get(keyFingerprint: string, requestsPerMinute: number): RequestLimiter {
+    let limiter = this.limiters.get(keyFingerprint);
+    if (!limiter) {
+      limiter = createRequestLimiter({ requestsPerMinute, clock: this.clock });
+      this.limiters.set(keyFingerprint, limiter);
+    }
+    return limiter;
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.limiters.values()].map((l) => l.stop()));
+    this.limiters.clear();
+  }
+}
+
+export interface RetryPolicy {
+  /** Retries after the first attempt, for transient failures (5xx, network, timeouts, bad bodies). */
+  retries: number;
+  minTimeoutMs: number;
+  maxTimeoutMs: number;
+  factor: number;
+  /** 429s do not use up `retries`; this bounds them separately. */
+  maxRateLimitRetries: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  retries: 6,
+  minTimeoutMs: 500,
+  maxTimeoutMs: 30_000,
+  factor: 2,
+  maxRateLimitRetries: 30,
+};
+
+/** True for failures worth another attempt: never 400, 401 or 403. */
+export function isTransient(error: unknown): boolean {
+  if (!(error instanceof ApiError)) return false;
+  if (error.statusCode !== undefined && error.statusCode >= 500) return true;
+  return ['CS_ERR_NETWORK', 'CS_ERR_TIMEOUT', 'CS_ERR_MALFORMED_RESPONSE'].includes(error.code);
+}
+
+export function isRateLimited(error: unknown): error is ApiError {
+  return error instanceof ApiError && error.statusCode === 429;
+}
+
+/**
+ * Seconds to wait after a 429: from `Retry-After` (seconds or an HTTP date), else from the
+ * message ("retry after 12 seconds"); null when neither says. Pure.
+ */
+export function retryAfterMs(header: string | undefined, message: string, nowMs: number): number | null {
+  if (header !== undefined && header.trim() !== '') {
+    const text = header.trim();
+    if (/^\d+(\.\d+)?$/.test(text)) return Math.ceil(Number(text) * 1000);
+    const at = Date.parse(text);
+    if (!Number.isNaN(at)) return Math.max(0, at - nowMs);
+  }
+  const m = /(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)\b/i.exec(message);
+  if (!m) return null;
+  const value = Number(m[1]);
+  const unit = m[2]!.toLowerCase();
+  if (unit.startsWith('ms') || unit.startsWith('milli')) return Math.ceil(value);
+  if (unit.startsWith('m')) return Math.ceil(value * 60_000);
+  return Math.ceil(value * 1000);
+}

@@ -1,0 +1,132 @@
+/**
+ * Checks the shapes the spec documents: the envelope, and each record's fields. Fields the spec
+ * does not list are kept as they are. Pure functions; they throw ApiError naming the record and
+ * field so a person can report the server's fault.
+ */
+import { ApiError, ClientErrorCode } from '../errors.js';
+import { isCalendarDate } from '../dates.js';
+import type { Anomaly, Envelope, IngestResult, LineItem, LineItemPage, RollupRow } from './types.js';
+
+export const BAD_RECORD = 'CS_ERR_BAD_RECORD';
+
+type Fields = Record<string, 'string' | 'string?' | 'number' | 'date' | 'timestamp' | 'dim'>;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Parses a body into an envelope; a body that is not one is a malformed (retryable) response. */
+export function parseEnvelope(text: string, path: string, statusCode: number): Envelope<unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (cause) {
+    throw new ApiError(ClientErrorCode.MALFORMED_RESPONSE, `${path}: the response body is not valid JSON (${text.length} bytes, status ${statusCode})`, {
+      path, statusCode, cause, hint: 'The server sent a broken or cut-off body; costsync retries such responses.',
+    });
+  }
+  if (!isObject(parsed) || !('data' in parsed || 'error' in parsed)) {
+    throw new ApiError(ClientErrorCode.MALFORMED_RESPONSE, `${path}: the response is not a {data, error, meta} envelope (status ${statusCode})`, {
+      path, statusCode, hint: 'Check that --base-url points at the Cost Data API.',
+    });
+  }
+  const meta = isObject(parsed.meta) ? parsed.meta : {};
+  const error = parsed.error ?? null;
+  if (error !== null && !(isObject(error) && typeof error.code === 'string')) {
+    throw new ApiError(ClientErrorCode.MALFORMED_RESPONSE, `${path}: the envelope's "error" is not an object with a code`, { path, statusCode });
+  }
+  return {
+    data: (parsed.data ?? null) as unknown,
+    error: error === null ? null : { code: String(error.code), message: String((error as Record<string, unknown>).message ?? '') },
+    meta,
+  };
+}
+
+function checkFields(record: unknown, fields: Fields, what: string, index: number, path: string): void {
+  const bad = (field: string, expected: string): never => {
+    throw new ApiError(BAD_RECORD, `${path}: ${what} #${index} has an invalid "${field}" (expected ${expected}): ${JSON.stringify(isObject(record) ? record[field] : record)?.slice(0, 80)}`, {
+      path, hint: 'The server returned a record that does not match the API spec; report it to the API provider.',
+    });
+  };
+  if (!isObject(record)) bad('(record)', 'an object');
+  const r = record as Record<string, unknown>;
+  for (const [field, kind] of Object.entries(fields)) {
+    const v = r[field];
+    switch (kind) {
+      case 'string': if (typeof v !== 'string' || v === '') bad(field, 'a non-empty string'); break;
+      case 'string?': if (v !== undefined && v !== null && typeof v !== 'string') bad(field, 'a string'); break;
+      case 'number': if (typeof v !== 'number' || !Number.isFinite(v)) bad(field, 'a finite number'); break;
+      case 'date': if (typeof v !== 'string' || !isCalendarDate(v)) bad(field, 'a YYYY-MM-DD date'); break;
+      case 'timestamp': if (typeof v !== 'string' || Number.isNaN(Date.parse(v))) bad(field, 'an ISO 8601 timestamp'); break;
+      case 'dim': if (v !== undefined && v !== null && typeof v !== 'string') bad(field, 'a string or null'); break;
+    }
+  }
+}
+
+function checkArray(data: unknown, path: string, what: string): unknown[] {
+  if (!Array.isArray(data)) {
+    throw new ApiError(ClientErrorCode.MALFORMED_RESPONSE, `${path}: "data" should be an array of ${what}s`, { path });
+  }
+  return data;
+}
+
+const LINE_ITEM_FIELDS: Fields = {
+  id: 'string', usage_date: 'date', provider_type: 'string', provider_service: 'string?',
+  net_amount_usd: 'number', currency_original: 'string?', project_id: 'string?', user_email: 'string?',
+};
+const ROLLUP_FIELDS: Fields = { date: 'date', cost_usd: 'number', provider_type: 'dim', service: 'dim', category: 'dim' };
+const ANOMALY_FIELDS: Fields = {
+  id: 'string', provider_type: 'string?', service: 'string?', detected_date: 'timestamp',
+  actual_cost: 'number', expected_cost: 'number', deviation_percent: 'number',
+  severity: 'string', alert_type: 'string?', status: 'string',
+};
+
+/**
+ * A line-item page. `has_more` decides; when a server leaves it out, a non-empty cursor means
+ * more. `has_more` true without a cursor cannot be followed and is an error.
+ */
+export function toLineItemPage(envelope: Envelope<unknown>, path: string): LineItemPage {
+  const data = checkArray(envelope.data, path, 'line item');
+  data.forEach((r, i) => checkFields(r, LINE_ITEM_FIELDS, 'line item', i, path));
+  const rawCursor = envelope.meta.next_cursor;
+  const nextCursor = typeof rawCursor === 'string' && rawCursor !== '' ? rawCursor : null;
+  const rawHasMore = envelope.meta.has_more;
+  const hasMore = typeof rawHasMore === 'boolean' ? rawHasMore : nextCursor !== null;
+  if (hasMore && nextCursor === null) {
+    throw new ApiError(ClientErrorCode.MALFORMED_RESPONSE, `${path}: meta.has_more is true but meta.next_cursor is missing, so the next page cannot be asked for`, {
+      path, hint: 'The server sent an unusable page; report it to the API provider.',
+    });
+  }
+  return { data: data as LineItem[], nextCursor, hasMore, meta: envelope.meta };
+}
+
+export function toRollups(envelope: Envelope<unknown>, path: string): RollupRow[] {
+  const data = checkArray(envelope.data, path, 'rollup row');
+  data.forEach((r, i) => checkFields(r, ROLLUP_FIELDS, 'rollup row', i, path));
+  return (data as Record<string, unknown>[]).map((r) => ({
+    ...r, provider_type: (r.provider_type ?? null) as string | null, service: (r.service ?? null) as string | null,
+    category: (r.category ?? null) as string | null,
+  })) as RollupRow[];
+}
+
+export function toAnomalies(envelope: Envelope<unknown>, path: string): Anomaly[] {
+  const data = checkArray(envelope.data, path, 'anomaly');
+  data.forEach((r, i) => checkFields(r, ANOMALY_FIELDS, 'anomaly', i, path));
+  return data as Anomaly[];
+}
+
+export function toIngestResult(envelope: Envelope<unknown>, path: string): IngestResult {
+  const d = envelope.data;
+  if (!isObject(d) || typeof d.accepted !== 'boolean') {
+    throw new ApiError(ClientErrorCode.MALFORMED_RESPONSE, `${path}: the ingest result has no boolean "accepted"`, { path });
+  }
+  return {
+    ...d,
+    accepted: d.accepted,
+    batch_id: String(d.batch_id ?? ''),
+    row_count: Number(d.row_count ?? 0),
+    cost_line_item_count: Number(d.cost_line_item_count ?? 0),
+    skipped: Number(d.skipped ?? 0),
+    errors: Array.isArray(d.errors) ? d.errors : [],
+  };
+}

@@ -1,0 +1,97 @@
+/** `costsync emulator`: serves the Cost Data API on loopback until stopped. */
+import type { Argv } from 'yargs';
+import { parseKeysConfig } from '../emulator/keys.js';
+import { startEmulator, type Emulator, type EmulatorOptions } from '../emulator/server.js';
+import { addDays } from '../dates.js';
+import { choiceArg, dateArg, intArg, rateArg, readJsonFile } from './args.js';
+
+export function emulatorOptions(yargs: Argv) {
+  return yargs
+    .option('port', { type: 'number', default: 8787, describe: 'Port to listen on (0 picks a free one)' })
+    .option('host', { type: 'string', default: '127.0.0.1', describe: 'Address to listen on' })
+    .option('seed', { type: 'number', default: 1, describe: 'Seed for data and faults' })
+    .option('start-date', { type: 'string', describe: 'First day of data (default: --days before --end-date)' })
+    .option('end-date', { type: 'string', describe: 'Last day of data (default: today, UTC)' })
+    .option('days', { type: 'number', default: 120, describe: 'Days of data when --start-date is not given' })
+    .option('rows-per-day', { type: 'number', default: 200, describe: 'Line items per day (up to 100000)' })
+    .option('anomalies-per-day', { type: 'number', default: 3 })
+    .option('anomaly-order', { choices: ['asc', 'desc', 'unordered'] as const, default: 'desc' as const })
+    .option('line-item-order', { choices: ['date', 'shuffled'] as const, default: 'date' as const })
+    .option('last-page-cursor', { choices: ['null', 'omit', 'empty'] as const, default: 'null' as const, describe: 'How the last page shows "no cursor"' })
+    .option('rate-limit', { type: 'number', default: 60, describe: 'Requests per minute per key (0: no limit)' })
+    .option('retry-after', { type: 'boolean', default: true, describe: 'Send Retry-After on 429 (--no-retry-after to leave it out)' })
+    .option('keys', { type: 'string', describe: 'JSON file of keys and connections' })
+    .option('vendor', { type: 'string', default: 'service', describe: 'Vendor word in x_<vendor>_ columns' })
+    .option('max-ingest-rows', { type: 'number', default: 5000 })
+    .option('service-rollup-fills-provider', { type: 'boolean', default: false })
+    .option('page-overlap-rate', { type: 'number', default: 0, describe: 'Chance a page repeats records of the previous one' })
+    .option('latency-ms', { type: 'number', default: 0 })
+    .option('latency-jitter-ms', { type: 'number', default: 0 })
+    .option('error-rate', { type: 'number', default: 0, describe: 'Share of requests answered 500' })
+    .option('drop-rate', { type: 'number', default: 0, describe: 'Share of connections dropped' })
+    .option('truncate-rate', { type: 'number', default: 0, describe: 'Share of bodies cut short' })
+    .option('malformed-rate', { type: 'number', default: 0, describe: 'Share of bodies that are not JSON' })
+    .option('cursor-expiry-rate', { type: 'number', default: 0 })
+    .option('cursor-ttl-ms', { type: 'number', default: 0 })
+    .option('restate-every', { type: 'number', default: 0, describe: 'Restate recent days every N requests' })
+    .option('restate-days', { type: 'number', default: 3 })
+    .option('log-requests', { type: 'boolean', default: false, describe: 'Print each request as a JSON line' });
+}
+
+type EmulatorArgs = Awaited<ReturnType<typeof emulatorOptions>['argv']>;
+
+/** Turns command-line arguments into emulator options, checking each. */
+export function emulatorOptionsFromArgs(args: EmulatorArgs): Partial<EmulatorOptions> {
+  const endDate = args['end-date'] !== undefined ? dateArg('end-date', args['end-date']) : undefined;
+  const startDate = args['start-date'] !== undefined
+    ? dateArg('start-date', args['start-date'])
+    : endDate !== undefined ? addDays(endDate, -(intArg('days', args.days, 1) - 1)) : undefined;
+  return {
+    port: intArg('port', args.port, 0, 65535),
+    host: args.host,
+    seed: intArg('seed', args.seed, 0),
+    ...(startDate !== undefined ? { startDate } : {}),
+    ...(endDate !== undefined ? { endDate } : {}),
+    rowsPerDay: intArg('rows-per-day', args['rows-per-day'], 0, 100_000),
+    anomaliesPerDay: intArg('anomalies-per-day', args['anomalies-per-day'], 0, 1000),
+    anomalyOrder: choiceArg('anomaly-order', args['anomaly-order'], ['asc', 'desc', 'unordered'] as const),
+    lineItemOrder: args['line-item-order'],
+    lastPageCursor: args['last-page-cursor'],
+    rateLimit: intArg('rate-limit', args['rate-limit'], 0),
+    retryAfterHeader: args['retry-after'],
+    ...(args.keys !== undefined ? { keys: parseKeysConfig(readJsonFile('keys', args.keys), args.keys) } : {}),
+    vendor: args.vendor,
+    maxIngestRows: intArg('max-ingest-rows', args['max-ingest-rows'], 1),
+    serviceRollupFillsProvider: args['service-rollup-fills-provider'],
+    pageOverlapRate: rateArg('page-overlap-rate', args['page-overlap-rate']),
+    restatement: { days: intArg('restate-days', args['restate-days'], 0), changeRate: 0.1, deleteRate: 0.05 },
+    faults: {
+      latencyMs: intArg('latency-ms', args['latency-ms'], 0),
+      latencyJitterMs: intArg('latency-jitter-ms', args['latency-jitter-ms'], 0),
+      errorRate: rateArg('error-rate', args['error-rate']),
+      dropRate: rateArg('drop-rate', args['drop-rate']),
+      truncateRate: rateArg('truncate-rate', args['truncate-rate']),
+      malformedRate: rateArg('malformed-rate', args['malformed-rate']),
+      cursorExpiryRate: rateArg('cursor-expiry-rate', args['cursor-expiry-rate']),
+      cursorTtlMs: intArg('cursor-ttl-ms', args['cursor-ttl-ms'], 0),
+      restateEveryRequests: intArg('restate-every', args['restate-every'], 0),
+    },
+  };
+}
+
+/** Starts the emulator, prints its URL as the first line, and serves until SIGINT or SIGTERM. */
+export async function runEmulator(args: EmulatorArgs, out: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Promise<Emulator> {
+  const options = emulatorOptionsFromArgs(args);
+  if (args['log-requests']) options.onRequest = (entry) => out(JSON.stringify(entry));
+  const emulator = await startEmulator(options);
+  out(emulator.url);
+  const o = emulator.options;
+  out(`Cost Data API emulator: data ${o.startDate}..${o.endDate}, ${o.rowsPerDay} line items a day, rate limit ${o.rateLimit || 'off'}/min, seed ${o.seed}.`);
+  if (args.keys === undefined) out('Key: demo-key (every scope, business plan); connection: demo-connection (provider custom).');
+  const stop = () => {
+    void emulator.close().then(() => process.exit(0));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  return emulator;
+}

@@ -1,0 +1,339 @@
+/**
+ * The emulator's data: line items, rollups and anomalies from a seeded generator, computed lazily.
+ *
+ * A generated line item is a pure function of (seed, day, index, restatement generation), so a page
+ * costs O(limit) and memory stays flat whatever the span or rows per day. Rollups are sums over the
+ * same rows (plus ingested ones) and are cached per day. Amounts are kept in integer micro-dollars
+ * so that a rollup's `cost_usd` is exactly the sum of its line items rounded to micro-dollars.
+ */
+import type { Anomaly, GroupBy, LineItem, RollupRow } from '../api/types.js';
+import { fromDayNumber, toDayNumber } from '../dates.js';
+import {
+  ALERT_TYPES, FLAT_CUMULATIVE, FLAT_SERVICES, PROJECTS, PROVIDERS, USER_COUNT,
+  categoryOf, userEmail,
+} from './catalog.js';
+import { createRng, hashInts, hashString, pickWeighted, unit } from './rng.js';
+
+export interface RestatementOptions {
+  /** How many of the span's last days late data may change. */
+  days: number;
+  /** Chance per restatement that a row in those days changes its amount. */
+  changeRate: number;
+  /** Chance per restatement that a row in those days disappears. */
+  deleteRate: number;
+}
+
+export interface AnomalyBurst {
+  /** ISO timestamp shared by every anomaly of the burst. */
+  at: string;
+  count: number;
+  severity?: string;
+  status?: string;
+  provider_type?: string;
+}
+
+export interface DatasetOptions {
+  seed: number;
+  startDate: string;
+  endDate: string;
+  rowsPerDay: number;
+  anomaliesPerDay: number;
+  anomalyBursts: readonly AnomalyBurst[];
+  restatement: RestatementOptions;
+  /** Which dimension fields rollups fill for `group_by=service`: the service only, or provider too. */
+  serviceRollupFillsProvider: boolean;
+}
+
+/** A line item inside the emulator: the wire record plus its amount in micro-dollars. */
+export interface StoredItem {
+  record: LineItem;
+  micros: number;
+}
+
+interface DayAggregate {
+  provider: Map<string, number>;
+  service: Map<string, number>;
+  category: Map<string, number>;
+}
+
+interface AnomalyBase {
+  record: Omit<Anomaly, 'status'>;
+  detectedMs: number;
+  /** Fixed status (bursts), or the status path over time. */
+  fixedStatus?: string;
+  ackAtMs: number | null;
+  closeAtMs: number | null;
+  finalStatus: string;
+}
+
+const MICROS_PER_CENT = 10_000;
+const HOUR_MS = 3_600_000;
+const SEVERITY_BY_DEVIATION: readonly [number, string][] = [[25, 'low'], [60, 'medium'], [120, 'high']];
+const FINAL_STATUSES = ['resolved', 'resolved', 'false_positive', 'dismissed'] as const;
+
+/** Rounds micro-dollars to dollars without floating-point drift in the last digit. */
+export function microsToUsd(micros: number): number {
+  return Math.round(micros) / 1_000_000;
+}
+
+export class Dataset {
+  readonly options: DatasetOptions;
+  readonly startDay: number;
+  readonly endDay: number;
+  /** Bumped by each restatement; rows of the last `restatement.days` days depend on it. */
+  generation = 0;
+  private readonly aggregates = new Map<string, DayAggregate>();
+  private readonly ingested = new Map<number, StoredItem[]>();
+  private readonly ingestedIds = new Set<string>();
+  private readonly dayRevision = new Map<number, number>();
+  private anomalyCache: AnomalyBase[] | null = null;
+
+  constructor(options: DatasetOptions) {
+    this.options = options;
+    this.startDay = toDayNumber(options.startDate);
+    this.endDay = toDayNumber(options.endDate);
+  }
+
+  /** Late-arriving cost data: recent days' rows change or disappear. */
+  restate(): void {
+    this.generation += 1;
+  }
+
+  /** The first day that restatement touches. */
+  get restateFromDay(): number {
+    return this.endDay - Math.max(0, this.options.restatement.days) + 1;
+  }
+
+  /** Number of generated row slots on a day (deleted rows still take a slot). */
+  generatedSlots(day: number): number {
+    return day >= this.startDay && day <= this.endDay ? this.options.rowsPerDay : 0;
+  }
+
+  /** Slots on a day: generated rows first, then rows ingested for that date. */
+  slots(day: number): number {
+    return this.generatedSlots(day) + (this.ingested.get(day)?.length ?? 0);
+  }
+
+  /** The item in a slot, or null when restatement deleted it. */
+  itemAt(day: number, index: number): StoredItem | null {
+    const generated = this.generatedSlots(day);
+    if (index < generated) return this.generate(day, index);
+    return this.ingested.get(day)?.[index - generated] ?? null;
+  }
+
+  /** Days that hold ingested rows, for range scans that must not miss them. */
+  ingestedDays(): number[] {
+    return [...this.ingested.keys()];
+  }
+
+  private generate(day: number, index: number): StoredItem | null {
+    const { seed } = this.options;
+    const rng = createRng(hashInts(seed, day, index));
+    const flat = FLAT_SERVICES[pickWeighted(FLAT_CUMULATIVE, rng())]!;
+    // Roughly log-normal amounts around the service's typical cost; a few credits.
+    const spread = Math.exp((rng() + rng() + rng() - 1.5) * 1.4);
+    let cents = Math.max(1, Math.round(flat.service.baseCents * spread));
+    const isCredit = rng() < 0.015;
+    if (isCredit) cents = -cents;
+    const project = PROJECTS[Math.floor(rng() * PROJECTS.length)]!;
+    const user = userEmail(Math.floor(rng() * USER_COUNT));
+    const currency = flat.provider.currencies[Math.floor(rng() * flat.provider.currencies.length)]!;
+
+    if (day >= this.restateFromDay) {
+      const { changeRate, deleteRate } = this.options.restatement;
+      for (let g = 1; g <= this.generation; g++) {
+        const r = unit(hashInts(seed, day, index, g, 0x5e57a7e));
+        if (r < deleteRate) return null;
+        if (r < deleteRate + changeRate) {
+          cents = Math.round(cents * (0.5 + unit(hashInts(seed, day, index, g, 0xc4a76e))));
+          if (cents === 0) cents = 1;
+        }
+      }
+    }
+
+    const date = fromDayNumber(day);
+    const record: LineItem = {
+      id: `li-${date.replaceAll('-', '')}-${index.toString().padStart(6, '0')}`,
+      usage_date: date,
+      provider_type: flat.provider.slug,
+      provider_service: flat.service.name,
+      net_amount_usd: cents / 100,
+      currency_original: currency,
+      project_id: project,
+      user_email: user,
+      charge_category: isCredit ? 'Credit' : 'Usage',
+    };
+    if (flat.service.models) {
+      const models = flat.service.models;
+      record.model = models[Math.floor(rng() * models.length)]!;
+      record.tokens_input = Math.round(cents * (800 + rng() * 400));
+      record.tokens_output = Math.round(cents * (150 + rng() * 100));
+    }
+    return { record, micros: cents * MICROS_PER_CENT };
+  }
+
+  /**
+   * Stores an ingested line item under its date. Returns false (and stores nothing) when
+   * `dedupKey` was seen before.
+   */
+  addIngested(day: number, item: StoredItem, dedupKey: string): boolean {
+    if (this.ingestedIds.has(dedupKey)) return false;
+    this.ingestedIds.add(dedupKey);
+    const list = this.ingested.get(day) ?? [];
+    list.push(item);
+    this.ingested.set(day, list);
+    this.dayRevision.set(day, (this.dayRevision.get(day) ?? 0) + 1);
+    return true;
+  }
+
+  private aggregate(day: number): DayAggregate {
+    const generation = day >= this.restateFromDay ? this.generation : 0;
+    const key = `${day}:${generation}:${this.dayRevision.get(day) ?? 0}`;
+    const cached = this.aggregates.get(key);
+    if (cached) return cached;
+    const agg: DayAggregate = { provider: new Map(), service: new Map(), category: new Map() };
+    const add = (map: Map<string, number>, k: string, micros: number) => map.set(k, (map.get(k) ?? 0) + micros);
+    const slots = this.slots(day);
+    for (let i = 0; i < slots; i++) {
+      const item = this.itemAt(day, i);
+      if (!item) continue;
+      const { provider_type, provider_service } = item.record;
+      add(agg.provider, provider_type, item.micros);
+      add(agg.service, `${provider_type}\u0000${provider_service}`, item.micros);
+      add(agg.category, categoryOf(provider_service), item.micros);
+    }
+    if (this.aggregates.size > 4096) this.aggregates.clear();
+    this.aggregates.set(key, agg);
+    return agg;
+  }
+
+  /** Daily rollup rows for [startDay, endDay], one per date and group, in date then group order. */
+  rollups(startDay: number, endDay: number, groupBy: GroupBy): RollupRow[] {
+    const rows: RollupRow[] = [];
+    const from = Math.max(startDay, Math.min(this.startDay, ...this.ingestedDays()));
+    const to = Math.min(endDay, Math.max(this.endDay, ...this.ingestedDays()));
+    for (let day = from; day <= to; day++) {
+      if (this.slots(day) === 0) continue;
+      const date = fromDayNumber(day);
+      const agg = this.aggregate(day);
+      if (groupBy === 'provider') {
+        for (const [provider, micros] of sorted(agg.provider)) {
+          rows.push({ date, cost_usd: microsToUsd(micros), provider_type: provider, service: null, category: null });
+        }
+      } else if (groupBy === 'service') {
+        // Service names are unique per provider in the catalog, but ingested names may collide,
+        // so the group is (provider, service) whether or not provider_type is shown.
+        const merged = new Map<string, number>();
+        for (const [key, micros] of agg.service) {
+          const k = this.options.serviceRollupFillsProvider ? key : key.split('\u0000')[1]!;
+          merged.set(k, (merged.get(k) ?? 0) + micros);
+        }
+        for (const [key, micros] of sorted(merged)) {
+          const parts = key.split('\u0000');
+          const fills = this.options.serviceRollupFillsProvider;
+          rows.push({
+            date, cost_usd: microsToUsd(micros),
+            provider_type: fills ? parts[0]! : null, service: fills ? parts[1]! : parts[0]!, category: null,
+          });
+        }
+      } else {
+        for (const [category, micros] of sorted(agg.category)) {
+          rows.push({ date, cost_usd: microsToUsd(micros), provider_type: null, service: null, category });
+        }
+      }
+    }
+    return rows;
+  }
+
+  /** Every anomaly detected at or before `nowMs`, with its status as of `nowMs`. */
+  anomaliesAt(nowMs: number): { anomaly: Anomaly; detectedMs: number }[] {
+    const out: { anomaly: Anomaly; detectedMs: number }[] = [];
+    for (const base of this.anomalyBases()) {
+      if (base.detectedMs > nowMs) continue;
+      out.push({ anomaly: { ...base.record, status: statusAt(base, nowMs) } as Anomaly, detectedMs: base.detectedMs });
+    }
+    return out;
+  }
+
+  private anomalyBases(): AnomalyBase[] {
+    if (this.anomalyCache) return this.anomalyCache;
+    const { seed, anomaliesPerDay } = this.options;
+    const bases: AnomalyBase[] = [];
+    for (let day = this.startDay; day <= this.endDay; day++) {
+      const count = Math.max(0, anomaliesPerDay + (hashInts(seed, day, 0xa) % 3) - 1);
+      let previousMs = -1;
+      for (let j = 0; j < count; j++) {
+        const rng = createRng(hashInts(seed, day, j, 0xa40));
+        // Detection runs in batches: about one alert in five shares the previous alert's timestamp.
+        const detectedMs = previousMs >= 0 && rng() < 0.2
+          ? previousMs
+          : day * 86_400_000 + Math.floor(rng() * 86_400) * 1000;
+        previousMs = detectedMs;
+        bases.push(makeAnomaly(`anom-${fromDayNumber(day).replaceAll('-', '')}-${j}`, detectedMs, rng));
+      }
+    }
+    this.options.anomalyBursts.forEach((burst, b) => {
+      const detectedMs = Date.parse(burst.at);
+      for (let j = 0; j < burst.count; j++) {
+        const rng = createRng(hashInts(seed, hashString(burst.at), b, j, 0xb0));
+        const base = makeAnomaly(`anom-burst${b}-${j}`, detectedMs, rng, burst.provider_type);
+        if (burst.severity) base.record.severity = burst.severity;
+        if (burst.status) base.fixedStatus = burst.status;
+        bases.push(base);
+      }
+    });
+    this.anomalyCache = bases;
+    return bases;
+  }
+}
+
+function makeAnomaly(id: string, detectedMs: number, rng: () => number, provider?: string): AnomalyBase {
+  const candidates = provider ? FLAT_SERVICES.filter((f) => f.provider.slug === provider) : FLAT_SERVICES;
+  const flat = candidates.length > 0
+    ? candidates[Math.floor(rng() * candidates.length)]!
+    : { provider: { slug: provider! }, service: { name: 'Custom Service' } };
+  const expected = Math.round((50 + rng() * 2000) * 100) / 100;
+  const size = Math.round((10 + rng() * rng() * 300) * 10) / 10;
+  const spike = rng() < 0.85;
+  const deviation = spike ? size : -Math.min(size, 90);
+  const actual = Math.round(expected * (1 + deviation / 100) * 100) / 100;
+  const severity = SEVERITY_BY_DEVIATION.find(([max]) => Math.abs(deviation) < max)?.[1] ?? 'critical';
+  const alertType = spike ? ALERT_TYPES[Math.floor(rng() * ALERT_TYPES.length)]! : 'spend_drop';
+  // Status path: most alerts get acknowledged, then closed; some are never touched.
+  const untouched = rng() < 0.12;
+  const ackAtMs = untouched ? null : detectedMs + Math.round((2 + rng() * 46) * HOUR_MS);
+  const closes = !untouched && rng() < 0.8;
+  const closeAtMs = closes && ackAtMs !== null ? ackAtMs + Math.round((12 + rng() * 200) * HOUR_MS) : null;
+  const finalStatus = FINAL_STATUSES[Math.floor(rng() * FINAL_STATUSES.length)]!;
+  return {
+    record: {
+      id,
+      provider_type: flat.provider.slug,
+      service: flat.service.name,
+      detected_date: new Date(detectedMs).toISOString().replace('.000Z', 'Z'),
+      actual_cost: actual,
+      expected_cost: expected,
+      deviation_percent: deviation,
+      severity,
+      alert_type: alertType,
+    },
+    detectedMs,
+    ackAtMs,
+    closeAtMs,
+    finalStatus,
+  };
+}
+
+/** Status of an anomaly at a time: new, then acknowledged, then a final state; never backwards. */
+function statusAt(base: AnomalyBase, nowMs: number): string {
+  if (base.fixedStatus) return base.fixedStatus;
+  if (base.closeAtMs !== null && nowMs >= base.closeAtMs) return base.finalStatus;
+  if (base.ackAtMs !== null && nowMs >= base.ackAtMs) return 'acknowledged';
+  return 'new';
+}
+
+function sorted(map: Map<string, number>): [string, number][] {
+  return [...map.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
+
+export { PROVIDERS };

@@ -1,0 +1,511 @@
+/**
+ * The Cost Data API emulator: a loopback HTTP server implementing every endpoint, rule and error of
+ * the spec, with seeded data, a per-key sliding-window rate limit, and fault injection. Tests,
+ * benchmarks and the demo run against it; users can test their own pipelines against it.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
+import {
+  ANOMALY_STATUSES, API_PLANS, API_PREFIX, ENDPOINT_SCOPES, GROUP_BYS, SEVERITIES,
+  type Anomaly, type GroupBy, type LineItem, type Scope,
+} from '../api/types.js';
+import { addDays, isCalendarDate, toDayNumber, utcDate } from '../dates.js';
+import { CursorCodec, type CursorPayload } from './cursor.js';
+import { Dataset, type AnomalyBurst, type RestatementOptions } from './dataset.js';
+import { FaultInjector, NO_FAULTS, type FaultKind, type FaultOptions } from './faults.js';
+import { IngestRequestError, ingestFocus } from './ingest.js';
+import { defaultKeys, type KeyConfig, type KeysConfig } from './keys.js';
+import { SlidingWindowLimiter } from './rate-limit.js';
+import { RequestLog, type LoggedRequest } from './request-log.js';
+import { createRng, hashString, shuffleInPlace } from './rng.js';
+
+export type AnomalyOrder = 'asc' | 'desc' | 'unordered';
+export type LineItemOrder = 'date' | 'shuffled';
+/** How the last line-item page reports "no cursor" (the spec does not show it). */
+export type LastPageCursor = 'null' | 'omit' | 'empty';
+
+export interface EmulatorOptions {
+  port: number;
+  host: string;
+  seed: number;
+  /** Data span; default: the 120 days ending today (UTC, by `clock`). */
+  startDate: string;
+  endDate: string;
+  rowsPerDay: number;
+  anomaliesPerDay: number;
+  anomalyBursts: AnomalyBurst[];
+  anomalyOrder: AnomalyOrder;
+  lineItemOrder: LineItemOrder;
+  lastPageCursor: LastPageCursor;
+  /** Requests per minute per key; 0 turns the limit off. */
+  rateLimit: number;
+  /** Send `Retry-After` on 429 (the spec does not name the header). */
+  retryAfterHeader: boolean;
+  keys: KeysConfig;
+  /** The vendor word in `x_<vendor>_…` columns and in the `<vendor>.focus` format name. */
+  vendor: string;
+  maxIngestRows: number;
+  maxBodyBytes: number;
+  /** For `group_by=service`, also fill `provider_type`. */
+  serviceRollupFillsProvider: boolean;
+  /** Chance that a continued page repeats the last records of the previous one. */
+  pageOverlapRate: number;
+  restatement: RestatementOptions;
+  faults: FaultOptions;
+  /** Time source for expiry, anomaly statuses and the rate limit; real time by default. */
+  clock: { now(): number };
+  /** Called after each request is answered (the CLI's --log-requests). */
+  onRequest?: (entry: LoggedRequest) => void;
+}
+
+export interface Emulator {
+  readonly url: string;
+  readonly port: number;
+  readonly options: EmulatorOptions;
+  readonly requestLog: RequestLog;
+  readonly faults: FaultInjector;
+  readonly dataset: Dataset;
+  /** Late-arriving data: changes and deletes some line items of the last `restatement.days` days. */
+  restate(): void;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_SPAN_DAYS = 120;
+
+/** Fills in defaults; the span defaults to the 120 days ending today by the given clock. */
+export function resolveEmulatorOptions(input: Partial<EmulatorOptions> = {}): EmulatorOptions {
+  const clock = input.clock ?? { now: () => Date.now() };
+  const endDate = input.endDate ?? utcDate(clock.now());
+  return {
+    port: 0,
+    host: '127.0.0.1',
+    seed: 1,
+    startDate: input.startDate ?? addDays(endDate, -(DEFAULT_SPAN_DAYS - 1)),
+    rowsPerDay: 200,
+    anomaliesPerDay: 3,
+    anomalyBursts: [],
+    anomalyOrder: 'desc',
+    lineItemOrder: 'date',
+    lastPageCursor: 'null',
+    rateLimit: 60,
+    retryAfterHeader: true,
+    keys: defaultKeys(),
+    vendor: 'service',
+    maxIngestRows: 5000,
+    maxBodyBytes: 16 * 1024 * 1024,
+    serviceRollupFillsProvider: false,
+    pageOverlapRate: 0,
+    ...input,
+    endDate,
+    restatement: { days: 3, changeRate: 0.1, deleteRate: 0.05, ...input.restatement },
+    faults: { ...NO_FAULTS, ...input.faults },
+    clock,
+  };
+}
+
+interface Reply {
+  status: number;
+  data?: unknown;
+  error?: { code: string; message: string };
+  meta?: Record<string, unknown>;
+  headers?: Record<string, string>;
+  /** Leave `meta.next_cursor` out of the body (emulating servers that omit it). */
+  omitNextCursor?: boolean;
+}
+
+const ok = (data: unknown, meta: Record<string, unknown> = {}, status = 200): Reply => ({ status, data, meta });
+const fail = (status: number, code: string, message: string, headers?: Record<string, string>): Reply => ({
+  status, error: { code, message }, ...(headers ? { headers } : {}),
+});
+const invalid = (message: string) => fail(400, 'VALIDATION_ERROR', message);
+
+class BadRequest extends Error {}
+
+interface Route {
+  name: string;
+  method: 'GET' | 'POST';
+  scope: Scope;
+  match: (path: string) => Record<string, string> | null;
+}
+
+const exact = (p: string) => (path: string) => (path === p ? {} : null);
+const ROUTES: Route[] = [
+  { name: 'line-items', method: 'GET', scope: ENDPOINT_SCOPES.lineItems, match: exact(`${API_PREFIX}/line-items`) },
+  { name: 'rollups', method: 'GET', scope: ENDPOINT_SCOPES.rollups, match: exact(`${API_PREFIX}/rollups/daily`) },
+  { name: 'anomalies', method: 'GET', scope: ENDPOINT_SCOPES.anomalies, match: exact(`${API_PREFIX}/anomalies`) },
+  { name: 'ingest-otel', method: 'POST', scope: ENDPOINT_SCOPES.ingest, match: exact(`${API_PREFIX}/ingest/otel`) },
+  {
+    name: 'ingest-focus', method: 'POST', scope: ENDPOINT_SCOPES.ingest,
+    match: (path) => {
+      const m = /^\/api\/v1\/public\/ingest\/focus\/([^/]+)$/.exec(path);
+      return m ? { connectionId: decodeURIComponent(m[1]!) } : null;
+    },
+  },
+];
+
+function fingerprint(key: string): string {
+  return createHash('sha256').update(key).digest('hex').slice(0, 16);
+}
+
+export async function startEmulator(input: Partial<EmulatorOptions> = {}): Promise<Emulator> {
+  const options = resolveEmulatorOptions(input);
+  const dataset = new Dataset(options);
+  const faults = new FaultInjector(options.faults, options.seed);
+  const requestLog = new RequestLog();
+  const limiter = new SlidingWindowLimiter(options.rateLimit);
+  // A fresh secret per server: cursors from another emulator instance are foreign.
+  const cursors = new CursorCodec(`${options.seed}:${randomBytes(16).toString('hex')}`);
+  const keysByValue = new Map(options.keys.keys.map((k) => [k.key, k]));
+  const connections = new Map(options.keys.connections.map((c) => [c.id, c]));
+  const rng = createRng(options.seed ^ 0x0e7a);
+  let apiRequests = 0;
+  let batches = 0;
+
+  function authenticate(req: IncomingMessage): KeyConfig | Reply {
+    const headerKey = req.headers['x-api-key'];
+    const auth = req.headers.authorization;
+    let key: string | undefined;
+    if (typeof headerKey === 'string' && headerKey.trim() !== '') {
+      key = headerKey.trim();
+    } else if (typeof auth === 'string') {
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+      if (!m) return fail(401, 'UNAUTHORIZED', 'Malformed Authorization header: send "Authorization: Bearer <API_KEY>" or the header X-API-Key.');
+      key = m[1]!;
+    }
+    if (!key) return fail(401, 'UNAUTHORIZED', 'No API key: send it in the X-API-Key header or as "Authorization: Bearer <API_KEY>".');
+    const config = keysByValue.get(key);
+    if (!config) return fail(401, 'UNAUTHORIZED', 'Unknown API key: check the key, or create one in the workspace settings under API.');
+    if (config.revoked) return fail(401, 'UNAUTHORIZED', 'This API key was revoked: create a new key in the workspace settings under API.');
+    if (config.expires_at && Date.parse(config.expires_at) <= options.clock.now()) {
+      return fail(401, 'UNAUTHORIZED', `This API key expired at ${config.expires_at}: create a new key in the workspace settings under API.`);
+    }
+    return config;
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://emulator.invalid');
+    const path = url.pathname.replace(/\/+$/, '') || '/';
+    let routeName = 'unknown';
+    const respond = (reply: Reply, fault: FaultKind | null = null) => {
+      const entry: LoggedRequest = {
+        method: req.method ?? '?', route: routeName, status: fault === 'drop' ? 0 : reply.status,
+        code: reply.error?.code ?? null, atMs: options.clock.now(),
+      };
+      requestLog.record(entry);
+      options.onRequest?.(entry);
+      send(res, reply, fault);
+    };
+
+    const matches = ROUTES.map((r) => ({ route: r, params: r.match(path) })).filter((m) => m.params !== null);
+    if (matches.length === 0) {
+      await drain(req);
+      return respond(fail(404, 'NOT_FOUND', `No endpoint at ${path}. Endpoints live under ${API_PREFIX}/: line-items, rollups/daily, anomalies, ingest/focus/:connectionId, ingest/otel.`));
+    }
+    const hit = matches.find((m) => m.route.method === req.method);
+    if (!hit) {
+      await drain(req);
+      routeName = matches[0]!.route.name;
+      const allow = matches.map((m) => m.route.method).join(', ');
+      return respond({ ...fail(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${path}; use ${allow}.`), headers: { Allow: allow } });
+    }
+    const { route } = hit;
+    const params = hit.params!;
+    routeName = route.name;
+
+    let bodyText = '';
+    if (route.method === 'POST') {
+      const read = await readBody(req, options.maxBodyBytes);
+      if (read === null) return respond(invalid(`Request body exceeds ${options.maxBodyBytes} bytes: send fewer rows per request.`));
+      bodyText = read;
+    }
+
+    const key = authenticate(req);
+    if (!('key' in key)) return respond(key);
+    const rate = limiter.take(key.key, options.clock.now());
+    if (!rate.allowed) return respond(rateLimited(rate.retryAfterMs));
+    if (!API_PLANS.includes(key.plan)) {
+      return respond(fail(403, 'PLAN_RESTRICTED', `API access needs a Business plan or above; this workspace is on the ${key.plan} plan. Upgrade the workspace plan to use the API.`));
+    }
+    if (!key.scopes.includes(route.scope)) {
+      return respond(fail(403, 'INVALID_SCOPE', `This key lacks the scope ${route.scope}, which ${req.method} ${path} requires. Create a key with that scope.`));
+    }
+
+    apiRequests += 1;
+    if (options.faults.restateEveryRequests > 0 && apiRequests % options.faults.restateEveryRequests === 0) dataset.restate();
+    const decision = faults.decide(path, url.searchParams.has('cursor'));
+    if (decision.delayMs > 0) await delay(decision.delayMs);
+    if (decision.kind === 'error500') return respond(fail(500, 'INTERNAL_ERROR', 'Unexpected server error (injected). Retry with exponential backoff.'));
+    if (decision.kind === 'rateLimit') return respond(rateLimited(1000));
+    const wireFault = decision.kind === 'drop' || decision.kind === 'truncate' || decision.kind === 'malformed' ? decision.kind : null;
+
+    let reply: Reply;
+    try {
+      reply = dispatch(route.name, url.searchParams, params, key, bodyText, req, decision.kind === 'expireCursor');
+    } catch (error) {
+      if (error instanceof BadRequest) reply = invalid(error.message);
+      else reply = fail(500, 'INTERNAL_ERROR', `Unexpected server error: ${(error as Error).message}`);
+    }
+    respond(reply, wireFault);
+  }
+
+  function rateLimited(retryAfterMs: number): Reply {
+    const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+    return fail(
+      429, 'RATE_LIMITED',
+      `Rate limit of ${options.rateLimit || 'the'} requests per minute exceeded for this key; retry after ${seconds} seconds.`,
+      options.retryAfterHeader ? { 'Retry-After': String(seconds) } : undefined,
+    );
+  }
+
+  function dispatch(
+    name: string, q: URLSearchParams, params: Record<string, string>, key: KeyConfig, body: string,
+    req: IncomingMessage, expireCursor: boolean,
+  ): Reply {
+    switch (name) {
+      case 'line-items': return lineItems(q, key, expireCursor);
+      case 'rollups': return rollups(q);
+      case 'anomalies': return anomalies(q);
+      case 'ingest-focus': return ingest(params.connectionId!, key, body, req);
+      default: return otel(body, req);
+    }
+  }
+
+  function lineItems(q: URLSearchParams, key: KeyConfig, expireCursor: boolean): Reply {
+    const { startDay, endDay, start, end } = dateRange(q);
+    const limit = intParam(q, 'limit', 50, 1, 1000);
+    const cursorText = single(q, 'cursor');
+    const keyFp = fingerprint(key.key);
+    let day = startDay;
+    let index = 0;
+    if (cursorText !== undefined) {
+      const check = cursors.decode(cursorText);
+      if (!check.ok) return invalid(`Invalid cursor: ${check.reason}. Send meta.next_cursor from the previous page exactly, or start again without a cursor.`);
+      const c = check.payload;
+      if (c.s !== start || c.e !== end || c.k !== keyFp) {
+        return invalid('Invalid cursor: it belongs to a different query (dates or key). Send it with the same start_date and end_date, or start again without a cursor.');
+      }
+      const ttl = options.faults.cursorTtlMs;
+      if (expireCursor || (ttl > 0 && options.clock.now() - c.t > ttl)) {
+        return invalid('Invalid cursor: it has expired. Start the query again from the first page, without a cursor.');
+      }
+      day = c.d;
+      index = c.i;
+      if (options.pageOverlapRate > 0 && index >= 3 && rng() < options.pageOverlapRate) index -= 1 + Math.floor(rng() * 3);
+    }
+
+    const data: LineItem[] = [];
+    // Step over days without rows quickly; ingested days may lie outside the generated span.
+    const lastDataDay = Math.min(endDay, Math.max(dataset.endDay, ...dataset.ingestedDays()));
+    while (day <= lastDataDay && data.length < limit) {
+      const slots = dataset.slots(day);
+      while (index < slots && data.length < limit) {
+        const item = dataset.itemAt(day, index);
+        index += 1;
+        if (item) data.push(item.record);
+      }
+      if (index >= slots) {
+        day += 1;
+        index = 0;
+      }
+    }
+    let hasMore = false;
+    for (let d = day; d <= lastDataDay && !hasMore; d++) hasMore = dataset.slots(d) > (d === day ? index : 0);
+    if (options.lineItemOrder === 'shuffled') shuffleInPlace(data, createRng(hashString(`${day}:${index}:${data.length}`)));
+
+    const payload: CursorPayload = { s: start, e: end, k: keyFp, d: day, i: index, t: options.clock.now() };
+    const next = hasMore ? cursors.encode(payload) : options.lastPageCursor === 'empty' ? '' : null;
+    const reply = ok(data, { next_cursor: next, has_more: hasMore });
+    if (!hasMore && options.lastPageCursor === 'omit') reply.omitNextCursor = true;
+    return reply;
+  }
+
+  function rollups(q: URLSearchParams): Reply {
+    const { startDay, endDay } = dateRange(q);
+    const groupBy = single(q, 'group_by');
+    if (groupBy === undefined) throw new BadRequest('group_by is required: one of provider, service, category.');
+    if (!GROUP_BYS.includes(groupBy as GroupBy)) throw new BadRequest(`group_by must be one of provider, service, category; got "${groupBy}".`);
+    return ok(dataset.rollups(startDay, endDay, groupBy as GroupBy));
+  }
+
+  function anomalies(q: URLSearchParams): Reply {
+    const limit = intParam(q, 'limit', 10, 1, 100);
+    const since = single(q, 'since');
+    let sinceMs = -Infinity;
+    if (since !== undefined) {
+      const ms = parseTimestamp(since);
+      if (ms === null) throw new BadRequest(`since must be an ISO 8601 timestamp such as 2025-01-31T00:00:00Z; got "${since}".`);
+      sinceMs = ms;
+    }
+    const severity = enumParam(q, 'severity', SEVERITIES);
+    const status = enumParam(q, 'status', ANOMALY_STATUSES);
+    const provider = single(q, 'provider_type');
+    if (provider === '') throw new BadRequest('provider_type must not be empty: leave it out to get every provider.');
+    let list = dataset.anomaliesAt(options.clock.now()).filter(({ anomaly, detectedMs }) =>
+      detectedMs > sinceMs
+      && (severity === undefined || anomaly.severity === severity)
+      && (status === undefined || anomaly.status === status)
+      && (provider === undefined || anomaly.provider_type === provider));
+    if (options.anomalyOrder === 'unordered') {
+      list = shuffleInPlace(list, createRng(hashString(`${options.seed}:${q.toString()}`)));
+    } else {
+      const sign = options.anomalyOrder === 'asc' ? 1 : -1;
+      list.sort((a, b) => sign * (a.detectedMs - b.detectedMs || (a.anomaly.id < b.anomaly.id ? -1 : 1)));
+    }
+    return ok(list.slice(0, limit).map((x): Anomaly => x.anomaly));
+  }
+
+  function jsonBody(body: string, req: IncomingMessage): unknown {
+    const type = String(req.headers['content-type'] ?? '');
+    if (!/^application\/json\b/i.test(type)) {
+      throw new BadRequest(`Content-Type must be application/json; got "${type || 'none'}".`);
+    }
+    try {
+      return JSON.parse(body);
+    } catch (error) {
+      throw new BadRequest(`The body is not valid JSON (${(error as Error).message}). Send a JSON object.`);
+    }
+  }
+
+  function ingest(connectionId: string, key: KeyConfig, body: string, req: IncomingMessage): Reply {
+    if (key.connection_id !== undefined && key.connection_id !== connectionId) {
+      return fail(403, 'FORBIDDEN', `This ingest key is bound to connection "${key.connection_id}" and cannot write to "${connectionId}". Use that connection's id, or a key for this connection.`);
+    }
+    const connection = connections.get(connectionId);
+    if (!connection) {
+      // The spec has no not-found code; an unknown path parameter is an invalid value.
+      return invalid(`Unknown connection id "${connectionId}": create the custom provider connection in the workspace's integration settings, and use its id.`);
+    }
+    const parsed = jsonBody(body, req);
+    batches += 1;
+    try {
+      const result = ingestFocus(parsed, {
+        dataset, connectionId, providerType: connection.provider_type, vendor: options.vendor,
+        maxRows: options.maxIngestRows, batchId: `batch-${options.seed}-${batches}-${randomBytes(4).toString('hex')}`,
+      });
+      return ok(result, {}, 202);
+    } catch (error) {
+      if (error instanceof IngestRequestError) throw new BadRequest(error.message);
+      throw error;
+    }
+  }
+
+  function otel(body: string, req: IncomingMessage): Reply {
+    const parsed = jsonBody(body, req);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      throw new BadRequest('The OTel body must be a JSON object.');
+    }
+    batches += 1;
+    return ok({ accepted: true, batch_id: `otel-${options.seed}-${batches}`, received_bytes: Buffer.byteLength(body) }, {}, 202);
+  }
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) send(res, fail(500, 'INTERNAL_ERROR', `Unexpected server error: ${(error as Error).message}`), null);
+    });
+  });
+  server.keepAliveTimeout = 10_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+
+  return {
+    url: `http://${hostForUrl}:${address.port}`,
+    port: address.port,
+    options,
+    requestLog,
+    faults,
+    dataset,
+    restate: () => dataset.restate(),
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+}
+
+/** Writes the envelope, or misbehaves as the fault says. */
+function send(res: ServerResponse, reply: Reply, fault: FaultKind | null): void {
+  if (fault === 'drop') {
+    res.socket?.destroy();
+    return;
+  }
+  const envelope: Record<string, unknown> = { data: reply.data ?? null, error: reply.error ?? null, meta: reply.meta ?? {} };
+  if (reply.omitNextCursor) delete (envelope.meta as Record<string, unknown>).next_cursor;
+  let body = JSON.stringify(envelope);
+  if (fault === 'malformed') body = `${body.slice(0, Math.floor(body.length / 2))}<<not json>>`;
+  const bytes = Buffer.from(body);
+  res.writeHead(reply.status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': String(bytes.length),
+    ...reply.headers,
+  });
+  if (fault === 'truncate') {
+    // Promise the whole body, send half, then cut the connection.
+    res.write(bytes.subarray(0, Math.floor(bytes.length / 2)), () => res.socket?.destroy());
+    return;
+  }
+  res.end(bytes);
+}
+
+function single(q: URLSearchParams, name: string): string | undefined {
+  const all = q.getAll(name);
+  if (all.length > 1) throw new BadRequest(`${name} was sent ${all.length} times; send it once.`);
+  return all[0];
+}
+
+function dateRange(q: URLSearchParams) {
+  const start = single(q, 'start_date');
+  const end = single(q, 'end_date');
+  for (const [name, value] of [['start_date', start], ['end_date', end]] as const) {
+    if (value === undefined || value === '') throw new BadRequest(`${name} is required, as YYYY-MM-DD.`);
+    if (!isCalendarDate(value)) throw new BadRequest(`${name} must be a real calendar date as YYYY-MM-DD; got "${value}".`);
+  }
+  if (start! > end!) throw new BadRequest(`start_date ${start} is after end_date ${end}; start_date must be on or before end_date.`);
+  return { start: start!, end: end!, startDay: toDayNumber(start!), endDay: toDayNumber(end!) };
+}
+
+function intParam(q: URLSearchParams, name: string, fallback: number, min: number, max: number): number {
+  const raw = single(q, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new BadRequest(`${name} must be an integer from ${min} to ${max}; got "${raw}".`);
+  }
+  return Number(raw);
+}
+
+function enumParam(q: URLSearchParams, name: string, values: readonly string[]): string | undefined {
+  const raw = single(q, name);
+  if (raw !== undefined && !values.includes(raw)) throw new BadRequest(`${name} must be one of ${values.join(', ')}; got "${raw}".`);
+  return raw;
+}
+
+const ISO_TIMESTAMP_RE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
+
+/** Epoch ms of an ISO 8601 timestamp with a zone (or a bare date, midnight UTC); null otherwise. */
+export function parseTimestamp(text: string): number | null {
+  if (!ISO_TIMESTAMP_RE.test(text) || !isCalendarDate(text.slice(0, 10))) return null;
+  const ms = Date.parse(text.length === 10 ? `${text}T00:00:00Z` : text);
+  return Number.isNaN(ms) ? null : ms;
+}
+
+async function drain(req: IncomingMessage): Promise<void> {
+  for await (const _chunk of req) { /* discard */ }
+}
+
+/** The body as text, or null when it exceeds `limit` bytes. */
+async function readBody(req: IncomingMessage, limit: number): Promise<string | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let tooLarge = false;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) tooLarge = true;
+    else chunks.push(chunk);
+  }
+  return tooLarge ? null : Buffer.concat(chunks).toString('utf8');
+}
