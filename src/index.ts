@@ -3,4 +3,4 @@ export * from './errors.js';
 export * from './api/types.js';
 export { createApiClient, keyFingerprint, parseBaseUrl, type ApiClient, type ApiClientOptions } from './api/client.js';
 export { createRequestLimiter, LimiterRegistry, systemClock, type Clock, type RequestLimiter } from './api/resilience.js';
-export { startEmulator, type Emulator, type EmulatorOptions } from './emulator/server.js';
+export { startEmulator, type Emulator, type EmulatorInput, type EmulatorOptions } from './emulator/server.js';

@@ -1,7 +1,7 @@
 /** `costsync emulator`: serves the Cost Data API on loopback until stopped. */
 import type { Argv } from 'yargs';
 import { parseKeysConfig } from '../emulator/keys.js';
-import { startEmulator, type Emulator, type EmulatorOptions } from '../emulator/server.js';
+import { startEmulator, type Emulator, type EmulatorInput } from '../emulator/server.js';
 import { addDays } from '../dates.js';
 import { choiceArg, dateArg, intArg, rateArg, readJsonFile } from './args.js';
 
@@ -41,7 +41,7 @@ export function emulatorOptions(yargs: Argv) {
 type EmulatorArgs = Awaited<ReturnType<typeof emulatorOptions>['argv']>;
 
 /** Turns command-line arguments into emulator options, checking each. */
-export function emulatorOptionsFromArgs(args: EmulatorArgs): Partial<EmulatorOptions> {
+export function emulatorOptionsFromArgs(args: EmulatorArgs): EmulatorInput {
   const endDate = args['end-date'] !== undefined ? dateArg('end-date', args['end-date']) : undefined;
   const startDate = args['start-date'] !== undefined
     ? dateArg('start-date', args['start-date'])

@@ -72,10 +72,16 @@ export interface Emulator {
   close(): Promise<void>;
 }
 
+/** What callers pass: any option, and any part of the nested fault and restatement settings. */
+export type EmulatorInput = Partial<Omit<EmulatorOptions, 'faults' | 'restatement'>> & {
+  faults?: Partial<FaultOptions>;
+  restatement?: Partial<RestatementOptions>;
+};
+
 export const DEFAULT_SPAN_DAYS = 120;
 
 /** Fills in defaults; the span defaults to the 120 days ending today by the given clock. */
-export function resolveEmulatorOptions(input: Partial<EmulatorOptions> = {}): EmulatorOptions {
+export function resolveEmulatorOptions(input: EmulatorInput = {}): EmulatorOptions {
   const clock = input.clock ?? { now: () => Date.now() };
   const endDate = input.endDate ?? utcDate(clock.now());
   return {
@@ -149,7 +155,7 @@ function fingerprint(key: string): string {
   return createHash('sha256').update(key).digest('hex').slice(0, 16);
 }
 
-export async function startEmulator(input: Partial<EmulatorOptions> = {}): Promise<Emulator> {
+export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator> {
   const options = resolveEmulatorOptions(input);
   const dataset = new Dataset(options);
   const faults = new FaultInjector(options.faults, options.seed);

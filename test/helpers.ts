@@ -1,0 +1,64 @@
+/** Shared test helpers: an emulator on port 0 that always closes, a fake clock, raw HTTP. */
+import { request } from 'undici';
+import { startEmulator, type Emulator, type EmulatorInput } from '../src/emulator/server.js';
+import type { Clock } from '../src/api/resilience.js';
+
+/** Runs `fn` against a fresh emulator on a free loopback port, closing it afterwards. */
+export async function withEmulator<T>(options: EmulatorInput, fn: (emulator: Emulator) => Promise<T>): Promise<T> {
+  const emulator = await startEmulator({ port: 0, rateLimit: 0, ...options });
+  try {
+    return await fn(emulator);
+  } finally {
+    await emulator.close();
+  }
+}
+
+/** A clock that only moves when slept on; records each sleep. Share it with the emulator. */
+export interface FakeClock extends Clock {
+  sleeps: number[];
+  advance(ms: number): void;
+}
+
+export function fakeClock(startMs = Date.parse('2025-06-30T12:00:00Z')): FakeClock {
+  let t = startMs;
+  const sleeps: number[] = [];
+  return {
+    sleeps,
+    now: () => t,
+    sleep: async (ms: number) => {
+      sleeps.push(ms);
+      t += ms;
+    },
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: any;
+  text: string;
+}
+
+/** One raw HTTP request; the body parsed as JSON when it is. */
+export async function raw(
+  url: string, path: string,
+  init: { method?: 'GET' | 'POST' | 'PUT' | 'DELETE'; headers?: Record<string, string>; body?: string; key?: string | null } = {},
+): Promise<RawResponse> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.key !== null) headers['x-api-key'] ??= init.key ?? 'demo-key';
+  const res = await request(`${url}${path}`, { method: init.method ?? 'GET', headers, body: init.body });
+  const text = await res.body.text();
+  let body: unknown = undefined;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    /* not JSON: left undefined */
+  }
+  return { status: res.statusCode, headers: res.headers, body, text };
+}
+
+/** A fixed span for deterministic tests. */
+export const SPAN = { startDate: '2025-06-01', endDate: '2025-06-30' } as const;
