@@ -62,3 +62,34 @@ export async function raw(
 
 /** A fixed span for deterministic tests. */
 export const SPAN = { startDate: '2025-06-01', endDate: '2025-06-30' } as const;
+
+/** A scripted HTTP server on port 0: each request gets the next reply; the last one repeats. */
+export interface ScriptedReply {
+  status?: number;
+  body?: string | object;
+  headers?: Record<string, string>;
+  /** Never answer (for timeout tests). */
+  hang?: boolean;
+}
+
+export async function withScriptedServer<T>(replies: ScriptedReply[], fn: (url: string, hits: () => number) => Promise<T>): Promise<T> {
+  const { createServer } = await import('node:http');
+  let hits = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    const reply = replies[Math.min(hits, replies.length - 1)]!;
+    hits += 1;
+    if (reply.hang) return;
+    const body = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body ?? {});
+    res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers });
+    res.end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  try {
+    return await fn(`http://127.0.0.1:${port}`, () => hits);
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}

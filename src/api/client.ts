@@ -43,6 +43,8 @@ export interface ClientStats {
 export interface ApiClientOptions {
   baseUrl: string;
   apiKey: string;
+  /** How the key is sent; the API accepts both. */
+  authHeader?: 'x-api-key' | 'bearer';
   /** The key's shared limiter; one is made from `requestsPerMinute` when absent. */
   limiter?: RequestLimiter;
   requestsPerMinute?: number;
@@ -196,13 +198,15 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
 
   async function once(method: 'GET' | 'POST', path: string, body: string | undefined): Promise<Envelope<unknown>> {
     const started = clock.now();
+    // Errors and events name the path without its query (cursors are long and say nothing).
+    const where = path.split('?')[0]!;
     stats.requests += 1;
     let response;
     try {
       response = await pool.request({
         method, path,
         headers: {
-          'x-api-key': options.apiKey,
+          ...(options.authHeader === 'bearer' ? { authorization: `Bearer ${options.apiKey}` } : { 'x-api-key': options.apiKey }),
           accept: 'application/json',
           'user-agent': 'costsync/0.1',
           ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
@@ -210,44 +214,45 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         ...(body !== undefined ? { body } : {}),
       });
     } catch (error) {
-      throw transportError(error, method, path, secrets);
+      throw transportError(error, method, where, secrets);
     }
     let text = '';
     try {
       text = await readLimited(response.body, maxBytes);
     } catch (error) {
       if (error instanceof ApiError) throw error;
-      throw transportError(error, method, path, secrets);
+      throw transportError(error, method, where, secrets);
     }
     if (text === TOO_LARGE) {
-      throw new ApiError(ClientErrorCode.RESPONSE_TOO_LARGE, `${method} ${path}: the response is larger than ${maxBytes} bytes`, {
-        path, statusCode: response.statusCode, hint: 'A page this large is not one the API sends; check --base-url.',
+      throw new ApiError(ClientErrorCode.RESPONSE_TOO_LARGE, `${method} ${where}: the response is larger than ${maxBytes} bytes`, {
+        path: where, statusCode: response.statusCode, hint: 'A page this large is not one the API sends; check --base-url.',
       });
     }
     const statusCode = response.statusCode;
-    emit({ type: 'response', method, path, statusCode, ms: clock.now() - started });
+    emit({ type: 'response', method, path: where, statusCode, ms: clock.now() - started });
     const header = response.headers['retry-after'];
     const retryAfter = Array.isArray(header) ? header[0] : header;
     let envelope: Envelope<unknown> | null = null;
     try {
-      envelope = parseEnvelope(text, path, statusCode);
+      envelope = parseEnvelope(text, where, statusCode);
     } catch (error) {
       // A failed status with a non-JSON body (a proxy's HTML page, say) is judged by its status.
-      if (statusCode < 200 || statusCode >= 300) throw apiErrorFrom(statusCode, null, method, path, retryAfter, clock.now());
+      if (statusCode < 200 || statusCode >= 300) throw apiErrorFrom(statusCode, null, method, where, retryAfter, clock.now());
       throw error;
     }
     if (statusCode < 200 || statusCode >= 300 || envelope.error !== null) {
       if (statusCode >= 200 && statusCode < 300) {
-        throw new ApiError(ClientErrorCode.MALFORMED_RESPONSE, `${method} ${path}: status ${statusCode} with an error in the envelope (${envelope.error!.code}: ${envelope.error!.message})`, {
-          path, statusCode, apiCode: envelope.error!.code,
+        throw new ApiError(ClientErrorCode.MALFORMED_RESPONSE, `${method} ${where}: status ${statusCode} with an error in the envelope (${envelope.error!.code}: ${envelope.error!.message})`, {
+          path: where, statusCode, apiCode: envelope.error!.code,
         });
       }
-      throw apiErrorFrom(statusCode, envelope, method, path, retryAfter, clock.now());
+      throw apiErrorFrom(statusCode, envelope, method, where, retryAfter, clock.now());
     }
     return envelope;
   }
 
   async function call<T>(method: 'GET' | 'POST', path: string, body: string | undefined, convert: (e: Envelope<unknown>) => T): Promise<T> {
+    const where = path.split('?')[0]!;
     let rateLimitedCount = 0;
     let attempts = 0;
     let last: unknown;
@@ -269,11 +274,11 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
               rateLimitedCount += 1;
               stats.rateLimited += 1;
               const holdMs = error.retryAfterMs ?? 1000;
-              emit({ type: 'rate_limited', method, path, holdMs });
+              emit({ type: 'rate_limited', method, path: where, holdMs });
               limiter.holdFor(holdMs);
             } else if (isTransient(error)) {
               stats.retries += 1;
-              emit({ type: 'retry', method, path, attempt: attemptNumber, code: (error as ApiError).code, message: error.message });
+              emit({ type: 'retry', method, path: where, attempt: attemptNumber, code: (error as ApiError).code, message: error.message });
             }
           },
           shouldConsumeRetry: ({ error }) => !isRateLimited(error),
@@ -283,8 +288,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       );
     } catch (error) {
       if (error instanceof ApiError && (isTransient(error) || isRateLimited(error)) && attempts > 1) {
-        throw new ApiError(ClientErrorCode.RETRIES_EXHAUSTED, `${method} ${path} still failing after ${attempts} attempts: ${error.message}`, {
-          path, statusCode: error.statusCode, apiCode: error.apiCode, cause: error,
+        throw new ApiError(ClientErrorCode.RETRIES_EXHAUSTED, `${method} ${where} still failing after ${attempts} attempts: ${error.message}`, {
+          path: where, statusCode: error.statusCode, apiCode: error.apiCode, cause: error,
           hint: 'The server or network kept failing; run again later (progress is kept).',
         });
       }

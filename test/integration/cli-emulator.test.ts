@@ -1,0 +1,42 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { raw } from '../helpers.js';
+
+const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+
+describe('costsync emulator (CLI)', () => {
+  it('prints its URL as the first line and serves the API until SIGTERM', async () => {
+    const child = spawn(process.execPath, [CLI, 'emulator', '--port', '0', '--seed', '3', '--rows-per-day', '10'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const lines = createInterface({ input: child.stdout! });
+    const [first] = (await once(lines, 'line')) as [string];
+    expect(first).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const res = await raw(first, '/api/v1/public/anomalies?limit=2');
+    expect(res.status).toBe(200);
+    expect(res.body.data).toHaveLength(2);
+    child.kill('SIGTERM');
+    const [code] = (await once(child, 'exit')) as [number];
+    expect(code).toBe(0);
+  });
+
+  it('exits 2 with a message naming the flag for bad values and unknown commands', () => {
+    const bad = spawnSync(process.execPath, [CLI, 'emulator', '--error-rate', '7'], { encoding: 'utf8' });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/--error-rate must be a fraction from 0 to 1/);
+    const unknown = spawnSync(process.execPath, [CLI, 'frobnicate'], { encoding: 'utf8' });
+    expect(unknown.status).toBe(2);
+    const keys = spawnSync(process.execPath, [CLI, 'emulator', '--keys', '/nonexistent/keys.json'], { encoding: 'utf8' });
+    expect(keys.status).toBe(2);
+    expect(keys.stderr).toMatch(/--keys \/nonexistent\/keys.json: cannot read the file/);
+  });
+
+  it('shows help with the emulator options', () => {
+    const help = spawnSync(process.execPath, [CLI, 'emulator', '--help'], { encoding: 'utf8' });
+    expect(help.status).toBe(0);
+    for (const flag of ['--port', '--seed', '--rows-per-day', '--rate-limit', '--anomaly-order', '--error-rate', '--restate-every']) {
+      expect(help.stdout).toContain(flag);
+    }
+  });
+});
