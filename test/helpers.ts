@@ -93,3 +93,38 @@ export async function withScriptedServer<T>(replies: ScriptedReply[], fn: (url: 
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 }
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { SyncConfig } from '../src/config.js';
+import { createLogger, type Logger } from '../src/log.js';
+
+/** A temporary directory that is removed after `fn`. */
+export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), 'costsync-test-'));
+  try {
+    return await fn(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A sync config for tests: the emulator's key, files in `dir`, a fixed date range. */
+export function testSyncConfig(url: string, dir: string, over: Partial<SyncConfig> = {}): SyncConfig {
+  return {
+    baseUrl: url, apiKey: 'demo-key', db: join(dir, 'costs.duckdb'), stateDir: join(dir, 'state'),
+    streams: ['line_items', 'rollups', 'anomalies'], since: undefined, until: SPAN.endDate, startDate: SPAN.startDate,
+    lookbackDays: 3, windowDays: 7, fullRefresh: false, rateLimit: 100_000, maxRuntimeMs: undefined,
+    format: 'duckdb', out: join(dir, 'parquet'), logFormat: 'json', quiet: true, anomalyRefreshDays: 30, concurrency: 4,
+    ...over,
+  };
+}
+
+/** A logger that keeps its lines, for assertions. */
+export function memoryLogger(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  return Object.assign(createLogger({ format: 'json', level: 'debug', write: (l) => lines.push(l) }), { lines });
+}
+
+export const FAST_CLIENT = { retry: { retries: 6, minTimeoutMs: 1, maxTimeoutMs: 5 } };

@@ -30,6 +30,7 @@ export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 10_000, headersMs: 60_000
 
 /** What the client reports as it works: for logs, progress and run summaries. */
 export type ClientEvent =
+  | { type: 'request'; method: string; path: string }
   | { type: 'response'; method: string; path: string; statusCode: number; ms: number }
   | { type: 'retry'; method: string; path: string; attempt: number; code: string; message: string }
   | { type: 'rate_limited'; method: string; path: string; holdMs: number };
@@ -201,6 +202,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     // Errors and events name the path without its query (cursors are long and say nothing).
     const where = path.split('?')[0]!;
     stats.requests += 1;
+    emit({ type: 'request', method, path: where });
     let response;
     try {
       response = await pool.request({

@@ -1,0 +1,1 @@
+DELETE FROM line_items WHERE usage_date BETWEEN $1::DATE AND $2::DATE

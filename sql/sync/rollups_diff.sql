@@ -1,0 +1,16 @@
+-- Rollup rows a window replace will insert, update and delete, keyed by date, group_by and dimensions.
+WITH staged AS (
+  SELECT * FROM _stage_rollups_daily WHERE window_start = $1::DATE
+  QUALIFY row_number() OVER (PARTITION BY date, group_by, provider_type, service, category ORDER BY page DESC, ord DESC) = 1
+),
+old AS (SELECT * FROM rollups_daily WHERE date BETWEEN $1::DATE AND $2::DATE)
+SELECT
+  count(*) FILTER (WHERE old.date IS NULL)    AS inserted,
+  count(*) FILTER (WHERE staged.date IS NULL) AS deleted,
+  count(*) FILTER (WHERE old.date IS NOT NULL AND staged.date IS NOT NULL
+    AND (old.cost_usd, old.extra::VARCHAR) IS DISTINCT FROM (staged.cost_usd, staged.extra::VARCHAR)) AS updated
+FROM old FULL OUTER JOIN staged
+  ON old.date = staged.date AND old.group_by = staged.group_by
+ AND old.provider_type IS NOT DISTINCT FROM staged.provider_type
+ AND old.service IS NOT DISTINCT FROM staged.service
+ AND old.category IS NOT DISTINCT FROM staged.category

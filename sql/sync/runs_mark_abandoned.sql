@@ -1,0 +1,2 @@
+-- Runs still marked running when a new run holds the lock were killed.
+UPDATE sync_runs SET outcome = 'killed' WHERE outcome = 'running'

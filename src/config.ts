@@ -1,0 +1,250 @@
+/**
+ * One typed configuration for `sync` (and the commands that share its options), resolved once:
+ * flags win over environment variables, which win over the config file, which wins over defaults.
+ * Every bad value gets a ConfigError (exit code 2) naming the setting and the fix.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseBaseUrl } from './api/client.js';
+import { addDays, isCalendarDate, utcDate } from './dates.js';
+import { ConfigError } from './errors.js';
+import { STREAM_NAMES, type StreamName } from './sync/context.js';
+
+export const DEFAULTS = {
+  db: './costs.duckdb',
+  stateDir: './state',
+  lookbackDays: 3,
+  /** A month per window: few windows keeps requests near ceil(rows / 1000), pages still save progress. */
+  windowDays: 30,
+  rateLimit: 60,
+  format: 'duckdb',
+  out: './costs-parquet',
+  logFormat: 'pretty',
+  anomalyRefreshDays: 30,
+  firstRunDays: 90,
+  concurrency: 4,
+} as const;
+
+export interface SyncConfig {
+  baseUrl: string;
+  apiKey: string;
+  db: string;
+  stateDir: string;
+  streams: StreamName[];
+  since: string | undefined;
+  until: string;
+  startDate: string;
+  lookbackDays: number;
+  windowDays: number;
+  fullRefresh: boolean;
+  rateLimit: number;
+  maxRuntimeMs: number | undefined;
+  format: 'duckdb' | 'parquet';
+  out: string;
+  logFormat: 'pretty' | 'json';
+  quiet: boolean;
+  anomalyRefreshDays: number;
+  concurrency: number;
+}
+
+/** Settings by their flag names; the config file and environment use the same names. */
+export const SETTINGS = [
+  'base-url', 'api-key-file', 'db', 'state-dir', 'streams', 'since', 'until', 'start-date', 'lookback-days',
+  'window-days', 'full-refresh', 'rate-limit', 'max-runtime', 'format', 'out', 'log-format', 'quiet',
+  'anomaly-refresh-days', 'concurrency',
+] as const;
+export type SettingName = (typeof SETTINGS)[number];
+
+/** `COSTSYNC_BASE_URL` for `base-url`, and so on. */
+export function envName(setting: string): string {
+  return `COSTSYNC_${setting.toUpperCase().replaceAll('-', '_')}`;
+}
+
+const camelToKebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+/** Reads the config file: `--config PATH`, else `./costsync.config.json` when present. */
+export function readConfigFile(path: string | undefined, cwd = process.cwd()): { path: string | null; values: Partial<Record<SettingName, unknown>> } {
+  const file = path ?? (existsSync(resolve(cwd, 'costsync.config.json')) ? resolve(cwd, 'costsync.config.json') : null);
+  if (file === null) return { path: null, values: {} };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (cause) {
+    throw new ConfigError(`The config file ${file} cannot be read as JSON: ${(cause as Error).message}`, 'Fix the file, or pass --config with another one.', cause);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError(`The config file ${file} must hold a JSON object of settings.`, 'For example {"base-url": "https://…", "db": "./costs.duckdb"}.');
+  }
+  const values: Partial<Record<SettingName, unknown>> = {};
+  for (const [rawKey, value] of Object.entries(parsed)) {
+    const key = camelToKebab(rawKey);
+    if (key === 'api-key') {
+      throw new ConfigError(`The config file ${file} holds the API key itself.`, 'Keep the key out of config files: use "api-key-file", or the COSTSYNC_API_KEY environment variable.');
+    }
+    if (!(SETTINGS as readonly string[]).includes(key)) {
+      throw new ConfigError(`The config file ${file} has an unknown setting "${rawKey}".`, `Known settings: ${SETTINGS.join(', ')}.`);
+    }
+    values[key as SettingName] = value;
+  }
+  return { path: file, values };
+}
+
+/** Milliseconds of a duration such as `90s`, `30m`, `2h`, `1h30m`, or a bare number of seconds. Pure. */
+export function parseDuration(text: string): number | null {
+  const trimmed = text.trim();
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/gy;
+  let total = 0;
+  let matched = 0;
+  for (let m = re.exec(trimmed); m; m = re.exec(trimmed)) {
+    const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'ms'];
+    total += Number(m[1]) * unit;
+    matched = re.lastIndex;
+  }
+  return matched === trimmed.length && matched > 0 ? Math.round(total) : null;
+}
+
+export interface ConfigSources {
+  flags: Partial<Record<SettingName, unknown>>;
+  env: NodeJS.ProcessEnv;
+  file: Partial<Record<SettingName, unknown>>;
+  nowMs: number;
+  /** Reads the key file; injected so the resolution stays testable. */
+  readKeyFile?: (path: string) => string;
+}
+
+/** Resolves and checks every setting. Needs a key and a base URL only when `needsApi`. */
+export function resolveSyncConfig(sources: ConfigSources, needsApi = true): SyncConfig {
+  const { flags, env, file } = sources;
+  const pick = (name: SettingName): { value: unknown; from: string } | undefined => {
+    if (flags[name] !== undefined) return { value: flags[name], from: `--${name}` };
+    const e = env[envName(name)];
+    if (e !== undefined && e !== '') return { value: e, from: envName(name) };
+    if (file[name] !== undefined) return { value: file[name], from: `"${name}" in the config file` };
+    return undefined;
+  };
+  const bad = (from: string, problem: string, fix: string): never => {
+    throw new ConfigError(`${from} ${problem}`, fix);
+  };
+  const str = (name: SettingName, fallback: string): string => {
+    const v = pick(name);
+    if (v === undefined) return fallback;
+    if (typeof v.value !== 'string' || v.value.trim() === '') bad(v.from, 'must be a non-empty string.', `Set ${v.from} to a value.`);
+    return (v.value as string).trim();
+  };
+  const int = (name: SettingName, fallback: number, min: number, max: number): number => {
+    const v = pick(name);
+    if (v === undefined) return fallback;
+    const n = Number(v.value);
+    if (!Number.isInteger(n) || n < min || n > max) bad(v.from, `must be a whole number from ${min} to ${max}; got ${JSON.stringify(v.value)}.`, `For example ${v.from.startsWith('--') ? v.from : `--${name}`} ${fallback}.`);
+    return n;
+  };
+  const bool = (name: SettingName): boolean => {
+    const v = pick(name);
+    if (v === undefined) return false;
+    if (typeof v.value === 'boolean') return v.value;
+    if (v.value === 'true' || v.value === '1') return true;
+    if (v.value === 'false' || v.value === '0') return false;
+    return bad(v.from, `must be true or false; got ${JSON.stringify(v.value)}.`, 'Use true or false.');
+  };
+  const date = (name: SettingName): string | undefined => {
+    const v = pick(name);
+    if (v === undefined) return undefined;
+    if (typeof v.value !== 'string' || !isCalendarDate(v.value)) {
+      bad(v.from, `must be a real calendar date as YYYY-MM-DD; got ${JSON.stringify(v.value)}.`, 'For example 2025-01-31.');
+    }
+    return v.value as string;
+  };
+  const choice = <T extends string>(name: SettingName, fallback: T, choices: readonly T[]): T => {
+    const v = pick(name);
+    if (v === undefined) return fallback;
+    if (!choices.includes(v.value as T)) bad(v.from, `must be one of ${choices.join(', ')}; got ${JSON.stringify(v.value)}.`, `For example ${fallback}.`);
+    return v.value as T;
+  };
+
+  const today = utcDate(sources.nowMs);
+  const until = date('until') ?? today;
+  const since = date('since');
+  const startDate = date('start-date') ?? addDays(until < today ? until : today, -DEFAULTS.firstRunDays);
+  if (since !== undefined && since > until) {
+    bad(pick('since')!.from, `(${since}) is after the last date ${until}.`, 'Pass a --since on or before --until (which defaults to today, UTC).');
+  }
+  if (startDate > until) bad(pick('start-date')!.from, `(${startDate}) is after the last date ${until}.`, 'Pass a --start-date on or before --until.');
+
+  const streamsValue = pick('streams');
+  let streams: StreamName[] = [...STREAM_NAMES];
+  if (streamsValue !== undefined) {
+    const list = Array.isArray(streamsValue.value) ? streamsValue.value.map(String) : String(streamsValue.value).split(',');
+    streams = list.map((s) => s.trim()).filter((s) => s !== '') as StreamName[];
+    const unknown = streams.filter((s) => !STREAM_NAMES.includes(s));
+    if (unknown.length > 0 || streams.length === 0) {
+      bad(streamsValue.from, `names unknown stream(s): ${unknown.join(', ') || '(none given)'}.`, `Use a comma list of ${STREAM_NAMES.join(',')}.`);
+    }
+    streams = [...new Set(streams)];
+  }
+
+  const maxRuntime = pick('max-runtime');
+  let maxRuntimeMs: number | undefined;
+  if (maxRuntime !== undefined) {
+    const parsed = parseDuration(String(maxRuntime.value));
+    if (parsed === null || parsed <= 0) bad(maxRuntime.from, `must be a duration such as 90s, 30m or 2h; got ${JSON.stringify(maxRuntime.value)}.`, 'For example --max-runtime 45m.');
+    maxRuntimeMs = parsed!;
+  }
+
+  let baseUrl = '';
+  let apiKey = '';
+  if (needsApi) {
+    const base = pick('base-url');
+    if (base === undefined) {
+      throw new ConfigError('No base URL: costsync does not know which API to talk to.', 'Pass --base-url https://… or set COSTSYNC_BASE_URL (for the emulator: http://127.0.0.1:8787).');
+    }
+    baseUrl = String(base.value).replace(/\/+$/, '');
+    parseBaseUrl(baseUrl);
+    apiKey = resolveApiKey(sources);
+  }
+
+  return {
+    baseUrl,
+    apiKey,
+    db: str('db', DEFAULTS.db),
+    stateDir: str('state-dir', DEFAULTS.stateDir),
+    streams,
+    since,
+    until,
+    startDate,
+    lookbackDays: int('lookback-days', DEFAULTS.lookbackDays, 0, 365),
+    windowDays: int('window-days', DEFAULTS.windowDays, 1, 3660),
+    fullRefresh: bool('full-refresh'),
+    rateLimit: int('rate-limit', DEFAULTS.rateLimit, 1, 1_000_000),
+    maxRuntimeMs,
+    format: choice('format', DEFAULTS.format, ['duckdb', 'parquet'] as const),
+    out: str('out', DEFAULTS.out),
+    logFormat: choice('log-format', DEFAULTS.logFormat, ['pretty', 'json'] as const),
+    quiet: bool('quiet'),
+    anomalyRefreshDays: int('anomaly-refresh-days', DEFAULTS.anomalyRefreshDays, 0, 3660),
+    concurrency: int('concurrency', DEFAULTS.concurrency, 1, 64),
+  };
+}
+
+/** The key: `--api-key-file` wins over COSTSYNC_API_KEY, which wins over the file's "api-key-file". */
+function resolveApiKey(sources: ConfigSources): string {
+  const read = sources.readKeyFile ?? ((p: string) => readFileSync(p, 'utf8'));
+  const fromFile = (path: string, from: string) => {
+    let text: string;
+    try {
+      text = read(path);
+    } catch (cause) {
+      throw new ConfigError(`${from}: cannot read the key file ${path} (${(cause as NodeJS.ErrnoException).code ?? 'error'}).`, 'Check the path and that this user may read it.', cause);
+    }
+    const key = text.trim();
+    if (key === '' || /\s/.test(key)) throw new ConfigError(`${from}: the key file ${path} must hold the key alone, on one line.`, 'Write only the key into the file.');
+    return key;
+  };
+  if (sources.flags['api-key-file'] !== undefined) return fromFile(String(sources.flags['api-key-file']), '--api-key-file');
+  const envKey = sources.env.COSTSYNC_API_KEY;
+  if (envKey !== undefined && envKey.trim() !== '') return envKey.trim();
+  const envFile = sources.env[envName('api-key-file')];
+  if (envFile) return fromFile(envFile, envName('api-key-file'));
+  if (sources.file['api-key-file'] !== undefined) return fromFile(String(sources.file['api-key-file']), '"api-key-file" in the config file');
+  throw new ConfigError('No API key.', 'Set COSTSYNC_API_KEY, or pass --api-key-file PATH (a file holding only the key). For the emulator the key is demo-key.');
+}

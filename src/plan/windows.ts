@@ -1,0 +1,100 @@
+/**
+ * Date-window planning for the windowed streams (line items, rollups): pure functions of the saved
+ * state and the run's request, in the manner of dlt's incremental cursors.
+ */
+import { addDays, toDayNumber } from '../dates.js';
+import type { PendingPlan, PlannedWindow, WindowedStreamState } from '../state/store.js';
+
+export interface WindowRequest {
+  /** `--since`: re-sync from this date (a backfill). */
+  since?: string | undefined;
+  /** `--until`: the last date, inclusive. */
+  until: string;
+  /** `--start-date`: where a first run starts. */
+  startDate: string;
+  /** Days re-synced on every incremental run, because cost data is restated. */
+  lookbackDays: number;
+  windowDays: number;
+  fullRefresh: boolean;
+}
+
+export interface DateWindow {
+  start: string;
+  end: string;
+}
+
+/**
+ * Splits [from, to] into consecutive windows of `days` days; the last one may be shorter.
+ * Empty when `to` is before `from`.
+ */
+export function splitWindows(from: string, to: string, days: number): DateWindow[] {
+  const out: DateWindow[] = [];
+  const last = toDayNumber(to);
+  for (let start = toDayNumber(from); start <= last; start += days) {
+    const s = addDays(from, start - toDayNumber(from));
+    const endDay = Math.min(start + days - 1, last);
+    out.push({ start: s, end: addDays(s, endDay - start) });
+  }
+  return out;
+}
+
+function newWindows(from: string, to: string, days: number): PlannedWindow[] {
+  return splitWindows(from, to, days).map((w) => ({ ...w, status: 'todo', cursor: null, page: 0, fetched: false }));
+}
+
+/**
+ * The first date this run must sync when it starts a new plan:
+ * - a full refresh, or a first run (no state): `since`, else `startDate`;
+ * - `since` given: `since` (a backfill re-syncs from there);
+ * - otherwise: `lookbackDays` days before the last synced date, so restated days are re-read.
+ * Never after `until`, so at least the last day is synced.
+ */
+export function planStart(state: WindowedStreamState, req: WindowRequest): string {
+  let from: string;
+  if (req.fullRefresh || state.syncedThrough === null) from = req.since ?? req.startDate;
+  else if (req.since !== undefined) from = req.since;
+  else from = addDays(state.syncedThrough, 1 - req.lookbackDays);
+  return from > req.until ? req.until : from;
+}
+
+/**
+ * The plan for this run, and whether it resumes an unfinished one. An unfinished plan is resumed
+ * when the run asks for nothing else (no other `--since`, no new full refresh); its windows keep
+ * their boundaries (staged pages and cursors belong to them), and days up to `until` are added.
+ */
+export function planRun(state: WindowedStreamState, req: WindowRequest): { plan: PendingPlan; resumed: boolean } {
+  const pending = state.pending;
+  const sameRequest = pending !== null
+    && (req.since === undefined || req.since === pending.from)
+    && (!req.fullRefresh || pending.fullRefresh);
+  if (pending && sameRequest) {
+    const windows = [...pending.windows];
+    let to = pending.to;
+    if (req.until > pending.to) {
+      windows.push(...newWindows(addDays(pending.to, 1), req.until, req.windowDays));
+      to = req.until;
+    }
+    return { plan: { ...pending, to, windows }, resumed: true };
+  }
+  const from = planStart(state, req);
+  return {
+    plan: { from, to: req.until, fullRefresh: req.fullRefresh, windows: newWindows(from, req.until, req.windowDays) },
+    resumed: false,
+  };
+}
+
+/** Windows still to replace, in date order. */
+export function remainingWindows(plan: PendingPlan): PlannedWindow[] {
+  return plan.windows.filter((w) => w.status !== 'done');
+}
+
+/** The stream state once every window of `plan` is replaced: the watermark covers the plan. */
+export function completePlan(state: WindowedStreamState, plan: PendingPlan, nowIso: string): WindowedStreamState {
+  const full = plan.fullRefresh;
+  return {
+    syncedFrom: full || state.syncedFrom === null || plan.from < state.syncedFrom ? plan.from : state.syncedFrom,
+    syncedThrough: full || state.syncedThrough === null || plan.to > state.syncedThrough ? plan.to : state.syncedThrough,
+    lastSuccessAt: nowIso,
+    pending: null,
+  };
+}

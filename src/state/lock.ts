@@ -1,0 +1,102 @@
+/**
+ * A lock file so two runs never work on the same state or database at once. The lock is created
+ * atomically (written to a temp file, then hard-linked into place), so a live lock is never empty
+ * or half-written; a lock that is, or whose process is gone, is recovered.
+ */
+import { hostname } from 'node:os';
+import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { CostsyncError, ExitCode } from '../errors.js';
+
+export interface LockHolder {
+  pid: number;
+  hostname: string;
+  startedAt: string;
+  command: string;
+}
+
+export interface Lock {
+  readonly path: string;
+  release(): void;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function readHolder(path: string): { text: string; holder: LockHolder | null } | null {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+  try {
+    const holder = JSON.parse(text) as LockHolder;
+    return { text, holder: typeof holder.pid === 'number' ? holder : null };
+  } catch {
+    return { text, holder: null };
+  }
+}
+
+/**
+ * Takes the lock at `path` or throws CS_ERR_LOCKED (exit code 5) naming the holder. A lock whose
+ * file is unreadable as JSON, or whose process on this host is gone, is stale and taken over.
+ */
+export function acquireLock(path: string, command: string, now: Date = new Date()): Lock {
+  const me: LockHolder = { pid: process.pid, hostname: hostname(), startedAt: now.toISOString(), command };
+  const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  writeFileSync(tmp, JSON.stringify(me), { mode: 0o600 });
+  try {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        linkSync(tmp, path);
+        return {
+          path,
+          release: () => {
+            const current = readHolder(path);
+            if (current?.holder?.pid === process.pid) unlinkSync(path);
+          },
+        };
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      const existing = readHolder(path);
+      if (existing === null) continue;
+      const { holder } = existing;
+      const stale = holder === null || (holder.hostname === me.hostname && !isAlive(holder.pid));
+      if (!stale) {
+        throw new CostsyncError(
+          'CS_ERR_LOCKED',
+          `Another costsync run holds the lock ${path}: pid ${holder.pid} on ${holder.hostname}, started ${holder.startedAt} (${holder.command}).`,
+          { exitCode: ExitCode.LOCKED, hint: 'Wait for it to finish. If that process is gone for good (another host, say), delete the lock file.' },
+        );
+      }
+      // Move the stale lock aside; only one contender's rename succeeds. If what was moved is not
+      // the stale lock we judged (someone took it over meanwhile), put it back and look again.
+      const aside = `${path}.stale.${process.pid}`;
+      try {
+        renameSync(path, aside);
+      } catch {
+        continue;
+      }
+      const moved = readFileSync(aside, 'utf8');
+      if (moved !== existing.text) {
+        try {
+          linkSync(aside, path);
+        } catch {
+          /* another run holds it now; the next attempt reports it */
+        }
+      }
+      unlinkSync(aside);
+    }
+    throw new CostsyncError('CS_ERR_LOCKED', `Could not take the lock ${path}: it kept changing hands.`, { exitCode: ExitCode.LOCKED });
+  } finally {
+    unlinkSync(tmp);
+  }
+}

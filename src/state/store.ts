@@ -1,0 +1,146 @@
+/**
+ * Sync state: one versioned JSON file per source (base URL + key fingerprint, never the key),
+ * written atomically (temp file, fsync, rename) and readable by the owner only.
+ */
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { ConfigError, CostsyncError } from '../errors.js';
+
+export const STATE_VERSION = 1;
+
+/** One date window of a plan, and how far it got. */
+export interface PlannedWindow {
+  start: string;
+  end: string;
+  status: 'todo' | 'active' | 'done';
+  /** Cursor to send for the next page (null: the first page, or none left once `fetched`). */
+  cursor: string | null;
+  /** Number of the last page committed to staging (0: none yet). */
+  page: number;
+  /** Every page is staged; only the replace remains. */
+  fetched: boolean;
+}
+
+/** A plan of windows being worked through: a first run, a backfill, or an incremental run. */
+export interface PendingPlan {
+  from: string;
+  to: string;
+  fullRefresh: boolean;
+  windows: PlannedWindow[];
+}
+
+export interface WindowedStreamState {
+  /** Earliest and latest dates synced so far (the watermark). */
+  syncedFrom: string | null;
+  syncedThrough: string | null;
+  lastSuccessAt: string | null;
+  pending: PendingPlan | null;
+}
+
+export interface AnomalyStreamState {
+  /** Latest `detected_date` stored. */
+  watermark: string | null;
+  lastSuccessAt: string | null;
+}
+
+export interface SyncState {
+  version: number;
+  source: { baseUrl: string; keyFingerprint: string };
+  streams: {
+    line_items?: WindowedStreamState;
+    rollups?: WindowedStreamState;
+    anomalies?: AnomalyStreamState;
+  };
+  updatedAt: string | null;
+}
+
+export function emptyWindowedState(): WindowedStreamState {
+  return { syncedFrom: null, syncedThrough: null, lastSuccessAt: null, pending: null };
+}
+
+/** The state file name for a source: readable, and unique per base URL and key. */
+export function stateFileName(baseUrl: string, keyFingerprint: string): string {
+  const host = new URL(baseUrl).host.replace(/[^A-Za-z0-9.-]+/g, '_');
+  return `costsync-state-${host}-${keyFingerprint}.json`;
+}
+
+export class StateStore {
+  readonly path: string;
+
+  constructor(
+    readonly dir: string,
+    private readonly source: SyncState['source'],
+  ) {
+    this.path = join(dir, stateFileName(source.baseUrl, source.keyFingerprint));
+  }
+
+  /** The saved state, or a fresh one. Refuses a file that is corrupt, newer, or of another source. */
+  load(): SyncState {
+    let text: string;
+    try {
+      text = readFileSync(this.path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        return { version: STATE_VERSION, source: this.source, streams: {}, updatedAt: null };
+      }
+      throw new CostsyncError('CS_ERR_STATE_IO', `Cannot read the state file ${this.path}: ${(error as Error).message}`, {
+        hint: 'Check the permissions of --state-dir.', cause: error,
+      });
+    }
+    let parsed: SyncState;
+    try {
+      parsed = JSON.parse(text) as SyncState;
+    } catch (cause) {
+      throw new ConfigError(
+        `The state file ${this.path} is not valid JSON (it may have been edited or damaged).`,
+        'Move it aside and run with --full-refresh to rebuild the state from the API; the DuckDB tables are kept.',
+        cause,
+      );
+    }
+    if (typeof parsed !== 'object' || parsed === null || typeof parsed.version !== 'number' || typeof parsed.streams !== 'object') {
+      throw new ConfigError(`The state file ${this.path} is not a costsync state file.`, 'Move it aside and run with --full-refresh.');
+    }
+    if (parsed.version > STATE_VERSION) {
+      throw new ConfigError(
+        `The state file ${this.path} was written by a newer costsync (state version ${parsed.version}; this one reads ${STATE_VERSION}).`,
+        'Upgrade costsync, or move the file aside and run with --full-refresh.',
+      );
+    }
+    if (parsed.source?.keyFingerprint !== this.source.keyFingerprint || parsed.source?.baseUrl !== this.source.baseUrl) {
+      throw new ConfigError(
+        `The state file ${this.path} belongs to another source (${parsed.source?.baseUrl ?? 'unknown'}).`,
+        'Use a --state-dir of its own for each source, or move the file aside.',
+      );
+    }
+    return parsed;
+  }
+
+  /** Writes the state atomically: a crash leaves either the old file or the new one, never a mix. */
+  save(state: SyncState, now: Date): void {
+    state.updatedAt = now.toISOString();
+    const text = `${JSON.stringify(state, null, 2)}\n`;
+    try {
+      mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
+      const tmp = `${this.path}.${process.pid}.tmp`;
+      const fd = openSync(tmp, 'w', 0o600);
+      try {
+        writeSync(fd, text);
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(tmp, this.path);
+      // The rename itself must reach the disk too.
+      const dirFd = openSync(dirname(this.path), 'r');
+      try {
+        fsyncSync(dirFd);
+      } finally {
+        closeSync(dirFd);
+      }
+    } catch (error) {
+      throw new CostsyncError('CS_ERR_STATE_IO', `Cannot write the state file ${this.path}: ${(error as Error).message}`, {
+        hint: 'Check that --state-dir is writable and the disk is not full; the data already stored is kept.', cause: error,
+      });
+    }
+  }
+}

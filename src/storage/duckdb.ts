@@ -1,0 +1,147 @@
+/**
+ * The DuckDB warehouse: open, migrate from `sql/schema/`, and run SQL loaded by name from `sql/`.
+ * Writes go through one serial queue, because a DuckDB connection runs one transaction at a time
+ * and concurrent windows must not interleave their BEGIN/COMMIT.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { DuckDBConnection, DuckDBInstance, type DuckDBAppender, type DuckDBValue } from '@duckdb/node-api';
+import Bottleneck from 'bottleneck';
+import { CostsyncError, ExitCode } from '../errors.js';
+import { SQL_DIR } from '../paths.js';
+
+const sqlCache = new Map<string, string>();
+
+/** Tables whose names may be substituted into SQL for `$stage` / `$table`. */
+const SUBSTITUTABLE = new Set(['_stage_line_items', '_stage_rollups_daily', '_stage_anomalies', 'line_items', 'rollups_daily', 'anomalies']);
+
+/** The text of `sql/<name>.sql`, with `$stage`/`$table` replaced by whitelisted table names. */
+export function loadSql(name: string, names: { stage?: string; table?: string } = {}): string {
+  let text = sqlCache.get(name);
+  if (text === undefined) {
+    text = readFileSync(join(SQL_DIR, `${name}.sql`), 'utf8');
+    sqlCache.set(name, text);
+  }
+  for (const [token, value] of Object.entries(names)) {
+    if (!SUBSTITUTABLE.has(value)) throw new Error(`not a substitutable table: ${value}`);
+    text = text.replaceAll(`$${token}`, value);
+  }
+  return text;
+}
+
+export interface Warehouse {
+  readonly path: string;
+  readonly connection: DuckDBConnection;
+  /** Runs a named SQL file with positional parameters. */
+  run(name: string, params?: DuckDBValue[], names?: { stage?: string; table?: string }): Promise<void>;
+  /** Runs a named SQL file and returns its rows as objects (BigInts as numbers). */
+  query<T = Record<string, unknown>>(name: string, params?: DuckDBValue[], names?: { stage?: string; table?: string }): Promise<T[]>;
+  /** Runs ad-hoc SQL (for `query`, `status` and tests); rows as objects. */
+  sql<T = Record<string, unknown>>(text: string, params?: DuckDBValue[]): Promise<T[]>;
+  /** Runs `fn` inside BEGIN/COMMIT on the write queue; rolls back on error. Every write goes through here. */
+  transaction<T>(fn: () => Promise<T>): Promise<T>;
+  /** Appends rows to a table with the Appender, inside whatever transaction is open. */
+  append(table: string, write: (appender: DuckDBAppender) => void): Promise<void>;
+  close(): void;
+}
+
+function toPlain(row: Record<string, unknown>): Record<string, unknown> {
+  for (const [k, v] of Object.entries(row)) if (typeof v === 'bigint') row[k] = Number(v);
+  return row;
+}
+
+/** Opens (creating if needed) the DuckDB file and applies pending migrations. */
+export async function openWarehouse(path: string): Promise<Warehouse> {
+  let instance: DuckDBInstance;
+  let connection: DuckDBConnection;
+  try {
+    instance = await DuckDBInstance.create(path);
+    connection = await instance.connect();
+  } catch (cause) {
+    const message = (cause as Error).message;
+    const locked = /lock/i.test(message);
+    throw new CostsyncError(
+      locked ? 'CS_ERR_DB_LOCKED' : 'CS_ERR_DB_OPEN',
+      `Cannot open the DuckDB file ${path}: ${message.split('\n')[0]}`,
+      {
+        exitCode: locked ? ExitCode.LOCKED : ExitCode.USAGE,
+        hint: locked
+          ? 'Another process (a DuckDB CLI, a notebook, another costsync) has the file open for writing; close it and run again.'
+          : 'Check that --db names a DuckDB database (or a new file) in a writable directory.',
+        cause,
+      },
+    );
+  }
+  const queue = new Bottleneck({ maxConcurrent: 1 });
+  const sql = async <T>(text: string, params?: DuckDBValue[]): Promise<T[]> => {
+    const reader = await connection.runAndReadAll(text, params);
+    return reader.getRowObjectsJS().map((r) => toPlain(r as Record<string, unknown>)) as T[];
+  };
+  await sql("SET TimeZone = 'UTC'");
+  await migrate(sql);
+
+  return {
+    path,
+    connection,
+    run: async (name, params, names) => {
+      await connection.run(loadSql(name, names), params);
+    },
+    query: (name, params, names) => sql(loadSql(name, names), params),
+    sql,
+    transaction: (fn) => queue.schedule(async () => {
+      await connection.run('BEGIN TRANSACTION');
+      try {
+        const result = await fn();
+        await connection.run('COMMIT');
+        return result;
+      } catch (error) {
+        await connection.run('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+    }),
+    append: async (table, write) => {
+      const appender = await connection.createAppender(table);
+      try {
+        write(appender);
+        appender.flushSync();
+      } finally {
+        appender.closeSync();
+      }
+    },
+    close: () => {
+      connection.closeSync();
+      instance.closeSync();
+    },
+  };
+}
+
+/** Applies `sql/schema/NNN_*.sql` files not yet recorded in `_costsync_migrations`, in order. */
+async function migrate(sql: <T>(text: string, params?: DuckDBValue[]) => Promise<T[]>): Promise<void> {
+  await sql(`CREATE TABLE IF NOT EXISTS _costsync_migrations (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMPTZ)`);
+  const applied = new Set((await sql<{ version: number }>('SELECT version FROM _costsync_migrations')).map((r) => r.version));
+  const files = readdirSync(join(SQL_DIR, 'schema')).filter((f) => /^\d+_.*\.sql$/.test(f)).sort();
+  for (const file of files) {
+    const version = Number(file.split('_')[0]);
+    if (applied.has(version)) continue;
+    const text = readFileSync(join(SQL_DIR, 'schema', file), 'utf8');
+    await sql('BEGIN TRANSACTION');
+    try {
+      await sql(text);
+      await sql('INSERT INTO _costsync_migrations VALUES ($1, $2, now())', [version, file]);
+      await sql('COMMIT');
+    } catch (error) {
+      await sql('ROLLBACK');
+      throw new CostsyncError('CS_ERR_MIGRATION', `Migration ${file} failed: ${(error as Error).message}`, { cause: error });
+    }
+  }
+}
+
+/** Opens a warehouse, runs `fn`, and always closes it (as @duckdb/node-api's tests do). */
+export async function withWarehouse<T>(path: string, fn: (warehouse: Warehouse) => Promise<T>): Promise<T> {
+  const warehouse = await openWarehouse(path);
+  try {
+    return await fn(warehouse);
+  } finally {
+    warehouse.close();
+  }
+}

@@ -1,0 +1,62 @@
+/** Columns declared as data, and the Appender writer that follows the declaration. */
+import type { DuckDBAppender } from '@duckdb/node-api';
+
+export type ColumnKind = 'varchar' | 'date' | 'double' | 'timestamptz';
+
+export interface Column {
+  name: string;
+  kind: ColumnKind;
+}
+
+/** Appends one value by kind; null and undefined become NULL. */
+function appendValue(appender: DuckDBAppender, kind: ColumnKind, value: unknown): void {
+  if (value === null || value === undefined) {
+    appender.appendNull();
+    return;
+  }
+  switch (kind) {
+    case 'double':
+      appender.appendDouble(Number(value));
+      return;
+    case 'timestamptz':
+      // The Appender drops a UTC offset silently; normalizing to Z keeps the instant right.
+      appender.appendVarchar(new Date(String(value)).toISOString());
+      return;
+    default:
+      appender.appendVarchar(String(value));
+  }
+}
+
+/** The fields of `record` not among `columns` (nor `skip`), as JSON text; null when none. */
+export function extraJson(record: Record<string, unknown>, known: ReadonlySet<string>): string | null {
+  let extra: Record<string, unknown> | null = null;
+  for (const key in record) {
+    if (known.has(key)) continue;
+    (extra ??= {})[key] = record[key];
+  }
+  return extra === null ? null : JSON.stringify(extra);
+}
+
+/**
+ * Appends records to a table laid out as `prefix` values, then `columns`, then `extra`. Used for
+ * the staging tables, whose prefix is (window_start, page, ord) or (ord).
+ */
+export function appendRecords(
+  appender: DuckDBAppender,
+  columns: readonly Column[],
+  records: readonly Record<string, unknown>[],
+  prefix: (index: number) => readonly (string | number)[],
+): void {
+  const known = new Set(columns.map((c) => c.name));
+  records.forEach((record, index) => {
+    for (const value of prefix(index)) {
+      if (typeof value === 'number') appender.appendInteger(value);
+      else appender.appendVarchar(value);
+    }
+    for (const column of columns) appendValue(appender, column.kind, record[column.name]);
+    const extra = extraJson(record, known);
+    if (extra === null) appender.appendNull();
+    else appender.appendVarchar(extra);
+    appender.endRow();
+  });
+}

@@ -1,0 +1,55 @@
+/** What every stream gets to work with: collaborators passed in, never module singletons. */
+import type { ApiClient } from '../api/client.js';
+import type { Clock } from '../api/resilience.js';
+import type { Logger } from '../log.js';
+import type { SyncState } from '../state/store.js';
+import type { Warehouse } from '../storage/duckdb.js';
+
+export const STREAM_NAMES = ['line_items', 'rollups', 'anomalies'] as const;
+export type StreamName = (typeof STREAM_NAMES)[number];
+
+export interface StreamStats {
+  inserted: number;
+  updated: number;
+  deleted: number;
+  pages: number;
+  requests: number;
+  retries: number;
+  rateLimited: number;
+  warnings: string[];
+}
+
+export function emptyStats(): StreamStats {
+  return { inserted: 0, updated: 0, deleted: 0, pages: 0, requests: 0, retries: 0, rateLimited: 0, warnings: [] };
+}
+
+/** Told as work progresses, for progress bars and JSON logs. */
+export interface ProgressListener {
+  planned?(stream: StreamName, info: { windows: number; from: string; to: string; resumed: boolean }): void;
+  page?(stream: StreamName, info: { rows: number; window: string }): void;
+  windowDone?(stream: StreamName, info: { window: string; inserted: number; updated: number; deleted: number }): void;
+}
+
+export interface SyncContext {
+  client: ApiClient;
+  warehouse: Warehouse;
+  state: SyncState;
+  /** Saves `state` atomically; call only after the data it describes is committed. */
+  saveState(): void;
+  logger: Logger;
+  clock: Clock;
+  runId: string;
+  /** True once --max-runtime passed or a stop signal came: finish the current step, then return. */
+  shouldStop(): boolean;
+  stats: Record<StreamName, StreamStats>;
+  progress: ProgressListener;
+  /** Windows fetched at once per stream (each window's pages are a cursor chain). */
+  concurrency: number;
+  /** Called after a window's rows are committed (Parquet export hooks in here). */
+  afterWindow?(stream: StreamName, window: { start: string; end: string }): Promise<void>;
+}
+
+export function warn(ctx: SyncContext, stream: StreamName, message: string, fields: Record<string, unknown> = {}): void {
+  ctx.stats[stream].warnings.push(message);
+  ctx.logger.warn(message, { stream, ...fields });
+}

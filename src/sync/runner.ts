@@ -1,0 +1,195 @@
+/**
+ * One sync run: takes the locks, opens the warehouse and the state, runs the chosen streams
+ * (sharing one rate limiter), and records the run in `sync_runs`. Collaborators are passed in.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { createApiClient, keyFingerprint, type ApiClientOptions, type ClientEvent } from '../api/client.js';
+import { createRequestLimiter, systemClock, type Clock } from '../api/resilience.js';
+import type { SyncConfig } from '../config.js';
+import { CostsyncError, describeError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { acquireLock, type Lock } from '../state/lock.js';
+import { StateStore } from '../state/store.js';
+import { openWarehouse, type Warehouse } from '../storage/duckdb.js';
+import { syncAnomalies } from './anomalies.js';
+import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
+import { lineItemsStream, rollupsStream } from './streams.js';
+import { syncWindowedStream, type StreamOutcome } from './windowed.js';
+
+export type RunOutcome = 'success' | 'stopped' | 'failed';
+
+export interface RunSummary {
+  runId: string;
+  outcome: RunOutcome;
+  startedAt: string;
+  endedAt: string;
+  streams: Partial<Record<StreamName, StreamStats>>;
+  requests: number;
+  retries: number;
+  rateLimited: number;
+  warnings: string[];
+  stopReason?: string;
+  error?: unknown;
+}
+
+export interface SyncDeps {
+  config: SyncConfig;
+  logger: Logger;
+  clock?: Clock;
+  progress?: ProgressListener;
+  /** Set to stop cleanly (SIGTERM, SIGINT): the current page finishes, progress is saved. */
+  stopSignal?: { stopped: boolean; reason?: string };
+  /** Client settings for tests (fast retries, say). */
+  clientOptions?: Partial<ApiClientOptions>;
+  /** Runs after each committed window (the Parquet writer). */
+  afterWindow?: (warehouse: Warehouse, stream: StreamName, window: { start: string; end: string }) => Promise<void>;
+  /** Runs once the streams are done, before the warehouse closes. */
+  beforeClose?: (warehouse: Warehouse) => Promise<void>;
+}
+
+function streamOfPath(path: string): StreamName | null {
+  if (path.includes('/line-items')) return 'line_items';
+  if (path.includes('/rollups')) return 'rollups';
+  if (path.includes('/anomalies')) return 'anomalies';
+  return null;
+}
+
+/** The lock files of a run: one in the state directory, one beside the database. */
+export function lockPaths(config: Pick<SyncConfig, 'stateDir' | 'db'>): string[] {
+  return [resolve(config.stateDir, 'costsync.lock'), `${resolve(config.db)}.lock`];
+}
+
+export async function runSync(deps: SyncDeps): Promise<RunSummary> {
+  const { config, logger } = deps;
+  const clock = deps.clock ?? systemClock;
+  const stop = deps.stopSignal ?? { stopped: false };
+  const startedMs = clock.now();
+  const startedAt = new Date(startedMs).toISOString();
+  const runId = `${startedAt.replace(/[-:.TZ]/g, '').slice(0, 14)}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  logger.addSecret(config.apiKey);
+
+  try {
+    mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
+    mkdirSync(dirname(resolve(config.db)), { recursive: true });
+  } catch (cause) {
+    throw new CostsyncError('CS_ERR_STATE_IO', `Cannot create ${config.stateDir} or the database directory: ${(cause as Error).message}`, {
+      hint: 'Check that --state-dir and --db point at writable places.', cause,
+    });
+  }
+  const locks: Lock[] = [];
+  try {
+    for (const path of lockPaths(config)) locks.push(acquireLock(path, `costsync sync (run ${runId})`, new Date(startedMs)));
+  } catch (error) {
+    for (const lock of locks) lock.release();
+    throw error;
+  }
+
+  let warehouse: Warehouse | null = null;
+  const streams: Partial<Record<StreamName, StreamStats>> = {};
+  const stats = { line_items: emptyStats(), rollups: emptyStats(), anomalies: emptyStats() };
+  for (const name of config.streams) streams[name] = stats[name];
+  let client: ReturnType<typeof createApiClient> | null = null;
+  try {
+    const fingerprint = keyFingerprint(config.apiKey);
+    const store = new StateStore(config.stateDir, { baseUrl: config.baseUrl, keyFingerprint: fingerprint });
+    const state = store.load();
+    warehouse = await openWarehouse(config.db);
+    await warehouse.transaction(async () => {
+      await warehouse!.run('sync/runs_mark_abandoned');
+      await warehouse!.run('sync/run_start', [runId, startedAt, config.streams.join(','), config.since ?? null, config.until]);
+    });
+
+    const onEvent = (event: ClientEvent) => {
+      const stream = streamOfPath(event.path);
+      if (stream === null) return;
+      if (event.type === 'request') stats[stream].requests += 1;
+      else if (event.type === 'retry') {
+        stats[stream].retries += 1;
+        logger.debug(`retrying ${event.method} ${event.path}: ${event.message}`, { stream, code: event.code, attempt: event.attempt });
+      } else if (event.type === 'rate_limited') {
+        stats[stream].rateLimited += 1;
+        logger.info(`rate limited: holding requests for ${Math.ceil(event.holdMs / 1000)} s`, { stream });
+      }
+    };
+    const limiter = createRequestLimiter({ requestsPerMinute: config.rateLimit, clock, maxConcurrent: Math.max(4, config.concurrency * 2) });
+    client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter, clock, onEvent, ...deps.clientOptions });
+
+    const deadline = config.maxRuntimeMs === undefined ? Infinity : startedMs + config.maxRuntimeMs;
+    const wh = warehouse;
+    const ctx: SyncContext = {
+      client, warehouse: wh, state, logger, clock, runId, stats,
+      saveState: () => store.save(state, new Date(clock.now())),
+      shouldStop: () => {
+        if (!stop.stopped && clock.now() >= deadline) {
+          stop.stopped = true;
+          stop.reason = `--max-runtime of ${Math.round(config.maxRuntimeMs! / 1000)} s reached`;
+        }
+        return stop.stopped;
+      },
+      progress: deps.progress ?? {},
+      concurrency: config.concurrency,
+      ...(deps.afterWindow ? { afterWindow: (stream, window) => deps.afterWindow!(wh, stream, window) } : {}),
+    };
+    const windowReq = {
+      since: config.since, until: config.until, startDate: config.startDate, lookbackDays: config.lookbackDays,
+      windowDays: config.windowDays, fullRefresh: config.fullRefresh,
+    };
+    const tasks: Promise<StreamOutcome>[] = [];
+    if (config.streams.includes('line_items')) tasks.push(syncWindowedStream(lineItemsStream, ctx, windowReq));
+    if (config.streams.includes('rollups')) tasks.push(syncWindowedStream(rollupsStream, ctx, windowReq));
+    if (config.streams.includes('anomalies')) {
+      tasks.push(syncAnomalies(ctx, {
+        since: config.since, until: config.until, startDate: config.startDate,
+        refreshDays: config.anomalyRefreshDays, fullRefresh: config.fullRefresh,
+      }));
+    }
+    const settled = await Promise.allSettled(tasks);
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    const outcome: RunOutcome = failed ? 'failed' : settled.some((s) => s.status === 'fulfilled' && s.value === 'stopped') ? 'stopped' : 'success';
+    if (outcome !== 'failed') await deps.beforeClose?.(wh);
+    const summary = finish(runId, outcome, startedAt, clock, streams, failed?.reason, stop.reason);
+    await recordRun(wh, summary, config.apiKey);
+    return summary;
+  } catch (error) {
+    if (warehouse) {
+      const summary = finish(runId, 'failed', startedAt, clock, streams, error, undefined);
+      await recordRun(warehouse, summary, config.apiKey).catch(() => undefined);
+    }
+    throw error;
+  } finally {
+    await client?.close().catch(() => undefined);
+    warehouse?.close();
+    for (const lock of locks.reverse()) lock.release();
+  }
+}
+
+function finish(
+  runId: string, outcome: RunOutcome, startedAt: string, clock: Clock,
+  streams: Partial<Record<StreamName, StreamStats>>, error: unknown, stopReason: string | undefined,
+): RunSummary {
+  const all = Object.values(streams);
+  return {
+    runId, outcome, startedAt, endedAt: new Date(clock.now()).toISOString(), streams,
+    requests: all.reduce((n, s) => n + s.requests, 0),
+    retries: all.reduce((n, s) => n + s.retries, 0),
+    rateLimited: all.reduce((n, s) => n + s.rateLimited, 0),
+    warnings: all.flatMap((s) => s.warnings),
+    ...(stopReason ? { stopReason } : {}),
+    ...(error !== undefined ? { error } : {}),
+  };
+}
+
+async function recordRun(warehouse: Warehouse, summary: RunSummary, apiKey: string): Promise<void> {
+  await warehouse.transaction(async () => {
+    await warehouse.run('sync/run_finish', [
+      summary.runId, summary.endedAt, summary.outcome, summary.requests, summary.retries, summary.rateLimited,
+      JSON.stringify(summary.warnings), summary.error === undefined ? null : describeError(summary.error, [apiKey]),
+    ]);
+    for (const [stream, s] of Object.entries(summary.streams)) {
+      await warehouse.run('sync/run_stream', [
+        summary.runId, stream, s.inserted, s.updated, s.deleted, s.pages, s.requests, s.retries, s.rateLimited, JSON.stringify(s.warnings),
+      ]);
+    }
+  });
+}

@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { completePlan, planRun, planStart, remainingWindows, splitWindows, type WindowRequest } from '../../src/plan/windows.js';
+import { emptyWindowedState, type WindowedStreamState } from '../../src/state/store.js';
+
+const req = (over: Partial<WindowRequest> = {}): WindowRequest => ({
+  until: '2025-06-30', startDate: '2025-04-01', lookbackDays: 3, windowDays: 30, fullRefresh: false, ...over,
+});
+const synced = (through: string): WindowedStreamState => ({ ...emptyWindowedState(), syncedFrom: '2025-04-01', syncedThrough: through });
+
+describe('splitWindows', () => {
+  it('covers the range with consecutive windows, the last one shorter', () => {
+    expect(splitWindows('2025-01-30', '2025-02-05', 3)).toEqual([
+      { start: '2025-01-30', end: '2025-02-01' }, { start: '2025-02-02', end: '2025-02-04' }, { start: '2025-02-05', end: '2025-02-05' },
+    ]);
+    expect(splitWindows('2025-01-01', '2025-01-01', 30)).toEqual([{ start: '2025-01-01', end: '2025-01-01' }]);
+    expect(splitWindows('2025-01-02', '2025-01-01', 30)).toEqual([]);
+  });
+});
+
+describe('planStart', () => {
+  it('starts a first run at --start-date, or --since when given', () => {
+    expect(planStart(emptyWindowedState(), req())).toBe('2025-04-01');
+    expect(planStart(emptyWindowedState(), req({ since: '2025-01-01' }))).toBe('2025-01-01');
+  });
+  it('re-syncs the lookback days on an incremental run', () => {
+    expect(planStart(synced('2025-06-29'), req())).toBe('2025-06-27');
+    expect(planStart(synced('2025-06-29'), req({ lookbackDays: 1 }))).toBe('2025-06-29');
+  });
+  it('honours --since over the state, and a full refresh over both', () => {
+    expect(planStart(synced('2025-06-29'), req({ since: '2025-05-01' }))).toBe('2025-05-01');
+    expect(planStart(synced('2025-06-29'), req({ fullRefresh: true }))).toBe('2025-04-01');
+  });
+  it('never starts after --until', () => {
+    expect(planStart(synced('2025-07-10'), req())).toBe('2025-06-30');
+  });
+});
+
+describe('planRun', () => {
+  it('makes a new plan of todo windows', () => {
+    const { plan, resumed } = planRun(emptyWindowedState(), req({ windowDays: 45 }));
+    expect(resumed).toBe(false);
+    expect(plan.windows.map((w) => [w.start, w.end, w.status])).toEqual([
+      ['2025-04-01', '2025-05-15', 'todo'], ['2025-05-16', '2025-06-29', 'todo'], ['2025-06-30', '2025-06-30', 'todo'],
+    ]);
+  });
+
+  it('resumes an unfinished plan, keeping its windows and progress, and extends it to --until', () => {
+    const first = planRun(emptyWindowedState(), req({ since: '2025-06-01', until: '2025-06-20', windowDays: 10 })).plan;
+    first.windows[0]!.status = 'done';
+    first.windows[1] = { ...first.windows[1]!, status: 'active', cursor: 'c', page: 2 };
+    const state = { ...emptyWindowedState(), pending: first };
+    const { plan, resumed } = planRun(state, req({ until: '2025-06-25', windowDays: 7 }));
+    expect(resumed).toBe(true);
+    expect(plan.windows.map((w) => [w.start, w.end, w.status, w.cursor])).toEqual([
+      ['2025-06-01', '2025-06-10', 'done', null], ['2025-06-11', '2025-06-20', 'active', 'c'], ['2025-06-21', '2025-06-25', 'todo', null],
+    ]);
+    expect(remainingWindows(plan).map((w) => w.start)).toEqual(['2025-06-11', '2025-06-21']);
+    // The same --since resumes too; another --since starts over.
+    expect(planRun(state, req({ since: '2025-06-01' })).resumed).toBe(true);
+    expect(planRun(state, req({ since: '2025-05-01' })).resumed).toBe(false);
+    expect(planRun(state, req({ fullRefresh: true })).resumed).toBe(false);
+  });
+
+  it('moves the watermark when a plan completes', () => {
+    const plan = planRun(synced('2025-06-20'), req()).plan;
+    expect(completePlan(synced('2025-06-20'), plan, 'now')).toEqual({
+      syncedFrom: '2025-04-01', syncedThrough: '2025-06-30', lastSuccessAt: 'now', pending: null,
+    });
+    const full = planRun(synced('2025-06-20'), req({ fullRefresh: true, since: '2025-05-01' })).plan;
+    expect(completePlan(synced('2025-06-20'), full, 'now').syncedFrom).toBe('2025-05-01');
+  });
+});
