@@ -2,19 +2,31 @@
 /** The costsync command line: registers commands and maps errors to exit codes; nothing else. */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { runCheckCommand } from './commands/check.js';
 import { runDemo } from './commands/demo.js';
 import { emulatorOptions, runEmulator } from './commands/emulator.js';
+import { runStatusCommand } from './commands/status.js';
+import { connectionOptions, runSyncCommand, syncOptions } from './commands/sync.js';
 import { ExitCode, describeError, isCostsyncError } from './errors.js';
 
 async function main(argv: string[]): Promise<void> {
   await yargs(argv)
     .scriptName('costsync')
     .usage('$0 <command> [options]')
+    .command('sync', 'Sync line items, rollups and anomalies into DuckDB', syncOptions, async (args) => {
+      process.exitCode = await runSyncCommand(args);
+    })
+    .command('status', 'Show per stream the watermark, last run, rows and windows pending', connectionOptions, async (args) => {
+      process.exitCode = await runStatusCommand(args);
+    })
+    .command('check', 'Try the key on each endpoint and say which scopes and plan work', connectionOptions, async (args) => {
+      process.exitCode = await runCheckCommand(args);
+    })
     .command('emulator', 'Serve the Cost Data API emulator on loopback', emulatorOptions, async (args) => {
       await runEmulator(args);
     })
-    .command('demo', 'Start the emulator and talk to it with the real client', {}, async () => {
-      await runDemo();
+    .command('demo', 'Start the emulator, sync 90 days into ./demo.duckdb, show spend and anomalies', {}, async () => {
+      process.exitCode = await runDemo();
     })
     .demandCommand(1, 'Name a command; see --help.')
     .strict()
@@ -28,6 +40,6 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(hideBin(process.argv)).catch((error: unknown) => {
-  process.stderr.write(`costsync: ${describeError(error)}\n`);
+  process.stderr.write(`costsync: ${describeError(error, process.env.COSTSYNC_API_KEY ? [process.env.COSTSYNC_API_KEY] : [])}\n`);
   process.exitCode = isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
 });

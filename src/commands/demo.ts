@@ -1,35 +1,63 @@
 /**
- * `costsync demo`: starts the emulator on a free loopback port and talks to it with the real
- * client. (Until the sync lands, it fetches a page of each read endpoint and prints a summary.)
+ * `costsync demo`: starts the emulator on a free loopback port with a raised rate limit, syncs 90
+ * days into ./demo.duckdb (a fresh one each time), and prints spend by provider and open anomalies.
  */
-import { createApiClient } from '../api/client.js';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { DEFAULTS, type SyncConfig } from '../config.js';
 import { addDays, utcDate } from '../dates.js';
+import { ExitCode } from '../errors.js';
 import { DEMO_KEY } from '../emulator/keys.js';
 import { startEmulator } from '../emulator/server.js';
+import { createLogger } from '../log.js';
+import { createProgress, summaryTable } from '../progress.js';
+import { openReadOnly } from '../storage/duckdb.js';
+import { runSync } from '../sync/runner.js';
+import { formatTable } from '../table.js';
+import { processIo, type CommandIo } from './sync.js';
 
-export async function runDemo(out: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Promise<void> {
-  const emulator = await startEmulator({ port: 0, rateLimit: 6000 });
-  const client = createApiClient({ baseUrl: emulator.url, apiKey: DEMO_KEY, requestsPerMinute: 6000 });
+export interface DemoOptions {
+  db: string;
+  stateDir: string;
+  days: number;
+  rowsPerDay: number;
+}
+
+export const DEMO_DEFAULTS: DemoOptions = { db: './demo.duckdb', stateDir: './state/demo', days: 90, rowsPerDay: 500 };
+
+export async function runDemo(options: Partial<DemoOptions> = {}, io: CommandIo = processIo()): Promise<ExitCode> {
+  const o = { ...DEMO_DEFAULTS, ...options };
+  const rate = 60_000;
+  const emulator = await startEmulator({ port: 0, rateLimit: rate, rowsPerDay: o.rowsPerDay, seed: 42 });
   try {
-    out(`Emulator at ${emulator.url}`);
-    const end = utcDate(Date.now());
-    const start = addDays(end, -6);
-    const page = await client.lineItems({ startDate: start, endDate: end, limit: 5 });
-    out(`First line items of ${start}..${end} (has_more=${page.hasMore}):`);
-    for (const item of page.data) {
-      out(`  ${item.usage_date}  ${item.provider_type.padEnd(10)} ${String(item.provider_service).padEnd(26)} $${item.net_amount_usd.toFixed(2)}`);
+    for (const path of [o.db, `${o.db}.wal`, o.stateDir]) rmSync(path, { recursive: true, force: true });
+    const until = utcDate(io.now());
+    io.stdout(`Emulator at ${emulator.url} (key ${DEMO_KEY}); syncing ${o.days} days into ${o.db}\n`);
+    const config: SyncConfig = {
+      baseUrl: emulator.url, apiKey: DEMO_KEY, db: o.db, stateDir: o.stateDir, streams: ['line_items', 'rollups', 'anomalies'],
+      since: undefined, until, startDate: addDays(until, -(o.days - 1)), lookbackDays: DEFAULTS.lookbackDays,
+      windowDays: DEFAULTS.windowDays, fullRefresh: false, rateLimit: rate, maxRuntimeMs: undefined, format: 'duckdb',
+      out: DEFAULTS.out, logFormat: 'pretty', quiet: false, anomalyRefreshDays: DEFAULTS.anomalyRefreshDays, concurrency: DEFAULTS.concurrency,
+    };
+    const logger = createLogger({ format: 'pretty', write: (l) => io.stderr(`${l}\n`) });
+    const progress = createProgress({ live: io.isTTY, logger, write: io.stderr, requestsPerMinute: rate, now: io.now });
+    const summary = await runSync({ config, logger, progress });
+    progress.finish();
+    io.stdout(`\n${summaryTable(summary.streams)}\n`);
+    if (summary.outcome !== 'success') {
+      io.stderr(`The demo sync did not finish: ${String((summary.error as Error | undefined)?.message ?? summary.outcome)}\n`);
+      return ExitCode.FAILED;
     }
-    const rollups = await client.rollups({ startDate: start, endDate: end, groupBy: 'provider' });
-    const byProvider = new Map<string, number>();
-    for (const r of rollups) byProvider.set(r.provider_type ?? '?', (byProvider.get(r.provider_type ?? '?') ?? 0) + r.cost_usd);
-    out('Spend by provider, last 7 days:');
-    for (const [provider, usd] of [...byProvider].sort((a, b) => b[1] - a[1])) out(`  ${provider.padEnd(10)} $${usd.toFixed(2)}`);
-    const anomalies = await client.anomalies({ status: 'new', limit: 5 });
-    out('Newest open anomalies:');
-    for (const a of anomalies) out(`  ${a.detected_date}  ${a.severity.padEnd(8)} ${a.provider_type}/${a.service}  +${a.deviation_percent}%`);
-    out(`Requests: ${client.stats.requests}, retries: ${client.stats.retries}, 429s: ${client.stats.rateLimited}`);
+    const wh = await openReadOnly(o.db);
+    try {
+      io.stdout(`\nSpend by provider, ${config.startDate}..${until}\n${formatTable(await wh.query('demo/spend_by_provider'))}\n`);
+      io.stdout(`\nOpen anomalies (newest first)\n${formatTable(await wh.query('demo/open_anomalies'))}\n`);
+    } finally {
+      wh.close();
+    }
+    io.stdout(`\n${emulator.requestLog.total} requests to the emulator. Open ${join(o.db)} with DuckDB to explore.\n`);
+    return ExitCode.OK;
   } finally {
-    await client.close();
     await emulator.close();
   }
 }

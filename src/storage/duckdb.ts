@@ -136,6 +136,43 @@ async function migrate(sql: <T>(text: string, params?: DuckDBValue[]) => Promise
   }
 }
 
+export interface ReadOnlyWarehouse {
+  sql<T = Record<string, unknown>>(text: string, params?: DuckDBValue[]): Promise<T[]>;
+  query<T = Record<string, unknown>>(name: string, params?: DuckDBValue[]): Promise<T[]>;
+  close(): void;
+}
+
+/** Opens the DuckDB file read-only (for status and queries); it must exist. */
+export async function openReadOnly(path: string): Promise<ReadOnlyWarehouse> {
+  let instance: DuckDBInstance;
+  let connection: DuckDBConnection;
+  try {
+    instance = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
+    connection = await instance.connect();
+  } catch (cause) {
+    const message = (cause as Error).message.split('\n')[0]!;
+    const busy = /lock/i.test(message);
+    throw new CostsyncError(busy ? 'CS_ERR_DB_LOCKED' : 'CS_ERR_DB_OPEN', `Cannot open the DuckDB file ${path} to read: ${message}`, {
+      exitCode: busy ? ExitCode.LOCKED : ExitCode.USAGE,
+      hint: busy ? 'A sync (or another writer) has it open; try again when it ends.' : 'Check --db: it must name an existing DuckDB file.',
+      cause,
+    });
+  }
+  const sql = async <T>(text: string, params?: DuckDBValue[]): Promise<T[]> => {
+    const reader = await connection.runAndReadAll(text, params);
+    return reader.getRowObjectsJS().map((r) => toPlain(r as Record<string, unknown>)) as T[];
+  };
+  await sql("SET TimeZone = 'UTC'");
+  return {
+    sql,
+    query: (name, params) => sql(loadSql(name), params),
+    close: () => {
+      connection.closeSync();
+      instance.closeSync();
+    },
+  };
+}
+
 /** Opens a warehouse, runs `fn`, and always closes it (as @duckdb/node-api's tests do). */
 export async function withWarehouse<T>(path: string, fn: (warehouse: Warehouse) => Promise<T>): Promise<T> {
   const warehouse = await openWarehouse(path);

@@ -45,7 +45,7 @@ export interface SyncDeps {
   /** Runs after each committed window (the Parquet writer). */
   afterWindow?: (warehouse: Warehouse, stream: StreamName, window: { start: string; end: string }) => Promise<void>;
   /** Runs once the streams are done, before the warehouse closes. */
-  beforeClose?: (warehouse: Warehouse) => Promise<void>;
+  beforeClose?: (warehouse: Warehouse, run: { runId: string; startedAt: string }) => Promise<void>;
 }
 
 function streamOfPath(path: string): StreamName | null {
@@ -147,9 +147,9 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     const settled = await Promise.allSettled(tasks);
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     const outcome: RunOutcome = failed ? 'failed' : settled.some((s) => s.status === 'fulfilled' && s.value === 'stopped') ? 'stopped' : 'success';
-    if (outcome !== 'failed') await deps.beforeClose?.(wh);
     const summary = finish(runId, outcome, startedAt, clock, streams, failed?.reason, stop.reason);
     await recordRun(wh, summary, config.apiKey);
+    if (outcome !== 'failed') await deps.beforeClose?.(wh, { runId, startedAt });
     return summary;
   } catch (error) {
     if (warehouse) {

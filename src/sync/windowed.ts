@@ -33,7 +33,7 @@ export async function syncWindowedStream(spec: WindowedStreamSpec, ctx: SyncCont
   }
   const todo = remainingWindows(plan);
   ctx.progress.planned?.(spec.name, { windows: todo.length, from: plan.from, to: plan.to, resumed });
-  ctx.logger.info(`${spec.name}: ${resumed ? 'resuming' : 'planned'} ${plan.from}..${plan.to}, ${todo.length} window(s) to sync`, { stream: spec.name });
+  ctx.logger.debug(`${spec.name}: ${resumed ? 'resuming' : 'planned'} ${plan.from}..${plan.to}, ${todo.length} window(s) to sync`, { stream: spec.name });
 
   let failure: unknown = null;
   let stopped = false;

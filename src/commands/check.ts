@@ -1,0 +1,65 @@
+/** `costsync check`: tries the key on each endpoint with the smallest request, and says what works. */
+import { createApiClient } from '../api/client.js';
+import { createRequestLimiter } from '../api/resilience.js';
+import { ENDPOINT_SCOPES } from '../api/types.js';
+import { utcDate } from '../dates.js';
+import { ApiError, ExitCode, describeError } from '../errors.js';
+import { formatTable } from '../table.js';
+import { loadConfig, processIo, type CommandIo } from './sync.js';
+
+/** A connection id no workspace has: the ingest probe is refused before anything is stored. */
+export const PROBE_CONNECTION = 'costsync-check-probe';
+
+export interface CheckResult {
+  endpoint: string;
+  scope: string;
+  ok: boolean;
+  result: string;
+}
+
+export async function runCheckCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
+  const config = loadConfig(args, io);
+  const limiter = createRequestLimiter({ requestsPerMinute: config.rateLimit });
+  const client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter, retry: { retries: 2 } });
+  const today = utcDate(io.now());
+  const probes: [string, string, () => Promise<unknown>][] = [
+    ['GET line-items', ENDPOINT_SCOPES.lineItems, () => client.lineItems({ startDate: today, endDate: today, limit: 1 })],
+    ['GET rollups/daily', ENDPOINT_SCOPES.rollups, () => client.rollups({ startDate: today, endDate: today, groupBy: 'provider' })],
+    ['GET anomalies', ENDPOINT_SCOPES.anomalies, () => client.anomalies({ limit: 1 })],
+    // An empty batch for a connection that does not exist: a key with usage:write gets 400, without it 403.
+    ['POST ingest/focus', ENDPOINT_SCOPES.ingest, () => client.ingestFocus(PROBE_CONNECTION, { rows: [] })],
+  ];
+  const results: CheckResult[] = [];
+  let refused = false;
+  let failed = false;
+  try {
+    for (const [endpoint, scope, probe] of probes) {
+      try {
+        await probe();
+        results.push({ endpoint, scope, ok: true, result: 'ok' });
+      } catch (error) {
+        const api = error instanceof ApiError ? error : null;
+        if (endpoint.startsWith('POST') && api && (api.statusCode === 400 || api.apiCode === 'FORBIDDEN')) {
+          results.push({ endpoint, scope, ok: true, result: api.apiCode === 'FORBIDDEN' ? 'ok (key bound to one connection)' : 'ok (probe refused as expected; nothing stored)' });
+          continue;
+        }
+        const code = api?.apiCode ?? api?.code ?? 'ERROR';
+        // Sync needs the read scopes; a key without usage:write is reported but not a failure.
+        if (endpoint.startsWith('GET')) {
+          if (api?.exitCode === ExitCode.AUTH) refused = true;
+          else failed = true;
+        }
+        results.push({ endpoint, scope, ok: false, result: `${code}: ${describeError(error, [config.apiKey]).split('\n')[0]}` });
+      }
+    }
+  } finally {
+    await client.close();
+  }
+  const plan = results.some((r) => r.result.startsWith('PLAN_RESTRICTED')) ? 'no API access (needs Business or above)' : results.some((r) => r.ok) ? 'API access' : 'unknown';
+  if (config.logFormat === 'json') {
+    io.stdout(`${JSON.stringify({ baseUrl: config.baseUrl, plan, results })}\n`);
+  } else {
+    io.stdout(`${config.baseUrl}: ${plan}\n${formatTable(results as unknown as Record<string, unknown>[])}\n`);
+  }
+  return refused ? ExitCode.AUTH : failed ? ExitCode.FAILED : ExitCode.OK;
+}

@@ -1,0 +1,78 @@
+/** `costsync status`: per stream, the watermark, last run, rows and windows pending. */
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { ExitCode } from '../errors.js';
+import type { SyncState } from '../state/store.js';
+import { openReadOnly } from '../storage/duckdb.js';
+import { formatTable } from '../table.js';
+import { loadConfig, processIo, type CommandIo } from './sync.js';
+
+export interface StatusReport {
+  sources: {
+    file: string;
+    baseUrl: string;
+    keyFingerprint: string;
+    updatedAt: string | null;
+    streams: { stream: string; watermark: string | null; lastSuccessAt: string | null; windowsPending: number; pendingRange: string | null }[];
+  }[];
+  tables: Record<string, unknown>[];
+  runs: Record<string, unknown>[];
+  database: string;
+}
+
+/** Gathers the report: state files in the state directory, and the database read-only. */
+export async function gatherStatus(db: string, stateDir: string): Promise<StatusReport> {
+  const files = existsSync(stateDir) ? readdirSync(stateDir).filter((f) => /^costsync-state-.*\.json$/.test(f)).sort() : [];
+  const sources = files.map((file) => {
+    const state = JSON.parse(readFileSync(join(stateDir, file), 'utf8')) as SyncState;
+    const streams: StatusReport['sources'][number]['streams'] = (['line_items', 'rollups'] as const).filter((s) => state.streams[s]).map((s) => {
+      const st = state.streams[s]!;
+      return {
+        stream: s,
+        watermark: st.syncedThrough === null ? null : `${st.syncedFrom}..${st.syncedThrough}`,
+        lastSuccessAt: st.lastSuccessAt,
+        windowsPending: st.pending ? st.pending.windows.filter((w) => w.status !== 'done').length : 0,
+        pendingRange: st.pending ? `${st.pending.from}..${st.pending.to}` : null,
+      };
+    });
+    if (state.streams.anomalies) {
+      streams.push({
+        stream: 'anomalies', watermark: state.streams.anomalies.watermark, lastSuccessAt: state.streams.anomalies.lastSuccessAt,
+        windowsPending: 0, pendingRange: null,
+      });
+    }
+    return { file, baseUrl: state.source.baseUrl, keyFingerprint: state.source.keyFingerprint, updatedAt: state.updatedAt, streams };
+  });
+  let tables: Record<string, unknown>[] = [];
+  let runs: Record<string, unknown>[] = [];
+  if (existsSync(db)) {
+    const wh = await openReadOnly(db);
+    try {
+      tables = await wh.query('status/table_counts');
+      runs = await wh.query('status/last_runs');
+    } finally {
+      wh.close();
+    }
+  }
+  return { sources, tables, runs, database: db };
+}
+
+export async function runStatusCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
+  const config = loadConfig(args, io, false);
+  const report = await gatherStatus(config.db, config.stateDir);
+  if (config.logFormat === 'json') {
+    io.stdout(`${JSON.stringify(report)}\n`);
+    return ExitCode.OK;
+  }
+  if (report.sources.length === 0) io.stdout(`No sync state in ${config.stateDir} yet: run costsync sync.\n`);
+  for (const source of report.sources) {
+    io.stdout(`Source ${source.baseUrl} (key ${source.keyFingerprint}), state updated ${source.updatedAt ?? 'never'}\n`);
+    io.stdout(`${formatTable(source.streams)}\n\n`);
+  }
+  if (report.tables.length > 0) {
+    io.stdout(`Database ${config.db}\n${formatTable(report.tables)}\n\nLast runs\n${formatTable(report.runs)}\n`);
+  } else {
+    io.stdout(`No database at ${config.db} yet.\n`);
+  }
+  return ExitCode.OK;
+}

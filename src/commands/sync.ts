@@ -1,0 +1,128 @@
+/** `costsync sync`: resolves the configuration, runs the sync, prints what changed, picks the exit code. */
+import type { Argv } from 'yargs';
+import { SETTINGS, readConfigFile, resolveSyncConfig, type SettingName, type SyncConfig } from '../config.js';
+import { ExitCode, describeError, isCostsyncError } from '../errors.js';
+import { createLogger, type Logger } from '../log.js';
+import { writeParquetWindow, finishParquet } from '../storage/parquet.js';
+import { createProgress, summaryTable } from '../progress.js';
+import { runSync, type RunSummary } from '../sync/runner.js';
+
+/** Options shared by `sync`, `status` and `check`; no yargs defaults, so flags > env > file holds. */
+export function connectionOptions(yargs: Argv) {
+  return yargs
+    .option('config', { type: 'string', describe: 'Config file (default ./costsync.config.json when present)' })
+    .option('base-url', { type: 'string', describe: 'API base URL [env COSTSYNC_BASE_URL]' })
+    .option('api-key-file', { type: 'string', describe: 'File holding the API key [or env COSTSYNC_API_KEY]' })
+    .option('db', { type: 'string', describe: 'DuckDB file [default ./costs.duckdb]' })
+    .option('state-dir', { type: 'string', describe: 'State directory [default ./state]' })
+    .option('log-format', { choices: ['pretty', 'json'] as const, describe: 'Log format [default pretty]' })
+    .option('quiet', { type: 'boolean', describe: 'Warnings and errors only' });
+}
+
+export function syncOptions(yargs: Argv) {
+  return connectionOptions(yargs)
+    .option('streams', { type: 'string', describe: 'Comma list of line_items,rollups,anomalies [default all]' })
+    .option('since', { type: 'string', describe: 'Backfill: re-sync from this date (YYYY-MM-DD)' })
+    .option('until', { type: 'string', describe: 'Last date to sync [default today, UTC]' })
+    .option('start-date', { type: 'string', describe: 'Where a first run starts [default 90 days before today]' })
+    .option('lookback-days', { type: 'number', describe: 'Days re-synced on every incremental run [default 3]' })
+    .option('window-days', { type: 'number', describe: 'Days per unit of progress [default 30]' })
+    .option('full-refresh', { type: 'boolean', describe: 'Ignore the saved state and re-sync everything' })
+    .option('rate-limit', { type: 'number', describe: 'Requests a minute [default 60]' })
+    .option('max-runtime', { type: 'string', describe: 'Stop cleanly after this long, e.g. 45m (exit code 4)' })
+    .option('format', { choices: ['duckdb', 'parquet'] as const, describe: 'Also write hive-partitioned Parquet with parquet [default duckdb]' })
+    .option('out', { type: 'string', describe: 'Parquet output directory [default ./costs-parquet]' })
+    .option('anomaly-refresh-days', { type: 'number', describe: 'Days of anomalies re-read every run for status changes [default 30]' })
+    .option('concurrency', { type: 'number', describe: 'Windows fetched at once per stream [default 4]' });
+}
+
+export interface CommandIo {
+  env: NodeJS.ProcessEnv;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  isTTY: boolean;
+  now: () => number;
+}
+
+export const processIo = (): CommandIo => ({
+  env: process.env,
+  stdout: (t) => process.stdout.write(t),
+  stderr: (t) => process.stderr.write(t),
+  isTTY: Boolean(process.stderr.isTTY),
+  now: () => Date.now(),
+});
+
+/** The settings given as flags, by name, leaving out what was not given. */
+export function flagsOf(args: Record<string, unknown>): Partial<Record<SettingName, unknown>> {
+  const flags: Partial<Record<SettingName, unknown>> = {};
+  for (const name of SETTINGS) if (args[name] !== undefined) flags[name] = args[name];
+  return flags;
+}
+
+export function loadConfig(args: Record<string, unknown>, io: CommandIo, needsApi = true): SyncConfig {
+  const file = readConfigFile(args.config as string | undefined);
+  return resolveSyncConfig({ flags: flagsOf(args), env: io.env, file: file.values, nowMs: io.now() }, needsApi);
+}
+
+export function makeLogger(config: Pick<SyncConfig, 'logFormat' | 'quiet' | 'apiKey'>, io: CommandIo): Logger {
+  return createLogger({
+    format: config.logFormat, level: config.quiet ? 'warn' : 'info', secrets: [config.apiKey],
+    write: (line) => io.stderr(`${line}\n`), now: io.now,
+  });
+}
+
+export function exitCodeOf(summary: RunSummary): ExitCode {
+  if (summary.outcome === 'success') return ExitCode.OK;
+  if (summary.outcome === 'stopped') return ExitCode.STOPPED_EARLY;
+  return isCostsyncError(summary.error) ? summary.error.exitCode : ExitCode.FAILED;
+}
+
+export async function runSyncCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
+  const config = loadConfig(args, io);
+  const logger = makeLogger(config, io);
+  const live = config.logFormat === 'pretty' && io.isTTY && !config.quiet;
+  const progress = createProgress({ live, logger, write: io.stderr, requestsPerMinute: config.rateLimit, now: io.now });
+  const stopSignal: { stopped: boolean; reason?: string } = { stopped: false };
+  const onSignal = (signal: string) => () => {
+    stopSignal.stopped = true;
+    stopSignal.reason = `${signal} received`;
+    logger.warn(`${signal}: finishing the current page, then stopping with progress saved`);
+  };
+  const onTerm = onSignal('SIGTERM');
+  const onInt = onSignal('SIGINT');
+  process.once('SIGTERM', onTerm);
+  process.once('SIGINT', onInt);
+  try {
+    const summary = await runSync({
+      config, logger, progress, stopSignal,
+      ...(config.format === 'parquet'
+        ? {
+          afterWindow: (wh, stream, window) => writeParquetWindow(wh, config.out, stream, window),
+          beforeClose: (wh, run) => finishParquet(wh, config.out, run),
+        }
+        : {}),
+    });
+    progress.finish();
+    if (summary.outcome === 'failed') {
+      logger.error(describeError(summary.error, [config.apiKey]), { code: (summary.error as { code?: string })?.code, runId: summary.runId });
+    }
+    if (config.logFormat === 'json') {
+      logger.info('sync finished', { runId: summary.runId, outcome: summary.outcome, streams: summary.streams, requests: summary.requests, retries: summary.retries, rateLimited: summary.rateLimited, warnings: summary.warnings.length });
+    } else if (!config.quiet) {
+      io.stderr(`\n${summaryTable(summary.streams)}\n`);
+      const end = summary.outcome === 'stopped'
+        ? `Stopped early (${summary.stopReason ?? 'stop requested'}); progress is saved: run the same command again to go on.`
+        : summary.outcome === 'success' ? `Done: run ${summary.runId}.` : `Failed: run ${summary.runId}; progress up to the failure is saved.`;
+      io.stderr(`${end}\n`);
+    }
+    for (const w of summary.warnings.slice(0, 20)) if (config.logFormat !== 'json') io.stderr(`warning: ${w}\n`);
+    return exitCodeOf(summary);
+  } catch (error) {
+    progress.finish();
+    logger.error(describeError(error, [config.apiKey]), { code: (error as { code?: string }).code });
+    return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
+  } finally {
+    process.off('SIGTERM', onTerm);
+    process.off('SIGINT', onInt);
+  }
+}
