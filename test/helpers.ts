@@ -128,3 +128,30 @@ export function memoryLogger(): Logger & { lines: string[] } {
 }
 
 export const FAST_CLIENT = { retry: { retries: 6, minTimeoutMs: 1, maxTimeoutMs: 5 } };
+
+import { openReadOnly } from '../src/storage/duckdb.js';
+
+/** Rows and a content digest per synced table (see sql/checks/table_digest.sql). */
+export async function tableDigest(db: string): Promise<Record<string, { rows: number; digest: string }>> {
+  const wh = await openReadOnly(db);
+  try {
+    const rows = await wh.query<{ table: string; rows: number; digest: string }>('checks/table_digest');
+    return Object.fromEntries(rows.map((r) => [r.table, { rows: r.rows, digest: r.digest }]));
+  } finally {
+    wh.close();
+  }
+}
+
+/** Every line item the emulator serves for [start, end], by reading its dataset directly. */
+export function emulatorLineItemIds(emulator: Emulator, start: string, end: string): string[] {
+  const ids: string[] = [];
+  const from = Date.parse(`${start}T00:00:00Z`) / 86_400_000;
+  const to = Date.parse(`${end}T00:00:00Z`) / 86_400_000;
+  for (let day = from; day <= to; day++) {
+    for (let i = 0; i < emulator.dataset.slots(day); i++) {
+      const item = emulator.dataset.itemAt(day, i);
+      if (item) ids.push(item.record.id);
+    }
+  }
+  return ids.sort();
+}

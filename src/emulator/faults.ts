@@ -67,7 +67,8 @@ export class FaultInjector {
     const o = this.options;
     const r = () => this.rng();
     const delayMs = o.latencyMs + (o.latencyJitterMs > 0 ? Math.floor(r() * o.latencyJitterMs) : 0);
-    const idx = this.queue.findIndex((f) => !f.pathPrefix || path.startsWith(f.pathPrefix));
+    // A scripted cursor expiry waits for a request that carries a cursor.
+    const idx = this.queue.findIndex((f) => (!f.pathPrefix || path.startsWith(f.pathPrefix)) && (f.kind !== 'expireCursor' || hasCursor));
     if (idx >= 0) {
       const [scripted] = this.queue.splice(idx, 1);
       return { delayMs, kind: scripted!.kind };

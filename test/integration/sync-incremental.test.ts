@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { runSync } from '../../src/sync/runner.js';
+import { withWarehouse } from '../../src/storage/duckdb.js';
+import { emulatorLineItemIds, FAST_CLIENT, memoryLogger, tableDigest, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
+
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
+
+describe('incremental sync', () => {
+  it('keeps requests near the minimum: at most ceil(rows / 1000) + windows', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 700, clock }, async ({ url, requestLog }) => {
+      await withTempDir(async (dir) => {
+        const config = testSyncConfig(url, dir, { streams: ['line_items'], windowDays: 10 });
+        await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        expect(requestLog.count({ route: 'line-items' })).toBeLessThanOrEqual(Math.ceil((700 * 30) / 1000) + 3);
+        expect(requestLog.count({ route: 'line-items' })).toBeGreaterThanOrEqual(Math.ceil((700 * 30) / 1000));
+      });
+    });
+  });
+
+  it('re-syncs the lookback days, so restated rows change and deleted rows go, as a fresh sync would have them', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 120, clock, restatement: { days: 3, changeRate: 0.3, deleteRate: 0.2 } }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const config = testSyncConfig(emulator.url, dir);
+        await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        emulator.restate();
+        emulator.requestLog.reset();
+        const second = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        expect(second.outcome).toBe('success');
+        expect(second.streams.line_items!.deleted).toBeGreaterThan(0);
+        expect(second.streams.line_items!.updated).toBeGreaterThan(0);
+        expect(second.streams.line_items!.inserted).toBe(0);
+        // Only the lookback days were asked for.
+        expect(emulator.requestLog.count({ route: 'line-items' })).toBe(1);
+
+        await withWarehouse(config.db, async (wh) => {
+          const ids = (await wh.sql<{ id: string }>('SELECT id FROM line_items ORDER BY id')).map((r) => r.id);
+          expect(ids).toEqual(emulatorLineItemIds(emulator, SPAN.startDate, SPAN.endDate));
+        });
+        await withTempDir(async (fresh) => {
+          const freshConfig = testSyncConfig(emulator.url, fresh);
+          await runSync({ config: freshConfig, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+          const [a, b] = [await tableDigest(config.db), await tableDigest(freshConfig.db)];
+          expect(a.line_items).toEqual(b.line_items);
+          expect(a.rollups_daily).toEqual(b.rollups_daily);
+        });
+      });
+    });
+  });
+
+  it('backfills from --since, and never stores records outside the requested dates', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 50, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const config = testSyncConfig(url, dir, { startDate: '2025-06-20', until: '2025-06-25' });
+        await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        await runSync({ config: { ...config, since: '2025-06-10' }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        await withWarehouse(config.db, async (wh) => {
+          const [r] = await wh.sql<{ lo: string; hi: string; n: number }>('SELECT min(usage_date)::VARCHAR lo, max(usage_date)::VARCHAR hi, count(*) n FROM line_items');
+          expect(r).toEqual({ lo: '2025-06-10', hi: '2025-06-25', n: 16 * 50 });
+          const [ro] = await wh.sql<{ lo: string; hi: string }>('SELECT min(date)::VARCHAR lo, max(date)::VARCHAR hi FROM rollups_daily');
+          expect(ro).toEqual({ lo: '2025-06-10', hi: '2025-06-25' });
+          const [an] = await wh.sql<{ hi: string }>("SELECT max(detected_date)::VARCHAR hi FROM anomalies");
+          expect(an!.hi < '2025-06-26').toBe(true);
+        });
+      });
+    });
+  });
+
+  it('stores duplicated records across pages once, and keeps rollup fields the server filled', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 900, clock, pageOverlapRate: 1, serviceRollupFillsProvider: true }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const config = testSyncConfig(emulator.url, dir, { startDate: '2025-06-01', until: '2025-06-05' });
+        await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        const digest = await tableDigest(config.db);
+        expect(digest.line_items!.rows).toBe(900 * 5);
+        expect(digest.duplicate_line_item_ids!.rows).toBe(0);
+        await withWarehouse(config.db, async (wh) => {
+          const [r] = await wh.sql<{ n: number }>("SELECT count(*) n FROM rollups_daily WHERE group_by = 'service' AND provider_type IS NULL");
+          expect(r!.n).toBe(0);
+        });
+      });
+    });
+  });
+});

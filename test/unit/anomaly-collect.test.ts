@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import type { AnomaliesQuery } from '../../src/api/client.js';
+import type { Anomaly } from '../../src/api/types.js';
+import { anomalySince, collectAnomalies, isAscending, nextSinceAfterAscendingPage } from '../../src/sync/anomalies.js';
+
+const mk = (id: string, at: string, over: Partial<Anomaly> = {}): Anomaly => ({
+  id, provider_type: 'aws', service: 's', detected_date: at, actual_cost: 2, expected_cost: 1, deviation_percent: 100,
+  severity: 'low', alert_type: 'spend_spike', status: 'new', ...over,
+});
+
+/** A fake endpoint over a fixed list, answering in the given order, as the spec allows. */
+function fakeEndpoint(all: Anomaly[], order: 'asc' | 'desc') {
+  const calls: AnomaliesQuery[] = [];
+  const fetch = async (q: AnomaliesQuery) => {
+    calls.push(q);
+    const since = q.since ? Date.parse(q.since) : -Infinity;
+    const hits = all.filter((a) => Date.parse(a.detected_date) > since
+      && (!q.severity || a.severity === q.severity) && (!q.status || a.status === q.status)
+      && (!q.provider_type || a.provider_type === q.provider_type));
+    hits.sort((a, b) => (order === 'asc' ? 1 : -1) * (Date.parse(a.detected_date) - Date.parse(b.detected_date)));
+    return hits.slice(0, q.limit ?? 10);
+  };
+  return { fetch, calls };
+}
+
+describe('collectAnomalies', () => {
+  it('takes one request when nothing is hidden', async () => {
+    const all = [mk('a', '2025-01-01T00:00:00Z'), mk('b', '2025-01-02T00:00:00Z')];
+    const { fetch, calls } = fakeEndpoint(all, 'desc');
+    const got = await collectAnomalies(fetch, undefined, [], 10);
+    expect([...got.records.keys()].sort()).toEqual(['a', 'b']);
+    expect(calls).toHaveLength(1);
+    expect(got.unreachable).toEqual([]);
+  });
+
+  it('splits a full response by severity, status and provider until none is full', async () => {
+    const severities = ['low', 'medium', 'high', 'critical'];
+    const statuses = ['new', 'acknowledged', 'resolved'];
+    const all: Anomaly[] = [];
+    for (let i = 0; i < 60; i++) {
+      all.push(mk(`x${i}`, new Date(Date.UTC(2025, 0, 1) + i * 3_600_000).toISOString(), {
+        severity: severities[i % 4]!, status: statuses[i % 3]!, provider_type: `p${i % 5}`,
+      }));
+    }
+    const { fetch, calls } = fakeEndpoint(all, 'desc');
+    const got = await collectAnomalies(fetch, undefined, [], 4);
+    expect(got.records.size).toBe(60);
+    expect(calls.some((c) => c.provider_type !== undefined)).toBe(true);
+    expect(got.unreachable).toEqual([]);
+  });
+
+  it('moves since forward over an ascending server once the filters are exhausted', async () => {
+    const all = Array.from({ length: 25 }, (_, i) => mk(`t${i}`, new Date(Date.UTC(2025, 0, 1, 0, Math.floor(i / 2))).toISOString()));
+    const { fetch } = fakeEndpoint(all, 'asc');
+    const got = await collectAnomalies(fetch, undefined, ['aws'], 5);
+    expect(got.records.size).toBe(25);
+    expect(got.unreachable).toEqual([]);
+  });
+
+  it('reports what it cannot reach: more than a page on one timestamp with the same filters', async () => {
+    const all = Array.from({ length: 8 }, (_, i) => mk(`same${i}`, '2025-01-01T00:00:00Z'));
+    for (const order of ['asc', 'desc'] as const) {
+      const got = await collectAnomalies(fakeEndpoint(all, order).fetch, undefined, [], 5);
+      expect(got.unreachable).toHaveLength(1);
+      expect(got.unreachable[0]!.filters).toEqual({ severity: 'low', status: 'new', provider_type: 'aws' });
+    }
+  });
+
+  it('finds ascending order and the safe next since', () => {
+    const page = [mk('a', '2025-01-01T00:00:00Z'), mk('b', '2025-01-01T00:00:05Z'), mk('c', '2025-01-01T00:00:05Z')];
+    expect(isAscending(page)).toBe(true);
+    expect(isAscending([...page].reverse())).toBe(false);
+    expect(nextSinceAfterAscendingPage(page)).toBe('2025-01-01T00:00:00.000Z');
+    expect(nextSinceAfterAscendingPage([page[1]!, page[2]!])).toBeNull();
+  });
+});
+
+describe('anomalySince', () => {
+  const now = Date.parse('2025-07-01T06:00:00Z');
+  const req = { until: '2025-07-01', startDate: '2025-04-01', refreshDays: 30, fullRefresh: false };
+  it('starts a first run at the start date, inclusive', () => {
+    expect(anomalySince(null, req, now)).toBe('2025-03-31T23:59:59.999Z');
+  });
+  it('re-reads the refresh window, or the watermark less an hour when that is earlier', () => {
+    expect(anomalySince('2025-06-30T12:00:00Z', req, now)).toBe('2025-05-31T23:59:59.999Z');
+    expect(anomalySince('2025-05-01T12:00:00Z', req, now)).toBe('2025-05-01T11:00:00.000Z');
+  });
+  it('honours --since and a full refresh', () => {
+    expect(anomalySince('2025-06-30T12:00:00Z', { ...req, since: '2025-01-01' }, now)).toBe('2024-12-31T23:59:59.999Z');
+    expect(anomalySince('2025-06-30T12:00:00Z', { ...req, fullRefresh: true }, now)).toBe('2025-03-31T23:59:59.999Z');
+  });
+});
