@@ -62,6 +62,9 @@ export async function collectAnomalies(
   const records = new Map<string, Anomaly>();
   const unreachable: Unreachable[] = [];
   const providers = new Set(knownProviders);
+  // Provider splits done so far, with the providers each has visited: a provider first seen later
+  // is visited in every earlier split too.
+  const providerSplits: { filters: AnomalyFilters; from: string | undefined; visited: Set<string> }[] = [];
   let requests = 0;
 
   const visit = async (filters: AnomalyFilters, from: string | undefined): Promise<void> => {
@@ -85,7 +88,12 @@ export async function collectAnomalies(
       return;
     }
     if (filters.provider_type === undefined) {
-      for (const provider_type of [...providers].sort()) await visit({ ...filters, provider_type }, from);
+      const split = { filters, from, visited: new Set<string>() };
+      providerSplits.push(split);
+      for (const provider_type of [...providers].sort()) {
+        split.visited.add(provider_type);
+        await visit({ ...filters, provider_type }, from);
+      }
       return;
     }
     const next = isAscending(page) ? nextSinceAfterAscendingPage(page) : null;
@@ -102,6 +110,17 @@ export async function collectAnomalies(
   };
 
   await visit({}, since);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const split of [...providerSplits]) {
+      for (const provider_type of [...providers].sort()) {
+        if (split.visited.has(provider_type)) continue;
+        split.visited.add(provider_type);
+        grew = true;
+        await visit({ ...split.filters, provider_type }, split.from);
+      }
+    }
+  }
   return { records, requests, unreachable };
 }
 
