@@ -12,6 +12,8 @@ import { ExitCode, describeError, isCostsyncError } from './errors.js';
 async function main(argv: string[]): Promise<void> {
   await yargs(argv)
     .scriptName('costsync')
+    // A flag given twice: the last one wins, as in most CLIs.
+    .parserConfiguration({ 'duplicate-arguments-array': false })
     .usage('$0 <command> [options]')
     .command('sync', 'Sync line items, rollups and anomalies into DuckDB', syncOptions, async (args) => {
       process.exitCode = await runSyncCommand(args);

@@ -1,0 +1,132 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { SCOPES } from '../../src/api/types.js';
+import { ExitCode } from '../../src/errors.js';
+import { openReadOnly } from '../../src/storage/duckdb.js';
+import { tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
+
+const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
+
+export interface CliResult { code: number | null; signal: string | null; stdout: string; stderr: string }
+
+/** Runs the built CLI with a clean environment plus `env`. */
+export async function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => { stdout += d; });
+  child.stderr.on('data', (d: Buffer) => { stderr += d; });
+  const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
+  return { code, signal, stdout, stderr };
+}
+
+const syncArgs = (url: string, dir: string, extra: string[] = []) => [
+  'sync', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),
+  '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--log-format', 'json', ...extra,
+];
+
+describe('costsync sync (CLI)', () => {
+  it('syncs with JSON logs and exit code 0, the same tables whatever the machine time zone', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 60, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const utc = await cli(syncArgs(url, join(dir, 'utc')), { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' });
+        expect(utc.code).toBe(0);
+        const lines = utc.stderr.trim().split('\n').map((l) => JSON.parse(l));
+        expect(lines.every((l) => typeof l.time === 'string' && typeof l.level === 'string')).toBe(true);
+        expect(lines.at(-1)).toMatchObject({ msg: 'sync finished', outcome: 'success' });
+        for (const tz of ['Pacific/Kiritimati', 'America/Los_Angeles']) {
+          const other = await cli(syncArgs(url, join(dir, tz.replace('/', '_'))), { COSTSYNC_API_KEY: 'demo-key', TZ: tz });
+          expect(other.code).toBe(0);
+          expect(await tableDigest(join(dir, tz.replace('/', '_'), 'c.duckdb'))).toEqual(await tableDigest(join(dir, 'utc', 'c.duckdb')));
+        }
+      });
+    });
+  });
+
+  it('exits 2 for bad configuration and 3 for a refused key, with messages that name the fix', async () => {
+    const keys = { keys: [{ key: 'team-key', scopes: [...SCOPES], plan: 'team' }], connections: [] };
+    await withEmulator({ ...SPAN, clock, keys: keys as never }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const noKey = await cli(syncArgs(url, dir));
+        expect(noKey.code).toBe(ExitCode.USAGE);
+        expect(noKey.stderr).toMatch(/No API key.*\n.*COSTSYNC_API_KEY/);
+        const badSince = await cli(syncArgs(url, dir, ['--since', '2025-07-05']), { COSTSYNC_API_KEY: 'k' });
+        expect(badSince.code).toBe(ExitCode.USAGE);
+        expect(badSince.stderr).toMatch(/--since \(2025-07-05\) is after the last date 2025-06-30/);
+        const badStream = await cli(syncArgs(url, dir, ['--streams', 'line_items,invoices']), { COSTSYNC_API_KEY: 'k' });
+        expect(badStream.code).toBe(ExitCode.USAGE);
+        expect(badStream.stderr).toMatch(/unknown stream\(s\): invoices/);
+        const http = await cli(syncArgs('http://example.com', dir), { COSTSYNC_API_KEY: 'k' });
+        expect(http.code).toBe(ExitCode.USAGE);
+        expect(http.stderr).toMatch(/must use https/);
+        const plan = await cli(syncArgs(url, dir), { COSTSYNC_API_KEY: 'team-key' });
+        expect(plan.code).toBe(ExitCode.AUTH);
+        expect(plan.stderr).toMatch(/Business plan or above/);
+      });
+    });
+  });
+
+  it('reads settings from the config file, env over file and flags over env', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const configFile = join(dir, 'costsync.config.json');
+        writeFileSync(configFile, JSON.stringify({ 'base-url': 'http://127.0.0.1:1', streams: 'rollups', 'start-date': SPAN.startDate, until: SPAN.endDate, db: join(dir, 'file.duckdb'), 'state-dir': join(dir, 'state'), 'log-format': 'json' }));
+        const run = await cli(['sync', '--config', configFile, '--db', join(dir, 'flag.duckdb')], { COSTSYNC_API_KEY: 'demo-key', COSTSYNC_BASE_URL: url });
+        expect(run.code).toBe(0);
+        const digest = await tableDigest(join(dir, 'flag.duckdb'));
+        expect(digest.rollups_daily!.rows).toBeGreaterThan(0);
+        expect(digest.line_items!.rows).toBe(0);
+      });
+    });
+  });
+
+  it('never lets the key into output, logs, state files or the database', async () => {
+    const secret = 'sk-live-0123456789abcdef-SECRET';
+    const keys = { keys: [{ key: secret, scopes: [...SCOPES], plan: 'business' }], connections: [] };
+    await withEmulator({ ...SPAN, rowsPerDay: 30, clock, keys: keys as never, faults: { errorRate: 0.2 } }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        writeFileSync(join(dir, 'key.txt'), `${secret}\n`);
+        const ok = await cli(syncArgs(url, dir, ['--api-key-file', join(dir, 'key.txt')]));
+        expect(ok.code).toBe(0);
+        const wrong = await cli(syncArgs(url, join(dir, 'w'), ['--log-format', 'pretty']), { COSTSYNC_API_KEY: `${secret}x` });
+        expect(wrong.code, wrong.stderr).toBe(ExitCode.AUTH);
+        for (const text of [ok.stdout, ok.stderr, wrong.stdout, wrong.stderr]) expect(text).not.toContain(secret);
+        const stateFiles = readdirSync(join(dir, 'state')).filter((f) => f.endsWith('.json'));
+        expect(stateFiles.length).toBe(1);
+        for (const f of stateFiles) {
+          expect(readFileSync(join(dir, 'state', f), 'utf8')).not.toContain(secret);
+          expect(statSync(join(dir, 'state', f)).mode & 0o077).toBe(0);
+        }
+        const wh = await openReadOnly(join(dir, 'c.duckdb'));
+        try {
+          const tables = await wh.sql<{ name: string }>("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'main'");
+          for (const { name } of tables) {
+            const [hit] = await wh.sql<{ n: number }>(`SELECT count(*) n FROM "${name}" t WHERE t::VARCHAR LIKE '%' || $1 || '%'`, [secret]);
+            expect(hit!.n).toBe(0);
+          }
+        } finally {
+          wh.close();
+        }
+      });
+    });
+  });
+
+  it('lets one of two runs started together proceed; the other exits 5', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 200, clock, faults: { latencyMs: 20 } }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const env = { COSTSYNC_API_KEY: 'demo-key' };
+        const [a, b] = await Promise.all([cli(syncArgs(url, dir), env), cli(syncArgs(url, dir), env)]);
+        expect([a.code, b.code].sort()).toEqual([0, ExitCode.LOCKED]);
+        expect((a.code === 5 ? a : b).stderr).toMatch(/holds the lock/);
+        expect((await tableDigest(join(dir, 'c.duckdb'))).line_items!.rows).toBe(200 * 30);
+      });
+    });
+  });
+});
