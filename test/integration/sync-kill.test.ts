@@ -1,0 +1,69 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { createRng } from '../../src/emulator/rng.js';
+import { tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
+
+const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
+/** Kill points in `npm test`; the chaos suite runs more. */
+const KILLS = Number(process.env.COSTSYNC_KILLS ?? 10);
+const SEED = Number(process.env.COSTSYNC_KILL_SEED ?? 20251121);
+
+describe('crash safety', () => {
+  it(`SIGKILLed at ${KILLS} random points and re-run, ends with exactly the tables of a clean run`, async () => {
+    let requestsThisRun = 0;
+    let killAtRequest = Infinity;
+    let onKillPoint: (() => void) | null = null;
+    await withEmulator({
+      ...SPAN, rowsPerDay: 400, clock, anomaliesPerDay: 5,
+      onRequest: () => {
+        requestsThisRun += 1;
+        if (requestsThisRun === killAtRequest) onKillPoint?.();
+      },
+    }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const args = (sub: string) => [
+          CLI, 'sync', '--base-url', url, '--db', join(dir, sub, 'c.duckdb'), '--state-dir', join(dir, sub, 'state'),
+          '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--window-days', '4', '--rate-limit', '100000', '--log-format', 'json', '--quiet',
+        ];
+        const env = { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
+        const run = async (sub: string, kill: { atRequest?: number; afterMs?: number } = {}) => {
+          requestsThisRun = 0;
+          killAtRequest = kill.atRequest ?? Infinity;
+          const child = spawn(process.execPath, args(sub), { env, stdio: 'ignore' });
+          onKillPoint = () => child.kill('SIGKILL');
+          const timer = kill.afterMs !== undefined ? setTimeout(() => child.kill('SIGKILL'), kill.afterMs) : null;
+          const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
+          if (timer) clearTimeout(timer);
+          onKillPoint = null;
+          return { code, signal };
+        };
+
+        const clean = await run('clean');
+        expect(clean.code).toBe(0);
+        const expected = await tableDigest(join(dir, 'clean', 'c.duckdb'));
+        expect(expected.line_items!.rows).toBe(400 * 30);
+
+        const rng = createRng(SEED);
+        let killed = 0;
+        for (let i = 0; i < KILLS; i++) {
+          // Half the kill points after a number of requests, half after a delay (which lands
+          // anywhere: process start, DuckDB recovery, a commit, a state write).
+          const kill = i % 2 === 0 ? { atRequest: 1 + Math.floor(rng() * 12) } : { afterMs: 150 + Math.floor(rng() * 700) };
+          const result = await run('crashy', kill);
+          if (result.signal === 'SIGKILL') killed += 1;
+          else expect(result.code).toBe(0);
+        }
+        const last = await run('crashy');
+        expect(last.code).toBe(0);
+        expect(killed).toBeGreaterThan(KILLS / 2);
+        const got = await tableDigest(join(dir, 'crashy', 'c.duckdb'));
+        expect(got).toEqual(expected);
+        expect(got.duplicate_line_item_ids!.rows).toBe(0);
+      });
+    });
+  }, 180_000);
+});
