@@ -155,3 +155,26 @@ export function emulatorLineItemIds(emulator: Emulator, start: string, end: stri
   }
   return ids.sort();
 }
+
+import { spawn } from 'node:child_process';
+import { once as onceEvent } from 'node:events';
+import { fileURLToPath } from 'node:url';
+
+/** The built CLI (`npm test` builds it first). */
+export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+
+export interface CliResult { code: number | null; signal: string | null; stdout: string; stderr: string }
+
+/** Runs the built CLI with a clean environment plus `env`. */
+export async function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => { stdout += d; });
+  child.stderr.on('data', (d: Buffer) => { stderr += d; });
+  const [code, signal] = (await onceEvent(child, 'exit')) as [number | null, string | null];
+  return { code, signal, stdout, stderr };
+}
+

@@ -1,11 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { raw } from '../helpers.js';
+import { CLI, raw } from '../helpers.js';
 
-const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
 describe('costsync emulator (CLI)', () => {
   it('prints its URL as the first line and serves the API until SIGTERM', async () => {

@@ -1,31 +1,12 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { cli, tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
-const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
-
-export interface CliResult { code: number | null; signal: string | null; stdout: string; stderr: string }
-
-/** Runs the built CLI with a clean environment plus `env`. */
-export async function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => { stdout += d; });
-  child.stderr.on('data', (d: Buffer) => { stderr += d; });
-  const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
-  return { code, signal, stdout, stderr };
-}
 
 const syncArgs = (url: string, dir: string, extra: string[] = []) => [
   'sync', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),

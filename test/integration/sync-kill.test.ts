@@ -1,12 +1,10 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/emulator/rng.js';
-import { tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
-const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 /** Kill points in `npm test`; the chaos suite runs more. */
 const KILLS = Number(process.env.COSTSYNC_KILLS ?? 10);

@@ -1,0 +1,95 @@
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { ExitCode } from '../../src/errors.js';
+import { SCOPES } from '../../src/api/types.js';
+import { cli, withEmulator, withTempDir, SPAN } from '../helpers.js';
+
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
+const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
+
+async function readParquet(glob: string, sql: string) {
+  const instance = await DuckDBInstance.create(':memory:');
+  const conn = await instance.connect();
+  try {
+    const reader = await conn.runAndReadAll(sql.replace('$glob', `read_parquet('${glob}', hive_partitioning = true)`));
+    return reader.getRowObjectsJS();
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+}
+
+describe('status, check and parquet (CLI)', () => {
+  it('status shows watermarks, pending windows, rows and the last runs', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const common = ['--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')];
+        const before = await cli(['status', ...common]);
+        expect(before.code).toBe(0);
+        expect(before.stdout).toMatch(/No sync state/);
+        const sync = await cli(['sync', '--base-url', url, ...common, '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], env);
+        expect(sync.code).toBe(0);
+        const pretty = await cli(['status', ...common]);
+        expect(pretty.stdout).toMatch(/line_items\s+2025-06-01\.\.2025-06-30/);
+        expect(pretty.stdout).toMatch(/line_items\s+600\s+2025-06-01\s+2025-06-30/);
+        const json = JSON.parse((await cli(['status', ...common, '--log-format', 'json'])).stdout);
+        expect(json.sources[0].streams.map((s: { stream: string }) => s.stream)).toEqual(['line_items', 'rollups', 'anomalies']);
+        expect(json.sources[0].streams[0]).toMatchObject({ watermark: '2025-06-01..2025-06-30', windowsPending: 0 });
+        expect(json.runs[0]).toMatchObject({ outcome: 'success' });
+      });
+    });
+  });
+
+  it('check reports what the key may do, and exits 3 when reads are refused', async () => {
+    const keys = {
+      keys: [
+        { key: 'reader', scopes: ['line_items:read', 'rollups:read', 'anomalies:read'], plan: 'business' },
+        { key: 'all', scopes: [...SCOPES], plan: 'enterprise' },
+        { key: 'team', scopes: [...SCOPES], plan: 'team' },
+      ],
+      connections: [],
+    };
+    await withEmulator({ ...SPAN, clock, keys: keys as never }, async ({ url, dataset }) => {
+      const all = await cli(['check', '--base-url', url, '--log-format', 'json'], { COSTSYNC_API_KEY: 'all', COSTSYNC_RATE_LIMIT: '100000' });
+      expect(all.code).toBe(0);
+      expect(JSON.parse(all.stdout).results.every((r: { ok: boolean }) => r.ok)).toBe(true);
+      const reader = await cli(['check', '--base-url', url], { COSTSYNC_API_KEY: 'reader', COSTSYNC_RATE_LIMIT: '100000' });
+      expect(reader.code).toBe(0);
+      expect(reader.stdout).toMatch(/POST ingest\/focus\s+usage:write\s+false\s+INVALID_SCOPE/);
+      const team = await cli(['check', '--base-url', url], { COSTSYNC_API_KEY: 'team', COSTSYNC_RATE_LIMIT: '100000' });
+      expect(team.code).toBe(ExitCode.AUTH);
+      expect(team.stdout).toMatch(/no API access/);
+      expect(dataset.ingestedDays()).toEqual([]);
+    });
+  });
+
+  it('writes hive-partitioned Parquet, and a later run rewrites only the partitions it changed', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 40, clock }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const out = join(dir, 'pq');
+        const args = ['sync', '--base-url', emulator.url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),
+          '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--format', 'parquet', '--out', out, '--quiet'];
+        expect((await cli(args, env)).code).toBe(0);
+        expect(readdirSync(join(out, 'line_items'))).toHaveLength(30);
+        const [li] = await readParquet(`${out}/line_items/*/*.parquet`, 'SELECT count(*)::INT n, count(DISTINCT date)::INT d, min(date)::VARCHAR lo FROM $glob');
+        expect(li).toEqual({ n: 1200, d: 30, lo: '2025-06-01' });
+        const [ro] = await readParquet(`${out}/rollups_daily/*/*.parquet`, "SELECT count(DISTINCT group_by)::INT g FROM $glob");
+        expect(ro).toEqual({ g: 3 });
+        expect(existsSync(join(out, 'anomalies'))).toBe(true);
+        expect(existsSync(join(out, 'sync_runs', 'data.parquet'))).toBe(true);
+
+        // A rewritten partition is a new file renamed into place, so it has a new inode.
+        const old = statSync(join(out, 'line_items', 'date=2025-06-10', 'data.parquet')).ino;
+        const recent = statSync(join(out, 'line_items', 'date=2025-06-29', 'data.parquet')).ino;
+        emulator.restate();
+        expect((await cli(args.filter((a) => a !== SPAN.startDate && a !== '--start-date'), env)).code).toBe(0);
+        expect(statSync(join(out, 'line_items', 'date=2025-06-10', 'data.parquet')).ino).toBe(old);
+        expect(statSync(join(out, 'line_items', 'date=2025-06-29', 'data.parquet')).ino).not.toBe(recent);
+        const [after] = await readParquet(`${out}/line_items/*/*.parquet`, 'SELECT count(*)::INT n FROM $glob');
+        expect(after!.n).toBeLessThan(1200);
+      });
+    });
+  });
+});

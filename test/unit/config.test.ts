@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { envName, parseDuration, resolveSyncConfig, type ConfigSources } from '../../src/config.js';
+import { ConfigError } from '../../src/errors.js';
+
+const now = Date.parse('2025-07-01T23:30:00Z');
+const sources = (over: Partial<ConfigSources> = {}): ConfigSources => ({
+  flags: {}, env: { COSTSYNC_API_KEY: 'k-env', COSTSYNC_BASE_URL: 'https://api.example.com' }, file: {}, nowMs: now,
+  readKeyFile: (p) => (p === '/keys/ok' ? 'k-file\n' : (() => { throw Object.assign(new Error('nope'), { code: 'ENOENT' }); })()),
+  ...over,
+});
+
+describe('resolveSyncConfig', () => {
+  it('defaults: today (UTC) as until, 90 days back as the first-run start, all streams', () => {
+    const c = resolveSyncConfig(sources());
+    expect(c).toMatchObject({
+      until: '2025-07-01', startDate: '2025-04-02', streams: ['line_items', 'rollups', 'anomalies'], lookbackDays: 3,
+      windowDays: 30, rateLimit: 60, db: './costs.duckdb', stateDir: './state', format: 'duckdb', logFormat: 'pretty', apiKey: 'k-env',
+    });
+  });
+
+  it('takes flags over env over the file', () => {
+    const file = { db: 'file.duckdb', 'window-days': 5, streams: 'rollups', 'rate-limit': 10 };
+    const env = { COSTSYNC_API_KEY: 'k', COSTSYNC_BASE_URL: 'https://a.example.com', COSTSYNC_WINDOW_DAYS: '7', COSTSYNC_DB: 'env.duckdb' };
+    const c = resolveSyncConfig(sources({ file, env, flags: { db: 'flag.duckdb' } }));
+    expect(c).toMatchObject({ db: 'flag.duckdb', windowDays: 7, streams: ['rollups'], rateLimit: 10 });
+    expect(envName('anomaly-refresh-days')).toBe('COSTSYNC_ANOMALY_REFRESH_DAYS');
+  });
+
+  it('prefers --api-key-file over COSTSYNC_API_KEY', () => {
+    expect(resolveSyncConfig(sources({ flags: { 'api-key-file': '/keys/ok' } })).apiKey).toBe('k-file');
+    expect(() => resolveSyncConfig(sources({ flags: { 'api-key-file': '/keys/missing' } }))).toThrow(/cannot read the key file/);
+  });
+
+  it.each([
+    [{ since: '2025-02-30' }, /--since must be a real calendar date/],
+    [{ since: '2025-07-02' }, /--since \(2025-07-02\) is after the last date 2025-07-01/],
+    [{ 'lookback-days': -1 }, /--lookback-days must be a whole number from 0 to 365/],
+    [{ 'window-days': 0 }, /--window-days must be a whole number from 1/],
+    [{ streams: 'line_items,bills' }, /unknown stream\(s\): bills/],
+    [{ format: 'csv' }, /--format must be one of duckdb, parquet/],
+    [{ 'max-runtime': 'soon' }, /--max-runtime must be a duration/],
+    [{ 'base-url': 'http://api.example.com' }, /must use https/],
+  ])('refuses %j with exit code 2 and a fix', (flags, message) => {
+    let error: unknown;
+    try {
+      resolveSyncConfig(sources({ flags }));
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(2);
+    expect((error as ConfigError).message).toMatch(message);
+    expect((error as ConfigError).hint).toBeTruthy();
+  });
+
+  it('names the source of a bad value', () => {
+    expect(() => resolveSyncConfig(sources({ env: { COSTSYNC_API_KEY: 'k', COSTSYNC_BASE_URL: 'https://a.b', COSTSYNC_RATE_LIMIT: 'fast' } })))
+      .toThrow(/COSTSYNC_RATE_LIMIT must be a whole number/);
+    expect(() => resolveSyncConfig(sources({ file: { 'rate-limit': 'fast' } }))).toThrow(/"rate-limit" in the config file must be/);
+  });
+
+  it('asks for a key and a base URL only when the command talks to the API', () => {
+    expect(() => resolveSyncConfig(sources({ env: {} }))).toThrow(/No base URL/);
+    expect(() => resolveSyncConfig(sources({ env: { COSTSYNC_BASE_URL: 'https://a.b' } }))).toThrow(/No API key/);
+    expect(resolveSyncConfig(sources({ env: {} }), false).db).toBe('./costs.duckdb');
+  });
+});
+
+describe('parseDuration', () => {
+  it('reads seconds, minutes, hours and combinations', () => {
+    expect(parseDuration('90')).toBe(90_000);
+    expect(parseDuration('90s')).toBe(90_000);
+    expect(parseDuration('45m')).toBe(2_700_000);
+    expect(parseDuration('1h30m')).toBe(5_400_000);
+    expect(parseDuration('2d')).toBe(172_800_000);
+    expect(parseDuration('1h 30m')).toBeNull();
+    expect(parseDuration('soon')).toBeNull();
+  });
+});

@@ -1,0 +1,45 @@
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/errors.js';
+import { StateStore, stateFileName } from '../../src/state/store.js';
+import { withTempDir } from '../helpers.js';
+
+const source = { baseUrl: 'https://api.example.com', keyFingerprint: 'abc123' };
+
+describe('StateStore', () => {
+  it('names the file after the source, never the key, and starts empty', async () => {
+    expect(stateFileName('https://api.example.com:8443', 'abc123')).toBe('costsync-state-api.example.com_8443-abc123.json');
+    await withTempDir(async (dir) => {
+      expect(new StateStore(dir, source).load()).toEqual({ version: 1, source, streams: {}, updatedAt: null });
+    });
+  });
+
+  it('writes atomically, owner-only, leaving no temp files, and reads back', async () => {
+    await withTempDir(async (dir) => {
+      const store = new StateStore(dir, source);
+      const state = store.load();
+      state.streams.anomalies = { watermark: '2025-01-01T00:00:00.000Z', lastSuccessAt: null };
+      store.save(state, new Date('2025-07-01T00:00:00Z'));
+      expect(readdirSync(dir)).toEqual([store.path.split('/').at(-1)]);
+      expect(statSync(store.path).mode & 0o777).toBe(0o600);
+      expect(store.load()).toEqual({ ...state, updatedAt: '2025-07-01T00:00:00.000Z' });
+    });
+  });
+
+  it('refuses corrupt, foreign and newer state files with a fix', async () => {
+    await withTempDir(async (dir) => {
+      const store = new StateStore(dir, source);
+      for (const [text, message] of [
+        ['{"version": 1, "streams": {', /not valid JSON/],
+        ['[1,2]', /not a costsync state file/],
+        [JSON.stringify({ version: 99, source, streams: {} }), /newer costsync/],
+        [JSON.stringify({ version: 1, source: { ...source, keyFingerprint: 'other' }, streams: {} }), /belongs to another source/],
+      ] as const) {
+        writeFileSync(store.path, text);
+        expect(() => store.load()).toThrow(ConfigError);
+        expect(() => store.load()).toThrow(message);
+      }
+      expect(readFileSync(store.path, 'utf8')).toContain('other');
+    });
+  });
+});
