@@ -78,6 +78,9 @@ export async function openWarehouse(path: string): Promise<Warehouse> {
     return reader.getRowObjectsJS().map((r) => toPlain(r as Record<string, unknown>)) as T[];
   };
   await sql("SET TimeZone = 'UTC'");
+  // Staging churns (pages in, window replaced, pages out); checkpointing at every 16 MB of WAL
+  // rewrote the file over and over. Checkpoint rarely during a run, and once at close.
+  await sql("SET checkpoint_threshold = '1GB'");
   await migrate(sql);
 
   return {

@@ -12,6 +12,7 @@ import type { Logger } from '../log.js';
 import { acquireLock, type Lock } from '../state/lock.js';
 import { StateStore } from '../state/store.js';
 import { openWarehouse, type Warehouse } from '../storage/duckdb.js';
+import { createGroupCommitter } from '../storage/group-commit.js';
 import { syncAnomalies } from './anomalies.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
 import { lineItemsStream, rollupsStream } from './streams.js';
@@ -112,13 +113,17 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
         logger.info(`rate limited: holding requests for ${Math.ceil(event.holdMs / 1000)} s`, { stream });
       }
     };
-    const limiter = createRequestLimiter({ requestsPerMinute: config.rateLimit, clock, maxConcurrent: Math.max(4, config.concurrency * 2) });
-    client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter, clock, onEvent, ...deps.clientOptions });
+    // Every stream's windows may have a request in flight: size the limiter and the pool for all.
+    const inFlight = Math.max(4, config.concurrency * config.streams.length);
+    const limiter = createRequestLimiter({ requestsPerMinute: config.rateLimit, clock, maxConcurrent: inFlight });
+    client = createApiClient({
+      baseUrl: config.baseUrl, apiKey: config.apiKey, limiter, clock, onEvent, connections: inFlight, ...deps.clientOptions,
+    });
 
     const deadline = config.maxRuntimeMs === undefined ? Infinity : startedMs + config.maxRuntimeMs;
     const wh = warehouse;
     const ctx: SyncContext = {
-      client, warehouse: wh, state, logger, clock, runId, stats,
+      client, warehouse: wh, pages: createGroupCommitter(wh), state, logger, clock, runId, stats,
       saveState: () => store.save(state, new Date(clock.now())),
       shouldStop: () => {
         if (!stop.stopped && clock.now() >= deadline) {

@@ -116,8 +116,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
       seenCursors.add(page.nextCursor);
     }
     const pageNo = window.page + 1;
-    await warehouse.transaction(() =>
-      warehouse.append(spec.stage, (appender) => appendRecords(appender, spec.columns, inWindow, (i) => [window.start, pageNo, i])));
+    await ctx.pages.append(spec.stage, (appender) => appendRecords(appender, spec.columns, inWindow, (i) => [window.start, pageNo, i]));
     Object.assign(window, { status: 'active', cursor: page.nextCursor, page: pageNo, fetched: page.nextCursor === null });
     ctx.saveState();
     stats.pages += 1;

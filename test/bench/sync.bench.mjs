@@ -1,0 +1,154 @@
+#!/usr/bin/env node
+// Sync benchmarks (issue 3). Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
+//   npm run bench                 all four
+//   npm run bench -- rate         one of: requests, rate, throughput, memory
+// Environment: BENCH_MEMORY_ROWS (default 5000000), BENCH_THROUGHPUT_ROWS (default 1000000).
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { startEmulator } from '../../dist/emulator/server.js';
+import { runSync } from '../../dist/sync/runner.js';
+import { createLogger } from '../../dist/log.js';
+import { addDays } from '../../dist/dates.js';
+
+const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+const quietLogger = createLogger({ format: 'json', level: 'error', write: () => undefined });
+const which = process.argv[2];
+const fixedClock = { now: () => Date.parse('2025-12-31T12:00:00Z') };
+
+function config(url, dir, over) {
+  return {
+    baseUrl: url, apiKey: 'demo-key', db: join(dir, 'b.duckdb'), stateDir: join(dir, 'state'), streams: ['line_items'],
+    since: undefined, until: '2025-12-31', startDate: '2025-12-01', lookbackDays: 3, windowDays: 30, fullRefresh: false,
+    rateLimit: 1_000_000, maxRuntimeMs: undefined, format: 'duckdb', out: join(dir, 'pq'), logFormat: 'json', quiet: true,
+    anomalyRefreshDays: 30, concurrency: 4, ...over,
+  };
+}
+
+function tempDir() {
+  return mkdtempSync(join(tmpdir(), 'costsync-bench-'));
+}
+
+async function benchRequests() {
+  for (const [rowsPerDay, days, windowDays] of [[1234, 31, 30], [450, 90, 7], [100_000, 3, 1]]) {
+    const emulator = await startEmulator({ port: 0, rateLimit: 0, rowsPerDay, startDate: '2025-10-02', endDate: '2025-12-31', clock: fixedClock });
+    const dir = tempDir();
+    try {
+      const start = addDays('2025-12-31', -(days - 1));
+      const summary = await runSync({ config: config(emulator.url, dir, { startDate: start, windowDays }), logger: quietLogger });
+      const rows = rowsPerDay * days;
+      const windows = Math.ceil(days / windowDays);
+      console.log(`requests: ${rows} rows in ${windows} windows: ${summary.streams.line_items.requests} line-item requests (bound ceil(rows/1000) + windows = ${Math.ceil(rows / 1000) + windows}, minimum ${Math.ceil(rows / 1000)})`);
+    } finally {
+      await emulator.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+}
+
+async function benchRate() {
+  const limit = 600;
+  const emulator = await startEmulator({
+    port: 0, rateLimit: limit, rowsPerDay: 2500, startDate: '2025-11-01', endDate: '2025-12-31', clock: undefined,
+    faults: { latencyMs: 1000 },
+  });
+  const dir = tempDir();
+  const times = [];
+  try {
+    const cfg = config(emulator.url, dir, { startDate: '2025-11-02', rateLimit: limit, windowDays: 1, concurrency: 12, streams: ['line_items', 'rollups'] });
+    const original = emulator.options.onRequest;
+    emulator.options.onRequest = (e) => { times.push(e.atMs); original?.(e); };
+    const started = Date.now();
+    const summary = await runSync({ config: cfg, logger: quietLogger });
+    const secs = (Date.now() - started) / 1000;
+    times.sort((a, b) => a - b);
+    const overall = (times.length - 1) / ((times.at(-1) - times[0]) / 60_000);
+    // Steady state: the middle 80% of arrivals (the first and last chains ramp up and drain).
+    const lo = Math.floor(times.length * 0.1);
+    const hi = Math.ceil(times.length * 0.9) - 1;
+    const steady = (hi - lo) / ((times[hi] - times[lo]) / 60_000);
+    console.log(`rate: limit ${limit}/min, 1 s latency: ${times.length} requests in ${secs.toFixed(1)} s; steady arrival rate ${steady.toFixed(1)}/min = ${((steady / limit) * 100).toFixed(1)}% of the limit (whole run incl. ramp and drain ${((overall / limit) * 100).toFixed(1)}%); 429s: ${emulator.requestLog.count({ status: 429 })}; outcome ${summary.outcome}`);
+  } finally {
+    await emulator.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function benchThroughput() {
+  const rows = Number(process.env.BENCH_THROUGHPUT_ROWS ?? 1_000_000);
+  const rowsPerDay = 50_000;
+  const days = Math.ceil(rows / rowsPerDay);
+  const emulator = await startEmulator({ port: 0, rateLimit: 0, rowsPerDay, startDate: '2025-10-01', endDate: '2025-12-31', clock: fixedClock });
+  const dir = tempDir();
+  try {
+    const start = addDays('2025-12-31', -(days - 1));
+    // 1. The sync, end to end over loopback HTTP into DuckDB.
+    const t0 = performance.now();
+    const summary = await runSync({ config: config(emulator.url, dir, { startDate: start, windowDays: 5, concurrency: 4 }), logger: quietLogger });
+    const syncSecs = (performance.now() - t0) / 1000;
+    const synced = summary.streams.line_items.inserted;
+    // 2. The same pages, saved to files, loaded by DuckDB's own read_json (no HTTP).
+    const pagesDir = join(dir, 'pages');
+    mkdirSync(pagesDir);
+    let cursor = null;
+    let n = 0;
+    do {
+      const q = new URLSearchParams({ start_date: start, end_date: '2025-12-31', limit: '1000', ...(cursor ? { cursor } : {}) });
+      const res = await request(`${emulator.url}/api/v1/public/line-items?${q}`, { headers: { 'x-api-key': 'demo-key' } });
+      const body = await res.body.json();
+      writeFileSync(join(pagesDir, `p${String(n++).padStart(6, '0')}.json`), JSON.stringify(body.data));
+      cursor = body.meta.has_more ? body.meta.next_cursor : null;
+    } while (cursor);
+    const instance = await DuckDBInstance.create(join(dir, 'rj.duckdb'));
+    const conn = await instance.connect();
+    const t1 = performance.now();
+    await conn.run(`CREATE TABLE t AS SELECT * FROM read_json('${pagesDir}/*.json', format = 'array', columns = {id: 'VARCHAR', usage_date: 'DATE', provider_type: 'VARCHAR', provider_service: 'VARCHAR', net_amount_usd: 'DOUBLE', currency_original: 'VARCHAR', project_id: 'VARCHAR', user_email: 'VARCHAR'})`);
+    const rjSecs = (performance.now() - t1) / 1000;
+    const loaded = Number((await conn.runAndReadAll('SELECT count(*) FROM t')).getRows()[0][0]);
+    conn.closeSync();
+    instance.closeSync();
+    const syncRate = synced / syncSecs;
+    const rjRate = loaded / rjSecs;
+    console.log(`throughput: sync ${synced} rows in ${syncSecs.toFixed(1)} s = ${Math.round(syncRate)} rows/s end to end; read_json ${loaded} rows in ${rjSecs.toFixed(2)} s = ${Math.round(rjRate)} rows/s; ratio ${(syncRate / rjRate).toFixed(2)} (target >= 0.5)`);
+  } finally {
+    await emulator.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function benchMemory() {
+  const rows = Number(process.env.BENCH_MEMORY_ROWS ?? 5_000_000);
+  const rowsPerDay = 100_000;
+  const days = Math.ceil(rows / rowsPerDay);
+  const dir = tempDir();
+  // The emulator in its own process, so only the sync's memory is measured.
+  const emu = spawn(process.execPath, [CLI, 'emulator', '--port', '0', '--rate-limit', '0', '--rows-per-day', String(rowsPerDay), '--start-date', '2025-10-01', '--end-date', '2025-12-31'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [url] = await once(createInterface({ input: emu.stdout }), 'line');
+  try {
+    const args = [CLI, 'sync', '--base-url', url, '--db', join(dir, 'm.duckdb'), '--state-dir', join(dir, 'state'), '--streams', 'line_items',
+      '--start-date', addDays('2025-12-31', -(days - 1)), '--until', '2025-12-31', '--rate-limit', '1000000', '--window-days', '7', '--quiet'];
+    const t0 = performance.now();
+    const child = spawn('/usr/bin/time', ['-f', 'MAXRSS_KB=%M', process.execPath, ...args], { env: { ...process.env, COSTSYNC_API_KEY: 'demo-key' }, stdio: ['ignore', 'inherit', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d) => { err += d; });
+    const [code] = await once(child, 'exit');
+    const secs = (performance.now() - t0) / 1000;
+    const kb = Number(/MAXRSS_KB=(\d+)/.exec(err)?.[1] ?? NaN);
+    console.log(`memory: sync of ${rowsPerDay * days} rows, exit ${code}, ${secs.toFixed(0)} s, peak RSS ${(kb / 1024).toFixed(0)} MB (target < 250 MB)`);
+  } finally {
+    emu.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const benches = { requests: benchRequests, rate: benchRate, throughput: benchThroughput, memory: benchMemory };
+for (const [name, fn] of Object.entries(benches)) {
+  if (which && which !== name) continue;
+  await fn();
+}
