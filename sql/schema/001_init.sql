@@ -75,35 +75,7 @@ CREATE TABLE IF NOT EXISTS sync_run_streams (
   warnings      JSON
 );
 
--- Staging: pages land here, tagged by window and page, until their window is replaced.
-CREATE TABLE IF NOT EXISTS _stage_line_items (
-  window_start DATE NOT NULL,
-  page         INTEGER NOT NULL,
-  ord          INTEGER NOT NULL,
-  id                VARCHAR,
-  usage_date        DATE,
-  provider_type     VARCHAR,
-  provider_service  VARCHAR,
-  net_amount_usd    DOUBLE,
-  currency_original VARCHAR,
-  project_id        VARCHAR,
-  user_email        VARCHAR,
-  extra             JSON
-);
-
-CREATE TABLE IF NOT EXISTS _stage_rollups_daily (
-  window_start DATE NOT NULL,
-  page         INTEGER NOT NULL,
-  ord          INTEGER NOT NULL,
-  date          DATE,
-  group_by      VARCHAR,
-  provider_type VARCHAR,
-  service       VARCHAR,
-  category      VARCHAR,
-  cost_usd      DOUBLE,
-  extra         JSON
-);
-
+-- Staging for the anomaly upsert (line items and rollups stage pages in the spool directory).
 CREATE TABLE IF NOT EXISTS _stage_anomalies (
   ord               INTEGER NOT NULL,
   id                VARCHAR,

@@ -1,13 +1,10 @@
--- Rows a window replace will insert, update and delete: compares the table's rows in the window
--- with the deduplicated staged rows (the last page's copy of a duplicated id wins).
-WITH staged AS (
-  SELECT * FROM _stage_line_items WHERE window_start = $1::DATE
-  QUALIFY row_number() OVER (PARTITION BY id ORDER BY page DESC, ord DESC) = 1
-),
-old AS (SELECT * FROM line_items WHERE usage_date BETWEEN $1::DATE AND $2::DATE)
+-- Rows a window replace will insert, update and delete: the table's rows in the window against
+-- the spooled ones. $1 = page glob, $2/$3 = window dates.
+WITH staged AS ({{sync/line_items_staged}}),
+old AS (SELECT * FROM line_items WHERE usage_date BETWEEN $2::DATE AND $3::DATE)
 SELECT
-  count(*) FILTER (WHERE old.id IS NULL)                              AS inserted,
-  count(*) FILTER (WHERE staged.id IS NULL)                           AS deleted,
+  count(*) FILTER (WHERE old.id IS NULL)    AS inserted,
+  count(*) FILTER (WHERE staged.id IS NULL) AS deleted,
   count(*) FILTER (WHERE old.id IS NOT NULL AND staged.id IS NOT NULL
     AND (old.usage_date, old.provider_type, old.provider_service, old.net_amount_usd, old.currency_original,
          old.project_id, old.user_email, old.extra::VARCHAR)

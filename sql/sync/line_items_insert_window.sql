@@ -1,6 +1,3 @@
--- The window's staged rows, one per id (the last page's copy wins).
-INSERT INTO line_items
-SELECT id, usage_date, provider_type, provider_service, net_amount_usd, currency_original, project_id, user_email, extra
-FROM _stage_line_items
-WHERE window_start = $1::DATE
-QUALIFY row_number() OVER (PARTITION BY id ORDER BY page DESC, ord DESC) = 1
+-- A window's spooled rows into the table. $1 = page glob, $2/$3 = window dates.
+INSERT INTO line_items (id, usage_date, provider_type, provider_service, net_amount_usd, currency_original, project_id, user_email, extra)
+{{sync/line_items_staged}}

@@ -1,9 +1,7 @@
 -- Rollup rows a window replace will insert, update and delete, keyed by date, group_by and dimensions.
-WITH staged AS (
-  SELECT * FROM _stage_rollups_daily WHERE window_start = $1::DATE
-  QUALIFY row_number() OVER (PARTITION BY date, group_by, provider_type, service, category ORDER BY page DESC, ord DESC) = 1
-),
-old AS (SELECT * FROM rollups_daily WHERE date BETWEEN $1::DATE AND $2::DATE)
+-- $1 = page glob, $2/$3 = window dates.
+WITH staged AS ({{sync/rollups_staged}}),
+old AS (SELECT * FROM rollups_daily WHERE date BETWEEN $2::DATE AND $3::DATE)
 SELECT
   count(*) FILTER (WHERE old.date IS NULL)    AS inserted,
   count(*) FILTER (WHERE staged.date IS NULL) AS deleted,

@@ -1,6 +1,3 @@
-INSERT INTO rollups_daily
-SELECT date, group_by, provider_type, service, category, cost_usd, extra
-FROM _stage_rollups_daily
-WHERE window_start = $1::DATE
-QUALIFY row_number() OVER (PARTITION BY date, group_by, provider_type, service, category ORDER BY page DESC, ord DESC) = 1
-ORDER BY date, group_by, provider_type, service, category
+-- A window's spooled rollup rows into the table. $1 = page glob, $2/$3 = window dates.
+INSERT INTO rollups_daily (date, group_by, provider_type, service, category, cost_usd, extra)
+{{sync/rollups_staged}}

@@ -197,7 +197,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   const stats: ClientStats = { requests: 0, retries: 0, rateLimited: 0 };
   const emit = (event: ClientEvent) => options.onEvent?.(event);
 
-  async function once(method: 'GET' | 'POST', path: string, body: string | undefined): Promise<Envelope<unknown>> {
+  async function once(method: 'GET' | 'POST', path: string, body: string | undefined): Promise<{ envelope: Envelope<unknown>; text: string }> {
     const started = clock.now();
     // Errors and events name the path without its query (cursors are long and say nothing).
     const where = path.split('?')[0]!;
@@ -250,10 +250,10 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       }
       throw apiErrorFrom(statusCode, envelope, method, where, retryAfter, clock.now());
     }
-    return envelope;
+    return { envelope, text };
   }
 
-  async function call<T>(method: 'GET' | 'POST', path: string, body: string | undefined, convert: (e: Envelope<unknown>) => T): Promise<T> {
+  async function call<T>(method: 'GET' | 'POST', path: string, body: string | undefined, convert: (e: Envelope<unknown>, text: string) => T): Promise<T> {
     const where = path.split('?')[0]!;
     let rateLimitedCount = 0;
     let attempts = 0;
@@ -262,7 +262,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       return await pRetry(
         async () => {
           attempts += 1;
-          return convert(await limiter.schedule(() => once(method, path, body)));
+          const { envelope, text } = await limiter.schedule(() => once(method, path, body));
+          return convert(envelope, text);
         },
         {
           retries: policy.retries,
@@ -299,12 +300,12 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     }
   }
 
-  const get = <T>(endpoint: string, params: Record<string, string | number | undefined | null>, convert: (e: Envelope<unknown>, path: string) => T) => {
+  const get = <T>(endpoint: string, params: Record<string, string | number | undefined | null>, convert: (e: Envelope<unknown>, path: string, text: string) => T) => {
     const search = new URLSearchParams();
     for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) search.set(k, String(v));
     const query = search.toString();
     const path = `${prefix}${API_PREFIX}${endpoint}${query ? `?${query}` : ''}`;
-    return call('GET', path, undefined, (e) => convert(e, `${prefix}${API_PREFIX}${endpoint}`));
+    return call('GET', path, undefined, (e, text) => convert(e, `${prefix}${API_PREFIX}${endpoint}`, text));
   };
   const post = <T>(endpoint: string, body: unknown, convert: (e: Envelope<unknown>, path: string) => T) => {
     const path = `${prefix}${API_PREFIX}${endpoint}`;
@@ -314,7 +315,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   return {
     baseUrl: `${origin}${prefix}`,
     stats,
-    lineItems: (q) => get('/line-items', { start_date: q.startDate, end_date: q.endDate, limit: q.limit, cursor: q.cursor }, toLineItemPage),
+    lineItems: (q) => get('/line-items', { start_date: q.startDate, end_date: q.endDate, limit: q.limit, cursor: q.cursor },
+      (e, path, text) => ({ ...toLineItemPage(e, path), body: text })),
     rollups: (q) => get('/rollups/daily', { start_date: q.startDate, end_date: q.endDate, group_by: q.groupBy }, toRollups),
     anomalies: (q = {}) => get('/anomalies', { ...q }, toAnomalies),
     ingestFocus: (connectionId, body) => post(`/ingest/focus/${encodeURIComponent(connectionId)}`, body, toIngestResult),

@@ -19,6 +19,8 @@ export interface PlannedWindow {
   page: number;
   /** Every page is staged; only the replace remains. */
   fetched: boolean;
+  /** Whether two staged records may share an id (then the replace deduplicates). Absent: maybe. */
+  unique?: boolean;
 }
 
 /** A plan of windows being worked through: a first run, a backfill, or an incremental run. */
@@ -129,14 +131,9 @@ export class StateStore {
       } finally {
         closeSync(fd);
       }
+      // No fsync of the directory: a rename lost in a crash leaves the previous state, which is
+      // behind the data, and a run from an older state only redoes work.
       renameSync(tmp, this.path);
-      // The rename itself must reach the disk too.
-      const dirFd = openSync(dirname(this.path), 'r');
-      try {
-        fsyncSync(dirFd);
-      } finally {
-        closeSync(dirFd);
-      }
     } catch (error) {
       throw new CostsyncError('CS_ERR_STATE_IO', `Cannot write the state file ${this.path}: ${(error as Error).message}`, {
         hint: 'Check that --state-dir is writable and the disk is not full; the data already stored is kept.', cause: error,

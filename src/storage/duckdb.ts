@@ -15,11 +15,15 @@ const sqlCache = new Map<string, string>();
 /** Tables whose names may be substituted into SQL for `$stage` / `$table`. */
 const SUBSTITUTABLE = new Set(['_stage_line_items', '_stage_rollups_daily', '_stage_anomalies', 'line_items', 'rollups_daily', 'anomalies']);
 
-/** The text of `sql/<name>.sql`, with `$stage`/`$table` replaced by whitelisted table names. */
+/**
+ * The text of `sql/<name>.sql`, with `{{other/name}}` replaced by that file's text (shared
+ * fragments) and `$stage`/`$table` by whitelisted table names.
+ */
 export function loadSql(name: string, names: { stage?: string; table?: string } = {}): string {
   let text = sqlCache.get(name);
   if (text === undefined) {
-    text = readFileSync(join(SQL_DIR, `${name}.sql`), 'utf8');
+    text = readFileSync(join(SQL_DIR, `${name}.sql`), 'utf8')
+      .replace(/\{\{([\w/]+)\}\}/g, (_m, fragment: string) => loadSql(fragment).replace(/^--.*\n/gm, '').trim());
     sqlCache.set(name, text);
   }
   for (const [token, value] of Object.entries(names)) {
@@ -48,6 +52,18 @@ export interface Warehouse {
 function toPlain(row: Record<string, unknown>): Record<string, unknown> {
   for (const [k, v] of Object.entries(row)) if (typeof v === 'bigint') row[k] = Number(v);
   return row;
+}
+
+/** DuckDB's memory limit for syncs: COSTSYNC_DUCKDB_MEMORY_LIMIT (for example 512MB), else 128MB. */
+export function memoryLimit(env: NodeJS.ProcessEnv = process.env): string {
+  const value = env.COSTSYNC_DUCKDB_MEMORY_LIMIT;
+  return value && /^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i.test(value.trim()) ? value.trim() : '128MB';
+}
+
+/** DuckDB threads for syncs: COSTSYNC_DUCKDB_THREADS, else 1. */
+export function duckdbThreads(env: NodeJS.ProcessEnv = process.env): number {
+  const n = Number(env.COSTSYNC_DUCKDB_THREADS);
+  return Number.isInteger(n) && n >= 1 && n <= 64 ? n : 1;
 }
 
 /** Opens (creating if needed) the DuckDB file and applies pending migrations. */
@@ -81,6 +97,11 @@ export async function openWarehouse(path: string): Promise<Warehouse> {
   // Staging churns (pages in, window replaced, pages out); checkpointing at every 16 MB of WAL
   // rewrote the file over and over. Checkpoint rarely during a run, and once at close.
   await sql("SET checkpoint_threshold = '1GB'");
+  // Keep memory flat however large a window is: DuckDB spills to disk past this.
+  await sql(`SET memory_limit = '${memoryLimit()}'`);
+  await sql('SET preserve_insertion_order = false');
+  // DuckDB's JSON reader takes large buffers per thread: one thread keeps a sync within the limit.
+  await sql(`SET threads = ${duckdbThreads()}`);
   await migrate(sql);
 
   return {

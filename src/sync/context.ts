@@ -4,7 +4,6 @@ import type { Clock } from '../api/resilience.js';
 import type { Logger } from '../log.js';
 import type { SyncState } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
-import type { GroupCommitter } from '../storage/group-commit.js';
 
 export const STREAM_NAMES = ['line_items', 'rollups', 'anomalies'] as const;
 export type StreamName = (typeof STREAM_NAMES)[number];
@@ -34,8 +33,8 @@ export interface ProgressListener {
 export interface SyncContext {
   client: ApiClient;
   warehouse: Warehouse;
-  /** Commits staged pages, several windows' pages to a transaction. */
-  pages: GroupCommitter;
+  /** Where windowed streams spool their pages until a window is replaced. */
+  spoolDir: string;
   state: SyncState;
   /** Saves `state` atomically; call only after the data it describes is committed. */
   saveState(): void;

@@ -3,7 +3,7 @@
  * (sharing one rate limiter), and records the run in `sync_runs`. Collaborators are passed in.
  */
 import { mkdirSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { createApiClient, keyFingerprint, type ApiClientOptions, type ClientEvent } from '../api/client.js';
 import { createRequestLimiter, systemClock, type Clock } from '../api/resilience.js';
 import type { SyncConfig } from '../config.js';
@@ -12,7 +12,6 @@ import type { Logger } from '../log.js';
 import { acquireLock, type Lock } from '../state/lock.js';
 import { StateStore } from '../state/store.js';
 import { openWarehouse, type Warehouse } from '../storage/duckdb.js';
-import { createGroupCommitter } from '../storage/group-commit.js';
 import { syncAnomalies } from './anomalies.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
 import { lineItemsStream, rollupsStream } from './streams.js';
@@ -123,7 +122,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     const deadline = config.maxRuntimeMs === undefined ? Infinity : startedMs + config.maxRuntimeMs;
     const wh = warehouse;
     const ctx: SyncContext = {
-      client, warehouse: wh, pages: createGroupCommitter(wh), state, logger, clock, runId, stats,
+      client, warehouse: wh, spoolDir: join(config.stateDir, 'spool', basename(store.path, '.json')), state, logger, clock, runId, stats,
       saveState: () => store.save(state, new Date(clock.now())),
       shouldStop: () => {
         if (!stop.stopped && clock.now() >= deadline) {

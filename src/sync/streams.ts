@@ -4,11 +4,12 @@
  */
 import type { ApiClient } from '../api/client.js';
 import { GROUP_BYS } from '../api/types.js';
-import type { Column } from './columns.js';
 import type { StreamName } from './context.js';
 
 export interface FetchedPage {
   records: Record<string, unknown>[];
+  /** JSON text with the records under `data`, as spooled for DuckDB. */
+  body: string;
   /** Cursor for the next page; null when the window is complete. */
   nextCursor: string | null;
 }
@@ -16,13 +17,14 @@ export interface FetchedPage {
 export interface WindowedStreamSpec {
   name: Exclude<StreamName, 'anomalies'>;
   table: string;
-  stage: string;
   /** The column holding the record's date, checked against the window. */
   dateField: string;
+  /** The field that identifies a record, for spotting duplicates; null: always deduplicate. */
+  idField: string | null;
   /** Whether cursors come from the server (and so can loop or expire). */
   serverCursors: boolean;
-  columns: readonly Column[];
-  sql: { diff: string; deleteWindow: string; insertWindow: string };
+  /** SQL files: the window's current row count, the change counts, and the replace (with and without dedupe). */
+  sql: { count: string; diff: string; deleteWindow: string; insertWindow: string; insertUnique: string };
   fetchPage(client: ApiClient, window: { start: string; end: string }, cursor: string | null): Promise<FetchedPage>;
 }
 
@@ -31,48 +33,32 @@ export const LINE_ITEM_PAGE_LIMIT = 1000;
 export const lineItemsStream: WindowedStreamSpec = {
   name: 'line_items',
   table: 'line_items',
-  stage: '_stage_line_items',
   dateField: 'usage_date',
+  idField: 'id',
   serverCursors: true,
-  columns: [
-    { name: 'id', kind: 'varchar' },
-    { name: 'usage_date', kind: 'date' },
-    { name: 'provider_type', kind: 'varchar' },
-    { name: 'provider_service', kind: 'varchar' },
-    { name: 'net_amount_usd', kind: 'double' },
-    { name: 'currency_original', kind: 'varchar' },
-    { name: 'project_id', kind: 'varchar' },
-    { name: 'user_email', kind: 'varchar' },
-  ],
-  sql: { diff: 'sync/line_items_diff', deleteWindow: 'sync/line_items_delete_window', insertWindow: 'sync/line_items_insert_window' },
+  sql: { count: 'sync/line_items_count_window', diff: 'sync/line_items_diff', deleteWindow: 'sync/line_items_delete_window', insertWindow: 'sync/line_items_insert_window', insertUnique: 'sync/line_items_insert_unique' },
   async fetchPage(client, window, cursor) {
     const page = await client.lineItems({ startDate: window.start, endDate: window.end, limit: LINE_ITEM_PAGE_LIMIT, cursor });
-    return { records: page.data, nextCursor: page.hasMore ? page.nextCursor : null };
+    return { records: page.data, body: page.body ?? JSON.stringify({ data: page.data }), nextCursor: page.hasMore ? page.nextCursor : null };
   },
 };
 
 export const rollupsStream: WindowedStreamSpec = {
   name: 'rollups',
   table: 'rollups_daily',
-  stage: '_stage_rollups_daily',
   dateField: 'date',
+  idField: null,
   serverCursors: false,
-  columns: [
-    { name: 'date', kind: 'date' },
-    { name: 'group_by', kind: 'varchar' },
-    { name: 'provider_type', kind: 'varchar' },
-    { name: 'service', kind: 'varchar' },
-    { name: 'category', kind: 'varchar' },
-    { name: 'cost_usd', kind: 'double' },
-  ],
-  sql: { diff: 'sync/rollups_diff', deleteWindow: 'sync/rollups_delete_window', insertWindow: 'sync/rollups_insert_window' },
+  sql: { count: 'sync/rollups_count_window', diff: 'sync/rollups_diff', deleteWindow: 'sync/rollups_delete_window', insertWindow: 'sync/rollups_insert_window', insertUnique: 'sync/rollups_insert_window' },
   async fetchPage(client, window, cursor) {
     // The "cursor" is the index of the next group_by.
     const index = cursor === null ? 0 : Number(cursor);
     const groupBy = GROUP_BYS[index]!;
     const rows = await client.rollups({ startDate: window.start, endDate: window.end, groupBy });
+    const records = rows.map((r) => ({ ...r, group_by: groupBy }));
     return {
-      records: rows.map((r) => ({ ...r, group_by: groupBy })),
+      records,
+      body: JSON.stringify({ data: records }),
       nextCursor: index + 1 < GROUP_BYS.length ? String(index + 1) : null,
     };
   },

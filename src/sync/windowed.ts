@@ -1,13 +1,16 @@
 /**
- * The engine for date-windowed streams. Each page is committed to a staging table tagged with its
- * window and page number, and only then is the cursor saved; a fully fetched window replaces the
- * table's rows for its dates in one transaction, and only then is it marked done. A crash at any
- * point therefore redoes a page or redoes an idempotent replace, never loses or doubles a row.
+ * The engine for date-windowed streams. Each page is written durably to the spool (one file per
+ * page, tagged by window and page number), and only then is the cursor saved; a fully fetched
+ * window replaces the table's rows for its dates in one transaction, loaded from its page files,
+ * and only then is it marked done. A crash at any point therefore redoes a page or redoes an
+ * idempotent replace, never loses or doubles a row.
  */
+import { join } from 'node:path';
 import { ApiError, CostsyncError } from '../errors.js';
 import { completePlan, planRun, remainingWindows, type WindowRequest } from '../plan/windows.js';
 import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
-import { appendRecords } from './columns.js';
+import { hashString } from '../emulator/rng.js';
+import { clearSpool, dropPagesAfter, pageGlob, windowSpoolDir, writePage } from '../storage/spool.js';
 import { warn, type SyncContext } from './context.js';
 import type { WindowedStreamSpec } from './streams.js';
 
@@ -29,7 +32,7 @@ export async function syncWindowedStream(spec: WindowedStreamSpec, ctx: SyncCont
   ctx.saveState();
   if (!resumed) {
     // Pages of an abandoned plan are of no use now.
-    await warehouse.transaction(() => warehouse.run('sync/stage_clear_all', [], { stage: spec.stage }));
+    clearSpool(join(ctx.spoolDir, spec.name));
   }
   const todo = remainingWindows(plan);
   ctx.progress.planned?.(spec.name, { windows: todo.length, from: plan.from, to: plan.to, resumed });
@@ -72,17 +75,19 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   const { warehouse } = ctx;
   const stats = ctx.stats[spec.name];
   const label = `${window.start}..${window.end}`;
-  const params = [window.start];
+  const dir = windowSpoolDir(ctx.spoolDir, spec.name, window.start);
 
-  if (window.status === 'todo') {
-    await warehouse.transaction(() => warehouse.run('sync/stage_clear_window', params, { stage: spec.stage }));
-  } else if (!window.fetched) {
-    // Pages committed after the last saved cursor are fetched again: drop them first.
-    await warehouse.transaction(() => warehouse.run('sync/stage_drop_pages_after', [window.start, window.page], { stage: spec.stage }));
-  }
+  if (window.status === 'todo') clearSpool(dir);
+  // Pages written after the last saved cursor are fetched again: drop them first.
+  else if (!window.fetched) dropPagesAfter(dir, window.page);
 
   let restarts = 0;
   const seenCursors = new Set<string>();
+  // 32-bit hashes of the ids staged in this run: no repeat proves the window's ids are unique, so
+  // the replace can skip deduplication. A collision only costs a needless dedupe. After a resume
+  // the earlier pages' ids are unknown, so the window is deduplicated.
+  const idHashes = window.page === 0 && spec.idField !== null ? new Set<number>() : null;
+  let unique = idHashes !== null;
   while (!window.fetched) {
     if (ctx.shouldStop()) return 'stopped';
     let page;
@@ -92,20 +97,21 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
       if (spec.serverCursors && window.cursor !== null && isRejectedCursor(error) && restarts < MAX_WINDOW_RESTARTS) {
         restarts += 1;
         warn(ctx, spec.name, `${spec.name} ${label}: the server refused the saved cursor (${(error as Error).message.replace(/^.*?: /, '')}); restarting the window`, { window: label });
-        await warehouse.transaction(() => warehouse.run('sync/stage_clear_window', params, { stage: spec.stage }));
+        clearSpool(dir);
         Object.assign(window, { status: 'active', cursor: null, page: 0, fetched: false });
         ctx.saveState();
         seenCursors.clear();
+        unique = false;
         continue;
       }
       throw error;
     }
-    const inWindow = page.records.filter((r) => {
+    const outside = page.records.filter((r) => {
       const date = r[spec.dateField];
-      return typeof date === 'string' && date >= window.start && date <= window.end;
-    });
-    if (inWindow.length < page.records.length) {
-      warn(ctx, spec.name, `${spec.name} ${label}: the server sent ${page.records.length - inWindow.length} record(s) dated outside the requested dates; they were not stored`, { window: label });
+      return !(typeof date === 'string' && date >= window.start && date <= window.end);
+    }).length;
+    if (outside > 0) {
+      warn(ctx, spec.name, `${spec.name} ${label}: the server sent ${outside} record(s) dated outside the requested dates; they were not stored`, { window: label });
     }
     if (page.nextCursor !== null && spec.serverCursors) {
       if (page.nextCursor === window.cursor || seenCursors.has(page.nextCursor)) {
@@ -115,23 +121,39 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
       }
       seenCursors.add(page.nextCursor);
     }
+    if (unique && idHashes) {
+      for (const r of page.records) {
+        const h = hashString(String(r[spec.idField!]));
+        if (idHashes.has(h)) unique = false;
+        idHashes.add(h);
+      }
+    }
     const pageNo = window.page + 1;
-    await ctx.pages.append(spec.stage, (appender) => appendRecords(appender, spec.columns, inWindow, (i) => [window.start, pageNo, i]));
-    Object.assign(window, { status: 'active', cursor: page.nextCursor, page: pageNo, fetched: page.nextCursor === null });
+    writePage(dir, pageNo, page.body);
+    const fetched = page.nextCursor === null;
+    Object.assign(window, { status: 'active', cursor: page.nextCursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) });
     ctx.saveState();
     stats.pages += 1;
-    ctx.progress.page?.(spec.name, { rows: inWindow.length, window: label });
+    ctx.progress.page?.(spec.name, { rows: page.records.length - outside, window: label });
   }
 
+  const params = [pageGlob(dir), window.start, window.end];
+  const insertSql = window.unique === true ? spec.sql.insertUnique : spec.sql.insertWindow;
   const diff = await warehouse.transaction(async () => {
-    const [counts] = await warehouse.query<{ inserted: number; updated: number; deleted: number }>(spec.sql.diff, [window.start, window.end]);
-    await warehouse.run(spec.sql.deleteWindow, [window.start, window.end]);
-    await warehouse.run(spec.sql.insertWindow, [window.start]);
-    return counts!;
+    const [{ n: before }] = (await warehouse.query<{ n: number }>(spec.sql.count, [window.start, window.end])) as [{ n: number }];
+    // A window the table has no rows for (a first sync, a backfill) needs no comparison.
+    const counts = before === 0
+      ? { inserted: 0, updated: 0, deleted: 0 }
+      : (await warehouse.query<{ inserted: number; updated: number; deleted: number }>(spec.sql.diff, params))[0]!;
+    if (before > 0) await warehouse.run(spec.sql.deleteWindow, [window.start, window.end]);
+    await warehouse.run(insertSql, params);
+    if (before === 0) counts.inserted = (await warehouse.query<{ n: number }>(spec.sql.count, [window.start, window.end]))[0]!.n;
+    return counts;
   });
   Object.assign(window, { status: 'done', cursor: null });
+  delete window.unique;
   ctx.saveState();
-  await warehouse.transaction(() => warehouse.run('sync/stage_clear_window', params, { stage: spec.stage }));
+  clearSpool(dir);
   stats.inserted += diff.inserted;
   stats.updated += diff.updated;
   stats.deleted += diff.deleted;

@@ -1,0 +1,63 @@
+/**
+ * The page spool: each fetched page's body is written to its own file
+ * (`<dir>/<stream>/<window start>/<page>.json`), atomically and durably, before the cursor that
+ * follows it is saved. A finished window is loaded from its files by DuckDB's own JSON reader in
+ * one transaction, which parses in parallel and keeps the pages out of memory.
+ */
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const PAGE_FILE_RE = /^(\d{6})\.json$/;
+
+export function windowSpoolDir(spoolDir: string, stream: string, windowStart: string): string {
+  return join(spoolDir, stream, windowStart);
+}
+
+/** The glob DuckDB reads a window's pages from. */
+export function pageGlob(dir: string): string {
+  return join(dir, '*.json');
+}
+
+function fsyncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Writes page `page` of a window: temp file, fsync, rename, fsync the directory. */
+export function writePage(dir: string, page: number, text: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const name = `${String(page).padStart(6, '0')}.json`;
+  const tmp = join(dir, `${name}.tmp`);
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, join(dir, name));
+  fsyncDir(dir);
+}
+
+/** Removes pages numbered above `page` (written after the last saved cursor) and temp files. */
+export function dropPagesAfter(dir: string, page: number): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const m = PAGE_FILE_RE.exec(name);
+    if (name.endsWith('.tmp') || (m && Number(m[1]) > page)) rmSync(join(dir, name), { force: true });
+  }
+}
+
+/** Removes a window's (or a whole stream's) spooled pages. */
+export function clearSpool(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
