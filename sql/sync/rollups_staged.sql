@@ -13,7 +13,7 @@ SELECT * EXCLUDE (page, ord) FROM (
     ord
   FROM (
     SELECT unnest(data) AS rec, unnest(generate_series(1, len(data))) AS ord, filename
-    FROM read_json($1, columns = {data: 'JSON[]'}, filename = true)
+    FROM read_json($1, columns = {data: 'JSON[]'}, filename = true, maximum_object_size = 4194304)
   )
 )
 WHERE date BETWEEN $2::DATE AND $3::DATE

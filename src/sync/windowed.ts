@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { ApiError, CostsyncError } from '../errors.js';
 import { completePlan, planRun, remainingWindows, type WindowRequest } from '../plan/windows.js';
 import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
-import { hashString } from '../emulator/rng.js';
 import { clearSpool, dropPagesAfter, pageGlob, windowSpoolDir, writePage } from '../storage/spool.js';
 import { warn, type SyncContext } from './context.js';
+import { HashSet52, hash52 } from './id-set.js';
 import type { WindowedStreamSpec } from './streams.js';
 
 /** How many times a window restarts after the server refuses its cursor (expired). */
@@ -83,10 +83,10 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
 
   let restarts = 0;
   const seenCursors = new Set<string>();
-  // 32-bit hashes of the ids staged in this run: no repeat proves the window's ids are unique, so
-  // the replace can skip deduplication. A collision only costs a needless dedupe. After a resume
-  // the earlier pages' ids are unknown, so the window is deduplicated.
-  const idHashes = window.page === 0 && spec.idField !== null ? new Set<number>() : null;
+  // Hashes of the ids staged in this run: no repeat shows the window's ids are unique, so the
+  // replace can skip deduplication. After a resume the earlier pages' ids are unknown, so the
+  // window is deduplicated.
+  const idHashes = window.page === 0 && spec.idField !== null ? new HashSet52() : null;
   let unique = idHashes !== null;
   while (!window.fetched) {
     if (ctx.shouldStop()) return 'stopped';
@@ -123,9 +123,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
     }
     if (unique && idHashes) {
       for (const r of page.records) {
-        const h = hashString(String(r[spec.idField!]));
-        if (idHashes.has(h)) unique = false;
-        idHashes.add(h);
+        if (!idHashes.add(hash52(String(r[spec.idField!])))) unique = false;
       }
     }
     const pageNo = window.page + 1;

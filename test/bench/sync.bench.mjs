@@ -132,7 +132,7 @@ async function benchMemory() {
   const [url] = await once(createInterface({ input: emu.stdout }), 'line');
   try {
     const args = [CLI, 'sync', '--base-url', url, '--db', join(dir, 'm.duckdb'), '--state-dir', join(dir, 'state'), '--streams', 'line_items',
-      '--start-date', addDays('2025-12-31', -(days - 1)), '--until', '2025-12-31', '--rate-limit', '1000000', '--window-days', '7', '--quiet'];
+      '--start-date', addDays('2025-12-31', -(days - 1)), '--until', '2025-12-31', '--rate-limit', '1000000', '--window-days', process.env.BENCH_WINDOW_DAYS ?? '7', '--quiet'];
     const t0 = performance.now();
     const child = spawn('/usr/bin/time', ['-f', 'MAXRSS_KB=%M', process.execPath, ...args], { env: { ...process.env, COSTSYNC_API_KEY: 'demo-key' }, stdio: ['ignore', 'inherit', 'pipe'] });
     let err = '';
