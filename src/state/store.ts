@@ -3,6 +3,7 @@
  * written atomically (temp file, fsync, rename) and readable by the owner only.
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { mkdir, open, rename } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ConfigError, CostsyncError } from '../errors.js';
 
@@ -115,6 +116,50 @@ export class StateStore {
       );
     }
     return parsed;
+  }
+
+  private saving: Promise<void> | null = null;
+  private again: Promise<void> | null = null;
+
+  /**
+   * Saves asynchronously; concurrent calls share saves. The returned promise resolves once a save
+   * that started after the call (and so holds everything done before it) is on disk.
+   */
+  saveAsync(state: SyncState, now: () => Date): Promise<void> {
+    if (this.again) return this.again;
+    if (!this.saving) {
+      this.saving = this.writeAsync(state, now()).finally(() => { this.saving = null; });
+      return this.saving;
+    }
+    const next = this.saving.then(() => {
+      this.again = null;
+      this.saving = this.writeAsync(state, now()).finally(() => { this.saving = null; });
+      return this.saving;
+    });
+    this.again = next;
+    return next;
+  }
+
+  private async writeAsync(state: SyncState, now: Date): Promise<void> {
+    state.updatedAt = now.toISOString();
+    const text = `${JSON.stringify(state, null, 2)}\n`;
+    const tmp = `${this.path}.${process.pid}.tmp`;
+    try {
+      await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
+      const file = await open(tmp, 'w', 0o600);
+      try {
+        await file.writeFile(text);
+        await file.sync();
+      } finally {
+        await file.close();
+      }
+      // No fsync of the directory: see save().
+      await rename(tmp, this.path);
+    } catch (error) {
+      throw new CostsyncError('CS_ERR_STATE_IO', `Cannot write the state file ${this.path}: ${(error as Error).message}`, {
+        hint: 'Check that --state-dir is writable and the disk is not full; the data already stored is kept.', cause: error,
+      });
+    }
   }
 
   /** Writes the state atomically: a crash leaves either the old file or the new one, never a mix. */

@@ -4,7 +4,8 @@
  * follows it is saved. A finished window is loaded from its files by DuckDB's own JSON reader in
  * one transaction, which parses in parallel and keeps the pages out of memory.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
+import { mkdir, open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export const PAGE_FILE_RE = /^(\d{6})\.json$/;
@@ -18,29 +19,28 @@ export function pageGlob(dir: string): string {
   return join(dir, '*.json');
 }
 
-function fsyncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Writes page `page` of a window: temp file, fsync, rename, fsync the directory. */
-export function writePage(dir: string, page: number, text: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+/**
+ * Writes page `page` of a window: temp file, fsync, rename, fsync the directory. Asynchronous, so
+ * the disk waits happen off the main thread while other windows parse their pages.
+ */
+export async function writePage(dir: string, page: number, text: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
   const name = `${String(page).padStart(6, '0')}.json`;
   const tmp = join(dir, `${name}.tmp`);
-  const fd = openSync(tmp, 'w', 0o600);
+  const file = await open(tmp, 'w', 0o600);
   try {
-    writeSync(fd, text);
-    fsyncSync(fd);
+    await file.writeFile(text);
+    await file.sync();
   } finally {
-    closeSync(fd);
+    await file.close();
   }
-  renameSync(tmp, join(dir, name));
-  fsyncDir(dir);
+  await rename(tmp, join(dir, name));
+  const d = await open(dir, 'r');
+  try {
+    await d.sync();
+  } finally {
+    await d.close();
+  }
 }
 
 /** Removes pages numbered above `page` (written after the last saved cursor) and temp files. */

@@ -207,7 +207,7 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
     watermark: newest === null ? null : new Date(ms(newest)).toISOString(),
     lastSuccessAt: now,
   };
-  ctx.saveState();
+  await ctx.saveState();
   ctx.progress.windowDone?.('anomalies', { window: `${since}..${req.until}`, ...diff });
   return 'done';
 }

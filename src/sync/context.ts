@@ -37,7 +37,7 @@ export interface SyncContext {
   spoolDir: string;
   state: SyncState;
   /** Saves `state` atomically; call only after the data it describes is committed. */
-  saveState(): void;
+  saveState(): Promise<void>;
   logger: Logger;
   clock: Clock;
   runId: string;

@@ -123,7 +123,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     const wh = warehouse;
     const ctx: SyncContext = {
       client, warehouse: wh, spoolDir: join(config.stateDir, 'spool', basename(store.path, '.json')), state, logger, clock, runId, stats,
-      saveState: () => store.save(state, new Date(clock.now())),
+      saveState: () => store.saveAsync(state, () => new Date(clock.now())),
       shouldStop: () => {
         if (!stop.stopped && clock.now() >= deadline) {
           stop.stopped = true;

@@ -29,7 +29,7 @@ export async function syncWindowedStream(spec: WindowedStreamSpec, ctx: SyncCont
   const streamState = (ctx.state.streams[spec.name] ??= emptyWindowedState());
   const { plan, resumed } = planRun(streamState, req);
   streamState.pending = plan;
-  ctx.saveState();
+  await ctx.saveState();
   if (!resumed) {
     // Pages of an abandoned plan are of no use now.
     clearSpool(join(ctx.spoolDir, spec.name));
@@ -67,7 +67,7 @@ export async function syncWindowedStream(spec: WindowedStreamSpec, ctx: SyncCont
     stats.deleted += deleted;
   }
   ctx.state.streams[spec.name] = completePlan(streamState, plan, new Date(ctx.clock.now()).toISOString());
-  ctx.saveState();
+  await ctx.saveState();
   return 'done';
 }
 
@@ -99,7 +99,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
         warn(ctx, spec.name, `${spec.name} ${label}: the server refused the saved cursor (${(error as Error).message.replace(/^.*?: /, '')}); restarting the window`, { window: label });
         clearSpool(dir);
         Object.assign(window, { status: 'active', cursor: null, page: 0, fetched: false });
-        ctx.saveState();
+        await ctx.saveState();
         seenCursors.clear();
         unique = false;
         continue;
@@ -127,10 +127,10 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
       }
     }
     const pageNo = window.page + 1;
-    writePage(dir, pageNo, page.body);
+    await writePage(dir, pageNo, page.body);
     const fetched = page.nextCursor === null;
     Object.assign(window, { status: 'active', cursor: page.nextCursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) });
-    ctx.saveState();
+    await ctx.saveState();
     stats.pages += 1;
     ctx.progress.page?.(spec.name, { rows: page.records.length - outside, window: label });
   }
@@ -150,7 +150,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   });
   Object.assign(window, { status: 'done', cursor: null });
   delete window.unique;
-  ctx.saveState();
+  await ctx.saveState();
   clearSpool(dir);
   stats.inserted += diff.inserted;
   stats.updated += diff.updated;
