@@ -315,8 +315,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   return {
     baseUrl: `${origin}${prefix}`,
     stats,
-    lineItems: (q) => get('/line-items', { start_date: q.startDate, end_date: q.endDate, limit: q.limit, cursor: q.cursor },
-      (e, path, text) => ({ ...toLineItemPage(e, path), body: text })),
+    lineItems: (q) => get('/line-items', { start_date: q.startDate, end_date: q.endDate, limit: q.limit, cursor: q.cursor }, toLineItemPage),
     rollups: (q) => get('/rollups/daily', { start_date: q.startDate, end_date: q.endDate, group_by: q.groupBy }, toRollups),
     anomalies: (q = {}) => get('/anomalies', { ...q }, toAnomalies),
     ingestFocus: (connectionId, body) => post(`/ingest/focus/${encodeURIComponent(connectionId)}`, body, toIngestResult),

@@ -77,8 +77,6 @@ export interface LineItemPage {
   nextCursor: string | null;
   hasMore: boolean;
   meta: Record<string, unknown>;
-  /** The response body as received (the sync spools it for DuckDB to load). */
-  body?: string;
 }
 
 export interface IngestResult {

@@ -54,10 +54,10 @@ function toPlain(row: Record<string, unknown>): Record<string, unknown> {
   return row;
 }
 
-/** DuckDB's memory limit for syncs: COSTSYNC_DUCKDB_MEMORY_LIMIT (for example 512MB), else 96MB. */
+/** DuckDB's memory limit for syncs: COSTSYNC_DUCKDB_MEMORY_LIMIT (for example 512MB), else 64MB. */
 export function memoryLimit(env: NodeJS.ProcessEnv = process.env): string {
   const value = env.COSTSYNC_DUCKDB_MEMORY_LIMIT;
-  return value && /^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i.test(value.trim()) ? value.trim() : '96MB';
+  return value && /^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i.test(value.trim()) ? value.trim() : '64MB';
 }
 
 /** DuckDB threads for syncs: COSTSYNC_DUCKDB_THREADS, else 1. */

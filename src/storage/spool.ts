@@ -1,14 +1,36 @@
 /**
- * The page spool: each fetched page's body is written to its own file
+ * The page spool: each fetched page is written to its own file
  * (`<dir>/<stream>/<window start>/<page>.json`), atomically and durably, before the cursor that
- * follows it is saved. A finished window is loaded from its files by DuckDB's own JSON reader in
- * one transaction, which parses in parallel and keeps the pages out of memory.
+ * follows it is saved. A file holds one JSON line per record: its place in the page (`o`), the
+ * spec's fields, and `extra` (every other field). A finished window is loaded from its files by
+ * DuckDB's JSON reader with typed columns in one transaction, which keeps the pages out of memory.
  */
 import { readdirSync, rmSync } from 'node:fs';
 import { mkdir, open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export const PAGE_FILE_RE = /^(\d{6})\.json$/;
+
+export interface SpoolColumn {
+  name: string;
+  /** DuckDB type the loader reads the field as. */
+  type: 'VARCHAR' | 'DATE' | 'DOUBLE';
+}
+
+/** A page's records as spool lines. Pure. */
+export function spoolLines(records: readonly Record<string, unknown>[], columns: readonly SpoolColumn[]): string {
+  const known = new Set(columns.map((c) => c.name));
+  const lines: string[] = new Array(records.length);
+  records.forEach((record, ord) => {
+    const line: Record<string, unknown> = { o: ord };
+    for (const c of columns) line[c.name] = record[c.name] ?? null;
+    let extra: Record<string, unknown> | null = null;
+    for (const key in record) if (!known.has(key)) (extra ??= {})[key] = record[key];
+    line.extra = extra;
+    lines[ord] = JSON.stringify(line);
+  });
+  return lines.join('\n');
+}
 
 export function windowSpoolDir(spoolDir: string, stream: string, windowStart: string): string {
   return join(spoolDir, stream, windowStart);

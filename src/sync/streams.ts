@@ -4,12 +4,11 @@
  */
 import type { ApiClient } from '../api/client.js';
 import { GROUP_BYS } from '../api/types.js';
+import type { SpoolColumn } from '../storage/spool.js';
 import type { StreamName } from './context.js';
 
 export interface FetchedPage {
   records: Record<string, unknown>[];
-  /** JSON text with the records under `data`, as spooled for DuckDB. */
-  body: string;
   /** Cursor for the next page; null when the window is complete. */
   nextCursor: string | null;
 }
@@ -23,6 +22,8 @@ export interface WindowedStreamSpec {
   idField: string | null;
   /** Whether cursors come from the server (and so can loop or expire). */
   serverCursors: boolean;
+  /** The spec's fields, as spooled and loaded; any other field goes into `extra`. */
+  columns: readonly SpoolColumn[];
   /** SQL files: the window's current row count, the change counts, and the replace (with and without dedupe). */
   sql: { count: string; diff: string; deleteWindow: string; insertWindow: string; insertUnique: string };
   fetchPage(client: ApiClient, window: { start: string; end: string }, cursor: string | null): Promise<FetchedPage>;
@@ -35,11 +36,21 @@ export const lineItemsStream: WindowedStreamSpec = {
   table: 'line_items',
   dateField: 'usage_date',
   idField: 'id',
+  columns: [
+    { name: 'id', type: 'VARCHAR' },
+    { name: 'usage_date', type: 'DATE' },
+    { name: 'provider_type', type: 'VARCHAR' },
+    { name: 'provider_service', type: 'VARCHAR' },
+    { name: 'net_amount_usd', type: 'DOUBLE' },
+    { name: 'currency_original', type: 'VARCHAR' },
+    { name: 'project_id', type: 'VARCHAR' },
+    { name: 'user_email', type: 'VARCHAR' },
+  ],
   serverCursors: true,
   sql: { count: 'sync/line_items_count_window', diff: 'sync/line_items_diff', deleteWindow: 'sync/line_items_delete_window', insertWindow: 'sync/line_items_insert_window', insertUnique: 'sync/line_items_insert_unique' },
   async fetchPage(client, window, cursor) {
     const page = await client.lineItems({ startDate: window.start, endDate: window.end, limit: LINE_ITEM_PAGE_LIMIT, cursor });
-    return { records: page.data, body: page.body ?? JSON.stringify({ data: page.data }), nextCursor: page.hasMore ? page.nextCursor : null };
+    return { records: page.data, nextCursor: page.hasMore ? page.nextCursor : null };
   },
 };
 
@@ -48,6 +59,14 @@ export const rollupsStream: WindowedStreamSpec = {
   table: 'rollups_daily',
   dateField: 'date',
   idField: null,
+  columns: [
+    { name: 'date', type: 'DATE' },
+    { name: 'group_by', type: 'VARCHAR' },
+    { name: 'provider_type', type: 'VARCHAR' },
+    { name: 'service', type: 'VARCHAR' },
+    { name: 'category', type: 'VARCHAR' },
+    { name: 'cost_usd', type: 'DOUBLE' },
+  ],
   serverCursors: false,
   sql: { count: 'sync/rollups_count_window', diff: 'sync/rollups_diff', deleteWindow: 'sync/rollups_delete_window', insertWindow: 'sync/rollups_insert_window', insertUnique: 'sync/rollups_insert_window' },
   async fetchPage(client, window, cursor) {
@@ -58,7 +77,6 @@ export const rollupsStream: WindowedStreamSpec = {
     const records = rows.map((r) => ({ ...r, group_by: groupBy }));
     return {
       records,
-      body: JSON.stringify({ data: records }),
       nextCursor: index + 1 < GROUP_BYS.length ? String(index + 1) : null,
     };
   },

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { ApiError, CostsyncError } from '../errors.js';
 import { completePlan, planRun, remainingWindows, type WindowRequest } from '../plan/windows.js';
 import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
-import { clearSpool, dropPagesAfter, pageGlob, windowSpoolDir, writePage } from '../storage/spool.js';
+import { clearSpool, dropPagesAfter, pageGlob, spoolLines, windowSpoolDir, writePage } from '../storage/spool.js';
 import { warn, type SyncContext } from './context.js';
 import { HashSet52, hash52 } from './id-set.js';
 import type { WindowedStreamSpec } from './streams.js';
@@ -127,7 +127,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
       }
     }
     const pageNo = window.page + 1;
-    await writePage(dir, pageNo, page.body);
+    await writePage(dir, pageNo, spoolLines(page.records, spec.columns));
     const fetched = page.nextCursor === null;
     Object.assign(window, { status: 'active', cursor: page.nextCursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) });
     await ctx.saveState();
