@@ -2,7 +2,7 @@
 -- $1 = the window's page glob, $2 and $3 = the window's first and last date.
 SELECT id, usage_date, provider_type, provider_service, net_amount_usd, currency_original, project_id, user_email,
        extra, CAST(parse_filename(filename, true) AS INTEGER) AS page, o AS ord
-FROM read_json($1, format = 'newline_delimited', filename = true,
+FROM read_json($1, format = 'newline_delimited', filename = true, maximum_object_size = 1048576,
   columns = {o: 'INTEGER', id: 'VARCHAR', usage_date: 'DATE', provider_type: 'VARCHAR', provider_service: 'VARCHAR',
              net_amount_usd: 'DOUBLE', currency_original: 'VARCHAR', project_id: 'VARCHAR', user_email: 'VARCHAR', extra: 'JSON'})
 WHERE usage_date BETWEEN $2::DATE AND $3::DATE

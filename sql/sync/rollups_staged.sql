@@ -1,7 +1,7 @@
 -- Fragment: a window's spooled rollup pages (one per group_by) as rows, one per date and group.
 -- $1 = the window's page glob, $2 and $3 = the window's first and last date.
 SELECT date, group_by, provider_type, service, category, cost_usd, extra
-FROM read_json($1, format = 'newline_delimited', filename = true,
+FROM read_json($1, format = 'newline_delimited', filename = true, maximum_object_size = 1048576,
   columns = {o: 'INTEGER', date: 'DATE', group_by: 'VARCHAR', provider_type: 'VARCHAR', service: 'VARCHAR',
              category: 'VARCHAR', cost_usd: 'DOUBLE', extra: 'JSON'})
 WHERE date BETWEEN $2::DATE AND $3::DATE

@@ -14,6 +14,9 @@ import { warn, type SyncContext } from './context.js';
 import { HashSet52, hash52 } from './id-set.js';
 import type { WindowedStreamSpec } from './streams.js';
 
+/** Ids tracked per window to prove them unique; past this the window is simply deduplicated, so memory stays flat. */
+export const MAX_TRACKED_IDS = 250_000;
+
 /** How many times a window restarts after the server refuses its cursor (expired). */
 export const MAX_WINDOW_RESTARTS = 3;
 
@@ -86,7 +89,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   // Hashes of the ids staged in this run: no repeat shows the window's ids are unique, so the
   // replace can skip deduplication. After a resume the earlier pages' ids are unknown, so the
   // window is deduplicated.
-  const idHashes = window.page === 0 && spec.idField !== null ? new HashSet52() : null;
+  let idHashes = window.page === 0 && spec.idField !== null ? new HashSet52() : null;
   let unique = idHashes !== null;
   while (!window.fetched) {
     if (ctx.shouldStop()) return 'stopped';
@@ -125,6 +128,8 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
       for (const r of page.records) {
         if (!idHashes.add(hash52(String(r[spec.idField!])))) unique = false;
       }
+      if (idHashes.size > MAX_TRACKED_IDS) unique = false;
+      if (!unique) idHashes = null;
     }
     const pageNo = window.page + 1;
     await writePage(dir, pageNo, spoolLines(page.records, spec.columns));
