@@ -2,9 +2,9 @@
  * Sync state: one versioned JSON file per source (base URL + key fingerprint, never the key),
  * written atomically (temp file, fsync, rename) and readable by the owner only.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
-import { mkdir, open, rename } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../durable-file.js';
 import { ConfigError, CostsyncError } from '../errors.js';
 
 export const STATE_VERSION = 1;
@@ -131,7 +131,7 @@ export class StateStore {
       this.saving = this.writeAsync(state, now()).finally(() => { this.saving = null; });
       return this.saving;
     }
-    const next = this.saving.then(() => {
+    const next = this.saving.catch(() => undefined).then(() => {
       this.again = null;
       this.saving = this.writeAsync(state, now()).finally(() => { this.saving = null; });
       return this.saving;
@@ -140,45 +140,13 @@ export class StateStore {
     return next;
   }
 
+  /** Writes the state atomically: a crash leaves either the old file or the new one, never a mix. */
   private async writeAsync(state: SyncState, now: Date): Promise<void> {
     state.updatedAt = now.toISOString();
-    const text = `${JSON.stringify(state, null, 2)}\n`;
-    const tmp = `${this.path}.${process.pid}.tmp`;
     try {
-      await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
-      const file = await open(tmp, 'w', 0o600);
-      try {
-        await file.writeFile(text);
-        await file.sync();
-      } finally {
-        await file.close();
-      }
-      // No fsync of the directory: see save().
-      await rename(tmp, this.path);
-    } catch (error) {
-      throw new CostsyncError('CS_ERR_STATE_IO', `Cannot write the state file ${this.path}: ${(error as Error).message}`, {
-        hint: 'Check that --state-dir is writable and the disk is not full; the data already stored is kept.', cause: error,
-      });
-    }
-  }
-
-  /** Writes the state atomically: a crash leaves either the old file or the new one, never a mix. */
-  save(state: SyncState, now: Date): void {
-    state.updatedAt = now.toISOString();
-    const text = `${JSON.stringify(state, null, 2)}\n`;
-    try {
-      mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
-      const tmp = `${this.path}.${process.pid}.tmp`;
-      const fd = openSync(tmp, 'w', 0o600);
-      try {
-        writeSync(fd, text);
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
       // No fsync of the directory: a rename lost in a crash leaves the previous state, which is
       // behind the data, and a run from an older state only redoes work.
-      renameSync(tmp, this.path);
+      await writeFileAtomic(this.path, `${JSON.stringify(state, null, 2)}\n`);
     } catch (error) {
       throw new CostsyncError('CS_ERR_STATE_IO', `Cannot write the state file ${this.path}: ${(error as Error).message}`, {
         hint: 'Check that --state-dir is writable and the disk is not full; the data already stored is kept.', cause: error,

@@ -6,7 +6,7 @@
  * DuckDB's JSON reader with typed columns in one transaction, which keeps the pages out of memory.
  */
 import { readdirSync, rmSync } from 'node:fs';
-import { mkdir, open, rename } from 'node:fs/promises';
+import { writeFileAtomic } from '../durable-file.js';
 import { join } from 'node:path';
 
 export const PAGE_FILE_RE = /^(\d{6})\.json$/;
@@ -42,27 +42,11 @@ export function pageGlob(dir: string): string {
 }
 
 /**
- * Writes page `page` of a window: temp file, fsync, rename, fsync the directory. Asynchronous, so
- * the disk waits happen off the main thread while other windows parse their pages.
+ * Writes page `page` of a window durably, the directory entry included (the saved state will say
+ * the page exists). Asynchronous, so disk waits happen while other windows parse their pages.
  */
 export async function writePage(dir: string, page: number, text: string): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const name = `${String(page).padStart(6, '0')}.json`;
-  const tmp = join(dir, `${name}.tmp`);
-  const file = await open(tmp, 'w', 0o600);
-  try {
-    await file.writeFile(text);
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-  await rename(tmp, join(dir, name));
-  const d = await open(dir, 'r');
-  try {
-    await d.sync();
-  } finally {
-    await d.close();
-  }
+  await writeFileAtomic(join(dir, `${String(page).padStart(6, '0')}.json`), text, { syncDir: true });
 }
 
 /** Removes pages numbered above `page` (written after the last saved cursor) and temp files. */

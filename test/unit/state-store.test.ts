@@ -14,12 +14,27 @@ describe('StateStore', () => {
     });
   });
 
+  it('shares concurrent saves, and the last one holds every change made before it was asked for', async () => {
+    await withTempDir(async (dir) => {
+      const store = new StateStore(dir, source);
+      const state = store.load();
+      const saves: Promise<void>[] = [];
+      for (let i = 0; i < 5; i++) {
+        state.streams.anomalies = { watermark: `2025-01-0${i + 1}T00:00:00.000Z`, lastSuccessAt: null };
+        saves.push(store.saveAsync(state, () => new Date('2025-07-01T00:00:00Z')));
+      }
+      await Promise.all(saves);
+      expect(store.load().streams.anomalies!.watermark).toBe('2025-01-05T00:00:00.000Z');
+      expect(saves[2]).toBe(saves[4]);
+    });
+  });
+
   it('writes atomically, owner-only, leaving no temp files, and reads back', async () => {
     await withTempDir(async (dir) => {
       const store = new StateStore(dir, source);
       const state = store.load();
       state.streams.anomalies = { watermark: '2025-01-01T00:00:00.000Z', lastSuccessAt: null };
-      store.save(state, new Date('2025-07-01T00:00:00Z'));
+      await store.saveAsync(state, () => new Date('2025-07-01T00:00:00Z'));
       expect(readdirSync(dir)).toEqual([store.path.split('/').at(-1)]);
       expect(statSync(store.path).mode & 0o777).toBe(0o600);
       expect(store.load()).toEqual({ ...state, updatedAt: '2025-07-01T00:00:00.000Z' });

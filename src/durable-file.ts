@@ -1,0 +1,29 @@
+/** Writing a file so that a crash leaves the old content or the new, never a mix. */
+import { mkdir, open, rename } from 'node:fs/promises';
+import { dirname } from 'node:path';
+
+/**
+ * Writes `text` to a temp file beside `path`, fsyncs it, and renames it over `path`. With
+ * `syncDir`, the directory is fsynced too, so the rename itself survives a crash.
+ */
+export async function writeFileAtomic(path: string, text: string, options: { mode?: number; syncDir?: boolean } = {}): Promise<void> {
+  const dir = dirname(path);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const tmp = `${path}.${process.pid}.tmp`;
+  const file = await open(tmp, 'w', options.mode ?? 0o600);
+  try {
+    await file.writeFile(text);
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+  await rename(tmp, path);
+  if (options.syncDir) {
+    const handle = await open(dir, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  }
+}
