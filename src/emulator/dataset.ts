@@ -9,7 +9,7 @@
 import type { Anomaly, GroupBy, LineItem, RollupRow } from '../api/types.js';
 import { fromDayNumber, toDayNumber } from '../dates.js';
 import {
-  ALERT_TYPES, FLAT_CUMULATIVE, FLAT_SERVICES, PROJECTS, PROVIDERS, USER_COUNT,
+  ALERT_TYPES, FLAT_CUMULATIVE, FLAT_SERVICES, PROJECTS, USER_COUNT,
   categoryOf, userEmail,
 } from './catalog.js';
 import { createRng, hashInts, hashString, pickWeighted, unit } from './rng.js';
@@ -336,4 +336,3 @@ function sorted(map: Map<string, number>): [string, number][] {
   return [...map.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 }
 
-export { PROVIDERS };

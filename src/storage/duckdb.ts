@@ -13,7 +13,7 @@ import { SQL_DIR } from '../paths.js';
 const sqlCache = new Map<string, string>();
 
 /** Tables whose names may be substituted into SQL for `$stage` / `$table`. */
-const SUBSTITUTABLE = new Set(['_stage_line_items', '_stage_rollups_daily', '_stage_anomalies', 'line_items', 'rollups_daily', 'anomalies']);
+const SUBSTITUTABLE = new Set(['_stage_anomalies', 'line_items', 'rollups_daily', 'anomalies']);
 
 /**
  * The text of `sql/<name>.sql`, with `{{other/name}}` replaced by that file's text (shared

@@ -7,6 +7,7 @@
  */
 import { readdirSync, rmSync } from 'node:fs';
 import { writeFileAtomic } from '../durable-file.js';
+import { extraFields } from '../sync/columns.js';
 import { join } from 'node:path';
 
 export const PAGE_FILE_RE = /^(\d{6})\.json$/;
@@ -24,9 +25,7 @@ export function spoolLines(records: readonly Record<string, unknown>[], columns:
   records.forEach((record, ord) => {
     const line: Record<string, unknown> = { o: ord };
     for (const c of columns) line[c.name] = record[c.name] ?? null;
-    let extra: Record<string, unknown> | null = null;
-    for (const key in record) if (!known.has(key)) (extra ??= {})[key] = record[key];
-    line.extra = extra;
+    line.extra = extraFields(record, known);
     lines[ord] = JSON.stringify(line);
   });
   return lines.join('\n');

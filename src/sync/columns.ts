@@ -27,14 +27,14 @@ function appendValue(appender: DuckDBAppender, kind: ColumnKind, value: unknown)
   }
 }
 
-/** The fields of `record` not among `columns` (nor `skip`), as JSON text; null when none. */
-export function extraJson(record: Record<string, unknown>, known: ReadonlySet<string>): string | null {
+/** The fields of `record` that are not `known` (the spec's), or null when there are none. Pure. */
+export function extraFields(record: Record<string, unknown>, known: ReadonlySet<string>): Record<string, unknown> | null {
   let extra: Record<string, unknown> | null = null;
   for (const key in record) {
     if (known.has(key)) continue;
     (extra ??= {})[key] = record[key];
   }
-  return extra === null ? null : JSON.stringify(extra);
+  return extra;
 }
 
 /**
@@ -54,9 +54,9 @@ export function appendRecords(
       else appender.appendVarchar(value);
     }
     for (const column of columns) appendValue(appender, column.kind, record[column.name]);
-    const extra = extraJson(record, known);
+    const extra = extraFields(record, known);
     if (extra === null) appender.appendNull();
-    else appender.appendVarchar(extra);
+    else appender.appendVarchar(JSON.stringify(extra));
     appender.endRow();
   });
 }
