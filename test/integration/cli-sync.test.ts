@@ -1,10 +1,12 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { cli, tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, cli, tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -107,6 +109,28 @@ describe('costsync sync (CLI)', () => {
         expect([a.code, b.code].sort()).toEqual([0, ExitCode.LOCKED]);
         expect((a.code === 5 ? a : b).stderr).toMatch(/holds the lock/);
         expect((await tableDigest(join(dir, 'c.duckdb'))).line_items!.rows).toBe(200 * 30);
+      });
+    });
+  });
+});
+
+describe('costsync sync (CLI) under SIGTERM', () => {
+  it('stops cleanly on SIGTERM with exit code 4, and the next run finishes the job', async () => {
+    let requests = 0;
+    let onThird: (() => void) | null = null;
+    await withEmulator({ ...SPAN, rowsPerDay: 300, clock, onRequest: () => { if (++requests === 3) onThird?.(); } }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const args = syncArgs(url, dir, ['--streams', 'line_items', '--window-days', '2', '--concurrency', '1']);
+        const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' }, stdio: ['ignore', 'ignore', 'pipe'] });
+        let stderr = '';
+        child.stderr!.on('data', (d: Buffer) => { stderr += d; });
+        onThird = () => child.kill('SIGTERM');
+        const [code] = (await once(child, 'exit')) as [number];
+        expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
+        expect(stderr).toMatch(/SIGTERM/);
+        const rest = await cli(args, { COSTSYNC_API_KEY: 'demo-key' });
+        expect(rest.code).toBe(0);
+        expect((await tableDigest(join(dir, 'c.duckdb'))).line_items!.rows).toBe(300 * 30);
       });
     });
   });
