@@ -42,6 +42,15 @@ export function parseEnvelope(text: string, path: string, statusCode: number): E
   };
 }
 
+/** Records of a page mostly share their date: remember the last valid one (a hot path, per field). */
+let lastValidDate = '';
+function isDate(v: unknown): boolean {
+  if (v === lastValidDate) return true;
+  if (typeof v !== 'string' || !isCalendarDate(v)) return false;
+  lastValidDate = v;
+  return true;
+}
+
 function checkFields(record: unknown, fields: Fields, what: string, index: number, path: string): void {
   const bad = (field: string, expected: string): never => {
     throw new ApiError(BAD_RECORD, `${path}: ${what} #${index} has an invalid "${field}" (expected ${expected}): ${JSON.stringify(isObject(record) ? record[field] : record)?.slice(0, 80)}`, {
@@ -56,7 +65,7 @@ function checkFields(record: unknown, fields: Fields, what: string, index: numbe
       case 'string': if (typeof v !== 'string' || v === '') bad(field, 'a non-empty string'); break;
       case 'string?': if (v !== undefined && v !== null && typeof v !== 'string') bad(field, 'a string'); break;
       case 'number': if (typeof v !== 'number' || !Number.isFinite(v)) bad(field, 'a finite number'); break;
-      case 'date': if (typeof v !== 'string' || !isCalendarDate(v)) bad(field, 'a YYYY-MM-DD date'); break;
+      case 'date': if (!isDate(v)) bad(field, 'a YYYY-MM-DD date'); break;
       case 'timestamp': if (typeof v !== 'string' || Number.isNaN(Date.parse(v))) bad(field, 'an ISO 8601 timestamp'); break;
       case 'dim': if (v !== undefined && v !== null && typeof v !== 'string') bad(field, 'a string or null'); break;
     }

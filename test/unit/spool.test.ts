@@ -11,3 +11,14 @@ describe('spoolLines', () => {
     ]);
   });
 });
+
+describe('spoolLines values', () => {
+  it('escapes strings, and writes non-finite numbers and missing fields as null', () => {
+    const columns = [{ name: 'id', type: 'VARCHAR' as const }, { name: 'cost', type: 'DOUBLE' as const }];
+    const text = spoolLines([{ id: 'a "quoted"\nline', cost: Number.NaN }, { id: 'x', cost: -0.25, nested: { a: [1, 'b'] } }], columns);
+    expect(text.split('\n').map((l) => JSON.parse(l))).toEqual([
+      { o: 0, id: 'a "quoted"\nline', cost: null, extra: null },
+      { o: 1, id: 'x', cost: -0.25, extra: { nested: { a: [1, 'b'] } } },
+    ]);
+  });
+});
