@@ -3,7 +3,6 @@
  * through the key's shared limiter and the retry policy; errors come back as ApiError with a
  * stable code, the HTTP status, the API code, the request path and a hint.
  */
-import { createHash } from 'node:crypto';
 import pRetry from 'p-retry';
 import { Pool, errors as undiciErrors } from 'undici';
 import {
@@ -15,7 +14,7 @@ import {
   type Clock, type RequestLimiter, type RetryPolicy,
 } from './resilience.js';
 import {
-  API_PREFIX, ENDPOINT_SCOPES, type Anomaly, type Envelope, type GroupBy, type IngestRequest, type IngestResult,
+  API_PREFIX, ENDPOINT_SCOPES, endpointOf, type Anomaly, type Envelope, type GroupBy, type IngestRequest, type IngestResult,
   type LineItemPage, type RollupRow,
 } from './types.js';
 import { parseEnvelope, toAnomalies, toIngestResult, toLineItemPage, toRollups } from './validate.js';
@@ -84,10 +83,7 @@ export interface ApiClient {
   close(): Promise<void>;
 }
 
-/** A short, stable, non-reversible name for a key, for state files and limiter sharing. */
-export function keyFingerprint(apiKey: string): string {
-  return createHash('sha256').update(apiKey).digest('hex').slice(0, 12);
-}
+export { keyFingerprint } from '../fingerprint.js';
 
 const LOOPBACK_HOSTS = new Set(['localhost', '[::1]', '::1']);
 
@@ -139,11 +135,8 @@ function hintFor(apiCode: ApiErrorCode, method: string, path: string, scope: str
 }
 
 function scopeFor(path: string): string | undefined {
-  if (path.includes('/line-items')) return ENDPOINT_SCOPES.lineItems;
-  if (path.includes('/rollups')) return ENDPOINT_SCOPES.rollups;
-  if (path.includes('/anomalies')) return ENDPOINT_SCOPES.anomalies;
-  if (path.includes('/ingest/')) return ENDPOINT_SCOPES.ingest;
-  return undefined;
+  const endpoint = endpointOf(path);
+  return endpoint === null ? undefined : ENDPOINT_SCOPES[endpoint];
 }
 
 /** Turns an error envelope (or a bare HTTP failure) into an ApiError. */
@@ -257,7 +250,6 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     const where = path.split('?')[0]!;
     let rateLimitedCount = 0;
     let attempts = 0;
-    let last: unknown;
     try {
       return await pRetry(
         async () => {
@@ -272,7 +264,6 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
           maxTimeout: policy.maxTimeoutMs,
           randomize: true,
           onFailedAttempt: ({ error, attemptNumber }) => {
-            last = error;
             if (isRateLimited(error)) {
               rateLimitedCount += 1;
               stats.rateLimited += 1;
@@ -296,7 +287,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
           hint: 'The server or network kept failing; run again later (progress is kept).',
         });
       }
-      throw error ?? last;
+      throw error;
     }
   }
 

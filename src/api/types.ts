@@ -95,10 +95,20 @@ export interface IngestRequest {
   rows: Record<string, unknown>[];
 }
 
-/** The scope each endpoint needs, by path prefix. */
+/** The scope each endpoint needs. */
 export const ENDPOINT_SCOPES = {
   lineItems: 'line_items:read',
   rollups: 'rollups:read',
   anomalies: 'anomalies:read',
   ingest: 'usage:write',
 } as const satisfies Record<string, Scope>;
+export type Endpoint = keyof typeof ENDPOINT_SCOPES;
+
+/** Which endpoint a request path is for; null for none of them. Pure. */
+export function endpointOf(path: string): Endpoint | null {
+  if (path.includes('/line-items')) return 'lineItems';
+  if (path.includes('/rollups')) return 'rollups';
+  if (path.includes('/anomalies')) return 'anomalies';
+  if (path.includes('/ingest/')) return 'ingest';
+  return null;
+}

@@ -9,7 +9,9 @@ import type { Anomaly, Envelope, IngestResult, LineItem, LineItemPage, RollupRow
 
 export const BAD_RECORD = 'CS_ERR_BAD_RECORD';
 
-type Fields = Record<string, 'string' | 'string?' | 'number' | 'date' | 'timestamp' | 'dim'>;
+type FieldKind = 'string' | 'string?' | 'number' | 'date' | 'timestamp' | 'dim';
+/** Field checks as a list, built once: this runs for every record received. */
+type Fields = readonly (readonly [string, FieldKind])[];
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -51,23 +53,24 @@ function isDate(v: unknown): boolean {
   return true;
 }
 
+function badRecord(record: unknown, field: string, expected: string, what: string, index: number, path: string): never {
+  throw new ApiError(BAD_RECORD, `${path}: ${what} #${index} has an invalid "${field}" (expected ${expected}): ${JSON.stringify(isObject(record) ? record[field] : record)?.slice(0, 80)}`, {
+    path, hint: 'The server returned a record that does not match the API spec; report it to the API provider.',
+  });
+}
+
 function checkFields(record: unknown, fields: Fields, what: string, index: number, path: string): void {
-  const bad = (field: string, expected: string): never => {
-    throw new ApiError(BAD_RECORD, `${path}: ${what} #${index} has an invalid "${field}" (expected ${expected}): ${JSON.stringify(isObject(record) ? record[field] : record)?.slice(0, 80)}`, {
-      path, hint: 'The server returned a record that does not match the API spec; report it to the API provider.',
-    });
-  };
-  if (!isObject(record)) bad('(record)', 'an object');
+  if (!isObject(record)) badRecord(record, '(record)', 'an object', what, index, path);
   const r = record as Record<string, unknown>;
-  for (const [field, kind] of Object.entries(fields)) {
+  for (const [field, kind] of fields) {
     const v = r[field];
     switch (kind) {
-      case 'string': if (typeof v !== 'string' || v === '') bad(field, 'a non-empty string'); break;
-      case 'string?': if (v !== undefined && v !== null && typeof v !== 'string') bad(field, 'a string'); break;
-      case 'number': if (typeof v !== 'number' || !Number.isFinite(v)) bad(field, 'a finite number'); break;
-      case 'date': if (!isDate(v)) bad(field, 'a YYYY-MM-DD date'); break;
-      case 'timestamp': if (typeof v !== 'string' || Number.isNaN(Date.parse(v))) bad(field, 'an ISO 8601 timestamp'); break;
-      case 'dim': if (v !== undefined && v !== null && typeof v !== 'string') bad(field, 'a string or null'); break;
+      case 'string': if (typeof v !== 'string' || v === '') badRecord(record, field, 'a non-empty string', what, index, path); break;
+      case 'string?': if (v !== undefined && v !== null && typeof v !== 'string') badRecord(record, field, 'a string', what, index, path); break;
+      case 'number': if (typeof v !== 'number' || !Number.isFinite(v)) badRecord(record, field, 'a finite number', what, index, path); break;
+      case 'date': if (!isDate(v)) badRecord(record, field, 'a YYYY-MM-DD date', what, index, path); break;
+      case 'timestamp': if (typeof v !== 'string' || Number.isNaN(Date.parse(v))) badRecord(record, field, 'an ISO 8601 timestamp', what, index, path); break;
+      case 'dim': if (v !== undefined && v !== null && typeof v !== 'string') badRecord(record, field, 'a string or null', what, index, path); break;
     }
   }
 }
@@ -79,16 +82,15 @@ function checkArray(data: unknown, path: string, what: string): unknown[] {
   return data;
 }
 
-const LINE_ITEM_FIELDS: Fields = {
-  id: 'string', usage_date: 'date', provider_type: 'string', provider_service: 'string?',
-  net_amount_usd: 'number', currency_original: 'string?', project_id: 'string?', user_email: 'string?',
-};
-const ROLLUP_FIELDS: Fields = { date: 'date', cost_usd: 'number', provider_type: 'dim', service: 'dim', category: 'dim' };
-const ANOMALY_FIELDS: Fields = {
-  id: 'string', provider_type: 'string?', service: 'string?', detected_date: 'timestamp',
-  actual_cost: 'number', expected_cost: 'number', deviation_percent: 'number',
-  severity: 'string', alert_type: 'string?', status: 'string',
-};
+const LINE_ITEM_FIELDS: Fields = [
+  ['id', 'string'], ['usage_date', 'date'], ['provider_type', 'string'], ['provider_service', 'string?'], ['net_amount_usd', 'number'], ['currency_original', 'string?'], ['project_id', 'string?'], ['user_email', 'string?'],
+];
+const ROLLUP_FIELDS: Fields = [
+  ['date', 'date'], ['cost_usd', 'number'], ['provider_type', 'dim'], ['service', 'dim'], ['category', 'dim'],
+];
+const ANOMALY_FIELDS: Fields = [
+  ['id', 'string'], ['provider_type', 'string?'], ['service', 'string?'], ['detected_date', 'timestamp'], ['actual_cost', 'number'], ['expected_cost', 'number'], ['deviation_percent', 'number'], ['severity', 'string'], ['alert_type', 'string?'], ['status', 'string'],
+];
 
 /**
  * A line-item page. `has_more` decides; when a server leaves it out, a non-empty cursor means

@@ -4,7 +4,7 @@
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULTS, type SyncConfig } from '../config.js';
+import { resolveSyncConfig } from '../config.js';
 import { addDays, utcDate } from '../dates.js';
 import { ExitCode } from '../errors.js';
 import { DEMO_KEY } from '../emulator/keys.js';
@@ -33,12 +33,14 @@ export async function runDemo(options: Partial<DemoOptions> = {}, io: CommandIo 
     for (const path of [o.db, `${o.db}.wal`, o.stateDir]) rmSync(path, { recursive: true, force: true });
     const until = utcDate(io.now());
     io.stdout(`Emulator at ${emulator.url} (key ${DEMO_KEY}); syncing ${o.days} days into ${o.db}\n`);
-    const config: SyncConfig = {
-      baseUrl: emulator.url, apiKey: DEMO_KEY, db: o.db, stateDir: o.stateDir, streams: ['line_items', 'rollups', 'anomalies'],
-      since: undefined, until, startDate: addDays(until, -(o.days - 1)), lookbackDays: DEFAULTS.lookbackDays,
-      windowDays: DEFAULTS.windowDays, fullRefresh: false, rateLimit: rate, maxRuntimeMs: undefined, format: 'duckdb',
-      out: DEFAULTS.out, logFormat: 'pretty', quiet: false, anomalyRefreshDays: DEFAULTS.anomalyRefreshDays, concurrency: DEFAULTS.concurrency,
-    };
+    // The same resolution as `costsync sync`, so the demo runs with the defaults a user gets.
+    const config = resolveSyncConfig({
+      flags: {
+        'base-url': emulator.url, db: o.db, 'state-dir': o.stateDir, 'start-date': addDays(until, -(o.days - 1)),
+        until, 'rate-limit': rate,
+      },
+      env: { COSTSYNC_API_KEY: DEMO_KEY }, file: {}, nowMs: io.now(),
+    });
     const logger = createLogger({ format: 'pretty', write: (l) => io.stderr(`${l}\n`) });
     const progress = createProgress({ live: io.isTTY, logger, write: io.stderr, requestsPerMinute: rate, now: io.now });
     const summary = await runSync({ config, logger, progress });

@@ -3,7 +3,8 @@
  * the spec, with seeded data, a per-key sliding-window rate limit, and fault injection. Tests,
  * benchmarks and the demo run against it; users can test their own pipelines against it.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { keyFingerprint } from '../fingerprint.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -151,10 +152,6 @@ const ROUTES: Route[] = [
   },
 ];
 
-function fingerprint(key: string): string {
-  return createHash('sha256').update(key).digest('hex').slice(0, 16);
-}
-
 export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator> {
   const options = resolveEmulatorOptions(input);
   const dataset = new Dataset(options);
@@ -282,7 +279,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     const { startDay, endDay, start, end } = dateRange(q);
     const limit = intParam(q, 'limit', 50, 1, 1000);
     const cursorText = single(q, 'cursor');
-    const keyFp = fingerprint(key.key);
+    const keyFp = keyFingerprint(key.key);
     let day = startDay;
     let index = 0;
     if (cursorText !== undefined) {

@@ -20,6 +20,8 @@ function sqlString(text: string): string {
 }
 
 /**
+ * (The COPY statements here are built per table, partition and path, so they are not in sql/.)
+ *
  * Writes `select` (which must yield a `date` column) partitioned by date into a temporary
  * directory, then swaps each of `dates` into `OUT/<name>/date=…/data.parquet`; a date with no rows
  * loses its partition.
@@ -64,16 +66,14 @@ export async function writeParquetWindow(
 
 /** After the streams: the anomaly partitions this run touched, the history, and the run tables. */
 export async function finishParquet(warehouse: Warehouse, outDir: string, run: { runId: string; startedAt: string }): Promise<void> {
-  const touched = await warehouse.sql<{ d: string }>(
-    `SELECT DISTINCT strftime(detected_date, '%Y-%m-%d') AS d FROM anomalies WHERE last_seen_at >= $1::TIMESTAMPTZ ORDER BY d`, [run.startedAt]);
+  const touched = await warehouse.query<{ d: string }>('parquet/anomaly_dates_touched', [run.startedAt]);
   if (touched.length > 0) {
     await replacePartitions(warehouse, outDir, 'anomalies',
       `SELECT *, CAST(detected_date AS DATE) AS date FROM anomalies
        WHERE CAST(detected_date AS DATE) IN (${touched.map((t) => `${sqlString(t.d)}::DATE`).join(', ')}) ORDER BY ALL`,
       touched.map((t) => t.d));
   }
-  const historyDates = await warehouse.sql<{ d: string }>(
-    `SELECT DISTINCT strftime(observed_at, '%Y-%m-%d') AS d FROM anomaly_status_history WHERE run_id = $1`, [run.runId]);
+  const historyDates = await warehouse.query<{ d: string }>('parquet/history_dates_of_run', [run.runId]);
   if (historyDates.length > 0) {
     await replacePartitions(warehouse, outDir, 'anomaly_status_history',
       `SELECT *, CAST(observed_at AS DATE) AS date FROM anomaly_status_history

@@ -164,9 +164,7 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
   const stats = ctx.stats.anomalies;
   const streamState = (ctx.state.streams.anomalies ??= { watermark: null, lastSuccessAt: null });
   const since = anomalySince(streamState.watermark, req, ctx.clock.now());
-  const known = await warehouse.sql<{ p: string }>(
-    `SELECT DISTINCT provider_type AS p FROM anomalies WHERE provider_type IS NOT NULL
-     UNION SELECT DISTINCT provider_type FROM line_items WHERE provider_type IS NOT NULL`);
+  const known = await warehouse.query<{ p: string }>('sync/known_providers');
   ctx.progress.planned?.('anomalies', { windows: 1, from: since, to: req.until, resumed: false });
   const collected = await collectAnomalies((q) => ctx.client.anomalies(q), since, known.map((r) => r.p));
   stats.pages += collected.requests;
@@ -190,7 +188,7 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
 
   const now = new Date(ctx.clock.now()).toISOString();
   const diff = await warehouse.transaction(async () => {
-    await warehouse.run('sync/stage_clear_all', [], { stage: '_stage_anomalies' });
+    // The stage is emptied before this transaction commits, so it is empty whenever one begins.
     await warehouse.append('_stage_anomalies', (appender) =>
       appendRecords(appender, COLUMNS, inRange as unknown as Record<string, unknown>[], (i) => [i]));
     await warehouse.run('sync/anomalies_record_history', [now, ctx.runId]);

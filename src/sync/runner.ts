@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { createApiClient, keyFingerprint, type ApiClientOptions, type ClientEvent } from '../api/client.js';
 import { createRequestLimiter, systemClock, type Clock } from '../api/resilience.js';
+import { endpointOf, type Endpoint } from '../api/types.js';
 import type { SyncConfig } from '../config.js';
 import { CostsyncError, describeError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -48,11 +49,13 @@ export interface SyncDeps {
   beforeClose?: (warehouse: Warehouse, run: { runId: string; startedAt: string }) => Promise<void>;
 }
 
+/** The stream a request path belongs to (ingest requests belong to none). */
+const STREAM_OF_ENDPOINT: Record<Endpoint, StreamName | null> = {
+  lineItems: 'line_items', rollups: 'rollups', anomalies: 'anomalies', ingest: null,
+};
 function streamOfPath(path: string): StreamName | null {
-  if (path.includes('/line-items')) return 'line_items';
-  if (path.includes('/rollups')) return 'rollups';
-  if (path.includes('/anomalies')) return 'anomalies';
-  return null;
+  const endpoint = endpointOf(path);
+  return endpoint === null ? null : STREAM_OF_ENDPOINT[endpoint];
 }
 
 /** The lock files of a run: one in the state directory, one beside the database. */

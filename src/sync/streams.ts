@@ -25,7 +25,11 @@ export interface WindowedStreamSpec {
   /** The spec's fields, as spooled and loaded; any other field goes into `extra`. */
   columns: readonly SpoolColumn[];
   /** SQL files: the window's current row count, the change counts, and the replace (with and without dedupe). */
-  sql: { count: string; diff: string; deleteWindow: string; insertWindow: string; insertUnique: string };
+  sql: {
+    count: string; diff: string; deleteWindow: string; insertWindow: string; insertUnique: string;
+    /** For a full refresh: rows outside the synced dates, counted then deleted. */
+    countOutside: string; deleteOutside: string;
+  };
   fetchPage(client: ApiClient, window: { start: string; end: string }, cursor: string | null): Promise<FetchedPage>;
 }
 
@@ -47,7 +51,8 @@ export const lineItemsStream: WindowedStreamSpec = {
     { name: 'user_email', type: 'VARCHAR' },
   ],
   serverCursors: true,
-  sql: { count: 'sync/line_items_count_window', diff: 'sync/line_items_diff', deleteWindow: 'sync/line_items_delete_window', insertWindow: 'sync/line_items_insert_window', insertUnique: 'sync/line_items_insert_unique' },
+  sql: { count: 'sync/line_items_count_window', diff: 'sync/line_items_diff', deleteWindow: 'sync/line_items_delete_window', insertWindow: 'sync/line_items_insert_window', insertUnique: 'sync/line_items_insert_unique',
+    countOutside: 'sync/line_items_count_outside', deleteOutside: 'sync/line_items_delete_outside' },
   async fetchPage(client, window, cursor) {
     const page = await client.lineItems({ startDate: window.start, endDate: window.end, limit: LINE_ITEM_PAGE_LIMIT, cursor });
     return { records: page.data, nextCursor: page.hasMore ? page.nextCursor : null };
@@ -68,7 +73,8 @@ export const rollupsStream: WindowedStreamSpec = {
     { name: 'cost_usd', type: 'DOUBLE' },
   ],
   serverCursors: false,
-  sql: { count: 'sync/rollups_count_window', diff: 'sync/rollups_diff', deleteWindow: 'sync/rollups_delete_window', insertWindow: 'sync/rollups_insert_window', insertUnique: 'sync/rollups_insert_window' },
+  sql: { count: 'sync/rollups_count_window', diff: 'sync/rollups_diff', deleteWindow: 'sync/rollups_delete_window', insertWindow: 'sync/rollups_insert_window', insertUnique: 'sync/rollups_insert_window',
+    countOutside: 'sync/rollups_count_outside', deleteOutside: 'sync/rollups_delete_outside' },
   async fetchPage(client, window, cursor) {
     // The "cursor" is the index of the next group_by.
     const index = cursor === null ? 0 : Number(cursor);

@@ -62,10 +62,9 @@ export async function syncWindowedStream(spec: WindowedStreamSpec, ctx: SyncCont
   if (plan.fullRefresh) {
     // A full refresh leaves nothing outside the dates it synced.
     const deleted = await warehouse.transaction(async () => {
-      const before = await warehouse.sql<{ n: number }>(`SELECT count(*) AS n FROM ${spec.table}`);
-      await warehouse.sql(`DELETE FROM ${spec.table} WHERE ${spec.dateField} < $1::DATE OR ${spec.dateField} > $2::DATE`, [plan.from, plan.to]);
-      const after = await warehouse.sql<{ n: number }>(`SELECT count(*) AS n FROM ${spec.table}`);
-      return before[0]!.n - after[0]!.n;
+      const [outside] = await warehouse.query<{ n: number }>(spec.sql.countOutside, [plan.from, plan.to]);
+      await warehouse.run(spec.sql.deleteOutside, [plan.from, plan.to]);
+      return outside!.n;
     });
     stats.deleted += deleted;
   }

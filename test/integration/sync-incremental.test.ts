@@ -80,4 +80,21 @@ describe('incremental sync', () => {
       });
     });
   });
+
+  it('a full refresh re-syncs from --since and drops rows outside the synced dates', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 40, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const config = testSyncConfig(url, dir, { streams: ['line_items', 'rollups'] });
+        await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        const summary = await runSync({ config: { ...config, fullRefresh: true, since: '2025-06-10' }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        expect(summary.streams.line_items!.deleted).toBe(9 * 40);
+        await withWarehouse(config.db, async (wh) => {
+          const [r] = await wh.sql<{ lo: string; n: number }>('SELECT min(usage_date)::VARCHAR lo, count(*) n FROM line_items');
+          expect(r).toEqual({ lo: '2025-06-10', n: 21 * 40 });
+          const [ro] = await wh.sql<{ lo: string }>('SELECT min(date)::VARCHAR lo FROM rollups_daily');
+          expect(ro!.lo).toBe('2025-06-10');
+        });
+      });
+    });
+  });
 });

@@ -1,0 +1,2 @@
+-- Full refresh: rollup rows dated outside the synced range. $1/$2 = first and last date synced.
+SELECT count(*) AS n FROM rollups_daily WHERE date < $1::DATE OR date > $2::DATE
