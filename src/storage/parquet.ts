@@ -64,22 +64,21 @@ export async function writeParquetWindow(
   await replacePartitions(warehouse, outDir, table, select, dates);
 }
 
+/** Rewrites the partitions of `dates` of a table partitioned by the date of a timestamp column. */
+async function replaceDatedPartitions(warehouse: Warehouse, outDir: string, table: string, timeColumn: string, dates: string[]): Promise<void> {
+  if (dates.length === 0) return;
+  await replacePartitions(warehouse, outDir, table,
+    `SELECT *, CAST(${timeColumn} AS DATE) AS date FROM ${table}
+     WHERE CAST(${timeColumn} AS DATE) IN (${dates.map((d) => `${sqlString(d)}::DATE`).join(', ')}) ORDER BY ALL`,
+    dates);
+}
+
 /** After the streams: the anomaly partitions this run touched, the history, and the run tables. */
 export async function finishParquet(warehouse: Warehouse, outDir: string, run: { runId: string; startedAt: string }): Promise<void> {
   const touched = await warehouse.query<{ d: string }>('parquet/anomaly_dates_touched', [run.startedAt]);
-  if (touched.length > 0) {
-    await replacePartitions(warehouse, outDir, 'anomalies',
-      `SELECT *, CAST(detected_date AS DATE) AS date FROM anomalies
-       WHERE CAST(detected_date AS DATE) IN (${touched.map((t) => `${sqlString(t.d)}::DATE`).join(', ')}) ORDER BY ALL`,
-      touched.map((t) => t.d));
-  }
+  await replaceDatedPartitions(warehouse, outDir, 'anomalies', 'detected_date', touched.map((t) => t.d));
   const historyDates = await warehouse.query<{ d: string }>('parquet/history_dates_of_run', [run.runId]);
-  if (historyDates.length > 0) {
-    await replacePartitions(warehouse, outDir, 'anomaly_status_history',
-      `SELECT *, CAST(observed_at AS DATE) AS date FROM anomaly_status_history
-       WHERE CAST(observed_at AS DATE) IN (${historyDates.map((t) => `${sqlString(t.d)}::DATE`).join(', ')}) ORDER BY ALL`,
-      historyDates.map((t) => t.d));
-  }
+  await replaceDatedPartitions(warehouse, outDir, 'anomaly_status_history', 'observed_at', historyDates.map((t) => t.d));
   for (const table of ['sync_runs', 'sync_run_streams']) {
     const dir = resolve(outDir, table);
     mkdirSync(dir, { recursive: true });
