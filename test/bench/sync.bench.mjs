@@ -153,7 +153,8 @@ async function benchMemory() {
     const args = [CLI, 'sync', '--base-url', url, '--db', join(dir, 'm.duckdb'), '--state-dir', join(dir, 'state'), '--streams', 'line_items',
       '--start-date', addDays('2025-12-31', -(days - 1)), '--until', '2025-12-31', '--rate-limit', '1000000', '--window-days', process.env.BENCH_WINDOW_DAYS ?? '7', '--quiet'];
     const t0 = performance.now();
-    const child = spawn('/usr/bin/time', ['-f', 'MAXRSS_KB=%M', process.execPath, ...args], { env: { ...process.env, COSTSYNC_API_KEY: 'demo-key' }, stdio: ['ignore', 'inherit', 'pipe'] });
+    // The bin itself, as `costsync` and `npx costsync` run it (its shebang sets Node's flags).
+    const child = spawn('/usr/bin/time', ['-f', 'MAXRSS_KB=%M', ...args], { env: { ...process.env, COSTSYNC_API_KEY: 'demo-key' }, stdio: ['ignore', 'inherit', 'pipe'] });
     let err = '';
     child.stderr.on('data', (d) => { err += d; });
     const [code] = await once(child, 'exit');
