@@ -10,6 +10,7 @@ import { hideBin } from 'yargs/helpers';
 import { runCheckCommand } from './commands/check.js';
 import { runDemo } from './commands/demo.js';
 import { emulatorOptions, runEmulator } from './commands/emulator.js';
+import { pushOptions, pushOtelOptions, runPushCommand, runPushOtelCommand } from './commands/push.js';
 import { runStatusCommand } from './commands/status.js';
 import { connectionOptions, runSyncCommand, syncOptions } from './commands/sync.js';
 import { ExitCode, describeError, isCostsyncError } from './errors.js';
@@ -22,6 +23,12 @@ async function main(argv: string[]): Promise<void> {
     .usage('$0 <command> [options]')
     .command('sync', 'Sync line items, rollups and anomalies into DuckDB', syncOptions, async (args) => {
       process.exitCode = await runSyncCommand(args);
+    })
+    .command('push [files..]', 'Send FOCUS rows (CSV, Parquet, JSON Lines) to a custom provider connection', pushOptions, async (args) => {
+      process.exitCode = await runPushCommand(args);
+    })
+    .command('push-otel <file>', 'Send a JSON document to the OTel ingest endpoint', pushOtelOptions, async (args) => {
+      process.exitCode = await runPushOtelCommand(args);
     })
     .command('status', 'Show per stream the watermark, last run, rows and windows pending', connectionOptions, async (args) => {
       process.exitCode = await runStatusCommand(args);

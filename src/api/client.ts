@@ -78,7 +78,8 @@ export interface ApiClient {
   lineItems(query: LineItemsQuery): Promise<LineItemPage>;
   rollups(query: { startDate: string; endDate: string; groupBy: GroupBy }): Promise<RollupRow[]>;
   anomalies(query?: AnomaliesQuery): Promise<Anomaly[]>;
-  ingestFocus(connectionId: string, body: IngestRequest): Promise<IngestResult>;
+  /** `body` as an object, or as JSON text already serialized. */
+  ingestFocus(connectionId: string, body: IngestRequest | string): Promise<IngestResult>;
   ingestOtel(body: unknown): Promise<unknown>;
   close(): Promise<void>;
 }
@@ -300,7 +301,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   };
   const post = <T>(endpoint: string, body: unknown, convert: (e: Envelope<unknown>, path: string) => T) => {
     const path = `${prefix}${API_PREFIX}${endpoint}`;
-    return call('POST', path, JSON.stringify(body), (e) => convert(e, path));
+    // A body already serialized (push builds its rows as JSON text) is sent as it is.
+    return call('POST', path, typeof body === 'string' ? body : JSON.stringify(body), (e) => convert(e, path));
   };
 
   return {

@@ -121,6 +121,11 @@ export class Dataset {
     return this.ingested.get(day)?.[index - generated] ?? null;
   }
 
+  /** Every ingested line item, for tests and the request log. */
+  ingestedRecords(): StoredItem['record'][] {
+    return [...this.ingested.values()].flatMap((items) => items.map((i) => i.record));
+  }
+
   /** Days that hold ingested rows, for range scans that must not miss them. */
   ingestedDays(): number[] {
     return [...this.ingested.keys()];

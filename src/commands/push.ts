@@ -1,0 +1,146 @@
+/** `costsync push` and `costsync push-otel`: resolve options, run the library, print the summary, pick the exit code. */
+import type { Argv } from 'yargs';
+import { createApiClient, type ApiClientOptions } from '../api/client.js';
+import { createRequestLimiter } from '../api/resilience.js';
+import { ConfigError, ExitCode, describeError, isCostsyncError } from '../errors.js';
+import { parseMapping, versionArg, type ColumnMapping } from '../push/columns.js';
+import { openFileReader } from '../push/reader.js';
+import { DEFAULT_BATCH_SIZE, pushExitCode, runPush, type PushSummary, type RowProblem } from '../push/push.js';
+import { runPushOtel } from '../push/otel.js';
+import { openWarehouse, type Warehouse } from '../storage/duckdb.js';
+import { formatTable } from '../table.js';
+import { intArg, readJsonFile } from './args.js';
+import { connectionOptions, loadConfig, makeLogger, processIo, type CommandIo } from './sync.js';
+
+export function pushOptions(yargs: Argv) {
+  // `--version` is the profile version here, not costsync's own version.
+  return connectionOptions(yargs.version(false))
+    .positional('files', { type: 'string', array: true, describe: 'CSV, Parquet or JSON Lines files in FOCUS' })
+    .option('connection', { type: 'string', describe: "The custom provider's connection id" })
+    .option('map', { type: 'string', describe: 'JSON column mapping: {"columns": {"source": "FocusColumn"}, "constants": {"FocusColumn": value}}' })
+    .option('version', { type: 'string', describe: 'Profile version 1, 1.1 or 1.2 [default: the lowest that covers the columns used]' })
+    .option('format', { type: 'string', describe: 'Profile name [default <vendor>.focus]' })
+    .option('batch-size', { type: 'number', describe: `Rows per request [default ${DEFAULT_BATCH_SIZE}]` })
+    .option('dry-run', { type: 'boolean', describe: 'Check and report; send nothing' })
+    .option('skip-invalid', { type: 'boolean', describe: 'Send the valid rows and report the rest' })
+    .option('vendor', { type: 'string', describe: 'Vendor word in x_<vendor>_… columns [default service]' })
+    .option('force', { type: 'boolean', describe: 'Send again batches the ledger says were sent' })
+    .option('rate-limit', { type: 'number', describe: 'Requests a minute [default 60]' });
+}
+
+export function pushOtelOptions(yargs: Argv) {
+  return connectionOptions(yargs)
+    .positional('file', { type: 'string', describe: 'A JSON document (for example an OTLP/JSON export)' })
+    .option('force', { type: 'boolean', describe: 'Send even when the ledger says this document was sent' })
+    .option('rate-limit', { type: 'number', describe: 'Requests a minute [default 60]' });
+}
+
+/** The sync settings the push commands share (base URL, key, db, logging); push's own --format is not sync's. */
+function sharedConfig(args: Record<string, unknown>, io: CommandIo, needsApi: boolean) {
+  const { format: _format, version: _version, ...shared } = args;
+  return loadConfig(shared, io, needsApi);
+}
+
+function problemLine(p: RowProblem): string {
+  return `${p.file}:${p.line ?? `row ${p.row}`}: ${p.column ? `${p.column}: ` : ''}${p.reason}`;
+}
+
+function summaryText(s: PushSummary): string {
+  return formatTable([{
+    'rows read': s.rowsRead, valid: s.valid, sent: s.sent, accepted: s.accepted, skipped: s.skipped, rejected: s.rejected,
+    'sent before': s.alreadySent, batches: s.batches, requests: s.requests,
+  }]);
+}
+
+export async function runPushCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
+  let config;
+  let logger = makeLogger({ logFormat: args['log-format'] === 'json' ? 'json' : 'pretty', quiet: Boolean(args.quiet), apiKey: '' }, io);
+  let warehouse: Warehouse | null = null;
+  let reader = null;
+  let client = null;
+  const stopSignal = { stopped: false };
+  const onSignal = (signal: string) => () => {
+    stopSignal.stopped = true;
+    logger.warn(`${signal}: finishing the current batch, then stopping; run the same command again to go on`);
+  };
+  const onTerm = onSignal('SIGTERM');
+  const onInt = onSignal('SIGINT');
+  process.once('SIGTERM', onTerm);
+  process.once('SIGINT', onInt);
+  try {
+    const dryRun = Boolean(args['dry-run']);
+    config = sharedConfig(args, io, !dryRun);
+    logger = makeLogger(config, io);
+    const files = ((args.files as string[] | undefined) ?? []).map(String);
+    if (files.length === 0) throw new ConfigError('No file to push.', 'Name one or more CSV, Parquet or JSON Lines files: costsync push --connection ID costs.csv');
+    const connectionId = typeof args.connection === 'string' ? args.connection.trim() : '';
+    if (connectionId === '' && !dryRun) throw new ConfigError('--connection is required: which custom provider connection the rows belong to.', 'Pass --connection ID (the connection created with the ingest key, in the workspace integration settings).');
+    const vendor = args.vendor === undefined ? 'service' : String(args.vendor).trim();
+    if (!/^[a-z0-9]+$/i.test(vendor)) throw new ConfigError(`--vendor must be one word of letters and digits; got ${JSON.stringify(args.vendor)}.`, 'For example --vendor acme, for columns such as x_acme_model.');
+    const mapping: ColumnMapping = args.map === undefined ? { columns: {}, constants: {} } : parseMapping(readJsonFile('map', String(args.map)), String(args.map));
+    const batchSize = args['batch-size'] === undefined ? DEFAULT_BATCH_SIZE : intArg('batch-size', args['batch-size'], 1, 100_000);
+
+    reader = await openFileReader(io.env);
+    if (!dryRun) {
+      warehouse = await openWarehouse(config.db);
+      const limiter = createRequestLimiter({ requestsPerMinute: config.rateLimit });
+      client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter, ...(args.clientOptions as Partial<ApiClientOptions> | undefined) });
+    }
+    const summary = await runPush({
+      options: {
+        connectionId, files, mapping, version: versionArg(args.version), format: args.format === undefined ? null : String(args.format),
+        vendor, batchSize, dryRun, skipInvalid: Boolean(args['skip-invalid']), force: Boolean(args.force), baseUrl: config.baseUrl, apiKey: config.apiKey,
+      },
+      reader, logger, stopSignal,
+      ...(client ? { client } : {}), ...(warehouse ? { warehouse } : {}),
+      onProblem: (p) => logger.warn(problemLine(p), { file: p.file, row: p.row, line: p.line, column: p.column, reason: p.reason }),
+    });
+    if (config.logFormat === 'json') {
+      logger.info('push finished', { ...summary });
+    } else if (!config.quiet) {
+      io.stderr(`\n${summaryText(summary)}\n`);
+    }
+    if (summary.outcome === 'invalid') {
+      logger.error(`${summary.invalid} of ${summary.rowsRead} row(s) failed the checks, listed above; nothing was sent. Fix them, or pass --skip-invalid to send the valid rows.`);
+    } else if (dryRun) {
+      logger.info(`Dry run: ${summary.valid} row(s) would be sent as profile version ${summary.version}; nothing was sent.`);
+    } else if (summary.outcome === 'stopped') {
+      logger.warn('Stopped early; what was sent is recorded in ingest_batches: run the same command again to go on.');
+    } else {
+      logger.info(`Done: push ${summary.pushId}, ${summary.batches} batch(es) recorded in ingest_batches.`);
+    }
+    return pushExitCode(summary);
+  } catch (error) {
+    logger.error(describeError(error, config ? [config.apiKey] : []), { code: (error as { code?: string }).code });
+    return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
+  } finally {
+    process.off('SIGTERM', onTerm);
+    process.off('SIGINT', onInt);
+    reader?.close();
+    await client?.close();
+    warehouse?.close();
+  }
+}
+
+export async function runPushOtelCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
+  let config;
+  let logger = makeLogger({ logFormat: args['log-format'] === 'json' ? 'json' : 'pretty', quiet: Boolean(args.quiet), apiKey: '' }, io);
+  let warehouse: Warehouse | null = null;
+  let client = null;
+  try {
+    config = sharedConfig(args, io, true);
+    logger = makeLogger(config, io);
+    if (typeof args.file !== 'string' || args.file === '') throw new ConfigError('No file to send.', 'Name a JSON document: costsync push-otel usage.json');
+    warehouse = await openWarehouse(config.db);
+    client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter: createRequestLimiter({ requestsPerMinute: config.rateLimit }) });
+    const result = await runPushOtel({ file: args.file, force: Boolean(args.force), baseUrl: config.baseUrl, apiKey: config.apiKey, client, warehouse, logger });
+    if (result.sent) logger.info(`Sent ${result.file}; the server answered ${JSON.stringify(result.response)}`, { pushId: result.pushId });
+    return ExitCode.OK;
+  } catch (error) {
+    logger.error(describeError(error, config ? [config.apiKey] : []), { code: (error as { code?: string }).code });
+    return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
+  } finally {
+    await client?.close();
+    warehouse?.close();
+  }
+}

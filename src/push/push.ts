@@ -1,0 +1,321 @@
+/**
+ * `costsync push`: checks FOCUS files row by row, then sends the valid rows in batches through the
+ * same client as `sync`, recording each answered batch in `ingest_batches`. Every row carries a
+ * line-item id (the file's own, or a hash of its content), so a re-sent batch creates nothing twice;
+ * the ledger lets an interrupted push go on from the first batch not yet answered.
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { resolve } from 'node:path';
+import type { ApiClient } from '../api/client.js';
+import type { IngestResult, IngestVersion } from '../api/types.js';
+import { ApiError, ExitCode } from '../errors.js';
+import { keyFingerprint } from '../fingerprint.js';
+import { REQUIRED_INGEST_COLUMNS, extensionColumns } from '../focus/rules.js';
+import type { Logger } from '../log.js';
+import { acquireLock } from '../state/lock.js';
+import type { Warehouse } from '../storage/duckdb.js';
+import { HashSet52, hash52 } from '../sync/id-set.js';
+import { lowestVersion, planColumns, type ColumnMapping, type ColumnPlan } from './columns.js';
+import { validationSql, type FileReader, type SourceFile } from './reader.js';
+
+export const DEFAULT_BATCH_SIZE = 500;
+
+export interface PushOptions {
+  connectionId: string;
+  files: string[];
+  mapping: ColumnMapping;
+  /** `--version`; null picks the lowest that covers the columns used. */
+  version: IngestVersion | null;
+  /** `--format`; null sends `<vendor>.focus`. */
+  format: string | null;
+  vendor: string;
+  batchSize: number;
+  dryRun: boolean;
+  skipInvalid: boolean;
+  /** Send every batch again, even those the ledger says were answered. */
+  force: boolean;
+  baseUrl: string;
+  apiKey: string;
+}
+
+export interface RowProblem {
+  file: string;
+  /** Data row, 1-based (the first row after a CSV header is 1). */
+  row: number;
+  /** Line in the file where the format has lines (CSV: row + 1; JSON Lines: row). */
+  line: number | null;
+  column: string;
+  reason: string;
+}
+
+export interface PushSummary {
+  pushId: string;
+  version: IngestVersion;
+  rowsRead: number;
+  valid: number;
+  invalid: number;
+  sent: number;
+  /** Cost line items the server created. */
+  accepted: number;
+  /** Rows the server skipped (duplicates of rows it had, or rows it refused). */
+  skipped: number;
+  /** Rows not sent because they failed the checks. */
+  rejected: number;
+  /** Rows sent in earlier runs (per the ledger) and not sent again. */
+  alreadySent: number;
+  batches: number;
+  requests: number;
+  serverErrors: number;
+  ignoredColumns: Record<string, string[]>;
+  outcome: 'success' | 'invalid' | 'stopped';
+}
+
+export interface PushDeps {
+  options: PushOptions;
+  reader: FileReader;
+  logger: Logger;
+  /** Needed unless dry-run. */
+  client?: ApiClient;
+  /** The warehouse holding the ledger; needed unless dry-run. */
+  warehouse?: Warehouse;
+  clock?: { now(): number };
+  stopSignal?: { stopped: boolean };
+  /** Each row problem, as found. */
+  onProblem?: (problem: RowProblem) => void;
+}
+
+interface PreparedFile {
+  source: SourceFile;
+  plan: ColumnPlan;
+}
+
+/** File row to line: CSV has a header line, JSON Lines one object a line, Parquet no lines. Pure. */
+export function lineOf(format: SourceFile['format'], row: number): number | null {
+  return format === 'csv' ? row + 1 : format === 'jsonl' ? row : null;
+}
+
+/** Splits `_problems` (joined by chr(31), each "Column: reason") into column and reason. Pure. */
+export function splitProblems(text: string): { column: string; reason: string }[] {
+  return text.split('\u001f').map((p) => {
+    const at = p.indexOf(': ');
+    return at < 0 ? { column: '', reason: p } : { column: p.slice(0, at), reason: p.slice(at + 2) };
+  });
+}
+
+/**
+ * A row's line-item id when the file has none: a hash of the row's content and of how many
+ * identical rows came before it in the file, so identical charges stay separate rows and the same
+ * file always gives the same ids. Pure.
+ */
+export function contentId(json: string, occurrence: number): string {
+  const h = createHash('sha256').update(json);
+  if (occurrence > 1) h.update(`#${occurrence}`);
+  return `costsync-${h.digest('hex').slice(0, 32)}`;
+}
+
+/** Counts repeats of row contents within a file; memory is 16 bytes a row. */
+class OccurrenceCounter {
+  private readonly seen = new HashSet52();
+  private readonly repeats = new Map<number, number>();
+
+  next(json: string): number {
+    const h = hash52(json);
+    if (this.seen.add(h)) return 1;
+    const n = (this.repeats.get(h) ?? 1) + 1;
+    this.repeats.set(h, n);
+    return n;
+  }
+}
+
+/** Adds the id member to a row's JSON object text. Pure. */
+export function withId(json: string, idColumn: string, id: string): string {
+  return `${json.slice(0, -1)}${json.length > 2 ? ',' : ''}"${idColumn}":${JSON.stringify(id)}}`;
+}
+
+async function sha256File(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+/** Is this a refusal of the batch's size (so a smaller batch would pass)? */
+function isTooLarge(error: unknown): boolean {
+  return error instanceof ApiError && (error.statusCode === 413
+    || (error.statusCode === 400 && /\b(rows|body|too large|at most|exceeds)\b/i.test(error.message) && !/connection/i.test(error.message)));
+}
+
+export async function runPush(deps: PushDeps): Promise<PushSummary> {
+  const { options, reader, logger } = deps;
+  const clock = deps.clock ?? { now: () => Date.now() };
+  const pushId = `${new Date(clock.now()).toISOString().replace(/[-:.TZ]/g, '').slice(0, 14)}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const idColumn = extensionColumns(options.vendor).lineItemId;
+  const summary: PushSummary = {
+    pushId, version: '1', rowsRead: 0, valid: 0, invalid: 0, sent: 0, accepted: 0, skipped: 0, rejected: 0, alreadySent: 0,
+    batches: 0, requests: 0, serverErrors: 0, ignoredColumns: {}, outcome: 'success',
+  };
+
+  // 1. Every file's columns, before reading any row: a missing column fails fast.
+  const files: PreparedFile[] = [];
+  const used = new Set<string>([idColumn]);
+  for (const path of options.files) {
+    const source = await reader.describe(path);
+    const plan = planColumns(path, source.columns.map((c) => c.name), options.mapping, options.vendor);
+    if (!plan.targets.some((t) => t.name === 'EffectiveCost')) {
+      // EffectiveCost defaults to BilledCost: sent explicitly, so the figure is the one we checked.
+      const billed = plan.targets.find((t) => t.name === 'BilledCost')!;
+      plan.targets.push({ name: 'EffectiveCost', kind: 'number', from: billed.from });
+    }
+    for (const t of plan.targets) used.add(t.name);
+    if (plan.ignored.length > 0) {
+      summary.ignoredColumns[path] = plan.ignored;
+      logger.warn(`${path}: column(s) ${plan.ignored.join(', ')} are not FOCUS columns and are not sent; map them with --map to send them`);
+    }
+    files.push({ source, plan });
+  }
+  summary.version = options.version ?? lowestVersion(used, options.vendor);
+
+  // 2. Check every row of every file; nothing is sent until all are checked.
+  for (const { source, plan } of files) {
+    let row = 0;
+    await reader.scan(validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, false), source.path, (columns, rows) => {
+      const problems = columns[0]!;
+      for (let i = 0; i < rows; i++) {
+        row += 1;
+        const text = problems[i];
+        if (text === null || text === undefined) continue;
+        summary.invalid += 1;
+        for (const { column, reason } of splitProblems(String(text))) {
+          deps.onProblem?.({ file: source.path, row, line: lineOf(source.format, row), column, reason });
+        }
+      }
+    });
+    summary.rowsRead += row;
+  }
+  summary.valid = summary.rowsRead - summary.invalid;
+  summary.rejected = summary.invalid;
+  if (summary.invalid > 0 && !options.skipInvalid) {
+    summary.outcome = 'invalid';
+    return summary;
+  }
+  if (options.dryRun) return summary;
+
+  // 3. Send.
+  const { client, warehouse } = deps;
+  if (!client || !warehouse) throw new Error('runPush: a client and a warehouse are needed to send');
+  const lock = acquireLock(`${resolve(warehouse.path)}.lock`, `costsync push (${pushId})`, new Date(clock.now()));
+  try {
+    for (const file of files) {
+      if (deps.stopSignal?.stopped) {
+        summary.outcome = 'stopped';
+        break;
+      }
+      if ((await sendFile(file, deps, summary, idColumn)) === 'stopped') {
+        summary.outcome = 'stopped';
+        break;
+      }
+    }
+  } finally {
+    lock.release();
+  }
+  return summary;
+}
+
+async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary, idColumn: string): Promise<'done' | 'stopped'> {
+  const { options, logger } = deps;
+  const client = deps.client!;
+  const warehouse = deps.warehouse!;
+  const clock = deps.clock ?? { now: () => Date.now() };
+  const { source, plan } = file;
+  const fileSha = await sha256File(source.path);
+  // Batches are comparable across runs when everything that shapes the rows is the same.
+  const pushKey = createHash('sha256').update(JSON.stringify({
+    base: options.baseUrl, key: keyFingerprint(options.apiKey), connection: options.connectionId, fileSha, targets: plan.targets,
+    vendor: options.vendor, version: summary.version, format: options.format, skipInvalid: options.skipInvalid,
+  })).digest('hex');
+  const [done] = await warehouse.query<{ last_row: number; batches: number }>('push/ledger_resume', [pushKey]);
+  const resumeAfter = options.force ? 0 : done!.last_row;
+  if (resumeAfter > 0) logger.info(`${source.path}: rows up to ${resumeAfter} were sent before (${done!.batches} batch(es) in ingest_batches); going on from there`);
+
+  const head = `{${options.format === null ? `"format":${JSON.stringify(`${options.vendor}.focus`)},` : `"format":${JSON.stringify(options.format)},`}"version":${JSON.stringify(summary.version)},"rows":[`;
+  const occurrences = new OccurrenceCounter();
+  let batch: { rows: string[]; fileRows: number[] } = { rows: [], fileRows: [] };
+  let stopped = false;
+
+  const record = async (rows: string[], fileRows: number[], result: IngestResult) => {
+    await warehouse.transaction(() => warehouse.run('push/ledger_record', [
+      summary.pushId, pushKey, 'focus', options.connectionId, source.path, fileSha, fileRows[0]!, fileRows.at(-1)!, rows.length,
+      result.batch_id, result.accepted, result.row_count, result.cost_line_item_count, result.skipped,
+      JSON.stringify(result.errors), JSON.stringify(result), new Date(clock.now()).toISOString(),
+    ]));
+    summary.batches += 1;
+    summary.sent += rows.length;
+    summary.accepted += result.cost_line_item_count;
+    summary.skipped += result.skipped;
+    summary.serverErrors += result.errors.length;
+    for (const e of result.errors) {
+      const at = typeof (e as { row?: unknown }).row === 'number' ? fileRows[(e as { row: number }).row] : undefined;
+      logger.warn(`${source.path}${at !== undefined ? ` row ${at}` : ''}: the server refused a row: ${JSON.stringify(e)}`, { batchId: result.batch_id });
+    }
+    if (!result.accepted) logger.warn(`${source.path} rows ${fileRows[0]}-${fileRows.at(-1)}: batch ${result.batch_id} was not accepted`);
+  };
+
+  const send = async (rows: string[], fileRows: number[]): Promise<void> => {
+    summary.requests += 1;
+    let result: IngestResult;
+    try {
+      result = await client.ingestFocus(options.connectionId, `${head}${rows.join(',')}]}`);
+    } catch (error) {
+      if (isTooLarge(error) && rows.length > 1) {
+        const half = Math.ceil(rows.length / 2);
+        logger.warn(`${source.path}: the server refused ${rows.length} rows in one request (${(error as Error).message}); sending halves`);
+        await send(rows.slice(0, half), fileRows.slice(0, half));
+        await send(rows.slice(half), fileRows.slice(half));
+        return;
+      }
+      throw error;
+    }
+    await record(rows, fileRows, result);
+  };
+
+  let row = 0;
+  await deps.reader.scan(validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, true, plan.ownIdColumn), source.path, async (columns, rows) => {
+    const [problems, json, ownId] = columns as [unknown[], unknown[], unknown[] | undefined];
+    for (let i = 0; i < rows; i++) {
+      row += 1;
+      if (problems[i] !== null) continue;
+      let text = String(json[i]);
+      // The file's own id when it has one; else the content hash (every row counts, sent or not, so ids do not shift on resume).
+      if (plan.ownIdColumn === null || ownId?.[i] === null || ownId?.[i] === undefined) {
+        text = withId(text, idColumn, contentId(text, occurrences.next(text)));
+      }
+      if (row <= resumeAfter) {
+        summary.alreadySent += 1;
+        continue;
+      }
+      batch.rows.push(text);
+      batch.fileRows.push(row);
+      if (batch.rows.length >= options.batchSize) {
+        const full = batch;
+        batch = { rows: [], fileRows: [] };
+        await send(full.rows, full.fileRows);
+        if (deps.stopSignal?.stopped) {
+          stopped = true;
+          return false;
+        }
+      }
+    }
+    return true;
+  });
+  if (stopped) return 'stopped';
+  if (batch.rows.length > 0) await send(batch.rows, batch.fileRows);
+  return 'done';
+}
+
+/** The exit code for a finished push. */
+export function pushExitCode(summary: PushSummary): ExitCode {
+  if (summary.outcome === 'invalid') return ExitCode.FAILED;
+  if (summary.outcome === 'stopped') return ExitCode.STOPPED_EARLY;
+  return ExitCode.OK;
+}
+

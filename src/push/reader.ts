@@ -1,0 +1,191 @@
+/**
+ * Reads a FOCUS file through DuckDB's own readers (CSV, Parquet, JSON Lines) and checks it in SQL,
+ * streaming: rows come back in file order, a chunk at a time, so a file larger than memory works.
+ * The checks are the per-kind expressions in `sql/push/kind_*.sql`, composed per column here.
+ */
+import { statSync } from 'node:fs';
+import { extname } from 'node:path';
+import { DuckDBInstance, type DuckDBConnection, type DuckDBResult } from '@duckdb/node-api';
+import { CHARGE_CATEGORIES, CHARGE_CATEGORY_ALIASES } from '../api/types.js';
+import { ConfigError, CostsyncError } from '../errors.js';
+import { loadSql } from '../storage/duckdb.js';
+import type { TargetColumn, ValueKind } from './columns.js';
+
+export type FileFormat = 'csv' | 'parquet' | 'jsonl';
+
+/** The reader for a file, by its extension. */
+export function fileFormatOf(path: string): FileFormat {
+  const ext = extname(path.replace(/\.(gz|zst)$/i, '')).toLowerCase();
+  if (['.csv', '.tsv', '.txt'].includes(ext)) return 'csv';
+  if (ext === '.parquet') return 'parquet';
+  if (['.jsonl', '.ndjson', '.json'].includes(ext)) return 'jsonl';
+  throw new ConfigError(`${path}: costsync cannot tell the format from the extension "${ext || '(none)'}".`, 'Name the file .csv (or .tsv), .parquet, or .jsonl (JSON Lines).');
+}
+
+interface KindSql {
+  parse: string;
+  problem: string;
+  json: string;
+}
+
+const kindCache = new Map<ValueKind, KindSql>();
+
+/** The three expressions of a value kind, from its `sql/push/kind_<kind>.sql` sections. */
+function kindSql(kind: ValueKind): KindSql {
+  let cached = kindCache.get(kind);
+  if (!cached) {
+    const text = loadSql(`push/kind_${kind}`);
+    const section = (name: string) => {
+      const m = new RegExp(`^-- ${name}:\\n([\\s\\S]*?)(?=^-- \\w+:|$(?![\\s\\S]))`, 'm').exec(text);
+      if (!m) throw new Error(`sql/push/kind_${kind}.sql has no "-- ${name}:" section`);
+      return m[1]!.trim();
+    };
+    cached = { parse: section('parse'), problem: section('problem'), json: section('json') };
+    kindCache.set(kind, cached);
+  }
+  return cached;
+}
+
+const withoutComments = (sql: string) => sql.replace(/^--.*\n/gm, '').trim();
+
+export const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
+export const quoteLiteral = (value: string) => `'${value.replaceAll("'", "''")}'`;
+
+/** `WHEN 'usage' THEN 'Usage' …` for every canonical value and alias. */
+function categoryCases(): string {
+  const pairs: [string, string][] = [...CHARGE_CATEGORIES.map((c) => [c.toLowerCase(), c] as [string, string]), ...Object.entries(CHARGE_CATEGORY_ALIASES)];
+  return pairs.map(([k, v]) => `WHEN ${quoteLiteral(k)} THEN ${quoteLiteral(v)}`).join(' ');
+}
+
+function fill(template: string, tokens: Record<string, string>): string {
+  return template.replace(/\{(v|p|name|categories)\}/g, (_m, t: string) => tokens[t]!);
+}
+
+/** A source column's value as trimmed text, NULL when empty; nested values as JSON text. */
+function sourceValue(format: FileFormat, column: string, type: string): string {
+  if (format === 'jsonl') return `NULLIF(trim(json_extract_string(_object, ${quoteLiteral(`$."${column.replaceAll('"', '\\"')}"`)})), '')`;
+  const nested = /STRUCT|MAP|\[\]|JSON|UNION/.test(type);
+  return `NULLIF(trim(${nested ? `to_json(${quoteIdent(column)})::VARCHAR` : `CAST(${quoteIdent(column)} AS VARCHAR)`}), '')`;
+}
+
+function constantValue(value: string | number | boolean | null): string {
+  return value === null ? 'NULL::VARCHAR' : quoteLiteral(String(value));
+}
+
+export interface SourceFile {
+  path: string;
+  format: FileFormat;
+  /** Column names, and their DuckDB types. */
+  columns: { name: string; type: string }[];
+}
+
+/**
+ * Builds the query that checks (and, with `withJson`, serializes) every row. Output columns:
+ * `_problems` (VARCHAR, problems joined by chr(31), NULL for a valid row), `_json`, and `_own_id`
+ * (the file's line-item id) when `ownIdColumn` is given.
+ */
+export function validationSql(
+  source: SourceFile, targets: readonly TargetColumn[], required: readonly string[], withJson: boolean, ownIdColumn: string | null = null,
+): string {
+  const typeOf = new Map(source.columns.map((c) => [c.name, c.type]));
+  const valueOf = (t: TargetColumn) => ('column' in t.from ? sourceValue(source.format, t.from.column, typeOf.get(t.from.column) ?? 'VARCHAR') : constantValue(t.from.constant));
+  const idx = new Map(targets.map((t, i) => [t.name, i]));
+  const values = targets.map((t, i) => {
+    let v = valueOf(t);
+    // EffectiveCost defaults to BilledCost, row by row.
+    if (t.name === 'EffectiveCost' && idx.has('BilledCost')) v = `coalesce(${v}, ${valueOf(targets[idx.get('BilledCost')!]!)})`;
+    return `${v} AS v${i}`;
+  });
+  const categories = categoryCases();
+  const parsed = targets.map((t, i) => `v${i}, ${fill(kindSql(t.kind).parse, { v: `v${i}`, categories })} AS p${i}`);
+  const problems: string[] = [];
+  targets.forEach((t, i) => {
+    const name = quoteLiteral(t.name);
+    if (required.includes(t.name)) problems.push(`CASE WHEN v${i} IS NULL THEN ${quoteLiteral(`${t.name}: required, but empty`)} END`);
+    const problem = kindSql(t.kind).problem;
+    if (problem !== 'NULL') problems.push(fill(problem, { v: `v${i}`, p: `p${i}`, name }));
+  });
+  if (idx.has('ChargePeriodStart') && idx.has('ChargePeriodEnd')) {
+    const s = `p${idx.get('ChargePeriodStart')}`;
+    const e = `p${idx.get('ChargePeriodEnd')}`;
+    problems.push(`CASE WHEN ${e} <= ${s} THEN ${quoteLiteral('ChargePeriodEnd: must be after ChargePeriodStart')} END`);
+  }
+  const outputs = [`NULLIF(concat_ws(chr(31), ${problems.join(', ')}), '') AS _problems`];
+  if (withJson) {
+    const members = targets.map((t, i) => `CASE WHEN p${i} IS NOT NULL THEN ${quoteLiteral(`"${t.name}":`)} || ${fill(kindSql(t.kind).json, { p: `p${i}` })} END`);
+    outputs.push(`'{' || concat_ws(',', ${members.join(', ')}) || '}' AS _json`);
+    if (ownIdColumn !== null && idx.has(ownIdColumn)) outputs.push(`p${idx.get(ownIdColumn)} AS _own_id`);
+  }
+  const parts: Record<string, string> = {
+    outputs: outputs.join(',\n       '),
+    parsed: parsed.join(',\n         '),
+    values: values.join(', '),
+    source: withoutComments(loadSql(`push/source_${source.format}`)),
+  };
+  return withoutComments(loadSql('push/validate')).replace(/\{(outputs|parsed|values|source)\}/g, (_m, part: string) => parts[part]!);
+}
+
+/** A DuckDB instance for reading push files: in memory, UTC, order kept. */
+export interface FileReader {
+  describe(path: string): Promise<SourceFile>;
+  /** Streams a query's rows in order; `onChunk` gets each chunk's columns as arrays, and stops the scan by returning false. */
+  scan(sql: string, path: string, onChunk: (columns: unknown[][], rows: number) => Promise<boolean | void> | boolean | void): Promise<void>;
+  close(): void;
+}
+
+export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Promise<FileReader> {
+  const instance = await DuckDBInstance.create(':memory:', {
+    memory_limit: env.COSTSYNC_PUSH_MEMORY_LIMIT ?? '256MB',
+    preserve_insertion_order: 'true',
+  });
+  const connection: DuckDBConnection = await instance.connect();
+  await connection.run("SET TimeZone = 'UTC'");
+  const readError = (path: string, cause: unknown) => new CostsyncError('CS_ERR_PUSH_READ', `${path}: DuckDB cannot read the file: ${(cause as Error).message.split('\n')[0]}`, {
+    exitCode: 2, hint: 'Check that the file is CSV with a header row, Parquet, or JSON Lines, and that its extension says which.', cause,
+  });
+  return {
+    async describe(path) {
+      try {
+        statSync(path);
+      } catch (cause) {
+        throw new ConfigError(`${path}: cannot read the file (${(cause as NodeJS.ErrnoException).code ?? 'error'}).`, 'Check the path and its permissions.', cause);
+      }
+      const format = fileFormatOf(path);
+      try {
+        if (format === 'jsonl') {
+          const reader = await connection.runAndReadAll(loadSql('push/jsonl_keys'), [path]);
+          return { path, format, columns: reader.getRowObjectsJS().map((r) => ({ name: String(r.key), type: 'JSON' })) };
+        }
+        const reader = await connection.runAndReadAll(`DESCRIBE ${withoutComments(loadSql(`push/source_${format}`))}`, [path]);
+        return { path, format, columns: reader.getRowObjectsJS().map((r) => ({ name: String(r.column_name), type: String(r.column_type) })) };
+      } catch (cause) {
+        throw readError(path, cause);
+      }
+    },
+    async scan(sql, path, onChunk) {
+      let result: DuckDBResult;
+      try {
+        result = await connection.stream(sql, [path]);
+      } catch (cause) {
+        throw readError(path, cause);
+      }
+      const width = result.columnCount;
+      for (;;) {
+        let chunk;
+        try {
+          chunk = await result.fetchChunk();
+        } catch (cause) {
+          throw readError(path, cause);
+        }
+        if (!chunk || chunk.rowCount === 0) break;
+        const columns: unknown[][] = [];
+        for (let c = 0; c < width; c++) columns.push(chunk.getColumnValues(c) as unknown[]);
+        if ((await onChunk(columns, chunk.rowCount)) === false) break;
+      }
+    },
+    close() {
+      connection.closeSync();
+      instance.closeSync();
+    },
+  };
+}

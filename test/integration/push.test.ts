@@ -1,0 +1,200 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { SCOPES } from '../../src/api/types.js';
+import type { KeysConfig } from '../../src/emulator/keys.js';
+import { ExitCode } from '../../src/errors.js';
+import { openReadOnly } from '../../src/storage/duckdb.js';
+import { CLI, cli, withEmulator, withTempDir, SPAN } from '../helpers.js';
+
+const SAMPLE = fileURLToPath(new URL('../../../shared/focus-samples/focus_sample_1.0.csv', import.meta.url));
+const FIXTURE = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
+const env = { COSTSYNC_API_KEY: 'demo-key' };
+const pushArgs = (url: string, dir: string, extra: string[]) => ['push', '--base-url', url, '--db', join(dir, 'p.duckdb'), '--log-format', 'json', '--rate-limit', '100000', ...extra];
+
+/** The `push finished` summary from JSON logs. */
+function summaryOf(stderr: string): Record<string, number> {
+  const line = stderr.split('\n').find((l) => l.includes('"push finished"'));
+  if (!line) throw new Error(`no summary in:\n${stderr}`);
+  return JSON.parse(line);
+}
+
+async function ledger(db: string) {
+  const wh = await openReadOnly(db);
+  try {
+    return await wh.sql<{ first_row: number; last_row: number; accepted: boolean; cost_line_item_count: number }>('SELECT first_row, last_row, accepted, cost_line_item_count FROM ingest_batches ORDER BY sent_at, first_row');
+  } finally {
+    wh.close();
+  }
+}
+
+describe('costsync push (CLI, emulator over HTTP)', () => {
+  it('pushes the real-world FOCUS 1.0 export end to end: every row sent or rejected with its reason', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 5 }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const result = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', SAMPLE]), env);
+        expect(result.code).toBe(ExitCode.OK);
+        const s = summaryOf(result.stderr);
+        expect(s.sent! + s.rejected!).toBe(s.rowsRead);
+        expect(s).toMatchObject({ rowsRead: 1000, sent: 1000, accepted: 1000, rejected: 0, batches: 2, version: '1.2' });
+        expect(result.stderr).toMatch(/column\(s\) Id are not FOCUS columns and are not sent/);
+        expect(emulator.dataset.ingestedRecords()).toHaveLength(1000);
+        const rows = await ledger(join(dir, 'p.duckdb'));
+        expect(rows.map((r) => [r.first_row, r.last_row, r.accepted])).toEqual([[1, 500, true], [501, 1000, true]]);
+      });
+    });
+  });
+
+  it('pushes a realistic FOCUS 1.2 file with tokens, own ids and every category; a second push with --force creates nothing', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 5 }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const first = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', FIXTURE]), env);
+        expect(first.code).toBe(ExitCode.OK);
+        expect(summaryOf(first.stderr)).toMatchObject({ rowsRead: 30, sent: 30, accepted: 30, version: '1.2' });
+        const records = emulator.dataset.ingestedRecords();
+        expect(records).toHaveLength(30);
+        expect(new Set(records.map((r) => r.charge_category))).toEqual(new Set(['Usage', 'Credit', 'Tax', 'Purchase', 'Adjustment']));
+        expect(records.filter((r) => r.model === 'gpt-4.1')).toHaveLength(8);
+        expect(records.find((r) => r.model === 'gpt-4.1')!.user_email).toMatch(/@acme\.example$/);
+
+        const again = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--force', FIXTURE]), env);
+        expect(again.code).toBe(ExitCode.OK);
+        expect(summaryOf(again.stderr)).toMatchObject({ sent: 30, accepted: 0, skipped: 30 });
+        expect(emulator.dataset.ingestedRecords()).toHaveLength(30);
+      });
+    });
+  });
+
+  it('a batch retried after its response was lost creates no duplicate rows', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 5 }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        // The server stores the first batch, then drops the connection before answering.
+        emulator.faults.script('drop');
+        const result = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '10', FIXTURE]), env);
+        expect(result.code).toBe(ExitCode.OK);
+        expect(emulator.requestLog.count({ route: 'ingest-focus' })).toBe(4);
+        expect(emulator.dataset.ingestedRecords()).toHaveLength(30);
+        const s = summaryOf(result.stderr);
+        expect(s).toMatchObject({ sent: 30, accepted: 20, skipped: 10, batches: 3 });
+      });
+    });
+  });
+
+  it('dry run sends nothing; invalid rows stop the push with exit code 1 unless --skip-invalid', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 5 }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const dry = await cli(['push', '--dry-run', '--log-format', 'json', FIXTURE], {});
+        expect(dry.code).toBe(ExitCode.OK);
+        expect(summaryOf(dry.stderr)).toMatchObject({ rowsRead: 30, valid: 30, sent: 0 });
+        expect(emulator.requestLog.count({})).toBe(0);
+
+        const bad = join(dir, 'bad.csv');
+        writeFileSync(bad, 'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory\n2025-06-01,1,Svc,Usage\n2025-06-01,twelve,Svc,Usage\n');
+        const refused = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', bad]), env);
+        expect(refused.code).toBe(ExitCode.FAILED);
+        expect(refused.stderr).toContain(`${bad}:3: BilledCost: not a finite number: twelve`);
+        expect(refused.stderr).toMatch(/nothing was sent.*--skip-invalid/);
+        expect(emulator.requestLog.count({})).toBe(0);
+
+        const skipped = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--skip-invalid', bad]), env);
+        expect(skipped.code).toBe(ExitCode.OK);
+        expect(summaryOf(skipped.stderr)).toMatchObject({ rowsRead: 2, sent: 1, rejected: 1, accepted: 1 });
+      });
+    });
+  });
+
+  it('a key bound to another connection, or without usage:write, stops at once with exit code 3', async () => {
+    const keys: KeysConfig = {
+      keys: [
+        { key: 'bound-key', scopes: [...SCOPES], plan: 'business', connection_id: 'conn-a' },
+        { key: 'read-key', scopes: ['line_items:read'], plan: 'business' },
+      ],
+      connections: [{ id: 'conn-a', provider_type: 'custom' }, { id: 'conn-b', provider_type: 'custom' }],
+    };
+    await withEmulator({ ...SPAN, rowsPerDay: 5, keys }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const bound = await cli(pushArgs(emulator.url, dir, ['--connection', 'conn-b', '--batch-size', '5', FIXTURE]), { COSTSYNC_API_KEY: 'bound-key' });
+        expect(bound.code).toBe(ExitCode.AUTH);
+        expect(bound.stderr).toMatch(/FORBIDDEN/);
+        expect(bound.stderr).toMatch(/bound to another connection/);
+        expect(bound.stderr).not.toContain('bound-key');
+        expect(emulator.requestLog.count({ route: 'ingest-focus' })).toBe(1);
+
+        const scope = await cli(pushArgs(emulator.url, dir, ['--connection', 'conn-a', FIXTURE]), { COSTSYNC_API_KEY: 'read-key' });
+        expect(scope.code).toBe(ExitCode.AUTH);
+        expect(scope.stderr).toMatch(/INVALID_SCOPE/);
+        expect(scope.stderr).toMatch(/usage:write/);
+        expect(emulator.dataset.ingestedRecords()).toHaveLength(0);
+      });
+    });
+  });
+
+  it('SIGKILLed mid-push and re-run, ends with every row stored exactly once and the ledger complete', async () => {
+    let ingestRequests = 0;
+    let killAt = Infinity;
+    let kill: (() => void) | null = null;
+    await withEmulator({
+      ...SPAN, rowsPerDay: 5,
+      onRequest: (e) => {
+        if (e.route !== 'ingest-focus') return;
+        ingestRequests += 1;
+        if (ingestRequests === killAt) kill?.();
+      },
+    }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const args = [CLI, ...pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '50', '--quiet', SAMPLE])];
+        const run = async (at: number) => {
+          ingestRequests = 0;
+          killAt = at;
+          const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
+          kill = () => child.kill('SIGKILL');
+          const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
+          kill = null;
+          return { code, signal };
+        };
+        let killed = 0;
+        for (const at of [3, 1, 5, 2]) if ((await run(at)).signal === 'SIGKILL') killed += 1;
+        expect(killed).toBeGreaterThanOrEqual(3);
+        const last = await run(Infinity);
+        expect(last.code).toBe(ExitCode.OK);
+        expect(emulator.dataset.ingestedRecords()).toHaveLength(1000);
+        const rows = await ledger(join(dir, 'p.duckdb'));
+        // Answered batches cover rows 1..1000 with no gap; a batch re-sent after a kill is recorded again with nothing created.
+        const covered = new Set<number>();
+        for (const r of rows) for (let i = r.first_row; i <= r.last_row; i++) covered.add(i);
+        expect(covered.size).toBe(1000);
+      });
+    });
+  });
+
+  it('push-otel sends a JSON document as it is, once, and records it; a file that is not JSON is refused with exit code 2', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 5 }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const doc = join(dir, 'usage.json');
+        writeFileSync(doc, JSON.stringify({ resourceMetrics: [{ scopeMetrics: [] }] }));
+        const otelArgs = (extra: string[]) => ['push-otel', '--base-url', emulator.url, '--db', join(dir, 'p.duckdb'), '--log-format', 'json', ...extra];
+        expect((await cli(otelArgs([doc]), env)).code).toBe(ExitCode.OK);
+        const again = await cli(otelArgs([doc]), env);
+        expect(again.code).toBe(ExitCode.OK);
+        expect(again.stderr).toMatch(/sent before.*--force/);
+        expect(emulator.requestLog.count({ route: 'ingest-otel' })).toBe(1);
+        expect((await cli(otelArgs(['--force', doc]), env)).code).toBe(ExitCode.OK);
+        expect(emulator.requestLog.count({ route: 'ingest-otel' })).toBe(2);
+        const wh = await openReadOnly(join(dir, 'p.duckdb'));
+        try {
+          expect(await wh.sql('SELECT kind, file FROM ingest_batches')).toEqual([{ kind: 'otel', file: doc }, { kind: 'otel', file: doc }]);
+        } finally {
+          wh.close();
+        }
+        const broken = join(dir, 'broken.json');
+        writeFileSync(broken, '{"resourceMetrics": [');
+        const refused = await cli(otelArgs([broken]), env);
+        expect(refused.code).toBe(ExitCode.USAGE);
+        expect(refused.stderr).toMatch(/not a JSON document/);
+      });
+    });
+  });
+});

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/errors.js';
+import { canonicalColumn, lowestVersion, parseMapping, planColumns, versionArg } from '../../src/push/columns.js';
+import { contentId, lineOf, splitProblems, withId } from '../../src/push/push.js';
+
+const none = { columns: {}, constants: {} };
+const REQUIRED = ['ChargePeriodStart', 'BilledCost', 'ServiceName', 'ChargeCategory'];
+
+describe('push column planning', () => {
+  it('matches FOCUS and extension columns in any letter case, keeps x_ custom columns and ignores the rest', () => {
+    expect(canonicalColumn('billedcost', 'service')).toEqual({ name: 'BilledCost', kind: 'number' });
+    expect(canonicalColumn('CHARGEPERIODSTART', 'service')).toEqual({ name: 'ChargePeriodStart', kind: 'time' });
+    expect(canonicalColumn('X_ACME_TOKENS_INPUT', 'acme')).toEqual({ name: 'x_acme_tokens_input', kind: 'count' });
+    expect(canonicalColumn('x_team_code', 'acme')).toEqual({ name: 'x_team_code', kind: 'string' });
+    expect(canonicalColumn('Id', 'service')).toBeNull();
+    const plan = planColumns('f.csv', [...REQUIRED.map((c) => c.toLowerCase()), 'Id', 'x_service_line_item_id'], none, 'service');
+    expect(plan.targets.map((t) => t.name)).toEqual([...REQUIRED, 'x_service_line_item_id']);
+    expect(plan.ignored).toEqual(['Id']);
+    expect(plan.ownIdColumn).toBe('x_service_line_item_id');
+  });
+
+  it('applies a mapping: source columns, constants, and a mapped column winning over a same-named one', () => {
+    const mapping = parseMapping({ columns: { cost: 'BilledCost', day: 'chargeperiodstart' }, constants: { ServiceName: 'Internal platform', ChargeCategory: 'usage' } }, 'm.json');
+    const plan = planColumns('f.csv', ['cost', 'day', 'BilledCost', 'note'], mapping, 'service');
+    expect(plan.targets).toEqual([
+      { name: 'BilledCost', kind: 'number', from: { column: 'cost' } },
+      { name: 'ChargePeriodStart', kind: 'time', from: { column: 'day' } },
+      { name: 'ServiceName', kind: 'string', from: { constant: 'Internal platform' } },
+      { name: 'ChargeCategory', kind: 'category', from: { constant: 'usage' } },
+    ]);
+    expect(plan.ignored).toEqual(['BilledCost', 'note']);
+  });
+
+  it('names the missing required columns, a mapped column the file lacks, a non-FOCUS target and two sources of one column', () => {
+    const attempt = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (error) {
+        expect(error).toBeInstanceOf(ConfigError);
+        return (error as Error).message;
+      }
+      throw new Error('no error');
+    };
+    expect(attempt(() => planColumns('f.csv', ['BilledCost', 'ServiceName'], none, 'service'))).toBe('f.csv lacks the required FOCUS column(s) ChargePeriodStart, ChargeCategory.');
+    expect(attempt(() => planColumns('f.csv', REQUIRED, { columns: { amount: 'BilledCost' }, constants: {} }, 'service'))).toMatch(/f\.csv has no column "amount"/);
+    expect(attempt(() => planColumns('f.csv', [...REQUIRED, 'c'], { columns: { c: 'Cost' }, constants: {} }, 'service'))).toMatch(/"Cost", which is not a FOCUS 1.2 column/);
+    expect(attempt(() => planColumns('f.csv', [...REQUIRED, 'billedCOST'], none, 'service'))).toMatch(/BilledCost would come from both column "BilledCost" and column "billedCOST"/);
+    expect(attempt(() => parseMapping({ columns: { a: 1 } }, 'm.json'))).toMatch(/"columns"."a" must name a FOCUS column/);
+    expect(attempt(() => parseMapping({ colums: {} }, 'm.json'))).toMatch(/unknown member "colums"/);
+    expect(attempt(() => versionArg('2'))).toMatch(/--version must be one of 1, 1.1, 1.2/);
+  });
+
+  it('picks the lowest profile version that covers the columns used', () => {
+    expect(lowestVersion(REQUIRED, 'service')).toBe('1');
+    expect(lowestVersion([...REQUIRED, 'x_service_model'], 'service')).toBe('1.1');
+    expect(lowestVersion([...REQUIRED, 'x_service_tokens_input', 'x_service_line_item_id'], 'service')).toBe('1.2');
+    expect(lowestVersion([...REQUIRED, 'x_service_model'], 'acme')).toBe('1');
+    expect(versionArg(undefined)).toBeNull();
+    expect(versionArg(1.1)).toBe('1.1');
+  });
+});
+
+describe('push row helpers', () => {
+  it('gives identical rows different, stable ids by occurrence', () => {
+    const row = '{"BilledCost":1}';
+    expect(contentId(row, 1)).toBe(contentId(row, 1));
+    expect(contentId(row, 2)).not.toBe(contentId(row, 1));
+    expect(contentId('{"BilledCost":2}', 1)).not.toBe(contentId(row, 1));
+    expect(contentId(row, 1)).toMatch(/^costsync-[0-9a-f]{32}$/);
+  });
+
+  it('adds the id member to a row object, splits problems, and maps rows to lines', () => {
+    expect(JSON.parse(withId('{"a":1}', 'x_service_line_item_id', 'k"1'))).toEqual({ a: 1, x_service_line_item_id: 'k"1' });
+    expect(JSON.parse(withId('{}', 'x_id', 'k'))).toEqual({ x_id: 'k' });
+    expect(splitProblems('BilledCost: not a finite number: abc\u001fTags: not a flat JSON object: [1]')).toEqual([
+      { column: 'BilledCost', reason: 'not a finite number: abc' },
+      { column: 'Tags', reason: 'not a flat JSON object: [1]' },
+    ]);
+    expect([lineOf('csv', 1), lineOf('jsonl', 1), lineOf('parquet', 1)]).toEqual([2, 1, null]);
+  });
+});
