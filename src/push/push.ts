@@ -17,7 +17,7 @@ import { acquireLock } from '../state/lock.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { HashSet52, hash52 } from '../sync/id-set.js';
 import { lowestVersion, planColumns, type ColumnMapping, type ColumnPlan } from './columns.js';
-import { validationSql, type FileReader, type SourceFile } from './reader.js';
+import { validationCountsSql, validationSql, type FileReader, type SourceFile } from './reader.js';
 
 export const DEFAULT_BATCH_SIZE = 500;
 
@@ -175,22 +175,26 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
   }
   summary.version = options.version ?? lowestVersion(used, options.vendor);
 
-  // 2. Check every row of every file; nothing is sent until all are checked.
+  // 2. Check every row of every file; nothing is sent until all are checked. A parallel count
+  // first; only a file with problems is read again in order, to name their lines.
   for (const { source, plan } of files) {
+    const validation = validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, false);
+    const [counts] = await reader.all<{ rows: bigint | number; invalid: bigint | number }>(validationCountsSql(validation), source.path);
+    summary.rowsRead += Number(counts!.rows);
+    summary.invalid += Number(counts!.invalid);
+    if (Number(counts!.invalid) === 0) continue;
     let row = 0;
-    await reader.scan(validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, false), source.path, (columns, rows) => {
+    await reader.scan(validation, source.path, (columns, rows) => {
       const problems = columns[0]!;
       for (let i = 0; i < rows; i++) {
         row += 1;
         const text = problems[i];
         if (text === null || text === undefined) continue;
-        summary.invalid += 1;
         for (const { column, reason } of splitProblems(String(text))) {
           deps.onProblem?.({ file: source.path, row, line: lineOf(source.format, row), column, reason });
         }
       }
     });
-    summary.rowsRead += row;
   }
   summary.valid = summary.rowsRead - summary.invalid;
   summary.rejected = summary.invalid;

@@ -125,9 +125,16 @@ export function validationSql(
   return withoutComments(loadSql('push/validate')).replace(/\{(outputs|parsed|values|source)\}/g, (_m, part: string) => parts[part]!);
 }
 
+/** The parallel count of rows and invalid rows over a validation query. */
+export function validationCountsSql(validation: string): string {
+  return withoutComments(loadSql('push/validate_counts')).replace('{validation}', () => validation);
+}
+
 /** A DuckDB instance for reading push files: in memory, UTC, order kept. */
 export interface FileReader {
   describe(path: string): Promise<SourceFile>;
+  /** Runs a query to the end (in parallel, no order kept) and returns its rows. */
+  all<T = Record<string, unknown>>(sql: string, path: string): Promise<T[]>;
   /** Streams a query's rows in order; `onChunk` gets each chunk's columns as arrays, and stops the scan by returning false. */
   scan(sql: string, path: string, onChunk: (columns: unknown[][], rows: number) => Promise<boolean | void> | boolean | void): Promise<void>;
   close(): void;
@@ -158,6 +165,14 @@ export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Prom
         }
         const reader = await connection.runAndReadAll(`DESCRIBE ${withoutComments(loadSql(`push/source_${format}`))}`, [path]);
         return { path, format, columns: reader.getRowObjectsJS().map((r) => ({ name: String(r.column_name), type: String(r.column_type) })) };
+      } catch (cause) {
+        throw readError(path, cause);
+      }
+    },
+    async all<T>(sql: string, path: string) {
+      try {
+        const reader = await connection.runAndReadAll(sql, [path]);
+        return reader.getRowObjectsJS() as T[];
       } catch (cause) {
         throw readError(path, cause);
       }

@@ -1,0 +1,104 @@
+#!/usr/bin/env node
+// Push benchmarks (issue 4). Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
+//   npm run bench:push                 speed and memory
+//   npm run bench:push -- speed        one of: speed, memory
+// Environment: BENCH_PUSH_ROWS (default 1000000).
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { openFileReader } from '../../dist/push/reader.js';
+import { runPush } from '../../dist/push/push.js';
+import { createLogger } from '../../dist/log.js';
+
+const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+const SAMPLE = fileURLToPath(new URL('../../../shared/focus-samples/focus_sample_1.0.csv', import.meta.url));
+const which = process.argv[2];
+const quiet = createLogger({ format: 'json', level: 'error', write: () => undefined });
+
+/** A FOCUS CSV of `rows` rows: the real sample, repeated with shifted costs so rows differ. */
+async function makeCsv(dir, rows) {
+  const path = join(dir, `focus-${rows}.csv`);
+  const instance = await DuckDBInstance.create(':memory:');
+  const conn = await instance.connect();
+  await conn.run(`COPY (SELECT s.* REPLACE (CAST(TRY_CAST(s.BilledCost AS DOUBLE) + r * 0.000001 AS VARCHAR) AS BilledCost)
+    FROM read_csv('${SAMPLE}', all_varchar = true) s, range(${Math.ceil(rows / 1000)}) t(r)) TO '${path}' (HEADER, NULLSTR 'NULL')`);
+  conn.closeSync();
+  instance.closeSync();
+  return path;
+}
+
+async function readCsvSeconds(path) {
+  const instance = await DuckDBInstance.create(':memory:');
+  const conn = await instance.connect();
+  try {
+    const t = performance.now();
+    await conn.run(`CREATE TABLE t AS SELECT * FROM read_csv('${path}', nullstr = 'NULL')`);
+    return (performance.now() - t) / 1000;
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+}
+
+async function validateSeconds(path) {
+  const reader = await openFileReader();
+  try {
+    const t = performance.now();
+    const summary = await runPush({
+      options: { connectionId: 'bench', files: [path], mapping: { columns: {}, constants: {} }, version: null, format: null, vendor: 'service',
+        batchSize: 500, dryRun: true, skipInvalid: false, force: false, baseUrl: '', apiKey: '' },
+      reader, logger: quiet,
+    });
+    return { secs: (performance.now() - t) / 1000, summary };
+  } finally {
+    reader.close();
+  }
+}
+
+async function benchSpeed(dir) {
+  const rows = Number(process.env.BENCH_PUSH_ROWS ?? 1_000_000);
+  const path = await makeCsv(dir, rows);
+  const mb = statSync(path).size / 1048576;
+  // Warm the page cache for both, then measure each twice and keep the better.
+  await readCsvSeconds(path);
+  const rc = Math.min(await readCsvSeconds(path), await readCsvSeconds(path));
+  const v1 = await validateSeconds(path);
+  const v2 = await validateSeconds(path);
+  const v = v1.secs < v2.secs ? v1 : v2;
+  console.log(`push speed: ${v.summary.rowsRead} rows (${mb.toFixed(0)} MB CSV), ${v.summary.invalid} invalid`);
+  console.log(`push speed: read_csv into a table ${rc.toFixed(2)} s = ${Math.round(v.summary.rowsRead / rc)} rows/s`);
+  console.log(`push speed: costsync validation (dry run) ${v.secs.toFixed(2)} s = ${Math.round(v.summary.rowsRead / v.secs)} rows/s; validation/read_csv speed = ${(rc / v.secs).toFixed(2)} (target >= 0.5)`);
+}
+
+async function dryRunRss(path) {
+  const child = spawn('/usr/bin/time', ['-f', 'MAXRSS_KB=%M', CLI, 'push', '--dry-run', '--quiet', path], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d) => { err += d; });
+  const [code] = await once(child, 'exit');
+  return { code, mb: Number(/MAXRSS_KB=(\d+)/.exec(err)?.[1] ?? NaN) / 1024 };
+}
+
+async function benchMemory(dir) {
+  const base = Number(process.env.BENCH_PUSH_ROWS ?? 1_000_000);
+  for (const rows of [base / 4, base, base * 3]) {
+    const path = await makeCsv(dir, rows);
+    const { code, mb } = await dryRunRss(path);
+    console.log(`push memory: dry run of ${rows} rows (${(statSync(path).size / 1048576).toFixed(0)} MB), exit ${code}, peak RSS ${mb.toFixed(0)} MB`);
+    rmSync(path);
+  }
+}
+
+const benches = { speed: benchSpeed, memory: benchMemory };
+const dir = mkdtempSync(join(tmpdir(), 'costsync-push-bench-'));
+try {
+  for (const [name, fn] of Object.entries(benches)) {
+    if (which && which !== name) continue;
+    await fn(dir);
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
