@@ -210,4 +210,28 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       }
     });
   });
+
+  it('names extension columns by --vendor, and keeps and shows the errors the server returns, as returned', async () => {
+    await withPushSetup(async ({ dir, reader, warehouse }) => {
+      const file = join(dir, 'v.csv');
+      writeFileSync(file, 'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory,X_ACME_MODEL,x_acme_tokens_input,x_service_model\n2025-06-01,1,Svc,Usage,m1,100,ignored?\n2025-06-02,2,Svc,Usage,m2,200,\n');
+      const serverError = { row: 1, column: 'x_acme_model', message: 'unknown model', code: 'E42' };
+      const client = {
+        async ingestFocus(_id: string, body: unknown): Promise<IngestResult> {
+          const parsed = JSON.parse(String(body));
+          sentRows.push(...parsed.rows);
+          return { accepted: true, batch_id: 'b1', row_count: 2, cost_line_item_count: 1, skipped: 1, errors: [serverError] };
+        },
+      } as unknown as ApiClient;
+      const sentRows: Record<string, unknown>[] = [];
+      const logger = memoryLogger();
+      const summary = await runPush({ options: options([file], { vendor: 'acme' }), reader, warehouse, client, logger });
+      expect(summary).toMatchObject({ sent: 2, accepted: 1, skipped: 1, serverErrors: 1, version: '1.2' });
+      expect(sentRows[0]).toMatchObject({ x_acme_model: 'm1', x_acme_tokens_input: 100, x_service_model: 'ignored?' });
+      expect(Object.keys(sentRows[0]!)).toContain('x_acme_line_item_id');
+      expect(logger.lines.some((l) => l.includes('row 2: the server refused a row') && l.includes('unknown model'))).toBe(true);
+      const [stored] = await warehouse.sql<{ errors: string }>('SELECT errors::VARCHAR AS errors FROM ingest_batches');
+      expect(JSON.parse(stored!.errors)).toEqual([serverError]);
+    });
+  });
 });

@@ -197,4 +197,30 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
       });
     });
   });
+
+  it('SIGTERM finishes the batch in flight and exits 4; the next run goes on from there', async () => {
+    let child: ReturnType<typeof spawn> | null = null;
+    let ingests = 0;
+    await withEmulator({
+      ...SPAN, rowsPerDay: 5, faults: { latencyMs: 50 },
+      onRequest: (e) => {
+        if (e.route === 'ingest-focus' && ++ingests === 2) child?.kill('SIGTERM');
+      },
+    }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const args = [CLI, ...pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '100', SAMPLE])];
+        child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
+        const [code] = (await once(child, 'exit')) as [number | null];
+        expect(code).toBe(ExitCode.STOPPED_EARLY);
+        const stoppedAt = (await ledger(join(dir, 'p.duckdb'))).length;
+        expect(stoppedAt).toBeGreaterThanOrEqual(2);
+        expect(stoppedAt).toBeLessThan(10);
+        child = null;
+        const rest = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '100', SAMPLE]), env);
+        expect(rest.code).toBe(ExitCode.OK);
+        expect(summaryOf(rest.stderr)).toMatchObject({ alreadySent: stoppedAt * 100, sent: 1000 - stoppedAt * 100 });
+        expect(emulator.dataset.ingestedRecords()).toHaveLength(1000);
+      });
+    });
+  });
 });
