@@ -1,6 +1,6 @@
 /** `costsync push` and `costsync push-otel`: resolve options, run the library, print the summary, pick the exit code. */
 import type { Argv } from 'yargs';
-import { createApiClient, type ApiClientOptions } from '../api/client.js';
+import { createApiClient } from '../api/client.js';
 import { createRequestLimiter } from '../api/resilience.js';
 import { ConfigError, ExitCode, describeError, isCostsyncError } from '../errors.js';
 import { parseMapping, versionArg, type ColumnMapping } from '../push/columns.js';
@@ -84,7 +84,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     if (!dryRun) {
       warehouse = await openWarehouse(config.db);
       const limiter = createRequestLimiter({ requestsPerMinute: config.rateLimit });
-      client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter, ...(args.clientOptions as Partial<ApiClientOptions> | undefined) });
+      client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter });
     }
     const summary = await runPush({
       options: {

@@ -7,7 +7,7 @@ import { statSync } from 'node:fs';
 import { extname } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection, type DuckDBResult } from '@duckdb/node-api';
 import { CHARGE_CATEGORIES, CHARGE_CATEGORY_ALIASES } from '../api/types.js';
-import { ConfigError, CostsyncError } from '../errors.js';
+import { ConfigError, CostsyncError, ExitCode } from '../errors.js';
 import { loadSql } from '../storage/duckdb.js';
 import type { TargetColumn, ValueKind } from './columns.js';
 
@@ -147,9 +147,17 @@ export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Prom
   });
   const connection: DuckDBConnection = await instance.connect();
   await connection.run("SET TimeZone = 'UTC'");
-  const readError = (path: string, cause: unknown) => new CostsyncError('CS_ERR_PUSH_READ', `${path}: DuckDB cannot read the file: ${(cause as Error).message.split('\n')[0]}`, {
-    exitCode: 2, hint: 'Check that the file is CSV with a header row, Parquet, or JSON Lines, and that its extension says which.', cause,
-  });
+  const readError = (path: string, cause: unknown) => {
+    const first = (cause as Error).message.split('\n')[0]!;
+    const memory = /out of memory/i.test(first);
+    return new CostsyncError('CS_ERR_PUSH_READ', `${path}: ${memory ? 'DuckDB ran out of memory reading the file' : 'DuckDB cannot read the file'}: ${first}`, {
+      exitCode: memory ? ExitCode.FAILED : ExitCode.USAGE,
+      hint: memory
+        ? 'Raise the reader\'s memory limit with COSTSYNC_PUSH_MEMORY_LIMIT (default 256MB), for example 1GB.'
+        : 'Check that the file is CSV with a header row, Parquet, or JSON Lines, and that its extension says which.',
+      cause,
+    });
+  };
   return {
     async describe(path) {
       try {

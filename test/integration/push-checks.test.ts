@@ -234,4 +234,19 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       expect(JSON.parse(stored!.errors)).toEqual([serverError]);
     });
   });
+
+  it('refuses a file it cannot read, or cannot tell the format of, naming the file and the fix', async () => {
+    await withPushSetup(async ({ dir, reader, warehouse }) => {
+      const fake = join(dir, 'costs.parquet');
+      writeFileSync(fake, 'this is not parquet');
+      const unreadable = await runPush({ options: options([fake]), reader, warehouse, logger: memoryLogger() }).catch((e: unknown) => e);
+      expect(unreadable).toMatchObject({ code: 'CS_ERR_PUSH_READ', exitCode: 2 });
+      expect((unreadable as Error).message).toMatch(new RegExp(`^${fake}: DuckDB cannot read the file`));
+      const sheet = join(dir, 'costs.xlsx');
+      writeFileSync(sheet, 'x');
+      const unknown = await runPush({ options: options([sheet]), reader, warehouse, logger: memoryLogger() }).catch((e: unknown) => e);
+      expect(unknown).toBeInstanceOf(ConfigError);
+      expect((unknown as ConfigError).hint).toMatch(/\.csv .*\.parquet.*\.jsonl/);
+    });
+  });
 });
