@@ -70,6 +70,10 @@ export interface ScriptedReply {
   headers?: Record<string, string>;
   /** Never answer (for timeout tests). */
   hang?: boolean;
+  /** Send the headers, then one byte every this many ms, never ending (a slowloris server). */
+  trickleMs?: number;
+  /** Stream a body of this many bytes (a JSON array that never closes), without holding it in memory. */
+  hugeBytes?: number;
 }
 
 export async function withScriptedServer<T>(replies: ScriptedReply[], fn: (url: string, hits: () => number) => Promise<T>): Promise<T> {
@@ -80,6 +84,28 @@ export async function withScriptedServer<T>(replies: ScriptedReply[], fn: (url: 
     const reply = replies[Math.min(hits, replies.length - 1)]!;
     hits += 1;
     if (reply.hang) return;
+    if (reply.trickleMs !== undefined) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"data": [');
+      const timer = setInterval(() => res.write(' '), reply.trickleMs);
+      res.on('close', () => clearInterval(timer));
+      return;
+    }
+    if (reply.hugeBytes !== undefined) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = Buffer.alloc(64 * 1024, ' ');
+      let sent = 0;
+      const pump = () => {
+        while (sent < reply.hugeBytes!) {
+          sent += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      res.write('{"data": [');
+      pump();
+      return;
+    }
     const body = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body ?? {});
     res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers });
     res.end(body);

@@ -22,10 +22,16 @@ import { parseEnvelope, toAnomalies, toIngestResult, toLineItemPage, toRollups }
 export interface Timeouts {
   connectMs: number;
   headersMs: number;
+  /** Longest silence between two chunks of a body. */
   bodyMs: number;
+  /** Longest a whole request may take, body included: a server that trickles a byte now and then never trips bodyMs. */
+  totalMs: number;
 }
 
-export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 10_000, headersMs: 60_000, bodyMs: 60_000 };
+export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 10_000, headersMs: 60_000, bodyMs: 60_000, totalMs: 180_000 };
+
+/** The largest response costsync reads: a 1000-row page is well under 1 MB. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 
 /** What the client reports as it works: for logs, progress and run summaries. */
 export type ClientEvent =
@@ -158,11 +164,13 @@ function apiErrorFrom(
 }
 
 /** Classifies an undici/network failure. */
-function transportError(error: unknown, method: string, path: string, secrets: string[]): ApiError {
+function transportError(error: unknown, method: string, path: string, secrets: string[], deadline?: AbortSignal): ApiError {
   const e = error as { code?: string; message?: string };
   const timeout = error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError
-    || error instanceof undiciErrors.ConnectTimeoutError;
-  const detail = redact(`${e.code ?? ''} ${e.message ?? String(error)}`.trim(), secrets);
+    || error instanceof undiciErrors.ConnectTimeoutError || deadline?.aborted === true;
+  const detail = deadline?.aborted === true
+    ? 'no complete response within the request deadline (a server sending its body too slowly)'
+    : redact(`${e.code ?? ''} ${e.message ?? String(error)}`.trim(), secrets);
   return new ApiError(timeout ? ClientErrorCode.TIMEOUT : ClientErrorCode.NETWORK, `${method} ${path} failed: ${detail}`, {
     path, cause: error,
     hint: timeout ? 'The server was too slow; costsync retries, and the timeouts can be raised.' : 'Check the network and --base-url; costsync retries network failures.',
@@ -178,7 +186,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   const clock = options.clock ?? systemClock;
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
   const timeouts: Timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
-  const maxBytes = options.maxResponseBytes ?? 128 * 1024 * 1024;
+  const maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const limiter = options.limiter ?? createRequestLimiter({ requestsPerMinute: options.requestsPerMinute ?? 60, clock });
   const ownsLimiter = options.limiter === undefined;
   const pool = new Pool(origin, {
@@ -197,10 +205,11 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     const where = path.split('?')[0]!;
     stats.requests += 1;
     emit({ type: 'request', method, path: where });
+    const deadline = AbortSignal.timeout(timeouts.totalMs);
     let response;
     try {
       response = await pool.request({
-        method, path,
+        method, path, signal: deadline,
         headers: {
           ...(options.authHeader === 'bearer' ? { authorization: `Bearer ${options.apiKey}` } : { 'x-api-key': options.apiKey }),
           accept: 'application/json',
@@ -210,14 +219,14 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         ...(body !== undefined ? { body } : {}),
       });
     } catch (error) {
-      throw transportError(error, method, where, secrets);
+      throw transportError(error, method, where, secrets, deadline);
     }
     let text = '';
     try {
       text = await readLimited(response.body, maxBytes);
     } catch (error) {
       if (error instanceof ApiError) throw error;
-      throw transportError(error, method, where, secrets);
+      throw transportError(error, method, where, secrets, deadline);
     }
     if (text === TOO_LARGE) {
       throw new ApiError(ClientErrorCode.RESPONSE_TOO_LARGE, `${method} ${where}: the response is larger than ${maxBytes} bytes`, {
