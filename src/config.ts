@@ -43,6 +43,8 @@ export interface SyncConfig {
   out: string;
   logFormat: 'pretty' | 'json';
   quiet: boolean;
+  /** Debug lines, and stacks with errors. */
+  verbose: boolean;
   anomalyRefreshDays: number;
   concurrency: number;
 }
@@ -50,7 +52,7 @@ export interface SyncConfig {
 /** Settings by their flag names; the config file and environment use the same names. */
 export const SETTINGS = [
   'base-url', 'api-key-file', 'db', 'state-dir', 'streams', 'since', 'until', 'start-date', 'lookback-days',
-  'window-days', 'full-refresh', 'rate-limit', 'max-runtime', 'format', 'out', 'log-format', 'quiet',
+  'window-days', 'full-refresh', 'rate-limit', 'max-runtime', 'format', 'out', 'log-format', 'quiet', 'verbose',
   'anomaly-refresh-days', 'concurrency',
 ] as const;
 export type SettingName = (typeof SETTINGS)[number];
@@ -221,6 +223,7 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     out: str('out', DEFAULTS.out),
     logFormat: choice('log-format', DEFAULTS.logFormat, ['pretty', 'json'] as const),
     quiet: bool('quiet'),
+    verbose: bool('verbose'),
     anomalyRefreshDays: int('anomaly-refresh-days', DEFAULTS.anomalyRefreshDays, 0, 3660),
     concurrency: int('concurrency', DEFAULTS.concurrency, 1, 64),
   };

@@ -131,3 +131,17 @@ export function redact(text: string, secrets: readonly string[]): string {
   }
   return out;
 }
+
+/**
+ * Log fields for an error: its code, and with `verbose` the stack of it and of each cause (the
+ * logger scrubs secrets from every line it writes, stacks included).
+ */
+export function errorFields(error: unknown, verbose: boolean): Record<string, unknown> {
+  const fields: Record<string, unknown> = { code: (error as { code?: string } | null)?.code };
+  if (verbose) {
+    const stacks: string[] = [];
+    for (let e: unknown = error; e instanceof Error && stacks.length < 5; e = e.cause) stacks.push(e.stack ?? e.message);
+    fields.stack = stacks.join('\ncaused by: ');
+  }
+  return fields;
+}

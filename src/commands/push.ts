@@ -2,7 +2,7 @@
 import type { Argv } from 'yargs';
 import { createApiClient } from '../api/client.js';
 import { createRequestLimiter } from '../api/resilience.js';
-import { ConfigError, ExitCode, describeError, isCostsyncError } from '../errors.js';
+import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
 import { parseMapping, versionArg, type ColumnMapping } from '../push/columns.js';
 import { openFileReader } from '../push/reader.js';
 import { DEFAULT_BATCH_SIZE, pushExitCode, runPush, type PushSummary, type RowProblem } from '../push/push.js';
@@ -111,7 +111,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     }
     return pushExitCode(summary);
   } catch (error) {
-    logger.error(describeError(error, config ? [config.apiKey] : []), { code: (error as { code?: string }).code });
+    logger.error(describeError(error, config ? [config.apiKey] : []), errorFields(error, config?.verbose ?? Boolean(args.verbose)));
     return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
   } finally {
     process.off('SIGTERM', onTerm);
@@ -137,7 +137,7 @@ export async function runPushOtelCommand(args: Record<string, unknown>, io: Comm
     if (result.sent) logger.info(`Sent ${result.file}; the server answered ${JSON.stringify(result.response)}`, { pushId: result.pushId });
     return ExitCode.OK;
   } catch (error) {
-    logger.error(describeError(error, config ? [config.apiKey] : []), { code: (error as { code?: string }).code });
+    logger.error(describeError(error, config ? [config.apiKey] : []), errorFields(error, config?.verbose ?? Boolean(args.verbose)));
     return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
   } finally {
     await client?.close();

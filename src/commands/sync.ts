@@ -1,7 +1,7 @@
 /** `costsync sync`: resolves the configuration, runs the sync, prints what changed, picks the exit code. */
 import type { Argv } from 'yargs';
 import { SETTINGS, readConfigFile, resolveSyncConfig, type SettingName, type SyncConfig } from '../config.js';
-import { ExitCode, describeError, isCostsyncError } from '../errors.js';
+import { ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
 import { writeParquetWindow, finishParquet } from '../storage/parquet.js';
 import { createProgress, summaryTable } from '../progress.js';
@@ -16,7 +16,8 @@ export function connectionOptions(yargs: Argv) {
     .option('db', { type: 'string', describe: 'DuckDB file [default ./costs.duckdb]' })
     .option('state-dir', { type: 'string', describe: 'State directory [default ./state]' })
     .option('log-format', { choices: ['pretty', 'json'] as const, describe: 'Log format [default pretty]' })
-    .option('quiet', { type: 'boolean', describe: 'Warnings and errors only' });
+    .option('quiet', { type: 'boolean', describe: 'Warnings and errors only' })
+    .option('verbose', { type: 'boolean', describe: 'Debug lines too, and stack traces with errors' });
 }
 
 export function syncOptions(yargs: Argv) {
@@ -64,9 +65,9 @@ export function loadConfig(args: Record<string, unknown>, io: CommandIo, needsAp
   return resolveSyncConfig({ flags: flagsOf(args), env: io.env, file: file.values, nowMs: io.now() }, needsApi);
 }
 
-export function makeLogger(config: Pick<SyncConfig, 'logFormat' | 'quiet' | 'apiKey'>, io: CommandIo): Logger {
+export function makeLogger(config: Pick<SyncConfig, 'logFormat' | 'quiet' | 'apiKey'> & { verbose?: boolean }, io: CommandIo): Logger {
   return createLogger({
-    format: config.logFormat, level: config.quiet ? 'warn' : 'info', secrets: [config.apiKey],
+    format: config.logFormat, level: config.quiet ? 'warn' : config.verbose ? 'debug' : 'info', secrets: [config.apiKey],
     write: (line) => io.stderr(`${line}\n`), now: io.now,
   });
 }
@@ -104,7 +105,7 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
     });
     progress.finish();
     if (summary.outcome === 'failed') {
-      logger.error(describeError(summary.error, [config.apiKey]), { code: (summary.error as { code?: string })?.code, runId: summary.runId });
+      logger.error(describeError(summary.error, [config.apiKey]), { ...errorFields(summary.error, config.verbose), runId: summary.runId });
     }
     if (config.logFormat === 'json') {
       logger.info('sync finished', { runId: summary.runId, outcome: summary.outcome, streams: summary.streams, requests: summary.requests, retries: summary.retries, rateLimited: summary.rateLimited, warnings: summary.warnings.length });
@@ -119,7 +120,7 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
     return exitCodeOf(summary);
   } catch (error) {
     progress.finish();
-    logger.error(describeError(error, [config.apiKey]), { code: (error as { code?: string }).code });
+    logger.error(describeError(error, [config.apiKey]), errorFields(error, config.verbose));
     return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
   } finally {
     process.off('SIGTERM', onTerm);

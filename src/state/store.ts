@@ -73,6 +73,8 @@ export class StateStore {
   constructor(
     readonly dir: string,
     private readonly source: SyncState['source'],
+    /** How a state file is written; injected in tests to stand for a full or read-only disk. */
+    private readonly write: (path: string, text: string) => Promise<void> = writeFileAtomic,
   ) {
     this.path = join(dir, stateFileName(source.baseUrl, source.keyFingerprint));
   }
@@ -107,6 +109,13 @@ export class StateStore {
       throw new ConfigError(
         `The state file ${this.path} was written by a newer costsync (state version ${parsed.version}; this one reads ${STATE_VERSION}).`,
         'Upgrade costsync, or move the file aside and run with --full-refresh.',
+      );
+    }
+    if (parsed.version < STATE_VERSION) {
+      // No costsync wrote a version below 1; when version 2 comes, this is where 1 is migrated.
+      throw new ConfigError(
+        `The state file ${this.path} has state version ${parsed.version}, older than any this costsync can read (${STATE_VERSION}).`,
+        'Move it aside and run with --full-refresh to rebuild the state from the API; the DuckDB tables are kept.',
       );
     }
     if (parsed.source?.keyFingerprint !== this.source.keyFingerprint || parsed.source?.baseUrl !== this.source.baseUrl) {
@@ -146,7 +155,7 @@ export class StateStore {
     try {
       // No fsync of the directory: a rename lost in a crash leaves the previous state, which is
       // behind the data, and a run from an older state only redoes work.
-      await writeFileAtomic(this.path, `${JSON.stringify(state, null, 2)}\n`);
+      await this.write(this.path, `${JSON.stringify(state, null, 2)}\n`);
     } catch (error) {
       throw new CostsyncError('CS_ERR_STATE_IO', `Cannot write the state file ${this.path}: ${(error as Error).message}`, {
         hint: 'Check that --state-dir is writable and the disk is not full; the data already stored is kept.', cause: error,

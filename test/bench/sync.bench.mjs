@@ -26,7 +26,7 @@ function config(url, dir, over) {
   return {
     baseUrl: url, apiKey: 'demo-key', db: join(dir, 'b.duckdb'), stateDir: join(dir, 'state'), streams: ['line_items'],
     since: undefined, until: '2025-12-31', startDate: '2025-12-01', lookbackDays: 3, windowDays: 30, fullRefresh: false,
-    rateLimit: 1_000_000, maxRuntimeMs: undefined, format: 'duckdb', out: join(dir, 'pq'), logFormat: 'json', quiet: true,
+    rateLimit: 1_000_000, maxRuntimeMs: undefined, format: 'duckdb', out: join(dir, 'pq'), logFormat: 'json', quiet: true, verbose: false,
     anomalyRefreshDays: 30, concurrency: 4, ...over,
   };
 }

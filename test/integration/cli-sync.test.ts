@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import { ExitCode } from '../../src/errors.js';
@@ -72,15 +73,23 @@ describe('costsync sync (CLI)', () => {
 
   it('never lets the key into output, logs, state files or the database', async () => {
     const secret = 'sk-live-0123456789abcdef-SECRET';
-    const keys = { keys: [{ key: secret, scopes: [...SCOPES], plan: 'business' }], connections: [] };
+    const keys = { keys: [{ key: secret, scopes: [...SCOPES], plan: 'business' }], connections: [{ id: 'c1', provider_type: 'custom' }] };
     await withEmulator({ ...SPAN, rowsPerDay: 30, clock, keys: keys as never, faults: { errorRate: 0.2 } }, async ({ url }) => {
       await withTempDir(async (dir) => {
         writeFileSync(join(dir, 'key.txt'), `${secret}\n`);
-        const ok = await cli(syncArgs(url, dir, ['--api-key-file', join(dir, 'key.txt')]));
+        // JSON logs at the most verbose level, with retries logged; a refused key with a stack trace; a push.
+        const ok = await cli(syncArgs(url, dir, ['--api-key-file', join(dir, 'key.txt'), '--verbose']));
         expect(ok.code).toBe(0);
-        const wrong = await cli(syncArgs(url, join(dir, 'w'), ['--log-format', 'pretty']), { COSTSYNC_API_KEY: `${secret}x` });
+        expect(ok.stderr).toMatch(/"level":"debug"/);
+        const wrong = await cli(syncArgs(url, join(dir, 'w'), ['--log-format', 'pretty', '--verbose']), { COSTSYNC_API_KEY: `${secret}x` });
         expect(wrong.code, wrong.stderr).toBe(ExitCode.AUTH);
-        for (const text of [ok.stdout, ok.stderr, wrong.stdout, wrong.stderr]) expect(text).not.toContain(secret);
+        expect(wrong.stderr).toMatch(/stack=.*at /s);
+        const wrongJson = await cli(syncArgs(url, join(dir, 'w2'), ['--verbose']), { COSTSYNC_API_KEY: `${secret}x` });
+        expect(wrongJson.stderr).toMatch(/"stack":"ApiError: /);
+        const pushed = await cli(['push', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--connection', 'c1', '--api-key-file', join(dir, 'key.txt'), '--verbose', '--log-format', 'json',
+          fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url))]);
+        expect(pushed.code, pushed.stderr).toBe(0);
+        for (const text of [ok.stdout, ok.stderr, wrong.stdout, wrong.stderr, wrongJson.stderr, pushed.stdout, pushed.stderr]) expect(text).not.toContain(secret);
         const stateFiles = readdirSync(join(dir, 'state')).filter((f) => f.endsWith('.json'));
         expect(stateFiles.length).toBe(1);
         for (const f of stateFiles) {

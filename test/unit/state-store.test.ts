@@ -48,6 +48,7 @@ describe('StateStore', () => {
         ['{"version": 1, "streams": {', /not valid JSON/],
         ['[1,2]', /not a costsync state file/],
         [JSON.stringify({ version: 99, source, streams: {} }), /newer costsync/],
+        [JSON.stringify({ version: 0, source, streams: {} }), /state version 0, older than any this costsync can read/],
         [JSON.stringify({ version: 1, source: { ...source, keyFingerprint: 'other' }, streams: {} }), /belongs to another source/],
       ] as const) {
         writeFileSync(store.path, text);
@@ -55,6 +56,27 @@ describe('StateStore', () => {
         expect(() => store.load()).toThrow(message);
       }
       expect(readFileSync(store.path, 'utf8')).toContain('other');
+    });
+  });
+
+  it('on a full or read-only disk, fails naming the file and the fix, and keeps the last good state', async () => {
+    await withTempDir(async (dir) => {
+      const good = new StateStore(dir, source);
+      const state = good.load();
+      state.streams.line_items = { syncedFrom: '2025-06-01', syncedThrough: '2025-06-01', lastSuccessAt: null, pending: null };
+      await good.saveAsync(state, () => new Date('2025-07-01T00:00:00Z'));
+      for (const code of ['ENOSPC', 'EROFS']) {
+        const failing = new StateStore(dir, source, async () => {
+          throw Object.assign(new Error(`${code}: cannot write`), { code });
+        });
+        const next = failing.load();
+        next.streams.line_items!.syncedThrough = '2025-06-30';
+        const error = await failing.saveAsync(next, () => new Date()).catch((e: unknown) => e);
+        expect(error).toMatchObject({ code: 'CS_ERR_STATE_IO', exitCode: 1 });
+        expect((error as Error).message).toBe(`Cannot write the state file ${good.path}: ${code}: cannot write`);
+        expect((error as { hint: string }).hint).toMatch(/--state-dir is writable and the disk is not full; the data already stored is kept/);
+      }
+      expect(good.load().streams.line_items!.syncedThrough).toBe('2025-06-01');
     });
   });
 });

@@ -1,0 +1,117 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { describe, expect, it } from 'vitest';
+import { ExitCode } from '../../src/errors.js';
+import { cli, tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
+
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
+const env = { COSTSYNC_API_KEY: 'demo-key' };
+const syncArgs = (url: string, dir: string, extra: string[] = []) => [
+  'sync', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),
+  '--start-date', '2025-06-25', '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet', ...extra,
+];
+
+describe('bad input: a message naming the problem and the fix, exit code 2 (1 for I/O), nothing stored lost', () => {
+  it('refuses bad flags and config values before doing anything', async () => {
+    await withTempDir(async (dir) => {
+      const cases: [string[], RegExp][] = [
+        [['--since', '2025-13-01'], /--since must be a real calendar date as YYYY-MM-DD; got "2025-13-01"/],
+        [['--since', '2025-06-10', '--until', '2025-06-01'], /--since \(2025-06-10\) is after the last date 2025-06-01/],
+        [['--lookback-days', '-1'], /--lookback-days must be a whole number from 0 to 365; got -1/],
+        [['--window-days', '0'], /--window-days must be a whole number from 1 to 3660/],
+        [['--rate-limit', '-5'], /--rate-limit must be a whole number/],
+        [['--streams', 'line_items,costs'], /--streams names unknown stream\(s\): costs.*\n.*hint: Use a comma list of line_items,rollups,anomalies/],
+        [['--max-runtime', 'soon'], /--max-runtime must be a duration such as 90s, 30m or 2h/],
+        [['--format', 'csv'], /Invalid values:[\s\S]*format[\s\S]*"duckdb", "parquet"/],
+      ];
+      for (const [flags, message] of cases) {
+        const result = await cli(['sync', '--base-url', 'http://127.0.0.1:9', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), ...flags], env);
+        expect(result.code, flags.join(' ')).toBe(ExitCode.USAGE);
+        expect(result.stderr, flags.join(' ')).toMatch(message);
+      }
+      // Nothing was created by a refused run.
+      expect(readdirSync(dir)).toEqual([]);
+      writeFileSync(join(dir, 'costsync.config.json'), JSON.stringify({ 'lookback-days': 'three' }));
+      const fromFile = await cli(['sync', '--config', join(dir, 'costsync.config.json'), '--base-url', 'http://127.0.0.1:9'], env);
+      expect(fromFile.code).toBe(ExitCode.USAGE);
+      expect(fromFile.stderr).toMatch(/"lookback-days" in the config file must be a whole number/);
+    });
+  });
+
+  it('a corrupt, older or foreign state file: exit 2 with the fix, tables and state file untouched', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        expect((await cli(syncArgs(url, dir), env)).code).toBe(ExitCode.OK);
+        const before = await tableDigest(join(dir, 'c.duckdb'));
+        const stateFile = join(dir, 'state', readdirSync(join(dir, 'state')).find((f) => f.startsWith('costsync-state-'))!);
+        const good = JSON.parse(readFileSync(stateFile, 'utf8'));
+        for (const [text, message] of [
+          ['{"version": 1, "streams": {', /is not valid JSON[\s\S]*--full-refresh/],
+          [JSON.stringify({ ...good, version: 0 }), /state version 0, older than any/],
+          [JSON.stringify({ ...good, source: { ...good.source, baseUrl: 'https://other.example' } }), /belongs to another source \(https:\/\/other.example\)/],
+        ] as const) {
+          writeFileSync(stateFile, text);
+          const result = await cli(syncArgs(url, dir), env);
+          expect(result.code).toBe(ExitCode.USAGE);
+          expect(result.stderr).toMatch(message);
+          expect(readFileSync(stateFile, 'utf8')).toBe(text);
+        }
+        expect(await tableDigest(join(dir, 'c.duckdb'))).toEqual(before);
+      });
+    });
+  });
+
+  it('a file that is not a DuckDB database: exit 2, the file untouched', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const text = 'name,amount\nnot,a database\n';
+        writeFileSync(join(dir, 'c.duckdb'), text);
+        const result = await cli(syncArgs(url, dir), env);
+        expect(result.code).toBe(ExitCode.USAGE);
+        expect(result.stderr).toMatch(/Cannot open the DuckDB file .*c\.duckdb: .*not a valid DuckDB database file/);
+        expect(result.stderr).toMatch(/hint: Check that --db names a DuckDB database/);
+        expect(readFileSync(join(dir, 'c.duckdb'), 'utf8')).toBe(text);
+      });
+    });
+  });
+
+  it('a database another process holds open: exit 5 naming the fix; the next run after it closes works', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        expect((await cli(syncArgs(url, dir), env)).code).toBe(ExitCode.OK);
+        const before = await tableDigest(join(dir, 'c.duckdb'));
+        // Another program (a notebook, the DuckDB CLI) with the file open for writing.
+        const holder = spawn(process.execPath, ['--input-type=module', '-e', `
+          import { DuckDBInstance } from '@duckdb/node-api';
+          const db = await DuckDBInstance.create(${JSON.stringify(join(dir, 'c.duckdb'))});
+          await db.connect();
+          console.log('open');
+          process.stdin.resume();
+          process.stdin.on('end', () => process.exit(0));
+        `], { cwd: process.cwd(), stdio: ['pipe', 'pipe', 'inherit'] });
+        await once(createInterface({ input: holder.stdout! }), 'line');
+        const result = await cli(syncArgs(url, dir), env);
+        holder.stdin!.end();
+        await once(holder, 'exit');
+        expect(result.code).toBe(ExitCode.LOCKED);
+        expect(result.stderr).toMatch(/Cannot open the DuckDB file .*c\.duckdb/);
+        expect(result.stderr).toMatch(/hint: Another process .* has the file open for writing; close it and run again/);
+        expect(await tableDigest(join(dir, 'c.duckdb'))).toEqual(before);
+        expect((await cli(syncArgs(url, dir), env)).code).toBe(ExitCode.OK);
+      });
+    });
+  });
+
+  it('a state directory that cannot be created: exit 1 naming it and the fix', async () => {
+    await withTempDir(async (dir) => {
+      writeFileSync(join(dir, 'state'), 'a file where the directory should be');
+      const result = await cli(['sync', '--base-url', 'http://127.0.0.1:9', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')], env);
+      expect(result.code).toBe(ExitCode.FAILED);
+      expect(result.stderr).toMatch(/Cannot create .*state or the database directory: EEXIST/);
+      expect(result.stderr).toMatch(/hint: Check that --state-dir and --db point at writable places/);
+    });
+  });
+});
