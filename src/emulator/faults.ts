@@ -24,6 +24,8 @@ export interface FaultOptions {
   cursorTtlMs: number;
   /** Restate recent days every this many API requests (0: only when asked). */
   restateEveryRequests: number;
+  /** Seed of the fault dice, when they should vary apart from the data's seed. */
+  seed?: number;
 }
 
 export const NO_FAULTS: FaultOptions = {

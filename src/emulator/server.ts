@@ -155,7 +155,7 @@ const ROUTES: Route[] = [
 export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator> {
   const options = resolveEmulatorOptions(input);
   const dataset = new Dataset(options);
-  const faults = new FaultInjector(options.faults, options.seed);
+  const faults = new FaultInjector(options.faults, options.faults.seed ?? options.seed);
   const requestLog = new RequestLog();
   const limiter = new SlidingWindowLimiter(options.rateLimit);
   // A fresh secret per server: cursors from another emulator instance are foreign.

@@ -63,5 +63,5 @@ describe('crash safety', () => {
         expect(got.duplicate_line_item_ids!.rows).toBe(0);
       });
     });
-  }, 180_000);
+  }, 60_000 + KILLS * 6_000);
 });
