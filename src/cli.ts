@@ -11,7 +11,9 @@ import { runCheckCommand } from './commands/check.js';
 import { runDemo } from './commands/demo.js';
 import { emulatorOptions, runEmulator } from './commands/emulator.js';
 import { pushOptions, pushOtelOptions, runPushCommand, runPushOtelCommand } from './commands/push.js';
+import { queryOptions, runQueryCommand } from './commands/query.js';
 import { runStatusCommand } from './commands/status.js';
+import { runVerifyCommand, verifyOptions } from './commands/verify.js';
 import { connectionOptions, runSyncCommand, syncOptions } from './commands/sync.js';
 import { ExitCode, describeError, isCostsyncError } from './errors.js';
 
@@ -29,6 +31,12 @@ async function main(argv: string[]): Promise<void> {
     })
     .command('push-otel <file>', 'Send a JSON document to the OTel ingest endpoint', pushOtelOptions, async (args) => {
       process.exitCode = await runPushOtelCommand(args);
+    })
+    .command('query [sql]', 'Run read-only SQL against the warehouse; --list shows tables and views', queryOptions, async (args) => {
+      process.exitCode = await runQueryCommand(args);
+    })
+    .command('verify', 'Reconcile line items against rollups and the rollups against each other; exit 1 on a difference', verifyOptions, async (args) => {
+      process.exitCode = await runVerifyCommand(args);
     })
     .command('status', 'Show per stream the watermark, last run, rows and windows pending', connectionOptions, async (args) => {
       process.exitCode = await runStatusCommand(args);

@@ -103,6 +103,7 @@ export async function openWarehouse(path: string): Promise<Warehouse> {
   // DuckDB's JSON reader takes large buffers per thread: one thread keeps a sync within the limit.
   await sql(`SET threads = ${duckdbThreads()}`);
   await migrate(sql);
+  await refreshViews(sql);
 
   return {
     path,
@@ -160,8 +161,30 @@ async function migrate(sql: <T>(text: string, params?: DuckDBValue[]) => Promise
   }
 }
 
+/** (Re)creates the analyst views of `sql/views/*.sql`, in file order (later views build on earlier ones). */
+async function refreshViews(sql: <T>(text: string, params?: DuckDBValue[]) => Promise<T[]>): Promise<void> {
+  const dir = join(SQL_DIR, 'views');
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.sql')).sort()) {
+    try {
+      await sql(readFileSync(join(dir, file), 'utf8'));
+    } catch (error) {
+      throw new CostsyncError('CS_ERR_MIGRATION', `View ${file} failed: ${(error as Error).message}`, { cause: error });
+    }
+  }
+}
+
+/** A query's result for people and files: column names and types, values as JSON (numbers as numbers). */
+export interface ResultTable {
+  columns: { name: string; type: string }[];
+  rows: Record<string, unknown>[];
+}
+
+const NUMERIC_TEXT = /^(BIGINT|HUGEINT|UBIGINT|UHUGEINT|DECIMAL)/;
+
 export interface ReadOnlyWarehouse {
   sql<T = Record<string, unknown>>(text: string, params?: DuckDBValue[]): Promise<T[]>;
+  /** Runs any read-only SQL; dates and times as text, large integers and decimals as numbers. */
+  table(text: string, params?: DuckDBValue[]): Promise<ResultTable>;
   query<T = Record<string, unknown>>(name: string, params?: DuckDBValue[]): Promise<T[]>;
   close(): void;
 }
@@ -189,6 +212,14 @@ export async function openReadOnly(path: string): Promise<ReadOnlyWarehouse> {
   await sql("SET TimeZone = 'UTC'");
   return {
     sql,
+    async table(text, params) {
+      const reader = await connection.runAndReadAll(text, params);
+      const columns = reader.columnNames().map((name, i) => ({ name, type: reader.columnTypes()[i]!.toString() }));
+      const numeric = columns.filter((c) => NUMERIC_TEXT.test(c.type)).map((c) => c.name);
+      const rows = reader.getRowObjectsJson() as Record<string, unknown>[];
+      for (const row of rows) for (const name of numeric) if (typeof row[name] === 'string') row[name] = Number(row[name]);
+      return { columns, rows };
+    },
     query: (name, params) => sql(loadSql(name), params),
     close: () => {
       connection.closeSync();

@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { runSync } from '../../src/sync/runner.js';
+import { openReadOnly, withWarehouse } from '../../src/storage/duckdb.js';
+import { FAST_CLIENT, memoryLogger, testSyncConfig, withEmulator, withTempDir } from '../helpers.js';
+
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
+const span = { startDate: '2025-05-01', endDate: '2025-06-30' };
+
+/** A warehouse synced from the emulator over May and June 2025. */
+async function withSyncedDb<T>(fn: (db: string) => Promise<T>): Promise<T> {
+  return withEmulator({ ...span, rowsPerDay: 40, anomaliesPerDay: 4, clock }, async ({ url }) => withTempDir(async (dir) => {
+    const config = testSyncConfig(url, dir, { startDate: span.startDate, until: span.endDate, windowDays: 31 });
+    expect((await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
+    return fn(config.db);
+  }));
+}
+
+const near = (a: number, b: number) => expect(Math.abs(a - b)).toBeLessThan(0.011);
+
+describe('analyst views (sql/views), created by every sync', () => {
+  it('daily spend by provider, service and category with a 7-day moving average; line items fill days without rollups', async () => {
+    await withSyncedDb(async (db) => {
+      const wh = await openReadOnly(db);
+      try {
+        const [li] = await wh.sql<{ usd: number }>('SELECT sum(net_amount_usd) AS usd FROM line_items');
+        for (const view of ['daily_spend_by_provider', 'daily_spend_by_service', 'daily_spend_by_category']) {
+          const [v] = await wh.sql<{ usd: number; days: number }>(`SELECT sum(cost_usd) AS usd, count(DISTINCT date) AS days FROM ${view}`);
+          near(v!.usd / 100, li!.usd / 100);
+          expect(v!.days).toBe(61);
+        }
+        const daily = await wh.sql<{ date: string; cost_usd: number; cost_7d_avg: number }>(
+          "SELECT strftime(date, '%Y-%m-%d') AS date, cost_usd, cost_7d_avg FROM daily_spend_by_provider WHERE provider = 'aws' ORDER BY date");
+        const at = daily.findIndex((d) => d.date === '2025-06-15');
+        near(daily[at]!.cost_7d_avg, daily.slice(at - 6, at + 1).reduce((s, d) => s + d.cost_usd, 0) / 7);
+      } finally {
+        wh.close();
+      }
+      // Without the provider rollups of a day, that day comes from the line items.
+      await withWarehouse(db, (wh) => wh.sql("DELETE FROM rollups_daily WHERE date = '2025-06-10' AND group_by = 'provider'"));
+      const wh2 = await openReadOnly(db);
+      try {
+        const rows = await wh2.sql<{ provider: string; cost_usd: number; source: string }>("SELECT provider, cost_usd, source FROM daily_spend_by_provider WHERE date = '2025-06-10' ORDER BY provider");
+        const items = await wh2.sql<{ provider: string; usd: number }>("SELECT provider_type AS provider, round(sum(net_amount_usd), 2) AS usd FROM line_items WHERE usage_date = '2025-06-10' GROUP BY 1 ORDER BY 1");
+        expect(rows.map((r) => [r.provider, r.cost_usd, r.source])).toEqual(items.map((i) => [i.provider, i.usd, 'line_items']));
+      } finally {
+        wh2.close();
+      }
+    });
+  });
+
+  it('monthly spend with month-over-month change, and month to date against the same days of last month', async () => {
+    await withSyncedDb(async (db) => {
+      const wh = await openReadOnly(db);
+      try {
+        const day = async (from: string, to: string) => (await wh.sql<{ usd: number }>(`SELECT sum(net_amount_usd) AS usd FROM line_items WHERE usage_date BETWEEN '${from}' AND '${to}'`))[0]!.usd;
+        const months = await wh.sql<{ cost_usd: number; previous_month_usd: number | null; change_usd: number | null; change_pct: number | null }>('SELECT * FROM monthly_spend ORDER BY month');
+        expect(months).toHaveLength(2);
+        const [may, june] = [await day('2025-05-01', '2025-05-31'), await day('2025-06-01', '2025-06-30')];
+        near(months[0]!.cost_usd, may);
+        expect(months[0]!.previous_month_usd).toBeNull();
+        near(months[1]!.change_usd!, june - may);
+        expect(months[1]!.change_pct).toBeCloseTo((100 * (june - may)) / may, 0);
+        const [mtd] = await wh.sql<{ as_of: string; month_to_date_usd: number; same_days_last_month_usd: number }>("SELECT strftime(as_of, '%Y-%m-%d') AS as_of, * EXCLUDE (as_of) FROM month_to_date");
+        expect(mtd!.as_of).toBe('2025-06-30');
+        near(mtd!.month_to_date_usd, june);
+        near(mtd!.same_days_last_month_usd, await day('2025-05-01', '2025-05-30'));
+      } finally {
+        wh.close();
+      }
+    });
+  });
+
+  it('top movers, spend by project and by user, open anomalies and time to resolution', async () => {
+    await withSyncedDb(async (db) => {
+      // One anomaly closed two days after detection, as a later run would record it.
+      await withWarehouse(db, (wh) => wh.sql(`INSERT INTO anomaly_status_history
+        SELECT id, status, 'resolved', detected_date + INTERVAL 2 DAYS, 'r2' FROM anomalies ORDER BY id LIMIT 1`));
+      const wh = await openReadOnly(db);
+      try {
+        const movers = await wh.sql<{ service: string; last_7_days_usd: number; prior_7_days_usd: number; change_usd: number }>('SELECT * FROM top_movers');
+        const sum = async (service: string, from: string, to: string) => (await wh.sql<{ usd: number | null }>(
+          `SELECT sum(cost_usd) AS usd FROM rollups_daily WHERE group_by = 'service' AND service = $1 AND date BETWEEN '${from}' AND '${to}'`, [service]))[0]!.usd ?? 0;
+        near(movers[0]!.last_7_days_usd, await sum(movers[0]!.service, '2025-06-24', '2025-06-30'));
+        near(movers[0]!.prior_7_days_usd, await sum(movers[0]!.service, '2025-06-17', '2025-06-23'));
+        expect(movers.map((m) => Math.abs(m.change_usd))).toEqual([...movers.map((m) => Math.abs(m.change_usd))].sort((a, b) => b - a));
+
+        const [li] = await wh.sql<{ usd: number }>('SELECT sum(net_amount_usd) AS usd FROM line_items');
+        for (const view of ['spend_by_project', 'spend_by_user']) {
+          const [v] = await wh.sql<{ usd: number }>(`SELECT sum(cost_usd) AS usd FROM ${view}`);
+          expect(Math.abs(v!.usd - li!.usd)).toBeLessThan(1);
+        }
+
+        const open = await wh.sql<{ status: string; excess_usd: number; actual_cost: number; expected_cost: number; detected_date: string }>('SELECT * EXCLUDE (detected_date), detected_date::VARCHAR AS detected_date FROM open_anomalies');
+        const [{ n }] = (await wh.sql<{ n: number }>("SELECT count(*)::INTEGER AS n FROM anomalies WHERE status IN ('new', 'acknowledged')")) as [{ n: number }];
+        expect(open).toHaveLength(n);
+        expect(open.length).toBeGreaterThan(0);
+        expect(open.every((a) => ['new', 'acknowledged'].includes(a.status))).toBe(true);
+        for (const a of open) near(a.excess_usd, a.actual_cost - a.expected_cost);
+        expect(open.map((a) => a.detected_date)).toEqual([...open.map((a) => a.detected_date)].sort().reverse());
+
+        const closed = await wh.sql<{ hours_to_resolution: number; closed_status: string }>('SELECT * FROM anomaly_resolution_times');
+        expect(closed.find((c) => c.hours_to_resolution === 48)).toMatchObject({ closed_status: 'resolved' });
+      } finally {
+        wh.close();
+      }
+    });
+  });
+});
