@@ -12,6 +12,7 @@ import { runDemo } from './commands/demo.js';
 import { emulatorOptions, runEmulator } from './commands/emulator.js';
 import { pushOptions, pushOtelOptions, runPushCommand, runPushOtelCommand } from './commands/push.js';
 import { queryOptions, runQueryCommand } from './commands/query.js';
+import { reportOptions, runReportCommand } from './commands/report.js';
 import { runStatusCommand } from './commands/status.js';
 import { runVerifyCommand, verifyOptions } from './commands/verify.js';
 import { connectionOptions, runSyncCommand, syncOptions } from './commands/sync.js';
@@ -37,6 +38,9 @@ async function main(argv: string[]): Promise<void> {
     })
     .command('verify', 'Reconcile line items against rollups and the rollups against each other; exit 1 on a difference', verifyOptions, async (args) => {
       process.exitCode = await runVerifyCommand(args);
+    })
+    .command('report', 'Write a self-contained HTML spend report', reportOptions, async (args) => {
+      process.exitCode = await runReportCommand(args);
     })
     .command('status', 'Show per stream the watermark, last run, rows and windows pending', connectionOptions, async (args) => {
       process.exitCode = await runStatusCommand(args);

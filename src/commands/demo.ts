@@ -1,9 +1,10 @@
 /**
  * `costsync demo`: starts the emulator on a free loopback port with a raised rate limit, syncs 90
- * days into ./demo.duckdb (a fresh one each time), and prints spend by provider and open anomalies.
+ * days into ./demo.duckdb (a fresh one each time), prints spend by provider and open anomalies, and
+ * writes ./demo-report.html.
  */
 import { rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { resolveSyncConfig } from '../config.js';
 import { addDays, utcDate } from '../dates.js';
 import { ExitCode } from '../errors.js';
@@ -11,6 +12,7 @@ import { DEMO_KEY } from '../emulator/keys.js';
 import { startEmulator } from '../emulator/server.js';
 import { createLogger } from '../log.js';
 import { createProgress, summaryTable } from '../progress.js';
+import { writeReport } from '../report/report.js';
 import { openReadOnly } from '../storage/duckdb.js';
 import { runSync } from '../sync/runner.js';
 import { formatTable } from '../table.js';
@@ -21,9 +23,11 @@ export interface DemoOptions {
   stateDir: string;
   days: number;
   rowsPerDay: number;
+  /** Where the HTML spend report is written. */
+  report: string;
 }
 
-export const DEMO_DEFAULTS: DemoOptions = { db: './demo.duckdb', stateDir: './state/demo', days: 90, rowsPerDay: 500 };
+export const DEMO_DEFAULTS: DemoOptions = { db: './demo.duckdb', stateDir: './state/demo', days: 90, rowsPerDay: 500, report: './demo-report.html' };
 
 export async function runDemo(options: Partial<DemoOptions> = {}, io: CommandIo = processIo()): Promise<ExitCode> {
   const o = { ...DEMO_DEFAULTS, ...options };
@@ -51,13 +55,16 @@ export async function runDemo(options: Partial<DemoOptions> = {}, io: CommandIo 
       return ExitCode.FAILED;
     }
     const wh = await openReadOnly(o.db);
+    const report = resolve(o.report);
     try {
       io.stdout(`\nSpend by provider, ${config.startDate}..${until}\n${formatTable(await wh.query('demo/spend_by_provider'))}\n`);
       io.stdout(`\nOpen anomalies (newest first)\n${formatTable(await wh.query('demo/open_anomalies'))}\n`);
+      await writeReport(wh, { out: report, from: null, to: null, now: new Date(io.now()) });
     } finally {
       wh.close();
     }
-    io.stdout(`\n${emulator.requestLog.total} requests to the emulator. Open ${join(o.db)} with DuckDB to explore.\n`);
+    io.stdout(`\n${emulator.requestLog.total} requests to the emulator. Open ${join(o.db)} with DuckDB (or costsync query) to explore.\n`);
+    io.stdout(`Spend report: ${report}\n`);
     return ExitCode.OK;
   } finally {
     await emulator.close();

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runDemo } from '../../src/commands/demo.js';
@@ -9,7 +9,7 @@ describe('costsync demo', () => {
     await withTempDir(async (dir) => {
       let stdout = '';
       const io = { env: {}, stdout: (t: string) => { stdout += t; }, stderr: () => undefined, isTTY: false, now: () => Date.now() };
-      const options = { db: join(dir, 'demo.duckdb'), stateDir: join(dir, 'state'), days: 20, rowsPerDay: 50 };
+      const options = { db: join(dir, 'demo.duckdb'), stateDir: join(dir, 'state'), days: 20, rowsPerDay: 50, report: join(dir, 'demo-report.html') };
       expect(await runDemo(options, io)).toBe(0);
       expect(await runDemo(options, io)).toBe(0);
       expect(existsSync(options.db)).toBe(true);
@@ -17,6 +17,8 @@ describe('costsync demo', () => {
       expect(stdout).toMatch(/Spend by provider/);
       expect(stdout).toMatch(/aws\s+\d+\.\d+/);
       expect(stdout).toMatch(/Open anomalies/);
+      expect(stdout).toContain(`Spend report: ${options.report}`);
+      expect(readFileSync(options.report, 'utf8')).toMatch(/<svg[\s\S]*<svg[\s\S]*<svg/);
     });
   });
 });

@@ -1,0 +1,32 @@
+/** What the spend report shows, read from the analyst views (`sql/report/*.sql`). */
+import { loadSql, type ReadOnlyWarehouse } from '../storage/duckdb.js';
+
+export interface ReportData {
+  from: string;
+  to: string;
+  totals: { total_usd: number | null; days: number; daily_average_usd: number | null; last_7_days_usd: number | null; prior_7_days_usd: number | null };
+  daily: { date: string; provider: string; cost_usd: number }[];
+  topServices: { service: string; cost_usd: number }[];
+  movers: { service: string; last_7_days_usd: number; prior_7_days_usd: number; change_usd: number; change_pct: number | null }[];
+  monthToDate: { as_of: string; month_to_date_usd: number | null; same_days_last_month_usd: number | null; change_pct: number | null } | null;
+  monthly: { month: string; cost_usd: number; previous_month_usd: number | null; change_usd: number | null; change_pct: number | null; days_with_data: number }[];
+  anomalies: { id: string; date: string; provider: string; service: string; severity: string; status: string; excess_usd: number; deviation_percent: number }[];
+}
+
+export async function gatherReport(warehouse: ReadOnlyWarehouse, period: { from: string | null; to: string | null }): Promise<ReportData> {
+  const rows = async <T>(name: string, params: (string | null)[]) => (await warehouse.table(loadSql(`report/${name}`), params)).rows as T[];
+  const [range] = await rows<{ from: string | null; to: string | null }>('period', [period.from, period.to]);
+  const from = range!.from ?? period.from ?? '';
+  const to = range!.to ?? period.to ?? '';
+  const span = [from, to];
+  return {
+    from, to,
+    totals: (await rows<ReportData['totals']>('totals', span))[0]!,
+    daily: await rows('daily_by_provider', span),
+    topServices: await rows('top_services', span),
+    movers: await rows('top_movers', []),
+    monthToDate: (await rows<NonNullable<ReportData['monthToDate']>>('month_to_date', []))[0] ?? null,
+    monthly: await rows('monthly', span),
+    anomalies: await rows('open_anomalies', span),
+  };
+}

@@ -1,0 +1,50 @@
+/** The report as one self-contained HTML page: inline CSS, inline SVG charts, no script, no network. */
+import type { ReportData } from './data.js';
+
+const escape = (v: unknown) => String(v ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const usd = (v: number | null | undefined) => (v === null || v === undefined ? '–' : v.toLocaleString('en-US', { style: 'currency', currency: 'USD', maximumFractionDigits: 0 }));
+const pct = (v: number | null | undefined) => (v === null || v === undefined ? '–' : `${v > 0 ? '+' : ''}${v.toFixed(1)}%`);
+
+function table(headers: string[], rows: (string | number)[][], id: string): string {
+  if (rows.length === 0) return `<p class="empty" id="${id}">None.</p>`;
+  return `<table id="${id}"><thead><tr>${headers.map((h) => `<th>${escape(h)}</th>`).join('')}</tr></thead><tbody>${
+    rows.map((r) => `<tr>${r.map((c) => `<td>${escape(c)}</td>`).join('')}</tr>`).join('')}</tbody></table>`;
+}
+
+export function reportHtml(data: ReportData, charts: { daily: string; services: string; monthly: string }, generatedAt: string): string {
+  const t = data.totals;
+  const trend = t.prior_7_days_usd ? (100 * ((t.last_7_days_usd ?? 0) - t.prior_7_days_usd)) / t.prior_7_days_usd : null;
+  const mtd = data.monthToDate;
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Cloud spend ${escape(data.from)} to ${escape(data.to)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#111827;margin:32px auto;max-width:980px;padding:0 16px}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:17px;margin:32px 0 8px}.sub{color:#6b7280;margin:0 0 20px}
+.kpis{display:grid;grid-template-columns:repeat(4,1fr);gap:12px}.kpi{border:1px solid #e5e7eb;border-radius:8px;padding:12px}
+.kpi b{display:block;font-size:22px}.kpi span{color:#6b7280;font-size:12px}.up{color:#dc2626}.down{color:#16a34a}
+table{border-collapse:collapse;width:100%;font-size:13px}th,td{border-bottom:1px solid #e5e7eb;padding:5px 8px;text-align:left}
+td:nth-child(n+2){font-variant-numeric:tabular-nums}.chart svg{max-width:100%;height:auto}.empty{color:#6b7280}
+</style></head><body>
+<h1>Cloud spend</h1>
+<p class="sub">${escape(data.from)} to ${escape(data.to)} · generated ${escape(generatedAt)} by costsync</p>
+<section class="kpis" id="kpis">
+<div class="kpi"><span>Total in the period</span><b id="total">${usd(t.total_usd)}</b><span>${t.days} day(s) with data</span></div>
+<div class="kpi"><span>Daily average</span><b>${usd(t.daily_average_usd)}</b></div>
+<div class="kpi"><span>Last 7 days against the 7 before</span><b class="${(trend ?? 0) > 0 ? 'up' : 'down'}">${pct(trend)}</b><span>${usd(t.last_7_days_usd)} vs ${usd(t.prior_7_days_usd)}</span></div>
+<div class="kpi"><span>Month to date against the same days of last month</span><b class="${(mtd?.change_pct ?? 0) > 0 ? 'up' : 'down'}">${pct(mtd?.change_pct)}</b><span>${usd(mtd?.month_to_date_usd)} vs ${usd(mtd?.same_days_last_month_usd)}${mtd ? `, as of ${escape(mtd.as_of)}` : ''}</span></div>
+</section>
+<h2>Daily spend by provider, with open anomalies</h2>
+<div class="chart" id="chart-daily">${charts.daily}</div>
+<h2>Top services</h2>
+<div class="chart" id="chart-services">${charts.services}</div>
+<h2>Top movers (last 7 days against the 7 before)</h2>
+${table(['Service', 'Last 7 days', 'Prior 7 days', 'Change', 'Change %'], data.movers.map((m) => [m.service, usd(m.last_7_days_usd), usd(m.prior_7_days_usd), usd(m.change_usd), pct(m.change_pct)]), 'movers')}
+<h2>Month over month</h2>
+<div class="chart" id="chart-monthly">${charts.monthly}</div>
+${table(['Month', 'Spend', 'Previous month', 'Change', 'Change %'], data.monthly.map((m) => [m.month, usd(m.cost_usd), usd(m.previous_month_usd), usd(m.change_usd), pct(m.change_pct)]), 'monthly')}
+<h2>Open anomalies (${data.anomalies.length})</h2>
+${table(['Detected', 'Provider', 'Service', 'Severity', 'Status', 'Over expected', 'Deviation'], data.anomalies.map((a) => [a.date, a.provider, a.service, a.severity, a.status, usd(a.excess_usd), `${a.deviation_percent}%`]), 'anomalies')}
+</body></html>
+`;
+}
