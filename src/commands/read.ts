@@ -1,0 +1,30 @@
+/** What the commands that only read the warehouse (`query`, `verify`, `report`) share: options, opening, errors. */
+import type { Argv } from 'yargs';
+import { ExitCode, describeError, isCostsyncError } from '../errors.js';
+import { openReadOnly, type ReadOnlyWarehouse } from '../storage/duckdb.js';
+import { loadConfig, type CommandIo } from './sync.js';
+
+export function warehouseOptions(yargs: Argv) {
+  return yargs
+    .option('db', { type: 'string', describe: 'DuckDB file [default ./costs.duckdb]' })
+    .option('config', { type: 'string', describe: 'Config file (default ./costsync.config.json when present)' });
+}
+
+/**
+ * Runs `body` with a way to open the warehouse read-only (after it has checked its own arguments),
+ * closes it afterwards, and turns errors into a message and an exit code.
+ */
+export async function runReadCommand(
+  args: Record<string, unknown>, io: CommandIo, body: (open: () => Promise<ReadOnlyWarehouse>) => Promise<ExitCode>,
+): Promise<ExitCode> {
+  let warehouse: ReadOnlyWarehouse | null = null;
+  try {
+    const { db } = loadConfig({ db: args.db, config: args.config }, io, false);
+    return await body(async () => (warehouse = await openReadOnly(db)));
+  } catch (error) {
+    io.stderr(`costsync: ${describeError(error)}\n`);
+    return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
+  } finally {
+    (warehouse as ReadOnlyWarehouse | null)?.close();
+  }
+}
