@@ -15,7 +15,7 @@ import { runPush } from '../../dist/push/push.js';
 import { createLogger } from '../../dist/log.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
-const SAMPLE = fileURLToPath(new URL('../../../shared/focus-samples/focus_sample_1.0.csv', import.meta.url));
+const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
 const which = process.argv[2];
 const quiet = createLogger({ format: 'json', level: 'error', write: () => undefined });
 

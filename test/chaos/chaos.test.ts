@@ -22,7 +22,7 @@ const PAIRS = Number(process.env.COSTSYNC_CHAOS_PAIRS ?? (SECONDS > 0 ? 20 : 3))
 const budgetMs = (SECONDS * 1000) / 3;
 const timeout = SECONDS * 1000 + 120_000;
 const fixed = Date.parse('2025-07-01T06:00:00Z');
-const SAMPLE = fileURLToPath(new URL('../../../shared/focus-samples/focus_sample_1.0.csv', import.meta.url));
+const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
 const data = { ...SPAN, rowsPerDay: 150, anomaliesPerDay: 3 };
 
 /** The digest of a fault-free sync of `data`: what every chaotic run must end with. */

@@ -10,7 +10,7 @@ import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import { CLI, cli, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
-const SAMPLE = fileURLToPath(new URL('../../../shared/focus-samples/focus_sample_1.0.csv', import.meta.url));
+const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
 const env = { COSTSYNC_API_KEY: 'demo-key' };
 const pushArgs = (url: string, dir: string, extra: string[]) => ['push', '--base-url', url, '--db', join(dir, 'p.duckdb'), '--log-format', 'json', '--rate-limit', '100000', ...extra];
