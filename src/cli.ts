@@ -1,10 +1,5 @@
-#!/usr/bin/env -S node --max-semi-space-size=2
-/**
- * The costsync command line: registers commands and maps errors to exit codes; nothing else.
- * The small young generation (shebang) keeps a long sync's heap near its live size: pages are
- * short-lived garbage, and V8's default 16 MB semi-spaces let it grow to about 100 MB.
- */
-import './runtime.js';
+#!/usr/bin/env node
+/** The costsync command line: registers commands and maps errors to exit codes; nothing else. (The executable is bin.cts.) */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { runCheckCommand } from './commands/check.js';

@@ -5,18 +5,54 @@ import { formatTable } from './table.js';
 
 export type OutputFormat = 'table' | 'csv' | 'json';
 
-/** Runs `text`; a statement that would write gets a clear error (the file is opened read-only). */
-export async function runQuery(warehouse: ReadOnlyWarehouse, text: string): Promise<ResultTable> {
+/** Most rows a table is printed with: it needs every row in memory to size its columns. */
+export const MAX_TABLE_ROWS = 1000;
+
+function queryError(cause: unknown): CostsyncError {
+  const first = (cause as Error).message.split('\n')[0]!;
+  const readOnly = /read-only mode/i.test(first);
+  return new CostsyncError(readOnly ? 'CS_ERR_QUERY_READ_ONLY' : 'CS_ERR_QUERY', readOnly ? `costsync query only reads: ${first}` : `The query failed: ${first}`, {
+    exitCode: ExitCode.USAGE,
+    hint: readOnly ? 'Change the warehouse with costsync sync, or open it with DuckDB itself.' : 'costsync query --list shows the tables and views with their columns.',
+    cause,
+  });
+}
+
+/**
+ * Runs `text` and writes its result as it arrives: CSV and JSON a chunk at a time, whatever the
+ * size; a table with at most MAX_TABLE_ROWS rows, saying so when there were more.
+ */
+export async function writeQuery(warehouse: ReadOnlyWarehouse, text: string, format: OutputFormat, write: (text: string) => void): Promise<void> {
+  let stream;
   try {
-    return await warehouse.table(text);
+    stream = await warehouse.stream(text);
   } catch (cause) {
-    const first = (cause as Error).message.split('\n')[0]!;
-    const readOnly = /read-only mode/i.test(first);
-    throw new CostsyncError(readOnly ? 'CS_ERR_QUERY_READ_ONLY' : 'CS_ERR_QUERY', readOnly ? `costsync query only reads: ${first}` : `The query failed: ${first}`, {
-      exitCode: ExitCode.USAGE,
-      hint: readOnly ? 'Change the warehouse with costsync sync, or open it with DuckDB itself.' : 'costsync query --list shows the tables and views with their columns.',
-      cause,
-    });
+    throw queryError(cause);
+  }
+  const names = stream.columns.map((c) => c.name);
+  const table: Record<string, unknown>[] = [];
+  let rows = 0;
+  let truncated = false;
+  if (format === 'csv') write(`${names.map(csvField).join(',')}\n`);
+  if (format === 'json') write('[');
+  try {
+    for await (const batch of stream.batches) {
+      for (const row of batch) {
+        if (format === 'csv') write(`${names.map((n) => csvField(row[n])).join(',')}\n`);
+        else if (format === 'json') write(`${rows === 0 ? '\n' : ',\n'}  ${JSON.stringify(row)}`);
+        else if (table.length < MAX_TABLE_ROWS) table.push(row);
+        else truncated = true;
+        rows += 1;
+      }
+      if (truncated) break;
+    }
+  } catch (cause) {
+    throw queryError(cause);
+  }
+  if (format === 'json') write(rows === 0 ? ']\n' : '\n]\n');
+  if (format === 'table') {
+    write(`${formatResult({ columns: stream.columns, rows: table }, 'table')}\n`);
+    if (truncated) write(`(the first ${MAX_TABLE_ROWS} rows; --format csv or json prints them all)\n`);
   }
 }
 

@@ -1,7 +1,7 @@
 /** `costsync query "SQL"` and `costsync query --list`. */
 import type { Argv } from 'yargs';
 import { ConfigError, ExitCode } from '../errors.js';
-import { formatResult, runQuery, type OutputFormat } from '../query.js';
+import { writeQuery, type OutputFormat } from '../query.js';
 import { loadSql } from '../storage/duckdb.js';
 import { choiceArg } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
@@ -19,7 +19,7 @@ export function runQueryCommand(args: Record<string, unknown>, io: CommandIo = p
     const format = choiceArg<OutputFormat>('format', args.format ?? 'table', ['table', 'csv', 'json']);
     const text = args.list ? loadSql('query/list_objects') : typeof args.sql === 'string' ? args.sql : '';
     if (text.trim() === '') throw new ConfigError('No SQL to run.', 'Pass the SQL in quotes, for example costsync query "SELECT * FROM monthly_spend", or --list to see the tables and views.');
-    io.stdout(`${formatResult(await runQuery(await open(), text), format)}\n`);
+    await writeQuery(await open(), text, format, io.stdout);
     return ExitCode.OK;
   });
 }

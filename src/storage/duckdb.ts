@@ -181,10 +181,19 @@ export interface ResultTable {
 
 const NUMERIC_TEXT = /^(BIGINT|HUGEINT|UBIGINT|UHUGEINT|DECIMAL)/;
 
+/** DuckDB's JSON form writes 64-bit integers and decimals as text (to keep precision); people want numbers. */
+function numbersAsNumbers(columns: ResultTable['columns'], rows: Record<string, unknown>[]): Record<string, unknown>[] {
+  const numeric = columns.filter((c) => NUMERIC_TEXT.test(c.type)).map((c) => c.name);
+  for (const row of rows) for (const name of numeric) if (typeof row[name] === 'string') row[name] = Number(row[name]);
+  return rows;
+}
+
 export interface ReadOnlyWarehouse {
   sql<T = Record<string, unknown>>(text: string, params?: DuckDBValue[]): Promise<T[]>;
   /** Runs any read-only SQL; dates and times as text, large integers and decimals as numbers. */
   table(text: string, params?: DuckDBValue[]): Promise<ResultTable>;
+  /** The same, a chunk of rows at a time, so a large result never sits in memory whole. */
+  stream(text: string): Promise<{ columns: ResultTable['columns']; batches: AsyncIterable<Record<string, unknown>[]> }>;
   query<T = Record<string, unknown>>(name: string, params?: DuckDBValue[]): Promise<T[]>;
   close(): void;
 }
@@ -215,10 +224,15 @@ export async function openReadOnly(path: string): Promise<ReadOnlyWarehouse> {
     async table(text, params) {
       const reader = await connection.runAndReadAll(text, params);
       const columns = reader.columnNames().map((name, i) => ({ name, type: reader.columnTypes()[i]!.toString() }));
-      const numeric = columns.filter((c) => NUMERIC_TEXT.test(c.type)).map((c) => c.name);
-      const rows = reader.getRowObjectsJson() as Record<string, unknown>[];
-      for (const row of rows) for (const name of numeric) if (typeof row[name] === 'string') row[name] = Number(row[name]);
-      return { columns, rows };
+      return { columns, rows: numbersAsNumbers(columns, reader.getRowObjectsJson() as Record<string, unknown>[]) };
+    },
+    async stream(text) {
+      const result = await connection.stream(text);
+      const columns = result.columnNames().map((name, i) => ({ name, type: result.columnTypes()[i]!.toString() }));
+      async function* batches() {
+        for await (const rows of result.yieldRowObjectJson()) yield numbersAsNumbers(columns, rows as Record<string, unknown>[]);
+      }
+      return { columns, batches: batches() };
     },
     query: (name, params) => sql(loadSql(name), params),
     close: () => {

@@ -14,7 +14,7 @@ import { openFileReader } from '../../dist/push/reader.js';
 import { runPush } from '../../dist/push/push.js';
 import { createLogger } from '../../dist/log.js';
 
-const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../../dist/bin.cjs', import.meta.url));
 const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
 const which = process.argv[2];
 const quiet = createLogger({ format: 'json', level: 'error', write: () => undefined });
@@ -75,7 +75,7 @@ async function benchSpeed(dir) {
 }
 
 async function dryRunRss(path) {
-  const child = spawn('/usr/bin/time', ['-f', 'MAXRSS_KB=%M', CLI, 'push', '--dry-run', '--quiet', path], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn('/usr/bin/time', ['-f', 'MAXRSS_KB=%M', BIN, 'push', '--dry-run', '--quiet', path], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr.on('data', (d) => { err += d; });
   const [code] = await once(child, 'exit');

@@ -18,6 +18,8 @@ import { createLogger } from '../../dist/log.js';
 import { addDays } from '../../dist/dates.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+/** The executable users run (`costsync`, `npx costsync`), with the process settings it makes. */
+const BIN = fileURLToPath(new URL('../../dist/bin.cjs', import.meta.url));
 const quietLogger = createLogger({ format: 'json', level: 'error', write: () => undefined });
 const which = process.argv[2];
 const fixedClock = { now: () => Date.parse('2025-12-31T12:00:00Z') };
@@ -150,7 +152,7 @@ async function benchMemory() {
   // The emulator in its own process, so only the sync's memory is measured.
   const { url, stop } = await emulatorProcess(['--rows-per-day', String(rowsPerDay), '--start-date', '2025-10-01', '--end-date', '2025-12-31']);
   try {
-    const args = [CLI, 'sync', '--base-url', url, '--db', join(dir, 'm.duckdb'), '--state-dir', join(dir, 'state'), '--streams', 'line_items',
+    const args = [BIN, 'sync', '--base-url', url, '--db', join(dir, 'm.duckdb'), '--state-dir', join(dir, 'state'), '--streams', 'line_items',
       '--start-date', addDays('2025-12-31', -(days - 1)), '--until', '2025-12-31', '--rate-limit', '1000000', '--window-days', process.env.BENCH_WINDOW_DAYS ?? '7', '--quiet'];
     const t0 = performance.now();
     // The bin itself, as `costsync` and `npx costsync` run it (its shebang sets Node's flags).

@@ -35,6 +35,16 @@ describe('costsync query', () => {
       expect(json).toEqual([{ n: 1, d: '2025-06-01', m: 1.5 }]);
       const csv = await cli(['query', '--db', db, '--format', 'csv', `SELECT 'a, "b"' AS text, NULL AS nothing, 2 AS two`]);
       expect(csv.stdout).toBe('text,nothing,two\n"a, ""b""",,2\n');
+      // Large results stream as CSV or JSON; a table stops at 1000 rows and says so.
+      const many = 'SELECT range AS n, range * 2 AS twice FROM range(25000)';
+      const allCsv = await cli(['query', '--db', db, '--format', 'csv', many]);
+      expect(allCsv.stdout.trimEnd().split('\n')).toHaveLength(25001);
+      expect(allCsv.stdout.trimEnd().split('\n').at(-1)).toBe('24999,49998');
+      expect(JSON.parse((await cli(['query', '--db', db, '--format', 'json', many])).stdout)).toHaveLength(25000);
+      const tableMany = await cli(['query', '--db', db, many]);
+      expect(tableMany.stdout.trimEnd().split('\n')).toHaveLength(1003);
+      expect(tableMany.stdout).toMatch(/\(the first 1000 rows; --format csv or json prints them all\)/);
+      expect(JSON.parse((await cli(['query', '--db', db, '--format', 'json', 'SELECT 1 AS x WHERE false'])).stdout)).toEqual([]);
     });
   });
 

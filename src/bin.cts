@@ -1,0 +1,13 @@
+#!/usr/bin/env -S node --max-semi-space-size=2 --max-old-space-size=96
+/**
+ * The `costsync` executable. A CommonJS file on purpose: it runs before Node's ESM loader first uses
+ * libuv's thread pool, so the pool size set here takes effect (set from an ES module, it is too late).
+ *
+ * Why one thread: DuckDB's queries and Node's file I/O run on that pool, and each thread that runs a
+ * DuckDB task keeps its own malloc arena, which grows a long sync's RSS by tens of MB per thread. One
+ * thread costs a quarter of the unthrottled speed, which a sync under the API's rate limit never
+ * reaches. A value the user sets wins. The small young generation (the shebang) keeps the heap near
+ * its live size: pages are short-lived garbage.
+ */
+process.env.UV_THREADPOOL_SIZE ??= '1';
+void import('./cli.js');
