@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/emulator/rng.js';
+import type { Emulator } from '../../src/emulator/server.js';
 import { ExitCode } from '../../src/errors.js';
 import { runSync } from '../../src/sync/runner.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
@@ -52,16 +53,17 @@ describe(`chaos (seed ${SEED}, ${SECONDS} s)`, () => {
       const clock = fakeClock(fixed);
       const label = `seed ${SEED} round ${round}: ${JSON.stringify({ ...faults, burstEvery, burstLength })}`;
       let requests = 0;
+      let current: Emulator | null = null;
       // The emulator's clock stays put (its data depends on "now"); the sync's moves as it waits out 429s.
       await withEmulator({
         ...data, clock: { now: () => fixed }, faults,
         // A burst of 429s every few requests, as a shared key's neighbours would cause.
         // (Counted over answered requests, so bursts stay bursts and never become a permanent refusal.)
         onRequest: (entry) => {
-          if (entry.status !== 429 && ++requests % burstEvery === 0) emulator.faults.script(...Array.from({ length: burstLength }, () => 'rateLimit' as const));
+          if (entry.status !== 429 && ++requests % burstEvery === 0) current?.faults.script(...Array.from({ length: burstLength }, () => 'rateLimit' as const));
         },
       }, async (e) => {
-        emulator = e;
+        current = e;
         await withTempDir(async (dir) => {
           const config = testSyncConfig(e.url, dir, { windowDays: 1 + Math.floor(rng() * 10) });
           const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: { retry: { retries: 12, minTimeoutMs: 1, maxTimeoutMs: 2 } } });
@@ -144,5 +146,3 @@ describe(`chaos (seed ${SEED}, ${SECONDS} s)`, () => {
     });
   });
 });
-
-let emulator: { faults: { script(...kinds: 'rateLimit'[]): void } };
