@@ -204,3 +204,32 @@ export async function cli(args: string[], env: Record<string, string> = {}): Pro
   return { code, signal, stdout, stderr };
 }
 
+
+/** Where a kill test SIGKILLs a run: at its Nth counted request, or after a delay (landing anywhere). */
+export interface KillPoint { atRequest?: number; afterMs?: number }
+
+/**
+ * Runs CLI processes (`args` after node) again and again, SIGKILLing each at a chosen point. Pass
+ * `onRequest` to the emulator; `counts` picks which requests count (all by default).
+ */
+export function killRunner(env: Record<string, string>, counts: (entry: { route: string }) => boolean = () => true) {
+  let requests = 0;
+  let killAt = Infinity;
+  let kill: (() => void) | null = null;
+  return {
+    onRequest(entry: { route: string }): void {
+      if (counts(entry) && ++requests === killAt) kill?.();
+    },
+    async run(args: string[], point: KillPoint = {}): Promise<{ code: number | null; signal: string | null }> {
+      requests = 0;
+      killAt = point.atRequest ?? Infinity;
+      const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
+      kill = () => child.kill('SIGKILL');
+      const timer = point.afterMs !== undefined ? setTimeout(() => child.kill('SIGKILL'), point.afterMs) : null;
+      const [code, signal] = (await onceEvent(child, 'exit')) as [number | null, string | null];
+      if (timer) clearTimeout(timer);
+      kill = null;
+      return { code, signal };
+    },
+  };
+}

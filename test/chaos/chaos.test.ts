@@ -3,8 +3,6 @@
  * for COSTSYNC_CHAOS_SECONDS with COSTSYNC_CHAOS_SEED, and more kill points (COSTSYNC_KILLS). Every
  * failure message carries the seed and round, so a failing run can be replayed exactly.
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -13,7 +11,7 @@ import type { Emulator } from '../../src/emulator/server.js';
 import { ExitCode } from '../../src/errors.js';
 import { runSync } from '../../src/sync/runner.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { CLI, cli, fakeClock, memoryLogger, tableDigest, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, cli, fakeClock, killRunner, memoryLogger, tableDigest, testSyncConfig, withEmulator, withTempDir, SPAN, type KillPoint } from '../helpers.js';
 
 const SEED = Number(process.env.COSTSYNC_CHAOS_SEED ?? 20251121);
 const SECONDS = Number(process.env.COSTSYNC_CHAOS_SECONDS ?? 0);
@@ -78,28 +76,13 @@ describe(`chaos (seed ${SEED}, ${SECONDS} s)`, () => {
 
   it(`kill: a push SIGKILLed at ${KILLS} random points (request counts and delays), then re-run, stores every row exactly once`, { timeout }, async () => {
     const rng = createRng(SEED);
-    let ingests = 0;
-    let killAt = Infinity;
-    let kill: (() => void) | null = null;
+    const runner = killRunner({ COSTSYNC_API_KEY: 'demo-key' }, (e) => e.route === 'ingest-focus');
     await withEmulator({
-      ...SPAN, rowsPerDay: 5, faults: { latencyMs: 5 },
-      onRequest: (e) => {
-        if (e.route === 'ingest-focus' && ++ingests === killAt) kill?.();
-      },
+      ...SPAN, rowsPerDay: 5, faults: { latencyMs: 5 }, onRequest: runner.onRequest,
     }, async (emulator) => {
       await withTempDir(async (dir) => {
         const args = [CLI, 'push', '--base-url', emulator.url, '--db', join(dir, 'p.duckdb'), '--connection', 'demo-connection', '--batch-size', '40', '--rate-limit', '100000', '--quiet', SAMPLE];
-        const run = async (point: { atRequest?: number; afterMs?: number }) => {
-          ingests = 0;
-          killAt = point.atRequest ?? Infinity;
-          const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' }, stdio: 'ignore' });
-          kill = () => child.kill('SIGKILL');
-          const timer = point.afterMs !== undefined ? setTimeout(() => child.kill('SIGKILL'), point.afterMs) : null;
-          const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
-          if (timer) clearTimeout(timer);
-          kill = null;
-          return { code, signal };
-        };
+        const run = (point: KillPoint) => runner.run(args, point);
         let killed = 0;
         for (let i = 0; i < KILLS; i++) {
           const point = i % 2 === 0 ? { atRequest: 1 + Math.floor(rng() * 6) } : { afterMs: 100 + Math.floor(rng() * 900) };

@@ -8,7 +8,7 @@ import { SCOPES } from '../../src/api/types.js';
 import type { KeysConfig } from '../../src/emulator/keys.js';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { CLI, cli, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, cli, killRunner, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
 const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
@@ -133,28 +133,13 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
   });
 
   it('SIGKILLed mid-push and re-run, ends with every row stored exactly once and the ledger complete', async () => {
-    let ingestRequests = 0;
-    let killAt = Infinity;
-    let kill: (() => void) | null = null;
+    const runner = killRunner(env, (e) => e.route === 'ingest-focus');
     await withEmulator({
-      ...SPAN, rowsPerDay: 5,
-      onRequest: (e) => {
-        if (e.route !== 'ingest-focus') return;
-        ingestRequests += 1;
-        if (ingestRequests === killAt) kill?.();
-      },
+      ...SPAN, rowsPerDay: 5, onRequest: runner.onRequest,
     }, async (emulator) => {
       await withTempDir(async (dir) => {
         const args = [CLI, ...pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '50', '--quiet', SAMPLE])];
-        const run = async (at: number) => {
-          ingestRequests = 0;
-          killAt = at;
-          const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
-          kill = () => child.kill('SIGKILL');
-          const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
-          kill = null;
-          return { code, signal };
-        };
+        const run = (at: number) => runner.run(args, { atRequest: at });
         let killed = 0;
         for (const at of [3, 1, 5, 2]) if ((await run(at)).signal === 'SIGKILL') killed += 1;
         expect(killed).toBeGreaterThanOrEqual(3);

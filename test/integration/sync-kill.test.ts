@@ -1,9 +1,7 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/emulator/rng.js';
-import { CLI, tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, killRunner, tableDigest, withEmulator, withTempDir, SPAN, type KillPoint } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 /** Kill points in `npm test`; the chaos suite runs more. */
@@ -12,33 +10,16 @@ const SEED = Number(process.env.COSTSYNC_KILL_SEED ?? 20251121);
 
 describe('crash safety', () => {
   it(`SIGKILLed at ${KILLS} random points and re-run, ends with exactly the tables of a clean run`, async () => {
-    let requestsThisRun = 0;
-    let killAtRequest = Infinity;
-    let onKillPoint: (() => void) | null = null;
+    const runner = killRunner({ COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' });
     await withEmulator({
-      ...SPAN, rowsPerDay: 400, clock, anomaliesPerDay: 5,
-      onRequest: () => {
-        requestsThisRun += 1;
-        if (requestsThisRun === killAtRequest) onKillPoint?.();
-      },
+      ...SPAN, rowsPerDay: 400, clock, anomaliesPerDay: 5, onRequest: runner.onRequest,
     }, async ({ url }) => {
       await withTempDir(async (dir) => {
         const args = (sub: string) => [
           CLI, 'sync', '--base-url', url, '--db', join(dir, sub, 'c.duckdb'), '--state-dir', join(dir, sub, 'state'),
           '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--window-days', '4', '--rate-limit', '100000', '--log-format', 'json', '--quiet',
         ];
-        const env = { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
-        const run = async (sub: string, kill: { atRequest?: number; afterMs?: number } = {}) => {
-          requestsThisRun = 0;
-          killAtRequest = kill.atRequest ?? Infinity;
-          const child = spawn(process.execPath, args(sub), { env, stdio: 'ignore' });
-          onKillPoint = () => child.kill('SIGKILL');
-          const timer = kill.afterMs !== undefined ? setTimeout(() => child.kill('SIGKILL'), kill.afterMs) : null;
-          const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
-          if (timer) clearTimeout(timer);
-          onKillPoint = null;
-          return { code, signal };
-        };
+        const run = (sub: string, point: KillPoint = {}) => runner.run(args(sub), point);
 
         const clean = await run('clean');
         expect(clean.code).toBe(0);
