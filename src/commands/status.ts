@@ -17,6 +17,8 @@ export interface StatusReport {
   }[];
   tables: Record<string, unknown>[];
   runs: Record<string, unknown>[];
+  /** The latest pushes recorded in ingest_batches. */
+  pushes: Record<string, unknown>[];
   database: string;
 }
 
@@ -45,16 +47,18 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
   });
   let tables: Record<string, unknown>[] = [];
   let runs: Record<string, unknown>[] = [];
+  let pushes: Record<string, unknown>[] = [];
   if (existsSync(db)) {
     const wh = await openReadOnly(db);
     try {
       tables = await wh.query('status/table_counts');
       runs = await wh.query('status/last_runs');
+      pushes = await wh.query('status/last_pushes');
     } finally {
       wh.close();
     }
   }
-  return { sources, tables, runs, database: db };
+  return { sources, tables, runs, pushes, database: db };
 }
 
 export async function runStatusCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
@@ -71,6 +75,7 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
   }
   if (report.tables.length > 0) {
     io.stdout(`Database ${config.db}\n${formatTable(report.tables)}\n\nLast runs\n${formatTable(report.runs)}\n`);
+    if (report.pushes.length > 0) io.stdout(`\nLast pushes\n${formatTable(report.pushes)}\n`);
   } else {
     io.stdout(`No database at ${config.db} yet.\n`);
   }

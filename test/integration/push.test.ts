@@ -44,6 +44,9 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         expect(emulator.dataset.ingestedRecords()).toHaveLength(1000);
         const rows = await ledger(join(dir, 'p.duckdb'));
         expect(rows.map((r) => [r.first_row, r.last_row, r.accepted])).toEqual([[1, 500, true], [501, 1000, true]]);
+        // status shows the push.
+        const status = JSON.parse((await cli(['status', '--db', join(dir, 'p.duckdb'), '--state-dir', join(dir, 'state'), '--log-format', 'json'])).stdout);
+        expect(status.pushes).toEqual([expect.objectContaining({ kind: 'focus', connection_id: 'demo-connection', file: SAMPLE, batches: 2, rows_sent: 1000, created: 1000, all_accepted: true })]);
       });
     });
   });
