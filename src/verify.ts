@@ -25,8 +25,8 @@ export interface VerifyReport {
 export async function verifyWarehouse(
   warehouse: ReadOnlyWarehouse, options: { tolerance: number; from?: string | null; to?: string | null },
 ): Promise<VerifyReport> {
-  const params = [options.tolerance, options.from ?? null, options.to ?? null];
-  const differences = (await warehouse.table(loadSql('verify/differences'), params)).rows as unknown as Difference[];
-  const [coverage] = (await warehouse.table(loadSql('verify/coverage'), params)).rows as { line_item_dates: number; rollup_dates: number }[];
+  const dates = [options.from ?? null, options.to ?? null];
+  const differences = (await warehouse.table(loadSql('verify/differences'), [options.tolerance, ...dates])).rows as unknown as Difference[];
+  const [coverage] = (await warehouse.table(loadSql('verify/coverage'), dates)).rows as { line_item_dates: number; rollup_dates: number }[];
   return { tolerance: options.tolerance, lineItemDates: coverage!.line_item_dates, rollupDates: coverage!.rollup_dates, differences };
 }

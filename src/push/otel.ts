@@ -5,12 +5,12 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { ConfigError } from '../errors.js';
 import { keyFingerprint } from '../fingerprint.js';
 import type { Logger } from '../log.js';
-import { acquireLock } from '../state/lock.js';
+import { newRunId } from '../run-id.js';
+import { acquireLock, dbLockPath } from '../state/lock.js';
 import type { Warehouse } from '../storage/duckdb.js';
 
 export interface OtelPushResult {
@@ -38,10 +38,10 @@ export async function runPushOtel(deps: {
   } catch (cause) {
     throw new ConfigError(`${file}: not a JSON document (${(cause as Error).message}).`, 'push-otel sends one JSON document (for example an OTLP/JSON export); fix the file.', cause);
   }
-  const pushId = `${new Date(clock.now()).toISOString().replace(/[-:.TZ]/g, '').slice(0, 14)}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const pushId = newRunId(clock.now());
   const fileSha = createHash('sha256').update(text).digest('hex');
   const pushKey = createHash('sha256').update(JSON.stringify({ base: deps.baseUrl, key: keyFingerprint(deps.apiKey), fileSha, kind: 'otel' })).digest('hex');
-  const lock = acquireLock(`${resolve(warehouse.path)}.lock`, `costsync push-otel (${pushId})`, new Date(clock.now()));
+  const lock = acquireLock(dbLockPath(warehouse.path), `costsync push-otel (${pushId})`, new Date(clock.now()));
   try {
     const [done] = await warehouse.query<{ batches: number }>('push/ledger_resume', [pushKey]);
     if (done!.batches > 0 && !deps.force) {

@@ -6,14 +6,14 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { resolve } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import type { IngestResult, IngestVersion } from '../api/types.js';
 import { ApiError, ExitCode } from '../errors.js';
 import { keyFingerprint } from '../fingerprint.js';
 import { REQUIRED_INGEST_COLUMNS, extensionColumns } from '../focus/rules.js';
 import type { Logger } from '../log.js';
-import { acquireLock } from '../state/lock.js';
+import { newRunId } from '../run-id.js';
+import { acquireLock, dbLockPath } from '../state/lock.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { HashSet52, hash52 } from '../sync/id-set.js';
 import { lowestVersion, planColumns, type ColumnMapping, type ColumnPlan } from './columns.js';
@@ -148,7 +148,7 @@ function isTooLarge(error: unknown): boolean {
 export async function runPush(deps: PushDeps): Promise<PushSummary> {
   const { options, reader, logger } = deps;
   const clock = deps.clock ?? { now: () => Date.now() };
-  const pushId = `${new Date(clock.now()).toISOString().replace(/[-:.TZ]/g, '').slice(0, 14)}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const pushId = newRunId(clock.now());
   const idColumn = extensionColumns(options.vendor).lineItemId;
   const summary: PushSummary = {
     pushId, version: '1', rowsRead: 0, valid: 0, invalid: 0, sent: 0, accepted: 0, skipped: 0, rejected: 0, alreadySent: 0,
@@ -207,7 +207,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
   // 3. Send.
   const { client, warehouse } = deps;
   if (!client || !warehouse) throw new Error('runPush: a client and a warehouse are needed to send');
-  const lock = acquireLock(`${resolve(warehouse.path)}.lock`, `costsync push (${pushId})`, new Date(clock.now()));
+  const lock = acquireLock(dbLockPath(warehouse.path), `costsync push (${pushId})`, new Date(clock.now()));
   try {
     for (const file of files) {
       if (deps.stopSignal?.stopped) {

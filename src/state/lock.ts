@@ -3,6 +3,7 @@
  * atomically (written to a temp file, then hard-linked into place), so a live lock is never empty
  * or half-written; a lock that is, or whose process is gone, is recovered.
  */
+import { resolve } from 'node:path';
 import { hostname } from 'node:os';
 import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { CostsyncError, ExitCode } from '../errors.js';
@@ -48,6 +49,11 @@ function readHolder(path: string): { text: string; holder: LockHolder | null } |
  * Takes the lock at `path` or throws CS_ERR_LOCKED (exit code 5) naming the holder. A lock whose
  * file is unreadable as JSON, or whose process on this host is gone, is stale and taken over.
  */
+/** The lock beside a DuckDB file: every writer of it (sync, push, push-otel) takes this one. */
+export function dbLockPath(db: string): string {
+  return `${resolve(db)}.lock`;
+}
+
 export function acquireLock(path: string, command: string, now: Date = new Date()): Lock {
   const me: LockHolder = { pid: process.pid, hostname: hostname(), startedAt: now.toISOString(), command };
   const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;

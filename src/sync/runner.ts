@@ -10,7 +10,8 @@ import { endpointOf, type Endpoint } from '../api/types.js';
 import type { SyncConfig } from '../config.js';
 import { CostsyncError, describeError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { acquireLock, type Lock } from '../state/lock.js';
+import { acquireLock, dbLockPath, type Lock } from '../state/lock.js';
+import { newRunId } from '../run-id.js';
 import { StateStore } from '../state/store.js';
 import { openWarehouse, type Warehouse } from '../storage/duckdb.js';
 import { syncAnomalies } from './anomalies.js';
@@ -60,7 +61,7 @@ function streamOfPath(path: string): StreamName | null {
 
 /** The lock files of a run: one in the state directory, one beside the database. */
 export function lockPaths(config: Pick<SyncConfig, 'stateDir' | 'db'>): string[] {
-  return [resolve(config.stateDir, 'costsync.lock'), `${resolve(config.db)}.lock`];
+  return [resolve(config.stateDir, 'costsync.lock'), dbLockPath(config.db)];
 }
 
 export async function runSync(deps: SyncDeps): Promise<RunSummary> {
@@ -69,7 +70,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const stop = deps.stopSignal ?? { stopped: false };
   const startedMs = clock.now();
   const startedAt = new Date(startedMs).toISOString();
-  const runId = `${startedAt.replace(/[-:.TZ]/g, '').slice(0, 14)}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const runId = newRunId(startedMs);
   logger.addSecret(config.apiKey);
 
   try {
