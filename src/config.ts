@@ -23,6 +23,8 @@ export const DEFAULTS = {
   anomalyRefreshDays: 30,
   firstRunDays: 90,
   concurrency: 4,
+  /** How often a long run publishes what it committed so far. */
+  publishIntervalMs: 10 * 60_000,
 } as const;
 
 export interface SyncConfig {
@@ -47,13 +49,15 @@ export interface SyncConfig {
   verbose: boolean;
   anomalyRefreshDays: number;
   concurrency: number;
+  /** During a run, publish after a commit when the last publish is older than this (0: after every commit). */
+  publishIntervalMs: number;
 }
 
 /** Settings by their flag names; the config file and environment use the same names. */
 export const SETTINGS = [
   'base-url', 'api-key-file', 'db', 'state-dir', 'streams', 'since', 'until', 'start-date', 'lookback-days',
   'window-days', 'full-refresh', 'rate-limit', 'max-runtime', 'format', 'out', 'log-format', 'quiet', 'verbose',
-  'anomaly-refresh-days', 'concurrency',
+  'anomaly-refresh-days', 'concurrency', 'publish-interval',
 ] as const;
 export type SettingName = (typeof SETTINGS)[number];
 
@@ -193,6 +197,14 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     maxRuntimeMs = parsed!;
   }
 
+  const publishInterval = pick('publish-interval');
+  let publishIntervalMs: number = DEFAULTS.publishIntervalMs;
+  if (publishInterval !== undefined) {
+    const parsed = parseDuration(String(publishInterval.value));
+    if (parsed === null) bad(publishInterval.from, `must be a duration such as 10m, 30s or 0 (after every window); got ${JSON.stringify(publishInterval.value)}.`, 'For example --publish-interval 10m.');
+    publishIntervalMs = parsed!;
+  }
+
   let baseUrl = '';
   let apiKey = '';
   if (needsApi) {
@@ -226,6 +238,7 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     verbose: bool('verbose'),
     anomalyRefreshDays: int('anomaly-refresh-days', DEFAULTS.anomalyRefreshDays, 0, 3660),
     concurrency: int('concurrency', DEFAULTS.concurrency, 1, 64),
+    publishIntervalMs,
   };
 }
 

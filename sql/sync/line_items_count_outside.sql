@@ -1,2 +1,3 @@
--- Full refresh: line items dated outside the synced range. $1/$2 = first and last date synced.
-SELECT count(*) AS n FROM line_items WHERE usage_date < $1::DATE OR usage_date > $2::DATE
+-- Full refresh: line items dated outside the synced range, and their dates. $1/$2 = first and last date synced.
+SELECT count(*) AS n, coalesce(list(DISTINCT strftime(usage_date, '%Y-%m-%d')), []) AS dates
+FROM line_items WHERE usage_date < $1::DATE OR usage_date > $2::DATE

@@ -1,2 +1,3 @@
--- Full refresh: rollup rows dated outside the synced range. $1/$2 = first and last date synced.
-SELECT count(*) AS n FROM rollups_daily WHERE date < $1::DATE OR date > $2::DATE
+-- Full refresh: rollup rows dated outside the synced range, and their dates. $1/$2 = first and last date synced.
+SELECT count(*) AS n, coalesce(list(DISTINCT strftime(date, '%Y-%m-%d')), []) AS dates
+FROM rollups_daily WHERE date < $1::DATE OR date > $2::DATE

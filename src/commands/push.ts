@@ -7,7 +7,11 @@ import { parseMapping, versionArg, type ColumnMapping } from '../push/columns.js
 import { openFileReader } from '../push/reader.js';
 import { DEFAULT_BATCH_SIZE, pushExitCode, runPush, type PushSummary, type RowProblem } from '../push/push.js';
 import { runPushOtel } from '../push/otel.js';
-import { openWarehouse, type Warehouse } from '../storage/duckdb.js';
+import type { SyncConfig } from '../config.js';
+import type { Logger } from '../log.js';
+import { acquireLock, dbLockPath, type Lock } from '../state/lock.js';
+import type { Warehouse } from '../storage/duckdb.js';
+import { openWorkingCopy, publish } from '../storage/publish.js';
 import { formatTable } from '../table.js';
 import { intArg, readJsonFile } from './args.js';
 import { connectionOptions, loadConfig, makeLogger, processIo, type CommandIo } from './sync.js';
@@ -41,6 +45,31 @@ function sharedConfig(args: Record<string, unknown>, io: CommandIo, needsApi: bo
   return loadConfig(shared, io, needsApi);
 }
 
+/**
+ * The push commands write the ledger into the working copy (under the lock beside --db) and
+ * publish it over --db when they are done, whatever the outcome.
+ */
+async function openLedger(config: { db: string; stateDir: string }, command: string): Promise<{ warehouse: Warehouse; lock: Lock }> {
+  const lock = acquireLock(dbLockPath(config.db), command);
+  try {
+    return { warehouse: await openWorkingCopy(config.db, config.stateDir), lock };
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+}
+
+async function closeLedger(ledger: { warehouse: Warehouse; lock: Lock } | null, db: string, logger: Logger): Promise<void> {
+  if (ledger === null) return;
+  try {
+    const result = await publish(ledger.warehouse, db, { runId: null, now: Date.now });
+    if (result) logger.info(`published ${result.path} (${result.bytes} bytes, ${result.seconds.toFixed(2)} s)`, { file: result.path, bytes: result.bytes, seconds: result.seconds });
+  } finally {
+    ledger.warehouse.close();
+    ledger.lock.release();
+  }
+}
+
 function problemLine(p: RowProblem): string {
   return `${p.file}:${p.line ?? `row ${p.row}`}: ${p.column ? `${p.column}: ` : ''}${p.reason}`;
 }
@@ -53,9 +82,9 @@ function summaryText(s: PushSummary): string {
 }
 
 export async function runPushCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
-  let config;
+  let config: SyncConfig | undefined;
   let logger = makeLogger({ logFormat: args['log-format'] === 'json' ? 'json' : 'pretty', quiet: Boolean(args.quiet), apiKey: '' }, io);
-  let warehouse: Warehouse | null = null;
+  let ledger: { warehouse: Warehouse; lock: Lock } | null = null;
   let reader = null;
   let client = null;
   const stopSignal = { stopped: false };
@@ -82,7 +111,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
 
     reader = await openFileReader(io.env);
     if (!dryRun) {
-      warehouse = await openWarehouse(config.db);
+      ledger = await openLedger(config, 'costsync push');
       const limiter = createRequestLimiter({ requestsPerMinute: config.rateLimit });
       client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter });
     }
@@ -92,9 +121,13 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
         vendor, batchSize, dryRun, skipInvalid: Boolean(args['skip-invalid']), force: Boolean(args.force), baseUrl: config.baseUrl, apiKey: config.apiKey,
       },
       reader, logger, stopSignal,
-      ...(client ? { client } : {}), ...(warehouse ? { warehouse } : {}),
+      ...(client ? { client } : {}), ...(ledger ? { warehouse: ledger.warehouse } : {}),
       onProblem: (p) => logger.warn(problemLine(p), { file: p.file, row: p.row, line: p.line, column: p.column, reason: p.reason }),
     });
+    // Published before the summary, so a failed publish is this command's failure.
+    const done = ledger;
+    ledger = null;
+    await closeLedger(done, config.db, logger);
     if (config.logFormat === 'json') {
       logger.info('push finished', { ...summary });
     } else if (!config.quiet) {
@@ -118,22 +151,27 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     process.off('SIGINT', onInt);
     reader?.close();
     await client?.close();
-    warehouse?.close();
+    await closeLedger(ledger, config?.db ?? '', logger).catch((error: unknown) => {
+      logger.error(describeError(error, config ? [config.apiKey] : []));
+    });
   }
 }
 
 export async function runPushOtelCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
-  let config;
+  let config: SyncConfig | undefined;
   let logger = makeLogger({ logFormat: args['log-format'] === 'json' ? 'json' : 'pretty', quiet: Boolean(args.quiet), apiKey: '' }, io);
-  let warehouse: Warehouse | null = null;
+  let ledger: { warehouse: Warehouse; lock: Lock } | null = null;
   let client = null;
   try {
     config = sharedConfig(args, io, true);
     logger = makeLogger(config, io);
     if (typeof args.file !== 'string' || args.file === '') throw new ConfigError('No file to send.', 'Name a JSON document: costsync push-otel usage.json');
-    warehouse = await openWarehouse(config.db);
+    ledger = await openLedger(config, 'costsync push-otel');
     client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter: createRequestLimiter({ requestsPerMinute: config.rateLimit }) });
-    const result = await runPushOtel({ file: args.file, force: Boolean(args.force), baseUrl: config.baseUrl, apiKey: config.apiKey, client, warehouse, logger });
+    const result = await runPushOtel({ file: args.file, force: Boolean(args.force), baseUrl: config.baseUrl, apiKey: config.apiKey, client, warehouse: ledger.warehouse, logger });
+    const done = ledger;
+    ledger = null;
+    await closeLedger(done, config.db, logger);
     if (result.sent) logger.info(`Sent ${result.file}; the server answered ${JSON.stringify(result.response)}`, { pushId: result.pushId });
     return ExitCode.OK;
   } catch (error) {
@@ -141,6 +179,8 @@ export async function runPushOtelCommand(args: Record<string, unknown>, io: Comm
     return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
   } finally {
     await client?.close();
-    warehouse?.close();
+    await closeLedger(ledger, config?.db ?? '', logger).catch((error: unknown) => {
+      logger.error(describeError(error, config ? [config.apiKey] : []));
+    });
   }
 }

@@ -3,7 +3,6 @@ import type { Argv } from 'yargs';
 import { SETTINGS, readConfigFile, resolveSyncConfig, type SettingName, type SyncConfig } from '../config.js';
 import { ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
-import { writeParquetWindow, finishParquet } from '../storage/parquet.js';
 import { createProgress, summaryTable } from '../progress.js';
 import { runSync, type RunSummary } from '../sync/runner.js';
 
@@ -13,7 +12,7 @@ export function connectionOptions(yargs: Argv) {
     .option('config', { type: 'string', describe: 'Config file (default ./costsync.config.json when present)' })
     .option('base-url', { type: 'string', describe: 'API base URL [env COSTSYNC_BASE_URL]' })
     .option('api-key-file', { type: 'string', describe: 'File holding the API key [or env COSTSYNC_API_KEY]' })
-    .option('db', { type: 'string', describe: 'DuckDB file [default ./costs.duckdb]' })
+    .option('db', { type: 'string', describe: 'The published DuckDB file people open; costsync writes a working copy in --state-dir [default ./costs.duckdb]' })
     .option('state-dir', { type: 'string', describe: 'State directory [default ./state]' })
     .option('log-format', { choices: ['pretty', 'json'] as const, describe: 'Log format [default pretty]' })
     .option('quiet', { type: 'boolean', describe: 'Warnings and errors only' })
@@ -34,7 +33,8 @@ export function syncOptions(yargs: Argv) {
     .option('format', { choices: ['duckdb', 'parquet'] as const, describe: 'Also write hive-partitioned Parquet with parquet [default duckdb]' })
     .option('out', { type: 'string', describe: 'Parquet output directory [default ./costs-parquet]' })
     .option('anomaly-refresh-days', { type: 'number', describe: 'Days of anomalies re-read every run for status changes [default 30]' })
-    .option('concurrency', { type: 'number', describe: 'Windows fetched at once per stream [default 4]' });
+    .option('concurrency', { type: 'number', describe: 'Windows fetched at once per stream [default 4]' })
+    .option('publish-interval', { type: 'string', describe: 'During a long run, publish --db after a window when the last publish is older than this; 0: after every window [default 10m]' });
 }
 
 export interface CommandIo {
@@ -94,15 +94,7 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
   process.once('SIGTERM', onTerm);
   process.once('SIGINT', onInt);
   try {
-    const summary = await runSync({
-      config, logger, progress, stopSignal,
-      ...(config.format === 'parquet'
-        ? {
-          afterWindow: (wh, stream, window) => writeParquetWindow(wh, config.out, stream, window),
-          beforeClose: (wh, run) => finishParquet(wh, config.out, run),
-        }
-        : {}),
-    });
+    const summary = await runSync({ config, logger, progress, stopSignal });
     progress.finish();
     if (summary.outcome === 'failed') {
       logger.error(describeError(summary.error, [config.apiKey]), { ...errorFields(summary.error, config.verbose), runId: summary.runId });

@@ -42,8 +42,24 @@ export interface Warehouse {
   query<T = Record<string, unknown>>(name: string, params?: DuckDBValue[], names?: { stage?: string; table?: string }): Promise<T[]>;
   /** Runs ad-hoc SQL (for `query`, `status` and tests); rows as objects. */
   sql<T = Record<string, unknown>>(text: string, params?: DuckDBValue[]): Promise<T[]>;
-  /** Runs `fn` inside BEGIN/COMMIT on the write queue; rolls back on error. Every write goes through here. */
-  transaction<T>(fn: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` inside BEGIN/COMMIT on the write queue; rolls back on error. Every write goes through
+   * here, and each one records in the same transaction that the published file is now behind
+   * (`publish: false` for bookkeeping that readers need not see at once).
+   */
+  transaction<T>(fn: () => Promise<T>, options?: { publish?: boolean }): Promise<T>;
+  /**
+   * Runs `fn` on the write queue with no transaction open: what it reads (a COPY, the file itself) is
+   * committed data only, and no commit happens while it runs. Statements in it commit one by one.
+   */
+  exclusive<T>(fn: () => Promise<T>): Promise<T>;
+  /**
+   * Tells the warehouse that `dates` of `table` changed, inside the transaction that changes them:
+   * with a lake, their Parquet partitions (and the lake's manifest) are recorded as pending.
+   */
+  changed(table: string, dates: readonly string[]): Promise<void>;
+  /** Whether changes are recorded for a Parquet lake. */
+  readonly lake: boolean;
   /** Appends rows to a table with the Appender, inside whatever transaction is open. */
   append(table: string, write: (appender: DuckDBAppender) => void): Promise<void>;
   close(): void;
@@ -66,8 +82,15 @@ export function duckdbThreads(env: NodeJS.ProcessEnv = process.env): number {
   return Number.isInteger(n) && n >= 1 && n <= 64 ? n : 1;
 }
 
+export interface OpenOptions {
+  /** Record changed partitions for a Parquet lake (`--format parquet`). */
+  lake?: boolean;
+  /** What a lock error says: the file is costsync's private working copy, published as this file. */
+  workingCopyOf?: string;
+}
+
 /** Opens (creating if needed) the DuckDB file and applies pending migrations. */
-export async function openWarehouse(path: string): Promise<Warehouse> {
+export async function openWarehouse(path: string, options: OpenOptions = {}): Promise<Warehouse> {
   let instance: DuckDBInstance;
   let connection: DuckDBConnection;
   try {
@@ -82,7 +105,9 @@ export async function openWarehouse(path: string): Promise<Warehouse> {
       {
         exitCode: locked ? ExitCode.LOCKED : ExitCode.USAGE,
         hint: locked
-          ? 'Another process (a DuckDB CLI, a notebook, another costsync) has the file open for writing; close it and run again.'
+          ? options.workingCopyOf === undefined
+            ? 'Another program has this file open; close it and run again.'
+            : `This is costsync's private working copy of ${options.workingCopyOf}, and another program has it open. Close that program (open ${options.workingCopyOf} instead: it is the published copy, which never blocks a sync) and run again.`
           : 'Check that --db names a DuckDB database (or a new file) in a writable directory.',
         cause,
       },
@@ -104,6 +129,10 @@ export async function openWarehouse(path: string): Promise<Warehouse> {
   await sql(`SET threads = ${duckdbThreads()}`);
   await migrate(sql);
   await refreshViews(sql);
+  for (const file of readdirSync(join(SQL_DIR, 'temp')).filter((f) => f.endsWith('.sql')).sort()) {
+    await sql(readFileSync(join(SQL_DIR, 'temp', file), 'utf8'));
+  }
+  const lake = options.lake === true;
 
   return {
     path,
@@ -113,10 +142,12 @@ export async function openWarehouse(path: string): Promise<Warehouse> {
     },
     query: (name, params, names) => sql(loadSql(name, names), params),
     sql,
-    transaction: (fn) => queue.schedule(async () => {
+    lake,
+    transaction: (fn, txOptions) => queue.schedule(async () => {
       await connection.run('BEGIN TRANSACTION');
       try {
         const result = await fn();
+        if (txOptions?.publish !== false) await connection.run(loadSql('outbox/mark'), ['publish', '']);
         await connection.run('COMMIT');
         return result;
       } catch (error) {
@@ -124,6 +155,13 @@ export async function openWarehouse(path: string): Promise<Warehouse> {
         throw error;
       }
     }),
+    exclusive: (fn) => queue.schedule(fn),
+    changed: async (table, dates) => {
+      if (!lake || dates.length === 0) return;
+      const mark = loadSql('outbox/mark');
+      for (const date of dates) await connection.run(mark, ['parquet', `${table}/${date}`]);
+      await connection.run(mark, ['manifest', '']);
+    },
     append: async (table, write) => {
       const appender = await connection.createAppender(table);
       try {
@@ -210,7 +248,9 @@ export async function openReadOnly(path: string): Promise<ReadOnlyWarehouse> {
     const busy = /lock/i.test(message);
     throw new CostsyncError(busy ? 'CS_ERR_DB_LOCKED' : 'CS_ERR_DB_OPEN', `Cannot open the DuckDB file ${path} to read: ${message}`, {
       exitCode: busy ? ExitCode.LOCKED : ExitCode.USAGE,
-      hint: busy ? 'A sync (or another writer) has it open; try again when it ends.' : 'Check --db: it must name an existing DuckDB file.',
+      hint: busy
+        ? 'A program other than costsync has it open for writing (costsync itself writes only its working copy under --state-dir and publishes over this file, which never blocks a reader); close that program.'
+        : 'Check --db: it must name an existing DuckDB file.',
       cause,
     });
   }

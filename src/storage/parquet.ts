@@ -1,36 +1,92 @@
 /**
- * `--format parquet`: hive-partitioned Parquet beside the DuckDB working copy
- * (`OUT/<table>/date=YYYY-MM-DD/data.parquet`). Only the partitions a run changed are written;
- * each is written to a temporary directory first and renamed into place, so a reader sees the old
- * file or the new one, never half of one. DuckDB, Spark and Trino read the tree as is.
+ * `--format parquet`: a hive-partitioned Parquet lake beside the warehouse
+ * (`OUT/<table>/date=YYYY-MM-DD/data.parquet`), exact after any crash. The partitions to rewrite
+ * are recorded in the working copy's outbox in the same transaction as the change (see
+ * `Warehouse.changed`), written here after the commit, and only then cleared. A partition is
+ * written in a hidden temporary directory and renamed into place, so DuckDB, Spark, Trino or Arrow
+ * never see a partial file; `_costsync_manifest.json` is written last, when nothing is pending.
+ *
+ * (The COPY statements are built per table, partition and path, so they are not in sql/.)
  */
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { splitWindows } from '../plan/windows.js';
-import type { StreamName } from '../sync/context.js';
+import { writeFileAtomic } from '../durable-file.js';
 import type { Warehouse } from './duckdb.js';
 
-const TABLE_OF: Record<Exclude<StreamName, 'anomalies'>, { table: string; dateColumn: string }> = {
-  line_items: { table: 'line_items', dateColumn: 'usage_date' },
-  rollups: { table: 'rollups_daily', dateColumn: 'date' },
+/** The lake's partitioned tables, as data: the expression that gives each row's partition date. */
+export const LAKE_TABLES: Record<string, { date: string }> = {
+  line_items: { date: 'usage_date' },
+  rollups_daily: { date: 'date' },
+  anomalies: { date: 'CAST(detected_date AS DATE)' },
+  anomaly_status_history: { date: 'CAST(observed_at AS DATE)' },
 };
+
+/** Tables written whole, as one file each. */
+const WHOLE_TABLES = ['sync_runs', 'sync_run_streams'];
+
+export const MANIFEST_FILE = '_costsync_manifest.json';
+const TEMP_PREFIX = '.tmp-';
+/** Partitions rewritten per COPY: bounds the statement, not the work. */
+const DATES_PER_COPY = 400;
 
 function sqlString(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
 }
 
+/** Removes temporary directories and files a killed run left in the lake. Run under the lock. */
+export function removeLakeLeftovers(outDir: string): void {
+  let names: string[] = [];
+  try {
+    names = readdirSync(outDir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (name.startsWith(TEMP_PREFIX) || (name.startsWith(MANIFEST_FILE) && name.endsWith('.tmp'))) rmSync(join(outDir, name), { recursive: true, force: true });
+  }
+  for (const table of WHOLE_TABLES) {
+    const dir = join(outDir, table);
+    if (!existsSync(dir)) continue;
+    for (const name of readdirSync(dir)) if (name.startsWith('.')) rmSync(join(dir, name), { force: true });
+  }
+}
+
 /**
- * (The COPY statements here are built per table, partition and path, so they are not in sql/.)
- *
- * Writes `select` (which must yield a `date` column) partitioned by date into a temporary
- * directory, then swaps each of `dates` into `OUT/<name>/date=…/data.parquet`; a date with no rows
- * loses its partition.
+ * Writes every pending partition, then clears it from the outbox. Each table's batch is one slot of
+ * the write queue: the COPY sees committed rows only, and a change committed meanwhile cannot be
+ * cleared unwritten. Returns the number of partitions written.
  */
-async function replacePartitions(warehouse: Warehouse, outDir: string, name: string, select: string, dates: readonly string[]): Promise<void> {
-  const root = resolve(outDir, name);
-  const tmp = resolve(outDir, `.tmp-${name}-${process.pid}-${Date.now()}`);
+export async function drainLake(warehouse: Warehouse, outDir: string): Promise<number> {
+  let written = 0;
+  for (;;) {
+    const done = await warehouse.exclusive(async () => {
+      const pending = await warehouse.query<{ key: string }>('outbox/pending', ['parquet']);
+      if (pending.length === 0) return 0;
+      const table = pending[0]!.key.split('/')[0]!;
+      const keys = pending.filter((p) => p.key.startsWith(`${table}/`)).slice(0, DATES_PER_COPY).map((p) => p.key);
+      const dates = keys.map((k) => k.slice(table.length + 1));
+      if (LAKE_TABLES[table] !== undefined) await replacePartitions(warehouse, outDir, table, dates);
+      for (const key of keys) await warehouse.run('outbox/done', ['parquet', key]);
+      return keys.length;
+    });
+    if (done === 0) return written;
+    written += done;
+  }
+}
+
+/**
+ * Writes the rows of `dates` of `table` partitioned by date into a temporary directory, then swaps
+ * each date into `OUT/<table>/date=…/data.parquet`; a date with no rows loses its partition.
+ */
+async function replacePartitions(warehouse: Warehouse, outDir: string, table: string, dates: readonly string[]): Promise<void> {
+  const root = resolve(outDir, table);
+  const tmp = resolve(outDir, `${TEMP_PREFIX}${table}-${process.pid}`);
   mkdirSync(root, { recursive: true });
   rmSync(tmp, { recursive: true, force: true });
+  const dateExpr = LAKE_TABLES[table]!.date;
+  // rollups_daily's own `date` is the partition column; the others get one.
+  const columns = dateExpr === 'date' ? '*' : `*, ${dateExpr} AS date`;
+  const select = `SELECT ${columns} FROM ${table} WHERE ${dateExpr} IN (${dates.map((d) => `${sqlString(d)}::DATE`).join(', ')}) ORDER BY ALL`;
   try {
     await warehouse.sql(`COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, PARTITION_BY (date), OVERWRITE_OR_IGNORE true)`);
     for (const date of dates) {
@@ -49,41 +105,32 @@ async function replacePartitions(warehouse: Warehouse, outDir: string, name: str
   }
 }
 
-/** Rewrites the partitions of one committed window. */
-export async function writeParquetWindow(
-  warehouse: Warehouse, outDir: string, stream: StreamName, window: { start: string; end: string },
-): Promise<void> {
-  if (stream === 'anomalies') return;
-  const { table, dateColumn } = TABLE_OF[stream];
-  const dates = splitWindows(window.start, window.end, 1).map((w) => w.start);
-  const range = `${dateColumn} BETWEEN ${sqlString(window.start)}::DATE AND ${sqlString(window.end)}::DATE`;
-  // The partition column is `date`: rollups_daily's own, or a copy of line_items.usage_date.
-  const select = dateColumn === 'date'
-    ? `SELECT * FROM ${table} WHERE ${range} ORDER BY ALL`
-    : `SELECT *, ${dateColumn} AS date FROM ${table} WHERE ${range} ORDER BY ALL`;
-  await replacePartitions(warehouse, outDir, table, select, dates);
-}
-
-/** Rewrites the partitions of `dates` of a table partitioned by the date of a timestamp column. */
-async function replaceDatedPartitions(warehouse: Warehouse, outDir: string, table: string, timeColumn: string, dates: string[]): Promise<void> {
-  if (dates.length === 0) return;
-  await replacePartitions(warehouse, outDir, table,
-    `SELECT *, CAST(${timeColumn} AS DATE) AS date FROM ${table}
-     WHERE CAST(${timeColumn} AS DATE) IN (${dates.map((d) => `${sqlString(d)}::DATE`).join(', ')}) ORDER BY ALL`,
-    dates);
-}
-
-/** After the streams: the anomaly partitions this run touched, the history, and the run tables. */
-export async function finishParquet(warehouse: Warehouse, outDir: string, run: { runId: string; startedAt: string }): Promise<void> {
-  const touched = await warehouse.query<{ d: string }>('parquet/anomaly_dates_touched', [run.startedAt]);
-  await replaceDatedPartitions(warehouse, outDir, 'anomalies', 'detected_date', touched.map((t) => t.d));
-  const historyDates = await warehouse.query<{ d: string }>('parquet/history_dates_of_run', [run.runId]);
-  await replaceDatedPartitions(warehouse, outDir, 'anomaly_status_history', 'observed_at', historyDates.map((t) => t.d));
-  for (const table of ['sync_runs', 'sync_run_streams']) {
-    const dir = resolve(outDir, table);
-    mkdirSync(dir, { recursive: true });
-    const tmp = join(dir, `.data-${process.pid}.parquet`);
-    await warehouse.sql(`COPY (SELECT * FROM ${table} ORDER BY ALL) TO ${sqlString(tmp)} (FORMAT parquet)`);
-    renameSync(tmp, join(dir, 'data.parquet'));
-  }
+/**
+ * After a run: the run tables as single files, then, once no partition is pending, the manifest
+ * (written last, so a downstream job that sees it knows the lake matched the warehouse).
+ */
+export async function finishLake(warehouse: Warehouse, outDir: string, run: { runId: string; now: () => number }): Promise<void> {
+  await drainLake(warehouse, outDir);
+  await warehouse.exclusive(async () => {
+    for (const table of WHOLE_TABLES) {
+      const dir = resolve(outDir, table);
+      mkdirSync(dir, { recursive: true });
+      const tmp = join(dir, `.data-${process.pid}.parquet`);
+      await warehouse.sql(`COPY (SELECT * FROM ${table} ORDER BY ALL) TO ${sqlString(tmp)} (FORMAT parquet)`);
+      renameSync(tmp, join(dir, 'data.parquet'));
+    }
+    const manifest = await warehouse.query('outbox/pending', ['manifest']);
+    const parts = await warehouse.query('outbox/pending', ['parquet']);
+    if (manifest.length === 0 || parts.length > 0) return;
+    const tables: Record<string, { rows: number; partitions: number; first_date: string | null; last_date: string | null }> = {};
+    for (const [table, { date }] of Object.entries(LAKE_TABLES)) {
+      const [row] = await warehouse.sql<{ rows: number; partitions: number; first_date: string | null; last_date: string | null }>(
+        `SELECT count(*) AS rows, count(DISTINCT ${date}) AS partitions, min(${date})::VARCHAR AS first_date, max(${date})::VARCHAR AS last_date FROM ${table}`,
+      );
+      tables[table] = row!;
+    }
+    const body = { run_id: run.runId, written_at: new Date(run.now()).toISOString(), tables };
+    await writeFileAtomic(resolve(outDir, MANIFEST_FILE), `${JSON.stringify(body, null, 2)}\n`, { mode: 0o644, syncDir: true });
+    await warehouse.run('outbox/done', ['manifest', '']);
+  });
 }

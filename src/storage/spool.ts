@@ -7,7 +7,7 @@
  */
 import { readdirSync, rmSync } from 'node:fs';
 import { writeFileAtomic } from '../durable-file.js';
-import { extraFields } from '../sync/columns.js';
+import { extraFields } from './columns.js';
 import { join } from 'node:path';
 
 export const PAGE_FILE_RE = /^(\d{6})\.json$/;

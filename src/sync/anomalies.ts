@@ -7,7 +7,7 @@
 import type { AnomaliesQuery } from '../api/client.js';
 import { ANOMALY_STATUSES, SEVERITIES, type Anomaly } from '../api/types.js';
 import { addDays } from '../dates.js';
-import { appendRecords, type Column } from './columns.js';
+import { appendRecords, type Column } from '../storage/columns.js';
 import { warn, type SyncContext } from './context.js';
 
 export const ANOMALY_PAGE_LIMIT = 100;
@@ -191,6 +191,9 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
     // The stage is emptied before this transaction commits, so it is empty whenever one begins.
     await warehouse.append('_stage_anomalies', (appender) =>
       appendRecords(appender, COLUMNS, inRange as unknown as Record<string, unknown>[], (i) => [i]));
+    const dates = await warehouse.query<{ d: string }>('sync/anomalies_changed_dates');
+    await warehouse.changed('anomalies', dates.map((r) => r.d));
+    await warehouse.changed('anomaly_status_history', [now.slice(0, 10)]);
     await warehouse.run('sync/anomalies_record_history', [now, ctx.runId]);
     const [counts] = await warehouse.query<{ inserted: number; updated: number; deleted: number }>('sync/anomalies_diff');
     await warehouse.run('sync/anomalies_upsert', [now]);
@@ -199,6 +202,7 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
   });
   stats.inserted += diff.inserted;
   stats.updated += diff.updated;
+  await ctx.afterCommit?.();
 
   const newest = inRange.reduce<string | null>((max, a) => (max === null || ms(a.detected_date) > ms(max) ? a.detected_date : max), streamState.watermark);
   ctx.state.streams.anomalies = {

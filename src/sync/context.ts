@@ -47,8 +47,8 @@ export interface SyncContext {
   progress: ProgressListener;
   /** Windows fetched at once per stream (each window's pages are a cursor chain). */
   concurrency: number;
-  /** Called after a window's rows are committed (Parquet export hooks in here). */
-  afterWindow?(stream: StreamName, window: { start: string; end: string }): Promise<void>;
+  /** Called after each commit of synced rows: derived outputs (Parquet, the published file) follow. */
+  afterCommit?(): Promise<void>;
 }
 
 export function warn(ctx: SyncContext, stream: StreamName, message: string, fields: Record<string, unknown> = {}): void {

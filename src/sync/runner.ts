@@ -13,7 +13,9 @@ import type { Logger } from '../log.js';
 import { acquireLock, dbLockPath, type Lock } from '../state/lock.js';
 import { newRunId } from '../run-id.js';
 import { StateStore } from '../state/store.js';
-import { openWarehouse, type Warehouse } from '../storage/duckdb.js';
+import type { Warehouse } from '../storage/duckdb.js';
+import { drainLake, finishLake, removeLakeLeftovers } from '../storage/parquet.js';
+import { openWorkingCopy, publish } from '../storage/publish.js';
 import { syncAnomalies } from './anomalies.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
 import { lineItemsStream, rollupsStream } from './streams.js';
@@ -44,10 +46,6 @@ export interface SyncDeps {
   stopSignal?: { stopped: boolean; reason?: string };
   /** Client settings for tests (fast retries, say). */
   clientOptions?: Partial<ApiClientOptions>;
-  /** Runs after each committed window (the Parquet writer). */
-  afterWindow?: (warehouse: Warehouse, stream: StreamName, window: { start: string; end: string }) => Promise<void>;
-  /** Runs once the streams are done, before the warehouse closes. */
-  beforeClose?: (warehouse: Warehouse, run: { runId: string; startedAt: string }) => Promise<void>;
 }
 
 /** The stream a request path belongs to (ingest requests belong to none). */
@@ -94,15 +92,22 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const stats = { line_items: emptyStats(), rollups: emptyStats(), anomalies: emptyStats() };
   for (const name of config.streams) streams[name] = stats[name];
   let client: ReturnType<typeof createApiClient> | null = null;
+  let summary: RunSummary | null = null;
+  const lake = config.format === 'parquet';
   try {
     const fingerprint = keyFingerprint(config.apiKey);
     const store = new StateStore(config.stateDir, { baseUrl: config.baseUrl, keyFingerprint: fingerprint });
     const state = store.load();
-    warehouse = await openWarehouse(config.db);
-    await warehouse.transaction(async () => {
-      await warehouse!.run('sync/runs_mark_abandoned');
-      await warehouse!.run('sync/run_start', [runId, startedAt, config.streams.join(','), config.since ?? null, config.until]);
-    });
+    warehouse = await openWorkingCopy(config.db, config.stateDir, { lake });
+    const wh = warehouse;
+    // A "running" row need not reach readers at once: it goes out with the run's first publish.
+    await wh.transaction(async () => {
+      await wh.run('sync/runs_mark_abandoned');
+      await wh.run('sync/run_start', [runId, startedAt, config.streams.join(','), config.since ?? null, config.until]);
+    }, { publish: false });
+    // First finish what a killed or failed run left: Parquet partitions, then the published file.
+    const outputs = derivedOutputs(wh, config, runId, clock, logger);
+    await outputs.resume();
 
     const onEvent = (event: ClientEvent) => {
       const stream = streamOfPath(event.path);
@@ -124,7 +129,6 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     });
 
     const deadline = config.maxRuntimeMs === undefined ? Infinity : startedMs + config.maxRuntimeMs;
-    const wh = warehouse;
     const ctx: SyncContext = {
       client, warehouse: wh, spoolDir: join(config.stateDir, 'spool', basename(store.path, '.json')), state, logger, clock, runId, stats,
       saveState: () => store.saveAsync(state, () => new Date(clock.now())),
@@ -137,7 +141,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       },
       progress: deps.progress ?? {},
       concurrency: config.concurrency,
-      ...(deps.afterWindow ? { afterWindow: (stream, window) => deps.afterWindow!(wh, stream, window) } : {}),
+      afterCommit: () => outputs.afterCommit(),
     };
     const windowReq = {
       since: config.since, until: config.until, startDate: config.startDate, lookbackDays: config.lookbackDays,
@@ -155,14 +159,26 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     const settled = await Promise.allSettled(tasks);
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     const outcome: RunOutcome = failed ? 'failed' : settled.some((s) => s.status === 'fulfilled' && s.value === 'stopped') ? 'stopped' : 'success';
-    const summary = finish(runId, outcome, startedAt, clock, streams, failed?.reason, stop.reason);
+    summary = finish(runId, outcome, startedAt, clock, streams, failed?.reason, stop.reason);
     await recordRun(wh, summary, config.apiKey);
-    if (outcome !== 'failed') await deps.beforeClose?.(wh, { runId, startedAt });
+    // Whatever the outcome, what was committed reaches the lake and the published file.
+    try {
+      await outputs.finish();
+    } catch (error) {
+      if (summary.outcome !== 'failed') {
+        summary = finish(runId, 'failed', startedAt, clock, streams, error, stop.reason);
+        await recordRun(wh, summary, config.apiKey);
+      } else {
+        logger.error(describeError(error, [config.apiKey]));
+      }
+    }
     return summary;
   } catch (error) {
     if (warehouse) {
-      const summary = finish(runId, 'failed', startedAt, clock, streams, error, undefined);
-      await recordRun(warehouse, summary, config.apiKey).catch(() => undefined);
+      const failed = finish(runId, 'failed', startedAt, clock, streams, error, undefined);
+      await recordRun(warehouse, failed, config.apiKey).catch(() => undefined);
+      await derivedOutputs(warehouse, config, runId, clock, logger).finish()
+        .catch((e: unknown) => logger.error(describeError(e, [config.apiKey])));
     }
     throw error;
   } finally {
@@ -170,6 +186,43 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     warehouse?.close();
     for (const lock of locks.reverse()) lock.release();
   }
+}
+
+/**
+ * What follows committed rows: the Parquet lake (with `--format parquet`) and the published file.
+ * Each is recorded as pending in the commit that causes it (the outbox), so these only produce it.
+ */
+function derivedOutputs(warehouse: Warehouse, config: SyncConfig, runId: string, clock: Clock, logger: Logger) {
+  let lastPublish = clock.now();
+  const doPublish = async () => {
+    const result = await publish(warehouse, config.db, { runId, now: () => clock.now() });
+    lastPublish = clock.now();
+    if (result) {
+      logger.info(`published ${result.path} (${result.bytes} bytes, ${result.seconds.toFixed(2)} s)`, {
+        file: result.path, bytes: result.bytes, seconds: result.seconds, method: result.method,
+      });
+    }
+  };
+  const lake = async () => {
+    if (!warehouse.lake) return;
+    const written = await drainLake(warehouse, config.out);
+    if (written > 0) logger.debug(`wrote ${written} Parquet partition(s) to ${config.out}`);
+  };
+  return {
+    async resume() {
+      if (warehouse.lake) removeLakeLeftovers(config.out);
+      await lake();
+      await doPublish();
+    },
+    async afterCommit() {
+      await lake();
+      if (clock.now() - lastPublish >= config.publishIntervalMs) await doPublish();
+    },
+    async finish() {
+      if (warehouse.lake) await finishLake(warehouse, config.out, { runId, now: () => clock.now() });
+      await doPublish();
+    },
+  };
 }
 
 function finish(

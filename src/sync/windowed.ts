@@ -7,7 +7,7 @@
  */
 import { join } from 'node:path';
 import { ApiError, CostsyncError } from '../errors.js';
-import { completePlan, planRun, remainingWindows, type WindowRequest } from '../plan/windows.js';
+import { completePlan, planRun, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
 import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
 import { clearSpool, dropPagesAfter, pageGlob, spoolLines, windowSpoolDir, writePage } from '../storage/spool.js';
 import { warn, type SyncContext } from './context.js';
@@ -62,11 +62,13 @@ export async function syncWindowedStream(spec: WindowedStreamSpec, ctx: SyncCont
   if (plan.fullRefresh) {
     // A full refresh leaves nothing outside the dates it synced.
     const deleted = await warehouse.transaction(async () => {
-      const [outside] = await warehouse.query<{ n: number }>(spec.sql.countOutside, [plan.from, plan.to]);
+      const [outside] = await warehouse.query<{ n: number; dates: string[] }>(spec.sql.countOutside, [plan.from, plan.to]);
       await warehouse.run(spec.sql.deleteOutside, [plan.from, plan.to]);
+      await warehouse.changed(spec.table, outside!.dates);
       return outside!.n;
     });
     stats.deleted += deleted;
+    await ctx.afterCommit?.();
   }
   ctx.state.streams[spec.name] = completePlan(streamState, plan, new Date(ctx.clock.now()).toISOString());
   await ctx.saveState();
@@ -149,6 +151,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
       : (await warehouse.query<{ inserted: number; updated: number; deleted: number }>(spec.sql.diff, params))[0]!;
     if (before > 0) await warehouse.run(spec.sql.deleteWindow, [window.start, window.end]);
     await warehouse.run(insertSql, params);
+    await warehouse.changed(spec.table, splitWindows(window.start, window.end, 1).map((d) => d.start));
     if (before === 0) counts.inserted = (await warehouse.query<{ n: number }>(spec.sql.count, [window.start, window.end]))[0]!.n;
     return counts;
   });
@@ -159,7 +162,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   stats.inserted += diff.inserted;
   stats.updated += diff.updated;
   stats.deleted += diff.deleted;
-  await ctx.afterWindow?.(spec.name, window);
+  await ctx.afterCommit?.();
   ctx.progress.windowDone?.(spec.name, { window: label, ...diff });
   return 'done';
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
+import { workingCopyPath } from '../../src/storage/publish.js';
 import { cli, tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -78,15 +79,16 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
     });
   });
 
-  it('a database another process holds open: exit 5 naming the fix; the next run after it closes works', async () => {
+  it("a program holding costsync's working copy open: exit 5 naming the file and the fix; the next run after it closes works", async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
         expect((await cli(syncArgs(url, dir), env)).code).toBe(ExitCode.OK);
         const before = await tableDigest(join(dir, 'c.duckdb'));
-        // Another program (a notebook, the DuckDB CLI) with the file open for writing.
+        // Another program (a notebook, the DuckDB CLI) that opened the working copy instead of --db.
+        const work = workingCopyPath(join(dir, 'state'), join(dir, 'c.duckdb'));
         const holder = spawn(process.execPath, ['--input-type=module', '-e', `
           import { DuckDBInstance } from '@duckdb/node-api';
-          const db = await DuckDBInstance.create(${JSON.stringify(join(dir, 'c.duckdb'))});
+          const db = await DuckDBInstance.create(${JSON.stringify(work)});
           await db.connect();
           console.log('open');
           process.stdin.resume();
@@ -97,8 +99,9 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
         holder.stdin!.end();
         await once(holder, 'exit');
         expect(result.code).toBe(ExitCode.LOCKED);
-        expect(result.stderr).toMatch(/Cannot open the DuckDB file .*c\.duckdb/);
-        expect(result.stderr).toMatch(/hint: Another process .* has the file open for writing; close it and run again/);
+        expect(result.code).toBe(ExitCode.LOCKED);
+        expect(result.stderr).toContain(`Cannot open the DuckDB file ${work}`);
+        expect(result.stderr).toMatch(/hint: This is costsync's private working copy of .*c\.duckdb, and another program has it open\. Close that program \(open .*c\.duckdb instead/);
         expect(await tableDigest(join(dir, 'c.duckdb'))).toEqual(before);
         expect((await cli(syncArgs(url, dir), env)).code).toBe(ExitCode.OK);
       });
