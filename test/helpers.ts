@@ -233,3 +233,45 @@ export function killRunner(env: Record<string, string>, counts: (entry: { route:
     },
   };
 }
+
+import { readdirSync } from 'node:fs';
+import { LAKE_TABLES } from '../src/storage/parquet.js';
+
+/**
+ * Per lake table, rows in the DuckDB file but not in the Parquet tree (`missing`) and the reverse
+ * (`extra`), compared row for row (as text, in the table's column order) with DuckDB's
+ * `read_parquet(..., hive_partitioning = true)`.
+ */
+export async function lakeDifferences(db: string, outDir: string): Promise<Record<string, { rows: number; missing: number; extra: number }>> {
+  const wh = await openReadOnly(db);
+  try {
+    const result: Record<string, { rows: number; missing: number; extra: number }> = {};
+    for (const table of Object.keys(LAKE_TABLES)) {
+      const columns = (await wh.sql<{ c: string }>('SELECT column_name AS c FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table])).map((r) => `"${r.c}"::VARCHAR`).join(', ');
+      const lake = `read_parquet('${join(outDir, table)}/*/*.parquet', hive_partitioning = true)`;
+      const [row] = await wh.sql<{ rows: number; missing: number; extra: number }>(`
+        WITH t AS (SELECT ${columns} FROM ${table}), p AS (SELECT ${columns} FROM ${lake})
+        SELECT (SELECT count(*) FROM t) AS rows,
+               (SELECT count(*) FROM (SELECT * FROM t EXCEPT ALL SELECT * FROM p)) AS missing,
+               (SELECT count(*) FROM (SELECT * FROM p EXCEPT ALL SELECT * FROM t)) AS extra`);
+      result[table] = row!;
+    }
+    return result;
+  } finally {
+    wh.close();
+  }
+}
+
+/** Files and directories under `dir` that a run leaves only while it works (temporary names). */
+export function temporaryFiles(dir: string): string[] {
+  const found: string[] = [];
+  const walk = (d: string) => {
+    for (const entry of readdirSync(d, { withFileTypes: true })) {
+      const path = join(d, entry.name);
+      if (entry.name.startsWith('.tmp') || entry.name.endsWith('.tmp') || /\.publish-\d+/.test(entry.name) || entry.name.endsWith('.adopt')) found.push(path);
+      if (entry.isDirectory()) walk(path);
+    }
+  };
+  walk(dir);
+  return found;
+}

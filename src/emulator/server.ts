@@ -59,6 +59,8 @@ export interface EmulatorOptions {
   clock: { now(): number };
   /** Called after each request is answered (the CLI's --log-requests). */
   onRequest?: (entry: LoggedRequest) => void;
+  /** Awaited before an authorized request is answered: tests hold a client mid-run to look at its files. */
+  beforeReply?: (request: { route: string; method: string }) => Promise<void> | void;
 }
 
 export interface Emulator {
@@ -235,6 +237,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
       return respond(fail(403, 'INVALID_SCOPE', `This key lacks the scope ${route.scope}, which ${req.method} ${path} requires. Create a key with that scope.`));
     }
 
+    await options.beforeReply?.({ route: route.name, method: route.method });
     apiRequests += 1;
     if (options.faults.restateEveryRequests > 0 && apiRequests % options.faults.restateEveryRequests === 0) dataset.restate();
     const decision = faults.decide(path, url.searchParams.has('cursor'));

@@ -3,9 +3,9 @@
  * atomically (written to a temp file, then hard-linked into place), so a live lock is never empty
  * or half-written; a lock that is, or whose process is gone, is recovered.
  */
-import { resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { hostname } from 'node:os';
-import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, readdirSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { CostsyncError, ExitCode } from '../errors.js';
 
 export interface LockHolder {
@@ -54,7 +54,24 @@ export function dbLockPath(db: string): string {
   return `${resolve(db)}.lock`;
 }
 
+/** Removes the temp and stale-aside files of lock attempts by processes that are gone (killed mid-attempt). */
+function removeDeadAttempts(path: string): void {
+  const name = basename(path);
+  let names: string[] = [];
+  try {
+    names = readdirSync(dirname(path));
+  } catch {
+    return;
+  }
+  for (const entry of names) {
+    if (!entry.startsWith(`${name}.`)) continue;
+    const m = /^\.(?:stale\.)?(\d+)(?:\..*\.tmp)?$/.exec(entry.slice(name.length));
+    if (m && Number(m[1]) !== process.pid && !isAlive(Number(m[1]))) rmSync(join(dirname(path), entry), { force: true });
+  }
+}
+
 export function acquireLock(path: string, command: string, now: Date = new Date()): Lock {
+  removeDeadAttempts(path);
   const me: LockHolder = { pid: process.pid, hostname: hostname(), startedAt: now.toISOString(), command };
   const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
   writeFileSync(tmp, JSON.stringify(me), { mode: 0o600 });

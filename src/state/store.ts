@@ -2,7 +2,7 @@
  * Sync state: one versioned JSON file per source (base URL + key fingerprint, never the key),
  * written atomically (temp file, fsync, rename) and readable by the owner only.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../durable-file.js';
 import { ConfigError, CostsyncError } from '../errors.js';
@@ -65,6 +65,17 @@ export function emptyWindowedState(): WindowedStreamState {
 export function stateFileName(baseUrl: string, keyFingerprint: string): string {
   const host = new URL(baseUrl).host.replace(/[^A-Za-z0-9.-]+/g, '_');
   return `costsync-state-${host}-${keyFingerprint}.json`;
+}
+
+/** Removes state files half-written by a killed run (their temp names); call under the run lock. */
+export function removeStateLeftovers(dir: string): void {
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) if (/^costsync-state-.*\.json\.\d+\.tmp$/.test(name)) rmSync(join(dir, name), { force: true });
 }
 
 export class StateStore {

@@ -36,7 +36,7 @@ async function fsyncPath(path: string): Promise<void> {
   }
 }
 
-/** Removes what a killed publish or adoption left: temp copies beside `db` and beside the working copy. */
+/** Removes what a killed run left: temp copies beside `db` and beside the working copy, DuckDB's spill directory. */
 export function removePublishLeftovers(db: string, work: string): void {
   for (const [dir, prefix] of [[dirname(resolve(db)), `.${basename(db)}.publish-`], [dirname(work), `${basename(work)}.adopt`]] as const) {
     let names: string[] = [];
@@ -47,6 +47,8 @@ export function removePublishLeftovers(db: string, work: string): void {
     }
     for (const name of names) if (name.startsWith(prefix)) rmSync(join(dir, name), { force: true });
   }
+  // DuckDB's spill directory of the working copy, left behind when a run is killed.
+  rmSync(`${work}.tmp`, { recursive: true, force: true });
 }
 
 /**

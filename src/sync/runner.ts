@@ -12,7 +12,7 @@ import { CostsyncError, describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { acquireLock, dbLockPath, type Lock } from '../state/lock.js';
 import { newRunId } from '../run-id.js';
-import { StateStore } from '../state/store.js';
+import { StateStore, removeStateLeftovers } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { drainLake, finishLake, removeLakeLeftovers } from '../storage/parquet.js';
 import { openWorkingCopy, publish } from '../storage/publish.js';
@@ -98,6 +98,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     const fingerprint = keyFingerprint(config.apiKey);
     const store = new StateStore(config.stateDir, { baseUrl: config.baseUrl, keyFingerprint: fingerprint });
     const state = store.load();
+    removeStateLeftovers(config.stateDir);
     warehouse = await openWorkingCopy(config.db, config.stateDir, { lake });
     const wh = warehouse;
     // A "running" row need not reach readers at once: it goes out with the run's first publish.

@@ -1,0 +1,58 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { keyFingerprint } from '../../src/fingerprint.js';
+import { stateFileName } from '../../src/state/store.js';
+import { workingCopyPath } from '../../src/storage/publish.js';
+import { openReadOnly } from '../../src/storage/duckdb.js';
+import { cli, tableDigest, withEmulator, withTempDir } from '../helpers.js';
+
+const FIXTURE = fileURLToPath(new URL('../fixtures/v0.1-warehouse/', import.meta.url));
+// The emulator the fixture was synced from (test/fixtures/README.md).
+const source = { startDate: '2025-06-01', endDate: '2025-06-30', rowsPerDay: 40, anomaliesPerDay: 3, clock: { now: () => Date.parse('2025-07-01T06:00:00Z') } };
+const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
+
+describe('upgrade from a warehouse the previous version wrote', () => {
+  it('adopts --db as the working copy: no data lost, nothing synced again, the same tables as a fresh sync', async () => {
+    await withEmulator(source, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const db = join(dir, 'costs.duckdb');
+        const stateDir = join(dir, 'state');
+        writeFileSync(db, gunzipSync(readFileSync(join(FIXTURE, 'costs.duckdb.gz'))));
+        const state = JSON.parse(readFileSync(join(FIXTURE, 'state.json'), 'utf8'));
+        state.source.baseUrl = emulator.url;
+        mkdirSync(stateDir);
+        writeFileSync(join(stateDir, stateFileName(emulator.url, keyFingerprint('demo-key'))), JSON.stringify(state));
+        const old = await tableDigest(db);
+        expect(old.line_items!.rows).toBe(40 * 30);
+
+        const args = (target: string, states: string) => [
+          'sync', '--base-url', emulator.url, '--db', target, '--state-dir', states, '--start-date', source.startDate,
+          '--until', source.endDate, '--window-days', '7', '--rate-limit', '100000', '--quiet',
+        ];
+        emulator.requestLog.reset();
+        expect((await cli(args(db, stateDir), env)).code).toBe(0);
+        // An incremental run: only the 3-day lookback (120 rows, one page), not the 30 days again.
+        expect(emulator.requestLog.count({ route: 'line-items' })).toBe(1);
+        expect(existsSync(workingCopyPath(stateDir, db))).toBe(true);
+
+        const upgraded = await tableDigest(db);
+        expect(upgraded).toEqual(old);
+        const wh = await openReadOnly(db);
+        try {
+          expect((await wh.sql<{ n: number }>('SELECT max(version) AS n FROM _costsync_migrations'))[0]!.n).toBe(3);
+          expect((await wh.sql<{ n: number }>("SELECT count(*) AS n FROM sync_runs"))[0]!.n).toBe(2);
+          expect((await wh.sql<{ n: number }>("SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = '_stage_anomalies'"))[0]!.n).toBe(0);
+        } finally {
+          wh.close();
+        }
+
+        // A fresh sync of the same source by this version gives the same tables.
+        expect((await cli(args(join(dir, 'fresh.duckdb'), join(dir, 'fresh-state')), env)).code).toBe(0);
+        expect(await tableDigest(join(dir, 'fresh.duckdb'))).toEqual(upgraded);
+      });
+    });
+  }, 60_000);
+});
