@@ -120,17 +120,20 @@ export interface PublishResult {
  * so the copy holds committed data only: never half a window, never a staging table.
  */
 export async function publish(
-  warehouse: Warehouse, db: string, run: { runId: string | null; now: () => number }, force = false,
+  warehouse: Warehouse, db: string, run: { runId: string | null; now: () => number },
+  options: { force?: boolean; method?: 'auto' | PublishResult['method'] } = {},
 ): Promise<PublishResult | null> {
   return warehouse.exclusive(async () => {
     const pending = await warehouse.query('outbox/pending', ['publish']);
-    if (pending.length === 0 && !force) return null;
+    if (pending.length === 0 && options.force !== true) return null;
     const started = run.now();
     const target = resolve(db);
     const tmp = publishTemp(target);
     await warehouse.sql('CHECKPOINT');
     const [size] = await warehouse.query<{ total_blocks: number; free_blocks: number }>('publish/database_size');
-    const compact = size !== undefined && size.total_blocks > 0 && size.free_blocks / size.total_blocks > COMPACT_FREE_RATIO;
+    const method = options.method ?? 'auto';
+    const compact = method === 'compact'
+      || (method === 'auto' && size !== undefined && size.total_blocks > 0 && size.free_blocks / size.total_blocks > COMPACT_FREE_RATIO);
     const alias = '_costsync_publish';
     const self = await currentDatabase(warehouse);
     try {
