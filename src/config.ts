@@ -49,6 +49,8 @@ export interface SyncConfig {
   verbose: boolean;
   anomalyRefreshDays: number;
   concurrency: number;
+  /** Check each fetched window against its rollups: `on` re-fetches and warns, `strict` fails, `off` skips. */
+  reconcile: 'on' | 'strict' | 'off';
   /** During a run, publish after a commit when the last publish is older than this (0: after every commit). */
   publishIntervalMs: number;
 }
@@ -57,7 +59,7 @@ export interface SyncConfig {
 export const SETTINGS = [
   'base-url', 'api-key-file', 'db', 'state-dir', 'streams', 'since', 'until', 'start-date', 'lookback-days',
   'window-days', 'full-refresh', 'rate-limit', 'max-runtime', 'format', 'out', 'log-format', 'quiet', 'verbose',
-  'anomaly-refresh-days', 'concurrency', 'publish-interval',
+  'anomaly-refresh-days', 'concurrency', 'publish-interval', 'reconcile',
 ] as const;
 export type SettingName = (typeof SETTINGS)[number];
 
@@ -239,6 +241,7 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     anomalyRefreshDays: int('anomaly-refresh-days', DEFAULTS.anomalyRefreshDays, 0, 3660),
     concurrency: int('concurrency', DEFAULTS.concurrency, 1, 64),
     publishIntervalMs,
+    reconcile: choice('reconcile', 'on', ['on', 'strict', 'off'] as const),
   };
 }
 

@@ -16,3 +16,6 @@ ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS publish_seconds DOUBLE;
 
 -- The anomaly stage is a temporary table now (created on every open), so no published file holds it.
 DROP TABLE IF EXISTS _stage_anomalies;
+
+-- Windows fetched again because their line items and rollups disagreed, per run and stream.
+ALTER TABLE sync_run_streams ADD COLUMN IF NOT EXISTS refetches BIGINT DEFAULT 0;

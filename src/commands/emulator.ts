@@ -35,6 +35,9 @@ export function emulatorOptions(yargs: Argv) {
     .option('cursor-ttl-ms', { type: 'number', default: 0 })
     .option('restate-every', { type: 'number', default: 0, describe: 'Restate recent days every N requests' })
     .option('restate-days', { type: 'number', default: 3 })
+    .option('restate-add-rate', { type: 'number', default: 0, describe: 'Rows added to each restated day per restatement, as a share of --rows-per-day' })
+    .option('restate-at-page', { type: 'number', default: 0, describe: 'Restate before answering the Nth continued line-items page (a restatement between two pages of one window)' })
+    .option('cursor-mode', { choices: ['position', 'offset'] as const, default: 'position' as const, describe: 'position: stable signed cursors; offset: an offset into the data as it is at each request' })
     .option('log-requests', { type: 'boolean', default: false, describe: 'Print each request as a JSON line' });
 }
 
@@ -64,7 +67,12 @@ export function emulatorOptionsFromArgs(args: EmulatorArgs): EmulatorInput {
     maxIngestRows: intArg('max-ingest-rows', args['max-ingest-rows'], 1),
     serviceRollupFillsProvider: args['service-rollup-fills-provider'],
     pageOverlapRate: rateArg('page-overlap-rate', args['page-overlap-rate']),
-    restatement: { days: intArg('restate-days', args['restate-days'], 0), changeRate: 0.1, deleteRate: 0.05 },
+    cursorMode: args['cursor-mode'],
+    restateAtPage: intArg('restate-at-page', args['restate-at-page'], 0),
+    restatement: {
+      days: intArg('restate-days', args['restate-days'], 0), changeRate: 0.1, deleteRate: 0.05,
+      addRate: rateArg('restate-add-rate', args['restate-add-rate']),
+    },
     faults: {
       latencyMs: intArg('latency-ms', args['latency-ms'], 0),
       latencyJitterMs: intArg('latency-jitter-ms', args['latency-jitter-ms'], 0),

@@ -34,6 +34,7 @@ export function syncOptions(yargs: Argv) {
     .option('out', { type: 'string', describe: 'Parquet output directory [default ./costs-parquet]' })
     .option('anomaly-refresh-days', { type: 'number', describe: 'Days of anomalies re-read every run for status changes [default 30]' })
     .option('concurrency', { type: 'number', describe: 'Windows fetched at once per stream [default 4]' })
+    .option('reconcile', { choices: ['on', 'strict', 'off'] as const, describe: 'Check each window against its rollups before it commits and fetch it again when they disagree; strict: a disagreement left is a failure [default on]' })
     .option('publish-interval', { type: 'string', describe: 'During a long run, publish --db after a window when the last publish is older than this; 0: after every window [default 10m]' });
 }
 

@@ -21,6 +21,8 @@ export interface RestatementOptions {
   changeRate: number;
   /** Chance per restatement that a row in those days disappears. */
   deleteRate: number;
+  /** Rows added to each of those days per restatement, as a share of rows a day (late-arriving rows). */
+  addRate?: number;
 }
 
 export interface AnomalyBurst {
@@ -106,7 +108,9 @@ export class Dataset {
 
   /** Number of generated row slots on a day (deleted rows still take a slot). */
   generatedSlots(day: number): number {
-    return day >= this.startDay && day <= this.endDay ? this.options.rowsPerDay : 0;
+    if (day < this.startDay || day > this.endDay) return 0;
+    const added = day >= this.restateFromDay ? Math.round(this.generation * (this.options.restatement.addRate ?? 0) * this.options.rowsPerDay) : 0;
+    return this.options.rowsPerDay + added;
   }
 
   /** Slots on a day: generated rows first, then rows ingested for that date. */

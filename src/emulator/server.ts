@@ -24,6 +24,12 @@ import { createRng, hashString, shuffleInPlace } from './rng.js';
 
 export type AnomalyOrder = 'asc' | 'desc' | 'unordered';
 export type LineItemOrder = 'date' | 'shuffled';
+/**
+ * `position`: signed cursors that name the next record's place, stable when data changes.
+ * `offset`: cursors that are a count of records to skip in the data as it is at each request, as
+ * some real APIs do: rows deleted or added before the offset shift what the next page returns.
+ */
+export type CursorMode = 'position' | 'offset';
 /** How the last line-item page reports "no cursor" (the spec does not show it). */
 export type LastPageCursor = 'null' | 'omit' | 'empty';
 
@@ -40,6 +46,9 @@ export interface EmulatorOptions {
   anomalyOrder: AnomalyOrder;
   lineItemOrder: LineItemOrder;
   lastPageCursor: LastPageCursor;
+  cursorMode: CursorMode;
+  /** Restate before answering the Nth line-items request that carries a cursor (0: never). */
+  restateAtPage: number;
   /** Requests per minute per key; 0 turns the limit off. */
   rateLimit: number;
   /** Send `Retry-After` on 429 (the spec does not name the header). */
@@ -98,6 +107,8 @@ export function resolveEmulatorOptions(input: EmulatorInput = {}): EmulatorOptio
     anomalyOrder: 'desc',
     lineItemOrder: 'date',
     lastPageCursor: 'null',
+    cursorMode: 'position',
+    restateAtPage: 0,
     rateLimit: 60,
     retryAfterHeader: true,
     keys: defaultKeys(),
@@ -166,6 +177,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
   const connections = new Map(options.keys.connections.map((c) => [c.id, c]));
   const rng = createRng(options.seed ^ 0x0e7a);
   let apiRequests = 0;
+  let continuedPages = 0;
   let batches = 0;
 
   function authenticate(req: IncomingMessage): KeyConfig | Reply {
@@ -283,6 +295,8 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     const limit = intParam(q, 'limit', 50, 1, 1000);
     const cursorText = single(q, 'cursor');
     const keyFp = keyFingerprint(key.key);
+    if (cursorText !== undefined && options.restateAtPage > 0 && ++continuedPages === options.restateAtPage) dataset.restate();
+    if (options.cursorMode === 'offset') return lineItemsByOffset(start, end, startDay, endDay, limit, cursorText);
     let day = startDay;
     let index = 0;
     if (cursorText !== undefined) {
@@ -325,6 +339,50 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     const reply = ok(data, { next_cursor: next, has_more: hasMore });
     if (!hasMore && options.lastPageCursor === 'omit') reply.omitNextCursor = true;
     return reply;
+  }
+
+  /**
+   * `--cursor-mode offset`: the cursor is base64 of {"offset": N} (bound to the dates): skip N live
+   * records of the data as it is now. Walks from the first day on every page, which is fine for the
+   * test sizes this mode is for.
+   */
+  function lineItemsByOffset(start: string, end: string, startDay: number, endDay: number, limit: number, cursorText: string | undefined): Reply {
+    let offset = 0;
+    if (cursorText !== undefined) {
+      type OffsetCursor = { offset?: unknown; s?: unknown; e?: unknown };
+      let parsed: OffsetCursor | null;
+      try {
+        parsed = JSON.parse(Buffer.from(cursorText, 'base64url').toString('utf8')) as OffsetCursor | null;
+      } catch {
+        parsed = null;
+      }
+      if (parsed === null || typeof parsed.offset !== 'number' || !Number.isInteger(parsed.offset) || parsed.offset < 0) {
+        return invalid('Invalid cursor: send meta.next_cursor from the previous page exactly, or start again without a cursor.');
+      }
+      if (parsed.s !== start || parsed.e !== end) return invalid('Invalid cursor: it belongs to a different query (dates). Send it with the same start_date and end_date.');
+      offset = parsed.offset;
+    }
+    const data: LineItem[] = [];
+    let skipped = 0;
+    let hasMore = false;
+    const lastDataDay = Math.min(endDay, Math.max(dataset.endDay, ...dataset.ingestedDays()));
+    scan: for (let day = startDay; day <= lastDataDay; day++) {
+      const slots = dataset.slots(day);
+      for (let index = 0; index < slots; index++) {
+        const item = dataset.itemAt(day, index);
+        if (!item) continue;
+        if (skipped < offset) {
+          skipped += 1;
+        } else if (data.length < limit) {
+          data.push(item.record);
+        } else {
+          hasMore = true;
+          break scan;
+        }
+      }
+    }
+    const next = hasMore ? Buffer.from(JSON.stringify({ offset: offset + data.length, s: start, e: end })).toString('base64url') : null;
+    return ok(data, { next_cursor: next, has_more: hasMore });
   }
 
   function rollups(q: URLSearchParams): Reply {

@@ -4,6 +4,7 @@ import type { Clock } from '../api/resilience.js';
 import type { Logger } from '../log.js';
 import type { SyncState } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
+import type { ProviderRollupExchange, ReconcileMode } from './reconcile.js';
 
 export const STREAM_NAMES = ['line_items', 'rollups', 'anomalies'] as const;
 export type StreamName = (typeof STREAM_NAMES)[number];
@@ -16,11 +17,13 @@ export interface StreamStats {
   requests: number;
   retries: number;
   rateLimited: number;
+  /** Windows fetched again because their check against the rollups failed. */
+  refetches: number;
   warnings: string[];
 }
 
 export function emptyStats(): StreamStats {
-  return { inserted: 0, updated: 0, deleted: 0, pages: 0, requests: 0, retries: 0, rateLimited: 0, warnings: [] };
+  return { inserted: 0, updated: 0, deleted: 0, pages: 0, requests: 0, retries: 0, rateLimited: 0, refetches: 0, warnings: [] };
 }
 
 /** Told as work progresses, for progress bars and JSON logs. */
@@ -47,6 +50,10 @@ export interface SyncContext {
   progress: ProgressListener;
   /** Windows fetched at once per stream (each window's pages are a cursor chain). */
   concurrency: number;
+  /** Whether fetched windows are checked against the rollups before they commit (`--reconcile`). */
+  reconcile: ReconcileMode;
+  /** Present when both windowed streams run with checks: line items hand their provider rollups to the rollups stream. */
+  providerRollups?: ProviderRollupExchange;
   /** Called after each commit of synced rows: derived outputs (Parquet, the published file) follow. */
   afterCommit?(): Promise<void>;
 }

@@ -18,6 +18,7 @@ import { drainLake, finishLake, removeLakeLeftovers } from '../storage/parquet.j
 import { openWorkingCopy, publish } from '../storage/publish.js';
 import { syncAnomalies } from './anomalies.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
+import { ProviderRollupExchange } from './reconcile.js';
 import { lineItemsStream, rollupsStream } from './streams.js';
 import { syncWindowedStream, type StreamOutcome } from './windowed.js';
 
@@ -111,8 +112,10 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     await outputs.resume();
 
     const onEvent = (event: ClientEvent) => {
-      const stream = streamOfPath(event.path);
-      if (stream === null) return;
+      const endpointStream = streamOfPath(event.path);
+      if (endpointStream === null) return;
+      // A stream not synced is requested only by another's check (line items fetch their provider rollups).
+      const stream = config.streams.includes(endpointStream) ? endpointStream : 'line_items';
       if (event.type === 'request') stats[stream].requests += 1;
       else if (event.type === 'retry') {
         stats[stream].retries += 1;
@@ -142,6 +145,9 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       },
       progress: deps.progress ?? {},
       concurrency: config.concurrency,
+      reconcile: config.reconcile,
+      ...(config.reconcile !== 'off' && config.streams.includes('line_items') && config.streams.includes('rollups')
+        ? { providerRollups: new ProviderRollupExchange() } : {}),
       afterCommit: () => outputs.afterCommit(),
     };
     const windowReq = {
@@ -250,7 +256,7 @@ async function recordRun(warehouse: Warehouse, summary: RunSummary, apiKey: stri
     ]);
     for (const [stream, s] of Object.entries(summary.streams)) {
       await warehouse.run('sync/run_stream', [
-        summary.runId, stream, s.inserted, s.updated, s.deleted, s.pages, s.requests, s.retries, s.rateLimited, JSON.stringify(s.warnings),
+        summary.runId, stream, s.inserted, s.updated, s.deleted, s.pages, s.requests, s.retries, s.rateLimited, JSON.stringify(s.warnings), s.refetches,
       ]);
     }
   });

@@ -5,7 +5,8 @@
 import type { ApiClient } from '../api/client.js';
 import { GROUP_BYS } from '../api/types.js';
 import type { SpoolColumn } from '../storage/spool.js';
-import type { StreamName } from './context.js';
+import type { StreamName, SyncContext } from './context.js';
+import { checkLineItemsWindow, checkRollupsWindow, type Mismatch, type ProviderRollupExchange } from './reconcile.js';
 
 export interface FetchedPage {
   records: Record<string, unknown>[];
@@ -30,7 +31,14 @@ export interface WindowedStreamSpec {
     /** For a full refresh: rows outside the synced dates, counted then deleted. */
     countOutside: string; deleteOutside: string;
   };
-  fetchPage(client: ApiClient, window: { start: string; end: string }, cursor: string | null): Promise<FetchedPage>;
+  fetchPage(client: ApiClient, window: { start: string; end: string }, cursor: string | null, shared?: ProviderRollupExchange): Promise<FetchedPage>;
+  /** The check a fetched window must pass before it commits (see reconcile.ts), and what its two sides are. */
+  check: {
+    run(ctx: SyncContext, window: { start: string; end: string }, spoolDir: string): Promise<Mismatch[]>;
+    sides: [string, string];
+    /** This stream's checks fetch the provider rollups that the rollups stream then reuses. */
+    deliversProviderRollups: boolean;
+  };
 }
 
 export const LINE_ITEM_PAGE_LIMIT = 1000;
@@ -53,6 +61,7 @@ export const lineItemsStream: WindowedStreamSpec = {
   serverCursors: true,
   sql: { count: 'sync/line_items_count_window', diff: 'sync/line_items_diff', deleteWindow: 'sync/line_items_delete_window', insertWindow: 'sync/line_items_insert_window', insertUnique: 'sync/line_items_insert_unique',
     countOutside: 'sync/line_items_count_outside', deleteOutside: 'sync/line_items_delete_outside' },
+  check: { run: checkLineItemsWindow, sides: ['line items', 'provider rollup'], deliversProviderRollups: true },
   async fetchPage(client, window, cursor) {
     const page = await client.lineItems({ startDate: window.start, endDate: window.end, limit: LINE_ITEM_PAGE_LIMIT, cursor });
     return { records: page.data, nextCursor: page.hasMore ? page.nextCursor : null };
@@ -75,11 +84,14 @@ export const rollupsStream: WindowedStreamSpec = {
   serverCursors: false,
   sql: { count: 'sync/rollups_count_window', diff: 'sync/rollups_diff', deleteWindow: 'sync/rollups_delete_window', insertWindow: 'sync/rollups_insert_window', insertUnique: 'sync/rollups_insert_window',
     countOutside: 'sync/rollups_count_outside', deleteOutside: 'sync/rollups_delete_outside' },
-  async fetchPage(client, window, cursor) {
+  check: { run: checkRollupsWindow, sides: ['provider view', 'other view'], deliversProviderRollups: false },
+  async fetchPage(client, window, cursor, shared) {
     // The "cursor" is the index of the next group_by.
     const index = cursor === null ? 0 : Number(cursor);
     const groupBy = GROUP_BYS[index]!;
-    const rows = await client.rollups({ startDate: window.start, endDate: window.end, groupBy });
+    // The provider view the line-items check fetched after that window's last page, when there is one.
+    const reused = groupBy === 'provider' && shared ? await shared.take(window) : null;
+    const rows = reused ?? await client.rollups({ startDate: window.start, endDate: window.end, groupBy });
     const records = rows.map((r) => ({ ...r, group_by: groupBy }));
     return {
       records,

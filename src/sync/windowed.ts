@@ -12,6 +12,7 @@ import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
 import { clearSpool, dropPagesAfter, pageGlob, spoolLines, windowSpoolDir, writePage } from '../storage/spool.js';
 import { warn, type SyncContext } from './context.js';
 import { HashSet52, hash52 } from './id-set.js';
+import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, describeMismatches, type ProviderRollupExchange } from './reconcile.js';
 import type { WindowedStreamSpec } from './streams.js';
 
 /** Ids tracked per window to prove them unique; past this the window is simply deduplicated, so memory stays flat. */
@@ -27,6 +28,16 @@ function isRejectedCursor(error: unknown): boolean {
 }
 
 export async function syncWindowedStream(spec: WindowedStreamSpec, ctx: SyncContext, req: WindowRequest): Promise<StreamOutcome> {
+  const shared = spec.check.deliversProviderRollups ? ctx.providerRollups : undefined;
+  try {
+    return await syncWindows(spec, ctx, req, shared);
+  } finally {
+    // However this stream ends, the rollups stream must not wait for it any longer.
+    shared?.openAll();
+  }
+}
+
+async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: WindowRequest, shared: ProviderRollupExchange | undefined): Promise<StreamOutcome> {
   const { warehouse } = ctx;
   const stats = ctx.stats[spec.name];
   const streamState = (ctx.state.streams[spec.name] ??= emptyWindowedState());
@@ -38,6 +49,7 @@ export async function syncWindowedStream(spec: WindowedStreamSpec, ctx: SyncCont
     clearSpool(join(ctx.spoolDir, spec.name));
   }
   const todo = remainingWindows(plan);
+  shared?.expect(todo);
   ctx.progress.planned?.(spec.name, { windows: todo.length, from: plan.from, to: plan.to, resumed });
   ctx.logger.debug(`${spec.name}: ${resumed ? 'resuming' : 'planned'} ${plan.from}..${plan.to}, ${todo.length} window(s) to sync`, { stream: spec.name });
 
@@ -52,6 +64,8 @@ export async function syncWindowedStream(spec: WindowedStreamSpec, ctx: SyncCont
         if ((await syncWindow(spec, ctx, window)) === 'stopped') stopped = true;
       } catch (error) {
         failure ??= error;
+      } finally {
+        shared?.open(window);
       }
     }
   };
@@ -92,53 +106,79 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   // window is deduplicated.
   let idHashes = window.page === 0 && spec.idField !== null ? new HashSet52() : null;
   let unique = idHashes !== null;
-  while (!window.fetched) {
-    if (ctx.shouldStop()) return 'stopped';
-    let page;
-    try {
-      page = await spec.fetchPage(ctx.client, window, window.cursor);
-    } catch (error) {
-      if (spec.serverCursors && window.cursor !== null && isRejectedCursor(error) && restarts < MAX_WINDOW_RESTARTS) {
-        restarts += 1;
-        warn(ctx, spec.name, `${spec.name} ${label}: the server refused the saved cursor (${(error as Error).message.replace(/^.*?: /, '')}); restarting the window`, { window: label });
-        clearSpool(dir);
-        Object.assign(window, { status: 'active', cursor: null, page: 0, fetched: false });
-        await ctx.saveState();
-        seenCursors.clear();
-        unique = false;
-        continue;
-      }
-      throw error;
-    }
-    const outside = page.records.filter((r) => {
-      const date = r[spec.dateField];
-      return !(typeof date === 'string' && date >= window.start && date <= window.end);
-    }).length;
-    if (outside > 0) {
-      warn(ctx, spec.name, `${spec.name} ${label}: the server sent ${outside} record(s) dated outside the requested dates; they were not stored`, { window: label });
-    }
-    if (page.nextCursor !== null && spec.serverCursors) {
-      if (page.nextCursor === window.cursor || seenCursors.has(page.nextCursor)) {
-        throw new CostsyncError('CS_ERR_CURSOR_LOOP', `${spec.name} ${label}: the server returned a cursor it had already returned, so paging would never end.`, {
-          hint: 'This is a server fault; report it to the API provider. Progress up to the last good page is kept.',
-        });
-      }
-      seenCursors.add(page.nextCursor);
-    }
-    if (unique && idHashes) {
-      for (const r of page.records) {
-        if (!idHashes.add(hash52(String(r[spec.idField!])))) unique = false;
-      }
-      if (idHashes.size > MAX_TRACKED_IDS) unique = false;
-      if (!unique) idHashes = null;
-    }
-    const pageNo = window.page + 1;
-    await writePage(dir, pageNo, spoolLines(page.records, spec.columns));
-    const fetched = page.nextCursor === null;
-    Object.assign(window, { status: 'active', cursor: page.nextCursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) });
+  /** Drops what was fetched of the window, so it is fetched again from its first page. */
+  const startOver = async () => {
+    clearSpool(dir);
+    Object.assign(window, { status: 'active', cursor: null, page: 0, fetched: false });
+    delete window.unique;
     await ctx.saveState();
-    stats.pages += 1;
-    ctx.progress.page?.(spec.name, { rows: page.records.length - outside, window: label });
+    seenCursors.clear();
+    idHashes = spec.idField !== null ? new HashSet52() : null;
+    unique = idHashes !== null;
+  };
+  let disagreement: string | null = null;
+  for (let attempt = 1; ; attempt++) {
+    while (!window.fetched) {
+      if (ctx.shouldStop()) return 'stopped';
+      let page;
+      try {
+        page = await spec.fetchPage(ctx.client, window, window.cursor, ctx.providerRollups);
+      } catch (error) {
+        if (spec.serverCursors && window.cursor !== null && isRejectedCursor(error) && restarts < MAX_WINDOW_RESTARTS) {
+          restarts += 1;
+          warn(ctx, spec.name, `${spec.name} ${label}: the server refused the saved cursor (${(error as Error).message.replace(/^.*?: /, '')}); restarting the window`, { window: label });
+          await startOver();
+          unique = false;
+          continue;
+        }
+        throw error;
+      }
+      const outside = page.records.filter((r) => {
+        const date = r[spec.dateField];
+        return !(typeof date === 'string' && date >= window.start && date <= window.end);
+      }).length;
+      if (outside > 0) {
+        warn(ctx, spec.name, `${spec.name} ${label}: the server sent ${outside} record(s) dated outside the requested dates; they were not stored`, { window: label });
+      }
+      if (page.nextCursor !== null && spec.serverCursors) {
+        if (page.nextCursor === window.cursor || seenCursors.has(page.nextCursor)) {
+          throw new CostsyncError('CS_ERR_CURSOR_LOOP', `${spec.name} ${label}: the server returned a cursor it had already returned, so paging would never end.`, {
+            hint: 'This is a server fault; report it to the API provider. Progress up to the last good page is kept.',
+          });
+        }
+        seenCursors.add(page.nextCursor);
+      }
+      if (unique && idHashes) {
+        for (const r of page.records) {
+          if (!idHashes.add(hash52(String(r[spec.idField!])))) unique = false;
+        }
+        if (idHashes.size > MAX_TRACKED_IDS) unique = false;
+        if (!unique) idHashes = null;
+      }
+      const pageNo = window.page + 1;
+      await writePage(dir, pageNo, spoolLines(page.records, spec.columns));
+      const fetched = page.nextCursor === null;
+      Object.assign(window, { status: 'active', cursor: page.nextCursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) });
+      await ctx.saveState();
+      stats.pages += 1;
+      ctx.progress.page?.(spec.name, { rows: page.records.length - outside, window: label });
+    }
+    if (ctx.reconcile === 'off') break;
+    const mismatches = await spec.check.run(ctx, window, dir);
+    if (mismatches.length === 0) break;
+    const detail = describeMismatches(mismatches, spec.check.sides);
+    if (attempt >= MAX_FETCH_ATTEMPTS) {
+      disagreement = `${spec.name} ${label}: the ${spec.check.sides[0]} and the ${spec.check.sides[1]} still disagree after ${attempt} fetches (the source kept changing while costsync paged, or it drops rows); the last fetch was stored: ${detail}`;
+      warn(ctx, spec.name, disagreement, { window: label, mismatches: mismatches.slice(0, 20) });
+      break;
+    }
+    ctx.logger.info(`${spec.name} ${label}: the ${spec.check.sides[0]} and the ${spec.check.sides[1]} disagree (${detail}); fetching the window again`, {
+      stream: spec.name, window: label, attempt,
+    });
+    stats.refetches += 1;
+    await ctx.clock.sleep(REFETCH_PAUSE_MS * attempt);
+    if (ctx.shouldStop()) return 'stopped';
+    await startOver();
   }
 
   const params = [pageGlob(dir), window.start, window.end];
@@ -164,5 +204,10 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   stats.deleted += diff.deleted;
   await ctx.afterCommit?.();
   ctx.progress.windowDone?.(spec.name, { window: label, ...diff });
+  if (disagreement !== null && ctx.reconcile === 'strict') {
+    throw new CostsyncError('CS_ERR_RECONCILE', disagreement, {
+      hint: 'The window was stored as last fetched. Run again later (the source may have settled), or use --reconcile on to store such windows with a warning.',
+    });
+  }
   return 'done';
 }

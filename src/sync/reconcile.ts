@@ -1,0 +1,144 @@
+/**
+ * A window checks itself before it commits. The API gives two views of the same spend: line items
+ * and daily rollups. A window's line items, summed per date and provider, must equal its
+ * `group_by=provider` rollups fetched after the last page; a window's three rollup views must agree
+ * per date. Disagreement means the source changed while costsync paged (an offset cursor over
+ * restated data skips or repeats rows) or dropped rows: the window is fetched again.
+ */
+import type { RollupRow } from '../api/types.js';
+import { pageGlob } from '../storage/spool.js';
+import type { SyncContext } from './context.js';
+
+export type ReconcileMode = 'on' | 'strict' | 'off';
+
+/** Fetches of one window, the first included, before its last fetch is committed with a warning. */
+export const MAX_FETCH_ATTEMPTS = 3;
+/** Pause before fetching a disagreeing window again, times the attempt number. */
+export const REFETCH_PAUSE_MS = 2_000;
+
+/** An amount per date and key (a provider, or a `group_by`). */
+export interface Total {
+  date: string;
+  key: string;
+  amount: number;
+}
+
+/** A date and key whose two amounts differ beyond rounding; null: the key is absent from that side. */
+export interface Mismatch {
+  date: string;
+  key: string;
+  left: number | null;
+  right: number | null;
+}
+
+/**
+ * Whether two sums of money are the same up to rounding: one cent, or one part in a million of
+ * the larger (sums of many float amounts, a server that rounds each row). The emulator's rollups
+ * are exact sums of micro-dollar amounts; the spec states no rounding. Pure.
+ */
+export function sameAmount(a: number, b: number): boolean {
+  return Math.abs(a - b) <= 0.01 + 1e-6 * Math.max(Math.abs(a), Math.abs(b));
+}
+
+/**
+ * The dates and keys where two views disagree, a key missing on one side counting as zero there
+ * (so a provider with nothing on either side is no mismatch). Sorted by date and key. Pure.
+ */
+export function compareTotals(left: readonly Total[], right: readonly Total[]): Mismatch[] {
+  const sum = (rows: readonly Total[]) => {
+    const map = new Map<string, number>();
+    for (const r of rows) map.set(`${r.date}\u0000${r.key}`, (map.get(`${r.date}\u0000${r.key}`) ?? 0) + r.amount);
+    return map;
+  };
+  const a = sum(left);
+  const b = sum(right);
+  const mismatches: Mismatch[] = [];
+  for (const k of new Set([...a.keys(), ...b.keys()])) {
+    const l = a.get(k);
+    const r = b.get(k);
+    if (sameAmount(l ?? 0, r ?? 0)) continue;
+    const [date, key] = k.split('\u0000') as [string, string];
+    mismatches.push({ date, key, left: l ?? null, right: r ?? null });
+  }
+  return mismatches.sort((x, y) => x.date.localeCompare(y.date) || x.key.localeCompare(y.key));
+}
+
+/** A short, readable list of mismatches for a warning (the first `max`, then how many more). Pure. */
+export function describeMismatches(mismatches: readonly Mismatch[], names: [string, string], max = 5): string {
+  const usd = (v: number | null) => (v === null ? 'none' : `$${v.toFixed(2)}`);
+  const shown = mismatches.slice(0, max).map((m) => `${m.date} ${m.key}: ${names[0]} ${usd(m.left)}, ${names[1]} ${usd(m.right)}`);
+  return shown.join('; ') + (mismatches.length > max ? `; and ${mismatches.length - max} more` : '');
+}
+
+/**
+ * The provider rollups a line-items check fetched, handed to the rollups stream so that a clean
+ * window costs no extra request. The rollups stream takes a window's provider view only once the
+ * line-items stream is done with that window, so the view it stores was fetched after the last page.
+ */
+export class ProviderRollupExchange {
+  private readonly gates = new Map<string, { open: () => void; opened: Promise<void> }>();
+  private readonly rows = new Map<string, RollupRow[]>();
+  private markPlanned!: () => void;
+  private readonly planned = new Promise<void>((resolve) => { this.markPlanned = resolve; });
+
+  private static key(window: { start: string; end: string }): string {
+    return `${window.start}..${window.end}`;
+  }
+
+  /** The line-items stream's windows still to fetch: the rollups stream waits for each. */
+  expect(windows: readonly { start: string; end: string }[]): void {
+    for (const w of windows) {
+      let open!: () => void;
+      const opened = new Promise<void>((resolve) => { open = resolve; });
+      this.gates.set(ProviderRollupExchange.key(w), { open, opened });
+    }
+    this.markPlanned();
+  }
+
+  deliver(window: { start: string; end: string }, rows: RollupRow[]): void {
+    this.rows.set(ProviderRollupExchange.key(window), rows);
+  }
+
+  /** The line-items window is committed (or will not be in this run). */
+  open(window: { start: string; end: string }): void {
+    this.gates.get(ProviderRollupExchange.key(window))?.open();
+  }
+
+  /** The line-items stream ended, whatever the outcome: nobody waits any longer. */
+  openAll(): void {
+    this.markPlanned();
+    for (const gate of this.gates.values()) gate.open();
+  }
+
+  /** The provider view of `window` the line-items check fetched, once that window is done; null when there is none. */
+  async take(window: { start: string; end: string }): Promise<RollupRow[] | null> {
+    await this.planned;
+    const key = ProviderRollupExchange.key(window);
+    await this.gates.get(key)?.opened;
+    const rows = this.rows.get(key) ?? null;
+    this.rows.delete(key);
+    return rows;
+  }
+}
+
+/** Checks a fetched line-items window against its provider rollups, fetched now (after the last page). */
+export async function checkLineItemsWindow(ctx: SyncContext, window: { start: string; end: string }, dir: string): Promise<Mismatch[]> {
+  const rows = await ctx.client.rollups({ startDate: window.start, endDate: window.end, groupBy: 'provider' });
+  ctx.providerRollups?.deliver(window, rows);
+  const items = await ctx.warehouse.query<Total>('sync/line_items_window_totals', [pageGlob(dir), window.start, window.end]);
+  const rollups = rows
+    .filter((r) => r.date >= window.start && r.date <= window.end)
+    .map((r) => ({ date: r.date, key: r.provider_type ?? '', amount: Number(r.cost_usd) }));
+  return compareTotals(items, rollups);
+}
+
+/** Checks that a fetched rollups window's three views agree in total per date (provider against service and category). */
+export async function checkRollupsWindow(ctx: SyncContext, window: { start: string; end: string }, dir: string): Promise<Mismatch[]> {
+  const totals = await ctx.warehouse.query<Total>('sync/rollups_window_totals', [pageGlob(dir), window.start, window.end]);
+  const view = (groupBy: string) => totals.filter((t) => t.key === groupBy).map((t) => ({ date: t.date, key: 'total', amount: t.amount }));
+  const provider = view('provider');
+  return [
+    ...compareTotals(provider, view('service')).map((m) => ({ ...m, key: 'provider vs service' })),
+    ...compareTotals(provider, view('category')).map((m) => ({ ...m, key: 'provider vs category' })),
+  ];
+}
