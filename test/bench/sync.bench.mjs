@@ -29,7 +29,7 @@ function config(url, dir, over) {
     baseUrl: url, apiKey: 'demo-key', db: join(dir, 'b.duckdb'), stateDir: join(dir, 'state'), streams: ['line_items'],
     since: undefined, until: '2025-12-31', startDate: '2025-12-01', lookbackDays: 3, windowDays: 30, fullRefresh: false,
     rateLimit: 1_000_000, maxRuntimeMs: undefined, format: 'duckdb', out: join(dir, 'pq'), logFormat: 'json', quiet: true, verbose: false,
-    anomalyRefreshDays: 30, concurrency: 4, ...over,
+    anomalyRefreshDays: 30, concurrency: 4, publishIntervalMs: 600_000, reconcile: 'on', ...over,
   };
 }
 
@@ -46,7 +46,9 @@ async function benchRequests() {
       const summary = await runSync({ config: config(emulator.url, dir, { startDate: start, windowDays }), logger: quietLogger });
       const rows = rowsPerDay * days;
       const windows = Math.ceil(days / windowDays);
-      console.log(`requests: ${rows} rows in ${windows} windows: ${summary.streams.line_items.requests} line-item requests (bound ceil(rows/1000) + windows = ${Math.ceil(rows / 1000) + windows}, minimum ${Math.ceil(rows / 1000)})`);
+      const lineItems = emulator.requestLog.count({ route: 'line-items' });
+      const checks = emulator.requestLog.count({ route: 'rollups' });
+      console.log(`requests: ${rows} rows in ${windows} windows: ${lineItems} line-item requests (bound ceil(rows/1000) + windows = ${Math.ceil(rows / 1000) + windows}, minimum ${Math.ceil(rows / 1000)}) + ${checks} rollup request(s) for the window checks (bound: one a window) = ${summary.streams.line_items.requests}`);
     } finally {
       await emulator.close();
       rmSync(dir, { recursive: true, force: true });

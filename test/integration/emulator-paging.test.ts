@@ -95,4 +95,37 @@ describe('emulator line-item paging', () => {
       expect(firstIds).not.toEqual([...firstIds].sort());
     });
   });
+
+  it('--cursor-mode offset: cursors are an offset into the data as it is at each request, so a restatement between pages shifts them', async () => {
+    const restatement = { days: 30, changeRate: 0, deleteRate: 0.2 };
+    await withEmulator({ ...SPAN, rowsPerDay: 40, cursorMode: 'offset', restatement }, async (emulator) => {
+      const query = 'start_date=2025-06-01&end_date=2025-06-02&limit=30';
+      const stable = (await allPages(emulator.url, query)).flatMap((p) => p.data.map((r) => r.id));
+      expect(stable).toHaveLength(80);
+      const first = await raw(emulator.url, path(query));
+      expect(JSON.parse(Buffer.from(first.body.meta.next_cursor, 'base64url').toString())).toEqual({ offset: 30, s: '2025-06-01', e: '2025-06-02' });
+      emulator.restate();
+      const second = await raw(emulator.url, path(`${query}&cursor=${first.body.meta.next_cursor}`));
+      const live = (await allPages(emulator.url, query)).flatMap((p) => p.data.map((r) => r.id));
+      // The second page starts 30 live rows in: rows deleted among the first 30 shift later rows past it.
+      expect(second.body.data.map((r: { id: string }) => r.id)).toEqual(live.slice(30, 60));
+      const firstIds: string[] = first.body.data.map((r: { id: string }) => r.id);
+      const skipped = live.slice(0, 30).filter((id) => !firstIds.includes(id));
+      expect(skipped.length).toBeGreaterThan(0);
+    });
+  });
+
+  it('--restate-at-page restates between two pages of one query; --restate-add-rate adds late rows that rollups count', async () => {
+    const restatement = { days: 30, changeRate: 0, deleteRate: 0, addRate: 0.5 };
+    await withEmulator({ ...SPAN, rowsPerDay: 20, restateAtPage: 1, restatement }, async (emulator) => {
+      const pages = await allPages(emulator.url, 'start_date=2025-06-01&end_date=2025-06-01&limit=10');
+      // 20 rows at the first page; the restatement before the second adds 10 to the day.
+      expect(pages.flatMap((p) => p.data)).toHaveLength(30);
+      const rollup = await raw(emulator.url, '/api/v1/public/rollups/daily?start_date=2025-06-01&end_date=2025-06-01&group_by=category');
+      const total = rollup.body.data.reduce((sum: number, r: { cost_usd: number }) => sum + r.cost_usd, 0);
+      const items = pages.flatMap((p) => p.data).reduce((sum: number, r: { net_amount_usd: number }) => sum + r.net_amount_usd, 0);
+      expect(total).toBeCloseTo(items, 6);
+    });
+  });
 });
+
