@@ -27,9 +27,23 @@ export const DEFAULTS = {
   publishIntervalMs: 10 * 60_000,
 } as const;
 
-export interface SyncConfig {
+/** One workspace to sync: its name (the `source` column), API and key, and its own rate limit. */
+export interface SourceConfig {
+  name: string;
   baseUrl: string;
   apiKey: string;
+  rateLimit: number;
+}
+
+/** Source names: lower-case letters, digits, `-` and `_` (they name state files and lake partitions). */
+export const SOURCE_NAME_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+export interface SyncConfig {
+  /** The first selected source's API and key (the only one's, without `sources`). */
+  baseUrl: string;
+  apiKey: string;
+  /** The sources to sync (after `--source`); absent means one `default` source from baseUrl and apiKey. */
+  sources?: SourceConfig[];
   db: string;
   stateDir: string;
   streams: StreamName[];
@@ -59,7 +73,7 @@ export interface SyncConfig {
 export const SETTINGS = [
   'base-url', 'api-key-file', 'db', 'state-dir', 'streams', 'since', 'until', 'start-date', 'lookback-days',
   'window-days', 'full-refresh', 'rate-limit', 'max-runtime', 'format', 'out', 'log-format', 'quiet', 'verbose',
-  'anomaly-refresh-days', 'concurrency', 'publish-interval', 'reconcile',
+  'anomaly-refresh-days', 'concurrency', 'publish-interval', 'reconcile', 'source',
 ] as const;
 export type SettingName = (typeof SETTINGS)[number];
 
@@ -71,7 +85,14 @@ export function envName(setting: string): string {
 const camelToKebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 /** Reads the config file: `--config PATH`, else `./costsync.config.json` when present. */
-export function readConfigFile(path: string | undefined, cwd = process.cwd()): { path: string | null; values: Partial<Record<SettingName, unknown>> } {
+export interface ConfigFile {
+  path: string | null;
+  values: Partial<Record<SettingName, unknown>>;
+  /** The `sources` list, unchecked (resolveSyncConfig checks it). */
+  sources?: unknown;
+}
+
+export function readConfigFile(path: string | undefined, cwd = process.cwd()): ConfigFile {
   const file = path ?? (existsSync(resolve(cwd, 'costsync.config.json')) ? resolve(cwd, 'costsync.config.json') : null);
   if (file === null) return { path: null, values: {} };
   let parsed: unknown;
@@ -84,8 +105,13 @@ export function readConfigFile(path: string | undefined, cwd = process.cwd()): {
     throw new ConfigError(`The config file ${file} must hold a JSON object of settings.`, 'For example {"base-url": "https://…", "db": "./costs.duckdb"}.');
   }
   const values: Partial<Record<SettingName, unknown>> = {};
+  let sources: unknown;
   for (const [rawKey, value] of Object.entries(parsed)) {
     const key = camelToKebab(rawKey);
+    if (key === 'sources') {
+      sources = value;
+      continue;
+    }
     if (key === 'api-key') {
       throw new ConfigError(`The config file ${file} holds the API key itself.`, 'Keep the key out of config files: use "api-key-file", or the COSTSYNC_API_KEY environment variable.');
     }
@@ -94,7 +120,7 @@ export function readConfigFile(path: string | undefined, cwd = process.cwd()): {
     }
     values[key as SettingName] = value;
   }
-  return { path: file, values };
+  return sources === undefined ? { path: file, values } : { path: file, values, sources };
 }
 
 /** Milliseconds of a duration such as `90s`, `30m`, `2h`, `1h30m`, or a bare number of seconds. Pure. */
@@ -116,6 +142,8 @@ export interface ConfigSources {
   flags: Partial<Record<SettingName, unknown>>;
   env: NodeJS.ProcessEnv;
   file: Partial<Record<SettingName, unknown>>;
+  /** The config file's `sources` list, when it has one. */
+  fileSources?: unknown;
   nowMs: number;
   /** Reads the key file; injected so the resolution stays testable. */
   readKeyFile?: (path: string) => string;
@@ -207,21 +235,14 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     publishIntervalMs = parsed!;
   }
 
-  let baseUrl = '';
-  let apiKey = '';
-  if (needsApi) {
-    const base = pick('base-url');
-    if (base === undefined) {
-      throw new ConfigError('No base URL: costsync does not know which API to talk to.', 'Pass --base-url https://… or set COSTSYNC_BASE_URL (for the emulator: http://127.0.0.1:8787).');
-    }
-    baseUrl = String(base.value).replace(/\/+$/, '');
-    parseBaseUrl(baseUrl);
-    apiKey = resolveApiKey(sources);
-  }
+  const rateLimit = int('rate-limit', DEFAULTS.rateLimit, 1, 1_000_000);
+  const chosen = selectSources(sources, pick('source'), rateLimit, needsApi);
+  const first = chosen[0];
 
   return {
-    baseUrl,
-    apiKey,
+    baseUrl: first?.baseUrl ?? '',
+    apiKey: first?.apiKey ?? '',
+    ...(sources.fileSources !== undefined && needsApi ? { sources: chosen } : {}),
     db: str('db', DEFAULTS.db),
     stateDir: str('state-dir', DEFAULTS.stateDir),
     streams,
@@ -231,7 +252,7 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     lookbackDays: int('lookback-days', DEFAULTS.lookbackDays, 0, 365),
     windowDays: int('window-days', DEFAULTS.windowDays, 1, 3660),
     fullRefresh: bool('full-refresh'),
-    rateLimit: int('rate-limit', DEFAULTS.rateLimit, 1, 1_000_000),
+    rateLimit: first?.rateLimit ?? rateLimit,
     maxRuntimeMs,
     format: choice('format', DEFAULTS.format, ['duckdb', 'parquet'] as const),
     out: str('out', DEFAULTS.out),
@@ -245,20 +266,97 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
   };
 }
 
+const SOURCE_FIELDS = ['name', 'base-url', 'api-key-file', 'api-key-env', 'rate-limit'];
+
+/**
+ * The sources to work on: the config file's `sources` (checked), narrowed by `--source`; without
+ * `sources`, one named `default` from --base-url and the key. Keys are read only when `needsApi`.
+ */
+function selectSources(sources: ConfigSources, only: { value: unknown; from: string } | undefined, rateLimit: number, needsApi: boolean): SourceConfig[] {
+  const wanted = only === undefined ? null : String(only.value).split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (sources.fileSources === undefined) {
+    if (wanted !== null && wanted.some((n) => n !== 'default')) {
+      throw new ConfigError(`${only!.from} names ${wanted.join(', ')}, but the config file has no "sources": the only source is "default".`, 'Add a "sources" list to the config file, or leave out --source.');
+    }
+    if (!needsApi) return [];
+    const base = sources.flags['base-url'] ?? (sources.env.COSTSYNC_BASE_URL || undefined) ?? sources.file['base-url'];
+    if (base === undefined) {
+      throw new ConfigError('No base URL: costsync does not know which API to talk to.', 'Pass --base-url https://… or set COSTSYNC_BASE_URL (for the emulator: http://127.0.0.1:8787).');
+    }
+    const baseUrl = String(base).replace(/\/+$/, '');
+    parseBaseUrl(baseUrl);
+    return [{ name: 'default', baseUrl, apiKey: resolveApiKey(sources), rateLimit }];
+  }
+  const list = sources.fileSources;
+  const fix = 'Each source is {"name": "acme-eu", "base-url": "https://…", "api-key-file": "/run/secrets/acme-eu"} or with "api-key-env": "ACME_EU_KEY", and optionally "rate-limit".';
+  if (!Array.isArray(list) || list.length === 0) throw new ConfigError('"sources" in the config file must be a non-empty list.', fix);
+  for (const setting of ['base-url', 'api-key-file'] as const) {
+    if (sources.flags[setting] !== undefined) throw new ConfigError(`--${setting} cannot be combined with "sources" in the config file: each source has its own.`, 'Set it on the source in the config file, and pick sources with --source NAME.');
+  }
+  const all: { name: string; raw: Record<string, unknown> }[] = [];
+  list.forEach((entry, i) => {
+    const where = `sources[${i}] in the config file`;
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw new ConfigError(`${where} must be an object.`, fix);
+    const raw: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(entry)) raw[camelToKebab(k)] = v;
+    if ('api-key' in raw) throw new ConfigError(`${where} holds the API key itself.`, 'Keep keys out of config files: use "api-key-file" (a file holding only the key) or "api-key-env" (the name of an environment variable).');
+    const unknown = Object.keys(raw).filter((k) => !SOURCE_FIELDS.includes(k));
+    if (unknown.length > 0) throw new ConfigError(`${where} has unknown field(s): ${unknown.join(', ')}.`, `Known fields: ${SOURCE_FIELDS.join(', ')}.`);
+    const name = raw.name;
+    if (typeof name !== 'string' || !SOURCE_NAME_RE.test(name)) {
+      throw new ConfigError(`${where} needs a "name" of lower-case letters, digits, "-" and "_"; got ${JSON.stringify(name)}.`, 'For example "name": "acme-eu".');
+    }
+    if (all.some((s) => s.name === name)) throw new ConfigError(`Two sources in the config file are named "${name}".`, 'Give each source its own name.');
+    all.push({ name, raw });
+  });
+  const unknownNames = (wanted ?? []).filter((n) => !all.some((s) => s.name === n));
+  if (unknownNames.length > 0) {
+    throw new ConfigError(`${only!.from} names unknown source(s): ${unknownNames.join(', ')}.`, `The config file's sources are: ${all.map((s) => s.name).join(', ')}.`);
+  }
+  const chosen = wanted === null ? all : all.filter((s) => wanted.includes(s.name));
+  if (!needsApi) return chosen.map((s) => ({ name: s.name, baseUrl: '', apiKey: '', rateLimit }));
+  return chosen.map(({ name, raw }) => {
+    const where = `source "${name}" in the config file`;
+    if (typeof raw['base-url'] !== 'string' || raw['base-url'].trim() === '') throw new ConfigError(`${where} has no "base-url".`, fix);
+    const baseUrl = raw['base-url'].trim().replace(/\/+$/, '');
+    parseBaseUrl(baseUrl);
+    let apiKey: string;
+    if (typeof raw['api-key-file'] === 'string' && raw['api-key-env'] === undefined) {
+      apiKey = readKeyFile(sources, raw['api-key-file'], where);
+    } else if (typeof raw['api-key-env'] === 'string' && raw['api-key-file'] === undefined) {
+      const value = sources.env[raw['api-key-env']];
+      if (value === undefined || value.trim() === '') {
+        throw new ConfigError(`${where}: the environment variable ${raw['api-key-env']} (its "api-key-env") is not set.`, `Set ${raw['api-key-env']} to the source's API key.`);
+      }
+      apiKey = value.trim();
+    } else {
+      throw new ConfigError(`${where} needs exactly one of "api-key-file" and "api-key-env".`, fix);
+    }
+    let own = rateLimit;
+    if (raw['rate-limit'] !== undefined) {
+      own = Number(raw['rate-limit']);
+      if (!Number.isInteger(own) || own < 1 || own > 1_000_000) throw new ConfigError(`${where}: "rate-limit" must be a whole number from 1 to 1000000; got ${JSON.stringify(raw['rate-limit'])}.`, 'For example "rate-limit": 120.');
+    }
+    return { name, baseUrl, apiKey, rateLimit: own };
+  });
+}
+
+function readKeyFile(sources: ConfigSources, path: string, from: string): string {
+  const read = sources.readKeyFile ?? ((p: string) => readFileSync(p, 'utf8'));
+  let text: string;
+  try {
+    text = read(path);
+  } catch (cause) {
+    throw new ConfigError(`${from}: cannot read the key file ${path} (${(cause as NodeJS.ErrnoException).code ?? 'error'}).`, 'Check the path and that this user may read it.', cause);
+  }
+  const key = text.trim();
+  if (key === '' || /\s/.test(key)) throw new ConfigError(`${from}: the key file ${path} must hold the key alone, on one line.`, 'Write only the key into the file.');
+  return key;
+}
+
 /** The key: `--api-key-file` wins over COSTSYNC_API_KEY, which wins over the file's "api-key-file". */
 function resolveApiKey(sources: ConfigSources): string {
-  const read = sources.readKeyFile ?? ((p: string) => readFileSync(p, 'utf8'));
-  const fromFile = (path: string, from: string) => {
-    let text: string;
-    try {
-      text = read(path);
-    } catch (cause) {
-      throw new ConfigError(`${from}: cannot read the key file ${path} (${(cause as NodeJS.ErrnoException).code ?? 'error'}).`, 'Check the path and that this user may read it.', cause);
-    }
-    const key = text.trim();
-    if (key === '' || /\s/.test(key)) throw new ConfigError(`${from}: the key file ${path} must hold the key alone, on one line.`, 'Write only the key into the file.');
-    return key;
-  };
+  const fromFile = (path: string, from: string) => readKeyFile(sources, path, from);
   if (sources.flags['api-key-file'] !== undefined) return fromFile(String(sources.flags['api-key-file']), '--api-key-file');
   const envKey = sources.env.COSTSYNC_API_KEY;
   if (envKey !== undefined && envKey.trim() !== '') return envKey.trim();

@@ -1,12 +1,13 @@
 /**
- * `costsync verify`: reconciles the warehouse. Per date and provider, line items against the
- * provider rollup; per date, the totals of the three rollup groupings against each other.
+ * `costsync verify`: reconciles the warehouse, per source. Per date and provider, line items against
+ * the provider rollup; per date, the totals of the three rollup groupings against each other.
  */
 import type { ReadOnlyWarehouse } from './storage/duckdb.js';
 import { loadSql } from './storage/duckdb.js';
 
 export interface Difference {
   check: string;
+  source: string;
   date: string;
   provider: string | null;
   left_usd: number;

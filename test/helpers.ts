@@ -248,7 +248,7 @@ export async function lakeDifferences(db: string, outDir: string): Promise<Recor
     const result: Record<string, { rows: number; missing: number; extra: number }> = {};
     for (const table of Object.keys(LAKE_TABLES)) {
       const columns = (await wh.sql<{ c: string }>('SELECT column_name AS c FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table])).map((r) => `"${r.c}"::VARCHAR`).join(', ');
-      const lake = `read_parquet('${join(outDir, table)}/*/*.parquet', hive_partitioning = true)`;
+      const lake = `read_parquet('${join(outDir, table)}/*/*/*.parquet', hive_partitioning = true)`;
       const [row] = await wh.sql<{ rows: number; missing: number; extra: number }>(`
         WITH t AS (SELECT ${columns} FROM ${table}), p AS (SELECT ${columns} FROM ${lake})
         SELECT (SELECT count(*) FROM t) AS rows,

@@ -1,6 +1,6 @@
 -- The latest pushes (push and push-otel), newest first, for `costsync status`.
-SELECT push_id, kind, connection_id, file, count(*) AS batches, sum(rows_sent) AS rows_sent,
+SELECT push_id, source, kind, connection_id, file, count(*) AS batches, sum(rows_sent) AS rows_sent,
        sum(cost_line_item_count) AS created, sum(skipped) AS skipped, bool_and(accepted) AS all_accepted,
        strftime(max(sent_at), '%Y-%m-%dT%H:%M:%SZ') AS last_sent_at
-FROM ingest_batches GROUP BY push_id, kind, connection_id, file
+FROM ingest_batches GROUP BY push_id, source, kind, connection_id, file
 ORDER BY last_sent_at DESC LIMIT 5

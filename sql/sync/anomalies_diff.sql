@@ -1,4 +1,4 @@
--- Staged anomalies that are new, and those that changed in any field.
+-- Staged anomalies that are new, and those that changed in any field. $1 = source.
 WITH s AS (SELECT * FROM _stage_anomalies QUALIFY row_number() OVER (PARTITION BY id ORDER BY ord DESC) = 1)
 SELECT
   count(*) FILTER (WHERE a.id IS NULL) AS inserted,
@@ -9,4 +9,4 @@ SELECT
     (s.provider_type, s.service, s.detected_date, s.actual_cost, s.expected_cost, s.deviation_percent,
      s.severity, s.alert_type, s.status, s.extra::VARCHAR)) AS updated,
   0 AS deleted
-FROM s LEFT JOIN anomalies a ON a.id = s.id
+FROM s LEFT JOIN anomalies a ON a.source = $1 AND a.id = s.id

@@ -1,1 +1,1 @@
-DELETE FROM line_items WHERE usage_date BETWEEN $1::DATE AND $2::DATE
+DELETE FROM line_items WHERE usage_date BETWEEN $1::DATE AND $2::DATE AND source = $3

@@ -1,7 +1,7 @@
 -- Rows a window replace will insert, update and delete: the table's rows in the window against
--- the spooled ones. $1 = page glob, $2/$3 = window dates.
+-- the spooled ones. $1 = page glob, $2/$3 = window dates, $4 = source.
 WITH staged AS ({{sync/line_items_staged}}),
-old AS (SELECT * FROM line_items WHERE usage_date BETWEEN $2::DATE AND $3::DATE)
+old AS (SELECT * FROM line_items WHERE usage_date BETWEEN $2::DATE AND $3::DATE AND source = $4)
 SELECT
   count(*) FILTER (WHERE old.id IS NULL)    AS inserted,
   count(*) FILTER (WHERE staged.id IS NULL) AS deleted,

@@ -1,7 +1,7 @@
 -- Rollup rows a window replace will insert, update and delete, keyed by date, group_by and dimensions.
--- $1 = page glob, $2/$3 = window dates.
+-- $1 = page glob, $2/$3 = window dates, $4 = source.
 WITH staged AS ({{sync/rollups_staged}}),
-old AS (SELECT * FROM rollups_daily WHERE date BETWEEN $2::DATE AND $3::DATE)
+old AS (SELECT * FROM rollups_daily WHERE date BETWEEN $2::DATE AND $3::DATE AND source = $4)
 SELECT
   count(*) FILTER (WHERE old.date IS NULL)    AS inserted,
   count(*) FILTER (WHERE staged.date IS NULL) AS deleted,

@@ -1,14 +1,17 @@
 -- What did we spend each day on each service, and what is its 7-day trend? (rollups; line items for days without rollups)
+-- One row per source (workspace), day and service; `basis` says whether the figure comes from rollups or line items.
 CREATE OR REPLACE VIEW daily_spend_by_service AS
 WITH rolled AS (
-  SELECT date, service, sum(cost_usd) AS cost_usd, 'rollups' AS source
+  SELECT source, date, service AS service, sum(cost_usd) AS cost_usd, 'rollups' AS basis
   FROM rollups_daily WHERE group_by = 'service' GROUP BY ALL
 ), items AS (
-  SELECT usage_date AS date, provider_service AS service, sum(net_amount_usd) AS cost_usd, 'line_items' AS source
-  FROM line_items WHERE usage_date NOT IN (SELECT date FROM rollups_daily WHERE group_by = 'service') GROUP BY ALL
+  SELECT li.source, li.usage_date AS date, li.provider_service AS service, sum(li.net_amount_usd) AS cost_usd, 'line_items' AS basis
+  FROM line_items li
+  ANTI JOIN (SELECT DISTINCT source, date FROM rollups_daily WHERE group_by = 'service') r ON r.source = li.source AND r.date = li.usage_date
+  GROUP BY ALL
 )
-SELECT date, service, round(cost_usd, 2) AS cost_usd,
-       round(avg(cost_usd) OVER (PARTITION BY service ORDER BY date RANGE BETWEEN INTERVAL 6 DAYS PRECEDING AND CURRENT ROW), 2) AS cost_7d_avg,
-       source
+SELECT source, date, service, round(cost_usd, 2) AS cost_usd,
+       round(avg(cost_usd) OVER (PARTITION BY source, service ORDER BY date RANGE BETWEEN INTERVAL 6 DAYS PRECEDING AND CURRENT ROW), 2) AS cost_7d_avg,
+       basis
 FROM (SELECT * FROM rolled UNION ALL SELECT * FROM items);
-COMMENT ON VIEW daily_spend_by_service IS 'Daily spend per service with a 7-day moving average (rollups; line items where rollups are missing)';
+COMMENT ON VIEW daily_spend_by_service IS 'Daily spend per source and service with a 7-day moving average (basis: rollups, or line items where rollups are missing)';

@@ -5,7 +5,7 @@ import { ENDPOINT_SCOPES } from '../api/types.js';
 import { utcDate } from '../dates.js';
 import { ApiError, ExitCode, describeError } from '../errors.js';
 import { formatTable } from '../table.js';
-import { loadConfig, processIo, type CommandIo } from './sync.js';
+import { loadConfig, oneSource, processIo, type CommandIo } from './sync.js';
 
 /** A connection id no workspace has: the ingest probe is refused before anything is stored. */
 export const PROBE_CONNECTION = 'costsync-check-probe';
@@ -18,7 +18,7 @@ export interface CheckResult {
 }
 
 export async function runCheckCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
-  const config = loadConfig(args, io);
+  const config = oneSource(loadConfig(args, io), 'check');
   const limiter = createRequestLimiter({ requestsPerMinute: config.rateLimit });
   const client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter, retry: { retries: 2 } });
   const today = utcDate(io.now());

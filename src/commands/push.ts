@@ -14,7 +14,7 @@ import type { Warehouse } from '../storage/duckdb.js';
 import { openWorkingCopy, publish } from '../storage/publish.js';
 import { formatTable } from '../table.js';
 import { intArg, readJsonFile } from './args.js';
-import { connectionOptions, loadConfig, makeLogger, processIo, type CommandIo } from './sync.js';
+import { connectionOptions, loadConfig, makeLogger, oneSource, processIo, type CommandIo } from './sync.js';
 
 export function pushOptions(yargs: Argv) {
   // `--version` is the profile version here, not costsync's own version.
@@ -42,7 +42,7 @@ export function pushOtelOptions(yargs: Argv) {
 /** The sync settings the push commands share (base URL, key, db, logging); push's own --format is not sync's. */
 function sharedConfig(args: Record<string, unknown>, io: CommandIo, needsApi: boolean) {
   const { format: _format, version: _version, ...shared } = args;
-  return loadConfig(shared, io, needsApi);
+  return oneSource(loadConfig(shared, io, needsApi), 'push');
 }
 
 /**
@@ -82,7 +82,7 @@ function summaryText(s: PushSummary): string {
 }
 
 export async function runPushCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
-  let config: SyncConfig | undefined;
+  let config: (SyncConfig & { sourceName: string }) | undefined;
   let logger = makeLogger({ logFormat: args['log-format'] === 'json' ? 'json' : 'pretty', quiet: Boolean(args.quiet), apiKey: '' }, io);
   let ledger: { warehouse: Warehouse; lock: Lock } | null = null;
   let reader = null;
@@ -118,7 +118,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     const summary = await runPush({
       options: {
         connectionId, files, mapping, version: versionArg(args.version), format: args.format === undefined ? null : String(args.format),
-        vendor, batchSize, dryRun, skipInvalid: Boolean(args['skip-invalid']), force: Boolean(args.force), baseUrl: config.baseUrl, apiKey: config.apiKey,
+        vendor, batchSize, dryRun, skipInvalid: Boolean(args['skip-invalid']), force: Boolean(args.force), baseUrl: config.baseUrl, apiKey: config.apiKey, source: config.sourceName,
       },
       reader, logger, stopSignal,
       ...(client ? { client } : {}), ...(ledger ? { warehouse: ledger.warehouse } : {}),
@@ -158,7 +158,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
 }
 
 export async function runPushOtelCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
-  let config: SyncConfig | undefined;
+  let config: (SyncConfig & { sourceName: string }) | undefined;
   let logger = makeLogger({ logFormat: args['log-format'] === 'json' ? 'json' : 'pretty', quiet: Boolean(args.quiet), apiKey: '' }, io);
   let ledger: { warehouse: Warehouse; lock: Lock } | null = null;
   let client = null;
@@ -168,7 +168,7 @@ export async function runPushOtelCommand(args: Record<string, unknown>, io: Comm
     if (typeof args.file !== 'string' || args.file === '') throw new ConfigError('No file to send.', 'Name a JSON document: costsync push-otel usage.json');
     ledger = await openLedger(config, 'costsync push-otel');
     client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter: createRequestLimiter({ requestsPerMinute: config.rateLimit }) });
-    const result = await runPushOtel({ file: args.file, force: Boolean(args.force), baseUrl: config.baseUrl, apiKey: config.apiKey, client, warehouse: ledger.warehouse, logger });
+    const result = await runPushOtel({ file: args.file, force: Boolean(args.force), baseUrl: config.baseUrl, apiKey: config.apiKey, source: config.sourceName, client, warehouse: ledger.warehouse, logger });
     const done = ledger;
     ledger = null;
     await closeLedger(done, config.db, logger);

@@ -11,7 +11,8 @@ export function reportOptions(yargs: Argv) {
   return warehouseOptions(yargs)
     .option('out', { type: 'string', describe: 'HTML file to write [default ./costsync-report.html]' })
     .option('from', { type: 'string', describe: 'First date (YYYY-MM-DD) [default 89 days before --to]' })
-    .option('to', { type: 'string', describe: 'Last date (YYYY-MM-DD) [default the latest day with data]' });
+    .option('to', { type: 'string', describe: 'Last date (YYYY-MM-DD) [default the latest day with data]' })
+    .option('source', { type: 'string', describe: 'Report on one source only [default all, with spend by source when there are several]' });
 }
 
 export function runReportCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
@@ -19,7 +20,8 @@ export function runReportCommand(args: Record<string, unknown>, io: CommandIo = 
     const out = resolve(typeof args.out === 'string' ? args.out : 'costsync-report.html');
     const from = args.from === undefined ? null : dateArg('from', args.from);
     const to = args.to === undefined ? null : dateArg('to', args.to);
-    const data = await writeReport(await open(), { out, from, to, now: new Date(io.now()) });
+    const source = typeof args.source === 'string' && args.source !== '' ? args.source : null;
+    const data = await writeReport(await open(), { out, from, to, source, now: new Date(io.now()) });
     io.stdout(`${out}\n`);
     io.stderr(`Report for ${data.from} to ${data.to}: ${data.daily.length} provider-day(s), ${data.anomalies.length} open anomal${data.anomalies.length === 1 ? 'y' : 'ies'}.\n`);
     return ExitCode.OK;

@@ -10,6 +10,8 @@ import { loadConfig, processIo, type CommandIo } from './sync.js';
 export interface StatusReport {
   sources: {
     file: string;
+    /** The source's name (`default` when the config names no sources). */
+    name: string;
     baseUrl: string;
     keyFingerprint: string;
     updatedAt: string | null;
@@ -43,7 +45,7 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
         windowsPending: 0, pendingRange: null,
       });
     }
-    return { file, baseUrl: state.source.baseUrl, keyFingerprint: state.source.keyFingerprint, updatedAt: state.updatedAt, streams };
+    return { file, name: state.source.name ?? 'default', baseUrl: state.source.baseUrl, keyFingerprint: state.source.keyFingerprint, updatedAt: state.updatedAt, streams };
   });
   let tables: Record<string, unknown>[] = [];
   let runs: Record<string, unknown>[] = [];
@@ -70,7 +72,7 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
   }
   if (report.sources.length === 0) io.stdout(`No sync state in ${config.stateDir} yet: run costsync sync.\n`);
   for (const source of report.sources) {
-    io.stdout(`Source ${source.baseUrl} (key ${source.keyFingerprint}), state updated ${source.updatedAt ?? 'never'}\n`);
+    io.stdout(`Source ${source.name}: ${source.baseUrl} (key ${source.keyFingerprint}), state updated ${source.updatedAt ?? 'never'}\n`);
     io.stdout(`${formatTable(source.streams)}\n\n`);
   }
   if (report.tables.length > 0) {

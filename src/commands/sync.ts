@@ -1,7 +1,7 @@
 /** `costsync sync`: resolves the configuration, runs the sync, prints what changed, picks the exit code. */
 import type { Argv } from 'yargs';
 import { SETTINGS, readConfigFile, resolveSyncConfig, type SettingName, type SyncConfig } from '../config.js';
-import { ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
+import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
 import { createProgress, summaryTable } from '../progress.js';
 import { runSync, type RunSummary } from '../sync/runner.js';
@@ -11,6 +11,7 @@ export function connectionOptions(yargs: Argv) {
   return yargs
     .option('config', { type: 'string', describe: 'Config file (default ./costsync.config.json when present)' })
     .option('base-url', { type: 'string', describe: 'API base URL [env COSTSYNC_BASE_URL]' })
+    .option('source', { type: 'string', describe: 'Only these sources of the config file\'s "sources" (comma list) [default all]' })
     .option('api-key-file', { type: 'string', describe: 'File holding the API key [or env COSTSYNC_API_KEY]' })
     .option('db', { type: 'string', describe: 'The published DuckDB file people open; costsync writes a working copy in --state-dir [default ./costs.duckdb]' })
     .option('state-dir', { type: 'string', describe: 'State directory [default ./state]' })
@@ -63,7 +64,16 @@ export function flagsOf(args: Record<string, unknown>): Partial<Record<SettingNa
 
 export function loadConfig(args: Record<string, unknown>, io: CommandIo, needsApi = true): SyncConfig {
   const file = readConfigFile(args.config as string | undefined);
-  return resolveSyncConfig({ flags: flagsOf(args), env: io.env, file: file.values, nowMs: io.now() }, needsApi);
+  return resolveSyncConfig({ flags: flagsOf(args), env: io.env, file: file.values, fileSources: file.sources, nowMs: io.now() }, needsApi);
+}
+
+/** Commands that talk to one workspace (push, check) need one source: `--source NAME` when the config names several. */
+export function oneSource(config: SyncConfig, command: string): SyncConfig & { sourceName: string } {
+  const sources = config.sources ?? [];
+  if (sources.length > 1) {
+    throw new ConfigError(`The config file names ${sources.length} sources (${sources.map((s) => s.name).join(', ')}); ${command} works on one.`, `Pick it with --source NAME, for example --source ${sources[0]!.name}.`);
+  }
+  return { ...config, sourceName: sources[0]?.name ?? 'default' };
 }
 
 export function makeLogger(config: Pick<SyncConfig, 'logFormat' | 'quiet' | 'apiKey'> & { verbose?: boolean }, io: CommandIo): Logger {
@@ -73,15 +83,19 @@ export function makeLogger(config: Pick<SyncConfig, 'logFormat' | 'quiet' | 'api
   });
 }
 
+/** The run's exit code: the worst of its sources' (a failure over a stop; among failures the highest code). */
 export function exitCodeOf(summary: RunSummary): ExitCode {
   if (summary.outcome === 'success') return ExitCode.OK;
   if (summary.outcome === 'stopped') return ExitCode.STOPPED_EARLY;
-  return isCostsyncError(summary.error) ? summary.error.exitCode : ExitCode.FAILED;
+  const codes = summary.sources.filter((s) => s.outcome === 'failed').map((s) => (isCostsyncError(s.error) ? s.error.exitCode : ExitCode.FAILED));
+  return codes.length === 0 ? (isCostsyncError(summary.error) ? summary.error.exitCode : ExitCode.FAILED) : (Math.max(...codes) as ExitCode);
 }
 
 export async function runSyncCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   const config = loadConfig(args, io);
+  const secrets = [config.apiKey, ...(config.sources ?? []).map((s) => s.apiKey)];
   const logger = makeLogger(config, io);
+  for (const key of secrets) logger.addSecret(key);
   const live = config.logFormat === 'pretty' && io.isTTY && !config.quiet;
   const progress = createProgress({ live, logger, write: io.stderr, requestsPerMinute: config.rateLimit, now: io.now });
   const stopSignal: { stopped: boolean; reason?: string } = { stopped: false };
@@ -97,13 +111,23 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
   try {
     const summary = await runSync({ config, logger, progress, stopSignal });
     progress.finish();
-    if (summary.outcome === 'failed') {
-      logger.error(describeError(summary.error, [config.apiKey]), { ...errorFields(summary.error, config.verbose), runId: summary.runId });
+    for (const part of summary.sources.filter((s) => s.outcome === 'failed')) {
+      const prefix = summary.sources.length > 1 ? `${part.source}: ` : '';
+      logger.error(`${prefix}${describeError(part.error, secrets)}`, { ...errorFields(part.error, config.verbose), runId: summary.runId, source: part.source });
+    }
+    if (summary.outcome === 'failed' && !summary.sources.some((s) => s.outcome === 'failed')) {
+      logger.error(describeError(summary.error, secrets), { ...errorFields(summary.error, config.verbose), runId: summary.runId });
     }
     if (config.logFormat === 'json') {
-      logger.info('sync finished', { runId: summary.runId, outcome: summary.outcome, streams: summary.streams, requests: summary.requests, retries: summary.retries, rateLimited: summary.rateLimited, warnings: summary.warnings.length });
+      logger.info('sync finished', {
+        runId: summary.runId, outcome: summary.outcome, streams: summary.streams, requests: summary.requests, retries: summary.retries, rateLimited: summary.rateLimited, warnings: summary.warnings.length,
+        sources: summary.sources.map((s) => ({ source: s.source, outcome: s.outcome, requests: s.requests, warnings: s.warnings.length })),
+      });
     } else if (!config.quiet) {
-      io.stderr(`\n${summaryTable(summary.streams)}\n`);
+      const tables = summary.sources.length > 1
+        ? summary.sources.map((s) => `${s.source}: ${s.outcome}\n${summaryTable(s.streams)}`).join('\n\n')
+        : summaryTable(summary.streams);
+      io.stderr(`\n${tables}\n`);
       const end = summary.outcome === 'stopped'
         ? `Stopped early (${summary.stopReason ?? 'stop requested'}); progress is saved: run the same command again to go on.`
         : summary.outcome === 'success' ? `Done: run ${summary.runId}.` : `Failed: run ${summary.runId}; progress up to the failure is saved.`;
@@ -113,7 +137,7 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
     return exitCodeOf(summary);
   } catch (error) {
     progress.finish();
-    logger.error(describeError(error, [config.apiKey]), errorFields(error, config.verbose));
+    logger.error(describeError(error, secrets), errorFields(error, config.verbose));
     return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
   } finally {
     process.off('SIGTERM', onTerm);

@@ -22,7 +22,7 @@ export interface OtelPushResult {
 }
 
 export async function runPushOtel(deps: {
-  file: string; force: boolean; baseUrl: string; apiKey: string;
+  file: string; force: boolean; baseUrl: string; apiKey: string; source?: string;
   client: ApiClient; warehouse: Warehouse; logger: Logger; clock?: { now(): number };
 }): Promise<OtelPushResult> {
   const { file, client, warehouse, logger } = deps;
@@ -51,7 +51,7 @@ export async function runPushOtel(deps: {
     const response = await client.ingestOtel(text);
     await warehouse.transaction(() => warehouse.run('push/ledger_record', [
       pushId, pushKey, 'otel', null, file, fileSha, null, null, null,
-      null, null, null, null, null, null, JSON.stringify(response ?? null), new Date(clock.now()).toISOString(),
+      null, null, null, null, null, null, JSON.stringify(response ?? null), new Date(clock.now()).toISOString(), deps.source ?? 'default',
     ]));
     return { pushId, file, sent: true, response };
   } finally {

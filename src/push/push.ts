@@ -37,6 +37,8 @@ export interface PushOptions {
   force: boolean;
   baseUrl: string;
   apiKey: string;
+  /** The source (workspace) the key belongs to, recorded in the ledger. */
+  source?: string;
 }
 
 export interface RowProblem {
@@ -250,7 +252,7 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
     await warehouse.transaction(() => warehouse.run('push/ledger_record', [
       summary.pushId, pushKey, 'focus', options.connectionId, source.path, fileSha, fileRows[0]!, fileRows.at(-1)!, rows.length,
       result.batch_id, result.accepted, result.row_count, result.cost_line_item_count, result.skipped,
-      JSON.stringify(result.errors), JSON.stringify(result), new Date(clock.now()).toISOString(),
+      JSON.stringify(result.errors), JSON.stringify(result), new Date(clock.now()).toISOString(), options.source ?? 'default',
     ]));
     summary.batches += 1;
     summary.sent += rows.length;

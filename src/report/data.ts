@@ -10,23 +10,29 @@ export interface ReportData {
   movers: { service: string; last_7_days_usd: number; prior_7_days_usd: number; change_usd: number; change_pct: number | null }[];
   monthToDate: { as_of: string; month_to_date_usd: number | null; same_days_last_month_usd: number | null; change_pct: number | null } | null;
   monthly: { month: string; cost_usd: number; previous_month_usd: number | null; change_usd: number | null; change_pct: number | null; days_with_data: number }[];
-  anomalies: { id: string; date: string; provider: string; service: string; severity: string; status: string; excess_usd: number; deviation_percent: number }[];
+  /** Spend per source in the period; shown when there is more than one. */
+  bySource: { source: string; cost_usd: number; days: number }[];
+  /** The one source reported on (`--source`), or null for all. */
+  source: string | null;
+  anomalies: { source: string; id: string; date: string; provider: string; service: string; severity: string; status: string; excess_usd: number; deviation_percent: number }[];
 }
 
-export async function gatherReport(warehouse: ReadOnlyWarehouse, period: { from: string | null; to: string | null }): Promise<ReportData> {
+export async function gatherReport(warehouse: ReadOnlyWarehouse, period: { from: string | null; to: string | null; source?: string | null }): Promise<ReportData> {
   const rows = async <T>(name: string, params: (string | null)[]) => (await warehouse.table(loadSql(`report/${name}`), params)).rows as T[];
-  const [range] = await rows<{ from: string | null; to: string | null }>('period', [period.from, period.to]);
+  const source = period.source ?? null;
+  const [range] = await rows<{ from: string | null; to: string | null }>('period', [period.from, period.to, source]);
   const from = range!.from ?? period.from ?? '';
   const to = range!.to ?? period.to ?? '';
-  const span = [from, to];
+  const span = [from, to, source];
   return {
-    from, to,
+    from, to, source,
     totals: (await rows<ReportData['totals']>('totals', span))[0]!,
     daily: await rows('daily_by_provider', span),
     topServices: await rows('top_services', span),
-    movers: await rows('top_movers', []),
-    monthToDate: (await rows<NonNullable<ReportData['monthToDate']>>('month_to_date', []))[0] ?? null,
+    movers: await rows('top_movers', [source]),
+    monthToDate: (await rows<NonNullable<ReportData['monthToDate']>>('month_to_date', [source]))[0] ?? null,
     monthly: await rows('monthly', span),
+    bySource: await rows('by_source', span),
     anomalies: await rows('open_anomalies', span),
   };
 }

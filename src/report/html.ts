@@ -27,14 +27,16 @@ table{border-collapse:collapse;width:100%;font-size:13px}th,td{border-bottom:1px
 td:nth-child(n+2){font-variant-numeric:tabular-nums}.chart svg{max-width:100%;height:auto}.empty{color:#6b7280}
 </style></head><body>
 <h1>Cloud spend</h1>
-<p class="sub">${escape(data.from)} to ${escape(data.to)} · generated ${escape(generatedAt)} by costsync</p>
+<p class="sub">${data.source === null ? '' : `source ${escape(data.source)} · `}${escape(data.from)} to ${escape(data.to)} · generated ${escape(generatedAt)} by costsync</p>
 <section class="kpis" id="kpis">
 <div class="kpi"><span>Total in the period</span><b id="total">${usd(t.total_usd)}</b><span>${t.days} day(s) with data</span></div>
 <div class="kpi"><span>Daily average</span><b>${usd(t.daily_average_usd)}</b></div>
 <div class="kpi"><span>Last 7 days against the 7 before</span><b class="${(trend ?? 0) > 0 ? 'up' : 'down'}">${pct(trend)}</b><span>${usd(t.last_7_days_usd)} vs ${usd(t.prior_7_days_usd)}</span></div>
 <div class="kpi"><span>Month to date against the same days of last month</span><b class="${(mtd?.change_pct ?? 0) > 0 ? 'up' : 'down'}">${pct(mtd?.change_pct)}</b><span>${usd(mtd?.month_to_date_usd)} vs ${usd(mtd?.same_days_last_month_usd)}${mtd ? `, as of ${escape(mtd.as_of)}` : ''}</span></div>
 </section>
-<h2>Daily spend by provider, with open anomalies</h2>
+${data.bySource.length > 1 ? `<h2>Spend by source</h2>
+${table(['Source', 'Spend', 'Days with data'], data.bySource.map((s) => [s.source, usd(s.cost_usd), s.days]), 'sources')}
+` : ''}<h2>Daily spend by provider, with open anomalies</h2>
 <div class="chart" id="chart-daily">${charts.daily}</div>
 <h2>Top services</h2>
 <div class="chart" id="chart-services">${charts.services}</div>
@@ -44,7 +46,7 @@ ${table(['Service', 'Last 7 days', 'Prior 7 days', 'Change', 'Change %'], data.m
 <div class="chart" id="chart-monthly">${charts.monthly}</div>
 ${table(['Month', 'Spend', 'Previous month', 'Change', 'Change %'], data.monthly.map((m) => [m.month, usd(m.cost_usd), usd(m.previous_month_usd), usd(m.change_usd), pct(m.change_pct)]), 'monthly')}
 <h2>Open anomalies (${data.anomalies.length})</h2>
-${table(['Detected', 'Provider', 'Service', 'Severity', 'Status', 'Over expected', 'Deviation'], data.anomalies.map((a) => [a.date, a.provider, a.service, a.severity, a.status, usd(a.excess_usd), `${a.deviation_percent}%`]), 'anomalies')}
+${table(['Detected', 'Source', 'Provider', 'Service', 'Severity', 'Status', 'Over expected', 'Deviation'], data.anomalies.map((a) => [a.date, a.source, a.provider, a.service, a.severity, a.status, usd(a.excess_usd), `${a.deviation_percent}%`]), 'anomalies')}
 </body></html>
 `;
 }

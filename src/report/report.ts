@@ -6,7 +6,7 @@ import { gatherReport, type ReportData } from './data.js';
 import { reportHtml } from './html.js';
 
 export async function writeReport(
-  warehouse: ReadOnlyWarehouse, options: { out: string; from: string | null; to: string | null; now: Date },
+  warehouse: ReadOnlyWarehouse, options: { out: string; from: string | null; to: string | null; source?: string | null; now: Date },
 ): Promise<ReportData> {
   const data = await gatherReport(warehouse, options);
   const [daily, services, monthly] = await Promise.all([renderSvg(dailySpendSpec(data)), renderSvg(topServicesSpec(data)), renderSvg(monthlySpec(data))]);

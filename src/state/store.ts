@@ -1,13 +1,15 @@
 /**
- * Sync state: one versioned JSON file per source (base URL + key fingerprint, never the key),
- * written atomically (temp file, fsync, rename) and readable by the owner only.
+ * Sync state: one versioned JSON file per source and warehouse, named by the source's name (not
+ * its key, so a rotated key goes on where the last run stopped), written atomically (temp file,
+ * fsync, rename) and readable by the owner only.
  */
-import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../durable-file.js';
 import { ConfigError, CostsyncError } from '../errors.js';
 
-export const STATE_VERSION = 1;
+/** 2: named by source (1 was named by base URL and key fingerprint, and is migrated on load). */
+export const STATE_VERSION = 2;
 
 /** One date window of a plan, and how far it got. */
 export interface PlannedWindow {
@@ -46,9 +48,16 @@ export interface AnomalyStreamState {
   lastSuccessAt: string | null;
 }
 
+/** Which source a state file belongs to; the key appears only as a fingerprint. */
+export interface SourceIdentity {
+  name: string;
+  baseUrl: string;
+  keyFingerprint: string;
+}
+
 export interface SyncState {
   version: number;
-  source: { baseUrl: string; keyFingerprint: string };
+  source: SourceIdentity;
   streams: {
     line_items?: WindowedStreamState;
     rollups?: WindowedStreamState;
@@ -61,8 +70,13 @@ export function emptyWindowedState(): WindowedStreamState {
   return { syncedFrom: null, syncedThrough: null, lastSuccessAt: null, pending: null };
 }
 
-/** The state file name for a source: readable, and unique per base URL and key. */
-export function stateFileName(baseUrl: string, keyFingerprint: string): string {
+/** The state file of a source of a warehouse (`warehouse` names the working copy, without `.duckdb`). */
+export function stateFileName(source: string, warehouse: string): string {
+  return `costsync-state-${warehouse}--${source}.json`;
+}
+
+/** The name state version 1 used: the base URL's host and the key's fingerprint. */
+export function legacyStateFileName(baseUrl: string, keyFingerprint: string): string {
   const host = new URL(baseUrl).host.replace(/[^A-Za-z0-9.-]+/g, '_');
   return `costsync-state-${host}-${keyFingerprint}.json`;
 }
@@ -80,62 +94,117 @@ export function removeStateLeftovers(dir: string): void {
 
 export class StateStore {
   readonly path: string;
+  /** What changed since the last run (a rotated key, another base URL), for the log. */
+  readonly notices: string[] = [];
+  /** A version 1 file this state was read from, removed once the state is saved under its new name. */
+  private legacy: string | null = null;
 
   constructor(
     readonly dir: string,
-    private readonly source: SyncState['source'],
+    private readonly source: SourceIdentity,
+    /** The warehouse the state belongs to (its working copy's name). */
+    warehouse: string,
     /** How a state file is written; injected in tests to stand for a full or read-only disk. */
     private readonly write: (path: string, text: string) => Promise<void> = writeFileAtomic,
   ) {
-    this.path = join(dir, stateFileName(source.baseUrl, source.keyFingerprint));
+    this.path = join(dir, stateFileName(source.name, warehouse));
   }
 
-  /** The saved state, or a fresh one. Refuses a file that is corrupt, newer, or of another source. */
+  /** Where the source's windows spool their pages. */
+  get spoolDir(): string {
+    return join(this.dir, 'spool', this.path.split('/').at(-1)!.replace(/\.json$/, ''));
+  }
+
+  /**
+   * A version 1 state file of this source (the `default` source of an older costsync): the one
+   * named by this base URL and key, else the only one for this base URL (the key was rotated).
+   */
+  private findLegacy(): string | null {
+    if (this.source.name !== 'default') return null;
+    const exact = join(this.dir, legacyStateFileName(this.source.baseUrl, this.source.keyFingerprint));
+    if (existsSync(exact)) return exact;
+    const prefix = legacyStateFileName(this.source.baseUrl, 'x').slice(0, -'x.json'.length);
+    let names: string[] = [];
+    try {
+      names = readdirSync(this.dir).filter((n) => n.startsWith(prefix) && /^[0-9a-f]+\.json$/.test(n.slice(prefix.length)));
+    } catch {
+      return null;
+    }
+    return names.length === 1 ? join(this.dir, names[0]!) : null;
+  }
+
+  /**
+   * The saved state, or a fresh one. Refuses a file that is corrupt, newer, or of another source;
+   * a rotated key or a changed base URL is a notice, and the run goes on where the last one stopped.
+   */
   load(): SyncState {
     let text: string;
     try {
       text = readFileSync(this.path, 'utf8');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-        return { version: STATE_VERSION, source: this.source, streams: {}, updatedAt: null };
+        const legacy = this.findLegacy();
+        if (legacy === null) return { version: STATE_VERSION, source: this.source, streams: {}, updatedAt: null };
+        return this.adoptLegacy(legacy);
       }
       throw new CostsyncError('CS_ERR_STATE_IO', `Cannot read the state file ${this.path}: ${(error as Error).message}`, {
         hint: 'Check the permissions of --state-dir.', cause: error,
       });
     }
+    return this.check(this.path, text);
+  }
+
+  /** Reads a version 1 file of this source; it is removed once the state is saved under the new name, with its spooled pages moved along. */
+  private adoptLegacy(legacy: string): SyncState {
+    const state = this.check(legacy, readFileSync(legacy, 'utf8'));
+    const oldSpool = join(this.dir, 'spool', legacy.split('/').at(-1)!.replace(/\.json$/, ''));
+    if (existsSync(oldSpool) && !existsSync(this.spoolDir)) renameSync(oldSpool, this.spoolDir);
+    this.legacy = legacy;
+    return state;
+  }
+
+  /** Parses and checks a state file's text, migrating version 1 and noting what changed. */
+  private check(path: string, text: string): SyncState {
     let parsed: SyncState;
     try {
       parsed = JSON.parse(text) as SyncState;
     } catch (cause) {
       throw new ConfigError(
-        `The state file ${this.path} is not valid JSON (it may have been edited or damaged).`,
+        `The state file ${path} is not valid JSON (it may have been edited or damaged).`,
         'Move it aside and run with --full-refresh to rebuild the state from the API; the DuckDB tables are kept.',
         cause,
       );
     }
     if (typeof parsed !== 'object' || parsed === null || typeof parsed.version !== 'number' || typeof parsed.streams !== 'object') {
-      throw new ConfigError(`The state file ${this.path} is not a costsync state file.`, 'Move it aside and run with --full-refresh.');
+      throw new ConfigError(`The state file ${path} is not a costsync state file.`, 'Move it aside and run with --full-refresh.');
     }
     if (parsed.version > STATE_VERSION) {
       throw new ConfigError(
-        `The state file ${this.path} was written by a newer costsync (state version ${parsed.version}; this one reads ${STATE_VERSION}).`,
+        `The state file ${path} was written by a newer costsync (state version ${parsed.version}; this one reads ${STATE_VERSION}).`,
         'Upgrade costsync, or move the file aside and run with --full-refresh.',
       );
     }
-    if (parsed.version < STATE_VERSION) {
-      // No costsync wrote a version below 1; when version 2 comes, this is where 1 is migrated.
+    if (parsed.version < 1) {
       throw new ConfigError(
-        `The state file ${this.path} has state version ${parsed.version}, older than any this costsync can read (${STATE_VERSION}).`,
+        `The state file ${path} has state version ${parsed.version}, older than any this costsync can read (1 to ${STATE_VERSION}).`,
         'Move it aside and run with --full-refresh to rebuild the state from the API; the DuckDB tables are kept.',
       );
     }
-    if (parsed.source?.keyFingerprint !== this.source.keyFingerprint || parsed.source?.baseUrl !== this.source.baseUrl) {
+    // Version 1 named no source: it was the only one, `default`.
+    const saved = { name: 'default', ...(parsed.source as Partial<SourceIdentity>) } as SourceIdentity;
+    if (saved.name !== this.source.name) {
       throw new ConfigError(
-        `The state file ${this.path} belongs to another source (${parsed.source?.baseUrl ?? 'unknown'}).`,
-        'Use a --state-dir of its own for each source, or move the file aside.',
+        `The state file ${path} belongs to another source ("${saved.name}", not "${this.source.name}").`,
+        'Move the file aside, or give the source its old name back.',
       );
     }
-    return parsed;
+    if (saved.keyFingerprint !== this.source.keyFingerprint) {
+      this.notices.push(`the key for ${this.source.name} changed since the last run (fingerprint ${saved.keyFingerprint} is now ${this.source.keyFingerprint}); going on where the last run stopped`);
+    }
+    if (saved.baseUrl !== this.source.baseUrl) {
+      this.notices.push(`the base URL of ${this.source.name} changed since the last run (${saved.baseUrl} is now ${this.source.baseUrl}); going on where the last run stopped. If it is another workspace, run with --full-refresh to start over`);
+    }
+    return { ...parsed, version: STATE_VERSION, source: this.source };
   }
 
   private saving: Promise<void> | null = null;
@@ -167,6 +236,10 @@ export class StateStore {
       // No fsync of the directory: a rename lost in a crash leaves the previous state, which is
       // behind the data, and a run from an older state only redoes work.
       await this.write(this.path, `${JSON.stringify(state, null, 2)}\n`);
+      if (this.legacy !== null) {
+        rmSync(this.legacy, { force: true });
+        this.legacy = null;
+      }
     } catch (error) {
       throw new CostsyncError('CS_ERR_STATE_IO', `Cannot write the state file ${this.path}: ${(error as Error).message}`, {
         hint: 'Check that --state-dir is writable and the disk is not full; the data already stored is kept.', cause: error,

@@ -54,10 +54,10 @@ export interface Warehouse {
    */
   exclusive<T>(fn: () => Promise<T>): Promise<T>;
   /**
-   * Tells the warehouse that `dates` of `table` changed, inside the transaction that changes them:
-   * with a lake, their Parquet partitions (and the lake's manifest) are recorded as pending.
+   * Tells the warehouse that `dates` of `source` in `table` changed, inside the transaction that
+   * changes them: with a lake, their Parquet partitions (and the lake's manifest) are recorded as pending.
    */
-  changed(table: string, dates: readonly string[]): Promise<void>;
+  changed(table: string, source: string, dates: readonly string[]): Promise<void>;
   /** Whether changes are recorded for a Parquet lake. */
   readonly lake: boolean;
   /** Appends rows to a table with the Appender, inside whatever transaction is open. */
@@ -156,10 +156,10 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
       }
     }),
     exclusive: (fn) => queue.schedule(fn),
-    changed: async (table, dates) => {
+    changed: async (table, source, dates) => {
       if (!lake || dates.length === 0) return;
       const mark = loadSql('outbox/mark');
-      for (const date of dates) await connection.run(mark, ['parquet', `${table}/${date}`]);
+      for (const date of dates) await connection.run(mark, ['parquet', `${table}/${source}/${date}`]);
       await connection.run(mark, ['manifest', '']);
     },
     append: async (table, write) => {

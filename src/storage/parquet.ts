@@ -1,6 +1,6 @@
 /**
  * `--format parquet`: a hive-partitioned Parquet lake beside the warehouse
- * (`OUT/<table>/date=YYYY-MM-DD/data.parquet`), exact after any crash. The partitions to rewrite
+ * (`OUT/<table>/source=<name>/date=YYYY-MM-DD/data.parquet`), exact after any crash. The partitions to rewrite
  * are recorded in the working copy's outbox in the same transaction as the change (see
  * `Warehouse.changed`), written here after the commit, and only then cleared. A partition is
  * written in a hidden temporary directory and renamed into place, so DuckDB, Spark, Trino or Arrow
@@ -62,10 +62,12 @@ export async function drainLake(warehouse: Warehouse, outDir: string): Promise<n
     const done = await warehouse.exclusive(async () => {
       const pending = await warehouse.query<{ key: string }>('outbox/pending', ['parquet']);
       if (pending.length === 0) return 0;
-      const table = pending[0]!.key.split('/')[0]!;
-      const keys = pending.filter((p) => p.key.startsWith(`${table}/`)).slice(0, DATES_PER_COPY).map((p) => p.key);
-      const dates = keys.map((k) => k.slice(table.length + 1));
-      if (LAKE_TABLES[table] !== undefined) await replacePartitions(warehouse, outDir, table, dates);
+      // Keys are <table>/<source>/<date>: one table and source a batch.
+      const [table, source] = pending[0]!.key.split('/') as [string, string];
+      const prefix = `${table}/${source}/`;
+      const keys = pending.filter((p) => p.key.startsWith(prefix)).slice(0, DATES_PER_COPY).map((p) => p.key);
+      const dates = keys.map((k) => k.slice(prefix.length));
+      if (LAKE_TABLES[table] !== undefined) await replacePartitions(warehouse, outDir, table, source, dates);
       for (const key of keys) await warehouse.run('outbox/done', ['parquet', key]);
       return keys.length;
     });
@@ -75,23 +77,25 @@ export async function drainLake(warehouse: Warehouse, outDir: string): Promise<n
 }
 
 /**
- * Writes the rows of `dates` of `table` partitioned by date into a temporary directory, then swaps
- * each date into `OUT/<table>/date=…/data.parquet`; a date with no rows loses its partition.
+ * Writes the rows of `dates` of `source` in `table` partitioned by source and date into a temporary
+ * directory, then swaps each date into `OUT/<table>/source=…/date=…/data.parquet`; a date with no
+ * rows loses its partition.
  */
-async function replacePartitions(warehouse: Warehouse, outDir: string, table: string, dates: readonly string[]): Promise<void> {
-  const root = resolve(outDir, table);
+async function replacePartitions(warehouse: Warehouse, outDir: string, table: string, source: string, dates: readonly string[]): Promise<void> {
+  const root = resolve(outDir, table, `source=${source}`);
   const tmp = resolve(outDir, `${TEMP_PREFIX}${table}-${process.pid}`);
   mkdirSync(root, { recursive: true });
   rmSync(tmp, { recursive: true, force: true });
   const dateExpr = LAKE_TABLES[table]!.date;
   // rollups_daily's own `date` is the partition column; the others get one.
   const columns = dateExpr === 'date' ? '*' : `*, ${dateExpr} AS date`;
-  const select = `SELECT ${columns} FROM ${table} WHERE ${dateExpr} IN (${dates.map((d) => `${sqlString(d)}::DATE`).join(', ')}) ORDER BY ALL`;
+  const select = `SELECT ${columns} FROM ${table} WHERE source = ${sqlString(source)}
+    AND ${dateExpr} IN (${dates.map((d) => `${sqlString(d)}::DATE`).join(', ')}) ORDER BY ALL`;
   try {
-    await warehouse.sql(`COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, PARTITION_BY (date), OVERWRITE_OR_IGNORE true)`);
+    await warehouse.sql(`COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, PARTITION_BY (source, date), OVERWRITE_OR_IGNORE true)`);
     for (const date of dates) {
       const target = join(root, `date=${date}`);
-      const written = join(tmp, `date=${date}`);
+      const written = join(tmp, `source=${source}`, `date=${date}`);
       if (existsSync(written)) {
         const file = readdirSync(written).find((f) => f.endsWith('.parquet'));
         mkdirSync(target, { recursive: true });
@@ -125,7 +129,7 @@ export async function finishLake(warehouse: Warehouse, outDir: string, run: { ru
     const tables: Record<string, { rows: number; partitions: number; first_date: string | null; last_date: string | null }> = {};
     for (const [table, { date }] of Object.entries(LAKE_TABLES)) {
       const [row] = await warehouse.sql<{ rows: number; partitions: number; first_date: string | null; last_date: string | null }>(
-        `SELECT count(*) AS rows, count(DISTINCT ${date}) AS partitions, min(${date})::VARCHAR AS first_date, max(${date})::VARCHAR AS last_date FROM ${table}`,
+        `SELECT count(*) AS rows, count(DISTINCT (source, ${date})) AS partitions, min(${date})::VARCHAR AS first_date, max(${date})::VARCHAR AS last_date FROM ${table}`,
       );
       tables[table] = row!;
     }

@@ -164,7 +164,7 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
   const stats = ctx.stats.anomalies;
   const streamState = (ctx.state.streams.anomalies ??= { watermark: null, lastSuccessAt: null });
   const since = anomalySince(streamState.watermark, req, ctx.clock.now());
-  const known = await warehouse.query<{ p: string }>('sync/known_providers');
+  const known = await warehouse.query<{ p: string }>('sync/known_providers', [ctx.source]);
   ctx.progress.planned?.('anomalies', { windows: 1, from: since, to: req.until, resumed: false });
   const collected = await collectAnomalies((q) => ctx.client.anomalies(q), since, known.map((r) => r.p));
   stats.pages += collected.requests;
@@ -191,12 +191,12 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
     // The stage is emptied before this transaction commits, so it is empty whenever one begins.
     await warehouse.append('_stage_anomalies', (appender) =>
       appendRecords(appender, COLUMNS, inRange as unknown as Record<string, unknown>[], (i) => [i]));
-    const dates = await warehouse.query<{ d: string }>('sync/anomalies_changed_dates');
-    await warehouse.changed('anomalies', dates.map((r) => r.d));
-    await warehouse.changed('anomaly_status_history', [now.slice(0, 10)]);
-    await warehouse.run('sync/anomalies_record_history', [now, ctx.runId]);
-    const [counts] = await warehouse.query<{ inserted: number; updated: number; deleted: number }>('sync/anomalies_diff');
-    await warehouse.run('sync/anomalies_upsert', [now]);
+    const dates = await warehouse.query<{ d: string }>('sync/anomalies_changed_dates', [ctx.source]);
+    await warehouse.changed('anomalies', ctx.source, dates.map((r) => r.d));
+    await warehouse.changed('anomaly_status_history', ctx.source, [now.slice(0, 10)]);
+    await warehouse.run('sync/anomalies_record_history', [now, ctx.runId, ctx.source]);
+    const [counts] = await warehouse.query<{ inserted: number; updated: number; deleted: number }>('sync/anomalies_diff', [ctx.source]);
+    await warehouse.run('sync/anomalies_upsert', [now, ctx.source]);
     await warehouse.run('sync/stage_clear_all', [], { stage: '_stage_anomalies' });
     return counts!;
   });

@@ -44,6 +44,8 @@ export interface SyncContext {
   logger: Logger;
   clock: Clock;
   runId: string;
+  /** The source (workspace) being synced: every row it writes carries this name. */
+  source: string;
   /** True once --max-runtime passed or a stop signal came: finish the current step, then return. */
   shouldStop(): boolean;
   stats: Record<StreamName, StreamStats>;

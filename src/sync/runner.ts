@@ -3,11 +3,11 @@
  * (sharing one rate limiter), and records the run in `sync_runs`. Collaborators are passed in.
  */
 import { mkdirSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import { createApiClient, keyFingerprint, type ApiClientOptions, type ClientEvent } from '../api/client.js';
 import { createRequestLimiter, systemClock, type Clock } from '../api/resilience.js';
 import { endpointOf, type Endpoint } from '../api/types.js';
-import type { SyncConfig } from '../config.js';
+import type { SourceConfig, SyncConfig } from '../config.js';
 import { CostsyncError, describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { acquireLock, dbLockPath, type Lock } from '../state/lock.js';
@@ -24,11 +24,10 @@ import { syncWindowedStream, type StreamOutcome } from './windowed.js';
 
 export type RunOutcome = 'success' | 'stopped' | 'failed';
 
-export interface RunSummary {
-  runId: string;
+/** What one source's part of a run did. */
+export interface SourceSummary {
+  source: string;
   outcome: RunOutcome;
-  startedAt: string;
-  endedAt: string;
   streams: Partial<Record<StreamName, StreamStats>>;
   requests: number;
   retries: number;
@@ -36,6 +35,14 @@ export interface RunSummary {
   warnings: string[];
   stopReason?: string;
   error?: unknown;
+}
+
+/** A run: every source's part, and their sums (the worst outcome, the first failure's error). */
+export interface RunSummary extends Omit<SourceSummary, 'source'> {
+  runId: string;
+  startedAt: string;
+  endedAt: string;
+  sources: SourceSummary[];
 }
 
 export interface SyncDeps {
@@ -70,7 +77,9 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const startedMs = clock.now();
   const startedAt = new Date(startedMs).toISOString();
   const runId = newRunId(startedMs);
-  logger.addSecret(config.apiKey);
+  const sources: SourceConfig[] = config.sources ?? [{ name: 'default', baseUrl: config.baseUrl, apiKey: config.apiKey, rateLimit: config.rateLimit }];
+  const secrets = sources.map((s) => s.apiKey);
+  for (const key of secrets) logger.addSecret(key);
 
   try {
     mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
@@ -89,27 +98,85 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   }
 
   let warehouse: Warehouse | null = null;
-  const streams: Partial<Record<StreamName, StreamStats>> = {};
-  const stats = { line_items: emptyStats(), rollups: emptyStats(), anomalies: emptyStats() };
-  for (const name of config.streams) streams[name] = stats[name];
-  let client: ReturnType<typeof createApiClient> | null = null;
-  let summary: RunSummary | null = null;
-  const lake = config.format === 'parquet';
   try {
-    const fingerprint = keyFingerprint(config.apiKey);
-    const store = new StateStore(config.stateDir, { baseUrl: config.baseUrl, keyFingerprint: fingerprint });
-    const state = store.load();
     removeStateLeftovers(config.stateDir);
-    warehouse = await openWorkingCopy(config.db, config.stateDir, { lake });
+    warehouse = await openWorkingCopy(config.db, config.stateDir, { lake: config.format === 'parquet' });
     const wh = warehouse;
-    // A "running" row need not reach readers at once: it goes out with the run's first publish.
+    // "Running" rows need not reach readers at once: they go out with the run's first publish.
     await wh.transaction(async () => {
       await wh.run('sync/runs_mark_abandoned');
-      await wh.run('sync/run_start', [runId, startedAt, config.streams.join(','), config.since ?? null, config.until]);
+      for (const source of sources) {
+        await wh.run('sync/run_start', [runId, startedAt, config.streams.join(','), config.since ?? null, config.until, source.name]);
+      }
     }, { publish: false });
     // First finish what a killed or failed run left: Parquet partitions, then the published file.
     const outputs = derivedOutputs(wh, config, runId, clock, logger);
     await outputs.resume();
+
+    const deadline = config.maxRuntimeMs === undefined ? Infinity : startedMs + config.maxRuntimeMs;
+    const shouldStop = () => {
+      if (!stop.stopped && clock.now() >= deadline) {
+        stop.stopped = true;
+        stop.reason = `--max-runtime of ${Math.round(config.maxRuntimeMs! / 1000)} s reached`;
+      }
+      return stop.stopped;
+    };
+    // Sources run side by side, each with its own key, limiter and state; one failing stops none of the others.
+    const parts = await Promise.all(sources.map((source) => syncSource(source, {
+      deps, clock, runId, warehouse: wh, shouldStop, afterCommit: () => outputs.afterCommit(), several: sources.length > 1,
+    })));
+    let summary = combine(runId, startedAt, clock, parts, stop.reason);
+    // Whatever the outcome, what was committed reaches the lake and the published file.
+    try {
+      await outputs.finish();
+    } catch (error) {
+      if (summary.outcome === 'failed') {
+        logger.error(describeError(error, secrets));
+      } else {
+        const failed = parts.map((p) => ({ ...p, outcome: 'failed' as const, error }));
+        for (const part of failed) await recordSource(wh, runId, clock, part, secrets, false);
+        summary = combine(runId, startedAt, clock, failed, stop.reason);
+      }
+    }
+    return summary;
+  } catch (error) {
+    if (warehouse) {
+      const failed = sources.map((s): SourceSummary => ({ ...emptySource(s.name), outcome: 'failed', error }));
+      for (const part of failed) await recordSource(warehouse, runId, clock, part, secrets).catch(() => undefined);
+      await derivedOutputs(warehouse, config, runId, clock, logger).finish()
+        .catch((e: unknown) => logger.error(describeError(e, secrets)));
+    }
+    throw error;
+  } finally {
+    warehouse?.close();
+    for (const lock of locks.reverse()) lock.release();
+  }
+}
+
+interface SourceRun {
+  deps: SyncDeps;
+  clock: Clock;
+  runId: string;
+  warehouse: Warehouse;
+  shouldStop: () => boolean;
+  afterCommit: () => Promise<void>;
+  /** Several sources: progress lines are per source. */
+  several: boolean;
+}
+
+/** One source's part of a run: its state, key, limiter and streams. Never throws: a failure is its outcome. */
+async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceSummary> {
+  const { deps, clock, warehouse } = run;
+  const { config, logger } = deps;
+  const stats = { line_items: emptyStats(), rollups: emptyStats(), anomalies: emptyStats() };
+  const streams: Partial<Record<StreamName, StreamStats>> = {};
+  for (const name of config.streams) streams[name] = stats[name];
+  let client: ReturnType<typeof createApiClient> | null = null;
+  let summary: SourceSummary;
+  try {
+    const store = new StateStore(config.stateDir, { name: source.name, baseUrl: source.baseUrl, keyFingerprint: keyFingerprint(source.apiKey) }, basename(warehouse.path, '.duckdb'));
+    const state = store.load();
+    for (const notice of store.notices) logger.warn(notice, { source: source.name });
 
     const onEvent = (event: ClientEvent) => {
       const endpointStream = streamOfPath(event.path);
@@ -119,36 +186,28 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       if (event.type === 'request') stats[stream].requests += 1;
       else if (event.type === 'retry') {
         stats[stream].retries += 1;
-        logger.debug(`retrying ${event.method} ${event.path}: ${event.message}`, { stream, code: event.code, attempt: event.attempt });
+        logger.debug(`retrying ${event.method} ${event.path}: ${event.message}`, { source: source.name, stream, code: event.code, attempt: event.attempt });
       } else if (event.type === 'rate_limited') {
         stats[stream].rateLimited += 1;
-        logger.info(`rate limited: holding requests for ${Math.ceil(event.holdMs / 1000)} s`, { stream });
+        logger.info(`${source.name}: rate limited: holding requests for ${Math.ceil(event.holdMs / 1000)} s`, { source: source.name, stream });
       }
     };
     // Every stream's windows may have a request in flight: size the limiter and the pool for all.
     const inFlight = Math.max(4, config.concurrency * config.streams.length);
-    const limiter = createRequestLimiter({ requestsPerMinute: config.rateLimit, clock, maxConcurrent: inFlight });
+    const limiter = createRequestLimiter({ requestsPerMinute: source.rateLimit, clock, maxConcurrent: inFlight });
     client = createApiClient({
-      baseUrl: config.baseUrl, apiKey: config.apiKey, limiter, clock, onEvent, connections: inFlight, ...deps.clientOptions,
+      baseUrl: source.baseUrl, apiKey: source.apiKey, limiter, clock, onEvent, connections: inFlight, ...deps.clientOptions,
     });
-
-    const deadline = config.maxRuntimeMs === undefined ? Infinity : startedMs + config.maxRuntimeMs;
     const ctx: SyncContext = {
-      client, warehouse: wh, spoolDir: join(config.stateDir, 'spool', basename(store.path, '.json')), state, logger, clock, runId, stats,
+      client, warehouse, spoolDir: store.spoolDir, state, logger, clock, runId: run.runId, source: source.name, stats,
       saveState: () => store.saveAsync(state, () => new Date(clock.now())),
-      shouldStop: () => {
-        if (!stop.stopped && clock.now() >= deadline) {
-          stop.stopped = true;
-          stop.reason = `--max-runtime of ${Math.round(config.maxRuntimeMs! / 1000)} s reached`;
-        }
-        return stop.stopped;
-      },
-      progress: deps.progress ?? {},
+      shouldStop: run.shouldStop,
+      progress: run.several ? perSource(source.name, deps.progress ?? {}) : deps.progress ?? {},
       concurrency: config.concurrency,
       reconcile: config.reconcile,
       ...(config.reconcile !== 'off' && config.streams.includes('line_items') && config.streams.includes('rollups')
         ? { providerRollups: new ProviderRollupExchange() } : {}),
-      afterCommit: () => outputs.afterCommit(),
+      afterCommit: run.afterCommit,
     };
     const windowReq = {
       since: config.since, until: config.until, startDate: config.startDate, lookbackDays: config.lookbackDays,
@@ -166,33 +225,27 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     const settled = await Promise.allSettled(tasks);
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     const outcome: RunOutcome = failed ? 'failed' : settled.some((s) => s.status === 'fulfilled' && s.value === 'stopped') ? 'stopped' : 'success';
-    summary = finish(runId, outcome, startedAt, clock, streams, failed?.reason, stop.reason);
-    await recordRun(wh, summary, config.apiKey);
-    // Whatever the outcome, what was committed reaches the lake and the published file.
-    try {
-      await outputs.finish();
-    } catch (error) {
-      if (summary.outcome !== 'failed') {
-        summary = finish(runId, 'failed', startedAt, clock, streams, error, stop.reason);
-        await recordRun(wh, summary, config.apiKey);
-      } else {
-        logger.error(describeError(error, [config.apiKey]));
-      }
-    }
-    return summary;
+    summary = sourceSummary(source.name, outcome, streams, failed?.reason);
   } catch (error) {
-    if (warehouse) {
-      const failed = finish(runId, 'failed', startedAt, clock, streams, error, undefined);
-      await recordRun(warehouse, failed, config.apiKey).catch(() => undefined);
-      await derivedOutputs(warehouse, config, runId, clock, logger).finish()
-        .catch((e: unknown) => logger.error(describeError(e, [config.apiKey])));
-    }
-    throw error;
+    summary = sourceSummary(source.name, 'failed', streams, error);
   } finally {
     await client?.close().catch(() => undefined);
-    warehouse?.close();
-    for (const lock of locks.reverse()) lock.release();
   }
+  if (summary.outcome === 'failed') {
+    logger.debug(`${source.name}: failed: ${describeError(summary.error, [source.apiKey])}`, { source: source.name });
+  }
+  await recordSource(warehouse, run.runId, clock, summary, [source.apiKey]);
+  return summary;
+}
+
+/** Progress of one of several sources: its lines are named `<source>/<stream>`. */
+function perSource(source: string, progress: ProgressListener): ProgressListener {
+  const name = (stream: StreamName) => `${source}/${stream}` as StreamName;
+  return {
+    planned: (stream, info) => progress.planned?.(name(stream), info),
+    page: (stream, info) => progress.page?.(name(stream), info),
+    windowDone: (stream, info) => progress.windowDone?.(name(stream), info),
+  };
 }
 
 /**
@@ -232,31 +285,57 @@ function derivedOutputs(warehouse: Warehouse, config: SyncConfig, runId: string,
   };
 }
 
-function finish(
-  runId: string, outcome: RunOutcome, startedAt: string, clock: Clock,
-  streams: Partial<Record<StreamName, StreamStats>>, error: unknown, stopReason: string | undefined,
-): RunSummary {
+function emptySource(source: string): SourceSummary {
+  return { source, outcome: 'success', streams: {}, requests: 0, retries: 0, rateLimited: 0, warnings: [] };
+}
+
+function sourceSummary(source: string, outcome: RunOutcome, streams: Partial<Record<StreamName, StreamStats>>, error: unknown): SourceSummary {
   const all = Object.values(streams);
   return {
-    runId, outcome, startedAt, endedAt: new Date(clock.now()).toISOString(), streams,
+    source, outcome, streams,
     requests: all.reduce((n, s) => n + s.requests, 0),
     retries: all.reduce((n, s) => n + s.retries, 0),
     rateLimited: all.reduce((n, s) => n + s.rateLimited, 0),
     warnings: all.flatMap((s) => s.warnings),
-    ...(stopReason ? { stopReason } : {}),
     ...(error !== undefined ? { error } : {}),
   };
 }
 
-async function recordRun(warehouse: Warehouse, summary: RunSummary, apiKey: string): Promise<void> {
+const OUTCOME_RANK: Record<RunOutcome, number> = { success: 0, stopped: 1, failed: 2 };
+
+/** The run from its sources' parts: summed counts, per-stream sums, the worst outcome, the first failure. Pure. */
+export function combine(runId: string, startedAt: string, clock: Clock, parts: SourceSummary[], stopReason: string | undefined): RunSummary {
+  const streams: Partial<Record<StreamName, StreamStats>> = {};
+  for (const part of parts) {
+    for (const [name, s] of Object.entries(part.streams) as [StreamName, StreamStats][]) {
+      const sum = (streams[name] ??= emptyStats());
+      for (const key of ['inserted', 'updated', 'deleted', 'pages', 'requests', 'retries', 'rateLimited', 'refetches'] as const) sum[key] += s[key];
+      sum.warnings.push(...s.warnings.map((w) => (parts.length > 1 ? `${part.source}: ${w}` : w)));
+    }
+  }
+  const outcome = parts.reduce<RunOutcome>((worst, p) => (OUTCOME_RANK[p.outcome] > OUTCOME_RANK[worst] ? p.outcome : worst), 'success');
+  const failure = parts.find((p) => p.outcome === 'failed');
+  return {
+    runId, outcome, startedAt, endedAt: new Date(clock.now()).toISOString(), streams, sources: parts,
+    requests: parts.reduce((n, p) => n + p.requests, 0),
+    retries: parts.reduce((n, p) => n + p.retries, 0),
+    rateLimited: parts.reduce((n, p) => n + p.rateLimited, 0),
+    warnings: Object.values(streams).flatMap((s) => s.warnings),
+    ...(stopReason && outcome === 'stopped' ? { stopReason } : {}),
+    ...(failure ? { error: failure.error } : {}),
+  };
+}
+
+async function recordSource(warehouse: Warehouse, runId: string, clock: Clock, summary: SourceSummary, secrets: string[], withStreams = true): Promise<void> {
+  const endedAt = new Date(clock.now()).toISOString();
   await warehouse.transaction(async () => {
     await warehouse.run('sync/run_finish', [
-      summary.runId, summary.endedAt, summary.outcome, summary.requests, summary.retries, summary.rateLimited,
-      JSON.stringify(summary.warnings), summary.error === undefined ? null : describeError(summary.error, [apiKey]),
+      runId, endedAt, summary.outcome, summary.requests, summary.retries, summary.rateLimited,
+      JSON.stringify(summary.warnings), summary.error === undefined ? null : describeError(summary.error, secrets), summary.source,
     ]);
-    for (const [stream, s] of Object.entries(summary.streams)) {
+    for (const [stream, s] of withStreams ? Object.entries(summary.streams) : []) {
       await warehouse.run('sync/run_stream', [
-        summary.runId, stream, s.inserted, s.updated, s.deleted, s.pages, s.requests, s.retries, s.rateLimited, JSON.stringify(s.warnings), s.refetches,
+        runId, stream, s.inserted, s.updated, s.deleted, s.pages, s.requests, s.retries, s.rateLimited, JSON.stringify(s.warnings), s.refetches, summary.source,
       ]);
     }
   });

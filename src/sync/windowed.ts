@@ -76,9 +76,9 @@ async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: Wind
   if (plan.fullRefresh) {
     // A full refresh leaves nothing outside the dates it synced.
     const deleted = await warehouse.transaction(async () => {
-      const [outside] = await warehouse.query<{ n: number; dates: string[] }>(spec.sql.countOutside, [plan.from, plan.to]);
-      await warehouse.run(spec.sql.deleteOutside, [plan.from, plan.to]);
-      await warehouse.changed(spec.table, outside!.dates);
+      const [outside] = await warehouse.query<{ n: number; dates: string[] }>(spec.sql.countOutside, [plan.from, plan.to, ctx.source]);
+      await warehouse.run(spec.sql.deleteOutside, [plan.from, plan.to, ctx.source]);
+      await warehouse.changed(spec.table, ctx.source, outside!.dates);
       return outside!.n;
     });
     stats.deleted += deleted;
@@ -181,18 +181,18 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
     await startOver();
   }
 
-  const params = [pageGlob(dir), window.start, window.end];
+  const params = [pageGlob(dir), window.start, window.end, ctx.source];
   const insertSql = window.unique === true ? spec.sql.insertUnique : spec.sql.insertWindow;
   const diff = await warehouse.transaction(async () => {
-    const [{ n: before }] = (await warehouse.query<{ n: number }>(spec.sql.count, [window.start, window.end])) as [{ n: number }];
+    const [{ n: before }] = (await warehouse.query<{ n: number }>(spec.sql.count, [window.start, window.end, ctx.source])) as [{ n: number }];
     // A window the table has no rows for (a first sync, a backfill) needs no comparison.
     const counts = before === 0
       ? { inserted: 0, updated: 0, deleted: 0 }
       : (await warehouse.query<{ inserted: number; updated: number; deleted: number }>(spec.sql.diff, params))[0]!;
-    if (before > 0) await warehouse.run(spec.sql.deleteWindow, [window.start, window.end]);
+    if (before > 0) await warehouse.run(spec.sql.deleteWindow, [window.start, window.end, ctx.source]);
     await warehouse.run(insertSql, params);
-    await warehouse.changed(spec.table, splitWindows(window.start, window.end, 1).map((d) => d.start));
-    if (before === 0) counts.inserted = (await warehouse.query<{ n: number }>(spec.sql.count, [window.start, window.end]))[0]!.n;
+    await warehouse.changed(spec.table, ctx.source, splitWindows(window.start, window.end, 1).map((d) => d.start));
+    if (before === 0) counts.inserted = (await warehouse.query<{ n: number }>(spec.sql.count, [window.start, window.end, ctx.source]))[0]!.n;
     return counts;
   });
   Object.assign(window, { status: 'done', cursor: null });

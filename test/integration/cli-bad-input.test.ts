@@ -52,7 +52,7 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
         for (const [text, message] of [
           ['{"version": 1, "streams": {', /is not valid JSON[\s\S]*--full-refresh/],
           [JSON.stringify({ ...good, version: 0 }), /state version 0, older than any/],
-          [JSON.stringify({ ...good, source: { ...good.source, baseUrl: 'https://other.example' } }), /belongs to another source \(https:\/\/other.example\)/],
+          [JSON.stringify({ ...good, source: { ...good.source, name: 'acme-eu' } }), /belongs to another source \("acme-eu", not "default"\)/],
         ] as const) {
           writeFileSync(stateFile, text);
           const result = await cli(syncArgs(url, dir), env);

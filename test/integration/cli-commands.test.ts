@@ -72,22 +72,23 @@ describe('status, check and parquet (CLI)', () => {
         const args = ['sync', '--base-url', emulator.url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),
           '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--format', 'parquet', '--out', out, '--quiet'];
         expect((await cli(args, env)).code).toBe(0);
-        expect(readdirSync(join(out, 'line_items'))).toHaveLength(30);
-        const [li] = await readParquet(`${out}/line_items/*/*.parquet`, 'SELECT count(*)::INT n, count(DISTINCT date)::INT d, min(date)::VARCHAR lo FROM $glob');
+        expect(readdirSync(join(out, 'line_items'))).toEqual(['source=default']);
+        expect(readdirSync(join(out, 'line_items', 'source=default'))).toHaveLength(30);
+        const [li] = await readParquet(`${out}/line_items/*/*/*.parquet`, 'SELECT count(*)::INT n, count(DISTINCT date)::INT d, min(date)::VARCHAR lo FROM $glob');
         expect(li).toEqual({ n: 1200, d: 30, lo: '2025-06-01' });
-        const [ro] = await readParquet(`${out}/rollups_daily/*/*.parquet`, "SELECT count(DISTINCT group_by)::INT g FROM $glob");
+        const [ro] = await readParquet(`${out}/rollups_daily/*/*/*.parquet`, "SELECT count(DISTINCT group_by)::INT g FROM $glob");
         expect(ro).toEqual({ g: 3 });
         expect(existsSync(join(out, 'anomalies'))).toBe(true);
         expect(existsSync(join(out, 'sync_runs', 'data.parquet'))).toBe(true);
 
         // A rewritten partition is a new file renamed into place, so it has a new inode.
-        const old = statSync(join(out, 'line_items', 'date=2025-06-10', 'data.parquet')).ino;
-        const recent = statSync(join(out, 'line_items', 'date=2025-06-29', 'data.parquet')).ino;
+        const old = statSync(join(out, 'line_items', 'source=default', 'date=2025-06-10', 'data.parquet')).ino;
+        const recent = statSync(join(out, 'line_items', 'source=default', 'date=2025-06-29', 'data.parquet')).ino;
         emulator.restate();
         expect((await cli(args.filter((a) => a !== SPAN.startDate && a !== '--start-date'), env)).code).toBe(0);
-        expect(statSync(join(out, 'line_items', 'date=2025-06-10', 'data.parquet')).ino).toBe(old);
-        expect(statSync(join(out, 'line_items', 'date=2025-06-29', 'data.parquet')).ino).not.toBe(recent);
-        const [after] = await readParquet(`${out}/line_items/*/*.parquet`, 'SELECT count(*)::INT n FROM $glob');
+        expect(statSync(join(out, 'line_items', 'source=default', 'date=2025-06-10', 'data.parquet')).ino).toBe(old);
+        expect(statSync(join(out, 'line_items', 'source=default', 'date=2025-06-29', 'data.parquet')).ino).not.toBe(recent);
+        const [after] = await readParquet(`${out}/line_items/*/*/*.parquet`, 'SELECT count(*)::INT n FROM $glob');
         expect(after!.n).toBeLessThan(1200);
       });
     });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { runSync } from '../../src/sync/runner.js';
+import { basename } from 'node:path';
 import { StateStore } from '../../src/state/store.js';
+import { workingCopyPath } from '../../src/storage/publish.js';
 import { keyFingerprint } from '../../src/api/client.js';
 import { FAST_CLIENT, memoryLogger, tableDigest, testSyncConfig, withEmulator, withScriptedServer, withTempDir, SPAN } from '../helpers.js';
 
@@ -19,7 +21,8 @@ describe('stopping and resuming', () => {
           progress: { page: (stream) => { if (stream === 'line_items' && ++pages === 3) stopSignal.stopped = true; } },
         });
         expect(first.outcome).toBe('stopped');
-        const state = new StateStore(config.stateDir, { baseUrl: config.baseUrl, keyFingerprint: keyFingerprint(config.apiKey) }).load();
+        const warehouse = basename(workingCopyPath(config.stateDir, config.db), '.duckdb');
+        const state = new StateStore(config.stateDir, { name: 'default', baseUrl: config.baseUrl, keyFingerprint: keyFingerprint(config.apiKey) }, warehouse).load();
         const active = state.streams.line_items!.pending!.windows.find((w) => w.status === 'active')!;
         expect(active.page).toBe(3);
         expect(active.cursor).not.toBeNull();

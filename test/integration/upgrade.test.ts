@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { keyFingerprint } from '../../src/fingerprint.js';
-import { stateFileName } from '../../src/state/store.js';
+import { legacyStateFileName } from '../../src/state/store.js';
 import { workingCopyPath } from '../../src/storage/publish.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import { cli, tableDigest, withEmulator, withTempDir } from '../helpers.js';
@@ -24,7 +24,7 @@ describe('upgrade from a warehouse the previous version wrote', () => {
         const state = JSON.parse(readFileSync(join(FIXTURE, 'state.json'), 'utf8'));
         state.source.baseUrl = emulator.url;
         mkdirSync(stateDir);
-        writeFileSync(join(stateDir, stateFileName(emulator.url, keyFingerprint('demo-key'))), JSON.stringify(state));
+        writeFileSync(join(stateDir, legacyStateFileName(emulator.url, keyFingerprint('demo-key'))), JSON.stringify(state));
         const old = await tableDigest(db);
         expect(old.line_items!.rows).toBe(40 * 30);
 
@@ -39,10 +39,12 @@ describe('upgrade from a warehouse the previous version wrote', () => {
         expect(existsSync(workingCopyPath(stateDir, db))).toBe(true);
 
         const upgraded = await tableDigest(db);
-        expect(upgraded).toEqual(old);
+        // Every row kept (now with source 'default', so the digests differ from the old file's).
+        for (const table of Object.keys(old)) expect({ table, rows: upgraded[table]!.rows }).toEqual({ table, rows: old[table]!.rows });
         const wh = await openReadOnly(db);
         try {
-          expect((await wh.sql<{ n: number }>('SELECT max(version) AS n FROM _costsync_migrations'))[0]!.n).toBe(3);
+          expect((await wh.sql<{ n: number }>('SELECT max(version) AS n FROM _costsync_migrations'))[0]!.n).toBe(4);
+          expect(await wh.sql('SELECT DISTINCT source FROM line_items')).toEqual([{ source: 'default' }]);
           expect((await wh.sql<{ n: number }>("SELECT count(*) AS n FROM sync_runs"))[0]!.n).toBe(2);
           expect((await wh.sql<{ n: number }>("SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = '_stage_anomalies'"))[0]!.n).toBe(0);
         } finally {

@@ -39,9 +39,9 @@ describe('analyst views (sql/views), created by every sync', () => {
       await withWarehouse(db, (wh) => wh.sql("DELETE FROM rollups_daily WHERE date = '2025-06-10' AND group_by = 'provider'"));
       const wh2 = await openReadOnly(db);
       try {
-        const rows = await wh2.sql<{ provider: string; cost_usd: number; source: string }>("SELECT provider, cost_usd, source FROM daily_spend_by_provider WHERE date = '2025-06-10' ORDER BY provider");
+        const rows = await wh2.sql<{ provider: string; cost_usd: number; basis: string }>("SELECT provider, cost_usd, basis FROM daily_spend_by_provider WHERE date = '2025-06-10' ORDER BY provider");
         const items = await wh2.sql<{ provider: string; usd: number }>("SELECT provider_type AS provider, round(sum(net_amount_usd), 2) AS usd FROM line_items WHERE usage_date = '2025-06-10' GROUP BY 1 ORDER BY 1");
-        expect(rows.map((r) => [r.provider, r.cost_usd, r.source])).toEqual(items.map((i) => [i.provider, i.usd, 'line_items']));
+        expect(rows.map((r) => [r.provider, r.cost_usd, r.basis])).toEqual(items.map((i) => [i.provider, i.usd, 'line_items']));
       } finally {
         wh2.close();
       }
@@ -74,7 +74,7 @@ describe('analyst views (sql/views), created by every sync', () => {
     await withSyncedDb(async (db) => {
       // One anomaly closed two days after detection, as a later run would record it.
       await withWarehouse(db, (wh) => wh.sql(`INSERT INTO anomaly_status_history
-        SELECT id, status, 'resolved', detected_date + INTERVAL 2 DAYS, 'r2' FROM anomalies ORDER BY id LIMIT 1`));
+        SELECT id, status, 'resolved', detected_date + INTERVAL 2 DAYS, 'r2', source FROM anomalies ORDER BY id LIMIT 1`));
       const wh = await openReadOnly(db);
       try {
         const movers = await wh.sql<{ service: string; last_7_days_usd: number; prior_7_days_usd: number; change_usd: number }>('SELECT * FROM top_movers');

@@ -1,22 +1,58 @@
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
-import { StateStore, stateFileName } from '../../src/state/store.js';
+import { STATE_VERSION, StateStore, legacyStateFileName, stateFileName } from '../../src/state/store.js';
 import { withTempDir } from '../helpers.js';
 
-const source = { baseUrl: 'https://api.example.com', keyFingerprint: 'abc123' };
+const source = { name: 'default', baseUrl: 'https://api.example.com', keyFingerprint: 'abc123' };
+const WAREHOUSE = 'costs-0123abcd';
 
 describe('StateStore', () => {
-  it('names the file after the source, never the key, and starts empty', async () => {
-    expect(stateFileName('https://api.example.com:8443', 'abc123')).toBe('costsync-state-api.example.com_8443-abc123.json');
+  it('names the file after the warehouse and the source name, never the key, and starts empty', async () => {
+    expect(stateFileName('acme-eu', WAREHOUSE)).toBe('costsync-state-costs-0123abcd--acme-eu.json');
     await withTempDir(async (dir) => {
-      expect(new StateStore(dir, source).load()).toEqual({ version: 1, source, streams: {}, updatedAt: null });
+      expect(new StateStore(dir, source, WAREHOUSE).load()).toEqual({ version: STATE_VERSION, source, streams: {}, updatedAt: null });
+    });
+  });
+
+  it('a rotated key or a changed base URL goes on where the last run stopped, with a notice', async () => {
+    await withTempDir(async (dir) => {
+      const store = new StateStore(dir, source, WAREHOUSE);
+      const state = store.load();
+      state.streams.anomalies = { watermark: '2025-01-05T00:00:00.000Z', lastSuccessAt: null };
+      await store.saveAsync(state, () => new Date('2025-07-01T00:00:00Z'));
+      const rotated = new StateStore(dir, { ...source, keyFingerprint: 'def456', baseUrl: 'https://eu.example.com' }, WAREHOUSE);
+      const loaded = rotated.load();
+      expect(loaded.streams.anomalies!.watermark).toBe('2025-01-05T00:00:00.000Z');
+      expect(loaded.source.keyFingerprint).toBe('def456');
+      expect(rotated.notices).toEqual([
+        'the key for default changed since the last run (fingerprint abc123 is now def456); going on where the last run stopped',
+        expect.stringMatching(/^the base URL of default changed since the last run \(https:\/\/api.example.com is now https:\/\/eu.example.com\).*--full-refresh/),
+      ]);
+    });
+  });
+
+  it('picks up a version 1 file (named by base URL and key) with its spooled pages, even after a key rotation, and removes it once saved', async () => {
+    await withTempDir(async (dir) => {
+      const { mkdirSync, existsSync } = await import('node:fs');
+      const { join } = await import('node:path');
+      const legacy = join(dir, legacyStateFileName(source.baseUrl, 'a1d999'));
+      writeFileSync(legacy, JSON.stringify({ version: 1, source: { baseUrl: source.baseUrl, keyFingerprint: 'a1d999' }, streams: { anomalies: { watermark: 'w', lastSuccessAt: null } }, updatedAt: null }));
+      mkdirSync(join(dir, 'spool', legacyStateFileName(source.baseUrl, 'a1d999').replace(/\.json$/, ''), 'line_items'), { recursive: true });
+      const store = new StateStore(dir, source, WAREHOUSE);
+      const state = store.load();
+      expect(state).toMatchObject({ version: STATE_VERSION, source, streams: { anomalies: { watermark: 'w' } } });
+      expect(store.notices[0]).toMatch(/the key for default changed/);
+      expect(existsSync(join(store.spoolDir, 'line_items'))).toBe(true);
+      await store.saveAsync(state, () => new Date('2025-07-01T00:00:00Z'));
+      expect(existsSync(legacy)).toBe(false);
+      expect(existsSync(store.path)).toBe(true);
     });
   });
 
   it('shares concurrent saves, and the last one holds every change made before it was asked for', async () => {
     await withTempDir(async (dir) => {
-      const store = new StateStore(dir, source);
+      const store = new StateStore(dir, source, WAREHOUSE);
       const state = store.load();
       const saves: Promise<void>[] = [];
       for (let i = 0; i < 5; i++) {
@@ -31,7 +67,7 @@ describe('StateStore', () => {
 
   it('writes atomically, owner-only, leaving no temp files, and reads back', async () => {
     await withTempDir(async (dir) => {
-      const store = new StateStore(dir, source);
+      const store = new StateStore(dir, source, WAREHOUSE);
       const state = store.load();
       state.streams.anomalies = { watermark: '2025-01-01T00:00:00.000Z', lastSuccessAt: null };
       await store.saveAsync(state, () => new Date('2025-07-01T00:00:00Z'));
@@ -43,13 +79,13 @@ describe('StateStore', () => {
 
   it('refuses corrupt, foreign and newer state files with a fix', async () => {
     await withTempDir(async (dir) => {
-      const store = new StateStore(dir, source);
+      const store = new StateStore(dir, source, WAREHOUSE);
       for (const [text, message] of [
         ['{"version": 1, "streams": {', /not valid JSON/],
         ['[1,2]', /not a costsync state file/],
         [JSON.stringify({ version: 99, source, streams: {} }), /newer costsync/],
         [JSON.stringify({ version: 0, source, streams: {} }), /state version 0, older than any this costsync can read/],
-        [JSON.stringify({ version: 1, source: { ...source, keyFingerprint: 'other' }, streams: {} }), /belongs to another source/],
+        [JSON.stringify({ version: 2, source: { ...source, name: 'other' }, streams: {} }), /belongs to another source/],
       ] as const) {
         writeFileSync(store.path, text);
         expect(() => store.load()).toThrow(ConfigError);
@@ -61,12 +97,12 @@ describe('StateStore', () => {
 
   it('on a full or read-only disk, fails naming the file and the fix, and keeps the last good state', async () => {
     await withTempDir(async (dir) => {
-      const good = new StateStore(dir, source);
+      const good = new StateStore(dir, source, WAREHOUSE);
       const state = good.load();
       state.streams.line_items = { syncedFrom: '2025-06-01', syncedThrough: '2025-06-01', lastSuccessAt: null, pending: null };
       await good.saveAsync(state, () => new Date('2025-07-01T00:00:00Z'));
       for (const code of ['ENOSPC', 'EROFS']) {
-        const failing = new StateStore(dir, source, async () => {
+        const failing = new StateStore(dir, source, WAREHOUSE, async () => {
           throw Object.assign(new Error(`${code}: cannot write`), { code });
         });
         const next = failing.load();
