@@ -8,7 +8,7 @@ export interface CursorPayload {
   /** start_date and end_date of the query the cursor continues. */
   s: string;
   e: string;
-  /** Fingerprint of the key that asked; a cursor is not usable with another key. */
+  /** Fingerprint of the asking key's workspace; a cursor is not usable in another workspace. */
   k: string;
   /** Position: day number and slot index of the next record. */
   d: number;

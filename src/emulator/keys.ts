@@ -10,6 +10,8 @@ export interface KeyConfig {
   expires_at?: string;
   /** An ingest key bound to one connection; other connections get FORBIDDEN. */
   connection_id?: string;
+  /** The workspace whose data the key reads (each has its own seeded data); absent: the default one. */
+  workspace?: string;
 }
 
 export interface ConnectionConfig {
@@ -38,7 +40,7 @@ export function parseKeysConfig(value: unknown, source = 'keys file'): KeysConfi
   const fail = (problem: string): never => {
     throw new ConfigError(
       `${source}: ${problem}`,
-      'expected {"keys": [{"key", "scopes": [...], "plan", "revoked"?, "expires_at"?, "connection_id"?}], "connections": [{"id", "provider_type"}]}',
+      'expected {"keys": [{"key", "scopes": [...], "plan", "revoked"?, "expires_at"?, "connection_id"?, "workspace"?}], "connections": [{"id", "provider_type"}]}',
     );
   };
   if (typeof value !== 'object' || value === null || Array.isArray(value)) fail('must be a JSON object');
@@ -61,6 +63,7 @@ export function parseKeysConfig(value: unknown, source = 'keys file'): KeysConfi
       fail(`${at}.expires_at must be an ISO 8601 time`);
     }
     if (k.connection_id !== undefined && typeof k.connection_id !== 'string') fail(`${at}.connection_id must be a string`);
+    if (k.workspace !== undefined && (typeof k.workspace !== 'string' || k.workspace === '')) fail(`${at}.workspace must be a non-empty string`);
     return {
       key: k.key as string,
       scopes: k.scopes as Scope[],
@@ -68,6 +71,7 @@ export function parseKeysConfig(value: unknown, source = 'keys file'): KeysConfi
       ...(k.revoked !== undefined ? { revoked: k.revoked as boolean } : {}),
       ...(k.expires_at !== undefined ? { expires_at: k.expires_at as string } : {}),
       ...(k.connection_id !== undefined ? { connection_id: k.connection_id as string } : {}),
+      ...(k.workspace !== undefined ? { workspace: k.workspace as string } : {}),
     };
   });
   const conns = (connections as unknown[]).map((raw, i): ConnectionConfig => {

@@ -78,7 +78,10 @@ export interface Emulator {
   readonly options: EmulatorOptions;
   readonly requestLog: RequestLog;
   readonly faults: FaultInjector;
+  /** The data of keys without a workspace. */
   readonly dataset: Dataset;
+  /** The data of a workspace (created on first use). */
+  datasetOf(workspace: string | undefined): Dataset;
   /** Late-arriving data: changes and deletes some line items of the last `restatement.days` days. */
   restate(): void;
   close(): Promise<void>;
@@ -168,6 +171,17 @@ const ROUTES: Route[] = [
 export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator> {
   const options = resolveEmulatorOptions(input);
   const dataset = new Dataset(options);
+  // Each workspace (a key's `workspace`) has its own seeded data; keys without one share the first.
+  const workspaces = new Map<string, Dataset>([['default', dataset]]);
+  const datasetOf = (workspace: string | undefined): Dataset => {
+    const name = workspace ?? 'default';
+    let ds = workspaces.get(name);
+    if (!ds) {
+      ds = new Dataset({ ...options, seed: hashString(`${options.seed}:${name}`) });
+      workspaces.set(name, ds);
+    }
+    return ds;
+  };
   const faults = new FaultInjector(options.faults, options.faults.seed ?? options.seed);
   const requestLog = new RequestLog();
   const limiter = new SlidingWindowLimiter(options.rateLimit);
@@ -251,7 +265,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
 
     await options.beforeReply?.({ route: route.name, method: route.method });
     apiRequests += 1;
-    if (options.faults.restateEveryRequests > 0 && apiRequests % options.faults.restateEveryRequests === 0) dataset.restate();
+    if (options.faults.restateEveryRequests > 0 && apiRequests % options.faults.restateEveryRequests === 0) datasetOf(key.workspace).restate();
     const decision = faults.decide(path, url.searchParams.has('cursor'));
     if (decision.delayMs > 0) await delay(decision.delayMs);
     if (decision.kind === 'error500') return respond(fail(500, 'INTERNAL_ERROR', 'Unexpected server error (injected). Retry with exponential backoff.'));
@@ -281,22 +295,24 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     name: string, q: URLSearchParams, params: Record<string, string>, key: KeyConfig, body: string,
     req: IncomingMessage, expireCursor: boolean,
   ): Reply {
+    const ds = datasetOf(key.workspace);
     switch (name) {
-      case 'line-items': return lineItems(q, key, expireCursor);
-      case 'rollups': return rollups(q);
-      case 'anomalies': return anomalies(q);
-      case 'ingest-focus': return ingest(params.connectionId!, key, body, req);
+      case 'line-items': return lineItems(q, key, expireCursor, ds);
+      case 'rollups': return rollups(q, ds);
+      case 'anomalies': return anomalies(q, ds);
+      case 'ingest-focus': return ingest(params.connectionId!, key, body, req, ds);
       default: return otel(body, req);
     }
   }
 
-  function lineItems(q: URLSearchParams, key: KeyConfig, expireCursor: boolean): Reply {
+  function lineItems(q: URLSearchParams, key: KeyConfig, expireCursor: boolean, ds: Dataset): Reply {
     const { startDay, endDay, start, end } = dateRange(q);
     const limit = intParam(q, 'limit', 50, 1, 1000);
     const cursorText = single(q, 'cursor');
-    const keyFp = keyFingerprint(key.key);
-    if (cursorText !== undefined && options.restateAtPage > 0 && ++continuedPages === options.restateAtPage) dataset.restate();
-    if (options.cursorMode === 'offset') return lineItemsByOffset(start, end, startDay, endDay, limit, cursorText);
+    // Cursors index a workspace's data: a rotated key of the same workspace may go on with them.
+    const keyFp = keyFingerprint(`workspace:${key.workspace ?? 'default'}`);
+    if (cursorText !== undefined && options.restateAtPage > 0 && ++continuedPages === options.restateAtPage) ds.restate();
+    if (options.cursorMode === 'offset') return lineItemsByOffset(start, end, startDay, endDay, limit, cursorText, ds);
     let day = startDay;
     let index = 0;
     if (cursorText !== undefined) {
@@ -304,7 +320,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
       if (!check.ok) return invalid(`Invalid cursor: ${check.reason}. Send meta.next_cursor from the previous page exactly, or start again without a cursor.`);
       const c = check.payload;
       if (c.s !== start || c.e !== end || c.k !== keyFp) {
-        return invalid('Invalid cursor: it belongs to a different query (dates or key). Send it with the same start_date and end_date, or start again without a cursor.');
+        return invalid('Invalid cursor: it belongs to a different query (dates or workspace). Send it with the same start_date and end_date, or start again without a cursor.');
       }
       const ttl = options.faults.cursorTtlMs;
       if (expireCursor || (ttl > 0 && options.clock.now() - c.t > ttl)) {
@@ -317,11 +333,11 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
 
     const data: LineItem[] = [];
     // Step over days without rows quickly; ingested days may lie outside the generated span.
-    const lastDataDay = Math.min(endDay, Math.max(dataset.endDay, ...dataset.ingestedDays()));
+    const lastDataDay = Math.min(endDay, Math.max(ds.endDay, ...ds.ingestedDays()));
     while (day <= lastDataDay && data.length < limit) {
-      const slots = dataset.slots(day);
+      const slots = ds.slots(day);
       while (index < slots && data.length < limit) {
-        const item = dataset.itemAt(day, index);
+        const item = ds.itemAt(day, index);
         index += 1;
         if (item) data.push(item.record);
       }
@@ -331,7 +347,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
       }
     }
     let hasMore = false;
-    for (let d = day; d <= lastDataDay && !hasMore; d++) hasMore = dataset.slots(d) > (d === day ? index : 0);
+    for (let d = day; d <= lastDataDay && !hasMore; d++) hasMore = ds.slots(d) > (d === day ? index : 0);
     if (options.lineItemOrder === 'shuffled') shuffleInPlace(data, createRng(hashString(`${day}:${index}:${data.length}`)));
 
     const payload: CursorPayload = { s: start, e: end, k: keyFp, d: day, i: index, t: options.clock.now() };
@@ -346,7 +362,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
    * records of the data as it is now. Walks from the first day on every page, which is fine for the
    * test sizes this mode is for.
    */
-  function lineItemsByOffset(start: string, end: string, startDay: number, endDay: number, limit: number, cursorText: string | undefined): Reply {
+  function lineItemsByOffset(start: string, end: string, startDay: number, endDay: number, limit: number, cursorText: string | undefined, ds: Dataset): Reply {
     let offset = 0;
     if (cursorText !== undefined) {
       type OffsetCursor = { offset?: unknown; s?: unknown; e?: unknown };
@@ -365,11 +381,11 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     const data: LineItem[] = [];
     let skipped = 0;
     let hasMore = false;
-    const lastDataDay = Math.min(endDay, Math.max(dataset.endDay, ...dataset.ingestedDays()));
+    const lastDataDay = Math.min(endDay, Math.max(ds.endDay, ...ds.ingestedDays()));
     scan: for (let day = startDay; day <= lastDataDay; day++) {
-      const slots = dataset.slots(day);
+      const slots = ds.slots(day);
       for (let index = 0; index < slots; index++) {
-        const item = dataset.itemAt(day, index);
+        const item = ds.itemAt(day, index);
         if (!item) continue;
         if (skipped < offset) {
           skipped += 1;
@@ -385,15 +401,15 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     return ok(data, { next_cursor: next, has_more: hasMore });
   }
 
-  function rollups(q: URLSearchParams): Reply {
+  function rollups(q: URLSearchParams, ds: Dataset): Reply {
     const { startDay, endDay } = dateRange(q);
     const groupBy = single(q, 'group_by');
     if (groupBy === undefined) throw new BadRequest('group_by is required: one of provider, service, category.');
     if (!GROUP_BYS.includes(groupBy as GroupBy)) throw new BadRequest(`group_by must be one of provider, service, category; got "${groupBy}".`);
-    return ok(dataset.rollups(startDay, endDay, groupBy as GroupBy));
+    return ok(ds.rollups(startDay, endDay, groupBy as GroupBy));
   }
 
-  function anomalies(q: URLSearchParams): Reply {
+  function anomalies(q: URLSearchParams, ds: Dataset): Reply {
     const limit = intParam(q, 'limit', 10, 1, 100);
     const since = single(q, 'since');
     let sinceMs = -Infinity;
@@ -406,7 +422,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     const status = enumParam(q, 'status', ANOMALY_STATUSES);
     const provider = single(q, 'provider_type');
     if (provider === '') throw new BadRequest('provider_type must not be empty: leave it out to get every provider.');
-    let list = dataset.anomaliesAt(options.clock.now()).filter(({ anomaly, detectedMs }) =>
+    let list = ds.anomaliesAt(options.clock.now()).filter(({ anomaly, detectedMs }) =>
       detectedMs > sinceMs
       && (severity === undefined || anomaly.severity === severity)
       && (status === undefined || anomaly.status === status)
@@ -432,7 +448,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     }
   }
 
-  function ingest(connectionId: string, key: KeyConfig, body: string, req: IncomingMessage): Reply {
+  function ingest(connectionId: string, key: KeyConfig, body: string, req: IncomingMessage, ds: Dataset): Reply {
     if (key.connection_id !== undefined && key.connection_id !== connectionId) {
       return fail(403, 'FORBIDDEN', `This ingest key is bound to connection "${key.connection_id}" and cannot write to "${connectionId}". Use that connection's id, or a key for this connection.`);
     }
@@ -445,7 +461,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     batches += 1;
     try {
       const result = ingestFocus(parsed, {
-        dataset, connectionId, providerType: connection.provider_type, vendor: options.vendor,
+        dataset: ds, connectionId, providerType: connection.provider_type, vendor: options.vendor,
         maxRows: options.maxIngestRows, batchId: `batch-${options.seed}-${batches}-${randomBytes(4).toString('hex')}`,
       });
       return ok(result, {}, 202);
@@ -484,7 +500,8 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     requestLog,
     faults,
     dataset,
-    restate: () => dataset.restate(),
+    datasetOf,
+    restate: () => { for (const ds of workspaces.values()) ds.restate(); },
     close: () => new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();

@@ -1,0 +1,135 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { SCOPES } from '../../src/api/types.js';
+import type { SourceConfig } from '../../src/config.js';
+import type { EmulatorInput } from '../../src/emulator/server.js';
+import { openReadOnly } from '../../src/storage/duckdb.js';
+import { runSync } from '../../src/sync/runner.js';
+import { FAST_CLIENT, cli, memoryLogger, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
+
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
+const key = (k: string, workspace: string, extra: Record<string, unknown> = {}) => ({ key: k, scopes: [...SCOPES], plan: 'business' as const, workspace, ...extra });
+const workspaces: EmulatorInput = {
+  ...SPAN, rowsPerDay: 100, clock, anomaliesPerDay: 4,
+  keys: { keys: [key('k-eu', 'eu'), key('k-us', 'us'), key('k-apac', 'apac'), key('k-eu-new', 'eu'), key('k-old', 'us', { revoked: true })], connections: [] },
+};
+
+async function query<T>(db: string, sql: string): Promise<T[]> {
+  const wh = await openReadOnly(db);
+  try {
+    return await wh.sql<T>(sql);
+  } finally {
+    wh.close();
+  }
+}
+
+describe('several sources in one warehouse', () => {
+  it('three workspaces on one emulator sync side by side into one warehouse; the same ids in two sources are different rows', async () => {
+    await withEmulator(workspaces, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const sources: SourceConfig[] = ['eu', 'us', 'apac'].map((w) => ({ name: `acme-${w}`, baseUrl: emulator.url, apiKey: `k-${w}`, rateLimit: 100_000 }));
+        const config = testSyncConfig(emulator.url, dir, { sources, windowDays: 10 });
+        const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        expect(summary.outcome).toBe('success');
+        expect(summary.sources.map((s) => [s.source, s.outcome])).toEqual([['acme-eu', 'success'], ['acme-us', 'success'], ['acme-apac', 'success']]);
+        const perSource = await query<{ source: string; n: number; ids: number; usd: number }>(config.db,
+          'SELECT source, count(*)::INT AS n, count(DISTINCT id)::INT AS ids, round(sum(net_amount_usd), 2) AS usd FROM line_items GROUP BY source ORDER BY source');
+        expect(perSource.map((r) => [r.source, r.n, r.ids])).toEqual([['acme-apac', 3000, 3000], ['acme-eu', 3000, 3000], ['acme-us', 3000, 3000]]);
+        // Each workspace has its own data: same ids, other amounts.
+        expect(new Set(perSource.map((r) => r.usd)).size).toBe(3);
+        const [shared] = await query<{ n: number }>(config.db, "SELECT count(*)::INT AS n FROM (SELECT id FROM line_items GROUP BY id HAVING count(*) = 3)");
+        expect(shared!.n).toBe(3000);
+        const runs = await query<{ source: string; outcome: string }>(config.db, 'SELECT source, outcome FROM sync_runs ORDER BY source');
+        expect(runs).toEqual([{ source: 'acme-apac', outcome: 'success' }, { source: 'acme-eu', outcome: 'success' }, { source: 'acme-us', outcome: 'success' }]);
+        const views = await query<{ source: string }>(config.db, 'SELECT DISTINCT source FROM daily_spend_by_provider ORDER BY 1');
+        expect(views.map((v) => v.source)).toEqual(['acme-apac', 'acme-eu', 'acme-us']);
+        const verify = await cli(['verify', '--db', config.db, '--format', 'json']);
+        expect(verify.code).toBe(0);
+        // A re-sync of one source replaces only its own rows.
+        emulator.datasetOf('eu').restate();
+        const again = await runSync({ config: { ...config, sources: [sources[0]!] }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        expect(again.outcome).toBe('success');
+        const after = await query<{ source: string; n: number; usd: number }>(config.db,
+          'SELECT source, count(*)::INT AS n, round(sum(net_amount_usd), 2) AS usd FROM line_items GROUP BY source ORDER BY source');
+        expect(after.filter((r) => r.source !== 'acme-eu')).toEqual(perSource.filter((r) => r.source !== 'acme-eu').map(({ source, n, usd }) => ({ source, n, usd })));
+      });
+    });
+  });
+
+  it('sources on two emulators, from a config file: one with a revoked key fails (exit 3) while the others finish and are published', async () => {
+    await withEmulator(workspaces, async (one) => {
+      await withEmulator({ ...workspaces, seed: 7 }, async (two) => {
+        await withTempDir(async (dir) => {
+          writeFileSync(join(dir, 'eu.key'), 'k-eu\n');
+          writeFileSync(join(dir, 'costsync.config.json'), JSON.stringify({
+            db: join(dir, 'c.duckdb'), 'state-dir': join(dir, 'state'), 'rate-limit': 100000,
+            sources: [
+              { name: 'eu', 'base-url': one.url, 'api-key-file': join(dir, 'eu.key') },
+              { name: 'us-old', 'base-url': one.url, 'api-key-env': 'OLD_KEY' },
+              { name: 'other', 'base-url': two.url, 'api-key-env': 'OTHER_KEY', 'rate-limit': 50000 },
+            ],
+          }));
+          const env = { OLD_KEY: 'k-old', OTHER_KEY: 'k-us', TZ: 'UTC' };
+          const args = ['sync', '--config', join(dir, 'costsync.config.json'), '--start-date', '2025-06-21', '--until', SPAN.endDate, '--log-format', 'json'];
+          const result = await cli(args, env);
+          expect(result.code).toBe(3);
+          expect(result.stderr).toMatch(/us-old: .*revoked/);
+          for (const secret of ['k-eu', 'k-old', 'k-us']) expect(result.stderr).not.toContain(secret);
+          const runs = await query<{ source: string; outcome: string }>(join(dir, 'c.duckdb'), 'SELECT source, outcome FROM sync_runs ORDER BY source');
+          expect(runs).toEqual([{ source: 'eu', outcome: 'success' }, { source: 'other', outcome: 'success' }, { source: 'us-old', outcome: 'failed' }]);
+          const rows = await query<{ source: string; n: number }>(join(dir, 'c.duckdb'), 'SELECT source, count(*)::INT AS n FROM line_items GROUP BY source ORDER BY source');
+          expect(rows).toEqual([{ source: 'eu', n: 1000 }, { source: 'other', n: 1000 }]);
+          // --source runs only the ones named.
+          const only = await cli([...args, '--source', 'eu'], env);
+          expect(only.code).toBe(0);
+          const unknown = await cli([...args, '--source', 'nope'], env);
+          expect(unknown.code).toBe(2);
+          expect(unknown.stderr).toMatch(/--source names unknown source\(s\): nope[\s\S]*eu, us-old, other/);
+        });
+      });
+    });
+  });
+
+  it('a config file with a key written into it is refused with exit 2, naming the fix', async () => {
+    await withTempDir(async (dir) => {
+      writeFileSync(join(dir, 'c.json'), JSON.stringify({ sources: [{ name: 'eu', 'base-url': 'https://api.example.com', 'api-key': 'sk-secret-123' }] }));
+      const result = await cli(['sync', '--config', join(dir, 'c.json'), '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/sources\[0\] in the config file holds the API key itself[\s\S]*api-key-file[\s\S]*api-key-env/);
+      expect(result.stderr).not.toContain('sk-secret-123');
+    });
+  });
+
+  it('a rotated key goes on where the last run stopped: mid-backfill it fetches only the pages left, and a nightly run costs a lookback', async () => {
+    await withEmulator({ ...workspaces, rowsPerDay: 1000 }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const source = (apiKey: string): SourceConfig[] => [{ name: 'acme-eu', baseUrl: emulator.url, apiKey, rateLimit: 100_000 }];
+        const base = testSyncConfig(emulator.url, dir, { streams: ['line_items'], windowDays: 30, concurrency: 1, reconcile: 'off' });
+        const stopSignal = { stopped: false };
+        let pages = 0;
+        const first = await runSync({
+          config: { ...base, sources: source('k-eu') }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, stopSignal,
+          progress: { page: () => { if (++pages === 12) stopSignal.stopped = true; } },
+        });
+        expect(first.outcome).toBe('stopped');
+        emulator.requestLog.reset();
+        const logger = memoryLogger();
+        const resumed = await runSync({ config: { ...base, sources: source('k-eu-new') }, logger, clock, clientOptions: FAST_CLIENT });
+        expect(resumed.outcome).toBe('success');
+        // 30,000 rows in 30 pages: 12 were fetched with the old key.
+        expect(emulator.requestLog.count({ route: 'line-items' })).toBe(30 - 12);
+        expect(logger.lines.join('\n')).toMatch(/the key for acme-eu changed since the last run/);
+        expect(logger.lines.join('\n')).not.toContain('k-eu-new');
+
+        emulator.requestLog.reset();
+        const nightly = await runSync({ config: { ...base, sources: source('k-eu') }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        expect(nightly.outcome).toBe('success');
+        // The 3-day lookback: 3,000 rows, 3 pages.
+        expect(emulator.requestLog.count({ route: 'line-items' })).toBe(3);
+        const [{ n }] = await query<{ n: number }>(base.db, 'SELECT count(*)::INT AS n FROM line_items') as [{ n: number }];
+        expect(n).toBe(30_000);
+      });
+    });
+  });
+});
