@@ -220,16 +220,19 @@ export function killRunner(env: Record<string, string>, counts: (entry: { route:
     onRequest(entry: { route: string }): void {
       if (counts(entry) && ++requests === killAt) kill?.();
     },
-    async run(args: string[], point: KillPoint = {}): Promise<{ code: number | null; signal: string | null }> {
+    /** Runs one process; `stderr` keeps its last 4 KB, to show why a run that should succeed did not. */
+    async run(args: string[], point: KillPoint = {}): Promise<{ code: number | null; signal: string | null; stderr: string }> {
       requests = 0;
       killAt = point.atRequest ?? Infinity;
-      const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
+      const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4096); });
       kill = () => child.kill('SIGKILL');
       const timer = point.afterMs !== undefined ? setTimeout(() => child.kill('SIGKILL'), point.afterMs) : null;
       const [code, signal] = (await onceEvent(child, 'exit')) as [number | null, string | null];
       if (timer) clearTimeout(timer);
       kill = null;
-      return { code, signal };
+      return { code, signal, stderr };
     },
   };
 }

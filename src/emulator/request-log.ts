@@ -6,6 +6,8 @@ export interface LoggedRequest {
   status: number;
   code: string | null;
   atMs: number;
+  /** The workspace of the key that asked, once the key is known (per-key figures in benchmarks). */
+  workspace?: string;
 }
 
 export class RequestLog {

@@ -219,10 +219,11 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     const url = new URL(req.url ?? '/', 'http://emulator.invalid');
     const path = url.pathname.replace(/\/+$/, '') || '/';
     let routeName = 'unknown';
+    let workspace: string | undefined;
     const respond = (reply: Reply, fault: FaultKind | null = null) => {
       const entry: LoggedRequest = {
         method: req.method ?? '?', route: routeName, status: fault === 'drop' ? 0 : reply.status,
-        code: reply.error?.code ?? null, atMs: options.clock.now(),
+        code: reply.error?.code ?? null, atMs: options.clock.now(), ...(workspace !== undefined ? { workspace } : {}),
       };
       requestLog.record(entry);
       options.onRequest?.(entry);
@@ -254,6 +255,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
 
     const key = authenticate(req);
     if (!('key' in key)) return respond(key);
+    workspace = key.workspace ?? 'default';
     const rate = limiter.take(key.key, options.clock.now());
     if (!rate.allowed) return respond(rateLimited(rate.retryAfterMs));
     if (!API_PLANS.includes(key.plan)) {

@@ -72,8 +72,9 @@ export function describeMismatches(mismatches: readonly Mismatch[], names: [stri
 
 /**
  * The provider rollups a line-items check fetched, handed to the rollups stream so that a clean
- * window costs no extra request. The rollups stream takes a window's provider view only once the
- * line-items stream is done with that window, so the view it stores was fetched after the last page.
+ * window costs no extra request. The rollups stream takes a window's provider view once the
+ * line-items check has fetched it (after the last page), or the line-items stream is done with the
+ * window; it does not wait for the line-items commit, so the key's budget is not left idle meanwhile.
  */
 export class ProviderRollupExchange {
   private readonly gates = new Map<string, { open: () => void; opened: Promise<void> }>();
@@ -97,6 +98,7 @@ export class ProviderRollupExchange {
 
   deliver(window: { start: string; end: string }, rows: RollupRow[]): void {
     this.rows.set(ProviderRollupExchange.key(window), rows);
+    this.open(window);
   }
 
   /** The line-items window is committed (or will not be in this run). */

@@ -1,0 +1,89 @@
+#!/usr/bin/env node
+// Several-sources benchmarks (issue 11). Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
+//   npm run bench:sources             both
+//   npm run bench:sources -- rate     20 sources, each its own key at 60 requests a minute, ~30 pages each
+//   npm run bench:sources -- memory   peak RSS of 1 and of 5 sources syncing 1 million line items each, no rate limit
+// Environment: BENCH_SOURCES (default 20), BENCH_SOURCE_ROWS (default 1000000).
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startEmulator } from '../../dist/emulator/server.js';
+
+const BIN = fileURLToPath(new URL('../../dist/bin.cjs', import.meta.url));
+const which = process.argv[2];
+const SCOPES = ['line_items:read', 'rollups:read', 'anomalies:read', 'usage:write'];
+const clock = { now: () => Date.now() };
+
+/** Runs the executable with a config file of `n` sources; returns wall seconds and peak RSS (sampled from /proc). */
+async function syncSources(emulatorUrl, dir, n, extra) {
+  const env = { PATH: process.env.PATH, TZ: 'UTC' };
+  const sources = Array.from({ length: n }, (_, i) => {
+    env[`KEY_${i}`] = `key-${i}`;
+    return { name: `ws-${i}`, 'base-url': emulatorUrl, 'api-key-env': `KEY_${i}` };
+  });
+  writeFileSync(join(dir, 'config.json'), JSON.stringify({ sources, db: join(dir, 'c.duckdb'), 'state-dir': join(dir, 'state'), ...extra }));
+  const started = Date.now();
+  const child = spawn(BIN, ['sync', '--config', join(dir, 'config.json'), '--log-format', 'json', '--quiet'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  let peak = 0;
+  const timer = setInterval(() => {
+    try {
+      const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+      if (m) peak = Math.max(peak, Number(m[1]) * 1024);
+    } catch { /* exited */ }
+  }, 100);
+  const [code] = await once(child, 'exit');
+  clearInterval(timer);
+  return { code, seconds: (Date.now() - started) / 1000, peakMb: peak / 1e6 };
+}
+
+function keys(n) {
+  return { keys: Array.from({ length: n }, (_, i) => ({ key: `key-${i}`, scopes: SCOPES, plan: 'business', workspace: `ws-${i}` })), connections: [] };
+}
+
+async function benchRate() {
+  const n = Number(process.env.BENCH_SOURCES ?? 20);
+  // 30 days of 1,000 rows: 30 line-item pages a source, plus its rollups and anomalies.
+  const emulator = await startEmulator({ port: 0, rateLimit: 60, rowsPerDay: 1000, startDate: '2025-06-01', endDate: '2025-06-30', clock, anomaliesPerDay: 2, keys: keys(n) });
+  const dir = mkdtempSync(join(tmpdir(), 'costsync-bench-'));
+  try {
+    const times = new Map();
+    const remember = emulator.options.onRequest;
+    emulator.options.onRequest = (entry) => {
+      remember?.(entry);
+      if (entry.workspace) (times.get(entry.workspace) ?? times.set(entry.workspace, []).get(entry.workspace)).push(entry.atMs);
+    };
+    const run = await syncSources(emulator.url, dir, n, { 'start-date': '2025-06-01', until: '2025-06-30', 'rate-limit': 60 });
+    const perKey = [...times.values()].map((t) => {
+      const spanMin = (t.at(-1) - t[0]) / 60_000;
+      // Requests after the first, over the time from the first to the last, against 60 a minute.
+      return { requests: t.length, utilisation: spanMin > 0 ? (t.length - 1) / spanMin / 60 : 0, seconds: (t.at(-1) - t[0]) / 1000 };
+    });
+    const slowest = Math.max(...perKey.map((k) => k.seconds));
+    const low = Math.min(...perKey.map((k) => k.utilisation));
+    console.log(`sources: ${n} sources at 60 requests/min each, ${Math.round(perKey.reduce((s, k) => s + k.requests, 0) / n)} requests each: run ${run.seconds.toFixed(1)} s (exit ${run.code}), slowest source ${slowest.toFixed(1)} s; per-key use of its budget min ${(low * 100).toFixed(1)}% / mean ${(perKey.reduce((s, k) => s + k.utilisation, 0) / n * 100).toFixed(1)}%; 429s: ${emulator.requestLog.count({ status: 429 })}; peak RSS ${run.peakMb.toFixed(0)} MB`);
+  } finally {
+    await emulator.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function benchMemory() {
+  const rows = Number(process.env.BENCH_SOURCE_ROWS ?? 1_000_000);
+  for (const n of [1, 5]) {
+    const emulator = await startEmulator({ port: 0, rateLimit: 0, rowsPerDay: Math.ceil(rows / 30), startDate: '2025-06-01', endDate: '2025-06-30', clock, anomaliesPerDay: 2, keys: keys(n) });
+    const dir = mkdtempSync(join(tmpdir(), 'costsync-bench-'));
+    try {
+      const run = await syncSources(emulator.url, dir, n, { 'start-date': '2025-06-01', until: '2025-06-30', 'rate-limit': 1000000, streams: 'line_items' });
+      console.log(`memory: ${n} source(s) x ${rows} line items, no rate limit: ${run.seconds.toFixed(1)} s (exit ${run.code}), peak RSS ${run.peakMb.toFixed(0)} MB`);
+    } finally {
+      await emulator.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+}
+
+if (!which || which === 'rate') await benchRate();
+if (!which || which === 'memory') await benchMemory();
