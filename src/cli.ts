@@ -8,7 +8,8 @@ import { emulatorOptions, runEmulator } from './commands/emulator.js';
 import { pushOptions, pushOtelOptions, runPushCommand, runPushOtelCommand } from './commands/push.js';
 import { queryOptions, runQueryCommand } from './commands/query.js';
 import { reportOptions, runReportCommand } from './commands/report.js';
-import { runStatusCommand } from './commands/status.js';
+import { runStatusCommand, statusOptions } from './commands/status.js';
+import { notifyOptions, runNotifyCommand } from './commands/notify.js';
 import { runVerifyCommand, verifyOptions } from './commands/verify.js';
 import { connectionOptions, runSyncCommand, syncOptions } from './commands/sync.js';
 import { ExitCode, describeError, isCostsyncError } from './errors.js';
@@ -37,7 +38,10 @@ async function main(argv: string[]): Promise<void> {
     .command('report', 'Write a self-contained HTML spend report', reportOptions, async (args) => {
       process.exitCode = await runReportCommand(args);
     })
-    .command('status', 'Show per stream the watermark, last run, rows and windows pending', connectionOptions, async (args) => {
+    .command('notify', 'Check the webhooks: --test sends one sample message to each', notifyOptions, async (args) => {
+      process.exitCode = await runNotifyCommand(args);
+    })
+    .command('status', 'Show per source and stream the watermark, last run, rows and windows pending; --format json for scripts', statusOptions, async (args) => {
       process.exitCode = await runStatusCommand(args);
     })
     .command('check', 'Try the key on each endpoint and say which scopes and plan work', connectionOptions, async (args) => {

@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseBaseUrl } from './api/client.js';
+import { webhookTarget } from './notify/webhook.js';
 import { addDays, isCalendarDate, utcDate } from './dates.js';
 import { ConfigError } from './errors.js';
 import { STREAM_NAMES, type StreamName } from './sync/context.js';
@@ -33,6 +34,8 @@ export interface SourceConfig {
   baseUrl: string;
   apiKey: string;
   rateLimit: number;
+  /** Webhooks of this source, besides the global `notify` ones. */
+  notify?: string[];
 }
 
 /** Source names: lower-case letters, digits, `-` and `_` (they name state files and lake partitions). */
@@ -65,6 +68,15 @@ export interface SyncConfig {
   concurrency: number;
   /** Check each fetched window against its rollups: `on` re-fetches and warns, `strict` fails, `off` skips. */
   reconcile: 'on' | 'strict' | 'off';
+  /** Webhook URLs (secrets) told about failed runs and new anomalies; each source may add its own. */
+  notify: string[];
+  notifySeverity: 'low' | 'medium' | 'high' | 'critical';
+  notifyStatusChanges: boolean;
+  /** Anomalies detected longer ago than this are stored but not sent. */
+  notifyMaxAgeMs: number;
+  notifyFormat: 'json' | 'slack';
+  /** Prometheus text file written after every run (node_exporter's textfile collector). */
+  metricsFile: string | undefined;
   /** During a run, publish after a commit when the last publish is older than this (0: after every commit). */
   publishIntervalMs: number;
 }
@@ -74,6 +86,7 @@ export const SETTINGS = [
   'base-url', 'api-key-file', 'db', 'state-dir', 'streams', 'since', 'until', 'start-date', 'lookback-days',
   'window-days', 'full-refresh', 'rate-limit', 'max-runtime', 'format', 'out', 'log-format', 'quiet', 'verbose',
   'anomaly-refresh-days', 'concurrency', 'publish-interval', 'reconcile', 'source',
+  'notify', 'notify-severity', 'notify-status-changes', 'notify-max-age', 'notify-format', 'metrics-file',
 ] as const;
 export type SettingName = (typeof SETTINGS)[number];
 
@@ -236,13 +249,22 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
   }
 
   const rateLimit = int('rate-limit', DEFAULTS.rateLimit, 1, 1_000_000);
+  const notifyValue = pick('notify');
+  const notify = notifyValue === undefined ? [] : urlList(notifyValue.value, notifyValue.from);
+  const maxAge = pick('notify-max-age');
+  let notifyMaxAgeMs = 48 * 3_600_000;
+  if (maxAge !== undefined) {
+    const parsed = parseDuration(String(maxAge.value));
+    if (parsed === null) bad(maxAge.from, `must be a duration such as 48h or 7d; got ${JSON.stringify(maxAge.value)}.`, 'For example --notify-max-age 48h.');
+    notifyMaxAgeMs = parsed!;
+  }
   const chosen = selectSources(sources, pick('source'), rateLimit, needsApi);
   const first = chosen[0];
 
   return {
     baseUrl: first?.baseUrl ?? '',
     apiKey: first?.apiKey ?? '',
-    ...(sources.fileSources !== undefined && needsApi ? { sources: chosen } : {}),
+    ...(sources.fileSources !== undefined ? { sources: chosen } : {}),
     db: str('db', DEFAULTS.db),
     stateDir: str('state-dir', DEFAULTS.stateDir),
     streams,
@@ -263,10 +285,23 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     concurrency: int('concurrency', DEFAULTS.concurrency, 1, 64),
     publishIntervalMs,
     reconcile: choice('reconcile', 'on', ['on', 'strict', 'off'] as const),
+    notify,
+    notifySeverity: choice('notify-severity', 'high', ['low', 'medium', 'high', 'critical'] as const),
+    notifyStatusChanges: bool('notify-status-changes'),
+    notifyMaxAgeMs,
+    notifyFormat: choice('notify-format', 'json', ['json', 'slack'] as const),
+    metricsFile: pick('metrics-file') === undefined ? undefined : str('metrics-file', ''),
   };
 }
 
-const SOURCE_FIELDS = ['name', 'base-url', 'api-key-file', 'api-key-env', 'rate-limit'];
+const SOURCE_FIELDS = ['name', 'base-url', 'api-key-file', 'api-key-env', 'rate-limit', 'notify'];
+
+/** Webhook URLs from a flag (repeatable), an environment variable (space-separated) or a config list; checked, never echoed. */
+function urlList(value: unknown, from: string): string[] {
+  const urls = (Array.isArray(value) ? value.map(String) : String(value).split(/\s+/)).map((u) => u.trim()).filter((u) => u !== '');
+  for (const url of urls) webhookTarget(url, from);
+  return urls;
+}
 
 /**
  * The sources to work on: the config file's `sources` (checked), narrowed by `--source`; without
@@ -314,7 +349,9 @@ function selectSources(sources: ConfigSources, only: { value: unknown; from: str
     throw new ConfigError(`${only!.from} names unknown source(s): ${unknownNames.join(', ')}.`, `The config file's sources are: ${all.map((s) => s.name).join(', ')}.`);
   }
   const chosen = wanted === null ? all : all.filter((s) => wanted.includes(s.name));
-  if (!needsApi) return chosen.map((s) => ({ name: s.name, baseUrl: '', apiKey: '', rateLimit }));
+  if (!needsApi) {
+    return chosen.map(({ name, raw }) => ({ name, baseUrl: '', apiKey: '', rateLimit, ...(raw.notify !== undefined ? { notify: urlList(raw.notify, `source "${name}": "notify"`) } : {}) }));
+  }
   return chosen.map(({ name, raw }) => {
     const where = `source "${name}" in the config file`;
     if (typeof raw['base-url'] !== 'string' || raw['base-url'].trim() === '') throw new ConfigError(`${where} has no "base-url".`, fix);
@@ -337,7 +374,7 @@ function selectSources(sources: ConfigSources, only: { value: unknown; from: str
       own = Number(raw['rate-limit']);
       if (!Number.isInteger(own) || own < 1 || own > 1_000_000) throw new ConfigError(`${where}: "rate-limit" must be a whole number from 1 to 1000000; got ${JSON.stringify(raw['rate-limit'])}.`, 'For example "rate-limit": 120.');
     }
-    return { name, baseUrl, apiKey, rateLimit: own };
+    return { name, baseUrl, apiKey, rateLimit: own, ...(raw.notify !== undefined ? { notify: urlList(raw.notify, `${where}: "notify"`) } : {}) };
   });
 }
 

@@ -143,6 +143,7 @@ export function testSyncConfig(url: string, dir: string, over: Partial<SyncConfi
     streams: ['line_items', 'rollups', 'anomalies'], since: undefined, until: SPAN.endDate, startDate: SPAN.startDate,
     lookbackDays: 3, windowDays: 7, fullRefresh: false, rateLimit: 100_000, maxRuntimeMs: undefined,
     format: 'duckdb', out: join(dir, 'parquet'), logFormat: 'json', quiet: true, verbose: false, anomalyRefreshDays: 30, concurrency: 4, publishIntervalMs: 600_000, reconcile: 'on',
+    notify: [], notifySeverity: 'high', notifyStatusChanges: false, notifyMaxAgeMs: 48 * 3_600_000, notifyFormat: 'json', metricsFile: undefined,
     ...over,
   };
 }
@@ -219,6 +220,10 @@ export function killRunner(env: Record<string, string>, counts: (entry: { route:
   return {
     onRequest(entry: { route: string }): void {
       if (counts(entry) && ++requests === killAt) kill?.();
+    },
+    /** SIGKILLs the running process now (from another event: a webhook receiver's request, say). */
+    killNow(): void {
+      kill?.();
     },
     /** Runs one process; `stderr` keeps its last 4 KB, to show why a run that should succeed did not. */
     async run(args: string[], point: KillPoint = {}): Promise<{ code: number | null; signal: string | null; stderr: string }> {

@@ -4,8 +4,14 @@ import { join } from 'node:path';
 import { ExitCode } from '../errors.js';
 import type { SyncState } from '../state/store.js';
 import { openReadOnly } from '../storage/duckdb.js';
+import { gatherMetrics, type MetricFacts } from '../storage/metrics.js';
+import type { Argv } from 'yargs';
 import { formatTable } from '../table.js';
-import { loadConfig, processIo, type CommandIo } from './sync.js';
+import { connectionOptions, loadConfig, processIo, type CommandIo } from './sync.js';
+
+export function statusOptions(yargs: Argv) {
+  return connectionOptions(yargs).option('format', { choices: ['table', 'json'] as const, describe: 'table for people, json for scripts (the metrics file\'s facts included) [default table]' });
+}
 
 export interface StatusReport {
   sources: {
@@ -21,6 +27,8 @@ export interface StatusReport {
   runs: Record<string, unknown>[];
   /** The latest pushes recorded in ingest_batches. */
   pushes: Record<string, unknown>[];
+  /** What the metrics file holds: each source's last run, open anomalies, the latest day's spend. */
+  metrics: MetricFacts | null;
   database: string;
 }
 
@@ -50,23 +58,27 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
   let tables: Record<string, unknown>[] = [];
   let runs: Record<string, unknown>[] = [];
   let pushes: Record<string, unknown>[] = [];
+  let metrics: MetricFacts | null = null;
   if (existsSync(db)) {
     const wh = await openReadOnly(db);
     try {
       tables = await wh.query('status/table_counts');
       runs = await wh.query('status/last_runs');
       pushes = await wh.query('status/last_pushes');
+      metrics = await gatherMetrics(wh);
     } finally {
       wh.close();
     }
   }
-  return { sources, tables, runs, pushes, database: db };
+  return { sources, tables, runs, pushes, metrics, database: db };
 }
 
 export async function runStatusCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
-  const config = loadConfig(args, io, false);
+  // `--format` here is the output's, not sync's.
+  const { format: _format, ...settings } = args;
+  const config = loadConfig(settings, io, false);
   const report = await gatherStatus(config.db, config.stateDir);
-  if (config.logFormat === 'json') {
+  if (config.logFormat === 'json' || args.format === 'json') {
     io.stdout(`${JSON.stringify(report)}\n`);
     return ExitCode.OK;
   }

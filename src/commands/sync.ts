@@ -3,6 +3,7 @@ import type { Argv } from 'yargs';
 import { SETTINGS, readConfigFile, resolveSyncConfig, type SettingName, type SyncConfig } from '../config.js';
 import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
+import { DEFAULT_SEND, messageBody, postWebhook, webhookTarget } from '../notify/webhook.js';
 import { createProgress, summaryTable } from '../progress.js';
 import { runSync, type RunSummary } from '../sync/runner.js';
 
@@ -35,6 +36,12 @@ export function syncOptions(yargs: Argv) {
     .option('out', { type: 'string', describe: 'Parquet output directory [default ./costs-parquet]' })
     .option('anomaly-refresh-days', { type: 'number', describe: 'Days of anomalies re-read every run for status changes [default 30]' })
     .option('concurrency', { type: 'number', describe: 'Windows fetched at once per stream [default 4]' })
+    .option('notify', { type: 'string', array: true, describe: 'Webhook URL told about failed runs and new anomalies (repeatable; a secret, never logged) [env COSTSYNC_NOTIFY, space-separated]' })
+    .option('notify-severity', { choices: ['low', 'medium', 'high', 'critical'] as const, describe: 'Lowest anomaly severity to send [default high]' })
+    .option('notify-status-changes', { type: 'boolean', describe: 'Also send anomaly status changes' })
+    .option('notify-max-age', { type: 'string', describe: 'Anomalies detected longer ago are stored, not sent [default 48h]' })
+    .option('notify-format', { choices: ['json', 'slack'] as const, describe: 'json: {text, events}; slack: {text} only [default json]' })
+    .option('metrics-file', { type: 'string', describe: 'Write Prometheus metrics here after every run (for node_exporter textfile collector)' })
     .option('reconcile', { choices: ['on', 'strict', 'off'] as const, describe: 'Check each window against its rollups before it commits and fetch it again when they disagree; strict: a disagreement left is a failure [default on]' })
     .option('publish-interval', { type: 'string', describe: 'During a long run, publish --db after a window when the last publish is older than this; 0: after every window [default 10m]' });
 }
@@ -76,6 +83,16 @@ export function oneSource(config: SyncConfig, command: string): SyncConfig & { s
   return { ...config, sourceName: sources[0]?.name ?? 'default' };
 }
 
+/** Sends a run's failure straight to the webhooks, for failures that cannot use the outbox. Never throws. */
+async function notifyDirectly(urls: string[], format: 'json' | 'slack', reason: string, warn: (m: string) => void): Promise<void> {
+  for (const url of new Set(urls)) {
+    const target = webhookTarget(url, '--notify');
+    const event = { kind: 'run_failed' as const, source: 'all', event_id: `locked-${Date.now()}`, run_id: '(not started)', exit_code: ExitCode.LOCKED, reason };
+    await postWebhook(target, messageBody([event], format), { ...DEFAULT_SEND, retries: 1 })
+      .catch((error: unknown) => warn(`notification not sent: ${describeError(error, [url])}`));
+  }
+}
+
 export function makeLogger(config: Pick<SyncConfig, 'logFormat' | 'quiet' | 'apiKey'> & { verbose?: boolean }, io: CommandIo): Logger {
   return createLogger({
     format: config.logFormat, level: config.quiet ? 'warn' : config.verbose ? 'debug' : 'info', secrets: [config.apiKey],
@@ -93,7 +110,8 @@ export function exitCodeOf(summary: RunSummary): ExitCode {
 
 export async function runSyncCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   const config = loadConfig(args, io);
-  const secrets = [config.apiKey, ...(config.sources ?? []).map((s) => s.apiKey)];
+  const webhooks = [...config.notify, ...(config.sources ?? []).flatMap((s) => s.notify ?? [])];
+  const secrets = [config.apiKey, ...(config.sources ?? []).map((s) => s.apiKey), ...webhooks];
   const logger = makeLogger(config, io);
   for (const key of secrets) logger.addSecret(key);
   const live = config.logFormat === 'pretty' && io.isTTY && !config.quiet;
@@ -138,7 +156,10 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
   } catch (error) {
     progress.finish();
     logger.error(describeError(error, secrets), errorFields(error, config.verbose));
-    return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
+    const code = isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
+    // Another run holds the warehouse: nothing can be recorded in its outbox, so say so directly (best effort).
+    if (code === ExitCode.LOCKED) await notifyDirectly(webhooks, config.notifyFormat, describeError(error, secrets), (m) => logger.warn(m));
+    return code;
   } finally {
     process.off('SIGTERM', onTerm);
     process.off('SIGINT', onInt);

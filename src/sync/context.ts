@@ -19,11 +19,13 @@ export interface StreamStats {
   rateLimited: number;
   /** Windows fetched again because their check against the rollups failed. */
   refetches: number;
+  /** Responses by HTTP status ("200", "429", …). */
+  responses: Record<string, number>;
   warnings: string[];
 }
 
 export function emptyStats(): StreamStats {
-  return { inserted: 0, updated: 0, deleted: 0, pages: 0, requests: 0, retries: 0, rateLimited: 0, refetches: 0, warnings: [] };
+  return { inserted: 0, updated: 0, deleted: 0, pages: 0, requests: 0, retries: 0, rateLimited: 0, refetches: 0, responses: {}, warnings: [] };
 }
 
 /** Told as work progresses, for progress bars and JSON logs. */
@@ -56,6 +58,8 @@ export interface SyncContext {
   reconcile: ReconcileMode;
   /** Present when both windowed streams run with checks: line items hand their provider rollups to the rollups stream. */
   providerRollups?: ProviderRollupExchange;
+  /** Webhooks to tell about anomalies (their fingerprints), and which anomalies to tell. */
+  notify?: { targets: string[]; minRank: number; cutoff: string; statusChanges: boolean };
   /** Called after each commit of synced rows: derived outputs (Parquet, the published file) follow. */
   afterCommit?(): Promise<void>;
 }

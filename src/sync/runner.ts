@@ -2,19 +2,22 @@
  * One sync run: takes the locks, opens the warehouse and the state, runs the chosen streams
  * (sharing one rate limiter), and records the run in `sync_runs`. Collaborators are passed in.
  */
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { createApiClient, keyFingerprint, type ApiClientOptions, type ClientEvent } from '../api/client.js';
 import { createRequestLimiter, systemClock, type Clock } from '../api/resilience.js';
 import { endpointOf, type Endpoint } from '../api/types.js';
 import type { SourceConfig, SyncConfig } from '../config.js';
-import { CostsyncError, describeError } from '../errors.js';
+import { CostsyncError, ExitCode, describeError, isCostsyncError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { acquireLock, dbLockPath, type Lock } from '../state/lock.js';
 import { newRunId } from '../run-id.js';
 import { StateStore, removeStateLeftovers } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { drainLake, finishLake, removeLakeLeftovers } from '../storage/parquet.js';
+import { writeMetrics } from '../storage/metrics.js';
+import { DEFAULT_SEND, SEVERITY_RANK, drainNotifications, webhookTarget, type SendOptions, type WebhookTarget } from '../notify/webhook.js';
 import { openWorkingCopy, publish } from '../storage/publish.js';
 import { syncAnomalies } from './anomalies.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
@@ -54,6 +57,14 @@ export interface SyncDeps {
   stopSignal?: { stopped: boolean; reason?: string };
   /** Client settings for tests (fast retries, say). */
   clientOptions?: Partial<ApiClientOptions>;
+  /** Webhook send settings for tests (short timeouts and backoff). */
+  sendOptions?: Partial<SendOptions>;
+}
+
+/** A source's webhooks: the global ones and its own, once each. */
+function targetsOf(config: SyncConfig, source: SourceConfig): WebhookTarget[] {
+  const targets = [...config.notify, ...(source.notify ?? [])].map((url) => webhookTarget(url, '--notify'));
+  return targets.filter((t, i) => targets.findIndex((o) => o.id === t.id) === i);
 }
 
 /** The stream a request path belongs to (ingest requests belong to none). */
@@ -78,7 +89,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const startedAt = new Date(startedMs).toISOString();
   const runId = newRunId(startedMs);
   const sources: SourceConfig[] = config.sources ?? [{ name: 'default', baseUrl: config.baseUrl, apiKey: config.apiKey, rateLimit: config.rateLimit }];
-  const secrets = sources.map((s) => s.apiKey);
+  const secrets = [...sources.map((s) => s.apiKey), ...config.notify, ...sources.flatMap((s) => s.notify ?? [])];
   for (const key of secrets) logger.addSecret(key);
 
   try {
@@ -110,7 +121,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       }
     }, { publish: false });
     // First finish what a killed or failed run left: Parquet partitions, then the published file.
-    const outputs = derivedOutputs(wh, config, runId, clock, logger);
+    const outputs = derivedOutputs(wh, config, sources, runId, clock, logger, deps.sendOptions);
     await outputs.resume();
 
     const deadline = config.maxRuntimeMs === undefined ? Infinity : startedMs + config.maxRuntimeMs;
@@ -134,7 +145,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
         logger.error(describeError(error, secrets));
       } else {
         const failed = parts.map((p) => ({ ...p, outcome: 'failed' as const, error }));
-        for (const part of failed) await recordSource(wh, runId, clock, part, secrets, false);
+        for (const part of failed) await recordSource(wh, runId, clock, part, secrets, [], false);
         summary = combine(runId, startedAt, clock, failed, stop.reason);
       }
     }
@@ -142,8 +153,11 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   } catch (error) {
     if (warehouse) {
       const failed = sources.map((s): SourceSummary => ({ ...emptySource(s.name), outcome: 'failed', error }));
-      for (const part of failed) await recordSource(warehouse, runId, clock, part, secrets).catch(() => undefined);
-      await derivedOutputs(warehouse, config, runId, clock, logger).finish()
+      for (const part of failed) {
+        const source = sources.find((s) => s.name === part.source)!;
+        await recordSource(warehouse, runId, clock, part, secrets, targetsOf(config, source)).catch(() => undefined);
+      }
+      await derivedOutputs(warehouse, config, sources, runId, clock, logger, deps.sendOptions).finish()
         .catch((e: unknown) => logger.error(describeError(e, secrets)));
     }
     throw error;
@@ -173,6 +187,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
   for (const name of config.streams) streams[name] = stats[name];
   let client: ReturnType<typeof createApiClient> | null = null;
   let summary: SourceSummary;
+  const targets = targetsOf(config, source);
   try {
     const store = new StateStore(config.stateDir, { name: source.name, baseUrl: source.baseUrl, keyFingerprint: keyFingerprint(source.apiKey) }, basename(warehouse.path, '.duckdb'));
     const state = store.load();
@@ -184,6 +199,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
       // A stream not synced is requested only by another's check (line items fetch their provider rollups).
       const stream = config.streams.includes(endpointStream) ? endpointStream : 'line_items';
       if (event.type === 'request') stats[stream].requests += 1;
+      else if (event.type === 'response') stats[stream].responses[event.statusCode] = (stats[stream].responses[event.statusCode] ?? 0) + 1;
       else if (event.type === 'retry') {
         stats[stream].retries += 1;
         logger.debug(`retrying ${event.method} ${event.path}: ${event.message}`, { source: source.name, stream, code: event.code, attempt: event.attempt });
@@ -208,6 +224,12 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
       ...(config.reconcile !== 'off' && config.streams.includes('line_items') && config.streams.includes('rollups')
         ? { providerRollups: new ProviderRollupExchange() } : {}),
       afterCommit: run.afterCommit,
+      ...(targets.length > 0 ? {
+        notify: {
+          targets: targets.map((t) => t.id), minRank: SEVERITY_RANK[config.notifySeverity],
+          cutoff: new Date(clock.now() - config.notifyMaxAgeMs).toISOString(), statusChanges: config.notifyStatusChanges,
+        },
+      } : {}),
     };
     const windowReq = {
       since: config.since, until: config.until, startDate: config.startDate, lookbackDays: config.lookbackDays,
@@ -234,7 +256,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
   if (summary.outcome === 'failed') {
     logger.debug(`${source.name}: failed: ${describeError(summary.error, [source.apiKey])}`, { source: source.name });
   }
-  await recordSource(warehouse, run.runId, clock, summary, [source.apiKey]);
+  await recordSource(warehouse, run.runId, clock, summary, [source.apiKey, ...targets.map((t) => t.url)], targets);
   return summary;
 }
 
@@ -252,7 +274,9 @@ function perSource(source: string, progress: ProgressListener): ProgressListener
  * What follows committed rows: the Parquet lake (with `--format parquet`) and the published file.
  * Each is recorded as pending in the commit that causes it (the outbox), so these only produce it.
  */
-function derivedOutputs(warehouse: Warehouse, config: SyncConfig, runId: string, clock: Clock, logger: Logger) {
+function derivedOutputs(
+  warehouse: Warehouse, config: SyncConfig, sources: readonly SourceConfig[], runId: string, clock: Clock, logger: Logger, sendOptions: Partial<SendOptions> = {},
+) {
   let lastPublish = clock.now();
   const doPublish = async () => {
     const result = await publish(warehouse, config.db, { runId, now: () => clock.now() });
@@ -262,6 +286,17 @@ function derivedOutputs(warehouse: Warehouse, config: SyncConfig, runId: string,
         file: result.path, bytes: result.bytes, seconds: result.seconds, method: result.method,
       });
     }
+  };
+  // Pending notifications of every source (a killed run's too); a failure is a warning, never the run's.
+  const notify = async () => {
+    const targets = new Map(sources.flatMap((s) => targetsOf(config, s)).map((t) => [t.id, t]));
+    if (targets.size === 0) return;
+    const counts = await drainNotifications(warehouse, [...targets.values()], {
+      ...DEFAULT_SEND, format: config.notifyFormat, ...sendOptions, now: () => clock.now(), warn: (m) => logger.warn(m),
+    });
+    await warehouse.transaction(async () => {
+      for (const [source, c] of counts) await warehouse.run('notify/record_run', [runId, source, c.sent, c.failed]);
+    });
   };
   const lake = async () => {
     if (!warehouse.lake) return;
@@ -280,7 +315,9 @@ function derivedOutputs(warehouse: Warehouse, config: SyncConfig, runId: string,
     },
     async finish() {
       if (warehouse.lake) await finishLake(warehouse, config.out, { runId, now: () => clock.now() });
+      await notify();
       await doPublish();
+      if (config.metricsFile !== undefined) await writeMetrics(warehouse, config.metricsFile);
     },
   };
 }
@@ -310,6 +347,7 @@ export function combine(runId: string, startedAt: string, clock: Clock, parts: S
     for (const [name, s] of Object.entries(part.streams) as [StreamName, StreamStats][]) {
       const sum = (streams[name] ??= emptyStats());
       for (const key of ['inserted', 'updated', 'deleted', 'pages', 'requests', 'retries', 'rateLimited', 'refetches'] as const) sum[key] += s[key];
+      for (const [status, n] of Object.entries(s.responses)) sum.responses[status] = (sum.responses[status] ?? 0) + n;
       sum.warnings.push(...s.warnings.map((w) => (parts.length > 1 ? `${part.source}: ${w}` : w)));
     }
   }
@@ -326,9 +364,27 @@ export function combine(runId: string, startedAt: string, clock: Clock, parts: S
   };
 }
 
-async function recordSource(warehouse: Warehouse, runId: string, clock: Clock, summary: SourceSummary, secrets: string[], withStreams = true): Promise<void> {
+/**
+ * Records a source's outcome; a failed or stopped run also records its notification for each
+ * webhook in the same transaction (the outbox), sent after the commit.
+ */
+async function recordSource(
+  warehouse: Warehouse, runId: string, clock: Clock, summary: SourceSummary, secrets: string[], targets: readonly WebhookTarget[], withStreams = true,
+): Promise<void> {
   const endedAt = new Date(clock.now()).toISOString();
   await warehouse.transaction(async () => {
+    if (summary.outcome !== 'success') {
+      const kind = summary.outcome === 'failed' ? 'run_failed' : 'run_stopped';
+      const error = summary.error;
+      const event = {
+        kind, source: summary.source, run_id: runId,
+        exit_code: summary.outcome === 'stopped' ? ExitCode.STOPPED_EARLY : isCostsyncError(error) ? error.exitCode : ExitCode.FAILED,
+        reason: summary.outcome === 'stopped' ? (summary.stopReason ?? 'stopped before the end; progress is saved') : describeError(error, secrets).split('\n')[0],
+        fix: summary.outcome === 'stopped' ? 'Run the same command again to go on.' : (isCostsyncError(error) ? error.hint ?? null : null),
+      };
+      const eventId = createHash('sha256').update(`${runId}:${summary.source}:${kind}`).digest('hex').slice(0, 32);
+      for (const target of targets) await warehouse.run('notify/run_event', [eventId, target.id, summary.source, kind, JSON.stringify(event), endedAt]);
+    }
     await warehouse.run('sync/run_finish', [
       runId, endedAt, summary.outcome, summary.requests, summary.retries, summary.rateLimited,
       JSON.stringify(summary.warnings), summary.error === undefined ? null : describeError(summary.error, secrets), summary.source,
@@ -336,6 +392,7 @@ async function recordSource(warehouse: Warehouse, runId: string, clock: Clock, s
     for (const [stream, s] of withStreams ? Object.entries(summary.streams) : []) {
       await warehouse.run('sync/run_stream', [
         runId, stream, s.inserted, s.updated, s.deleted, s.pages, s.requests, s.retries, s.rateLimited, JSON.stringify(s.warnings), s.refetches, summary.source,
+        JSON.stringify(s.responses),
       ]);
     }
   });

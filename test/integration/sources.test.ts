@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
@@ -46,6 +46,14 @@ describe('several sources in one warehouse', () => {
         expect(views.map((v) => v.source)).toEqual(['acme-apac', 'acme-eu', 'acme-us']);
         const verify = await cli(['verify', '--db', config.db, '--format', 'json']);
         expect(verify.code).toBe(0);
+        // The report shows spend by source when there are several, and reports on one with --source.
+        const html = join(dir, 'r.html');
+        expect((await cli(['report', '--db', config.db, '--out', html])).code).toBe(0);
+        expect(readFileSync(html, 'utf8')).toMatch(/<h2>Spend by source<\/h2>[\s\S]*acme-apac[\s\S]*acme-eu[\s\S]*acme-us/);
+        expect((await cli(['report', '--db', config.db, '--out', html, '--source', 'acme-eu'])).code).toBe(0);
+        const one = readFileSync(html, 'utf8');
+        expect(one).not.toMatch(/Spend by source/);
+        expect(one).toMatch(/source acme-eu ·/);
         // A re-sync of one source replaces only its own rows.
         emulator.datasetOf('eu').restate();
         const again = await runSync({ config: { ...config, sources: [sources[0]!] }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });

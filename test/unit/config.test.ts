@@ -77,3 +77,37 @@ describe('parseDuration', () => {
     expect(parseDuration('soon')).toBeNull();
   });
 });
+
+describe('sources in the config file', () => {
+  const list = [
+    { name: 'acme-eu', 'base-url': 'https://eu.example.com/', 'api-key-file': '/keys/ok' },
+    { name: 'acme_us', baseUrl: 'https://us.example.com', apiKeyEnv: 'US_KEY', 'rate-limit': 120 },
+  ];
+  it('resolves each source with its own key and rate limit; --source picks some', () => {
+    const c = resolveSyncConfig(sources({ fileSources: list, env: { US_KEY: 'k-us' }, file: { 'rate-limit': 30 } }));
+    expect(c.sources).toEqual([
+      { name: 'acme-eu', baseUrl: 'https://eu.example.com', apiKey: 'k-file', rateLimit: 30 },
+      { name: 'acme_us', baseUrl: 'https://us.example.com', apiKey: 'k-us', rateLimit: 120 },
+    ]);
+    const one = resolveSyncConfig(sources({ fileSources: list, env: { US_KEY: 'k-us' }, flags: { source: 'acme_us' } }));
+    expect(one.sources!.map((s) => s.name)).toEqual(['acme_us']);
+    expect(one.baseUrl).toBe('https://us.example.com');
+  });
+
+  it('without sources, one source named default; --source can name only it', () => {
+    expect(resolveSyncConfig(sources()).sources).toBeUndefined();
+    expect(() => resolveSyncConfig(sources({ flags: { source: 'eu' } }))).toThrow(/no "sources": the only source is "default"/);
+  });
+
+  it('refuses bad sources, naming the entry and the fix', () => {
+    const bad = (fileSources: unknown, over: Partial<ConfigSources> = {}) => () => resolveSyncConfig(sources({ fileSources, ...over }));
+    expect(bad([{ name: 'x', 'base-url': 'https://a.b', 'api-key': 'sk-1' }])).toThrow(/sources\[0\] in the config file holds the API key itself/);
+    expect(bad([{ name: 'Acme EU', 'base-url': 'https://a.b', 'api-key-file': '/keys/ok' }])).toThrow(/needs a "name" of lower-case letters/);
+    expect(bad([list[0], list[0]])).toThrow(/Two sources in the config file are named "acme-eu"/);
+    expect(bad([list[1]], { env: {} })).toThrow(/the environment variable US_KEY \(its "api-key-env"\) is not set/);
+    expect(bad([{ name: 'x', 'base-url': 'https://a.b' }])).toThrow(/needs exactly one of "api-key-file" and "api-key-env"/);
+    expect(bad([{ name: 'x', 'base-url': 'https://a.b', 'api-key-file': '/keys/ok', colour: 'red' }])).toThrow(/unknown field\(s\): colour/);
+    expect(bad(list, { flags: { 'base-url': 'https://a.b' } })).toThrow(/--base-url cannot be combined with "sources"/);
+    expect(bad([])).toThrow(ConfigError);
+  });
+});
