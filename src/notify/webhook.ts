@@ -41,7 +41,7 @@ export function webhookTarget(url: string, from: string): WebhookTarget {
 }
 
 export interface NotifyEvent {
-  kind: 'anomaly' | 'severity_rose' | 'status_changed' | 'run_failed' | 'run_stopped' | 'test';
+  kind: 'anomaly' | 'severity_rose' | 'status_changed' | 'run_failed' | 'run_stopped' | 'reconcile' | 'test';
   source: string;
   [field: string]: unknown;
 }
@@ -62,6 +62,8 @@ export function eventLine(e: NotifyEvent & { event_id?: string }): string {
     case 'run_failed':
     case 'run_stopped':
       return `${where} costsync run ${String(e.run_id)} ${e.kind === 'run_failed' ? 'failed' : 'stopped early'} (exit ${String(e.exit_code)}): ${String(e.reason)}${e.fix ? ` Fix: ${String(e.fix)}` : ''}`;
+    case 'reconcile':
+      return `${where} data may be off: ${String(e.reason)}`;
     default:
       return `${where} ${String(e.text ?? 'test message from costsync: the webhook works')}`;
   }

@@ -5,6 +5,7 @@
  * and only then is it marked done. A crash at any point therefore redoes a page or redoes an
  * idempotent replace, never loses or doubles a row.
  */
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { ApiError, CostsyncError } from '../errors.js';
 import { completePlan, planRun, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
@@ -193,6 +194,13 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
     await warehouse.run(insertSql, params);
     await warehouse.changed(spec.table, ctx.source, splitWindows(window.start, window.end, 1).map((d) => d.start));
     if (before === 0) counts.inserted = (await warehouse.query<{ n: number }>(spec.sql.count, [window.start, window.end, ctx.source]))[0]!.n;
+    // A window stored although its two views disagree is worth telling someone, with the commit.
+    if (disagreement !== null) {
+      const event = JSON.stringify({ kind: 'reconcile', source: ctx.source, stream: spec.name, window: label, reason: disagreement });
+      const eventId = createHash('sha256').update(`${ctx.runId}:${ctx.source}:${spec.name}:${label}`).digest('hex').slice(0, 32);
+      const now = new Date(ctx.clock.now()).toISOString();
+      for (const target of ctx.notify?.targets ?? []) await warehouse.run('notify/run_event', [eventId, target, ctx.source, 'reconcile', event, now]);
+    }
     return counts;
   });
   Object.assign(window, { status: 'done', cursor: null });

@@ -75,6 +75,19 @@ describe('a sync that checks itself against the rollups', () => {
         }
       });
       await withTempDir(async (dir) => {
+        // The disagreement is also a notification event, recorded with the window's commit.
+        const notified = await sync(em.url, dir, { notify: ['http://127.0.0.1:9/hook'] });
+        expect(notified.summary.outcome).toBe('success');
+        const wh = await openReadOnly(notified.config.db);
+        try {
+          const events = await wh.sql<{ kind: string; event: string }>("SELECT kind, event::VARCHAR AS event FROM _costsync_notifications WHERE kind = 'reconcile'");
+          expect(events).toHaveLength(1);
+          expect(JSON.parse(events[0]!.event)).toMatchObject({ kind: 'reconcile', source: 'default', stream: 'line_items', window: '2025-06-21..2025-06-30' });
+        } finally {
+          wh.close();
+        }
+      });
+      await withTempDir(async (dir) => {
         const strict = await sync(em.url, dir, { reconcile: 'strict' });
         expect(strict.summary.outcome).toBe('failed');
         expect((strict.summary.error as CostsyncError).code).toBe('CS_ERR_RECONCILE');
