@@ -1,17 +1,31 @@
 /**
- * What a person sees during a sync: on a terminal, a progress line per stream (windows, pages,
- * rows, rate, and an ETA that counts the rate limit); elsewhere, a log line per finished window.
- * At the end, a summary table of what changed.
+ * What a person sees during a sync. On a terminal, a line per stream (per source and stream with
+ * several sources, one summary line per stream past 8 lines): pages done of an estimated total (the
+ * unit the rate limit spends), rows, rate, and an ETA that counts the rate limit. Elsewhere, a log line
+ * per finished window, and with JSON logs a `progress` event every so often for schedulers.
  */
 import type { Logger } from './log.js';
 import type { ProgressListener, StreamName, StreamStats } from './sync/context.js';
+import { estimateTotalPages, etaSeconds, smooth, type DayBasis } from './sync/estimate.js';
+
+export { etaSeconds } from './sync/estimate.js';
 
 interface StreamProgress {
   windows: number;
   windowsDone: number;
   pages: number;
   rows: number;
+  usd: number;
   startedMs: number;
+  /** Set when the stream finished: its rate stays its own. */
+  doneMs: number | null;
+  /** Known in advance (rollups), or estimated from `days`. */
+  fixedPages: number | null;
+  days: DayBasis[] | null;
+  daysDone: number;
+  pagesOfDaysDone: number;
+  msPerPage: number | null;
+  lastPageMs: number | null;
 }
 
 export interface ProgressOptions {
@@ -21,77 +35,154 @@ export interface ProgressOptions {
   write: (text: string) => void;
   requestsPerMinute: number;
   now?: () => number;
+  /** With JSON logs, a `progress` event this often (ms); 0: none. */
+  eventIntervalMs?: number;
 }
 
 export interface Progress extends ProgressListener {
   /** Stops drawing and leaves the last lines on screen. */
   finish(): void;
+  /** The figures of every stream now (what the lines and events show). */
+  snapshot(): ProgressFigures[];
+  /** Emits one progress event now (the timer does this every `eventIntervalMs`). */
+  tick(): void;
 }
 
-/** Seconds left for `pagesLeft` requests at the observed pace, never faster than the rate limit. Pure. */
-export function etaSeconds(pagesLeft: number, observedMsPerPage: number, requestsPerMinute: number): number {
-  const floorMs = 60_000 / requestsPerMinute;
-  return Math.ceil((pagesLeft * Math.max(observedMsPerPage, floorMs)) / 1000);
+export interface ProgressFigures {
+  stream: string;
+  pages: number;
+  /** Estimated total pages; null while there is no basis ("estimating…"). */
+  estimatedPages: number | null;
+  rows: number;
+  rowsPerSecond: number;
+  /** Seconds left; null while estimating; 0 when done. */
+  etaSeconds: number | null;
+  done: boolean;
 }
 
-function formatDuration(seconds: number): string {
-  if (!Number.isFinite(seconds)) return '?';
+export function formatDuration(seconds: number): string {
   if (seconds < 90) return `${seconds}s`;
   if (seconds < 5400) return `${Math.round(seconds / 60)}m`;
   return `${(seconds / 3600).toFixed(1)}h`;
+}
+
+/** The figures of one stream at `nowMs`. Pure. */
+export function figures(stream: string, p: StreamProgress, nowMs: number, requestsPerMinute: number): ProgressFigures {
+  const done = p.doneMs !== null;
+  const elapsed = Math.max(1, (p.doneMs ?? nowMs) - p.startedMs);
+  const total = done ? p.pages : p.fixedPages ?? (p.days === null ? null : estimateTotalPages(p.days, {
+    rows: p.rows, usd: p.usd, pages: p.pages, daysDone: p.daysDone, pagesOfDaysDone: p.pagesOfDaysDone,
+  }, Math.max(0, p.windows - p.windowsDone)));
+  const left = total === null ? null : Math.max(0, total - p.pages);
+  return {
+    stream, pages: p.pages, estimatedPages: total, rows: p.rows, rowsPerSecond: Math.round((p.rows / elapsed) * 1000), done,
+    etaSeconds: done ? 0 : left === null ? null : etaSeconds(left, p.msPerPage ?? 0, requestsPerMinute),
+  };
+}
+
+/** One line of a stream's figures, without control characters. Pure. */
+export function progressLine(f: ProgressFigures, width = 20): string {
+  const total = f.estimatedPages;
+  const filled = total === null || total === 0 ? (f.done ? width : 0) : Math.min(width, Math.round((f.pages / total) * width));
+  const of = total === null ? '' : f.done ? `/${total}` : `/~${total.toLocaleString('en-US')}`;
+  const eta = f.done ? 'done' : f.etaSeconds === null ? 'estimating…' : `ETA ${formatDuration(f.etaSeconds)}`;
+  return `${f.stream.padEnd(11)} [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${f.pages.toLocaleString('en-US')}${of} pages  ${f.rows.toLocaleString('en-US')} rows  ${f.rowsPerSecond.toLocaleString('en-US')} rows/s  ${eta}`;
+}
+
+/** Past this many lines (many sources), one summary line per stream. */
+const MAX_LINES = 8;
+
+/** Sums per stream over sources (`<source>/<stream>` names): the summary lines. Pure. */
+export function summarize(all: readonly ProgressFigures[]): ProgressFigures[] {
+  const byStream = new Map<string, ProgressFigures[]>();
+  for (const f of all) {
+    const stream = f.stream.includes('/') ? f.stream.split('/')[1]! : f.stream;
+    byStream.set(stream, [...(byStream.get(stream) ?? []), f]);
+  }
+  return [...byStream].map(([stream, list]) => {
+    const done = list.filter((f) => f.done).length;
+    const estimating = list.some((f) => f.estimatedPages === null);
+    return {
+      stream: `${stream} (${done}/${list.length} sources done)`,
+      pages: list.reduce((s, f) => s + f.pages, 0),
+      estimatedPages: estimating ? null : list.reduce((s, f) => s + f.estimatedPages!, 0),
+      rows: list.reduce((s, f) => s + f.rows, 0),
+      rowsPerSecond: list.reduce((s, f) => s + (f.done ? 0 : f.rowsPerSecond), 0),
+      // Sources run side by side, each at its own budget: the slowest decides.
+      etaSeconds: estimating ? null : Math.max(0, ...list.map((f) => f.etaSeconds ?? 0)),
+      done: done === list.length,
+    };
+  });
 }
 
 export function createProgress(options: ProgressOptions): Progress {
   const now = options.now ?? (() => Date.now());
   const streams = new Map<StreamName, StreamProgress>();
   let drawn = 0;
-  let timer: NodeJS.Timeout | null = null;
+  const timers: NodeJS.Timeout[] = [];
 
-  const line = (name: StreamName, p: StreamProgress): string => {
-    const width = 20;
-    const filled = p.windows === 0 ? width : Math.round((p.windowsDone / p.windows) * width);
-    const elapsed = Math.max(1, now() - p.startedMs);
-    const rate = Math.round((p.rows / elapsed) * 1000);
-    const pagesPerWindow = p.windowsDone > 0 ? p.pages / p.windowsDone : 1;
-    const pagesLeft = Math.max(0, Math.round((p.windows - p.windowsDone) * pagesPerWindow));
-    const eta = p.pages > 0 ? etaSeconds(pagesLeft, elapsed / p.pages, options.requestsPerMinute) : Infinity;
-    return `${name.padEnd(11)} [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${p.windowsDone}/${p.windows} windows  ${p.pages} pages  ${p.rows.toLocaleString('en-US')} rows  ${rate.toLocaleString('en-US')} rows/s  ETA ${p.windowsDone >= p.windows ? 'done' : formatDuration(eta)}`;
+  const snapshot = () => [...streams].map(([name, p]) => figures(name, p, now(), options.requestsPerMinute));
+  const lines = () => {
+    const all = snapshot();
+    return (all.length > MAX_LINES ? summarize(all) : all).map((f) => progressLine(f));
   };
   const draw = () => {
-    const lines = [...streams].map(([name, p]) => line(name, p));
+    const text = lines();
     // Move up over the previous drawing, then rewrite it.
-    options.write(`${drawn > 0 ? `\u001b[${drawn}F` : ''}${lines.map((l) => `\u001b[2K${l}`).join('\n')}\n`);
-    drawn = lines.length;
+    options.write(`${drawn > 0 ? `\u001b[${drawn}F` : ''}${text.map((l) => `\u001b[2K${l}`).join('\n')}\n`);
+    drawn = text.length;
+  };
+  const tick = () => {
+    const all = snapshot();
+    if (all.length > 0) options.logger.info('progress', { streams: all.length > MAX_LINES ? summarize(all) : all });
   };
   const get = (name: StreamName) => {
     let p = streams.get(name);
     if (!p) {
-      p = { windows: 0, windowsDone: 0, pages: 0, rows: 0, startedMs: now() };
+      p = {
+        windows: 0, windowsDone: 0, pages: 0, rows: 0, usd: 0, startedMs: now(), doneMs: null, fixedPages: null, days: null,
+        daysDone: 0, pagesOfDaysDone: 0, msPerPage: null, lastPageMs: null,
+      };
       streams.set(name, p);
     }
     return p;
   };
-  if (options.live) timer = setInterval(draw, 250);
-  timer?.unref();
+  if (options.live) timers.push(setInterval(draw, 250));
+  else if ((options.eventIntervalMs ?? 0) > 0) timers.push(setInterval(tick, options.eventIntervalMs));
+  for (const t of timers) t.unref();
 
   return {
     planned(stream, info) {
       const p = get(stream);
       p.windows = info.windows;
-      if (!options.live) options.logger.info(`${stream}: ${info.resumed ? 'resuming' : 'syncing'} ${info.from}..${info.to} (${info.windows} window(s))`, { stream, ...info });
+      if (info.pages !== undefined) p.fixedPages = info.pages;
+      if (info.days !== undefined) p.days = info.days;
+      if (info.windows === 0) p.doneMs = now();
+      if (!options.live) options.logger.info(`${stream}: ${info.resumed ? 'resuming' : 'syncing'} ${info.from}..${info.to} (${info.windows} window(s))`, { stream, windows: info.windows, from: info.from, to: info.to, resumed: info.resumed });
     },
     page(stream, info) {
       const p = get(stream);
-      p.pages += 1;
+      const t = now();
+      const pages = info.pages ?? 1;
+      // The pace between pages, waits after a 429 included, smoothed so the ETA does not jump.
+      if (p.lastPageMs !== null) p.msPerPage = smooth(p.msPerPage, (t - p.lastPageMs) / pages);
+      p.lastPageMs = t;
+      p.pages += pages;
       p.rows += info.rows;
+      p.usd += info.usd ?? 0;
     },
     windowDone(stream, info) {
       const p = get(stream);
       p.windowsDone += 1;
-      if (!options.live) options.logger.info(`${stream} ${info.window}: +${info.inserted} ~${info.updated} -${info.deleted}`, { stream, ...info });
+      p.daysDone += info.days ?? 0;
+      p.pagesOfDaysDone += info.pages ?? 0;
+      if (p.windowsDone >= p.windows) p.doneMs = now();
+      if (!options.live) options.logger.info(`${stream} ${info.window}: +${info.inserted} ~${info.updated} -${info.deleted}`, { stream, window: info.window, inserted: info.inserted, updated: info.updated, deleted: info.deleted });
     },
+    snapshot,
+    tick,
     finish() {
-      if (timer) clearInterval(timer);
+      for (const t of timers) clearInterval(t);
       if (options.live && streams.size > 0) draw();
     },
   };

@@ -158,6 +158,16 @@ export const FAST_CLIENT = { retry: { retries: 6, minTimeoutMs: 1, maxTimeoutMs:
 
 import { openReadOnly } from '../src/storage/duckdb.js';
 
+/** The rows of a read-only query against a DuckDB file (opened and closed around it). */
+export async function queryDb<T = Record<string, unknown>>(db: string, sql: string): Promise<T[]> {
+  const wh = await openReadOnly(db);
+  try {
+    return await wh.sql<T>(sql);
+  } finally {
+    wh.close();
+  }
+}
+
 /** Rows and a content digest per synced table (see sql/checks/table_digest.sql). */
 export async function tableDigest(db: string): Promise<Record<string, { rows: number; digest: string }>> {
   const wh = await openReadOnly(db);

@@ -115,7 +115,7 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
   const logger = makeLogger(config, io);
   for (const key of secrets) logger.addSecret(key);
   const live = config.logFormat === 'pretty' && io.isTTY && !config.quiet;
-  const progress = createProgress({ live, logger, write: io.stderr, requestsPerMinute: config.rateLimit, now: io.now });
+  const progress = createProgress({ live, logger, write: io.stderr, requestsPerMinute: config.rateLimit, now: io.now, eventIntervalMs: config.logFormat === 'json' ? 30_000 : 0 });
   const stopSignal: { stopped: boolean; reason?: string } = { stopped: false };
   const onSignal = (signal: string) => () => {
     stopSignal.stopped = true;

@@ -168,6 +168,7 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
   ctx.progress.planned?.('anomalies', { windows: 1, from: since, to: req.until, resumed: false });
   const collected = await collectAnomalies((q) => ctx.client.anomalies(q), since, known.map((r) => r.p));
   stats.pages += collected.requests;
+  ctx.progress.page?.('anomalies', { rows: collected.records.size, window: `${since}..${req.until}`, pages: collected.requests });
   for (const u of collected.unreachable) {
     warn(ctx, 'anomalies', `anomalies: some alerts may be missing: ${u.reason} (filters ${JSON.stringify(u.filters)}, since ${u.since ?? 'the beginning'})`);
   }

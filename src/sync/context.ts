@@ -4,6 +4,7 @@ import type { Clock } from '../api/resilience.js';
 import type { Logger } from '../log.js';
 import type { SyncState } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
+import type { DayBasis } from './estimate.js';
 import type { ProviderRollupExchange, ReconcileMode } from './reconcile.js';
 
 export const STREAM_NAMES = ['line_items', 'rollups', 'anomalies'] as const;
@@ -30,9 +31,14 @@ export function emptyStats(): StreamStats {
 
 /** Told as work progresses, for progress bars and JSON logs. */
 export interface ProgressListener {
-  planned?(stream: StreamName, info: { windows: number; from: string; to: string; resumed: boolean }): void;
-  page?(stream: StreamName, info: { rows: number; window: string }): void;
-  windowDone?(stream: StreamName, info: { window: string; inserted: number; updated: number; deleted: number }): void;
+  /**
+   * A stream's plan. `pages` when its page count is known in advance (rollups: three a window);
+   * `days` when it can be estimated (line items: what is known of each date before it is fetched).
+   */
+  planned?(stream: StreamName, info: { windows: number; from: string; to: string; resumed: boolean; pages?: number; days?: DayBasis[] }): void;
+  /** Pages fetched (one unless said), their rows, and their amount in dollars (line items). */
+  page?(stream: StreamName, info: { rows: number; window: string; pages?: number; usd?: number }): void;
+  windowDone?(stream: StreamName, info: { window: string; inserted: number; updated: number; deleted: number; days?: number; pages?: number }): void;
 }
 
 export interface SyncContext {

@@ -21,6 +21,8 @@ export interface WindowedStreamSpec {
   dateField: string;
   /** The field that identifies a record, for spotting duplicates; null: always deduplicate. */
   idField: string | null;
+  /** How progress knows the plan's size: estimated from daily totals (line items), or a fixed number of pages a window. */
+  size: { estimate: 'daily-totals'; amountField: string } | { pagesPerWindow: number };
   /** Whether cursors come from the server (and so can loop or expire). */
   serverCursors: boolean;
   /** The spec's fields, as spooled and loaded; any other field goes into `extra`. */
@@ -48,6 +50,7 @@ export const lineItemsStream: WindowedStreamSpec = {
   table: 'line_items',
   dateField: 'usage_date',
   idField: 'id',
+  size: { estimate: 'daily-totals', amountField: 'net_amount_usd' },
   columns: [
     { name: 'id', type: 'VARCHAR' },
     { name: 'usage_date', type: 'DATE' },
@@ -73,6 +76,7 @@ export const rollupsStream: WindowedStreamSpec = {
   table: 'rollups_daily',
   dateField: 'date',
   idField: null,
+  size: { pagesPerWindow: GROUP_BYS.length },
   columns: [
     { name: 'date', type: 'DATE' },
     { name: 'group_by', type: 'VARCHAR' },

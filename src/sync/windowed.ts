@@ -13,6 +13,7 @@ import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
 import { clearSpool, dropPagesAfter, pageGlob, spoolLines, windowSpoolDir, writePage } from '../storage/spool.js';
 import { warn, type SyncContext } from './context.js';
 import { HashSet52, hash52 } from './id-set.js';
+import type { DayBasis } from './estimate.js';
 import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, describeMismatches, type ProviderRollupExchange } from './reconcile.js';
 import type { WindowedStreamSpec } from './streams.js';
 
@@ -23,6 +24,36 @@ export const MAX_TRACKED_IDS = 250_000;
 export const MAX_WINDOW_RESTARTS = 3;
 
 export type StreamOutcome = 'done' | 'stopped';
+
+function sumOf(records: readonly Record<string, unknown>[], field: string): number {
+  let sum = 0;
+  for (const r of records) if (typeof r[field] === 'number') sum += r[field] as number;
+  return sum;
+}
+
+/** Plans of at least this many windows (backfills) spend one request on the progress estimate. */
+const BACKFILL_WINDOWS = 3;
+
+/**
+ * What is known of each date of the windows to fetch, for the progress estimate: rows already stored
+ * (a re-sync or lookback), and, for a backfill of several windows, the dates' provider rollup totals
+ * (one cheap request; the estimate goes without it if it fails).
+ */
+async function dayBasis(ctx: SyncContext, todo: readonly PlannedWindow[]): Promise<DayBasis[]> {
+  if (todo.length === 0) return [];
+  const from = todo[0]!.start;
+  const to = todo.at(-1)!.end;
+  const stored = new Map((await ctx.warehouse.query<{ date: string; n: number }>('sync/line_items_rows_per_date', [from, to, ctx.source])).map((r) => [r.date, r.n]));
+  const usd = new Map<string, number>();
+  if (todo.length >= BACKFILL_WINDOWS) {
+    try {
+      for (const r of await ctx.client.rollups({ startDate: from, endDate: to, groupBy: 'provider' })) usd.set(r.date, (usd.get(r.date) ?? 0) + Number(r.cost_usd));
+    } catch (error) {
+      ctx.logger.debug(`progress estimate without rollups: ${(error as Error).message}`);
+    }
+  }
+  return todo.flatMap((w) => splitWindows(w.start, w.end, 1)).map(({ start: date }) => ({ date, usd: usd.get(date) ?? null, storedRows: stored.get(date) ?? null }));
+}
 
 function isRejectedCursor(error: unknown): boolean {
   return error instanceof ApiError && error.statusCode === 400 && /cursor/i.test(error.message);
@@ -51,7 +82,8 @@ async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: Wind
   }
   const todo = remainingWindows(plan);
   shared?.expect(todo);
-  ctx.progress.planned?.(spec.name, { windows: todo.length, from: plan.from, to: plan.to, resumed });
+  const size = 'pagesPerWindow' in spec.size ? { pages: todo.length * spec.size.pagesPerWindow } : { days: await dayBasis(ctx, todo) };
+  ctx.progress.planned?.(spec.name, { windows: todo.length, from: plan.from, to: plan.to, resumed, ...size });
   ctx.logger.debug(`${spec.name}: ${resumed ? 'resuming' : 'planned'} ${plan.from}..${plan.to}, ${todo.length} window(s) to sync`, { stream: spec.name });
 
   let failure: unknown = null;
@@ -162,7 +194,8 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
       Object.assign(window, { status: 'active', cursor: page.nextCursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) });
       await ctx.saveState();
       stats.pages += 1;
-      ctx.progress.page?.(spec.name, { rows: page.records.length - outside, window: label });
+      const usd = 'amountField' in spec.size ? sumOf(page.records, spec.size.amountField) : undefined;
+      ctx.progress.page?.(spec.name, { rows: page.records.length - outside, window: label, ...(usd !== undefined ? { usd } : {}) });
     }
     if (ctx.reconcile === 'off') break;
     const mismatches = await spec.check.run(ctx, window, dir);
@@ -211,7 +244,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   stats.updated += diff.updated;
   stats.deleted += diff.deleted;
   await ctx.afterCommit?.();
-  ctx.progress.windowDone?.(spec.name, { window: label, ...diff });
+  ctx.progress.windowDone?.(spec.name, { window: label, ...diff, days: splitWindows(window.start, window.end, 1).length, pages: window.page });
   if (disagreement !== null && ctx.reconcile === 'strict') {
     throw new CostsyncError('CS_ERR_RECONCILE', disagreement, {
       hint: 'The window was stored as last fetched. Run again later (the source may have settled), or use --reconcile on to store such windows with a warning.',

@@ -4,9 +4,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
-import { openReadOnly } from '../../src/storage/duckdb.js';
 import { runSync } from '../../src/sync/runner.js';
-import { CLI, FAST_CLIENT, cli, killRunner, memoryLogger, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, FAST_CLIENT, cli, killRunner, memoryLogger, testSyncConfig, withEmulator, withTempDir, SPAN, queryDb } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-06-30T12:00:00Z'), sleep: async () => undefined };
 const FAST_SEND = { timeoutMs: 300, retries: 2, minBackoffMs: 5 };
@@ -48,14 +47,6 @@ async function withReceiver<T>(path: string, fn: (receiver: Receiver) => Promise
 
 const events = (r: Receiver) => r.bodies.flatMap((b) => b.events);
 
-async function query<T>(db: string, sql: string): Promise<T[]> {
-  const wh = await openReadOnly(db);
-  try {
-    return await wh.sql<T>(sql);
-  } finally {
-    wh.close();
-  }
-}
 
 /** Anomalies the rules say to send: high or critical, detected within 48 hours of the clock. */
 const EXPECTED = "SELECT count(*)::INT AS n FROM anomalies WHERE severity IN ('high', 'critical') AND detected_date >= TIMESTAMPTZ '2025-06-28 12:00:00+00'";
@@ -68,8 +59,8 @@ describe('notifications', () => {
           const config = testSyncConfig(url, dir, { notify: [receiver.url] });
           const first = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, sendOptions: FAST_SEND });
           expect(first.outcome).toBe('success');
-          const [{ n }] = await query<{ n: number }>(config.db, EXPECTED) as [{ n: number }];
-          const [{ all }] = await query<{ all: number }>(config.db, "SELECT count(*)::INT AS all FROM anomalies WHERE severity IN ('high', 'critical')") as [{ all: number }];
+          const [{ n }] = await queryDb<{ n: number }>(config.db, EXPECTED) as [{ n: number }];
+          const [{ all }] = await queryDb<{ all: number }>(config.db, "SELECT count(*)::INT AS all FROM anomalies WHERE severity IN ('high', 'critical')") as [{ all: number }];
           expect(n).toBeGreaterThan(0);
           expect(all).toBeGreaterThan(n);
           expect(receiver.bodies).toHaveLength(1);
@@ -77,7 +68,7 @@ describe('notifications', () => {
           expect(new Set(events(receiver).map((e) => e.event_id)).size).toBe(n);
           expect(events(receiver).every((e) => e.kind === 'anomaly' && ['high', 'critical'].includes(e.severity!))).toBe(true);
           expect(receiver.bodies[0]!.text).toMatch(/^costsync: \d+ events?\n• \[default\] (HIGH|CRITICAL) anomaly \(new\): \w+ \/ .+: \$[\d,.]+ vs \$[\d,.]+ expected \([+-]\d+\.\d%\), detected 2025-06-/);
-          const [run] = await query<{ sent: number; failures: number }>(config.db, 'SELECT notifications_sent AS sent, notification_failures AS failures FROM sync_runs');
+          const [run] = await queryDb<{ sent: number; failures: number }>(config.db, 'SELECT notifications_sent AS sent, notification_failures AS failures FROM sync_runs');
           expect(run).toEqual({ sent: n, failures: 0 });
 
           await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, sendOptions: FAST_SEND });
@@ -107,7 +98,7 @@ describe('notifications', () => {
           expect(down.outcome).toBe('success');
           expect(receiver.hits).toBe(1 + FAST_SEND.retries);
           expect(logger.lines.join('\n')).toMatch(/notification not sent \(\d+ event\(s\) wait for the next run\)/);
-          const [run] = await query<{ failures: number }>(config.db, 'SELECT notification_failures AS failures FROM sync_runs');
+          const [run] = await queryDb<{ failures: number }>(config.db, 'SELECT notification_failures AS failures FROM sync_runs');
           expect(run!.failures).toBeGreaterThan(0);
           receiver.replies = [200];
           await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, sendOptions: FAST_SEND });
@@ -135,7 +126,7 @@ describe('notifications', () => {
           receiver.onHit = undefined;
           const again = await runner.run(args);
           expect(again).toMatchObject({ code: 0 });
-          const [{ n }] = await query<{ n: number }>(join(dir, 'c.duckdb'), 'SELECT count(*)::INT AS n FROM _costsync_notifications WHERE sent_at IS NOT NULL') as [{ n: number }];
+          const [{ n }] = await queryDb<{ n: number }>(join(dir, 'c.duckdb'), 'SELECT count(*)::INT AS n FROM _costsync_notifications WHERE sent_at IS NOT NULL') as [{ n: number }];
           expect(n).toBeGreaterThan(0);
           expect(events(receiver)).toHaveLength(n);
           expect(new Set(events(receiver).map((e) => e.event_id)).size).toBe(n);
@@ -187,16 +178,16 @@ describe('notifications', () => {
           if (promtool.error) console.warn('promtool missing: install Debian\'s prometheus package (.ci/run does)');
           expect({ status: promtool.status, out: `${promtool.stdout}${promtool.stderr}` }).toEqual({ status: 0, out: '' });
           const value = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1]);
-          const [run] = await query<{ requests: number; rate_limited: number; sent: number }>(join(dir, 'c.duckdb'),
+          const [run] = await queryDb<{ requests: number; rate_limited: number; sent: number }>(join(dir, 'c.duckdb'),
             "SELECT requests, rate_limited, notifications_sent AS sent FROM sync_runs ORDER BY started_at DESC LIMIT 1");
           const requestSamples = [...text.matchAll(/^costsync_last_run_requests\{.*\} (\d+)$/gm)].reduce((s, m) => s + Number(m[1]), 0);
           expect(requestSamples).toBe(run!.requests);
           expect(value('costsync_last_run_rate_limited', 'source="default"')).toBe(run!.rate_limited);
           expect(value('costsync_last_run_outcome', 'source="default",outcome="success"')).toBe(1);
-          const streams = await query<{ stream: string; inserted: number }>(join(dir, 'c.duckdb'),
+          const streams = await queryDb<{ stream: string; inserted: number }>(join(dir, 'c.duckdb'),
             'SELECT stream, rows_inserted AS inserted FROM sync_run_streams WHERE run_id = (SELECT max(run_id) FROM sync_runs) ORDER BY stream');
           for (const s of streams) expect(value('costsync_last_run_rows', `source="default",stream="${s.stream}",change="inserted"`)).toBe(s.inserted);
-          const open = await query<{ n: number }>(join(dir, 'c.duckdb'), "SELECT count(*)::INT AS n FROM anomalies WHERE status IN ('new', 'acknowledged') AND severity = 'high'");
+          const open = await queryDb<{ n: number }>(join(dir, 'c.duckdb'), "SELECT count(*)::INT AS n FROM anomalies WHERE status IN ('new', 'acknowledged') AND severity = 'high'");
           expect(value('costsync_open_anomalies', 'source="default",severity="high"')).toBe(open[0]!.n);
           const status = JSON.parse(results[4]!.stdout);
           expect(status.metrics.runs[0]).toMatchObject({ source: 'default', outcome: 'success', requests: run!.requests });

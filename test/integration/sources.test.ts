@@ -4,9 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import type { SourceConfig } from '../../src/config.js';
 import type { EmulatorInput } from '../../src/emulator/server.js';
-import { openReadOnly } from '../../src/storage/duckdb.js';
 import { runSync } from '../../src/sync/runner.js';
-import { FAST_CLIENT, cli, memoryLogger, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { FAST_CLIENT, cli, memoryLogger, testSyncConfig, withEmulator, withTempDir, SPAN, queryDb } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 const key = (k: string, workspace: string, extra: Record<string, unknown> = {}) => ({ key: k, scopes: [...SCOPES], plan: 'business' as const, workspace, ...extra });
@@ -15,14 +14,6 @@ const workspaces: EmulatorInput = {
   keys: { keys: [key('k-eu', 'eu'), key('k-us', 'us'), key('k-apac', 'apac'), key('k-eu-new', 'eu'), key('k-old', 'us', { revoked: true })], connections: [] },
 };
 
-async function query<T>(db: string, sql: string): Promise<T[]> {
-  const wh = await openReadOnly(db);
-  try {
-    return await wh.sql<T>(sql);
-  } finally {
-    wh.close();
-  }
-}
 
 describe('several sources in one warehouse', () => {
   it('three workspaces on one emulator sync side by side into one warehouse; the same ids in two sources are different rows', async () => {
@@ -33,16 +24,16 @@ describe('several sources in one warehouse', () => {
         const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
         expect(summary.outcome).toBe('success');
         expect(summary.sources.map((s) => [s.source, s.outcome])).toEqual([['acme-eu', 'success'], ['acme-us', 'success'], ['acme-apac', 'success']]);
-        const perSource = await query<{ source: string; n: number; ids: number; usd: number }>(config.db,
+        const perSource = await queryDb<{ source: string; n: number; ids: number; usd: number }>(config.db,
           'SELECT source, count(*)::INT AS n, count(DISTINCT id)::INT AS ids, round(sum(net_amount_usd), 2) AS usd FROM line_items GROUP BY source ORDER BY source');
         expect(perSource.map((r) => [r.source, r.n, r.ids])).toEqual([['acme-apac', 3000, 3000], ['acme-eu', 3000, 3000], ['acme-us', 3000, 3000]]);
         // Each workspace has its own data: same ids, other amounts.
         expect(new Set(perSource.map((r) => r.usd)).size).toBe(3);
-        const [shared] = await query<{ n: number }>(config.db, "SELECT count(*)::INT AS n FROM (SELECT id FROM line_items GROUP BY id HAVING count(*) = 3)");
+        const [shared] = await queryDb<{ n: number }>(config.db, "SELECT count(*)::INT AS n FROM (SELECT id FROM line_items GROUP BY id HAVING count(*) = 3)");
         expect(shared!.n).toBe(3000);
-        const runs = await query<{ source: string; outcome: string }>(config.db, 'SELECT source, outcome FROM sync_runs ORDER BY source');
+        const runs = await queryDb<{ source: string; outcome: string }>(config.db, 'SELECT source, outcome FROM sync_runs ORDER BY source');
         expect(runs).toEqual([{ source: 'acme-apac', outcome: 'success' }, { source: 'acme-eu', outcome: 'success' }, { source: 'acme-us', outcome: 'success' }]);
-        const views = await query<{ source: string }>(config.db, 'SELECT DISTINCT source FROM daily_spend_by_provider ORDER BY 1');
+        const views = await queryDb<{ source: string }>(config.db, 'SELECT DISTINCT source FROM daily_spend_by_provider ORDER BY 1');
         expect(views.map((v) => v.source)).toEqual(['acme-apac', 'acme-eu', 'acme-us']);
         const verify = await cli(['verify', '--db', config.db, '--format', 'json']);
         expect(verify.code).toBe(0);
@@ -58,7 +49,7 @@ describe('several sources in one warehouse', () => {
         emulator.datasetOf('eu').restate();
         const again = await runSync({ config: { ...config, sources: [sources[0]!] }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
         expect(again.outcome).toBe('success');
-        const after = await query<{ source: string; n: number; usd: number }>(config.db,
+        const after = await queryDb<{ source: string; n: number; usd: number }>(config.db,
           'SELECT source, count(*)::INT AS n, round(sum(net_amount_usd), 2) AS usd FROM line_items GROUP BY source ORDER BY source');
         expect(after.filter((r) => r.source !== 'acme-eu')).toEqual(perSource.filter((r) => r.source !== 'acme-eu').map(({ source, n, usd }) => ({ source, n, usd })));
       });
@@ -84,9 +75,9 @@ describe('several sources in one warehouse', () => {
           expect(result.code).toBe(3);
           expect(result.stderr).toMatch(/us-old: .*revoked/);
           for (const secret of ['k-eu', 'k-old', 'k-us']) expect(result.stderr).not.toContain(secret);
-          const runs = await query<{ source: string; outcome: string }>(join(dir, 'c.duckdb'), 'SELECT source, outcome FROM sync_runs ORDER BY source');
+          const runs = await queryDb<{ source: string; outcome: string }>(join(dir, 'c.duckdb'), 'SELECT source, outcome FROM sync_runs ORDER BY source');
           expect(runs).toEqual([{ source: 'eu', outcome: 'success' }, { source: 'other', outcome: 'success' }, { source: 'us-old', outcome: 'failed' }]);
-          const rows = await query<{ source: string; n: number }>(join(dir, 'c.duckdb'), 'SELECT source, count(*)::INT AS n FROM line_items GROUP BY source ORDER BY source');
+          const rows = await queryDb<{ source: string; n: number }>(join(dir, 'c.duckdb'), 'SELECT source, count(*)::INT AS n FROM line_items GROUP BY source ORDER BY source');
           expect(rows).toEqual([{ source: 'eu', n: 1000 }, { source: 'other', n: 1000 }]);
           // --source runs only the ones named.
           const only = await cli([...args, '--source', 'eu'], env);
@@ -135,7 +126,7 @@ describe('several sources in one warehouse', () => {
         expect(nightly.outcome).toBe('success');
         // The 3-day lookback: 3,000 rows, 3 pages.
         expect(emulator.requestLog.count({ route: 'line-items' })).toBe(3);
-        const [{ n }] = await query<{ n: number }>(base.db, 'SELECT count(*)::INT AS n FROM line_items') as [{ n: number }];
+        const [{ n }] = await queryDb<{ n: number }>(base.db, 'SELECT count(*)::INT AS n FROM line_items') as [{ n: number }];
         expect(n).toBe(30_000);
       });
     });

@@ -1,12 +1,97 @@
 import { describe, expect, it } from 'vitest';
 import { emptyStats } from '../../src/sync/context.js';
-import { etaSeconds, summaryTable } from '../../src/progress.js';
+import { createProgress, etaSeconds, progressLine, summarize, summaryTable, type ProgressFigures } from '../../src/progress.js';
+import { estimateTotalPages, smooth } from '../../src/sync/estimate.js';
+import { createLogger } from '../../src/log.js';
+
+function testProgress(live = false) {
+  let t = Date.parse('2025-07-01T06:00:00Z');
+  const written: string[] = [];
+  const logged: string[] = [];
+  const progress = createProgress({
+    live, requestsPerMinute: 60, now: () => t, write: (s) => written.push(s),
+    logger: createLogger({ format: 'json', level: 'info', write: (l) => logged.push(l) }),
+  });
+  return { progress, written, logged, advance: (ms: number) => { t += ms; } };
+}
+
+const days = (n: number, basis: { usd?: number; storedRows?: number }) => Array.from({ length: n }, (_, i) => ({
+  date: `2025-06-${String(i + 1).padStart(2, '0')}`, usd: basis.usd ?? null, storedRows: basis.storedRows ?? null,
+}));
 
 describe('progress', () => {
   it('never promises an ETA faster than the rate limit allows', () => {
     expect(etaSeconds(120, 50, 60)).toBe(120);
     expect(etaSeconds(120, 2000, 60)).toBe(240);
     expect(etaSeconds(0, 2000, 60)).toBe(0);
+  });
+
+  it('estimates from rollup totals and the pages so far, from stored rows, from finished windows; with no basis it says so', () => {
+    const none = { rows: 0, usd: 0, pages: 0, daysDone: 0, pagesOfDaysDone: 0 };
+    expect(estimateTotalPages(days(30, { usd: 5000 }), none, 1)).toBeNull();
+    // $5,000 a day at $2.50 a line item: 2,000 rows a day, 60 pages for 30 days.
+    expect(estimateTotalPages(days(30, { usd: 5000 }), { ...none, rows: 3000, usd: 7500, pages: 3 }, 1)).toBe(61);
+    expect(estimateTotalPages(days(30, { storedRows: 1500 }), none, 3)).toBe(47);
+    expect(estimateTotalPages(days(30, {}), { ...none, pages: 20, daysDone: 10, pagesOfDaysDone: 20 }, 2)).toBe(61);
+  });
+
+  it('smooths the pace so the ETA does not jump', () => {
+    let pace: number | null = null;
+    for (const sample of [1000, 1000, 1000, 4000, 1000]) pace = smooth(pace, sample);
+    expect(pace).toBeGreaterThan(1000);
+    expect(pace).toBeLessThan(1500);
+  });
+
+  it('moves the bar with every page, counts pages against the estimate, and the ETA reflects a 60/min limit', () => {
+    const { progress, advance } = testProgress();
+    progress.planned!('line_items', { windows: 2, from: '2025-06-01', to: '2025-06-30', resumed: false, days: days(30, { usd: 5000 }) });
+    const [before] = progress.snapshot();
+    expect(before).toMatchObject({ pages: 0, estimatedPages: null, etaSeconds: null });
+    expect(progressLine(before!)).toMatch(/0 pages .* estimating…$/);
+    for (let i = 0; i < 6; i++) {
+      advance(50);
+      progress.page!('line_items', { rows: 1000, window: 'w', usd: 2500 });
+    }
+    const [mid] = progress.snapshot();
+    expect(mid).toMatchObject({ pages: 6, estimatedPages: 61 });
+    // Pages come every 50 ms, but 60 a minute allow one a second: 55 left take 55 s.
+    expect(mid!.etaSeconds).toBe(55);
+    expect(progressLine(mid!)).toMatch(/^line_items {2}\[##-{18}\] 6\/~61 pages {2}6,000 rows {2}\d[\d,]* rows\/s {2}ETA 55s$/);
+  });
+
+  it('counts what the anomalies stream fetched, and a finished stream keeps its own rate', () => {
+    const { progress, advance } = testProgress();
+    progress.planned!('anomalies', { windows: 1, from: 'a', to: 'b', resumed: false });
+    advance(5000);
+    progress.page!('anomalies', { rows: 165, window: 'w', pages: 5 });
+    progress.windowDone!('anomalies', { window: 'w', inserted: 165, updated: 0, deleted: 0 });
+    const [done] = progress.snapshot();
+    expect(done).toMatchObject({ stream: 'anomalies', pages: 5, rows: 165, done: true, rowsPerSecond: 33, etaSeconds: 0 });
+    advance(60_000);
+    expect(progress.snapshot()[0]!.rowsPerSecond).toBe(33);
+    expect(progressLine(progress.snapshot()[0]!)).toMatch(/anomalies +\[#{20}\] 5\/5 pages {2}165 rows {2}33 rows\/s {2}done/);
+  });
+
+  it('without a terminal writes no control characters; with JSON logs it emits progress events a scheduler can parse', () => {
+    const { progress, written, logged, advance } = testProgress(false);
+    progress.planned!('rollups', { windows: 2, from: 'a', to: 'b', resumed: false, pages: 6 });
+    advance(1000);
+    progress.page!('rollups', { rows: 90, window: 'w' });
+    progress.tick();
+    progress.finish();
+    expect(written).toEqual([]);
+    expect(logged.join('\n')).not.toMatch(/\u001b/);
+    const event = JSON.parse(logged.at(-1)!);
+    expect(event.msg).toBe('progress');
+    expect(event.streams[0]).toMatchObject({ stream: 'rollups', pages: 1, estimatedPages: 6, etaSeconds: 5 });
+  });
+
+  it('stays readable at 20 sources: one summary line per stream, the slowest source deciding the ETA', () => {
+    const all: ProgressFigures[] = Array.from({ length: 20 }, (_, i) => ({
+      stream: `ws-${i}/line_items`, pages: 10, estimatedPages: 30, rows: 10_000, rowsPerSecond: 100, etaSeconds: 20 + i, done: false,
+    }));
+    const lines = summarize(all).map((f) => progressLine(f));
+    expect(lines).toEqual([expect.stringMatching(/^line_items \(0\/20 sources done\) \[#{7}-{13}\] 200\/~600 pages {2}200,000 rows {2}2,000 rows\/s {2}ETA 39s$/)]);
   });
 
   it('prints what changed per stream', () => {

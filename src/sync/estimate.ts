@@ -1,0 +1,74 @@
+/**
+ * How many pages a stream's plan will take, before it is fetched. The API gives no count of line
+ * items, but it gives their daily totals in dollars (the provider rollups), and the pages fetched so
+ * far say what a line item averages; rows the warehouse already holds for a date (a re-sync, a
+ * lookback) and the pages per day of windows already finished are better still. Small pure functions,
+ * as dlt's incremental helpers are.
+ */
+
+/** What is known of one date of a plan before it is fetched. */
+export interface DayBasis {
+  date: string;
+  /** The date's total in dollars from the provider rollups, when fetched. */
+  usd: number | null;
+  /** Line items the warehouse holds for the date (this source), when any. */
+  storedRows: number | null;
+}
+
+/** What the pages fetched so far show. */
+export interface Observed {
+  rows: number;
+  usd: number;
+  pages: number;
+  /** Days of windows fully fetched, and their pages (for pages per day). */
+  daysDone: number;
+  pagesOfDaysDone: number;
+}
+
+export const ROWS_PER_PAGE = 1000;
+
+/**
+ * The rows expected on one date: stored rows, else the rollup total over the average amount of the
+ * rows fetched so far; null when neither is known. Pure.
+ */
+export function rowsOfDay(day: DayBasis, usdPerRow: number | null): number | null {
+  if (day.storedRows !== null && day.storedRows > 0) return day.storedRows;
+  if (day.usd !== null && usdPerRow !== null && usdPerRow > 0) return Math.max(0, day.usd / usdPerRow);
+  return null;
+}
+
+/**
+ * The plan's total pages (fetched and left), or null with no basis at all ("estimating…"). Days
+ * without their own basis take the pages per day of finished windows, else the average of the days
+ * that have one. Never less than the pages already fetched. Pure.
+ */
+export function estimateTotalPages(days: readonly DayBasis[], observed: Observed, windows: number): number | null {
+  const usdPerRow = observed.rows > 0 && observed.usd > 0 ? observed.usd / observed.rows : null;
+  const perDay = days.map((d) => rowsOfDay(d, usdPerRow));
+  const known = perDay.filter((r): r is number => r !== null);
+  const pagesPerDay = observed.daysDone > 0 ? observed.pagesOfDaysDone / observed.daysDone : null;
+  if (known.length === 0 && pagesPerDay === null) return null;
+  const rowsPerKnownDay = known.length > 0 ? known.reduce((a, b) => a + b, 0) / known.length : null;
+  let pages = 0;
+  for (const rows of perDay) {
+    if (rows !== null) pages += rows / ROWS_PER_PAGE;
+    else if (pagesPerDay !== null) pages += pagesPerDay;
+    else pages += rowsPerKnownDay! / ROWS_PER_PAGE;
+  }
+  // Each window ends with a part page.
+  return Math.max(observed.pages, Math.ceil(pages + windows / 2));
+}
+
+/**
+ * Seconds left for `pagesLeft` requests: at the smoothed observed pace, never faster than the rate
+ * limit allows (the observed pace already includes waits after a 429). Pure.
+ */
+export function etaSeconds(pagesLeft: number, msPerPage: number, requestsPerMinute: number): number {
+  const floorMs = 60_000 / requestsPerMinute;
+  return Math.ceil((pagesLeft * Math.max(msPerPage, floorMs)) / 1000);
+}
+
+/** An exponentially weighted average: stable under jitter, following real changes of pace. Pure. */
+export function smooth(previous: number | null, sample: number, weight = 0.15): number {
+  return previous === null ? sample : previous + weight * (sample - previous);
+}
