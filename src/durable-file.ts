@@ -1,6 +1,16 @@
 /** Writing a file so that a crash leaves the old content or the new, never a mix. */
+import { readdirSync } from 'node:fs';
 import { mkdir, open, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
+
+/** The names in a directory, or none when it cannot be read (not there yet): for clean-ups of leftovers. */
+export function namesIn(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
 
 /**
  * Writes `text` to a temp file beside `path`, fsyncs it, and renames it over `path`. With

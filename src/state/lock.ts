@@ -5,7 +5,8 @@
  */
 import { basename, dirname, join, resolve } from 'node:path';
 import { hostname } from 'node:os';
-import { linkSync, readFileSync, readdirSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { namesIn } from '../durable-file.js';
 import { CostsyncError, ExitCode } from '../errors.js';
 
 export interface LockHolder {
@@ -57,13 +58,7 @@ export function dbLockPath(db: string): string {
 /** Removes the temp and stale-aside files of lock attempts by processes that are gone (killed mid-attempt). */
 function removeDeadAttempts(path: string): void {
   const name = basename(path);
-  let names: string[] = [];
-  try {
-    names = readdirSync(dirname(path));
-  } catch {
-    return;
-  }
-  for (const entry of names) {
+  for (const entry of namesIn(dirname(path))) {
     if (!entry.startsWith(`${name}.`)) continue;
     const m = /^\.(?:stale\.)?(\d+)(?:\..*\.tmp)?$/.exec(entry.slice(name.length));
     if (m && Number(m[1]) !== process.pid && !isAlive(Number(m[1]))) rmSync(join(dirname(path), entry), { force: true });

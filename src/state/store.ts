@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../durable-file.js';
+import { namesIn, writeFileAtomic } from '../durable-file.js';
 import { ConfigError, CostsyncError } from '../errors.js';
 
 /** 2: named by source (1 was named by base URL and key fingerprint, and is migrated on load). */
@@ -83,13 +83,7 @@ export function legacyStateFileName(baseUrl: string, keyFingerprint: string): st
 
 /** Removes state files half-written by a killed run (their temp names); call under the run lock. */
 export function removeStateLeftovers(dir: string): void {
-  let names: string[] = [];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return;
-  }
-  for (const name of names) if (/^costsync-state-.*\.json\.\d+\.tmp$/.test(name)) rmSync(join(dir, name), { force: true });
+  for (const name of namesIn(dir)) if (/^costsync-state-.*\.json\.\d+\.tmp$/.test(name)) rmSync(join(dir, name), { force: true });
 }
 
 export class StateStore {

@@ -10,7 +10,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { writeFileAtomic } from '../durable-file.js';
+import { namesIn, writeFileAtomic } from '../durable-file.js';
 import type { Warehouse } from './duckdb.js';
 
 /** The lake's partitioned tables, as data: the expression that gives each row's partition date. */
@@ -35,19 +35,12 @@ function sqlString(text: string): string {
 
 /** Removes temporary directories and files a killed run left in the lake. Run under the lock. */
 export function removeLakeLeftovers(outDir: string): void {
-  let names: string[] = [];
-  try {
-    names = readdirSync(outDir);
-  } catch {
-    return;
-  }
-  for (const name of names) {
+  for (const name of namesIn(outDir)) {
     if (name.startsWith(TEMP_PREFIX) || (name.startsWith(MANIFEST_FILE) && name.endsWith('.tmp'))) rmSync(join(outDir, name), { recursive: true, force: true });
   }
   for (const table of WHOLE_TABLES) {
     const dir = join(outDir, table);
-    if (!existsSync(dir)) continue;
-    for (const name of readdirSync(dir)) if (name.startsWith('.')) rmSync(join(dir, name), { force: true });
+    for (const name of namesIn(dir)) if (name.startsWith('.')) rmSync(join(dir, name), { force: true });
   }
 }
 

@@ -5,7 +5,8 @@
  * old file keeps its consistent snapshot; every new open sees the new one; costsync never holds
  * --db open, so readers and the sync never wait for each other.
  */
-import { constants, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { constants, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { namesIn } from '../durable-file.js';
 import { copyFile, open, rename, rm } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -39,13 +40,7 @@ async function fsyncPath(path: string): Promise<void> {
 /** Removes what a killed run left: temp copies beside `db` and beside the working copy, DuckDB's spill directory. */
 export function removePublishLeftovers(db: string, work: string): void {
   for (const [dir, prefix] of [[dirname(resolve(db)), `.${basename(db)}.publish-`], [dirname(work), `${basename(work)}.adopt`]] as const) {
-    let names: string[] = [];
-    try {
-      names = readdirSync(dir);
-    } catch {
-      continue;
-    }
-    for (const name of names) if (name.startsWith(prefix)) rmSync(join(dir, name), { force: true });
+    for (const name of namesIn(dir)) if (name.startsWith(prefix)) rmSync(join(dir, name), { force: true });
   }
   // DuckDB's spill directory of the working copy, left behind when a run is killed.
   rmSync(`${work}.tmp`, { recursive: true, force: true });
