@@ -1,2 +1,2 @@
--- The last file row a push with this key already had answered (0 when none). $1 = push key.
-SELECT coalesce(max(last_row), 0) AS last_row, count(*) AS batches FROM ingest_batches WHERE push_key = $1
+-- The last file row a push with this key already had answered (0 when none). $1 = push key, $2 = the key costsync 0.1 gave the same push.
+SELECT coalesce(max(last_row), 0) AS last_row, count(*) AS batches FROM ingest_batches WHERE push_key IN ($1, $2)

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { ApiClient } from '../api/client.js';
 import { ConfigError } from '../errors.js';
-import { keyFingerprint } from '../fingerprint.js';
+import { pushKeys } from './push.js';
 import type { Logger } from '../log.js';
 import { newRunId } from '../run-id.js';
 import { acquireLock, dbLockPath } from '../state/lock.js';
@@ -40,10 +40,10 @@ export async function runPushOtel(deps: {
   }
   const pushId = newRunId(clock.now());
   const fileSha = createHash('sha256').update(text).digest('hex');
-  const pushKey = createHash('sha256').update(JSON.stringify({ base: deps.baseUrl, key: keyFingerprint(deps.apiKey), fileSha, kind: 'otel' })).digest('hex');
+  const [pushKey, legacyKey] = pushKeys({ base: deps.baseUrl, fileSha, kind: 'otel' }, deps);
   const lock = acquireLock(dbLockPath(warehouse.path), `costsync push-otel (${pushId})`, new Date(clock.now()));
   try {
-    const [done] = await warehouse.query<{ batches: number }>('push/ledger_resume', [pushKey]);
+    const [done] = await warehouse.query<{ batches: number }>('push/ledger_resume', [pushKey, legacyKey]);
     if (done!.batches > 0 && !deps.force) {
       logger.info(`${file}: this document was sent before (see ingest_batches); not sending it again (use --force to send anyway)`);
       return { pushId, file, sent: false, response: null };

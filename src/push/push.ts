@@ -92,6 +92,16 @@ interface PreparedFile {
   plan: ColumnPlan;
 }
 
+/**
+ * The ledger key of a push, and the key costsync 0.1 gave the same push (its key's fingerprint where
+ * the source's name now stands). Pure.
+ */
+export function pushKeys(parts: Record<string, unknown>, who: { source?: string | undefined; apiKey: string }): [string, string] {
+  const hash = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex');
+  const { base, ...rest } = parts;
+  return [hash({ base, source: who.source ?? 'default', ...rest }), hash({ base, key: keyFingerprint(who.apiKey), ...rest })];
+}
+
 /** File row to line: CSV has a header line, JSON Lines one object a line, Parquet no lines. Pure. */
 export function lineOf(format: SourceFile['format'], row: number): number | null {
   return format === 'csv' ? row + 1 : format === 'jsonl' ? row : null;
@@ -234,12 +244,11 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
   const clock = deps.clock ?? { now: () => Date.now() };
   const { source, plan } = file;
   const fileSha = await sha256File(source.path);
-  // Batches are comparable across runs when everything that shapes the rows is the same.
-  const pushKey = createHash('sha256').update(JSON.stringify({
-    base: options.baseUrl, key: keyFingerprint(options.apiKey), connection: options.connectionId, fileSha, targets: plan.targets,
-    vendor: options.vendor, version: summary.version, format: options.format, skipInvalid: options.skipInvalid,
-  })).digest('hex');
-  const [done] = await warehouse.query<{ last_row: number; batches: number }>('push/ledger_resume', [pushKey]);
+  // Batches are comparable across runs when everything that shapes the rows is the same: the same
+  // source, not the same key, so a rotated key goes on. costsync 0.1 keyed by the key: read those too.
+  const [pushKey, legacyKey] = pushKeys({ base: options.baseUrl, connection: options.connectionId, fileSha, targets: plan.targets,
+    vendor: options.vendor, version: summary.version, format: options.format, skipInvalid: options.skipInvalid }, options);
+  const [done] = await warehouse.query<{ last_row: number; batches: number }>('push/ledger_resume', [pushKey, legacyKey]);
   const resumeAfter = options.force ? 0 : done!.last_row;
   if (resumeAfter > 0) logger.info(`${source.path}: rows up to ${resumeAfter} were sent before (${done!.batches} batch(es) in ingest_batches); going on from there`);
 

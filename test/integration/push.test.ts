@@ -211,4 +211,25 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
       });
     });
   });
+
+  it('a rotated key goes on from the ledger: nothing is sent twice', async () => {
+    const keys: KeysConfig = { keys: [{ key: 'old-key', scopes: [...SCOPES], plan: 'business' }, { key: 'new-key', scopes: [...SCOPES], plan: 'business' }], connections: [{ id: 'demo-connection', provider_type: 'custom' }] };
+    await withEmulator({ ...SPAN, rowsPerDay: 1, keys }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const args = pushArgs(emulator.url, dir, ['--connection', 'demo-connection', FIXTURE]);
+        expect((await cli(args, { COSTSYNC_API_KEY: 'old-key' })).code).toBe(0);
+        const sent = emulator.requestLog.count({ route: 'ingest-focus' });
+        const rotated = await cli(args, { COSTSYNC_API_KEY: 'new-key' });
+        expect(rotated.code).toBe(0);
+        expect(summaryOf(rotated.stderr)).toMatchObject({ sent: 0, alreadySent: 30 });
+        expect(emulator.requestLog.count({ route: 'ingest-focus' })).toBe(sent);
+        // One ledger, keyed by the source: not one per key.
+        const wh = await openReadOnly(join(dir, 'p.duckdb'));
+        const [{ n }] = await wh.sql<{ n: number }>('SELECT count(DISTINCT push_key)::INT AS n FROM ingest_batches') as [{ n: number }];
+        wh.close();
+        expect(n).toBe(1);
+      });
+    });
+  });
 });
+

@@ -79,3 +79,19 @@ describe('push row helpers', () => {
     expect([lineOf('csv', 1), lineOf('jsonl', 1), lineOf('parquet', 1)]).toEqual([2, 1, null]);
   });
 });
+
+describe('push ledger keys', () => {
+  it('keys a push by its source, and still finds the key costsync 0.1 gave it (by the API key)', async () => {
+    const { createHash } = await import('node:crypto');
+    const { keyFingerprint } = await import('../../src/fingerprint.js');
+    const { pushKeys } = await import('../../src/push/push.js');
+    const parts = { base: 'https://api.example.com', connection: 'c1', fileSha: 'abc', targets: ['BilledCost'], vendor: 'service', version: '1.2', format: null, skipInvalid: false };
+    const [current, legacy] = pushKeys(parts, { source: 'acme-eu', apiKey: 'k1' });
+    // costsync 0.1: sha256 of JSON {base, key, connection, fileSha, targets, vendor, version, format, skipInvalid}.
+    const v01 = createHash('sha256').update(JSON.stringify({ base: parts.base, key: keyFingerprint('k1'), connection: 'c1', fileSha: 'abc', targets: ['BilledCost'], vendor: 'service', version: '1.2', format: null, skipInvalid: false })).digest('hex');
+    expect(legacy).toBe(v01);
+    expect(pushKeys(parts, { source: 'acme-eu', apiKey: 'k2' })[0]).toBe(current);
+    expect(pushKeys(parts, { source: 'acme-us', apiKey: 'k1' })[0]).not.toBe(current);
+  });
+});
+
