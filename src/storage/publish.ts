@@ -101,6 +101,20 @@ async function adopt(db: string, work: string): Promise<void> {
   }
 }
 
+/**
+ * After a compacting publish, the working copy takes the compact file's place (copied aside, fsynced,
+ * renamed), so free blocks do not pile up in it either. Call with the working copy closed and nothing
+ * written since that publish: then both files hold the same data.
+ */
+export async function adoptCompacted(db: string, work: string): Promise<void> {
+  const tmp = `${work}.adopt`;
+  await copyFile(db, tmp, constants.COPYFILE_FICLONE);
+  await fsyncPath(tmp);
+  await rm(`${work}.wal`, { force: true });
+  await rename(tmp, work);
+  await fsyncPath(dirname(work));
+}
+
 export interface PublishResult {
   path: string;
   bytes: number;

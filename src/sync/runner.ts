@@ -18,7 +18,7 @@ import type { Warehouse } from '../storage/duckdb.js';
 import { drainLake, finishLake, removeLakeLeftovers } from '../storage/parquet.js';
 import { writeMetrics } from '../storage/metrics.js';
 import { DEFAULT_SEND, SEVERITY_RANK, drainNotifications, webhookTarget, type SendOptions, type WebhookTarget } from '../notify/webhook.js';
-import { openWorkingCopy, publish } from '../storage/publish.js';
+import { adoptCompacted, openWorkingCopy, publish } from '../storage/publish.js';
 import { syncAnomalies } from './anomalies.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
 import { ProviderRollupExchange } from './reconcile.js';
@@ -138,8 +138,10 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     })));
     let summary = combine(runId, startedAt, clock, parts, stop.reason);
     // Whatever the outcome, what was committed reaches the lake and the published file.
+    let finished = false;
     try {
       await outputs.finish();
+      finished = true;
     } catch (error) {
       if (summary.outcome === 'failed') {
         logger.error(describeError(error, secrets));
@@ -148,6 +150,14 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
         for (const part of failed) await recordSource(wh, runId, clock, part, secrets, [], false);
         summary = combine(runId, startedAt, clock, failed, stop.reason);
       }
+    }
+    // Nothing was written since the last publish: when it compacted, the working copy takes its place.
+    if (finished && outputs.compacted) {
+      wh.close();
+      warehouse = null;
+      await adoptCompacted(config.db, wh.path)
+        .then(() => logger.info(`the working copy was rebuilt compactly from ${config.db}`))
+        .catch((error: unknown) => logger.warn(`the working copy was not rebuilt (it stays as it was, with its data): ${describeError(error, secrets)}`));
     }
     return summary;
   } catch (error) {
@@ -278,9 +288,11 @@ function derivedOutputs(
   warehouse: Warehouse, config: SyncConfig, sources: readonly SourceConfig[], runId: string, clock: Clock, logger: Logger, sendOptions: Partial<SendOptions> = {},
 ) {
   let lastPublish = clock.now();
+  let compacted = false;
   const doPublish = async () => {
     const result = await publish(warehouse, config.db, { runId, now: () => clock.now() });
     lastPublish = clock.now();
+    compacted = result?.method === 'compact';
     if (result) {
       logger.info(`published ${result.path} (${result.bytes} bytes, ${result.seconds.toFixed(2)} s)`, {
         file: result.path, bytes: result.bytes, seconds: result.seconds, method: result.method,
@@ -318,6 +330,10 @@ function derivedOutputs(
       await notify();
       await doPublish();
       if (config.metricsFile !== undefined) await writeMetrics(warehouse, config.metricsFile);
+    },
+    /** The last publish rewrote the file compactly (free blocks had piled up): the working copy may take its place. */
+    get compacted() {
+      return compacted;
     },
   };
 }

@@ -1,0 +1,34 @@
+import { statSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { workingCopyPath } from '../../src/storage/publish.js';
+import { runSync } from '../../src/sync/runner.js';
+import { FAST_CLIENT, memoryLogger, queryDb, tableDigest, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
+
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
+
+describe('a compact warehouse', () => {
+  it('when free blocks pile up (a full refresh dropped most rows), the publish rewrites compactly and the working copy takes its place, data intact', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 10_000, clock, anomaliesPerDay: 0 }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const config = testSyncConfig(url, dir, { streams: ['line_items'], windowDays: 10 });
+        const work = workingCopyPath(config.stateDir, config.db);
+        expect((await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
+        const big = statSync(work).size;
+        const logger = memoryLogger();
+        const refresh = { ...config, fullRefresh: true, since: '2025-06-28', startDate: '2025-06-28' };
+        expect((await runSync({ config: refresh, logger, clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
+        const lines = logger.lines.map((l) => JSON.parse(l) as { msg: string; method?: string });
+        expect(lines.filter((l) => l.msg.startsWith('published ')).at(-1)!.method).toBe('compact');
+        expect(lines.some((l) => l.msg.startsWith('the working copy was rebuilt compactly'))).toBe(true);
+        expect(statSync(work).size).toBeLessThan(big / 2);
+        expect(statSync(config.db).size).toBeLessThan(big / 2);
+        const [{ n }] = await queryDb<{ n: number }>(config.db, 'SELECT count(*)::INT AS n FROM line_items') as [{ n: number }];
+        expect(n).toBe(3 * 10_000);
+        // The rebuilt working copy is a working copy like any other: the next run goes on from it.
+        const digest = await tableDigest(config.db);
+        expect((await runSync({ config: { ...refresh, fullRefresh: false, since: undefined }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
+        expect((await tableDigest(config.db)).line_items).toEqual(digest.line_items);
+      });
+    });
+  });
+});
