@@ -12,6 +12,16 @@ export function namesIn(dir: string): string[] {
   }
 }
 
+/** Flushes a file, or a directory (so a rename in it survives a crash), to disk. */
+export async function fsyncPath(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
 /**
  * Writes `text` to a temp file beside `path`, fsyncs it, and renames it over `path`. With
  * `syncDir`, the directory is fsynced too, so the rename itself survives a crash.
@@ -28,12 +38,5 @@ export async function writeFileAtomic(path: string, text: string, options: { mod
     await file.close();
   }
   await rename(tmp, path);
-  if (options.syncDir) {
-    const handle = await open(dir, 'r');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  }
+  if (options.syncDir) await fsyncPath(dir);
 }

@@ -1,15 +1,4 @@
 -- The anomaly stage: temporary, so it lives only in this connection and never in a published file.
-CREATE TEMP TABLE IF NOT EXISTS _stage_anomalies (
-  ord               INTEGER NOT NULL,
-  id                VARCHAR,
-  provider_type     VARCHAR,
-  service           VARCHAR,
-  detected_date     TIMESTAMPTZ,
-  actual_cost       DOUBLE,
-  expected_cost     DOUBLE,
-  deviation_percent DOUBLE,
-  severity          VARCHAR,
-  alert_type        VARCHAR,
-  status            VARCHAR,
-  extra             JSON
-)
+-- Its columns follow the anomalies table's: the place in the response, then the fields the API sends.
+CREATE TEMP TABLE IF NOT EXISTS _stage_anomalies AS
+SELECT 0::INTEGER AS ord, * EXCLUDE (first_seen_at, last_seen_at, source) FROM anomalies WITH NO DATA

@@ -1,7 +1,7 @@
 /** `costsync notify --test`: sends one sample message to every configured webhook, so a person can check the wiring. */
 import type { Argv } from 'yargs';
 import { ConfigError, ExitCode, describeError } from '../errors.js';
-import { DEFAULT_SEND, messageBody, postWebhook, webhookTarget } from '../notify/webhook.js';
+import { sendNow } from '../notify/webhook.js';
 import { connectionOptions, loadConfig, processIo, type CommandIo } from './sync.js';
 
 export function notifyOptions(yargs: Argv) {
@@ -21,17 +21,8 @@ export async function runNotifyCommand(args: Record<string, unknown>, io: Comman
     io.stderr(`costsync: ${describeError(error)}\n`);
     return ExitCode.USAGE;
   }
-  let failed = 0;
-  for (const url of new Set(urls)) {
-    const target = webhookTarget(url, '--notify');
-    const event = { kind: 'test' as const, source: 'costsync', event_id: `test-${io.now()}`, text: 'test message from costsync: this webhook works' };
-    try {
-      await postWebhook(target, messageBody([event], config.notifyFormat), { ...DEFAULT_SEND, retries: 1 });
-      io.stdout(`webhook ${target.id}: sent\n`);
-    } catch (error) {
-      failed += 1;
-      io.stdout(`webhook ${target.id}: failed: ${describeError(error, [url])}\n`);
-    }
-  }
-  return failed === 0 ? ExitCode.OK : ExitCode.FAILED;
+  const event = { kind: 'test' as const, source: 'costsync', event_id: `test-${io.now()}`, text: 'test message from costsync: this webhook works' };
+  const results = await sendNow(urls, event, config.notifyFormat);
+  for (const r of results) io.stdout(`webhook ${r.id}: ${r.error === undefined ? 'sent' : `failed: ${r.error}`}\n`);
+  return results.every((r) => r.error === undefined) ? ExitCode.OK : ExitCode.FAILED;
 }

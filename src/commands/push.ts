@@ -11,7 +11,7 @@ import type { SyncConfig } from '../config.js';
 import type { Logger } from '../log.js';
 import { acquireLock, dbLockPath, type Lock } from '../state/lock.js';
 import type { Warehouse } from '../storage/duckdb.js';
-import { openWorkingCopy, publish } from '../storage/publish.js';
+import { logPublish, openWorkingCopy, publish } from '../storage/publish.js';
 import { formatTable } from '../table.js';
 import { intArg, readJsonFile } from './args.js';
 import { connectionOptions, loadConfig, makeLogger, oneSource, processIo, type CommandIo } from './sync.js';
@@ -62,8 +62,7 @@ async function openLedger(config: { db: string; stateDir: string }, command: str
 async function closeLedger(ledger: { warehouse: Warehouse; lock: Lock } | null, db: string, logger: Logger): Promise<void> {
   if (ledger === null) return;
   try {
-    const result = await publish(ledger.warehouse, db, { runId: null, now: Date.now });
-    if (result) logger.info(`published ${result.path} (${result.bytes} bytes, ${result.seconds.toFixed(2)} s)`, { file: result.path, bytes: result.bytes, seconds: result.seconds });
+    logPublish(logger, await publish(ledger.warehouse, db, { runId: null, now: Date.now }));
   } finally {
     ledger.warehouse.close();
     ledger.lock.release();

@@ -3,7 +3,7 @@ import type { Argv } from 'yargs';
 import { SETTINGS, readConfigFile, resolveSyncConfig, type SettingName, type SyncConfig } from '../config.js';
 import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
-import { DEFAULT_SEND, messageBody, postWebhook, webhookTarget } from '../notify/webhook.js';
+import { sendNow } from '../notify/webhook.js';
 import { createProgress, summaryTable } from '../progress.js';
 import { runSync, type RunSummary } from '../sync/runner.js';
 
@@ -85,12 +85,8 @@ export function oneSource(config: SyncConfig, command: string): SyncConfig & { s
 
 /** Sends a run's failure straight to the webhooks, for failures that cannot use the outbox. Never throws. */
 async function notifyDirectly(urls: string[], format: 'json' | 'slack', reason: string, warn: (m: string) => void): Promise<void> {
-  for (const url of new Set(urls)) {
-    const target = webhookTarget(url, '--notify');
-    const event = { kind: 'run_failed' as const, source: 'all', event_id: `locked-${Date.now()}`, run_id: '(not started)', exit_code: ExitCode.LOCKED, reason };
-    await postWebhook(target, messageBody([event], format), { ...DEFAULT_SEND, retries: 1 })
-      .catch((error: unknown) => warn(`notification not sent: ${describeError(error, [url])}`));
-  }
+  const event = { kind: 'run_failed' as const, source: 'all', event_id: `locked-${Date.now()}`, run_id: '(not started)', exit_code: ExitCode.LOCKED, reason };
+  for (const r of await sendNow(urls, event, format)) if (r.error !== undefined) warn(`notification not sent: ${r.error}`);
 }
 
 export function makeLogger(config: Pick<SyncConfig, 'logFormat' | 'quiet' | 'apiKey'> & { verbose?: boolean }, io: CommandIo): Logger {

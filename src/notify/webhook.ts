@@ -115,6 +115,24 @@ export async function postWebhook(target: WebhookTarget, body: unknown, options:
 }
 
 /**
+ * Sends one event straight to each webhook, outside the outbox (a test message; a run that could not
+ * open the warehouse). One retry. Returns each webhook's fingerprint and, when it failed, why (no URL).
+ */
+export async function sendNow(urls: readonly string[], event: NotifyEvent & { event_id: string }, format: 'json' | 'slack'): Promise<{ id: string; error?: string }[]> {
+  const results: { id: string; error?: string }[] = [];
+  for (const url of new Set(urls)) {
+    const target = webhookTarget(url, '--notify');
+    try {
+      await postWebhook(target, messageBody([event], format), { ...DEFAULT_SEND, retries: 1 });
+      results.push({ id: target.id });
+    } catch (error) {
+      results.push({ id: target.id, error: describeError(error, [url]) });
+    }
+  }
+  return results;
+}
+
+/**
  * Sends every pending event to each target, a message at a time, marking each message's events sent
  * after the 2xx. A target that keeps failing keeps its events for the next run. Returns, per source,
  * events sent and sends failed.

@@ -6,11 +6,12 @@
  * --db open, so readers and the sync never wait for each other.
  */
 import { constants, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
-import { namesIn } from '../durable-file.js';
-import { copyFile, open, rename, rm } from 'node:fs/promises';
+import { fsyncPath, namesIn } from '../durable-file.js';
+import { copyFile, rename, rm } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { basename, dirname, join, resolve } from 'node:path';
 import { CostsyncError, ExitCode } from '../errors.js';
+import type { Logger } from '../log.js';
 import { openWarehouse, type OpenOptions, type Warehouse } from './duckdb.js';
 
 /** Past this share of free blocks the working copy is published compacted (DuckDB rewrites it). */
@@ -26,15 +27,6 @@ export function workingCopyPath(stateDir: string, db: string): string {
 /** The temporary name a publish writes before renaming over `db` (hidden from `*.duckdb` globs). */
 function publishTemp(db: string): string {
   return join(dirname(resolve(db)), `.${basename(db)}.publish-${process.pid}.tmp`);
-}
-
-async function fsyncPath(path: string): Promise<void> {
-  const handle = await open(path, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
 
 /** Removes what a killed run left: temp copies beside `db` and beside the working copy, DuckDB's spill directory. */
@@ -113,6 +105,14 @@ export async function adoptCompacted(db: string, work: string): Promise<void> {
   await rm(`${work}.wal`, { force: true });
   await rename(tmp, work);
   await fsyncPath(dirname(work));
+}
+
+/** Logs a publish: the file, its bytes and seconds (and the method, in JSON). */
+export function logPublish(logger: Pick<Logger, 'info'>, result: PublishResult | null): void {
+  if (result === null) return;
+  logger.info(`published ${result.path} (${result.bytes} bytes, ${result.seconds.toFixed(2)} s)`, {
+    file: result.path, bytes: result.bytes, seconds: result.seconds, method: result.method,
+  });
 }
 
 export interface PublishResult {

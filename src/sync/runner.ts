@@ -18,7 +18,7 @@ import type { Warehouse } from '../storage/duckdb.js';
 import { drainLake, finishLake, removeLakeLeftovers } from '../storage/parquet.js';
 import { writeMetrics } from '../storage/metrics.js';
 import { DEFAULT_SEND, SEVERITY_RANK, drainNotifications, webhookTarget, type SendOptions, type WebhookTarget } from '../notify/webhook.js';
-import { adoptCompacted, openWorkingCopy, publish } from '../storage/publish.js';
+import { adoptCompacted, logPublish, openWorkingCopy, publish } from '../storage/publish.js';
 import { syncAnomalies } from './anomalies.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
 import { ProviderRollupExchange } from './reconcile.js';
@@ -162,10 +162,8 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     return summary;
   } catch (error) {
     if (warehouse) {
-      const failed = sources.map((s): SourceSummary => ({ ...emptySource(s.name), outcome: 'failed', error }));
-      for (const part of failed) {
-        const source = sources.find((s) => s.name === part.source)!;
-        await recordSource(warehouse, runId, clock, part, secrets, targetsOf(config, source)).catch(() => undefined);
+      for (const source of sources) {
+        await recordSource(warehouse, runId, clock, sourceSummary(source.name, 'failed', {}, error), secrets, targetsOf(config, source)).catch(() => undefined);
       }
       await derivedOutputs(warehouse, config, sources, runId, clock, logger, deps.sendOptions).finish()
         .catch((e: unknown) => logger.error(describeError(e, secrets)));
@@ -293,11 +291,7 @@ function derivedOutputs(
     const result = await publish(warehouse, config.db, { runId, now: () => clock.now() });
     lastPublish = clock.now();
     compacted = result?.method === 'compact';
-    if (result) {
-      logger.info(`published ${result.path} (${result.bytes} bytes, ${result.seconds.toFixed(2)} s)`, {
-        file: result.path, bytes: result.bytes, seconds: result.seconds, method: result.method,
-      });
-    }
+    logPublish(logger, result);
   };
   // Pending notifications of every source (a killed run's too); a failure is a warning, never the run's.
   const notify = async () => {
@@ -336,10 +330,6 @@ function derivedOutputs(
       return compacted;
     },
   };
-}
-
-function emptySource(source: string): SourceSummary {
-  return { source, outcome: 'success', streams: {}, requests: 0, retries: 0, rateLimited: 0, warnings: [] };
 }
 
 function sourceSummary(source: string, outcome: RunOutcome, streams: Partial<Record<StreamName, StreamStats>>, error: unknown): SourceSummary {
