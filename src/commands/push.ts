@@ -5,7 +5,7 @@ import { createRequestLimiter } from '../api/resilience.js';
 import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
 import { parseMapping, versionArg, type ColumnMapping } from '../push/columns.js';
 import { openFileReader } from '../push/reader.js';
-import { DEFAULT_BATCH_SIZE, pushExitCode, runPush, type PushSummary, type RowProblem } from '../push/push.js';
+import { DEFAULT_BATCH_SIZE, pushExitCode, runPush, type PushOptions, type PushSummary, type RowProblem } from '../push/push.js';
 import { runPushOtel } from '../push/otel.js';
 import type { SyncConfig } from '../config.js';
 import type { Logger } from '../log.js';
@@ -80,6 +80,26 @@ function summaryText(s: PushSummary): string {
   }]);
 }
 
+/**
+ * The push settings from the command's arguments and the resolved shared config: the one place the
+ * CLI (and the push benchmark) turn flags into PushOptions, so a new option gets its default here.
+ */
+export function resolvePushOptions(args: Record<string, unknown>, config: Pick<SyncConfig, 'baseUrl' | 'apiKey'> & { sourceName: string }): PushOptions {
+  const dryRun = Boolean(args['dry-run']);
+  const files = ((args.files as string[] | undefined) ?? []).map(String);
+  if (files.length === 0) throw new ConfigError('No file to push.', 'Name one or more CSV, Parquet or JSON Lines files: costsync push --connection ID costs.csv');
+  const connectionId = typeof args.connection === 'string' ? args.connection.trim() : '';
+  if (connectionId === '' && !dryRun) throw new ConfigError('--connection is required: which custom provider connection the rows belong to.', 'Pass --connection ID (the connection created with the ingest key, in the workspace integration settings).');
+  const vendor = args.vendor === undefined ? 'service' : String(args.vendor).trim();
+  if (!/^[a-z0-9]+$/i.test(vendor)) throw new ConfigError(`--vendor must be one word of letters and digits; got ${JSON.stringify(args.vendor)}.`, 'For example --vendor acme, for columns such as x_acme_model.');
+  const mapping: ColumnMapping = args.map === undefined ? { columns: {}, constants: {} } : parseMapping(readJsonFile('map', String(args.map)), String(args.map));
+  const batchSize = args['batch-size'] === undefined ? DEFAULT_BATCH_SIZE : intArg('batch-size', args['batch-size'], 1, 100_000);
+  return {
+    connectionId, files, mapping, version: versionArg(args.version), format: args.format === undefined ? null : String(args.format),
+    vendor, batchSize, dryRun, skipInvalid: Boolean(args['skip-invalid']), force: Boolean(args.force), baseUrl: config.baseUrl, apiKey: config.apiKey, source: config.sourceName,
+  };
+}
+
 export async function runPushCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   let config: (SyncConfig & { sourceName: string }) | undefined;
   let logger = makeLogger({ logFormat: args['log-format'] === 'json' ? 'json' : 'pretty', quiet: Boolean(args.quiet), apiKey: '' }, io);
@@ -99,14 +119,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     const dryRun = Boolean(args['dry-run']);
     config = sharedConfig(args, io, !dryRun);
     logger = makeLogger(config, io);
-    const files = ((args.files as string[] | undefined) ?? []).map(String);
-    if (files.length === 0) throw new ConfigError('No file to push.', 'Name one or more CSV, Parquet or JSON Lines files: costsync push --connection ID costs.csv');
-    const connectionId = typeof args.connection === 'string' ? args.connection.trim() : '';
-    if (connectionId === '' && !dryRun) throw new ConfigError('--connection is required: which custom provider connection the rows belong to.', 'Pass --connection ID (the connection created with the ingest key, in the workspace integration settings).');
-    const vendor = args.vendor === undefined ? 'service' : String(args.vendor).trim();
-    if (!/^[a-z0-9]+$/i.test(vendor)) throw new ConfigError(`--vendor must be one word of letters and digits; got ${JSON.stringify(args.vendor)}.`, 'For example --vendor acme, for columns such as x_acme_model.');
-    const mapping: ColumnMapping = args.map === undefined ? { columns: {}, constants: {} } : parseMapping(readJsonFile('map', String(args.map)), String(args.map));
-    const batchSize = args['batch-size'] === undefined ? DEFAULT_BATCH_SIZE : intArg('batch-size', args['batch-size'], 1, 100_000);
+    const options = resolvePushOptions(args, config);
 
     reader = await openFileReader(io.env);
     if (!dryRun) {
@@ -115,10 +128,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
       client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter });
     }
     const summary = await runPush({
-      options: {
-        connectionId, files, mapping, version: versionArg(args.version), format: args.format === undefined ? null : String(args.format),
-        vendor, batchSize, dryRun, skipInvalid: Boolean(args['skip-invalid']), force: Boolean(args.force), baseUrl: config.baseUrl, apiKey: config.apiKey, source: config.sourceName,
-      },
+      options,
       reader, logger, stopSignal,
       ...(client ? { client } : {}), ...(ledger ? { warehouse: ledger.warehouse } : {}),
       onProblem: (p) => logger.warn(problemLine(p), { file: p.file, row: p.row, line: p.line, column: p.column, reason: p.reason }),

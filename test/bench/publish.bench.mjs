@@ -2,25 +2,19 @@
 // Publishing benchmarks (issue 10). Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
 //   npm run bench:publish              both
 //   npm run bench:publish -- sizes     publish seconds and bytes at 1, 5 and 20 million line items, by method
-//   npm run bench:publish -- nightly   the published file after 30 nightly runs with restatements vs a fresh sync
-// Environment: BENCH_PUBLISH_MILLIONS (default 1,5,20), BENCH_NIGHTLY_ROWS_PER_DAY (default 5000).
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+//   npm run bench:publish -- nightly   the published file after ${nights} nightly runs with restatements vs a fresh sync
+// Environment: BENCH_PUBLISH_MILLIONS (default 1,5,20), BENCH_NIGHTLY_ROWS_PER_DAY (default 5000),
+// BENCH_NIGHTS (default 30), BENCH_DIR (the file system to measure on); BENCH_SMOKE=1: tiny sizes.
+import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEmulator } from '../../dist/emulator/server.js';
 import { runSync } from '../../dist/sync/runner.js';
-import { createLogger } from '../../dist/log.js';
 import { addDays } from '../../dist/dates.js';
 import { openWorkingCopy, publish, workingCopyPath } from '../../dist/storage/publish.js';
+import { quietLogger, size, syncConfig, tempDir } from './common.mjs';
 
 const which = process.argv[2];
-const quietLogger = createLogger({ format: 'json', level: 'error', write: () => undefined });
 const mb = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
-
-function tempDir() {
-  // Beside the working tree, not /tmp: the same file system a user's --db and --state-dir share.
-  return mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'costsync-bench-'));
-}
 
 /** Fills a working copy with `rows` line items shaped like the API's (ids, dates, providers, amounts, extra). */
 async function filledWorkingCopy(dir, rows) {
@@ -29,18 +23,19 @@ async function filledWorkingCopy(dir, rows) {
   await wh.sql('SET memory_limit = \'1GB\'');
   await wh.transaction(async () => {
     await wh.sql(`
-      INSERT INTO line_items
-      SELECT 'li_' || md5(i::VARCHAR)[1:20], DATE '2025-01-01' + (i % 365)::INTEGER,
-             ['aws','gcp','azure','snowflake','datadog','openai','anthropic'][1 + i % 7],
-             'service-' || (i % 97), round(random() * 100, 6), 'USD', 'proj-' || (i % 500), 'user' || (i % 2000) || '@example.com',
-             CASE WHEN i % 7 >= 5 THEN '{"model":"m-' || (i % 13) || '","tokens_input":' || (i % 100000) || '}' END
+      INSERT INTO line_items BY NAME
+      SELECT 'li_' || md5(i::VARCHAR)[1:20] AS id, DATE '2025-01-01' + (i % 365)::INTEGER AS usage_date,
+             ['aws','gcp','azure','snowflake','datadog','openai','anthropic'][1 + i % 7] AS provider_type,
+             'service-' || (i % 97) AS provider_service, round(random() * 100, 6) AS net_amount_usd, 'USD' AS currency_original,
+             'proj-' || (i % 500) AS project_id, 'user' || (i % 2000) || '@example.com' AS user_email,
+             CASE WHEN i % 7 >= 5 THEN '{"model":"m-' || (i % 13) || '","tokens_input":' || (i % 100000) || '}' END AS extra
       FROM range(${rows}) t(i)`);
   });
   return { db, wh };
 }
 
 async function benchSizes() {
-  const millions = (process.env.BENCH_PUBLISH_MILLIONS ?? '1,5,20').split(',').map(Number);
+  const millions = size('BENCH_PUBLISH_MILLIONS', '1,5,20', '0.01').split(',').map(Number);
   for (const m of millions) {
     const dir = tempDir();
     try {
@@ -60,7 +55,8 @@ async function benchSizes() {
 }
 
 async function benchNightly() {
-  const rowsPerDay = Number(process.env.BENCH_NIGHTLY_ROWS_PER_DAY ?? 5000);
+  const rowsPerDay = Number(size('BENCH_NIGHTLY_ROWS_PER_DAY', 5000, 20));
+  const nights = Number(size('BENCH_NIGHTS', 30, 2));
   let now = Date.parse('2025-06-30T06:00:00Z');
   const clock = { now: () => now, sleep: async () => undefined };
   const emulator = await startEmulator({
@@ -68,17 +64,15 @@ async function benchNightly() {
     restatement: { days: 3, changeRate: 0.2, deleteRate: 0.05 },
   });
   const dir = tempDir();
-  const config = (sub, until) => ({
-    baseUrl: emulator.url, apiKey: 'demo-key', db: join(dir, sub, 'costs.duckdb'), stateDir: join(dir, sub, 'state'),
-    streams: ['line_items', 'rollups', 'anomalies'], since: undefined, until, startDate: '2025-04-01', lookbackDays: 3, windowDays: 30,
-    fullRefresh: false, rateLimit: 1_000_000, maxRuntimeMs: undefined, format: 'duckdb', out: join(dir, sub, 'pq'), logFormat: 'json',
-    quiet: true, verbose: false, anomalyRefreshDays: 30, concurrency: 4, publishIntervalMs: 600_000,
-  });
+  const config = (sub, until) => syncConfig({
+    'base-url': emulator.url, db: join(dir, sub, 'costs.duckdb'), 'state-dir': join(dir, sub, 'state'),
+    until, 'start-date': '2025-04-01', out: join(dir, sub, 'pq'),
+  }, now);
   try {
     let until = '2025-06-30';
     await runSync({ config: config('nightly', until), logger: quietLogger, clock });
     const first = statSync(join(dir, 'nightly', 'costs.duckdb')).size;
-    for (let night = 1; night <= 30; night++) {
+    for (let night = 1; night <= nights; night++) {
       now += 86_400_000;
       until = addDays(until, 1);
       emulator.restate();
@@ -88,7 +82,7 @@ async function benchNightly() {
     const work = statSync(workingCopyPath(join(dir, 'nightly', 'state'), join(dir, 'nightly', 'costs.duckdb'))).size;
     await runSync({ config: config('fresh', until), logger: quietLogger, clock });
     const fresh = statSync(join(dir, 'fresh', 'costs.duckdb')).size;
-    console.log(`nightly: ${rowsPerDay} rows a day from 2025-04-01; after the first sync ${mb(first)}; after 30 nightly runs with restatements the published file is ${mb(published)} (working copy ${mb(work)}); a fresh sync of the same data ${mb(fresh)}: ${(published / fresh).toFixed(2)}x (target <= 1.5x)`);
+    console.log(`nightly: ${rowsPerDay} rows a day from 2025-04-01; after the first sync ${mb(first)}; after ${nights} nightly runs with restatements the published file is ${mb(published)} (working copy ${mb(work)}); a fresh sync of the same data ${mb(fresh)}: ${(published / fresh).toFixed(2)}x (target <= 1.5x)`);
   } finally {
     await emulator.close();
     rmSync(dir, { recursive: true, force: true });

@@ -2,22 +2,20 @@
 // Push benchmarks (issue 4). Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
 //   npm run bench:push                 speed and memory
 //   npm run bench:push -- speed        one of: speed, memory
-// Environment: BENCH_PUSH_ROWS (default 1000000).
+// Environment: BENCH_PUSH_ROWS (default 1000000); BENCH_SMOKE=1: tiny sizes.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { openFileReader } from '../../dist/push/reader.js';
 import { runPush } from '../../dist/push/push.js';
-import { createLogger } from '../../dist/log.js';
+import { resolvePushOptions } from '../../dist/commands/push.js';
+import { BIN, quietLogger as quiet, size, tempDir } from './common.mjs';
 
-const BIN = fileURLToPath(new URL('../../dist/bin.cjs', import.meta.url));
 const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
 const which = process.argv[2];
-const quiet = createLogger({ format: 'json', level: 'error', write: () => undefined });
 
 /** A FOCUS CSV of `rows` rows: the real sample, repeated with shifted costs so rows differ. */
 async function makeCsv(dir, rows) {
@@ -49,8 +47,8 @@ async function validateSeconds(path) {
   try {
     const t = performance.now();
     const summary = await runPush({
-      options: { connectionId: 'bench', files: [path], mapping: { columns: {}, constants: {} }, version: null, format: null, vendor: 'service',
-        batchSize: 500, dryRun: true, skipInvalid: false, force: false, baseUrl: '', apiKey: '' },
+      // `costsync push --dry-run --connection bench FILE`, resolved as the CLI resolves it.
+      options: resolvePushOptions({ 'dry-run': true, connection: 'bench', files: [path] }, { baseUrl: '', apiKey: '', sourceName: 'default' }),
       reader, logger: quiet,
     });
     return { secs: (performance.now() - t) / 1000, summary };
@@ -60,7 +58,7 @@ async function validateSeconds(path) {
 }
 
 async function benchSpeed(dir) {
-  const rows = Number(process.env.BENCH_PUSH_ROWS ?? 1_000_000);
+  const rows = Number(size('BENCH_PUSH_ROWS', 1_000_000, 1_000));
   const path = await makeCsv(dir, rows);
   const mb = statSync(path).size / 1048576;
   // Warm the page cache for both, then measure each twice and keep the better.
@@ -83,7 +81,7 @@ async function dryRunRss(path) {
 }
 
 async function benchMemory(dir) {
-  const base = Number(process.env.BENCH_PUSH_ROWS ?? 1_000_000);
+  const base = Number(size('BENCH_PUSH_ROWS', 1_000_000, 1_000));
   for (const rows of [base / 4, base, base * 3]) {
     const path = await makeCsv(dir, rows);
     const { code, mb } = await dryRunRss(path);
@@ -93,7 +91,7 @@ async function benchMemory(dir) {
 }
 
 const benches = { speed: benchSpeed, memory: benchMemory };
-const dir = mkdtempSync(join(tmpdir(), 'costsync-push-bench-'));
+const dir = tempDir('costsync-push-bench-');
 try {
   for (const [name, fn] of Object.entries(benches)) {
     if (which && which !== name) continue;

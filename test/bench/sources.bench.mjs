@@ -3,16 +3,16 @@
 //   npm run bench:sources             both
 //   npm run bench:sources -- rate     20 sources, each its own key at 60 requests a minute, ~30 pages each
 //   npm run bench:sources -- memory   peak RSS of 1 and of 5 sources syncing 1 million line items each, no rate limit
-// Environment: BENCH_SOURCES (default 20), BENCH_SOURCE_ROWS (default 1000000).
+// Environment: BENCH_SOURCES (default 20), BENCH_SOURCE_ROWS (default 1000000), BENCH_SOURCE_DAYS (default 30);
+// BENCH_SMOKE=1: tiny sizes. Both run the executable with a config file, as the CLI resolves it.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startEmulator } from '../../dist/emulator/server.js';
+import { addDays } from '../../dist/dates.js';
+import { BIN, size, tempDir } from './common.mjs';
 
-const BIN = fileURLToPath(new URL('../../dist/bin.cjs', import.meta.url));
 const which = process.argv[2];
 const SCOPES = ['line_items:read', 'rollups:read', 'anomalies:read', 'usage:write'];
 const clock = { now: () => Date.now() };
@@ -44,10 +44,11 @@ function keys(n) {
 }
 
 async function benchRate() {
-  const n = Number(process.env.BENCH_SOURCES ?? 20);
+  const n = Number(size('BENCH_SOURCES', 20, 2));
   // 30 days of 1,000 rows: 30 line-item pages a source, plus its rollups and anomalies.
+  const days = Number(size('BENCH_SOURCE_DAYS', 30, 2));
   const emulator = await startEmulator({ port: 0, rateLimit: 60, rowsPerDay: 1000, startDate: '2025-06-01', endDate: '2025-06-30', clock, anomaliesPerDay: 2, keys: keys(n) });
-  const dir = mkdtempSync(join(tmpdir(), 'costsync-bench-'));
+  const dir = tempDir();
   try {
     const times = new Map();
     const remember = emulator.options.onRequest;
@@ -55,7 +56,7 @@ async function benchRate() {
       remember?.(entry);
       if (entry.workspace) (times.get(entry.workspace) ?? times.set(entry.workspace, []).get(entry.workspace)).push(entry.atMs);
     };
-    const run = await syncSources(emulator.url, dir, n, { 'start-date': '2025-06-01', until: '2025-06-30', 'rate-limit': 60 });
+    const run = await syncSources(emulator.url, dir, n, { 'start-date': addDays('2025-06-30', 1 - days), until: '2025-06-30', 'rate-limit': 60 });
     const perKey = [...times.values()].map((t) => {
       const spanMin = (t.at(-1) - t[0]) / 60_000;
       // Requests after the first, over the time from the first to the last, against 60 a minute.
@@ -71,10 +72,10 @@ async function benchRate() {
 }
 
 async function benchMemory() {
-  const rows = Number(process.env.BENCH_SOURCE_ROWS ?? 1_000_000);
+  const rows = Number(size('BENCH_SOURCE_ROWS', 1_000_000, 3_000));
   for (const n of [1, 5]) {
     const emulator = await startEmulator({ port: 0, rateLimit: 0, rowsPerDay: Math.ceil(rows / 30), startDate: '2025-06-01', endDate: '2025-06-30', clock, anomaliesPerDay: 2, keys: keys(n) });
-    const dir = mkdtempSync(join(tmpdir(), 'costsync-bench-'));
+    const dir = tempDir();
     try {
       const run = await syncSources(emulator.url, dir, n, { 'start-date': '2025-06-01', until: '2025-06-30', 'rate-limit': 1000000, streams: 'line_items' });
       console.log(`memory: ${n} source(s) x ${rows} line items, no rate limit: ${run.seconds.toFixed(1)} s (exit ${run.code}), peak RSS ${run.peakMb.toFixed(0)} MB`);

@@ -2,48 +2,38 @@
 // Sync benchmarks (issue 3). Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
 //   npm run bench                 all four
 //   npm run bench -- rate         one of: requests, rate, throughput, memory
-// Environment: BENCH_MEMORY_ROWS (default 5000000), BENCH_THROUGHPUT_ROWS (default 1000000).
+// Environment: BENCH_MEMORY_ROWS (default 5000000), BENCH_THROUGHPUT_ROWS (default 1000000); BENCH_SMOKE=1: tiny sizes.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { startEmulator } from '../../dist/emulator/server.js';
 import { runSync } from '../../dist/sync/runner.js';
-import { createLogger } from '../../dist/log.js';
 import { addDays } from '../../dist/dates.js';
+import { BIN, CLI, quietLogger, size, smoke, syncConfig, tempDir } from './common.mjs';
 
-const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
-/** The executable users run (`costsync`, `npx costsync`), with the process settings it makes. */
-const BIN = fileURLToPath(new URL('../../dist/bin.cjs', import.meta.url));
-const quietLogger = createLogger({ format: 'json', level: 'error', write: () => undefined });
 const which = process.argv[2];
 const fixedClock = { now: () => Date.parse('2025-12-31T12:00:00Z') };
 
-function config(url, dir, over) {
-  return {
-    baseUrl: url, apiKey: 'demo-key', db: join(dir, 'b.duckdb'), stateDir: join(dir, 'state'), streams: ['line_items'],
-    since: undefined, until: '2025-12-31', startDate: '2025-12-01', lookbackDays: 3, windowDays: 30, fullRefresh: false,
-    rateLimit: 1_000_000, maxRuntimeMs: undefined, format: 'duckdb', out: join(dir, 'pq'), logFormat: 'json', quiet: true, verbose: false,
-    anomalyRefreshDays: 30, concurrency: 4, publishIntervalMs: 600_000, reconcile: 'on', ...over,
-  };
-}
-
-function tempDir() {
-  return mkdtempSync(join(tmpdir(), 'costsync-bench-'));
+/** The CLI's settings for these flags, line items only, into `dir`. */
+function config(url, dir, flags) {
+  return syncConfig({
+    'base-url': url, db: join(dir, 'b.duckdb'), 'state-dir': join(dir, 'state'), streams: 'line_items',
+    until: '2025-12-31', out: join(dir, 'pq'), ...flags,
+  }, fixedClock.now());
 }
 
 async function benchRequests() {
-  for (const [rowsPerDay, days, windowDays] of [[1234, 31, 30], [450, 90, 7], [100_000, 3, 1]]) {
+  const cases = smoke ? [[123, 3, 1]] : [[1234, 31, 30], [450, 90, 7], [100_000, 3, 1]];
+  for (const [rowsPerDay, days, windowDays] of cases) {
     const emulator = await startEmulator({ port: 0, rateLimit: 0, rowsPerDay, startDate: '2025-10-02', endDate: '2025-12-31', clock: fixedClock });
     const dir = tempDir();
     try {
       const start = addDays('2025-12-31', -(days - 1));
-      const summary = await runSync({ config: config(emulator.url, dir, { startDate: start, windowDays }), logger: quietLogger });
+      const summary = await runSync({ config: config(emulator.url, dir, { 'start-date': start, 'window-days': windowDays }), logger: quietLogger });
       const rows = rowsPerDay * days;
       const windows = Math.ceil(days / windowDays);
       const lineItems = emulator.requestLog.count({ route: 'line-items' });
@@ -60,12 +50,15 @@ async function benchRate() {
   const limit = 600;
   const emulator = await startEmulator({
     port: 0, rateLimit: limit, rowsPerDay: 2500, startDate: '2025-11-01', endDate: '2025-12-31', clock: undefined,
-    faults: { latencyMs: 1000 },
+    faults: { latencyMs: smoke ? 10 : 1000 },
   });
   const dir = tempDir();
   const times = [];
   try {
-    const cfg = config(emulator.url, dir, { startDate: '2025-11-02', rateLimit: limit, windowDays: 1, concurrency: 12, streams: ['line_items', 'rollups'] });
+    const cfg = syncConfig({
+      'base-url': emulator.url, db: join(dir, 'b.duckdb'), 'state-dir': join(dir, 'state'), out: join(dir, 'pq'),
+      'start-date': smoke ? '2025-12-29' : '2025-11-02', until: '2025-12-31', 'rate-limit': limit, 'window-days': 1, concurrency: 12, streams: 'line_items,rollups',
+    });
     const original = emulator.options.onRequest;
     emulator.options.onRequest = (e) => { times.push(e.atMs); original?.(e); };
     const started = Date.now();
@@ -77,7 +70,7 @@ async function benchRate() {
     const lo = Math.floor(times.length * 0.1);
     const hi = Math.ceil(times.length * 0.9) - 1;
     const steady = (hi - lo) / ((times[hi] - times[lo]) / 60_000);
-    console.log(`rate: limit ${limit}/min, 1 s latency: ${times.length} requests in ${secs.toFixed(1)} s; steady arrival rate ${steady.toFixed(1)}/min = ${((steady / limit) * 100).toFixed(1)}% of the limit (whole run incl. ramp and drain ${((overall / limit) * 100).toFixed(1)}%); 429s: ${emulator.requestLog.count({ status: 429 })}; outcome ${summary.outcome}`);
+    console.log(`rate: limit ${limit}/min, ${emulator.options.faults.latencyMs} ms latency: ${times.length} requests in ${secs.toFixed(1)} s; steady arrival rate ${steady.toFixed(1)}/min = ${((steady / limit) * 100).toFixed(1)}% of the limit (whole run incl. ramp and drain ${((overall / limit) * 100).toFixed(1)}%); 429s: ${emulator.requestLog.count({ status: 429 })}; outcome ${summary.outcome}`);
   } finally {
     await emulator.close();
     rmSync(dir, { recursive: true, force: true });
@@ -108,8 +101,8 @@ async function readJsonRate(pagesDir, dbPath, settings) {
 }
 
 async function benchThroughput() {
-  const rows = Number(process.env.BENCH_THROUGHPUT_ROWS ?? 1_000_000);
-  const rowsPerDay = 50_000;
+  const rows = Number(size('BENCH_THROUGHPUT_ROWS', 1_000_000, 2_000));
+  const rowsPerDay = Math.min(50_000, rows);
   const days = Math.ceil(rows / rowsPerDay);
   const { url, stop } = await emulatorProcess(['--rows-per-day', String(rowsPerDay), '--start-date', '2025-10-01', '--end-date', '2025-12-31']);
   const dir = tempDir();
@@ -117,7 +110,7 @@ async function benchThroughput() {
     const start = addDays('2025-12-31', -(days - 1));
     // 1. The sync, end to end over loopback HTTP into DuckDB, with its defaults (one-day windows here).
     const t0 = performance.now();
-    const summary = await runSync({ config: config(url, dir, { startDate: start, windowDays: 1, concurrency: 4 }), logger: quietLogger });
+    const summary = await runSync({ config: config(url, dir, { 'start-date': start, 'window-days': 1, concurrency: 4 }), logger: quietLogger });
     const syncSecs = (performance.now() - t0) / 1000;
     const synced = summary.streams.line_items.inserted;
     // 2. The same pages, saved as files, loaded by DuckDB's own read_json (no HTTP, no checks).
@@ -147,8 +140,8 @@ async function benchThroughput() {
 }
 
 async function benchMemory() {
-  const rows = Number(process.env.BENCH_MEMORY_ROWS ?? 5_000_000);
-  const rowsPerDay = 100_000;
+  const rows = Number(size('BENCH_MEMORY_ROWS', 5_000_000, 2_000));
+  const rowsPerDay = Math.min(100_000, rows);
   const days = Math.ceil(rows / rowsPerDay);
   const dir = tempDir();
   // The emulator in its own process, so only the sync's memory is measured.
