@@ -11,6 +11,7 @@ import { request } from 'undici';
 import { isLoopbackHost } from '../api/client.js';
 import { ConfigError, CostsyncError, describeError } from '../errors.js';
 import type { Warehouse } from '../storage/duckdb.js';
+import { formatUsd } from '../table.js';
 
 export const SEVERITY_RANK = { low: 1, medium: 2, high: 3, critical: 4 } as const;
 export type NotifySeverity = keyof typeof SEVERITY_RANK;
@@ -46,7 +47,7 @@ export interface NotifyEvent {
   [field: string]: unknown;
 }
 
-const usd = (v: unknown) => (typeof v === 'number' ? `$${v.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}` : '?');
+const usd = (v: unknown) => (typeof v === 'number' ? formatUsd(v) : '?');
 
 /** One line of a message's text for an event. Pure. */
 export function eventLine(e: NotifyEvent & { event_id?: string }): string {

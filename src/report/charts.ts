@@ -4,7 +4,7 @@
  */
 import { View, parse } from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
-import type { ReportData } from './data.js';
+import { monthLabel, type ReportData } from './data.js';
 
 const WIDTH = 860;
 const SEVERITY_COLORS = { domain: ['low', 'medium', 'high', 'critical'], range: ['#9ca3af', '#f59e0b', '#ef4444', '#7f1d1d'] };
@@ -54,18 +54,26 @@ export function topServicesSpec(data: ReportData): TopLevelSpec {
   } as TopLevelSpec;
 }
 
-/** Spend per month, colored by whether it grew against the month before. */
+/** How a month's bar is coloured: a part month is never a rise or a fall against a whole one. Pure. */
+export function monthTrend(m: ReportData['monthly'][number]): string {
+  if (m.to_date) return 'to date';
+  if (m.is_partial) return 'partial month';
+  if (m.change_usd === null) return 'no whole month before';
+  return m.change_usd >= 0 ? 'up' : 'down';
+}
+
+/** Spend per month, colored by whether it grew against the whole month before. */
 export function monthlySpec(data: ReportData): TopLevelSpec {
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     description: 'Month over month spend',
     width: WIDTH - 200, height: 200,
-    data: { values: data.monthly.map((m) => ({ ...m, trend: m.change_usd === null ? 'first month' : m.change_usd >= 0 ? 'up' : 'down' })) },
+    data: { values: data.monthly.map((m) => ({ ...m, month: monthLabel(m), trend: monthTrend(m) })) },
     mark: { type: 'bar', tooltip: true },
     encoding: {
       x: { field: 'month', type: 'ordinal', title: null, axis: { labelAngle: 0 } },
       y: { field: 'cost_usd', type: 'quantitative', title: 'USD per month', axis: { format: '$,.0f' } },
-      color: { field: 'trend', type: 'nominal', title: 'Against the month before', scale: { domain: ['first month', 'up', 'down'], range: ['#9ca3af', '#dc2626', '#16a34a'] } },
+      color: { field: 'trend', type: 'nominal', title: 'Against the month before', scale: { domain: ['no whole month before', 'partial month', 'to date', 'up', 'down'], range: ['#9ca3af', '#d1d5db', '#93c5fd', '#dc2626', '#16a34a'] } },
     },
   } as TopLevelSpec;
 }

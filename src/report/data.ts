@@ -9,12 +9,21 @@ export interface ReportData {
   topServices: { service: string; cost_usd: number }[];
   movers: { service: string; last_7_days_usd: number; prior_7_days_usd: number; change_usd: number; change_pct: number | null }[];
   monthToDate: { as_of: string; month_to_date_usd: number | null; same_days_last_month_usd: number | null; change_pct: number | null } | null;
-  monthly: { month: string; cost_usd: number; previous_month_usd: number | null; change_usd: number | null; change_pct: number | null; days_with_data: number }[];
+  /**
+   * Months with their change from the month before; none for a partial month (its data does not
+   * cover it whole) or against one. `to_date`: the last month, still in progress.
+   */
+  monthly: { month: string; cost_usd: number; previous_month_usd: number | null; change_usd: number | null; change_pct: number | null; days_with_data: number; is_partial: boolean; to_date: boolean; last_date: string }[];
   /** Spend per source in the period; shown when there is more than one. */
   bySource: { source: string; cost_usd: number; days: number }[];
   /** The one source reported on (`--source`), or null for all. */
   source: string | null;
   anomalies: { source: string; id: string; date: string; provider: string; service: string; severity: string; status: string; excess_usd: number; deviation_percent: number }[];
+}
+
+/** A month as the report names it: `2025-11 (to date)`, `2025-09 (partial)`, or `2025-10`. Pure. */
+export function monthLabel(m: Pick<ReportData['monthly'][number], 'month' | 'is_partial' | 'to_date'>): string {
+  return m.to_date ? `${m.month} (to date)` : m.is_partial ? `${m.month} (partial)` : m.month;
 }
 
 export async function gatherReport(warehouse: ReadOnlyWarehouse, period: { from: string | null; to: string | null; source?: string | null }): Promise<ReportData> {

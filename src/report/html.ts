@@ -1,8 +1,9 @@
 /** The report as one self-contained HTML page: inline CSS, inline SVG charts, no script, no network. */
-import type { ReportData } from './data.js';
+import { monthLabel, type ReportData } from './data.js';
+import { formatUsd } from '../table.js';
 
 const escape = (v: unknown) => String(v ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-const usd = (v: number | null | undefined) => (v === null || v === undefined ? '–' : v.toLocaleString('en-US', { style: 'currency', currency: 'USD', maximumFractionDigits: 0 }));
+const usd = (v: number | null | undefined) => (v === null || v === undefined ? '–' : formatUsd(v));
 const pct = (v: number | null | undefined) => (v === null || v === undefined ? '–' : `${v > 0 ? '+' : ''}${v.toFixed(1)}%`);
 
 function table(headers: string[], rows: (string | number)[][], id: string): string {
@@ -44,7 +45,7 @@ ${table(['Source', 'Spend', 'Days with data'], data.bySource.map((s) => [s.sourc
 ${table(['Service', 'Last 7 days', 'Prior 7 days', 'Change', 'Change %'], data.movers.map((m) => [m.service, usd(m.last_7_days_usd), usd(m.prior_7_days_usd), usd(m.change_usd), pct(m.change_pct)]), 'movers')}
 <h2>Month over month</h2>
 <div class="chart" id="chart-monthly">${charts.monthly}</div>
-${table(['Month', 'Spend', 'Previous month', 'Change', 'Change %'], data.monthly.map((m) => [m.month, usd(m.cost_usd), usd(m.previous_month_usd), usd(m.change_usd), pct(m.change_pct)]), 'monthly')}
+${table(['Month', 'Spend', 'Previous month', 'Change', 'Change %'], data.monthly.map((m) => [m.to_date ? `${monthLabel(m)}, through ${m.last_date}` : monthLabel(m), usd(m.cost_usd), usd(m.previous_month_usd), usd(m.change_usd), pct(m.change_pct)]), 'monthly')}
 <h2>Open anomalies (${data.anomalies.length})</h2>
 ${table(['Detected', 'Source', 'Provider', 'Service', 'Severity', 'Status', 'Over expected', 'Deviation'], data.anomalies.map((a) => [a.date, a.source, a.provider, a.service, a.severity, a.status, usd(a.excess_usd), `${a.deviation_percent}%`]), 'anomalies')}
 </body></html>

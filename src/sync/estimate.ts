@@ -27,6 +27,22 @@ export interface Observed {
 
 export const ROWS_PER_PAGE = 1000;
 
+/** Plans of at least this many windows (backfills) always spend one request on the estimate. */
+export const BACKFILL_WINDOWS = 3;
+
+/**
+ * Whether the estimate should spend one provider-rollups request on the plan's dates: only when
+ * something shows the estimate (`watched`: a progress listener; a library caller without one pays
+ * nothing), then for a backfill of several windows (rollups beat the rows stored for a few of its
+ * dates), and whenever nothing better is known however few the windows: a new plan with no stored
+ * rows for any of its dates (a first run, a catch-up of new dates). Not for a resumed plan (its spend
+ * is already under way), nor a nightly lookback, whose stored rows are the basis. Pure.
+ */
+export function wantsRollupTotals(windows: number, resumed: boolean, storedDates: number, watched = true): boolean {
+  if (windows === 0 || !watched) return false;
+  return windows >= BACKFILL_WINDOWS || (!resumed && storedDates === 0);
+}
+
 /**
  * The rows expected on one date: stored rows, else the rollup total over the average amount of the
  * rows fetched so far; null when neither is known. Pure.

@@ -8,6 +8,7 @@
 import type { RollupRow } from '../api/types.js';
 import { pageGlob } from '../storage/spool.js';
 import type { SyncContext } from './context.js';
+import { formatUsd } from '../table.js';
 
 export type ReconcileMode = 'on' | 'strict' | 'off';
 
@@ -65,7 +66,7 @@ export function compareTotals(left: readonly Total[], right: readonly Total[]): 
 
 /** A short, readable list of mismatches for a warning (the first `max`, then how many more). Pure. */
 export function describeMismatches(mismatches: readonly Mismatch[], names: [string, string], max = 5): string {
-  const usd = (v: number | null) => (v === null ? 'none' : `$${v.toFixed(2)}`);
+  const usd = (v: number | null) => (v === null ? 'none' : formatUsd(v));
   const shown = mismatches.slice(0, max).map((m) => `${m.date} ${m.key}: ${names[0]} ${usd(m.left)}, ${names[1]} ${usd(m.right)}`);
   return shown.join('; ') + (mismatches.length > max ? `; and ${mismatches.length - max} more` : '');
 }

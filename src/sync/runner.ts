@@ -271,8 +271,9 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
 /** Progress of one of several sources: its lines are named `<source>/<stream>`. */
 function perSource(source: string, progress: ProgressListener): ProgressListener {
   const name = (stream: StreamName) => `${source}/${stream}` as StreamName;
+  // Only the callbacks the listener has: a missing `planned` means nobody reads the estimate.
   return {
-    planned: (stream, info) => progress.planned?.(name(stream), info),
+    ...(progress.planned && { planned: (stream: StreamName, info: Parameters<NonNullable<ProgressListener['planned']>>[1]) => progress.planned!(name(stream), info) }),
     page: (stream, info) => progress.page?.(name(stream), info),
     windowDone: (stream, info) => progress.windowDone?.(name(stream), info),
   };

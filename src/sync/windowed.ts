@@ -13,7 +13,7 @@ import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
 import { clearSpool, dropPagesAfter, pageGlob, spoolLines, windowSpoolDir, writePage } from '../storage/spool.js';
 import { warn, type SyncContext } from './context.js';
 import { HashSet52, hash52 } from './id-set.js';
-import type { DayBasis } from './estimate.js';
+import { wantsRollupTotals, type DayBasis } from './estimate.js';
 import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, describeMismatches, type ProviderRollupExchange } from './reconcile.js';
 import type { WindowedStreamSpec } from './streams.js';
 
@@ -31,21 +31,18 @@ function sumOf(records: readonly Record<string, unknown>[], field: string): numb
   return sum;
 }
 
-/** Plans of at least this many windows (backfills) spend one request on the progress estimate. */
-const BACKFILL_WINDOWS = 3;
-
 /**
  * What is known of each date of the windows to fetch, for the progress estimate: rows already stored
- * (a re-sync or lookback), and, for a backfill of several windows, the dates' provider rollup totals
- * (one cheap request; the estimate goes without it if it fails).
+ * (a re-sync or lookback), and, when that is not enough (see `wantsRollupTotals`), the dates' provider
+ * rollup totals (one cheap request; the estimate goes without it if it fails).
  */
-async function dayBasis(ctx: SyncContext, todo: readonly PlannedWindow[]): Promise<DayBasis[]> {
+async function dayBasis(ctx: SyncContext, todo: readonly PlannedWindow[], resumed: boolean): Promise<DayBasis[]> {
   if (todo.length === 0) return [];
   const from = todo[0]!.start;
   const to = todo.at(-1)!.end;
   const stored = new Map((await ctx.warehouse.query<{ date: string; n: number }>('sync/line_items_rows_per_date', [from, to, ctx.source])).map((r) => [r.date, r.n]));
   const usd = new Map<string, number>();
-  if (todo.length >= BACKFILL_WINDOWS) {
+  if (wantsRollupTotals(todo.length, resumed, stored.size, ctx.progress.planned !== undefined)) {
     try {
       for (const r of await ctx.client.rollups({ startDate: from, endDate: to, groupBy: 'provider' })) usd.set(r.date, (usd.get(r.date) ?? 0) + Number(r.cost_usd));
     } catch (error) {
@@ -82,7 +79,7 @@ async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: Wind
   }
   const todo = remainingWindows(plan);
   shared?.expect(todo);
-  const size = 'pagesPerWindow' in spec.size ? { pages: todo.length * spec.size.pagesPerWindow } : { days: await dayBasis(ctx, todo) };
+  const size = 'pagesPerWindow' in spec.size ? { pages: todo.length * spec.size.pagesPerWindow } : { days: await dayBasis(ctx, todo, resumed) };
   ctx.progress.planned?.(spec.name, { windows: todo.length, from: plan.from, to: plan.to, resumed, ...size });
   ctx.logger.debug(`${spec.name}: ${resumed ? 'resuming' : 'planned'} ${plan.from}..${plan.to}, ${todo.length} window(s) to sync`, { stream: spec.name });
 

@@ -7,10 +7,14 @@ import { FAST_CLIENT, memoryLogger, testSyncConfig, withEmulator, withTempDir } 
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 
-/** A progress display (injected clock) and the estimate it showed once `atPages` pages were fetched. */
-function watch(atPages: (snapshot: ProgressFigures) => boolean) {
+/**
+ * A progress display on an injected clock that moves `msPerPage` a page (as a rate limit would pace
+ * them), and the figures it showed once `atPages` held.
+ */
+function watch(atPages: (snapshot: ProgressFigures) => boolean, requestsPerMinute = 60) {
   let t = 0;
-  const progress = createProgress({ live: false, requestsPerMinute: 60, now: () => (t += 1000), write: () => undefined, logger: createLogger({ format: 'json', level: 'error', write: () => undefined }) });
+  const msPerPage = 60_000 / requestsPerMinute;
+  const progress = createProgress({ live: false, requestsPerMinute, now: () => t, write: () => undefined, logger: createLogger({ format: 'json', level: 'error', write: () => undefined }) });
   const seen: { early?: ProgressFigures; planned?: ProgressFigures } = {};
   const listener: ProgressListener = {
     planned: (stream, info) => {
@@ -18,13 +22,14 @@ function watch(atPages: (snapshot: ProgressFigures) => boolean) {
       seen.planned = progress.snapshot().find((f) => f.stream === 'line_items');
     },
     page: (stream, info) => {
+      t += msPerPage * (info.pages ?? 1);
       progress.page!(stream, info);
       const f = progress.snapshot().find((x) => x.stream === 'line_items');
       if (f && !seen.early && atPages(f)) seen.early = f;
     },
     windowDone: (stream, info) => progress.windowDone!(stream, info),
   };
-  return { listener, seen, final: () => progress.snapshot().find((f) => f.stream === 'line_items')! };
+  return { listener, seen, msPerPage, final: () => progress.snapshot().find((f) => f.stream === 'line_items')! };
 }
 
 describe('progress estimates on emulator data', () => {
@@ -46,6 +51,33 @@ describe('progress estimates on emulator data', () => {
         const stored = again.seen.planned!.estimatedPages!;
         expect(stored / again.final().pages).toBeGreaterThan(1 / 1.5);
         expect(stored / again.final().pages).toBeLessThan(1.5);
+      });
+    });
+  });
+
+  it('a one-window first run (30 days at 300 requests a minute) shows an ETA within 1.5x of the truth 12 seconds in, from one rollups request', async () => {
+    await withEmulator({ startDate: '2025-05-01', endDate: '2025-06-30', rowsPerDay: 5000, clock, anomaliesPerDay: 0 }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const config = testSyncConfig(emulator.url, dir, { streams: ['line_items'], startDate: '2025-06-01', windowDays: 30, concurrency: 1, reconcile: 'off' });
+        // 12 s in at 300 a minute: the 60th page.
+        const first = watch((f) => f.pages * 200 >= 12_000, 300);
+        expect((await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, progress: first.listener })).outcome).toBe('success');
+        const truthPages = first.final().pages;
+        expect(truthPages).toBe(150);
+        const early = first.seen.early!;
+        expect(early.estimatedPages).not.toBeNull();
+        const truthEta = ((truthPages - early.pages) * first.msPerPage) / 1000;
+        expect(early.etaSeconds! / truthEta).toBeGreaterThan(1 / 1.5);
+        expect(early.etaSeconds! / truthEta).toBeLessThan(1.5);
+        // The one request the estimate spends: with the window check off, the only rollups request.
+        expect(emulator.requestLog.count({ route: 'rollups' })).toBe(1);
+
+        // A nightly run of the same dates has stored rows to go on: no request for the estimate.
+        const before = emulator.requestLog.count({ route: 'rollups' });
+        const nightly = watch(() => false, 300);
+        expect((await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, progress: nightly.listener })).outcome).toBe('success');
+        expect(emulator.requestLog.count({ route: 'rollups' })).toBe(before);
+        expect(nightly.seen.planned!.estimatedPages).not.toBeNull();
       });
     });
   });

@@ -44,7 +44,7 @@ describe('costsync report', () => {
       expect(html.match(/<svg/g)).toHaveLength(3);
       expect(html).not.toMatch(/<script/i);
       expect(html).not.toMatch(/(src|href)="https?:/i);
-      expect(html).toMatch(/<b id="total">\$[\d,]+<\/b>/);
+      expect(html).toMatch(/<b id="total">\$[\d,]+\.\d\d<\/b>/);
       expect(html).toContain('2025-06-01 to 2025-06-30');
     });
   });

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { runSync } from '../../src/sync/runner.js';
+import { join } from 'node:path';
 import { openReadOnly, withWarehouse } from '../../src/storage/duckdb.js';
+import { gatherReport } from '../../src/report/data.js';
+import { monthTrend } from '../../src/report/charts.js';
 import { FAST_CLIENT, memoryLogger, testSyncConfig, withEmulator, withTempDir } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
@@ -64,6 +67,36 @@ describe('analyst views (sql/views), created by every sync', () => {
         expect(mtd!.as_of).toBe('2025-06-30');
         near(mtd!.month_to_date_usd, june);
         near(mtd!.same_days_last_month_usd, await day('2025-05-01', '2025-05-30'));
+      } finally {
+        wh.close();
+      }
+    });
+  });
+
+  it('months the data does not cover whole are partial: no change for them or against them; the last is "to date" in the report', async () => {
+    await withTempDir(async (dir) => {
+      const db = join(dir, 'months.duckdb');
+      // 2025-04-10..2025-07-12: April starts after the 1st, May and June are whole, July is in progress.
+      await withWarehouse(db, (wh) => wh.sql(`INSERT INTO rollups_daily (date, group_by, provider_type, cost_usd)
+        SELECT d::DATE, 'provider', 'aws', CASE WHEN month(d) = 6 THEN 20 ELSE 10 END FROM range(DATE '2025-04-10', DATE '2025-07-13', INTERVAL 1 DAY) t(d)`));
+      const wh = await openReadOnly(db);
+      try {
+        const months = await wh.sql<{ month: string; is_partial: boolean; change_usd: number | null; change_pct: number | null; cost_usd: number }>(
+          "SELECT strftime(month, '%Y-%m') AS month, is_partial, change_usd, change_pct, cost_usd FROM monthly_spend ORDER BY month");
+        expect(months.map((m) => [m.month, m.is_partial, m.change_usd, m.change_pct])).toEqual([
+          ['2025-04', true, null, null],
+          ['2025-05', false, null, null],
+          ['2025-06', false, 600 - 310, 93.5],
+          ['2025-07', true, null, null],
+        ]);
+        const report = await gatherReport(wh, { from: '2025-04-10', to: '2025-07-12' });
+        expect(report.monthly.map((m) => [m.month, m.to_date, monthTrend(m)])).toEqual([
+          ['2025-04', false, 'partial month'],
+          ['2025-05', false, 'no whole month before'],
+          ['2025-06', false, 'up'],
+          ['2025-07', true, 'to date'],
+        ]);
+        expect(report.monthly.at(-1)!.last_date).toBe('2025-07-12');
       } finally {
         wh.close();
       }

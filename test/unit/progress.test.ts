@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { emptyStats } from '../../src/sync/context.js';
 import { createProgress, etaSeconds, progressLine, summarize, summaryTable, type ProgressFigures } from '../../src/progress.js';
-import { estimateTotalPages, smooth } from '../../src/sync/estimate.js';
+import { estimateTotalPages, smooth, wantsRollupTotals } from '../../src/sync/estimate.js';
 import { createLogger } from '../../src/log.js';
 
 function testProgress(live = false) {
@@ -98,5 +98,15 @@ describe('progress', () => {
     const table = summaryTable({ line_items: { ...emptyStats(), inserted: 4500, pages: 5, requests: 6, retries: 1 } });
     expect(table.split('\n')[0]).toMatch(/^stream\s+inserted\s+updated\s+deleted\s+pages\s+requests\s+retries\s+429s\s+warnings$/);
     expect(table.split('\n')[1]).toMatch(/^line_items\s+4500\s+0\s+0\s+5\s+6\s+1\s+0\s+0$/);
+  });
+
+  it('spends the rollups request for the estimate on backfills and on new plans with nothing stored, whatever their windows', () => {
+    expect(wantsRollupTotals(1, false, 0)).toBe(true);
+    expect(wantsRollupTotals(2, false, 0)).toBe(true);
+    expect(wantsRollupTotals(3, false, 25)).toBe(true);
+    expect(wantsRollupTotals(1, false, 3)).toBe(false);
+    expect(wantsRollupTotals(1, true, 0)).toBe(false);
+    expect(wantsRollupTotals(0, false, 0)).toBe(false);
+    expect(wantsRollupTotals(5, false, 0, false)).toBe(false);
   });
 });

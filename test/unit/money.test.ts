@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { formatTable, formatUsd, isMoneyColumn } from '../../src/table.js';
+import { eventLine } from '../../src/notify/webhook.js';
+import { describeMismatches } from '../../src/sync/reconcile.js';
+
+describe('money is printed one way everywhere', () => {
+  it('two decimals, thousands grouped, the sign before the dollar', () => {
+    expect(formatUsd(37158)).toBe('$37,158.00');
+    expect(formatUsd(39723.675)).toBe('$39,723.68');
+    expect(formatUsd(-12.5)).toBe('-$12.50');
+    expect(formatUsd(-0.001)).toBe('$0.00');
+    expect(formatUsd(3, { sign: true })).toBe('+$3.00');
+    expect(formatUsd(1234.5, { bare: true })).toBe('1,234.50');
+  });
+
+  it('knows money columns by name, and not counts, percentages or prices', () => {
+    for (const name of ['spend_usd', 'cost_usd', 'net_amount_usd', 'actual_cost', 'expected_cost', 'change_usd', 'cost_7d_avg', 'BilledCost', 'EffectiveCost', 'x_amount']) {
+      expect(isMoneyColumn(name), name).toBe(true);
+    }
+    for (const name of ['change_pct', 'deviation_percent', 'cost_line_item_count', 'rows', 'ListUnitPrice', 'days_with_data', 'provider', 'ConsumedQuantity']) {
+      expect(isMoneyColumn(name), name).toBe(false);
+    }
+  });
+
+  it('a table prints money columns with two decimals and leaves other numbers alone', () => {
+    const text = formatTable([{ provider: 'gcp', spend_usd: 37158, days: 90 }, { provider: 'aws', spend_usd: 39723.68, days: 90 }]);
+    const lines = text.split('\n');
+    expect(lines[2]).toBe('gcp       37,158.00    90');
+    expect(lines[3]).toBe('aws       39,723.68    90');
+  });
+
+  it('notifications and window warnings use the same form', () => {
+    expect(eventLine({ kind: 'anomaly', source: 'a', severity: 'high', provider: 'aws', service: 'ec2', actual_cost: 1200, expected_cost: 800.5, deviation_percent: 50, detected_at: 'x' }))
+      .toContain('$1,200.00 vs $800.50 expected');
+    expect(describeMismatches([{ date: '2025-06-01', key: 'aws', left: 1000, right: null }], ['line items', 'provider rollup'])).toBe('2025-06-01 aws: line items $1,000.00, provider rollup none');
+  });
+});
