@@ -3,10 +3,11 @@
  * flags win over environment variables, which win over the config file, which wins over defaults.
  * Every bad value gets a ConfigError (exit code 2) naming the setting and the fix.
  */
+import { isS3Url, parseS3Url } from './outputs/s3-url.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseBaseUrl } from './api/client.js';
-import { webhookTarget } from './notify/webhook.js';
+import { webhookTarget } from './outputs/notify.js';
 import { addDays, isCalendarDate, utcDate } from './dates.js';
 import { ConfigError } from './errors.js';
 import { STREAM_NAMES, type StreamName } from './sync/context.js';
@@ -265,7 +266,7 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     baseUrl: first?.baseUrl ?? '',
     apiKey: first?.apiKey ?? '',
     ...(sources.fileSources !== undefined ? { sources: chosen } : {}),
-    db: str('db', DEFAULTS.db),
+    db: location(str('db', DEFAULTS.db), '--db'),
     stateDir: str('state-dir', DEFAULTS.stateDir),
     streams,
     since,
@@ -277,7 +278,7 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     rateLimit: first?.rateLimit ?? rateLimit,
     maxRuntimeMs,
     format: choice('format', DEFAULTS.format, ['duckdb', 'parquet'] as const),
-    out: str('out', DEFAULTS.out),
+    out: location(str('out', DEFAULTS.out), '--out'),
     logFormat: choice('log-format', DEFAULTS.logFormat, ['pretty', 'json'] as const),
     quiet: bool('quiet'),
     verbose: bool('verbose'),
@@ -292,6 +293,12 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     notifyFormat: choice('notify-format', 'json', ['json', 'slack'] as const),
     metricsFile: pick('metrics-file') === undefined ? undefined : str('metrics-file', ''),
   };
+}
+
+/** A path, or an `s3://` URL checked now (exit 2 for one that names no bucket). */
+function location(value: string, flag: string): string {
+  if (isS3Url(value)) parseS3Url(value, flag);
+  return value;
 }
 
 const SOURCE_FIELDS = ['name', 'base-url', 'api-key-file', 'api-key-env', 'rate-limit', 'notify'];

@@ -253,14 +253,16 @@ export function killRunner(env: Record<string, string>, counts: (entry: { route:
 }
 
 import { readdirSync } from 'node:fs';
-import { LAKE_TABLES } from '../src/storage/parquet.js';
+import { LAKE_TABLES } from '../src/outputs/lake.js';
 
 /**
  * Per lake table, rows in the DuckDB file but not in the Parquet tree (`missing`) and the reverse
  * (`extra`), compared row for row (as text, in the table's column order) with DuckDB's
  * `read_parquet(..., hive_partitioning = true)`.
  */
-export async function lakeDifferences(db: string, outDir: string): Promise<Record<string, { rows: number; missing: number; extra: number }>> {
+export async function lakeDifferences(db: string, outDir: string, sources?: readonly string[]): Promise<Record<string, { rows: number; missing: number; extra: number }>> {
+  // Only these sources' rows, on both sides (a shard's warehouse against a shared lake).
+  const only = sources === undefined ? '' : `WHERE source IN (${sources.map((s) => `'${s}'`).join(', ')})`;
   const wh = await openReadOnly(db);
   try {
     const result: Record<string, { rows: number; missing: number; extra: number }> = {};
@@ -268,7 +270,7 @@ export async function lakeDifferences(db: string, outDir: string): Promise<Recor
       const columns = (await wh.sql<{ c: string }>('SELECT column_name AS c FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table])).map((r) => `"${r.c}"::VARCHAR`).join(', ');
       const lake = `read_parquet('${join(outDir, table)}/*/*/*.parquet', hive_partitioning = true)`;
       const [row] = await wh.sql<{ rows: number; missing: number; extra: number }>(`
-        WITH t AS (SELECT ${columns} FROM ${table}), p AS (SELECT ${columns} FROM ${lake})
+        WITH t AS (SELECT ${columns} FROM ${table} ${only}), p AS (SELECT ${columns} FROM ${lake} ${only})
         SELECT (SELECT count(*) FROM t) AS rows,
                (SELECT count(*) FROM (SELECT * FROM t EXCEPT ALL SELECT * FROM p)) AS missing,
                (SELECT count(*) FROM (SELECT * FROM p EXCEPT ALL SELECT * FROM t)) AS extra`);

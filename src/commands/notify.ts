@@ -1,7 +1,7 @@
 /** `costsync notify --test`: sends one sample message to every configured webhook, so a person can check the wiring. */
 import type { Argv } from 'yargs';
 import { ConfigError, ExitCode, describeError } from '../errors.js';
-import { sendNow } from '../notify/webhook.js';
+import { sendNow } from '../outputs/notify.js';
 import { connectionOptions, loadConfig, processIo, type CommandIo } from './sync.js';
 
 export function notifyOptions(yargs: Argv) {

@@ -1,4 +1,5 @@
 /** `costsync push` and `costsync push-otel`: resolve options, run the library, print the summary, pick the exit code. */
+import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { createApiClient } from '../api/client.js';
 import { createRequestLimiter } from '../api/resilience.js';
@@ -11,7 +12,9 @@ import type { SyncConfig } from '../config.js';
 import type { Logger } from '../log.js';
 import { acquireLock, dbLockPath, type Lock } from '../state/lock.js';
 import type { Warehouse } from '../storage/duckdb.js';
-import { logPublish, openWorkingCopy, publish } from '../storage/publish.js';
+import { logPublish, publish, publishDestination, remoteWarehouse } from '../outputs/publish.js';
+import { isS3Url } from '../outputs/s3-url.js';
+import { openWorkingCopy } from '../storage/working-copy.js';
 import { formatTable } from '../table.js';
 import { intArg, readJsonFile } from './args.js';
 import { connectionOptions, loadConfig, makeLogger, oneSource, processIo, type CommandIo } from './sync.js';
@@ -50,9 +53,10 @@ function sharedConfig(args: Record<string, unknown>, io: CommandIo, needsApi: bo
  * publish it over --db when they are done, whatever the outcome.
  */
 async function openLedger(config: { db: string; stateDir: string }, command: string): Promise<{ warehouse: Warehouse; lock: Lock }> {
-  const lock = acquireLock(dbLockPath(config.db), command);
+  // A warehouse in a bucket has no directory to lock: the state directory's lock keeps runs apart.
+  const lock = acquireLock(isS3Url(config.db) ? resolve(config.stateDir, 'costsync.lock') : dbLockPath(config.db), command);
   try {
-    return { warehouse: await openWorkingCopy(config.db, config.stateDir), lock };
+    return { warehouse: await openWorkingCopy(config.db, config.stateDir, { remote: remoteWarehouse(publishDestination(config.db)) }), lock };
   } catch (error) {
     lock.release();
     throw error;

@@ -1,12 +1,13 @@
 /** What the commands that only read the warehouse (`query`, `verify`, `report`) share: options, opening, errors. */
 import type { Argv } from 'yargs';
 import { ExitCode, describeError, isCostsyncError } from '../errors.js';
+import { readableCopy } from '../outputs/publish.js';
 import { openReadOnly, type ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { loadConfig, type CommandIo } from './sync.js';
 
 export function warehouseOptions(yargs: Argv) {
   return yargs
-    .option('db', { type: 'string', describe: 'DuckDB file [default ./costs.duckdb]' })
+    .option('db', { type: 'string', describe: 'DuckDB file, or s3://BUCKET/KEY.duckdb (downloaded once per version into a cache) [default ./costs.duckdb]' })
     .option('config', { type: 'string', describe: 'Config file (default ./costsync.config.json when present)' });
 }
 
@@ -20,7 +21,8 @@ export async function runReadCommand(
   let warehouse: ReadOnlyWarehouse | null = null;
   try {
     const { db } = loadConfig({ db: args.db, config: args.config }, io, false);
-    return await body(async () => (warehouse = await openReadOnly(db)));
+    // A warehouse in a bucket is read from a cached download (fetched again only when it changed).
+    return await body(async () => (warehouse = await openReadOnly(await readableCopy(db))));
   } catch (error) {
     io.stderr(`costsync: ${describeError(error)}\n`);
     return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;

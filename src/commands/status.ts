@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { ExitCode } from '../errors.js';
 import type { SyncState } from '../state/store.js';
 import { openReadOnly } from '../storage/duckdb.js';
-import { gatherMetrics, type MetricFacts } from '../storage/metrics.js';
+import { readableCopy } from '../outputs/publish.js';
+import { isS3Url } from '../outputs/s3-url.js';
+import { gatherMetrics, type MetricFacts } from '../outputs/metrics.js';
 import type { Argv } from 'yargs';
 import { formatTable } from '../table.js';
 import { connectionOptions, loadConfig, processIo, type CommandIo } from './sync.js';
@@ -59,8 +61,12 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
   let runs: Record<string, unknown>[] = [];
   let pushes: Record<string, unknown>[] = [];
   let metrics: MetricFacts | null = null;
-  if (existsSync(db)) {
-    const wh = await openReadOnly(db);
+  const file = isS3Url(db) ? await readableCopy(db).catch((error: unknown) => {
+    if ((error as { code?: string }).code === 'CS_ERR_DB_MISSING') return null;
+    throw error;
+  }) : db;
+  if (file !== null && existsSync(file)) {
+    const wh = await openReadOnly(file);
     try {
       tables = await wh.query('status/table_counts');
       runs = await wh.query('status/last_runs');

@@ -3,7 +3,7 @@ import type { Argv } from 'yargs';
 import { SETTINGS, readConfigFile, resolveSyncConfig, type SettingName, type SyncConfig } from '../config.js';
 import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
-import { sendNow } from '../notify/webhook.js';
+import { sendNow } from '../outputs/notify.js';
 import { createProgress, summaryTable } from '../progress.js';
 import { runSync, type RunSummary } from '../sync/runner.js';
 
@@ -14,7 +14,7 @@ export function connectionOptions(yargs: Argv) {
     .option('base-url', { type: 'string', describe: 'API base URL [env COSTSYNC_BASE_URL]' })
     .option('source', { type: 'string', describe: 'Only these sources of the config file\'s "sources" (comma list) [default all]' })
     .option('api-key-file', { type: 'string', describe: 'File holding the API key [or env COSTSYNC_API_KEY]' })
-    .option('db', { type: 'string', describe: 'The published DuckDB file people open; costsync writes a working copy in --state-dir [default ./costs.duckdb]' })
+    .option('db', { type: 'string', describe: 'The published DuckDB file people open (a path, or s3://BUCKET/KEY.duckdb); costsync writes a working copy in --state-dir [default ./costs.duckdb]' })
     .option('state-dir', { type: 'string', describe: 'State directory [default ./state]' })
     .option('log-format', { choices: ['pretty', 'json'] as const, describe: 'Log format [default pretty]' })
     .option('quiet', { type: 'boolean', describe: 'Warnings and errors only' })
@@ -33,7 +33,7 @@ export function syncOptions(yargs: Argv) {
     .option('rate-limit', { type: 'number', describe: 'Requests a minute [default 60]' })
     .option('max-runtime', { type: 'string', describe: 'Stop cleanly after this long, e.g. 45m (exit code 4)' })
     .option('format', { choices: ['duckdb', 'parquet'] as const, describe: 'Also write hive-partitioned Parquet with parquet [default duckdb]' })
-    .option('out', { type: 'string', describe: 'Parquet output directory [default ./costs-parquet]' })
+    .option('out', { type: 'string', describe: 'Parquet lake: a directory, or s3://BUCKET/PREFIX [default ./costs-parquet]' })
     .option('anomaly-refresh-days', { type: 'number', describe: 'Days of anomalies re-read every run for status changes [default 30]' })
     .option('concurrency', { type: 'number', describe: 'Windows fetched at once per stream [default 4]' })
     .option('notify', { type: 'string', array: true, describe: 'Webhook URL told about failed runs and new anomalies (repeatable; a secret, never logged) [env COSTSYNC_NOTIFY, space-separated]' })

@@ -160,7 +160,7 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
       if (!lake || dates.length === 0) return;
       const mark = loadSql('outbox/mark');
       for (const date of dates) await connection.run(mark, ['parquet', `${table}/${source}/${date}`]);
-      await connection.run(mark, ['manifest', '']);
+      await connection.run(mark, ['manifest', source]);
     },
     append: async (table, write) => {
       const appender = await connection.createAppender(table);

@@ -15,10 +15,12 @@ import { acquireLock, dbLockPath, type Lock } from '../state/lock.js';
 import { newRunId } from '../run-id.js';
 import { StateStore, removeStateLeftovers } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
-import { drainLake, finishLake, removeLakeLeftovers } from '../storage/parquet.js';
-import { writeMetrics } from '../storage/metrics.js';
-import { DEFAULT_SEND, SEVERITY_RANK, drainNotifications, webhookTarget, type SendOptions, type WebhookTarget } from '../notify/webhook.js';
-import { adoptCompacted, logPublish, openWorkingCopy, publish } from '../storage/publish.js';
+import { derivedOutputs } from '../outputs/derived.js';
+import { SEVERITY_RANK, webhookTarget, type SendOptions, type WebhookTarget } from '../outputs/notify.js';
+import { publishDestination, remoteWarehouse } from '../outputs/publish.js';
+import { isS3Url } from '../outputs/s3-url.js';
+import { outputTarget } from '../outputs/target.js';
+import { adoptCompacted, openWorkingCopy } from '../storage/working-copy.js';
 import { syncAnomalies } from './anomalies.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
 import { ProviderRollupExchange } from './reconcile.js';
@@ -78,7 +80,8 @@ function streamOfPath(path: string): StreamName | null {
 
 /** The lock files of a run: one in the state directory, one beside the database. */
 export function lockPaths(config: Pick<SyncConfig, 'stateDir' | 'db'>): string[] {
-  return [resolve(config.stateDir, 'costsync.lock'), dbLockPath(config.db)];
+  const state = resolve(config.stateDir, 'costsync.lock');
+  return isS3Url(config.db) ? [state] : [state, dbLockPath(config.db)];
 }
 
 export async function runSync(deps: SyncDeps): Promise<RunSummary> {
@@ -94,7 +97,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
 
   try {
     mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
-    mkdirSync(dirname(resolve(config.db)), { recursive: true });
+    if (!isS3Url(config.db)) mkdirSync(dirname(resolve(config.db)), { recursive: true });
   } catch (cause) {
     throw new CostsyncError('CS_ERR_STATE_IO', `Cannot create ${config.stateDir} or the database directory: ${(cause as Error).message}`, {
       hint: 'Check that --state-dir and --db point at writable places.', cause,
@@ -111,7 +114,17 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   let warehouse: Warehouse | null = null;
   try {
     removeStateLeftovers(config.stateDir);
-    warehouse = await openWorkingCopy(config.db, config.stateDir, { lake: config.format === 'parquet' });
+    const db = publishDestination(config.db);
+    const lake = config.format === 'parquet' ? outputTarget(config.out, resolve(config.stateDir, 'lake-scratch')) : null;
+    const outputsOf = (wh: Warehouse) => derivedOutputs({
+      warehouse: wh, runId, clock, logger, sources: sources.map((s) => s.name), lake, db, publishIntervalMs: config.publishIntervalMs,
+      targets: [...new Map(sources.flatMap((s) => targetsOf(config, s)).map((t) => [t.id, t])).values()],
+      notifyFormat: config.notifyFormat, sendOptions: deps.sendOptions, metricsFile: config.metricsFile, secrets,
+    });
+    // Refused now, not half way through a backfill: a lake that cannot be written (no credentials,
+    // no bucket, access denied).
+    await lake?.check(runId);
+    warehouse = await openWorkingCopy(config.db, config.stateDir, { lake: lake !== null, remote: remoteWarehouse(db) });
     const wh = warehouse;
     // "Running" rows need not reach readers at once: they go out with the run's first publish.
     await wh.transaction(async () => {
@@ -121,7 +134,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       }
     }, { publish: false });
     // First finish what a killed or failed run left: Parquet partitions, then the published file.
-    const outputs = derivedOutputs(wh, config, sources, runId, clock, logger, deps.sendOptions);
+    const outputs = outputsOf(wh);
     await outputs.resume();
 
     const deadline = config.maxRuntimeMs === undefined ? Infinity : startedMs + config.maxRuntimeMs;
@@ -137,22 +150,19 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       deps, clock, runId, warehouse: wh, shouldStop, afterCommit: () => outputs.afterCommit(), several: sources.length > 1,
     })));
     let summary = combine(runId, startedAt, clock, parts, stop.reason);
-    // Whatever the outcome, what was committed reaches the lake and the published file.
-    let finished = false;
-    try {
-      await outputs.finish();
-      finished = true;
-    } catch (error) {
-      if (summary.outcome === 'failed') {
-        logger.error(describeError(error, secrets));
-      } else {
-        const failed = parts.map((p) => ({ ...p, outcome: 'failed' as const, error }));
-        for (const part of failed) await recordSource(wh, runId, clock, part, secrets, [], false);
-        summary = combine(runId, startedAt, clock, failed, stop.reason);
+    // Whatever the outcome, what was committed reaches the lake and the published file; an output
+    // that could not be brought up to date fails the run (the sources that had not failed already).
+    const behind = await outputs.finish(async (error) => {
+      const failed = summary.sources.map((p) => (p.outcome === 'failed' ? p : { ...p, outcome: 'failed' as const, error }));
+      for (const part of failed) {
+        const source = sources.find((s) => s.name === part.source)!;
+        await recordSource(wh, runId, clock, part, secrets, targetsOf(config, source), false);
       }
-    }
+      summary = combine(runId, startedAt, clock, failed, stop.reason);
+    });
+    if (behind !== null && parts.every((p) => p.outcome === 'failed')) logger.error(describeError(behind, secrets));
     // Nothing was written since the last publish: when it compacted, the working copy takes its place.
-    if (finished && outputs.compacted) {
+    if (behind === null && outputs.compacted) {
       wh.close();
       warehouse = null;
       await adoptCompacted(config.db, wh.path)
@@ -165,8 +175,13 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       for (const source of sources) {
         await recordSource(warehouse, runId, clock, sourceSummary(source.name, 'failed', {}, error), secrets, targetsOf(config, source)).catch(() => undefined);
       }
-      await derivedOutputs(warehouse, config, sources, runId, clock, logger, deps.sendOptions).finish()
-        .catch((e: unknown) => logger.error(describeError(e, secrets)));
+      const wh = warehouse;
+      await derivedOutputs({
+        warehouse: wh, runId, clock, logger, sources: sources.map((s) => s.name), db: publishDestination(config.db), publishIntervalMs: config.publishIntervalMs,
+        lake: config.format === 'parquet' ? outputTarget(config.out, resolve(config.stateDir, 'lake-scratch')) : null,
+        targets: [...new Map(sources.flatMap((s) => targetsOf(config, s)).map((t) => [t.id, t])).values()],
+        notifyFormat: config.notifyFormat, sendOptions: deps.sendOptions, metricsFile: config.metricsFile, secrets,
+      }).finish(async () => undefined).catch((e: unknown) => logger.error(describeError(e, secrets)));
     }
     throw error;
   } finally {
@@ -276,60 +291,6 @@ function perSource(source: string, progress: ProgressListener): ProgressListener
     ...(progress.planned && { planned: (stream: StreamName, info: Parameters<NonNullable<ProgressListener['planned']>>[1]) => progress.planned!(name(stream), info) }),
     page: (stream, info) => progress.page?.(name(stream), info),
     windowDone: (stream, info) => progress.windowDone?.(name(stream), info),
-  };
-}
-
-/**
- * What follows committed rows: the Parquet lake (with `--format parquet`) and the published file.
- * Each is recorded as pending in the commit that causes it (the outbox), so these only produce it.
- */
-function derivedOutputs(
-  warehouse: Warehouse, config: SyncConfig, sources: readonly SourceConfig[], runId: string, clock: Clock, logger: Logger, sendOptions: Partial<SendOptions> = {},
-) {
-  let lastPublish = clock.now();
-  let compacted = false;
-  const doPublish = async () => {
-    const result = await publish(warehouse, config.db, { runId, now: () => clock.now() });
-    lastPublish = clock.now();
-    compacted = result?.method === 'compact';
-    logPublish(logger, result);
-  };
-  // Pending notifications of every source (a killed run's too); a failure is a warning, never the run's.
-  const notify = async () => {
-    const targets = new Map(sources.flatMap((s) => targetsOf(config, s)).map((t) => [t.id, t]));
-    if (targets.size === 0) return;
-    const counts = await drainNotifications(warehouse, [...targets.values()], {
-      ...DEFAULT_SEND, format: config.notifyFormat, ...sendOptions, now: () => clock.now(), warn: (m) => logger.warn(m),
-    });
-    await warehouse.transaction(async () => {
-      for (const [source, c] of counts) await warehouse.run('notify/record_run', [runId, source, c.sent, c.failed]);
-    });
-  };
-  const lake = async () => {
-    if (!warehouse.lake) return;
-    const written = await drainLake(warehouse, config.out);
-    if (written > 0) logger.debug(`wrote ${written} Parquet partition(s) to ${config.out}`);
-  };
-  return {
-    async resume() {
-      if (warehouse.lake) removeLakeLeftovers(config.out);
-      await lake();
-      await doPublish();
-    },
-    async afterCommit() {
-      await lake();
-      if (clock.now() - lastPublish >= config.publishIntervalMs) await doPublish();
-    },
-    async finish() {
-      if (warehouse.lake) await finishLake(warehouse, config.out, { runId, now: () => clock.now() });
-      await notify();
-      await doPublish();
-      if (config.metricsFile !== undefined) await writeMetrics(warehouse, config.metricsFile);
-    },
-    /** The last publish rewrote the file compactly (free blocks had piled up): the working copy may take its place. */
-    get compacted() {
-      return compacted;
-    },
   };
 }
 

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { resolveSyncConfig } from '../../dist/config.js';
+import { openWorkingCopy } from '../../dist/storage/working-copy.js';
 import { createLogger } from '../../dist/log.js';
 
 export const smoke = process.env.BENCH_SMOKE === '1';
@@ -37,4 +38,22 @@ export function syncConfig(flags, nowMs = Date.now()) {
     file: {},
     nowMs,
   });
+}
+
+/** Fills a working copy with `rows` line items shaped like the API's (ids, dates, providers, amounts, extra). */
+export async function filledWorkingCopy(dir, rows, options = {}) {
+  const db = join(dir, 'costs.duckdb');
+  const wh = await openWorkingCopy(db, join(dir, 'state'), options);
+  await wh.sql('SET memory_limit = \'1GB\'');
+  await wh.transaction(async () => {
+    await wh.sql(`
+      INSERT INTO line_items BY NAME
+      SELECT 'li_' || md5(i::VARCHAR)[1:20] AS id, DATE '2025-01-01' + (i % 365)::INTEGER AS usage_date,
+             ['aws','gcp','azure','snowflake','datadog','openai','anthropic'][1 + i % 7] AS provider_type,
+             'service-' || (i % 97) AS provider_service, round(random() * 100, 6) AS net_amount_usd, 'USD' AS currency_original,
+             'proj-' || (i % 500) AS project_id, 'user' || (i % 2000) || '@example.com' AS user_email,
+             CASE WHEN i % 7 >= 5 THEN '{"model":"m-' || (i % 13) || '","tokens_input":' || (i % 100000) || '}' END AS extra
+      FROM range(${rows}) t(i)`);
+  });
+  return { db, wh };
 }

@@ -10,29 +10,12 @@ import { join } from 'node:path';
 import { startEmulator } from '../../dist/emulator/server.js';
 import { runSync } from '../../dist/sync/runner.js';
 import { addDays } from '../../dist/dates.js';
-import { openWorkingCopy, publish, workingCopyPath } from '../../dist/storage/publish.js';
-import { quietLogger, size, syncConfig, tempDir } from './common.mjs';
+import { workingCopyPath } from '../../dist/storage/working-copy.js';
+import { publish } from '../../dist/outputs/publish.js';
+import { filledWorkingCopy, quietLogger, size, syncConfig, tempDir } from './common.mjs';
 
 const which = process.argv[2];
 const mb = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
-
-/** Fills a working copy with `rows` line items shaped like the API's (ids, dates, providers, amounts, extra). */
-async function filledWorkingCopy(dir, rows) {
-  const db = join(dir, 'costs.duckdb');
-  const wh = await openWorkingCopy(db, join(dir, 'state'));
-  await wh.sql('SET memory_limit = \'1GB\'');
-  await wh.transaction(async () => {
-    await wh.sql(`
-      INSERT INTO line_items BY NAME
-      SELECT 'li_' || md5(i::VARCHAR)[1:20] AS id, DATE '2025-01-01' + (i % 365)::INTEGER AS usage_date,
-             ['aws','gcp','azure','snowflake','datadog','openai','anthropic'][1 + i % 7] AS provider_type,
-             'service-' || (i % 97) AS provider_service, round(random() * 100, 6) AS net_amount_usd, 'USD' AS currency_original,
-             'proj-' || (i % 500) AS project_id, 'user' || (i % 2000) || '@example.com' AS user_email,
-             CASE WHEN i % 7 >= 5 THEN '{"model":"m-' || (i % 13) || '","tokens_input":' || (i % 100000) || '}' END AS extra
-      FROM range(${rows}) t(i)`);
-  });
-  return { db, wh };
-}
 
 async function benchSizes() {
   const millions = size('BENCH_PUBLISH_MILLIONS', '1,5,20', '0.01').split(',').map(Number);

@@ -38,7 +38,7 @@ async function benchRequests() {
       const windows = Math.ceil(days / windowDays);
       const lineItems = emulator.requestLog.count({ route: 'line-items' });
       const checks = emulator.requestLog.count({ route: 'rollups' });
-      console.log(`requests: ${rows} rows in ${windows} windows: ${lineItems} line-item requests (bound ceil(rows/1000) + windows = ${Math.ceil(rows / 1000) + windows}, minimum ${Math.ceil(rows / 1000)}) + ${checks} rollup request(s) (the window checks, one a window, and the progress estimate's one) = ${summary.streams.line_items.requests}`);
+      console.log(`requests: ${rows} rows in ${windows} windows: ${lineItems} line-item requests (bound ceil(rows/1000) + windows = ${Math.ceil(rows / 1000) + windows}, minimum ${Math.ceil(rows / 1000)}) + ${checks} rollup request(s) (the window checks, one a window; nothing shows progress here, so no estimate request) = ${summary.streams.line_items.requests}`);
     } finally {
       await emulator.close();
       rmSync(dir, { recursive: true, force: true });

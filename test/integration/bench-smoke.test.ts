@@ -16,6 +16,7 @@ const PARTS: Record<string, string[]> = {
   'push.bench.mjs': ['push speed:', 'push memory:'],
   'publish.bench.mjs': ['publish:', 'nightly:'],
   'sources.bench.mjs': ['sources:', 'memory:'],
+  'bucket.bench.mjs': ['publish:', 'lake:'],
 };
 
 async function runScript(file: string): Promise<{ code: number | null; out: string; err: string }> {

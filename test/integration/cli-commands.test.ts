@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -79,13 +79,19 @@ describe('status, check and parquet (CLI)', () => {
         const [ro] = await readParquet(`${out}/rollups_daily/*/*/*.parquet`, "SELECT count(DISTINCT group_by)::INT g FROM $glob");
         expect(ro).toEqual({ g: 3 });
         expect(existsSync(join(out, 'anomalies'))).toBe(true);
-        expect(existsSync(join(out, 'sync_runs', 'data.parquet'))).toBe(true);
+        expect(existsSync(join(out, 'sync_runs', 'source=default', 'data.parquet'))).toBe(true);
+        expect(existsSync(join(out, '_costsync_manifest.default.json'))).toBe(true);
 
         // A rewritten partition is a new file renamed into place, so it has a new inode.
         const old = statSync(join(out, 'line_items', 'source=default', 'date=2025-06-10', 'data.parquet')).ino;
         const recent = statSync(join(out, 'line_items', 'source=default', 'date=2025-06-29', 'data.parquet')).ino;
+        // What an earlier version wrote for the whole lake goes on the next run (per-source files replace it).
+        writeFileSync(join(out, '_costsync_manifest.json'), '{}');
+        writeFileSync(join(out, 'sync_runs', 'data.parquet'), 'old');
         emulator.restate();
         expect((await cli(args.filter((a) => a !== SPAN.startDate && a !== '--start-date'), env)).code).toBe(0);
+        expect(existsSync(join(out, '_costsync_manifest.json'))).toBe(false);
+        expect(existsSync(join(out, 'sync_runs', 'data.parquet'))).toBe(false);
         expect(statSync(join(out, 'line_items', 'source=default', 'date=2025-06-10', 'data.parquet')).ino).toBe(old);
         expect(statSync(join(out, 'line_items', 'source=default', 'date=2025-06-29', 'data.parquet')).ino).not.toBe(recent);
         const [after] = await readParquet(`${out}/line_items/*/*/*.parquet`, 'SELECT count(*)::INT n FROM $glob');

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { workingCopyPath } from '../../src/storage/publish.js';
+import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { runSync } from '../../src/sync/runner.js';
 import { FAST_CLIENT, memoryLogger, queryDb, tableDigest, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
 

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/emulator/rng.js';
-import { MANIFEST_FILE } from '../../src/storage/parquet.js';
+import { manifestKey } from '../../src/outputs/lake.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import { CLI, killRunner, lakeDifferences, tableDigest, temporaryFiles, withEmulator, withTempDir, SPAN, type KillPoint } from '../helpers.js';
 
@@ -43,7 +43,7 @@ describe('crash safety of the published file and the Parquet lake', () => {
           expect(diff.rows).toBeGreaterThan(0);
         }
         expect(temporaryFiles(join(dir, 'crashy'))).toEqual([]);
-        const manifest = JSON.parse(readFileSync(join(dir, 'crashy', 'lake', MANIFEST_FILE), 'utf8'));
+        const manifest = JSON.parse(readFileSync(join(dir, 'crashy', 'lake', manifestKey('default')), 'utf8'));
         expect(manifest.tables.line_items).toEqual(expect.objectContaining({ rows: expected.line_items!.rows, partitions: 30 }));
         expect(manifest.tables.anomalies.rows).toBe(lake.anomalies!.rows);
       });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { runSync } from '../../src/sync/runner.js';
 import { basename } from 'node:path';
 import { StateStore } from '../../src/state/store.js';
-import { workingCopyPath } from '../../src/storage/publish.js';
+import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { keyFingerprint } from '../../src/api/client.js';
 import { FAST_CLIENT, memoryLogger, tableDigest, testSyncConfig, withEmulator, withScriptedServer, withTempDir, SPAN } from '../helpers.js';
 

@@ -6,7 +6,7 @@ import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { keyFingerprint } from '../../src/fingerprint.js';
 import { legacyStateFileName } from '../../src/state/store.js';
-import { workingCopyPath } from '../../src/storage/publish.js';
+import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import { cli, tableDigest, withEmulator, withTempDir } from '../helpers.js';
 

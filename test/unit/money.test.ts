@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { formatTable, formatUsd, isMoneyColumn } from '../../src/table.js';
-import { eventLine } from '../../src/notify/webhook.js';
+import { eventLine } from '../../src/outputs/notify.js';
 import { describeMismatches } from '../../src/sync/reconcile.js';
 
 describe('money is printed one way everywhere', () => {

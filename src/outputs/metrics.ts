@@ -18,6 +18,8 @@ export interface MetricFacts {
   streams: { source: string; stream: string; inserted: number; updated: number; deleted: number; responses: Record<string, number> }[];
   openAnomalies: { source: string; severity: string; n: number }[];
   latestSpend: { source: string; provider: string; day_s: number; cost_usd: number }[];
+  /** Derived outputs still to write (lake, manifest, publish, notify). */
+  outboxPending: { output: string; n: number }[];
 }
 
 export async function gatherMetrics(warehouse: Queryable): Promise<MetricFacts> {
@@ -27,6 +29,7 @@ export async function gatherMetrics(warehouse: Queryable): Promise<MetricFacts> 
     streams: streams.map((s) => ({ ...s, responses: JSON.parse(s.responses) as Record<string, number> })),
     openAnomalies: await warehouse.query('metrics/open_anomalies'),
     latestSpend: await warehouse.query('metrics/latest_spend'),
+    outboxPending: await warehouse.query('metrics/outbox_pending'),
   };
 }
 
@@ -69,6 +72,8 @@ export function prometheusText(facts: MetricFacts): string {
   metric('costsync_latest_day_spend_usd', 'Spend on the latest day with data, per provider, in US dollars.', facts.latestSpend.map((s) => [{ source: s.source, provider: s.provider }, s.cost_usd]));
   metric('costsync_latest_day_timestamp_seconds', 'The latest day with data (Unix time of its start, UTC).',
     [...new Map(facts.latestSpend.map((s) => [s.source, s.day_s])).entries()].map(([source, day]) => [{ source }, day]));
+  metric('costsync_outbox_pending', 'Derived outputs committed but not yet in place (lake partitions, manifests, the published warehouse, notifications); the next run finishes them.',
+    facts.outboxPending.map((p) => [{ output: p.output }, p.n]));
   return `${out.join('\n')}\n`;
 }
 

@@ -1,0 +1,134 @@
+/**
+ * Everything derived from committed rows, in one place: the Parquet lake (with `--format parquet`, on
+ * disk or in a bucket), the published warehouse (a file or an object), notifications and the metrics
+ * file. Each is recorded as pending in the commit that causes it (the outbox), so this only produces
+ * it, and clears it once it is in place. An output that cannot be brought up to date is "behind": the
+ * run goes on (the data is safe in the working copy), says so at the end, and fails (exit 1); the next
+ * run finishes it first.
+ */
+import type { Clock } from '../api/resilience.js';
+import { CostsyncError, ExitCode, describeError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Warehouse } from '../storage/duckdb.js';
+import { drainLake, finishLake, ownedBy } from './lake.js';
+import { writeMetrics } from './metrics.js';
+import { DEFAULT_SEND, drainNotifications, type SendOptions, type WebhookTarget } from './notify.js';
+import { logPublish, publish, type PublishDestination } from './publish.js';
+import type { OutputTarget } from './target.js';
+
+export interface DerivedOutputsOptions {
+  warehouse: Warehouse;
+  runId: string;
+  clock: Clock;
+  logger: Logger;
+  /** The sources this runner owns (its objects in a shared lake). */
+  sources: readonly string[];
+  lake: OutputTarget | null;
+  db: PublishDestination;
+  publishIntervalMs: number;
+  targets: readonly WebhookTarget[];
+  notifyFormat: SendOptions['format'];
+  sendOptions?: Partial<SendOptions>;
+  metricsFile?: string | undefined;
+  secrets: readonly string[];
+}
+
+type OutputName = 'lake' | 'published warehouse';
+
+/** The error a run ends with when outputs fell behind: which, why, and that nothing is lost. Pure. */
+export function outputsBehindError(behind: ReadonlyMap<OutputName, { where: string; error: unknown }>, secrets: readonly string[]): CostsyncError {
+  const parts = [...behind].map(([name, b]) => `the ${name} at ${b.where} (${describeError(b.error, secrets).split('\n')[0]})`);
+  const first = [...behind.values()][0]!.error;
+  const fix = first instanceof CostsyncError ? first.hint : undefined;
+  return new CostsyncError('CS_ERR_OUTPUT_BEHIND', `Could not bring ${parts.join(' and ')} up to date.`, {
+    exitCode: ExitCode.FAILED, cause: first,
+    hint: [fix, 'The data is safe in the working copy (in --state-dir), and the next run finishes what is pending first.'].filter(Boolean).join(' '),
+  });
+}
+
+export function derivedOutputs(o: DerivedOutputsOptions) {
+  const { warehouse, clock, logger } = o;
+  let lastPublish = clock.now();
+  let compacted = false;
+  const behind = new Map<OutputName, { where: string; error: unknown }>();
+  const where = (name: OutputName) => (name === 'lake' ? o.lake!.url : o.db.kind === 'file' ? o.db.path : o.db.url);
+
+  /** Runs one output; a failure marks it behind (and it is not tried again until the end of the run). */
+  const attempt = async (name: OutputName, fn: () => Promise<void>, retry = false) => {
+    if (behind.has(name) && !retry) return;
+    try {
+      await fn();
+      behind.delete(name);
+    } catch (error) {
+      if (!behind.has(name)) logger.warn(`the ${name} fell behind (the data is safe in the working copy): ${describeError(error, o.secrets)}`);
+      behind.set(name, { where: where(name), error });
+    }
+  };
+  // One publish at a time: sources commit side by side, and an upload to a bucket runs outside the
+  // write queue, so two could otherwise overlap.
+  let publishing: Promise<void> = Promise.resolve();
+  const doPublish = () => {
+    const next = publishing.catch(() => undefined).then(async () => {
+      const result = await publish(warehouse, o.db, { runId: o.runId, now: () => clock.now() });
+      lastPublish = clock.now();
+      compacted = result?.method === 'compact' && o.db.kind === 'file';
+      logPublish(logger, result);
+    });
+    publishing = next;
+    return next;
+  };
+  const lake = async () => {
+    const written = await drainLake(warehouse, o.lake!);
+    if (written > 0) logger.debug(`wrote ${written} Parquet partition(s) to ${o.lake!.url}`);
+  };
+  // Pending notifications of every source (a killed run's too); a failure is a warning, never the run's.
+  const notify = async () => {
+    if (o.targets.length === 0) return;
+    const counts = await drainNotifications(warehouse, o.targets, {
+      ...DEFAULT_SEND, format: o.notifyFormat, ...o.sendOptions, now: () => clock.now(), warn: (m) => logger.warn(m),
+    });
+    await warehouse.transaction(async () => {
+      for (const [source, c] of counts) await warehouse.run('notify/record_run', [o.runId, source, c.sent, c.failed]);
+    });
+  };
+
+  return {
+    /** First finish what a killed or failed run left: scratch files and incomplete uploads, partitions, the publish. */
+    async resume() {
+      if (o.lake) {
+        await attempt('lake', async () => {
+          const aborted = await o.lake!.removeLeftovers(ownedBy(o.sources));
+          if (aborted > 0) logger.info(`aborted ${aborted} incomplete upload(s) a killed run left in ${o.lake!.url}`);
+          await lake();
+        });
+      }
+      await attempt('published warehouse', doPublish);
+    },
+    async afterCommit() {
+      if (o.lake) await attempt('lake', lake);
+      if (clock.now() - lastPublish >= o.publishIntervalMs) await attempt('published warehouse', doPublish);
+    },
+    /**
+     * After the sources: the lake's last partitions, run tables and manifests; notifications; the
+     * publish; the metrics. `recordBehind` records the run as failed (with its notification) when an
+     * output fell behind, before the notifications go and the warehouse is published. Returns the
+     * error to end the run with, or null.
+     */
+    async finish(recordBehind: (error: CostsyncError) => Promise<void>): Promise<CostsyncError | null> {
+      if (o.lake) await attempt('lake', () => finishLake(warehouse, o.lake!, { runId: o.runId, now: () => clock.now(), sources: o.sources }), true);
+      if (behind.size > 0) await recordBehind(outputsBehindError(behind, o.secrets));
+      await notify();
+      await attempt('published warehouse', doPublish, true);
+      if (behind.has('published warehouse')) {
+        await recordBehind(outputsBehindError(behind, o.secrets));
+        await notify();
+      }
+      if (o.metricsFile !== undefined) await writeMetrics(warehouse, o.metricsFile);
+      return behind.size > 0 ? outputsBehindError(behind, o.secrets) : null;
+    },
+    /** The last publish rewrote the file compactly (free blocks had piled up): the working copy may take its place. */
+    get compacted() {
+      return compacted;
+    },
+  };
+}

@@ -1,0 +1,163 @@
+/**
+ * `--format parquet`: a hive-partitioned Parquet lake in a directory or a bucket prefix
+ * (`OUT/<table>/source=<name>/date=YYYY-MM-DD/data.parquet`), exact after any crash. The partitions to
+ * rewrite are recorded in the working copy's outbox in the same transaction as the change (see
+ * `Warehouse.changed`), written here after the commit, and only then cleared. A partition is written
+ * whole at its final key (a rename on disk, one complete object in a bucket), so DuckDB, Athena, Spark
+ * or Trino never see a partial file. Everything is per source, so runners with disjoint sources
+ * (shards) can share one `--out`: the run tables as `<table>/source=<name>/data.parquet`, and a
+ * manifest per source (`_costsync_manifest.<name>.json`), written last, when none of the source's
+ * partitions is pending.
+ *
+ * (The COPY statements are built per table, partition and path, so they are not in sql/.)
+ */
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Warehouse } from '../storage/duckdb.js';
+import type { OutputTarget } from './target.js';
+
+/** The lake's partitioned tables, as data: the expression that gives each row's partition date. */
+export const LAKE_TABLES: Record<string, { date: string }> = {
+  line_items: { date: 'usage_date' },
+  rollups_daily: { date: 'date' },
+  anomalies: { date: 'CAST(detected_date AS DATE)' },
+  anomaly_status_history: { date: 'CAST(observed_at AS DATE)' },
+};
+
+/** Tables written whole, one file per source. */
+export const RUN_TABLES = ['sync_runs', 'sync_run_streams'];
+
+/** The manifest of one source: a key with `manifest` in its name, outside every table's prefix. */
+export function manifestKey(source: string): string {
+  return `_costsync_manifest.${source}.json`;
+}
+
+/** The key of one partition. Pure. */
+export function partitionKey(table: string, source: string, date: string): string {
+  return `${table}/source=${source}/date=${date}/data.parquet`;
+}
+
+/** Whether `key` (relative to the lake) is one of `sources`' objects: what a shard may touch. Pure. */
+export function ownedBy(sources: readonly string[]): (key: string) => boolean {
+  const names = new Set(sources);
+  return (key) => {
+    const partition = /^[a-z_]+\/source=([^/]+)\//.exec(key);
+    if (partition) return names.has(partition[1]!);
+    const manifest = /^_costsync_manifest\.(.+)\.json$/.exec(key);
+    return manifest !== null && names.has(manifest[1]!);
+  };
+}
+
+/** What an earlier costsync wrote for the whole (local) lake, replaced by per-source objects. */
+const LEGACY_KEYS = ['_costsync_manifest.json', ...RUN_TABLES.map((t) => `${t}/data.parquet`)];
+
+/** Partitions rewritten per COPY: bounds the statement, not the work. */
+const DATES_PER_COPY = 400;
+
+function sqlString(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+/**
+ * Writes every pending partition, then clears it from the outbox. Each batch (one table and source)
+ * is one slot of the write queue: the COPY sees committed rows only, and a change committed meanwhile
+ * cannot be cleared unwritten. Returns the number of partitions written.
+ */
+export async function drainLake(warehouse: Warehouse, target: OutputTarget): Promise<number> {
+  let written = 0;
+  for (;;) {
+    const done = await warehouse.exclusive(async () => {
+      const pending = await warehouse.query<{ key: string }>('outbox/pending', ['parquet']);
+      if (pending.length === 0) return 0;
+      // Keys are <table>/<source>/<date>: one table and source a batch.
+      const [table, source] = pending[0]!.key.split('/') as [string, string];
+      const prefix = `${table}/${source}/`;
+      const keys = pending.filter((p) => p.key.startsWith(prefix)).slice(0, DATES_PER_COPY).map((p) => p.key);
+      const dates = keys.map((k) => k.slice(prefix.length));
+      if (LAKE_TABLES[table] !== undefined) await replacePartitions(warehouse, target, table, source, dates);
+      for (const key of keys) await warehouse.run('outbox/done', ['parquet', key]);
+      return keys.length;
+    });
+    if (done === 0) return written;
+    written += done;
+  }
+}
+
+/**
+ * Writes the rows of `dates` of `source` in `table`, partitioned by source and date, into a scratch
+ * directory, then puts each date at its key; a date with no rows loses its object.
+ */
+async function replacePartitions(warehouse: Warehouse, target: OutputTarget, table: string, source: string, dates: readonly string[]): Promise<void> {
+  const scratch = target.scratch(table);
+  const dateExpr = LAKE_TABLES[table]!.date;
+  // rollups_daily's own `date` is the partition column; the others get one.
+  const columns = dateExpr === 'date' ? '*' : `*, ${dateExpr} AS date`;
+  const select = `SELECT ${columns} FROM ${table} WHERE source = ${sqlString(source)}
+    AND ${dateExpr} IN (${dates.map((d) => `${sqlString(d)}::DATE`).join(', ')}) ORDER BY ALL`;
+  try {
+    await warehouse.sql(`COPY (${select}) TO ${sqlString(scratch)} (FORMAT parquet, PARTITION_BY (source, date), OVERWRITE_OR_IGNORE true)`);
+    for (const date of dates) {
+      const written = join(scratch, `source=${source}`, `date=${date}`);
+      const file = existsSync(written) ? readdirSync(written).find((f) => f.endsWith('.parquet')) : undefined;
+      if (file !== undefined) await target.putFile(partitionKey(table, source, date), join(written, file));
+      else await target.remove(partitionKey(table, source, date));
+    }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+export interface ManifestTable {
+  rows: number;
+  partitions: number;
+  first_date: string | null;
+  last_date: string | null;
+}
+
+/**
+ * After a run: each of `sources`' run tables, then, for each source none of whose partitions is
+ * pending, its manifest (written last, so a downstream job that sees it knows the source's part of
+ * the lake matched the warehouse).
+ */
+export async function finishLake(
+  warehouse: Warehouse, target: OutputTarget, run: { runId: string; now: () => number; sources: readonly string[] },
+): Promise<void> {
+  await drainLake(warehouse, target);
+  await warehouse.exclusive(async () => {
+    const scratch = target.scratch('run-tables');
+    try {
+      for (const source of run.sources) {
+        for (const table of RUN_TABLES) {
+          const file = join(scratch, `${table}-${source}.parquet`);
+          // The source is the partition: in the path, not in the file (as COPY … PARTITION_BY writes).
+          await warehouse.sql(`COPY (SELECT * EXCLUDE (source) FROM ${table} WHERE source = ${sqlString(source)} ORDER BY ALL) TO ${sqlString(file)} (FORMAT parquet)`);
+          await target.putFile(`${table}/source=${source}/data.parquet`, file);
+        }
+      }
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+    // Earlier versions wrote only local lakes; a bucket never holds these.
+    if (!target.remote) for (const key of LEGACY_KEYS) await target.remove(key);
+
+    const manifests = (await warehouse.query<{ key: string }>('outbox/pending', ['manifest'])).map((m) => m.key);
+    const parts = (await warehouse.query<{ key: string }>('outbox/pending', ['parquet'])).map((p) => p.key);
+    // '' is an earlier version's one manifest for the whole lake: now one per source of this run.
+    const due = new Set(manifests.flatMap((k) => (k === '' ? run.sources : [k])));
+    for (const source of due) {
+      if (parts.some((k) => k.split('/')[1] === source)) continue;
+      const tables: Record<string, ManifestTable> = {};
+      for (const [table, { date }] of Object.entries(LAKE_TABLES)) {
+        const [row] = await warehouse.sql<ManifestTable>(
+          `SELECT count(*) AS rows, count(DISTINCT ${date}) AS partitions, min(${date})::VARCHAR AS first_date, max(${date})::VARCHAR AS last_date
+           FROM ${table} WHERE source = ${sqlString(source)}`,
+        );
+        tables[table] = row!;
+      }
+      const body = { source, run_id: run.runId, written_at: new Date(run.now()).toISOString(), tables };
+      await target.putText(manifestKey(source), `${JSON.stringify(body, null, 2)}\n`);
+      await warehouse.run('outbox/done', ['manifest', source]);
+    }
+    if (manifests.includes('') && run.sources.every((s) => !parts.some((k) => k.split('/')[1] === s))) await warehouse.run('outbox/done', ['manifest', '']);
+  });
+}

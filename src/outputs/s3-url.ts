@@ -1,0 +1,34 @@
+/**
+ * `s3://` URLs, apart from the SDK (which is loaded only when a bucket is used: it costs about
+ * 160 ms and 24 MB at start).
+ */
+import { ConfigError } from '../errors.js';
+
+export interface S3Location {
+  bucket: string;
+  /** The object key (`--db`) or the prefix (`--out`), without a leading slash. */
+  key: string;
+}
+
+export function isS3Url(value: string): boolean {
+  return /^s3:\/\//i.test(value);
+}
+
+/** `s3://bucket/key` → bucket and key. Pure. */
+export function parseS3Url(value: string, flag: string): S3Location {
+  const match = /^s3:\/\/([^/]+)\/?(.*)$/i.exec(value);
+  if (!match || !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(match[1]!)) {
+    throw new ConfigError(`${flag} ${value} does not name a bucket.`, `Write it as s3://BUCKET/${flag === '--db' ? 'KEY.duckdb' : 'PREFIX'} (a bucket name of 3 to 63 lower-case letters, digits, dots and dashes).`);
+  }
+  return { bucket: match[1]!, key: match[2]! };
+}
+
+/** The URL of `key` in `bucket`, for messages. Pure. */
+export function s3Url(bucket: string, key: string): string {
+  return `s3://${bucket}/${key}`;
+}
+
+/** Loads the SDK and opens `name` (once per caller that keeps the promise). */
+export async function loadBucket(name: string): Promise<import('./s3.js').Bucket> {
+  return (await import('./s3.js')).openBucket(name);
+}

@@ -1,0 +1,221 @@
+/**
+ * An S3-compatible bucket, through the AWS SDK v3: S3 itself, R2, GCS's XML API, MinIO, Ceph.
+ * Credentials and region come from the SDK's default chain (environment, shared config and profiles,
+ * SSO, web identity, container and instance metadata); `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`
+ * selects another server, addressed path-style. Retries (503 SlowDown, 5xx, resets) are the SDK's own
+ * standard strategy, bounded. Every failure becomes an `S3Error` naming the bucket, key and the IAM
+ * action that was refused, never a credential.
+ */
+import { createReadStream, createWriteStream, statSync } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListMultipartUploadsCommand,
+  ListObjectsV2Command, PutObjectCommand, S3Client,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import pRetry from 'p-retry';
+import { CostsyncError, ExitCode } from '../errors.js';
+import { s3Url } from './s3-url.js';
+
+/** The IAM actions costsync needs, named in errors so a person knows what to grant. */
+export type S3Action =
+  | 's3:PutObject' | 's3:GetObject' | 's3:DeleteObject' | 's3:ListBucket' | 's3:AbortMultipartUpload' | 's3:ListBucketMultipartUploads';
+
+/** Parts of a multipart upload: 8 MiB each, 4 at a time (32 MiB of buffers at most). */
+export const PART_SIZE = 8 * 1024 * 1024;
+export const PARTS_IN_PARALLEL = 4;
+/** Whole uploads tried again after the SDK's own retries gave up (a reset during CompleteMultipartUpload, say). */
+const UPLOAD_ATTEMPTS = 3;
+
+/** A client from the SDK's default chain, for another endpoint when `AWS_ENDPOINT_URL_S3`/`AWS_ENDPOINT_URL` say so. */
+export function createS3Client(env: NodeJS.ProcessEnv = process.env): S3Client {
+  const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
+  // The SDK warns on stderr (not in costsync's log format) that later releases need Node 22; the README says so.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  return new S3Client({
+    ...(endpoint !== undefined && { endpoint, forcePathStyle: true }),
+    maxAttempts: 5,
+    // Streamed bodies with a trailing checksum are refused (411) by some S3-compatible gateways (Ceph's):
+    // checksums only where the operation requires one.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+}
+
+/** Any failure of a bucket operation: which action, on which object, and the server's answer. */
+export class S3Error extends CostsyncError {
+  readonly statusCode: number | undefined;
+  readonly action: S3Action;
+  readonly bucket: string;
+  readonly key: string;
+
+  constructor(code: string, message: string, options: { action: S3Action; bucket: string; key: string; statusCode?: number | undefined; hint: string; exitCode: ExitCode; cause: unknown }) {
+    super(code, message, options);
+    this.name = 'S3Error';
+    this.statusCode = options.statusCode;
+    this.action = options.action;
+    this.bucket = options.bucket;
+    this.key = options.key;
+  }
+}
+
+/** What the SDK threw, as an `S3Error` that names the action, bucket and key, and what to do. Pure. */
+export function toS3Error(error: unknown, op: { action: S3Action; bucket: string; key: string }): S3Error {
+  if (error instanceof S3Error) return error;
+  const e = error as { name?: string; message?: string; Code?: string; $metadata?: { httpStatusCode?: number } };
+  const name = e.Code ?? e.name ?? 'Error';
+  const status = e.$metadata?.httpStatusCode;
+  const where = s3Url(op.bucket, op.key);
+  const base = { ...op, statusCode: status, cause: error };
+  if (name === 'CredentialsProviderError' || /could not load credentials/i.test(e.message ?? '')) {
+    return new S3Error('CS_ERR_S3_CREDENTIALS', `No AWS credentials for ${op.action} on ${where}.`, {
+      ...base, exitCode: ExitCode.AUTH,
+      hint: 'Give credentials the AWS way: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, SSO, or a role (IRSA, Pod Identity, ECS task, instance profile).',
+    });
+  }
+  if (/region is missing/i.test(e.message ?? '')) {
+    return new S3Error('CS_ERR_S3_REGION', `No AWS region for ${where}.`, {
+      ...base, exitCode: ExitCode.USAGE, hint: 'Set AWS_REGION (or a region in the AWS profile); for another S3-compatible server, any region it accepts, such as us-east-1.',
+    });
+  }
+  if (name === 'AccessDenied' || name === 'Forbidden' || name === 'InvalidAccessKeyId' || name === 'SignatureDoesNotMatch' || status === 403) {
+    return new S3Error('CS_ERR_S3_ACCESS_DENIED', `Access denied: ${op.action} on ${where} (${name}).`, {
+      ...base, exitCode: ExitCode.AUTH,
+      hint: `Grant ${op.action} on ${op.action === 's3:ListBucket' || op.action === 's3:ListBucketMultipartUploads' ? `arn:aws:s3:::${op.bucket}` : `arn:aws:s3:::${op.bucket}/${op.key.replace(/[^/]*$/, '')}*`} to the credentials costsync runs with, or check the key pair.`,
+    });
+  }
+  if (name === 'NoSuchBucket') {
+    return new S3Error('CS_ERR_S3_NO_BUCKET', `The bucket ${op.bucket} does not exist (${op.action} on ${where}).`, {
+      ...base, exitCode: ExitCode.USAGE, hint: 'Create the bucket, or correct the s3:// URL (and AWS_ENDPOINT_URL_S3 for another server).',
+    });
+  }
+  return new S3Error('CS_ERR_S3', `${op.action} on ${where} failed: ${name}${status !== undefined ? ` (HTTP ${status})` : ''}: ${(e.message ?? '').split('\n')[0]}`, {
+    ...base, exitCode: ExitCode.FAILED, hint: 'The SDK retried it; check the endpoint and the network. Nothing committed is lost: the next run tries again.',
+  });
+}
+
+function isNotFound(error: unknown): boolean {
+  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e.name === 'NotFound' || e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404;
+}
+
+/** Errors that another attempt cannot fix. */
+function isPermanent(error: S3Error): boolean {
+  return error.code !== 'CS_ERR_S3';
+}
+
+/** A bucket with a client from the default chain. */
+export function openBucket(name: string): Bucket {
+  return new Bucket(createS3Client(), name);
+}
+
+/** One bucket: the few operations costsync uses, each turning failures into an `S3Error`. */
+export class Bucket {
+  constructor(readonly client: S3Client, readonly name: string) {}
+
+  private async call<T>(action: S3Action, key: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (error) {
+      throw toS3Error(error, { action, bucket: this.name, key });
+    }
+  }
+
+  /**
+   * Uploads a local file as one complete object at `key`: a single PUT when it fits one part, else a
+   * multipart upload (parts in parallel) that is aborted when it fails. Readers see the old object or
+   * the new one, never a part. Returns the object's ETag (read back when the server gives none).
+   */
+  async putFile(key: string, file: string, conditions: { ifMatch?: string; ifNoneMatch?: string } = {}): Promise<string> {
+    return pRetry(async () => {
+      const etag = await this.call('s3:PutObject', key, async () => {
+        const upload = new Upload({
+          client: this.client, partSize: PART_SIZE, queueSize: PARTS_IN_PARALLEL, leavePartsOnError: false,
+          params: {
+            Bucket: this.name, Key: key, Body: createReadStream(file), ContentLength: statSync(file).size,
+            ...(conditions.ifMatch !== undefined && { IfMatch: conditions.ifMatch }),
+            ...(conditions.ifNoneMatch !== undefined && { IfNoneMatch: conditions.ifNoneMatch }),
+          },
+        });
+        return (await upload.done()).ETag ?? '';
+      });
+      // Some servers (Ceph) answer CompleteMultipartUpload with an empty ETag.
+      return etag !== '' ? etag : (await this.head(key))?.etag ?? '';
+    }, { retries: UPLOAD_ATTEMPTS - 1, minTimeout: 200, shouldRetry: (error) => !(error instanceof S3Error && isPermanent(error)) });
+  }
+
+  async putText(key: string, text: string, contentType = 'application/json'): Promise<void> {
+    await this.call('s3:PutObject', key, () => this.client.send(new PutObjectCommand({ Bucket: this.name, Key: key, Body: text, ContentType: contentType })));
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.call('s3:DeleteObject', key, () => this.client.send(new DeleteObjectCommand({ Bucket: this.name, Key: key })));
+  }
+
+  /** The object's ETag and size, or null when there is none. */
+  async head(key: string): Promise<{ etag: string; size: number } | null> {
+    try {
+      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.name, Key: key }));
+      return { etag: out.ETag ?? '', size: out.ContentLength ?? 0 };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw toS3Error(error, { action: 's3:GetObject', bucket: this.name, key });
+    }
+  }
+
+  /** Downloads `key` to `file` (through a temporary file beside it, renamed once complete); returns its ETag. */
+  async download(key: string, file: string): Promise<string> {
+    const tmp = `${file}.download-${process.pid}`;
+    try {
+      return await this.call('s3:GetObject', key, async () => {
+        const out = await this.client.send(new GetObjectCommand({ Bucket: this.name, Key: key }));
+        await pipeline(out.Body as Readable, createWriteStream(tmp));
+        await rename(tmp, file);
+        return out.ETag ?? '';
+      });
+    } finally {
+      await rm(tmp, { force: true });
+    }
+  }
+
+  /** Every key under `prefix`. */
+  async list(prefix: string): Promise<{ key: string; size: number }[]> {
+    const keys: { key: string; size: number }[] = [];
+    let token: string | undefined;
+    do {
+      const out = await this.call('s3:ListBucket', prefix, () => this.client.send(new ListObjectsV2Command({ Bucket: this.name, Prefix: prefix, ContinuationToken: token })));
+      for (const o of out.Contents ?? []) keys.push({ key: o.Key!, size: o.Size ?? 0 });
+      token = out.IsTruncated ? out.NextContinuationToken : undefined;
+    } while (token !== undefined);
+    return keys;
+  }
+
+  /** Incomplete multipart uploads under `prefix` (a crashed writer's: they cost storage and never show in listings). */
+  async incompleteUploads(prefix: string): Promise<{ key: string; uploadId: string }[]> {
+    const found: { key: string; uploadId: string }[] = [];
+    let keyMarker: string | undefined;
+    let idMarker: string | undefined;
+    for (;;) {
+      const out = await this.call('s3:ListBucketMultipartUploads', prefix, () => this.client.send(new ListMultipartUploadsCommand({
+        Bucket: this.name, Prefix: prefix, KeyMarker: keyMarker, UploadIdMarker: idMarker,
+      })));
+      for (const u of out.Uploads ?? []) found.push({ key: u.Key!, uploadId: u.UploadId! });
+      if (!out.IsTruncated) return found;
+      keyMarker = out.NextKeyMarker;
+      idMarker = out.NextUploadIdMarker;
+    }
+  }
+
+  async abortUpload(key: string, uploadId: string): Promise<void> {
+    await this.call('s3:AbortMultipartUpload', key, async () => {
+      try {
+        await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.name, Key: key, UploadId: uploadId }));
+      } catch (error) {
+        // Already completed or aborted (by another attempt): nothing left to abort.
+        if ((error as { name?: string }).name !== 'NoSuchUpload') throw error;
+      }
+    });
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * The working copy. DuckDB lets one process write a file or many read it, never both, so costsync
+ * writes only a private working copy under --state-dir and publishes it over --db (`outputs/publish`).
+ * costsync never holds --db open, so readers and the sync never wait for each other.
+ */
+import { constants, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { fsyncPath, namesIn } from '../durable-file.js';
+import { copyFile, rename, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { basename, dirname, join, resolve } from 'node:path';
+import { CostsyncError, ExitCode } from '../errors.js';
+import { openWarehouse, type OpenOptions, type Warehouse } from './duckdb.js';
+
+/** Where the working copy of `db` lives: in the state directory, named by the database's path. */
+export function workingCopyPath(stateDir: string, db: string): string {
+  // A bucket URL names the copy as it is; a path, by where it resolves.
+  const full = /^[a-z0-9]+:\/\//i.test(db) ? db : resolve(db);
+  const tag = createHash('sha256').update(full).digest('hex').slice(0, 8);
+  return resolve(stateDir, 'warehouse', `${basename(full).replace(/\.duckdb$/i, '')}-${tag}.duckdb`);
+}
+
+/** The temporary name a publish writes before renaming over `db` (hidden from `*.duckdb` globs). */
+export function publishTemp(db: string): string {
+  return join(dirname(resolve(db)), `.${basename(db)}.publish-${process.pid}.tmp`);
+}
+
+/** Removes what a killed run left: temp copies beside `db` (a local one) and beside the working copy, DuckDB's spill directory. */
+export function removePublishLeftovers(db: string | null, work: string): void {
+  const places: [string, string][] = [[dirname(work), `${basename(work)}.adopt`], [dirname(work), `${basename(work)}.snapshot`]];
+  if (db !== null) places.push([dirname(resolve(db)), `.${basename(db)}.publish-`]);
+  for (const [dir, prefix] of places) {
+    for (const name of namesIn(dir)) if (name.startsWith(prefix)) rmSync(join(dir, name), { force: true });
+  }
+  // DuckDB's spill directory of the working copy, left behind when a run is killed.
+  rmSync(`${work}.tmp`, { recursive: true, force: true });
+}
+
+/** A published warehouse somewhere else (a bucket): how to fetch it when there is no working copy. */
+export interface RemoteWarehouse {
+  url: string;
+  /** Downloads the published warehouse to `file`; false when there is none yet. */
+  fetch(file: string): Promise<boolean>;
+}
+
+/**
+ * Opens the working copy of `db`, creating it on first use. When there is none but `db` exists (a
+ * warehouse written by an earlier costsync, which wrote --db directly, or one published to a bucket),
+ * it is copied to become the working copy, so nothing is lost and nothing is synced again.
+ */
+export async function openWorkingCopy(
+  db: string, stateDir: string, options: Omit<OpenOptions, 'workingCopyOf'> & { remote?: RemoteWarehouse } = {},
+): Promise<Warehouse> {
+  const work = workingCopyPath(stateDir, db);
+  try {
+    mkdirSync(dirname(work), { recursive: true, mode: 0o700 });
+  } catch (cause) {
+    throw new CostsyncError('CS_ERR_STATE_IO', `Cannot create ${dirname(work)} for the working copy: ${(cause as Error).message}`, {
+      hint: 'Check that --state-dir is writable.', cause,
+    });
+  }
+  const { remote, ...open } = options;
+  removePublishLeftovers(remote ? null : db, work);
+  let adopted = false;
+  if (!existsSync(work)) {
+    // A WAL without its database would be replayed into a new, empty one.
+    rmSync(`${work}.wal`, { force: true });
+    if (remote) {
+      adopted = await remote.fetch(work);
+    } else if (existsSync(db)) {
+      await adopt(db, work);
+      adopted = true;
+    }
+  }
+  try {
+    return await openWarehouse(work, { ...open, workingCopyOf: remote ? remote.url : resolve(db) });
+  } catch (error) {
+    if (adopted && error instanceof CostsyncError && error.code === 'CS_ERR_DB_OPEN') {
+      rmSync(work, { force: true });
+      rmSync(`${work}.wal`, { force: true });
+      const reason = String((error.cause as Error | undefined)?.message ?? error.message).split('\n')[0];
+      throw new CostsyncError('CS_ERR_DB_OPEN', `Cannot open the DuckDB file ${db}: ${reason}`, {
+        exitCode: ExitCode.USAGE, hint: 'Check that --db names a DuckDB database written by costsync (or a new file); it was left as it is.', cause: error,
+      });
+    }
+    throw error;
+  }
+}
+
+async function adopt(db: string, work: string): Promise<void> {
+  const tmp = `${work}.adopt`;
+  try {
+    if (existsSync(`${db}.wal`)) await copyFile(`${db}.wal`, `${work}.wal`);
+    await copyFile(db, tmp, constants.COPYFILE_FICLONE);
+    await fsyncPath(tmp);
+    await rename(tmp, work);
+    await fsyncPath(dirname(work));
+  } catch (cause) {
+    await rm(tmp, { force: true });
+    throw new CostsyncError('CS_ERR_STATE_IO', `Cannot copy ${db} into the working copy ${work}: ${(cause as Error).message}`, {
+      hint: 'Check that --state-dir is writable and has room for a copy of the database.', cause,
+    });
+  }
+}
+
+/**
+ * After a compacting publish, the working copy takes the compact file's place (copied aside, fsynced,
+ * renamed), so free blocks do not pile up in it either. Call with the working copy closed and nothing
+ * written since that publish: then both files hold the same data.
+ */
+export async function adoptCompacted(db: string, work: string): Promise<void> {
+  const tmp = `${work}.adopt`;
+  await copyFile(db, tmp, constants.COPYFILE_FICLONE);
+  await fsyncPath(tmp);
+  await rm(`${work}.wal`, { force: true });
+  await rename(tmp, work);
+  await fsyncPath(dirname(work));
+}

@@ -1,0 +1,138 @@
+/**
+ * A real S3 server for tests: Ceph's gateway (radosgw), started on loopback by `../shared/s3/rgw.sh`
+ * (it enforces multipart listing and conditional writes, which s3rver does not), and a proxy in front
+ * of it that can answer 503 SlowDown, reset connections or refuse (AccessDenied) chosen requests,
+ * and counts what it forwards.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  CreateBucketCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, S3Client,
+} from '@aws-sdk/client-s3';
+
+// The SDK warns that its 2027 releases need Node 22 (the README says so); not in test output.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+const RGW = fileURLToPath(new URL('../../shared/s3/rgw.sh', import.meta.url));
+
+export interface S3Server {
+  endpoint: string;
+  /** What a costsync process needs to reach it (through `endpoint`, or a proxy's). */
+  env(endpoint?: string): Record<string, string>;
+  client: S3Client;
+  createBucket(name: string): Promise<void>;
+  /** Every key under `prefix`. */
+  keys(bucket: string, prefix?: string): Promise<string[]>;
+  /** Incomplete multipart uploads under `prefix`. */
+  incompleteUploads(bucket: string, prefix?: string): Promise<string[]>;
+  /** Downloads every object under `prefix` into `dir` (keys relative to the prefix). */
+  download(bucket: string, prefix: string, dir: string): Promise<string[]>;
+  stop(): void;
+}
+
+/** Starts radosgw in a temporary directory (about 3 s). */
+export function startRgw(): S3Server {
+  const dir = mkdtempSync(join(tmpdir(), 'costsync-rgw-'));
+  const out = execFileSync('bash', [RGW, 'start', dir], { encoding: 'utf8' });
+  const vars = Object.fromEntries([...out.matchAll(/(\w+)=(\S+)/g)].map((m) => [m[1]!, m[2]!]));
+  const endpoint = vars.S3_ENDPOINT!;
+  const credentials = { accessKeyId: vars.AWS_ACCESS_KEY_ID!, secretAccessKey: vars.AWS_SECRET_ACCESS_KEY! };
+  const client = new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials, requestChecksumCalculation: 'WHEN_REQUIRED' });
+  const keys = async (bucket: string, prefix = '') => {
+    const found: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+      found.push(...(page.Contents ?? []).map((c) => c.Key!));
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return found.sort();
+  };
+  return {
+    endpoint,
+    env: (via = endpoint) => ({
+      AWS_ENDPOINT_URL_S3: via, AWS_ACCESS_KEY_ID: credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+      AWS_REGION: 'us-east-1', AWS_EC2_METADATA_DISABLED: 'true',
+    }),
+    client,
+    createBucket: async (name) => { await client.send(new CreateBucketCommand({ Bucket: name })); },
+    keys,
+    incompleteUploads: async (bucket, prefix = '') => {
+      const page = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: prefix }));
+      return (page.Uploads ?? []).map((u) => u.Key!);
+    },
+    download: async (bucket, prefix, target) => {
+      const got = await keys(bucket, prefix);
+      for (const key of got) {
+        const file = join(target, key.slice(prefix.length));
+        mkdirSync(dirname(file), { recursive: true });
+        const body = await (await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body!.transformToByteArray();
+        writeFileSync(file, body);
+      }
+      return got.map((k) => k.slice(prefix.length));
+    },
+    stop: () => {
+      client.destroy();
+      execFileSync('bash', [RGW, 'stop', dir]);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** What the proxy does with one request: forward it, or answer it with a fault. */
+export type Fault = 'slowdown' | 'reset' | 'deny' | null;
+
+export interface S3Request { method: string; path: string; query: string }
+
+/**
+ * A proxy in front of `target`: `decide` picks a fault per request (counted from 1); `log` keeps
+ * every request it saw.
+ */
+export async function faultProxy(target: string, decide: (req: S3Request, n: number) => Fault = () => null) {
+  const log: S3Request[] = [];
+  let policy = decide;
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? '/', 'http://proxy');
+    const entry = { method: req.method ?? 'GET', path: decodeURIComponent(url.pathname), query: url.search };
+    log.push(entry);
+    const fault = policy(entry, log.length);
+    const answer = (status: number, code: string) => {
+      req.resume();
+      res.writeHead(status, { 'content-type': 'application/xml' });
+      res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${code} (test proxy)</Message></Error>`);
+    };
+    if (fault === 'slowdown') return answer(503, 'SlowDown');
+    if (fault === 'deny') return answer(403, 'AccessDenied');
+    if (fault === 'reset') {
+      req.socket.destroy();
+      return undefined;
+    }
+    const upstream = request(new URL(req.url ?? '/', target), { method: req.method, headers: req.headers }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+    return undefined;
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    log,
+    setPolicy(next: (req: S3Request, n: number) => Fault) {
+      policy = next;
+    },
+    async close() {
+      server.closeAllConnections();
+      server.close();
+      await once(server, 'close');
+    },
+  };
+}
