@@ -27,6 +27,9 @@ export const DEFAULTS = {
   concurrency: 4,
   /** How often a long run publishes what it committed so far. */
   publishIntervalMs: 10 * 60_000,
+  // Renewed every third of it: long enough for a paused pod or a slow upload, short enough that a
+  // killed runner's lease frees the next night's run.
+  leaseTtlMs: 10 * 60_000,
 } as const;
 
 /** One workspace to sync: its name (the `source` column), API and key, and its own rate limit. */
@@ -80,13 +83,16 @@ export interface SyncConfig {
   metricsFile: string | undefined;
   /** During a run, publish after a commit when the last publish is older than this (0: after every commit). */
   publishIntervalMs: number;
+  /** With the warehouse or lake in a bucket: a lease keeps runners on different machines apart. */
+  lease: 'on' | 'off';
+  leaseTtlMs: number;
 }
 
 /** Settings by their flag names; the config file and environment use the same names. */
 export const SETTINGS = [
   'base-url', 'api-key-file', 'db', 'state-dir', 'streams', 'since', 'until', 'start-date', 'lookback-days',
   'window-days', 'full-refresh', 'rate-limit', 'max-runtime', 'format', 'out', 'log-format', 'quiet', 'verbose',
-  'anomaly-refresh-days', 'concurrency', 'publish-interval', 'reconcile', 'source',
+  'anomaly-refresh-days', 'concurrency', 'publish-interval', 'reconcile', 'source', 'lease', 'lease-ttl',
   'notify', 'notify-severity', 'notify-status-changes', 'notify-max-age', 'notify-format', 'metrics-file',
 ] as const;
 export type SettingName = (typeof SETTINGS)[number];
@@ -248,6 +254,13 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     if (parsed === null) bad(publishInterval.from, `must be a duration such as 10m, 30s or 0 (after every window); got ${JSON.stringify(publishInterval.value)}.`, 'For example --publish-interval 10m.');
     publishIntervalMs = parsed!;
   }
+  const leaseTtl = pick('lease-ttl');
+  let leaseTtlMs: number = DEFAULTS.leaseTtlMs;
+  if (leaseTtl !== undefined) {
+    const parsed = parseDuration(String(leaseTtl.value));
+    if (parsed === null || parsed < 3_000) bad(leaseTtl.from, `must be a duration of at least 3s, such as 10m; got ${JSON.stringify(leaseTtl.value)}.`, 'For example --lease-ttl 10m.');
+    leaseTtlMs = parsed!;
+  }
 
   const rateLimit = int('rate-limit', DEFAULTS.rateLimit, 1, 1_000_000);
   const notifyValue = pick('notify');
@@ -285,6 +298,8 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     anomalyRefreshDays: int('anomaly-refresh-days', DEFAULTS.anomalyRefreshDays, 0, 3660),
     concurrency: int('concurrency', DEFAULTS.concurrency, 1, 64),
     publishIntervalMs,
+    lease: choice('lease', 'on', ['on', 'off'] as const),
+    leaseTtlMs,
     reconcile: choice('reconcile', 'on', ['on', 'strict', 'off'] as const),
     notify,
     notifySeverity: choice('notify-severity', 'high', ['low', 'medium', 'high', 'critical'] as const),

@@ -85,6 +85,22 @@ export function startRgw(): S3Server {
   };
 }
 
+/**
+ * s3rver, in this process on port 0: a fake S3 that accepts `If-None-Match` and `If-Match` and
+ * overwrites anyway (what the conditional-write probe must refuse).
+ */
+export async function startS3rver(dir: string, buckets: string[]): Promise<{ endpoint: string; env: Record<string, string>; close(): Promise<void> }> {
+  const { default: S3rver } = await import('s3rver');
+  const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir, configureBuckets: buckets.map((name) => ({ name, configs: [] })) });
+  const address = (await server.run()) as AddressInfo;
+  const endpoint = `http://127.0.0.1:${address.port}`;
+  return {
+    endpoint,
+    env: { AWS_ENDPOINT_URL_S3: endpoint, AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1', AWS_EC2_METADATA_DISABLED: 'true' },
+    close: () => server.close(),
+  };
+}
+
 /** What the proxy does with one request: forward it, or answer it with a fault. */
 export type Fault = 'slowdown' | 'reset' | 'deny' | null;
 
@@ -92,9 +108,9 @@ export interface S3Request { method: string; path: string; query: string }
 
 /**
  * A proxy in front of `target`: `decide` picks a fault per request (counted from 1); `log` keeps
- * every request it saw.
+ * every request it saw; `dropHeaders` are removed before forwarding (a server that ignores them).
  */
-export async function faultProxy(target: string, decide: (req: S3Request, n: number) => Fault = () => null) {
+export async function faultProxy(target: string, decide: (req: S3Request, n: number) => Fault = () => null, options: { dropHeaders?: string[] } = {}) {
   const log: S3Request[] = [];
   let policy = decide;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -113,7 +129,9 @@ export async function faultProxy(target: string, decide: (req: S3Request, n: num
       req.socket.destroy();
       return undefined;
     }
-    const upstream = request(new URL(req.url ?? '/', target), { method: req.method, headers: req.headers }, (up) => {
+    const headers = { ...req.headers };
+    for (const name of options.dropHeaders ?? []) delete headers[name];
+    const upstream = request(new URL(req.url ?? '/', target), { method: req.method, headers }, (up) => {
       res.writeHead(up.statusCode ?? 502, up.headers);
       up.pipe(res);
     });

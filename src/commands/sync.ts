@@ -43,7 +43,9 @@ export function syncOptions(yargs: Argv) {
     .option('notify-format', { choices: ['json', 'slack'] as const, describe: 'json: {text, events}; slack: {text} only [default json]' })
     .option('metrics-file', { type: 'string', describe: 'Write Prometheus metrics here after every run (for node_exporter textfile collector)' })
     .option('reconcile', { choices: ['on', 'strict', 'off'] as const, describe: 'Check each window against its rollups before it commits and fetch it again when they disagree; strict: a disagreement left is a failure [default on]' })
-    .option('publish-interval', { type: 'string', describe: 'During a long run, publish --db after a window when the last publish is older than this; 0: after every window [default 10m]' });
+    .option('publish-interval', { type: 'string', describe: 'During a long run, publish --db after a window when the last publish is older than this; 0: after every window [default 10m]' })
+    .option('lease', { type: 'string', choices: ['on', 'off'], describe: 'With --db or --out in a bucket, keep runners on different machines apart with a lease object (off: you keep them apart, e.g. concurrencyPolicy: Forbid) [default on]' })
+    .option('lease-ttl', { type: 'string', describe: 'A lease not renewed for this long is stale and may be taken over [default 10m]' });
 }
 
 export interface CommandIo {

@@ -14,6 +14,7 @@ import { drainLake, finishLake, ownedBy } from './lake.js';
 import { writeMetrics } from './metrics.js';
 import { DEFAULT_SEND, drainNotifications, type SendOptions, type WebhookTarget } from './notify.js';
 import { logPublish, publish, type PublishDestination } from './publish.js';
+import type { Bucket } from './s3.js';
 import type { OutputTarget } from './target.js';
 
 export interface DerivedOutputsOptions {
@@ -31,7 +32,12 @@ export interface DerivedOutputsOptions {
   sendOptions?: Partial<SendOptions>;
   metricsFile?: string | undefined;
   secrets: readonly string[];
+  /** Throws when this run may no longer write (its lease was taken over): called before every write. */
+  guard?: () => void;
 }
+
+/** Errors that end the run at once (exit 5) rather than leaving an output behind. */
+const FENCED = new Set(['CS_ERR_LEASE_LOST', 'CS_ERR_WAREHOUSE_CHANGED']);
 
 type OutputName = 'lake' | 'published warehouse';
 
@@ -46,6 +52,13 @@ export function outputsBehindError(behind: ReadonlyMap<OutputName, { where: stri
   });
 }
 
+/** Aborts the incomplete multipart uploads of exactly `key` (a killed publish's). */
+async function abortUploadsOf(bucket: Bucket, key: string): Promise<number> {
+  const uploads = (await bucket.incompleteUploads(key)).filter((u) => u.key === key);
+  for (const u of uploads) await bucket.abortUpload(u.key, u.uploadId);
+  return uploads.length;
+}
+
 export function derivedOutputs(o: DerivedOutputsOptions) {
   const { warehouse, clock, logger } = o;
   let lastPublish = clock.now();
@@ -57,9 +70,11 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
   const attempt = async (name: OutputName, fn: () => Promise<void>, retry = false) => {
     if (behind.has(name) && !retry) return;
     try {
+      o.guard?.();
       await fn();
       behind.delete(name);
     } catch (error) {
+      if (FENCED.has((error as { code?: string }).code ?? '')) throw error;
       if (!behind.has(name)) logger.warn(`the ${name} fell behind (the data is safe in the working copy): ${describeError(error, o.secrets)}`);
       behind.set(name, { where: where(name), error });
     }
@@ -102,7 +117,13 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
           await lake();
         });
       }
-      await attempt('published warehouse', doPublish);
+      await attempt('published warehouse', async () => {
+        if (o.db.kind === 'bucket') {
+          const aborted = await abortUploadsOf(await o.db.bucket(), o.db.key);
+          if (aborted > 0) logger.info(`aborted ${aborted} incomplete upload(s) of ${o.db.url} a killed run left`);
+        }
+        await doPublish();
+      });
     },
     async afterCommit() {
       if (o.lake) await attempt('lake', lake);

@@ -17,8 +17,9 @@ import { fsyncPath, namesIn } from '../durable-file.js';
 import { CostsyncError, ExitCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Warehouse } from '../storage/duckdb.js';
-import { publishTemp, type RemoteWarehouse } from '../storage/working-copy.js';
+import { publishTemp, recordPublishedEtag, type RemoteWarehouse } from '../storage/working-copy.js';
 import type { Bucket } from './s3.js';
+import { bareEtag } from './s3-url.js';
 import { isS3Url, loadBucket, parseS3Url, s3Url } from './s3-url.js';
 
 /** Snapshots taken by this process, so no two share a name. */
@@ -30,7 +31,15 @@ export const COMPACT_FREE_RATIO = 0.25;
 /** Where the warehouse is published: a file, or an object in a bucket. */
 export type PublishDestination =
   | { kind: 'file'; path: string }
-  | { kind: 'bucket'; bucket: () => Promise<Bucket>; key: string; url: string };
+  | {
+    kind: 'bucket'; bucket: () => Promise<Bucket>; key: string; url: string;
+    /**
+     * With a lease: the ETag of the published warehouse this run started from (null: none yet). Every
+     * upload is conditional on it (`If-Match`, or `If-None-Match: *`), and then moves it on, so a run
+     * that lost its lease cannot overwrite a newer warehouse.
+     */
+    fence?: { etag: string | null };
+  };
 
 export function publishDestination(db: string, bucket?: Bucket): PublishDestination {
   if (!isS3Url(db)) return { kind: 'file', path: resolve(db) };
@@ -44,12 +53,8 @@ export function remoteWarehouse(destination: PublishDestination): RemoteWarehous
   if (destination.kind !== 'bucket') return undefined;
   return {
     url: destination.url,
-    fetch: async (file) => {
-      const bucket = await destination.bucket();
-      if ((await bucket.head(destination.key)) === null) return false;
-      await bucket.download(destination.key, file);
-      return true;
-    },
+    etag: async () => (await (await destination.bucket()).head(destination.key))?.etag ?? null,
+    fetch: async (file) => (await destination.bucket()).download(destination.key, file),
   };
 }
 
@@ -101,7 +106,16 @@ export async function publish(
     if (snapshot === null) return null;
     if (to.kind === 'bucket') {
       // Outside the write queue: commits go on while the snapshot uploads.
-      await (await to.bucket()).putFile(to.key, tmp);
+      const bucket = await to.bucket();
+      if (to.fence !== undefined) {
+        // Servers that ignore the condition on CompleteMultipartUpload (Ceph's) still get this check.
+        const now = (await bucket.head(to.key))?.etag ?? null;
+        if (now !== to.fence.etag) throw changedSince(to.url);
+      }
+      const condition = to.fence === undefined ? {} : to.fence.etag === null ? { ifNoneMatch: '*' } : { ifMatch: bareEtag(to.fence.etag) };
+      const etag = await bucket.putFile(to.key, tmp, condition);
+      if (to.fence !== undefined) to.fence.etag = etag;
+      await recordPublishedEtag(warehouse.path, etag);
       await rm(tmp, { force: true });
       await warehouse.exclusive(async () => {
         // The same figures as the snapshot holds, so the working copy and the object agree.
@@ -113,6 +127,8 @@ export async function publish(
   } catch (cause) {
     await rm(tmp, { force: true });
     await rm(`${tmp}.wal`, { force: true });
+    if (cause instanceof CostsyncError && cause.code === 'CS_ERR_S3_PRECONDITION') throw changedSince(where, cause);
+    if (cause instanceof CostsyncError && cause.code === 'CS_ERR_WAREHOUSE_CHANGED') throw cause;
     if (cause instanceof CostsyncError && to.kind === 'bucket') {
       throw new CostsyncError(cause.code, `Cannot publish the warehouse to ${where}: ${cause.message}`, {
         hint: `${cause.hint ?? ''} The data is safe in the working copy, and the next run publishes it.`.trim(), exitCode: cause.exitCode, cause,
@@ -123,6 +139,14 @@ export async function publish(
       cause,
     });
   }
+}
+
+/** The published warehouse is not the one this run started from: another run published meanwhile. */
+function changedSince(url: string, cause?: unknown): CostsyncError {
+  return new CostsyncError('CS_ERR_WAREHOUSE_CHANGED', `${url} was published by another run since this run started (this run's lease was taken over); this run did not overwrite it.`, {
+    exitCode: ExitCode.LOCKED, cause,
+    hint: 'What this run committed is in its working copy in --state-dir (lost only if the container is). Run again when the other run has finished: the next run starts from the newer warehouse.',
+  });
 }
 
 /**
@@ -167,7 +191,9 @@ async function takeSnapshot(
       await warehouse.run('outbox/mark', ['publish', 'upload']);
     }
     await warehouse.sql(`DETACH ${alias}`);
-    await fsyncPath(tmp);
+    // A local publish renames this over --db, so it must be on disk first; a bucket's snapshot is only
+    // read back for the upload (after a crash the outbox says to take a new one).
+    if (local) await fsyncPath(tmp);
     return { bytes, method: compact ? 'compact' : 'copy', at, recordedSeconds: seconds };
   } catch (error) {
     await warehouse.sql(`USE ${self}`).catch(() => undefined);

@@ -32,3 +32,12 @@ export function s3Url(bucket: string, key: string): string {
 export async function loadBucket(name: string): Promise<import('./s3.js').Bucket> {
   return (await import('./s3.js')).openBucket(name);
 }
+
+/**
+ * An ETag as `If-Match` takes it: without its quotes. Ceph's gateway (16.x) refuses a quoted ETag in
+ * `If-Match` with 412 whatever the object; AWS documents the quoted form, and it and the other servers
+ * tried accept both.
+ */
+export function bareEtag(etag: string): string {
+  return etag.replace(/^"(.*)"$/, '$1');
+}

@@ -17,14 +17,23 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import pRetry from 'p-retry';
 import { CostsyncError, ExitCode } from '../errors.js';
-import { s3Url } from './s3-url.js';
+import { bareEtag, s3Url } from './s3-url.js';
 
 /** The IAM actions costsync needs, named in errors so a person knows what to grant. */
 export type S3Action =
   | 's3:PutObject' | 's3:GetObject' | 's3:DeleteObject' | 's3:ListBucket' | 's3:AbortMultipartUpload' | 's3:ListBucketMultipartUploads';
 
-/** Parts of a multipart upload: 8 MiB each, 4 at a time (32 MiB of buffers at most). */
-export const PART_SIZE = 8 * 1024 * 1024;
+/** S3's smallest part (all but the last). */
+const MIN_PART_SIZE = 5 * 1024 * 1024;
+
+/**
+ * Parts of a multipart upload: 8 MiB each (COSTSYNC_S3_PART_SIZE, in bytes, at least 5 MiB), 4 at a
+ * time (32 MiB of buffers at most). Pure.
+ */
+export function partSize(env: NodeJS.ProcessEnv = process.env): number {
+  const asked = Number(env.COSTSYNC_S3_PART_SIZE);
+  return Number.isInteger(asked) && asked > 0 ? Math.max(MIN_PART_SIZE, asked) : 8 * 1024 * 1024;
+}
 export const PARTS_IN_PARALLEL = 4;
 /** Whole uploads tried again after the SDK's own retries gave up (a reset during CompleteMultipartUpload, say). */
 const UPLOAD_ATTEMPTS = 3;
@@ -86,6 +95,11 @@ export function toS3Error(error: unknown, op: { action: S3Action; bucket: string
       hint: `Grant ${op.action} on ${op.action === 's3:ListBucket' || op.action === 's3:ListBucketMultipartUploads' ? `arn:aws:s3:::${op.bucket}` : `arn:aws:s3:::${op.bucket}/${op.key.replace(/[^/]*$/, '')}*`} to the credentials costsync runs with, or check the key pair.`,
     });
   }
+  if (status === 412 || name === 'PreconditionFailed') {
+    return new S3Error('CS_ERR_S3_PRECONDITION', `${where} changed since this run read it (${op.action} refused: precondition failed).`, {
+      ...base, exitCode: ExitCode.LOCKED, hint: 'Another run wrote it meanwhile: nothing was overwritten.',
+    });
+  }
   if (name === 'NoSuchBucket') {
     return new S3Error('CS_ERR_S3_NO_BUCKET', `The bucket ${op.bucket} does not exist (${op.action} on ${where}).`, {
       ...base, exitCode: ExitCode.USAGE, hint: 'Create the bucket, or correct the s3:// URL (and AWS_ENDPOINT_URL_S3 for another server).',
@@ -94,6 +108,23 @@ export function toS3Error(error: unknown, op: { action: S3Action; bucket: string
   return new S3Error('CS_ERR_S3', `${op.action} on ${where} failed: ${name}${status !== undefined ? ` (HTTP ${status})` : ''}: ${(e.message ?? '').split('\n')[0]}`, {
     ...base, exitCode: ExitCode.FAILED, hint: 'The SDK retried it; check the endpoint and the network. Nothing committed is lost: the next run tries again.',
   });
+}
+
+/**
+ * Whether the server honours conditional writes, tried on a probe object at `key` (created, then
+ * removed): a second create with `If-None-Match: *` must be refused, and so must `If-Match` on a wrong
+ * ETag. Some S3-compatible servers accept the headers and overwrite anyway. Returns what failed, or null.
+ */
+export async function conditionalWritesIgnored(bucket: Bucket, key: string): Promise<string | null> {
+  await bucket.delete(key);
+  try {
+    if ((await bucket.putIf(key, '1', { ifNoneMatch: '*' })) === null) return 'a create with If-None-Match: * of an absent key was refused';
+    if ((await bucket.putIf(key, '2', { ifNoneMatch: '*' })) !== null) return 'a second create with If-None-Match: * overwrote the object';
+    if ((await bucket.putIf(key, '3', { ifMatch: '"00000000000000000000000000000000"' })) !== null) return 'a write with If-Match on a wrong ETag overwrote the object';
+    return null;
+  } finally {
+    await bucket.delete(key);
+  }
 }
 
 function isNotFound(error: unknown): boolean {
@@ -132,7 +163,7 @@ export class Bucket {
     return pRetry(async () => {
       const etag = await this.call('s3:PutObject', key, async () => {
         const upload = new Upload({
-          client: this.client, partSize: PART_SIZE, queueSize: PARTS_IN_PARALLEL, leavePartsOnError: false,
+          client: this.client, partSize: partSize(), queueSize: PARTS_IN_PARALLEL, leavePartsOnError: false,
           params: {
             Bucket: this.name, Key: key, Body: createReadStream(file), ContentLength: statSync(file).size,
             ...(conditions.ifMatch !== undefined && { IfMatch: conditions.ifMatch }),
@@ -144,6 +175,39 @@ export class Bucket {
       // Some servers (Ceph) answer CompleteMultipartUpload with an empty ETag.
       return etag !== '' ? etag : (await this.head(key))?.etag ?? '';
     }, { retries: UPLOAD_ATTEMPTS - 1, minTimeout: 200, shouldRetry: (error) => !(error instanceof S3Error && isPermanent(error)) });
+  }
+
+  /**
+   * Writes `text` at `key` only when the condition holds (`If-None-Match: *`: the key is absent;
+   * `If-Match`: its ETag is still this one). Returns the new ETag, or null when the server refused
+   * (412 Precondition Failed, or 409 when another conditional write raced this one).
+   */
+  async putIf(key: string, text: string, condition: { ifNoneMatch: '*' } | { ifMatch: string }): Promise<string | null> {
+    try {
+      const out = await this.client.send(new PutObjectCommand({
+        Bucket: this.name, Key: key, Body: text, ContentType: 'application/json',
+        ...('ifNoneMatch' in condition ? { IfNoneMatch: '*' } : { IfMatch: bareEtag(condition.ifMatch) }),
+      }));
+      return out.ETag ?? (await this.head(key))?.etag ?? '';
+    } catch (error) {
+      const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      if (status === 412 || status === 409) return null;
+      throw toS3Error(error, { action: 's3:PutObject', bucket: this.name, key });
+    }
+  }
+
+  async getText(key: string): Promise<{ text: string; etag: string } | null> {
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.name, Key: key }));
+      return { text: await out.Body!.transformToString(), etag: out.ETag ?? '' };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw toS3Error(error, { action: 's3:GetObject', bucket: this.name, key });
+    }
+  }
+
+  urlOf(key: string): string {
+    return s3Url(this.name, key);
   }
 
   async putText(key: string, text: string, contentType = 'application/json'): Promise<void> {
@@ -198,9 +262,14 @@ export class Bucket {
     let keyMarker: string | undefined;
     let idMarker: string | undefined;
     for (;;) {
-      const out = await this.call('s3:ListBucketMultipartUploads', prefix, () => this.client.send(new ListMultipartUploadsCommand({
-        Bucket: this.name, Prefix: prefix, KeyMarker: keyMarker, UploadIdMarker: idMarker,
-      })));
+      let out;
+      try {
+        out = await this.client.send(new ListMultipartUploadsCommand({ Bucket: this.name, Prefix: prefix, KeyMarker: keyMarker, UploadIdMarker: idMarker }));
+      } catch (error) {
+        // A server that cannot list uploads (s3rver, some gateways) has none costsync could abort.
+        if ((error as { name?: string }).name === 'NotImplemented') return found;
+        throw toS3Error(error, { action: 's3:ListBucketMultipartUploads', bucket: this.name, key: prefix });
+      }
       for (const u of out.Uploads ?? []) found.push({ key: u.Key!, uploadId: u.UploadId! });
       if (!out.IsTruncated) return found;
       keyMarker = out.NextKeyMarker;

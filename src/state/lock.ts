@@ -21,7 +21,7 @@ export interface Lock {
   release(): void;
 }
 
-function isAlive(pid: number): boolean {
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -3,8 +3,8 @@
  * writes only a private working copy under --state-dir and publishes it over --db (`outputs/publish`).
  * costsync never holds --db open, so readers and the sync never wait for each other.
  */
-import { constants, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
-import { fsyncPath, namesIn } from '../durable-file.js';
+import { constants, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { fsyncPath, namesIn, writeFileAtomic } from '../durable-file.js';
 import { copyFile, rename, rm } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -35,11 +35,55 @@ export function removePublishLeftovers(db: string | null, work: string): void {
   rmSync(`${work}.tmp`, { recursive: true, force: true });
 }
 
-/** A published warehouse somewhere else (a bucket): how to fetch it when there is no working copy. */
+/** A published warehouse somewhere else (a bucket). */
 export interface RemoteWarehouse {
   url: string;
-  /** Downloads the published warehouse to `file`; false when there is none yet. */
-  fetch(file: string): Promise<boolean>;
+  /** The published warehouse's ETag, or null when there is none yet. */
+  etag(): Promise<string | null>;
+  /** Downloads the published warehouse to `file` (whole, or not at all); returns its ETag. */
+  fetch(file: string): Promise<string>;
+  /** Told when the working copy is replaced by a newer published warehouse. */
+  notice?(message: string): void;
+  /** Set by `openWorkingCopy`: the ETag of the published warehouse the run starts from (null: none yet). */
+  startEtag?: string | null;
+}
+
+/** The ETag of the published warehouse the working copy last matched (downloaded or uploaded). */
+function etagFile(work: string): string {
+  return `${work}.published-etag`;
+}
+
+export function publishedEtag(work: string): string | null {
+  try {
+    return readFileSync(etagFile(work), 'utf8').trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+/** Records that the working copy matches the published warehouse with this ETag (after a publish or a download). */
+export async function recordPublishedEtag(work: string, etag: string): Promise<void> {
+  await writeFileAtomic(etagFile(work), `${etag}\n`, { mode: 0o600 });
+}
+
+/**
+ * Brings the working copy of a warehouse in a bucket up to the published one: downloaded when there is
+ * no working copy (a clean container), or when another runner published since this working copy last
+ * matched it (the published warehouse wins: it holds that run's data and the state that matches it).
+ * Says the ETag the run starts from (null: nothing published yet) and whether it was downloaded.
+ */
+async function adoptRemote(remote: RemoteWarehouse, work: string): Promise<{ etag: string | null; downloaded: boolean }> {
+  const current = await remote.etag();
+  if (current === null) return { etag: null, downloaded: false };
+  const had = existsSync(work);
+  if (had && publishedEtag(work) === current) return { etag: current, downloaded: false };
+  const tmp = `${work}.adopt`;
+  const etag = await remote.fetch(tmp);
+  rmSync(`${work}.wal`, { force: true });
+  await rename(tmp, work);
+  await recordPublishedEtag(work, etag);
+  if (had) remote.notice?.(`${remote.url} was published by another run since this working copy last matched it: the working copy was replaced by it (what this working copy held and had not published is fetched again from the API as needed)`);
+  return { etag, downloaded: true };
 }
 
 /**
@@ -65,11 +109,16 @@ export async function openWorkingCopy(
     // A WAL without its database would be replayed into a new, empty one.
     rmSync(`${work}.wal`, { force: true });
     if (remote) {
-      adopted = await remote.fetch(work);
+      // Below, for a bucket, whether or not there is a working copy.
     } else if (existsSync(db)) {
       await adopt(db, work);
       adopted = true;
     }
+  }
+  if (remote) {
+    const { etag, downloaded } = await adoptRemote(remote, work);
+    adopted = downloaded;
+    remote.startEtag = etag;
   }
   try {
     return await openWarehouse(work, { ...open, workingCopyOf: remote ? remote.url : resolve(db) });

@@ -49,6 +49,11 @@ export interface SyncContext {
   state: SyncState;
   /** Saves `state` atomically; call only after the data it describes is committed. */
   saveState(): Promise<void>;
+  /**
+   * Writes the state the warehouse carries, as if window `done` were finished: call inside the
+   * transaction that commits that window, so the warehouse's data and state always match.
+   */
+  carryState?(done: { stream: 'line_items' | 'rollups'; start: string; end: string }): Promise<void>;
   logger: Logger;
   clock: Clock;
   runId: string;

@@ -3,7 +3,7 @@
  * (sharing one rate limiter), and records the run in `sync_runs`. Collaborators are passed in.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { createApiClient, keyFingerprint, type ApiClientOptions, type ClientEvent } from '../api/client.js';
 import { createRequestLimiter, systemClock, type Clock } from '../api/resilience.js';
@@ -13,12 +13,14 @@ import { CostsyncError, ExitCode, describeError, isCostsyncError } from '../erro
 import type { Logger } from '../log.js';
 import { acquireLock, dbLockPath, type Lock } from '../state/lock.js';
 import { newRunId } from '../run-id.js';
+import { carriedState, reconcileCarried, type CarriedState } from '../state/carried.js';
 import { StateStore, removeStateLeftovers } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { derivedOutputs } from '../outputs/derived.js';
 import { SEVERITY_RANK, webhookTarget, type SendOptions, type WebhookTarget } from '../outputs/notify.js';
 import { publishDestination, remoteWarehouse } from '../outputs/publish.js';
-import { isS3Url } from '../outputs/s3-url.js';
+import { isS3Url, loadBucket, parseS3Url } from '../outputs/s3-url.js';
+import { Lease } from '../state/lease.js';
 import { outputTarget } from '../outputs/target.js';
 import { adoptCompacted, openWorkingCopy } from '../storage/working-copy.js';
 import { syncAnomalies } from './anomalies.js';
@@ -112,19 +114,26 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   }
 
   let warehouse: Warehouse | null = null;
+  const db = publishDestination(config.db);
+  const lake = config.format === 'parquet' ? outputTarget(config.out, resolve(config.stateDir, 'lake-scratch')) : null;
+  let leases: Leases | null = null;
+  const outputsOf = (wh: Warehouse) => derivedOutputs({
+    warehouse: wh, runId, clock, logger, sources: sources.map((s) => s.name), lake, db, publishIntervalMs: config.publishIntervalMs,
+    targets: [...new Map(sources.flatMap((s) => targetsOf(config, s)).map((t) => [t.id, t])).values()],
+    notifyFormat: config.notifyFormat, sendOptions: deps.sendOptions, metricsFile: config.metricsFile, secrets,
+    guard: () => leases?.check(),
+  });
   try {
     removeStateLeftovers(config.stateDir);
-    const db = publishDestination(config.db);
-    const lake = config.format === 'parquet' ? outputTarget(config.out, resolve(config.stateDir, 'lake-scratch')) : null;
-    const outputsOf = (wh: Warehouse) => derivedOutputs({
-      warehouse: wh, runId, clock, logger, sources: sources.map((s) => s.name), lake, db, publishIntervalMs: config.publishIntervalMs,
-      targets: [...new Map(sources.flatMap((s) => targetsOf(config, s)).map((t) => [t.id, t])).values()],
-      notifyFormat: config.notifyFormat, sendOptions: deps.sendOptions, metricsFile: config.metricsFile, secrets,
-    });
     // Refused now, not half way through a backfill: a lake that cannot be written (no credentials,
-    // no bucket, access denied).
+    // no bucket, access denied), a server that ignores conditional writes, another runner's lease.
     await lake?.check(runId);
-    warehouse = await openWorkingCopy(config.db, config.stateDir, { lake: lake !== null, remote: remoteWarehouse(db) });
+    leases = await takeLeases(config, sources.map((s) => s.name), runId, clock, logger);
+    const remote = remoteWarehouse(db);
+    if (remote) remote.notice = (m) => logger.warn(m);
+    warehouse = await openWorkingCopy(config.db, config.stateDir, { lake: lake !== null, remote });
+    // Every publish is conditional on the warehouse this run started from.
+    if (leases !== null && db.kind === 'bucket') db.fence = { etag: remote?.startEtag ?? null };
     const wh = warehouse;
     // "Running" rows need not reach readers at once: they go out with the run's first publish.
     await wh.transaction(async () => {
@@ -175,19 +184,80 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       for (const source of sources) {
         await recordSource(warehouse, runId, clock, sourceSummary(source.name, 'failed', {}, error), secrets, targetsOf(config, source)).catch(() => undefined);
       }
-      const wh = warehouse;
-      await derivedOutputs({
-        warehouse: wh, runId, clock, logger, sources: sources.map((s) => s.name), db: publishDestination(config.db), publishIntervalMs: config.publishIntervalMs,
-        lake: config.format === 'parquet' ? outputTarget(config.out, resolve(config.stateDir, 'lake-scratch')) : null,
-        targets: [...new Map(sources.flatMap((s) => targetsOf(config, s)).map((t) => [t.id, t])).values()],
-        notifyFormat: config.notifyFormat, sendOptions: deps.sendOptions, metricsFile: config.metricsFile, secrets,
-      }).finish(async () => undefined).catch((e: unknown) => logger.error(describeError(e, secrets)));
+      // A run fenced off (its lease taken over) writes nothing more; others bring their outputs up to date.
+      if (!FENCED_OFF.has((error as { code?: string }).code ?? '')) {
+        await outputsOf(warehouse).finish(async () => undefined).catch((e: unknown) => logger.error(describeError(e, secrets)));
+      }
     }
     throw error;
   } finally {
     warehouse?.close();
+    await leases?.release().catch((e: unknown) => logger.warn(`could not remove the lease: ${describeError(e, secrets)}`));
     for (const lock of locks.reverse()) lock.release();
   }
+}
+
+const FENCED_OFF = new Set(['CS_ERR_LEASE_LOST', 'CS_ERR_WAREHOUSE_CHANGED']);
+
+interface Leases {
+  check(): void;
+  release(): Promise<void>;
+}
+
+/**
+ * With the warehouse or the lake in a bucket (and `--lease on`): refuses a server that ignores
+ * conditional writes, then takes a lease on the published warehouse and on each source of the lake,
+ * renewed a third of the TTL apart. Null when nothing needs one.
+ */
+async function takeLeases(config: SyncConfig, sources: readonly string[], runId: string, clock: Clock, logger: Logger): Promise<Leases | null> {
+  const dbInBucket = isS3Url(config.db);
+  const lakeInBucket = config.format === 'parquet' && isS3Url(config.out);
+  if (config.lease === 'off' || (!dbInBucket && !lakeInBucket)) return null;
+  const { conditionalWritesIgnored } = await import('../outputs/s3.js');
+  const places: { bucket: string; key: string }[] = [];
+  if (dbInBucket) {
+    const { bucket, key } = parseS3Url(config.db, '--db');
+    places.push({ bucket, key: `${key}.lease` });
+  }
+  if (lakeInBucket) {
+    const { bucket, key } = parseS3Url(config.out, '--out');
+    const prefix = key === '' || key.endsWith('/') ? key : `${key}/`;
+    for (const source of [...sources].sort()) places.push({ bucket, key: `${prefix}_costsync_lease.${source}.json` });
+  }
+  const first = await loadBucket(places[0]!.bucket);
+  const ignored = await conditionalWritesIgnored(first, `${places[0]!.key}.probe-${runId}`);
+  if (ignored !== null) {
+    throw new CostsyncError('CS_ERR_S3_NO_CONDITIONAL_WRITES', `The server of s3://${first.name} ignores conditional writes (${ignored}), so runners on different machines cannot be kept apart.`, {
+      exitCode: ExitCode.USAGE,
+      hint: 'Use a server that honours If-None-Match and If-Match (AWS S3, Ceph, MinIO, R2, GCS), or pass --lease off and keep runs apart by other means (a CronJob with concurrencyPolicy: Forbid).',
+    });
+  }
+  const held: Lease[] = [];
+  const release = async () => {
+    for (const lease of held.reverse()) await lease.release();
+  };
+  try {
+    for (const place of places) {
+      const bucket = place.bucket === first.name ? first : await loadBucket(place.bucket);
+      held.push(await Lease.acquire(bucket, place.key, { ttlMs: config.leaseTtlMs, now: () => clock.now(), runId, notice: (m) => logger.warn(m) }));
+    }
+  } catch (error) {
+    await release().catch(() => undefined);
+    throw error;
+  }
+  const timer = setInterval(() => {
+    for (const lease of held) lease.renew().catch((e: unknown) => logger.warn(`could not renew the lease: ${describeError(e)}`));
+  }, Math.max(1000, config.leaseTtlMs / 3));
+  timer.unref();
+  return {
+    check: () => {
+      for (const lease of held) lease.check();
+    },
+    release: async () => {
+      clearInterval(timer);
+      await release();
+    },
+  };
 }
 
 interface SourceRun {
@@ -213,8 +283,22 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
   const targets = targetsOf(config, source);
   try {
     const store = new StateStore(config.stateDir, { name: source.name, baseUrl: source.baseUrl, keyFingerprint: keyFingerprint(source.apiKey) }, basename(warehouse.path, '.duckdb'));
-    const state = store.load();
+    const fileExisted = existsSync(store.path);
+    const loaded = store.load();
     for (const notice of store.notices) logger.warn(notice, { source: source.name });
+    // The warehouse carries the state that matches its data: it wins over a state file that disagrees,
+    // and an empty --state-dir (a clean container) goes on from it.
+    const [row] = await warehouse.query<{ state: string }>('state/carried', [source.name]);
+    const { state, notice } = reconcileCarried(loaded, fileExisted, row === undefined ? null : JSON.parse(row.state) as CarriedState, source.name);
+    if (notice !== null) logger.warn(notice, { source: source.name });
+    let carried = row?.state === undefined ? null : JSON.stringify(carriedState(state));
+    const carry = async (done?: Parameters<NonNullable<SyncContext['carryState']>>[0]) => {
+      const text = JSON.stringify(carriedState(state, done));
+      if (text === carried) return;
+      await warehouse.run('state/carry_delete', [source.name]);
+      await warehouse.run('state/carry_insert', [source.name, text, new Date(clock.now()).toISOString()]);
+      carried = text;
+    };
 
     const onEvent = (event: ClientEvent) => {
       const endpointStream = streamOfPath(event.path);
@@ -239,7 +323,12 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     });
     const ctx: SyncContext = {
       client, warehouse, spoolDir: store.spoolDir, state, logger, clock, runId: run.runId, source: source.name, stats,
-      saveState: () => store.saveAsync(state, () => new Date(clock.now())),
+      carryState: carry,
+      // The warehouse first: a state file ahead of it would claim data it does not hold.
+      saveState: async () => {
+        if (JSON.stringify(carriedState(state)) !== carried) await warehouse.transaction(() => carry());
+        await store.saveAsync(state, () => new Date(clock.now()));
+      },
       shouldStop: run.shouldStop,
       progress: run.several ? perSource(source.name, deps.progress ?? {}) : deps.progress ?? {},
       concurrency: config.concurrency,

@@ -223,6 +223,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
     if (before > 0) await warehouse.run(spec.sql.deleteWindow, [window.start, window.end, ctx.source]);
     await warehouse.run(insertSql, params);
     await warehouse.changed(spec.table, ctx.source, splitWindows(window.start, window.end, 1).map((d) => d.start));
+    await ctx.carryState?.({ stream: spec.name as 'line_items' | 'rollups', start: window.start, end: window.end });
     if (before === 0) counts.inserted = (await warehouse.query<{ n: number }>(spec.sql.count, [window.start, window.end, ctx.source]))[0]!.n;
     // A window stored although its two views disagree is worth telling someone, with the commit.
     if (disagreement !== null) {

@@ -78,8 +78,8 @@ describe('the lake and the published warehouse in a bucket', () => {
 
   it('a bucket that refuses every write for one run: exit 1 naming the lake and the published warehouse, the metrics show what is pending, the next run catches up', async () => {
     await s3.createBucket('lake-b');
-    // The start check's probe passes; everything else that writes is refused.
-    const deny = (req: { method: string; path: string }) => (req.method !== 'GET' && req.method !== 'HEAD' && !req.path.includes('_costsync_check') ? 'deny' as const : null);
+    // The start check's probe and the lease pass; every write of data is refused.
+    const deny = (req: { method: string; path: string }) => (req.method !== 'GET' && req.method !== 'HEAD' && !/_costsync_check|\.lease|_costsync_lease/.test(req.path) ? 'deny' as const : null);
     const proxy = await faultProxy(s3.endpoint, deny);
     try {
       await withEmulator({ ...SPAN, rowsPerDay: 50, clock }, async ({ url }) => {
@@ -145,6 +145,48 @@ describe('the lake and the published warehouse in a bucket', () => {
     }
   }, 180_000);
 
+  it('SIGKILLed while uploading the warehouse\'s parts (multipart): the next run aborts the incomplete upload, and the object is the working copy\'s data', async () => {
+    await s3.createBucket('lake-f');
+    const rng = createRng(7);
+    let onRequest = (_entry: { route: string }) => undefined as void;
+    const proxy = await faultProxy(s3.endpoint, (req) => {
+      onRequest({ route: req.query.includes('partNumber=') ? 's3 part' : `s3 ${req.method}` });
+      return null;
+    });
+    try {
+      // About 6 MB of warehouse: two parts of at least 5 MiB (S3's smallest).
+      await withEmulator({ ...SPAN, rowsPerDay: 3000, clock }, async ({ url }) => {
+        await withTempDir(async (dir) => {
+          const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', COSTSYNC_S3_PART_SIZE: String(5 * 2 ** 20), ...s3.env(proxy.endpoint) };
+          const args = [CLI, 'sync', '--base-url', url, '--db', 's3://lake-f/wh/costs.duckdb', '--state-dir', join(dir, 'state'), '--streams', 'line_items',
+            '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--log-format', 'json'];
+          const runner = killRunner(env, (e) => e.route === 's3 part');
+          onRequest = runner.onRequest;
+          let killed = 0;
+          for (let i = 0; i < 3; i++) {
+            const result = await runner.run(args, { atRequest: 1 + Math.floor(rng() * 2) });
+            if (result.signal !== 'SIGKILL') {
+              expect(result.code, result.stderr).toBe(0);
+              continue;
+            }
+            killed += 1;
+            // Each run aborts what the last one left, then leaves its own.
+            expect(await s3.incompleteUploads('lake-f')).toEqual(['wh/costs.duckdb']);
+          }
+          expect(killed).toBeGreaterThan(0);
+          const last = await runner.run(args);
+          expect(last.code, last.stderr).toBe(0);
+          expect(await s3.incompleteUploads('lake-f')).toEqual([]);
+          expect(proxy.log.some((r) => r.query.includes('partNumber=2'))).toBe(true);
+          await s3.download('lake-f', 'wh/', join(dir, 'published'));
+          expect(await tableDigest(join(dir, 'published', 'costs.duckdb'))).toEqual(await tableDigest(workingCopyPath(join(dir, 'state'), 's3://lake-f/wh/costs.duckdb')));
+        });
+      });
+    } finally {
+      await proxy.close();
+    }
+  }, 120_000);
+
   it('two shards with disjoint sources write one prefix at once, one killed and restarted: each source exact, neither touches the other\'s objects', async () => {
     await s3.createBucket('lake-d');
     const key = (k: string, workspace: string) => ({ key: k, scopes: [...SCOPES], plan: 'business' as const, workspace });
@@ -188,7 +230,7 @@ describe('the lake and the published warehouse in a bucket', () => {
               expect({ shard: n, table, ...diff }).toEqual({ shard: n, table, rows: diff.rows, missing: 0, extra: 0 });
             }
             // Every object this shard wrote or deleted is its own sources', its probe or its warehouse.
-            const own = new RegExp(`^/lake-d/(costs/([a-z_]+/source=(${sources.join('|')})/|_costsync_manifest\\.(${sources.join('|')})\\.json|_costsync_check-)|wh/shard-${n}\\.duckdb)`);
+            const own = new RegExp(`^/lake-d/(costs/([a-z_]+/source=(${sources.join('|')})/|_costsync_(manifest|lease)\\.(${sources.join('|')})\\.json|_costsync_check-)|wh/shard-${n}\\.duckdb)`);
             const writes = proxies[n]!.log.filter((r) => ['PUT', 'POST', 'DELETE'].includes(r.method) && r.path !== '/lake-d/');
             expect(writes.length).toBeGreaterThan(0);
             expect(writes.filter((r) => !own.test(r.path)).map((r) => `${r.method} ${r.path}`)).toEqual([]);

@@ -1,0 +1,60 @@
+/**
+ * The part of a source's sync state that the warehouse carries (issue: nightly runs from a clean
+ * container): per stream the dates synced, the plan's windows done, the anomaly watermark. Mid-window
+ * cursors and page counts stay in the local state file: a run that adopts carried state fetches an
+ * unfinished window from its first page. Small pure functions.
+ */
+import type { SyncState, WindowedStreamState } from './store.js';
+
+/** The streams of a state as the warehouse carries them. */
+export type CarriedState = SyncState['streams'];
+
+function carriedWindowed(stream: WindowedStreamState): WindowedStreamState {
+  return {
+    syncedFrom: stream.syncedFrom, syncedThrough: stream.syncedThrough, lastSuccessAt: stream.lastSuccessAt,
+    pending: stream.pending === null ? null : {
+      from: stream.pending.from, to: stream.pending.to, fullRefresh: stream.pending.fullRefresh,
+      windows: stream.pending.windows.map((w) => (w.status === 'done'
+        ? { start: w.start, end: w.end, status: 'done' as const, cursor: null, page: 0, fetched: false }
+        : { start: w.start, end: w.end, status: 'todo' as const, cursor: null, page: 0, fetched: false })),
+    },
+  };
+}
+
+/**
+ * What the warehouse carries of `state`; with `done`, as if that window of that stream were already
+ * done (for the transaction that commits it). Pure.
+ */
+export function carriedState(state: SyncState, done?: { stream: 'line_items' | 'rollups'; start: string; end: string }): CarriedState {
+  const out: CarriedState = {};
+  for (const name of ['line_items', 'rollups'] as const) {
+    const stream = state.streams[name];
+    if (stream === undefined) continue;
+    const carried = carriedWindowed(stream);
+    if (done?.stream === name && carried.pending !== null) {
+      for (const w of carried.pending.windows) if (w.start === done.start && w.end === done.end) w.status = 'done';
+    }
+    out[name] = carried;
+  }
+  if (state.streams.anomalies !== undefined) out.anomalies = { ...state.streams.anomalies };
+  return out;
+}
+
+/**
+ * The state a run goes on from, given the state file (or a fresh state when there was none) and what
+ * the warehouse carries: the file's when it agrees with the warehouse (its mid-window cursors are
+ * kept), else the warehouse's, which matches its data; with a notice saying which and why. Pure.
+ */
+export function reconcileCarried(
+  file: SyncState, fileExisted: boolean, carried: CarriedState | null, source: string,
+): { state: SyncState; notice: string | null } {
+  if (carried === null) return { state: file, notice: null };
+  if (fileExisted && JSON.stringify(carriedState(file)) === JSON.stringify(carried)) return { state: file, notice: null };
+  const state: SyncState = { ...file, streams: structuredClone(carried) };
+  return {
+    state,
+    notice: fileExisted
+      ? `the state file of ${source} disagrees with the warehouse (an older copy, or a run killed between a commit and its state save); going on from the warehouse's state, which matches its data`
+      : `no state file for ${source} in --state-dir: going on from the state the warehouse carries`,
+  };
+}
