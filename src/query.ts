@@ -1,5 +1,7 @@
 /** `costsync query`: read-only SQL against the warehouse, printed as a table, CSV or JSON. */
-import { CostsyncError, ExitCode } from './errors.js';
+import { rename, rm } from 'node:fs/promises';
+import { basename, dirname, extname, join, resolve } from 'node:path';
+import { ConfigError, CostsyncError, ExitCode } from './errors.js';
 import type { ReadOnlyWarehouse, ResultTable } from './storage/duckdb.js';
 import { formatTable } from './table.js';
 
@@ -69,4 +71,43 @@ export function formatResult(result: ResultTable, format: OutputFormat): string 
   if (format === 'json') return JSON.stringify(result.rows, null, 2);
   if (format === 'csv') return [names.map(csvField).join(','), ...result.rows.map((r) => names.map((n) => csvField(r[n])).join(','))].join('\n');
   return result.rows.length === 0 ? `(no rows; columns: ${names.join(', ')})` : formatTable(result.rows, names);
+}
+
+/** What `query --out` writes, by the file's extension: DuckDB's own COPY formats. */
+const EXPORT_FORMATS: Record<string, string> = {
+  '.parquet': 'FORMAT parquet',
+  '.csv': 'FORMAT csv, HEADER true',
+  '.jsonl': 'FORMAT json',
+  '.ndjson': 'FORMAT json',
+};
+
+/** The COPY options for `file`, by its extension. Pure. */
+export function exportFormat(file: string): string {
+  const ext = extname(file).toLowerCase();
+  const format = EXPORT_FORMATS[ext];
+  if (format === undefined) {
+    throw new ConfigError(`--out ${file}: costsync query writes .parquet, .csv or .jsonl files (got ${ext === '' ? 'no extension' : ext}).`, 'For example --out focus.parquet.');
+  }
+  return format;
+}
+
+/**
+ * Writes the result of `text` to `file` with DuckDB's COPY, which streams it (memory does not grow with
+ * the result), into a temporary file beside it renamed into place, so a failed or killed export never
+ * leaves a partial file at `file`. Returns the rows written.
+ */
+export async function exportQuery(warehouse: ReadOnlyWarehouse, text: string, file: string): Promise<number> {
+  const options = exportFormat(file);
+  const target = resolve(file);
+  const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
+  const select = text.trim().replace(/;\s*$/, '');
+  try {
+    const [row] = await warehouse.sql<{ Count: number }>(`COPY (${select}) TO '${tmp.replaceAll("'", "''")}' (${options})`);
+    await rename(tmp, target);
+    return Number(row?.Count ?? 0);
+  } catch (cause) {
+    await rm(tmp, { force: true });
+    if (cause instanceof CostsyncError) throw cause;
+    throw queryError(cause);
+  }
 }

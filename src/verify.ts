@@ -1,6 +1,7 @@
 /**
  * `costsync verify`: reconciles the warehouse, per source. Per date and provider, line items against
- * the provider rollup; per date, the totals of the three rollup groupings against each other.
+ * the provider rollup; per date, the totals of the three rollup groupings against each other. With
+ * `--focus`, the FOCUS 1.2 rules that apply to the focus view.
  */
 import type { ReadOnlyWarehouse } from './storage/duckdb.js';
 import { loadSql } from './storage/duckdb.js';
@@ -30,4 +31,19 @@ export async function verifyWarehouse(
   const differences = (await warehouse.table(loadSql('verify/differences'), [options.tolerance, ...dates])).rows as unknown as Difference[];
   const [coverage] = (await warehouse.table(loadSql('verify/coverage'), dates)).rows as { line_item_dates: number; rollup_dates: number }[];
   return { tolerance: options.tolerance, lineItemDates: coverage!.line_item_dates, rollupDates: coverage!.rollup_dates, differences };
+}
+
+/** One broken FOCUS rule: how many rows (or dates) break it in a source, and an example. */
+export interface FocusViolation {
+  rule: string;
+  source: string;
+  rows: number;
+  example: string;
+}
+
+/** `costsync verify --focus`: the FOCUS 1.2 rules that apply to the focus view (sql/verify/focus.sql). */
+export async function verifyFocus(warehouse: ReadOnlyWarehouse, options: { tolerance: number }): Promise<{ rows: number; violations: FocusViolation[] }> {
+  const violations = (await warehouse.table(loadSql('verify/focus'), [options.tolerance])).rows as unknown as FocusViolation[];
+  const [count] = await warehouse.sql<{ n: number }>('SELECT count(*)::BIGINT AS n FROM focus');
+  return { rows: Number(count!.n), violations };
 }

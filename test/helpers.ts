@@ -261,12 +261,13 @@ import { LAKE_TABLES } from '../src/outputs/lake.js';
  * `read_parquet(..., hive_partitioning = true)`.
  */
 export async function lakeDifferences(db: string, outDir: string, sources?: readonly string[]): Promise<Record<string, { rows: number; missing: number; extra: number }>> {
-  // Only these sources' rows, on both sides (a shard's warehouse against a shared lake).
-  const only = sources === undefined ? '' : `WHERE source IN (${sources.map((s) => `'${s}'`).join(', ')})`;
+  // With `sources`, only their rows, on both sides (a shard's warehouse against a shared lake).
   const wh = await openReadOnly(db);
   try {
     const result: Record<string, { rows: number; missing: number; extra: number }> = {};
-    for (const table of Object.keys(LAKE_TABLES)) {
+    for (const [table, spec] of Object.entries(LAKE_TABLES)) {
+      const sourceColumn = spec.source ?? 'source';
+      const only = sources === undefined ? '' : `WHERE ${sourceColumn} IN (${sources.map((s) => `'${s}'`).join(', ')})`;
       const columns = (await wh.sql<{ c: string }>('SELECT column_name AS c FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table])).map((r) => `"${r.c}"::VARCHAR`).join(', ');
       const lake = `read_parquet('${join(outDir, table)}/*/*/*.parquet', hive_partitioning = true)`;
       const [row] = await wh.sql<{ rows: number; missing: number; extra: number }>(`

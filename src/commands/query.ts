@@ -1,7 +1,7 @@
 /** `costsync query "SQL"` and `costsync query --list`. */
 import type { Argv } from 'yargs';
 import { ConfigError, ExitCode } from '../errors.js';
-import { writeQuery, type OutputFormat } from '../query.js';
+import { exportFormat, exportQuery, writeQuery, type OutputFormat } from '../query.js';
 import { loadSql } from '../storage/duckdb.js';
 import { choiceArg } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
@@ -11,7 +11,8 @@ export function queryOptions(yargs: Argv) {
   return warehouseOptions(yargs)
     .positional('sql', { type: 'string', describe: 'The SQL to run (read-only)' })
     .option('format', { type: 'string', describe: 'table, csv or json [default table]' })
-    .option('list', { type: 'boolean', describe: 'List the tables and views with their columns' });
+    .option('list', { type: 'boolean', describe: 'List the tables and views with their columns' })
+    .option('out', { type: 'string', describe: 'Write the result to this file instead, by its extension: .parquet, .csv or .jsonl (streamed)' });
 }
 
 export function runQueryCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
@@ -19,6 +20,12 @@ export function runQueryCommand(args: Record<string, unknown>, io: CommandIo = p
     const format = choiceArg<OutputFormat>('format', args.format ?? 'table', ['table', 'csv', 'json']);
     const text = args.list ? loadSql('query/list_objects') : typeof args.sql === 'string' ? args.sql : '';
     if (text.trim() === '') throw new ConfigError('No SQL to run.', 'Pass the SQL in quotes, for example costsync query "SELECT * FROM monthly_spend", or --list to see the tables and views.');
+    if (typeof args.out === 'string') {
+      exportFormat(args.out);
+      const rows = await exportQuery(await open(), text, args.out);
+      io.stderr(`wrote ${rows} rows to ${args.out}\n`);
+      return ExitCode.OK;
+    }
     await writeQuery(await open(), text, format, io.stdout);
     return ExitCode.OK;
   });

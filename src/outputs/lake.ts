@@ -16,9 +16,16 @@ import { join } from 'node:path';
 import type { Warehouse } from '../storage/duckdb.js';
 import type { OutputTarget } from './target.js';
 
-/** The lake's partitioned tables, as data: the expression that gives each row's partition date. */
-export const LAKE_TABLES: Record<string, { date: string }> = {
+/**
+ * The lake's partitioned tables, as data: the expression that gives each row's partition date, and
+ * the column naming its source when it is not `source`. `focus` (the FOCUS 1.2 view over line_items)
+ * is written with line_items' partitions, so FOCUS tools can read the lake as it is.
+ */
+export const LAKE_TABLES: Record<string, { date: string; source?: string; datesPerCopy?: number }> = {
   line_items: { date: 'usage_date' },
+  // 63 columns: each open partition holds a writer per column, so fewer partitions per COPY keep it
+  // within DuckDB's 64 MB (30 at once ran out of memory; 16 did not).
+  focus: { date: 'CAST(ChargePeriodStart AS DATE)', source: 'x_source', datesPerCopy: 8 },
   rollups_daily: { date: 'date' },
   anomalies: { date: 'CAST(detected_date AS DATE)' },
   anomaly_status_history: { date: 'CAST(observed_at AS DATE)' },
@@ -72,7 +79,7 @@ export async function drainLake(warehouse: Warehouse, target: OutputTarget): Pro
       // Keys are <table>/<source>/<date>: one table and source a batch.
       const [table, source] = pending[0]!.key.split('/') as [string, string];
       const prefix = `${table}/${source}/`;
-      const keys = pending.filter((p) => p.key.startsWith(prefix)).slice(0, DATES_PER_COPY).map((p) => p.key);
+      const keys = pending.filter((p) => p.key.startsWith(prefix)).slice(0, LAKE_TABLES[table]?.datesPerCopy ?? DATES_PER_COPY).map((p) => p.key);
       const dates = keys.map((k) => k.slice(prefix.length));
       if (LAKE_TABLES[table] !== undefined) await replacePartitions(warehouse, target, table, source, dates);
       for (const key of keys) await warehouse.run('outbox/done', ['parquet', key]);
@@ -89,10 +96,10 @@ export async function drainLake(warehouse: Warehouse, target: OutputTarget): Pro
  */
 async function replacePartitions(warehouse: Warehouse, target: OutputTarget, table: string, source: string, dates: readonly string[]): Promise<void> {
   const scratch = target.scratch(table);
-  const dateExpr = LAKE_TABLES[table]!.date;
-  // rollups_daily's own `date` is the partition column; the others get one.
-  const columns = dateExpr === 'date' ? '*' : `*, ${dateExpr} AS date`;
-  const select = `SELECT ${columns} FROM ${table} WHERE source = ${sqlString(source)}
+  const { date: dateExpr, source: sourceColumn = 'source' } = LAKE_TABLES[table]!;
+  // rollups_daily's own `date` is the partition column; the others get one (and a `source`, if named otherwise).
+  const columns = ['*', ...(dateExpr === 'date' ? [] : [`${dateExpr} AS date`]), ...(sourceColumn === 'source' ? [] : [`${sourceColumn} AS source`])].join(', ');
+  const select = `SELECT ${columns} FROM ${table} WHERE ${sourceColumn} = ${sqlString(source)}
     AND ${dateExpr} IN (${dates.map((d) => `${sqlString(d)}::DATE`).join(', ')}) ORDER BY ALL`;
   try {
     await warehouse.sql(`COPY (${select}) TO ${sqlString(scratch)} (FORMAT parquet, PARTITION_BY (source, date), OVERWRITE_OR_IGNORE true)`);
@@ -147,10 +154,10 @@ export async function finishLake(
     for (const source of due) {
       if (parts.some((k) => k.split('/')[1] === source)) continue;
       const tables: Record<string, ManifestTable> = {};
-      for (const [table, { date }] of Object.entries(LAKE_TABLES)) {
+      for (const [table, { date, source: column = 'source' }] of Object.entries(LAKE_TABLES)) {
         const [row] = await warehouse.sql<ManifestTable>(
           `SELECT count(*) AS rows, count(DISTINCT ${date}) AS partitions, min(${date})::VARCHAR AS first_date, max(${date})::VARCHAR AS last_date
-           FROM ${table} WHERE source = ${sqlString(source)}`,
+           FROM ${table} WHERE ${column} = ${sqlString(source)}`,
         );
         tables[table] = row!;
       }

@@ -159,7 +159,10 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
     changed: async (table, source, dates) => {
       if (!lake || dates.length === 0) return;
       const mark = loadSql('outbox/mark');
-      for (const date of dates) await connection.run(mark, ['parquet', `${table}/${source}/${date}`]);
+      // The focus view is line items in FOCUS's shape: its partitions change with theirs.
+      for (const t of table === 'line_items' ? ['line_items', 'focus'] : [table]) {
+        for (const date of dates) await connection.run(mark, ['parquet', `${t}/${source}/${date}`]);
+      }
       await connection.run(mark, ['manifest', source]);
     },
     append: async (table, write) => {

@@ -17,6 +17,7 @@ const PARTS: Record<string, string[]> = {
   'publish.bench.mjs': ['publish:', 'nightly:'],
   'sources.bench.mjs': ['sources:', 'memory:'],
   'bucket.bench.mjs': ['publish:', 'lake:'],
+  'query.bench.mjs': ['query:'],
 };
 
 async function runScript(file: string): Promise<{ code: number | null; out: string; err: string }> {

@@ -8,7 +8,7 @@ import { CLI, SPAN, cli, killRunner, lakeDifferences, tableDigest, withEmulator,
 import { faultProxy, startRgw, type S3Server } from '../s3.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
-const OBJECT = /^((line_items|rollups_daily|anomalies|anomaly_status_history)\/source=default\/date=\d{4}-\d{2}-\d{2}\/data\.parquet|(sync_runs|sync_run_streams)\/source=default\/data\.parquet|_costsync_manifest\.default\.json)$/;
+const OBJECT = /^((line_items|focus|rollups_daily|anomalies|anomaly_status_history)\/source=default\/date=\d{4}-\d{2}-\d{2}\/data\.parquet|(sync_runs|sync_run_streams)\/source=default\/data\.parquet|_costsync_manifest\.default\.json)$/;
 
 let s3: S3Server;
 beforeAll(() => {

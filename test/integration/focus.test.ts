@@ -1,0 +1,143 @@
+import { copyFileSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { openWarehouse } from '../../src/storage/duckdb.js';
+import { SPAN, cli, queryDb, withEmulator, withTempDir } from '../helpers.js';
+
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
+const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
+
+/**
+ * Every FOCUS 1.2 column with its data type, from the specification's column pages
+ * (FOCUS_Spec, specification/columns/*.md: Decimal, Date/Time, String, Key-Value Format), as DuckDB
+ * types: Decimal → DECIMAL, Date/Time → TIMESTAMP WITH TIME ZONE (UTC), String → VARCHAR,
+ * Key-Value Format → JSON.
+ */
+const DECIMAL = 'DECIMAL(38,10)';
+const DATETIME = 'TIMESTAMP WITH TIME ZONE';
+const FOCUS_1_2: Record<string, string> = {
+  AvailabilityZone: 'VARCHAR', BilledCost: DECIMAL, BillingAccountId: 'VARCHAR', BillingAccountName: 'VARCHAR', BillingAccountType: 'VARCHAR',
+  BillingCurrency: 'VARCHAR', BillingPeriodEnd: DATETIME, BillingPeriodStart: DATETIME, CapacityReservationId: 'VARCHAR',
+  CapacityReservationStatus: 'VARCHAR', ChargeCategory: 'VARCHAR', ChargeClass: 'VARCHAR', ChargeDescription: 'VARCHAR',
+  ChargeFrequency: 'VARCHAR', ChargePeriodEnd: DATETIME, ChargePeriodStart: DATETIME, CommitmentDiscountCategory: 'VARCHAR',
+  CommitmentDiscountId: 'VARCHAR', CommitmentDiscountName: 'VARCHAR', CommitmentDiscountQuantity: DECIMAL, CommitmentDiscountStatus: 'VARCHAR',
+  CommitmentDiscountType: 'VARCHAR', CommitmentDiscountUnit: 'VARCHAR', ConsumedQuantity: DECIMAL, ConsumedUnit: 'VARCHAR',
+  ContractedCost: DECIMAL, ContractedUnitPrice: DECIMAL, EffectiveCost: DECIMAL, InvoiceId: 'VARCHAR', InvoiceIssuerName: 'VARCHAR',
+  ListCost: DECIMAL, ListUnitPrice: DECIMAL, PricingCategory: 'VARCHAR', PricingCurrency: 'VARCHAR',
+  PricingCurrencyContractedUnitPrice: DECIMAL, PricingCurrencyEffectiveCost: DECIMAL, PricingCurrencyListUnitPrice: DECIMAL,
+  PricingQuantity: DECIMAL, PricingUnit: 'VARCHAR', ProviderName: 'VARCHAR', PublisherName: 'VARCHAR', RegionId: 'VARCHAR',
+  RegionName: 'VARCHAR', ResourceId: 'VARCHAR', ResourceName: 'VARCHAR', ResourceType: 'VARCHAR', ServiceCategory: 'VARCHAR',
+  ServiceName: 'VARCHAR', ServiceSubcategory: 'VARCHAR', SkuId: 'VARCHAR', SkuMeter: 'VARCHAR', SkuPriceDetails: 'JSON',
+  SkuPriceId: 'VARCHAR', SubAccountId: 'VARCHAR', SubAccountName: 'VARCHAR', SubAccountType: 'VARCHAR', Tags: 'JSON',
+};
+
+/** Representative FOCUS queries (cost by service, sub-account, billing period; credits; tags), as written against any FOCUS dataset. */
+const FOCUS_QUERIES = [
+  'SELECT ServiceName, ServiceCategory, SUM(EffectiveCost) AS cost FROM focus GROUP BY ServiceName, ServiceCategory ORDER BY cost DESC',
+  'SELECT SubAccountId, SubAccountName, SUM(BilledCost) AS cost FROM focus GROUP BY SubAccountId, SubAccountName',
+  "SELECT BillingPeriodStart, BillingCurrency, SUM(BilledCost) AS billed FROM focus WHERE ChargeCategory = 'Usage' GROUP BY BillingPeriodStart, BillingCurrency ORDER BY BillingPeriodStart",
+  "SELECT ProviderName, SUM(BilledCost) AS credits FROM focus WHERE ChargeCategory = 'Credit' GROUP BY ProviderName",
+  "SELECT json_extract_string(Tags, '$.team') AS team, SUM(EffectiveCost) AS cost FROM focus WHERE ChargePeriodStart >= TIMESTAMPTZ '2025-06-01' AND ChargePeriodEnd <= TIMESTAMPTZ '2025-07-01' GROUP BY team",
+];
+
+async function synced<T>(fn: (db: string, dir: string) => Promise<T>): Promise<T> {
+  return withEmulator({ ...SPAN, rowsPerDay: 80, clock }, async ({ url }) => withTempDir(async (dir) => {
+    const db = join(dir, 'c.duckdb');
+    const run = await cli(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], env);
+    expect(run.code, run.stderr).toBe(0);
+    return fn(db, dir);
+  }));
+}
+
+describe('the focus view (FOCUS 1.2)', () => {
+  it('has every FOCUS 1.2 column by name and type, x_ extras only besides; sums and counts equal the line items\'; FOCUS queries run unchanged', async () => {
+    await synced(async (db) => {
+      const columns = await queryDb<{ name: string; type: string }>(db, "SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_name = 'focus' ORDER BY ordinal_position");
+      const spec = columns.filter((c) => !c.name.startsWith('x_'));
+      expect(Object.fromEntries(spec.map((c) => [c.name, c.type]))).toEqual(FOCUS_1_2);
+      expect(columns.filter((c) => c.name.startsWith('x_')).map((c) => c.name)).toEqual(['x_source', 'x_line_item_id', 'x_user_email', 'x_provider_type', 'x_currency_original', 'x_extra']);
+      const [sums] = await queryDb<{ f: number; l: number; fn: number; ln: number; credits: number; negatives: number }>(db, `
+        SELECT (SELECT sum(BilledCost)::DOUBLE FROM focus) AS f, (SELECT sum(net_amount_usd) FROM line_items) AS l,
+               (SELECT count(*) FROM focus)::INT AS fn, (SELECT count(*) FROM line_items)::INT AS ln,
+               (SELECT count(*) FROM focus WHERE ChargeCategory = 'Credit')::INT AS credits, (SELECT count(*) FROM line_items WHERE net_amount_usd < 0)::INT AS negatives`);
+      expect(sums!.fn).toBe(sums!.ln);
+      expect(sums!.fn).toBe(30 * 80);
+      expect(sums!.f).toBeCloseTo(sums!.l, 6);
+      expect(sums!.credits).toBe(sums!.negatives);
+      for (const sql of FOCUS_QUERIES) {
+        const result = await cli(['query', sql, '--db', db, '--format', 'json']);
+        expect(result.code, `${sql}\n${result.stderr}`).toBe(0);
+        expect(JSON.parse(result.stdout).length, sql).toBeGreaterThan(0);
+      }
+    });
+  });
+
+  it('verify --focus passes on synced data and names a violation planted in a copy', async () => {
+    await synced(async (db, dir) => {
+      const clean = await cli(['verify', '--focus', '--db', db]);
+      expect(clean.code, clean.stdout + clean.stderr).toBe(0);
+      expect(clean.stdout).toMatch(/No FOCUS violations/);
+      const copy = join(dir, 'planted.duckdb');
+      copyFileSync(db, copy);
+      const wh = await openWarehouse(copy);
+      try {
+        await wh.sql("UPDATE line_items SET provider_service = NULL WHERE id = (SELECT min(id) FROM line_items)");
+        await wh.sql("CREATE OR REPLACE VIEW focus_map_services AS SELECT 'x' AS service_key, 'x' AS service, 'Not A Category' AS service_category UNION ALL SELECT lower('Amazon EC2'), 'Amazon EC2', 'Not A Category'");
+      } finally {
+        wh.close();
+      }
+      // Views are refreshed on every open by costsync: the planted mapping is read from the copy as it is.
+      const planted = await cli(['verify', '--focus', '--db', copy, '--format', 'json']);
+      expect(planted.code).toBe(1);
+      const rules = (JSON.parse(planted.stdout) as { violations: { rule: string; rows: number }[] }).violations.map((v) => v.rule);
+      expect(rules).toContain('ServiceName must not be null');
+      expect(rules).toContain('ServiceCategory must be one of the allowed values');
+      // The original is untouched.
+      expect((await cli(['verify', '--focus', '--db', db])).code).toBe(0);
+    });
+  });
+
+  it('query --out writes the result as Parquet, CSV or JSON Lines, by extension, and refuses another', async () => {
+    await synced(async (db, dir) => {
+      for (const ext of ['parquet', 'csv', 'jsonl']) {
+        const file = join(dir, `focus.${ext}`);
+        const result = await cli(['query', 'SELECT * FROM focus', '--db', db, '--out', file]);
+        expect(result.code, result.stderr).toBe(0);
+        expect(result.stderr).toContain(`${30 * 80} rows`);
+        const reader = ext === 'parquet' ? `read_parquet('${file}')` : ext === 'csv' ? `read_csv('${file}')` : `read_json('${file}')`;
+        const [back] = await queryDb<{ n: number; cost: number; cols: number }>(db, `SELECT count(*)::INT AS n, sum(BilledCost)::DOUBLE AS cost, (SELECT count(*) FROM (DESCRIBE SELECT * FROM ${reader}))::INT AS cols FROM ${reader}`);
+        expect(back!.n).toBe(30 * 80);
+        expect(back!.cols).toBe(57 + 6);
+      }
+      const bad = await cli(['query', 'SELECT 1', '--db', db, '--out', join(dir, 'x.xlsx')]);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('.parquet, .csv or .jsonl');
+    });
+  });
+
+  it('round trip: a FOCUS file pushed, then synced, shows up in focus with the same dates, services and amounts', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 5, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const file = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
+        const pushed = await cli(['push', '--base-url', url, '--db', join(dir, 'p.duckdb'), '--rate-limit', '100000', '--connection', 'demo-connection', file], env);
+        expect(pushed.code, pushed.stderr).toBe(0);
+        const db = join(dir, 'c.duckdb');
+        const run = await cli(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], env);
+        expect(run.code, run.stderr).toBe(0);
+        // The API's net amount is the row's EffectiveCost (BilledCost when it has none); categories as the spec's rules store them.
+        const expected = await queryDb<{ d: string; service: string; category: string; cost: number }>(db, `
+          SELECT CAST(ChargePeriodStart AS DATE)::VARCHAR AS d, ServiceName AS service,
+                 CASE lower(ChargeCategory) WHEN 'discount' THEN 'credit' WHEN 'refund' THEN 'credit' WHEN 'fee' THEN 'usage' ELSE lower(ChargeCategory) END AS category,
+                 round(sum(coalesce(EffectiveCost, BilledCost)), 6) AS cost
+          FROM read_csv('${file}') GROUP BY ALL ORDER BY ALL`);
+        const custom = await queryDb<{ d: string; service: string; category: string; cost: number }>(db, `
+          SELECT CAST(ChargePeriodStart AS DATE)::VARCHAR AS d, ServiceName AS service, lower(ChargeCategory) AS category,
+                 round(sum(BilledCost)::DOUBLE, 6) AS cost
+          FROM focus WHERE x_provider_type = 'custom' GROUP BY ALL ORDER BY ALL`);
+        expect(expected.length).toBeGreaterThan(0);
+        expect(custom).toEqual(expected);
+      });
+    });
+  });
+});
