@@ -2,7 +2,7 @@
 import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { ConfigError, CostsyncError, ExitCode } from './errors.js';
-import type { ReadOnlyWarehouse, ResultTable } from './storage/duckdb.js';
+import { duckdbThreads, memoryLimit, type ReadOnlyWarehouse, type ResultTable } from './storage/duckdb.js';
 import { formatTable } from './table.js';
 
 export type OutputFormat = 'table' | 'csv' | 'json';
@@ -75,7 +75,9 @@ export function formatResult(result: ResultTable, format: OutputFormat): string 
 
 /** What `query --out` writes, by the file's extension: DuckDB's own COPY formats. */
 const EXPORT_FORMATS: Record<string, string> = {
-  '.parquet': 'FORMAT parquet',
+  // Smaller row groups than DuckDB's 122,880 rows: the writer holds one in memory, and a wide result
+  // (the 63 columns of focus) would not fit the memory limit.
+  '.parquet': 'FORMAT parquet, ROW_GROUP_SIZE 16384',
   '.csv': 'FORMAT csv, HEADER true',
   '.jsonl': 'FORMAT json',
   '.ndjson': 'FORMAT json',
@@ -102,6 +104,11 @@ export async function exportQuery(warehouse: ReadOnlyWarehouse, text: string, fi
   const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
   const select = text.trim().replace(/;\s*$/, '');
   try {
+    // As a sync does: one thread, DuckDB's memory bounded (it spills), no order kept across threads, so
+    // memory stays flat whatever the size of the result (a Parquet writer buffers a row group per thread).
+    await warehouse.sql(`SET threads = ${duckdbThreads()}`);
+    await warehouse.sql(`SET memory_limit = '${memoryLimit()}'`);
+    await warehouse.sql('SET preserve_insertion_order = false');
     const [row] = await warehouse.sql<{ Count: number }>(`COPY (${select}) TO '${tmp.replaceAll("'", "''")}' (${options})`);
     await rename(tmp, target);
     return Number(row?.Count ?? 0);
