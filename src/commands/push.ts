@@ -1,8 +1,9 @@
 /** `costsync push` and `costsync push-otel`: resolve options, run the library, print the summary, pick the exit code. */
+import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { createApiClient } from '../api/client.js';
-import { createRequestLimiter } from '../api/resilience.js';
+import { createRequestLimiter, systemClock } from '../api/resilience.js';
 import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
 import { parseMapping, versionArg, type ColumnMapping } from '../push/columns.js';
 import { openFileReader } from '../push/reader.js';
@@ -12,9 +13,11 @@ import type { SyncConfig } from '../config.js';
 import type { Logger } from '../log.js';
 import { acquireLock, dbLockPath, type Lock } from '../state/lock.js';
 import type { Warehouse } from '../storage/duckdb.js';
-import { logPublish, publish, publishDestination, remoteWarehouse } from '../outputs/publish.js';
+import { takeLeases, type Leases } from '../outputs/leases.js';
+import { logPublish, publish, publishDestination, remoteWarehouse, type PublishDestination } from '../outputs/publish.js';
 import { isS3Url } from '../outputs/s3-url.js';
 import { openWorkingCopy } from '../storage/working-copy.js';
+import { newRunId } from '../run-id.js';
 import { formatTable } from '../table.js';
 import { intArg, readJsonFile } from './args.js';
 import { connectionOptions, loadConfig, makeLogger, oneSource, processIo, type CommandIo } from './sync.js';
@@ -32,14 +35,18 @@ export function pushOptions(yargs: Argv) {
     .option('skip-invalid', { type: 'boolean', describe: 'Send the valid rows and report the rest' })
     .option('vendor', { type: 'string', describe: 'Vendor word in x_<vendor>_… columns [default service]' })
     .option('force', { type: 'boolean', describe: 'Send again batches the ledger says were sent' })
-    .option('rate-limit', { type: 'number', describe: 'Requests a minute [default 60]' });
+    .option('rate-limit', { type: 'number', describe: 'Requests a minute [default 60]' })
+    .option('lease', { type: 'string', choices: ['on', 'off'], describe: 'With --db in a bucket, hold its lease while pushing (see costsync sync --help) [default on]' })
+    .option('lease-ttl', { type: 'string', describe: 'A lease not renewed for this long is stale [default 10m]' });
 }
 
 export function pushOtelOptions(yargs: Argv) {
   return connectionOptions(yargs)
     .positional('file', { type: 'string', describe: 'A JSON document (for example an OTLP/JSON export)' })
     .option('force', { type: 'boolean', describe: 'Send even when the ledger says this document was sent' })
-    .option('rate-limit', { type: 'number', describe: 'Requests a minute [default 60]' });
+    .option('rate-limit', { type: 'number', describe: 'Requests a minute [default 60]' })
+    .option('lease', { type: 'string', choices: ['on', 'off'], describe: 'With --db in a bucket, hold its lease while pushing (see costsync sync --help) [default on]' })
+    .option('lease-ttl', { type: 'string', describe: 'A lease not renewed for this long is stale [default 10m]' });
 }
 
 /** The sync settings the push commands share (base URL, key, db, logging); push's own --format is not sync's. */
@@ -48,27 +55,49 @@ function sharedConfig(args: Record<string, unknown>, io: CommandIo, needsApi: bo
   return oneSource(loadConfig(shared, io, needsApi), 'push');
 }
 
+/** The working copy a push writes its ledger into, and what keeps other runs away from it. */
+interface Ledger {
+  warehouse: Warehouse;
+  lock: Lock;
+  /** With `--db s3://…`: the lease, and the published warehouse's ETag the push started from. */
+  leases: Leases | null;
+  db: PublishDestination;
+}
+
 /**
- * The push commands write the ledger into the working copy (under the lock beside --db) and
- * publish it over --db when they are done, whatever the outcome.
+ * The push commands write the ledger into the working copy (under the lock beside --db, and with
+ * --db in a bucket under the warehouse's lease) and publish it over --db when they are done, whatever
+ * the outcome.
  */
-async function openLedger(config: { db: string; stateDir: string }, command: string): Promise<{ warehouse: Warehouse; lock: Lock }> {
-  // A warehouse in a bucket has no directory to lock: the state directory's lock keeps runs apart.
+async function openLedger(config: SyncConfig, command: string, logger: Logger): Promise<Ledger> {
+  // A warehouse in a bucket has no directory to lock: the state directory's lock keeps local runs apart.
+  if (isS3Url(config.db)) mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
   const lock = acquireLock(isS3Url(config.db) ? resolve(config.stateDir, 'costsync.lock') : dbLockPath(config.db), command);
+  let leases: Leases | null = null;
   try {
-    return { warehouse: await openWorkingCopy(config.db, config.stateDir, { remote: remoteWarehouse(publishDestination(config.db)) }), lock };
+    leases = await takeLeases({ ...config, out: null }, [], newRunId(Date.now()), systemClock, logger);
+    const db = publishDestination(config.db);
+    const remote = remoteWarehouse(db);
+    if (remote) remote.notice = (m) => logger.warn(m);
+    const warehouse = await openWorkingCopy(config.db, config.stateDir, { remote });
+    // Publishing is conditional on the warehouse this push started from.
+    if (leases !== null && db.kind === 'bucket') db.fence = { etag: remote?.startEtag ?? null };
+    return { warehouse, lock, leases, db };
   } catch (error) {
+    await leases?.release().catch(() => undefined);
     lock.release();
     throw error;
   }
 }
 
-async function closeLedger(ledger: { warehouse: Warehouse; lock: Lock } | null, db: string, logger: Logger): Promise<void> {
+async function closeLedger(ledger: Ledger | null, logger: Logger): Promise<void> {
   if (ledger === null) return;
   try {
-    logPublish(logger, await publish(ledger.warehouse, db, { runId: null, now: Date.now }));
+    ledger.leases?.check();
+    logPublish(logger, await publish(ledger.warehouse, ledger.db, { runId: null, now: Date.now }));
   } finally {
     ledger.warehouse.close();
+    await ledger.leases?.release().catch(() => undefined);
     ledger.lock.release();
   }
 }
@@ -107,7 +136,7 @@ export function resolvePushOptions(args: Record<string, unknown>, config: Pick<S
 export async function runPushCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   let config: (SyncConfig & { sourceName: string }) | undefined;
   let logger = makeLogger({ logFormat: args['log-format'] === 'json' ? 'json' : 'pretty', quiet: Boolean(args.quiet), apiKey: '' }, io);
-  let ledger: { warehouse: Warehouse; lock: Lock } | null = null;
+  let ledger: Ledger | null = null;
   let reader = null;
   let client = null;
   const stopSignal = { stopped: false };
@@ -127,7 +156,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
 
     reader = await openFileReader(io.env);
     if (!dryRun) {
-      ledger = await openLedger(config, 'costsync push');
+      ledger = await openLedger(config, 'costsync push', logger);
       const limiter = createRequestLimiter({ requestsPerMinute: config.rateLimit });
       client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter });
     }
@@ -140,7 +169,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     // Published before the summary, so a failed publish is this command's failure.
     const done = ledger;
     ledger = null;
-    await closeLedger(done, config.db, logger);
+    await closeLedger(done, logger);
     if (config.logFormat === 'json') {
       logger.info('push finished', { ...summary });
     } else if (!config.quiet) {
@@ -164,7 +193,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     process.off('SIGINT', onInt);
     reader?.close();
     await client?.close();
-    await closeLedger(ledger, config?.db ?? '', logger).catch((error: unknown) => {
+    await closeLedger(ledger, logger).catch((error: unknown) => {
       logger.error(describeError(error, config ? [config.apiKey] : []));
     });
   }
@@ -173,18 +202,18 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
 export async function runPushOtelCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   let config: (SyncConfig & { sourceName: string }) | undefined;
   let logger = makeLogger({ logFormat: args['log-format'] === 'json' ? 'json' : 'pretty', quiet: Boolean(args.quiet), apiKey: '' }, io);
-  let ledger: { warehouse: Warehouse; lock: Lock } | null = null;
+  let ledger: Ledger | null = null;
   let client = null;
   try {
     config = sharedConfig(args, io, true);
     logger = makeLogger(config, io);
     if (typeof args.file !== 'string' || args.file === '') throw new ConfigError('No file to send.', 'Name a JSON document: costsync push-otel usage.json');
-    ledger = await openLedger(config, 'costsync push-otel');
+    ledger = await openLedger(config, 'costsync push-otel', logger);
     client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter: createRequestLimiter({ requestsPerMinute: config.rateLimit }) });
     const result = await runPushOtel({ file: args.file, force: Boolean(args.force), baseUrl: config.baseUrl, apiKey: config.apiKey, source: config.sourceName, client, warehouse: ledger.warehouse, logger });
     const done = ledger;
     ledger = null;
-    await closeLedger(done, config.db, logger);
+    await closeLedger(done, logger);
     if (result.sent) logger.info(`Sent ${result.file}; the server answered ${JSON.stringify(result.response)}`, { pushId: result.pushId });
     return ExitCode.OK;
   } catch (error) {
@@ -192,7 +221,7 @@ export async function runPushOtelCommand(args: Record<string, unknown>, io: Comm
     return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
   } finally {
     await client?.close();
-    await closeLedger(ledger, config?.db ?? '', logger).catch((error: unknown) => {
+    await closeLedger(ledger, logger).catch((error: unknown) => {
       logger.error(describeError(error, config ? [config.apiKey] : []));
     });
   }

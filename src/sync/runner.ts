@@ -19,8 +19,8 @@ import type { Warehouse } from '../storage/duckdb.js';
 import { derivedOutputs } from '../outputs/derived.js';
 import { SEVERITY_RANK, webhookTarget, type SendOptions, type WebhookTarget } from '../outputs/notify.js';
 import { publishDestination, remoteWarehouse } from '../outputs/publish.js';
-import { isS3Url, loadBucket, parseS3Url } from '../outputs/s3-url.js';
-import { Lease } from '../state/lease.js';
+import { isS3Url } from '../outputs/s3-url.js';
+import { FENCED_OFF, takeLeases, type Leases } from '../outputs/leases.js';
 import { outputTarget } from '../outputs/target.js';
 import { adoptCompacted, openWorkingCopy } from '../storage/working-copy.js';
 import { syncAnomalies } from './anomalies.js';
@@ -128,7 +128,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     // Refused now, not half way through a backfill: a lake that cannot be written (no credentials,
     // no bucket, access denied), a server that ignores conditional writes, another runner's lease.
     await lake?.check(runId);
-    leases = await takeLeases(config, sources.map((s) => s.name), runId, clock, logger);
+    leases = await takeLeases({ ...config, out: config.format === 'parquet' ? config.out : null }, sources.map((s) => s.name), runId, clock, logger);
     const remote = remoteWarehouse(db);
     if (remote) remote.notice = (m) => logger.warn(m);
     warehouse = await openWorkingCopy(config.db, config.stateDir, { lake: lake !== null, remote });
@@ -195,69 +195,6 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     await leases?.release().catch((e: unknown) => logger.warn(`could not remove the lease: ${describeError(e, secrets)}`));
     for (const lock of locks.reverse()) lock.release();
   }
-}
-
-const FENCED_OFF = new Set(['CS_ERR_LEASE_LOST', 'CS_ERR_WAREHOUSE_CHANGED']);
-
-interface Leases {
-  check(): void;
-  release(): Promise<void>;
-}
-
-/**
- * With the warehouse or the lake in a bucket (and `--lease on`): refuses a server that ignores
- * conditional writes, then takes a lease on the published warehouse and on each source of the lake,
- * renewed a third of the TTL apart. Null when nothing needs one.
- */
-async function takeLeases(config: SyncConfig, sources: readonly string[], runId: string, clock: Clock, logger: Logger): Promise<Leases | null> {
-  const dbInBucket = isS3Url(config.db);
-  const lakeInBucket = config.format === 'parquet' && isS3Url(config.out);
-  if (config.lease === 'off' || (!dbInBucket && !lakeInBucket)) return null;
-  const { conditionalWritesIgnored } = await import('../outputs/s3.js');
-  const places: { bucket: string; key: string }[] = [];
-  if (dbInBucket) {
-    const { bucket, key } = parseS3Url(config.db, '--db');
-    places.push({ bucket, key: `${key}.lease` });
-  }
-  if (lakeInBucket) {
-    const { bucket, key } = parseS3Url(config.out, '--out');
-    const prefix = key === '' || key.endsWith('/') ? key : `${key}/`;
-    for (const source of [...sources].sort()) places.push({ bucket, key: `${prefix}_costsync_lease.${source}.json` });
-  }
-  const first = await loadBucket(places[0]!.bucket);
-  const ignored = await conditionalWritesIgnored(first, `${places[0]!.key}.probe-${runId}`);
-  if (ignored !== null) {
-    throw new CostsyncError('CS_ERR_S3_NO_CONDITIONAL_WRITES', `The server of s3://${first.name} ignores conditional writes (${ignored}), so runners on different machines cannot be kept apart.`, {
-      exitCode: ExitCode.USAGE,
-      hint: 'Use a server that honours If-None-Match and If-Match (AWS S3, Ceph, MinIO, R2, GCS), or pass --lease off and keep runs apart by other means (a CronJob with concurrencyPolicy: Forbid).',
-    });
-  }
-  const held: Lease[] = [];
-  const release = async () => {
-    for (const lease of held.reverse()) await lease.release();
-  };
-  try {
-    for (const place of places) {
-      const bucket = place.bucket === first.name ? first : await loadBucket(place.bucket);
-      held.push(await Lease.acquire(bucket, place.key, { ttlMs: config.leaseTtlMs, now: () => clock.now(), runId, notice: (m) => logger.warn(m) }));
-    }
-  } catch (error) {
-    await release().catch(() => undefined);
-    throw error;
-  }
-  const timer = setInterval(() => {
-    for (const lease of held) lease.renew().catch((e: unknown) => logger.warn(`could not renew the lease: ${describeError(e)}`));
-  }, Math.max(1000, config.leaseTtlMs / 3));
-  timer.unref();
-  return {
-    check: () => {
-      for (const lease of held) lease.check();
-    },
-    release: async () => {
-      clearInterval(timer);
-      await release();
-    },
-  };
 }
 
 interface SourceRun {

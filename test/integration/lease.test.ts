@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, SPAN, cli, killRunner, withEmulator, withTempDir, type CliResult } from '../helpers.js';
 import { startRgw, startS3rver, type S3Server } from '../s3.js';
@@ -143,4 +144,25 @@ describe('a lease keeps runners on different machines apart', () => {
       });
     });
   }, 120_000);
+
+  it('push to an s3:// warehouse holds its lease too: refused (exit 5) while another machine holds it, then publishes', async () => {
+    await s3.createBucket('lease-e');
+    await withEmulator({ ...SPAN, rowsPerDay: 5, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', ...s3.env() };
+        const file = join(dir, 'rows.csv');
+        writeFileSync(file, 'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory\n2025-06-03,1.25,Gateway,Usage\n');
+        const push = ['push', '--base-url', url, '--db', 's3://lease-e/wh/costs.duckdb', '--state-dir', join(dir, 'state'), '--connection', 'demo-connection', '--rate-limit', '100000', '--log-format', 'json', file];
+        const now = new Date().toISOString();
+        await putText('lease-e', 'wh/costs.duckdb.lease', JSON.stringify({ host: 'elsewhere', pid: 1, runId: 'nightly-run', startedAt: now, renewedAt: now }));
+        const refused = await cli(push, env);
+        expect(refused.code, refused.stderr).toBe(5);
+        expect(refused.stderr).toContain('run nightly-run on elsewhere');
+        await s3.client.send(new DeleteObjectCommand({ Bucket: 'lease-e', Key: 'wh/costs.duckdb.lease' }));
+        const pushed = await cli(push, env);
+        expect(pushed.code, pushed.stderr).toBe(0);
+        expect(await s3.keys('lease-e')).toEqual(['wh/costs.duckdb']);
+      });
+    });
+  }, 60_000);
 });
