@@ -1,14 +1,14 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { SQL_DIR } from '../../src/paths.js';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { keyFingerprint } from '../../src/fingerprint.js';
-import { legacyStateFileName } from '../../src/state/store.js';
+import { legacyStateFileName, stateFileName } from '../../src/state/store.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { cli, tableDigest, withEmulator, withTempDir } from '../helpers.js';
+import { cli, queryDb, tableDigest, withEmulator, withTempDir } from '../helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/v0.1-warehouse/', import.meta.url));
 // The emulator the fixture was synced from (test/fixtures/README.md).
@@ -56,6 +56,44 @@ describe('upgrade from a warehouse the previous version wrote', () => {
         // A fresh sync of the same source by this version gives the same tables.
         expect((await cli(args(join(dir, 'fresh.duckdb'), join(dir, 'fresh-state')), env)).code).toBe(0);
         expect(await tableDigest(join(dir, 'fresh.duckdb'))).toEqual(upgraded);
+      });
+    });
+  }, 60_000);
+
+  it('picks up a working copy and state file the previous version wrote (schema 005, before the warehouse carried its state): nothing lost, a lookback, then the state carried', async () => {
+    const PREVIOUS = fileURLToPath(new URL('../fixtures/prev-warehouse/', import.meta.url));
+    await withEmulator(source, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const db = join(dir, 'costs.duckdb');
+        const stateDir = join(dir, 'state');
+        const work = workingCopyPath(stateDir, db);
+        mkdirSync(dirname(work), { recursive: true });
+        writeFileSync(work, gunzipSync(readFileSync(join(PREVIOUS, 'working-copy.duckdb.gz'))));
+        const state = JSON.parse(readFileSync(join(PREVIOUS, 'state.json'), 'utf8'));
+        state.source.baseUrl = emulator.url;
+        writeFileSync(join(stateDir, stateFileName('default', basename(work, '.duckdb'))), JSON.stringify(state));
+        const before = await tableDigest(work);
+        expect(before.line_items!.rows).toBe(40 * 30);
+
+        const args = (states: string) => [
+          'sync', '--base-url', emulator.url, '--db', db, '--state-dir', states, '--start-date', source.startDate,
+          '--until', source.endDate, '--window-days', '7', '--rate-limit', '100000', '--quiet',
+        ];
+        emulator.requestLog.reset();
+        const run = await cli(args(stateDir), env);
+        expect(run.code, run.stderr).toBe(0);
+        // A nightly run: the 3-day lookback only.
+        expect(emulator.requestLog.count({ route: 'line-items' })).toBe(1);
+        const after = await tableDigest(db);
+        for (const table of Object.keys(before)) expect({ table, rows: after[table]!.rows }).toEqual({ table, rows: before[table]!.rows });
+        const [carried] = await queryDb<{ n: number }>(db, "SELECT count(*)::INT AS n FROM _costsync_sync_state WHERE source = 'default'");
+        expect(carried!.n).toBe(1);
+
+        // From now on an empty state directory goes on from the warehouse: a lookback again.
+        emulator.requestLog.reset();
+        const clean = await cli(args(join(dir, 'empty-state')), env);
+        expect(clean.code, clean.stderr).toBe(0);
+        expect(emulator.requestLog.count({ route: 'line-items' })).toBe(1);
       });
     });
   }, 60_000);
