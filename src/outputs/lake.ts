@@ -148,11 +148,12 @@ export async function finishLake(
     if (!target.remote) for (const key of LEGACY_KEYS) await target.remove(key);
 
     const manifests = (await warehouse.query<{ key: string }>('outbox/pending', ['manifest'])).map((m) => m.key);
-    const parts = (await warehouse.query<{ key: string }>('outbox/pending', ['parquet'])).map((p) => p.key);
+    // Sources with a partition still pending (keys are <table>/<source>/<date>): no manifest yet.
+    const behind = new Set((await warehouse.query<{ key: string }>('outbox/pending', ['parquet'])).map((p) => p.key.split('/')[1]));
     // '' is an earlier version's one manifest for the whole lake: now one per source of this run.
     const due = new Set(manifests.flatMap((k) => (k === '' ? run.sources : [k])));
     for (const source of due) {
-      if (parts.some((k) => k.split('/')[1] === source)) continue;
+      if (behind.has(source)) continue;
       const tables: Record<string, ManifestTable> = {};
       for (const [table, { date, source: column = 'source' }] of Object.entries(LAKE_TABLES)) {
         const [row] = await warehouse.sql<ManifestTable>(
@@ -165,6 +166,6 @@ export async function finishLake(
       await target.putText(manifestKey(source), `${JSON.stringify(body, null, 2)}\n`);
       await warehouse.run('outbox/done', ['manifest', source]);
     }
-    if (manifests.includes('') && run.sources.every((s) => !parts.some((k) => k.split('/')[1] === s))) await warehouse.run('outbox/done', ['manifest', '']);
+    if (manifests.includes('') && run.sources.every((s) => !behind.has(s))) await warehouse.run('outbox/done', ['manifest', '']);
   });
 }

@@ -34,18 +34,20 @@ export interface OutputTarget {
 
 const SCRATCH_PREFIX = '.tmp-';
 
+/** `path` as a new, empty directory (what a killed run left there is removed). */
+function emptyDir(path: string): string {
+  rmSync(path, { recursive: true, force: true });
+  mkdirSync(path, { recursive: true });
+  return path;
+}
+
 /** A directory on disk. */
 export function directoryTarget(dir: string): OutputTarget {
   const root = resolve(dir);
   return {
     url: root,
     remote: false,
-    scratch(name) {
-      const path = join(root, `${SCRATCH_PREFIX}${name}-${process.pid}`);
-      rmSync(path, { recursive: true, force: true });
-      mkdirSync(path, { recursive: true });
-      return path;
-    },
+    scratch: (name) => emptyDir(join(root, `${SCRATCH_PREFIX}${name}-${process.pid}`)),
     async putFile(key, file) {
       const target = join(root, key);
       mkdirSync(dirname(target), { recursive: true });
@@ -97,12 +99,7 @@ export function bucketTarget(url: string, scratchRoot: string, bucket?: Bucket):
   return {
     url: s3Url(location.bucket, prefix),
     remote: true,
-    scratch(name) {
-      const path = join(scratchRoot, `${name}-${process.pid}`);
-      rmSync(path, { recursive: true, force: true });
-      mkdirSync(path, { recursive: true });
-      return path;
-    },
+    scratch: (name) => emptyDir(join(scratchRoot, `${name}-${process.pid}`)),
     async putFile(key, file) {
       await (await b()).putFile(prefix + key, file);
       rmSync(file, { force: true });

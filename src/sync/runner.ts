@@ -229,9 +229,8 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     const { state, notice } = reconcileCarried(loaded, fileExisted, row === undefined ? null : JSON.parse(row.state) as CarriedState, source.name);
     if (notice !== null) logger.warn(notice, { source: source.name });
     let carried = row?.state === undefined ? null : JSON.stringify(carriedState(state));
-    const carry = async (done?: Parameters<NonNullable<SyncContext['carryState']>>[0]) => {
-      const text = JSON.stringify(carriedState(state, done));
-      if (text === carried) return;
+    /** Replaces the carried state with `text` (inside whatever transaction is open). */
+    const carry = async (text: string) => {
       await warehouse.run('state/carry_delete', [source.name]);
       await warehouse.run('state/carry_insert', [source.name, text, new Date(clock.now()).toISOString()]);
       carried = text;
@@ -260,10 +259,15 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     });
     const ctx: SyncContext = {
       client, warehouse, spoolDir: store.spoolDir, state, logger, clock, runId: run.runId, source: source.name, stats,
-      carryState: carry,
+      carryState: async (done) => {
+        const text = JSON.stringify(carriedState(state, done));
+        if (text !== carried) await carry(text);
+      },
       // The warehouse first: a state file ahead of it would claim data it does not hold.
       saveState: async () => {
-        if (JSON.stringify(carriedState(state)) !== carried) await warehouse.transaction(() => carry());
+        // Computed once a save (after every page): only a changed window or watermark writes.
+        const text = JSON.stringify(carriedState(state));
+        if (text !== carried) await warehouse.transaction(() => carry(text));
         await store.saveAsync(state, () => new Date(clock.now()));
       },
       shouldStop: run.shouldStop,
