@@ -12,9 +12,60 @@ import { runStatusCommand, statusOptions } from './commands/status.js';
 import { notifyOptions, runNotifyCommand } from './commands/notify.js';
 import { runVerifyCommand, verifyOptions } from './commands/verify.js';
 import { connectionOptions, runSyncCommand, syncOptions } from './commands/sync.js';
-import { ExitCode, describeError, isCostsyncError } from './errors.js';
+import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from './errors.js';
+import { SETTINGS, envName } from './config.js';
+import { createLogger } from './log.js';
+
+/** What `--help` ends with: the exit codes and where settings come from. */
+const EPILOGUE = [
+  'Exit codes: 0 done; 1 failed (the API or an output kept failing; progress is saved); 2 bad flags, settings or input;',
+  '3 the key was refused (unauthorized, scope, plan); 4 stopped early (--max-runtime, SIGTERM, Ctrl-C; progress is saved);',
+  '5 another run holds the lock or the lease, or the published warehouse changed under this run.',
+  '',
+  `Every setting can also come from the environment as COSTSYNC_<FLAG>: ${SETTINGS.filter((s) => s !== 'api-key-file').map(envName).join(', ')}; flags win over the environment, which wins over the config file.`,
+  'The API key comes only from COSTSYNC_API_KEY or --api-key-file (never a flag: command lines are visible to every user of the machine).',
+].join('\n');
+
+/** Whether errors are to be written as JSON lines: --log-format json, or COSTSYNC_LOG_FORMAT=json. */
+function jsonErrors(argv: readonly string[]): boolean {
+  const i = argv.lastIndexOf('--log-format');
+  const flag = i >= 0 ? argv[i + 1] : argv.findLast((a) => a.startsWith('--log-format='))?.slice('--log-format='.length);
+  return (flag ?? process.env.COSTSYNC_LOG_FORMAT) === 'json';
+}
+
+/** Writes a failure before (or outside) a run, as one JSON line when JSON logs were asked for. */
+function reportFailure(argv: readonly string[], error: unknown): void {
+  const secrets = process.env.COSTSYNC_API_KEY ? [process.env.COSTSYNC_API_KEY] : [];
+  if (jsonErrors(argv)) {
+    const logger = createLogger({ format: 'json', secrets, write: (line) => process.stderr.write(`${line}\n`) });
+    const hint = isCostsyncError(error) ? error.hint : undefined;
+    logger.error(isCostsyncError(error) ? error.message : describeError(error, secrets), { ...errorFields(error, false), ...(hint ? { hint } : {}) });
+  } else {
+    process.stderr.write(`costsync: ${describeError(error, secrets)}\n`);
+  }
+}
+
+/** Keys on the command line are refused with the reason, before yargs calls them unknown. */
+function refuseKeyFlag(argv: readonly string[]): void {
+  if (argv.some((a) => a === '--api-key' || a.startsWith('--api-key='))) {
+    throw new ConfigError('--api-key is not an option: a key on the command line is visible to every user of the machine (ps, shell history, CI logs).',
+      'Set COSTSYNC_API_KEY in the environment, or put the key alone in a file and pass --api-key-file PATH.');
+  }
+}
+
+/** A reader that closed the pipe (`| head`) ends the command quietly, as git and jq do. */
+function quietOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EPIPE') process.exit(process.exitCode ?? ExitCode.OK);
+      throw error;
+    });
+  }
+}
 
 async function main(argv: string[]): Promise<void> {
+  quietOnClosedPipe();
+  refuseKeyFlag(argv);
   await yargs(argv)
     .scriptName('costsync')
     // A flag given twice: the last one wins, as in most CLIs.
@@ -57,14 +108,17 @@ async function main(argv: string[]): Promise<void> {
     .strict()
     .fail((message, error) => {
       if (error) throw error;
-      process.stderr.write(`${message}\nRun costsync --help for the commands and their options.\n`);
+      reportFailure(argv, new ConfigError(message, 'Run costsync --help for the commands and their options.'));
       process.exit(ExitCode.USAGE);
     })
+    .epilogue(EPILOGUE)
+    .wrap(Math.min(120, process.stdout.columns ?? 100))
     .help()
     .parseAsync();
 }
 
-main(hideBin(process.argv)).catch((error: unknown) => {
-  process.stderr.write(`costsync: ${describeError(error, process.env.COSTSYNC_API_KEY ? [process.env.COSTSYNC_API_KEY] : [])}\n`);
+const args = hideBin(process.argv);
+main(args).catch((error: unknown) => {
+  reportFailure(args, error);
   process.exitCode = isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
 });

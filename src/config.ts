@@ -56,6 +56,8 @@ export interface SyncConfig {
   streams: StreamName[];
   since: string | undefined;
   until: string;
+  /** Today (UTC) when the settings were resolved: state that reaches past it is mended. */
+  today?: string;
   startDate: string;
   lookbackDays: number;
   windowDays: number;
@@ -220,6 +222,10 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
 
   const today = utcDate(sources.nowMs);
   const until = date('until') ?? today;
+  if (until > today) {
+    bad(pick('until')!.from, `(${until}) is after today (${today}, UTC): the API holds no costs for days that have not happened, and recording them as synced would make later nightly runs skip their lookback.`,
+      `Leave --until out (it defaults to today), or pass a date on or before ${today}.`);
+  }
   const since = date('since');
   const startDate = date('start-date') ?? addDays(until < today ? until : today, -DEFAULTS.firstRunDays);
   if (since !== undefined && since > until) {
@@ -284,6 +290,7 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     streams,
     since,
     until,
+    today,
     startDate,
     lookbackDays: int('lookback-days', DEFAULTS.lookbackDays, 0, 365),
     windowDays: int('window-days', DEFAULTS.windowDays, 1, 3660),

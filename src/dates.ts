@@ -48,3 +48,17 @@ export function startOfDayMs(date: string): number {
 }
 
 export { DAY_MS };
+
+/**
+ * A duration as a person wrote it: `8 s`, `45 min`, `1 min 30 s`, `2 h`, `1 h 30 min`; under a
+ * second, `250 ms`. Never rounds a short duration to zero minutes. Pure.
+ */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const totalSeconds = Math.round(ms / 1000);
+  const h = Math.floor(totalSeconds / 3600);
+  const m = Math.floor((totalSeconds % 3600) / 60);
+  const s = totalSeconds % 60;
+  const parts = [h > 0 ? `${h} h` : '', m > 0 ? `${m} min` : '', s > 0 && h === 0 ? `${s} s` : ''].filter((p) => p !== '');
+  return parts.length === 0 ? '0 s' : parts.join(' ');
+}

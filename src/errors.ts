@@ -95,6 +95,8 @@ export const CODE_FOR_API_ERROR: Record<ApiErrorCode, string> = {
 /** Codes raised by the client itself. */
 export const ClientErrorCode = {
   NETWORK: 'CS_ERR_NETWORK',
+  /** No server answers at the base URL's host and port, before any response: a setting to fix (exit 2). */
+  UNREACHABLE: 'CS_ERR_UNREACHABLE',
   TIMEOUT: 'CS_ERR_TIMEOUT',
   MALFORMED_RESPONSE: 'CS_ERR_MALFORMED_RESPONSE',
   RESPONSE_TOO_LARGE: 'CS_ERR_RESPONSE_TOO_LARGE',

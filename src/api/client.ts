@@ -10,7 +10,7 @@ import {
   type ApiErrorCode,
 } from '../errors.js';
 import {
-  DEFAULT_RETRY_POLICY, createRequestLimiter, isRateLimited, isTransient, retryAfterMs, systemClock,
+  DEFAULT_RETRY_POLICY, DROPPED_MESSAGE, createRequestLimiter, isRateLimited, isTransient, retryAfterMs, systemClock,
   type Clock, type RequestLimiter, type RetryPolicy,
 } from './resilience.js';
 import {
@@ -37,8 +37,14 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 export type ClientEvent =
   | { type: 'request'; method: string; path: string }
   | { type: 'response'; method: string; path: string; statusCode: number; ms: number }
-  | { type: 'retry'; method: string; path: string; attempt: number; code: string; message: string }
+  | { type: 'retry'; method: string; path: string; attempt: number; code: string; message: string; retriesLeft: number }
   | { type: 'rate_limited'; method: string; path: string; holdMs: number };
+
+/** The log line for a retry, the same for every command. */
+export function retryLine(event: Extract<ClientEvent, { type: 'retry' }>): string {
+  const left = event.retriesLeft > 0 ? `, ${event.retriesLeft} more attempt(s) before giving up` : ', the last attempt';
+  return `retrying ${event.method} ${event.path} (attempt ${event.attempt + 1}${left}): ${event.message}`;
+}
 
 export interface ClientStats {
   requests: number;
@@ -119,7 +125,38 @@ export function parseBaseUrl(baseUrl: string): { origin: string; prefix: string 
   if (url.username || url.password || url.search || url.hash) {
     throw new ConfigError('The base URL must not carry credentials, a query or a fragment.', 'Pass the key with COSTSYNC_API_KEY or --api-key-file, not in the URL.');
   }
-  return { origin: url.origin, prefix: url.pathname.replace(/\/+$/, '') };
+  const prefix = url.pathname.replace(/\/+$/, '');
+  const doubled = /\/api\/v1(\/public)?$/.exec(prefix);
+  if (doubled !== null) {
+    const kept = prefix.slice(0, doubled.index);
+    throw new ConfigError(
+      `The base URL "${url.origin}${prefix}" ends in ${doubled[0]}, which costsync adds to every request itself (it would ask for ${prefix}${API_PREFIX}/…).`,
+      `Drop ${doubled[0]}: --base-url ${url.origin}${kept}`,
+    );
+  }
+  return { origin: url.origin, prefix };
+}
+
+/** Failures that mean nothing answers at that host and port (a mistyped host, a closed port): a setting to fix, not a fault to wait out. */
+const UNREACHABLE_CODES: Record<string, string> = {
+  ENOTFOUND: 'the host name does not resolve (DNS)',
+  ECONNREFUSED: 'nothing accepts connections at that host and port',
+  EHOSTUNREACH: 'the host cannot be reached',
+  ENETUNREACH: 'the network cannot be reached',
+};
+
+/** The errno code of a transport failure, looking through undici's wrappers. */
+function errnoOf(error: unknown): string | undefined {
+  for (let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+    if (typeof e.code === 'string' && e.code in UNREACHABLE_CODES) return e.code;
+    if (Array.isArray((e as { errors?: unknown[] }).errors)) {
+      for (const inner of (e as { errors: unknown[] }).errors) {
+        const c = (inner as { code?: unknown }).code;
+        if (typeof c === 'string' && c in UNREACHABLE_CODES) return c;
+      }
+    }
+  }
+  return undefined;
 }
 
 function hintFor(apiCode: ApiErrorCode, method: string, path: string, scope: string | undefined): string | undefined {
@@ -198,8 +235,13 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   });
   const stats: ClientStats = { requests: 0, retries: 0, rateLimited: 0 };
   const emit = (event: ClientEvent) => options.onEvent?.(event);
+  // Until the first response, a host that does not resolve or refuses connections is a mistyped
+  // --base-url: said at once (exit 2). After one, the same failure is a network fault, retried.
+  let answered = false;
+  let unreachable: ApiError | null = null;
 
   async function once(method: 'GET' | 'POST', path: string, body: string | undefined): Promise<{ envelope: Envelope<unknown>; text: string }> {
+    if (unreachable !== null) throw unreachable;
     const started = clock.now();
     // Errors and events name the path without its query (cursors are long and say nothing).
     const where = path.split('?')[0]!;
@@ -219,8 +261,18 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         ...(body !== undefined ? { body } : {}),
       });
     } catch (error) {
+      const errno = answered ? undefined : errnoOf(error);
+      if (errno !== undefined) {
+        // Every other request would fail the same way: they are dropped rather than each waiting its turn to fail.
+        limiter.dropWaiting();
+        throw unreachable ??= new ApiError(ClientErrorCode.UNREACHABLE, `Cannot reach the API at ${origin}: ${UNREACHABLE_CODES[errno]} (${errno}).`, {
+          path: where, cause: error, exitCode: ExitCode.USAGE,
+          hint: `Check --base-url (or COSTSYNC_BASE_URL / "base-url" in the config file): ${origin} is what costsync was given.`,
+        });
+      }
       throw transportError(error, method, where, secrets, deadline);
     }
+    answered = true;
     let text = '';
     try {
       text = await readLimited(response.body, maxBytes);
@@ -264,8 +316,17 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       return await pRetry(
         async () => {
           attempts += 1;
-          const { envelope, text } = await limiter.schedule(() => once(method, path, body));
-          return convert(envelope, text);
+          let result;
+          try {
+            result = await limiter.schedule(() => once(method, path, body));
+          } catch (error) {
+            if ((error as Error | undefined)?.message === DROPPED_MESSAGE) {
+              if (unreachable !== null) throw unreachable;
+              throw new ApiError(ClientErrorCode.ABORTED, `${method} ${where} was not sent: the run is stopping`, { path: where, cause: error });
+            }
+            throw error;
+          }
+          return convert(result.envelope, result.text);
         },
         {
           retries: policy.retries,
@@ -282,7 +343,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
               limiter.holdFor(holdMs);
             } else if (isTransient(error)) {
               stats.retries += 1;
-              emit({ type: 'retry', method, path: where, attempt: attemptNumber, code: (error as ApiError).code, message: error.message });
+              emit({ type: 'retry', method, path: where, attempt: attemptNumber, code: (error as ApiError).code, message: error.message, retriesLeft: policy.retries - attemptNumber + 1 });
             }
           },
           shouldConsumeRetry: ({ error }) => !isRateLimited(error),

@@ -44,8 +44,16 @@ export interface RequestLimiter {
   holdFor(ms: number): void;
   /** Epoch ms until which requests are held (0 when none). */
   readonly heldUntil: number;
+  /**
+   * A run is stopping: requests waiting for their turn are refused at once (they fail with
+   * CS_ERR_ABORTED) instead of each waiting out its spacing; requests in flight finish.
+   */
+  dropWaiting(): void;
   stop(): Promise<void>;
 }
+
+/** The message Bottleneck rejects dropped jobs with, so the client can tell them from failures. */
+export const DROPPED_MESSAGE = 'costsync: request dropped, the run is stopping';
 
 /**
  * A limiter that spaces requests evenly (`minTime`), so no burst ever exceeds the per-minute
@@ -59,6 +67,7 @@ export function createRequestLimiter(options: RequestLimiterOptions): RequestLim
   });
   let heldUntil = 0;
   let holding: Promise<void> | null = null;
+  let stopping: Promise<void> | null = null;
 
   async function releaseWhenDue(): Promise<void> {
     while (clock.now() < heldUntil) await clock.sleep(heldUntil - clock.now());
@@ -83,9 +92,15 @@ export function createRequestLimiter(options: RequestLimiterOptions): RequestLim
     get heldUntil() {
       return heldUntil;
     },
+    dropWaiting() {
+      stopping ??= bottleneck.stop({ dropWaitingJobs: true, dropErrorMessage: DROPPED_MESSAGE });
+      // A hold in force would otherwise keep stop() waiting for it.
+      heldUntil = 0;
+    },
     async stop() {
-      await holding;
-      await bottleneck.stop({ dropWaitingJobs: false });
+      if (stopping === null) await holding;
+      stopping ??= bottleneck.stop({ dropWaitingJobs: false });
+      await stopping;
     },
   };
 }

@@ -2,7 +2,7 @@
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { createApiClient } from '../api/client.js';
+import { createApiClient, retryLine, type ClientEvent } from '../api/client.js';
 import { createRequestLimiter, systemClock } from '../api/resilience.js';
 import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
 import { parseMapping, versionArg, type ColumnMapping } from '../push/columns.js';
@@ -23,12 +23,13 @@ import { intArg, readJsonFile } from './args.js';
 import { connectionOptions, loadConfig, makeLogger, oneSource, processIo, type CommandIo } from './sync.js';
 
 export function pushOptions(yargs: Argv) {
-  // `--version` is the profile version here, not costsync's own version.
+  // `--version` was the profile version here (it hid costsync's own): kept, hidden, with a notice.
   return connectionOptions(yargs.version(false))
     .positional('files', { type: 'string', array: true, describe: 'CSV, Parquet or JSON Lines files in FOCUS' })
     .option('connection', { type: 'string', describe: "The custom provider's connection id" })
     .option('map', { type: 'string', describe: 'JSON column mapping: {"columns": {"source": "FocusColumn"}, "constants": {"FocusColumn": value}}' })
-    .option('version', { type: 'string', describe: 'Profile version 1, 1.1 or 1.2 [default: the lowest that covers the columns used]' })
+    .option('profile-version', { type: 'string', describe: 'Profile version 1, 1.1 or 1.2 [default: the lowest that covers the columns used]' })
+    .option('version', { type: 'string', hidden: true, describe: 'Deprecated spelling of --profile-version' })
     .option('format', { type: 'string', describe: 'Profile name [default <vendor>.focus]' })
     .option('batch-size', { type: 'number', describe: `Rows per request [default ${DEFAULT_BATCH_SIZE}]` })
     .option('dry-run', { type: 'boolean', describe: 'Check and report; send nothing' })
@@ -51,7 +52,7 @@ export function pushOtelOptions(yargs: Argv) {
 
 /** The sync settings the push commands share (base URL, key, db, logging); push's own --format is not sync's. */
 function sharedConfig(args: Record<string, unknown>, io: CommandIo, needsApi: boolean) {
-  const { format: _format, version: _version, ...shared } = args;
+  const { format: _format, version: _version, 'profile-version': _profile, ...shared } = args;
   return oneSource(loadConfig(shared, io, needsApi), 'push');
 }
 
@@ -102,6 +103,13 @@ async function closeLedger(ledger: Ledger | null, logger: Logger): Promise<void>
   }
 }
 
+/** Retries said on the log as they happen, so a slow push is never a silent one. */
+function logRetries(logger: Logger): (event: ClientEvent) => void {
+  return (event) => {
+    if (event.type === 'retry') logger.info(retryLine(event), { code: event.code, attempt: event.attempt });
+  };
+}
+
 function problemLine(p: RowProblem): string {
   return `${p.file}:${p.line ?? `row ${p.row}`}: ${p.column ? `${p.column}: ` : ''}${p.reason}`;
 }
@@ -128,7 +136,7 @@ export function resolvePushOptions(args: Record<string, unknown>, config: Pick<S
   const mapping: ColumnMapping = args.map === undefined ? { columns: {}, constants: {} } : parseMapping(readJsonFile('map', String(args.map)), String(args.map));
   const batchSize = args['batch-size'] === undefined ? DEFAULT_BATCH_SIZE : intArg('batch-size', args['batch-size'], 1, 100_000);
   return {
-    connectionId, files, mapping, version: versionArg(args.version), format: args.format === undefined ? null : String(args.format),
+    connectionId, files, mapping, version: versionArg(args['profile-version'] ?? args.version), format: args.format === undefined ? null : String(args.format),
     vendor, batchSize, dryRun, skipInvalid: Boolean(args['skip-invalid']), force: Boolean(args.force), baseUrl: config.baseUrl, apiKey: config.apiKey, source: config.sourceName,
   };
 }
@@ -152,13 +160,16 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     const dryRun = Boolean(args['dry-run']);
     config = sharedConfig(args, io, !dryRun);
     logger = makeLogger(config, io);
+    if (args.version !== undefined && args['profile-version'] === undefined) {
+      logger.warn('push --version is deprecated (it hid costsync --version): use --profile-version; --version still works for now');
+    }
     const options = resolvePushOptions(args, config);
 
     reader = await openFileReader(io.env);
     if (!dryRun) {
       ledger = await openLedger(config, 'costsync push', logger);
       const limiter = createRequestLimiter({ requestsPerMinute: config.rateLimit });
-      client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter });
+      client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter, onEvent: logRetries(logger) });
     }
     const summary = await runPush({
       options,
@@ -209,7 +220,7 @@ export async function runPushOtelCommand(args: Record<string, unknown>, io: Comm
     logger = makeLogger(config, io);
     if (typeof args.file !== 'string' || args.file === '') throw new ConfigError('No file to send.', 'Name a JSON document: costsync push-otel usage.json');
     ledger = await openLedger(config, 'costsync push-otel', logger);
-    client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter: createRequestLimiter({ requestsPerMinute: config.rateLimit }) });
+    client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter: createRequestLimiter({ requestsPerMinute: config.rateLimit }), onEvent: logRetries(logger) });
     const result = await runPushOtel({ file: args.file, force: Boolean(args.force), baseUrl: config.baseUrl, apiKey: config.apiKey, source: config.sourceName, client, warehouse: ledger.warehouse, logger });
     const done = ledger;
     ledger = null;

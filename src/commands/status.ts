@@ -2,7 +2,7 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExitCode } from '../errors.js';
-import type { SyncState } from '../state/store.js';
+import { unusableStateHint, type SyncState } from '../state/store.js';
 import { openReadOnly } from '../storage/duckdb.js';
 import { readableCopy } from '../outputs/publish.js';
 import { isS3Url } from '../outputs/s3-url.js';
@@ -23,6 +23,8 @@ export interface StatusReport {
     baseUrl: string;
     keyFingerprint: string;
     updatedAt: string | null;
+    /** Why the state file could not be read (and what to do), when it could not. */
+    problem?: string;
     streams: { stream: string; watermark: string | null; lastSuccessAt: string | null; windowsPending: number; pendingRange: string | null }[];
   }[];
   tables: Record<string, unknown>[];
@@ -37,8 +39,16 @@ export interface StatusReport {
 /** Gathers the report: state files in the state directory, and the database read-only. */
 export async function gatherStatus(db: string, stateDir: string): Promise<StatusReport> {
   const files = existsSync(stateDir) ? readdirSync(stateDir).filter((f) => /^costsync-state-.*\.json$/.test(f)).sort() : [];
-  const sources = files.map((file) => {
-    const state = JSON.parse(readFileSync(join(stateDir, file), 'utf8')) as SyncState;
+  const sources = files.map((file): StatusReport['sources'][number] => {
+    let state: SyncState;
+    try {
+      state = JSON.parse(readFileSync(join(stateDir, file), 'utf8')) as SyncState;
+      if (typeof state !== 'object' || state === null || typeof state.streams !== 'object' || state.source === undefined) throw new Error('not a costsync state file');
+    } catch (error) {
+      const problem = `${join(stateDir, file)} cannot be read: ${(error as Error).message}. ${unusableStateHint(join(stateDir, file))}`;
+      const name = /--([a-z0-9_-]+)\.json$/.exec(file)?.[1] ?? 'default';
+      return { file, name, baseUrl: '', keyFingerprint: '', updatedAt: null, problem, streams: [] };
+    }
     const streams: StatusReport['sources'][number]['streams'] = (['line_items', 'rollups'] as const).filter((s) => state.streams[s]).map((s) => {
       const st = state.streams[s]!;
       return {
@@ -84,13 +94,21 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
   const { format: _format, ...settings } = args;
   const config = loadConfig(settings, io, false);
   const report = await gatherStatus(config.db, config.stateDir);
+  // A state file that cannot be read is reported, with the rest; the exit code says something needs a look.
+  const code = report.sources.some((s) => s.problem !== undefined) ? ExitCode.FAILED : ExitCode.OK;
   if (config.logFormat === 'json' || args.format === 'json') {
     io.stdout(`${JSON.stringify(report)}\n`);
-    return ExitCode.OK;
+    return code;
   }
   if (report.sources.length === 0) io.stdout(`No sync state in ${config.stateDir} yet: run costsync sync.\n`);
   for (const source of report.sources) {
-    io.stdout(`Source ${source.name}: ${source.baseUrl} (key ${source.keyFingerprint}), state updated ${source.updatedAt ?? 'never'}\n`);
+    if (source.problem !== undefined) {
+      io.stdout(`Source ${source.name}: the state file is unreadable\n\n`);
+      io.stderr(`error: ${source.problem}\n`);
+      continue;
+    }
+    const where = source.baseUrl === '' ? 'no answer from the API yet' : `${source.baseUrl} (key ${source.keyFingerprint})`;
+    io.stdout(`Source ${source.name}: ${where}, state updated ${source.updatedAt ?? 'never'}\n`);
     io.stdout(`${formatTable(source.streams)}\n\n`);
   }
   if (report.tables.length > 0) {
@@ -99,5 +117,5 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
   } else {
     io.stdout(`No database at ${config.db} yet.\n`);
   }
-  return ExitCode.OK;
+  return code;
 }

@@ -5,7 +5,7 @@ import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } fr
 import { createLogger, type Logger } from '../log.js';
 import { sendNow } from '../outputs/notify.js';
 import { createProgress, summaryTable } from '../progress.js';
-import { runSync, type RunSummary } from '../sync/runner.js';
+import { runSync, type RunSummary, type StopSignal } from '../sync/runner.js';
 
 /** Options shared by `sync`, `status` and `check`; no yargs defaults, so flags > env > file holds. */
 export function connectionOptions(yargs: Argv) {
@@ -114,11 +114,12 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
   for (const key of secrets) logger.addSecret(key);
   const live = config.logFormat === 'pretty' && io.isTTY && !config.quiet;
   const progress = createProgress({ live, logger, write: io.stderr, requestsPerMinute: config.rateLimit, now: io.now, eventIntervalMs: config.logFormat === 'json' ? 30_000 : 0 });
-  const stopSignal: { stopped: boolean; reason?: string } = { stopped: false };
+  const stopSignal: StopSignal = { stopped: false };
   const onSignal = (signal: string) => () => {
     stopSignal.stopped = true;
     stopSignal.reason = `${signal} received`;
-    logger.warn(`${signal}: finishing the current page, then stopping with progress saved`);
+    logger.warn(`${signal}: finishing the requests in flight, then stopping with progress saved`);
+    stopSignal.onStop?.();
   };
   const onTerm = onSignal('SIGTERM');
   const onInt = onSignal('SIGINT');

@@ -296,6 +296,9 @@ export class Dataset {
   }
 }
 
+/** Alert types that describe cost above what was expected. */
+const RISE_ALERT_TYPES = ALERT_TYPES.filter((t) => t !== 'spend_drop');
+
 function makeAnomaly(id: string, detectedMs: number, rng: () => number, provider?: string): AnomalyBase {
   const candidates = provider ? FLAT_SERVICES.filter((f) => f.provider.slug === provider) : FLAT_SERVICES;
   const flat = candidates.length > 0
@@ -307,7 +310,8 @@ function makeAnomaly(id: string, detectedMs: number, rng: () => number, provider
   const deviation = spike ? size : -Math.min(size, 90);
   const actual = Math.round(expected * (1 + deviation / 100) * 100) / 100;
   const severity = SEVERITY_BY_DEVIATION.find(([max]) => Math.abs(deviation) < max)?.[1] ?? 'critical';
-  const alertType = spike ? ALERT_TYPES[Math.floor(rng() * ALERT_TYPES.length)]! : 'spend_drop';
+  // The type agrees with the sign: a rise is never called a drop.
+  const alertType = spike ? RISE_ALERT_TYPES[Math.floor(rng() * RISE_ALERT_TYPES.length)]! : 'spend_drop';
   // Status path: most alerts get acknowledged, then closed; some are never touched.
   const untouched = rng() < 0.12;
   const ackAtMs = untouched ? null : detectedMs + Math.round((2 + rng() * 46) * HOUR_MS);

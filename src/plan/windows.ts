@@ -16,6 +16,8 @@ export interface WindowRequest {
   lookbackDays: number;
   windowDays: number;
   fullRefresh: boolean;
+  /** Today (UTC): a watermark or plan past it, written by an older costsync, is mended. Absent: no check. */
+  today?: string | undefined;
 }
 
 export interface DateWindow {
@@ -81,6 +83,31 @@ export function planRun(state: WindowedStreamState, req: WindowRequest): { plan:
     plan: { from, to: req.until, fullRefresh: req.fullRefresh, windows: newWindows(from, req.until, req.windowDays) },
     resumed: false,
   };
+}
+
+/**
+ * A stream state whose watermark or pending plan reaches past `today` (an older costsync took a future
+ * `--until`): the watermark is pulled back to `today`, so later runs re-read their lookback again, and a
+ * plan's windows that start after `today` are dropped (a window that straddles it keeps its bounds: its
+ * cursor belongs to them, and the days past today simply hold nothing). Null when nothing needed mending. Pure.
+ */
+export function mendFutureState(state: WindowedStreamState, today: string): { state: WindowedStreamState; notice: string } | null {
+  const through = state.syncedThrough;
+  const pendingTo = state.pending?.to ?? null;
+  if ((through === null || through <= today) && (pendingTo === null || pendingTo <= today)) return null;
+  const mended: WindowedStreamState = { ...state };
+  const parts: string[] = [];
+  if (through !== null && through > today) {
+    mended.syncedThrough = today;
+    if (mended.syncedFrom !== null && mended.syncedFrom > today) mended.syncedFrom = today;
+    parts.push(`the watermark ${through} is after today (${today}); it is now ${today}, so this run re-reads its lookback`);
+  }
+  if (state.pending !== null && pendingTo !== null && pendingTo > today) {
+    const windows = state.pending.windows.filter((w) => w.start <= today);
+    mended.pending = windows.length === 0 ? null : { ...state.pending, to: today, windows };
+    parts.push(`the unfinished plan reached ${pendingTo}; it now ends today`);
+  }
+  return { state: mended, notice: `${parts.join('; ')} (an earlier run was given a future --until)` };
 }
 
 /** Windows still to replace, in date order. */

@@ -55,6 +55,21 @@ export function dbLockPath(db: string): string {
   return `${resolve(db)}.lock`;
 }
 
+const WHY: Record<string, string> = {
+  EACCES: 'permission denied', EPERM: 'permission denied', EROFS: 'the file system is read-only',
+  ENOENT: 'the directory does not exist or takes no files', ENOTDIR: 'a part of the path is not a directory', ENOSPC: 'the disk is full',
+};
+
+/** A lock that cannot be written: which directory, why, and which setting puts it there. */
+function lockPlaceError(path: string, cause: unknown): CostsyncError {
+  const code = (cause as NodeJS.ErrnoException).code ?? '';
+  const dir = dirname(path);
+  return new CostsyncError('CS_ERR_STATE_IO', `Cannot write the lock file ${basename(path)} in ${dir}: ${WHY[code] ?? (cause as Error).message}${code ? ` (${code})` : ''}.`, {
+    cause,
+    hint: `costsync writes its lock beside --db and in --state-dir: give them a directory you can write (for example --db ./costs.duckdb --state-dir ./state), or make ${dir} writable.`,
+  });
+}
+
 /** Removes the temp and stale-aside files of lock attempts by processes that are gone (killed mid-attempt). */
 function removeDeadAttempts(path: string): void {
   const name = basename(path);
@@ -69,7 +84,11 @@ export function acquireLock(path: string, command: string, now: Date = new Date(
   removeDeadAttempts(path);
   const me: LockHolder = { pid: process.pid, hostname: hostname(), startedAt: now.toISOString(), command };
   const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-  writeFileSync(tmp, JSON.stringify(me), { mode: 0o600 });
+  try {
+    writeFileSync(tmp, JSON.stringify(me), { mode: 0o600 });
+  } catch (error) {
+    throw lockPlaceError(path, error);
+  }
   try {
     for (let attempt = 0; attempt < 5; attempt++) {
       try {

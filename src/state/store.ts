@@ -11,6 +11,14 @@ import { ConfigError, CostsyncError } from '../errors.js';
 /** 2: named by source (1 was named by base URL and key fingerprint, and is migrated on load). */
 export const STATE_VERSION = 2;
 
+/**
+ * What to do with a state file that cannot be used: moving it aside is enough, since the warehouse
+ * carries the state that matches its data (a full refresh would spend hours of quota for nothing).
+ */
+export function unusableStateHint(path: string): string {
+  return `Move it aside (mv ${path} ${path}.bad) and run again: costsync goes on from the state the warehouse carries (no --full-refresh needed; the DuckDB tables are kept).`;
+}
+
 /** One date window of a plan, and how far it got. */
 export interface PlannedWindow {
   start: string;
@@ -138,7 +146,8 @@ export class StateStore {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
         const legacy = this.findLegacy();
-        if (legacy === null) return { version: STATE_VERSION, source: this.source, streams: {}, updatedAt: null };
+        // No identity until the API answers (confirmIdentity): a first run with a wrong key or URL records none.
+        if (legacy === null) return { version: STATE_VERSION, source: { name: this.source.name, baseUrl: '', keyFingerprint: '' }, streams: {}, updatedAt: null };
         return this.adoptLegacy(legacy);
       }
       throw new CostsyncError('CS_ERR_STATE_IO', `Cannot read the state file ${this.path}: ${(error as Error).message}`, {
@@ -165,12 +174,12 @@ export class StateStore {
     } catch (cause) {
       throw new ConfigError(
         `The state file ${path} is not valid JSON (it may have been edited or damaged).`,
-        'Move it aside and run with --full-refresh to rebuild the state from the API; the DuckDB tables are kept.',
+        unusableStateHint(path),
         cause,
       );
     }
     if (typeof parsed !== 'object' || parsed === null || typeof parsed.version !== 'number' || typeof parsed.streams !== 'object') {
-      throw new ConfigError(`The state file ${path} is not a costsync state file.`, 'Move it aside and run with --full-refresh.');
+      throw new ConfigError(`The state file ${path} is not a costsync state file.`, unusableStateHint(path));
     }
     if (parsed.version > STATE_VERSION) {
       throw new ConfigError(
@@ -192,13 +201,21 @@ export class StateStore {
         'Move the file aside, or give the source its old name back.',
       );
     }
-    if (saved.keyFingerprint !== this.source.keyFingerprint) {
+    // An empty identity was never confirmed by an answer: nothing to compare with.
+    if (saved.keyFingerprint && saved.keyFingerprint !== this.source.keyFingerprint) {
       this.notices.push(`the key for ${this.source.name} changed since the last run (fingerprint ${saved.keyFingerprint} is now ${this.source.keyFingerprint}); going on where the last run stopped`);
     }
-    if (saved.baseUrl !== this.source.baseUrl) {
+    if (saved.baseUrl && saved.baseUrl !== this.source.baseUrl) {
       this.notices.push(`the base URL of ${this.source.name} changed since the last run (${saved.baseUrl} is now ${this.source.baseUrl}); going on where the last run stopped. If it is another workspace, run with --full-refresh to start over`);
     }
-    return { ...parsed, version: STATE_VERSION, source: this.source };
+    // The identity stays the one last confirmed until this run gets an answer (see confirmIdentity):
+    // a run with a wrong key or URL that fails must not make the next, right one look changed.
+    return { ...parsed, version: STATE_VERSION, source: { ...saved, name: this.source.name } };
+  }
+
+  /** The API answered with this run's key and base URL: they are the source's identity from now on. */
+  confirmIdentity(state: SyncState): void {
+    state.source = this.source;
   }
 
   private saving: Promise<void> | null = null;

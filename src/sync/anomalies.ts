@@ -8,7 +8,7 @@ import type { AnomaliesQuery } from '../api/client.js';
 import { ANOMALY_STATUSES, SEVERITIES, type Anomaly } from '../api/types.js';
 import { addDays } from '../dates.js';
 import { appendRecords, type Column } from '../storage/columns.js';
-import { warn, type SyncContext } from './context.js';
+import { isDroppedRequest, warn, type SyncContext } from './context.js';
 
 export const ANOMALY_PAGE_LIMIT = 100;
 /** Re-read this much before the watermark, for alerts that arrive late with an earlier timestamp. */
@@ -28,6 +28,8 @@ export interface Collected {
   records: Map<string, Anomaly>;
   requests: number;
   unreachable: Unreachable[];
+  /** The run is stopping: the collection ended early, so `records` may be incomplete. */
+  stopped: boolean;
 }
 
 const ms = (iso: string) => Date.parse(iso);
@@ -58,6 +60,7 @@ export async function collectAnomalies(
   since: string | undefined,
   knownProviders: readonly string[],
   limit = ANOMALY_PAGE_LIMIT,
+  shouldStop: () => boolean = () => false,
 ): Promise<Collected> {
   const records = new Map<string, Anomaly>();
   const unreachable: Unreachable[] = [];
@@ -66,14 +69,27 @@ export async function collectAnomalies(
   // is visited in every earlier split too.
   const providerSplits: { filters: AnomalyFilters; from: string | undefined; visited: Set<string> }[] = [];
   let requests = 0;
+  let stopped = false;
 
   const visit = async (filters: AnomalyFilters, from: string | undefined): Promise<void> => {
+    // A stop ends the collection at the next request: what was collected is kept, the watermark is not moved.
+    if (stopped || shouldStop()) {
+      stopped = true;
+      return;
+    }
     if (requests >= MAX_ANOMALY_REQUESTS) {
       unreachable.push({ filters, since: from, reason: `stopped after ${MAX_ANOMALY_REQUESTS} requests` });
       return;
     }
     requests += 1;
-    const page = await fetch({ ...filters, ...(from !== undefined ? { since: from } : {}), limit });
+    let page: Anomaly[];
+    try {
+      page = await fetch({ ...filters, ...(from !== undefined ? { since: from } : {}), limit });
+    } catch (error) {
+      if (!(isDroppedRequest(error) && shouldStop())) throw error;
+      stopped = true;
+      return;
+    }
     for (const a of page) {
       records.set(a.id, a);
       if (typeof a.provider_type === 'string') providers.add(a.provider_type);
@@ -121,7 +137,7 @@ export async function collectAnomalies(
       }
     }
   }
-  return { records, requests, unreachable };
+  return { records, requests, unreachable, stopped };
 }
 
 const COLUMNS: readonly Column[] = [
@@ -159,17 +175,17 @@ export function anomalySince(watermark: string | null, req: AnomalyRequest, nowM
   return new Date(from).toISOString();
 }
 
-export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Promise<'done'> {
+export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Promise<'done' | 'stopped'> {
   const { warehouse } = ctx;
   const stats = ctx.stats.anomalies;
   const streamState = (ctx.state.streams.anomalies ??= { watermark: null, lastSuccessAt: null });
   const since = anomalySince(streamState.watermark, req, ctx.clock.now());
   const known = await warehouse.query<{ p: string }>('sync/known_providers', [ctx.source]);
   ctx.progress.planned?.('anomalies', { windows: 1, from: since, to: req.until, resumed: false });
-  const collected = await collectAnomalies((q) => ctx.client.anomalies(q), since, known.map((r) => r.p));
+  const collected = await collectAnomalies((q) => ctx.client.anomalies(q), since, known.map((r) => r.p), ANOMALY_PAGE_LIMIT, () => ctx.shouldStop());
   stats.pages += collected.requests;
   ctx.progress.page?.('anomalies', { rows: collected.records.size, window: `${since}..${req.until}`, pages: collected.requests });
-  for (const u of collected.unreachable) {
+  for (const u of collected.stopped ? [] : collected.unreachable) {
     warn(ctx, 'anomalies', `anomalies: some alerts may be missing: ${u.reason} (filters ${JSON.stringify(u.filters)}, since ${u.since ?? 'the beginning'})`);
   }
 
@@ -209,6 +225,11 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
   stats.updated += diff.updated;
   await ctx.afterCommit?.();
 
+  if (collected.stopped) {
+    // What was collected is stored (an upsert, safe to repeat); the watermark stays, so the next run collects from the same point.
+    ctx.progress.windowDone?.('anomalies', { window: `${since}..${req.until}`, ...diff });
+    return 'stopped';
+  }
   const newest = inRange.reduce<string | null>((max, a) => (max === null || ms(a.detected_date) > ms(max) ? a.detected_date : max), streamState.watermark);
   ctx.state.streams.anomalies = {
     watermark: newest === null ? null : new Date(ms(newest)).toISOString(),

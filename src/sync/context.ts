@@ -1,6 +1,7 @@
 /** What every stream gets to work with: collaborators passed in, never module singletons. */
 import type { ApiClient } from '../api/client.js';
 import type { Clock } from '../api/resilience.js';
+import { ApiError, ClientErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { SyncState } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
@@ -78,4 +79,9 @@ export interface SyncContext {
 export function warn(ctx: SyncContext, stream: StreamName, message: string, fields: Record<string, unknown> = {}): void {
   ctx.stats[stream].warnings.push(message);
   ctx.logger.warn(message, { stream, ...fields });
+}
+
+/** True when `error` is a request the client dropped because the run is stopping (not a failure). */
+export function isDroppedRequest(error: unknown): boolean {
+  return error instanceof ApiError && error.code === ClientErrorCode.ABORTED;
 }

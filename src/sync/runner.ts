@@ -5,14 +5,15 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
-import { createApiClient, keyFingerprint, type ApiClientOptions, type ClientEvent } from '../api/client.js';
-import { createRequestLimiter, systemClock, type Clock } from '../api/resilience.js';
+import { createApiClient, keyFingerprint, retryLine, type ApiClientOptions, type ClientEvent } from '../api/client.js';
+import { createRequestLimiter, systemClock, type Clock, type RequestLimiter } from '../api/resilience.js';
 import { endpointOf, type Endpoint } from '../api/types.js';
 import type { SourceConfig, SyncConfig } from '../config.js';
 import { CostsyncError, ExitCode, describeError, isCostsyncError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { acquireLock, dbLockPath, type Lock } from '../state/lock.js';
 import { newRunId } from '../run-id.js';
+import { formatDuration } from '../dates.js';
 import { carriedState, reconcileCarried, type CarriedState } from '../state/carried.js';
 import { StateStore, removeStateLeftovers } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
@@ -52,13 +53,22 @@ export interface RunSummary extends Omit<SourceSummary, 'source'> {
   sources: SourceSummary[];
 }
 
+export interface StopSignal {
+  stopped: boolean;
+  reason?: string;
+  onStop?: () => void;
+}
+
 export interface SyncDeps {
   config: SyncConfig;
   logger: Logger;
   clock?: Clock;
   progress?: ProgressListener;
-  /** Set to stop cleanly (SIGTERM, SIGINT): the current page finishes, progress is saved. */
-  stopSignal?: { stopped: boolean; reason?: string };
+  /**
+   * Set `stopped` to stop cleanly (SIGTERM, SIGINT): the requests in flight finish, progress is saved.
+   * The run sets `onStop`; call it after setting `stopped` so requests waiting for their turn are dropped at once.
+   */
+  stopSignal?: StopSignal;
   /** Client settings for tests (fast retries, say). */
   clientOptions?: Partial<ApiClientOptions>;
   /** Webhook send settings for tests (short timeouts and backoff). */
@@ -106,6 +116,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     });
   }
   const locks: Lock[] = [];
+  let deadlineTimer: NodeJS.Timeout | undefined;
   try {
     for (const path of lockPaths(config)) locks.push(acquireLock(path, `costsync sync (run ${runId})`, new Date(startedMs)));
   } catch (error) {
@@ -147,16 +158,28 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     await outputs.resume();
 
     const deadline = config.maxRuntimeMs === undefined ? Infinity : startedMs + config.maxRuntimeMs;
+    // A stop drops the requests waiting for their turn, so it takes one request, not a queue of them.
+    const limiters: RequestLimiter[] = [];
+    stop.onStop = () => { for (const l of limiters) l.dropWaiting(); };
     const shouldStop = () => {
       if (!stop.stopped && clock.now() >= deadline) {
         stop.stopped = true;
-        stop.reason = `--max-runtime of ${Math.round(config.maxRuntimeMs! / 1000)} s reached`;
+        stop.reason = `--max-runtime of ${formatDuration(config.maxRuntimeMs!)} reached`;
+        stop.onStop?.();
       }
       return stop.stopped;
     };
+    if (deadline !== Infinity) {
+      deadlineTimer = setTimeout(shouldStop, Math.max(0, deadline - clock.now()));
+      deadlineTimer.unref();
+    }
+    const addLimiter = (limiter: RequestLimiter) => {
+      limiters.push(limiter);
+      if (stop.stopped) limiter.dropWaiting();
+    };
     // Sources run side by side, each with its own key, limiter and state; one failing stops none of the others.
     const parts = await Promise.all(sources.map((source) => syncSource(source, {
-      deps, clock, runId, warehouse: wh, shouldStop, afterCommit: () => outputs.afterCommit(), several: sources.length > 1,
+      deps, clock, runId, warehouse: wh, shouldStop, addLimiter, afterCommit: () => outputs.afterCommit(), several: sources.length > 1,
     })));
     let summary = combine(runId, startedAt, clock, parts, stop.reason);
     // Whatever the outcome, what was committed reaches the lake and the published file; an output
@@ -191,6 +214,8 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     }
     throw error;
   } finally {
+    clearTimeout(deadlineTimer);
+    delete stop.onStop;
     warehouse?.close();
     await leases?.release().catch((e: unknown) => logger.warn(`could not remove the lease: ${describeError(e, secrets)}`));
     for (const lock of locks.reverse()) lock.release();
@@ -203,6 +228,8 @@ interface SourceRun {
   runId: string;
   warehouse: Warehouse;
   shouldStop: () => boolean;
+  /** Each source's limiter, so a stop can drop the requests waiting in it. */
+  addLimiter: (limiter: RequestLimiter) => void;
   afterCommit: () => Promise<void>;
   /** Several sources: progress lines are per source. */
   several: boolean;
@@ -219,7 +246,8 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
   let summary: SourceSummary;
   const targets = targetsOf(config, source);
   try {
-    const store = new StateStore(config.stateDir, { name: source.name, baseUrl: source.baseUrl, keyFingerprint: keyFingerprint(source.apiKey) }, basename(warehouse.path, '.duckdb'));
+    const identity = { name: source.name, baseUrl: source.baseUrl, keyFingerprint: keyFingerprint(source.apiKey) };
+    const store = new StateStore(config.stateDir, identity, basename(warehouse.path, '.duckdb'));
     const fileExisted = existsSync(store.path);
     const loaded = store.load();
     for (const notice of store.notices) logger.warn(notice, { source: source.name });
@@ -242,10 +270,12 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
       // A stream not synced is requested only by another's check (line items fetch their provider rollups).
       const stream = config.streams.includes(endpointStream) ? endpointStream : 'line_items';
       if (event.type === 'request') stats[stream].requests += 1;
-      else if (event.type === 'response') stats[stream].responses[event.statusCode] = (stats[stream].responses[event.statusCode] ?? 0) + 1;
-      else if (event.type === 'retry') {
+      else if (event.type === 'response') {
+        if (event.statusCode >= 200 && event.statusCode < 300 && state.source !== identity) store.confirmIdentity(state);
+        stats[stream].responses[event.statusCode] = (stats[stream].responses[event.statusCode] ?? 0) + 1;
+      } else if (event.type === 'retry') {
         stats[stream].retries += 1;
-        logger.debug(`retrying ${event.method} ${event.path}: ${event.message}`, { source: source.name, stream, code: event.code, attempt: event.attempt });
+        logger.info(`${run.several ? `${source.name}: ` : ''}${retryLine(event)}`, { source: source.name, stream, code: event.code, attempt: event.attempt });
       } else if (event.type === 'rate_limited') {
         stats[stream].rateLimited += 1;
         logger.info(`${source.name}: rate limited: holding requests for ${Math.ceil(event.holdMs / 1000)} s`, { source: source.name, stream });
@@ -254,6 +284,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     // Every stream's windows may have a request in flight: size the limiter and the pool for all.
     const inFlight = Math.max(4, config.concurrency * config.streams.length);
     const limiter = createRequestLimiter({ requestsPerMinute: source.rateLimit, clock, maxConcurrent: inFlight });
+    run.addLimiter(limiter);
     client = createApiClient({
       baseUrl: source.baseUrl, apiKey: source.apiKey, limiter, clock, onEvent, connections: inFlight, ...deps.clientOptions,
     });
@@ -286,7 +317,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     };
     const windowReq = {
       since: config.since, until: config.until, startDate: config.startDate, lookbackDays: config.lookbackDays,
-      windowDays: config.windowDays, fullRefresh: config.fullRefresh,
+      windowDays: config.windowDays, fullRefresh: config.fullRefresh, today: config.today,
     };
     const tasks: Promise<StreamOutcome>[] = [];
     if (config.streams.includes('line_items')) tasks.push(syncWindowedStream(lineItemsStream, ctx, windowReq));

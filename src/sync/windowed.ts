@@ -8,10 +8,10 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { ApiError, CostsyncError } from '../errors.js';
-import { completePlan, planRun, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
+import { completePlan, mendFutureState, planRun, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
 import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
 import { clearSpool, dropPagesAfter, pageGlob, spoolLines, windowSpoolDir, writePage } from '../storage/spool.js';
-import { warn, type SyncContext } from './context.js';
+import { isDroppedRequest, warn, type SyncContext } from './context.js';
 import { HashSet52, hash52 } from './id-set.js';
 import { wantsRollupTotals, type DayBasis } from './estimate.js';
 import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, describeMismatches, type ProviderRollupExchange } from './reconcile.js';
@@ -69,7 +69,12 @@ export async function syncWindowedStream(spec: WindowedStreamSpec, ctx: SyncCont
 async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: WindowRequest, shared: ProviderRollupExchange | undefined): Promise<StreamOutcome> {
   const { warehouse } = ctx;
   const stats = ctx.stats[spec.name];
-  const streamState = (ctx.state.streams[spec.name] ??= emptyWindowedState());
+  let streamState = (ctx.state.streams[spec.name] ??= emptyWindowedState());
+  const mended = req.today === undefined ? null : mendFutureState(streamState, req.today);
+  if (mended !== null) {
+    streamState = ctx.state.streams[spec.name] = mended.state;
+    ctx.logger.warn(`${spec.name}: ${mended.notice}`, { source: ctx.source, stream: spec.name });
+  }
   const { plan, resumed } = planRun(streamState, req);
   streamState.pending = plan;
   await ctx.saveState();
@@ -154,6 +159,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
       try {
         page = await spec.fetchPage(ctx.client, window, window.cursor, ctx.providerRollups);
       } catch (error) {
+        if (isDroppedRequest(error) && ctx.shouldStop()) return 'stopped';
         if (spec.serverCursors && window.cursor !== null && isRejectedCursor(error) && restarts < MAX_WINDOW_RESTARTS) {
           restarts += 1;
           warn(ctx, spec.name, `${spec.name} ${label}: the server refused the saved cursor (${(error as Error).message.replace(/^.*?: /, '')}); restarting the window`, { window: label });
@@ -195,7 +201,14 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
       ctx.progress.page?.(spec.name, { rows: page.records.length - outside, window: label, ...(usd !== undefined ? { usd } : {}) });
     }
     if (ctx.reconcile === 'off') break;
-    const mismatches = await spec.check.run(ctx, window, dir);
+    let mismatches;
+    try {
+      mismatches = await spec.check.run(ctx, window, dir);
+    } catch (error) {
+      // The window's pages are spooled and its cursor saved: the next run checks and stores it.
+      if (isDroppedRequest(error) && ctx.shouldStop()) return 'stopped';
+      throw error;
+    }
     if (mismatches.length === 0) break;
     const detail = describeMismatches(mismatches, spec.check.sides);
     if (attempt >= MAX_FETCH_ATTEMPTS) {

@@ -107,6 +107,17 @@ describe('emulator dataset', () => {
     expect(snapshots[0]!.size).toBeLessThan(snapshots[1]!.size);
   });
 
+  it('alert types agree with the sign of the deviation: a spend_drop is below expected, every other type above', () => {
+    const ds = new Dataset({ ...base, startDate: '2025-03-01', endDate: '2025-06-30' });
+    const all = ds.anomaliesAt(Date.parse('2025-07-30T00:00:00Z')).map((x) => x.anomaly);
+    const drops = all.filter((a) => a.alert_type === 'spend_drop');
+    const rises = all.filter((a) => a.alert_type !== 'spend_drop');
+    expect(drops.length).toBeGreaterThan(0);
+    expect(rises.length).toBeGreaterThan(0);
+    for (const a of drops) expect(a.actual_cost < a.expected_cost && a.deviation_percent < 0, JSON.stringify(a)).toBe(true);
+    for (const a of rises) expect(a.actual_cost > a.expected_cost && a.deviation_percent > 0, JSON.stringify(a)).toBe(true);
+  });
+
   it('bursts put many anomalies on one timestamp', () => {
     const at = '2025-06-05T10:00:00Z';
     const ds = new Dataset({ ...base, anomalyBursts: [{ at, count: 150, severity: 'high', status: 'new', provider_type: 'aws' }] });

@@ -25,8 +25,9 @@ describe('money is printed one way everywhere', () => {
   it('a table prints money columns with two decimals and leaves other numbers alone', () => {
     const text = formatTable([{ provider: 'gcp', spend_usd: 37158, days: 90 }, { provider: 'aws', spend_usd: 39723.68, days: 90 }]);
     const lines = text.split('\n');
-    expect(lines[2]).toBe('gcp       37,158.00    90');
-    expect(lines[3]).toBe('aws       39,723.68    90');
+    // The same form as the demo, summaries and the report: a $ in front (issue 27: tables printed bare).
+    expect(lines[2]).toBe('gcp       $37,158.00    90');
+    expect(lines[3]).toBe('aws       $39,723.68    90');
   });
 
   it('notifications and window warnings use the same form', () => {

@@ -11,7 +11,12 @@ describe('StateStore', () => {
   it('names the file after the warehouse and the source name, never the key, and starts empty', async () => {
     expect(stateFileName('acme-eu', WAREHOUSE)).toBe('costsync-state-costs-0123abcd--acme-eu.json');
     await withTempDir(async (dir) => {
-      expect(new StateStore(dir, source, WAREHOUSE).load()).toEqual({ version: STATE_VERSION, source, streams: {}, updatedAt: null });
+      const store = new StateStore(dir, source, WAREHOUSE);
+      const state = store.load();
+      // No identity until the API has answered this run's key and URL.
+      expect(state).toEqual({ version: STATE_VERSION, source: { name: 'default', baseUrl: '', keyFingerprint: '' }, streams: {}, updatedAt: null });
+      store.confirmIdentity(state);
+      expect(state.source).toEqual(source);
     });
   });
 
@@ -19,12 +24,16 @@ describe('StateStore', () => {
     await withTempDir(async (dir) => {
       const store = new StateStore(dir, source, WAREHOUSE);
       const state = store.load();
+      store.confirmIdentity(state);
       state.streams.anomalies = { watermark: '2025-01-05T00:00:00.000Z', lastSuccessAt: null };
       await store.saveAsync(state, () => new Date('2025-07-01T00:00:00Z'));
       const rotated = new StateStore(dir, { ...source, keyFingerprint: 'def456', baseUrl: 'https://eu.example.com' }, WAREHOUSE);
       const loaded = rotated.load();
       expect(loaded.streams.anomalies!.watermark).toBe('2025-01-05T00:00:00.000Z');
-      expect(loaded.source.keyFingerprint).toBe('def456');
+      // Recorded only once the API answered with the new key (a failed run leaves the old identity).
+      expect(loaded.source.keyFingerprint).toBe('abc123');
+      rotated.confirmIdentity(loaded);
+      expect(loaded.source).toEqual({ ...source, keyFingerprint: 'def456', baseUrl: 'https://eu.example.com' });
       expect(rotated.notices).toEqual([
         'the key for default changed since the last run (fingerprint abc123 is now def456); going on where the last run stopped',
         expect.stringMatching(/^the base URL of default changed since the last run \(https:\/\/api.example.com is now https:\/\/eu.example.com\).*--full-refresh/),
@@ -41,6 +50,7 @@ describe('StateStore', () => {
       mkdirSync(join(dir, 'spool', legacyStateFileName(source.baseUrl, 'a1d999').replace(/\.json$/, ''), 'line_items'), { recursive: true });
       const store = new StateStore(dir, source, WAREHOUSE);
       const state = store.load();
+      store.confirmIdentity(state);
       expect(state).toMatchObject({ version: STATE_VERSION, source, streams: { anomalies: { watermark: 'w' } } });
       expect(store.notices[0]).toMatch(/the key for default changed/);
       expect(existsSync(join(store.spoolDir, 'line_items'))).toBe(true);
