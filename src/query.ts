@@ -73,6 +73,31 @@ export function formatResult(result: ResultTable, format: OutputFormat): string 
   return result.rows.length === 0 ? `(no rows; columns: ${names.join(', ')})` : formatTable(result.rows, names);
 }
 
+/**
+ * `query --list` for a terminal: a block per table or view, its description, then its columns wrapped
+ * to `width` and indented (a table of one line per object ran far past any terminal). Pure.
+ */
+export function listText(rows: readonly { name: string; kind: string; columns: string; about: string | null }[], width: number): string {
+  const wrap = (text: string, indent: string): string[] => {
+    const lines: string[] = [];
+    let line = indent;
+    for (const word of text.split(' ')) {
+      if (line.length > indent.length && line.length + 1 + word.length > width) {
+        lines.push(line);
+        line = indent;
+      }
+      line += line.length > indent.length ? ` ${word}` : word;
+    }
+    if (line.length > indent.length) lines.push(line);
+    return lines;
+  };
+  return rows.map((r) => [
+    `${r.name} (${r.kind === 'base table' ? 'table' : r.kind})`,
+    ...(r.about ? wrap(r.about, '  ') : []),
+    ...wrap(r.columns, '    '),
+  ].join('\n')).join('\n\n');
+}
+
 /** What `query --out` writes, by the file's extension: DuckDB's own COPY formats. */
 const EXPORT_FORMATS: Record<string, string> = {
   // Smaller row groups than DuckDB's 122,880 rows: the writer holds one in memory, and a wide result

@@ -15,5 +15,8 @@ SELECT strftime(month, '%Y-%m') AS month, round(cost_usd, 2) AS cost_usd,
        CASE WHEN NOT is_partial AND NOT previous_partial THEN round(cost_usd - previous_cost, 2) END AS change_usd,
        CASE WHEN NOT is_partial AND NOT previous_partial THEN round(100 * (cost_usd - previous_cost) / nullif(previous_cost, 0), 1) END AS change_pct,
        days_with_data, is_partial, strftime(last_date, '%Y-%m-%d') AS last_date,
-       max(month) OVER () = month AND is_partial AS to_date
+       max(month) OVER () = month AND is_partial AS to_date,
+       -- The month in progress projected to its end at its pace so far (a run-rate), when its data starts on the 1st.
+       CASE WHEN max(month) OVER () = month AND is_partial AND first_date = month
+            THEN round(cost_usd / (date_diff('day', month, last_date) + 1) * day(last_day(month)), 2) END AS projected_usd
 FROM marked QUALIFY month BETWEEN date_trunc('month', $1::DATE) AND $2::DATE ORDER BY month

@@ -140,6 +140,7 @@ export function parseBaseUrl(baseUrl: string): { origin: string; prefix: string 
 /** Failures that mean nothing answers at that host and port (a mistyped host, a closed port): a setting to fix, not a fault to wait out. */
 const UNREACHABLE_CODES: Record<string, string> = {
   ENOTFOUND: 'the host name does not resolve (DNS)',
+  EAI_AGAIN: 'the host name could not be resolved (DNS did not answer)',
   ECONNREFUSED: 'nothing accepts connections at that host and port',
   EHOSTUNREACH: 'the host cannot be reached',
   ENETUNREACH: 'the network cannot be reached',

@@ -1,7 +1,7 @@
 /** `costsync query "SQL"` and `costsync query --list`. */
 import type { Argv } from 'yargs';
 import { ConfigError, ExitCode } from '../errors.js';
-import { exportFormat, exportQuery, writeQuery, type OutputFormat } from '../query.js';
+import { exportFormat, exportQuery, listText, writeQuery, type OutputFormat } from '../query.js';
 import { loadSql } from '../storage/duckdb.js';
 import { choiceArg } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
@@ -24,6 +24,11 @@ export function runQueryCommand(args: Record<string, unknown>, io: CommandIo = p
       exportFormat(args.out);
       const rows = await exportQuery(await open(), text, args.out);
       io.stderr(`wrote ${rows} rows to ${args.out}\n`);
+      return ExitCode.OK;
+    }
+    if (args.list && format === 'table') {
+      const rows = await (await open()).sql<{ name: string; kind: string; columns: string; about: string | null }>(text);
+      io.stdout(`${listText(rows, Math.max(60, io.columns ?? 100))}\n`);
       return ExitCode.OK;
     }
     await writeQuery(await open(), text, format, io.stdout);

@@ -1,7 +1,7 @@
 /** `costsync report --out report.html [--from DATE] [--to DATE]`. */
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { ExitCode } from '../errors.js';
+import { ConfigError, ExitCode } from '../errors.js';
 import { writeReport } from '../report/report.js';
 import { dateArg } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
@@ -20,9 +20,13 @@ export function runReportCommand(args: Record<string, unknown>, io: CommandIo = 
     const out = resolve(typeof args.out === 'string' ? args.out : 'costsync-report.html');
     const from = args.from === undefined ? null : dateArg('from', args.from);
     const to = args.to === undefined ? null : dateArg('to', args.to);
+    if (from !== null && to !== null && from > to) {
+      throw new ConfigError(`--from (${from}) is after --to (${to}).`, 'Pass a --from on or before --to, for example --from 2025-06-01 --to 2025-06-30.');
+    }
     const source = typeof args.source === 'string' && args.source !== '' ? args.source : null;
     const data = await writeReport(await open(), { out, from, to, source, now: new Date(io.now()) });
     io.stdout(`${out}\n`);
+    if (data.totals.days === 0) io.stderr(`warning: no spend is stored for ${data.from || '(any date)'} to ${data.to || '(any date)'}${source === null ? '' : ` (source ${source})`}; the report says so. Sync those dates, or pick another range.\n`);
     io.stderr(`Report for ${data.from} to ${data.to}: ${data.daily.length} provider-day(s), ${data.anomalies.length} open anomal${data.anomalies.length === 1 ? 'y' : 'ies'}.\n`);
     return ExitCode.OK;
   });

@@ -6,6 +6,7 @@ import { createLogger, type Logger } from '../log.js';
 import { sendNow } from '../outputs/notify.js';
 import { createProgress, summaryTable } from '../progress.js';
 import { runSync, type RunSummary, type StopSignal } from '../sync/runner.js';
+import { dryRunText, planDryRun } from '../sync/dry-run.js';
 
 /** Options shared by `sync`, `status` and `check`; no yargs defaults, so flags > env > file holds. */
 export function connectionOptions(yargs: Argv) {
@@ -30,6 +31,7 @@ export function syncOptions(yargs: Argv) {
     .option('lookback-days', { type: 'number', describe: 'Days re-synced on every incremental run [default 3]' })
     .option('window-days', { type: 'number', describe: 'Days per unit of progress [default 30]' })
     .option('full-refresh', { type: 'boolean', describe: 'Ignore the saved state and re-sync everything' })
+    .option('dry-run', { type: 'boolean', describe: 'Print the plan (windows, requests expected, time at the rate limit, what the lookback re-reads); at most one rollups request, nothing written' })
     .option('rate-limit', { type: 'number', describe: 'Requests a minute [default 60]' })
     .option('max-runtime', { type: 'string', describe: 'Stop cleanly after this long, e.g. 45m (exit code 4)' })
     .option('format', { choices: ['duckdb', 'parquet'] as const, describe: 'Also write hive-partitioned Parquet with parquet [default duckdb]' })
@@ -54,6 +56,8 @@ export interface CommandIo {
   stderr: (text: string) => void;
   isTTY: boolean;
   now: () => number;
+  /** The terminal's width, when stdout is one (for text that wraps). */
+  columns?: number | undefined;
 }
 
 export const processIo = (): CommandIo => ({
@@ -62,6 +66,7 @@ export const processIo = (): CommandIo => ({
   stderr: (t) => process.stderr.write(t),
   isTTY: Boolean(process.stderr.isTTY),
   now: () => Date.now(),
+  columns: process.stdout.columns,
 });
 
 /** The settings given as flags, by name, leaving out what was not given. */
@@ -108,6 +113,11 @@ export function exitCodeOf(summary: RunSummary): ExitCode {
 
 export async function runSyncCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   const config = loadConfig(args, io);
+  if (args['dry-run'] === true) {
+    const plans = await planDryRun(config, io.now());
+    io.stdout(config.logFormat === 'json' ? `${JSON.stringify({ dryRun: true, sources: plans })}\n` : dryRunText(plans, plans.length > 1));
+    return ExitCode.OK;
+  }
   const webhooks = [...config.notify, ...(config.sources ?? []).flatMap((s) => s.notify ?? [])];
   const secrets = [config.apiKey, ...(config.sources ?? []).map((s) => s.apiKey), ...webhooks];
   const logger = makeLogger(config, io);

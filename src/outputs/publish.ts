@@ -194,7 +194,8 @@ async function takeSnapshot(
     // A local publish renames this over --db, so it must be on disk first; a bucket's snapshot is only
     // read back for the upload (after a crash the outbox says to take a new one).
     if (local) await fsyncPath(tmp);
-    return { bytes, method: compact ? 'compact' : 'copy', at, recordedSeconds: seconds };
+    // The size said on the log is the file's as published: recording the publish in it grew it (a block or so) after `bytes` was taken.
+    return { bytes: statSync(tmp).size, method: compact ? 'compact' : 'copy', at, recordedSeconds: seconds };
   } catch (error) {
     await warehouse.sql(`USE ${self}`).catch(() => undefined);
     await warehouse.sql(`DETACH DATABASE IF EXISTS ${alias}`).catch(() => undefined);

@@ -13,12 +13,14 @@ export interface ReportData {
    * Months with their change from the month before; none for a partial month (its data does not
    * cover it whole) or against one. `to_date`: the last month, still in progress.
    */
-  monthly: { month: string; cost_usd: number; previous_month_usd: number | null; change_usd: number | null; change_pct: number | null; days_with_data: number; is_partial: boolean; to_date: boolean; last_date: string }[];
+  monthly: { month: string; cost_usd: number; previous_month_usd: number | null; change_usd: number | null; change_pct: number | null; days_with_data: number; is_partial: boolean; to_date: boolean; last_date: string;
+    /** The month in progress projected to its end at its pace so far (null for other months). */
+    projected_usd: number | null }[];
   /** Spend per source in the period; shown when there is more than one. */
   bySource: { source: string; cost_usd: number; days: number }[];
   /** The one source reported on (`--source`), or null for all. */
   source: string | null;
-  anomalies: { source: string; id: string; date: string; provider: string; service: string; severity: string; status: string; excess_usd: number; deviation_percent: number }[];
+  anomalies: { source: string; id: string; date: string; provider: string; service: string; alert_type: string; severity: string; status: string; excess_usd: number; deviation_percent: number }[];
 }
 
 /** A month as the report names it: `2025-11 (to date)`, `2025-09 (partial)`, or `2025-10`. Pure. */

@@ -12,6 +12,14 @@ function table(headers: string[], rows: (string | number)[][], id: string): stri
     rows.map((r) => `<tr>${r.map((c) => `<td>${escape(c)}</td>`).join('')}</tr>`).join('')}</tbody></table>`;
 }
 
+/** The open anomalies; a source column only when the warehouse holds several sources. */
+function anomalyTable(data: ReportData): string {
+  const several = data.bySource.length > 1;
+  const headers = ['Detected', ...(several ? ['Source'] : []), 'Provider', 'Service', 'Type', 'Severity', 'Status', 'Against expected', 'Deviation'];
+  const rows = data.anomalies.map((a) => [a.date, ...(several ? [a.source] : []), a.provider, a.service, a.alert_type.replaceAll('_', ' '), a.severity, a.status, formatUsd(a.excess_usd, { sign: true }), `${a.deviation_percent > 0 ? '+' : ''}${a.deviation_percent}%`]);
+  return table(headers, rows, 'anomalies');
+}
+
 export function reportHtml(data: ReportData, charts: { daily: string; services: string; monthly: string }, generatedAt: string): string {
   const t = data.totals;
   const trend = t.prior_7_days_usd ? (100 * ((t.last_7_days_usd ?? 0) - t.prior_7_days_usd)) / t.prior_7_days_usd : null;
@@ -29,6 +37,7 @@ td:nth-child(n+2){font-variant-numeric:tabular-nums}.chart svg{max-width:100%;he
 </style></head><body>
 <h1>Cloud spend</h1>
 <p class="sub">${data.source === null ? '' : `source ${escape(data.source)} · `}${escape(data.from)} to ${escape(data.to)} · generated ${escape(generatedAt)} by costsync</p>
+${t.days === 0 ? `<p class="empty" id="no-data">No spend is stored for ${escape(data.from)} to ${escape(data.to)}${data.source === null ? '' : ` (source ${escape(data.source)})`}: sync those dates, or pick another range.</p>\n` : ''}
 <section class="kpis" id="kpis">
 <div class="kpi"><span>Total in the period</span><b id="total">${usd(t.total_usd)}</b><span>${t.days} day(s) with data</span></div>
 <div class="kpi"><span>Daily average</span><b>${usd(t.daily_average_usd)}</b></div>
@@ -45,9 +54,9 @@ ${table(['Source', 'Spend', 'Days with data'], data.bySource.map((s) => [s.sourc
 ${table(['Service', 'Last 7 days', 'Prior 7 days', 'Change', 'Change %'], data.movers.map((m) => [m.service, usd(m.last_7_days_usd), usd(m.prior_7_days_usd), usd(m.change_usd), pct(m.change_pct)]), 'movers')}
 <h2>Month over month</h2>
 <div class="chart" id="chart-monthly">${charts.monthly}</div>
-${table(['Month', 'Spend', 'Previous month', 'Change', 'Change %'], data.monthly.map((m) => [m.to_date ? `${monthLabel(m)}, through ${m.last_date}` : monthLabel(m), usd(m.cost_usd), usd(m.previous_month_usd), usd(m.change_usd), pct(m.change_pct)]), 'monthly')}
+${table(['Month', 'Spend', 'Run-rate (projected to month end)', 'Previous month', 'Change', 'Change %'], data.monthly.map((m) => [m.to_date ? `${monthLabel(m)}, through ${m.last_date}` : monthLabel(m), usd(m.cost_usd), usd(m.projected_usd), usd(m.previous_month_usd), usd(m.change_usd), pct(m.change_pct)]), 'monthly')}
 <h2>Open anomalies (${data.anomalies.length})</h2>
-${table(['Detected', 'Source', 'Provider', 'Service', 'Severity', 'Status', 'Over expected', 'Deviation'], data.anomalies.map((a) => [a.date, a.source, a.provider, a.service, a.severity, a.status, usd(a.excess_usd), `${a.deviation_percent}%`]), 'anomalies')}
+${anomalyTable(data)}
 </body></html>
 `;
 }

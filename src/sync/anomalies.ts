@@ -175,16 +175,26 @@ export function anomalySince(watermark: string | null, req: AnomalyRequest, nowM
   return new Date(from).toISOString();
 }
 
+/**
+ * The start of an anomaly query as a person reads it: `since` is exclusive, so one millisecond before
+ * midnight is that next date (`2026-08-27`, not `2026-08-26T23:59:59.999Z`); other times to the second. Pure.
+ */
+export function sinceLabel(since: string): string {
+  if (since.endsWith('T23:59:59.999Z')) return new Date(Date.parse(since) + 1).toISOString().slice(0, 10);
+  return since.replace(/\.\d{3}Z$/, 'Z');
+}
+
 export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Promise<'done' | 'stopped'> {
   const { warehouse } = ctx;
   const stats = ctx.stats.anomalies;
   const streamState = (ctx.state.streams.anomalies ??= { watermark: null, lastSuccessAt: null });
   const since = anomalySince(streamState.watermark, req, ctx.clock.now());
   const known = await warehouse.query<{ p: string }>('sync/known_providers', [ctx.source]);
-  ctx.progress.planned?.('anomalies', { windows: 1, from: since, to: req.until, resumed: false });
+  const label = `${sinceLabel(since)}..${req.until}`;
+  ctx.progress.planned?.('anomalies', { windows: 1, from: sinceLabel(since), to: req.until, resumed: false });
   const collected = await collectAnomalies((q) => ctx.client.anomalies(q), since, known.map((r) => r.p), ANOMALY_PAGE_LIMIT, () => ctx.shouldStop());
   stats.pages += collected.requests;
-  ctx.progress.page?.('anomalies', { rows: collected.records.size, window: `${since}..${req.until}`, pages: collected.requests });
+  ctx.progress.page?.('anomalies', { rows: collected.records.size, window: label, pages: collected.requests });
   for (const u of collected.stopped ? [] : collected.unreachable) {
     warn(ctx, 'anomalies', `anomalies: some alerts may be missing: ${u.reason} (filters ${JSON.stringify(u.filters)}, since ${u.since ?? 'the beginning'})`);
   }
@@ -227,7 +237,7 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
 
   if (collected.stopped) {
     // What was collected is stored (an upsert, safe to repeat); the watermark stays, so the next run collects from the same point.
-    ctx.progress.windowDone?.('anomalies', { window: `${since}..${req.until}`, ...diff });
+    ctx.progress.windowDone?.('anomalies', { window: label, ...diff });
     return 'stopped';
   }
   const newest = inRange.reduce<string | null>((max, a) => (max === null || ms(a.detected_date) > ms(max) ? a.detected_date : max), streamState.watermark);
@@ -236,6 +246,6 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
     lastSuccessAt: now,
   };
   await ctx.saveState();
-  ctx.progress.windowDone?.('anomalies', { window: `${since}..${req.until}`, ...diff });
+  ctx.progress.windowDone?.('anomalies', { window: label, ...diff });
   return 'done';
 }

@@ -255,7 +255,8 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     // and an empty --state-dir (a clean container) goes on from it.
     const [row] = await warehouse.query<{ state: string }>('state/carried', [source.name]);
     const { state, notice } = reconcileCarried(loaded, fileExisted, row === undefined ? null : JSON.parse(row.state) as CarriedState, source.name);
-    if (notice !== null) logger.warn(notice, { source: source.name });
+    // An empty --state-dir going on from the warehouse is the documented clean-container case: worth a line, not a warning.
+    if (notice !== null) (fileExisted ? logger.warn : logger.info)(notice, { source: source.name });
     let carried = row?.state === undefined ? null : JSON.stringify(carriedState(state));
     /** Replaces the carried state with `text` (inside whatever transaction is open). */
     const carry = async (text: string) => {

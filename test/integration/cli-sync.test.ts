@@ -40,7 +40,8 @@ describe('costsync sync (CLI)', () => {
       await withTempDir(async (dir) => {
         const noKey = await cli(syncArgs(url, dir));
         expect(noKey.code).toBe(ExitCode.USAGE);
-        expect(noKey.stderr).toMatch(/No API key.*\n.*COSTSYNC_API_KEY/);
+        // --log-format json: the error before the run is a JSON line too, with its code and hint.
+        expect(JSON.parse(noKey.stderr.trim())).toMatchObject({ level: 'error', msg: 'No API key.', code: 'CS_ERR_CONFIG', hint: expect.stringContaining('COSTSYNC_API_KEY') });
         const badSince = await cli(syncArgs(url, dir, ['--since', '2025-07-05']), { COSTSYNC_API_KEY: 'k' });
         expect(badSince.code).toBe(ExitCode.USAGE);
         expect(badSince.stderr).toMatch(/--since \(2025-07-05\) is after the last date 2025-06-30/);

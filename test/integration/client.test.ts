@@ -180,7 +180,9 @@ describe('API client', () => {
     await withEmulator(SPAN, async ({ url }) => {
       const auth = await withClient({ baseUrl: url, apiKey: secret }, (c) => caught(c.anomalies()));
       const closedPort = await withClient({ baseUrl: 'http://127.0.0.1:9', apiKey: secret, retry: { ...FAST_RETRY, retries: 0 } }, (c) => caught(c.anomalies()));
-      expect(closedPort.code).toBe('CS_ERR_NETWORK');
+      // Nothing ever answered there: a setting to fix (exit 2), not a fault to retry.
+      expect(closedPort.code).toBe('CS_ERR_UNREACHABLE');
+      expect(closedPort.exitCode).toBe(ExitCode.USAGE);
       for (const error of [auth, closedPort]) {
         const everything = [error.message, error.hint, error.stack, JSON.stringify(error), String(error.cause), (error.cause as Error | undefined)?.stack].join('\n');
         expect(everything).not.toContain(secret);

@@ -15,7 +15,8 @@ describe('costsync demo', () => {
       expect(existsSync(options.db)).toBe(true);
       expect((await tableDigest(options.db)).line_items!.rows).toBe(20 * 50);
       expect(stdout).toMatch(/Spend by provider/);
-      expect(stdout).toMatch(/aws\s+\d+\.\d+/);
+      // Money as everywhere else: $1,234.50.
+      expect(stdout).toMatch(/aws\s+\$[\d,]+\.\d\d\b/);
       expect(stdout).toMatch(/Open anomalies/);
       expect(stdout).toContain(`Spend report: ${options.report}`);
       expect(readFileSync(options.report, 'utf8')).toMatch(/<svg[\s\S]*<svg[\s\S]*<svg/);

@@ -5,7 +5,8 @@ import { chromium } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { cli, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { formatUsd } from '../../src/table.js';
+import { cli, queryDb, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const CHROMIUM = process.env.COSTSYNC_CHROMIUM ?? '/usr/bin/chromium';
@@ -46,7 +47,36 @@ describe('costsync report', () => {
       expect(html).not.toMatch(/(src|href)="https?:/i);
       expect(html).toMatch(/<b id="total">\$[\d,]+\.\d\d<\/b>/);
       expect(html).toContain('2025-06-01 to 2025-06-30');
+      // The open anomalies name their type; one source, so no source column.
+      const head = /<table id="anomalies"><thead><tr>(.*?)<\/tr>/.exec(html)![1]!;
+      expect(head).toContain('<th>Type</th>');
+      expect(head).not.toContain('<th>Source</th>');
+      expect(html).toMatch(/<th>Run-rate \(projected to month end\)<\/th>/);
     });
+  });
+
+  it('projects a month in progress to its end, refuses --from after --to, and says when a range holds no data', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 30, anomaliesPerDay: 1, clock }, async ({ url }) => withTempDir(async (dir) => {
+      const db = join(dir, 'c.duckdb');
+      const sync = await cli(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', '2025-06-15', '--rate-limit', '100000', '--quiet'], { COSTSYNC_API_KEY: 'demo-key' });
+      expect(sync.code, sync.stderr).toBe(ExitCode.OK);
+      const [{ usd }] = (await queryDb<{ usd: number }>(db, 'SELECT sum(net_amount_usd) AS usd FROM line_items')) as [{ usd: number }];
+      const report = await cli(['report', '--db', db, '--out', join(dir, 'mid.html')]);
+      expect(report.code, report.stderr).toBe(ExitCode.OK);
+      // June holds 15 days of data: its run-rate is their spend at that pace for 30 days, labelled as such.
+      const html = readFileSync(join(dir, 'mid.html'), 'utf8');
+      const row = /<tr><td>2025-06 \(to date\), through 2025-06-15<\/td><td>([^<]+)<\/td><td>([^<]+)<\/td>/.exec(html)!;
+      expect(row[2]).toBe(formatUsd(Math.round((usd / 15) * 30 * 100) / 100));
+      expect(html).toMatch(/run-rate \$[\d,]+/);
+      const reversed = await cli(['report', '--db', db, '--out', join(dir, 'r.html'), '--from', '2025-06-30', '--to', '2025-06-01']);
+      expect(reversed.code).toBe(ExitCode.USAGE);
+      expect(reversed.stderr).toMatch(/--from \(2025-06-30\) is after --to \(2025-06-01\)/);
+      expect(existsSync(join(dir, 'r.html'))).toBe(false);
+      const empty = await cli(['report', '--db', db, '--out', join(dir, 'e.html'), '--from', '2024-01-01', '--to', '2024-01-31']);
+      expect(empty.code).toBe(ExitCode.OK);
+      expect(empty.stderr).toMatch(/no spend is stored for 2024-01-01 to 2024-01-31/);
+      expect(readFileSync(join(dir, 'e.html'), 'utf8')).toMatch(/id="no-data">No spend is stored for 2024-01-01 to 2024-01-31/);
+    }));
   });
 
   it.skipIf(!hasChromium)('renders in headless Chromium with a series per provider and the open anomalies on the timeline', async () => {
@@ -69,9 +99,18 @@ describe('costsync report', () => {
         }
         const legend = await page.locator('#chart-daily [aria-roledescription="legend"]').allTextContents();
         for (const { provider } of expected.providers) expect(legend.join(' ')).toContain(provider);
-        // One rule per open anomaly, and the same number in the table.
-        expect(await page.locator('#chart-daily [aria-roledescription="rule mark"]').count()).toBe(expected.openAnomalies);
+        // One mark per open anomaly on its provider's row (not a full-height line across the bars), and the same number in the table.
+        const points = await page.locator('#chart-daily [aria-roledescription="point"]').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') ?? ''));
+        expect(points).toHaveLength(expected.openAnomalies);
+        for (const label of points) expect(label).toMatch(/provider: \w+; Severity: (low|medium|high|critical).*Anomaly: (above|below) expected/);
+        expect(await page.locator('#chart-daily [aria-roledescription="rule mark"]').count()).toBe(0);
+        // At most a handful labelled.
+        expect(await page.locator('#chart-daily [aria-roledescription="text mark"]').count()).toBeLessThanOrEqual(5);
         expect(await page.locator('#anomalies tbody tr').count()).toBe(expected.openAnomalies);
+        // Legends and axis labels whole: nothing cut off with an ellipsis.
+        for (const id of ['#chart-daily', '#chart-services', '#chart-monthly']) {
+          expect((await page.locator(`${id} svg`).textContent()) ?? '', id).not.toContain('…');
+        }
         expect(await page.locator('#chart-services [aria-roledescription="bar"]').count()).toBe(10);
         mkdirSync(ARTIFACTS, { recursive: true });
         await page.screenshot({ path: join(ARTIFACTS, 'report.png'), fullPage: true });

@@ -55,7 +55,13 @@ describe('upgrade from a warehouse the previous version wrote', () => {
 
         // A fresh sync of the same source by this version gives the same tables.
         expect((await cli(args(join(dir, 'fresh.duckdb'), join(dir, 'fresh-state')), env)).code).toBe(0);
-        expect(await tableDigest(join(dir, 'fresh.duckdb'))).toEqual(upgraded);
+        // The fixture's emulator named some rises spend_drop (fixed in issue 27): alert types are compared apart.
+        const { anomalies: freshAnomalies, ...fresh } = await tableDigest(join(dir, 'fresh.duckdb'));
+        const { anomalies: upgradedAnomalies, ...kept } = upgraded;
+        expect(fresh).toEqual(kept);
+        expect(freshAnomalies!.rows).toBe(upgradedAnomalies!.rows);
+        const withoutType = "SELECT md5(string_agg(t::VARCHAR, '|' ORDER BY t::VARCHAR)) AS d FROM (SELECT * EXCLUDE (alert_type, first_seen_at, last_seen_at) FROM anomalies) t";
+        expect(await queryDb(join(dir, 'fresh.duckdb'), withoutType)).toEqual(await queryDb(db, withoutType));
       });
     });
   }, 60_000);

@@ -34,6 +34,7 @@ describe('resolveSyncConfig', () => {
   it.each([
     [{ since: '2025-02-30' }, /--since must be a real calendar date/],
     [{ since: '2025-07-02' }, /--since \(2025-07-02\) is after the last date 2025-07-01/],
+    [{ until: '2025-07-02' }, /--until \(2025-07-02\) is after today \(2025-07-01, UTC\)[\s\S]*skip their lookback/],
     [{ 'lookback-days': -1 }, /--lookback-days must be a whole number from 0 to 365/],
     [{ 'window-days': 0 }, /--window-days must be a whole number from 1/],
     [{ streams: 'line_items,bills' }, /unknown stream\(s\): bills/],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addDays, daysInclusive, fromDayNumber, isCalendarDate, toDayNumber, utcDate } from '../../src/dates.js';
+import { addDays, daysInclusive, formatDuration, fromDayNumber, isCalendarDate, toDayNumber, utcDate } from '../../src/dates.js';
 
 describe('calendar dates', () => {
   it('accepts real dates and refuses impossible or malformed ones', () => {
@@ -22,5 +22,17 @@ describe('calendar dates', () => {
 
   it('takes the UTC date of an instant whatever the local zone', () => {
     expect(utcDate(Date.parse('2025-01-01T23:30:00-05:00'))).toBe('2025-01-02');
+  });
+});
+
+describe('formatDuration', () => {
+  it('prints a duration as written: seconds stay seconds, never "0 min"', () => {
+    expect(formatDuration(8_000)).toBe('8 s');
+    expect(formatDuration(3_000)).toBe('3 s');
+    expect(formatDuration(90_000)).toBe('1 min 30 s');
+    expect(formatDuration(45 * 60_000)).toBe('45 min');
+    expect(formatDuration(2 * 3_600_000)).toBe('2 h');
+    expect(formatDuration(90 * 60_000)).toBe('1 h 30 min');
+    expect(formatDuration(250)).toBe('250 ms');
   });
 });

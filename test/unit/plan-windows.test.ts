@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { completePlan, planRun, planStart, remainingWindows, splitWindows, type WindowRequest } from '../../src/plan/windows.js';
+import { completePlan, mendFutureState, planRun, planStart, remainingWindows, splitWindows, type WindowRequest } from '../../src/plan/windows.js';
 import { emptyWindowedState, type WindowedStreamState } from '../../src/state/store.js';
 
 const req = (over: Partial<WindowRequest> = {}): WindowRequest => ({
@@ -68,5 +68,34 @@ describe('planRun', () => {
     });
     const full = planRun(synced('2025-06-20'), req({ fullRefresh: true, since: '2025-05-01' })).plan;
     expect(completePlan(synced('2025-06-20'), full, 'now').syncedFrom).toBe('2025-05-01');
+  });
+});
+
+describe('mendFutureState (issue 27: a future --until recorded by an older costsync)', () => {
+  it('pulls a watermark past today back to today, so the next plan is the lookback again', () => {
+    const mended = mendFutureState(synced('2027-01-01'), '2026-11-24');
+    expect(mended!.state.syncedThrough).toBe('2026-11-24');
+    expect(mended!.notice).toMatch(/watermark 2027-01-01 is after today \(2026-11-24\).*future --until/);
+    expect(planRun(mended!.state, req({ until: '2026-11-24' })).plan.from).toBe('2026-11-22');
+    // Unmended, the plan would have been today alone: the restated days would be missed.
+    expect(planRun(synced('2027-01-01'), req({ until: '2026-11-24' })).plan.from).toBe('2026-11-24');
+  });
+
+  it('drops windows of an unfinished plan that start after today, keeping one that straddles it', () => {
+    const pending = {
+      from: '2026-11-01', to: '2027-01-31', fullRefresh: false,
+      windows: [
+        { start: '2026-11-01', end: '2026-11-30', status: 'active' as const, cursor: 'c', page: 2, fetched: false },
+        { start: '2026-12-01', end: '2026-12-31', status: 'todo' as const, cursor: null, page: 0, fetched: false },
+      ],
+    };
+    const mended = mendFutureState({ ...synced('2026-10-31'), pending }, '2026-11-24')!;
+    expect(mended.state.pending).toEqual({ ...pending, to: '2026-11-24', windows: [pending.windows[0]] });
+    expect(mended.state.syncedThrough).toBe('2026-10-31');
+  });
+
+  it('leaves a state at or before today alone', () => {
+    expect(mendFutureState(synced('2026-11-24'), '2026-11-24')).toBeNull();
+    expect(mendFutureState(emptyWindowedState(), '2026-11-24')).toBeNull();
   });
 });
