@@ -147,7 +147,7 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
     }
     if (config.logFormat === 'json') {
       logger.info('sync finished', {
-        runId: summary.runId, outcome: summary.outcome, streams: summary.streams, requests: summary.requests, retries: summary.retries, rateLimited: summary.rateLimited, warnings: summary.warnings.length,
+        runId: summary.runId, outcome: summary.outcome, ...(summary.stopReason ? { stopReason: summary.stopReason } : {}), streams: summary.streams, requests: summary.requests, retries: summary.retries, rateLimited: summary.rateLimited, warnings: summary.warnings.length,
         sources: summary.sources.map((s) => ({ source: s.source, outcome: s.outcome, requests: s.requests, warnings: s.warnings.length })),
       });
     } else if (!config.quiet) {

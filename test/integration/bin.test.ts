@@ -16,5 +16,17 @@ describe('the costsync executable', () => {
     for (const command of ['sync', 'push', 'push-otel', 'query', 'verify', 'report', 'status', 'check', 'emulator', 'demo']) {
       expect(help.stdout).toMatch(new RegExp(`costsync ${command}\\b`));
     }
+    // Exit codes and the environment variables are in --help, not only in the README.
+    expect(help.stdout).toMatch(/Exit codes: 0 done; 1 failed[\s\S]*4 stopped early[\s\S]*5 another run holds the lock/);
+    expect(help.stdout).toMatch(/COSTSYNC_BASE_URL[\s\S]*COSTSYNC_LOG_FORMAT/);
+    expect(help.stdout).toMatch(/COSTSYNC_API_KEY or --api-key-file/);
+    // push's profile version no longer hides costsync's own --version.
+    const pushHelp = await promisify(execFile)(BIN, ['push', '--help']);
+    expect(pushHelp.stdout).toMatch(/--profile-version/);
+    const emulatorHelp = (await promisify(execFile)(BIN, ['emulator', '--help'])).stdout;
+    // Every emulator option says what it does.
+    for (const line of emulatorHelp.split('\n').filter((l) => /^  --[a-z]/.test(l) && !/--(help|version)\b/.test(l))) {
+      expect(line.replace(/^\s+--[a-z-]+\s*/, '').replace(/\[[^\]]*\]/g, '').trim().length, line).toBeGreaterThan(0);
+    }
   });
 });

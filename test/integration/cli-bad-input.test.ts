@@ -27,6 +27,7 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
         [['--streams', 'line_items,costs'], /--streams names unknown stream\(s\): costs.*\n.*hint: Use a comma list of line_items,rollups,anomalies/],
         [['--max-runtime', 'soon'], /--max-runtime must be a duration such as 90s, 30m or 2h/],
         [['--format', 'csv'], /Invalid values:[\s\S]*format[\s\S]*"duckdb", "parquet"/],
+        [['--api-key', 'sk-1234'], /--api-key is not an option: a key on the command line is visible[\s\S]*hint: Set COSTSYNC_API_KEY[\s\S]*--api-key-file/],
       ];
       for (const [flags, message] of cases) {
         const result = await cli(['sync', '--base-url', 'http://127.0.0.1:9', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), ...flags], env);
@@ -50,7 +51,7 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
         const stateFile = join(dir, 'state', readdirSync(join(dir, 'state')).find((f) => f.startsWith('costsync-state-'))!);
         const good = JSON.parse(readFileSync(stateFile, 'utf8'));
         for (const [text, message] of [
-          ['{"version": 1, "streams": {', /is not valid JSON[\s\S]*--full-refresh/],
+          ['{"version": 1, "streams": {', /is not valid JSON[\s\S]*Move it aside \(mv [\s\S]*no --full-refresh needed/],
           [JSON.stringify({ ...good, version: 0 }), /state version 0, older than any/],
           [JSON.stringify({ ...good, source: { ...good.source, name: 'acme-eu' } }), /belongs to another source \("acme-eu", not "default"\)/],
         ] as const) {

@@ -1,0 +1,244 @@
+/**
+ * What a new user meets on the first day (issue 27): a future --until, stops that must be quick, a
+ * mistyped host, a failed run's key and URL, errors that name their fix, closed pipes, --dry-run.
+ * Commands run in-process through their functions; a process is spawned only for signals and pipes.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runStatusCommand } from '../../src/commands/status.js';
+import { runSyncCommand, type CommandIo } from '../../src/commands/sync.js';
+import { ExitCode } from '../../src/errors.js';
+import { keyFingerprint } from '../../src/fingerprint.js';
+import { StateStore } from '../../src/state/store.js';
+import { workingCopyPath } from '../../src/storage/working-copy.js';
+import { runSync } from '../../src/sync/runner.js';
+import { CLI, FAST_CLIENT, memoryLogger, tableDigest, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
+
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
+
+/** Runs a command function in-process with captured output. */
+async function run(command: (args: Record<string, unknown>, io: CommandIo) => Promise<ExitCode>, args: Record<string, unknown>, env: Record<string, string> = { COSTSYNC_API_KEY: 'demo-key' }) {
+  let stdout = '';
+  let stderr = '';
+  const io: CommandIo = { env, stdout: (t) => { stdout += t; }, stderr: (t) => { stderr += t; }, isTTY: false, now: () => Date.now() };
+  const code = await command(args, io);
+  return { code, stdout, stderr };
+}
+
+const syncArgs = (url: string, dir: string, over: Record<string, unknown> = {}) => ({
+  'base-url': url, db: join(dir, 'c.duckdb'), 'state-dir': join(dir, 'state'), 'start-date': SPAN.startDate, until: SPAN.endDate,
+  'rate-limit': 100_000, 'log-format': 'json', ...over,
+});
+
+function stateOf(dir: string, url: string, db = join(dir, 'c.duckdb')) {
+  const store = new StateStore(join(dir, 'state'), { name: 'default', baseUrl: url, keyFingerprint: keyFingerprint('demo-key') }, basename(workingCopyPath(join(dir, 'state'), db), '.duckdb'));
+  return { store, state: store.load() };
+}
+
+describe('a future --until', () => {
+  it('is refused with exit 2 before anything is created', async () => {
+    await withTempDir(async (dir) => {
+      const result = await run(runSyncCommand, syncArgs('http://127.0.0.1:9', dir, { until: '2999-01-01', 'log-format': 'pretty' })).catch((e: Error) => ({ code: (e as { exitCode?: number }).exitCode, stdout: '', stderr: e.message }));
+      expect(result.code).toBe(ExitCode.USAGE);
+      expect(result.stderr).toMatch(/--until \(2999-01-01\) is after today/);
+      expect(readdirSync(dir)).toEqual([]);
+    });
+  });
+
+  it('recorded by an older costsync is mended on the next run, with a notice, and the lookback is fetched again', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        // An older costsync took --until 2025-06-30 on 2025-06-25 (no check of today).
+        const config = testSyncConfig(emulator.url, dir, { streams: ['line_items'], reconcile: 'off' });
+        expect((await runSync({ config, logger: memoryLogger(), clientOptions: FAST_CLIENT })).outcome).toBe('success');
+        expect(stateOf(dir, emulator.url, config.db).state.streams.line_items!.syncedThrough).toBe('2025-06-30');
+        emulator.requestLog.reset();
+        const logger = memoryLogger();
+        const mended = await runSync({ config: { ...config, until: '2025-06-25', today: '2025-06-25' }, logger, clientOptions: FAST_CLIENT });
+        expect(mended.outcome).toBe('success');
+        expect(logger.lines.some((l) => /watermark 2025-06-30 is after today \(2025-06-25\)/.test(l)), logger.lines.join('\n')).toBe(true);
+        // The three-day lookback, not today alone.
+        expect(logger.lines.some((l) => /"line_items: planned 2025-06-23\.\.2025-06-25/.test(l))).toBe(true);
+        expect(stateOf(dir, emulator.url, config.db).state.streams.line_items!.syncedThrough).toBe('2025-06-25');
+      });
+    });
+  });
+});
+
+describe('stopping is bounded, whatever the stream', () => {
+  const many = { ...SPAN, rowsPerDay: 30, anomaliesPerDay: 25, clock };
+
+  it('SIGTERM while anomalies are collected: no request starts after the signal but the ones in flight, exit 4, the next run completes the same tables', async () => {
+    let anomalyRequests = 0;
+    let total = 0;
+    let atSignal = -1;
+    let stop: (() => void) | null = null;
+    await withEmulator({ ...many, onRequest: (entry) => {
+      total += 1;
+      if (entry.route === 'anomalies' && ++anomalyRequests === 3) { atSignal = total; stop?.(); }
+    } }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const args = ['sync', '--base-url', emulator.url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),
+          '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '600', '--log-format', 'json'];
+        const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' }, stdio: ['ignore', 'ignore', 'pipe'] });
+        let stderr = '';
+        child.stderr!.on('data', (d: Buffer) => { stderr += d; });
+        stop = () => child.kill('SIGTERM');
+        const [code] = (await once(child, 'exit')) as [number | null];
+        expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
+        expect(atSignal).toBeGreaterThan(0);
+        // At most the request in flight, and one the limiter had just released.
+        expect(total - atSignal).toBeLessThanOrEqual(2);
+
+        stop = null;
+        anomalyRequests = 0;
+        const resumed = await run(runSyncCommand, syncArgs(emulator.url, dir));
+        expect(resumed.code, resumed.stderr).toBe(ExitCode.OK);
+        // The collection the stop cut short takes many more requests than were made after the signal.
+        expect(anomalyRequests).toBeGreaterThan(10);
+        await withTempDir(async (fresh) => {
+          expect((await run(runSyncCommand, syncArgs(emulator.url, fresh))).code).toBe(ExitCode.OK);
+          expect(await tableDigest(join(dir, 'c.duckdb'))).toEqual(await tableDigest(join(fresh, 'c.duckdb')));
+        });
+      });
+    });
+  });
+
+  it('--max-runtime ends the run at its deadline: no more requests than the rate limit allows in that time', async () => {
+    let total = 0;
+    await withEmulator({ ...many, onRequest: () => { total += 1; } }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const args = ['sync', '--base-url', emulator.url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),
+          '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '600', '--max-runtime', '2s', '--log-format', 'json'];
+        const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' }, stdio: ['ignore', 'ignore', 'pipe'] });
+        let stderr = '';
+        child.stderr!.on('data', (d: Buffer) => { stderr += d; });
+        const [code] = (await once(child, 'exit')) as [number | null];
+        expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
+        expect(stderr).toMatch(/--max-runtime of 2 s reached/);
+        // 600 a minute is one request every 102 ms: about 20 in 2 s, and the ones in flight.
+        expect(total).toBeLessThanOrEqual(23);
+        total = 0;
+        expect((await run(runSyncCommand, syncArgs(emulator.url, dir))).code).toBe(ExitCode.OK);
+        expect(total).toBeGreaterThan(23);
+      });
+    });
+  });
+});
+
+describe('a mistyped host, and retries said on the log', () => {
+  it('a refused connection at the first request is exit 2 at once, naming the host, with no retries', async () => {
+    await withTempDir(async (dir) => {
+      const result = await run(runSyncCommand, syncArgs('http://127.0.0.1:9', dir, { 'rate-limit': 60 }));
+      expect(result.code).toBe(ExitCode.USAGE);
+      const lines = result.stderr.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(lines.find((l) => l.level === 'error')).toMatchObject({ code: 'CS_ERR_UNREACHABLE', msg: expect.stringMatching(/Cannot reach the API at http:\/\/127\.0\.0\.1:9: nothing accepts connections/) });
+      expect(lines.find((l) => l.msg === 'sync finished')).toMatchObject({ retries: 0 });
+    });
+  });
+
+  it('a retried request says so at info, with the attempts left', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock, faults: { errorRate: 0.3 } }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const logger = memoryLogger();
+        await runSync({ config: testSyncConfig(url, dir), logger, clientOptions: FAST_CLIENT });
+        const retry = logger.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => String(l.msg).startsWith('retrying '));
+        expect(retry).toMatchObject({ level: 'info', msg: expect.stringMatching(/^retrying GET \/api\/v1\/public\/\S+ \(attempt 2, \d+ more attempt\(s\) before giving up\): /) });
+      });
+    });
+  });
+});
+
+describe('a failed run leaves what the guard compares', () => {
+  it('a run with a wrong key fails (exit 3) without recording its fingerprint: the next right run says nothing changed', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        expect((await run(runSyncCommand, syncArgs(url, dir))).code).toBe(ExitCode.OK);
+        const wrong = await run(runSyncCommand, syncArgs(url, dir), { COSTSYNC_API_KEY: 'wrong-key-1234' });
+        expect(wrong.code).toBe(ExitCode.AUTH);
+        expect(stateOf(dir, url).state.source.keyFingerprint).toBe(keyFingerprint('demo-key'));
+        const right = await run(runSyncCommand, syncArgs(url, dir));
+        expect(right.code).toBe(ExitCode.OK);
+        expect(right.stderr).not.toMatch(/changed since the last run/);
+      });
+    });
+  });
+});
+
+describe('errors that name the setting and the fix', () => {
+  it('--db in a directory that takes no files names --db, the directory and the fix', async () => {
+    await withTempDir(async (dir) => {
+      const result = await run(runSyncCommand, syncArgs('http://127.0.0.1:9', dir, { db: '/proc/costs.duckdb', 'log-format': 'pretty' }));
+      expect(result.code).toBe(ExitCode.FAILED);
+      expect(result.stderr).toMatch(/Cannot write the lock file costs\.duckdb\.lock in \/proc: .*\(ENOENT\)[\s\S]*hint: .*--db .*--state-dir/);
+      expect(result.stderr).not.toMatch(/\.tmp/);
+    });
+  });
+
+  it('status with a corrupt state file names the file and the fix (move it aside), shows the rest, exit 1', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        expect((await run(runSyncCommand, syncArgs(url, dir))).code).toBe(ExitCode.OK);
+        const file = stateOf(dir, url).store.path;
+        writeFileSync(file, '{"version": 2, "streams": {');
+        const status = await run(runStatusCommand, { db: join(dir, 'c.duckdb'), 'state-dir': join(dir, 'state') });
+        expect(status.code).toBe(ExitCode.FAILED);
+        expect(status.stderr).toContain(`${file} cannot be read`);
+        expect(status.stderr).toMatch(/Move it aside \(mv .*\.bad\)[\s\S]*no --full-refresh needed/);
+        expect(status.stdout).toMatch(/line_items\s+\d+/);
+        // And moving it aside is enough: the next run goes on from the warehouse's carried state.
+        const { renameSync } = await import('node:fs');
+        renameSync(file, `${file}.bad`);
+        expect((await run(runSyncCommand, syncArgs(url, dir))).code).toBe(ExitCode.OK);
+      });
+    });
+  });
+});
+
+describe('a closed pipe', () => {
+  it('query | head: ends quietly with exit 0, no EPIPE trace', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        expect((await run(runSyncCommand, syncArgs(url, dir))).code).toBe(ExitCode.OK);
+        const child = spawn(process.execPath, [CLI, 'query', '--db', join(dir, 'c.duckdb'), '--format', 'csv', 'SELECT * FROM range(2000000)'], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let stderr = '';
+        child.stderr!.on('data', (d: Buffer) => { stderr += d; });
+        // Like `head -2`: read a little, then close the pipe.
+        child.stdout!.once('data', () => child.stdout!.destroy());
+        const [code] = (await once(child, 'exit')) as [number | null];
+        expect(stderr).not.toMatch(/EPIPE|at .*\.js/);
+        expect(code).toBe(0);
+      });
+    });
+  });
+});
+
+describe('sync --dry-run', () => {
+  it('prints the plan with its requests and what the lookback re-reads, makes one rollups request, writes nothing; the estimate holds', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 2500, clock }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        expect((await run(runSyncCommand, syncArgs(emulator.url, dir, { until: '2025-06-20', 'window-days': 10 }))).code).toBe(ExitCode.OK);
+        const files = () => [dir, join(dir, 'state')].flatMap((d) => readdirSync(d).map((f) => `${f}:${statSync(join(d, f)).mtimeMs}`));
+        const before = { files: files(), digest: await tableDigest(join(dir, 'c.duckdb')), state: readFileSync(stateOf(dir, emulator.url).store.path, 'utf8') };
+        emulator.requestLog.reset();
+        const dry = await run(runSyncCommand, syncArgs(emulator.url, dir, { 'dry-run': true, 'window-days': 10, 'log-format': 'pretty' }));
+        expect(dry.code, dry.stderr).toBe(ExitCode.OK);
+        expect(emulator.requestLog.recent().map((e) => e.route)).toEqual(['rollups']);
+        expect(dry.stdout).toMatch(/line_items: 2025-06-18\.\.2025-06-30, 2 window\(s\), about (\d+) request\(s\)/);
+        expect(dry.stdout).toMatch(/fetched again \(already stored; restated costs are re-read\): 2025-06-18\.\.2025-06-20 \(3 days\)/);
+        expect(dry.stdout).toMatch(/Dry run: nothing was written/);
+        expect({ files: files(), digest: await tableDigest(join(dir, 'c.duckdb')), state: readFileSync(stateOf(dir, emulator.url).store.path, 'utf8') }).toEqual(before);
+
+        // The real run takes what the dry run said, within a page a window.
+        const estimate = Number(/line_items: [^\n]* about (\d+) request/.exec(dry.stdout)![1]);
+        emulator.requestLog.reset();
+        expect((await run(runSyncCommand, syncArgs(emulator.url, dir, { 'window-days': 10 }))).code).toBe(ExitCode.OK);
+        const actual = emulator.requestLog.count({ route: 'line-items' }) + 2; // and one check a window
+        expect(Math.abs(actual - estimate)).toBeLessThanOrEqual(2);
+      });
+    });
+  });
+});
