@@ -108,9 +108,11 @@ export interface S3Request { method: string; path: string; query: string }
 
 /**
  * A proxy in front of `target`: `decide` picks a fault per request (counted from 1); `log` keeps
- * every request it saw; `dropHeaders` are removed before forwarding (a server that ignores them).
+ * every request it saw; `dropHeaders` are removed before forwarding (a server that ignores them);
+ * `shiftDateMs` moves the `Date` of every answer, as if that much more time had passed on the bucket's
+ * clock since its objects were written.
  */
-export async function faultProxy(target: string, decide: (req: S3Request, n: number) => Fault = () => null, options: { dropHeaders?: string[] } = {}) {
+export async function faultProxy(target: string, decide: (req: S3Request, n: number) => Fault = () => null, options: { dropHeaders?: string[]; shiftDateMs?: number } = {}) {
   const log: S3Request[] = [];
   let policy = decide;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -132,7 +134,9 @@ export async function faultProxy(target: string, decide: (req: S3Request, n: num
     const headers = { ...req.headers };
     for (const name of options.dropHeaders ?? []) delete headers[name];
     const upstream = request(new URL(req.url ?? '/', target), { method: req.method, headers }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
+      const answered = { ...up.headers };
+      if (options.shiftDateMs !== undefined && typeof answered.date === 'string') answered.date = new Date(Date.parse(answered.date) + options.shiftDateMs).toUTCString();
+      res.writeHead(up.statusCode ?? 502, answered);
       up.pipe(res);
     });
     upstream.on('error', () => res.destroy());

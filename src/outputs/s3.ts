@@ -196,10 +196,24 @@ export class Bucket {
     }
   }
 
-  async getText(key: string): Promise<{ text: string; etag: string } | null> {
+  /**
+   * The object's text and ETag, and its age on the server's own clock (the response's `Date` less the
+   * object's `Last-Modified`), so staleness never compares two machines' clocks; null age when the
+   * server sends no `Date`.
+   */
+  async getText(key: string): Promise<{ text: string; etag: string; ageMs: number | null } | null> {
     try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.name, Key: key }));
-      return { text: await out.Body!.transformToString(), etag: out.ETag ?? '' };
+      const command = new GetObjectCommand({ Bucket: this.name, Key: key });
+      let serverDate: string | undefined;
+      command.middlewareStack.add((next) => async (args) => {
+        const result = await next(args);
+        serverDate = (result.response as { headers?: Record<string, string> }).headers?.date;
+        return result;
+      }, { step: 'deserialize', name: 'costsyncServerDate' });
+      const out = await this.client.send(command);
+      const now = serverDate === undefined ? NaN : Date.parse(serverDate);
+      const modified = out.LastModified?.getTime() ?? NaN;
+      return { text: await out.Body!.transformToString(), etag: out.ETag ?? '', ageMs: Number.isFinite(now) && Number.isFinite(modified) ? Math.max(0, now - modified) : null };
     } catch (error) {
       if (isNotFound(error)) return null;
       throw toS3Error(error, { action: 's3:GetObject', bucket: this.name, key });

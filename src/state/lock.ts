@@ -1,19 +1,32 @@
 /**
  * A lock file so two runs never work on the same state or database at once. The lock is created
  * atomically (written to a temp file, then hard-linked into place), so a live lock is never empty
- * or half-written; a lock that is, or whose process is gone, is recovered.
+ * or half-written; a lock that is, or whose process is surely gone (see `holder.ts`), is recovered.
  */
 import { basename, dirname, join, resolve } from 'node:path';
-import { hostname } from 'node:os';
 import { linkSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { namesIn } from '../durable-file.js';
 import { CostsyncError, ExitCode } from '../errors.js';
+import { liveness, selfIdentity, systemProbe, whyUnknown, type ProcessIdentity, type ProcessProbe } from './holder.js';
 
+/** A lock file's content: the holder (the previous version wrote no boot id, namespace or start time). */
 export interface LockHolder {
   pid: number;
   hostname: string;
   startedAt: string;
   command: string;
+  bootId?: string;
+  pidNs?: string;
+  startTicks?: number;
+}
+
+function identityOf(holder: LockHolder): ProcessIdentity {
+  return {
+    host: holder.hostname, pid: holder.pid,
+    ...(holder.bootId !== undefined ? { bootId: holder.bootId } : {}),
+    ...(holder.pidNs !== undefined ? { pidNs: holder.pidNs } : {}),
+    ...(holder.startTicks !== undefined ? { startTicks: holder.startTicks } : {}),
+  };
 }
 
 export interface Lock {
@@ -21,14 +34,6 @@ export interface Lock {
   release(): void;
 }
 
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 function readHolder(path: string): { text: string; holder: LockHolder | null } | null {
   let text: string;
@@ -46,10 +51,6 @@ function readHolder(path: string): { text: string; holder: LockHolder | null } |
   }
 }
 
-/**
- * Takes the lock at `path` or throws CS_ERR_LOCKED (exit code 5) naming the holder. A lock whose
- * file is unreadable as JSON, or whose process on this host is gone, is stale and taken over.
- */
 /** The lock beside a DuckDB file: every writer of it (sync, push, push-otel) takes this one. */
 export function dbLockPath(db: string): string {
   return `${resolve(db)}.lock`;
@@ -76,13 +77,24 @@ function removeDeadAttempts(path: string): void {
   for (const entry of namesIn(dirname(path))) {
     if (!entry.startsWith(`${name}.`)) continue;
     const m = /^\.(?:stale\.)?(\d+)(?:\..*\.tmp)?$/.exec(entry.slice(name.length));
-    if (m && Number(m[1]) !== process.pid && !isAlive(Number(m[1]))) rmSync(join(dirname(path), entry), { force: true });
+    if (m && Number(m[1]) !== process.pid && !systemProbe.isAlive(Number(m[1]))) rmSync(join(dirname(path), entry), { force: true });
   }
 }
 
-export function acquireLock(path: string, command: string, now: Date = new Date()): Lock {
+/**
+ * Takes the lock at `path` or throws CS_ERR_LOCKED (exit code 5) naming the holder. A lock whose
+ * file is unreadable as JSON, or whose process is surely gone (same host, boot and PID namespace, and
+ * the pid no longer runs or belongs to a process started at another time), is stale and taken over.
+ */
+export function acquireLock(path: string, command: string, now: Date = new Date(), probe: ProcessProbe = systemProbe): Lock {
   removeDeadAttempts(path);
-  const me: LockHolder = { pid: process.pid, hostname: hostname(), startedAt: now.toISOString(), command };
+  const self = selfIdentity();
+  const me: LockHolder = {
+    pid: process.pid, hostname: self.host, startedAt: now.toISOString(), command,
+    ...(self.bootId !== undefined ? { bootId: self.bootId } : {}),
+    ...(self.pidNs !== undefined ? { pidNs: self.pidNs } : {}),
+    ...(self.startTicks !== undefined ? { startTicks: self.startTicks } : {}),
+  };
   const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
   try {
     writeFileSync(tmp, JSON.stringify(me), { mode: 0o600 });
@@ -106,12 +118,13 @@ export function acquireLock(path: string, command: string, now: Date = new Date(
       const existing = readHolder(path);
       if (existing === null) continue;
       const { holder } = existing;
-      const stale = holder === null || (holder.hostname === me.hostname && !isAlive(holder.pid));
-      if (!stale) {
+      const state = holder === null ? 'gone' : liveness(identityOf(holder), self, probe, { legacy: true });
+      if (state !== 'gone') {
+        const why = state === 'unknown' ? `; costsync cannot tell whether it still runs: ${whyUnknown(identityOf(holder!), self)}` : '';
         throw new CostsyncError(
           'CS_ERR_LOCKED',
-          `Another costsync run holds the lock ${path}: pid ${holder.pid} on ${holder.hostname}, started ${holder.startedAt} (${holder.command}).`,
-          { exitCode: ExitCode.LOCKED, hint: 'Wait for it to finish. If that process is gone for good (another host, say), delete the lock file.' },
+          `Another costsync run holds the lock ${path}: pid ${holder!.pid} on ${holder!.hostname}, started ${holder!.startedAt} (${holder!.command})${why}.`,
+          { exitCode: ExitCode.LOCKED, hint: `Wait for it to finish. If that process is gone for good, delete the lock file: rm ${path}` },
         );
       }
       // Move the stale lock aside; only one contender's rename succeeds. If what was moved is not

@@ -2,10 +2,13 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, SPAN, cli, killRunner, withEmulator, withTempDir, type CliResult } from '../helpers.js';
-import { startRgw, startS3rver, type S3Server } from '../s3.js';
+import { Bucket } from '../../src/outputs/s3.js';
+import { Lease } from '../../src/state/lease.js';
+import { faultProxy, startRgw, startS3rver, type S3Server } from '../s3.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -81,9 +84,9 @@ describe('a lease keeps runners on different machines apart', () => {
         const refused = await cli(args(url, dir, 'lease-b', 'b', ['--rate-limit', '100000', '--lease-ttl', '5m']), env);
         expect(refused.code, refused.stderr).toBe(5);
         expect(refused.stderr).toContain(`run ${lease.runId}`);
-        // Ten minutes without a renewal (as if the TTL had passed since the kill).
-        await putText('lease-b', 'wh/costs.duckdb.lease', JSON.stringify({ ...lease, renewedAt: new Date(Date.parse(lease.renewedAt) - 10 * 60_000).toISOString() }));
-        const taken = await cli(args(url, dir, 'lease-b', 'b', ['--rate-limit', '100000', '--lease-ttl', '5m']), env);
+        // Ten minutes later by the bucket's clock (its Date, which decides, moved on; the lease's Last-Modified did not).
+        const later = await faultProxy(s3.endpoint, () => null, { shiftDateMs: 10 * 60_000 });
+        const taken = await cli(args(url, dir, 'lease-b', 'b', ['--rate-limit', '100000', '--lease-ttl', '5m']), { ...env, ...s3.env(later.endpoint) }).finally(() => later.close());
         expect(taken.code, taken.stderr).toBe(0);
         expect(taken.stderr).toContain('took over the stale lease');
         expect(taken.stderr).toContain(`run ${lease.runId}`);
@@ -164,5 +167,64 @@ describe('a lease keeps runners on different machines apart', () => {
         expect(await s3.keys('lease-e')).toEqual(['wh/costs.duckdb']);
       });
     });
+  }, 60_000);
+});
+
+/**
+ * A holder process of the lease (or of a lock file) started by the test: `wrap` puts it in another PID
+ * namespace (`unshare`) or on a clock that runs behind (`faketime`). It prints its identity once it holds,
+ * and lets go when its stdin closes.
+ */
+async function holder(what: 'lease' | 'lock', target: string, wrap: string[], env: Record<string, string> = {}) {
+  const dist = new URL('../../dist/', import.meta.url).href;
+  const script = what === 'lock'
+    ? `const { acquireLock } = await import('${dist}state/lock.js');
+       const lock = acquireLock(process.env.TARGET, 'holder in the test');
+       console.log(JSON.stringify({ pid: process.pid, now: new Date().toISOString() }));
+       process.stdin.resume(); process.stdin.on('end', () => { lock.release(); process.exit(0); });`
+    : `const { openBucket } = await import('${dist}outputs/s3.js');
+       const { Lease } = await import('${dist}state/lease.js');
+       const [bucket, key] = process.env.TARGET.split('/');
+       await Lease.acquire(openBucket(bucket), key, { ttlMs: 8000, now: () => Date.now(), runId: 'holder-run' });
+       console.log(JSON.stringify({ pid: process.pid, now: new Date().toISOString() }));
+       process.stdin.resume(); process.stdin.on('end', () => process.exit(0));`;
+  const child = spawn(wrap[0]!, [...wrap.slice(1), process.execPath, '--input-type=module', '-e', script], {
+    env: { PATH: process.env.PATH ?? '', TARGET: target, ...env }, stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+  return { ...(JSON.parse(line) as { pid: number; now: string }), child, stop: async () => { child.stdin!.end(); await once(child, 'exit'); } };
+}
+
+/** Runs `command` in a new PID namespace whose next pid is above any on this machine (pid_max here is 32768). */
+const inOtherPidNamespace = ['unshare', '--pid', '--fork', '--mount-proc', 'sh', '-c', 'echo 77777 > /proc/sys/kernel/ns_last_pid; "$@"; exit $?', 'holder'];
+
+describe('a holder is known by its machine, boot, PID namespace and process; staleness by the bucket\'s clock (issue 28)', () => {
+  it('a live holder in another PID namespace of this host keeps its lease (it waits for the TTL, not taken at once)', async () => {
+    await s3.createBucket('lease-ns');
+    const held = await holder('lease', 'lease-ns/costs.duckdb.lease', inOtherPidNamespace, s3.env());
+    try {
+      // Its pid does not exist in this namespace: the previous version concluded "its process is gone".
+      expect(held.pid).toBeGreaterThan(32768);
+      const taking = Lease.acquire(new Bucket(s3.client, 'lease-ns'), 'costs.duckdb.lease', { ttlMs: 8000, now: () => Date.now(), runId: 'taker' });
+      await expect(taking).rejects.toMatchObject({ code: 'CS_ERR_LEASE_HELD', message: expect.stringContaining('run holder-run'), hint: expect.stringContaining('--lease-ttl (8 s, by the bucket\'s clock)') });
+    } finally {
+      await held.stop();
+    }
+  }, 60_000);
+
+  it('a live holder whose clock runs 60 s behind keeps its fresh lease; once its process is gone (this machine), it is taken at once', async () => {
+    await s3.createBucket('lease-clock');
+    const held = await holder('lease', 'lease-clock/costs.duckdb.lease', ['faketime', '-f', '-60s'], { ...s3.env(), FAKETIME_DONT_FAKE_MONOTONIC: '1' });
+    const bucket = new Bucket(s3.client, 'lease-clock');
+    // Its clock is behind: the renewedAt it wrote is a minute old by ours.
+    expect(Date.now() - Date.parse(held.now)).toBeGreaterThan(50_000);
+    await expect(Lease.acquire(bucket, 'costs.duckdb.lease', { ttlMs: 8000, now: () => Date.now(), runId: 'taker' })).rejects.toMatchObject({ code: 'CS_ERR_LEASE_HELD' });
+    // faketime runs node as its child: the holder's own process is killed.
+    process.kill(held.pid, 'SIGKILL');
+    await once(held.child, 'exit');
+    const notices: string[] = [];
+    const lease = await Lease.acquire(bucket, 'costs.duckdb.lease', { ttlMs: 8000, now: () => Date.now(), runId: 'taker', notice: (m) => notices.push(m) });
+    expect(notices[0]).toMatch(/took over the stale lease .* of run holder-run .*its process on this machine is gone/);
+    await lease.release();
   }, 60_000);
 });

@@ -1,4 +1,7 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { CostsyncError, ExitCode } from '../../src/errors.js';
 import { acquireLock } from '../../src/state/lock.js';
@@ -57,4 +60,58 @@ describe('run lock', () => {
       acquireLock(path, 'three').release();
     });
   });
+
+  it('writes its holder with boot id, PID namespace and start time; a lock naming a live pid started at another time (a recycled pid) is stale', async () => {
+    await withTempDir(async (dir) => {
+      const path = `${dir}/z.lock`;
+      const lock = acquireLock(path, 'me');
+      const mine = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+      expect(mine).toMatchObject({ pid: process.pid, bootId: expect.any(String), pidNs: expect.stringMatching(/^pid:\[\d+\]$/), startTicks: expect.any(Number) });
+      lock.release();
+      // This very process's pid, alive, but the lock says it started at another time: it is not the holder.
+      writeFileSync(path, JSON.stringify({ ...mine, startTicks: (mine.startTicks as number) - 100, command: 'before a reboot' }));
+      acquireLock(path, 'me again').release();
+      // The same, with the right start time: a live holder.
+      writeFileSync(path, JSON.stringify({ ...mine, command: 'live' }));
+      expect(() => acquireLock(path, 'me again')).toThrow(/holds the lock .*live/);
+      rmSync(path);
+    });
+  });
+
+  it('lock files of the previous version (host and pid only) keep working: a dead pid is taken over, a live one refused', async () => {
+    await withTempDir(async (dir) => {
+      const path = `${dir}/old.lock`;
+      const host = (await import('node:os')).hostname();
+      writeFileSync(path, JSON.stringify({ pid: 2 ** 22 + 777, hostname: host, startedAt: 'then', command: 'old, dead' }));
+      acquireLock(path, 'me').release();
+      writeFileSync(path, JSON.stringify({ pid: process.pid, hostname: host, startedAt: 'now', command: 'old, live' }));
+      expect(() => acquireLock(path, 'me')).toThrow(/holds the lock .*old, live/);
+    });
+  });
+
+  it('a live holder in another PID namespace (a container sharing the volume and host name) keeps its lock; the message says why and how to clear it', async () => {
+    await withTempDir(async (dir) => {
+      const path = `${dir}/ns.lock`;
+      const dist = new URL('../../dist/', import.meta.url).href;
+      const script = `const { acquireLock } = await import('${dist}state/lock.js');
+        const lock = acquireLock(process.env.TARGET, 'holder in a container');
+        console.log(process.pid);
+        process.stdin.resume(); process.stdin.on('end', () => { lock.release(); process.exit(0); });`;
+      const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', 'sh', '-c', 'echo 77777 > /proc/sys/kernel/ns_last_pid; "$@"; exit $?', 'holder', process.execPath, '--input-type=module', '-e', script], {
+        env: { PATH: process.env.PATH ?? '', TARGET: path }, stdio: ['pipe', 'pipe', 'inherit'],
+      });
+      const [pid] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+      try {
+        // No such pid in this namespace: the previous version took the lock over.
+        expect(Number(pid)).toBeGreaterThan(32768);
+        expect(() => acquireLock(path, 'me')).toThrow(/holds the lock .*holder in a container.*another PID namespace/);
+        expect(() => acquireLock(path, 'me')).toThrow(expect.objectContaining({ hint: expect.stringContaining(`rm ${path}`) }));
+      } finally {
+        child.stdin!.end();
+        await once(child, 'exit');
+      }
+      expect(existsSync(path)).toBe(false);
+    });
+  });
 });
+
