@@ -1,6 +1,8 @@
 -- The FOCUS 1.2 rules that apply to the focus view, as violations: the rule, the source, how many rows
 -- (or dates) break it, and one example. Allowed values and the columns that must not be null where the
--- API gives the fact are the specification's, kept here as data. $1 = tolerance in dollars.
+-- API gives the fact are the specification's, kept here as data (the subcategories in
+-- focus_subcategories). The same rules the FinOps Foundation's focus_validator checks on this data, so a
+-- user without Python gets the answer. $1 = tolerance in dollars.
 WITH f AS (SELECT * FROM focus),
 allowed(col, value) AS (VALUES
   ('ChargeCategory', 'Usage'), ('ChargeCategory', 'Purchase'), ('ChargeCategory', 'Tax'), ('ChargeCategory', 'Credit'), ('ChargeCategory', 'Adjustment'),
@@ -18,16 +20,21 @@ cells AS (
   SELECT x_source, x_line_item_id,
          unnest(['ChargeCategory', 'ChargeClass', 'ChargeFrequency', 'PricingCategory', 'ServiceCategory', 'BilledCost', 'EffectiveCost',
                  'BillingCurrency', 'BillingPeriodStart', 'BillingPeriodEnd', 'ChargePeriodStart', 'ChargePeriodEnd', 'InvoiceIssuerName',
-                 'ProviderName', 'PublisherName', 'ServiceName']) AS col,
+                 'ProviderName', 'PublisherName', 'ServiceName', 'ServiceSubcategory', 'BillingAccountId', 'BillingAccountName',
+                 'ContractedCost', 'ListCost', 'ChargeDescription', 'PricingCurrency']) AS col,
          unnest([ChargeCategory, ChargeClass, ChargeFrequency, PricingCategory, ServiceCategory, BilledCost::VARCHAR, EffectiveCost::VARCHAR,
                  BillingCurrency, BillingPeriodStart::VARCHAR, BillingPeriodEnd::VARCHAR, ChargePeriodStart::VARCHAR, ChargePeriodEnd::VARCHAR,
-                 InvoiceIssuerName, ProviderName, PublisherName, ServiceName]) AS v
+                 InvoiceIssuerName, ProviderName, PublisherName, ServiceName, ServiceSubcategory, BillingAccountId, BillingAccountName,
+                 ContractedCost::VARCHAR, ListCost::VARCHAR, ChargeDescription, PricingCurrency]) AS v
   FROM f
 ),
 -- Must not be null (the specification's mandatory non-null columns the API gives the facts for; nullable ones may be).
+-- BillingAccountName: costsync names every account (ACCOUNT_NAMING_SUPPORTED); ChargeDescription is a SHOULD;
+-- PricingCurrency, once present, MUST NOT be null (PricingCurrency-C-004-M).
 required(col) AS (VALUES ('ChargeCategory'), ('ChargeFrequency'), ('ServiceCategory'), ('BilledCost'), ('EffectiveCost'), ('BillingCurrency'),
   ('BillingPeriodStart'), ('BillingPeriodEnd'), ('ChargePeriodStart'), ('ChargePeriodEnd'), ('InvoiceIssuerName'), ('ProviderName'),
-  ('PublisherName'), ('ServiceName')),
+  ('PublisherName'), ('ServiceName'), ('ServiceSubcategory'), ('BillingAccountId'), ('BillingAccountName'), ('ContractedCost'), ('ListCost'),
+  ('ChargeDescription'), ('PricingCurrency')),
 violations AS (
   SELECT col || ' must not be null' AS rule, x_source AS source, x_line_item_id AS example
   FROM cells WHERE v IS NULL AND col IN (SELECT col FROM required)
@@ -43,6 +50,32 @@ violations AS (
   WHERE ChargePeriodStart < BillingPeriodStart OR ChargePeriodEnd > BillingPeriodEnd
   UNION ALL
   SELECT 'ChargeClass must be null unless the row is a correction', x_source, x_line_item_id FROM f WHERE ChargeClass IS NOT NULL AND ChargeClass <> 'Correction'
+  UNION ALL
+  SELECT 'ServiceSubcategory must be one of the allowed values, under its one parent ServiceCategory', x_source, x_line_item_id || ' (' || ServiceCategory || ' / ' || ServiceSubcategory || ')'
+  FROM f WHERE ServiceSubcategory IS NOT NULL AND (ServiceCategory, ServiceSubcategory) NOT IN (SELECT (service_category, service_subcategory) FROM focus_subcategories)
+  UNION ALL
+  SELECT 'ServiceName should have one ServiceSubcategory', any_value(x_source), ServiceName || ' (' || string_agg(DISTINCT ServiceSubcategory, ', ') || ')'
+  FROM f GROUP BY ServiceName HAVING count(DISTINCT ServiceSubcategory) > 1
+  UNION ALL
+  SELECT 'BillingAccountType must not be null when BillingAccountId is not null', x_source, x_line_item_id FROM f WHERE BillingAccountId IS NOT NULL AND BillingAccountType IS NULL
+  UNION ALL
+  SELECT 'BillingAccountType must be null when BillingAccountId is null', x_source, x_line_item_id FROM f WHERE BillingAccountId IS NULL AND BillingAccountType IS NOT NULL
+  UNION ALL
+  SELECT 'SubAccountName must not be null when SubAccountId is not null', x_source, x_line_item_id FROM f WHERE SubAccountId IS NOT NULL AND SubAccountName IS NULL
+  UNION ALL
+  SELECT 'SubAccountType must not be null when SubAccountId is not null', x_source, x_line_item_id FROM f WHERE SubAccountId IS NOT NULL AND SubAccountType IS NULL
+  UNION ALL
+  SELECT 'ContractedCost must match BilledCost for a standalone charge without a unit price', x_source, x_line_item_id || ' (' || ContractedCost || ' vs ' || BilledCost || ')'
+  FROM f WHERE ContractedUnitPrice IS NULL AND ContractedCost IS DISTINCT FROM BilledCost AND ContractedCost IS NOT NULL
+  UNION ALL
+  SELECT 'ListCost must match BilledCost for a standalone charge without a unit price', x_source, x_line_item_id || ' (' || ListCost || ' vs ' || BilledCost || ')'
+  FROM f WHERE ListUnitPrice IS NULL AND ListCost IS DISTINCT FROM BilledCost AND ListCost IS NOT NULL
+  UNION ALL
+  SELECT 'BillingCurrency and PricingCurrency must be three-letter upper-case currency codes', x_source, x_line_item_id || ' (' || coalesce(BillingCurrency, '') || '/' || coalesce(PricingCurrency, '') || ')'
+  FROM f WHERE NOT regexp_full_match(BillingCurrency, '[A-Z]{3}') OR (PricingCurrency IS NOT NULL AND NOT regexp_full_match(PricingCurrency, '[A-Z]{3}'))
+  UNION ALL
+  SELECT 'PricingCurrencyEffectiveCost must equal EffectiveCost when PricingCurrency is the BillingCurrency', x_source, x_line_item_id
+  FROM f WHERE PricingCurrency = BillingCurrency AND PricingCurrencyEffectiveCost IS DISTINCT FROM EffectiveCost
 ),
 totals AS (
   SELECT coalesce(a.source, b.source) AS source, coalesce(a.date, b.date) AS date, a.usd AS focus_usd, b.usd AS line_items_usd, a.n AS focus_rows, b.n AS line_item_rows

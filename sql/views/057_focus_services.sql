@@ -1,22 +1,53 @@
 -- FOCUS mapping, kept as data: a service name (as the API's provider_service gives it) → FOCUS
--- ServiceCategory (one of the specification's allowed values). Matched without regard to case; a
--- service not listed takes its provider's default (focus_map_providers), else 'Other'.
+-- ServiceCategory and ServiceSubcategory (an allowed pair of focus_subcategories, chosen for the service's
+-- primary purpose, so each ServiceName has one subcategory). Matched without regard to case; a service
+-- not listed takes its provider's default category (focus_map_providers), else 'Other', and that
+-- category's 'Other (…)' subcategory.
 CREATE OR REPLACE VIEW focus_map_services AS
-SELECT lower(service) AS service_key, service, service_category FROM (VALUES
-  ('Amazon EC2', 'Compute'), ('AWS Lambda', 'Compute'), ('Amazon ECS', 'Compute'), ('Amazon EKS', 'Compute'),
-  ('Amazon S3', 'Storage'), ('Amazon EBS', 'Storage'), ('Amazon EFS', 'Storage'),
-  ('Amazon RDS', 'Databases'), ('Amazon DynamoDB', 'Databases'), ('Amazon Aurora', 'Databases'), ('Amazon Redshift', 'Analytics'),
-  ('Amazon CloudFront', 'Networking'), ('Amazon VPC', 'Networking'), ('Amazon Route 53', 'Networking'),
-  ('Amazon CloudWatch', 'Management and Governance'), ('Amazon Bedrock', 'AI and Machine Learning'), ('Amazon SageMaker', 'AI and Machine Learning'),
-  ('Compute Engine', 'Compute'), ('Google Kubernetes Engine', 'Compute'), ('Cloud Run', 'Compute'), ('Cloud Functions', 'Compute'),
-  ('Cloud Storage', 'Storage'), ('BigQuery', 'Analytics'), ('Cloud SQL', 'Databases'), ('Vertex AI', 'AI and Machine Learning'),
-  ('Cloud CDN', 'Networking'), ('Cloud Logging', 'Management and Governance'),
-  ('Virtual Machines', 'Compute'), ('Azure Kubernetes Service', 'Compute'), ('Azure Functions', 'Compute'),
-  ('Blob Storage', 'Storage'), ('Azure SQL Database', 'Databases'), ('Azure Cosmos DB', 'Databases'),
-  ('Azure OpenAI', 'AI and Machine Learning'), ('Azure Monitor', 'Management and Governance'),
-  ('OpenAI Chat Completions', 'AI and Machine Learning'), ('OpenAI Embeddings', 'AI and Machine Learning'),
-  ('Anthropic Messages', 'AI and Machine Learning'), ('Claude API', 'AI and Machine Learning'),
-  ('Snowflake Warehouse', 'Databases'), ('Snowflake Storage', 'Storage'),
-  ('Datadog Infrastructure', 'Management and Governance'), ('Datadog Logs', 'Management and Governance'), ('Datadog APM', 'Management and Governance')
-) AS t(service, service_category);
-COMMENT ON VIEW focus_map_services IS 'FOCUS mapping: service name to ServiceCategory (case-insensitive); others take their provider''s default, else Other';
+SELECT lower(service) AS service_key, service, service_category, service_subcategory FROM (VALUES
+  ('Amazon EC2', 'Compute', 'Virtual Machines'),
+  ('AWS Lambda', 'Compute', 'Serverless Compute'),
+  ('Amazon ECS', 'Compute', 'Containers'),
+  ('Amazon EKS', 'Compute', 'Containers'),
+  ('Amazon S3', 'Storage', 'Object Storage'),
+  ('Amazon EBS', 'Storage', 'Block Storage'),
+  ('Amazon EFS', 'Storage', 'File Storage'),
+  ('Amazon RDS', 'Databases', 'Relational Databases'),
+  ('Amazon DynamoDB', 'Databases', 'NoSQL Databases'),
+  ('Amazon Aurora', 'Databases', 'Relational Databases'),
+  ('Amazon Redshift', 'Analytics', 'Analytics Platforms'),
+  ('Amazon CloudFront', 'Networking', 'Content Delivery'),
+  ('Amazon VPC', 'Networking', 'Network Infrastructure'),
+  ('Amazon Route 53', 'Networking', 'Network Routing'),
+  ('Amazon CloudWatch', 'Management and Governance', 'Observability'),
+  ('Amazon Bedrock', 'AI and Machine Learning', 'Generative AI'),
+  ('Amazon SageMaker', 'AI and Machine Learning', 'Machine Learning'),
+  ('Compute Engine', 'Compute', 'Virtual Machines'),
+  ('Google Kubernetes Engine', 'Compute', 'Containers'),
+  ('Cloud Run', 'Compute', 'Serverless Compute'),
+  ('Cloud Functions', 'Compute', 'Serverless Compute'),
+  ('Cloud Storage', 'Storage', 'Object Storage'),
+  ('BigQuery', 'Analytics', 'Analytics Platforms'),
+  ('Cloud SQL', 'Databases', 'Relational Databases'),
+  ('Vertex AI', 'AI and Machine Learning', 'AI Platforms'),
+  ('Cloud CDN', 'Networking', 'Content Delivery'),
+  ('Cloud Logging', 'Management and Governance', 'Observability'),
+  ('Virtual Machines', 'Compute', 'Virtual Machines'),
+  ('Azure Kubernetes Service', 'Compute', 'Containers'),
+  ('Azure Functions', 'Compute', 'Serverless Compute'),
+  ('Blob Storage', 'Storage', 'Object Storage'),
+  ('Azure SQL Database', 'Databases', 'Relational Databases'),
+  ('Azure Cosmos DB', 'Databases', 'NoSQL Databases'),
+  ('Azure OpenAI', 'AI and Machine Learning', 'Generative AI'),
+  ('Azure Monitor', 'Management and Governance', 'Observability'),
+  ('OpenAI Chat Completions', 'AI and Machine Learning', 'Generative AI'),
+  ('OpenAI Embeddings', 'AI and Machine Learning', 'Generative AI'),
+  ('Anthropic Messages', 'AI and Machine Learning', 'Generative AI'),
+  ('Claude API', 'AI and Machine Learning', 'Generative AI'),
+  ('Snowflake Warehouse', 'Databases', 'Data Warehouses'),
+  ('Snowflake Storage', 'Storage', 'Storage Platforms'),
+  ('Datadog Infrastructure', 'Management and Governance', 'Observability'),
+  ('Datadog Logs', 'Management and Governance', 'Observability'),
+  ('Datadog APM', 'Management and Governance', 'Observability')
+) AS t(service, service_category, service_subcategory);
+COMMENT ON VIEW focus_map_services IS 'FOCUS mapping: service name to ServiceCategory and ServiceSubcategory (case-insensitive); others take their provider''s default category, else Other, and its Other (…) subcategory';

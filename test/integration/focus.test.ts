@@ -83,7 +83,7 @@ describe('the focus view (FOCUS 1.2)', () => {
       const wh = await openWarehouse(copy);
       try {
         await wh.sql("UPDATE line_items SET provider_service = NULL WHERE id = (SELECT min(id) FROM line_items)");
-        await wh.sql("CREATE OR REPLACE VIEW focus_map_services AS SELECT 'x' AS service_key, 'x' AS service, 'Not A Category' AS service_category UNION ALL SELECT lower('Amazon EC2'), 'Amazon EC2', 'Not A Category'");
+        await wh.sql("CREATE OR REPLACE VIEW focus_map_services AS SELECT 'x' AS service_key, 'x' AS service, 'Not A Category' AS service_category, 'Other (Other)' AS service_subcategory UNION ALL SELECT lower('Amazon EC2'), 'Amazon EC2', 'Not A Category', 'Other (Other)'");
       } finally {
         wh.close();
       }
@@ -95,6 +95,62 @@ describe('the focus view (FOCUS 1.2)', () => {
       expect(rules).toContain('ServiceCategory must be one of the allowed values');
       // The original is untouched.
       expect((await cli(['verify', '--focus', '--db', db])).code).toBe(0);
+    });
+  });
+
+  it('fills what FOCUS requires from what costsync knows, and verify --focus catches a planted violation of each rule (issue 29)', async () => {
+    await synced(async (db, dir) => {
+      const [facts] = await queryDb<Record<string, number>>(db, `
+        SELECT count(*) FILTER (WHERE BillingAccountId = x_source AND BillingAccountName = x_source AND BillingAccountType = 'Workspace')::INT AS account,
+               count(*) FILTER (WHERE ContractedCost = BilledCost AND ListCost = BilledCost)::INT AS costs,
+               count(*) FILTER (WHERE SubAccountName = SubAccountId)::INT AS sub,
+               count(*) FILTER (WHERE (ServiceCategory, ServiceSubcategory) IN (SELECT (service_category, service_subcategory) FROM focus_subcategories))::INT AS subcategory,
+               count(*) FILTER (WHERE ChargeDescription LIKE ServiceName || ' ' || lower(ChargeCategory) || ' on %')::INT AS description,
+               count(*) FILTER (WHERE PricingCurrency = upper(x_currency_original))::INT AS pricing,
+               count(*) FILTER (WHERE PricingCurrency = 'USD' AND PricingCurrencyEffectiveCost = EffectiveCost)::INT AS usd,
+               count(*) FILTER (WHERE PricingCurrency <> 'USD' AND PricingCurrencyEffectiveCost IS NULL)::INT AS other,
+               count(*)::INT AS n
+        FROM focus`);
+      for (const key of ['account', 'costs', 'sub', 'subcategory', 'description', 'pricing']) expect(facts![key], key).toBe(facts!.n);
+      expect(facts!.usd + facts!.other).toBe(facts!.n);
+      expect(facts!.other).toBeGreaterThan(0);
+      // One subcategory per service name.
+      expect(await queryDb(db, 'SELECT ServiceName FROM focus GROUP BY 1 HAVING count(DISTINCT ServiceSubcategory) > 1')).toEqual([]);
+
+      // A copy whose focus view breaks each rule on a row of its own.
+      const copy = join(dir, 'each.duckdb');
+      copyFileSync(db, copy);
+      const planted: [string, string, RegExp][] = [
+        ['BillingAccountId', 'NULL', /^BillingAccountId must not be null$/],
+        ['BillingAccountName', 'NULL', /^BillingAccountName must not be null$/],
+        ['BillingAccountType', 'NULL', /^BillingAccountType must not be null when BillingAccountId is not null$/],
+        ['SubAccountName', 'NULL', /^SubAccountName must not be null when SubAccountId is not null$/],
+        ['ServiceSubcategory', "'Generative AI'", /^ServiceSubcategory must be one of the allowed values, under its one parent ServiceCategory$/],
+        ['ChargeDescription', 'NULL', /^ChargeDescription must not be null$/],
+        ['ContractedCost', 'BilledCost + 1', /^ContractedCost must match BilledCost/],
+        ['ListCost', 'NULL', /^ListCost must not be null$/],
+        ['PricingCurrency', "'eur'", /^BillingCurrency and PricingCurrency must be three-letter upper-case currency codes$/],
+        ['PricingCurrencyEffectiveCost', 'EffectiveCost * 2', /^PricingCurrencyEffectiveCost must equal EffectiveCost when PricingCurrency is the BillingCurrency$/],
+      ];
+      const wh = await openWarehouse(copy);
+      try {
+        await wh.sql('ALTER VIEW focus RENAME TO focus_as_synced');
+        // Row n breaks rule n (rows of USD pricing, so each planted value breaks only its own rule).
+        const replaced = planted.map(([col, value], i) => `CASE WHEN n = ${i + 1} THEN ${value} ELSE ${col} END AS ${col}`).join(', ');
+        await wh.sql(`CREATE VIEW focus AS SELECT * EXCLUDE (n) REPLACE (${replaced})
+          FROM (SELECT *, row_number() OVER (ORDER BY x_line_item_id) AS n FROM focus_as_synced WHERE PricingCurrency = 'USD' AND ServiceCategory <> 'AI and Machine Learning'
+                UNION ALL SELECT *, 0 AS n FROM focus_as_synced WHERE NOT (PricingCurrency = 'USD' AND ServiceCategory <> 'AI and Machine Learning'))`);
+      } finally {
+        wh.close();
+      }
+      const result = await cli(['verify', '--focus', '--db', copy, '--format', 'json']);
+      expect(result.code, result.stderr).toBe(1);
+      const found = (JSON.parse(result.stdout) as { violations: { rule: string; rows: number }[] }).violations;
+      for (const [col, , rule] of planted) {
+        expect(found.filter((v) => rule.test(v.rule)).map((v) => v.rows), col).toEqual([1]);
+      }
+      // The planted subcategory also gives its service a second one.
+      expect(found.map((v) => v.rule)).toContain('ServiceName should have one ServiceSubcategory');
     });
   });
 
