@@ -16,6 +16,58 @@ export const ExitCode = {
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
+/**
+ * Every error code costsync raises: its usual exit code and one line on what it means. The one
+ * registry (undici's `lib/core/errors.js` is the model): a code is typed against it where it is thrown,
+ * the README's table is checked against it by a test, and callers match on the classes below, not
+ * on strings.
+ */
+export const ERRORS = {
+  CS_ERR_CONFIG: { exit: ExitCode.USAGE, summary: 'a bad flag, setting, config file, date or input file; the message names it and the fix' },
+  CS_ERR_STATE_IO: { exit: ExitCode.FAILED, summary: 'a state file, lock or working copy cannot be read or written (permissions, a full disk, a missing directory)' },
+  CS_ERR_LOCKED: { exit: ExitCode.LOCKED, summary: 'another costsync run holds the lock file (named, with how to clear it)' },
+  CS_ERR_DB_OPEN: { exit: ExitCode.USAGE, summary: 'the DuckDB file cannot be opened (not a DuckDB file, a newer version, permissions)' },
+  CS_ERR_DB_LOCKED: { exit: ExitCode.LOCKED, summary: "another program opened costsync's private working copy (open --db instead)" },
+  CS_ERR_DB_MISSING: { exit: ExitCode.USAGE, summary: 'there is no warehouse at --db yet' },
+  CS_ERR_MIGRATION: { exit: ExitCode.FAILED, summary: 'a schema migration of the warehouse failed; nothing was changed' },
+  CS_ERR_UNAUTHORIZED: { exit: ExitCode.AUTH, summary: 'the API refused the key: missing, malformed, revoked or expired (401)' },
+  CS_ERR_FORBIDDEN: { exit: ExitCode.AUTH, summary: 'the key may not do this, for example an ingest key bound to another connection (403)' },
+  CS_ERR_INVALID_SCOPE: { exit: ExitCode.AUTH, summary: 'the key lacks the scope the endpoint needs (403)' },
+  CS_ERR_PLAN_RESTRICTED: { exit: ExitCode.AUTH, summary: "the workspace's plan has no API access (403)" },
+  CS_ERR_VALIDATION: { exit: ExitCode.FAILED, summary: 'the API refused a parameter (400)' },
+  CS_ERR_RATE_LIMITED: { exit: ExitCode.FAILED, summary: 'still rate limited (429) after the bounded holds' },
+  CS_ERR_SERVER: { exit: ExitCode.FAILED, summary: 'the API answered with a server error (5xx), retried' },
+  CS_ERR_HTTP: { exit: ExitCode.FAILED, summary: 'an HTTP failure without an API error envelope' },
+  CS_ERR_NETWORK: { exit: ExitCode.FAILED, summary: 'a network failure after the API had answered (reset, dropped), retried' },
+  CS_ERR_UNREACHABLE: { exit: ExitCode.USAGE, summary: 'nothing answers at --base-url (the host does not resolve, or refuses connections) before anything answered' },
+  CS_ERR_TIMEOUT: { exit: ExitCode.FAILED, summary: 'the API was too slow (connect, headers, body or whole-request deadline), retried' },
+  CS_ERR_MALFORMED_RESPONSE: { exit: ExitCode.FAILED, summary: 'a response that is not the envelope the spec describes, retried' },
+  CS_ERR_BAD_RECORD: { exit: ExitCode.FAILED, summary: 'a record in a response lacks a field the spec requires' },
+  CS_ERR_RESPONSE_TOO_LARGE: { exit: ExitCode.FAILED, summary: 'a response larger than any page the API sends' },
+  CS_ERR_RETRIES_EXHAUSTED: { exit: ExitCode.FAILED, summary: 'a request still failing after its retries; progress is kept' },
+  CS_ERR_ABORTED: { exit: ExitCode.STOPPED_EARLY, summary: 'a request not sent because the run is stopping' },
+  CS_ERR_CURSOR_LOOP: { exit: ExitCode.FAILED, summary: 'the server returned a cursor it had already returned' },
+  CS_ERR_RECONCILE: { exit: ExitCode.FAILED, summary: 'with --reconcile strict, a window whose line items and rollups still disagree' },
+  CS_ERR_OUTPUT_BEHIND: { exit: ExitCode.FAILED, summary: 'the lake or the published warehouse could not be brought up to date; it is pending for the next run' },
+  CS_ERR_PUBLISH: { exit: ExitCode.FAILED, summary: 'the warehouse could not be published over --db' },
+  CS_ERR_WAREHOUSE_CHANGED: { exit: ExitCode.LOCKED, summary: 'another run published the warehouse since this run started; nothing was overwritten' },
+  CS_ERR_LEASE_HELD: { exit: ExitCode.LOCKED, summary: 'another runner holds the lease on the bucket (named)' },
+  CS_ERR_LEASE_LOST: { exit: ExitCode.LOCKED, summary: "this run's lease was taken over; it writes nothing more" },
+  CS_ERR_NOTIFY: { exit: ExitCode.FAILED, summary: 'a webhook did not take the message (never fails a sync; notify --test reports it)' },
+  CS_ERR_QUERY: { exit: ExitCode.USAGE, summary: 'the SQL given to costsync query failed' },
+  CS_ERR_QUERY_READ_ONLY: { exit: ExitCode.USAGE, summary: 'costsync query only reads; the SQL tried to write' },
+  CS_ERR_PUSH_READ: { exit: ExitCode.USAGE, summary: 'a file given to push cannot be read' },
+  CS_ERR_S3: { exit: ExitCode.FAILED, summary: 'a bucket operation failed after the SDK retries' },
+  CS_ERR_S3_CREDENTIALS: { exit: ExitCode.AUTH, summary: 'no AWS credentials' },
+  CS_ERR_S3_REGION: { exit: ExitCode.USAGE, summary: 'no AWS region (set AWS_REGION)' },
+  CS_ERR_S3_ACCESS_DENIED: { exit: ExitCode.AUTH, summary: 'the bucket refused an action (the IAM action is named)' },
+  CS_ERR_S3_PRECONDITION: { exit: ExitCode.LOCKED, summary: 'a conditional write was refused: another run wrote the object meanwhile' },
+  CS_ERR_S3_NO_BUCKET: { exit: ExitCode.USAGE, summary: 'the bucket does not exist' },
+  CS_ERR_S3_NO_CONDITIONAL_WRITES: { exit: ExitCode.USAGE, summary: 'the bucket server ignores conditional writes, so runners cannot be kept apart (--lease off to go on)' },
+} as const satisfies Record<`CS_ERR_${string}`, { exit: ExitCode; summary: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
 export interface CostsyncErrorOptions {
   hint?: string | undefined;
   exitCode?: ExitCode;
@@ -23,17 +75,30 @@ export interface CostsyncErrorOptions {
 }
 
 export class CostsyncError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly exitCode: ExitCode;
   readonly hint: string | undefined;
 
-  constructor(code: string, message: string, options: CostsyncErrorOptions = {}) {
+  constructor(code: ErrorCode, message: string, options: CostsyncErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'CostsyncError';
     this.code = code;
-    this.exitCode = options.exitCode ?? ExitCode.FAILED;
+    this.exitCode = options.exitCode ?? ERRORS[code].exit;
     this.hint = options.hint;
   }
+}
+
+/** A run that must write nothing more: its lease was taken over, or another run published meanwhile. */
+export class FencedError extends CostsyncError {
+  constructor(code: 'CS_ERR_LEASE_LOST' | 'CS_ERR_WAREHOUSE_CHANGED', message: string, options: CostsyncErrorOptions = {}) {
+    super(code, message, options);
+    this.name = 'FencedError';
+  }
+}
+
+/** True for an error after which a run writes nothing more (see FencedError). */
+export function isFenced(error: unknown): error is FencedError {
+  return error instanceof FencedError;
 }
 
 /** Bad flags, config values or input files: exit code 2. */
@@ -71,7 +136,7 @@ export class ApiError extends CostsyncError {
   readonly path: string;
   readonly retryAfterMs: number | undefined;
 
-  constructor(code: string, message: string, options: ApiErrorOptions) {
+  constructor(code: ErrorCode, message: string, options: ApiErrorOptions) {
     super(code, message, options);
     this.name = 'ApiError';
     this.statusCode = options.statusCode;
@@ -82,7 +147,7 @@ export class ApiError extends CostsyncError {
 }
 
 /** Stable costsync codes for each API error code. */
-export const CODE_FOR_API_ERROR: Record<ApiErrorCode, string> = {
+export const CODE_FOR_API_ERROR: Record<ApiErrorCode, ErrorCode> = {
   UNAUTHORIZED: 'CS_ERR_UNAUTHORIZED',
   FORBIDDEN: 'CS_ERR_FORBIDDEN',
   INVALID_SCOPE: 'CS_ERR_INVALID_SCOPE',
@@ -103,7 +168,7 @@ export const ClientErrorCode = {
   HTTP: 'CS_ERR_HTTP',
   RETRIES_EXHAUSTED: 'CS_ERR_RETRIES_EXHAUSTED',
   ABORTED: 'CS_ERR_ABORTED',
-} as const;
+} as const satisfies Record<string, ErrorCode>;
 
 export function isCostsyncError(error: unknown): error is CostsyncError {
   return error instanceof CostsyncError;

@@ -7,7 +7,7 @@
  * run finishes it first.
  */
 import type { Clock } from '../api/resilience.js';
-import { CostsyncError, ExitCode, describeError } from '../errors.js';
+import { CostsyncError, ExitCode, describeError, isFenced } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { drainLake, finishLake, ownedBy } from './lake.js';
@@ -37,7 +37,6 @@ export interface DerivedOutputsOptions {
 }
 
 /** Errors that end the run at once (exit 5) rather than leaving an output behind. */
-const FENCED = new Set(['CS_ERR_LEASE_LOST', 'CS_ERR_WAREHOUSE_CHANGED']);
 
 type OutputName = 'lake' | 'published warehouse';
 
@@ -74,7 +73,7 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
       await fn();
       behind.delete(name);
     } catch (error) {
-      if (FENCED.has((error as { code?: string }).code ?? '')) throw error;
+      if (isFenced(error)) throw error;
       if (!behind.has(name)) logger.warn(`the ${name} fell behind (the data is safe in the working copy): ${describeError(error, o.secrets)}`);
       behind.set(name, { where: where(name), error });
     }

@@ -9,9 +9,6 @@ import type { Logger } from '../log.js';
 import { Lease } from '../state/lease.js';
 import { isS3Url, loadBucket, parseS3Url } from './s3-url.js';
 
-/** Errors after which a run writes nothing more: it lost its lease, or another run published over it. */
-export const FENCED_OFF = new Set(['CS_ERR_LEASE_LOST', 'CS_ERR_WAREHOUSE_CHANGED']);
-
 export interface Leases {
   check(): void;
   release(): Promise<void>;

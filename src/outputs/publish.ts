@@ -14,7 +14,7 @@ import { copyFile, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fsyncPath, namesIn } from '../durable-file.js';
-import { CostsyncError, ExitCode } from '../errors.js';
+import { CostsyncError, ExitCode, FencedError, isFenced } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { publishTemp, recordPublishedEtag, type RemoteWarehouse } from '../storage/working-copy.js';
@@ -128,7 +128,7 @@ export async function publish(
     await rm(tmp, { force: true });
     await rm(`${tmp}.wal`, { force: true });
     if (cause instanceof CostsyncError && cause.code === 'CS_ERR_S3_PRECONDITION') throw changedSince(where, cause);
-    if (cause instanceof CostsyncError && cause.code === 'CS_ERR_WAREHOUSE_CHANGED') throw cause;
+    if (isFenced(cause)) throw cause;
     if (cause instanceof CostsyncError && to.kind === 'bucket') {
       throw new CostsyncError(cause.code, `Cannot publish the warehouse to ${where}: ${cause.message}`, {
         hint: `${cause.hint ?? ''} The data is safe in the working copy, and the next run publishes it.`.trim(), exitCode: cause.exitCode, cause,
@@ -143,7 +143,7 @@ export async function publish(
 
 /** The published warehouse is not the one this run started from: another run published meanwhile. */
 function changedSince(url: string, cause?: unknown): CostsyncError {
-  return new CostsyncError('CS_ERR_WAREHOUSE_CHANGED', `${url} was published by another run since this run started (this run's lease was taken over); this run did not overwrite it.`, {
+  return new FencedError('CS_ERR_WAREHOUSE_CHANGED', `${url} was published by another run since this run started (this run's lease was taken over); this run did not overwrite it.`, {
     exitCode: ExitCode.LOCKED, cause,
     hint: 'What this run committed is in its working copy in --state-dir (lost only if the container is). Run again when the other run has finished: the next run starts from the newer warehouse.',
   });

@@ -16,7 +16,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import pRetry from 'p-retry';
-import { CostsyncError, ExitCode } from '../errors.js';
+import { CostsyncError, ExitCode, type ErrorCode } from '../errors.js';
 import { bareEtag, s3Url } from './s3-url.js';
 
 /** The IAM actions costsync needs, named in errors so a person knows what to grant. */
@@ -60,7 +60,7 @@ export class S3Error extends CostsyncError {
   readonly bucket: string;
   readonly key: string;
 
-  constructor(code: string, message: string, options: { action: S3Action; bucket: string; key: string; statusCode?: number | undefined; hint: string; exitCode: ExitCode; cause: unknown }) {
+  constructor(code: ErrorCode, message: string, options: { action: S3Action; bucket: string; key: string; statusCode?: number | undefined; hint: string; exitCode: ExitCode; cause: unknown }) {
     super(code, message, options);
     this.name = 'S3Error';
     this.statusCode = options.statusCode;
@@ -134,7 +134,7 @@ function isNotFound(error: unknown): boolean {
 
 /** Errors that another attempt cannot fix. */
 function isPermanent(error: S3Error): boolean {
-  return error.code !== 'CS_ERR_S3';
+  return error.code !== 'CS_ERR_S3' satisfies ErrorCode;
 }
 
 /** A bucket with a client from the default chain. */

@@ -9,7 +9,7 @@
  * refused means another runner took it over: the run must stop before it writes.
  */
 import { formatDuration } from '../dates.js';
-import { CostsyncError, ExitCode } from '../errors.js';
+import { CostsyncError, ExitCode, FencedError } from '../errors.js';
 import { liveness, selfIdentity, systemProbe, type ProcessIdentity, type ProcessProbe } from './holder.js';
 
 /** What the lease needs of a bucket (the S3 client satisfies it). */
@@ -119,7 +119,7 @@ export class Lease {
   /** Throws `CS_ERR_LEASE_LOST` (exit 5) when the lease was taken over: nothing may be written after that. */
   check(): void {
     if (this.lost !== null) {
-      throw new CostsyncError('CS_ERR_LEASE_LOST', `This run lost its lease ${this.store.urlOf(this.key)}: ${this.lost} (this run did not renew it within --lease-ttl of ${formatDuration(this.options.ttlMs)}, for example while its machine was paused).`, {
+      throw new FencedError('CS_ERR_LEASE_LOST', `This run lost its lease ${this.store.urlOf(this.key)}: ${this.lost} (this run did not renew it within --lease-ttl of ${formatDuration(this.options.ttlMs)}, for example while its machine was paused).`, {
         exitCode: ExitCode.LOCKED,
         hint: 'Nothing was overwritten. What this run committed is in the working copy in --state-dir (lost only if the container is); run again once the other run has finished.',
       });

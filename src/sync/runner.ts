@@ -9,7 +9,7 @@ import { createApiClient, keyFingerprint, retryLine, type ApiClientOptions, type
 import { createRequestLimiter, systemClock, type Clock, type RequestLimiter } from '../api/resilience.js';
 import { endpointOf, type Endpoint } from '../api/types.js';
 import type { SourceConfig, SyncConfig } from '../config.js';
-import { CostsyncError, ExitCode, describeError, isCostsyncError } from '../errors.js';
+import { CostsyncError, ExitCode, describeError, isCostsyncError, isFenced } from '../errors.js';
 import type { Logger } from '../log.js';
 import { acquireLock, dbLockPath, type Lock } from '../state/lock.js';
 import { newRunId } from '../run-id.js';
@@ -21,7 +21,7 @@ import { derivedOutputs } from '../outputs/derived.js';
 import { SEVERITY_RANK, webhookTarget, type SendOptions, type WebhookTarget } from '../outputs/notify.js';
 import { publishDestination, remoteWarehouse } from '../outputs/publish.js';
 import { isS3Url } from '../outputs/s3-url.js';
-import { FENCED_OFF, takeLeases, type Leases } from '../outputs/leases.js';
+import { takeLeases, type Leases } from '../outputs/leases.js';
 import { outputTarget } from '../outputs/target.js';
 import { adoptCompacted, openWorkingCopy } from '../storage/working-copy.js';
 import { syncAnomalies } from './anomalies.js';
@@ -208,7 +208,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
         await recordSource(warehouse, runId, clock, sourceSummary(source.name, 'failed', {}, error), secrets, targetsOf(config, source)).catch(() => undefined);
       }
       // A run fenced off (its lease taken over) writes nothing more; others bring their outputs up to date.
-      if (!FENCED_OFF.has((error as { code?: string }).code ?? '')) {
+      if (!isFenced(error)) {
         await outputsOf(warehouse).finish(async () => undefined).catch((e: unknown) => logger.error(describeError(e, secrets)));
       }
     }

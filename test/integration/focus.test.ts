@@ -112,7 +112,7 @@ describe('the focus view (FOCUS 1.2)', () => {
                count(*)::INT AS n
         FROM focus`);
       for (const key of ['account', 'costs', 'sub', 'subcategory', 'description', 'pricing']) expect(facts![key], key).toBe(facts!.n);
-      expect(facts!.usd + facts!.other).toBe(facts!.n);
+      expect(facts!.usd! + facts!.other!).toBe(facts!.n);
       expect(facts!.other).toBeGreaterThan(0);
       // One subcategory per service name.
       expect(await queryDb(db, 'SELECT ServiceName FROM focus GROUP BY 1 HAVING count(DISTINCT ServiceSubcategory) > 1')).toEqual([]);

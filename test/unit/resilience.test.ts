@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isTransient, retryAfterMs, spacingMs } from '../../src/api/resilience.js';
-import { ApiError } from '../../src/errors.js';
+import { ApiError, type ErrorCode } from '../../src/errors.js';
 
 describe('retryAfterMs', () => {
   const now = Date.parse('2025-06-01T00:00:00Z');
@@ -29,7 +29,7 @@ describe('spacingMs', () => {
 });
 
 describe('isTransient', () => {
-  const err = (code: string, statusCode?: number) => new ApiError(code, 'x', { path: '/p', statusCode });
+  const err = (code: ErrorCode, statusCode?: number) => new ApiError(code, 'x', { path: '/p', statusCode });
   it('retries 5xx, network, timeouts and malformed bodies', () => {
     expect(isTransient(err('CS_ERR_SERVER', 500))).toBe(true);
     expect(isTransient(err('CS_ERR_HTTP', 503))).toBe(true);

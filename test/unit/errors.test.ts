@@ -1,0 +1,35 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { ERRORS, ExitCode } from '../../src/errors.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? filesUnder(path) : [path];
+  });
+}
+
+describe('the error registry', () => {
+  it('holds every CS_ERR_ code written anywhere in src/ and the README', () => {
+    const written = new Set<string>();
+    for (const file of [...filesUnder(join(ROOT, 'src')), join(ROOT, 'README.md')]) {
+      for (const m of readFileSync(file, 'utf8').matchAll(/CS_ERR_[A-Z0-9_]*[A-Z0-9]/g)) written.add(m[0]);
+    }
+    const unknown = [...written].filter((code) => !(code in ERRORS));
+    expect(unknown).toEqual([]);
+  });
+
+  it("the README's table lists every code with its exit code and summary", () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const rows = new Map([...readme.matchAll(/^\| `(CS_ERR_[A-Z0-9_]+)` \| (\d) \| (.+) \|$/gm)].map((m) => [m[1]!, { exit: Number(m[2]), summary: m[3]! }]));
+    for (const [code, entry] of Object.entries(ERRORS)) {
+      expect(rows.get(code), code).toEqual({ exit: entry.exit, summary: entry.summary });
+    }
+    expect(rows.size).toBe(Object.keys(ERRORS).length);
+    expect(Object.values(ERRORS).every((e) => Object.values(ExitCode).includes(e.exit))).toBe(true);
+  });
+});
