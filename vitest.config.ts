@@ -1,10 +1,23 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Two tiers. `npm test` runs the fast one: unit tests, the commands in-process and through one spawn
+ * each, every kill test that needs a real process, against one radosgw for the run (global setup).
+ * `npm run test:slow` runs the rest: chaos, long kill loops and soaks (CI runs both).
+ */
+const SLOW = ['test/chaos/**/*.test.ts', 'test/slow/**/*.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // Two files at once on these 2-core machines: much of a test is waiting on a spawned process, a socket or a bucket.
+    maxWorkers: 2,
+    globalSetup: ['test/global-setup.ts'],
+    projects: [
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: SLOW } },
+      { extends: true, test: { name: 'slow', include: SLOW } },
+    ],
   },
 });

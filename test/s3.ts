@@ -4,22 +4,18 @@
  * of it that can answer 503 SlowDown, reset connections or refuse (AccessDenied) chosen requests,
  * and counts what it forwards.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { once } from 'node:events';
+import { inject } from 'vitest';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   CreateBucketCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, S3Client,
 } from '@aws-sdk/client-s3';
 
 // The SDK warns that its 2027 releases need Node 22 (the README says so); not in test output.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-
-const RGW = fileURLToPath(new URL('../../shared/s3/rgw.sh', import.meta.url));
 
 export interface S3Server {
   endpoint: string;
@@ -36,13 +32,11 @@ export interface S3Server {
   stop(): void;
 }
 
-/** Starts radosgw in a temporary directory (about 3 s). */
+/** The radosgw the run's global setup started (test/global-setup.ts): one for every file, buckets of their own. */
 export function startRgw(): S3Server {
-  const dir = mkdtempSync(join(tmpdir(), 'costsync-rgw-'));
-  const out = execFileSync('bash', [RGW, 'start', dir], { encoding: 'utf8' });
-  const vars = Object.fromEntries([...out.matchAll(/(\w+)=(\S+)/g)].map((m) => [m[1]!, m[2]!]));
-  const endpoint = vars.S3_ENDPOINT!;
-  const credentials = { accessKeyId: vars.AWS_ACCESS_KEY_ID!, secretAccessKey: vars.AWS_SECRET_ACCESS_KEY! };
+  const info = inject('rgw');
+  const endpoint = info.endpoint;
+  const credentials = { accessKeyId: info.accessKeyId, secretAccessKey: info.secretAccessKey };
   const client = new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials, requestChecksumCalculation: 'WHEN_REQUIRED' });
   const keys = async (bucket: string, prefix = '') => {
     const found: string[] = [];
@@ -77,10 +71,9 @@ export function startRgw(): S3Server {
       }
       return got.map((k) => k.slice(prefix.length));
     },
+    // The server is the run's: only this file's client is let go.
     stop: () => {
       client.destroy();
-      execFileSync('bash', [RGW, 'stop', dir]);
-      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -19,8 +19,18 @@ import { filledWorkingCopy, size, tempDir } from './common.mjs';
 const which = process.argv[2];
 const RGW = fileURLToPath(new URL('../../../shared/s3/rgw.sh', import.meta.url));
 
-/** Starts radosgw and points the SDK at it (the variables a user sets); returns a stop function. */
+/**
+ * Starts radosgw and points the SDK at it (the variables a user sets); returns a stop function. With
+ * BENCH_S3_ENDPOINT (and its keys) set, uses that server instead (the test suite's, for the smoke run).
+ */
 function startRgw() {
+  if (process.env.BENCH_S3_ENDPOINT) {
+    Object.assign(process.env, {
+      AWS_ENDPOINT_URL_S3: process.env.BENCH_S3_ENDPOINT, AWS_ACCESS_KEY_ID: process.env.BENCH_S3_KEY_ID, AWS_SECRET_ACCESS_KEY: process.env.BENCH_S3_SECRET,
+      AWS_REGION: 'us-east-1', AWS_EC2_METADATA_DISABLED: 'true',
+    });
+    return () => undefined;
+  }
   const dir = mkdtempSync(join(tmpdir(), 'costsync-bench-rgw-'));
   // The in-memory store holds about twice what it is given: room for the 1 + 5 + 20 million warehouses.
   const out = execFileSync('bash', [RGW, 'start', dir], { encoding: 'utf8', env: { RGW_OSD_BYTES: String(6 * 2 ** 30), ...process.env } });

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 
 const BENCH_DIR = fileURLToPath(new URL('../bench/', import.meta.url));
 const scripts = readdirSync(BENCH_DIR).filter((f) => f.endsWith('.bench.mjs')).sort();
@@ -21,7 +21,10 @@ const PARTS: Record<string, string[]> = {
 };
 
 async function runScript(file: string): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn(process.execPath, [BENCH_DIR + file], { env: { ...process.env, BENCH_SMOKE: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // The bucket benchmark uses the run's radosgw rather than starting its own.
+  const rgw = inject('rgw');
+  const s3 = { BENCH_S3_ENDPOINT: rgw.endpoint, BENCH_S3_KEY_ID: rgw.accessKeyId, BENCH_S3_SECRET: rgw.secretAccessKey };
+  const child = spawn(process.execPath, [BENCH_DIR + file], { env: { ...process.env, BENCH_SMOKE: '1', ...s3 }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (d) => { out += d; });

@@ -1,0 +1,31 @@
+/** What the bucket lake tests share: the sync's arguments, and the check that a bucket equals the working copy. */
+import { join } from 'node:path';
+import { expect } from 'vitest';
+import { workingCopyPath } from '../src/storage/working-copy.js';
+import { SPAN, lakeDifferences, tableDigest } from './helpers.js';
+import type { S3Server } from './s3.js';
+
+/** Every object a lake of the `default` source may hold. */
+export const OBJECT = /^((line_items|focus|rollups_daily|anomalies|anomaly_status_history)\/source=default\/date=\d{4}-\d{2}-\d{2}\/data\.parquet|(sync_runs|sync_run_streams)\/source=default\/data\.parquet|_costsync_manifest\.default\.json)$/;
+
+export function syncArgs(url: string, dir: string, bucket: string, more: string[] = []): string[] {
+  return [
+    'sync', '--base-url', url, '--db', `s3://${bucket}/wh/costs.duckdb`, '--state-dir', join(dir, 'state'), '--format', 'parquet',
+    '--out', `s3://${bucket}/costs`, '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--window-days', '10',
+    '--rate-limit', '100000', '--log-format', 'json', ...more,
+  ];
+}
+
+/** The lake under `costs/` and the published warehouse, downloaded, against the working copy. */
+export async function expectBucketExact(s3: S3Server, bucket: string, dir: string, sub: string): Promise<void> {
+  const keys = await s3.download(bucket, 'costs/', join(dir, sub, 'lake'));
+  expect(keys.filter((k) => !OBJECT.test(k))).toEqual([]);
+  const work = workingCopyPath(join(dir, 'state'), `s3://${bucket}/wh/costs.duckdb`);
+  for (const [table, diff] of Object.entries(await lakeDifferences(work, join(dir, sub, 'lake')))) {
+    expect({ table, ...diff }).toEqual({ table, rows: diff.rows, missing: 0, extra: 0 });
+    expect(diff.rows).toBeGreaterThan(0);
+  }
+  expect(await s3.incompleteUploads(bucket)).toEqual([]);
+  await s3.download(bucket, 'wh/', join(dir, sub, 'published'));
+  expect(await tableDigest(join(dir, sub, 'published', 'costs.duckdb'))).toEqual(await tableDigest(work));
+}
