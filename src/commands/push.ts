@@ -1,6 +1,4 @@
 /** `costsync push` and `costsync push-otel`: resolve options, run the library, print the summary, pick the exit code. */
-import { mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { createApiClient, retryLine, type ClientEvent } from '../api/client.js';
 import { createRequestLimiter, systemClock } from '../api/resilience.js';
@@ -11,12 +9,8 @@ import { DEFAULT_BATCH_SIZE, pushExitCode, runPush, type PushOptions, type PushS
 import { runPushOtel } from '../push/otel.js';
 import type { SyncConfig } from '../config.js';
 import type { Logger } from '../log.js';
-import { acquireLock, dbLockPath, type Lock } from '../state/lock.js';
-import type { Warehouse } from '../storage/duckdb.js';
-import { takeLeases, type Leases } from '../outputs/leases.js';
-import { logPublish, publish, publishDestination, remoteWarehouse, type PublishDestination } from '../outputs/publish.js';
-import { isS3Url } from '../outputs/s3-url.js';
-import { openWorkingCopy } from '../storage/working-copy.js';
+import { logPublish, publish } from '../outputs/publish.js';
+import { openRun, type OpenRun } from '../run-context.js';
 import { newRunId } from '../run-id.js';
 import { formatTable } from '../table.js';
 import { intArg, readJsonFile } from './args.js';
@@ -56,50 +50,24 @@ function sharedConfig(args: Record<string, unknown>, io: CommandIo, needsApi: bo
   return oneSource(loadConfig(shared, io, needsApi), 'push');
 }
 
-/** The working copy a push writes its ledger into, and what keeps other runs away from it. */
-interface Ledger {
-  warehouse: Warehouse;
-  lock: Lock;
-  /** With `--db s3://…`: the lease, and the published warehouse's ETag the push started from. */
-  leases: Leases | null;
-  db: PublishDestination;
-}
-
 /**
  * The push commands write the ledger into the working copy (under the lock beside --db, and with
- * --db in a bucket under the warehouse's lease) and publish it over --db when they are done, whatever
- * the outcome.
+ * --db in a bucket under the warehouse's lease: `openRun`) and publish it over --db when they are done,
+ * whatever the outcome.
  */
-async function openLedger(config: SyncConfig, command: string, logger: Logger): Promise<Ledger> {
-  // A warehouse in a bucket has no directory to lock: the state directory's lock keeps local runs apart.
-  if (isS3Url(config.db)) mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
-  const lock = acquireLock(isS3Url(config.db) ? resolve(config.stateDir, 'costsync.lock') : dbLockPath(config.db), command);
-  let leases: Leases | null = null;
-  try {
-    leases = await takeLeases({ ...config, out: null }, [], newRunId(Date.now()), systemClock, logger);
-    const db = publishDestination(config.db);
-    const remote = remoteWarehouse(db);
-    if (remote) remote.notice = (m) => logger.warn(m);
-    const warehouse = await openWorkingCopy(config.db, config.stateDir, { remote });
-    // Publishing is conditional on the warehouse this push started from.
-    if (leases !== null && db.kind === 'bucket') db.fence = { etag: remote?.startEtag ?? null };
-    return { warehouse, lock, leases, db };
-  } catch (error) {
-    await leases?.release().catch(() => undefined);
-    lock.release();
-    throw error;
-  }
+function openLedger(config: SyncConfig, command: string, logger: Logger): Promise<OpenRun> {
+  const runId = newRunId(Date.now());
+  return openRun({ config, runId, command, clock: systemClock, logger, sources: [], kind: 'ledger' });
 }
 
-async function closeLedger(ledger: Ledger | null, logger: Logger): Promise<void> {
+async function closeLedger(ledger: OpenRun | null, logger: Logger): Promise<void> {
   if (ledger === null) return;
   try {
     ledger.leases?.check();
     logPublish(logger, await publish(ledger.warehouse, ledger.db, { runId: null, now: Date.now }));
   } finally {
     ledger.warehouse.close();
-    await ledger.leases?.release().catch(() => undefined);
-    ledger.lock.release();
+    await ledger.release();
   }
 }
 
@@ -144,7 +112,7 @@ export function resolvePushOptions(args: Record<string, unknown>, config: Pick<S
 export async function runPushCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   let config: (SyncConfig & { sourceName: string }) | undefined;
   let logger = makeLogger({ logFormat: args['log-format'] === 'json' ? 'json' : 'pretty', quiet: Boolean(args.quiet), apiKey: '' }, io);
-  let ledger: Ledger | null = null;
+  let ledger: OpenRun | null = null;
   let reader = null;
   let client = null;
   const stopSignal = { stopped: false };
@@ -213,7 +181,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
 export async function runPushOtelCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   let config: (SyncConfig & { sourceName: string }) | undefined;
   let logger = makeLogger({ logFormat: args['log-format'] === 'json' ? 'json' : 'pretty', quiet: Boolean(args.quiet), apiKey: '' }, io);
-  let ledger: Ledger | null = null;
+  let ledger: OpenRun | null = null;
   let client = null;
   try {
     config = sharedConfig(args, io, true);

@@ -3,7 +3,7 @@
  * writes only a private working copy under --state-dir and publishes it over --db (`outputs/publish`).
  * costsync never holds --db open, so readers and the sync never wait for each other.
  */
-import { constants, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { constants, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { fsyncPath, namesIn, writeFileAtomic } from '../durable-file.js';
 import { copyFile, rename, rm } from 'node:fs/promises';
 import { createHash } from 'node:crypto';

@@ -1,29 +1,26 @@
 /**
- * One sync run: takes the locks, opens the warehouse and the state, runs the chosen streams
- * (sharing one rate limiter), and records the run in `sync_runs`. Collaborators are passed in.
+ * One sync run: opens it (`run-context.ts`: locks, leases, the working copy), runs each source's
+ * streams side by side (each with its own key, limiter and state), records the run in `sync_runs`,
+ * and brings the outputs up to date.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
-import { basename, dirname, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { basename } from 'node:path';
 import { createApiClient, keyFingerprint, retryLine, type ApiClientOptions, type ClientEvent } from '../api/client.js';
 import { createRequestLimiter, systemClock, type Clock, type RequestLimiter } from '../api/resilience.js';
 import { endpointOf, type Endpoint } from '../api/types.js';
 import type { SourceConfig, SyncConfig } from '../config.js';
-import { CostsyncError, ExitCode, describeError, isCostsyncError, isFenced } from '../errors.js';
+import { ExitCode, describeError, isCostsyncError, isFenced } from '../errors.js';
 import type { Logger } from '../log.js';
-import { acquireLock, dbLockPath, type Lock } from '../state/lock.js';
 import { newRunId } from '../run-id.js';
 import { formatDuration } from '../dates.js';
 import { carriedState, reconcileCarried, type CarriedState } from '../state/carried.js';
-import { StateStore, removeStateLeftovers } from '../state/store.js';
+import { StateStore } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { derivedOutputs } from '../outputs/derived.js';
 import { SEVERITY_RANK, webhookTarget, type SendOptions, type WebhookTarget } from '../outputs/notify.js';
-import { publishDestination, remoteWarehouse } from '../outputs/publish.js';
-import { isS3Url } from '../outputs/s3-url.js';
-import { takeLeases, type Leases } from '../outputs/leases.js';
-import { outputTarget } from '../outputs/target.js';
-import { adoptCompacted, openWorkingCopy } from '../storage/working-copy.js';
+import { adoptCompacted } from '../storage/working-copy.js';
+import { openRun } from '../run-context.js';
 import { syncAnomalies } from './anomalies.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
 import { ProviderRollupExchange } from './reconcile.js';
@@ -90,12 +87,6 @@ function streamOfPath(path: string): StreamName | null {
   return endpoint === null ? null : STREAM_OF_ENDPOINT[endpoint];
 }
 
-/** The lock files of a run: one in the state directory, one beside the database. */
-export function lockPaths(config: Pick<SyncConfig, 'stateDir' | 'db'>): string[] {
-  const state = resolve(config.stateDir, 'costsync.lock');
-  return isS3Url(config.db) ? [state] : [state, dbLockPath(config.db)];
-}
-
 export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const { config, logger } = deps;
   const clock = deps.clock ?? systemClock;
@@ -107,27 +98,12 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const secrets = [...sources.map((s) => s.apiKey), ...config.notify, ...sources.flatMap((s) => s.notify ?? [])];
   for (const key of secrets) logger.addSecret(key);
 
-  try {
-    mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
-    if (!isS3Url(config.db)) mkdirSync(dirname(resolve(config.db)), { recursive: true });
-  } catch (cause) {
-    throw new CostsyncError('CS_ERR_STATE_IO', `Cannot create ${config.stateDir} or the database directory: ${(cause as Error).message}`, {
-      hint: 'Check that --state-dir and --db point at writable places.', cause,
-    });
-  }
-  const locks: Lock[] = [];
   let deadlineTimer: NodeJS.Timeout | undefined;
-  try {
-    for (const path of lockPaths(config)) locks.push(acquireLock(path, `costsync sync (run ${runId})`, new Date(startedMs)));
-  } catch (error) {
-    for (const lock of locks) lock.release();
-    throw error;
-  }
-
-  let warehouse: Warehouse | null = null;
-  const db = publishDestination(config.db);
-  const lake = config.format === 'parquet' ? outputTarget(config.out, resolve(config.stateDir, 'lake-scratch')) : null;
-  let leases: Leases | null = null;
+  const run = await openRun({
+    config, runId, command: `costsync sync (run ${runId})`, clock, logger, sources: sources.map((s) => s.name), kind: 'sync',
+  });
+  const { db, lake, leases } = run;
+  let warehouse: Warehouse | null = run.warehouse;
   const outputsOf = (wh: Warehouse) => derivedOutputs({
     warehouse: wh, runId, clock, logger, sources: sources.map((s) => s.name), lake, db, publishIntervalMs: config.publishIntervalMs,
     targets: [...new Map(sources.flatMap((s) => targetsOf(config, s)).map((t) => [t.id, t])).values()],
@@ -135,17 +111,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     guard: () => leases?.check(),
   });
   try {
-    removeStateLeftovers(config.stateDir);
-    // Refused now, not half way through a backfill: a lake that cannot be written (no credentials,
-    // no bucket, access denied), a server that ignores conditional writes, another runner's lease.
-    await lake?.check(runId);
-    leases = await takeLeases({ ...config, out: config.format === 'parquet' ? config.out : null }, sources.map((s) => s.name), runId, clock, logger);
-    const remote = remoteWarehouse(db);
-    if (remote) remote.notice = (m) => logger.warn(m);
-    warehouse = await openWorkingCopy(config.db, config.stateDir, { lake: lake !== null, remote });
-    // Every publish is conditional on the warehouse this run started from.
-    if (leases !== null && db.kind === 'bucket') db.fence = { etag: remote?.startEtag ?? null };
-    const wh = warehouse;
+    const wh = run.warehouse;
     // "Running" rows need not reach readers at once: they go out with the run's first publish.
     await wh.transaction(async () => {
       await wh.run('sync/runs_mark_abandoned');
@@ -217,8 +183,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     clearTimeout(deadlineTimer);
     delete stop.onStop;
     warehouse?.close();
-    await leases?.release().catch((e: unknown) => logger.warn(`could not remove the lease: ${describeError(e, secrets)}`));
-    for (const lock of locks.reverse()) lock.release();
+    await run.release();
   }
 }
 

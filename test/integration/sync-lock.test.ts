@@ -5,7 +5,8 @@ import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { CostsyncError, ExitCode } from '../../src/errors.js';
 import { acquireLock } from '../../src/state/lock.js';
-import { lockPaths, runSync } from '../../src/sync/runner.js';
+import { lockPaths } from '../../src/run-context.js';
+import { runSync } from '../../src/sync/runner.js';
 import { FAST_CLIENT, memoryLogger, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
 import { mkdirSync } from 'node:fs';
 

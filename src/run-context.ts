@@ -1,0 +1,92 @@
+/**
+ * The wiring of a run that writes the warehouse (`sync`, `push`, `push-otel`), in one place: the
+ * directories, the lock files, the lake's start check, the leases of a bucket, the working copy (with
+ * what a killed run left) and the fence on the published warehouse. Callers get what they write to and
+ * one `release`; what they do in between is theirs.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { Clock } from './api/resilience.js';
+import type { SyncConfig } from './config.js';
+import { CostsyncError } from './errors.js';
+import type { Logger } from './log.js';
+import { takeLeases, type Leases } from './outputs/leases.js';
+import { publishDestination, remoteWarehouse, type PublishDestination } from './outputs/publish.js';
+import { isS3Url } from './outputs/s3-url.js';
+import { outputTarget, type OutputTarget } from './outputs/target.js';
+import { acquireLock, dbLockPath, type Lock } from './state/lock.js';
+import { removeStateLeftovers } from './state/store.js';
+import type { Warehouse } from './storage/duckdb.js';
+import { openWorkingCopy } from './storage/working-copy.js';
+
+export type RunSettings = Pick<SyncConfig, 'db' | 'stateDir' | 'lease' | 'leaseTtlMs' | 'format' | 'out'>;
+
+export interface RunRequest {
+  config: RunSettings;
+  runId: string;
+  /** Who holds the locks, for the message another run gets. */
+  command: string;
+  clock: Clock;
+  logger: Logger;
+  /** The sources whose lake partitions this run writes (their leases, with the lake in a bucket). */
+  sources: readonly string[];
+  /**
+   * `sync`: the state directory's lock and the database's, and the lake when `--format parquet`.
+   * `ledger` (the push commands): the database's lock only (the state directory's when --db is in a bucket), no lake.
+   */
+  kind: 'sync' | 'ledger';
+}
+
+export interface OpenRun {
+  warehouse: Warehouse;
+  db: PublishDestination;
+  lake: OutputTarget | null;
+  leases: Leases | null;
+  /** Lets go of the leases and the locks (the warehouse is closed by its owner, who may replace it first). */
+  release(): Promise<void>;
+}
+
+/** The lock files of a run: one in the state directory, one beside the database (none there when it is in a bucket). */
+export function lockPaths(config: Pick<SyncConfig, 'stateDir' | 'db'>, kind: RunRequest['kind'] = 'sync'): string[] {
+  const state = resolve(config.stateDir, 'costsync.lock');
+  if (isS3Url(config.db)) return [state];
+  return kind === 'sync' ? [state, dbLockPath(config.db)] : [dbLockPath(config.db)];
+}
+
+/** Opens a run: everything before its first write, undone in reverse when any step fails. */
+export async function openRun(request: RunRequest): Promise<OpenRun> {
+  const { config, runId, clock, logger } = request;
+  try {
+    if (request.kind === 'sync' || isS3Url(config.db)) mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
+    if (!isS3Url(config.db)) mkdirSync(dirname(resolve(config.db)), { recursive: true });
+  } catch (cause) {
+    throw new CostsyncError('CS_ERR_STATE_IO', `Cannot create ${config.stateDir} or the database directory: ${(cause as Error).message}`, {
+      hint: 'Check that --state-dir and --db point at writable places.', cause,
+    });
+  }
+  const locks: Lock[] = [];
+  let leases: Leases | null = null;
+  const release = async () => {
+    await leases?.release().catch((e: unknown) => logger.warn(`could not remove the lease: ${(e as Error).message}`));
+    for (const lock of [...locks].reverse()) lock.release();
+  };
+  try {
+    for (const path of lockPaths(config, request.kind)) locks.push(acquireLock(path, request.command, new Date(clock.now())));
+    const lake = request.kind === 'sync' && config.format === 'parquet' ? outputTarget(config.out, resolve(config.stateDir, 'lake-scratch')) : null;
+    if (request.kind === 'sync') removeStateLeftovers(config.stateDir);
+    // Refused now, not half way through a backfill: a lake that cannot be written (no credentials,
+    // no bucket, access denied), a server that ignores conditional writes, another runner's lease.
+    await lake?.check(runId);
+    leases = await takeLeases({ ...config, out: lake !== null ? config.out : null }, request.sources, runId, clock, logger);
+    const db = publishDestination(config.db);
+    const remote = remoteWarehouse(db);
+    if (remote) remote.notice = (m) => logger.warn(m);
+    const warehouse = await openWorkingCopy(config.db, config.stateDir, { lake: lake !== null, remote });
+    // Every publish is conditional on the warehouse this run started from.
+    if (leases !== null && db.kind === 'bucket') db.fence = { etag: remote?.startEtag ?? null };
+    return { warehouse, db, lake, leases, release };
+  } catch (error) {
+    await release();
+    throw error;
+  }
+}
