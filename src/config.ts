@@ -7,7 +7,7 @@ import { isS3Url, parseS3Url } from './outputs/s3-url.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseBaseUrl } from './api/client.js';
-import { webhookTarget } from './outputs/notify.js';
+import { parseWebhook } from './outputs/notify.js';
 import { addDays, isCalendarDate, utcDate } from './dates.js';
 import { ConfigError } from './errors.js';
 import { STREAM_NAMES, type StreamName } from './sync/context.js';
@@ -106,7 +106,7 @@ export function envName(setting: string): string {
 
 const camelToKebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
-/** Reads the config file: `--config PATH`, else `./costsync.config.json` when present. */
+/** What the config file holds. */
 export interface ConfigFile {
   path: string | null;
   values: Partial<Record<SettingName, unknown>>;
@@ -114,6 +114,7 @@ export interface ConfigFile {
   sources?: unknown;
 }
 
+/** Reads the config file: `--config PATH`, else `./costsync.config.json` when present. */
 export function readConfigFile(path: string | undefined, cwd = process.cwd()): ConfigFile {
   const file = path ?? (existsSync(resolve(cwd, 'costsync.config.json')) ? resolve(cwd, 'costsync.config.json') : null);
   if (file === null) return { path: null, values: {} };
@@ -328,7 +329,7 @@ const SOURCE_FIELDS = ['name', 'base-url', 'api-key-file', 'api-key-env', 'rate-
 /** Webhook URLs from a flag (repeatable), an environment variable (space-separated) or a config list; checked, never echoed. */
 function urlList(value: unknown, from: string): string[] {
   const urls = (Array.isArray(value) ? value.map(String) : String(value).split(/\s+/)).map((u) => u.trim()).filter((u) => u !== '');
-  for (const url of urls) webhookTarget(url, from);
+  for (const url of urls) parseWebhook(url, from);
   return urls;
 }
 

@@ -1,5 +1,4 @@
 /** Where the package's own files are, from both `src/` (tests) and `dist/` (the CLI). */
 import { fileURLToPath } from 'node:url';
 
-export const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const SQL_DIR = fileURLToPath(new URL('../sql', import.meta.url));

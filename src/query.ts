@@ -2,7 +2,7 @@
 import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { ConfigError, CostsyncError, ExitCode } from './errors.js';
-import { duckdbThreads, memoryLimit, type ReadOnlyWarehouse, type ResultTable } from './storage/duckdb.js';
+import { duckdbThreads, memoryLimit, sqlString, type ReadOnlyWarehouse, type ResultTable } from './storage/duckdb.js';
 import { formatTable } from './table.js';
 
 export type OutputFormat = 'table' | 'csv' | 'json';
@@ -134,7 +134,7 @@ export async function exportQuery(warehouse: ReadOnlyWarehouse, text: string, fi
     await warehouse.sql(`SET threads = ${duckdbThreads()}`);
     await warehouse.sql(`SET memory_limit = '${memoryLimit()}'`);
     await warehouse.sql('SET preserve_insertion_order = false');
-    const [row] = await warehouse.sql<{ Count: number }>(`COPY (${select}) TO '${tmp.replaceAll("'", "''")}' (${options})`);
+    const [row] = await warehouse.sql<{ Count: number }>(`COPY (${select}) TO ${sqlString(tmp)} (${options})`);
     await rename(tmp, target);
     return Number(row?.Count ?? 0);
   } catch (cause) {

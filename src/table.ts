@@ -1,23 +1,5 @@
-/** Plain text for people: tables with right-aligned numbers, and money printed one way everywhere. */
-
-/**
- * Dollars as costsync prints them everywhere a person reads them (demo, `query` tables, summaries,
- * notifications, the report): two decimals, thousands grouped; `$` in front unless `bare`. Pure.
- */
-export function formatUsd(value: number, options: { bare?: boolean; sign?: boolean } = {}): string {
-  const text = Math.abs(value).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 });
-  const sign = value < 0 && text !== '0.00' ? '-' : options.sign && value > 0 ? '+' : '';
-  return `${sign}${options.bare ? '' : '$'}${text}`;
-}
-
-/**
- * Whether a column holds money, by its name: `*_usd`, costs and amounts (`actual_cost`,
- * `net_amount_usd`, FOCUS's `BilledCost`), never counts, percentages or unit prices. Pure.
- */
-export function isMoneyColumn(name: string): boolean {
-  if (/count|percent|pct|ratio|rows|quantity|price/i.test(name)) return false;
-  return /(^|_)(usd|cost|amount|spend)(_|$)/i.test(name) || /[a-z](Cost|Amount)$/.test(name);
-}
+/** Plain text for people: tables with right-aligned numbers, money columns as `$1,234.50`. */
+import { formatUsd, isMoneyColumn } from './money.js';
 
 export function formatTable(rows: readonly Record<string, unknown>[], columns?: readonly string[]): string {
   if (rows.length === 0) return '(no rows)';

@@ -96,8 +96,6 @@ export interface ApiClient {
   close(): Promise<void>;
 }
 
-export { keyFingerprint } from '../fingerprint.js';
-
 const LOOPBACK_HOSTS = new Set(['localhost', '[::1]', '::1']);
 
 /** True for localhost, 127.0.0.0/8 and ::1. */

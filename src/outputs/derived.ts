@@ -12,7 +12,7 @@ import type { Logger } from '../log.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { drainLake, finishLake, ownedBy } from './lake.js';
 import { writeMetrics } from './metrics.js';
-import { DEFAULT_SEND, drainNotifications, type SendOptions, type WebhookTarget } from './notify.js';
+import { DEFAULT_SEND, drainNotifications, type SendOptions, type Webhook } from './notify.js';
 import { logPublish, publish, type PublishDestination } from './publish.js';
 import type { Bucket } from './s3.js';
 import type { OutputTarget } from './target.js';
@@ -27,7 +27,7 @@ export interface DerivedOutputsOptions {
   lake: OutputTarget | null;
   db: PublishDestination;
   publishIntervalMs: number;
-  targets: readonly WebhookTarget[];
+  webhooks: readonly Webhook[];
   notifyFormat: SendOptions['format'];
   sendOptions?: Partial<SendOptions>;
   metricsFile?: string | undefined;
@@ -97,8 +97,8 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
   };
   // Pending notifications of every source (a killed run's too); a failure is a warning, never the run's.
   const notify = async () => {
-    if (o.targets.length === 0) return;
-    const counts = await drainNotifications(warehouse, o.targets, {
+    if (o.webhooks.length === 0) return;
+    const counts = await drainNotifications(warehouse, o.webhooks, {
       ...DEFAULT_SEND, format: o.notifyFormat, ...o.sendOptions, now: () => clock.now(), warn: (m) => logger.warn(m),
     });
     await warehouse.transaction(async () => {

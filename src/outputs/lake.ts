@@ -13,7 +13,7 @@
  */
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Warehouse } from '../storage/duckdb.js';
+import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import type { OutputTarget } from './target.js';
 
 /**
@@ -61,9 +61,6 @@ const LEGACY_KEYS = ['_costsync_manifest.json', ...RUN_TABLES.map((t) => `${t}/d
 /** Partitions rewritten per COPY: bounds the statement, not the work. */
 const DATES_PER_COPY = 400;
 
-function sqlString(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}
 
 /**
  * Writes every pending partition, then clears it from the outbox. Each batch (one table and source)

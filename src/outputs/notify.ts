@@ -5,13 +5,13 @@
  * webhook URL is a secret: it never appears in an error, a log line or the database (only its
  * fingerprint, as `target`).
  */
-import { createHash } from 'node:crypto';
+import { shortHash } from '../fingerprint.js';
 import pRetry from 'p-retry';
 import { request } from 'undici';
 import { isLoopbackHost } from '../api/client.js';
 import { ConfigError, CostsyncError, describeError } from '../errors.js';
 import type { Warehouse } from '../storage/duckdb.js';
-import { formatUsd } from '../table.js';
+import { formatUsd } from '../money.js';
 
 export const SEVERITY_RANK = { low: 1, medium: 2, high: 3, critical: 4 } as const;
 export type NotifySeverity = keyof typeof SEVERITY_RANK;
@@ -21,14 +21,14 @@ export const EVENTS_PER_MESSAGE = 50;
 /** Events spelled out in a message's text; the rest are "and N more" (all are in `events`). */
 export const TEXT_LINES = 10;
 
-export interface WebhookTarget {
+export interface Webhook {
   /** A fingerprint of the URL: what the database and logs may hold. */
   id: string;
   url: string;
 }
 
 /** Checks a webhook URL (https, or http on loopback) without ever putting it in the message. */
-export function webhookTarget(url: string, from: string): WebhookTarget {
+export function parseWebhook(url: string, from: string): Webhook {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -38,7 +38,7 @@ export function webhookTarget(url: string, from: string): WebhookTarget {
   if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && isLoopbackHost(parsed.hostname))) {
     throw new ConfigError(`${from}: a webhook URL must use https (plain http only on a loopback address); one uses ${parsed.protocol.replace(':', '')}.`, 'Use the https:// URL of the receiver.');
   }
-  return { id: createHash('sha256').update(url).digest('hex').slice(0, 16), url };
+  return { id: shortHash(url, 16), url };
 }
 
 export interface NotifyEvent {
@@ -92,7 +92,7 @@ export interface SendOptions {
 export const DEFAULT_SEND: SendOptions = { format: 'json', timeoutMs: 10_000, retries: 3, minBackoffMs: 1_000 };
 
 /** POSTs a body to a webhook, retrying with backoff; an error never carries the URL. */
-export async function postWebhook(target: WebhookTarget, body: unknown, options: SendOptions): Promise<void> {
+export async function postWebhook(target: Webhook, body: unknown, options: SendOptions): Promise<void> {
   await pRetry(async () => {
     let status: number;
     try {
@@ -122,7 +122,7 @@ export async function postWebhook(target: WebhookTarget, body: unknown, options:
 export async function sendNow(urls: readonly string[], event: NotifyEvent & { event_id: string }, format: 'json' | 'slack'): Promise<{ id: string; error?: string }[]> {
   const results: { id: string; error?: string }[] = [];
   for (const url of new Set(urls)) {
-    const target = webhookTarget(url, '--notify');
+    const target = parseWebhook(url, '--notify');
     try {
       await postWebhook(target, messageBody([event], format), { ...DEFAULT_SEND, retries: 1 });
       results.push({ id: target.id });
@@ -139,7 +139,7 @@ export async function sendNow(urls: readonly string[], event: NotifyEvent & { ev
  * events sent and sends failed.
  */
 export async function drainNotifications(
-  warehouse: Warehouse, targets: readonly WebhookTarget[], options: SendOptions & { now: () => number; warn: (message: string) => void },
+  warehouse: Warehouse, targets: readonly Webhook[], options: SendOptions & { now: () => number; warn: (message: string) => void },
 ): Promise<Map<string, { sent: number; failed: number }>> {
   const counts = new Map<string, { sent: number; failed: number }>();
   const count = (source: string) => counts.get(source) ?? counts.set(source, { sent: 0, failed: 0 }).get(source)!;

@@ -8,7 +8,7 @@
  * is due (`publish`, '') or a snapshot is taken but not yet in place (`publish`, `upload`); either
  * makes the next publish (this run's or the next run's) happen.
  */
-import { createHash } from 'node:crypto';
+import { shortHash } from '../fingerprint.js';
 import { constants, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { copyFile, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
@@ -16,7 +16,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { fsyncPath, namesIn } from '../durable-file.js';
 import { CostsyncError, ExitCode, FencedError, isFenced } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Warehouse } from '../storage/duckdb.js';
+import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { publishTemp, recordPublishedEtag, type RemoteWarehouse } from '../storage/working-copy.js';
 import type { Bucket } from './s3.js';
 import { bareEtag } from './s3-url.js';
@@ -208,9 +208,6 @@ async function currentDatabase(warehouse: Warehouse): Promise<string> {
   return `"${row!.db.replaceAll('"', '""')}"`;
 }
 
-function sqlString(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}
 
 /** Where downloaded warehouses are kept: COSTSYNC_CACHE_DIR, else the user's cache directory. */
 export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -233,7 +230,7 @@ export async function readableCopy(db: string, options: { cache?: string; bucket
   }
   const dir = options.cache ?? cacheDir();
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const stem = `${basename(to.key).replace(/\.duckdb$/i, '')}-${createHash('sha256').update(to.url).digest('hex').slice(0, 8)}-`;
+  const stem = `${basename(to.key).replace(/\.duckdb$/i, '')}-${shortHash(to.url, 8)}-`;
   const file = join(dir, `${stem}${head.etag.replace(/[^A-Za-z0-9-]/g, '')}.duckdb`);
   if (!existsSync(file)) {
     await bucket.download(to.key, file);

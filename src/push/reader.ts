@@ -8,7 +8,7 @@ import { extname } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection, type DuckDBResult } from '@duckdb/node-api';
 import { CHARGE_CATEGORIES, CHARGE_CATEGORY_ALIASES } from '../api/types.js';
 import { ConfigError, CostsyncError, ExitCode } from '../errors.js';
-import { loadSql } from '../storage/duckdb.js';
+import { loadSql, sqlString } from '../storage/duckdb.js';
 import type { TargetColumn, ValueKind } from './columns.js';
 
 export type FileFormat = 'csv' | 'parquet' | 'jsonl';
@@ -49,12 +49,11 @@ function kindSql(kind: ValueKind): KindSql {
 const withoutComments = (sql: string) => sql.replace(/^--.*\n/gm, '').trim();
 
 export const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
-export const quoteLiteral = (value: string) => `'${value.replaceAll("'", "''")}'`;
 
 /** `WHEN 'usage' THEN 'Usage' …` for every canonical value and alias. */
 function categoryCases(): string {
   const pairs: [string, string][] = [...CHARGE_CATEGORIES.map((c) => [c.toLowerCase(), c] as [string, string]), ...Object.entries(CHARGE_CATEGORY_ALIASES)];
-  return pairs.map(([k, v]) => `WHEN ${quoteLiteral(k)} THEN ${quoteLiteral(v)}`).join(' ');
+  return pairs.map(([k, v]) => `WHEN ${sqlString(k)} THEN ${sqlString(v)}`).join(' ');
 }
 
 function fill(template: string, tokens: Record<string, string>): string {
@@ -63,13 +62,13 @@ function fill(template: string, tokens: Record<string, string>): string {
 
 /** A source column's value as trimmed text, NULL when empty; nested values as JSON text. */
 function sourceValue(format: FileFormat, column: string, type: string): string {
-  if (format === 'jsonl') return `NULLIF(trim(json_extract_string(_object, ${quoteLiteral(`$."${column.replaceAll('"', '\\"')}"`)})), '')`;
+  if (format === 'jsonl') return `NULLIF(trim(json_extract_string(_object, ${sqlString(`$."${column.replaceAll('"', '\\"')}"`)})), '')`;
   const nested = /STRUCT|MAP|\[\]|JSON|UNION/.test(type);
   return `NULLIF(trim(${nested ? `to_json(${quoteIdent(column)})::VARCHAR` : `CAST(${quoteIdent(column)} AS VARCHAR)`}), '')`;
 }
 
 function constantValue(value: string | number | boolean | null): string {
-  return value === null ? 'NULL::VARCHAR' : quoteLiteral(String(value));
+  return value === null ? 'NULL::VARCHAR' : sqlString(String(value));
 }
 
 export interface SourceFile {
@@ -100,19 +99,19 @@ export function validationSql(
   const parsed = targets.map((t, i) => `v${i}, ${fill(kindSql(t.kind).parse, { v: `v${i}`, categories })} AS p${i}`);
   const problems: string[] = [];
   targets.forEach((t, i) => {
-    const name = quoteLiteral(t.name);
-    if (required.includes(t.name)) problems.push(`CASE WHEN v${i} IS NULL THEN ${quoteLiteral(`${t.name}: required, but empty`)} END`);
+    const name = sqlString(t.name);
+    if (required.includes(t.name)) problems.push(`CASE WHEN v${i} IS NULL THEN ${sqlString(`${t.name}: required, but empty`)} END`);
     const problem = kindSql(t.kind).problem;
     if (problem !== 'NULL') problems.push(fill(problem, { v: `v${i}`, p: `p${i}`, name }));
   });
   if (idx.has('ChargePeriodStart') && idx.has('ChargePeriodEnd')) {
     const s = `p${idx.get('ChargePeriodStart')}`;
     const e = `p${idx.get('ChargePeriodEnd')}`;
-    problems.push(`CASE WHEN ${e} <= ${s} THEN ${quoteLiteral('ChargePeriodEnd: must be after ChargePeriodStart')} END`);
+    problems.push(`CASE WHEN ${e} <= ${s} THEN ${sqlString('ChargePeriodEnd: must be after ChargePeriodStart')} END`);
   }
   const outputs = [`NULLIF(concat_ws(chr(31), ${problems.join(', ')}), '') AS _problems`];
   if (withJson) {
-    const members = targets.map((t, i) => `CASE WHEN p${i} IS NOT NULL THEN ${quoteLiteral(`"${t.name}":`)} || ${fill(kindSql(t.kind).json, { p: `p${i}` })} END`);
+    const members = targets.map((t, i) => `CASE WHEN p${i} IS NOT NULL THEN ${sqlString(`"${t.name}":`)} || ${fill(kindSql(t.kind).json, { p: `p${i}` })} END`);
     outputs.push(`'{' || concat_ws(',', ${members.join(', ')}) || '}' AS _json`);
     if (ownIdColumn !== null && idx.has(ownIdColumn)) outputs.push(`p${idx.get(ownIdColumn)} AS _own_id`);
   }

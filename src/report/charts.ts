@@ -5,7 +5,7 @@
 import { View, parse } from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import { monthLabel, type ReportData } from './data.js';
-import { formatUsd } from '../table.js';
+import { formatUsd } from '../money.js';
 
 const WIDTH = 860;
 /**

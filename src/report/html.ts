@@ -1,6 +1,6 @@
 /** The report as one self-contained HTML page: inline CSS, inline SVG charts, no script, no network. */
 import { monthLabel, type ReportData } from './data.js';
-import { formatUsd } from '../table.js';
+import { formatUsd } from '../money.js';
 
 const escape = (v: unknown) => String(v ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const usd = (v: number | null | undefined) => (v === null || v === undefined ? '–' : formatUsd(v));

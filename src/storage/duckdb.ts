@@ -19,6 +19,11 @@ const SUBSTITUTABLE = new Set(['_stage_anomalies', 'line_items', 'rollups_daily'
  * The text of `sql/<name>.sql`, with `{{other/name}}` replaced by that file's text (shared
  * fragments) and `$stage`/`$table` by whitelisted table names.
  */
+/** A SQL string literal for `text` (statements that take no parameters: ATTACH, COPY … TO, generated SQL). Pure. */
+export function sqlString(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
 export function loadSql(name: string, names: { stage?: string; table?: string } = {}): string {
   let text = sqlCache.get(name);
   if (text === undefined) {

@@ -6,7 +6,7 @@
 import { constants, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { fsyncPath, namesIn, writeFileAtomic } from '../durable-file.js';
 import { copyFile, rename, rm } from 'node:fs/promises';
-import { createHash } from 'node:crypto';
+import { shortHash } from '../fingerprint.js';
 import { basename, dirname, join, resolve } from 'node:path';
 import { CostsyncError, ExitCode } from '../errors.js';
 import { openWarehouse, type OpenOptions, type Warehouse } from './duckdb.js';
@@ -15,7 +15,7 @@ import { openWarehouse, type OpenOptions, type Warehouse } from './duckdb.js';
 export function workingCopyPath(stateDir: string, db: string): string {
   // A bucket URL names the copy as it is; a path, by where it resolves.
   const full = /^[a-z0-9]+:\/\//i.test(db) ? db : resolve(db);
-  const tag = createHash('sha256').update(full).digest('hex').slice(0, 8);
+  const tag = shortHash(full, 8);
   return resolve(stateDir, 'warehouse', `${basename(full).replace(/\.duckdb$/i, '')}-${tag}.duckdb`);
 }
 

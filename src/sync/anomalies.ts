@@ -222,8 +222,8 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
     await warehouse.changed('anomalies', ctx.source, dates.map((r) => r.d));
     await warehouse.changed('anomaly_status_history', ctx.source, [now.slice(0, 10)]);
     // Notifications are recorded with the change that causes them (before the upsert: it compares with what is stored).
-    for (const target of ctx.notify?.targets ?? []) {
-      await warehouse.run('notify/anomaly_events', [ctx.source, ctx.notify!.minRank, ctx.notify!.cutoff, ctx.notify!.statusChanges, now, target]);
+    for (const webhook of ctx.notify?.webhooks ?? []) {
+      await warehouse.run('notify/anomaly_events', [ctx.source, ctx.notify!.minRank, ctx.notify!.cutoff, ctx.notify!.statusChanges, now, webhook]);
     }
     await warehouse.run('sync/anomalies_record_history', [now, ctx.runId, ctx.source]);
     const [counts] = await warehouse.query<{ inserted: number; updated: number; deleted: number }>('sync/anomalies_diff', [ctx.source]);

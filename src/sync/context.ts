@@ -71,7 +71,7 @@ export interface SyncContext {
   /** Present when both windowed streams run with checks: line items hand their provider rollups to the rollups stream. */
   providerRollups?: ProviderRollupExchange;
   /** Webhooks to tell about anomalies (their fingerprints), and which anomalies to tell. */
-  notify?: { targets: string[]; minRank: number; cutoff: string; statusChanges: boolean };
+  notify?: { webhooks: string[]; minRank: number; cutoff: string; statusChanges: boolean };
   /** Called after each commit of synced rows: derived outputs (Parquet, the published file) follow. */
   afterCommit?(): Promise<void>;
 }

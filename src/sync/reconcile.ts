@@ -8,7 +8,7 @@
 import type { RollupRow } from '../api/types.js';
 import { pageGlob } from '../storage/spool.js';
 import type { SyncContext } from './context.js';
-import { formatUsd } from '../table.js';
+import { formatUsd } from '../money.js';
 
 export type ReconcileMode = 'on' | 'strict' | 'off';
 

@@ -3,10 +3,10 @@
  * streams side by side (each with its own key, limiter and state), records the run in `sync_runs`,
  * and brings the outputs up to date.
  */
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
-import { createApiClient, keyFingerprint, retryLine, type ApiClientOptions, type ClientEvent } from '../api/client.js';
+import { createApiClient, retryLine, type ApiClientOptions, type ClientEvent } from '../api/client.js';
+import { eventId, keyFingerprint } from '../fingerprint.js';
 import { createRequestLimiter, systemClock, type Clock, type RequestLimiter } from '../api/resilience.js';
 import { endpointOf, type Endpoint } from '../api/types.js';
 import type { SourceConfig, SyncConfig } from '../config.js';
@@ -18,7 +18,7 @@ import { carriedState, reconcileCarried, type CarriedState } from '../state/carr
 import { StateStore } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { derivedOutputs } from '../outputs/derived.js';
-import { SEVERITY_RANK, webhookTarget, type SendOptions, type WebhookTarget } from '../outputs/notify.js';
+import { SEVERITY_RANK, parseWebhook, type SendOptions, type Webhook } from '../outputs/notify.js';
 import { adoptCompacted } from '../storage/working-copy.js';
 import { openRun } from '../run-context.js';
 import { syncAnomalies } from './anomalies.js';
@@ -73,9 +73,9 @@ export interface SyncDeps {
 }
 
 /** A source's webhooks: the global ones and its own, once each. */
-function targetsOf(config: SyncConfig, source: SourceConfig): WebhookTarget[] {
-  const targets = [...config.notify, ...(source.notify ?? [])].map((url) => webhookTarget(url, '--notify'));
-  return targets.filter((t, i) => targets.findIndex((o) => o.id === t.id) === i);
+function webhooksOf(config: SyncConfig, source: SourceConfig): Webhook[] {
+  const webhooks = [...config.notify, ...(source.notify ?? [])].map((url) => parseWebhook(url, '--notify'));
+  return webhooks.filter((t, i) => webhooks.findIndex((o) => o.id === t.id) === i);
 }
 
 /** The stream a request path belongs to (ingest requests belong to none). */
@@ -106,7 +106,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   let warehouse: Warehouse | null = run.warehouse;
   const outputsOf = (wh: Warehouse) => derivedOutputs({
     warehouse: wh, runId, clock, logger, sources: sources.map((s) => s.name), lake, db, publishIntervalMs: config.publishIntervalMs,
-    targets: [...new Map(sources.flatMap((s) => targetsOf(config, s)).map((t) => [t.id, t])).values()],
+    webhooks: [...new Map(sources.flatMap((s) => webhooksOf(config, s)).map((t) => [t.id, t])).values()],
     notifyFormat: config.notifyFormat, sendOptions: deps.sendOptions, metricsFile: config.metricsFile, secrets,
     guard: () => leases?.check(),
   });
@@ -154,7 +154,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       const failed = summary.sources.map((p) => (p.outcome === 'failed' ? p : { ...p, outcome: 'failed' as const, error }));
       for (const part of failed) {
         const source = sources.find((s) => s.name === part.source)!;
-        await recordSource(wh, runId, clock, part, secrets, targetsOf(config, source), false);
+        await recordSource(wh, runId, clock, part, secrets, webhooksOf(config, source), false);
       }
       summary = combine(runId, startedAt, clock, failed, stop.reason);
     });
@@ -171,7 +171,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   } catch (error) {
     if (warehouse) {
       for (const source of sources) {
-        await recordSource(warehouse, runId, clock, sourceSummary(source.name, 'failed', {}, error), secrets, targetsOf(config, source)).catch(() => undefined);
+        await recordSource(warehouse, runId, clock, sourceSummary(source.name, 'failed', {}, error), secrets, webhooksOf(config, source)).catch(() => undefined);
       }
       // A run fenced off (its lease taken over) writes nothing more; others bring their outputs up to date.
       if (!isFenced(error)) {
@@ -209,7 +209,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
   for (const name of config.streams) streams[name] = stats[name];
   let client: ReturnType<typeof createApiClient> | null = null;
   let summary: SourceSummary;
-  const targets = targetsOf(config, source);
+  const webhooks = webhooksOf(config, source);
   try {
     const identity = { name: source.name, baseUrl: source.baseUrl, keyFingerprint: keyFingerprint(source.apiKey) };
     const store = new StateStore(config.stateDir, identity, basename(warehouse.path, '.duckdb'));
@@ -274,9 +274,9 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
       ...(config.reconcile !== 'off' && config.streams.includes('line_items') && config.streams.includes('rollups')
         ? { providerRollups: new ProviderRollupExchange() } : {}),
       afterCommit: run.afterCommit,
-      ...(targets.length > 0 ? {
+      ...(webhooks.length > 0 ? {
         notify: {
-          targets: targets.map((t) => t.id), minRank: SEVERITY_RANK[config.notifySeverity],
+          webhooks: webhooks.map((t) => t.id), minRank: SEVERITY_RANK[config.notifySeverity],
           cutoff: new Date(clock.now() - config.notifyMaxAgeMs).toISOString(), statusChanges: config.notifyStatusChanges,
         },
       } : {}),
@@ -306,7 +306,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
   if (summary.outcome === 'failed') {
     logger.debug(`${source.name}: failed: ${describeError(summary.error, [source.apiKey])}`, { source: source.name });
   }
-  await recordSource(warehouse, run.runId, clock, summary, [source.apiKey, ...targets.map((t) => t.url)], targets);
+  await recordSource(warehouse, run.runId, clock, summary, [source.apiKey, ...webhooks.map((t) => t.url)], webhooks);
   return summary;
 }
 
@@ -364,7 +364,7 @@ export function combine(runId: string, startedAt: string, clock: Clock, parts: S
  * webhook in the same transaction (the outbox), sent after the commit.
  */
 async function recordSource(
-  warehouse: Warehouse, runId: string, clock: Clock, summary: SourceSummary, secrets: string[], targets: readonly WebhookTarget[], withStreams = true,
+  warehouse: Warehouse, runId: string, clock: Clock, summary: SourceSummary, secrets: string[], webhooks: readonly Webhook[], withStreams = true,
 ): Promise<void> {
   const endedAt = new Date(clock.now()).toISOString();
   await warehouse.transaction(async () => {
@@ -377,8 +377,8 @@ async function recordSource(
         reason: summary.outcome === 'stopped' ? (summary.stopReason ?? 'stopped before the end; progress is saved') : describeError(error, secrets).split('\n')[0],
         fix: summary.outcome === 'stopped' ? 'Run the same command again to go on.' : (isCostsyncError(error) ? error.hint ?? null : null),
       };
-      const eventId = createHash('sha256').update(`${runId}:${summary.source}:${kind}`).digest('hex').slice(0, 32);
-      for (const target of targets) await warehouse.run('notify/run_event', [eventId, target.id, summary.source, kind, JSON.stringify(event), endedAt]);
+      const id = eventId(runId, summary.source, kind);
+      for (const webhook of webhooks) await warehouse.run('notify/run_event', [id, webhook.id, summary.source, kind, JSON.stringify(event), endedAt]);
     }
     await warehouse.run('sync/run_finish', [
       runId, endedAt, summary.outcome, summary.requests, summary.retries, summary.rateLimited,

@@ -5,7 +5,7 @@
  * and only then is it marked done. A crash at any point therefore redoes a page or redoes an
  * idempotent replace, never loses or doubles a row.
  */
-import { createHash } from 'node:crypto';
+import { eventId } from '../fingerprint.js';
 import { join } from 'node:path';
 import { ApiError, CostsyncError } from '../errors.js';
 import { completePlan, mendFutureState, planRun, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
@@ -241,9 +241,9 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
     // A window stored although its two views disagree is worth telling someone, with the commit.
     if (disagreement !== null) {
       const event = JSON.stringify({ kind: 'reconcile', source: ctx.source, stream: spec.name, window: label, reason: disagreement });
-      const eventId = createHash('sha256').update(`${ctx.runId}:${ctx.source}:${spec.name}:${label}`).digest('hex').slice(0, 32);
+      const id = eventId(ctx.runId, ctx.source, spec.name, label);
       const now = new Date(ctx.clock.now()).toISOString();
-      for (const target of ctx.notify?.targets ?? []) await warehouse.run('notify/run_event', [eventId, target, ctx.source, 'reconcile', event, now]);
+      for (const webhook of ctx.notify?.webhooks ?? []) await warehouse.run('notify/run_event', [id, webhook, ctx.source, 'reconcile', event, now]);
     }
     return counts;
   });

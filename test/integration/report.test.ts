@@ -5,7 +5,7 @@ import { chromium } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { formatUsd } from '../../src/table.js';
+import { formatUsd } from '../../src/money.js';
 import { cli, queryDb, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };

@@ -3,7 +3,7 @@ import { runSync } from '../../src/sync/runner.js';
 import { basename } from 'node:path';
 import { StateStore } from '../../src/state/store.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
-import { keyFingerprint } from '../../src/api/client.js';
+import { keyFingerprint } from '../../src/fingerprint.js';
 import { FAST_CLIENT, memoryLogger, tableDigest, testSyncConfig, withEmulator, withScriptedServer, withTempDir, SPAN } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatTable, formatUsd, isMoneyColumn } from '../../src/table.js';
+import { formatUsd, isMoneyColumn } from '../../src/money.js';
+import { formatTable } from '../../src/table.js';
 import { eventLine } from '../../src/outputs/notify.js';
 import { describeMismatches } from '../../src/sync/reconcile.js';
 
