@@ -5,7 +5,7 @@ import { ENDPOINT_SCOPES } from '../api/types.js';
 import { utcDate } from '../dates.js';
 import { ApiError, ExitCode, describeError } from '../errors.js';
 import { formatTable } from '../table.js';
-import { loadConfig, oneSource, processIo, type CommandIo } from './sync.js';
+import { loadConfig, oneSource, processIo, type CommandIo } from './common.js';
 
 /** A connection id no workspace has: the ingest probe is refused before anything is stored. */
 export const PROBE_CONNECTION = 'costsync-check-probe';

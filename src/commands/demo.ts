@@ -16,7 +16,7 @@ import { writeReport } from '../report/report.js';
 import { openReadOnly } from '../storage/duckdb.js';
 import { runSync } from '../sync/runner.js';
 import { formatTable } from '../table.js';
-import { processIo, type CommandIo } from './sync.js';
+import { processIo, type CommandIo } from './common.js';
 
 export interface DemoOptions {
   db: string;

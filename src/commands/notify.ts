@@ -2,7 +2,7 @@
 import type { Argv } from 'yargs';
 import { ConfigError, ExitCode, describeError } from '../errors.js';
 import { sendNow } from '../outputs/notify.js';
-import { connectionOptions, loadConfig, processIo, type CommandIo } from './sync.js';
+import { connectionOptions, loadConfig, processIo, type CommandIo } from './common.js';
 
 export function notifyOptions(yargs: Argv) {
   return connectionOptions(yargs)

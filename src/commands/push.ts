@@ -14,7 +14,7 @@ import { openRun, type OpenRun } from '../run-context.js';
 import { newRunId } from '../run-id.js';
 import { formatTable } from '../table.js';
 import { intArg, readJsonFile } from './args.js';
-import { connectionOptions, loadConfig, makeLogger, oneSource, processIo, type CommandIo } from './sync.js';
+import { connectionOptions, loadConfig, makeLogger, oneSource, processIo, type CommandIo } from './common.js';
 
 export function pushOptions(yargs: Argv) {
   // `--version` was the profile version here (it hid costsync's own): kept, hidden, with a notice.

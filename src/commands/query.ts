@@ -5,7 +5,7 @@ import { exportFormat, exportQuery, listText, writeQuery, type OutputFormat } fr
 import { loadSql } from '../storage/duckdb.js';
 import { choiceArg } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
-import { processIo, type CommandIo } from './sync.js';
+import { processIo, type CommandIo } from './common.js';
 
 export function queryOptions(yargs: Argv) {
   return warehouseOptions(yargs)

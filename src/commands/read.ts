@@ -3,7 +3,7 @@ import type { Argv } from 'yargs';
 import { ExitCode, describeError, isCostsyncError } from '../errors.js';
 import { readableCopy } from '../outputs/publish.js';
 import { openReadOnly, type ReadOnlyWarehouse } from '../storage/duckdb.js';
-import { loadConfig, type CommandIo } from './sync.js';
+import { loadConfig, type CommandIo } from './common.js';
 
 export function warehouseOptions(yargs: Argv) {
   return yargs

@@ -5,7 +5,7 @@ import { ConfigError, ExitCode } from '../errors.js';
 import { writeReport } from '../report/report.js';
 import { dateArg } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
-import { processIo, type CommandIo } from './sync.js';
+import { processIo, type CommandIo } from './common.js';
 
 export function reportOptions(yargs: Argv) {
   return warehouseOptions(yargs)

@@ -9,7 +9,7 @@ import { isS3Url } from '../outputs/s3-url.js';
 import { gatherMetrics, type MetricFacts } from '../outputs/metrics.js';
 import type { Argv } from 'yargs';
 import { formatTable } from '../table.js';
-import { connectionOptions, loadConfig, processIo, type CommandIo } from './sync.js';
+import { connectionOptions, loadConfig, processIo, type CommandIo } from './common.js';
 
 export function statusOptions(yargs: Argv) {
   return connectionOptions(yargs).option('format', { choices: ['table', 'json'] as const, describe: 'table for people, json for scripts (the metrics file\'s facts included) [default table]' });

@@ -5,7 +5,7 @@ import { formatTable } from '../table.js';
 import { verifyFocus, verifyWarehouse } from '../verify.js';
 import { choiceArg, dateArg } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
-import { processIo, type CommandIo } from './sync.js';
+import { processIo, type CommandIo } from './common.js';
 
 export function verifyOptions(yargs: Argv) {
   return warehouseOptions(yargs)
