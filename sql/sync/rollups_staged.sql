@@ -1,9 +1,9 @@
 -- Fragment: a window's spooled rollup pages (one per group_by) as rows, one per date and group.
--- $1 = the window's page glob, $2 and $3 = the window's first and last date.
+-- $1 = the window's page glob, $2 and $3 = the window's first and last date; $columns = the table spec's
+-- read_json struct (storage/tables.ts).
 SELECT date, group_by, provider_type, service, category, cost_usd, extra
 FROM read_json($1, format = 'newline_delimited', filename = true, maximum_object_size = 1048576,
-  columns = {o: 'INTEGER', date: 'DATE', group_by: 'VARCHAR', provider_type: 'VARCHAR', service: 'VARCHAR',
-             category: 'VARCHAR', cost_usd: 'DOUBLE', extra: 'JSON'})
+  columns = $columns)
 WHERE date BETWEEN $2::DATE AND $3::DATE
 QUALIFY row_number() OVER (PARTITION BY date, group_by, provider_type, service, category
                            ORDER BY CAST(parse_filename(filename, true) AS INTEGER) DESC, o DESC) = 1

@@ -14,6 +14,7 @@
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
+import { LINE_ITEMS, ROLLUPS_DAILY } from '../storage/tables.js';
 import type { OutputTarget } from './target.js';
 
 /**
@@ -22,11 +23,11 @@ import type { OutputTarget } from './target.js';
  * is written with line_items' partitions, so FOCUS tools can read the lake as it is.
  */
 export const LAKE_TABLES: Record<string, { date: string; source?: string; datesPerCopy?: number }> = {
-  line_items: { date: 'usage_date' },
+  line_items: { date: LINE_ITEMS.dateField },
   // 63 columns: each open partition holds a writer per column, so fewer partitions per COPY keep it
   // within DuckDB's 64 MB (30 at once ran out of memory; 16 did not).
   focus: { date: 'CAST(ChargePeriodStart AS DATE)', source: 'x_source', datesPerCopy: 8 },
-  rollups_daily: { date: 'date' },
+  rollups_daily: { date: ROLLUPS_DAILY.dateField },
   anomalies: { date: 'CAST(detected_date AS DATE)' },
   anomaly_status_history: { date: 'CAST(observed_at AS DATE)' },
 };

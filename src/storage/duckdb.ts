@@ -15,24 +15,35 @@ const sqlCache = new Map<string, string>();
 /** Tables whose names may be substituted into SQL for `$stage` / `$table`. */
 const SUBSTITUTABLE = new Set(['_stage_anomalies', 'line_items', 'rollups_daily', 'anomalies']);
 
-/**
- * The text of `sql/<name>.sql`, with `{{other/name}}` replaced by that file's text (shared
- * fragments) and `$stage`/`$table` by whitelisted table names.
- */
 /** A SQL string literal for `text` (statements that take no parameters: ATTACH, COPY … TO, generated SQL). Pure. */
 export function sqlString(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
 }
 
-export function loadSql(name: string, names: { stage?: string; table?: string } = {}): string {
+/** Names substituted into SQL templates: tables, a date column, a `read_json` column struct (see storage/tables.ts). */
+export interface SqlNames { stage?: string; table?: string; date?: string; columns?: string }
+
+/** What each name may be: it is written into SQL as it is, so only these shapes pass. */
+const NAME_CHECKS: Record<keyof SqlNames, (value: string) => boolean> = {
+  stage: (v) => SUBSTITUTABLE.has(v),
+  table: (v) => SUBSTITUTABLE.has(v),
+  date: (v) => /^[a-z_]+$/.test(v),
+  columns: (v) => /^\{[a-z_]+: '[A-Z]+'(, [a-z_]+: '[A-Z]+')*\}$/.test(v),
+};
+
+/**
+ * The text of `sql/<name>.sql`, with `{{other/name}}` replaced by that file's text (shared
+ * fragments) and `$stage`, `$table`, `$date` and `$columns` by the names given, each checked.
+ */
+export function loadSql(name: string, names: SqlNames = {}): string {
   let text = sqlCache.get(name);
   if (text === undefined) {
     text = readFileSync(join(SQL_DIR, `${name}.sql`), 'utf8')
       .replace(/\{\{([\w/]+)\}\}/g, (_m, fragment: string) => loadSql(fragment).replace(/^--.*\n/gm, '').trim());
     sqlCache.set(name, text);
   }
-  for (const [token, value] of Object.entries(names)) {
-    if (!SUBSTITUTABLE.has(value)) throw new Error(`not a substitutable table: ${value}`);
+  for (const [token, value] of Object.entries(names) as [keyof SqlNames, string][]) {
+    if (!NAME_CHECKS[token](value)) throw new Error(`not a substitutable ${token}: ${value}`);
     text = text.replaceAll(`$${token}`, value);
   }
   return text;
@@ -42,9 +53,9 @@ export interface Warehouse {
   readonly path: string;
   readonly connection: DuckDBConnection;
   /** Runs a named SQL file with positional parameters. */
-  run(name: string, params?: DuckDBValue[], names?: { stage?: string; table?: string }): Promise<void>;
+  run(name: string, params?: DuckDBValue[], names?: SqlNames): Promise<void>;
   /** Runs a named SQL file and returns its rows as objects (BigInts as numbers). */
-  query<T = Record<string, unknown>>(name: string, params?: DuckDBValue[], names?: { stage?: string; table?: string }): Promise<T[]>;
+  query<T = Record<string, unknown>>(name: string, params?: DuckDBValue[], names?: SqlNames): Promise<T[]>;
   /** Runs ad-hoc SQL (for `query`, `status` and tests); rows as objects. */
   sql<T = Record<string, unknown>>(text: string, params?: DuckDBValue[]): Promise<T[]>;
   /**

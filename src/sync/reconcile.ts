@@ -6,6 +6,7 @@
  * restated data skips or repeats rows) or dropped rows: the window is fetched again.
  */
 import type { RollupRow } from '../api/types.js';
+import type { SqlNames } from '../storage/duckdb.js';
 import { pageGlob } from '../storage/spool.js';
 import type { SyncContext } from './context.js';
 import { formatUsd } from '../money.js';
@@ -125,10 +126,10 @@ export class ProviderRollupExchange {
 }
 
 /** Checks a fetched line-items window against its provider rollups, fetched now (after the last page). */
-export async function checkLineItemsWindow(ctx: SyncContext, window: { start: string; end: string }, dir: string): Promise<Mismatch[]> {
+export async function checkLineItemsWindow(ctx: SyncContext, window: { start: string; end: string }, dir: string, names: SqlNames): Promise<Mismatch[]> {
   const rows = await ctx.client.rollups({ startDate: window.start, endDate: window.end, groupBy: 'provider' });
   ctx.providerRollups?.deliver(window, rows);
-  const items = await ctx.warehouse.query<Total>('sync/line_items_window_totals', [pageGlob(dir), window.start, window.end]);
+  const items = await ctx.warehouse.query<Total>('sync/line_items_window_totals', [pageGlob(dir), window.start, window.end], names);
   const rollups = rows
     .filter((r) => r.date >= window.start && r.date <= window.end)
     .map((r) => ({ date: r.date, key: r.provider_type ?? '', amount: Number(r.cost_usd) }));
@@ -136,8 +137,8 @@ export async function checkLineItemsWindow(ctx: SyncContext, window: { start: st
 }
 
 /** Checks that a fetched rollups window's three views agree in total per date (provider against service and category). */
-export async function checkRollupsWindow(ctx: SyncContext, window: { start: string; end: string }, dir: string): Promise<Mismatch[]> {
-  const totals = await ctx.warehouse.query<Total>('sync/rollups_window_totals', [pageGlob(dir), window.start, window.end]);
+export async function checkRollupsWindow(ctx: SyncContext, window: { start: string; end: string }, dir: string, names: SqlNames): Promise<Mismatch[]> {
+  const totals = await ctx.warehouse.query<Total>('sync/rollups_window_totals', [pageGlob(dir), window.start, window.end], names);
   const view = (groupBy: string) => totals.filter((t) => t.key === groupBy).map((t) => ({ date: t.date, key: 'total', amount: t.amount }));
   const provider = view('provider');
   return [

@@ -16,6 +16,7 @@ import { HashSet52, hash52 } from './id-set.js';
 import { wantsRollupTotals, type DayBasis } from './estimate.js';
 import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, describeMismatches, type ProviderRollupExchange } from './reconcile.js';
 import type { WindowedStreamSpec } from './streams.js';
+import { tableNames } from '../storage/tables.js';
 
 /** Ids tracked per window to prove them unique; past this the window is simply deduplicated, so memory stays flat. */
 export const MAX_TRACKED_IDS = 250_000;
@@ -111,9 +112,10 @@ async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: Wind
   if (plan.fullRefresh) {
     // A full refresh leaves nothing outside the dates it synced.
     const deleted = await warehouse.transaction(async () => {
-      const [outside] = await warehouse.query<{ n: number; dates: string[] }>(spec.sql.countOutside, [plan.from, plan.to, ctx.source]);
-      await warehouse.run(spec.sql.deleteOutside, [plan.from, plan.to, ctx.source]);
-      await warehouse.changed(spec.table, ctx.source, outside!.dates);
+      const names = tableNames(spec.spec);
+      const [outside] = await warehouse.query<{ n: number; dates: string[] }>('sync/outside_count', [plan.from, plan.to, ctx.source], names);
+      await warehouse.run('sync/outside_delete', [plan.from, plan.to, ctx.source], names);
+      await warehouse.changed(spec.spec.table, ctx.source, outside!.dates);
       return outside!.n;
     });
     stats.deleted += deleted;
@@ -170,7 +172,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
         throw error;
       }
       const outside = page.records.filter((r) => {
-        const date = r[spec.dateField];
+        const date = r[spec.spec.dateField];
         return !(typeof date === 'string' && date >= window.start && date <= window.end);
       }).length;
       if (outside > 0) {
@@ -192,7 +194,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
         if (!unique) idHashes = null;
       }
       const pageNo = window.page + 1;
-      await writePage(dir, pageNo, spoolLines(page.records, spec.columns));
+      await writePage(dir, pageNo, spoolLines(page.records, spec.spec.columns));
       const fetched = page.nextCursor === null;
       Object.assign(window, { status: 'active', cursor: page.nextCursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) });
       await ctx.saveState();
@@ -203,7 +205,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
     if (ctx.reconcile === 'off') break;
     let mismatches;
     try {
-      mismatches = await spec.check.run(ctx, window, dir);
+      mismatches = await spec.check.run(ctx, window, dir, tableNames(spec.spec));
     } catch (error) {
       // The window's pages are spooled and its cursor saved: the next run checks and stores it.
       if (isDroppedRequest(error) && ctx.shouldStop()) return 'stopped';
@@ -226,18 +228,19 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   }
 
   const params = [pageGlob(dir), window.start, window.end, ctx.source];
+  const names = tableNames(spec.spec);
   const insertSql = window.unique === true ? spec.sql.insertUnique : spec.sql.insertWindow;
   const diff = await warehouse.transaction(async () => {
-    const [{ n: before }] = (await warehouse.query<{ n: number }>(spec.sql.count, [window.start, window.end, ctx.source])) as [{ n: number }];
+    const [{ n: before }] = (await warehouse.query<{ n: number }>('sync/window_count', [window.start, window.end, ctx.source], names)) as [{ n: number }];
     // A window the table has no rows for (a first sync, a backfill) needs no comparison.
     const counts = before === 0
       ? { inserted: 0, updated: 0, deleted: 0 }
-      : (await warehouse.query<{ inserted: number; updated: number; deleted: number }>(spec.sql.diff, params))[0]!;
-    if (before > 0) await warehouse.run(spec.sql.deleteWindow, [window.start, window.end, ctx.source]);
-    await warehouse.run(insertSql, params);
-    await warehouse.changed(spec.table, ctx.source, splitWindows(window.start, window.end, 1).map((d) => d.start));
+      : (await warehouse.query<{ inserted: number; updated: number; deleted: number }>(spec.sql.diff, params, names))[0]!;
+    if (before > 0) await warehouse.run('sync/window_delete', [window.start, window.end, ctx.source], names);
+    await warehouse.run(insertSql, params, names);
+    await warehouse.changed(spec.spec.table, ctx.source, splitWindows(window.start, window.end, 1).map((d) => d.start));
     await ctx.carryState?.({ stream: spec.name as 'line_items' | 'rollups', start: window.start, end: window.end });
-    if (before === 0) counts.inserted = (await warehouse.query<{ n: number }>(spec.sql.count, [window.start, window.end, ctx.source]))[0]!.n;
+    if (before === 0) counts.inserted = (await warehouse.query<{ n: number }>('sync/window_count', [window.start, window.end, ctx.source], names))[0]!.n;
     // A window stored although its two views disagree is worth telling someone, with the commit.
     if (disagreement !== null) {
       const event = JSON.stringify({ kind: 'reconcile', source: ctx.source, stream: spec.name, window: label, reason: disagreement });
