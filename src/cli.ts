@@ -14,7 +14,7 @@ import { runVerifyCommand, verifyOptions } from './commands/verify.js';
 import { connectionOptions } from './commands/common.js';
 import { runSyncCommand, syncOptions } from './commands/sync.js';
 import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from './errors.js';
-import { SETTINGS, envName } from './config.js';
+import { SETTINGS, envName } from './settings.js';
 import { createLogger } from './log.js';
 
 /** What `--help` ends with: the exit codes and where settings come from. */

@@ -1,14 +1,10 @@
-/** Checks for command-line values, each naming the flag and the fix (exit code 2). */
+/** Checks for command-line-only values (the emulator's, the report's, push's), the same checks as the settings' (settings.ts). */
 import { readFileSync } from 'node:fs';
-import { isCalendarDate } from '../dates.js';
 import { ConfigError } from '../errors.js';
+import { check } from '../settings.js';
 
 export function intArg(flag: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new ConfigError(`--${flag} must be a whole number from ${min} to ${max}; got ${JSON.stringify(value)}.`, `Pass --${flag} ${min}.`);
-  }
-  return n;
+  return check.int(`--${flag}`, value, min, max, min);
 }
 
 export function rateArg(flag: string, value: unknown): number {
@@ -20,17 +16,11 @@ export function rateArg(flag: string, value: unknown): number {
 }
 
 export function dateArg(flag: string, value: unknown): string {
-  if (typeof value !== 'string' || !isCalendarDate(value)) {
-    throw new ConfigError(`--${flag} must be a real calendar date as YYYY-MM-DD; got ${JSON.stringify(value)}.`, `For example --${flag} 2025-01-31.`);
-  }
-  return value;
+  return check.date(`--${flag}`, value);
 }
 
 export function choiceArg<T extends string>(flag: string, value: unknown, choices: readonly T[]): T {
-  if (!choices.includes(value as T)) {
-    throw new ConfigError(`--${flag} must be one of ${choices.join(', ')}; got ${JSON.stringify(value)}.`, `Pass --${flag} ${choices[0]}.`);
-  }
-  return value as T;
+  return check.choice(`--${flag}`, value, choices);
 }
 
 /** Reads and parses a JSON file, naming the file in any error. */

@@ -1,21 +1,13 @@
 /** What the commands share: the connection options, their IO, the configuration and the logger. */
 import type { Argv } from 'yargs';
-import { SETTINGS, readConfigFile, resolveSyncConfig, type SettingName, type SyncConfig } from '../config.js';
+import { readConfigFile, resolveSyncConfig, type SyncConfig } from '../config.js';
+import { SETTINGS, settingOptions, type SettingName } from '../settings.js';
 import { ConfigError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
 
-/** Options shared by `sync`, `status` and `check`; no yargs defaults, so flags > env > file holds. */
-export function connectionOptions(yargs: Argv) {
-  return yargs
-    .option('config', { type: 'string', describe: 'Config file (default ./costsync.config.json when present)' })
-    .option('base-url', { type: 'string', describe: 'API base URL [env COSTSYNC_BASE_URL]' })
-    .option('source', { type: 'string', describe: 'Only these sources of the config file\'s "sources" (comma list) [default all]' })
-    .option('api-key-file', { type: 'string', describe: 'File holding the API key [or env COSTSYNC_API_KEY]' })
-    .option('db', { type: 'string', describe: 'The published DuckDB file people open (a path, or s3://BUCKET/KEY.duckdb); costsync writes a working copy in --state-dir [default ./costs.duckdb]' })
-    .option('state-dir', { type: 'string', describe: 'State directory [default ./state]' })
-    .option('log-format', { choices: ['pretty', 'json'] as const, describe: 'Log format [default pretty]' })
-    .option('quiet', { type: 'boolean', describe: 'Warnings and errors only' })
-    .option('verbose', { type: 'boolean', describe: 'Debug lines too, and stack traces with errors' });
+/** The options every command that talks to the API or the warehouse takes (settings.ts). */
+export function connectionOptions(yargs: Argv): Argv {
+  return settingOptions(yargs, ['connection']);
 }
 
 export interface CommandIo {

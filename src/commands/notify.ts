@@ -2,13 +2,12 @@
 import type { Argv } from 'yargs';
 import { ConfigError, ExitCode, describeError } from '../errors.js';
 import { sendNow } from '../outputs/notify.js';
-import { connectionOptions, loadConfig, processIo, type CommandIo } from './common.js';
+import { loadConfig, processIo, type CommandIo } from './common.js';
+import { settingOptions } from '../settings.js';
 
 export function notifyOptions(yargs: Argv) {
-  return connectionOptions(yargs)
-    .option('test', { type: 'boolean', describe: 'Send one sample message to each webhook' })
-    .option('notify', { type: 'string', array: true, describe: 'Webhook URL (repeatable) [default: the config file\'s]' })
-    .option('notify-format', { choices: ['json', 'slack'] as const, describe: 'json: {text, events}; slack: {text} only [default json]' });
+  return settingOptions(yargs, ['connection', 'notify'])
+    .option('test', { type: 'boolean', describe: 'Send one sample message to each webhook' });
 }
 
 export async function runNotifyCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {

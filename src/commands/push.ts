@@ -14,11 +14,12 @@ import { openRun, type OpenRun } from '../run-context.js';
 import { newRunId } from '../run-id.js';
 import { formatTable } from '../table.js';
 import { intArg, readJsonFile } from './args.js';
-import { connectionOptions, loadConfig, makeLogger, oneSource, processIo, type CommandIo } from './common.js';
+import { loadConfig, makeLogger, oneSource, processIo, type CommandIo } from './common.js';
+import { settingOptions } from '../settings.js';
 
 export function pushOptions(yargs: Argv) {
   // `--version` was the profile version here (it hid costsync's own): kept, hidden, with a notice.
-  return connectionOptions(yargs.version(false))
+  return settingOptions(yargs.version(false), ['connection', 'rate', 'lease'])
     .positional('files', { type: 'string', array: true, describe: 'CSV, Parquet or JSON Lines files in FOCUS' })
     .option('connection', { type: 'string', describe: "The custom provider's connection id" })
     .option('map', { type: 'string', describe: 'JSON column mapping: {"columns": {"source": "FocusColumn"}, "constants": {"FocusColumn": value}}' })
@@ -29,19 +30,13 @@ export function pushOptions(yargs: Argv) {
     .option('dry-run', { type: 'boolean', describe: 'Check and report; send nothing' })
     .option('skip-invalid', { type: 'boolean', describe: 'Send the valid rows and report the rest' })
     .option('vendor', { type: 'string', describe: 'Vendor word in x_<vendor>_… columns [default service]' })
-    .option('force', { type: 'boolean', describe: 'Send again batches the ledger says were sent' })
-    .option('rate-limit', { type: 'number', describe: 'Requests a minute [default 60]' })
-    .option('lease', { type: 'string', choices: ['on', 'off'], describe: 'With --db in a bucket, hold its lease while pushing (see costsync sync --help) [default on]' })
-    .option('lease-ttl', { type: 'string', describe: 'A lease not renewed for this long is stale [default 10m]' });
+    .option('force', { type: 'boolean', describe: 'Send again batches the ledger says were sent' });
 }
 
 export function pushOtelOptions(yargs: Argv) {
-  return connectionOptions(yargs)
+  return settingOptions(yargs, ['connection', 'rate', 'lease'])
     .positional('file', { type: 'string', describe: 'A JSON document (for example an OTLP/JSON export)' })
-    .option('force', { type: 'boolean', describe: 'Send even when the ledger says this document was sent' })
-    .option('rate-limit', { type: 'number', describe: 'Requests a minute [default 60]' })
-    .option('lease', { type: 'string', choices: ['on', 'off'], describe: 'With --db in a bucket, hold its lease while pushing (see costsync sync --help) [default on]' })
-    .option('lease-ttl', { type: 'string', describe: 'A lease not renewed for this long is stale [default 10m]' });
+    .option('force', { type: 'boolean', describe: 'Send even when the ledger says this document was sent' });
 }
 
 /** The sync settings the push commands share (base URL, key, db, logging); push's own --format is not sync's. */

@@ -1,38 +1,16 @@
 /** `costsync sync`: resolves the configuration, runs the sync, prints what changed, picks the exit code. */
 import type { Argv } from 'yargs';
 import { ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
-import { connectionOptions, loadConfig, makeLogger, processIo, type CommandIo } from './common.js';
+import { loadConfig, makeLogger, processIo, type CommandIo } from './common.js';
+import { settingOptions } from '../settings.js';
 import { sendNow } from '../outputs/notify.js';
 import { createProgress, summaryTable } from '../progress.js';
 import { runSync, type RunSummary, type StopSignal } from '../sync/runner.js';
 import { dryRunText, planDryRun } from '../sync/dry-run.js';
 
-export function syncOptions(yargs: Argv) {
-  return connectionOptions(yargs)
-    .option('streams', { type: 'string', describe: 'Comma list of line_items,rollups,anomalies [default all]' })
-    .option('since', { type: 'string', describe: 'Backfill: re-sync from this date (YYYY-MM-DD)' })
-    .option('until', { type: 'string', describe: 'Last date to sync [default today, UTC]' })
-    .option('start-date', { type: 'string', describe: 'Where a first run starts [default 90 days before today]' })
-    .option('lookback-days', { type: 'number', describe: 'Days re-synced on every incremental run [default 3]' })
-    .option('window-days', { type: 'number', describe: 'Days per unit of progress [default 30]' })
-    .option('full-refresh', { type: 'boolean', describe: 'Ignore the saved state and re-sync everything' })
-    .option('dry-run', { type: 'boolean', describe: 'Print the plan (windows, requests expected, time at the rate limit, what the lookback re-reads); at most one rollups request, nothing written' })
-    .option('rate-limit', { type: 'number', describe: 'Requests a minute [default 60]' })
-    .option('max-runtime', { type: 'string', describe: 'Stop cleanly after this long, e.g. 45m (exit code 4)' })
-    .option('format', { choices: ['duckdb', 'parquet'] as const, describe: 'Also write hive-partitioned Parquet with parquet [default duckdb]' })
-    .option('out', { type: 'string', describe: 'Parquet lake: a directory, or s3://BUCKET/PREFIX [default ./costs-parquet]' })
-    .option('anomaly-refresh-days', { type: 'number', describe: 'Days of anomalies re-read every run for status changes [default 30]' })
-    .option('concurrency', { type: 'number', describe: 'Windows fetched at once per stream [default 4]' })
-    .option('notify', { type: 'string', array: true, describe: 'Webhook URL told about failed runs and new anomalies (repeatable; a secret, never logged) [env COSTSYNC_NOTIFY, space-separated]' })
-    .option('notify-severity', { choices: ['low', 'medium', 'high', 'critical'] as const, describe: 'Lowest anomaly severity to send [default high]' })
-    .option('notify-status-changes', { type: 'boolean', describe: 'Also send anomaly status changes' })
-    .option('notify-max-age', { type: 'string', describe: 'Anomalies detected longer ago are stored, not sent [default 48h]' })
-    .option('notify-format', { choices: ['json', 'slack'] as const, describe: 'json: {text, events}; slack: {text} only [default json]' })
-    .option('metrics-file', { type: 'string', describe: 'Write Prometheus metrics here after every run (for node_exporter textfile collector)' })
-    .option('reconcile', { choices: ['on', 'strict', 'off'] as const, describe: 'Check each window against its rollups before it commits and fetch it again when they disagree; strict: a disagreement left is a failure [default on]' })
-    .option('publish-interval', { type: 'string', describe: 'During a long run, publish --db after a window when the last publish is older than this; 0: after every window [default 10m]' })
-    .option('lease', { type: 'string', choices: ['on', 'off'], describe: 'With --db or --out in a bucket, keep runners on different machines apart with a lease object (off: you keep them apart, e.g. concurrencyPolicy: Forbid) [default on]' })
-    .option('lease-ttl', { type: 'string', describe: 'A lease not renewed for this long is stale and may be taken over [default 10m]' });
+export function syncOptions(yargs: Argv): Argv {
+  return settingOptions(yargs, ['connection', 'rate', 'notify', 'sync', 'lease'])
+    .option('dry-run', { type: 'boolean', describe: 'Print the plan (windows, requests expected, time at the rate limit, what the lookback re-reads); at most one rollups request, nothing written' });
 }
 
 /** Sends a run's failure straight to the webhooks, for failures that cannot use the outbox. Never throws. */

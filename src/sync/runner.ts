@@ -9,7 +9,8 @@ import { createApiClient, retryLine, type ApiClientOptions, type ClientEvent } f
 import { eventId, keyFingerprint } from '../fingerprint.js';
 import { createRequestLimiter, systemClock, type Clock, type RequestLimiter } from '../api/resilience.js';
 import { endpointOf, type Endpoint } from '../api/types.js';
-import type { SourceConfig, SyncConfig } from '../config.js';
+import type { SyncConfig } from '../config.js';
+import type { SourceConfig } from '../sources.js';
 import { ExitCode, describeError, isCostsyncError, isFenced } from '../errors.js';
 import type { Logger } from '../log.js';
 import { newRunId } from '../run-id.js';

@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
-import type { SourceConfig } from '../../src/config.js';
+import type { SourceConfig } from '../../src/sources.js';
 import type { EmulatorInput } from '../../src/emulator/server.js';
 import { runSync } from '../../src/sync/runner.js';
 import { FAST_CLIENT, cli, memoryLogger, testSyncConfig, withEmulator, withTempDir, SPAN, queryDb } from '../helpers.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { envName, parseDuration, resolveSyncConfig, type ConfigSources } from '../../src/config.js';
+import { resolveSyncConfig, type ConfigSources } from '../../src/config.js';
+import { envName, parseDuration } from '../../src/settings.js';
 import { ConfigError } from '../../src/errors.js';
 
 const now = Date.parse('2025-07-01T23:30:00Z');
@@ -110,5 +111,33 @@ describe('sources in the config file', () => {
     expect(bad([{ name: 'x', 'base-url': 'https://a.b', 'api-key-file': '/keys/ok', colour: 'red' }])).toThrow(/unknown field\(s\): colour/);
     expect(bad(list, { flags: { 'base-url': 'https://a.b' } })).toThrow(/--base-url cannot be combined with "sources"/);
     expect(bad([])).toThrow(ConfigError);
+  });
+});
+
+describe('settings as data (settings.ts)', () => {
+  it('the resolver takes every default, range and choice from the one list', async () => {
+    const { SETTING_SPECS, parseDuration: duration } = await import('../../src/settings.js');
+    const c = resolveSyncConfig(sources()) as unknown as Record<string, unknown>;
+    const camel = (name: string) => name.replace(/-([a-z])/g, (_m, ch: string) => ch.toUpperCase());
+    for (const spec of SETTING_SPECS as readonly { name: string; kind: string; default?: string | number; range?: readonly [number, number] }[]) {
+      if (spec.default === undefined) continue;
+      const key = spec.kind === 'duration' ? `${camel(spec.name)}Ms` : camel(spec.name);
+      const expected = spec.kind === 'duration' ? duration(String(spec.default)) : spec.default;
+      expect(c[key], spec.name).toEqual(expected);
+      if (spec.range) {
+        expect(() => resolveSyncConfig(sources({ flags: { [spec.name]: spec.range![1] + 1 } as never })), spec.name).toThrow(new RegExp(`--${spec.name} must be a whole number from ${spec.range[0]} to ${spec.range[1]}`));
+      }
+    }
+  });
+
+  it('every command\'s options come from it: each setting of a command\'s groups is a flag with its default and variable in --help', async () => {
+    const { default: yargs } = await import('yargs');
+    const { SETTING_SPECS, envName: env } = await import('../../src/settings.js');
+    const { syncOptions } = await import('../../src/commands/sync.js');
+    const help = await syncOptions(yargs([]).scriptName('costsync')).getHelp();
+    for (const spec of SETTING_SPECS) {
+      expect(help, spec.name).toContain(`--${spec.name}`);
+      expect(help.replace(/\s+/g, ' '), spec.name).toContain(env(spec.name));
+    }
   });
 });

@@ -1,0 +1,157 @@
+/**
+ * Every setting, declared once as data (CloudQuery's SDK declares its specs so): its name (the flag,
+ * the config file's key, and `COSTSYNC_<NAME>`), kind, default, range or choices, what it does, and
+ * which commands take it. The commands' yargs options, the config file's known keys and the
+ * resolver's checks (`config.ts`) are all made from this list, and so are the value checks of
+ * command-line-only flags (the emulator's, the report's): one message per kind of bad value.
+ */
+import type { Argv } from 'yargs';
+import { isCalendarDate } from './dates.js';
+import { ConfigError } from './errors.js';
+
+export type SettingKind = 'string' | 'path' | 'int' | 'bool' | 'date' | 'duration' | 'choice' | 'list' | 'urls';
+/**
+ * The groups a setting belongs to, and so the commands that take it: `connection` (every command that
+ * talks to the API or the warehouse), `rate` (sync, push), `notify` (sync, notify), `lease` (sync, push),
+ * `sync` (sync's own).
+ */
+export type SettingGroup = 'connection' | 'rate' | 'notify' | 'sync' | 'lease';
+
+export interface SettingSpec {
+  name: string;
+  kind: SettingKind;
+  describe: string;
+  group: SettingGroup;
+  /** As a person writes it (shown in --help): a number, a duration such as `10m`, a path. */
+  default?: string | number;
+  range?: readonly [number, number];
+  choices?: readonly string[];
+  /** For durations: the shortest allowed, in ms. */
+  minMs?: number;
+  /** Shown instead of the default when the default is computed (`today, UTC`). */
+  defaultText?: string;
+}
+
+export const SETTING_SPECS = [
+  { name: 'base-url', kind: 'string', group: 'connection', describe: 'API base URL', defaultText: 'none' },
+  { name: 'source', kind: 'list', group: 'connection', describe: 'Only these sources of the config file\'s "sources" (comma list)', defaultText: 'all' },
+  { name: 'api-key-file', kind: 'path', group: 'connection', describe: 'File holding the API key (or COSTSYNC_API_KEY)' },
+  { name: 'db', kind: 'path', group: 'connection', default: './costs.duckdb', describe: 'The published DuckDB file people open (a path, or s3://BUCKET/KEY.duckdb); costsync writes a working copy in --state-dir' },
+  { name: 'state-dir', kind: 'path', group: 'connection', default: './state', describe: 'State directory' },
+  { name: 'log-format', kind: 'choice', group: 'connection', default: 'pretty', choices: ['pretty', 'json'], describe: 'Log format' },
+  { name: 'quiet', kind: 'bool', group: 'connection', describe: 'Warnings and errors only' },
+  { name: 'verbose', kind: 'bool', group: 'connection', describe: 'Debug lines too, and stack traces with errors' },
+  { name: 'rate-limit', kind: 'int', group: 'rate', default: 60, range: [1, 1_000_000], describe: 'Requests a minute' },
+  { name: 'notify', kind: 'urls', group: 'notify', describe: 'Webhook URL told about failed runs and new anomalies (repeatable; a secret, never logged; env: space-separated)' },
+  { name: 'notify-format', kind: 'choice', group: 'notify', default: 'json', choices: ['json', 'slack'], describe: 'json: {text, events}; slack: {text} only' },
+  { name: 'streams', kind: 'list', group: 'sync', describe: 'Comma list of line_items,rollups,anomalies', defaultText: 'all' },
+  { name: 'since', kind: 'date', group: 'sync', describe: 'Backfill: re-sync from this date (YYYY-MM-DD)' },
+  { name: 'until', kind: 'date', group: 'sync', describe: 'Last date to sync; not after today', defaultText: 'today, UTC' },
+  { name: 'start-date', kind: 'date', group: 'sync', describe: 'Where a first run starts', defaultText: '90 days before today' },
+  { name: 'lookback-days', kind: 'int', group: 'sync', default: 3, range: [0, 365], describe: 'Days re-synced on every incremental run' },
+  { name: 'window-days', kind: 'int', group: 'sync', default: 30, range: [1, 3660], describe: 'Days per unit of progress' },
+  { name: 'full-refresh', kind: 'bool', group: 'sync', describe: 'Ignore the saved state and re-sync everything' },
+  { name: 'max-runtime', kind: 'duration', group: 'sync', minMs: 1, describe: 'Stop cleanly after this long, e.g. 45m (exit code 4)' },
+  { name: 'format', kind: 'choice', group: 'sync', default: 'duckdb', choices: ['duckdb', 'parquet'], describe: 'Also write hive-partitioned Parquet with parquet' },
+  { name: 'out', kind: 'path', group: 'sync', default: './costs-parquet', describe: 'Parquet lake: a directory, or s3://BUCKET/PREFIX' },
+  { name: 'anomaly-refresh-days', kind: 'int', group: 'sync', default: 30, range: [0, 3660], describe: 'Days of anomalies re-read every run for status changes' },
+  { name: 'concurrency', kind: 'int', group: 'sync', default: 4, range: [1, 64], describe: 'Windows fetched at once per stream' },
+  { name: 'notify-severity', kind: 'choice', group: 'sync', default: 'high', choices: ['low', 'medium', 'high', 'critical'], describe: 'Lowest anomaly severity to send' },
+  { name: 'notify-status-changes', kind: 'bool', group: 'sync', describe: 'Also send anomaly status changes' },
+  { name: 'notify-max-age', kind: 'duration', group: 'sync', default: '48h', describe: 'Anomalies detected longer ago are stored, not sent' },
+  { name: 'metrics-file', kind: 'path', group: 'sync', describe: 'Write Prometheus metrics here after every run (for node_exporter textfile collector)' },
+  { name: 'reconcile', kind: 'choice', group: 'sync', default: 'on', choices: ['on', 'strict', 'off'], describe: 'Check each window against its rollups before it commits and fetch it again when they disagree; strict: a disagreement left is a failure' },
+  { name: 'publish-interval', kind: 'duration', group: 'sync', default: '10m', describe: 'During a long run, publish --db after a window when the last publish is older than this; 0: after every window' },
+  { name: 'lease', kind: 'choice', group: 'lease', default: 'on', choices: ['on', 'off'], describe: 'With --db or --out in a bucket, keep runners on different machines apart with a lease object (off: you keep them apart, e.g. concurrencyPolicy: Forbid)' },
+  { name: 'lease-ttl', kind: 'duration', group: 'lease', default: '10m', minMs: 3_000, describe: 'A lease not renewed for this long (by the bucket\'s clock) is stale and may be taken over' },
+] as const satisfies readonly SettingSpec[];
+
+export type SettingName = (typeof SETTING_SPECS)[number]['name'];
+
+/** Every setting's name: the flags, the config file's keys. */
+export const SETTINGS: readonly SettingName[] = SETTING_SPECS.map((s) => s.name);
+
+export function specOf(name: SettingName): SettingSpec {
+  return SETTING_SPECS.find((s) => s.name === name)!;
+}
+
+/** `apiKeyFile` → `api-key-file`: config files may spell keys either way. */
+export const camelToKebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+/** `COSTSYNC_BASE_URL` for `base-url`, and so on. */
+export function envName(setting: string): string {
+  return `COSTSYNC_${setting.toUpperCase().replaceAll('-', '_')}`;
+}
+
+/** The yargs options of the settings in `groups`, with no yargs defaults (so flags > env > file holds). */
+export function settingOptions(yargs: Argv, groups: readonly SettingGroup[]): Argv {
+  let out = yargs.option('config', { type: 'string', describe: 'Config file (default ./costsync.config.json when present)' });
+  for (const spec of SETTING_SPECS as readonly SettingSpec[]) {
+    if (!groups.includes(spec.group)) continue;
+    const fallback = spec.defaultText ?? (spec.default === undefined ? null : String(spec.default));
+    const describe = `${spec.describe}${fallback === null ? '' : ` [default ${fallback}]`} [env ${envName(spec.name)}]`;
+    out = out.option(spec.name, spec.kind === 'choice' ? { choices: spec.choices!, describe }
+      : spec.kind === 'bool' ? { type: 'boolean', describe }
+        : spec.kind === 'int' ? { type: 'number', describe }
+          : spec.kind === 'urls' ? { type: 'string', array: true, describe }
+            : { type: 'string', describe });
+  }
+  return out;
+}
+
+/** Milliseconds of a duration such as `90s`, `30m`, `2h`, `1h30m`, or a bare number of seconds. Pure. */
+export function parseDuration(text: string): number | null {
+  const trimmed = text.trim();
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/gy;
+  let total = 0;
+  let matched = 0;
+  for (let m = re.exec(trimmed); m; m = re.exec(trimmed)) {
+    const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'ms'];
+    total += Number(m[1]) * unit;
+    matched = re.lastIndex;
+  }
+  return matched === trimmed.length && matched > 0 ? Math.round(total) : null;
+}
+
+/**
+ * The value checks every setting and command-line flag shares: each names where the value came from
+ * (`--flag`, `COSTSYNC_FLAG`, `"flag" in the config file`) and the fix, as a ConfigError (exit 2). Pure.
+ */
+export const check = {
+  int(from: string, value: unknown, min: number, max: number, example: number): number {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      throw new ConfigError(`${from} must be a whole number from ${min} to ${max}; got ${JSON.stringify(value)}.`, `For example ${from.startsWith('--') ? from : 'the value'} ${example}.`);
+    }
+    return n;
+  },
+  bool(from: string, value: unknown): boolean {
+    if (typeof value === 'boolean') return value;
+    if (value === 'true' || value === '1') return true;
+    if (value === 'false' || value === '0') return false;
+    throw new ConfigError(`${from} must be true or false; got ${JSON.stringify(value)}.`, 'Use true or false.');
+  },
+  date(from: string, value: unknown): string {
+    if (typeof value !== 'string' || !isCalendarDate(value)) {
+      throw new ConfigError(`${from} must be a real calendar date as YYYY-MM-DD; got ${JSON.stringify(value)}.`, 'For example 2025-01-31.');
+    }
+    return value;
+  },
+  choice<T extends string>(from: string, value: unknown, choices: readonly T[]): T {
+    if (!choices.includes(value as T)) throw new ConfigError(`${from} must be one of ${choices.join(', ')}; got ${JSON.stringify(value)}.`, `For example ${choices[0]}.`);
+    return value as T;
+  },
+  duration(from: string, value: unknown, minMs: number, example: string): number {
+    const parsed = parseDuration(String(value));
+    if (parsed === null || parsed < minMs) {
+      const least = minMs > 1 ? ` of at least ${minMs / 1000}s,` : '';
+      throw new ConfigError(`${from} must be a duration${least} such as 90s, 30m or 2h${minMs === 0 ? ' (0: at once)' : ''}; got ${JSON.stringify(value)}.`, `For example ${from.startsWith('--') ? from : 'the value'} ${example}.`);
+    }
+    return parsed;
+  },
+  string(from: string, value: unknown): string {
+    if (typeof value !== 'string' || value.trim() === '') throw new ConfigError(`${from} must be a non-empty string.`, `Set ${from} to a value.`);
+    return value.trim();
+  },
+};
