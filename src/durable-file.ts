@@ -1,6 +1,7 @@
 /** Writing a file so that a crash leaves the old content or the new, never a mix. */
 import { readdirSync } from 'node:fs';
-import { mkdir, open, rename } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { copyFile, mkdir, open, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /** The names in a directory, or none when it cannot be read (not there yet): for clean-ups of leftovers. */
@@ -20,6 +21,23 @@ export async function fsyncPath(path: string): Promise<void> {
   } finally {
     await handle.close();
   }
+}
+
+/** Renames `tmp` over `path` and fsyncs the directory, so the rename itself survives a crash. */
+export async function renameDurably(tmp: string, path: string): Promise<void> {
+  await rename(tmp, path);
+  await fsyncPath(dirname(path));
+}
+
+/**
+ * Copies `from` to `tmp` (a reflink where the file system has them), fsyncs it, runs `beforeRename`,
+ * and renames it over `to` durably: a crash leaves the old `to` or the whole copy.
+ */
+export async function copyFileDurably(from: string, to: string, tmp: string, beforeRename: () => Promise<void> = async () => undefined): Promise<void> {
+  await copyFile(from, tmp, constants.COPYFILE_FICLONE);
+  await fsyncPath(tmp);
+  await beforeRename();
+  await renameDurably(tmp, to);
 }
 
 /**

@@ -10,10 +10,10 @@
  */
 import { shortHash } from '../fingerprint.js';
 import { constants, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
-import { copyFile, rename, rm } from 'node:fs/promises';
+import { copyFile, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
-import { fsyncPath, namesIn } from '../durable-file.js';
+import { basename, join, resolve } from 'node:path';
+import { fsyncPath, namesIn, renameDurably } from '../durable-file.js';
 import { CostsyncError, ExitCode, FencedError, isFenced } from '../errors.js';
 import type { Logger } from '../log.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
@@ -98,8 +98,7 @@ export async function publish(
       if (to.kind === 'file') {
         // A WAL left beside --db by an earlier costsync would be replayed into the new file.
         await rm(`${to.path}.wal`, { force: true });
-        await rename(tmp, to.path);
-        await fsyncPath(dirname(to.path));
+        await renameDurably(tmp, to.path);
       }
       return { ...bytesAndMethod, heldSeconds };
     });

@@ -3,8 +3,8 @@
  * writes only a private working copy under --state-dir and publishes it over --db (`outputs/publish`).
  * costsync never holds --db open, so readers and the sync never wait for each other.
  */
-import { constants, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { fsyncPath, namesIn, writeFileAtomic } from '../durable-file.js';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileDurably, namesIn, writeFileAtomic } from '../durable-file.js';
 import { copyFile, rename, rm } from 'node:fs/promises';
 import { shortHash } from '../fingerprint.js';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -139,10 +139,7 @@ async function adopt(db: string, work: string): Promise<void> {
   const tmp = `${work}.adopt`;
   try {
     if (existsSync(`${db}.wal`)) await copyFile(`${db}.wal`, `${work}.wal`);
-    await copyFile(db, tmp, constants.COPYFILE_FICLONE);
-    await fsyncPath(tmp);
-    await rename(tmp, work);
-    await fsyncPath(dirname(work));
+    await copyFileDurably(db, work, tmp);
   } catch (cause) {
     await rm(tmp, { force: true });
     throw new CostsyncError('CS_ERR_STATE_IO', `Cannot copy ${db} into the working copy ${work}: ${(cause as Error).message}`, {
@@ -157,10 +154,5 @@ async function adopt(db: string, work: string): Promise<void> {
  * written since that publish: then both files hold the same data.
  */
 export async function adoptCompacted(db: string, work: string): Promise<void> {
-  const tmp = `${work}.adopt`;
-  await copyFile(db, tmp, constants.COPYFILE_FICLONE);
-  await fsyncPath(tmp);
-  await rm(`${work}.wal`, { force: true });
-  await rename(tmp, work);
-  await fsyncPath(dirname(work));
+  await copyFileDurably(db, work, `${work}.adopt`, () => rm(`${work}.wal`, { force: true }));
 }
