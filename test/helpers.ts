@@ -156,6 +156,9 @@ export function memoryLogger(): Logger & { lines: string[] } {
 
 export const FAST_CLIENT = { retry: { retries: 6, minTimeoutMs: 1, maxTimeoutMs: 5 } };
 
+/** Webhook sends for tests: short timeouts and backoff. */
+export const FAST_SEND = { timeoutMs: 300, retries: 2, minBackoffMs: 5 };
+
 import { openReadOnly } from '../src/storage/duckdb.js';
 
 /** The rows of a read-only query against a DuckDB file (opened and closed around it). */

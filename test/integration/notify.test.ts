@@ -5,10 +5,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import { runSync } from '../../src/sync/runner.js';
-import { CLI, FAST_CLIENT, cli, killRunner, memoryLogger, testSyncConfig, withEmulator, withTempDir, SPAN, queryDb } from '../helpers.js';
+import { CLI, FAST_CLIENT, cli, killRunner, memoryLogger, testSyncConfig, withEmulator, withTempDir, SPAN, queryDb, FAST_SEND } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-06-30T12:00:00Z'), sleep: async () => undefined };
-const FAST_SEND = { timeoutMs: 300, retries: 2, minBackoffMs: 5 };
 const source = { ...SPAN, rowsPerDay: 20, anomaliesPerDay: 12, clock };
 
 interface Receiver {

@@ -6,7 +6,7 @@ import { runSync } from '../../src/sync/runner.js';
 import type { SyncConfig } from '../../src/config.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import { MAX_FETCH_ATTEMPTS } from '../../src/sync/reconcile.js';
-import { FAST_CLIENT, memoryLogger, tableDigest, testSyncConfig, withEmulator, withTempDir } from '../helpers.js';
+import { FAST_CLIENT, memoryLogger, tableDigest, testSyncConfig, withEmulator, withTempDir, FAST_SEND } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 /** Ten days that restatement may touch, 500 line items a day: one window of five 1000-row pages. */
@@ -18,7 +18,7 @@ const window = { startDate: '2025-06-21', until: '2025-06-30', windowDays: 10, c
 
 async function sync(url: string, dir: string, over: Partial<SyncConfig> = {}) {
   const config = testSyncConfig(url, dir, { streams: ['line_items'], ...window, ...over });
-  const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+  const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, sendOptions: FAST_SEND });
   return { config, summary, digest: await tableDigest(config.db) };
 }
 
