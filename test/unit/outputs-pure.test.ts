@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { ExitCode } from '../../src/errors.js';
+import { prometheusText, type MetricFacts } from '../../src/outputs/metrics.js';
+import { toS3Error } from '../../src/outputs/s3.js';
+
+const op = { action: 's3:PutObject' as const, bucket: 'acme', key: 'costs/line_items/x.parquet' };
+const sdk = (name: string, status?: number, message = '') => Object.assign(new Error(message), { name, ...(status ? { $metadata: { httpStatusCode: status } } : {}) });
+
+describe('toS3Error: what the SDK threw, as an error naming action, bucket, key and the fix', () => {
+  it.each([
+    [sdk('CredentialsProviderError', undefined, 'Could not load credentials from any providers'), 'CS_ERR_S3_CREDENTIALS', ExitCode.AUTH, /AWS_ACCESS_KEY_ID/],
+    [sdk('Error', undefined, 'Region is missing'), 'CS_ERR_S3_REGION', ExitCode.USAGE, /AWS_REGION/],
+    [sdk('AccessDenied', 403), 'CS_ERR_S3_ACCESS_DENIED', ExitCode.AUTH, /Grant s3:PutObject on arn:aws:s3:::acme\/costs\/line_items\/\*/],
+    [sdk('PreconditionFailed', 412), 'CS_ERR_S3_PRECONDITION', ExitCode.LOCKED, /nothing was overwritten/],
+    [sdk('NoSuchBucket', 404), 'CS_ERR_S3_NO_BUCKET', ExitCode.USAGE, /Create the bucket/],
+    [sdk('SlowDown', 503, 'Please reduce your request rate'), 'CS_ERR_S3', ExitCode.FAILED, /the next run tries again/],
+  ])('%s', (error, code, exitCode, hint) => {
+    const e = toS3Error(error, op);
+    expect({ code: e.code, exitCode: e.exitCode, bucket: e.bucket, key: e.key, action: e.action }).toEqual({ code, exitCode, ...op });
+    expect(e.hint).toMatch(hint);
+    expect(e.message).toContain('s3://acme/costs/line_items/x.parquet');
+  });
+});
+
+describe('prometheusText', () => {
+  it('writes gauges with HELP and TYPE, escaped labels, one outcome set to 1, and leaves out what is unknown', () => {
+    const facts: MetricFacts = {
+      runs: [{ source: 'acme "eu"', run_id: 'r1', outcome: 'stopped', started_s: 10, ended_s: 20, duration_s: 10, requests: 7, retries: 1, rate_limited: 0, warnings: 2, notifications_sent: 0, notification_failures: 0, last_success_s: null }],
+      streams: [{ source: 'acme "eu"', stream: 'line_items', inserted: 5, updated: 0, deleted: 1, responses: { 200: 6, 429: 1 } }],
+      openAnomalies: [{ source: 'acme "eu"', severity: 'high', n: 3 }],
+      latestSpend: [], outboxPending: [{ output: 'publish', n: 1 }],
+    };
+    const text = prometheusText(facts);
+    const lines = text.trimEnd().split('\n');
+    expect(lines).toContain('# TYPE costsync_last_run_outcome gauge');
+    expect(lines).toContain('costsync_last_run_outcome{source="acme \\"eu\\"",outcome="stopped"} 1');
+    expect(lines).toContain('costsync_last_run_outcome{source="acme \\"eu\\"",outcome="success"} 0');
+    expect(lines).toContain('costsync_last_run_requests{source="acme \\"eu\\"",endpoint="line_items",status="429"} 1');
+    expect(lines).toContain('costsync_open_anomalies{source="acme \\"eu\\"",severity="low"} 0');
+    expect(lines).toContain('costsync_outbox_pending{output="publish"} 1');
+    // No last success yet, no spend: those metrics are absent, not zero.
+    expect(text).not.toContain('costsync_last_success_timestamp_seconds');
+    expect(text).not.toContain('costsync_latest_day_spend_usd');
+    // Every sample's metric has its HELP and TYPE before it.
+    for (const name of new Set(lines.filter((l) => !l.startsWith('#')).map((l) => l.split(/[{ ]/)[0]!))) {
+      expect(lines.indexOf(`# TYPE ${name} gauge`), name).toBeLessThan(lines.findIndex((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `)));
+    }
+  });
+});
