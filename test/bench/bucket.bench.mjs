@@ -104,7 +104,8 @@ async function benchPublish() {
 }
 
 async function benchLake() {
-  const rows = Number(size('BENCH_LAKE_ROWS', 1_000_000, 20_000));
+  // Rows spread over up to 365 dates, a partition each: the smoke run writes 60 (a few seconds, not twenty).
+  const rows = Number(size('BENCH_LAKE_ROWS', 1_000_000, 60));
   const dir = tempDir();
   try {
     const { wh } = await filledWorkingCopy(dir, rows, { lake: true });
