@@ -205,6 +205,20 @@ export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
 export interface CliResult { code: number | null; signal: string | null; stdout: string; stderr: string }
 
+/**
+ * Runs a command line in this process (src/cli-app.ts) with `env` as its whole environment and its output
+ * captured: the same parsing, commands and exit codes as the executable, without starting Node and
+ * DuckDB again. Tests that need a real process (signals, kills, pipes, the executable) use `cli`.
+ */
+export async function run(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  const { runCli } = await import('../src/cli-app.js');
+  let stdout = '';
+  let stderr = '';
+  const io = { env: { ...env }, stdout: (t: string) => { stdout += t; }, stderr: (t: string) => { stderr += t; }, isTTY: false, now: () => Date.now() };
+  const code = await runCli(args, io);
+  return { code, signal: null, stdout, stderr };
+}
+
 /** Runs the built CLI with a clean environment plus `env`. */
 export async function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   const child = spawn(process.execPath, [CLI, ...args], {

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ExitCode } from '../../src/errors.js';
 import { SCOPES } from '../../src/api/types.js';
-import { cli, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { withEmulator, withTempDir, SPAN, cli, run } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
@@ -26,15 +26,15 @@ describe('status, check and parquet (CLI)', () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
         const common = ['--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')];
-        const before = await cli(['status', ...common]);
+        const before = await run(['status', ...common]);
         expect(before.code).toBe(0);
         expect(before.stdout).toMatch(/No sync state/);
-        const sync = await cli(['sync', '--base-url', url, ...common, '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], env);
+        const sync = await run(['sync', '--base-url', url, ...common, '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], env);
         expect(sync.code).toBe(0);
         const pretty = await cli(['status', ...common]);
         expect(pretty.stdout).toMatch(/line_items\s+2025-06-01\.\.2025-06-30/);
         expect(pretty.stdout).toMatch(/line_items\s+600\s+2025-06-01\s+2025-06-30/);
-        const json = JSON.parse((await cli(['status', ...common, '--log-format', 'json'])).stdout);
+        const json = JSON.parse((await run(['status', ...common, '--log-format', 'json'])).stdout);
         expect(json.sources[0].streams.map((s: { stream: string }) => s.stream)).toEqual(['line_items', 'rollups', 'anomalies']);
         expect(json.sources[0].streams[0]).toMatchObject({ watermark: '2025-06-01..2025-06-30', windowsPending: 0 });
         expect(json.runs[0]).toMatchObject({ outcome: 'success' });
@@ -55,10 +55,10 @@ describe('status, check and parquet (CLI)', () => {
       const all = await cli(['check', '--base-url', url, '--log-format', 'json'], { COSTSYNC_API_KEY: 'all', COSTSYNC_RATE_LIMIT: '100000' });
       expect(all.code).toBe(0);
       expect(JSON.parse(all.stdout).results.every((r: { ok: boolean }) => r.ok)).toBe(true);
-      const reader = await cli(['check', '--base-url', url], { COSTSYNC_API_KEY: 'reader', COSTSYNC_RATE_LIMIT: '100000' });
+      const reader = await run(['check', '--base-url', url], { COSTSYNC_API_KEY: 'reader', COSTSYNC_RATE_LIMIT: '100000' });
       expect(reader.code).toBe(0);
       expect(reader.stdout).toMatch(/POST ingest\/focus\s+usage:write\s+false\s+INVALID_SCOPE/);
-      const team = await cli(['check', '--base-url', url], { COSTSYNC_API_KEY: 'team', COSTSYNC_RATE_LIMIT: '100000' });
+      const team = await run(['check', '--base-url', url], { COSTSYNC_API_KEY: 'team', COSTSYNC_RATE_LIMIT: '100000' });
       expect(team.code).toBe(ExitCode.AUTH);
       expect(team.stdout).toMatch(/no API access/);
       expect(dataset.ingestedDays()).toEqual([]);
@@ -71,7 +71,7 @@ describe('status, check and parquet (CLI)', () => {
         const out = join(dir, 'pq');
         const args = ['sync', '--base-url', emulator.url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),
           '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--format', 'parquet', '--out', out, '--quiet'];
-        expect((await cli(args, env)).code).toBe(0);
+        expect((await run(args, env)).code).toBe(0);
         expect(readdirSync(join(out, 'line_items'))).toEqual(['source=default']);
         expect(readdirSync(join(out, 'line_items', 'source=default'))).toHaveLength(30);
         const [li] = await readParquet(`${out}/line_items/*/*/*.parquet`, 'SELECT count(*)::INT n, count(DISTINCT date)::INT d, min(date)::VARCHAR lo FROM $glob');
@@ -89,7 +89,7 @@ describe('status, check and parquet (CLI)', () => {
         writeFileSync(join(out, '_costsync_manifest.json'), '{}');
         writeFileSync(join(out, 'sync_runs', 'data.parquet'), 'old');
         emulator.restate();
-        expect((await cli(args.filter((a) => a !== SPAN.startDate && a !== '--start-date'), env)).code).toBe(0);
+        expect((await run(args.filter((a) => a !== SPAN.startDate && a !== '--start-date'), env)).code).toBe(0);
         expect(existsSync(join(out, '_costsync_manifest.json'))).toBe(false);
         expect(existsSync(join(out, 'sync_runs', 'data.parquet'))).toBe(false);
         expect(statSync(join(out, 'line_items', 'source=default', 'date=2025-06-10', 'data.parquet')).ino).toBe(old);

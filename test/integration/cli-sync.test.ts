@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { CLI, cli, tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, cli, run, tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -38,20 +38,20 @@ describe('costsync sync (CLI)', () => {
     const keys = { keys: [{ key: 'team-key', scopes: [...SCOPES], plan: 'team' }], connections: [] };
     await withEmulator({ ...SPAN, clock, keys: keys as never }, async ({ url }) => {
       await withTempDir(async (dir) => {
-        const noKey = await cli(syncArgs(url, dir));
+        const noKey = await run(syncArgs(url, dir));
         expect(noKey.code).toBe(ExitCode.USAGE);
         // --log-format json: the error before the run is a JSON line too, with its code and hint.
         expect(JSON.parse(noKey.stderr.trim())).toMatchObject({ level: 'error', msg: 'No API key.', code: 'CS_ERR_CONFIG', hint: expect.stringContaining('COSTSYNC_API_KEY') });
-        const badSince = await cli(syncArgs(url, dir, ['--since', '2025-07-05']), { COSTSYNC_API_KEY: 'k' });
+        const badSince = await run(syncArgs(url, dir, ['--since', '2025-07-05']), { COSTSYNC_API_KEY: 'k' });
         expect(badSince.code).toBe(ExitCode.USAGE);
         expect(badSince.stderr).toMatch(/--since \(2025-07-05\) is after the last date 2025-06-30/);
-        const badStream = await cli(syncArgs(url, dir, ['--streams', 'line_items,invoices']), { COSTSYNC_API_KEY: 'k' });
+        const badStream = await run(syncArgs(url, dir, ['--streams', 'line_items,invoices']), { COSTSYNC_API_KEY: 'k' });
         expect(badStream.code).toBe(ExitCode.USAGE);
         expect(badStream.stderr).toMatch(/unknown stream\(s\): invoices/);
-        const http = await cli(syncArgs('http://example.com', dir), { COSTSYNC_API_KEY: 'k' });
+        const http = await run(syncArgs('http://example.com', dir), { COSTSYNC_API_KEY: 'k' });
         expect(http.code).toBe(ExitCode.USAGE);
         expect(http.stderr).toMatch(/must use https/);
-        const plan = await cli(syncArgs(url, dir), { COSTSYNC_API_KEY: 'team-key' });
+        const plan = await run(syncArgs(url, dir), { COSTSYNC_API_KEY: 'team-key' });
         expect(plan.code).toBe(ExitCode.AUTH);
         expect(plan.stderr).toMatch(/Business plan or above/);
       });
@@ -63,8 +63,8 @@ describe('costsync sync (CLI)', () => {
       await withTempDir(async (dir) => {
         const configFile = join(dir, 'costsync.config.json');
         writeFileSync(configFile, JSON.stringify({ 'base-url': 'http://127.0.0.1:1', streams: 'rollups', 'start-date': SPAN.startDate, until: SPAN.endDate, db: join(dir, 'file.duckdb'), 'state-dir': join(dir, 'state'), 'log-format': 'json' }));
-        const run = await cli(['sync', '--config', configFile, '--db', join(dir, 'flag.duckdb')], { COSTSYNC_API_KEY: 'demo-key', COSTSYNC_BASE_URL: url });
-        expect(run.code).toBe(0);
+        const synced = await run(['sync', '--config', configFile, '--db', join(dir, 'flag.duckdb')], { COSTSYNC_API_KEY: 'demo-key', COSTSYNC_BASE_URL: url });
+        expect(synced.code).toBe(0);
         const digest = await tableDigest(join(dir, 'flag.duckdb'));
         expect(digest.rollups_daily!.rows).toBeGreaterThan(0);
         expect(digest.line_items!.rows).toBe(0);
@@ -79,15 +79,15 @@ describe('costsync sync (CLI)', () => {
       await withTempDir(async (dir) => {
         writeFileSync(join(dir, 'key.txt'), `${secret}\n`);
         // JSON logs at the most verbose level, with retries logged; a refused key with a stack trace; a push.
-        const ok = await cli(syncArgs(url, dir, ['--api-key-file', join(dir, 'key.txt'), '--verbose']));
+        const ok = await run(syncArgs(url, dir, ['--api-key-file', join(dir, 'key.txt'), '--verbose']));
         expect(ok.code).toBe(0);
         expect(ok.stderr).toMatch(/"level":"debug"/);
-        const wrong = await cli(syncArgs(url, join(dir, 'w'), ['--log-format', 'pretty', '--verbose']), { COSTSYNC_API_KEY: `${secret}x` });
+        const wrong = await run(syncArgs(url, join(dir, 'w'), ['--log-format', 'pretty', '--verbose']), { COSTSYNC_API_KEY: `${secret}x` });
         expect(wrong.code, wrong.stderr).toBe(ExitCode.AUTH);
         expect(wrong.stderr).toMatch(/stack=.*at /s);
-        const wrongJson = await cli(syncArgs(url, join(dir, 'w2'), ['--verbose']), { COSTSYNC_API_KEY: `${secret}x` });
+        const wrongJson = await run(syncArgs(url, join(dir, 'w2'), ['--verbose']), { COSTSYNC_API_KEY: `${secret}x` });
         expect(wrongJson.stderr).toMatch(/"stack":"ApiError: /);
-        const pushed = await cli(['push', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--connection', 'c1', '--api-key-file', join(dir, 'key.txt'), '--verbose', '--log-format', 'json',
+        const pushed = await run(['push', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--connection', 'c1', '--api-key-file', join(dir, 'key.txt'), '--verbose', '--log-format', 'json',
           fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url))]);
         expect(pushed.code, pushed.stderr).toBe(0);
         for (const text of [ok.stdout, ok.stderr, wrong.stdout, wrong.stderr, wrongJson.stderr, pushed.stdout, pushed.stderr]) expect(text).not.toContain(secret);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openWarehouse } from '../../src/storage/duckdb.js';
-import { SPAN, cli, queryDb, withEmulator, withTempDir } from '../helpers.js';
+import { SPAN, queryDb, withEmulator, withTempDir, run } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
@@ -44,8 +44,8 @@ const FOCUS_QUERIES = [
 async function synced<T>(fn: (db: string, dir: string) => Promise<T>): Promise<T> {
   return withEmulator({ ...SPAN, rowsPerDay: 80, clock }, async ({ url }) => withTempDir(async (dir) => {
     const db = join(dir, 'c.duckdb');
-    const run = await cli(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], env);
-    expect(run.code, run.stderr).toBe(0);
+    const sync = await run(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], env);
+    expect(sync.code, sync.stderr).toBe(0);
     return fn(db, dir);
   }));
 }
@@ -66,7 +66,7 @@ describe('the focus view (FOCUS 1.2)', () => {
       expect(sums!.f).toBeCloseTo(sums!.l, 6);
       expect(sums!.credits).toBe(sums!.negatives);
       for (const sql of FOCUS_QUERIES) {
-        const result = await cli(['query', sql, '--db', db, '--format', 'json']);
+        const result = await run(['query', sql, '--db', db, '--format', 'json']);
         expect(result.code, `${sql}\n${result.stderr}`).toBe(0);
         expect(JSON.parse(result.stdout).length, sql).toBeGreaterThan(0);
       }
@@ -75,7 +75,7 @@ describe('the focus view (FOCUS 1.2)', () => {
 
   it('verify --focus passes on synced data and names a violation planted in a copy', async () => {
     await synced(async (db, dir) => {
-      const clean = await cli(['verify', '--focus', '--db', db]);
+      const clean = await run(['verify', '--focus', '--db', db]);
       expect(clean.code, clean.stdout + clean.stderr).toBe(0);
       expect(clean.stdout).toMatch(/No FOCUS violations/);
       const copy = join(dir, 'planted.duckdb');
@@ -88,13 +88,13 @@ describe('the focus view (FOCUS 1.2)', () => {
         wh.close();
       }
       // Views are refreshed on every open by costsync: the planted mapping is read from the copy as it is.
-      const planted = await cli(['verify', '--focus', '--db', copy, '--format', 'json']);
+      const planted = await run(['verify', '--focus', '--db', copy, '--format', 'json']);
       expect(planted.code).toBe(1);
       const rules = (JSON.parse(planted.stdout) as { violations: { rule: string; rows: number }[] }).violations.map((v) => v.rule);
       expect(rules).toContain('ServiceName must not be null');
       expect(rules).toContain('ServiceCategory must be one of the allowed values');
       // The original is untouched.
-      expect((await cli(['verify', '--focus', '--db', db])).code).toBe(0);
+      expect((await run(['verify', '--focus', '--db', db])).code).toBe(0);
     });
   });
 
@@ -143,7 +143,7 @@ describe('the focus view (FOCUS 1.2)', () => {
       } finally {
         wh.close();
       }
-      const result = await cli(['verify', '--focus', '--db', copy, '--format', 'json']);
+      const result = await run(['verify', '--focus', '--db', copy, '--format', 'json']);
       expect(result.code, result.stderr).toBe(1);
       const found = (JSON.parse(result.stdout) as { violations: { rule: string; rows: number }[] }).violations;
       for (const [col, , rule] of planted) {
@@ -158,7 +158,7 @@ describe('the focus view (FOCUS 1.2)', () => {
     await synced(async (db, dir) => {
       for (const ext of ['parquet', 'csv', 'jsonl']) {
         const file = join(dir, `focus.${ext}`);
-        const result = await cli(['query', 'SELECT * FROM focus', '--db', db, '--out', file]);
+        const result = await run(['query', 'SELECT * FROM focus', '--db', db, '--out', file]);
         expect(result.code, result.stderr).toBe(0);
         expect(result.stderr).toContain(`${30 * 80} rows`);
         const reader = ext === 'parquet' ? `read_parquet('${file}')` : ext === 'csv' ? `read_csv('${file}')` : `read_json('${file}')`;
@@ -166,7 +166,7 @@ describe('the focus view (FOCUS 1.2)', () => {
         expect(back!.n).toBe(30 * 80);
         expect(back!.cols).toBe(57 + 6);
       }
-      const bad = await cli(['query', 'SELECT 1', '--db', db, '--out', join(dir, 'x.xlsx')]);
+      const bad = await run(['query', 'SELECT 1', '--db', db, '--out', join(dir, 'x.xlsx')]);
       expect(bad.code).toBe(2);
       expect(bad.stderr).toContain('.parquet, .csv or .jsonl');
     });
@@ -176,11 +176,11 @@ describe('the focus view (FOCUS 1.2)', () => {
     await withEmulator({ ...SPAN, rowsPerDay: 5, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
         const file = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
-        const pushed = await cli(['push', '--base-url', url, '--db', join(dir, 'p.duckdb'), '--rate-limit', '100000', '--connection', 'demo-connection', file], env);
+        const pushed = await run(['push', '--base-url', url, '--db', join(dir, 'p.duckdb'), '--rate-limit', '100000', '--connection', 'demo-connection', file], env);
         expect(pushed.code, pushed.stderr).toBe(0);
         const db = join(dir, 'c.duckdb');
-        const run = await cli(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], env);
-        expect(run.code, run.stderr).toBe(0);
+        const sync = await run(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], env);
+        expect(sync.code, sync.stderr).toBe(0);
         // The API's net amount is the row's EffectiveCost (BilledCost when it has none); categories as the spec's rules store them.
         const expected = await queryDb<{ d: string; service: string; category: string; cost: number }>(db, `
           SELECT CAST(ChargePeriodStart AS DATE)::VARCHAR AS d, ServiceName AS service,

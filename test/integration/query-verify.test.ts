@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { withWarehouse } from '../../src/storage/duckdb.js';
-import { cli, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { cli, withEmulator, withTempDir, SPAN, run } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -10,7 +10,7 @@ const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 async function withDb<T>(fn: (db: string) => Promise<T>): Promise<T> {
   return withEmulator({ ...SPAN, rowsPerDay: 40, clock }, async ({ url }) => withTempDir(async (dir) => {
     const db = join(dir, 'c.duckdb');
-    const sync = await cli(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], { COSTSYNC_API_KEY: 'demo-key' });
+    const sync = await run(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], { COSTSYNC_API_KEY: 'demo-key' });
     expect(sync.code, sync.stderr).toBe(ExitCode.OK);
     return fn(db);
   }));
@@ -19,7 +19,7 @@ async function withDb<T>(fn: (db: string) => Promise<T>): Promise<T> {
 describe('costsync query', () => {
   it('lists tables and views with columns and comments, and prints results as a table, CSV or JSON', async () => {
     await withDb(async (db) => {
-      const list = await cli(['query', '--db', db, '--list', '--format', 'json']);
+      const list = await run(['query', '--db', db, '--list', '--format', 'json']);
       expect(list.code).toBe(ExitCode.OK);
       const objects = JSON.parse(list.stdout) as { name: string; kind: string; columns: string; about: string | null }[];
       for (const view of ['daily_spend_by_provider', 'daily_spend_by_service', 'daily_spend_by_category', 'monthly_spend', 'month_to_date', 'top_movers', 'spend_by_project', 'spend_by_user', 'open_anomalies', 'anomaly_resolution_times']) {
@@ -29,34 +29,34 @@ describe('costsync query', () => {
       }
       expect(objects.find((o) => o.name === 'line_items')!.columns).toMatch(/^id VARCHAR, usage_date DATE/);
 
-      const table = await cli(['query', '--db', db, 'SELECT provider, round(sum(cost_usd), 2) AS usd, count(*) AS days FROM daily_spend_by_provider GROUP BY 1 ORDER BY 1']);
+      const table = await run(['query', '--db', db, 'SELECT provider, round(sum(cost_usd), 2) AS usd, count(*) AS days FROM daily_spend_by_provider GROUP BY 1 ORDER BY 1']);
       expect(table.stdout.split('\n')[0]).toMatch(/^provider\s+usd\s+days$/);
-      const json = JSON.parse((await cli(['query', '--db', db, '--format', 'json', 'SELECT count(*) AS n, DATE \'2025-06-01\' AS d, 1.50::DECIMAL(6,2) AS m'])).stdout);
+      const json = JSON.parse((await run(['query', '--db', db, '--format', 'json', 'SELECT count(*) AS n, DATE \'2025-06-01\' AS d, 1.50::DECIMAL(6,2) AS m'])).stdout);
       expect(json).toEqual([{ n: 1, d: '2025-06-01', m: 1.5 }]);
-      const csv = await cli(['query', '--db', db, '--format', 'csv', `SELECT 'a, "b"' AS text, NULL AS nothing, 2 AS two`]);
+      const csv = await run(['query', '--db', db, '--format', 'csv', `SELECT 'a, "b"' AS text, NULL AS nothing, 2 AS two`]);
       expect(csv.stdout).toBe('text,nothing,two\n"a, ""b""",,2\n');
       // Large results stream as CSV or JSON; a table stops at 1000 rows and says so.
       const many = 'SELECT range AS n, range * 2 AS twice FROM range(25000)';
-      const allCsv = await cli(['query', '--db', db, '--format', 'csv', many]);
+      const allCsv = await run(['query', '--db', db, '--format', 'csv', many]);
       expect(allCsv.stdout.trimEnd().split('\n')).toHaveLength(25001);
       expect(allCsv.stdout.trimEnd().split('\n').at(-1)).toBe('24999,49998');
-      expect(JSON.parse((await cli(['query', '--db', db, '--format', 'json', many])).stdout)).toHaveLength(25000);
-      const tableMany = await cli(['query', '--db', db, many]);
+      expect(JSON.parse((await run(['query', '--db', db, '--format', 'json', many])).stdout)).toHaveLength(25000);
+      const tableMany = await run(['query', '--db', db, many]);
       expect(tableMany.stdout.trimEnd().split('\n')).toHaveLength(1003);
       expect(tableMany.stdout).toMatch(/\(the first 1000 rows; --format csv or json prints them all\)/);
-      expect(JSON.parse((await cli(['query', '--db', db, '--format', 'json', 'SELECT 1 AS x WHERE false'])).stdout)).toEqual([]);
+      expect(JSON.parse((await run(['query', '--db', db, '--format', 'json', 'SELECT 1 AS x WHERE false'])).stdout)).toEqual([]);
     });
   });
 
   it('only reads: a write is refused with exit code 2, and a bad query names the fix', async () => {
     await withDb(async (db) => {
-      const write = await cli(['query', '--db', db, 'DELETE FROM line_items']);
+      const write = await run(['query', '--db', db, 'DELETE FROM line_items']);
       expect(write.code).toBe(ExitCode.USAGE);
       expect(write.stderr).toMatch(/costsync query only reads/);
-      const bad = await cli(['query', '--db', db, 'SELECT nope FROM line_items']);
+      const bad = await run(['query', '--db', db, 'SELECT nope FROM line_items']);
       expect(bad.code).toBe(ExitCode.USAGE);
       expect(bad.stderr).toMatch(/The query failed: .*nope[\s\S]*--list/);
-      const count = JSON.parse((await cli(['query', '--db', db, '--format', 'json', 'SELECT count(*) AS n FROM line_items'])).stdout);
+      const count = JSON.parse((await run(['query', '--db', db, '--format', 'json', 'SELECT count(*) AS n FROM line_items'])).stdout);
       expect(count).toEqual([{ n: 40 * 30 }]);
     });
   });
@@ -75,7 +75,7 @@ describe('costsync verify', () => {
         await wh.sql(`UPDATE line_items SET net_amount_usd = net_amount_usd + 0.009 WHERE id = (SELECT min(id) FROM line_items WHERE usage_date = '2025-06-12')`);
         await wh.sql(`DELETE FROM rollups_daily WHERE rowid = (SELECT min(rowid) FROM rollups_daily WHERE date = '2025-06-20' AND group_by = 'service')`);
       });
-      const dirty = await cli(['verify', '--db', db, '--format', 'json']);
+      const dirty = await run(['verify', '--db', db, '--format', 'json']);
       expect(dirty.code).toBe(ExitCode.FAILED);
       const report = JSON.parse(dirty.stdout) as { differences: { check: string; date: string; provider: string | null; difference_usd: number }[] };
       expect(report.differences.map((d) => [d.check, d.date, d.provider])).toEqual([
@@ -83,13 +83,13 @@ describe('costsync verify', () => {
         ['provider vs service rollup totals', '2025-06-20', null],
       ]);
       expect(report.differences[0]!.difference_usd).toBe(5);
-      const table = await cli(['verify', '--db', db]);
+      const table = await run(['verify', '--db', db]);
       expect(table.stdout).toMatch(/2025-06-10\s+aws/);
       expect(table.stdout).toMatch(/2 difference\(s\) above \$0.01/);
       // A date range leaves out what is outside it; a looser tolerance forgives the five dollars.
-      expect((await cli(['verify', '--db', db, '--from', '2025-06-11', '--to', '2025-06-19'])).code).toBe(ExitCode.OK);
-      expect((await cli(['verify', '--db', db, '--to', '2025-06-15', '--tolerance', '6'])).code).toBe(ExitCode.OK);
-      expect((await cli(['verify', '--db', db, '--tolerance', '-1'])).code).toBe(ExitCode.USAGE);
+      expect((await run(['verify', '--db', db, '--from', '2025-06-11', '--to', '2025-06-19'])).code).toBe(ExitCode.OK);
+      expect((await run(['verify', '--db', db, '--to', '2025-06-15', '--tolerance', '6'])).code).toBe(ExitCode.OK);
+      expect((await run(['verify', '--db', db, '--tolerance', '-1'])).code).toBe(ExitCode.USAGE);
     });
   });
 });

@@ -1,0 +1,122 @@
+/**
+ * The costsync command line as a function of its arguments and IO: registers the commands, refuses a key
+ * on the command line, and turns errors into a message (a JSON line when asked) and an exit code. `cli.ts`
+ * runs it for the process; tests run it in-process.
+ */
+import yargs from 'yargs';
+import { runCheckCommand } from './commands/check.js';
+import { runDemo } from './commands/demo.js';
+import { emulatorOptions, runEmulator } from './commands/emulator.js';
+import { pushOptions, pushOtelOptions, runPushCommand, runPushOtelCommand } from './commands/push.js';
+import { queryOptions, runQueryCommand } from './commands/query.js';
+import { reportOptions, runReportCommand } from './commands/report.js';
+import { runStatusCommand, statusOptions } from './commands/status.js';
+import { notifyOptions, runNotifyCommand } from './commands/notify.js';
+import { runVerifyCommand, verifyOptions } from './commands/verify.js';
+import { connectionOptions, type CommandIo } from './commands/common.js';
+import { runSyncCommand, syncOptions } from './commands/sync.js';
+import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from './errors.js';
+import { SETTINGS, envName } from './settings.js';
+import { createLogger } from './log.js';
+
+/** What `--help` ends with: the exit codes and where settings come from. */
+const EPILOGUE = [
+  'Exit codes: 0 done; 1 failed (the API or an output kept failing; progress is saved); 2 bad flags, settings or input;',
+  '3 the key was refused (unauthorized, scope, plan); 4 stopped early (--max-runtime, SIGTERM, Ctrl-C; progress is saved);',
+  '5 another run holds the lock or the lease, or the published warehouse changed under this run.',
+  '',
+  `Every setting can also come from the environment as COSTSYNC_<FLAG>: ${SETTINGS.filter((s) => s !== 'api-key-file').map(envName).join(', ')}; flags win over the environment, which wins over the config file.`,
+  'The API key comes only from COSTSYNC_API_KEY or --api-key-file (never a flag: command lines are visible to every user of the machine).',
+].join('\n');
+
+/** Whether errors are to be written as JSON lines: --log-format json, or COSTSYNC_LOG_FORMAT=json. */
+function jsonErrors(argv: readonly string[], env: NodeJS.ProcessEnv): boolean {
+  const i = argv.lastIndexOf('--log-format');
+  const flag = i >= 0 ? argv[i + 1] : argv.findLast((a) => a.startsWith('--log-format='))?.slice('--log-format='.length);
+  return (flag ?? env.COSTSYNC_LOG_FORMAT) === 'json';
+}
+
+/** Writes a failure before (or outside) a run, as one JSON line when JSON logs were asked for. */
+export function reportFailure(argv: readonly string[], error: unknown, io: Pick<CommandIo, 'env' | 'stderr'>): void {
+  const secrets = io.env.COSTSYNC_API_KEY ? [io.env.COSTSYNC_API_KEY] : [];
+  if (jsonErrors(argv, io.env)) {
+    const logger = createLogger({ format: 'json', secrets, write: (line) => io.stderr(`${line}\n`) });
+    const hint = isCostsyncError(error) ? error.hint : undefined;
+    logger.error(isCostsyncError(error) ? error.message : describeError(error, secrets), { ...errorFields(error, false), ...(hint ? { hint } : {}) });
+  } else {
+    io.stderr(`costsync: ${describeError(error, secrets)}\n`);
+  }
+}
+
+/** Keys on the command line are refused with the reason, before yargs calls them unknown. */
+function refuseKeyFlag(argv: readonly string[]): void {
+  if (argv.some((a) => a === '--api-key' || a.startsWith('--api-key='))) {
+    throw new ConfigError('--api-key is not an option: a key on the command line is visible to every user of the machine (ps, shell history, CI logs).',
+      'Set COSTSYNC_API_KEY in the environment, or put the key alone in a file and pass --api-key-file PATH.');
+  }
+}
+
+/** Runs the command `argv` names with `io`; never throws: a failure is its message and exit code. */
+export async function runCli(argv: string[], io: CommandIo): Promise<ExitCode> {
+  let code: ExitCode = ExitCode.OK;
+  try {
+    refuseKeyFlag(argv);
+    await buildParser(argv, io, (c) => { code = c; }).parseAsync();
+    return code;
+  } catch (error) {
+    reportFailure(argv, error, io);
+    return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
+  }
+}
+
+function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => void) {
+  return yargs(argv)
+    .scriptName('costsync')
+    // A flag given twice: the last one wins, as in most CLIs.
+    .parserConfiguration({ 'duplicate-arguments-array': false })
+    .usage('$0 <command> [options]')
+    .command('sync', 'Sync line items, rollups and anomalies into DuckDB', syncOptions, async (args) => {
+      done(await runSyncCommand(args, io));
+    })
+    .command('push [files..]', 'Send FOCUS rows (CSV, Parquet, JSON Lines) to a custom provider connection', pushOptions, async (args) => {
+      done(await runPushCommand(args, io));
+    })
+    .command('push-otel <file>', 'Send a JSON document to the OTel ingest endpoint', pushOtelOptions, async (args) => {
+      done(await runPushOtelCommand(args, io));
+    })
+    .command('query [sql]', 'Run read-only SQL against the warehouse; --list shows tables and views', queryOptions, async (args) => {
+      done(await runQueryCommand(args, io));
+    })
+    .command('verify', 'Reconcile line items against rollups and the rollups against each other; exit 1 on a difference', verifyOptions, async (args) => {
+      done(await runVerifyCommand(args, io));
+    })
+    .command('report', 'Write a self-contained HTML spend report', reportOptions, async (args) => {
+      done(await runReportCommand(args, io));
+    })
+    .command('notify', 'Check the webhooks: --test sends one sample message to each', notifyOptions, async (args) => {
+      done(await runNotifyCommand(args, io));
+    })
+    .command('status', 'Show per source and stream the watermark, last run, rows and windows pending; --format json for scripts', statusOptions, async (args) => {
+      done(await runStatusCommand(args, io));
+    })
+    .command('check', 'Try the key on each endpoint and say which scopes and plan work', connectionOptions, async (args) => {
+      done(await runCheckCommand(args, io));
+    })
+    .command('emulator', 'Serve the Cost Data API emulator on loopback', emulatorOptions, async (args) => {
+      await runEmulator(args);
+    })
+    .command('demo', 'Start the emulator, sync 90 days into ./demo.duckdb, show spend and anomalies', {}, async () => {
+      done(await runDemo({}, io));
+    })
+    .demandCommand(1, 'Name a command; see --help.')
+    .strict()
+    .fail((message, error) => {
+      throw error ?? new ConfigError(message, 'Run costsync --help for the commands and their options.');
+    })
+    .epilogue(EPILOGUE)
+    .wrap(Math.min(120, io.columns ?? 100))
+    .help()
+    // Help and version print, then the run ends here with exit code 0 (the process is the caller's to end).
+    .exitProcess(false);
+}
+
