@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
-import { cli, tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { run, tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key' };
@@ -30,14 +30,14 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
         [['--api-key', 'sk-1234'], /--api-key is not an option: a key on the command line is visible[\s\S]*hint: Set COSTSYNC_API_KEY[\s\S]*--api-key-file/],
       ];
       for (const [flags, message] of cases) {
-        const result = await cli(['sync', '--base-url', 'http://127.0.0.1:9', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), ...flags], env);
+        const result = await run(['sync', '--base-url', 'http://127.0.0.1:9', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), ...flags], env);
         expect(result.code, flags.join(' ')).toBe(ExitCode.USAGE);
         expect(result.stderr, flags.join(' ')).toMatch(message);
       }
       // Nothing was created by a refused run.
       expect(readdirSync(dir)).toEqual([]);
       writeFileSync(join(dir, 'costsync.config.json'), JSON.stringify({ 'lookback-days': 'three' }));
-      const fromFile = await cli(['sync', '--config', join(dir, 'costsync.config.json'), '--base-url', 'http://127.0.0.1:9'], env);
+      const fromFile = await run(['sync', '--config', join(dir, 'costsync.config.json'), '--base-url', 'http://127.0.0.1:9'], env);
       expect(fromFile.code).toBe(ExitCode.USAGE);
       expect(fromFile.stderr).toMatch(/"lookback-days" in the config file must be a whole number/);
     });
@@ -46,7 +46,7 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
   it('a corrupt, older or foreign state file: exit 2 with the fix, tables and state file untouched', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
-        expect((await cli(syncArgs(url, dir), env)).code).toBe(ExitCode.OK);
+        expect((await run(syncArgs(url, dir), env)).code).toBe(ExitCode.OK);
         const before = await tableDigest(join(dir, 'c.duckdb'));
         const stateFile = join(dir, 'state', readdirSync(join(dir, 'state')).find((f) => f.startsWith('costsync-state-'))!);
         const good = JSON.parse(readFileSync(stateFile, 'utf8'));
@@ -56,7 +56,7 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
           [JSON.stringify({ ...good, source: { ...good.source, name: 'acme-eu' } }), /belongs to another source \("acme-eu", not "default"\)/],
         ] as const) {
           writeFileSync(stateFile, text);
-          const result = await cli(syncArgs(url, dir), env);
+          const result = await run(syncArgs(url, dir), env);
           expect(result.code).toBe(ExitCode.USAGE);
           expect(result.stderr).toMatch(message);
           expect(readFileSync(stateFile, 'utf8')).toBe(text);
@@ -71,7 +71,7 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
       await withTempDir(async (dir) => {
         const text = 'name,amount\nnot,a database\n';
         writeFileSync(join(dir, 'c.duckdb'), text);
-        const result = await cli(syncArgs(url, dir), env);
+        const result = await run(syncArgs(url, dir), env);
         expect(result.code).toBe(ExitCode.USAGE);
         expect(result.stderr).toMatch(/Cannot open the DuckDB file .*c\.duckdb: .*not a valid DuckDB database file/);
         expect(result.stderr).toMatch(/hint: Check that --db names a DuckDB database/);
@@ -83,7 +83,7 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
   it("a program holding costsync's working copy open: exit 5 naming the file and the fix; the next run after it closes works", async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
-        expect((await cli(syncArgs(url, dir), env)).code).toBe(ExitCode.OK);
+        expect((await run(syncArgs(url, dir), env)).code).toBe(ExitCode.OK);
         const before = await tableDigest(join(dir, 'c.duckdb'));
         // Another program (a notebook, the DuckDB CLI) that opened the working copy instead of --db.
         const work = workingCopyPath(join(dir, 'state'), join(dir, 'c.duckdb'));
@@ -96,7 +96,7 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
           process.stdin.on('end', () => process.exit(0));
         `], { cwd: process.cwd(), stdio: ['pipe', 'pipe', 'inherit'] });
         await once(createInterface({ input: holder.stdout! }), 'line');
-        const result = await cli(syncArgs(url, dir), env);
+        const result = await run(syncArgs(url, dir), env);
         holder.stdin!.end();
         await once(holder, 'exit');
         expect(result.code).toBe(ExitCode.LOCKED);
@@ -104,7 +104,7 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
         expect(result.stderr).toContain(`Cannot open the DuckDB file ${work}`);
         expect(result.stderr).toMatch(/hint: This is costsync's private working copy of .*c\.duckdb, and another program has it open\. Close that program \(open .*c\.duckdb instead/);
         expect(await tableDigest(join(dir, 'c.duckdb'))).toEqual(before);
-        expect((await cli(syncArgs(url, dir), env)).code).toBe(ExitCode.OK);
+        expect((await run(syncArgs(url, dir), env)).code).toBe(ExitCode.OK);
       });
     });
   });
@@ -112,7 +112,7 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
   it('a state directory that cannot be created: exit 1 naming it and the fix', async () => {
     await withTempDir(async (dir) => {
       writeFileSync(join(dir, 'state'), 'a file where the directory should be');
-      const result = await cli(['sync', '--base-url', 'http://127.0.0.1:9', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')], env);
+      const result = await run(['sync', '--base-url', 'http://127.0.0.1:9', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')], env);
       expect(result.code).toBe(ExitCode.FAILED);
       expect(result.stderr).toMatch(/Cannot create .*state or the database directory: EEXIST/);
       expect(result.stderr).toMatch(/hint: Check that --state-dir and --db point at writable places/);

@@ -8,7 +8,7 @@ import { SCOPES } from '../../src/api/types.js';
 import type { KeysConfig } from '../../src/emulator/keys.js';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { CLI, cli, killRunner, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, cli, killRunner, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
 const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
@@ -35,7 +35,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
   it('pushes the real-world FOCUS 1.0 export end to end: every row sent or rejected with its reason', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 5 }, async (emulator) => {
       await withTempDir(async (dir) => {
-        const result = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', SAMPLE]), env);
+        const result = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', SAMPLE]), env);
         expect(result.code).toBe(ExitCode.OK);
         const s = summaryOf(result.stderr);
         expect(s.sent! + s.rejected!).toBe(s.rowsRead);
@@ -45,7 +45,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         const rows = await ledger(join(dir, 'p.duckdb'));
         expect(rows.map((r) => [r.first_row, r.last_row, r.accepted])).toEqual([[1, 500, true], [501, 1000, true]]);
         // status shows the push.
-        const status = JSON.parse((await cli(['status', '--db', join(dir, 'p.duckdb'), '--state-dir', join(dir, 'state'), '--log-format', 'json'])).stdout);
+        const status = JSON.parse((await run(['status', '--db', join(dir, 'p.duckdb'), '--state-dir', join(dir, 'state'), '--log-format', 'json'])).stdout);
         expect(status.pushes).toEqual([expect.objectContaining({ kind: 'focus', connection_id: 'demo-connection', file: SAMPLE, batches: 2, rows_sent: 1000, created: 1000, all_accepted: true })]);
       });
     });
@@ -54,7 +54,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
   it('pushes a realistic FOCUS 1.2 file with tokens, own ids and every category; a second push with --force creates nothing', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 5 }, async (emulator) => {
       await withTempDir(async (dir) => {
-        const first = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', FIXTURE]), env);
+        const first = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', FIXTURE]), env);
         expect(first.code).toBe(ExitCode.OK);
         expect(summaryOf(first.stderr)).toMatchObject({ rowsRead: 30, sent: 30, accepted: 30, version: '1.2' });
         const records = emulator.dataset.ingestedRecords();
@@ -63,7 +63,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         expect(records.filter((r) => r.model === 'gpt-4.1')).toHaveLength(8);
         expect(records.find((r) => r.model === 'gpt-4.1')!.user_email).toMatch(/@acme\.example$/);
 
-        const again = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--force', FIXTURE]), env);
+        const again = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--force', FIXTURE]), env);
         expect(again.code).toBe(ExitCode.OK);
         expect(summaryOf(again.stderr)).toMatchObject({ sent: 30, accepted: 0, skipped: 30 });
         expect(emulator.dataset.ingestedRecords()).toHaveLength(30);
@@ -76,7 +76,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
       await withTempDir(async (dir) => {
         // The server stores the first batch, then drops the connection before answering.
         emulator.faults.script('drop');
-        const result = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '10', FIXTURE]), env);
+        const result = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '10', FIXTURE]), env);
         expect(result.code).toBe(ExitCode.OK);
         expect(emulator.requestLog.count({ route: 'ingest-focus' })).toBe(4);
         expect(emulator.dataset.ingestedRecords()).toHaveLength(30);
@@ -89,20 +89,20 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
   it('dry run sends nothing; invalid rows stop the push with exit code 1 unless --skip-invalid', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 5 }, async (emulator) => {
       await withTempDir(async (dir) => {
-        const dry = await cli(['push', '--dry-run', '--log-format', 'json', FIXTURE], {});
+        const dry = await run(['push', '--dry-run', '--log-format', 'json', FIXTURE], {});
         expect(dry.code).toBe(ExitCode.OK);
         expect(summaryOf(dry.stderr)).toMatchObject({ rowsRead: 30, valid: 30, sent: 0 });
         expect(emulator.requestLog.count({})).toBe(0);
 
         const bad = join(dir, 'bad.csv');
         writeFileSync(bad, 'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory\n2025-06-01,1,Svc,Usage\n2025-06-01,twelve,Svc,Usage\n');
-        const refused = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', bad]), env);
+        const refused = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', bad]), env);
         expect(refused.code).toBe(ExitCode.FAILED);
         expect(refused.stderr).toContain(`${bad}:3: BilledCost: not a finite number: twelve`);
         expect(refused.stderr).toMatch(/nothing was sent.*--skip-invalid/);
         expect(emulator.requestLog.count({})).toBe(0);
 
-        const skipped = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--skip-invalid', bad]), env);
+        const skipped = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--skip-invalid', bad]), env);
         expect(skipped.code).toBe(ExitCode.OK);
         expect(summaryOf(skipped.stderr)).toMatchObject({ rowsRead: 2, sent: 1, rejected: 1, accepted: 1 });
       });
@@ -119,14 +119,14 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
     };
     await withEmulator({ ...SPAN, rowsPerDay: 5, keys }, async (emulator) => {
       await withTempDir(async (dir) => {
-        const bound = await cli(pushArgs(emulator.url, dir, ['--connection', 'conn-b', '--batch-size', '5', FIXTURE]), { COSTSYNC_API_KEY: 'bound-key' });
+        const bound = await run(pushArgs(emulator.url, dir, ['--connection', 'conn-b', '--batch-size', '5', FIXTURE]), { COSTSYNC_API_KEY: 'bound-key' });
         expect(bound.code).toBe(ExitCode.AUTH);
         expect(bound.stderr).toMatch(/FORBIDDEN/);
         expect(bound.stderr).toMatch(/bound to another connection/);
         expect(bound.stderr).not.toContain('bound-key');
         expect(emulator.requestLog.count({ route: 'ingest-focus' })).toBe(1);
 
-        const scope = await cli(pushArgs(emulator.url, dir, ['--connection', 'conn-a', FIXTURE]), { COSTSYNC_API_KEY: 'read-key' });
+        const scope = await run(pushArgs(emulator.url, dir, ['--connection', 'conn-a', FIXTURE]), { COSTSYNC_API_KEY: 'read-key' });
         expect(scope.code).toBe(ExitCode.AUTH);
         expect(scope.stderr).toMatch(/INVALID_SCOPE/);
         expect(scope.stderr).toMatch(/usage:write/);
@@ -165,11 +165,11 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         writeFileSync(doc, JSON.stringify({ resourceMetrics: [{ scopeMetrics: [] }] }));
         const otelArgs = (extra: string[]) => ['push-otel', '--base-url', emulator.url, '--db', join(dir, 'p.duckdb'), '--log-format', 'json', ...extra];
         expect((await cli(otelArgs([doc]), env)).code).toBe(ExitCode.OK);
-        const again = await cli(otelArgs([doc]), env);
+        const again = await run(otelArgs([doc]), env);
         expect(again.code).toBe(ExitCode.OK);
         expect(again.stderr).toMatch(/sent before.*--force/);
         expect(emulator.requestLog.count({ route: 'ingest-otel' })).toBe(1);
-        expect((await cli(otelArgs(['--force', doc]), env)).code).toBe(ExitCode.OK);
+        expect((await run(otelArgs(['--force', doc]), env)).code).toBe(ExitCode.OK);
         expect(emulator.requestLog.count({ route: 'ingest-otel' })).toBe(2);
         const wh = await openReadOnly(join(dir, 'p.duckdb'));
         try {
@@ -179,7 +179,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         }
         const broken = join(dir, 'broken.json');
         writeFileSync(broken, '{"resourceMetrics": [');
-        const refused = await cli(otelArgs([broken]), env);
+        const refused = await run(otelArgs([broken]), env);
         expect(refused.code).toBe(ExitCode.USAGE);
         expect(refused.stderr).toMatch(/not a JSON document/);
       });
@@ -204,7 +204,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         expect(stoppedAt).toBeGreaterThanOrEqual(2);
         expect(stoppedAt).toBeLessThan(10);
         child = null;
-        const rest = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '100', SAMPLE]), env);
+        const rest = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '100', SAMPLE]), env);
         expect(rest.code).toBe(ExitCode.OK);
         expect(summaryOf(rest.stderr)).toMatchObject({ alreadySent: stoppedAt * 100, sent: 1000 - stoppedAt * 100 });
         expect(emulator.dataset.ingestedRecords()).toHaveLength(1000);
@@ -217,9 +217,9 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
     await withEmulator({ ...SPAN, rowsPerDay: 1, keys }, async (emulator) => {
       await withTempDir(async (dir) => {
         const args = pushArgs(emulator.url, dir, ['--connection', 'demo-connection', FIXTURE]);
-        expect((await cli(args, { COSTSYNC_API_KEY: 'old-key' })).code).toBe(0);
+        expect((await run(args, { COSTSYNC_API_KEY: 'old-key' })).code).toBe(0);
         const sent = emulator.requestLog.count({ route: 'ingest-focus' });
-        const rotated = await cli(args, { COSTSYNC_API_KEY: 'new-key' });
+        const rotated = await run(args, { COSTSYNC_API_KEY: 'new-key' });
         expect(rotated.code).toBe(0);
         expect(summaryOf(rotated.stderr)).toMatchObject({ sent: 0, alreadySent: 30 });
         expect(emulator.requestLog.count({ route: 'ingest-focus' })).toBe(sent);
