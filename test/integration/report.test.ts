@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import { formatUsd } from '../../src/money.js';
-import { cli, queryDb, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { cli, queryDb, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const CHROMIUM = process.env.COSTSYNC_CHROMIUM ?? '/usr/bin/chromium';
@@ -18,7 +18,7 @@ if (!hasChromium) console.warn(`report browser test skipped: no Chromium at ${CH
 async function withReport<T>(fn: (ctx: { db: string; html: string; path: string; stdout: string }) => Promise<T>): Promise<T> {
   return withEmulator({ ...SPAN, rowsPerDay: 60, anomaliesPerDay: 3, clock }, async ({ url }) => withTempDir(async (dir) => {
     const db = join(dir, 'c.duckdb');
-    const sync = await cli(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], { COSTSYNC_API_KEY: 'demo-key' });
+    const sync = await run(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], { COSTSYNC_API_KEY: 'demo-key' });
     expect(sync.code, sync.stderr).toBe(ExitCode.OK);
     const path = join(dir, 'report.html');
     const report = await cli(['report', '--db', db, '--out', path, '--from', '2025-06-01', '--to', '2025-06-30']);
@@ -58,21 +58,21 @@ describe('costsync report', () => {
   it('projects a month in progress to its end, refuses --from after --to, and says when a range holds no data', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 30, anomaliesPerDay: 1, clock }, async ({ url }) => withTempDir(async (dir) => {
       const db = join(dir, 'c.duckdb');
-      const sync = await cli(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', '2025-06-15', '--rate-limit', '100000', '--quiet'], { COSTSYNC_API_KEY: 'demo-key' });
+      const sync = await run(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', '2025-06-15', '--rate-limit', '100000', '--quiet'], { COSTSYNC_API_KEY: 'demo-key' });
       expect(sync.code, sync.stderr).toBe(ExitCode.OK);
       const [{ usd }] = (await queryDb<{ usd: number }>(db, 'SELECT sum(net_amount_usd) AS usd FROM line_items')) as [{ usd: number }];
-      const report = await cli(['report', '--db', db, '--out', join(dir, 'mid.html')]);
+      const report = await run(['report', '--db', db, '--out', join(dir, 'mid.html')]);
       expect(report.code, report.stderr).toBe(ExitCode.OK);
       // June holds 15 days of data: its run-rate is their spend at that pace for 30 days, labelled as such.
       const html = readFileSync(join(dir, 'mid.html'), 'utf8');
       const row = /<tr><td>2025-06 \(to date\), through 2025-06-15<\/td><td>([^<]+)<\/td><td>([^<]+)<\/td>/.exec(html)!;
       expect(row[2]).toBe(formatUsd(Math.round((usd / 15) * 30 * 100) / 100));
       expect(html).toMatch(/run-rate \$[\d,]+/);
-      const reversed = await cli(['report', '--db', db, '--out', join(dir, 'r.html'), '--from', '2025-06-30', '--to', '2025-06-01']);
+      const reversed = await run(['report', '--db', db, '--out', join(dir, 'r.html'), '--from', '2025-06-30', '--to', '2025-06-01']);
       expect(reversed.code).toBe(ExitCode.USAGE);
       expect(reversed.stderr).toMatch(/--from \(2025-06-30\) is after --to \(2025-06-01\)/);
       expect(existsSync(join(dir, 'r.html'))).toBe(false);
-      const empty = await cli(['report', '--db', db, '--out', join(dir, 'e.html'), '--from', '2024-01-01', '--to', '2024-01-31']);
+      const empty = await run(['report', '--db', db, '--out', join(dir, 'e.html'), '--from', '2024-01-01', '--to', '2024-01-31']);
       expect(empty.code).toBe(ExitCode.OK);
       expect(empty.stderr).toMatch(/no spend is stored for 2024-01-01 to 2024-01-31/);
       expect(readFileSync(join(dir, 'e.html'), 'utf8')).toMatch(/id="no-data">No spend is stored for 2024-01-01 to 2024-01-31/);

@@ -5,7 +5,7 @@ import { SCOPES } from '../../src/api/types.js';
 import type { SourceConfig } from '../../src/sources.js';
 import type { EmulatorInput } from '../../src/emulator/server.js';
 import { runSync } from '../../src/sync/runner.js';
-import { FAST_CLIENT, cli, memoryLogger, testSyncConfig, withEmulator, withTempDir, SPAN, queryDb } from '../helpers.js';
+import { FAST_CLIENT, memoryLogger, run, testSyncConfig, withEmulator, withTempDir, SPAN, queryDb } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 const key = (k: string, workspace: string, extra: Record<string, unknown> = {}) => ({ key: k, scopes: [...SCOPES], plan: 'business' as const, workspace, ...extra });
@@ -35,13 +35,13 @@ describe('several sources in one warehouse', () => {
         expect(runs).toEqual([{ source: 'acme-apac', outcome: 'success' }, { source: 'acme-eu', outcome: 'success' }, { source: 'acme-us', outcome: 'success' }]);
         const views = await queryDb<{ source: string }>(config.db, 'SELECT DISTINCT source FROM daily_spend_by_provider ORDER BY 1');
         expect(views.map((v) => v.source)).toEqual(['acme-apac', 'acme-eu', 'acme-us']);
-        const verify = await cli(['verify', '--db', config.db, '--format', 'json']);
+        const verify = await run(['verify', '--db', config.db, '--format', 'json']);
         expect(verify.code).toBe(0);
         // The report shows spend by source when there are several, and reports on one with --source.
         const html = join(dir, 'r.html');
-        expect((await cli(['report', '--db', config.db, '--out', html])).code).toBe(0);
+        expect((await run(['report', '--db', config.db, '--out', html])).code).toBe(0);
         expect(readFileSync(html, 'utf8')).toMatch(/<h2>Spend by source<\/h2>[\s\S]*acme-apac[\s\S]*acme-eu[\s\S]*acme-us/);
-        expect((await cli(['report', '--db', config.db, '--out', html, '--source', 'acme-eu'])).code).toBe(0);
+        expect((await run(['report', '--db', config.db, '--out', html, '--source', 'acme-eu'])).code).toBe(0);
         const one = readFileSync(html, 'utf8');
         expect(one).not.toMatch(/Spend by source/);
         expect(one).toMatch(/source acme-eu ·/);
@@ -71,7 +71,7 @@ describe('several sources in one warehouse', () => {
           }));
           const env = { OLD_KEY: 'k-old', OTHER_KEY: 'k-us', TZ: 'UTC' };
           const args = ['sync', '--config', join(dir, 'costsync.config.json'), '--start-date', '2025-06-21', '--until', SPAN.endDate, '--log-format', 'json'];
-          const result = await cli(args, env);
+          const result = await run(args, env);
           expect(result.code).toBe(3);
           expect(result.stderr).toMatch(/us-old: .*revoked/);
           for (const secret of ['k-eu', 'k-old', 'k-us']) expect(result.stderr).not.toContain(secret);
@@ -80,9 +80,9 @@ describe('several sources in one warehouse', () => {
           const rows = await queryDb<{ source: string; n: number }>(join(dir, 'c.duckdb'), 'SELECT source, count(*)::INT AS n FROM line_items GROUP BY source ORDER BY source');
           expect(rows).toEqual([{ source: 'eu', n: 1000 }, { source: 'other', n: 1000 }]);
           // --source runs only the ones named.
-          const only = await cli([...args, '--source', 'eu'], env);
+          const only = await run([...args, '--source', 'eu'], env);
           expect(only.code).toBe(0);
-          const unknown = await cli([...args, '--source', 'nope'], env);
+          const unknown = await run([...args, '--source', 'nope'], env);
           expect(unknown.code).toBe(2);
           expect(unknown.stderr).toMatch(/--source names unknown source\(s\): nope[\s\S]*eu, us-old, other/);
         });
@@ -93,7 +93,7 @@ describe('several sources in one warehouse', () => {
   it('a config file with a key written into it is refused with exit 2, naming the fix', async () => {
     await withTempDir(async (dir) => {
       writeFileSync(join(dir, 'c.json'), JSON.stringify({ sources: [{ name: 'eu', 'base-url': 'https://api.example.com', 'api-key': 'sk-secret-123' }] }));
-      const result = await cli(['sync', '--config', join(dir, 'c.json'), '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')]);
+      const result = await run(['sync', '--config', join(dir, 'c.json'), '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')]);
       expect(result.code).toBe(2);
       expect(result.stderr).toMatch(/sources\[0\] in the config file holds the API key itself[\s\S]*api-key-file[\s\S]*api-key-env/);
       expect(result.stderr).not.toContain('sk-secret-123');

@@ -8,7 +8,7 @@ import { keyFingerprint } from '../../src/fingerprint.js';
 import { legacyStateFileName, stateFileName } from '../../src/state/store.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { cli, queryDb, tableDigest, withEmulator, withTempDir } from '../helpers.js';
+import { cli, queryDb, run, tableDigest, withEmulator, withTempDir } from '../helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/v0.1-warehouse/', import.meta.url));
 // The emulator the fixture was synced from (test/fixtures/README.md).
@@ -34,7 +34,7 @@ describe('upgrade from a warehouse the previous version wrote', () => {
           '--until', source.endDate, '--window-days', '7', '--rate-limit', '100000', '--quiet',
         ];
         emulator.requestLog.reset();
-        expect((await cli(args(db, stateDir), env)).code).toBe(0);
+        expect((await run(args(db, stateDir), env)).code).toBe(0);
         // An incremental run: only the 3-day lookback (120 rows, one page), not the 30 days again.
         expect(emulator.requestLog.count({ route: 'line-items' })).toBe(1);
         expect(existsSync(workingCopyPath(stateDir, db))).toBe(true);
@@ -54,7 +54,7 @@ describe('upgrade from a warehouse the previous version wrote', () => {
         }
 
         // A fresh sync of the same source by this version gives the same tables.
-        expect((await cli(args(join(dir, 'fresh.duckdb'), join(dir, 'fresh-state')), env)).code).toBe(0);
+        expect((await run(args(join(dir, 'fresh.duckdb'), join(dir, 'fresh-state')), env)).code).toBe(0);
         // The fixture's emulator named some rises spend_drop (fixed in issue 27): alert types are compared apart.
         const { anomalies: freshAnomalies, ...fresh } = await tableDigest(join(dir, 'fresh.duckdb'));
         const { anomalies: upgradedAnomalies, ...kept } = upgraded;
@@ -86,8 +86,8 @@ describe('upgrade from a warehouse the previous version wrote', () => {
           '--until', source.endDate, '--window-days', '7', '--rate-limit', '100000', '--quiet',
         ];
         emulator.requestLog.reset();
-        const run = await cli(args(stateDir), env);
-        expect(run.code, run.stderr).toBe(0);
+        const nightly = await cli(args(stateDir), env);
+        expect(nightly.code, nightly.stderr).toBe(0);
         // A nightly run: the 3-day lookback only.
         expect(emulator.requestLog.count({ route: 'line-items' })).toBe(1);
         const after = await tableDigest(db);
@@ -97,7 +97,7 @@ describe('upgrade from a warehouse the previous version wrote', () => {
 
         // From now on an empty state directory goes on from the warehouse: a lookback again.
         emulator.requestLog.reset();
-        const clean = await cli(args(join(dir, 'empty-state')), env);
+        const clean = await run(args(join(dir, 'empty-state')), env);
         expect(clean.code, clean.stderr).toBe(0);
         expect(emulator.requestLog.count({ route: 'line-items' })).toBe(1);
       });
