@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import { runSync } from '../../src/sync/runner.js';
-import { CLI, FAST_CLIENT, cli, killRunner, memoryLogger, testSyncConfig, withEmulator, withTempDir, SPAN, queryDb, FAST_SEND } from '../helpers.js';
+import { CLI, FAST_CLIENT, cli, killRunner, memoryLogger, run, testSyncConfig, withEmulator, withTempDir, SPAN, queryDb, FAST_SEND } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-06-30T12:00:00Z'), sleep: async () => undefined };
 const source = { ...SPAN, rowsPerDay: 20, anomaliesPerDay: 12, clock };
@@ -162,10 +162,10 @@ describe('notifications', () => {
             '--notify', receiver.url, '--notify-max-age', '1000d', '--metrics-file', metrics, '--log-format', 'json', '--verbose'];
           // A failed send first (its error must not carry the URL either), then the message.
           receiver.replies = [500, 200];
-          const results = [await cli(sync, { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' }), await cli(sync, { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' })];
+          const results = [await run(sync, { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' }), await run(sync, { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' })];
           results.push(await cli(['notify', '--test', '--notify', receiver.url]));
-          results.push(await cli(['notify', '--test', '--notify', 'http://example.com/hook/secret-in-error']));
-          results.push(await cli(['status', ...base, '--format', 'json']));
+          results.push(await run(['notify', '--test', '--notify', 'http://example.com/hook/secret-in-error']));
+          results.push(await run(['status', ...base, '--format', 'json']));
           expect(results.map((r) => r.code), results[2]!.stdout).toEqual([0, 0, 0, 2, 0]);
           expect(results[3]!.stderr).toMatch(/must use https/);
           for (const r of results) expect(`${r.stdout}${r.stderr}`).not.toMatch(/SECRET|webhook-token|secret-in-error/);
@@ -178,11 +178,11 @@ describe('notifications', () => {
           if (promtool.error) console.warn('promtool missing: install Debian\'s prometheus package (.ci/run does)');
           expect({ status: promtool.status, out: `${promtool.stdout}${promtool.stderr}` }).toEqual({ status: 0, out: '' });
           const value = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1]);
-          const [run] = await queryDb<{ requests: number; rate_limited: number; sent: number }>(join(dir, 'c.duckdb'),
+          const [last] = await queryDb<{ requests: number; rate_limited: number; sent: number }>(join(dir, 'c.duckdb'),
             "SELECT requests, rate_limited, notifications_sent AS sent FROM sync_runs ORDER BY started_at DESC LIMIT 1");
           const requestSamples = [...text.matchAll(/^costsync_last_run_requests\{.*\} (\d+)$/gm)].reduce((s, m) => s + Number(m[1]), 0);
-          expect(requestSamples).toBe(run!.requests);
-          expect(value('costsync_last_run_rate_limited', 'source="default"')).toBe(run!.rate_limited);
+          expect(requestSamples).toBe(last!.requests);
+          expect(value('costsync_last_run_rate_limited', 'source="default"')).toBe(last!.rate_limited);
           expect(value('costsync_last_run_outcome', 'source="default",outcome="success"')).toBe(1);
           const streams = await queryDb<{ stream: string; inserted: number }>(join(dir, 'c.duckdb'),
             'SELECT stream, rows_inserted AS inserted FROM sync_run_streams WHERE run_id = (SELECT max(run_id) FROM sync_runs) ORDER BY stream');
@@ -190,7 +190,7 @@ describe('notifications', () => {
           const open = await queryDb<{ n: number }>(join(dir, 'c.duckdb'), "SELECT count(*)::INT AS n FROM anomalies WHERE status IN ('new', 'acknowledged') AND severity = 'high'");
           expect(value('costsync_open_anomalies', 'source="default",severity="high"')).toBe(open[0]!.n);
           const status = JSON.parse(results[4]!.stdout);
-          expect(status.metrics.runs[0]).toMatchObject({ source: 'default', outcome: 'success', requests: run!.requests });
+          expect(status.metrics.runs[0]).toMatchObject({ source: 'default', outcome: 'success', requests: last!.requests });
           expect(existsSync(`${metrics}.tmp`)).toBe(false);
         });
       });
