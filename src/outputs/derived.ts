@@ -34,7 +34,20 @@ export interface DerivedOutputsOptions {
   secrets: readonly string[];
   /** Throws when this run may no longer write (its lease was taken over): called before every write. */
   guard?: () => void;
+  /** The steps that write each output; the real ones by default (tests pass their own to check the order). */
+  steps?: Partial<OutputSteps>;
 }
+
+/** What writes each output (every one reads committed rows and clears its outbox entries once in place). */
+export interface OutputSteps {
+  drainLake: typeof drainLake;
+  finishLake: typeof finishLake;
+  publish: typeof publish;
+  drainNotifications: typeof drainNotifications;
+  writeMetrics: typeof writeMetrics;
+}
+
+const REAL_STEPS: OutputSteps = { drainLake, finishLake, publish, drainNotifications, writeMetrics };
 
 /** Errors that end the run at once (exit 5) rather than leaving an output behind. */
 
@@ -60,6 +73,7 @@ async function abortUploadsOf(bucket: Bucket, key: string): Promise<number> {
 
 export function derivedOutputs(o: DerivedOutputsOptions) {
   const { warehouse, clock, logger } = o;
+  const step: OutputSteps = { ...REAL_STEPS, ...o.steps };
   let lastPublish = clock.now();
   let compacted = false;
   const behind = new Map<OutputName, { where: string; error: unknown }>();
@@ -83,7 +97,7 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
   let publishing: Promise<void> = Promise.resolve();
   const doPublish = () => {
     const next = publishing.catch(() => undefined).then(async () => {
-      const result = await publish(warehouse, o.db, { runId: o.runId, now: () => clock.now() });
+      const result = await step.publish(warehouse, o.db, { runId: o.runId, now: () => clock.now() });
       lastPublish = clock.now();
       compacted = result?.method === 'compact' && o.db.kind === 'file';
       logPublish(logger, result);
@@ -92,13 +106,13 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
     return next;
   };
   const lake = async () => {
-    const written = await drainLake(warehouse, o.lake!);
+    const written = await step.drainLake(warehouse, o.lake!);
     if (written > 0) logger.debug(`wrote ${written} Parquet partition(s) to ${o.lake!.url}`);
   };
   // Pending notifications of every source (a killed run's too); a failure is a warning, never the run's.
   const notify = async () => {
     if (o.webhooks.length === 0) return;
-    const counts = await drainNotifications(warehouse, o.webhooks, {
+    const counts = await step.drainNotifications(warehouse, o.webhooks, {
       ...DEFAULT_SEND, format: o.notifyFormat, ...o.sendOptions, now: () => clock.now(), warn: (m) => logger.warn(m),
     });
     await warehouse.transaction(async () => {
@@ -135,7 +149,7 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
      * error to end the run with, or null.
      */
     async finish(recordBehind: (error: CostsyncError) => Promise<void>): Promise<CostsyncError | null> {
-      if (o.lake) await attempt('lake', () => finishLake(warehouse, o.lake!, { runId: o.runId, now: () => clock.now(), sources: o.sources }), true);
+      if (o.lake) await attempt('lake', () => step.finishLake(warehouse, o.lake!, { runId: o.runId, now: () => clock.now(), sources: o.sources }), true);
       if (behind.size > 0) await recordBehind(outputsBehindError(behind, o.secrets));
       await notify();
       await attempt('published warehouse', doPublish, true);
@@ -143,7 +157,7 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
         await recordBehind(outputsBehindError(behind, o.secrets));
         await notify();
       }
-      if (o.metricsFile !== undefined) await writeMetrics(warehouse, o.metricsFile);
+      if (o.metricsFile !== undefined) await step.writeMetrics(warehouse, o.metricsFile);
       return behind.size > 0 ? outputsBehindError(behind, o.secrets) : null;
     },
     /** The last publish rewrote the file compactly (free blocks had piled up): the working copy may take its place. */
