@@ -3,7 +3,7 @@
  * on the command line, and turns errors into a message (a JSON line when asked) and an exit code. `cli.ts`
  * runs it for the process; tests run it in-process.
  */
-import yargs from 'yargs';
+import yargs, { type Argv } from 'yargs';
 import { runCheckCommand } from './commands/check.js';
 import { runDemo } from './commands/demo.js';
 import { emulatorOptions, runEmulator } from './commands/emulator.js';
@@ -69,45 +69,34 @@ export async function runCli(argv: string[], io: CommandIo): Promise<ExitCode> {
   }
 }
 
+type Run = (args: Record<string, unknown>, io: CommandIo) => Promise<ExitCode>;
+
+/** The commands, as data: how each is written, what it does, its options, and the function that runs it. */
+const COMMANDS: readonly { command: string; describe: string; options: (y: Argv) => Argv; run: Run }[] = [
+  { command: 'sync', describe: 'Sync line items, rollups and anomalies into DuckDB', options: syncOptions, run: runSyncCommand },
+  { command: 'push [files..]', describe: 'Send FOCUS rows (CSV, Parquet, JSON Lines) to a custom provider connection', options: pushOptions, run: runPushCommand },
+  { command: 'push-otel <file>', describe: 'Send a JSON document to the OTel ingest endpoint', options: pushOtelOptions, run: runPushOtelCommand },
+  { command: 'query [sql]', describe: 'Run read-only SQL against the warehouse; --list shows tables and views', options: queryOptions, run: runQueryCommand },
+  { command: 'verify', describe: 'Reconcile line items against rollups and the rollups against each other; exit 1 on a difference', options: verifyOptions, run: runVerifyCommand },
+  { command: 'report', describe: 'Write a self-contained HTML spend report', options: reportOptions, run: runReportCommand },
+  { command: 'notify', describe: 'Check the webhooks: --test sends one sample message to each', options: notifyOptions, run: runNotifyCommand },
+  { command: 'status', describe: 'Show per source and stream the watermark, last run, rows and windows pending; --format json for scripts', options: statusOptions, run: runStatusCommand },
+  { command: 'check', describe: 'Try the key on each endpoint and say which scopes and plan work', options: connectionOptions, run: runCheckCommand },
+  // Serves until stopped: its exit code is the process's.
+  { command: 'emulator', describe: 'Serve the Cost Data API emulator on loopback', options: emulatorOptions as (y: Argv) => Argv, run: async (args) => { await runEmulator(args as never); return ExitCode.OK; } },
+  { command: 'demo', describe: 'Start the emulator, sync 90 days into ./demo.duckdb, show spend and anomalies', options: (y) => y, run: (_args, io) => runDemo({}, io) },
+];
+
 function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => void) {
-  return yargs(argv)
+  let parser = yargs(argv)
     .scriptName('costsync')
     // A flag given twice: the last one wins, as in most CLIs.
     .parserConfiguration({ 'duplicate-arguments-array': false })
-    .usage('$0 <command> [options]')
-    .command('sync', 'Sync line items, rollups and anomalies into DuckDB', syncOptions, async (args) => {
-      done(await runSyncCommand(args, io));
-    })
-    .command('push [files..]', 'Send FOCUS rows (CSV, Parquet, JSON Lines) to a custom provider connection', pushOptions, async (args) => {
-      done(await runPushCommand(args, io));
-    })
-    .command('push-otel <file>', 'Send a JSON document to the OTel ingest endpoint', pushOtelOptions, async (args) => {
-      done(await runPushOtelCommand(args, io));
-    })
-    .command('query [sql]', 'Run read-only SQL against the warehouse; --list shows tables and views', queryOptions, async (args) => {
-      done(await runQueryCommand(args, io));
-    })
-    .command('verify', 'Reconcile line items against rollups and the rollups against each other; exit 1 on a difference', verifyOptions, async (args) => {
-      done(await runVerifyCommand(args, io));
-    })
-    .command('report', 'Write a self-contained HTML spend report', reportOptions, async (args) => {
-      done(await runReportCommand(args, io));
-    })
-    .command('notify', 'Check the webhooks: --test sends one sample message to each', notifyOptions, async (args) => {
-      done(await runNotifyCommand(args, io));
-    })
-    .command('status', 'Show per source and stream the watermark, last run, rows and windows pending; --format json for scripts', statusOptions, async (args) => {
-      done(await runStatusCommand(args, io));
-    })
-    .command('check', 'Try the key on each endpoint and say which scopes and plan work', connectionOptions, async (args) => {
-      done(await runCheckCommand(args, io));
-    })
-    .command('emulator', 'Serve the Cost Data API emulator on loopback', emulatorOptions, async (args) => {
-      await runEmulator(args);
-    })
-    .command('demo', 'Start the emulator, sync 90 days into ./demo.duckdb, show spend and anomalies', {}, async () => {
-      done(await runDemo({}, io));
-    })
+    .usage('$0 <command> [options]');
+  for (const c of COMMANDS) {
+    parser = parser.command(c.command, c.describe, c.options, async (args) => { done(await c.run(args, io)); });
+  }
+  return parser
     .demandCommand(1, 'Name a command; see --help.')
     .strict()
     .fail((message, error) => {

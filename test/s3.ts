@@ -7,7 +7,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { once } from 'node:events';
-import { inject } from 'vitest';
+import { afterAll, inject } from 'vitest';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import {
@@ -30,6 +30,13 @@ export interface S3Server {
   /** Downloads every object under `prefix` into `dir` (keys relative to the prefix). */
   download(bucket: string, prefix: string, dir: string): Promise<string[]>;
   stop(): void;
+}
+
+/** The run's radosgw for this test file: its client is let go when the file's tests are done. */
+export function useRgw(): S3Server {
+  const s3 = startRgw();
+  afterAll(() => s3.stop());
+  return s3;
 }
 
 /** The radosgw the run's global setup started (test/global-setup.ts): one for every file, buckets of their own. */

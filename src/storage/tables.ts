@@ -14,32 +14,25 @@ export interface TableSpec {
   columns: readonly SpoolColumn[];
 }
 
+/** Fields as `name type` pairs, in the table's order. Pure. */
+function fields(text: string): SpoolColumn[] {
+  return text.trim().split(/,\s*/).map((pair) => {
+    const [name, type] = pair.split(' ') as [string, SpoolColumn['type']];
+    return { name, type };
+  });
+}
+
 export const LINE_ITEMS: TableSpec = {
   table: 'line_items',
   dateField: 'usage_date',
-  columns: [
-    { name: 'id', type: 'VARCHAR' },
-    { name: 'usage_date', type: 'DATE' },
-    { name: 'provider_type', type: 'VARCHAR' },
-    { name: 'provider_service', type: 'VARCHAR' },
-    { name: 'net_amount_usd', type: 'DOUBLE' },
-    { name: 'currency_original', type: 'VARCHAR' },
-    { name: 'project_id', type: 'VARCHAR' },
-    { name: 'user_email', type: 'VARCHAR' },
-  ],
+  columns: fields(`id VARCHAR, usage_date DATE, provider_type VARCHAR, provider_service VARCHAR, net_amount_usd DOUBLE,
+    currency_original VARCHAR, project_id VARCHAR, user_email VARCHAR`),
 };
 
 export const ROLLUPS_DAILY: TableSpec = {
   table: 'rollups_daily',
   dateField: 'date',
-  columns: [
-    { name: 'date', type: 'DATE' },
-    { name: 'group_by', type: 'VARCHAR' },
-    { name: 'provider_type', type: 'VARCHAR' },
-    { name: 'service', type: 'VARCHAR' },
-    { name: 'category', type: 'VARCHAR' },
-    { name: 'cost_usd', type: 'DOUBLE' },
-  ],
+  columns: fields('date DATE, group_by VARCHAR, provider_type VARCHAR, service VARCHAR, category VARCHAR, cost_usd DOUBLE'),
 };
 
 export const TABLE_SPECS: readonly TableSpec[] = [LINE_ITEMS, ROLLUPS_DAILY];

@@ -1,17 +1,13 @@
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { addDays } from '../../src/dates.js';
 import { CLI, SPAN, cli, killRunner, tableDigest, withEmulator, withTempDir } from '../helpers.js';
-import { startRgw, type S3Server } from '../s3.js';
+import { useRgw } from '../s3.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
-let s3: S3Server;
-beforeAll(() => {
-  s3 = startRgw();
-});
-afterAll(() => s3?.stop());
+const s3 = useRgw();
 
 describe('nightly runs from a clean container: the warehouse carries its state', () => {
   it('every run from an empty --state-dir against the published warehouse in a bucket costs what a run that kept its state costs, and the tables equal the truth; the same after a run killed mid-window', async () => {

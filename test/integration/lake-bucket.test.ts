@@ -1,18 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/emulator/rng.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { CLI, SPAN, cli, killRunner, tableDigest, withEmulator, withTempDir } from '../helpers.js';
-import { faultProxy, startRgw, type S3Server } from '../s3.js';
+import { faultProxy, useRgw } from '../s3.js';
 import { expectBucketExact, syncArgs } from '../lake-bucket.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
-let s3: S3Server;
-beforeAll(() => {
-  s3 = startRgw();
-});
-afterAll(() => s3?.stop());
+const s3 = useRgw();
 
 describe('the lake and the published warehouse in a bucket', () => {
   it('through 503 SlowDown and connection resets: every object a partition, run table or manifest, the lake equals the tables, the published object equals the working copy; query reads it, downloading it once', async () => {

@@ -4,19 +4,15 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CLI, SPAN, cli, killRunner, withEmulator, withTempDir, type CliResult } from '../helpers.js';
 import { Bucket } from '../../src/outputs/s3.js';
 import { Lease } from '../../src/state/lease.js';
-import { faultProxy, startRgw, startS3rver, type S3Server } from '../s3.js';
+import { faultProxy, useRgw, startS3rver } from '../s3.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
-let s3: S3Server;
-beforeAll(() => {
-  s3 = startRgw();
-});
-afterAll(() => s3?.stop());
+const s3 = useRgw();
 
 function args(url: string, dir: string, bucket: string, state: string, more: string[] = []): string[] {
   return [

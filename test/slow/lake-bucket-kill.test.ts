@@ -1,19 +1,15 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/emulator/rng.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { SCOPES } from '../../src/api/types.js';
 import { CLI, SPAN, cli, killRunner, lakeDifferences, withEmulator, withTempDir } from '../helpers.js';
-import { faultProxy, startRgw, type S3Server } from '../s3.js';
+import { faultProxy, useRgw } from '../s3.js';
 import { expectBucketExact, syncArgs } from '../lake-bucket.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
-let s3: S3Server;
-beforeAll(() => {
-  s3 = startRgw();
-});
-afterAll(() => s3?.stop());
+const s3 = useRgw();
 
 describe('the lake and the published warehouse in a bucket: long kill loops (slow tier)', () => {
   it('SIGKILLed at random points (while uploading partitions, between an upload and its outbox clear, while publishing), with faults between: a fault-free run leaves the bucket exact', async () => {
