@@ -110,6 +110,16 @@ export function mendFutureState(state: WindowedStreamState, today: string): { st
   return { state: mended, notice: `${parts.join('; ')} (an earlier run was given a future --until)` };
 }
 
+/**
+ * A stream's plan from its saved state, as a run makes it and `--dry-run` shows it: the state mended
+ * first when it reaches past `req.today` (with the notice to log), then `planRun`. Pure.
+ */
+export function planStream(saved: WindowedStreamState, req: WindowRequest): { state: WindowedStreamState; notice: string | null; plan: PendingPlan; resumed: boolean } {
+  const mended = req.today === undefined ? null : mendFutureState(saved, req.today);
+  const state = mended?.state ?? saved;
+  return { state, notice: mended?.notice ?? null, ...planRun(state, req) };
+}
+
 /** Windows still to replace, in date order. */
 export function remainingWindows(plan: PendingPlan): PlannedWindow[] {
   return plan.windows.filter((w) => w.status !== 'done');

@@ -111,7 +111,7 @@ export function monthTrend(m: ReportData['monthly'][number]): string {
  */
 export function monthlySpec(data: ReportData): TopLevelSpec {
   const months = data.monthly.map((m) => ({ ...m, month: monthLabel(m), trend: monthTrend(m) }));
-  const projected = months.filter((m) => m.projected_usd !== null).map((m) => ({ month: m.month, projected_usd: m.projected_usd, label: `run-rate ${formatUsd(m.projected_usd!, { bare: false }).replace(/\.\d\d$/, '')}` }));
+  const projected = months.filter((m) => m.projected_usd !== null).map((m) => ({ month: m.month, projected_usd: m.projected_usd, label: `run-rate ${formatUsd(m.projected_usd!).replace(/\.\d\d$/, '')}` }));
   const x = { field: 'month', type: 'ordinal', title: null, axis: { labelAngle: 0, labelLimit: 0 }, sort: months.map((m) => m.month) } as const;
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',

@@ -13,9 +13,9 @@ import type { SyncConfig } from '../config.js';
 import type { SourceConfig } from '../sources.js';
 import { formatDuration } from '../dates.js';
 import { keyFingerprint } from '../fingerprint.js';
-import { mendFutureState, planRun, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
+import { planStream, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
 import { reconcileCarried, type CarriedState } from '../state/carried.js';
-import { StateStore, emptyWindowedState, type WindowedStreamState } from '../state/store.js';
+import { StateStore, emptyWindowedState } from '../state/store.js';
 import { openReadOnly, type ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { workingCopyPath } from '../storage/working-copy.js';
 import { isS3Url } from '../outputs/s3-url.js';
@@ -105,13 +105,8 @@ async function planSource(source: SourceConfig, deps: DryRunDeps): Promise<Sourc
   };
   const plans: StreamPlan[] = [];
   const planned = (name: 'line_items' | 'rollups') => {
-    let stream: WindowedStreamState = state.streams[name] ?? emptyWindowedState();
-    const mended = config.today === undefined ? null : mendFutureState(stream, config.today);
-    if (mended !== null) {
-      notices.push(`${name}: ${mended.notice}`);
-      stream = mended.state;
-    }
-    const { plan, resumed } = planRun(stream, req);
+    const { notice, plan, resumed } = planStream(state.streams[name] ?? emptyWindowedState(), req);
+    if (notice !== null) notices.push(`${name}: ${notice}`);
     return { plan, resumed, todo: remainingWindows(plan) };
   };
 

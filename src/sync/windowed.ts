@@ -8,7 +8,7 @@
 import { eventId } from '../fingerprint.js';
 import { join } from 'node:path';
 import { ApiError, CostsyncError } from '../errors.js';
-import { completePlan, mendFutureState, planRun, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
+import { completePlan, planStream, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
 import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
 import { clearSpool, dropPagesAfter, pageGlob, spoolLines, windowSpoolDir, writePage } from '../storage/spool.js';
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
@@ -70,13 +70,9 @@ export async function syncWindowedStream(spec: WindowedStreamSpec, ctx: SyncCont
 async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: WindowRequest, shared: ProviderRollupExchange | undefined): Promise<StreamOutcome> {
   const { warehouse } = ctx;
   const stats = ctx.stats[spec.name];
-  let streamState = (ctx.state.streams[spec.name] ??= emptyWindowedState());
-  const mended = req.today === undefined ? null : mendFutureState(streamState, req.today);
-  if (mended !== null) {
-    streamState = ctx.state.streams[spec.name] = mended.state;
-    ctx.logger.warn(`${spec.name}: ${mended.notice}`, { source: ctx.source, stream: spec.name });
-  }
-  const { plan, resumed } = planRun(streamState, req);
+  const { state: streamState, notice, plan, resumed } = planStream(ctx.state.streams[spec.name] ?? emptyWindowedState(), req);
+  ctx.state.streams[spec.name] = streamState;
+  if (notice !== null) ctx.logger.warn(`${spec.name}: ${notice}`, { source: ctx.source, stream: spec.name });
   streamState.pending = plan;
   await ctx.saveState();
   if (!resumed) {

@@ -8,25 +8,19 @@ import { once } from 'node:events';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runStatusCommand } from '../../src/commands/status.js';
-import type { CommandIo } from '../../src/commands/common.js';
-import { runSyncCommand } from '../../src/commands/sync.js';
 import { ExitCode } from '../../src/errors.js';
 import { keyFingerprint } from '../../src/fingerprint.js';
 import { StateStore } from '../../src/state/store.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { runSync } from '../../src/sync/runner.js';
-import { CLI, FAST_CLIENT, memoryLogger, tableDigest, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, FAST_CLIENT, memoryLogger, tableDigest, testSyncConfig, withEmulator, withTempDir, SPAN, run as inProcess } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
-/** Runs a command function in-process with captured output. */
-async function run(command: (args: Record<string, unknown>, io: CommandIo) => Promise<ExitCode>, args: Record<string, unknown>, env: Record<string, string> = { COSTSYNC_API_KEY: 'demo-key' }) {
-  let stdout = '';
-  let stderr = '';
-  const io: CommandIo = { env, stdout: (t) => { stdout += t; }, stderr: (t) => { stderr += t; }, isTTY: false, now: () => Date.now() };
-  const code = await command(args, io);
-  return { code, stdout, stderr };
+/** Runs `command` in-process (the helpers' `run`) with its flags given as an object. */
+function run(command: 'sync' | 'status', flags: Record<string, unknown>, env: Record<string, string> = { COSTSYNC_API_KEY: 'demo-key' }) {
+  const argv = Object.entries(flags).flatMap(([k, v]) => (v === true ? [`--${k}`] : [`--${k}`, String(v)]));
+  return inProcess([command, ...argv], env);
 }
 
 const syncArgs = (url: string, dir: string, over: Record<string, unknown> = {}) => ({
@@ -42,7 +36,7 @@ function stateOf(dir: string, url: string, db = join(dir, 'c.duckdb')) {
 describe('a future --until', () => {
   it('is refused with exit 2 before anything is created', async () => {
     await withTempDir(async (dir) => {
-      const result = await run(runSyncCommand, syncArgs('http://127.0.0.1:9', dir, { until: '2999-01-01', 'log-format': 'pretty' })).catch((e: Error) => ({ code: (e as { exitCode?: number }).exitCode, stdout: '', stderr: e.message }));
+      const result = await run('sync', syncArgs('http://127.0.0.1:9', dir, { until: '2999-01-01', 'log-format': 'pretty' }));
       expect(result.code).toBe(ExitCode.USAGE);
       expect(result.stderr).toMatch(/--until \(2999-01-01\) is after today/);
       expect(readdirSync(dir)).toEqual([]);
@@ -96,12 +90,12 @@ describe('stopping is bounded, whatever the stream', () => {
 
         stop = null;
         anomalyRequests = 0;
-        const resumed = await run(runSyncCommand, syncArgs(emulator.url, dir));
+        const resumed = await run('sync', syncArgs(emulator.url, dir));
         expect(resumed.code, resumed.stderr).toBe(ExitCode.OK);
         // The collection the stop cut short takes many more requests than were made after the signal.
         expect(anomalyRequests).toBeGreaterThan(10);
         await withTempDir(async (fresh) => {
-          expect((await run(runSyncCommand, syncArgs(emulator.url, fresh))).code).toBe(ExitCode.OK);
+          expect((await run('sync', syncArgs(emulator.url, fresh))).code).toBe(ExitCode.OK);
           expect(await tableDigest(join(dir, 'c.duckdb'))).toEqual(await tableDigest(join(fresh, 'c.duckdb')));
         });
       });
@@ -123,7 +117,7 @@ describe('stopping is bounded, whatever the stream', () => {
         // 600 a minute is one request every 102 ms: about 20 in 2 s, and the ones in flight.
         expect(total).toBeLessThanOrEqual(23);
         total = 0;
-        expect((await run(runSyncCommand, syncArgs(emulator.url, dir))).code).toBe(ExitCode.OK);
+        expect((await run('sync', syncArgs(emulator.url, dir))).code).toBe(ExitCode.OK);
         expect(total).toBeGreaterThan(23);
       });
     });
@@ -133,7 +127,7 @@ describe('stopping is bounded, whatever the stream', () => {
 describe('a mistyped host, and retries said on the log', () => {
   it('a refused connection at the first request is exit 2 at once, naming the host, with no retries', async () => {
     await withTempDir(async (dir) => {
-      const result = await run(runSyncCommand, syncArgs('http://127.0.0.1:9', dir, { 'rate-limit': 60 }));
+      const result = await run('sync', syncArgs('http://127.0.0.1:9', dir, { 'rate-limit': 60 }));
       expect(result.code).toBe(ExitCode.USAGE);
       const lines = result.stderr.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(lines.find((l) => l.level === 'error')).toMatchObject({ code: 'CS_ERR_UNREACHABLE', msg: expect.stringMatching(/Cannot reach the API at http:\/\/127\.0\.0\.1:9: nothing accepts connections/) });
@@ -157,11 +151,11 @@ describe('a failed run leaves what the guard compares', () => {
   it('a run with a wrong key fails (exit 3) without recording its fingerprint: the next right run says nothing changed', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
-        expect((await run(runSyncCommand, syncArgs(url, dir))).code).toBe(ExitCode.OK);
-        const wrong = await run(runSyncCommand, syncArgs(url, dir), { COSTSYNC_API_KEY: 'wrong-key-1234' });
+        expect((await run('sync', syncArgs(url, dir))).code).toBe(ExitCode.OK);
+        const wrong = await run('sync', syncArgs(url, dir), { COSTSYNC_API_KEY: 'wrong-key-1234' });
         expect(wrong.code).toBe(ExitCode.AUTH);
         expect(stateOf(dir, url).state.source.keyFingerprint).toBe(keyFingerprint('demo-key'));
-        const right = await run(runSyncCommand, syncArgs(url, dir));
+        const right = await run('sync', syncArgs(url, dir));
         expect(right.code).toBe(ExitCode.OK);
         expect(right.stderr).not.toMatch(/changed since the last run/);
       });
@@ -172,7 +166,7 @@ describe('a failed run leaves what the guard compares', () => {
 describe('errors that name the setting and the fix', () => {
   it('--db in a directory that takes no files names --db, the directory and the fix', async () => {
     await withTempDir(async (dir) => {
-      const result = await run(runSyncCommand, syncArgs('http://127.0.0.1:9', dir, { db: '/proc/costs.duckdb', 'log-format': 'pretty' }));
+      const result = await run('sync', syncArgs('http://127.0.0.1:9', dir, { db: '/proc/costs.duckdb', 'log-format': 'pretty' }));
       expect(result.code).toBe(ExitCode.FAILED);
       expect(result.stderr).toMatch(/Cannot write the lock file costs\.duckdb\.lock in \/proc: .*\(ENOENT\)[\s\S]*hint: .*--db .*--state-dir/);
       expect(result.stderr).not.toMatch(/\.tmp/);
@@ -182,10 +176,10 @@ describe('errors that name the setting and the fix', () => {
   it('status with a corrupt state file names the file and the fix (move it aside), shows the rest, exit 1', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
-        expect((await run(runSyncCommand, syncArgs(url, dir))).code).toBe(ExitCode.OK);
+        expect((await run('sync', syncArgs(url, dir))).code).toBe(ExitCode.OK);
         const file = stateOf(dir, url).store.path;
         writeFileSync(file, '{"version": 2, "streams": {');
-        const status = await run(runStatusCommand, { db: join(dir, 'c.duckdb'), 'state-dir': join(dir, 'state') });
+        const status = await run('status', { db: join(dir, 'c.duckdb'), 'state-dir': join(dir, 'state') });
         expect(status.code).toBe(ExitCode.FAILED);
         expect(status.stderr).toContain(`${file} cannot be read`);
         expect(status.stderr).toMatch(/Move it aside \(mv .*\.bad\)[\s\S]*no --full-refresh needed/);
@@ -193,7 +187,7 @@ describe('errors that name the setting and the fix', () => {
         // And moving it aside is enough: the next run goes on from the warehouse's carried state.
         const { renameSync } = await import('node:fs');
         renameSync(file, `${file}.bad`);
-        expect((await run(runSyncCommand, syncArgs(url, dir))).code).toBe(ExitCode.OK);
+        expect((await run('sync', syncArgs(url, dir))).code).toBe(ExitCode.OK);
       });
     });
   });
@@ -203,7 +197,7 @@ describe('a closed pipe', () => {
   it('query | head: ends quietly with exit 0, no EPIPE trace', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
-        expect((await run(runSyncCommand, syncArgs(url, dir))).code).toBe(ExitCode.OK);
+        expect((await run('sync', syncArgs(url, dir))).code).toBe(ExitCode.OK);
         const child = spawn(process.execPath, [CLI, 'query', '--db', join(dir, 'c.duckdb'), '--format', 'csv', 'SELECT * FROM range(2000000)'], { stdio: ['ignore', 'pipe', 'pipe'] });
         let stderr = '';
         child.stderr!.on('data', (d: Buffer) => { stderr += d; });
@@ -221,11 +215,11 @@ describe('sync --dry-run', () => {
   it('prints the plan with its requests and what the lookback re-reads, makes one rollups request, writes nothing; the estimate holds', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 2500, clock }, async (emulator) => {
       await withTempDir(async (dir) => {
-        expect((await run(runSyncCommand, syncArgs(emulator.url, dir, { until: '2025-06-20', 'window-days': 10 }))).code).toBe(ExitCode.OK);
+        expect((await run('sync', syncArgs(emulator.url, dir, { until: '2025-06-20', 'window-days': 10 }))).code).toBe(ExitCode.OK);
         const files = () => [dir, join(dir, 'state')].flatMap((d) => readdirSync(d).map((f) => `${f}:${statSync(join(d, f)).mtimeMs}`));
         const before = { files: files(), digest: await tableDigest(join(dir, 'c.duckdb')), state: readFileSync(stateOf(dir, emulator.url).store.path, 'utf8') };
         emulator.requestLog.reset();
-        const dry = await run(runSyncCommand, syncArgs(emulator.url, dir, { 'dry-run': true, 'window-days': 10, 'log-format': 'pretty' }));
+        const dry = await run('sync', syncArgs(emulator.url, dir, { 'dry-run': true, 'window-days': 10, 'log-format': 'pretty' }));
         expect(dry.code, dry.stderr).toBe(ExitCode.OK);
         expect(emulator.requestLog.recent().map((e) => e.route)).toEqual(['rollups']);
         expect(dry.stdout).toMatch(/line_items: 2025-06-18\.\.2025-06-30, 2 window\(s\), about (\d+) request\(s\)/);
@@ -236,7 +230,7 @@ describe('sync --dry-run', () => {
         // The real run takes what the dry run said, within a page a window.
         const estimate = Number(/line_items: [^\n]* about (\d+) request/.exec(dry.stdout)![1]);
         emulator.requestLog.reset();
-        expect((await run(runSyncCommand, syncArgs(emulator.url, dir, { 'window-days': 10 }))).code).toBe(ExitCode.OK);
+        expect((await run('sync', syncArgs(emulator.url, dir, { 'window-days': 10 }))).code).toBe(ExitCode.OK);
         const actual = emulator.requestLog.count({ route: 'line-items' }) + 2; // and one check a window
         expect(Math.abs(actual - estimate)).toBeLessThanOrEqual(2);
       });
