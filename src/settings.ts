@@ -122,7 +122,9 @@ export const check = {
   int(from: string, value: unknown, min: number, max: number, example: number): number {
     const n = Number(value);
     if (!Number.isInteger(n) || n < min || n > max) {
-      throw new ConfigError(`${from} must be a whole number from ${min} to ${max}; got ${JSON.stringify(value)}.`, `For example ${from.startsWith('--') ? from : 'the value'} ${example}.`);
+      // yargs hands a flag of type number that is not one over as NaN (JSON.stringify would say "null").
+      const got = typeof value === 'number' && Number.isNaN(value) ? 'something that is not a number' : JSON.stringify(value);
+      throw new ConfigError(`${from} must be a whole number from ${min} to ${max}; got ${got}.`, `For example ${from.startsWith('--') ? from : 'the value'} ${example}.`);
     }
     return n;
   },
