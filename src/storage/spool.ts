@@ -78,3 +78,15 @@ export function dropPagesAfter(dir: string, page: number): void {
 export function clearSpool(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }
+
+/**
+ * The spool's file operations, as the windowed engine uses them: passed in (`SyncContext.spool`)
+ * so the engine's order of steps can be tested without a disk.
+ */
+export interface Spool {
+  clear(dir: string): void;
+  dropPagesAfter(dir: string, page: number): void;
+  writePage(dir: string, page: number, text: string): Promise<void>;
+}
+
+export const fileSpool: Spool = { clear: clearSpool, dropPagesAfter, writePage };

@@ -5,6 +5,7 @@ import { ApiError, ClientErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { SyncState } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
+import type { Spool } from '../storage/spool.js';
 import type { DayBasis } from './estimate.js';
 import type { ProviderRollupExchange, ReconcileMode } from './reconcile.js';
 
@@ -47,6 +48,8 @@ export interface SyncContext {
   warehouse: Warehouse;
   /** Where windowed streams spool their pages until a window is replaced. */
   spoolDir: string;
+  /** The spool's file operations (the files under `spoolDir` by default). */
+  spool?: Spool;
   state: SyncState;
   /** Saves `state` atomically; call only after the data it describes is committed. */
   saveState(): Promise<void>;

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { ApiError, CostsyncError } from '../errors.js';
 import { completePlan, planStream, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
 import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
-import { clearSpool, dropPagesAfter, pageGlob, spoolLines, windowSpoolDir, writePage } from '../storage/spool.js';
+import { fileSpool, pageGlob, spoolLines, windowSpoolDir } from '../storage/spool.js';
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
 import { HashSet52, hash52 } from './id-set.js';
 import { wantsRollupTotals, type DayBasis } from './estimate.js';
@@ -77,7 +77,7 @@ async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: Wind
   await ctx.saveState();
   if (!resumed) {
     // Pages of an abandoned plan are of no use now.
-    clearSpool(join(ctx.spoolDir, spec.name));
+    (ctx.spool ?? fileSpool).clear(join(ctx.spoolDir, spec.name));
   }
   const todo = remainingWindows(plan);
   shared?.expect(todo);
@@ -127,10 +127,11 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   const stats = ctx.stats[spec.name];
   const label = `${window.start}..${window.end}`;
   const dir = windowSpoolDir(ctx.spoolDir, spec.name, window.start);
+  const spool = ctx.spool ?? fileSpool;
 
-  if (window.status === 'todo') clearSpool(dir);
+  if (window.status === 'todo') spool.clear(dir);
   // Pages written after the last saved cursor are fetched again: drop them first.
-  else if (!window.fetched) dropPagesAfter(dir, window.page);
+  else if (!window.fetched) spool.dropPagesAfter(dir, window.page);
 
   let restarts = 0;
   const seenCursors = new Set<string>();
@@ -141,7 +142,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   let unique = idHashes !== null;
   /** Drops what was fetched of the window, so it is fetched again from its first page. */
   const startOver = async () => {
-    clearSpool(dir);
+    spool.clear(dir);
     Object.assign(window, { status: 'active', cursor: null, page: 0, fetched: false });
     delete window.unique;
     await ctx.saveState();
@@ -190,7 +191,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
         if (!unique) idHashes = null;
       }
       const pageNo = window.page + 1;
-      await writePage(dir, pageNo, spoolLines(page.records, spec.spec.columns));
+      await spool.writePage(dir, pageNo, spoolLines(page.records, spec.spec.columns));
       const fetched = page.nextCursor === null;
       Object.assign(window, { status: 'active', cursor: page.nextCursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) });
       await ctx.saveState();
@@ -249,7 +250,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   Object.assign(window, { status: 'done', cursor: null });
   delete window.unique;
   await ctx.saveState();
-  clearSpool(dir);
+  spool.clear(dir);
   stats.inserted += diff.inserted;
   stats.updated += diff.updated;
   stats.deleted += diff.deleted;

@@ -1,0 +1,193 @@
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../src/errors.js';
+import type { Warehouse } from '../../src/storage/duckdb.js';
+import type { Spool } from '../../src/storage/spool.js';
+import { LINE_ITEMS } from '../../src/storage/tables.js';
+import { emptyStats, type SyncContext } from '../../src/sync/context.js';
+import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, type Mismatch } from '../../src/sync/reconcile.js';
+import type { FetchedPage, WindowedStreamSpec } from '../../src/sync/streams.js';
+import { syncWindowedStream } from '../../src/sync/windowed.js';
+import type { PlannedWindow, SyncState } from '../../src/state/store.js';
+import { memoryLogger } from '../helpers.js';
+
+/** One window, 2025-01-01..2025-01-07, fetched in one plan. */
+const REQUEST = { startDate: '2025-01-01', until: '2025-01-07', lookbackDays: 0, windowDays: 7, fullRefresh: false };
+
+type Answer = FetchedPage | Error;
+
+interface Options {
+  /** What each fetch answers, in order. */
+  pages: Answer[];
+  /** What each check finds, in order (none: the window agrees). */
+  checks?: Mismatch[][];
+  /** Rows the table holds for the window before the replace. */
+  rowsBefore?: number;
+  /** A stop is asked for once this many pages are fetched. */
+  stopAfterPages?: number;
+  reconcile?: SyncContext['reconcile'];
+  /** A window already under way (a resumed plan). */
+  resume?: Partial<PlannedWindow>;
+}
+
+const page = (ids: string[], nextCursor: string | null): FetchedPage => ({
+  records: ids.map((id) => ({ id, usage_date: '2025-01-03', net_amount_usd: 1 })),
+  nextCursor,
+});
+
+/**
+ * The engine with every collaborator faked: what it did, in order, as lines ("fetch", "write page 1",
+ * "save …", "begin", "commit", …), so each test reads as the sequence of steps it pins down.
+ */
+async function runWindow(options: Options) {
+  const steps: string[] = [];
+  const answers = [...options.pages];
+  const checks = [...(options.checks ?? [])];
+  let fetched = 0;
+  const spec: WindowedStreamSpec = {
+    name: 'line_items', spec: LINE_ITEMS, idField: 'id', size: { pagesPerWindow: 1 }, serverCursors: true,
+    sql: { diff: 'diff', insertWindow: 'insert deduplicated', insertUnique: 'insert unique' },
+    check: { run: async () => { steps.push('check'); return checks.shift() ?? []; }, sides: ['line items', 'provider rollup'], deliversProviderRollups: false },
+    async fetchPage(_client, _window, cursor) {
+      steps.push(`fetch ${cursor ?? 'first'}`);
+      const answer = answers.shift();
+      if (answer === undefined) throw new Error('no more scripted pages');
+      if (answer instanceof Error) throw answer;
+      fetched += 1;
+      return answer;
+    },
+  };
+  const spool: Spool = {
+    clear: (dir) => { steps.push(`clear ${dir}`); },
+    dropPagesAfter: (_dir, n) => { steps.push(`drop pages after ${n}`); },
+    writePage: async (_dir, n) => { steps.push(`write page ${n}`); },
+  };
+  let inTransaction = false;
+  const warehouse = {
+    async transaction<T>(fn: () => Promise<T>): Promise<T> {
+      steps.push('begin');
+      inTransaction = true;
+      try {
+        const result = await fn();
+        steps.push('commit');
+        return result;
+      } finally {
+        inTransaction = false;
+      }
+    },
+    async query(name: string) {
+      if (name === 'sync/window_count') return [{ n: steps.includes(`run insert unique`) || steps.includes('run insert deduplicated') ? 3 : options.rowsBefore ?? 0 }];
+      if (name === 'diff') return [{ inserted: 1, updated: 2, deleted: 0 }];
+      throw new Error(`unexpected query ${name}`);
+    },
+    async run(name: string) { steps.push(`run ${name}`); },
+    async changed() { steps.push('changed'); },
+  } as unknown as Warehouse;
+  const state: SyncState = { version: 1, source: { keyFingerprint: '', baseUrl: '' }, streams: {}, updatedAt: null } as unknown as SyncState;
+  if (options.resume) {
+    state.streams.line_items = {
+      syncedFrom: null, syncedThrough: null, lastSuccessAt: null,
+      pending: { from: '2025-01-01', to: '2025-01-07', fullRefresh: false, windows: [{ start: '2025-01-01', end: '2025-01-07', status: 'active', cursor: null, page: 0, fetched: false, ...options.resume }] },
+    };
+  }
+  const window = () => state.streams.line_items?.pending?.windows[0];
+  const ctx: SyncContext = {
+    client: {} as never, warehouse, spoolDir: '/spool', spool, state, logger: memoryLogger(),
+    clock: { now: () => Date.parse('2025-01-08T00:00:00Z'), sleep: async (ms) => { steps.push(`pause ${ms} ms`); } },
+    runId: 'run-1', source: 'default',
+    shouldStop: () => options.stopAfterPages !== undefined && fetched >= options.stopAfterPages,
+    stats: { line_items: emptyStats(), rollups: emptyStats(), anomalies: emptyStats() },
+    progress: {}, concurrency: 1, reconcile: options.reconcile ?? 'on',
+    notify: { webhooks: ['hook-1'], minRank: 0, cutoff: '2025-01-01', statusChanges: false },
+    async saveState() {
+      const w = window();
+      if (inTransaction) throw new Error('state saved inside the transaction');
+      steps.push(w === undefined ? 'save done' : `save ${w.status} page ${w.page} cursor ${w.cursor ?? '-'}${w.fetched ? ' fetched' : ''}`);
+    },
+    async carryState() { steps.push('carry state'); },
+    async afterCommit() { steps.push('outputs'); },
+  };
+  let outcome: string;
+  try {
+    outcome = await syncWindowedStream(spec, ctx, REQUEST);
+  } catch (error) {
+    outcome = `threw ${(error as { code?: string }).code ?? (error as Error).message}`;
+  }
+  return { steps, outcome, stats: ctx.stats.line_items, state };
+}
+
+const WINDOW_DIR = '/spool/line_items/2025-01-01';
+
+describe('the windowed engine\'s steps (no I/O)', () => {
+  it('each page is spooled before the cursor after it is saved; the window is replaced in one transaction, and only then marked done and its pages removed', async () => {
+    const { steps, outcome, stats } = await runWindow({ pages: [page(['a', 'b'], 'c1'), page(['c'], null)] });
+    expect(outcome).toBe('done');
+    expect(steps).toEqual([
+      'save todo page 0 cursor -', 'clear /spool/line_items', 'clear ' + WINDOW_DIR,
+      'fetch first', 'write page 1', 'save active page 1 cursor c1',
+      'fetch c1', 'write page 2', 'save active page 2 cursor - fetched',
+      'check',
+      'begin', 'run insert unique', 'changed', 'carry state', 'commit',
+      'save done page 2 cursor - fetched', 'clear ' + WINDOW_DIR, 'outputs',
+      'save done',
+    ]);
+    expect(stats).toMatchObject({ pages: 2, inserted: 3 });
+  });
+
+  it('ids seen twice make the replace deduplicate; rows already stored are compared and deleted first', async () => {
+    const { steps, stats } = await runWindow({ pages: [page(['a', 'b'], 'c1'), page(['b'], null)], rowsBefore: 5 });
+    expect(steps.slice(steps.indexOf('begin'), steps.indexOf('commit') + 1)).toEqual([
+      'begin', 'run sync/window_delete', 'run insert deduplicated', 'changed', 'carry state', 'commit',
+    ]);
+    expect(stats).toMatchObject({ inserted: 1, updated: 2, deleted: 0 });
+  });
+
+  it('a resumed window drops the pages after its saved cursor, goes on from that cursor, and deduplicates (the earlier ids are unknown)', async () => {
+    const { steps } = await runWindow({ resume: { page: 1, cursor: 'c1' }, pages: [page(['c'], null)] });
+    expect(steps.slice(0, 5)).toEqual(['save active page 1 cursor c1', 'drop pages after 1', 'fetch c1', 'write page 2', 'save active page 2 cursor - fetched']);
+    expect(steps).not.toContain('clear /spool/line_items');
+    expect(steps).toContain('run insert deduplicated');
+  });
+
+  it('a cursor the server refuses starts the window over from its first page', async () => {
+    const refused = new ApiError('CS_ERR_HTTP', 'GET /line-items: 400 invalid cursor', { statusCode: 400, path: '/line-items' });
+    const { steps, outcome } = await runWindow({ resume: { page: 1, cursor: 'c1' }, pages: [refused, page(['a'], 'c2'), page(['b'], null)] });
+    expect(outcome).toBe('done');
+    expect(steps.slice(2, 8)).toEqual(['fetch c1', 'clear ' + WINDOW_DIR, 'save active page 0 cursor -', 'fetch first', 'write page 1', 'save active page 1 cursor c2']);
+    // The pages before the restart were never seen, so uniqueness is not claimed.
+    expect(steps).toContain('run insert deduplicated');
+  });
+
+  it('a cursor the server returned before ends the run with CS_ERR_CURSOR_LOOP, the last good page kept and nothing committed', async () => {
+    const { steps, outcome } = await runWindow({ pages: [page(['a'], 'c1'), page(['b'], 'c1')] });
+    expect(outcome).toBe('threw CS_ERR_CURSOR_LOOP');
+    expect(steps.at(-1)).toBe('fetch c1');
+    expect(steps).toContain('save active page 1 cursor c1');
+    expect(steps).not.toContain('begin');
+  });
+
+  it('a stop asked for between pages returns "stopped" with the cursor saved and nothing committed', async () => {
+    const { steps, outcome } = await runWindow({ pages: [page(['a'], 'c1'), page(['b'], null)], stopAfterPages: 1 });
+    expect(outcome).toBe('stopped');
+    expect(steps.at(-1)).toBe('save active page 1 cursor c1');
+    expect(steps).not.toContain('begin');
+  });
+
+  it('a window that disagrees with the rollups is fetched again from its first page after a pause, and stored once it agrees', async () => {
+    const mismatch: Mismatch = { date: '2025-01-03', key: 'aws', left: 1, right: 2 };
+    const { steps, stats } = await runWindow({ pages: [page(['a'], null), page(['a'], null)], checks: [[mismatch], []] });
+    const first = steps.indexOf('check');
+    expect(steps.slice(first, first + 6)).toEqual(['check', `pause ${REFETCH_PAUSE_MS} ms`, 'clear ' + WINDOW_DIR, 'save active page 0 cursor -', 'fetch first', 'write page 1']);
+    expect(steps.filter((s) => s === 'begin')).toHaveLength(1);
+    expect(stats.refetches).toBe(1);
+  });
+
+  it('under --reconcile strict, a window that still disagrees is stored with its notification in the same transaction, then the run fails with CS_ERR_RECONCILE', async () => {
+    const mismatch: Mismatch = { date: '2025-01-03', key: 'aws', left: 1, right: 2 };
+    const pages = Array.from({ length: MAX_FETCH_ATTEMPTS }, () => page(['a'], null));
+    const { steps, outcome } = await runWindow({ pages, checks: Array.from({ length: MAX_FETCH_ATTEMPTS }, () => [mismatch]), reconcile: 'strict' });
+    expect(outcome).toBe('threw CS_ERR_RECONCILE');
+    const begin = steps.indexOf('begin');
+    expect(steps.slice(begin, steps.indexOf('commit') + 1)).toEqual(['begin', 'run insert unique', 'changed', 'carry state', 'run notify/run_event', 'commit']);
+    expect(steps.slice(steps.indexOf('commit') + 1)).toEqual(['save done page 1 cursor - fetched', 'clear ' + WINDOW_DIR, 'outputs']);
+  });
+});
