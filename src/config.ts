@@ -34,7 +34,9 @@ export interface SyncConfig {
   fullRefresh: boolean;
   rateLimit: number;
   maxRuntimeMs: number | undefined;
-  format: 'duckdb' | 'parquet';
+  format: 'duckdb' | 'parquet' | 'iceberg';
+  /** `--iceberg-retention`: how long Iceberg snapshots are kept. */
+  icebergRetentionMs: number;
   out: string;
   logFormat: 'pretty' | 'json';
   quiet: boolean;
@@ -203,7 +205,8 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     fullRefresh: bool('full-refresh'),
     rateLimit: first?.rateLimit ?? rateLimit,
     maxRuntimeMs: duration('max-runtime'),
-    format: choice<'duckdb' | 'parquet'>('format'),
+    format: choice<'duckdb' | 'parquet' | 'iceberg'>('format'),
+    icebergRetentionMs: duration('iceberg-retention')!,
     out: location(str('out'), '--out'),
     logFormat: choice<'pretty' | 'json'>('log-format'),
     quiet: bool('quiet'),

@@ -1,7 +1,7 @@
 /** Writing a file so that a crash leaves the old content or the new, never a mix. */
 import { readdirSync } from 'node:fs';
 import { constants } from 'node:fs';
-import { copyFile, mkdir, open, rename } from 'node:fs/promises';
+import { copyFile, link, mkdir, open, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /** The names in a directory, or none when it cannot be read (not there yet): for clean-ups of leftovers. */
@@ -11,6 +11,20 @@ export function namesIn(dir: string): string[] {
   } catch {
     return [];
   }
+}
+
+/**
+ * A temporary name beside `path`: the process id (so a clean-up can tell a dead writer's) and a
+ * random part (so two writes of one process never share it), ending in `.tmp`.
+ */
+export function tmpName(path: string): string {
+  return `${path}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`;
+}
+
+/** The writer's process id in a `tmpName`, or null. */
+export function tmpWriterPid(name: string): number | null {
+  const m = /\.(\d+)\.[a-z0-9]+\.tmp$/.exec(name);
+  return m ? Number(m[1]) : null;
 }
 
 /** Flushes a file, or a directory (so a rename in it survives a crash), to disk. */
@@ -44,17 +58,41 @@ export async function copyFileDurably(from: string, to: string, tmp: string, bef
  * Writes `text` to a temp file beside `path`, fsyncs it, and renames it over `path`. With
  * `syncDir`, the directory is fsynced too, so the rename itself survives a crash.
  */
-export async function writeFileAtomic(path: string, text: string, options: { mode?: number; syncDir?: boolean } = {}): Promise<void> {
+export async function writeFileAtomic(path: string, text: string | Uint8Array, options: { mode?: number; syncDir?: boolean } = {}): Promise<void> {
   const dir = dirname(path);
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const tmp = `${path}.${process.pid}.tmp`;
-  const file = await open(tmp, 'w', options.mode ?? 0o600);
+  const tmp = tmpName(path);
+  await writeSynced(tmp, text, options.mode ?? 0o600);
+  await rename(tmp, path);
+  if (options.syncDir) await fsyncPath(dir);
+}
+
+async function writeSynced(path: string, data: string | Uint8Array, mode: number): Promise<void> {
+  const file = await open(path, 'w', mode);
   try {
-    await file.writeFile(text);
+    await file.writeFile(data);
     await file.sync();
   } finally {
     await file.close();
   }
-  await rename(tmp, path);
-  if (options.syncDir) await fsyncPath(dir);
+}
+
+/**
+ * Creates `path` with `text` only when no file has that name, atomically and durably: the whole file
+ * is written beside it, then hard-linked to its name (a link never replaces a file). False when the
+ * name was taken (by another writer that got there first).
+ */
+export async function createFileExclusive(path: string, text: string, mode = 0o644): Promise<boolean> {
+  const tmp = tmpName(path);
+  await writeSynced(tmp, text, mode);
+  try {
+    await link(tmp, path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  } finally {
+    await rm(tmp, { force: true });
+  }
+  await fsyncPath(dirname(path));
+  return true;
 }

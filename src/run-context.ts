@@ -72,7 +72,7 @@ export async function openRun(request: RunRequest): Promise<OpenRun> {
   };
   try {
     for (const path of lockPaths(config, request.kind)) locks.push(acquireLock(path, request.command, new Date(clock.now())));
-    const lake = request.kind === 'sync' && config.format === 'parquet' ? outputTarget(config.out, resolve(config.stateDir, 'lake-scratch')) : null;
+    const lake = request.kind === 'sync' && config.format !== 'duckdb' ? outputTarget(config.out, resolve(config.stateDir, 'lake-scratch')) : null;
     if (request.kind === 'sync') removeStateLeftovers(config.stateDir);
     // Refused now, not half way through a backfill: a lake that cannot be written (no credentials,
     // no bucket, access denied), a server that ignores conditional writes, another runner's lease.

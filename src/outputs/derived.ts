@@ -10,6 +10,7 @@ import type { Clock } from '../api/resilience.js';
 import { CostsyncError, ExitCode, describeError, isFenced } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Warehouse } from '../storage/duckdb.js';
+import { DEFAULT_RETENTION_MS, icebergLake } from './iceberg.js';
 import { drainLake, finishLake, ownedBy } from './lake.js';
 import { writeMetrics } from './metrics.js';
 import { DEFAULT_SEND, drainNotifications, type SendOptions, type Webhook } from './notify.js';
@@ -34,6 +35,10 @@ export interface DerivedOutputsOptions {
   secrets: readonly string[];
   /** Throws when this run may no longer write (its lease was taken over): called before every write. */
   guard?: () => void;
+  /** How the lake is written (`--format`); parquet by default. */
+  lakeFormat?: 'parquet' | 'iceberg';
+  /** `--iceberg-retention`. */
+  icebergRetentionMs?: number;
   /** The steps that write each output; the real ones by default (tests pass their own to check the order). */
   steps?: Partial<OutputSteps>;
 }
@@ -73,7 +78,11 @@ async function abortUploadsOf(bucket: Bucket, key: string): Promise<number> {
 
 export function derivedOutputs(o: DerivedOutputsOptions) {
   const { warehouse, clock, logger } = o;
-  const step: OutputSteps = { ...REAL_STEPS, ...o.steps };
+  const iceberg = o.lakeFormat === 'iceberg'
+    ? icebergLake({ runId: o.runId, clock, sources: o.sources, retentionMs: o.icebergRetentionMs ?? DEFAULT_RETENTION_MS })
+    : null;
+  const lakeSteps: Partial<OutputSteps> = iceberg === null ? {} : { drainLake: iceberg.drain, finishLake: (wh, target) => iceberg.finish(wh, target) };
+  const step: OutputSteps = { ...REAL_STEPS, ...lakeSteps, ...o.steps };
   let lastPublish = clock.now();
   let compacted = false;
   const behind = new Map<OutputName, { where: string; error: unknown }>();
@@ -107,7 +116,7 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
   };
   const lake = async () => {
     const written = await step.drainLake(warehouse, o.lake!);
-    if (written > 0) logger.debug(`wrote ${written} Parquet partition(s) to ${o.lake!.url}`);
+    if (written > 0) logger.debug(`wrote ${written} ${iceberg === null ? 'Parquet partition(s)' : 'date(s) to Iceberg tables'} to ${o.lake!.url}`);
   };
   // Pending notifications of every source (a killed run's too); a failure is a warning, never the run's.
   const notify = async () => {

@@ -49,7 +49,7 @@ export function partitionKey(table: string, source: string, date: string): strin
 export function ownedBy(sources: readonly string[]): (key: string) => boolean {
   const names = new Set(sources);
   return (key) => {
-    const partition = /^[a-z_]+\/source=([^/]+)\//.exec(key);
+    const partition = /^[a-z_]+\/(?:data\/)?source=([^/]+)\//.exec(key);
     if (partition) return names.has(partition[1]!);
     const manifest = /^_costsync_manifest\.(.+)\.json$/.exec(key);
     return manifest !== null && names.has(manifest[1]!);

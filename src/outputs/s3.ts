@@ -220,6 +220,21 @@ export class Bucket {
     }
   }
 
+  /** The object's bytes, or null when there is none. */
+  async getBytes(key: string): Promise<Buffer | null> {
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.name, Key: key }));
+      return Buffer.from(await out.Body!.transformToByteArray());
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw toS3Error(error, { action: 's3:GetObject', bucket: this.name, key });
+    }
+  }
+
+  async putBytes(key: string, body: Uint8Array, contentType = 'application/octet-stream'): Promise<void> {
+    await this.call('s3:PutObject', key, () => this.client.send(new PutObjectCommand({ Bucket: this.name, Key: key, Body: body, ContentType: contentType })));
+  }
+
   urlOf(key: string): string {
     return s3Url(this.name, key);
   }

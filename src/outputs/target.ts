@@ -4,9 +4,10 @@
  * their final keys (a rename on disk; one complete object, multipart when large, in a bucket), so a
  * reader sees the old file or the new one, never a part.
  */
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, rmdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, rmdirSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import { namesIn, writeFileAtomic } from '../durable-file.js';
+import { createFileExclusive, namesIn, writeFileAtomic } from '../durable-file.js';
 import type { Bucket } from './s3.js';
 import { isS3Url, loadBucket, parseS3Url, s3Url } from './s3-url.js';
 
@@ -30,6 +31,13 @@ export interface OutputTarget {
   removeLeftovers(owned: (key: string) => boolean): Promise<number>;
   /** A quick check that writing can work, before any work is done (a clear error otherwise). */
   check(probeName: string): Promise<void>;
+  /** The absolute location of `key` as table formats name files (`file:///…`, `s3://bucket/…`). */
+  location(key: string): string;
+  getText(key: string): Promise<string | null>;
+  getBytes(key: string): Promise<Buffer | null>;
+  putBytes(key: string, bytes: Buffer): Promise<void>;
+  /** Creates `key` only when absent (a create on disk, `If-None-Match: *` in a bucket); false when it exists. */
+  createText(key: string, text: string): Promise<boolean>;
 }
 
 const SCRATCH_PREFIX = '.tmp-';
@@ -87,6 +95,30 @@ export function directoryTarget(dir: string): OutputTarget {
     async check() {
       mkdirSync(root, { recursive: true });
     },
+    // Keys hold only safe characters (source names are [a-z0-9_-]); the root is URL-encoded.
+    location: (key) => {
+      const href = pathToFileURL(join(root, key)).href;
+      return key.endsWith('/') && !href.endsWith('/') ? `${href}/` : href;
+    },
+    async getText(key) {
+      return (await this.getBytes(key))?.toString('utf8') ?? null;
+    },
+    async getBytes(key) {
+      try {
+        return readFileSync(join(root, key));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw error;
+      }
+    },
+    async putBytes(key, bytes) {
+      mkdirSync(dirname(join(root, key)), { recursive: true });
+      await writeFileAtomic(join(root, key), bytes, { mode: 0o644, syncDir: true });
+    },
+    async createText(key, text) {
+      mkdirSync(dirname(join(root, key)), { recursive: true });
+      return createFileExclusive(join(root, key), text);
+    },
   };
 }
 
@@ -130,6 +162,11 @@ export function bucketTarget(url: string, scratchRoot: string, bucket?: Bucket):
       await bucket.delete(probe);
       await bucket.incompleteUploads(`${prefix}_costsync_check`);
     },
+    location: (key) => s3Url(location.bucket, prefix + key),
+    getText: async (key) => (await (await b()).getText(prefix + key))?.text ?? null,
+    getBytes: async (key) => (await b()).getBytes(prefix + key),
+    putBytes: async (key, bytes) => (await b()).putBytes(prefix + key, bytes),
+    createText: async (key, text) => (await (await b()).putIf(prefix + key, text, { ifNoneMatch: '*' })) !== null,
   };
 }
 

@@ -110,6 +110,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     webhooks: [...new Map(sources.flatMap((s) => webhooksOf(config, s)).map((t) => [t.id, t])).values()],
     notifyFormat: config.notifyFormat, sendOptions: deps.sendOptions, metricsFile: config.metricsFile, secrets,
     guard: () => leases?.check(),
+    lakeFormat: config.format === 'iceberg' ? 'iceberg' : 'parquet', icebergRetentionMs: config.icebergRetentionMs,
   });
   try {
     const wh = run.warehouse;

@@ -1,0 +1,135 @@
+/**
+ * Table metadata (format version 2) as plain data, and the pure steps of a commit: a new table, a
+ * schema change, a snapshot added on top of whatever is newest, and snapshots expired past the
+ * retention. The I/O (files, conditional creates, retries) is in `commit.ts`.
+ */
+import type { PartitionSpec } from './avro.js';
+import type { IcebergSchema } from './schema.js';
+
+export interface Snapshot {
+  'snapshot-id': number;
+  'parent-snapshot-id'?: number;
+  'sequence-number': number;
+  'timestamp-ms': number;
+  'manifest-list': string;
+  summary: Record<string, string> & { operation: 'append' | 'overwrite' | 'delete' | 'replace' };
+  'schema-id': number;
+}
+
+export interface TableMetadata {
+  'format-version': 2;
+  'table-uuid': string;
+  location: string;
+  'last-sequence-number': number;
+  'last-updated-ms': number;
+  'last-column-id': number;
+  'current-schema-id': number;
+  schemas: IcebergSchema[];
+  'default-spec-id': number;
+  'partition-specs': PartitionSpec[];
+  'last-partition-id': number;
+  'default-sort-order-id': 0;
+  'sort-orders': [{ 'order-id': 0; fields: [] }];
+  properties: Record<string, string>;
+  'current-snapshot-id': number;
+  refs: Record<string, { 'snapshot-id': number; type: 'branch' }>;
+  snapshots: Snapshot[];
+  'snapshot-log': { 'timestamp-ms': number; 'snapshot-id': number }[];
+  'metadata-log': { 'timestamp-ms': number; 'metadata-file': string }[];
+}
+
+/** Older metadata files named in `metadata-log` (and kept on storage); older ones are deleted. */
+export const METADATA_FILES_KEPT = 10;
+
+/** Summary keys costsync adds to each snapshot: which run, source and window changed what. */
+export const SUMMARY = { runId: 'costsync.run-id', commitId: 'costsync.commit-id', source: 'costsync.source', window: 'costsync.window' } as const;
+
+/** A table with no snapshot yet. */
+export function newTableMetadata(o: { uuid: string; location: string; schema: IcebergSchema; lastColumnId: number; spec: PartitionSpec; nowMs: number }): TableMetadata {
+  return {
+    'format-version': 2,
+    'table-uuid': o.uuid,
+    location: o.location,
+    'last-sequence-number': 0,
+    'last-updated-ms': o.nowMs,
+    'last-column-id': o.lastColumnId,
+    'current-schema-id': o.schema['schema-id'],
+    schemas: [o.schema],
+    'default-spec-id': o.spec['spec-id'],
+    'partition-specs': [o.spec],
+    'last-partition-id': Math.max(999, ...o.spec.fields.map((f) => f['field-id'])),
+    'default-sort-order-id': 0,
+    'sort-orders': [{ 'order-id': 0, fields: [] }],
+    properties: { 'write.format.default': 'parquet', 'write.parquet.compression-codec': 'snappy', 'created-by': 'costsync' },
+    'current-snapshot-id': -1,
+    refs: {},
+    snapshots: [],
+    'snapshot-log': [],
+    'metadata-log': [],
+  };
+}
+
+export function currentSchema(m: TableMetadata): IcebergSchema {
+  return m.schemas.find((s) => s['schema-id'] === m['current-schema-id'])!;
+}
+
+export function currentSnapshot(m: TableMetadata): Snapshot | null {
+  return m.snapshots.find((s) => s['snapshot-id'] === m['current-snapshot-id']) ?? null;
+}
+
+/** `m` with `schema` as its current schema (added when new). */
+export function withSchema(m: TableMetadata, schema: IcebergSchema, lastColumnId: number): TableMetadata {
+  if (m['current-schema-id'] === schema['schema-id'] && m.schemas.some((s) => s['schema-id'] === schema['schema-id'])) return m;
+  return { ...m, schemas: [...m.schemas.filter((s) => s['schema-id'] !== schema['schema-id']), schema], 'current-schema-id': schema['schema-id'], 'last-column-id': Math.max(m['last-column-id'], lastColumnId) };
+}
+
+/**
+ * `m` with `snapshot` (built on `m`'s current snapshot and sequence number) as the current one, and
+ * `previousFile` (the metadata file `m` was read from) added to the metadata log.
+ */
+export function withSnapshot(m: TableMetadata, snapshot: Snapshot, previousFile: string | null): TableMetadata {
+  const log = previousFile === null ? m['metadata-log'] : [...m['metadata-log'], { 'timestamp-ms': m['last-updated-ms'], 'metadata-file': previousFile }];
+  return {
+    ...m,
+    'last-sequence-number': snapshot['sequence-number'],
+    'last-updated-ms': snapshot['timestamp-ms'],
+    'current-snapshot-id': snapshot['snapshot-id'],
+    refs: { ...m.refs, main: { 'snapshot-id': snapshot['snapshot-id'], type: 'branch' } },
+    snapshots: [...m.snapshots, snapshot],
+    'snapshot-log': [...m['snapshot-log'], { 'timestamp-ms': snapshot['timestamp-ms'], 'snapshot-id': snapshot['snapshot-id'] }],
+    'metadata-log': log.slice(-METADATA_FILES_KEPT),
+  };
+}
+
+/**
+ * Drops snapshots older than `retentionMs` (the current one always stays, and so does the newest one
+ * taken before the cutoff, so time travel to any moment within the retention still has a snapshot).
+ * Returns the new metadata and the snapshots dropped. Pure.
+ */
+export function expireSnapshots(m: TableMetadata, nowMs: number, retentionMs: number): { metadata: TableMetadata; expired: Snapshot[] } {
+  const cutoff = nowMs - retentionMs;
+  const older = m.snapshots.filter((s) => s['timestamp-ms'] < cutoff).sort((a, b) => a['timestamp-ms'] - b['timestamp-ms']);
+  const keepAtCutoff = older.at(-1)?.['snapshot-id'];
+  const expired = older.filter((s) => s['snapshot-id'] !== keepAtCutoff && s['snapshot-id'] !== m['current-snapshot-id']);
+  if (expired.length === 0) return { metadata: m, expired };
+  const gone = new Set(expired.map((s) => s['snapshot-id']));
+  return {
+    metadata: {
+      ...m,
+      snapshots: m.snapshots.filter((s) => !gone.has(s['snapshot-id'])),
+      'snapshot-log': m['snapshot-log'].filter((e) => !gone.has(e['snapshot-id'])),
+    },
+    expired,
+  };
+}
+
+/** The key (relative to the table) of metadata version `n`. */
+export function metadataKey(n: number): string {
+  return `metadata/v${n}.metadata.json`;
+}
+
+/** The version number of a metadata key or URL (`…/v12.metadata.json` → 12), else null. */
+export function metadataVersion(name: string): number | null {
+  const m = /(?:^|\/)v(\d+)\.metadata\.json$/.exec(name);
+  return m ? Number(m[1]) : null;
+}

@@ -1,0 +1,375 @@
+/**
+ * The commit protocol of an Iceberg table in a directory or a bucket, with no catalog: data files,
+ * manifests and manifest lists get new unique names and are never rewritten; the one atomic step is
+ * the exclusive create of `metadata/v<N+1>.metadata.json` (`If-None-Match: *` in a bucket, a link that
+ * fails on an existing name on disk). A lost race reloads the newest metadata and applies the change
+ * again on top of it (bounded, jittered retries).
+ *
+ * Each source of a table has its own manifest (a commit of one source rewrites only that one, and the
+ * manifest list carries the other sources' manifests as they are), so shards with disjoint sources
+ * never touch the same manifest and a retry only rebuilds the list. Files a source writes carry its
+ * tag (`sourceTag`), so clean-ups touch only the sources a runner owns.
+ */
+import { randomInt, randomUUID } from 'node:crypto';
+import type { Clock } from '../api/resilience.js';
+import { tmpWriterPid } from '../durable-file.js';
+import { shortHash } from '../fingerprint.js';
+import { systemProbe } from '../state/holder.js';
+import {
+  decodeManifest, decodeManifestList, encodeManifest, encodeManifestList,
+  type DataFile, type FieldSummary, type ManifestEntry, type ManifestFile, type PartitionSpec,
+} from './avro.js';
+import {
+  METADATA_FILES_KEPT, SUMMARY, currentSchema, currentSnapshot, expireSnapshots, metadataKey, newTableMetadata, withSchema, withSnapshot,
+  type Snapshot, type TableMetadata,
+} from './metadata.js';
+import { evolveSchema, type IcebergSchema, type WarehouseColumn } from './schema.js';
+
+/** What a table needs of where it lives (keys are relative to the lake; see `OutputTarget`). */
+export interface IcebergStore {
+  /** The absolute location of `key`, as metadata and manifests name files (`file:///…`, `s3://…`). */
+  location(key: string): string;
+  getText(key: string): Promise<string | null>;
+  getBytes(key: string): Promise<Buffer | null>;
+  putBytes(key: string, bytes: Buffer): Promise<void>;
+  putText(key: string, text: string): Promise<void>;
+  /** Creates `key` only when absent; false when it exists (another writer's commit won). */
+  createText(key: string, text: string): Promise<boolean>;
+  remove(key: string): Promise<void>;
+  list(prefix: string): Promise<string[]>;
+}
+
+/** Commits tried before giving up on a table that keeps changing under this runner. */
+export const COMMIT_ATTEMPTS = 12;
+
+/** A short, stable tag for a source in file names (names stay short and need no escaping). */
+export function sourceTag(source: string): string {
+  return shortHash(source, 10);
+}
+
+/** Snapshot ids: random, positive, below 2^53 (Avro longs as JavaScript numbers). */
+function newSnapshotId(): number {
+  return randomInt(1, 2 ** 47) * 64 + randomInt(0, 64);
+}
+
+export interface LoadedTable {
+  /** The version of the newest metadata file (0: none yet). */
+  version: number;
+  metadata: TableMetadata | null;
+}
+
+/**
+ * The newest metadata of `table`: from `version-hint.text`, then any newer version found by
+ * probing (the hint is written after the metadata, so it may lag by a commit).
+ */
+export async function loadTable(store: IcebergStore, table: string): Promise<LoadedTable> {
+  const hint = Number((await store.getText(`${table}/metadata/version-hint.text`))?.trim());
+  let version = Number.isInteger(hint) && hint > 0 ? hint : 0;
+  let text = version > 0 ? await store.getText(`${table}/${metadataKey(version)}`) : null;
+  if (text === null && version > 0) {
+    // A hint naming a metadata file that is gone (pruned by hand): find the newest from a listing.
+    const versions = (await store.list(`${table}/metadata/v`)).map((k) => /\/v(\d+)\.metadata\.json$/.exec(k)?.[1]).filter(Boolean).map(Number);
+    version = versions.length > 0 ? Math.max(...versions) : 0;
+    text = version > 0 ? await store.getText(`${table}/${metadataKey(version)}`) : null;
+  }
+  for (;;) {
+    const next = await store.getText(`${table}/${metadataKey(version + 1)}`);
+    if (next === null) break;
+    version += 1;
+    text = next;
+  }
+  return { version, metadata: text === null ? null : (JSON.parse(text) as TableMetadata) };
+}
+
+/** The source a manifest holds (its first partition field is the source, bounds equal). */
+export function manifestSource(m: ManifestFile): string | null {
+  const bound = m.partitions?.[0]?.lower_bound;
+  return bound ? bound.toString('utf8') : null;
+}
+
+/** The current snapshot's manifests. */
+export async function currentManifests(store: IcebergStore, table: string, metadata: TableMetadata | null): Promise<ManifestFile[]> {
+  const snapshot = metadata && currentSnapshot(metadata);
+  return snapshot ? readManifestList(store, table, snapshot) : [];
+}
+
+async function readManifestList(store: IcebergStore, table: string, snapshot: Snapshot): Promise<ManifestFile[]> {
+  const bytes = await store.getBytes(keyOf(store, table, snapshot['manifest-list']));
+  if (bytes === null) throw new Error(`the manifest list ${snapshot['manifest-list']} of snapshot ${snapshot['snapshot-id']} is missing`);
+  return decodeManifestList(bytes);
+}
+
+async function readManifest(store: IcebergStore, table: string, m: ManifestFile): Promise<ManifestEntry[]> {
+  const bytes = await store.getBytes(keyOf(store, table, m.manifest_path));
+  if (bytes === null) throw new Error(`the manifest ${m.manifest_path} is missing`);
+  return decodeManifest(bytes);
+}
+
+/** The key of a location this store wrote under `table` (`…/<table>/metadata/x` → `<table>/metadata/x`). */
+export function keyOf(store: IcebergStore, table: string, location: string): string {
+  const root = store.location(`${table}/`);
+  if (!location.startsWith(root)) throw new Error(`${location} is outside the table at ${root}`);
+  return `${table}/${location.slice(root.length)}`;
+}
+
+export interface Partitioning {
+  source: string;
+  month: string | null;
+}
+
+/** The partition field holding a file's month (months since 1970), named after its column. */
+export function monthField(column: string): string {
+  return `${column}_month`;
+}
+
+/**
+ * The partition spec: the source column (identity), then the month of the date column when the
+ * table has one. Source first, so each manifest's first field summary names its one source.
+ */
+export function partitionSpec(schema: IcebergSchema, p: Partitioning): PartitionSpec {
+  const id = (name: string) => {
+    const field = schema.fields.find((f) => f.name === name);
+    if (!field) throw new Error(`the partition column ${name} is not in the schema`);
+    return field.id;
+  };
+  return {
+    'spec-id': 0,
+    fields: [
+      { name: 'source', transform: 'identity', 'source-id': id(p.source), 'field-id': 1000 },
+      ...(p.month === null ? [] : [{ name: monthField(p.month), transform: 'month' as const, 'source-id': id(p.month), 'field-id': 1001 }]),
+    ],
+  };
+}
+
+/** What one commit changes for one source of a table. */
+export interface SourceChange {
+  source: string;
+  /** The table's columns now (a new column makes a new schema). */
+  columns: readonly WarehouseColumn[];
+  /** The columns the partition spec takes: the source (identity), and the date (month), if any. */
+  partitioning: Partitioning;
+  /** Files written for this commit (already in place under `data/`). */
+  add: DataFile[];
+  /** Which of the source's live files this commit replaces. */
+  replaces(file: DataFile): boolean;
+  /** Summary entries (`costsync.*`): the run, the commit id, the window. */
+  summary: Record<string, string>;
+}
+
+export interface CommitResult {
+  /** The metadata version written, or null when nothing changed (no snapshot made). */
+  version: number | null;
+  snapshotId: number | null;
+  attempts: number;
+}
+
+function fieldSummaries(spec: PartitionSpec, files: readonly DataFile[]): FieldSummary[] {
+  return spec.fields.map((f) => {
+    const values = files.map((d) => d.partition[f.name]).filter((v): v is string | number => v !== null && v !== undefined);
+    const encode = (v: string | number) => (typeof v === 'string' ? Buffer.from(v, 'utf8') : (() => { const b = Buffer.alloc(4); b.writeInt32LE(v); return b; })());
+    const sorted = [...values].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return {
+      contains_null: values.length < files.length, contains_nan: false,
+      lower_bound: sorted.length > 0 ? encode(sorted[0]!) : null, upper_bound: sorted.length > 0 ? encode(sorted.at(-1)!) : null,
+    };
+  });
+}
+
+const sum = (files: readonly { record_count: number }[]) => files.reduce((n, f) => n + f.record_count, 0);
+
+/**
+ * Commits `change` as one snapshot on top of the newest metadata: `overwrite` when it replaces
+ * files, else `append`; nothing when it neither adds nor replaces. A lost race (the version exists)
+ * reloads and tries again; the manifest and list of a lost attempt are removed.
+ */
+export async function commitSource(store: IcebergStore, table: string, change: SourceChange, clock: Clock): Promise<CommitResult> {
+  const tag = sourceTag(change.source);
+  for (let attempt = 1; ; attempt++) {
+    const { version, metadata: base } = await loadTable(store, table);
+    const manifests = await currentManifests(store, table, base);
+    const mine = manifests.filter((m) => manifestSource(m) === change.source);
+    const others = manifests.filter((m) => manifestSource(m) !== change.source);
+    const live: ManifestEntry[] = [];
+    for (const m of mine) live.push(...(await readManifest(store, table, m)).filter((e) => e.status !== 2));
+    const removed = live.filter((e) => change.replaces(e.data_file));
+    const kept = live.filter((e) => !change.replaces(e.data_file));
+    if (change.add.length === 0 && removed.length === 0) return { version: null, snapshotId: null, attempts: attempt };
+
+    const nowMs = clock.now();
+    let metadata = base;
+    if (metadata === null) {
+      const { schema, lastColumnId } = evolveSchema(change.columns, null, 0);
+      metadata = newTableMetadata({ uuid: randomUUID(), location: store.location(table), schema, lastColumnId, spec: partitionSpec(schema, change.partitioning), nowMs });
+    }
+    const evolved = evolveSchema(change.columns, currentSchema(metadata), metadata['last-column-id']);
+    if (evolved.changed) metadata = withSchema(metadata, evolved.schema, evolved.lastColumnId);
+    const schema = currentSchema(metadata);
+    const spec = metadata['partition-specs'].find((p) => p['spec-id'] === metadata['default-spec-id'])!;
+    const snapshotId = newSnapshotId();
+    const sequence = metadata['last-sequence-number'] + 1;
+    const entries: ManifestEntry[] = [
+      ...kept.map((e) => ({ ...e, status: 0 as const })),
+      ...removed.map((e) => ({ ...e, status: 2 as const, snapshot_id: snapshotId })),
+      ...change.add.map((d) => ({ status: 1 as const, snapshot_id: snapshotId, sequence_number: sequence, file_sequence_number: sequence, data_file: d })),
+    ];
+    const written: string[] = [];
+    const put = async (key: string, bytes: Buffer) => {
+      await store.putBytes(key, bytes);
+      written.push(key);
+      return bytes.length;
+    };
+    const listed: ManifestFile[] = [...others];
+    if (entries.length > 0) {
+      const manifestKey = `${table}/metadata/${tag}-${randomUUID()}-m0.avro`;
+      const length = await put(manifestKey, await encodeManifest(entries, schema, spec));
+      const files = entries.map((e) => e.data_file);
+      listed.push({
+        manifest_path: store.location(manifestKey), manifest_length: length, partition_spec_id: spec['spec-id'], content: 0,
+        sequence_number: sequence, min_sequence_number: Math.min(sequence, ...kept.map((e) => e.sequence_number)), added_snapshot_id: snapshotId,
+        added_files_count: change.add.length, existing_files_count: kept.length, deleted_files_count: removed.length,
+        added_rows_count: sum(change.add), existing_rows_count: sum(kept.map((e) => e.data_file)), deleted_rows_count: sum(removed.map((e) => e.data_file)),
+        partitions: fieldSummaries(spec, files), key_metadata: null,
+      });
+    }
+    const parent = base === null ? null : currentSnapshot(base);
+    const listKey = `${table}/metadata/snap-${snapshotId}-${tag}-${randomUUID()}.avro`;
+    await put(listKey, await encodeManifestList(listed, { id: snapshotId, parentId: parent?.['snapshot-id'] ?? null, sequenceNumber: sequence }));
+    const totalRecords = listed.reduce((n, m) => n + m.added_rows_count + m.existing_rows_count, 0);
+    const totalFiles = listed.reduce((n, m) => n + m.added_files_count + m.existing_files_count, 0);
+    const snapshot: Snapshot = {
+      'snapshot-id': snapshotId,
+      ...(parent !== null && { 'parent-snapshot-id': parent['snapshot-id'] }),
+      'sequence-number': sequence,
+      'timestamp-ms': Math.max(nowMs, metadata['last-updated-ms']),
+      'manifest-list': store.location(listKey),
+      summary: {
+        operation: removed.length > 0 ? 'overwrite' : 'append',
+        'added-data-files': String(change.add.length), 'deleted-data-files': String(removed.length),
+        'added-records': String(sum(change.add)), 'deleted-records': String(sum(removed.map((e) => e.data_file))),
+        'total-records': String(totalRecords), 'total-data-files': String(totalFiles),
+        [SUMMARY.source]: change.source, ...change.summary,
+      },
+      'schema-id': schema['schema-id'],
+    };
+    const next = withSnapshot(metadata, snapshot, base === null ? null : store.location(`${table}/${metadataKey(version)}`));
+    if (await publishVersion(store, table, version, base, next)) return { version: version + 1, snapshotId, attempts: attempt };
+    // Another runner committed first: what this attempt wrote is referenced by nothing.
+    for (const key of written) await store.remove(key);
+    if (attempt >= COMMIT_ATTEMPTS) throw new Error(`gave up committing to ${store.location(table)} after ${attempt} attempts: other runners kept committing first`);
+    await clock.sleep(backoffMs(attempt));
+  }
+}
+
+/** A lost race's wait: short, growing, jittered, so shards that collided spread out. Pure but for the jitter. */
+export function backoffMs(attempt: number, random: () => number = Math.random): number {
+  return Math.round(Math.min(2_000, 25 * 2 ** attempt) * (0.5 + random()));
+}
+
+/**
+ * Creates version `version + 1` (false when it exists), then points the hint at it and deletes the
+ * metadata file that fell out of the metadata log.
+ */
+async function publishVersion(store: IcebergStore, table: string, version: number, base: TableMetadata | null, next: TableMetadata): Promise<boolean> {
+  if (!(await store.createText(`${table}/${metadataKey(version + 1)}`, `${JSON.stringify(next, null, 1)}\n`))) return false;
+  await store.putText(`${table}/metadata/version-hint.text`, `${version + 1}\n`);
+  const kept = new Set(next['metadata-log'].map((e) => e['metadata-file']));
+  for (const e of base?.['metadata-log'] ?? []) {
+    if (!kept.has(e['metadata-file'])) await store.remove(keyOf(store, table, e['metadata-file']));
+  }
+  return true;
+}
+
+/**
+ * Expires `table`'s snapshots older than `retentionMs` (one metadata change, retried like a commit),
+ * then deletes what only they referenced among `sources`' files: their manifest lists, the manifests
+ * they added that no kept snapshot lists, and the data files they deleted. Returns the files removed.
+ */
+export async function expireTable(store: IcebergStore, table: string, sources: readonly string[], retentionMs: number, clock: Clock): Promise<number> {
+  const owned = new Set(sources);
+  for (let attempt = 1; ; attempt++) {
+    const { version, metadata: base } = await loadTable(store, table);
+    if (base === null) return 0;
+    const { expired } = expireSnapshots(base, clock.now(), retentionMs);
+    // Only this runner's snapshots go; another shard expires its own.
+    const mineExpired = new Set(expired.filter((s) => owned.has(s.summary[SUMMARY.source] ?? '')).map((s) => s['snapshot-id']));
+    if (mineExpired.size === 0) return 0;
+    const next: TableMetadata = {
+      ...base,
+      snapshots: base.snapshots.filter((s) => !mineExpired.has(s['snapshot-id'])),
+      'snapshot-log': base['snapshot-log'].filter((e) => !mineExpired.has(e['snapshot-id'])),
+      'last-updated-ms': Math.max(clock.now(), base['last-updated-ms']),
+      'metadata-log': [...base['metadata-log'], { 'timestamp-ms': base['last-updated-ms'], 'metadata-file': store.location(`${table}/${metadataKey(version)}`) }].slice(-METADATA_FILES_KEPT),
+    };
+    if (!(await publishVersion(store, table, version, base, next))) {
+      if (attempt >= COMMIT_ATTEMPTS) throw new Error(`gave up expiring snapshots of ${store.location(table)} after ${attempt} attempts`);
+      await clock.sleep(backoffMs(attempt));
+      continue;
+    }
+    // The manifests the oldest kept snapshot lists stay (a source's manifest lives until its next commit).
+    const oldestKept = next.snapshots.reduce<Snapshot | null>((a, s) => (a === null || s['timestamp-ms'] < a['timestamp-ms'] ? s : a), null);
+    const stillListed = new Set((oldestKept ? await readManifestList(store, table, oldestKept) : []).map((m) => m.manifest_path));
+    let removed = 0;
+    for (const snapshot of base.snapshots.filter((x) => mineExpired.has(x['snapshot-id']))) {
+      const list = await readManifestList(store, table, snapshot).catch(() => []);
+      for (const m of list.filter((x) => x.added_snapshot_id === snapshot['snapshot-id'])) {
+        const entries = await readManifest(store, table, m).catch(() => []);
+        for (const e of entries.filter((x) => x.status === 2)) {
+          await store.remove(keyOf(store, table, e.data_file.file_path));
+          removed += 1;
+        }
+        if (!stillListed.has(m.manifest_path)) {
+          await store.remove(keyOf(store, table, m.manifest_path));
+          removed += 1;
+        }
+      }
+      await store.remove(keyOf(store, table, snapshot['manifest-list']));
+      removed += 1;
+    }
+    return removed;
+  }
+}
+
+/**
+ * Removes `source`'s files under `table` that no kept snapshot references: what a killed run wrote
+ * and never committed (or a clean-up it did not finish). Only this source's files are looked at, so
+ * another runner's commit in progress is never touched. Returns the files removed.
+ */
+export async function removeUnreferenced(store: IcebergStore, table: string, source: string): Promise<number> {
+  const tag = sourceTag(source);
+  const { metadata } = await loadTable(store, table);
+  const referenced = new Set<string>();
+  const manifests = new Map<string, ManifestFile>();
+  for (const snapshot of metadata?.snapshots ?? []) {
+    if (snapshot.summary[SUMMARY.source] === source) referenced.add(keyOf(store, table, snapshot['manifest-list']));
+    let list: ManifestFile[];
+    try {
+      list = await readManifestList(store, table, snapshot);
+    } catch {
+      continue;
+    }
+    for (const m of list) if (manifestSource(m) === source) manifests.set(m.manifest_path, m);
+  }
+  for (const m of manifests.values()) {
+    referenced.add(keyOf(store, table, m.manifest_path));
+    for (const e of await readManifest(store, table, m)) referenced.add(keyOf(store, table, e.data_file.file_path));
+  }
+  const metadataKeys = await store.list(`${table}/metadata/`);
+  const candidates = [
+    ...(await store.list(`${table}/data/${dataDir(source)}/`)),
+    ...metadataKeys.filter((k) => k.includes(`${tag}-`)),
+    // A metadata file a killed writer was creating (on disk: written beside its name, then linked).
+    ...metadataKeys.filter((k) => { const pid = tmpWriterPid(k); return pid !== null && !systemProbe.isAlive(pid); }),
+  ];
+  let removed = 0;
+  for (const key of candidates) {
+    if (referenced.has(key)) continue;
+    await store.remove(key);
+    removed += 1;
+  }
+  return removed;
+}
+
+/** The folder under `data/` holding a source's files (hive style, so listings read well). */
+export function dataDir(source: string): string {
+  return `source=${source}`;
+}

@@ -1,0 +1,275 @@
+/**
+ * `--format iceberg`: every lake table as an Apache Iceberg table (format version 2) at
+ * `OUT/<table>/`, exact after any crash. The same outbox as the Parquet lake says which dates of which
+ * source changed; here a source's month is the unit of a file (`data/source=<s>/<date>_month=<YYYY-MM>/`),
+ * rewritten whole from the warehouse, so a table never gathers small files. One batch (a table, a
+ * source, up to a year of months) is one snapshot: `overwrite` when it replaces files, `append` when
+ * the months are new.
+ *
+ * Before a batch writes anything, an intent naming its commit id is recorded in the outbox; the
+ * snapshot's summary carries the same id. After a crash, the next run finds the intent: if its commit
+ * landed, the batch's dates are cleared rather than committed again; either way the source's files
+ * that no snapshot references (what the killed run wrote) are removed.
+ *
+ * (The COPY statements are built per table, source and month, so they are not in sql/.)
+ */
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Clock } from '../api/resilience.js';
+import type { DataFile } from '../iceberg/avro.js';
+import { SUMMARY, currentSchema } from '../iceberg/metadata.js';
+import { boundBytes, evolveSchema, monthLabel, monthOrdinal, monthRange, type IcebergSchema, type WarehouseColumn } from '../iceberg/schema.js';
+import {
+  commitSource, currentManifests, dataDir, expireTable, loadTable, manifestSource, monthField, removeUnreferenced, type Partitioning,
+} from '../iceberg/table.js';
+import { sqlString, type Warehouse } from '../storage/duckdb.js';
+import { LAKE_TABLES, RUN_TABLES } from './lake.js';
+import type { OutputTarget } from './target.js';
+
+/** A lake table as Iceberg sees it: its source column, its date (for the outbox's keys), the column its month comes from. */
+export interface IcebergTableDef {
+  source: string;
+  date: string;
+  /** The column the month partition takes; null: one file per source (small tables). */
+  month: string | null;
+}
+
+/** Every table of the lake, as data. */
+export const ICEBERG_TABLES: Record<string, IcebergTableDef> = {
+  line_items: { source: 'source', date: LAKE_TABLES.line_items!.date, month: LAKE_TABLES.line_items!.date },
+  focus: { source: 'x_source', date: LAKE_TABLES.focus!.date, month: 'ChargePeriodStart' },
+  rollups_daily: { source: 'source', date: LAKE_TABLES.rollups_daily!.date, month: LAKE_TABLES.rollups_daily!.date },
+  anomalies: { source: 'source', date: LAKE_TABLES.anomalies!.date, month: null },
+  anomaly_status_history: { source: 'source', date: LAKE_TABLES.anomaly_status_history!.date, month: null },
+  sync_runs: { source: 'source', date: 'CAST(started_at AS DATE)', month: null },
+  sync_run_streams: { source: 'source', date: "DATE '1970-01-01'", month: null },
+};
+
+/** Months one snapshot rewrites at most: bounds a commit's statements, not the work. */
+const MONTHS_PER_COMMIT = 12;
+
+/** Default `--iceberg-retention`: time travel reaches back a week (to before last week's restatements). */
+export const DEFAULT_RETENTION_MS = 7 * 86_400_000;
+
+export interface IcebergRun {
+  runId: string;
+  clock: Clock;
+  /** The sources this runner owns: it touches only their files. */
+  sources: readonly string[];
+  retentionMs: number;
+}
+
+/** An intent's outbox key: `<table>/<source>/<commit id>/<months, comma-separated, or *>`. */
+function intentKey(table: string, source: string, commitId: string, months: readonly number[] | null): string {
+  return `${table}/${source}/${commitId}/${months === null ? '*' : months.join(',')}`;
+}
+
+async function columnsOf(warehouse: Warehouse, table: string): Promise<WarehouseColumn[]> {
+  return (await warehouse.sql<{ column_name: string; column_type: string }>(`DESCRIBE ${table}`)).map((r) => ({ name: r.column_name, type: r.column_type }));
+}
+
+const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/** RETURN_STATS' column statistics: `[{ key: '"col"', value: [{ key: 'min', value }] }]`. */
+type ColumnStats = { key: string; value: { key: string; value: string }[] }[];
+
+/**
+ * Writes the rows of `source` in `table` for one month (or all of them) into one Parquet file with
+ * the schema's field ids, puts it under `data/`, and returns it as a data file with its statistics;
+ * null when there are no rows.
+ */
+async function writeDataFile(
+  warehouse: Warehouse, target: OutputTarget, table: string, def: IcebergTableDef, source: string, month: number | null, schema: IcebergSchema, columns: readonly WarehouseColumn[],
+): Promise<DataFile | null> {
+  const scratch = target.scratch(`iceberg-${table}`);
+  try {
+    const file = join(scratch, 'data.parquet');
+    const select = columns.map((c) => (c.type === 'JSON' ? `${quote(c.name)}::VARCHAR AS ${quote(c.name)}` : quote(c.name))).join(', ');
+    const range = month === null ? '' : ` AND ${def.date} >= DATE ${sqlString(monthRange(month).start)} AND ${def.date} < DATE ${sqlString(monthRange(month).next)}`;
+    const ids = schema.fields.filter((f) => columns.some((c) => c.name === f.name));
+    const [stats] = await warehouse.sql<{ count: number; file_size_bytes: number; column_statistics: unknown }>(
+      `COPY (SELECT ${select} FROM ${table} WHERE ${quote(def.source)} = ${sqlString(source)}${range} ORDER BY ALL)
+       TO ${sqlString(file)} (FORMAT parquet, FIELD_IDS {${ids.map((f) => `${quote(f.name)}: ${f.id}`).join(', ')}}, RETURN_STATS true)`,
+    );
+    if (stats === undefined || Number(stats.count) === 0) return null;
+    const key = `${table}/data/${dataDir(source)}/${month === null ? '' : `${monthField(def.month!)}=${monthLabel(month)}/`}${randomUUID()}.parquet`;
+    await target.putFile(key, file);
+    const dataFile: DataFile = {
+      content: 0, file_path: target.location(key), file_format: 'PARQUET',
+      partition: { source, ...(def.month === null ? {} : { [monthField(def.month)]: month }) },
+      record_count: Number(stats.count), file_size_in_bytes: Number(stats.file_size_bytes),
+      column_sizes: [], value_counts: [], null_value_counts: [], nan_value_counts: null, lower_bounds: [], upper_bounds: [],
+      key_metadata: null, split_offsets: null, equality_ids: null, sort_order_id: null,
+    };
+    for (const column of stats.column_statistics as ColumnStats) {
+      const field = ids.find((f) => quote(f.name) === column.key || f.name === column.key);
+      if (!field) continue;
+      const stat = Object.fromEntries(column.value.map((v) => [v.key, v.value]));
+      if (stat.column_size_bytes !== undefined) dataFile.column_sizes!.push({ key: field.id, value: Number(stat.column_size_bytes) });
+      if (stat.num_values !== undefined) dataFile.value_counts!.push({ key: field.id, value: Number(stat.num_values) });
+      if (stat.null_count !== undefined) dataFile.null_value_counts!.push({ key: field.id, value: Number(stat.null_count) });
+      const lower = stat.min === undefined ? null : boundBytes(field.type, stat.min);
+      const upper = stat.max === undefined ? null : boundBytes(field.type, stat.max);
+      if (lower !== null && upper !== null) {
+        dataFile.lower_bounds!.push({ key: field.id, value: lower });
+        dataFile.upper_bounds!.push({ key: field.id, value: upper });
+      }
+    }
+    return dataFile;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Rewrites `months` (null: everything) of `source` in `table` as one snapshot: one file per month,
+ * replacing the files the source had for those months.
+ */
+async function commitBatch(
+  warehouse: Warehouse, target: OutputTarget, run: IcebergRun, table: string, source: string, months: readonly number[] | null, commitId: string, window: string,
+): Promise<void> {
+  const def = ICEBERG_TABLES[table]!;
+  const columns = await columnsOf(warehouse, table);
+  const { metadata } = await loadTable(target, table);
+  // The field ids the commit will use: the table's, with any new column after them (the same rule
+  // `commitSource` applies to the newest metadata).
+  const schema = evolveSchema(columns, metadata === null ? null : currentSchema(metadata), metadata?.['last-column-id'] ?? 0).schema;
+  const add: DataFile[] = [];
+  for (const month of months ?? [null]) {
+    const file = await writeDataFile(warehouse, target, table, def, source, month, schema, columns);
+    if (file !== null) add.push(file);
+  }
+  const field = def.month === null ? null : monthField(def.month);
+  const replaced = months === null ? null : new Set(months);
+  const partitioning: Partitioning = { source: def.source, month: def.month };
+  await commitSource(target, table, {
+    source, columns, partitioning, add,
+    replaces: (f) => replaced === null || field === null || replaced.has(f.partition[field] as number),
+    summary: { [SUMMARY.runId]: run.runId, [SUMMARY.commitId]: commitId, [SUMMARY.window]: window },
+  }, run.clock);
+}
+
+/**
+ * What a killed run left: for each intent, its dates are cleared when its commit landed (found by its
+ * id in the snapshot summaries), and the source's unreferenced files under the table are removed.
+ */
+async function recoverIntents(warehouse: Warehouse, target: OutputTarget): Promise<number> {
+  let removed = 0;
+  for (const { key } of await warehouse.query<{ key: string }>('outbox/pending', ['iceberg'])) {
+    const [table, sources, commitId, months] = key.split('/') as [string, string, string, string];
+    const def = ICEBERG_TABLES[table];
+    // An expiry's intent names every source it cleaned up for (comma-separated); a commit's, one.
+    for (const source of def === undefined ? [] : sources.split(',')) {
+      const { metadata } = await loadTable(target, table);
+      const landed = metadata?.snapshots.some((s) => s.summary[SUMMARY.commitId] === commitId) ?? false;
+      if (landed) {
+        const done = months === '*' ? null : new Set(months.split(',').map(Number));
+        const prefix = `${table}/${source}/`;
+        for (const p of await warehouse.query<{ key: string }>('outbox/pending', ['parquet'])) {
+          if (p.key.startsWith(prefix) && (done === null || done.has(monthOrdinal(p.key.slice(prefix.length))))) await warehouse.run('outbox/done', ['parquet', p.key]);
+        }
+      }
+      removed += await removeUnreferenced(target, table, source);
+    }
+    await warehouse.run('outbox/done', ['iceberg', key]);
+  }
+  return removed;
+}
+
+/**
+ * A warehouse pointed at a new lake (or a source new to it): each table a source has rows in but no
+ * files for is marked pending whole, so the lake fills from the warehouse, a batch at a time.
+ */
+async function fillNewSources(warehouse: Warehouse, target: OutputTarget, sources: readonly string[]): Promise<void> {
+  const pending = new Set((await warehouse.query<{ key: string }>('outbox/pending', ['parquet'])).map((p) => p.key.split('/').slice(0, 2).join('/')));
+  for (const [table, def] of Object.entries(ICEBERG_TABLES)) {
+    if (RUN_TABLES.includes(table)) continue;
+    const { metadata } = await loadTable(target, table);
+    const present = new Set((await currentManifests(target, table, metadata)).map(manifestSource));
+    for (const source of sources) {
+      if (present.has(source) || pending.has(`${table}/${source}`)) continue;
+      await warehouse.sql(
+        `INSERT INTO _costsync_outbox SELECT DISTINCT 'parquet', ${sqlString(`${table}/${source}/`)} || CAST(${def.date} AS VARCHAR), now()
+         FROM ${table} WHERE ${quote(def.source)} = ${sqlString(source)} ON CONFLICT DO NOTHING`,
+      );
+    }
+  }
+}
+
+/** The Iceberg lake's steps, for the derived outputs: drain after each commit, finish after the run. */
+export function icebergLake(run: IcebergRun) {
+  let sequence = 0;
+  let started = false;
+  const nextCommitId = () => `${run.runId}.${++sequence}`;
+
+  /** Commits every pending batch; returns the number of dates written. */
+  async function drain(warehouse: Warehouse, target: OutputTarget): Promise<number> {
+    if (!started) {
+      await warehouse.exclusive(async () => {
+        await recoverIntents(warehouse, target);
+        await fillNewSources(warehouse, target, run.sources);
+      });
+      started = true;
+    }
+    let written = 0;
+    for (;;) {
+      const done = await warehouse.exclusive(async () => {
+        const pending = await warehouse.query<{ key: string }>('outbox/pending', ['parquet']);
+        if (pending.length === 0) return 0;
+        const [table, source] = pending[0]!.key.split('/') as [string, string];
+        const prefix = `${table}/${source}/`;
+        const keys = pending.filter((p) => p.key.startsWith(prefix)).map((p) => p.key);
+        const def = ICEBERG_TABLES[table];
+        let batch = keys;
+        let months: number[] | null = null;
+        if (def?.month != null) {
+          months = [...new Set(keys.map((k) => monthOrdinal(k.slice(prefix.length))))].sort((a, b) => a - b).slice(0, MONTHS_PER_COMMIT);
+          const chosen = new Set(months);
+          batch = keys.filter((k) => chosen.has(monthOrdinal(k.slice(prefix.length))));
+        }
+        if (def !== undefined) {
+          const commitId = nextCommitId();
+          const intent = intentKey(table, source, commitId, months);
+          await warehouse.run('outbox/mark', ['iceberg', intent]);
+          const dates = batch.map((k) => k.slice(prefix.length));
+          await commitBatch(warehouse, target, run, table, source, months, commitId, `${dates[0]}..${dates.at(-1)}`);
+          for (const key of batch) await warehouse.run('outbox/done', ['parquet', key]);
+          await warehouse.run('outbox/done', ['iceberg', intent]);
+        } else {
+          for (const key of batch) await warehouse.run('outbox/done', ['parquet', key]);
+        }
+        return batch.length;
+      });
+      if (done === 0) return written;
+      written += done;
+    }
+  }
+
+  /** After the run: what is pending, each source's run tables, then snapshots past the retention expired. */
+  async function finish(warehouse: Warehouse, target: OutputTarget): Promise<void> {
+    await drain(warehouse, target);
+    await warehouse.exclusive(async () => {
+      for (const table of RUN_TABLES) {
+        for (const source of run.sources) {
+          const commitId = nextCommitId();
+          const intent = intentKey(table, source, commitId, null);
+          await warehouse.run('outbox/mark', ['iceberg', intent]);
+          await commitBatch(warehouse, target, run, table, source, null, commitId, 'run');
+          await warehouse.run('outbox/done', ['iceberg', intent]);
+        }
+      }
+      for (const table of Object.keys(ICEBERG_TABLES)) {
+        // An expiry killed half way leaves files only the intent's clean-up finds.
+        const intent = intentKey(table, run.sources.join(','), `${run.runId}.expire`, []);
+        await warehouse.run('outbox/mark', ['iceberg', intent]);
+        await expireTable(target, table, run.sources, run.retentionMs, run.clock);
+        await warehouse.run('outbox/done', ['iceberg', intent]);
+      }
+      // The Parquet lake's per-source manifests have no place in an Iceberg lake.
+      for (const source of ['', ...run.sources]) await warehouse.run('outbox/done', ['manifest', source]);
+    });
+  }
+
+  return { drain, finish };
+}

@@ -1,0 +1,121 @@
+/**
+ * An independent reader of the Iceberg lake: `icebird` (a JavaScript Iceberg reader built on
+ * hyparquet) reads each table through `fetch`. It fetches over HTTP, so a shim serves `file://`
+ * locations from disk and icebird's `s3://` translation (`https://<bucket>.s3.amazonaws.com/<key>`)
+ * from the bucket under test, byte ranges included. Nothing of costsync's own reading code is used.
+ */
+import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { openReadOnly } from '../src/storage/duckdb.js';
+import { ICEBERG_TABLES } from '../src/outputs/iceberg.js';
+import { RUN_TABLES } from '../src/outputs/lake.js';
+
+type Fetch = typeof globalThis.fetch;
+
+function rangeOf(init: RequestInit | undefined, length: number): [number, number] | null {
+  const header = new Headers(init?.headers).get('range');
+  const m = header ? /bytes=(\d+)-(\d*)/.exec(header) : null;
+  return m ? [Number(m[1]), m[2] === '' ? length - 1 : Math.min(Number(m[2]), length - 1)] : null;
+}
+
+function answer(body: Buffer | null, init: RequestInit | undefined): Response {
+  if (body === null) return new Response('not found', { status: 404, statusText: 'Not Found' });
+  if (init?.method === 'HEAD') return new Response(null, { status: 200, headers: { 'content-length': String(body.length) } });
+  const range = rangeOf(init, body.length);
+  if (range) return new Response(body.subarray(range[0], range[1] + 1), { status: 206, headers: { 'content-length': String(range[1] - range[0] + 1) } });
+  return new Response(body, { status: 200, headers: { 'content-length': String(body.length) } });
+}
+
+/** Serves `file://` URLs (and, with `s3`, icebird's S3 URLs) to `fn`'s icebird reads. */
+export async function withLakeFetch<T>(fn: () => Promise<T>, s3?: S3Client): Promise<T> {
+  const real: Fetch = globalThis.fetch;
+  const shim = async (input: Parameters<Fetch>[0], init?: RequestInit): Promise<Response> => {
+    const url = String(input instanceof Request ? input.url : input);
+    if (url.startsWith('file:')) {
+      try {
+        return answer(readFileSync(fileURLToPath(url)), init);
+      } catch {
+        return answer(null, init);
+      }
+    }
+    const s3Url = /^https:\/\/([^.]+)\.s3\.amazonaws\.com\/(.*)$/.exec(url);
+    if (s3Url && s3) {
+      const [, bucket, key] = s3Url as unknown as [string, string, string];
+      try {
+        if (init?.method === 'HEAD') {
+          const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: decodeURIComponent(key) }));
+          return new Response(null, { status: 200, headers: { 'content-length': String(head.ContentLength ?? 0) } });
+        }
+        const out = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: decodeURIComponent(key) }));
+        return answer(Buffer.from(await out.Body!.transformToByteArray()), init);
+      } catch {
+        return answer(null, init);
+      }
+    }
+    return real(input, init);
+  };
+  globalThis.fetch = shim as Fetch;
+  try {
+    return await fn();
+  } finally {
+    globalThis.fetch = real;
+  }
+}
+
+/** Every row of the Iceberg table at `tableUrl` (its current snapshot, or `metadataFileName`'s), as icebird reads it. */
+export async function readIceberg(tableUrl: string, options: { metadataFileName?: string; s3?: S3Client } = {}): Promise<Record<string, unknown>[]> {
+  const { icebergRead } = await import('icebird');
+  return withLakeFetch(() => icebergRead({ tableUrl, ...(options.metadataFileName !== undefined && { metadataFileName: options.metadataFileName }) }), options.s3);
+}
+
+/** A value as text, the way the warehouse's `::VARCHAR` would compare: dates, times and numbers normalised. */
+function canonical(value: unknown, type: string): string {
+  if (value === null || value === undefined) return 'null';
+  if (type === 'DATE') return (value instanceof Date ? value.toISOString() : String(value)).slice(0, 10);
+  if (type.startsWith('TIMESTAMP')) {
+    // DuckDB's text ("2025-06-01 00:00:00.5+00") and a Date, both to ISO at millisecond precision.
+    const ms = value instanceof Date ? value.getTime() : Date.parse(String(value).replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00'));
+    return new Date(ms).toISOString();
+  }
+  // hyparquet turns a decimal into a double by division (0.7 reads as 0.7000000000000001): compare at the column's scale.
+  const decimal = /^DECIMAL\(\d+,\s*(\d+)\)$/.exec(type);
+  if (decimal) return Number(value).toFixed(Number(decimal[1]));
+  if (type === 'DOUBLE' || type === 'BIGINT' || type === 'INTEGER') return String(Number(value));
+  return String(value);
+}
+
+/**
+ * Per Iceberg table but the run tables, the warehouse's rows of `sources` against what icebird reads from the lake:
+ * rows missing from the lake and rows only the lake has, compared value for value.
+ */
+export async function icebergDifferences(db: string, lakeUrl: string, options: { sources?: readonly string[]; s3?: S3Client } = {}): Promise<Record<string, { rows: number; missing: number; extra: number }>> {
+  const wh = await openReadOnly(db);
+  try {
+    const result: Record<string, { rows: number; missing: number; extra: number }> = {};
+    for (const [table, def] of Object.entries(ICEBERG_TABLES)) {
+      // The run tables are written before the run's own row is final (as with --format parquet).
+      if (RUN_TABLES.includes(table)) continue;
+      const columns = await wh.sql<{ name: string; type: string }>('SELECT column_name AS name, data_type AS type FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table]);
+      const only = options.sources === undefined ? '' : `WHERE "${def.source}" IN (${options.sources.map((s) => `'${s}'`).join(', ')})`;
+      const warehouseRows = (await wh.table(`SELECT * FROM ${table} ${only}`)).rows;
+      const lakeRows = (await readIceberg(`${lakeUrl}/${table}`, options.s3 ? { s3: options.s3 } : {}))
+        .filter((r) => options.sources === undefined || options.sources.includes(String(r[def.source])));
+      const key = (row: Record<string, unknown>) => columns.map((c) => canonical(row[c.name], c.type)).join('\u0001');
+      const counts = new Map<string, number>();
+      for (const r of warehouseRows) counts.set(key(r), (counts.get(key(r)) ?? 0) + 1);
+      let extra = 0;
+      for (const r of lakeRows) {
+        const k = key(r);
+        const n = counts.get(k) ?? 0;
+        if (n === 0) extra += 1;
+        else counts.set(k, n - 1);
+      }
+      const missing = [...counts.values()].reduce((a, b) => a + b, 0);
+      result[table] = { rows: warehouseRows.length, missing, extra };
+    }
+    return result;
+  } finally {
+    wh.close();
+  }
+}

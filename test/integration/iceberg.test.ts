@@ -1,0 +1,167 @@
+import { existsSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { TableMetadata } from '../../src/iceberg/metadata.js';
+import { SUMMARY } from '../../src/iceberg/metadata.js';
+import { commitSource, loadTable, sourceTag } from '../../src/iceberg/table.js';
+import { icebergLake } from '../../src/outputs/iceberg.js';
+import { directoryTarget, type OutputTarget } from '../../src/outputs/target.js';
+import { openWorkingCopy } from '../../src/storage/working-copy.js';
+import { icebergDifferences, readIceberg } from '../iceberg.js';
+import { queryDb, run, SPAN, withEmulator, withTempDir } from '../helpers.js';
+
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
+const ENV = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
+
+function syncArgs(url: string, dir: string, extra: string[] = []): string[] {
+  return [
+    'sync', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), '--format', 'iceberg', '--out', join(dir, 'lake'),
+    '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--window-days', '7', '--rate-limit', '100000', '--log-format', 'json', '--quiet', ...extra,
+  ];
+}
+
+const metadataOf = (lake: string, table: string, version?: number): TableMetadata => {
+  const v = version ?? Number(readFileSync(join(lake, table, 'metadata', 'version-hint.text'), 'utf8'));
+  return JSON.parse(readFileSync(join(lake, table, 'metadata', `v${v}.metadata.json`), 'utf8')) as TableMetadata;
+};
+
+function expectEqualToWarehouse(diff: Record<string, { rows: number; missing: number; extra: number }>) {
+  for (const [table, d] of Object.entries(diff)) {
+    expect({ table, ...d }).toEqual({ table, rows: d.rows, missing: 0, extra: 0 });
+    expect(d.rows, table).toBeGreaterThan(0);
+  }
+}
+
+describe('--format iceberg (a directory)', () => {
+  it('every table reads back through icebird equal to the warehouse; a restatement is one overwrite snapshot, and the snapshot before it still reads the old values', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 120, anomaliesPerDay: 2, clock, restatement: { days: 5, changeRate: 0.5, deleteRate: 0.1 } }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const lake = join(dir, 'lake');
+        expect(await run(syncArgs(emulator.url, dir), ENV)).toMatchObject({ code: 0 });
+        expectEqualToWarehouse(await icebergDifferences(join(dir, 'c.duckdb'), pathToFileURL(lake).href));
+        expect((await readIceberg(pathToFileURL(join(lake, 'sync_runs')).href)).map((r) => r.run_id))
+          .toEqual((await queryDb<{ run_id: string }>(join(dir, 'c.duckdb'), 'SELECT run_id FROM sync_runs')).map((r) => r.run_id));
+
+        // The file-system catalog's layout: a hint naming the newest metadata file, format version 2.
+        const before = metadataOf(lake, 'line_items');
+        const versionBefore = Number(readFileSync(join(lake, 'line_items', 'metadata', 'version-hint.text'), 'utf8'));
+        expect(before).toMatchObject({ 'format-version': 2, location: pathToFileURL(join(lake, 'line_items')).href });
+        expect(before.snapshots.at(-1)!.summary).toMatchObject({ [SUMMARY.source]: 'default', [SUMMARY.runId]: expect.any(String), [SUMMARY.window]: expect.stringMatching(/^2025-06-\d\d\.\.2025-06-\d\d$/) });
+        // One file per source and month.
+        expect(readdirSync(join(lake, 'line_items', 'data', 'source=default'))).toEqual(['usage_date_month=2025-06']);
+        const lastDays = "usage_date >= DATE '2025-06-26'";
+        const [{ usd: oldUsd }] = await queryDb<{ usd: number }>(join(dir, 'c.duckdb'), `SELECT round(sum(net_amount_usd), 2) AS usd FROM line_items WHERE ${lastDays}`) as [{ usd: number }];
+
+        emulator.restate();
+        expect(await run(syncArgs(emulator.url, dir, ['--lookback-days', '7']), ENV)).toMatchObject({ code: 0 });
+        expectEqualToWarehouse(await icebergDifferences(join(dir, 'c.duckdb'), pathToFileURL(lake).href));
+        const [{ usd: newUsd }] = await queryDb<{ usd: number }>(join(dir, 'c.duckdb'), `SELECT round(sum(net_amount_usd), 2) AS usd FROM line_items WHERE ${lastDays}`) as [{ usd: number }];
+        expect(newUsd).not.toBe(oldUsd);
+
+        const after = metadataOf(lake, 'line_items');
+        const restated = after.snapshots.at(-1)!;
+        expect(restated.summary).toMatchObject({ operation: 'overwrite', 'deleted-data-files': '1', 'added-data-files': '1' });
+        expect(restated.summary[SUMMARY.runId]).not.toBe(before.snapshots.at(-1)!.summary[SUMMARY.runId]);
+        // Time travel: the metadata before the restatement still reads the old numbers.
+        const sumOf = (rows: Record<string, unknown>[]) => Math.round(rows.filter((r) => String((r.usage_date as Date).toISOString()) >= '2025-06-26').reduce((n, r) => n + Number(r.net_amount_usd), 0) * 100) / 100;
+        const tableUrl = pathToFileURL(join(lake, 'line_items')).href;
+        expect(sumOf(await readIceberg(tableUrl, { metadataFileName: `v${versionBefore}.metadata.json` }))).toBe(oldUsd);
+        expect(sumOf(await readIceberg(tableUrl))).toBe(newUsd);
+      });
+    });
+  }, 60_000);
+
+  it('a warehouse pointed at a new --out fills every table from itself, dates outside the lookback included', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 60, anomaliesPerDay: 2, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        expect(await run(syncArgs(url, dir, ['--format', 'duckdb']), ENV)).toMatchObject({ code: 0 });
+        expect(existsSync(join(dir, 'lake'))).toBe(false);
+        expect(await run(syncArgs(url, dir), ENV)).toMatchObject({ code: 0 });
+        expectEqualToWarehouse(await icebergDifferences(join(dir, 'c.duckdb'), pathToFileURL(join(dir, 'lake')).href));
+      });
+    });
+  }, 60_000);
+});
+
+/** A lake whose next version-hint write fails: the commit has landed, the run fails before it records that. */
+function failingAfterCommit(target: OutputTarget): OutputTarget & { armed: boolean } {
+  const wrapped = Object.create(target) as OutputTarget & { armed: boolean };
+  wrapped.armed = true;
+  wrapped.putText = async (key, text) => {
+    if (wrapped.armed && key.endsWith('version-hint.text')) {
+      wrapped.armed = false;
+      throw new Error('killed after the metadata file was created');
+    }
+    return target.putText(key, text);
+  };
+  return wrapped;
+}
+
+describe('Iceberg commits through the outbox', () => {
+  it('a commit that landed before the run died is recognised by its id and not made again; files nothing references are removed', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 40, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        expect(await run(syncArgs(url, dir, ['--format', 'duckdb', '--streams', 'rollups']), ENV)).toMatchObject({ code: 0 });
+        const lake = join(dir, 'lake');
+        const target = directoryTarget(lake);
+        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: true });
+        try {
+          const first = icebergLake({ runId: 'run-a', clock: { now: () => Date.now(), sleep: async () => undefined }, sources: ['default'], retentionMs: 86_400_000 });
+          await expect(first.drain(wh, failingAfterCommit(target))).rejects.toThrow(/killed after/);
+          const landed = await loadTable(target, 'rollups_daily');
+          expect(landed.metadata!.snapshots).toHaveLength(1);
+          expect((await wh.query<{ key: string }>('outbox/pending', ['iceberg'])).map((r) => r.key)).toEqual([expect.stringMatching(/^rollups_daily\/default\/run-a\.1\//)]);
+          // What a killed writer leaves: a data file and a manifest no snapshot references.
+          mkdirSync(join(lake, 'rollups_daily', 'data', 'source=default', 'date_month=2025-06'), { recursive: true });
+          writeFileSync(join(lake, 'rollups_daily', 'data', 'source=default', 'date_month=2025-06', 'orphan.parquet'), 'x');
+          writeFileSync(join(lake, 'rollups_daily', 'metadata', `${sourceTag('default')}-orphan-m0.avro`), 'x');
+          writeFileSync(join(lake, 'rollups_daily', 'metadata', `${sourceTag('other')}-theirs-m0.avro`), 'x');
+
+          const second = icebergLake({ runId: 'run-b', clock: { now: () => Date.now(), sleep: async () => undefined }, sources: ['default'], retentionMs: 86_400_000 });
+          await second.drain(wh, target);
+          const after = await loadTable(target, 'rollups_daily');
+          // Not committed again: the line items' one snapshot is still the only one.
+          expect(after.metadata!.snapshots.map((s) => s.summary[SUMMARY.commitId])).toEqual(['run-a.1']);
+          expect(await wh.query('outbox/pending', ['iceberg'])).toEqual([]);
+          expect(existsSync(join(lake, 'rollups_daily', 'data', 'source=default', 'date_month=2025-06', 'orphan.parquet'))).toBe(false);
+          expect(existsSync(join(lake, 'rollups_daily', 'metadata', `${sourceTag('default')}-orphan-m0.avro`))).toBe(false);
+          // Another source's files are another runner's business.
+          expect(existsSync(join(lake, 'rollups_daily', 'metadata', `${sourceTag('other')}-theirs-m0.avro`))).toBe(true);
+        } finally {
+          wh.close();
+        }
+      });
+    });
+  }, 60_000);
+
+  it('four shards committing to one table at once: every commit lands (lost races retried on the newest metadata), each source exact', async () => {
+    await withTempDir(async (dir) => {
+      const target = directoryTarget(join(dir, 'lake'));
+      const columns = [{ name: 'id', type: 'VARCHAR' }, { name: 'source', type: 'VARCHAR' }];
+      const sources = ['a', 'b', 'c', 'd'];
+      const sleep = async () => { await new Promise((r) => setImmediate(r)); };
+      const results = await Promise.all(sources.flatMap((source) => [1, 2, 3].map(async (n) => {
+        const key = `t/data/source=${source}/${n}.parquet`;
+        await target.putBytes(key, Buffer.from('not read here'));
+        return commitSource(target, 't', {
+          source, columns, partitioning: { source: 'source', month: null },
+          add: [{
+            content: 0, file_path: target.location(key), file_format: 'PARQUET', partition: { source }, record_count: n, file_size_in_bytes: 13,
+            column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null, lower_bounds: null, upper_bounds: null,
+            key_metadata: null, split_offsets: null, equality_ids: null, sort_order_id: null,
+          }],
+          replaces: () => false, summary: { [SUMMARY.commitId]: `${source}.${n}` },
+        }, { now: () => Date.now(), sleep });
+      })));
+      expect(results.every((r) => r.version !== null)).toBe(true);
+      expect(results.some((r) => r.attempts > 1)).toBe(true);
+      const { version, metadata } = await loadTable(target, 't');
+      expect(version).toBe(12);
+      expect(metadata!.snapshots.at(-1)!.summary['total-records']).toBe(String(4 * (1 + 2 + 3)));
+      // Nothing a lost attempt wrote is left.
+      const avro = readdirSync(join(dir, 'lake', 't', 'metadata')).filter((f) => f.endsWith('.avro'));
+      expect(avro.filter((f) => f.startsWith('snap-'))).toHaveLength(12);
+    });
+  });
+});
