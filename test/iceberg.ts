@@ -119,3 +119,49 @@ export async function icebergDifferences(db: string, lakeUrl: string, options: {
     wh.close();
   }
 }
+
+/**
+ * The files of a lake on disk (`dir`; `location` is how its metadata names it, a `file://` URL or
+ * `s3://bucket/prefix`) against what its tables reference: files any kept snapshot needs that are
+ * missing, and files under a table that nothing references (a killed writer's leftovers).
+ */
+export async function icebergFileCheck(dir: string, location: string): Promise<{ missing: string[]; unreferenced: string[] }> {
+  const { decodeManifest, decodeManifestList } = await import('../src/iceberg/avro.js');
+  const { readdirSync, existsSync } = await import('node:fs');
+  const { join: joinPath, relative } = await import('node:path');
+  const root = location.endsWith('/') ? location : `${location}/`;
+  const local = (url: string) => joinPath(dir, url.slice(root.length));
+  const missing: string[] = [];
+  const unreferenced: string[] = [];
+  for (const table of Object.keys(ICEBERG_TABLES)) {
+    const tableDir = joinPath(dir, table);
+    if (!existsSync(tableDir)) continue;
+    const hint = Number(readFileSync(joinPath(tableDir, 'metadata', 'version-hint.text'), 'utf8'));
+    const referenced = new Set<string>(['metadata/version-hint.text', `metadata/v${hint}.metadata.json`]);
+    const metadata = JSON.parse(readFileSync(joinPath(tableDir, 'metadata', `v${hint}.metadata.json`), 'utf8')) as { snapshots: { 'manifest-list': string }[]; 'metadata-log': { 'metadata-file': string }[] };
+    const need = (url: string) => {
+      const path = local(url);
+      referenced.add(relative(tableDir, path));
+      if (!existsSync(path)) missing.push(relative(dir, path));
+      return existsSync(path);
+    };
+    for (const e of metadata['metadata-log']) need(e['metadata-file']);
+    for (const snapshot of metadata.snapshots) {
+      if (!need(snapshot['manifest-list'])) continue;
+      for (const m of await decodeManifestList(readFileSync(local(snapshot['manifest-list'])))) {
+        if (!need(m.manifest_path)) continue;
+        for (const e of await decodeManifest(readFileSync(local(m.manifest_path)))) {
+          // A file a snapshot deleted may be gone once the snapshots before it expired.
+          if (e.status === 2) referenced.add(relative(tableDir, local(e.data_file.file_path)));
+          else need(e.data_file.file_path);
+        }
+      }
+    }
+    for (const entry of readdirSync(tableDir, { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile()) continue;
+      const rel = relative(tableDir, joinPath(entry.parentPath, entry.name));
+      if (!referenced.has(rel)) unreferenced.push(`${table}/${rel}`);
+    }
+  }
+  return { missing: [...new Set(missing)], unreferenced };
+}

@@ -20,7 +20,7 @@ import {
   type DataFile, type FieldSummary, type ManifestEntry, type ManifestFile, type PartitionSpec,
 } from './avro.js';
 import {
-  METADATA_FILES_KEPT, SUMMARY, currentSchema, currentSnapshot, expireSnapshots, metadataKey, newTableMetadata, withSchema, withSnapshot,
+  METADATA_FILES_KEPT, SUMMARY, currentSchema, currentSnapshot, expireSnapshots, metadataKey, metadataVersion, newTableMetadata, withSchema, withSnapshot,
   type Snapshot, type TableMetadata,
 } from './metadata.js';
 import { evolveSchema, type IcebergSchema, type WarehouseColumn } from './schema.js';
@@ -336,7 +336,7 @@ export async function expireTable(store: IcebergStore, table: string, sources: r
  */
 export async function removeUnreferenced(store: IcebergStore, table: string, source: string): Promise<number> {
   const tag = sourceTag(source);
-  const { metadata } = await loadTable(store, table);
+  const { version, metadata } = await loadTable(store, table);
   const referenced = new Set<string>();
   const manifests = new Map<string, ManifestFile>();
   for (const snapshot of metadata?.snapshots ?? []) {
@@ -354,9 +354,14 @@ export async function removeUnreferenced(store: IcebergStore, table: string, sou
     for (const e of await readManifest(store, table, m)) referenced.add(keyOf(store, table, e.data_file.file_path));
   }
   const metadataKeys = await store.list(`${table}/metadata/`);
+  // Metadata files that fell out of the log (a writer killed before it deleted the one it dropped).
+  const logged = (metadata?.['metadata-log'] ?? []).map((e) => metadataVersion(e['metadata-file'])).filter((v): v is number => v !== null);
+  const oldest = Math.min(...logged, version);
+  const dropped = metadataKeys.filter((k) => { const v = metadataVersion(k); return v !== null && v < oldest; });
   const candidates = [
     ...(await store.list(`${table}/data/${dataDir(source)}/`)),
     ...metadataKeys.filter((k) => k.includes(`${tag}-`)),
+    ...dropped,
     // A metadata file a killed writer was creating (on disk: written beside its name, then linked).
     ...metadataKeys.filter((k) => { const pid = tmpWriterPid(k); return pid !== null && !systemProbe.isAlive(pid); }),
   ];

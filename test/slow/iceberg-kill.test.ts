@@ -1,0 +1,144 @@
+import { mkdirSync, watch, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { SCOPES } from '../../src/api/types.js';
+import { createRng } from '../../src/emulator/rng.js';
+import { CLI, SPAN, cli, killRunner, tableDigest, withEmulator, withTempDir, type KillPoint } from '../helpers.js';
+import { icebergDifferences, icebergFileCheck } from '../iceberg.js';
+import { faultProxy, useRgw } from '../s3.js';
+
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
+const s3 = useRgw();
+const KILLS = Number(process.env.COSTSYNC_KILLS ?? 8);
+
+function expectExact(diff: Record<string, { rows: number; missing: number; extra: number }>, label: string) {
+  for (const [table, d] of Object.entries(diff)) expect({ label, table, ...d }).toEqual({ label, table, rows: d.rows, missing: 0, extra: 0 });
+}
+
+describe('--format iceberg under SIGKILL (slow tier)', () => {
+  it(`a directory lake, SIGKILLed at ${KILLS} points (random ones, and right after a data file or a metadata file appears): the tables equal the warehouse, no referenced file missing, no unreferenced file left`, async () => {
+    const runner = killRunner({ COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' });
+    await withEmulator({ ...SPAN, rowsPerDay: 200, clock, anomaliesPerDay: 4, onRequest: runner.onRequest }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const args = (sub: string) => [
+          CLI, 'sync', '--base-url', url, '--db', join(dir, sub, 'c.duckdb'), '--state-dir', join(dir, sub, 'state'),
+          '--format', 'iceberg', '--out', join(dir, sub, 'lake'), '--start-date', SPAN.startDate, '--until', SPAN.endDate,
+          '--window-days', '3', '--rate-limit', '100000', '--log-format', 'json', '--quiet',
+        ];
+        const run = (sub: string, point: KillPoint = {}) => runner.run(args(sub), point);
+        expect(await run('clean')).toMatchObject({ code: 0 });
+        const expected = await tableDigest(join(dir, 'clean', 'c.duckdb'));
+        const rng = createRng(20261124);
+        let killed = 0;
+        // A third of the kills land right after a file appears in the lake: a data file (written, not
+        // yet committed) or a metadata file (committed, not yet recorded in the outbox).
+        mkdirSync(join(dir, 'crashy', 'lake'), { recursive: true });
+        let watchFor: RegExp | null = null;
+        const watcher = watch(join(dir, 'crashy', 'lake'), { recursive: true }, (_event, name) => {
+          if (watchFor !== null && name !== null && watchFor.test(String(name))) runner.killNow();
+        });
+        try {
+          for (let i = 0; i < KILLS; i++) {
+            watchFor = i % 3 === 1 ? /data\/.*\.parquet$/ : i % 3 === 2 ? /\/v\d+\.metadata\.json$/ : null;
+            const point = i % 3 === 0 ? (i % 2 === 0 ? { atRequest: 1 + Math.floor(rng() * 20) } : { afterMs: 150 + Math.floor(rng() * 1200) }) : {};
+            const result = await run('crashy', point);
+            if (result.signal === 'SIGKILL') killed += 1;
+            else expect(result.code, result.stderr).toBe(0);
+          }
+        } finally {
+          watcher.close();
+        }
+        expect(killed).toBeGreaterThan(KILLS / 2);
+        const last = await run('crashy');
+        expect(last.code, last.stderr).toBe(0);
+        const db = join(dir, 'crashy', 'c.duckdb');
+        expect(await tableDigest(db)).toEqual(expected);
+        const lake = join(dir, 'crashy', 'lake');
+        expectExact(await icebergDifferences(db, pathToFileURL(lake).href), 'directory');
+        expect(await icebergFileCheck(lake, pathToFileURL(lake).href)).toEqual({ missing: [], unreferenced: [] });
+      });
+    });
+  }, 60_000 + KILLS * 10_000);
+
+  it('a bucket lake (radosgw through a fault proxy), SIGKILLed at random bucket requests and right after a metadata file is created: exact, nothing missing, nothing left over', async () => {
+    await s3.createBucket('ice-a');
+    const rng = createRng(20261125);
+    let onRequest = (_entry: { route: string }) => undefined as void;
+    let killAfterMetadata = false;
+    let metadataPut = false;
+    let killNow = () => undefined as void;
+    const proxy = await faultProxy(s3.endpoint, (req) => {
+      // The request after a metadata file's PUT: the commit has landed, nothing after it has run.
+      if (killAfterMetadata && metadataPut) killNow();
+      metadataPut = req.method === 'PUT' && /\/v\d+\.metadata\.json$/.test(req.path);
+      onRequest({ route: `s3 ${req.method}` });
+      return null;
+    });
+    try {
+      await withEmulator({ ...SPAN, rowsPerDay: 100, clock, anomaliesPerDay: 3 }, async ({ url }) => {
+        await withTempDir(async (dir) => {
+          const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', ...s3.env(proxy.endpoint) };
+          const args = [
+            'sync', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), '--format', 'iceberg',
+            '--out', 's3://ice-a/costs', '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--window-days', '5',
+            '--rate-limit', '100000', '--log-format', 'json',
+          ];
+          const runner = killRunner(env);
+          onRequest = runner.onRequest;
+          killNow = () => runner.killNow();
+          let killed = 0;
+          for (let i = 0; i < 6; i++) {
+            killAfterMetadata = i % 3 === 2;
+            metadataPut = false;
+            const child = await runner.run([CLI, ...args], killAfterMetadata ? {} : { atRequest: 5 + Math.floor(rng() * 80) });
+            if (child.signal === 'SIGKILL') killed += 1;
+          }
+          killAfterMetadata = false;
+          expect(killed).toBeGreaterThan(2);
+          const last = await cli(args, env);
+          expect(last.code, last.stderr).toBe(0);
+          await s3.download('ice-a', 'costs/', join(dir, 'lake'));
+          expectExact(await icebergDifferences(join(dir, 'c.duckdb'), 's3://ice-a/costs', { s3: s3.client }), 'bucket');
+          expect(await icebergFileCheck(join(dir, 'lake'), 's3://ice-a/costs')).toEqual({ missing: [], unreferenced: [] });
+        });
+      });
+    } finally {
+      await proxy.close();
+    }
+  }, 240_000);
+
+  it('four shards commit to the same bucket tables at once, one killed and restarted: every run exits 0, each source exact', async () => {
+    await s3.createBucket('ice-b');
+    const names = ['eu', 'us', 'apac', 'latam'];
+    const key = (w: string) => ({ key: `k-${w}`, scopes: [...SCOPES], plan: 'business' as const, workspace: w });
+    const proxy = await faultProxy(s3.endpoint);
+    try {
+      await withEmulator({ ...SPAN, rowsPerDay: 60, clock, anomaliesPerDay: 2, keys: { keys: names.map(key), connections: [] } }, async ({ url }) => {
+        await withTempDir(async (dir) => {
+          const config = join(dir, 'costsync.config.json');
+          writeFileSync(config, JSON.stringify({ 'rate-limit': 100000, sources: names.map((w) => ({ name: w, 'base-url': url, 'api-key-env': `KEY_${w.toUpperCase()}` })) }));
+          const env = { ...Object.fromEntries(names.map((w) => [`KEY_${w.toUpperCase()}`, `k-${w}`])), TZ: 'UTC', ...s3.env(proxy.endpoint) };
+          const shard = (w: string) => [
+            'sync', '--config', config, '--source', w, '--db', join(dir, w, 'c.duckdb'), '--state-dir', join(dir, w, 'state'),
+            '--format', 'iceberg', '--out', 's3://ice-b/costs', '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--window-days', '5', '--log-format', 'json',
+          ];
+          const runner = killRunner(env, () => false);
+          const killed = runner.run([CLI, ...shard('latam')], { afterMs: 900 });
+          const results = await Promise.all(names.slice(0, 3).map((w) => cli(shard(w), env)));
+          for (const r of results) expect(r.code, r.stderr).toBe(0);
+          await killed;
+          const again = await cli(shard('latam'), env);
+          expect(again.code, again.stderr).toBe(0);
+          for (const w of names) {
+            expectExact(await icebergDifferences(join(dir, w, 'c.duckdb'), 's3://ice-b/costs', { sources: [w], s3: s3.client }), w);
+          }
+          await s3.download('ice-b', 'costs/', join(dir, 'lake'));
+          expect(await icebergFileCheck(join(dir, 'lake'), 's3://ice-b/costs')).toEqual({ missing: [], unreferenced: [] });
+        });
+      });
+    } finally {
+      await proxy.close();
+    }
+  }, 240_000);
+});
