@@ -31,6 +31,8 @@ export interface StatusReport {
   runs: Record<string, unknown>[];
   /** The latest pushes recorded in ingest_batches. */
   pushes: Record<string, unknown>[];
+  /** With --format iceberg: each lake table's current metadata file, as the warehouse last committed it. */
+  lakeTables: Record<string, unknown>[];
   /** What the metrics file holds: each source's last run, open anomalies, the latest day's spend. */
   metrics: MetricFacts | null;
   database: string;
@@ -70,6 +72,7 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
   let tables: Record<string, unknown>[] = [];
   let runs: Record<string, unknown>[] = [];
   let pushes: Record<string, unknown>[] = [];
+  let lakeTables: Record<string, unknown>[] = [];
   let metrics: MetricFacts | null = null;
   const file = isS3Url(db) ? await readableCopy(db).catch((error: unknown) => {
     if ((error as { code?: string }).code === 'CS_ERR_DB_MISSING') return null;
@@ -81,12 +84,15 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
       tables = await wh.query('status/table_counts');
       runs = await wh.query('status/last_runs');
       pushes = await wh.query('status/last_pushes');
+      // A warehouse an older costsync published has no such table.
+      const [{ n }] = await wh.sql<{ n: number }>("SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = '_costsync_lake_tables'") as [{ n: number }];
+      if (n > 0) lakeTables = await wh.query('status/lake_tables');
       metrics = await gatherMetrics(wh);
     } finally {
       wh.close();
     }
   }
-  return { sources, tables, runs, pushes, metrics, database: db };
+  return { sources, tables, runs, pushes, lakeTables, metrics, database: db };
 }
 
 export async function runStatusCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
@@ -114,6 +120,7 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
   if (report.tables.length > 0) {
     io.stdout(`Database ${config.db}\n${formatTable(report.tables)}\n\nLast runs\n${formatTable(report.runs)}\n`);
     if (report.pushes.length > 0) io.stdout(`\nLast pushes\n${formatTable(report.pushes)}\n`);
+    if (report.lakeTables.length > 0) io.stdout(`\nLake tables\n${formatTable(report.lakeTables)}\n`);
   } else {
     io.stdout(`No database at ${config.db} yet.\n`);
   }

@@ -65,12 +65,17 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
       logger.info('sync finished', {
         runId: summary.runId, outcome: summary.outcome, ...(summary.stopReason ? { stopReason: summary.stopReason } : {}), streams: summary.streams, requests: summary.requests, retries: summary.retries, rateLimited: summary.rateLimited, warnings: summary.warnings.length,
         sources: summary.sources.map((s) => ({ source: s.source, outcome: s.outcome, requests: s.requests, warnings: s.warnings.length })),
+        ...(summary.lakeTables !== undefined && { lakeTables: summary.lakeTables }),
       });
     } else if (!config.quiet) {
       const tables = summary.sources.length > 1
         ? summary.sources.map((s) => `${s.source}: ${s.outcome}\n${summaryTable(s.streams)}`).join('\n\n')
         : summaryTable(summary.streams);
       io.stderr(`\n${tables}\n`);
+      if (summary.lakeTables !== undefined) {
+        const versions = Object.entries(summary.lakeTables).map(([t, file]) => `${t} ${/v\d+(?=\.metadata\.json$)/.exec(file)?.[0] ?? file}`);
+        io.stderr(`Iceberg tables in ${config.out} (current metadata): ${versions.join(', ')}\n`);
+      }
       const end = summary.outcome === 'stopped'
         ? `Stopped early (${summary.stopReason ?? 'stop requested'}); progress is saved: run the same command again to go on.`
         : summary.outcome === 'success' ? `Done: run ${summary.runId}.` : `Failed: run ${summary.runId}; progress up to the failure is saved.`;

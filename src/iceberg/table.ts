@@ -282,17 +282,18 @@ async function publishVersion(store: IcebergStore, table: string, version: numbe
 /**
  * Expires `table`'s snapshots older than `retentionMs` (one metadata change, retried like a commit),
  * then deletes what only they referenced among `sources`' files: their manifest lists, the manifests
- * they added that no kept snapshot lists, and the data files they deleted. Returns the files removed.
+ * they added that no kept snapshot lists, and the data files they deleted. Returns the files removed
+ * and the metadata version written (null: nothing expired).
  */
-export async function expireTable(store: IcebergStore, table: string, sources: readonly string[], retentionMs: number, clock: Clock): Promise<number> {
+export async function expireTable(store: IcebergStore, table: string, sources: readonly string[], retentionMs: number, clock: Clock): Promise<{ removed: number; version: number | null }> {
   const owned = new Set(sources);
   for (let attempt = 1; ; attempt++) {
     const { version, metadata: base } = await loadTable(store, table);
-    if (base === null) return 0;
+    if (base === null) return { removed: 0, version: null };
     const { expired } = expireSnapshots(base, clock.now(), retentionMs);
     // Only this runner's snapshots go; another shard expires its own.
     const mineExpired = new Set(expired.filter((s) => owned.has(s.summary[SUMMARY.source] ?? '')).map((s) => s['snapshot-id']));
-    if (mineExpired.size === 0) return 0;
+    if (mineExpired.size === 0) return { removed: 0, version: null };
     const next: TableMetadata = {
       ...base,
       snapshots: base.snapshots.filter((s) => !mineExpired.has(s['snapshot-id'])),
@@ -325,7 +326,7 @@ export async function expireTable(store: IcebergStore, table: string, sources: r
       await store.remove(keyOf(store, table, snapshot['manifest-list']));
       removed += 1;
     }
-    return removed;
+    return { removed, version: version + 1 };
   }
 }
 

@@ -169,6 +169,10 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
       if (o.metricsFile !== undefined) await step.writeMetrics(warehouse, o.metricsFile);
       return behind.size > 0 ? outputsBehindError(behind, o.secrets) : null;
     },
+    /** With `--format iceberg`: each table's current metadata file (for the run's summary). */
+    get lakeTables(): Record<string, string> | undefined {
+      return iceberg?.tables();
+    },
     /** The last publish rewrote the file compactly (free blocks had piled up): the working copy may take its place. */
     get compacted() {
       return compacted;

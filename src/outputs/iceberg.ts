@@ -18,10 +18,10 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../api/resilience.js';
 import type { DataFile } from '../iceberg/avro.js';
-import { SUMMARY, currentSchema } from '../iceberg/metadata.js';
+import { SUMMARY, currentSchema, metadataKey } from '../iceberg/metadata.js';
 import { boundBytes, evolveSchema, monthLabel, monthOrdinal, monthRange, type IcebergSchema, type WarehouseColumn } from '../iceberg/schema.js';
 import {
-  commitSource, currentManifests, dataDir, expireTable, loadTable, manifestSource, monthField, removeUnreferenced, type Partitioning,
+  commitSource, currentManifests, dataDir, expireTable, loadTable, manifestSource, monthField, removeUnreferenced, type CommitResult, type Partitioning,
 } from '../iceberg/table.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { LAKE_TABLES, RUN_TABLES } from './lake.js';
@@ -128,7 +128,7 @@ async function writeDataFile(
  */
 async function commitBatch(
   warehouse: Warehouse, target: OutputTarget, run: IcebergRun, table: string, source: string, months: readonly number[] | null, commitId: string, window: string,
-): Promise<void> {
+): Promise<CommitResult> {
   const def = ICEBERG_TABLES[table]!;
   const columns = await columnsOf(warehouse, table);
   const { metadata } = await loadTable(target, table);
@@ -143,7 +143,7 @@ async function commitBatch(
   const field = def.month === null ? null : monthField(def.month);
   const replaced = months === null ? null : new Set(months);
   const partitioning: Partitioning = { source: def.source, month: def.month };
-  await commitSource(target, table, {
+  return commitSource(target, table, {
     source, columns, partitioning, add,
     replaces: (f) => replaced === null || field === null || replaced.has(f.partition[field] as number),
     summary: { [SUMMARY.runId]: run.runId, [SUMMARY.commitId]: commitId, [SUMMARY.window]: window },
@@ -202,6 +202,15 @@ export function icebergLake(run: IcebergRun) {
   let sequence = 0;
   let started = false;
   const nextCommitId = () => `${run.runId}.${++sequence}`;
+  /** Each table's current metadata file, as this run last wrote it. */
+  const current = new Map<string, string>();
+  /** Records a table's new metadata version in the warehouse (for status) and for the run's summary. */
+  const record = async (warehouse: Warehouse, target: OutputTarget, table: string, version: number | null, snapshotId: number | null) => {
+    if (version === null) return;
+    const file = target.location(`${table}/${metadataKey(version)}`);
+    current.set(table, file);
+    await warehouse.run('lake/record_table', [table, 'iceberg', file, snapshotId, new Date(run.clock.now()).toISOString()]);
+  };
 
   /** Commits every pending batch; returns the number of dates written. */
   async function drain(warehouse: Warehouse, target: OutputTarget): Promise<number> {
@@ -233,7 +242,8 @@ export function icebergLake(run: IcebergRun) {
           const intent = intentKey(table, source, commitId, months);
           await warehouse.run('outbox/mark', ['iceberg', intent]);
           const dates = batch.map((k) => k.slice(prefix.length));
-          await commitBatch(warehouse, target, run, table, source, months, commitId, `${dates[0]}..${dates.at(-1)}`);
+          const result = await commitBatch(warehouse, target, run, table, source, months, commitId, `${dates[0]}..${dates.at(-1)}`);
+          await record(warehouse, target, table, result.version, result.snapshotId);
           for (const key of batch) await warehouse.run('outbox/done', ['parquet', key]);
           await warehouse.run('outbox/done', ['iceberg', intent]);
         } else {
@@ -255,7 +265,8 @@ export function icebergLake(run: IcebergRun) {
           const commitId = nextCommitId();
           const intent = intentKey(table, source, commitId, null);
           await warehouse.run('outbox/mark', ['iceberg', intent]);
-          await commitBatch(warehouse, target, run, table, source, null, commitId, 'run');
+          const result = await commitBatch(warehouse, target, run, table, source, null, commitId, 'run');
+          await record(warehouse, target, table, result.version, result.snapshotId);
           await warehouse.run('outbox/done', ['iceberg', intent]);
         }
       }
@@ -263,13 +274,24 @@ export function icebergLake(run: IcebergRun) {
         // An expiry killed half way leaves files only the intent's clean-up finds.
         const intent = intentKey(table, run.sources.join(','), `${run.runId}.expire`, []);
         await warehouse.run('outbox/mark', ['iceberg', intent]);
-        await expireTable(target, table, run.sources, run.retentionMs, run.clock);
+        const expiry = await expireTable(target, table, run.sources, run.retentionMs, run.clock);
+        if (expiry.version !== null) await record(warehouse, target, table, expiry.version, (await loadTable(target, table)).metadata?.['current-snapshot-id'] ?? null);
         await warehouse.run('outbox/done', ['iceberg', intent]);
+      }
+      // Tables this run did not change are named in its summary too, as they are.
+      for (const table of Object.keys(ICEBERG_TABLES)) {
+        if (current.has(table)) continue;
+        const { version } = await loadTable(target, table);
+        if (version > 0) current.set(table, target.location(`${table}/${metadataKey(version)}`));
       }
       // The Parquet lake's per-source manifests have no place in an Iceberg lake.
       for (const source of ['', ...run.sources]) await warehouse.run('outbox/done', ['manifest', source]);
     });
   }
 
-  return { drain, finish };
+  return {
+    drain, finish,
+    /** Each table this run committed to, and its current metadata file. */
+    tables: (): Record<string, string> => Object.fromEntries([...current].sort(([a], [b]) => a.localeCompare(b))),
+  };
 }

@@ -49,6 +49,8 @@ export interface RunSummary extends Omit<SourceSummary, 'source'> {
   startedAt: string;
   endedAt: string;
   sources: SourceSummary[];
+  /** With `--format iceberg`: each lake table's current metadata file. */
+  lakeTables?: Record<string, string>;
 }
 
 export interface StopSignal {
@@ -161,6 +163,8 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       summary = combine(runId, startedAt, clock, failed, stop.reason);
     });
     if (behind !== null && parts.every((p) => p.outcome === 'failed')) logger.error(describeError(behind, secrets));
+    const lakeTables = outputs.lakeTables;
+    if (lakeTables !== undefined && Object.keys(lakeTables).length > 0) summary = { ...summary, lakeTables };
     // Nothing was written since the last publish: when it compacted, the working copy takes its place.
     if (behind === null && outputs.compacted) {
       wh.close();

@@ -77,8 +77,17 @@ describe('--format iceberg (a directory)', () => {
       await withTempDir(async (dir) => {
         expect(await run(syncArgs(url, dir, ['--format', 'duckdb']), ENV)).toMatchObject({ code: 0 });
         expect(existsSync(join(dir, 'lake'))).toBe(false);
-        expect(await run(syncArgs(url, dir), ENV)).toMatchObject({ code: 0 });
+        const filled = await run(syncArgs(url, dir).filter((a) => a !== '--quiet'), ENV);
+        expect(filled.code, filled.stderr).toBe(0);
         expectEqualToWarehouse(await icebergDifferences(join(dir, 'c.duckdb'), pathToFileURL(join(dir, 'lake')).href));
+        // The run's JSON summary and `status` name each table's current metadata file.
+        const current = (table: string) => pathToFileURL(join(dir, 'lake', table, 'metadata', `v${readFileSync(join(dir, 'lake', table, 'metadata', 'version-hint.text'), 'utf8').trim()}.metadata.json`)).href;
+        const finished = (filled.stdout + filled.stderr).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { msg: string; lakeTables?: Record<string, string> }).find((l) => l.msg === 'sync finished');
+        expect(Object.keys(finished!.lakeTables!)).toHaveLength(7);
+        expect(finished!.lakeTables!.line_items).toBe(current('line_items'));
+        const status = await run(['status', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), '--format', 'json'], ENV);
+        const lakeTables = (JSON.parse(status.stdout) as { lakeTables: { table: string; metadata_file: string }[] }).lakeTables;
+        expect(lakeTables.find((t) => t.table === 'focus')!.metadata_file).toBe(current('focus'));
       });
     });
   }, 60_000);
@@ -131,6 +140,37 @@ describe('Iceberg commits through the outbox', () => {
         } finally {
           wh.close();
         }
+      });
+    });
+  }, 60_000);
+
+  it('a column added by a migration: the table gets a new schema id, the rewritten month holds it, older files read it as null', async () => {
+    await withEmulator({ startDate: '2025-05-20', endDate: '2025-06-10', rowsPerDay: 20, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const args = syncArgs(url, dir, ['--streams', 'line_items', '--start-date', '2025-05-20', '--until', '2025-06-10']);
+        expect(await run(args, ENV)).toMatchObject({ code: 0 });
+        const target = directoryTarget(join(dir, 'lake'));
+        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: true });
+        try {
+          await wh.sql('ALTER TABLE line_items ADD COLUMN region VARCHAR');
+          await wh.transaction(async () => {
+            await wh.sql("UPDATE line_items SET region = 'eu-west-1' WHERE usage_date >= DATE '2025-06-01'");
+            await wh.changed('line_items', 'default', ['2025-06-01']);
+          });
+          await icebergLake({ runId: 'run-m', clock: { now: () => Date.now(), sleep: async () => undefined }, sources: ['default'], retentionMs: 86_400_000 }).drain(wh, target);
+        } finally {
+          wh.close();
+        }
+        const { metadata } = await loadTable(target, 'line_items');
+        expect(metadata!['current-schema-id']).toBe(1);
+        expect(metadata!.schemas.map((s) => s.fields.length)).toEqual([10, 11]);
+        const rows = await readIceberg(pathToFileURL(join(dir, 'lake', 'line_items')).href);
+        const may = rows.filter((r) => (r.usage_date as Date).toISOString() < '2025-06');
+        const june = rows.filter((r) => (r.usage_date as Date).toISOString() >= '2025-06');
+        expect(may.length).toBeGreaterThan(0);
+        expect(may.every((r) => r.region === null || r.region === undefined)).toBe(true);
+        expect(june.length).toBeGreaterThan(0);
+        expect(june.every((r) => r.region === 'eu-west-1')).toBe(true);
       });
     });
   }, 60_000);
