@@ -18,6 +18,7 @@ const PARTS: Record<string, string[]> = {
   'sources.bench.mjs': ['sources:', 'memory:'],
   'bucket.bench.mjs': ['publish:', 'lake:'],
   'query.bench.mjs': ['query:'],
+  'iceberg.bench.mjs': ['throughput:', 'commit:', 'history:'],
 };
 
 async function runScript(file: string): Promise<{ code: number | null; out: string; err: string }> {

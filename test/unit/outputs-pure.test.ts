@@ -47,3 +47,12 @@ describe('prometheusText', () => {
     }
   });
 });
+
+describe('which lake objects a runner owns (pure)', () => {
+  it('its sources\' partitions, Iceberg data files and manifests; never another source\'s, nor shared metadata', async () => {
+    const { ownedBy } = await import('../../src/outputs/lake.js');
+    const owned = ownedBy(['eu', 'us']);
+    expect(['line_items/source=eu/date=2025-06-01/data.parquet', 'line_items/data/source=us/usage_date_month=2025-06/x.parquet', '_costsync_manifest.eu.json'].every(owned)).toBe(true);
+    expect(['line_items/source=apac/date=2025-06-01/data.parquet', 'line_items/data/source=apac/x.parquet', 'line_items/metadata/v3.metadata.json', '_costsync_manifest.apac.json'].some(owned)).toBe(false);
+  });
+});
