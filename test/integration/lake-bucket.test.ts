@@ -17,7 +17,7 @@ describe('the lake and the published warehouse in a bucket', () => {
     const proxy = await faultProxy(s3.endpoint, (req, n) => {
       if (req.method !== 'PUT' && req.method !== 'POST') return null;
       // Sparse enough that the SDK's backoff (about a second a SlowDown) does not dominate the run.
-      const fault = n % 11 === 0 ? 'slowdown' : n % 13 === 0 ? 'reset' : null;
+      const fault = n % 23 === 0 ? 'slowdown' : n % 29 === 0 ? 'reset' : null;
       if (fault) faults += 1;
       return fault;
     });
