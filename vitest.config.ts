@@ -6,6 +6,8 @@ import { defineConfig } from 'vitest/config';
  * `npm run test:slow` runs the rest: chaos, long kill loops and soaks (CI runs both).
  */
 const SLOW = ['test/chaos/**/*.test.ts', 'test/slow/**/*.test.ts'];
+/** The kill loops the fast tier runs with 3 kill points; the slow tier runs them again with 12. */
+const KILL_LOOPS = ['test/integration/sync-kill.test.ts', 'test/integration/sync-kill-outputs.test.ts'];
 
 export default defineConfig({
   test: {
@@ -17,7 +19,7 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     projects: [
       { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: SLOW } },
-      { extends: true, test: { name: 'slow', include: SLOW } },
+      { extends: true, test: { name: 'slow', include: [...SLOW, ...KILL_LOOPS], env: { COSTSYNC_SLOW_TIER: '1' } } },
     ],
   },
 });

@@ -35,7 +35,7 @@ function expectEqualToWarehouse(diff: Record<string, { rows: number; missing: nu
 
 describe('--format iceberg (a directory)', () => {
   it('every table reads back through icebird equal to the warehouse; a restatement is one overwrite snapshot, and the snapshot before it still reads the old values', async () => {
-    await withEmulator({ ...SPAN, rowsPerDay: 120, anomaliesPerDay: 2, clock, restatement: { days: 5, changeRate: 0.5, deleteRate: 0.1 } }, async (emulator) => {
+    await withEmulator({ ...SPAN, rowsPerDay: 60, anomaliesPerDay: 2, clock, restatement: { days: 5, changeRate: 0.5, deleteRate: 0.1 } }, async (emulator) => {
       await withTempDir(async (dir) => {
         const lake = join(dir, 'lake');
         expect(await run(syncArgs(emulator.url, dir), ENV)).toMatchObject({ code: 0 });

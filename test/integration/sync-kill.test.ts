@@ -4,9 +4,8 @@ import { createRng } from '../../src/emulator/rng.js';
 import { CLI, killRunner, tableDigest, withEmulator, withTempDir, SPAN, type KillPoint } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
-/** Kill points in `npm test`; the chaos suite runs more. */
-// A few kill points in `npm test`; `npm run test:chaos` runs 30.
-const KILLS = Number(process.env.COSTSYNC_KILLS ?? 6);
+/** Kill points: 3 in `npm test`, 12 in `npm run test:slow` (vitest.config.ts), 30 in `npm run test:chaos`. */
+const KILLS = Number(process.env.COSTSYNC_KILLS ?? (process.env.COSTSYNC_SLOW_TIER === '1' ? 12 : 3));
 const SEED = Number(process.env.COSTSYNC_KILL_SEED ?? 20251121);
 
 describe('crash safety', () => {
