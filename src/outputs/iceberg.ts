@@ -24,7 +24,7 @@ import {
   commitSource, currentManifests, dataDir, expireTable, loadTable, manifestSource, monthField, removeUnreferenced, type CommitResult, type Partitioning,
 } from '../iceberg/table.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
-import { LAKE_TABLES, RUN_TABLES } from './lake.js';
+import { LAKE_TABLES, RUN_TABLES, drainPending } from './lake.js';
 import type { OutputTarget } from './target.js';
 
 /** A lake table as Iceberg sees it: its source column, its date (for the outbox's keys), the column its month comes from. */
@@ -221,39 +221,25 @@ export function icebergLake(run: IcebergRun) {
       });
       started = true;
     }
-    let written = 0;
-    for (;;) {
-      const done = await warehouse.exclusive(async () => {
-        const pending = await warehouse.query<{ key: string }>('outbox/pending', ['parquet']);
-        if (pending.length === 0) return 0;
-        const [table, source] = pending[0]!.key.split('/') as [string, string];
-        const prefix = `${table}/${source}/`;
-        const keys = pending.filter((p) => p.key.startsWith(prefix)).map((p) => p.key);
-        const def = ICEBERG_TABLES[table];
-        let batch = keys;
-        let months: number[] | null = null;
-        if (def?.month != null) {
-          months = [...new Set(keys.map((k) => monthOrdinal(k.slice(prefix.length))))].sort((a, b) => a - b).slice(0, MONTHS_PER_COMMIT);
-          const chosen = new Set(months);
-          batch = keys.filter((k) => chosen.has(monthOrdinal(k.slice(prefix.length))));
-        }
-        if (def !== undefined) {
-          const commitId = nextCommitId();
-          const intent = intentKey(table, source, commitId, months);
-          await warehouse.run('outbox/mark', ['iceberg', intent]);
-          const dates = batch.map((k) => k.slice(prefix.length));
-          const result = await commitBatch(warehouse, target, run, table, source, months, commitId, `${dates[0]}..${dates.at(-1)}`);
-          await record(warehouse, target, table, result.version, result.snapshotId);
-          for (const key of batch) await warehouse.run('outbox/done', ['parquet', key]);
-          await warehouse.run('outbox/done', ['iceberg', intent]);
-        } else {
-          for (const key of batch) await warehouse.run('outbox/done', ['parquet', key]);
-        }
-        return batch.length;
-      });
-      if (done === 0) return written;
-      written += done;
-    }
+    return drainPending(warehouse, async ({ table, source, dates }) => {
+      const def = ICEBERG_TABLES[table];
+      // An unknown table (a newer costsync's) has nothing to write here.
+      if (def === undefined) return { written: dates };
+      let batch = dates;
+      let months: number[] | null = null;
+      if (def.month !== null) {
+        months = [...new Set(dates.map(monthOrdinal))].sort((a, b) => a - b).slice(0, MONTHS_PER_COMMIT);
+        const chosen = new Set(months);
+        batch = dates.filter((d) => chosen.has(monthOrdinal(d)));
+      }
+      const commitId = nextCommitId();
+      const intent = intentKey(table, source, commitId, months);
+      await warehouse.run('outbox/mark', ['iceberg', intent]);
+      const result = await commitBatch(warehouse, target, run, table, source, months, commitId, `${batch[0]}..${batch.at(-1)}`);
+      await record(warehouse, target, table, result.version, result.snapshotId);
+      // The dates are cleared before the intent: a crash between leaves the intent, which finds the commit.
+      return { written: batch, cleared: () => warehouse.run('outbox/done', ['iceberg', intent]) };
+    });
   }
 
   /** After the run: what is pending, each source's run tables, then snapshots past the retention expired. */

@@ -69,19 +69,42 @@ const DATES_PER_COPY = 400;
  * cannot be cleared unwritten. Returns the number of partitions written.
  */
 export async function drainLake(warehouse: Warehouse, target: OutputTarget): Promise<number> {
+  return drainPending(warehouse, async ({ table, source, dates }) => {
+    const batch = dates.slice(0, LAKE_TABLES[table]?.datesPerCopy ?? DATES_PER_COPY);
+    if (LAKE_TABLES[table] !== undefined) await replacePartitions(warehouse, target, table, source, batch);
+    return { written: batch };
+  });
+}
+
+/** The pending changes of one table and source (the outbox's keys are `<table>/<source>/<date>`). */
+export interface PendingBatch {
+  table: string;
+  source: string;
+  /** Its pending dates, oldest first. */
+  dates: string[];
+}
+
+/**
+ * Until nothing is pending: takes the first table and source with pending dates and hands them to
+ * `write`, which writes some or all of them and returns those it wrote; they are cleared from the
+ * outbox, then its `cleared` step runs (what must follow the clear). Each batch is one slot of the write queue, so a write sees committed rows only and a change
+ * committed meanwhile cannot be cleared unwritten. Returns the number of dates written.
+ */
+export async function drainPending(
+  warehouse: Warehouse, write: (batch: PendingBatch) => Promise<{ written: string[]; cleared?: () => Promise<void> }>,
+): Promise<number> {
   let written = 0;
   for (;;) {
     const done = await warehouse.exclusive(async () => {
       const pending = await warehouse.query<{ key: string }>('outbox/pending', ['parquet']);
       if (pending.length === 0) return 0;
-      // Keys are <table>/<source>/<date>: one table and source a batch.
       const [table, source] = pending[0]!.key.split('/') as [string, string];
       const prefix = `${table}/${source}/`;
-      const keys = pending.filter((p) => p.key.startsWith(prefix)).slice(0, LAKE_TABLES[table]?.datesPerCopy ?? DATES_PER_COPY).map((p) => p.key);
-      const dates = keys.map((k) => k.slice(prefix.length));
-      if (LAKE_TABLES[table] !== undefined) await replacePartitions(warehouse, target, table, source, dates);
-      for (const key of keys) await warehouse.run('outbox/done', ['parquet', key]);
-      return keys.length;
+      const dates = pending.filter((p) => p.key.startsWith(prefix)).map((p) => p.key.slice(prefix.length));
+      const { written: wrote, cleared } = await write({ table, source, dates });
+      for (const date of wrote) await warehouse.run('outbox/done', ['parquet', prefix + date]);
+      await cleared?.();
+      return wrote.length;
     });
     if (done === 0) return written;
     written += done;

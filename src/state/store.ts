@@ -91,7 +91,7 @@ export function legacyStateFileName(baseUrl: string, keyFingerprint: string): st
 
 /** Removes state files half-written by a killed run (their temp names); call under the run lock. */
 export function removeStateLeftovers(dir: string): void {
-  for (const name of namesIn(dir)) if (/^costsync-state-.*\.json\.\d+\.tmp$/.test(name)) rmSync(join(dir, name), { force: true });
+  for (const name of namesIn(dir)) if (/^costsync-state-.*\.json\.\d+(\.[a-z0-9]+)?\.tmp$/.test(name)) rmSync(join(dir, name), { force: true });
 }
 
 export class StateStore {

@@ -1,7 +1,8 @@
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
-import { STATE_VERSION, StateStore, legacyStateFileName, stateFileName } from '../../src/state/store.js';
+import { STATE_VERSION, StateStore, legacyStateFileName, removeStateLeftovers, stateFileName } from '../../src/state/store.js';
+import { tmpName } from '../../src/durable-file.js';
 import { withTempDir } from '../helpers.js';
 
 const source = { name: 'default', baseUrl: 'https://api.example.com', keyFingerprint: 'abc123' };
@@ -123,6 +124,19 @@ describe('StateStore', () => {
         expect((error as { hint: string }).hint).toMatch(/--state-dir is writable and the disk is not full; the data already stored is kept/);
       }
       expect(good.load().streams.line_items!.syncedThrough).toBe('2025-06-01');
+    });
+  });
+});
+
+describe('leftovers of a killed run', () => {
+  it('a state file a killed writer left half-written (its temporary name) is removed; the state files stay', async () => {
+    await withTempDir(async (dir) => {
+      const state = `${dir}/${stateFileName('default', 'costs')}`;
+      writeFileSync(state, '{}');
+      writeFileSync(tmpName(state), '{"half');
+      writeFileSync(`${state}.4242.tmp`, '{"half');
+      removeStateLeftovers(dir);
+      expect(readdirSync(dir)).toEqual([stateFileName('default', 'costs')]);
     });
   });
 });
