@@ -6,6 +6,7 @@ import type { Logger } from '../log.js';
 import type { SyncState } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import type { Spool } from '../storage/spool.js';
+import type { PageSlots } from './page-slots.js';
 import type { DayBasis } from './estimate.js';
 import type { ProviderRollupExchange, ReconcileMode } from './reconcile.js';
 
@@ -75,6 +76,8 @@ export interface SyncContext {
   providerRollups?: ProviderRollupExchange;
   /** Webhooks to tell about anomalies (their fingerprints), and which anomalies to tell. */
   notify?: { webhooks: string[]; minRank: number; cutoff: string; statusChanges: boolean };
+  /** Slots bounding the pages held in memory across every source of the run (none: unbounded). */
+  pageSlots?: PageSlots;
   /** Called after each commit of synced rows: derived outputs (Parquet, the published file) follow. */
   afterCommit?(): Promise<void>;
 }

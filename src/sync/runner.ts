@@ -4,6 +4,7 @@
  * and brings the outputs up to date.
  */
 import { existsSync } from 'node:fs';
+import { getHeapStatistics } from 'node:v8';
 import { basename } from 'node:path';
 import { createApiClient, retryLine, type ApiClientOptions, type ClientEvent } from '../api/client.js';
 import { eventId, keyFingerprint } from '../fingerprint.js';
@@ -11,7 +12,7 @@ import { createRequestLimiter, systemClock, type Clock, type RequestLimiter } fr
 import { endpointOf, type Endpoint } from '../api/types.js';
 import type { SyncConfig } from '../config.js';
 import type { SourceConfig } from '../sources.js';
-import { ExitCode, describeError, isCostsyncError, isFenced } from '../errors.js';
+import { CostsyncError, ExitCode, describeError, isCostsyncError, isFenced } from '../errors.js';
 import type { Logger } from '../log.js';
 import { newRunId } from '../run-id.js';
 import { formatDuration } from '../dates.js';
@@ -24,6 +25,7 @@ import { adoptCompacted } from '../storage/working-copy.js';
 import { openRun } from '../run-context.js';
 import { syncAnomalies } from './anomalies.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
+import { PageSlots, slotsForHeap } from './page-slots.js';
 import { ProviderRollupExchange } from './reconcile.js';
 import { lineItemsStream, rollupsStream } from './streams.js';
 import { syncWindowedStream, type StreamOutcome } from './windowed.js';
@@ -73,6 +75,8 @@ export interface SyncDeps {
   clientOptions?: Partial<ApiClientOptions>;
   /** Webhook send settings for tests (short timeouts and backoff). */
   sendOptions?: Partial<SendOptions>;
+  /** The heap's use and limit (V8's by default; tests pass one that runs short). */
+  heap?: HeapProbe;
 }
 
 /** A source's webhooks: the global ones and its own, once each. */
@@ -102,6 +106,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   for (const key of secrets) logger.addSecret(key);
 
   let deadlineTimer: NodeJS.Timeout | undefined;
+  let heapTimer: NodeJS.Timeout | undefined;
   const run = await openRun({
     config, runId, command: `costsync sync (run ${runId})`, clock, logger, sources: sources.map((s) => s.name), kind: 'sync',
   });
@@ -143,15 +148,31 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       deadlineTimer = setTimeout(shouldStop, Math.max(0, deadline - clock.now()));
       deadlineTimer.unref();
     }
+    // Pages in memory are bounded by the heap, whatever the number of sources; should the heap still
+    // run short, the run stops as a SIGTERM would (progress saved) rather than V8 aborting it.
+    const heap = deps.heap ?? v8HeapProbe;
+    const pageSlots = new PageSlots(slotsForHeap(heap().limit));
+    let memoryShort: string | null = null;
+    heapTimer = setInterval(() => {
+      const { used, limit } = heap();
+      if (memoryShort !== null || !heapRunningShort(used, limit)) return;
+      memoryShort = `the heap ran short (${Math.round(used / 1e6)} MB of its ${Math.round(limit / 1e6)} MB)`;
+      logger.warn(`${memoryShort}: stopping cleanly, progress is saved`);
+      stop.stopped = true;
+      stop.reason = memoryShort;
+      stop.onStop?.();
+    }, HEAP_CHECK_MS);
+    heapTimer.unref();
     const addLimiter = (limiter: RequestLimiter) => {
       limiters.push(limiter);
       if (stop.stopped) limiter.dropWaiting();
     };
     // Sources run side by side, each with its own key, limiter and state; one failing stops none of the others.
     const parts = await Promise.all(sources.map((source) => syncSource(source, {
-      deps, clock, runId, warehouse: wh, shouldStop, addLimiter, afterCommit: () => outputs.afterCommit(), several: sources.length > 1,
+      deps, clock, runId, warehouse: wh, shouldStop, addLimiter, afterCommit: () => outputs.afterCommit(), several: sources.length > 1, pageSlots,
     })));
     let summary = combine(runId, startedAt, clock, parts, stop.reason);
+    if (memoryShort !== null) summary = { ...summary, outcome: 'failed', error: memoryError(memoryShort, sources.length) };
     // Whatever the outcome, what was committed reaches the lake and the published file; an output
     // that could not be brought up to date fails the run (the sources that had not failed already).
     const behind = await outputs.finish(async (error) => {
@@ -187,6 +208,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     throw error;
   } finally {
     clearTimeout(deadlineTimer);
+    clearInterval(heapTimer);
     delete stop.onStop;
     warehouse?.close();
     await run.release();
@@ -204,6 +226,31 @@ interface SourceRun {
   afterCommit: () => Promise<void>;
   /** Several sources: progress lines are per source. */
   several: boolean;
+  /** The run's page slots, shared by every source. */
+  pageSlots: PageSlots;
+}
+
+/** How often the heap is looked at. */
+const HEAP_CHECK_MS = 250;
+
+/** The heap's use and limit, in bytes. */
+export type HeapProbe = () => { used: number; limit: number };
+
+const v8HeapProbe: HeapProbe = () => {
+  const h = getHeapStatistics();
+  return { used: h.used_heap_size, limit: h.heap_size_limit };
+};
+
+/** Past 90% of the limit, V8 is close to aborting the process: time to stop. Pure. */
+export function heapRunningShort(used: number, limit: number): boolean {
+  return used > 0.9 * limit;
+}
+
+/** The error a run that ran short of heap ends with: what happened, that nothing is lost, and the fix. Pure. */
+export function memoryError(what: string, sources: number): CostsyncError {
+  return new CostsyncError('CS_ERR_MEMORY', `The run stopped: ${what}. Progress up to here is saved; the next run goes on from it.`, {
+    hint: `Give Node a larger heap (NODE_OPTIONS=--max-old-space-size=512), or split the ${sources} source(s) across runs with --source.`,
+  });
 }
 
 /** One source's part of a run: its state, key, limiter and streams. Never throws: a failure is its outcome. */
@@ -274,6 +321,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
         await store.saveAsync(state, () => new Date(clock.now()));
       },
       shouldStop: run.shouldStop,
+      pageSlots: run.pageSlots,
       progress: run.several ? perSource(source.name, deps.progress ?? {}) : deps.progress ?? {},
       concurrency: config.concurrency,
       reconcile: config.reconcile,

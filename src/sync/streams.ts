@@ -25,6 +25,12 @@ export interface WindowedStreamSpec {
   size: { estimate: 'daily-totals'; amountField: string } | { pagesPerWindow: number };
   /** Whether cursors come from the server (and so can loop or expire). */
   serverCursors: boolean;
+  /**
+   * Its pages are large (up to 1,000 records), so each takes one of the run's page slots. The rollups'
+   * pages are small, and one may wait for the line items' check (the provider-rollup exchange): taking
+   * a slot there could hold every slot while the line items wait for one.
+   */
+  takesPageSlot: boolean;
   /** The stream's own SQL files: the change counts, and the replace (with and without dedupe). The window count and delete are the table spec's templates. */
   sql: { diff: string; insertWindow: string; insertUnique: string };
   fetchPage(client: ApiClient, window: { start: string; end: string }, cursor: string | null, shared?: ProviderRollupExchange): Promise<FetchedPage>;
@@ -45,6 +51,7 @@ export const lineItemsStream: WindowedStreamSpec = {
   idField: 'id',
   size: { estimate: 'daily-totals', amountField: 'net_amount_usd' },
   serverCursors: true,
+  takesPageSlot: true,
   sql: { diff: 'sync/line_items_diff', insertWindow: 'sync/line_items_insert_window', insertUnique: 'sync/line_items_insert_unique' },
   check: { run: checkLineItemsWindow, sides: ['line items', 'provider rollup'], deliversProviderRollups: true },
   async fetchPage(client, window, cursor) {
@@ -59,6 +66,7 @@ export const rollupsStream: WindowedStreamSpec = {
   idField: null,
   size: { pagesPerWindow: GROUP_BYS.length },
   serverCursors: false,
+  takesPageSlot: false,
   sql: { diff: 'sync/rollups_diff', insertWindow: 'sync/rollups_insert_window', insertUnique: 'sync/rollups_insert_window' },
   check: { run: checkRollupsWindow, sides: ['provider view', 'other view'], deliversProviderRollups: false },
   async fetchPage(client, window, cursor, shared) {

@@ -154,50 +154,56 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   for (let attempt = 1; ; attempt++) {
     while (!window.fetched) {
       if (ctx.shouldStop()) return 'stopped';
-      let page;
+      // The page holds its slot from before it is fetched until it is spooled and its cursor saved.
+      const release = ctx.pageSlots && spec.takesPageSlot ? await ctx.pageSlots.take() : () => undefined;
       try {
-        page = await spec.fetchPage(ctx.client, window, window.cursor, ctx.providerRollups);
-      } catch (error) {
-        if (isDroppedRequest(error) && ctx.shouldStop()) return 'stopped';
-        if (spec.serverCursors && window.cursor !== null && isRejectedCursor(error) && restarts < MAX_WINDOW_RESTARTS) {
-          restarts += 1;
-          warn(ctx, spec.name, `${spec.name} ${label}: the server refused the saved cursor (${(error as Error).message.replace(/^.*?: /, '')}); restarting the window`, { window: label });
-          await startOver();
-          unique = false;
-          continue;
+        let page;
+        try {
+          page = await spec.fetchPage(ctx.client, window, window.cursor, ctx.providerRollups);
+        } catch (error) {
+          if (isDroppedRequest(error) && ctx.shouldStop()) return 'stopped';
+          if (spec.serverCursors && window.cursor !== null && isRejectedCursor(error) && restarts < MAX_WINDOW_RESTARTS) {
+            restarts += 1;
+            warn(ctx, spec.name, `${spec.name} ${label}: the server refused the saved cursor (${(error as Error).message.replace(/^.*?: /, '')}); restarting the window`, { window: label });
+            await startOver();
+            unique = false;
+            continue;
+          }
+          throw error;
         }
-        throw error;
-      }
-      const outside = page.records.filter((r) => {
-        const date = r[spec.spec.dateField];
-        return !(typeof date === 'string' && date >= window.start && date <= window.end);
-      }).length;
-      if (outside > 0) {
-        warn(ctx, spec.name, `${spec.name} ${label}: the server sent ${outside} record(s) dated outside the requested dates; they were not stored`, { window: label });
-      }
-      if (page.nextCursor !== null && spec.serverCursors) {
-        if (page.nextCursor === window.cursor || seenCursors.has(page.nextCursor)) {
-          throw new CostsyncError('CS_ERR_CURSOR_LOOP', `${spec.name} ${label}: the server returned a cursor it had already returned, so paging would never end.`, {
-            hint: 'This is a server fault; report it to the API provider. Progress up to the last good page is kept.',
-          });
+        const outside = page.records.filter((r) => {
+          const date = r[spec.spec.dateField];
+          return !(typeof date === 'string' && date >= window.start && date <= window.end);
+        }).length;
+        if (outside > 0) {
+          warn(ctx, spec.name, `${spec.name} ${label}: the server sent ${outside} record(s) dated outside the requested dates; they were not stored`, { window: label });
         }
-        seenCursors.add(page.nextCursor);
-      }
-      if (unique && idHashes) {
-        for (const r of page.records) {
-          if (!idHashes.add(hash52(String(r[spec.idField!])))) unique = false;
+        if (page.nextCursor !== null && spec.serverCursors) {
+          if (page.nextCursor === window.cursor || seenCursors.has(page.nextCursor)) {
+            throw new CostsyncError('CS_ERR_CURSOR_LOOP', `${spec.name} ${label}: the server returned a cursor it had already returned, so paging would never end.`, {
+              hint: 'This is a server fault; report it to the API provider. Progress up to the last good page is kept.',
+            });
+          }
+          seenCursors.add(page.nextCursor);
         }
-        if (idHashes.size > MAX_TRACKED_IDS) unique = false;
-        if (!unique) idHashes = null;
+        if (unique && idHashes) {
+          for (const r of page.records) {
+            if (!idHashes.add(hash52(String(r[spec.idField!])))) unique = false;
+          }
+          if (idHashes.size > MAX_TRACKED_IDS) unique = false;
+          if (!unique) idHashes = null;
+        }
+        const pageNo = window.page + 1;
+        await spool.writePage(dir, pageNo, spoolLines(page.records, spec.spec.columns));
+        const fetched = page.nextCursor === null;
+        Object.assign(window, { status: 'active', cursor: page.nextCursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) });
+        await ctx.saveState();
+        stats.pages += 1;
+        const usd = 'amountField' in spec.size ? sumOf(page.records, spec.size.amountField) : undefined;
+        ctx.progress.page?.(spec.name, { rows: page.records.length - outside, window: label, ...(usd !== undefined ? { usd } : {}) });
+      } finally {
+        release();
       }
-      const pageNo = window.page + 1;
-      await spool.writePage(dir, pageNo, spoolLines(page.records, spec.spec.columns));
-      const fetched = page.nextCursor === null;
-      Object.assign(window, { status: 'active', cursor: page.nextCursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) });
-      await ctx.saveState();
-      stats.pages += 1;
-      const usd = 'amountField' in spec.size ? sumOf(page.records, spec.size.amountField) : undefined;
-      ctx.progress.page?.(spec.name, { rows: page.records.length - outside, window: label, ...(usd !== undefined ? { usd } : {}) });
     }
     if (ctx.reconcile === 'off') break;
     let mismatches;

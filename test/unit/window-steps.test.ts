@@ -44,7 +44,7 @@ async function runWindow(options: Options) {
   const checks = [...(options.checks ?? [])];
   let fetched = 0;
   const spec: WindowedStreamSpec = {
-    name: 'line_items', spec: LINE_ITEMS, idField: 'id', size: { pagesPerWindow: 1 }, serverCursors: true,
+    name: 'line_items', spec: LINE_ITEMS, idField: 'id', size: { pagesPerWindow: 1 }, serverCursors: true, takesPageSlot: true,
     sql: { diff: 'diff', insertWindow: 'insert deduplicated', insertUnique: 'insert unique' },
     check: { run: async () => { steps.push('check'); return checks.shift() ?? []; }, sides: ['line items', 'provider rollup'], deliversProviderRollups: false },
     async fetchPage(_client, _window, cursor) {
