@@ -3,6 +3,8 @@
 //   npm run bench:sources             both
 //   npm run bench:sources -- rate     20 sources, each its own key at 60 requests a minute, ~30 pages each
 //   npm run bench:sources -- memory   peak RSS of 1 and of 5 sources syncing 1 million line items each, no rate limit
+//   npm run bench:sources -- idle     RSS per source waiting on its limiter (1 source against 200)
+//   npm run bench:sources -- curve    the rate run at 20, 50, 100 and 200 sources (BENCH_CURVE=20,50 for others)
 // Environment: BENCH_SOURCES (default 20), BENCH_SOURCE_ROWS (default 1000000), BENCH_SOURCE_DAYS (default 30);
 // BENCH_SMOKE=1: tiny sizes. Both run the executable with a config file, as the CLI resolves it.
 import { spawn } from 'node:child_process';
@@ -43,8 +45,7 @@ function keys(n) {
   return { keys: Array.from({ length: n }, (_, i) => ({ key: `key-${i}`, scopes: SCOPES, plan: 'business', workspace: `ws-${i}` })), connections: [] };
 }
 
-async function benchRate() {
-  const n = Number(size('BENCH_SOURCES', 20, 2));
+async function benchRate(n = Number(size('BENCH_SOURCES', 20, 2))) {
   // 30 days of 1,000 rows: 30 line-item pages a source, plus its rollups and anomalies.
   const days = Number(size('BENCH_SOURCE_DAYS', 30, 2));
   // The smoke run (npm test) only checks the script works: ten times the rate, so it takes a second, not ten.
@@ -88,5 +89,50 @@ async function benchMemory() {
   }
 }
 
+/** The same run at 20, 50, 100 and 200 sources, so the cost per source shows (BENCH_CURVE: another list). */
+async function benchCurve() {
+  const counts = (process.env.BENCH_CURVE ?? (smoke ? '2,3' : '20,50,100,200')).split(',').map(Number);
+  for (const n of counts) await benchRate(n);
+}
+
+/**
+ * What a source costs while it waits for its limiter: every source's first request is held by the
+ * emulator until all have asked, then RSS and the heap are read (1 source against `n`).
+ */
+async function benchIdle() {
+  const n = Number(size('BENCH_IDLE_SOURCES', 200, 3));
+  const figures = [];
+  for (const count of [1, n]) {
+    let asked = 0;
+    let release;
+    const held = new Promise((resolve) => { release = resolve; });
+    let allAsked;
+    const everyone = new Promise((resolve) => { allAsked = resolve; });
+    const emulator = await startEmulator({
+      port: 0, rateLimit: 0, rowsPerDay: 10, startDate: '2025-06-01', endDate: '2025-06-30', clock, keys: keys(count),
+      beforeReply: async () => { if (++asked >= count) allAsked(); await held; },
+    });
+    const dir = tempDir();
+    try {
+      const env = { PATH: process.env.PATH, TZ: 'UTC' };
+      const sources = Array.from({ length: count }, (_, i) => { env[`KEY_${i}`] = `key-${i}`; return { name: `ws-${i}`, 'base-url': emulator.url, 'api-key-env': `KEY_${i}` }; });
+      writeFileSync(join(dir, 'config.json'), JSON.stringify({ sources, db: join(dir, 'c.duckdb'), 'state-dir': join(dir, 'state'), 'start-date': '2025-06-25', until: '2025-06-30', streams: 'line_items' }));
+      const child = spawn(BIN, ['sync', '--config', join(dir, 'config.json'), '--log-format', 'json', '--quiet'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+      await everyone;
+      const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+      figures.push({ count, rss });
+      release();
+      await once(child, 'exit');
+    } finally {
+      await emulator.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const [one, many] = figures;
+  console.log(`idle: RSS with every source waiting on its first request: 1 source ${one.rss.toFixed(0)} MB, ${many.count} sources ${many.rss.toFixed(0)} MB = ${((many.rss - one.rss) * 1024 / (many.count - 1)).toFixed(0)} kB per idle source`);
+}
+
 if (!which || which === 'rate') await benchRate();
 if (!which || which === 'memory') await benchMemory();
+if (!which || which === 'idle') await benchIdle();
+if (which === 'curve') await benchCurve();

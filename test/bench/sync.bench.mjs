@@ -100,6 +100,28 @@ async function readJsonRate(pagesDir, dbPath, settings) {
   }
 }
 
+/** Fetches and parses every line-item page of `days` one-day windows (four at once), storing nothing. */
+async function bareClientRate(url, start, days) {
+  const queue = Array.from({ length: days }, (_, i) => addDays(start, i));
+  let n = 0;
+  const t = performance.now();
+  const worker = async () => {
+    for (let day = queue.shift(); day !== undefined; day = queue.shift()) {
+      let cursor = null;
+      do {
+        const q = new URLSearchParams({ start_date: day, end_date: day, limit: '1000', ...(cursor ? { cursor } : {}) });
+        const res = await request(`${url}/api/v1/public/line-items?${q}`, { headers: { 'x-api-key': 'demo-key' } });
+        const body = JSON.parse(await res.body.text());
+        n += body.data.length;
+        cursor = body.meta.has_more ? body.meta.next_cursor : null;
+      } while (cursor);
+    }
+  };
+  await Promise.all([worker(), worker(), worker(), worker()]);
+  const secs = (performance.now() - t) / 1000;
+  return { n, secs, rate: n / secs };
+}
+
 async function benchThroughput() {
   const rows = Number(size('BENCH_THROUGHPUT_ROWS', 1_000_000, 2_000));
   const rowsPerDay = Math.min(50_000, rows);
@@ -126,11 +148,15 @@ async function benchThroughput() {
       writeFileSync(join(pagesDir, `p${String(n++).padStart(6, '0')}.json`), text);
       cursor = body.meta.has_more ? body.meta.next_cursor : null;
     } while (cursor);
+    // 3. A bare client over the same pages from the same emulator: undici and JSON.parse, one-day
+    //    windows four at a time as the sync fetches them, nothing checked or stored.
+    const bare = await bareClientRate(url, start, days);
     const free = await readJsonRate(pagesDir, join(dir, 'rj1.duckdb'), []);
     // The closest to costsync's own settings that read_json can run the page files with (64 MB is too little for its 32 MB buffers).
     const same = await readJsonRate(pagesDir, join(dir, 'rj2.duckdb'), ["SET memory_limit = '96MB'", 'SET threads = 1']);
     const syncRate = synced / syncSecs;
     console.log(`throughput: sync ${synced} rows in ${syncSecs.toFixed(1)} s = ${Math.round(syncRate)} rows/s end to end`);
+    console.log(`throughput: bare client (undici + JSON.parse, 4 windows at once, nothing stored): ${bare.n} rows in ${bare.secs.toFixed(1)} s = ${Math.round(bare.rate)} rows/s; sync/bare = ${(syncRate / bare.rate).toFixed(2)} (target >= 0.8)`);
     console.log(`throughput: read_json, DuckDB defaults (all threads, no memory limit): ${Math.round(free.rate)} rows/s; sync/read_json = ${(syncRate / free.rate).toFixed(2)}`);
     console.log(`throughput: read_json, one thread, 96 MB: ${Math.round(same.rate)} rows/s; sync/read_json = ${(syncRate / same.rate).toFixed(2)} (target >= 0.5)`);
   } finally {

@@ -15,7 +15,7 @@ const PARTS: Record<string, string[]> = {
   'sync.bench.mjs': ['requests:', 'rate:', 'throughput:', 'memory:'],
   'push.bench.mjs': ['push speed:', 'push memory:'],
   'publish.bench.mjs': ['publish:', 'nightly:'],
-  'sources.bench.mjs': ['sources:', 'memory:'],
+  'sources.bench.mjs': ['sources:', 'memory:', 'idle:'],
   'bucket.bench.mjs': ['publish:', 'lake:'],
   'query.bench.mjs': ['query:'],
   'iceberg.bench.mjs': ['throughput:', 'commit:', 'history:'],
