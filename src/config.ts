@@ -207,7 +207,8 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     maxRuntimeMs: duration('max-runtime'),
     format: choice<'duckdb' | 'parquet' | 'iceberg'>('format'),
     icebergRetentionMs: duration('iceberg-retention')!,
-    out: location(str('out'), '--out'),
+    // Each format its own default folder, so switching formats never mixes two lakes in one.
+    out: location(pick('out') === undefined && choice('format') === 'iceberg' ? ICEBERG_DEFAULT_OUT : str('out'), '--out'),
     logFormat: choice<'pretty' | 'json'>('log-format'),
     quiet: bool('quiet'),
     verbose: bool('verbose'),
@@ -225,6 +226,9 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     metricsFile: pick('metrics-file') === undefined ? undefined : str('metrics-file'),
   };
 }
+
+/** Where `--format iceberg` writes when `--out` is not given (`--format parquet`: `./costs-parquet`). */
+export const ICEBERG_DEFAULT_OUT = './costs-iceberg';
 
 /** A path, or an `s3://` URL checked now (exit 2 for one that names no bucket). */
 function location(value: string, flag: string): string {

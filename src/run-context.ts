@@ -16,6 +16,7 @@ import { isS3Url } from './outputs/s3-url.js';
 import { outputTarget, type OutputTarget } from './outputs/target.js';
 import { acquireLock, dbLockPath, type Lock } from './state/lock.js';
 import { removeStateLeftovers } from './state/store.js';
+import { checkLakeFormat } from './outputs/iceberg.js';
 import type { Warehouse } from './storage/duckdb.js';
 import { openWorkingCopy } from './storage/working-copy.js';
 
@@ -77,6 +78,7 @@ export async function openRun(request: RunRequest): Promise<OpenRun> {
     // Refused now, not half way through a backfill: a lake that cannot be written (no credentials,
     // no bucket, access denied), a server that ignores conditional writes, another runner's lease.
     await lake?.check(runId);
+    if (lake !== null) await checkLakeFormat(lake, config.format === 'iceberg' ? 'iceberg' : 'parquet');
     leases = await takeLeases({ ...config, out: lake !== null ? config.out : null }, request.sources, runId, clock, logger);
     const db = publishDestination(config.db);
     const remote = remoteWarehouse(db);

@@ -53,7 +53,7 @@ export const SETTING_SPECS = [
   { name: 'full-refresh', kind: 'bool', group: 'sync', describe: 'Ignore the saved state and re-sync everything' },
   { name: 'max-runtime', kind: 'duration', group: 'sync', minMs: 1, describe: 'Stop cleanly after this long, e.g. 45m (exit code 4)' },
   { name: 'format', kind: 'choice', group: 'sync', default: 'duckdb', choices: ['duckdb', 'parquet', 'iceberg'], describe: 'Also write a lake to --out: parquet (hive-partitioned files) or iceberg (Apache Iceberg tables)' },
-  { name: 'out', kind: 'path', group: 'sync', default: './costs-parquet', describe: 'The lake: a directory, or s3://BUCKET/PREFIX' },
+  { name: 'out', kind: 'path', group: 'sync', default: './costs-parquet', defaultText: './costs-parquet, or ./costs-iceberg with --format iceberg', describe: 'The lake: a directory, or s3://BUCKET/PREFIX' },
   { name: 'iceberg-retention', kind: 'duration', group: 'sync', default: '7d', minMs: 0, describe: 'With --format iceberg: snapshots kept for time travel; older ones expire and their files are deleted' },
   { name: 'anomaly-refresh-days', kind: 'int', group: 'sync', default: 30, range: [0, 3660], describe: 'Days of anomalies re-read every run for status changes' },
   { name: 'concurrency', kind: 'int', group: 'sync', default: 4, range: [1, 64], describe: 'Windows fetched at once per stream' },

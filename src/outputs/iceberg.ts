@@ -23,6 +23,7 @@ import { boundBytes, evolveSchema, monthLabel, monthOrdinal, monthRange, type Ic
 import {
   commitSource, currentManifests, dataDir, expireTable, loadTable, manifestSource, monthField, removeUnreferenced, type CommitResult, type Partitioning,
 } from '../iceberg/table.js';
+import { ConfigError } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { LAKE_TABLES, RUN_TABLES, drainPending } from './lake.js';
 import type { OutputTarget } from './target.js';
@@ -45,6 +46,30 @@ export const ICEBERG_TABLES: Record<string, IcebergTableDef> = {
   sync_runs: { source: 'source', date: 'CAST(started_at AS DATE)', month: null },
   sync_run_streams: { source: 'source', date: "DATE '1970-01-01'", month: null },
 };
+
+/**
+ * Refuses a `--out` that holds the other format's lake: Iceberg's data files under a Parquet lake's
+ * table folders would be read twice by engines that list hive partitions, and a Parquet lake's files
+ * under an Iceberg table are referenced by no snapshot.
+ */
+export async function checkLakeFormat(target: OutputTarget, format: 'parquet' | 'iceberg'): Promise<void> {
+  const tables = ['line_items', 'rollups_daily', 'anomalies'];
+  if (format === 'iceberg') {
+    for (const table of tables) {
+      if ((await target.list(`${table}/source=`)).length > 0) {
+        throw new ConfigError(`${target.url} holds a Parquet lake (${table}/source=…, written by --format parquet): Iceberg tables cannot share it.`,
+          'Point --format iceberg at a new --out (an empty directory or prefix): costsync fills the tables from the warehouse, with no API request.');
+      }
+    }
+  } else {
+    for (const table of tables) {
+      if ((await target.list(`${table}/metadata/`)).length > 0) {
+        throw new ConfigError(`${target.url} holds Iceberg tables (${table}/metadata/, written by --format iceberg): a Parquet lake cannot share it.`,
+          'Keep --format iceberg for this --out, or give the Parquet lake a new --out.');
+      }
+    }
+  }
+}
 
 /** Months one snapshot rewrites at most: bounds a commit's statements, not the work. */
 const MONTHS_PER_COMMIT = 12;

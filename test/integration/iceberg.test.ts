@@ -93,6 +93,27 @@ describe('--format iceberg (a directory)', () => {
   }, 60_000);
 });
 
+describe('one --out, one format', () => {
+  it('a Parquet lake is refused to --format iceberg and Iceberg tables to --format parquet (exit 2, naming the fix), nothing written', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        expect(await run(syncArgs(url, dir, ['--format', 'parquet', '--streams', 'line_items']), ENV)).toMatchObject({ code: 0 });
+        const refused = await run(syncArgs(url, dir, ['--streams', 'line_items']), ENV);
+        expect(refused.code).toBe(2);
+        expect(refused.stderr).toContain('holds a Parquet lake');
+        expect(refused.stderr).toContain('new --out');
+        expect(existsSync(join(dir, 'lake', 'line_items', 'metadata'))).toBe(false);
+
+        const other = join(dir, 'other');
+        expect(await run(syncArgs(url, other, ['--streams', 'line_items']), ENV)).toMatchObject({ code: 0 });
+        const back = await run(syncArgs(url, other, ['--format', 'parquet', '--streams', 'line_items']), ENV);
+        expect(back.code).toBe(2);
+        expect(back.stderr).toContain('holds Iceberg tables');
+      });
+    });
+  }, 60_000);
+});
+
 /** A lake whose next version-hint write fails: the commit has landed, the run fails before it records that. */
 function failingAfterCommit(target: OutputTarget): OutputTarget & { armed: boolean } {
   const wrapped = Object.create(target) as OutputTarget & { armed: boolean };

@@ -141,3 +141,15 @@ describe('settings as data (settings.ts)', () => {
     }
   });
 });
+
+describe('--out by format', () => {
+  it('each format has its own default folder; a given --out wins; the retention is a duration', () => {
+    expect(resolveSyncConfig(sources()).out).toBe('./costs-parquet');
+    expect(resolveSyncConfig(sources({ flags: { format: 'parquet' } })).out).toBe('./costs-parquet');
+    expect(resolveSyncConfig(sources({ flags: { format: 'iceberg' } })).out).toBe('./costs-iceberg');
+    expect(resolveSyncConfig(sources({ flags: { format: 'iceberg', out: 's3://acme-finops/lake' } })).out).toBe('s3://acme-finops/lake');
+    expect(resolveSyncConfig(sources({ flags: { format: 'iceberg' } })).icebergRetentionMs).toBe(7 * 86_400_000);
+    expect(resolveSyncConfig(sources({ flags: { 'iceberg-retention': '35d' } })).icebergRetentionMs).toBe(35 * 86_400_000);
+    expect(() => resolveSyncConfig(sources({ flags: { format: 'delta' } }))).toThrow(ConfigError);
+  });
+});
