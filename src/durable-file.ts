@@ -21,9 +21,9 @@ export function tmpName(path: string): string {
   return `${path}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`;
 }
 
-/** The writer's process id in a `tmpName`, or null. */
+/** The writer's process id in a `tmpName` (or an earlier version's `<name>.<pid>.tmp`), or null. */
 export function tmpWriterPid(name: string): number | null {
-  const m = /\.(\d+)\.[a-z0-9]+\.tmp$/.exec(name);
+  const m = /\.(\d+)(?:\.[a-z0-9]+)?\.tmp$/.exec(name);
   return m ? Number(m[1]) : null;
 }
 

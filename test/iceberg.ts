@@ -5,8 +5,10 @@
  * from the bucket under test, byte ranges included. Nothing of costsync's own reading code is used.
  */
 import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join as joinPath, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { decodeManifest, decodeManifestList } from '../src/iceberg/avro.js';
 import { openReadOnly } from '../src/storage/duckdb.js';
 import { ICEBERG_TABLES } from '../src/outputs/iceberg.js';
 import { RUN_TABLES } from '../src/outputs/lake.js';
@@ -126,9 +128,6 @@ export async function icebergDifferences(db: string, lakeUrl: string, options: {
  * missing, and files under a table that nothing references (a killed writer's leftovers).
  */
 export async function icebergFileCheck(dir: string, location: string): Promise<{ missing: string[]; unreferenced: string[] }> {
-  const { decodeManifest, decodeManifestList } = await import('../src/iceberg/avro.js');
-  const { readdirSync, existsSync } = await import('node:fs');
-  const { join: joinPath, relative } = await import('node:path');
   const root = location.endsWith('/') ? location : `${location}/`;
   const local = (url: string) => joinPath(dir, url.slice(root.length));
   const missing: string[] = [];

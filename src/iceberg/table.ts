@@ -180,12 +180,14 @@ const sum = (files: readonly { record_count: number }[]) => files.reduce((n, f) 
 /**
  * Commits `change` as one snapshot on top of the newest metadata: `overwrite` when it replaces
  * files, else `append`; nothing when it neither adds nor replaces. A lost race (the version exists)
- * reloads and tries again; the manifest and list of a lost attempt are removed.
+ * reloads and tries again; the manifest and list of a lost attempt are removed. `loaded`: the table
+ * as the caller just read it, for the first attempt.
  */
-export async function commitSource(store: IcebergStore, table: string, change: SourceChange, clock: Clock): Promise<CommitResult> {
+export async function commitSource(store: IcebergStore, table: string, change: SourceChange, clock: Clock, loaded?: LoadedTable): Promise<CommitResult> {
   const tag = sourceTag(change.source);
   for (let attempt = 1; ; attempt++) {
-    const { version, metadata: base } = await loadTable(store, table);
+    // The caller's load serves the first attempt; a lost race reloads.
+    const { version, metadata: base } = attempt === 1 && loaded !== undefined ? loaded : await loadTable(store, table);
     const manifests = await currentManifests(store, table, base);
     const mine = manifests.filter((m) => manifestSource(m) === change.source);
     const others = manifests.filter((m) => manifestSource(m) !== change.source);
@@ -283,17 +285,17 @@ async function publishVersion(store: IcebergStore, table: string, version: numbe
  * Expires `table`'s snapshots older than `retentionMs` (one metadata change, retried like a commit),
  * then deletes what only they referenced among `sources`' files: their manifest lists, the manifests
  * they added that no kept snapshot lists, and the data files they deleted. Returns the files removed
- * and the metadata version written (null: nothing expired).
+ * and the metadata version written with its current snapshot (null: nothing expired).
  */
-export async function expireTable(store: IcebergStore, table: string, sources: readonly string[], retentionMs: number, clock: Clock): Promise<{ removed: number; version: number | null }> {
+export async function expireTable(store: IcebergStore, table: string, sources: readonly string[], retentionMs: number, clock: Clock): Promise<{ removed: number; version: number | null; snapshotId: number | null }> {
   const owned = new Set(sources);
   for (let attempt = 1; ; attempt++) {
     const { version, metadata: base } = await loadTable(store, table);
-    if (base === null) return { removed: 0, version: null };
+    if (base === null) return { removed: 0, version: null, snapshotId: null };
     const { expired } = expireSnapshots(base, clock.now(), retentionMs);
     // Only this runner's snapshots go; another shard expires its own.
     const mineExpired = new Set(expired.filter((s) => owned.has(s.summary[SUMMARY.source] ?? '')).map((s) => s['snapshot-id']));
-    if (mineExpired.size === 0) return { removed: 0, version: null };
+    if (mineExpired.size === 0) return { removed: 0, version: null, snapshotId: null };
     const next: TableMetadata = {
       ...base,
       snapshots: base.snapshots.filter((s) => !mineExpired.has(s['snapshot-id'])),
@@ -326,7 +328,7 @@ export async function expireTable(store: IcebergStore, table: string, sources: r
       await store.remove(keyOf(store, table, snapshot['manifest-list']));
       removed += 1;
     }
-    return { removed, version: version + 1 };
+    return { removed, version: version + 1, snapshotId: next['current-snapshot-id'] };
   }
 }
 

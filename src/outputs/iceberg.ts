@@ -156,7 +156,8 @@ async function commitBatch(
 ): Promise<CommitResult> {
   const def = ICEBERG_TABLES[table]!;
   const columns = await columnsOf(warehouse, table);
-  const { metadata } = await loadTable(target, table);
+  const loaded = await loadTable(target, table);
+  const { metadata } = loaded;
   // The field ids the commit will use: the table's, with any new column after them (the same rule
   // `commitSource` applies to the newest metadata).
   const schema = evolveSchema(columns, metadata === null ? null : currentSchema(metadata), metadata?.['last-column-id'] ?? 0).schema;
@@ -172,7 +173,7 @@ async function commitBatch(
     source, columns, partitioning, add,
     replaces: (f) => replaced === null || field === null || replaced.has(f.partition[field] as number),
     summary: { [SUMMARY.runId]: run.runId, [SUMMARY.commitId]: commitId, [SUMMARY.window]: window },
-  }, run.clock);
+  }, run.clock, loaded);
 }
 
 /**
@@ -184,10 +185,9 @@ async function recoverIntents(warehouse: Warehouse, target: OutputTarget): Promi
   for (const { key } of await warehouse.query<{ key: string }>('outbox/pending', ['iceberg'])) {
     const [table, sources, commitId, months] = key.split('/') as [string, string, string, string];
     const def = ICEBERG_TABLES[table];
+    const landed = def !== undefined && ((await loadTable(target, table)).metadata?.snapshots.some((s) => s.summary[SUMMARY.commitId] === commitId) ?? false);
     // An expiry's intent names every source it cleaned up for (comma-separated); a commit's, one.
     for (const source of def === undefined ? [] : sources.split(',')) {
-      const { metadata } = await loadTable(target, table);
-      const landed = metadata?.snapshots.some((s) => s.summary[SUMMARY.commitId] === commitId) ?? false;
       if (landed) {
         const done = months === '*' ? null : new Set(months.split(',').map(Number));
         const prefix = `${table}/${source}/`;
@@ -237,6 +237,19 @@ export function icebergLake(run: IcebergRun) {
     await warehouse.run('lake/record_table', [table, 'iceberg', file, snapshotId, new Date(run.clock.now()).toISOString()]);
   };
 
+  /**
+   * Records the intent of a commit, commits `months` (null: all) of `source` in `table`, and records the
+   * new metadata file. Returns the intent, which the caller clears once what the commit covers is cleared.
+   */
+  const commitUnderIntent = async (warehouse: Warehouse, target: OutputTarget, table: string, source: string, months: number[] | null, window: string): Promise<string> => {
+    const commitId = nextCommitId();
+    const intent = intentKey(table, source, commitId, months);
+    await warehouse.run('outbox/mark', ['iceberg', intent]);
+    const result = await commitBatch(warehouse, target, run, table, source, months, commitId, window);
+    await record(warehouse, target, table, result.version, result.snapshotId);
+    return intent;
+  };
+
   /** Commits every pending batch; returns the number of dates written. */
   async function drain(warehouse: Warehouse, target: OutputTarget): Promise<number> {
     if (!started) {
@@ -257,11 +270,7 @@ export function icebergLake(run: IcebergRun) {
         const chosen = new Set(months);
         batch = dates.filter((d) => chosen.has(monthOrdinal(d)));
       }
-      const commitId = nextCommitId();
-      const intent = intentKey(table, source, commitId, months);
-      await warehouse.run('outbox/mark', ['iceberg', intent]);
-      const result = await commitBatch(warehouse, target, run, table, source, months, commitId, `${batch[0]}..${batch.at(-1)}`);
-      await record(warehouse, target, table, result.version, result.snapshotId);
+      const intent = await commitUnderIntent(warehouse, target, table, source, months, `${batch[0]}..${batch.at(-1)}`);
       // The dates are cleared before the intent: a crash between leaves the intent, which finds the commit.
       return { written: batch, cleared: () => warehouse.run('outbox/done', ['iceberg', intent]) };
     });
@@ -273,12 +282,7 @@ export function icebergLake(run: IcebergRun) {
     await warehouse.exclusive(async () => {
       for (const table of RUN_TABLES) {
         for (const source of run.sources) {
-          const commitId = nextCommitId();
-          const intent = intentKey(table, source, commitId, null);
-          await warehouse.run('outbox/mark', ['iceberg', intent]);
-          const result = await commitBatch(warehouse, target, run, table, source, null, commitId, 'run');
-          await record(warehouse, target, table, result.version, result.snapshotId);
-          await warehouse.run('outbox/done', ['iceberg', intent]);
+          await warehouse.run('outbox/done', ['iceberg', await commitUnderIntent(warehouse, target, table, source, null, 'run')]);
         }
       }
       for (const table of Object.keys(ICEBERG_TABLES)) {
@@ -286,7 +290,7 @@ export function icebergLake(run: IcebergRun) {
         const intent = intentKey(table, run.sources.join(','), `${run.runId}.expire`, []);
         await warehouse.run('outbox/mark', ['iceberg', intent]);
         const expiry = await expireTable(target, table, run.sources, run.retentionMs, run.clock);
-        if (expiry.version !== null) await record(warehouse, target, table, expiry.version, (await loadTable(target, table)).metadata?.['current-snapshot-id'] ?? null);
+        await record(warehouse, target, table, expiry.version, expiry.snapshotId);
         await warehouse.run('outbox/done', ['iceberg', intent]);
       }
       // Tables this run did not change are named in its summary too, as they are.

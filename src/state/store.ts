@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { namesIn, writeFileAtomic } from '../durable-file.js';
+import { namesIn, tmpWriterPid, writeFileAtomic } from '../durable-file.js';
 import { ConfigError, CostsyncError } from '../errors.js';
 
 /** 2: named by source (1 was named by base URL and key fingerprint, and is migrated on load). */
@@ -91,7 +91,7 @@ export function legacyStateFileName(baseUrl: string, keyFingerprint: string): st
 
 /** Removes state files half-written by a killed run (their temp names); call under the run lock. */
 export function removeStateLeftovers(dir: string): void {
-  for (const name of namesIn(dir)) if (/^costsync-state-.*\.json\.\d+(\.[a-z0-9]+)?\.tmp$/.test(name)) rmSync(join(dir, name), { force: true });
+  for (const name of namesIn(dir)) if (/^costsync-state-.*\.json\./.test(name) && tmpWriterPid(name) !== null) rmSync(join(dir, name), { force: true });
 }
 
 export class StateStore {

@@ -98,10 +98,10 @@ async function nightly(nights, rows, onNight) {
       await lake.finish(wh, target);
       onNight({ night, syncMs, commitMs, finishMs: performance.now() - f0, lakeDir: join(dir, 'lake') });
     }
-    return { dir: join(dir, 'lake'), fillSecs };
+    return { fillSecs };
   } finally {
     wh.close();
-    if (!process.env.BENCH_KEEP) setTimeout(() => rmSync(dir, { recursive: true, force: true }), 0);
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
