@@ -69,11 +69,20 @@ export interface ApiClientOptions {
   onEvent?: (event: ClientEvent) => void;
 }
 
+/**
+ * Waits, once the key's limiter lets a request go, until the caller may take in its response (see
+ * sync/page-slots.ts), and resolves to the function that gives the room back. The client gives it
+ * back itself when the attempt fails; after a success it is the caller's, who gives it back once
+ * the response is dealt with.
+ */
+export type Admit = () => Promise<() => void>;
+
 export interface LineItemsQuery {
   startDate: string;
   endDate: string;
   limit?: number;
   cursor?: string | null;
+  admit?: Admit;
 }
 
 export interface AnomaliesQuery {
@@ -307,7 +316,9 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     return { envelope, text };
   }
 
-  async function call<T>(method: 'GET' | 'POST', path: string, body: string | undefined, convert: (e: Envelope<unknown>, text: string) => T): Promise<T> {
+  async function call<T>(
+    method: 'GET' | 'POST', path: string, body: string | undefined, convert: (e: Envelope<unknown>, text: string) => T, admit?: Admit,
+  ): Promise<T> {
     const where = path.split('?')[0]!;
     let rateLimitedCount = 0;
     let attempts = 0;
@@ -316,16 +327,21 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         async () => {
           attempts += 1;
           let result;
+          let release: (() => void) | undefined;
           try {
-            result = await limiter.schedule(() => once(method, path, body));
+            result = await limiter.schedule(async () => {
+              release = await admit?.();
+              return once(method, path, body);
+            });
+            return convert(result.envelope, result.text);
           } catch (error) {
+            release?.();
             if ((error as Error | undefined)?.message === DROPPED_MESSAGE) {
               if (unreachable !== null) throw unreachable;
               throw new ApiError(ClientErrorCode.ABORTED, `${method} ${where} was not sent: the run is stopping`, { path: where, cause: error });
             }
             throw error;
           }
-          return convert(result.envelope, result.text);
         },
         {
           retries: policy.retries,
@@ -361,12 +377,14 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     }
   }
 
-  const get = <T>(endpoint: string, params: Record<string, string | number | undefined | null>, convert: (e: Envelope<unknown>, path: string, text: string) => T) => {
+  const get = <T>(
+    endpoint: string, params: Record<string, string | number | undefined | null>, convert: (e: Envelope<unknown>, path: string, text: string) => T, admit?: Admit,
+  ) => {
     const search = new URLSearchParams();
     for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) search.set(k, String(v));
     const query = search.toString();
     const path = `${prefix}${API_PREFIX}${endpoint}${query ? `?${query}` : ''}`;
-    return call('GET', path, undefined, (e, text) => convert(e, `${prefix}${API_PREFIX}${endpoint}`, text));
+    return call('GET', path, undefined, (e, text) => convert(e, `${prefix}${API_PREFIX}${endpoint}`, text), admit);
   };
   const post = <T>(endpoint: string, body: unknown, convert: (e: Envelope<unknown>, path: string) => T) => {
     const path = `${prefix}${API_PREFIX}${endpoint}`;
@@ -377,7 +395,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   return {
     baseUrl: `${origin}${prefix}`,
     stats,
-    lineItems: (q) => get('/line-items', { start_date: q.startDate, end_date: q.endDate, limit: q.limit, cursor: q.cursor }, toLineItemPage),
+    lineItems: (q) => get('/line-items', { start_date: q.startDate, end_date: q.endDate, limit: q.limit, cursor: q.cursor }, toLineItemPage, q.admit),
     rollups: (q) => get('/rollups/daily', { start_date: q.startDate, end_date: q.endDate, group_by: q.groupBy }, toRollups),
     anomalies: (q = {}) => get('/anomalies', { ...q }, toAnomalies),
     ingestFocus: (connectionId, body) => post(`/ingest/focus/${encodeURIComponent(connectionId)}`, body, toIngestResult),

@@ -56,7 +56,7 @@ export function pageGlob(dir: string): string {
  * Writes page `page` of a window durably, the directory entry included (the saved state will say
  * the page exists). Asynchronous, so disk waits happen while other windows parse their pages.
  */
-export async function writePage(dir: string, page: number, text: string): Promise<void> {
+export async function writePage(dir: string, page: number, text: string | Uint8Array): Promise<void> {
   await writeFileAtomic(join(dir, `${String(page).padStart(6, '0')}.json`), text, { syncDir: true });
 }
 
@@ -86,7 +86,7 @@ export function clearSpool(dir: string): void {
 export interface Spool {
   clear(dir: string): void;
   dropPagesAfter(dir: string, page: number): void;
-  writePage(dir: string, page: number, text: string): Promise<void>;
+  writePage(dir: string, page: number, text: string | Uint8Array): Promise<void>;
 }
 
 export const fileSpool: Spool = { clear: clearSpool, dropPagesAfter, writePage };

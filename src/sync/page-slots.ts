@@ -1,12 +1,16 @@
 /**
- * A bound on the pages held in memory across every source of a run: a page takes a slot before it is
- * fetched and gives it back once it is spooled and its cursor saved. Hundreds of sources then hold at
- * most this many pages (each a parsed body of up to 1,000 records, a few MB) whatever the number of
- * sources, rather than as many as their windows have in flight, which ran the heap out at 200.
+ * A bound on the pages in memory across every source of a run: a page takes a slot once its key's
+ * limiter lets its request go and gives it back once it is spooled and its cursor saved. Hundreds of
+ * sources then hold at most this many pages whatever the number of sources, rather than as many as
+ * their windows have in flight.
  */
 
-/** What one page in flight may hold on the heap: its body, the parsed records and their spool lines. */
-export const PAGE_HEAP_BYTES = 6 * 1024 * 1024;
+/**
+ * What one page in flight holds on the heap: its text and parsed records (up to 1,000) only while
+ * the engine looks at them, at once and synchronously; what waits on the disk is its spool file's
+ * bytes, outside the heap. So about a body's size.
+ */
+export const PAGE_HEAP_BYTES = 1024 * 1024;
 
 /** Heap kept for everything but pages: the run's own structures, DuckDB results, the id sets. */
 export const HEAP_RESERVE_BYTES = 40 * 1024 * 1024;

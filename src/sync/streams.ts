@@ -2,7 +2,7 @@
  * The windowed streams, declared as data: their tables, columns, SQL and how to fetch a page.
  * Rollups page through the three `group_by` values, so both streams share one engine.
  */
-import type { ApiClient } from '../api/client.js';
+import type { Admit, ApiClient } from '../api/client.js';
 import { GROUP_BYS } from '../api/types.js';
 import type { SqlNames } from '../storage/duckdb.js';
 import { LINE_ITEMS, ROLLUPS_DAILY, type TableSpec } from '../storage/tables.js';
@@ -33,7 +33,8 @@ export interface WindowedStreamSpec {
   takesPageSlot: boolean;
   /** The stream's own SQL files: the change counts, and the replace (with and without dedupe). The window count and delete are the table spec's templates. */
   sql: { diff: string; insertWindow: string; insertUnique: string };
-  fetchPage(client: ApiClient, window: { start: string; end: string }, cursor: string | null, shared?: ProviderRollupExchange): Promise<FetchedPage>;
+  /** `admit`: waited on once the request may go (the run's page slots; see `takesPageSlot`). */
+  fetchPage(client: ApiClient, window: { start: string; end: string }, cursor: string | null, shared?: ProviderRollupExchange, admit?: Admit): Promise<FetchedPage>;
   /** The check a fetched window must pass before it commits (see reconcile.ts), and what its two sides are. */
   check: {
     run(ctx: SyncContext, window: { start: string; end: string }, spoolDir: string, names: SqlNames): Promise<Mismatch[]>;
@@ -54,8 +55,8 @@ export const lineItemsStream: WindowedStreamSpec = {
   takesPageSlot: true,
   sql: { diff: 'sync/line_items_diff', insertWindow: 'sync/line_items_insert_window', insertUnique: 'sync/line_items_insert_unique' },
   check: { run: checkLineItemsWindow, sides: ['line items', 'provider rollup'], deliversProviderRollups: true },
-  async fetchPage(client, window, cursor) {
-    const page = await client.lineItems({ startDate: window.start, endDate: window.end, limit: LINE_ITEM_PAGE_LIMIT, cursor });
+  async fetchPage(client, window, cursor, _shared, admit) {
+    const page = await client.lineItems({ startDate: window.start, endDate: window.end, limit: LINE_ITEM_PAGE_LIMIT, cursor, ...(admit ? { admit } : {}) });
     return { records: page.data, nextCursor: page.hasMore ? page.nextCursor : null };
   },
 };

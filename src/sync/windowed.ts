@@ -8,6 +8,7 @@
 import { eventId } from '../fingerprint.js';
 import { join } from 'node:path';
 import { ApiError, CostsyncError } from '../errors.js';
+import { DROPPED_MESSAGE } from '../api/resilience.js';
 import { completePlan, planStream, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
 import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
 import { fileSpool, pageGlob, spoolLines, windowSpoolDir } from '../storage/spool.js';
@@ -15,7 +16,7 @@ import { isDroppedRequest, warn, type SyncContext } from './context.js';
 import { HashSet52, hash52 } from './id-set.js';
 import { wantsRollupTotals, type DayBasis } from './estimate.js';
 import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, describeMismatches, type ProviderRollupExchange } from './reconcile.js';
-import type { WindowedStreamSpec } from './streams.js';
+import type { FetchedPage, WindowedStreamSpec } from './streams.js';
 import { tableNames } from '../storage/tables.js';
 
 /** Ids tracked per window to prove them unique; past this the window is simply deduplicated, so memory stays flat. */
@@ -51,6 +52,52 @@ async function dayBasis(ctx: SyncContext, todo: readonly PlannedWindow[], resume
     }
   }
   return todo.flatMap((w) => splitWindows(w.start, w.end, 1)).map(({ start: date }) => ({ date, usd: usd.get(date) ?? null, storedRows: stored.get(date) ?? null }));
+}
+
+/** What the engine keeps of a fetched page once its records are looked at. */
+interface TakenPage {
+  /** The page's spool file (storage/spool.ts). */
+  data: Uint8Array;
+  nextCursor: string | null;
+  /** Records dated inside the window, and their amount (for progress). */
+  rows: number;
+  usd: number | undefined;
+  /** Records dated outside the window (not stored; warned about). */
+  outside: number;
+  /** The server returned a cursor it had returned before. */
+  loop: boolean;
+  /** An id already seen in this window (then the replace deduplicates). */
+  repeatedId: boolean;
+}
+
+/**
+ * Looks at a page's records once, synchronously: dates outside the window, a repeated cursor, repeated
+ * ids (added to `idHashes`), the rows and amount for progress, and what to spool. Adds the next cursor
+ * to `seenCursors`.
+ */
+export function takePage(
+  spec: WindowedStreamSpec, page: FetchedPage, window: { start: string; end: string; cursor: string | null },
+  seenCursors: Set<string>, idHashes: HashSet52 | null,
+): TakenPage {
+  const { dateField } = spec.spec;
+  let outside = 0;
+  for (const r of page.records) {
+    const date = r[dateField];
+    if (!(typeof date === 'string' && date >= window.start && date <= window.end)) outside += 1;
+  }
+  let loop = false;
+  if (page.nextCursor !== null && spec.serverCursors) {
+    loop = page.nextCursor === window.cursor || seenCursors.has(page.nextCursor);
+    seenCursors.add(page.nextCursor);
+  }
+  let repeatedId = false;
+  if (idHashes !== null && spec.idField !== null) {
+    for (const r of page.records) if (!idHashes.add(hash52(String(r[spec.idField])))) repeatedId = true;
+  }
+  // As bytes: outside the JavaScript heap while the write waits on the disk.
+  const data = Buffer.from(spoolLines(page.records, spec.spec.columns));
+  const usd = 'amountField' in spec.size ? sumOf(page.records, spec.size.amountField) : undefined;
+  return { data, nextCursor: page.nextCursor, rows: page.records.length - outside, usd, outside, loop, repeatedId };
 }
 
 function isRejectedCursor(error: unknown): boolean {
@@ -154,12 +201,22 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   for (let attempt = 1; ; attempt++) {
     while (!window.fetched) {
       if (ctx.shouldStop()) return 'stopped';
-      // The page holds its slot from before it is fetched until it is spooled and its cursor saved.
-      const release = ctx.pageSlots && spec.takesPageSlot ? await ctx.pageSlots.take() : () => undefined;
+      // The page takes a slot once its key's limiter lets the request go (not while it waits there,
+      // or a few slots would hold back every source), and gives it back once spooled and its cursor saved.
+      let release = (): void => undefined;
+      const slots = spec.takesPageSlot ? ctx.pageSlots : undefined;
+      const admit = slots && (async () => {
+        release = await slots.take();
+        if (ctx.shouldStop()) {
+          release();
+          throw new Error(DROPPED_MESSAGE);
+        }
+        return release;
+      });
       try {
-        let page;
+        let page: FetchedPage | undefined;
         try {
-          page = await spec.fetchPage(ctx.client, window, window.cursor, ctx.providerRollups);
+          page = await spec.fetchPage(ctx.client, window, window.cursor, ctx.providerRollups, admit);
         } catch (error) {
           if (isDroppedRequest(error) && ctx.shouldStop()) return 'stopped';
           if (spec.serverCursors && window.cursor !== null && isRejectedCursor(error) && restarts < MAX_WINDOW_RESTARTS) {
@@ -171,36 +228,30 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
           }
           throw error;
         }
-        const outside = page.records.filter((r) => {
-          const date = r[spec.spec.dateField];
-          return !(typeof date === 'string' && date >= window.start && date <= window.end);
-        }).length;
-        if (outside > 0) {
-          warn(ctx, spec.name, `${spec.name} ${label}: the server sent ${outside} record(s) dated outside the requested dates; they were not stored`, { window: label });
+        // Everything the engine needs of the records is taken now, in one go, so the parsed page is
+        // garbage before the write below waits on the disk: with hundreds of sources, only the
+        // bodies (outside the JavaScript heap) wait there.
+        const taken = takePage(spec, page, window, seenCursors, unique ? idHashes : null);
+        page = undefined;
+        if (taken.outside > 0) {
+          warn(ctx, spec.name, `${spec.name} ${label}: the server sent ${taken.outside} record(s) dated outside the requested dates; they were not stored`, { window: label });
         }
-        if (page.nextCursor !== null && spec.serverCursors) {
-          if (page.nextCursor === window.cursor || seenCursors.has(page.nextCursor)) {
-            throw new CostsyncError('CS_ERR_CURSOR_LOOP', `${spec.name} ${label}: the server returned a cursor it had already returned, so paging would never end.`, {
-              hint: 'This is a server fault; report it to the API provider. Progress up to the last good page is kept.',
-            });
-          }
-          seenCursors.add(page.nextCursor);
+        if (taken.loop) {
+          throw new CostsyncError('CS_ERR_CURSOR_LOOP', `${spec.name} ${label}: the server returned a cursor it had already returned, so paging would never end.`, {
+            hint: 'This is a server fault; report it to the API provider. Progress up to the last good page is kept.',
+          });
         }
-        if (unique && idHashes) {
-          for (const r of page.records) {
-            if (!idHashes.add(hash52(String(r[spec.idField!])))) unique = false;
-          }
-          if (idHashes.size > MAX_TRACKED_IDS) unique = false;
-          if (!unique) idHashes = null;
+        if (unique && (taken.repeatedId || (idHashes?.size ?? 0) > MAX_TRACKED_IDS)) {
+          unique = false;
+          idHashes = null;
         }
         const pageNo = window.page + 1;
-        await spool.writePage(dir, pageNo, spoolLines(page.records, spec.spec.columns));
-        const fetched = page.nextCursor === null;
-        Object.assign(window, { status: 'active', cursor: page.nextCursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) });
+        await spool.writePage(dir, pageNo, taken.data);
+        const fetched = taken.nextCursor === null;
+        Object.assign(window, { status: 'active', cursor: taken.nextCursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) });
         await ctx.saveState();
         stats.pages += 1;
-        const usd = 'amountField' in spec.size ? sumOf(page.records, spec.size.amountField) : undefined;
-        ctx.progress.page?.(spec.name, { rows: page.records.length - outside, window: label, ...(usd !== undefined ? { usd } : {}) });
+        ctx.progress.page?.(spec.name, { rows: taken.rows, window: label, ...(taken.usd !== undefined ? { usd: taken.usd } : {}) });
       } finally {
         release();
       }

@@ -112,6 +112,32 @@ describe('API client', () => {
     });
   });
 
+  it('takes the caller\'s room (admit) before each attempt is sent, gives it back when the attempt fails, and leaves the last to the caller', async () => {
+    await withEmulator(SPAN, async ({ url, faults, requestLog }) => {
+      faults.script('error500', 'malformed');
+      const steps: string[] = [];
+      let holding = 0;
+      const admit = async () => {
+        holding += 1;
+        steps.push(`admit after ${requestLog.count({ route: 'line-items' })} request(s)`);
+        let given = false;
+        return () => {
+          if (given) return;
+          given = true;
+          holding -= 1;
+          steps.push('give back');
+        };
+      };
+      await withClient({ baseUrl: url }, async (client) => {
+        const page = await client.lineItems({ startDate: '2025-06-01', endDate: '2025-06-01', admit });
+        expect(page.data).toHaveLength(50);
+      });
+      // The 500 and the malformed body each gave their room back; the page that came keeps it.
+      expect(steps).toEqual(['admit after 0 request(s)', 'give back', 'admit after 1 request(s)', 'give back', 'admit after 2 request(s)']);
+      expect(holding).toBe(1);
+    });
+  });
+
   it('gives up after the bounded number of attempts with a clear error', async () => {
     await withEmulator({ ...SPAN, faults: { errorRate: 1 } }, async ({ url, requestLog }) => {
       const retried: string[] = [];
