@@ -130,8 +130,18 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
     );
   }
   const queue = new Bottleneck({ maxConcurrent: 1 });
+  // One statement at a time goes to DuckDB. Each statement handed over takes a libuv thread, which waits
+  // there for the connection; with hundreds of sources, hundreds of them filled the pool and every file
+  // write (spool pages, state) waited behind them (a page's write took 300 ms, half a second with its
+  // state save). In JavaScript the wait costs nothing.
+  let tail: Promise<unknown> = Promise.resolve();
+  const one = <T>(statement: () => Promise<T>): Promise<T> => {
+    const next = tail.then(statement, statement);
+    tail = next.catch(() => undefined);
+    return next;
+  };
   const sql = async <T>(text: string, params?: DuckDBValue[]): Promise<T[]> => {
-    const reader = await connection.runAndReadAll(text, params);
+    const reader = await one(() => connection.runAndReadAll(text, params));
     return reader.getRowObjectsJS().map((r) => toPlain(r as Record<string, unknown>)) as T[];
   };
   await sql("SET TimeZone = 'UTC'");
@@ -154,20 +164,21 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
     path,
     connection,
     run: async (name, params, names) => {
-      await connection.run(loadSql(name, names), params);
+      const text = loadSql(name, names);
+      await one(() => connection.run(text, params));
     },
     query: (name, params, names) => sql(loadSql(name, names), params),
     sql,
     lake,
     transaction: (fn, txOptions) => queue.schedule(async () => {
-      await connection.run('BEGIN TRANSACTION');
+      await one(() => connection.run('BEGIN TRANSACTION'));
       try {
         const result = await fn();
-        if (txOptions?.publish !== false) await connection.run(loadSql('outbox/mark'), ['publish', '']);
-        await connection.run('COMMIT');
+        if (txOptions?.publish !== false) await one(() => connection.run(loadSql('outbox/mark'), ['publish', '']));
+        await one(() => connection.run('COMMIT'));
         return result;
       } catch (error) {
-        await connection.run('ROLLBACK').catch(() => undefined);
+        await one(() => connection.run('ROLLBACK')).catch(() => undefined);
         throw error;
       }
     }),
@@ -177,11 +188,11 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
       const mark = loadSql('outbox/mark');
       // The focus view is line items in FOCUS's shape: its partitions change with theirs.
       for (const t of table === 'line_items' ? ['line_items', 'focus'] : [table]) {
-        for (const date of dates) await connection.run(mark, ['parquet', `${t}/${source}/${date}`]);
+        for (const date of dates) await one(() => connection.run(mark, ['parquet', `${t}/${source}/${date}`]));
       }
-      await connection.run(mark, ['manifest', source]);
+      await one(() => connection.run(mark, ['manifest', source]));
     },
-    append: async (table, write) => {
+    append: (table, write) => one(async () => {
       const appender = await connection.createAppender(table);
       try {
         write(appender);
@@ -189,7 +200,7 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
       } finally {
         appender.closeSync();
       }
-    },
+    }),
     close: () => {
       connection.closeSync();
       instance.closeSync();

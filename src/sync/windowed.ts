@@ -199,63 +199,100 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   };
   let disagreement: string | null = null;
   for (let attempt = 1; ; attempt++) {
-    while (!window.fetched) {
-      if (ctx.shouldStop()) return 'stopped';
-      // The page takes a slot once its key's limiter lets the request go (not while it waits there,
-      // or a few slots would hold back every source), and gives it back once spooled and its cursor saved.
-      let release = (): void => undefined;
-      const slots = spec.takesPageSlot ? ctx.pageSlots : undefined;
-      const admit = slots && (async () => {
-        release = await slots.take();
-        if (ctx.shouldStop()) {
-          release();
-          throw new Error(DROPPED_MESSAGE);
-        }
-        return release;
-      });
-      try {
-        let page: FetchedPage | undefined;
-        try {
-          page = await spec.fetchPage(ctx.client, window, window.cursor, ctx.providerRollups, admit);
-        } catch (error) {
-          if (isDroppedRequest(error) && ctx.shouldStop()) return 'stopped';
-          if (spec.serverCursors && window.cursor !== null && isRejectedCursor(error) && restarts < MAX_WINDOW_RESTARTS) {
-            restarts += 1;
-            warn(ctx, spec.name, `${spec.name} ${label}: the server refused the saved cursor (${(error as Error).message.replace(/^.*?: /, '')}); restarting the window`, { window: label });
-            await startOver();
-            unique = false;
-            continue;
+    // The next page is fetched while the last one is written: its cursor is known once the page is
+    // parsed, and the state takes that cursor only after the page is on disk. At most one page is
+    // being written while the next is fetched, and pages are written and saved in order.
+    let cursor = window.cursor;
+    let fetched = window.fetched;
+    let pageNo = window.page;
+    /** Every page taken so far, written and its cursor saved, in order; never rejects (see `failed`, the write's error). */
+    let writing: Promise<void> = Promise.resolve();
+    /** The same, short of the last page. */
+    let before = writing;
+    const failed: unknown[] = [];
+    try {
+      while (!fetched) {
+        await before;
+        if (failed.length > 0) throw failed[0];
+        if (ctx.shouldStop()) return 'stopped';
+        // The page takes a slot once its key's limiter lets the request go (not while it waits there,
+        // or a few slots would hold back every source), and gives it back once spooled and its cursor saved.
+        let release = (): void => undefined;
+        let handedOver = false;
+        const slots = spec.takesPageSlot ? ctx.pageSlots : undefined;
+        const admit = slots && (async () => {
+          release = await slots.take();
+          if (ctx.shouldStop()) {
+            release();
+            throw new Error(DROPPED_MESSAGE);
           }
-          throw error;
-        }
-        // Everything the engine needs of the records is taken now, in one go, so the parsed page is
-        // garbage before the write below waits on the disk: with hundreds of sources, only the
-        // bodies (outside the JavaScript heap) wait there.
-        const taken = takePage(spec, page, window, seenCursors, unique ? idHashes : null);
-        page = undefined;
-        if (taken.outside > 0) {
-          warn(ctx, spec.name, `${spec.name} ${label}: the server sent ${taken.outside} record(s) dated outside the requested dates; they were not stored`, { window: label });
-        }
-        if (taken.loop) {
-          throw new CostsyncError('CS_ERR_CURSOR_LOOP', `${spec.name} ${label}: the server returned a cursor it had already returned, so paging would never end.`, {
-            hint: 'This is a server fault; report it to the API provider. Progress up to the last good page is kept.',
+          return release;
+        });
+        try {
+          let page: FetchedPage | undefined;
+          try {
+            page = await spec.fetchPage(ctx.client, window, cursor, ctx.providerRollups, admit);
+          } catch (error) {
+            await writing;
+            if (failed.length > 0) throw failed[0];
+            if (isDroppedRequest(error) && ctx.shouldStop()) return 'stopped';
+            if (spec.serverCursors && cursor !== null && isRejectedCursor(error) && restarts < MAX_WINDOW_RESTARTS) {
+              restarts += 1;
+              warn(ctx, spec.name, `${spec.name} ${label}: the server refused the saved cursor (${(error as Error).message.replace(/^.*?: /, '')}); restarting the window`, { window: label });
+              await startOver();
+              unique = false;
+              ({ cursor, fetched, page: pageNo } = window);
+              continue;
+            }
+            throw error;
+          }
+          // Everything the engine needs of the records is taken now, in one go, so the parsed page is
+          // garbage before its write waits on the disk: with hundreds of sources, only the spool
+          // files' bytes (outside the JavaScript heap) wait there.
+          const taken = takePage(spec, page, { start: window.start, end: window.end, cursor }, seenCursors, unique ? idHashes : null);
+          page = undefined;
+          if (taken.outside > 0) {
+            warn(ctx, spec.name, `${spec.name} ${label}: the server sent ${taken.outside} record(s) dated outside the requested dates; they were not stored`, { window: label });
+          }
+          if (taken.loop) {
+            throw new CostsyncError('CS_ERR_CURSOR_LOOP', `${spec.name} ${label}: the server returned a cursor it had already returned, so paging would never end.`, {
+              hint: 'This is a server fault; report it to the API provider. Progress up to the last good page is kept.',
+            });
+          }
+          if (unique && (taken.repeatedId || (idHashes?.size ?? 0) > MAX_TRACKED_IDS)) {
+            unique = false;
+            idHashes = null;
+          }
+          pageNo += 1;
+          cursor = taken.nextCursor;
+          fetched = cursor === null;
+          const saved = { status: 'active' as const, cursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) };
+          const done = release;
+          before = writing;
+          writing = writing.then(async () => {
+            try {
+              if (failed.length > 0) return;
+              await spool.writePage(dir, saved.page, taken.data);
+              Object.assign(window, saved);
+              await ctx.saveState();
+              stats.pages += 1;
+              ctx.progress.page?.(spec.name, { rows: taken.rows, window: label, ...(taken.usd !== undefined ? { usd: taken.usd } : {}) });
+            } catch (error) {
+              failed.push(error);
+            } finally {
+              done();
+            }
           });
+          handedOver = true;
+        } finally {
+          if (!handedOver) release();
         }
-        if (unique && (taken.repeatedId || (idHashes?.size ?? 0) > MAX_TRACKED_IDS)) {
-          unique = false;
-          idHashes = null;
-        }
-        const pageNo = window.page + 1;
-        await spool.writePage(dir, pageNo, taken.data);
-        const fetched = taken.nextCursor === null;
-        Object.assign(window, { status: 'active', cursor: taken.nextCursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) });
-        await ctx.saveState();
-        stats.pages += 1;
-        ctx.progress.page?.(spec.name, { rows: taken.rows, window: label, ...(taken.usd !== undefined ? { usd: taken.usd } : {}) });
-      } finally {
-        release();
       }
+    } finally {
+      // However the loop ends, the pages taken are written and saved before anything else happens.
+      await writing;
     }
+    if (failed.length > 0) throw failed[0];
     if (ctx.reconcile === 'off') break;
     let mismatches;
     try {

@@ -27,6 +27,8 @@ interface Options {
   reconcile?: SyncContext['reconcile'];
   /** A window already under way (a resumed plan). */
   resume?: Partial<PlannedWindow>;
+  /** Writing this page fails (a full disk, say). */
+  failWrite?: number;
 }
 
 const page = (ids: string[], nextCursor: string | null): FetchedPage => ({
@@ -59,7 +61,10 @@ async function runWindow(options: Options) {
   const spool: Spool = {
     clear: (dir) => { steps.push(`clear ${dir}`); },
     dropPagesAfter: (_dir, n) => { steps.push(`drop pages after ${n}`); },
-    writePage: async (_dir, n) => { steps.push(`write page ${n}`); },
+    writePage: async (_dir, n) => {
+      steps.push(`write page ${n}`);
+      if (n === options.failWrite) throw new Error('ENOSPC: no space left on device');
+    },
   };
   let inTransaction = false;
   const warehouse = {
@@ -118,13 +123,13 @@ async function runWindow(options: Options) {
 const WINDOW_DIR = '/spool/line_items/2025-01-01';
 
 describe('the windowed engine\'s steps (no I/O)', () => {
-  it('each page is spooled before the cursor after it is saved; the window is replaced in one transaction, and only then marked done and its pages removed', async () => {
+  it('each page is spooled before the cursor after it is saved (the next page fetched meanwhile); the window is replaced in one transaction, and only then marked done and its pages removed', async () => {
     const { steps, outcome, stats } = await runWindow({ pages: [page(['a', 'b'], 'c1'), page(['c'], null)] });
     expect(outcome).toBe('done');
     expect(steps).toEqual([
       'save todo page 0 cursor -', 'clear /spool/line_items', 'clear ' + WINDOW_DIR,
-      'fetch first', 'write page 1', 'save active page 1 cursor c1',
-      'fetch c1', 'write page 2', 'save active page 2 cursor - fetched',
+      'fetch first', 'write page 1', 'fetch c1', 'save active page 1 cursor c1',
+      'write page 2', 'save active page 2 cursor - fetched',
       'check',
       'begin', 'run insert unique', 'changed', 'carry state', 'commit',
       'save done page 2 cursor - fetched', 'clear ' + WINDOW_DIR, 'outputs',
@@ -152,7 +157,7 @@ describe('the windowed engine\'s steps (no I/O)', () => {
     const refused = new ApiError('CS_ERR_HTTP', 'GET /line-items: 400 invalid cursor', { statusCode: 400, path: '/line-items' });
     const { steps, outcome } = await runWindow({ resume: { page: 1, cursor: 'c1' }, pages: [refused, page(['a'], 'c2'), page(['b'], null)] });
     expect(outcome).toBe('done');
-    expect(steps.slice(2, 8)).toEqual(['fetch c1', 'clear ' + WINDOW_DIR, 'save active page 0 cursor -', 'fetch first', 'write page 1', 'save active page 1 cursor c2']);
+    expect(steps.slice(2, 9)).toEqual(['fetch c1', 'clear ' + WINDOW_DIR, 'save active page 0 cursor -', 'fetch first', 'write page 1', 'fetch c2', 'save active page 1 cursor c2']);
     // The pages before the restart were never seen, so uniqueness is not claimed.
     expect(steps).toContain('run insert deduplicated');
   });
@@ -160,8 +165,18 @@ describe('the windowed engine\'s steps (no I/O)', () => {
   it('a cursor the server returned before ends the run with CS_ERR_CURSOR_LOOP, the last good page kept and nothing committed', async () => {
     const { steps, outcome } = await runWindow({ pages: [page(['a'], 'c1'), page(['b'], 'c1')] });
     expect(outcome).toBe('threw CS_ERR_CURSOR_LOOP');
-    expect(steps.at(-1)).toBe('fetch c1');
+    // The page being written when the loop shows is still written and its cursor saved; the repeat is not.
+    expect(steps.slice(-3)).toEqual(['write page 1', 'fetch c1', 'save active page 1 cursor c1']);
+    expect(steps).not.toContain('write page 2');
+    expect(steps).not.toContain('begin');
+  });
+
+  it('a page that cannot be written fails the window: its cursor is not saved, and no page after the next is fetched', async () => {
+    const { steps, outcome } = await runWindow({ failWrite: 2, pages: [page(['a'], 'c1'), page(['b'], 'c2'), page(['c'], 'c3'), page(['d'], null)] });
+    expect(outcome).toMatch(/ENOSPC/);
     expect(steps).toContain('save active page 1 cursor c1');
+    expect(steps.some((s) => s.startsWith('save active page 2'))).toBe(false);
+    expect(steps).not.toContain('fetch c3');
     expect(steps).not.toContain('begin');
   });
 
