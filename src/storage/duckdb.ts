@@ -130,10 +130,9 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
     );
   }
   const queue = new Bottleneck({ maxConcurrent: 1 });
-  // One statement at a time goes to DuckDB. Each statement handed over takes a libuv thread, which waits
-  // there for the connection; with hundreds of sources, hundreds of them filled the pool and every file
-  // write (spool pages, state) waited behind them (a page's write took 300 ms, half a second with its
-  // state save). In JavaScript the wait costs nothing.
+  // One statement at a time goes to DuckDB: statements on one connection run one after another anyway,
+  // and each one handed over waits for the connection on a libuv thread, which file writes need too.
+  // With hundreds of sources, 400 statements were in flight at once; here they wait in JavaScript.
   let tail: Promise<unknown> = Promise.resolve();
   const one = <T>(statement: () => Promise<T>): Promise<T> => {
     const next = tail.then(statement, statement);
