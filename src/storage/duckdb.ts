@@ -139,6 +139,7 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
     tail = next.catch(() => undefined);
     return next;
   };
+  const exec = (text: string, params?: DuckDBValue[]) => one(() => connection.run(text, params));
   const sql = async <T>(text: string, params?: DuckDBValue[]): Promise<T[]> => {
     const reader = await one(() => connection.runAndReadAll(text, params));
     return reader.getRowObjectsJS().map((r) => toPlain(r as Record<string, unknown>)) as T[];
@@ -163,21 +164,20 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
     path,
     connection,
     run: async (name, params, names) => {
-      const text = loadSql(name, names);
-      await one(() => connection.run(text, params));
+      await exec(loadSql(name, names), params);
     },
     query: (name, params, names) => sql(loadSql(name, names), params),
     sql,
     lake,
     transaction: (fn, txOptions) => queue.schedule(async () => {
-      await one(() => connection.run('BEGIN TRANSACTION'));
+      await exec('BEGIN TRANSACTION');
       try {
         const result = await fn();
-        if (txOptions?.publish !== false) await one(() => connection.run(loadSql('outbox/mark'), ['publish', '']));
-        await one(() => connection.run('COMMIT'));
+        if (txOptions?.publish !== false) await exec(loadSql('outbox/mark'), ['publish', '']);
+        await exec('COMMIT');
         return result;
       } catch (error) {
-        await one(() => connection.run('ROLLBACK')).catch(() => undefined);
+        await exec('ROLLBACK').catch(() => undefined);
         throw error;
       }
     }),
@@ -187,9 +187,9 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
       const mark = loadSql('outbox/mark');
       // The focus view is line items in FOCUS's shape: its partitions change with theirs.
       for (const t of table === 'line_items' ? ['line_items', 'focus'] : [table]) {
-        for (const date of dates) await one(() => connection.run(mark, ['parquet', `${t}/${source}/${date}`]));
+        for (const date of dates) await exec(mark, ['parquet', `${t}/${source}/${date}`]);
       }
-      await one(() => connection.run(mark, ['manifest', source]));
+      await exec(mark, ['manifest', source]);
     },
     append: (table, write) => one(async () => {
       const appender = await connection.createAppender(table);

@@ -27,12 +27,6 @@ export const MAX_WINDOW_RESTARTS = 3;
 
 export type StreamOutcome = 'done' | 'stopped';
 
-function sumOf(records: readonly Record<string, unknown>[], field: string): number {
-  let sum = 0;
-  for (const r of records) if (typeof r[field] === 'number') sum += r[field] as number;
-  return sum;
-}
-
 /**
  * What is known of each date of the windows to fetch, for the progress estimate: rows already stored
  * (a re-sync or lookback), and, when that is not enough (see `wantsRollupTotals`), the dates' provider
@@ -80,10 +74,13 @@ export function takePage(
   seenCursors: Set<string>, idHashes: HashSet52 | null,
 ): TakenPage {
   const { dateField } = spec.spec;
+  const amountField = 'amountField' in spec.size ? spec.size.amountField : null;
   let outside = 0;
+  let usd = 0;
   for (const r of page.records) {
     const date = r[dateField];
     if (!(typeof date === 'string' && date >= window.start && date <= window.end)) outside += 1;
+    if (amountField !== null && typeof r[amountField] === 'number') usd += r[amountField] as number;
   }
   let loop = false;
   if (page.nextCursor !== null && spec.serverCursors) {
@@ -96,8 +93,7 @@ export function takePage(
   }
   // As bytes: outside the JavaScript heap while the write waits on the disk.
   const data = Buffer.from(spoolLines(page.records, spec.spec.columns));
-  const usd = 'amountField' in spec.size ? sumOf(page.records, spec.size.amountField) : undefined;
-  return { data, nextCursor: page.nextCursor, rows: page.records.length - outside, usd, outside, loop, repeatedId };
+  return { data, nextCursor: page.nextCursor, rows: page.records.length - outside, usd: amountField === null ? undefined : usd, outside, loop, repeatedId };
 }
 
 function isRejectedCursor(error: unknown): boolean {
