@@ -2,8 +2,9 @@
  * The page spool: each fetched page is written to its own file
  * (`<dir>/<stream>/<window start>/<page>.json`), atomically and durably, before the cursor that
  * follows it is saved. A file holds one JSON line per record: its place in the page (`o`), the
- * spec's fields, and `extra` (every other field). A finished window is loaded from its files by
- * DuckDB's JSON reader with typed columns in one transaction, which keeps the pages out of memory.
+ * spec's fields, and `extra` (every other field; absent when there are none). A finished window is
+ * loaded from its files by DuckDB's JSON reader with typed columns in one transaction, which keeps
+ * the pages out of memory.
  */
 import { readdirSync, rmSync } from 'node:fs';
 import { writeFileAtomic } from '../durable-file.js';
@@ -26,8 +27,11 @@ function jsonValue(v: unknown): string {
 }
 
 /**
- * A page's records as spool lines. Built by concatenation rather than one JSON.stringify of an
- * object per record: this runs for every row synced, and it is twice as fast. Pure.
+ * A page's records as spool lines. A line is the record as the API sent it (one native
+ * JSON.stringify, three times faster than building it field by field), its place `o` first and its
+ * fields beyond the spec's copied into `extra`; the reader takes only `o`, the spec's fields and
+ * `extra`, and a field a line lacks reads as NULL. A record with a field named `o` or `extra` of its
+ * own is built field by field instead. Pure.
  */
 export function spoolLines(records: readonly Record<string, unknown>[], columns: readonly SpoolColumn[]): string {
   const known = new Set(columns.map((c) => c.name));
@@ -35,10 +39,18 @@ export function spoolLines(records: readonly Record<string, unknown>[], columns:
   const lines: string[] = new Array(records.length);
   for (let ord = 0; ord < records.length; ord++) {
     const record = records[ord]!;
-    let line = `{"o":${ord}`;
-    for (let i = 0; i < columns.length; i++) line += keys[i] + jsonValue(record[columns[i]!.name]);
     const extra = extraFields(record, known);
-    lines[ord] = `${line},"extra":${extra === null ? 'null' : JSON.stringify(extra)}}`;
+    if (extra === null) {
+      const text = JSON.stringify(record);
+      lines[ord] = text === '{}' ? `{"o":${ord}}` : `{"o":${ord},${text.slice(1)}`;
+    } else if (!('o' in extra || 'extra' in extra)) {
+      const text = JSON.stringify(record);
+      lines[ord] = `{"o":${ord},${text.slice(1, -1)},"extra":${JSON.stringify(extra)}}`;
+    } else {
+      let line = `{"o":${ord}`;
+      for (let i = 0; i < columns.length; i++) line += keys[i] + jsonValue(record[columns[i]!.name]);
+      lines[ord] = `${line},"extra":${JSON.stringify(extra)}}`;
+    }
   }
   return lines.join('\n');
 }
