@@ -1,8 +1,9 @@
 /**
- * A bound on the pages in memory across every source of a run: a page takes a slot once its key's
- * limiter lets its request go and gives it back once it is spooled and its cursor saved. Hundreds of
- * sources then hold at most this many pages whatever the number of sources, rather than as many as
- * their windows have in flight.
+ * A bound on the pages on the heap across every source of a run: a page takes a slot once its key's
+ * limiter lets its request go and gives it back once the engine has taken its records (then only its
+ * spool file's bytes, outside the heap, wait for the disk: at most two pages a window). Hundreds of
+ * sources then hold at most this many pages on the heap whatever the number of sources, rather than
+ * as many as their windows have in flight.
  */
 
 /**

@@ -28,6 +28,7 @@ import { emptyStats, type ProgressListener, type StreamName, type StreamStats, t
 import { PageSlots, slotsForHeap } from './page-slots.js';
 import { ProviderRollupExchange } from './reconcile.js';
 import { lineItemsStream, rollupsStream } from './streams.js';
+import { coalesce } from './coalesce.js';
 import { syncWindowedStream, type StreamOutcome } from './windowed.js';
 
 export type RunOutcome = 'success' | 'stopped' | 'failed';
@@ -167,9 +168,10 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       limiters.push(limiter);
       if (stop.stopped) limiter.dropWaiting();
     };
+    const carried = new Map((await wh.query<{ source: string; state: string }>('state/carried_all')).map((r) => [r.source, r.state]));
     // Sources run side by side, each with its own key, limiter and state; one failing stops none of the others.
     const parts = await Promise.all(sources.map((source) => syncSource(source, {
-      deps, clock, runId, warehouse: wh, shouldStop, addLimiter, afterCommit: () => outputs.afterCommit(), several: sources.length > 1, pageSlots,
+      deps, clock, runId, warehouse: wh, shouldStop, addLimiter, afterCommit: () => outputs.afterCommit(), several: sources.length > 1, pageSlots, carried,
     })));
     let summary = combine(runId, startedAt, clock, parts, stop.reason);
     if (memoryShort !== null) summary = { ...summary, outcome: 'failed', error: memoryError(memoryShort, sources.length) };
@@ -228,6 +230,8 @@ interface SourceRun {
   several: boolean;
   /** The run's page slots, shared by every source. */
   pageSlots: PageSlots;
+  /** The state the warehouse carries for each source (JSON), read once for the run. */
+  carried: ReadonlyMap<string, string>;
 }
 
 /** How often the heap is looked at. */
@@ -271,16 +275,35 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     for (const notice of store.notices) logger.warn(notice, { source: source.name });
     // The warehouse carries the state that matches its data: it wins over a state file that disagrees,
     // and an empty --state-dir (a clean container) goes on from it.
-    const [row] = await warehouse.query<{ state: string }>('state/carried', [source.name]);
-    const { state, notice } = reconcileCarried(loaded, fileExisted, row === undefined ? null : JSON.parse(row.state) as CarriedState, source.name);
+    const row = run.carried.get(source.name);
+    const { state, notice } = reconcileCarried(loaded, fileExisted, row === undefined ? null : JSON.parse(row) as CarriedState, source.name);
     // An empty --state-dir going on from the warehouse is the documented clean-container case: worth a line, not a warning.
     if (notice !== null) (fileExisted ? logger.warn : logger.info)(notice, { source: source.name });
-    let carried = row?.state === undefined ? null : JSON.stringify(carriedState(state));
+    let carried = row === undefined ? null : JSON.stringify(carriedState(state));
     /** Replaces the carried state with `text` (inside whatever transaction is open). */
     const carry = async (text: string) => {
       await warehouse.run('state/carry_delete', [source.name]);
       await warehouse.run('state/carry_insert', [source.name, text, new Date(clock.now()).toISOString()]);
       carried = text;
+    };
+
+    /**
+     * Brings the warehouse's carried state up to the present, one transaction at a time, so that the
+     * pages never wait in the warehouse's queue behind hundreds of sources' commits. It never claims
+     * more than the warehouse holds: a window is marked done in `state` only after the transaction
+     * that committed it (and carried it, see `carryState`). While it lags, the state file is ahead;
+     * a crash then makes the next run go on from the warehouse's state, which only redoes work.
+     */
+    const carryLatest = coalesce(async () => {
+      const text = JSON.stringify(carriedState(state));
+      if (text !== carried) await warehouse.transaction(() => carry(text));
+    });
+    let carrying: Promise<void> = Promise.resolve();
+    let carryFailure: unknown = null;
+    const carryInBackground = () => {
+      carrying = carryLatest().catch((error: unknown) => {
+        carryFailure ??= error;
+      });
     };
 
     const onEvent = (event: ClientEvent) => {
@@ -313,11 +336,10 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
         const text = JSON.stringify(carriedState(state, done));
         if (text !== carried) await carry(text);
       },
-      // The warehouse first: a state file ahead of it would claim data it does not hold.
+      // The file at once; the warehouse's copy follows in the background (see `carryLatest`).
       saveState: async () => {
-        // Computed once a save (after every page): only a changed window or watermark writes.
-        const text = JSON.stringify(carriedState(state));
-        if (text !== carried) await warehouse.transaction(() => carry(text));
+        // Computed once a save (after every page): only a changed plan, window or watermark carries.
+        if (JSON.stringify(carriedState(state)) !== carried) carryInBackground();
         await store.saveAsync(state, () => new Date(clock.now()));
       },
       shouldStop: run.shouldStop,
@@ -349,6 +371,10 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
       }));
     }
     const settled = await Promise.allSettled(tasks);
+    // The source ends with the warehouse carrying its final state.
+    carryInBackground();
+    await carrying;
+    if (carryFailure !== null) throw carryFailure;
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     const outcome: RunOutcome = failed ? 'failed' : settled.some((s) => s.status === 'fulfilled' && s.value === 'stopped') ? 'stopped' : 'success';
     summary = sourceSummary(source.name, outcome, streams, failed?.reason);

@@ -124,8 +124,13 @@ async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: Wind
   }
   const todo = remainingWindows(plan);
   shared?.expect(todo);
-  const size = 'pagesPerWindow' in spec.size ? { pages: todo.length * spec.size.pagesPerWindow } : { days: await dayBasis(ctx, todo, resumed) };
-  ctx.progress.planned?.(spec.name, { windows: todo.length, from: plan.from, to: plan.to, resumed, ...size });
+  // The estimate (a warehouse query, perhaps one request) goes alongside the first pages, not before
+  // them: with hundreds of sources, the query waits in the warehouse's queue for seconds.
+  const announcing = (async () => {
+    const size = 'pagesPerWindow' in spec.size ? { pages: todo.length * spec.size.pagesPerWindow } : { days: await dayBasis(ctx, todo, resumed) };
+    ctx.progress.planned?.(spec.name, { windows: todo.length, from: plan.from, to: plan.to, resumed, ...size });
+  })();
+  announcing.catch(() => undefined);
   ctx.logger.debug(`${spec.name}: ${resumed ? 'resuming' : 'planned'} ${plan.from}..${plan.to}, ${todo.length} window(s) to sync`, { stream: spec.name });
 
   let failure: unknown = null;
@@ -145,6 +150,7 @@ async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: Wind
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(ctx.concurrency, queue.length)) }, worker));
+  await announcing;
   if (failure !== null) throw failure;
   if (stopped || plan.windows.some((w) => w.status !== 'done')) return 'stopped';
 
@@ -212,9 +218,9 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
         if (failed.length > 0) throw failed[0];
         if (ctx.shouldStop()) return 'stopped';
         // The page takes a slot once its key's limiter lets the request go (not while it waits there,
-        // or a few slots would hold back every source), and gives it back once spooled and its cursor saved.
+        // or a few slots would hold back every source), and gives it back once its records are taken:
+        // what then waits on the disk is bytes outside the heap, at most two pages a window.
         let release = (): void => undefined;
-        let handedOver = false;
         const slots = spec.takesPageSlot ? ctx.pageSlots : undefined;
         const admit = slots && (async () => {
           release = await slots.take();
@@ -224,6 +230,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
           }
           return release;
         });
+        let taken: TakenPage;
         try {
           let page: FetchedPage | undefined;
           try {
@@ -245,44 +252,42 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
           // Everything the engine needs of the records is taken now, in one go, so the parsed page is
           // garbage before its write waits on the disk: with hundreds of sources, only the spool
           // files' bytes (outside the JavaScript heap) wait there.
-          const taken = takePage(spec, page, { start: window.start, end: window.end, cursor }, seenCursors, unique ? idHashes : null);
+          taken = takePage(spec, page, { start: window.start, end: window.end, cursor }, seenCursors, unique ? idHashes : null);
+          // This function's frame would otherwise keep the records alive until the next page comes.
           page = undefined;
-          if (taken.outside > 0) {
-            warn(ctx, spec.name, `${spec.name} ${label}: the server sent ${taken.outside} record(s) dated outside the requested dates; they were not stored`, { window: label });
-          }
-          if (taken.loop) {
-            throw new CostsyncError('CS_ERR_CURSOR_LOOP', `${spec.name} ${label}: the server returned a cursor it had already returned, so paging would never end.`, {
-              hint: 'This is a server fault; report it to the API provider. Progress up to the last good page is kept.',
-            });
-          }
-          if (unique && (taken.repeatedId || (idHashes?.size ?? 0) > MAX_TRACKED_IDS)) {
-            unique = false;
-            idHashes = null;
-          }
-          pageNo += 1;
-          cursor = taken.nextCursor;
-          fetched = cursor === null;
-          const saved = { status: 'active' as const, cursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) };
-          const done = release;
-          before = writing;
-          writing = writing.then(async () => {
-            try {
-              if (failed.length > 0) return;
-              await spool.writePage(dir, saved.page, taken.data);
-              Object.assign(window, saved);
-              await ctx.saveState();
-              stats.pages += 1;
-              ctx.progress.page?.(spec.name, { rows: taken.rows, window: label, ...(taken.usd !== undefined ? { usd: taken.usd } : {}) });
-            } catch (error) {
-              failed.push(error);
-            } finally {
-              done();
-            }
-          });
-          handedOver = true;
         } finally {
-          if (!handedOver) release();
+          release();
         }
+        if (taken.outside > 0) {
+          warn(ctx, spec.name, `${spec.name} ${label}: the server sent ${taken.outside} record(s) dated outside the requested dates; they were not stored`, { window: label });
+        }
+        if (taken.loop) {
+          throw new CostsyncError('CS_ERR_CURSOR_LOOP', `${spec.name} ${label}: the server returned a cursor it had already returned, so paging would never end.`, {
+            hint: 'This is a server fault; report it to the API provider. Progress up to the last good page is kept.',
+          });
+        }
+        if (unique && (taken.repeatedId || (idHashes?.size ?? 0) > MAX_TRACKED_IDS)) {
+          unique = false;
+          idHashes = null;
+        }
+        pageNo += 1;
+        cursor = taken.nextCursor;
+        fetched = cursor === null;
+        const saved = { status: 'active' as const, cursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) };
+        const { data, rows, usd } = taken;
+        before = writing;
+        writing = writing.then(async () => {
+          try {
+            if (failed.length > 0) return;
+            await spool.writePage(dir, saved.page, data);
+            Object.assign(window, saved);
+            await ctx.saveState();
+            stats.pages += 1;
+            ctx.progress.page?.(spec.name, { rows, window: label, ...(usd !== undefined ? { usd } : {}) });
+          } catch (error) {
+            failed.push(error);
+          }
+        });
       }
     } finally {
       // However the loop ends, the pages taken are written and saved before anything else happens.

@@ -6,6 +6,7 @@ import { LINE_ITEMS } from '../../src/storage/tables.js';
 import { emptyStats, type SyncContext } from '../../src/sync/context.js';
 import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, type Mismatch } from '../../src/sync/reconcile.js';
 import type { FetchedPage, WindowedStreamSpec } from '../../src/sync/streams.js';
+import { PageSlots } from '../../src/sync/page-slots.js';
 import { syncWindowedStream } from '../../src/sync/windowed.js';
 import type { PlannedWindow, SyncState } from '../../src/state/store.js';
 import { memoryLogger } from '../helpers.js';
@@ -29,6 +30,10 @@ interface Options {
   resume?: Partial<PlannedWindow>;
   /** Writing this page fails (a full disk, say). */
   failWrite?: number;
+  /** The run's page slots (none: unbounded); the fetch takes one as the client does once the request may go. */
+  slots?: PageSlots;
+  /** Page 1's write waits on the disk until the page after it is asked for. */
+  slowFirstWrite?: boolean;
 }
 
 const page = (ids: string[], nextCursor: string | null): FetchedPage => ({
@@ -49,8 +54,15 @@ async function runWindow(options: Options) {
     name: 'line_items', spec: LINE_ITEMS, idField: 'id', size: { pagesPerWindow: 1 }, serverCursors: true, takesPageSlot: true,
     sql: { diff: 'diff', insertWindow: 'insert deduplicated', insertUnique: 'insert unique' },
     check: { run: async () => { steps.push('check'); return checks.shift() ?? []; }, sides: ['line items', 'provider rollup'], deliversProviderRollups: false },
-    async fetchPage(_client, _window, cursor) {
+    async fetchPage(_client, _window, cursor, _shared, admit) {
       steps.push(`fetch ${cursor ?? 'first'}`);
+      if (admit && options.slots) {
+        const admitted = admit();
+        await Promise.resolve();
+        if (cursor !== null) steps.push(options.slots.queued === 0 ? 'slot taken' : 'waiting for a slot');
+        firstWritten();
+        await admitted;
+      }
       const answer = answers.shift();
       if (answer === undefined) throw new Error('no more scripted pages');
       if (answer instanceof Error) throw answer;
@@ -58,11 +70,14 @@ async function runWindow(options: Options) {
       return answer;
     },
   };
+  let firstWritten = (): void => undefined;
+  const firstWrite = new Promise<void>((resolve) => { firstWritten = resolve; });
   const spool: Spool = {
     clear: (dir) => { steps.push(`clear ${dir}`); },
     dropPagesAfter: (_dir, n) => { steps.push(`drop pages after ${n}`); },
     writePage: async (_dir, n) => {
       steps.push(`write page ${n}`);
+      if (n === 1 && options.slowFirstWrite) await firstWrite;
       if (n === options.failWrite) throw new Error('ENOSPC: no space left on device');
     },
   };
@@ -101,7 +116,7 @@ async function runWindow(options: Options) {
     runId: 'run-1', source: 'default',
     shouldStop: () => options.stopAfterPages !== undefined && fetched >= options.stopAfterPages,
     stats: { line_items: emptyStats(), rollups: emptyStats(), anomalies: emptyStats() },
-    progress: {}, concurrency: 1, reconcile: options.reconcile ?? 'on',
+    progress: {}, concurrency: 1, reconcile: options.reconcile ?? 'on', ...(options.slots ? { pageSlots: options.slots } : {}),
     notify: { webhooks: ['hook-1'], minRank: 0, cutoff: '2025-01-01', statusChanges: false },
     async saveState() {
       const w = window();
@@ -136,6 +151,14 @@ describe('the windowed engine\'s steps (no I/O)', () => {
       'save done',
     ]);
     expect(stats).toMatchObject({ pages: 2, inserted: 3 });
+  });
+
+  it('a page gives its heap slot back once its records are taken: with one slot, the next page is fetched while the last one waits on the disk', async () => {
+    const slots = new PageSlots(1);
+    const { steps, outcome } = await runWindow({ pages: [page(['a'], 'c1'), page(['b'], null)], slots, slowFirstWrite: true });
+    expect(outcome).toBe('done');
+    expect(steps.slice(3, 8)).toEqual(['fetch first', 'write page 1', 'fetch c1', 'slot taken', 'save active page 1 cursor c1']);
+    expect(slots.queued).toBe(0);
   });
 
   it('ids seen twice make the replace deduplicate; rows already stored are compared and deleted first', async () => {
