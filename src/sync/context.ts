@@ -78,6 +78,8 @@ export interface SyncContext {
   notify?: { webhooks: string[]; minRank: number; cutoff: string; statusChanges: boolean };
   /** Slots bounding the pages held in memory across every source of the run (none: unbounded). */
   pageSlots?: PageSlots;
+  /** Slots bounding the pages waiting for the disk across every source (see `SPOOL_WAIT_PAGES`; none: unbounded). */
+  spoolSlots?: PageSlots;
   /** Called after each commit of synced rows: derived outputs (Parquet, the published file) follow. */
   afterCommit?(): Promise<void>;
 }

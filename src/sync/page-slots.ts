@@ -16,6 +16,13 @@ export const PAGE_HEAP_BYTES = 1024 * 1024;
 /** Heap kept for everything but pages: the run's own structures, DuckDB results, the id sets. */
 export const HEAP_RESERVE_BYTES = 40 * 1024 * 1024;
 
+/**
+ * Pages whose spool files wait for the disk, across every source of a run: their bytes are outside
+ * the heap but not outside the process (64 pages of up to 1,000 records, about 20 MB). Past this,
+ * a window waits for the disk before it asks for another page.
+ */
+export const SPOOL_WAIT_PAGES = 64;
+
 /** Slots for a heap of `limitBytes`: what is left after the reserve, a page each; at least 2, at most 64. Pure. */
 export function slotsForHeap(limitBytes: number): number {
   return Math.max(2, Math.min(64, Math.floor((limitBytes - HEAP_RESERVE_BYTES) / PAGE_HEAP_BYTES)));

@@ -25,7 +25,7 @@ import { adoptCompacted } from '../storage/working-copy.js';
 import { openRun } from '../run-context.js';
 import { syncAnomalies } from './anomalies.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
-import { PageSlots, slotsForHeap } from './page-slots.js';
+import { PageSlots, SPOOL_WAIT_PAGES, slotsForHeap } from './page-slots.js';
 import { ProviderRollupExchange } from './reconcile.js';
 import { lineItemsStream, rollupsStream } from './streams.js';
 import { coalesce } from './coalesce.js';
@@ -153,6 +153,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     // run short, the run stops as a SIGTERM would (progress saved) rather than V8 aborting it.
     const heap = deps.heap ?? v8HeapProbe;
     const pageSlots = new PageSlots(slotsForHeap(heap().limit));
+    const spoolSlots = new PageSlots(SPOOL_WAIT_PAGES);
     let memoryShort: string | null = null;
     heapTimer = setInterval(() => {
       const { used, limit } = heap();
@@ -171,7 +172,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     const carried = new Map((await wh.query<{ source: string; state: string }>('state/carried_all')).map((r) => [r.source, r.state]));
     // Sources run side by side, each with its own key, limiter and state; one failing stops none of the others.
     const parts = await Promise.all(sources.map((source) => syncSource(source, {
-      deps, clock, runId, warehouse: wh, shouldStop, addLimiter, afterCommit: () => outputs.afterCommit(), several: sources.length > 1, pageSlots, carried,
+      deps, clock, runId, warehouse: wh, shouldStop, addLimiter, afterCommit: () => outputs.afterCommit(), several: sources.length > 1, pageSlots, spoolSlots, carried,
     })));
     let summary = combine(runId, startedAt, clock, parts, stop.reason);
     if (memoryShort !== null) summary = { ...summary, outcome: 'failed', error: memoryError(memoryShort, sources.length) };
@@ -230,6 +231,8 @@ interface SourceRun {
   several: boolean;
   /** The run's page slots, shared by every source. */
   pageSlots: PageSlots;
+  /** The run's slots for pages waiting on the disk, shared by every source. */
+  spoolSlots: PageSlots;
   /** The state the warehouse carries for each source (JSON), read once for the run. */
   carried: ReadonlyMap<string, string>;
 }
@@ -344,6 +347,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
       },
       shouldStop: run.shouldStop,
       pageSlots: run.pageSlots,
+      spoolSlots: run.spoolSlots,
       progress: run.several ? perSource(source.name, deps.progress ?? {}) : deps.progress ?? {},
       concurrency: config.concurrency,
       reconcile: config.reconcile,

@@ -230,7 +230,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
           }
           return release;
         });
-        let taken: TakenPage;
+        let taken: TakenPage | undefined;
         try {
           let page: FetchedPage | undefined;
           try {
@@ -274,18 +274,28 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
         cursor = taken.nextCursor;
         fetched = cursor === null;
         const saved = { status: 'active' as const, cursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) };
-        const { data, rows, usd } = taken;
+        const { rows, usd } = taken;
+        // The bytes go with the write, and are dropped once written: this function's frame and the
+        // write's closure would otherwise keep every window's last page until its next one.
+        const spooled: { data: Uint8Array | null } = { data: taken.data };
+        taken = undefined;
+        // Bytes waiting for the disk are bounded too: when the disk lags, windows wait here.
+        const written = spec.takesPageSlot && ctx.spoolSlots ? await ctx.spoolSlots.take() : () => undefined;
         before = writing;
         writing = writing.then(async () => {
           try {
             if (failed.length > 0) return;
-            await spool.writePage(dir, saved.page, data);
+            await spool.writePage(dir, saved.page, spooled.data!);
+            spooled.data = null;
             Object.assign(window, saved);
             await ctx.saveState();
             stats.pages += 1;
             ctx.progress.page?.(spec.name, { rows, window: label, ...(usd !== undefined ? { usd } : {}) });
           } catch (error) {
             failed.push(error);
+          } finally {
+            spooled.data = null;
+            written();
           }
         });
       }
