@@ -298,8 +298,12 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
      * a crash then makes the next run go on from the warehouse's state, which only redoes work.
      */
     const carryLatest = coalesce(async () => {
-      const text = JSON.stringify(carriedState(state));
-      if (text !== carried) await warehouse.transaction(() => carry(text));
+      if (JSON.stringify(carriedState(state)) === carried) return;
+      await warehouse.transaction(async () => {
+        // Taken in its turn: a window's commit queued ahead of it may have carried a newer state.
+        const text = JSON.stringify(carriedState(state));
+        if (text !== carried) await carry(text);
+      });
     });
     let carrying: Promise<void> = Promise.resolve();
     let carryFailure: unknown = null;
