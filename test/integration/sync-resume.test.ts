@@ -4,7 +4,8 @@ import { basename } from 'node:path';
 import { StateStore } from '../../src/state/store.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { keyFingerprint } from '../../src/fingerprint.js';
-import { FAST_CLIENT, memoryLogger, tableDigest, testSyncConfig, withEmulator, withScriptedServer, withTempDir, SPAN } from '../helpers.js';
+import { carriedState } from '../../src/state/carried.js';
+import { FAST_CLIENT, memoryLogger, queryDb, tableDigest, testSyncConfig, withEmulator, withScriptedServer, withTempDir, SPAN } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 const base = { ...SPAN, rowsPerDay: 400, clock };
@@ -44,6 +45,33 @@ describe('stopping and resuming', () => {
           expect(a.rollups_daily).toEqual(b.rollups_daily);
           expect(a.anomalies).toEqual(b.anomalies);
         });
+      });
+    });
+  });
+
+  it('a run, stopped mid-window or finished, ends with the warehouse carrying what its state file says (the carry follows the file in the background)', async () => {
+    await withEmulator(base, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const config = testSyncConfig(emulator.url, dir, { windowDays: 15, concurrency: 1 });
+        const wh = workingCopyPath(config.stateDir, config.db);
+        const store = () => new StateStore(config.stateDir, { name: 'default', baseUrl: config.baseUrl, keyFingerprint: keyFingerprint(config.apiKey) }, basename(wh, '.duckdb'));
+        const carried = async () => JSON.parse((await queryDb<{ state: string }>(wh, "SELECT state::VARCHAR AS state FROM _costsync_sync_state WHERE source = 'default'"))[0]!.state) as unknown;
+        const stopSignal = { stopped: false };
+        let pages = 0;
+        const first = await runSync({
+          config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, stopSignal,
+          progress: { page: (stream) => { if (stream === 'line_items' && ++pages === 2) stopSignal.stopped = true; } },
+        });
+        expect(first.outcome).toBe('stopped');
+        const stopped = store().load();
+        expect(stopped.streams.line_items!.pending).not.toBeNull();
+        expect(await carried()).toEqual(carriedState(stopped));
+
+        const second = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        expect(second.outcome).toBe('success');
+        const finished = store().load();
+        expect(finished.streams.line_items!.pending).toBeNull();
+        expect(await carried()).toEqual(carriedState(finished));
       });
     });
   });
