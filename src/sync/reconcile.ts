@@ -126,10 +126,13 @@ export class ProviderRollupExchange {
 }
 
 /** Checks a fetched line-items window against its provider rollups, fetched now (after the last page). */
-export async function checkLineItemsWindow(ctx: SyncContext, window: { start: string; end: string }, dir: string, names: SqlNames): Promise<Mismatch[]> {
+export async function checkLineItemsWindow(
+  ctx: SyncContext, window: { start: string; end: string }, dir: string, names: SqlNames, paged?: readonly Total[],
+): Promise<Mismatch[]> {
   const rows = await ctx.client.rollups({ startDate: window.start, endDate: window.end, groupBy: 'provider' });
   ctx.providerRollups?.deliver(window, rows);
-  const items = await ctx.warehouse.query<Total>('sync/line_items_window_totals', [pageGlob(dir), window.start, window.end], names);
+  // Totals summed while the pages came, when exact (every id once); else read from the spool.
+  const items = paged ?? await ctx.warehouse.query<Total>('sync/line_items_window_totals', [pageGlob(dir), window.start, window.end], names);
   const rollups = rows
     .filter((r) => r.date >= window.start && r.date <= window.end)
     .map((r) => ({ date: r.date, key: r.provider_type ?? '', amount: Number(r.cost_usd) }));

@@ -7,7 +7,7 @@ import { GROUP_BYS } from '../api/types.js';
 import type { SqlNames } from '../storage/duckdb.js';
 import { LINE_ITEMS, ROLLUPS_DAILY, type TableSpec } from '../storage/tables.js';
 import type { StreamName, SyncContext } from './context.js';
-import { checkLineItemsWindow, checkRollupsWindow, type Mismatch, type ProviderRollupExchange } from './reconcile.js';
+import { checkLineItemsWindow, checkRollupsWindow, type Mismatch, type ProviderRollupExchange, type Total } from './reconcile.js';
 
 export interface FetchedPage {
   records: Record<string, unknown>[];
@@ -37,7 +37,10 @@ export interface WindowedStreamSpec {
   fetchPage(client: ApiClient, window: { start: string; end: string }, cursor: string | null, shared?: ProviderRollupExchange, admit?: Admit): Promise<FetchedPage>;
   /** The check a fetched window must pass before it commits (see reconcile.ts), and what its two sides are. */
   check: {
-    run(ctx: SyncContext, window: { start: string; end: string }, spoolDir: string, names: SqlNames): Promise<Mismatch[]>;
+    /** `paged`: the window's totals gathered while its pages came (see `paged` below), when they are known to be exact. */
+    run(ctx: SyncContext, window: { start: string; end: string }, spoolDir: string, names: SqlNames, paged?: readonly Total[]): Promise<Mismatch[]>;
+    /** The fields whose amount per date and key the check compares, summed while the pages come so the check need not read the spool. */
+    paged?: { keyField: string; amountField: string };
     sides: [string, string];
     /** This stream's checks fetch the provider rollups that the rollups stream then reuses. */
     deliversProviderRollups: boolean;
@@ -54,7 +57,7 @@ export const lineItemsStream: WindowedStreamSpec = {
   serverCursors: true,
   takesPageSlot: true,
   sql: { diff: 'sync/line_items_diff', insertWindow: 'sync/line_items_insert_window', insertUnique: 'sync/line_items_insert_unique' },
-  check: { run: checkLineItemsWindow, sides: ['line items', 'provider rollup'], deliversProviderRollups: true },
+  check: { run: checkLineItemsWindow, sides: ['line items', 'provider rollup'], deliversProviderRollups: true, paged: { keyField: 'provider_type', amountField: 'net_amount_usd' } },
   async fetchPage(client, window, cursor, _shared, admit) {
     const page = await client.lineItems({ startDate: window.start, endDate: window.end, limit: LINE_ITEM_PAGE_LIMIT, cursor, ...(admit ? { admit } : {}) });
     return { records: page.data, nextCursor: page.hasMore ? page.nextCursor : null };

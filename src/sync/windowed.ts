@@ -15,7 +15,7 @@ import { fileSpool, pageGlob, spoolLines, windowSpoolDir } from '../storage/spoo
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
 import { HashSet52, hash52 } from './id-set.js';
 import { wantsRollupTotals, type DayBasis } from './estimate.js';
-import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, describeMismatches, type ProviderRollupExchange } from './reconcile.js';
+import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, describeMismatches, type ProviderRollupExchange, type Total } from './reconcile.js';
 import type { FetchedPage, WindowedStreamSpec } from './streams.js';
 import { tableNames } from '../storage/tables.js';
 
@@ -67,20 +67,24 @@ interface TakenPage {
 /**
  * Looks at a page's records once, synchronously: dates outside the window, a repeated cursor, repeated
  * ids (added to `idHashes`), the rows and amount for progress, and what to spool. Adds the next cursor
- * to `seenCursors`.
+ * to `seenCursors`, and the amounts of records inside the window to `totals` (per date and the check's
+ * key, see `check.paged`).
  */
 export function takePage(
   spec: WindowedStreamSpec, page: FetchedPage, window: { start: string; end: string; cursor: string | null },
-  seenCursors: Set<string>, idHashes: HashSet52 | null,
+  seenCursors: Set<string>, idHashes: HashSet52 | null, totals: Map<string, number> | null = null,
 ): TakenPage {
   const { dateField } = spec.spec;
   const amountField = 'amountField' in spec.size ? spec.size.amountField : null;
+  const paged = totals === null ? undefined : spec.check.paged;
   let outside = 0;
   let usd = 0;
   for (const r of page.records) {
     const date = r[dateField];
-    if (!(typeof date === 'string' && date >= window.start && date <= window.end)) outside += 1;
+    const inside = typeof date === 'string' && date >= window.start && date <= window.end;
+    if (!inside) outside += 1;
     if (amountField !== null && typeof r[amountField] === 'number') usd += r[amountField] as number;
+    if (paged !== undefined && inside) addTotal(totals!, date, r[paged.keyField], r[paged.amountField]);
   }
   let loop = false;
   if (page.nextCursor !== null && spec.serverCursors) {
@@ -94,6 +98,25 @@ export function takePage(
   // As bytes: outside the JavaScript heap while the write waits on the disk.
   const data = Buffer.from(spoolLines(page.records, spec.spec.columns));
   return { data, nextCursor: page.nextCursor, rows: page.records.length - outside, usd: amountField === null ? undefined : usd, outside, loop, repeatedId };
+}
+
+/** The window totals' key of a date and a key field's value (null as ''), as the spool's totals query groups them. Pure. */
+export function totalKey(date: string, key: unknown): string {
+  return `${date}\u0000${typeof key === 'string' ? key : ''}`;
+}
+
+/** Adds an amount to its date and key (a missing amount counts nothing, as SQL's sum skips NULL). */
+function addTotal(totals: Map<string, number>, date: string, key: unknown, amount: unknown): void {
+  const k = totalKey(date, key);
+  totals.set(k, (totals.get(k) ?? 0) + (typeof amount === 'number' ? amount : 0));
+}
+
+/** Totals as the check compares them. Pure. */
+export function totalsOf(totals: ReadonlyMap<string, number>): Total[] {
+  return [...totals].map(([k, amount]) => {
+    const [date, key] = k.split('\u0000') as [string, string];
+    return { date, key, amount };
+  });
 }
 
 function isRejectedCursor(error: unknown): boolean {
@@ -189,6 +212,8 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   // window is deduplicated.
   let idHashes = window.page === 0 && spec.idField !== null ? new HashSet52() : null;
   let unique = idHashes !== null;
+  // The check's totals, summed while the pages come: exact only while every id comes once (`unique`).
+  let totals = idHashes !== null && spec.check.paged ? new Map<string, number>() : null;
   /** Drops what was fetched of the window, so it is fetched again from its first page. */
   const startOver = async () => {
     spool.clear(dir);
@@ -198,6 +223,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
     seenCursors.clear();
     idHashes = spec.idField !== null ? new HashSet52() : null;
     unique = idHashes !== null;
+    totals = idHashes !== null && spec.check.paged ? new Map<string, number>() : null;
   };
   let disagreement: string | null = null;
   for (let attempt = 1; ; attempt++) {
@@ -252,7 +278,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
           // Everything the engine needs of the records is taken now, in one go, so the parsed page is
           // garbage before its write waits on the disk: with hundreds of sources, only the spool
           // files' bytes (outside the JavaScript heap) wait there.
-          taken = takePage(spec, page, { start: window.start, end: window.end, cursor }, seenCursors, unique ? idHashes : null);
+          taken = takePage(spec, page, { start: window.start, end: window.end, cursor }, seenCursors, unique ? idHashes : null, unique ? totals : null);
           // This function's frame would otherwise keep the records alive until the next page comes.
           page = undefined;
         } finally {
@@ -269,6 +295,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
         if (unique && (taken.repeatedId || (idHashes?.size ?? 0) > MAX_TRACKED_IDS)) {
           unique = false;
           idHashes = null;
+          totals = null;
         }
         pageNo += 1;
         cursor = taken.nextCursor;
@@ -307,7 +334,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
     if (ctx.reconcile === 'off') break;
     let mismatches;
     try {
-      mismatches = await spec.check.run(ctx, window, dir, tableNames(spec.spec));
+      mismatches = await spec.check.run(ctx, window, dir, tableNames(spec.spec), unique && totals !== null ? totalsOf(totals) : undefined);
     } catch (error) {
       // The window's pages are spooled and its cursor saved: the next run checks and stores it.
       if (isDroppedRequest(error) && ctx.shouldStop()) return 'stopped';

@@ -34,6 +34,8 @@ interface Options {
   slots?: PageSlots;
   /** Page 1's write waits on the disk until the page after it is asked for. */
   slowFirstWrite?: boolean;
+  /** The check sums provider amounts while the pages come (as the line items' check does). */
+  pagedCheck?: boolean;
 }
 
 const page = (ids: string[], nextCursor: string | null): FetchedPage => ({
@@ -53,7 +55,14 @@ async function runWindow(options: Options) {
   const spec: WindowedStreamSpec = {
     name: 'line_items', spec: LINE_ITEMS, idField: 'id', size: { pagesPerWindow: 1 }, serverCursors: true, takesPageSlot: true,
     sql: { diff: 'diff', insertWindow: 'insert deduplicated', insertUnique: 'insert unique' },
-    check: { run: async () => { steps.push('check'); return checks.shift() ?? []; }, sides: ['line items', 'provider rollup'], deliversProviderRollups: false },
+    check: {
+      run: async (_ctx, _window, _dir, _names, paged) => {
+        steps.push(paged === undefined ? 'check' : `check paged ${paged.map((t) => `${t.date}/${t.key}=${t.amount}`).join(' ')}`);
+        return checks.shift() ?? [];
+      },
+      sides: ['line items', 'provider rollup'], deliversProviderRollups: false,
+      ...(options.pagedCheck ? { paged: { keyField: 'provider_type', amountField: 'net_amount_usd' } } : {}),
+    },
     async fetchPage(_client, _window, cursor, _shared, admit) {
       steps.push(`fetch ${cursor ?? 'first'}`);
       if (admit && options.slots) {
@@ -151,6 +160,21 @@ describe('the windowed engine\'s steps (no I/O)', () => {
       'save done',
     ]);
     expect(stats).toMatchObject({ pages: 2, inserted: 3 });
+  });
+
+  it('the check gets the totals summed while the pages came when every id came once, and reads the spool when one came twice', async () => {
+    const pages = () => [page(['a', 'b'], 'c1'), page(['c'], null)];
+    const once = await runWindow({ pages: pages(), pagedCheck: true });
+    expect(once.steps).toContain('check paged 2025-01-03/=3');
+    const twice = await runWindow({ pages: [page(['a', 'b'], 'c1'), page(['a'], null)], pagedCheck: true });
+    expect(twice.steps).toContain('check');
+    expect(twice.steps.some((step) => step.startsWith('check paged'))).toBe(false);
+  });
+
+  it('after a disagreement the window is fetched again and its totals summed afresh', async () => {
+    const mismatch = [{ date: '2025-01-03', key: '', left: 3, right: 4 }];
+    const { steps } = await runWindow({ pages: [page(['a', 'b'], 'c1'), page(['c'], null), page(['a', 'b'], 'c1'), page(['c'], null)], checks: [mismatch, []], pagedCheck: true });
+    expect(steps.filter((step) => step.startsWith('check'))).toEqual(['check paged 2025-01-03/=3', 'check paged 2025-01-03/=3']);
   });
 
   it('a page gives its heap slot back once its records are taken: with one slot, the next page is fetched while the last one waits on the disk', async () => {
