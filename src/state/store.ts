@@ -5,6 +5,7 @@
  */
 import { existsSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { coalesce } from '../coalesce.js';
 import { namesIn, tmpWriterPid, writeFileAtomic } from '../durable-file.js';
 import { ConfigError, CostsyncError } from '../errors.js';
 
@@ -218,26 +219,17 @@ export class StateStore {
     state.source = this.source;
   }
 
-  private saving: Promise<void> | null = null;
-  private again: Promise<void> | null = null;
+  /** The state and clock of the latest save asked for: a save in its turn writes the latest. */
+  private latest: { state: SyncState; now: () => Date } | null = null;
+  private readonly saveLatest = coalesce(() => this.writeAsync(this.latest!.state, this.latest!.now()));
 
   /**
    * Saves asynchronously; concurrent calls share saves. The returned promise resolves once a save
    * that started after the call (and so holds everything done before it) is on disk.
    */
   saveAsync(state: SyncState, now: () => Date): Promise<void> {
-    if (this.again) return this.again;
-    if (!this.saving) {
-      this.saving = this.writeAsync(state, now()).finally(() => { this.saving = null; });
-      return this.saving;
-    }
-    const next = this.saving.catch(() => undefined).then(() => {
-      this.again = null;
-      this.saving = this.writeAsync(state, now()).finally(() => { this.saving = null; });
-      return this.saving;
-    });
-    this.again = next;
-    return next;
+    this.latest = { state, now };
+    return this.saveLatest();
   }
 
   /** Writes the state atomically: a crash leaves either the old file or the new one, never a mix. */

@@ -25,6 +25,19 @@ export interface Total {
   amount: number;
 }
 
+/** The key of a date and a key field's value (null as ''), as the spool's totals query groups them. Pure. */
+export function totalKey(date: string, key: unknown): string {
+  return `${date}\u0000${typeof key === 'string' ? key : ''}`;
+}
+
+/** Totals kept by `totalKey`, as the check compares them. Pure. */
+export function totalsOf(totals: ReadonlyMap<string, number>): Total[] {
+  return [...totals].map(([k, amount]) => {
+    const [date, key] = k.split('\u0000') as [string, string];
+    return { date, key, amount };
+  });
+}
+
 /** A date and key whose two amounts differ beyond rounding; null: the key is absent from that side. */
 export interface Mismatch {
   date: string;
@@ -49,7 +62,7 @@ export function sameAmount(a: number, b: number): boolean {
 export function compareTotals(left: readonly Total[], right: readonly Total[]): Mismatch[] {
   const sum = (rows: readonly Total[]) => {
     const map = new Map<string, number>();
-    for (const r of rows) map.set(`${r.date}\u0000${r.key}`, (map.get(`${r.date}\u0000${r.key}`) ?? 0) + r.amount);
+    for (const r of rows) map.set(totalKey(r.date, r.key), (map.get(totalKey(r.date, r.key)) ?? 0) + r.amount);
     return map;
   };
   const a = sum(left);

@@ -28,7 +28,7 @@ import { emptyStats, type ProgressListener, type StreamName, type StreamStats, t
 import { PageSlots, SPOOL_WAIT_PAGES, slotsForHeap } from './page-slots.js';
 import { ProviderRollupExchange } from './reconcile.js';
 import { lineItemsStream, rollupsStream } from './streams.js';
-import { coalesce } from './coalesce.js';
+import { coalesce } from '../coalesce.js';
 import { syncWindowedStream, type StreamOutcome } from './windowed.js';
 
 export type RunOutcome = 'success' | 'stopped' | 'failed';

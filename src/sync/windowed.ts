@@ -15,7 +15,7 @@ import { fileSpool, pageGlob, spoolLines, windowSpoolDir } from '../storage/spoo
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
 import { HashSet52, hash52 } from './id-set.js';
 import { wantsRollupTotals, type DayBasis } from './estimate.js';
-import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, describeMismatches, type ProviderRollupExchange, type Total } from './reconcile.js';
+import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, describeMismatches, totalKey, totalsOf, type ProviderRollupExchange } from './reconcile.js';
 import type { FetchedPage, WindowedStreamSpec } from './streams.js';
 import { tableNames } from '../storage/tables.js';
 
@@ -100,23 +100,10 @@ export function takePage(
   return { data, nextCursor: page.nextCursor, rows: page.records.length - outside, usd: amountField === null ? undefined : usd, outside, loop, repeatedId };
 }
 
-/** The window totals' key of a date and a key field's value (null as ''), as the spool's totals query groups them. Pure. */
-export function totalKey(date: string, key: unknown): string {
-  return `${date}\u0000${typeof key === 'string' ? key : ''}`;
-}
-
 /** Adds an amount to its date and key (a missing amount counts nothing, as SQL's sum skips NULL). */
 function addTotal(totals: Map<string, number>, date: string, key: unknown, amount: unknown): void {
   const k = totalKey(date, key);
   totals.set(k, (totals.get(k) ?? 0) + (typeof amount === 'number' ? amount : 0));
-}
-
-/** Totals as the check compares them. Pure. */
-export function totalsOf(totals: ReadonlyMap<string, number>): Total[] {
-  return [...totals].map(([k, amount]) => {
-    const [date, key] = k.split('\u0000') as [string, string];
-    return { date, key, amount };
-  });
 }
 
 function isRejectedCursor(error: unknown): boolean {

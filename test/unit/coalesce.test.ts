@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { coalesce } from '../../src/sync/coalesce.js';
+import { coalesce } from '../../src/coalesce.js';
 
 /** A task whose runs finish when the test says, counted. */
 function gatedTask() {

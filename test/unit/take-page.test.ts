@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { lineItemsStream } from '../../src/sync/streams.js';
 import { HashSet52 } from '../../src/sync/id-set.js';
-import { takePage, totalKey, totalsOf } from '../../src/sync/windowed.js';
+import { totalKey, totalsOf } from '../../src/sync/reconcile.js';
+import { takePage } from '../../src/sync/windowed.js';
 
 const WINDOW = { start: '2025-01-01', end: '2025-01-07', cursor: null };
 const item = (id: string, date: string, provider: string | null, usd: number | null) => ({ id, usage_date: date, provider_type: provider, net_amount_usd: usd });

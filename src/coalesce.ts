@@ -1,7 +1,7 @@
 /**
  * Runs `task` one call at a time, each call doing the latest work: a call that comes while a run
  * is under way waits for one more run after it, shared by every call that comes meanwhile. For work
- * that brings something up to date with the present (a state carried into the warehouse), where
+ * that brings something up to date with the present (a state file, the state the warehouse carries), where
  * the runs in between would be wasted. A failed run rejects the calls that share it, not later ones.
  */
 export function coalesce(task: () => Promise<void>): () => Promise<void> {
