@@ -272,7 +272,7 @@ export function icebergLake(run: IcebergRun) {
       }
       const intent = await commitUnderIntent(warehouse, target, table, source, months, `${batch[0]}..${batch.at(-1)}`);
       // The dates are cleared before the intent: a crash between leaves the intent, which finds the commit.
-      return { written: batch, cleared: () => warehouse.run('outbox/done', ['iceberg', intent]) };
+      return { written: batch, cleared: async () => { await warehouse.run('outbox/done', ['iceberg', intent]); } };
     });
   }
 

@@ -52,8 +52,8 @@ export function loadSql(name: string, names: SqlNames = {}): string {
 export interface Warehouse {
   readonly path: string;
   readonly connection: DuckDBConnection;
-  /** Runs a named SQL file with positional parameters. */
-  run(name: string, params?: DuckDBValue[], names?: SqlNames): Promise<void>;
+  /** Runs a named SQL file with positional parameters; resolves to the rows it inserted, updated or deleted. */
+  run(name: string, params?: DuckDBValue[], names?: SqlNames): Promise<number>;
   /** Runs a named SQL file and returns its rows as objects (BigInts as numbers). */
   query<T = Record<string, unknown>>(name: string, params?: DuckDBValue[], names?: SqlNames): Promise<T[]>;
   /** Runs ad-hoc SQL (for `query`, `status` and tests); rows as objects. */
@@ -163,9 +163,7 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
   return {
     path,
     connection,
-    run: async (name, params, names) => {
-      await exec(loadSql(name, names), params);
-    },
+    run: async (name, params, names) => (await exec(loadSql(name, names), params)).rowsChanged,
     query: (name, params, names) => sql(loadSql(name, names), params),
     sql,
     lake,

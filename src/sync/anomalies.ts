@@ -9,6 +9,7 @@ import { ANOMALY_STATUSES, SEVERITIES, type Anomaly } from '../api/types.js';
 import { addDays } from '../dates.js';
 import { appendRecords, type Column } from '../storage/columns.js';
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
+import { warehouseLookups } from './lookups.js';
 
 export const ANOMALY_PAGE_LIMIT = 100;
 /** Re-read this much before the watermark, for alerts that arrive late with an earlier timestamp. */
@@ -189,10 +190,10 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
   const stats = ctx.stats.anomalies;
   const streamState = (ctx.state.streams.anomalies ??= { watermark: null, lastSuccessAt: null });
   const since = anomalySince(streamState.watermark, req, ctx.clock.now());
-  const known = await warehouse.query<{ p: string }>('sync/known_providers', [ctx.source]);
+  const known = await (ctx.lookups ?? warehouseLookups(warehouse)).knownProviders(ctx.source);
   const label = `${sinceLabel(since)}..${req.until}`;
   ctx.progress.planned?.('anomalies', { windows: 1, from: sinceLabel(since), to: req.until, resumed: false });
-  const collected = await collectAnomalies((q) => ctx.client.anomalies(q), since, known.map((r) => r.p), ANOMALY_PAGE_LIMIT, () => ctx.shouldStop());
+  const collected = await collectAnomalies((q) => ctx.client.anomalies(q), since, known, ANOMALY_PAGE_LIMIT, () => ctx.shouldStop());
   stats.pages += collected.requests;
   ctx.progress.page?.('anomalies', { rows: collected.records.size, window: label, pages: collected.requests });
   for (const u of collected.stopped ? [] : collected.unreachable) {

@@ -7,6 +7,7 @@ import type { SyncState } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import type { Spool } from '../storage/spool.js';
 import type { PageSlots } from './page-slots.js';
+import type { SourceLookups } from './lookups.js';
 import type { DayBasis } from './estimate.js';
 import type { ProviderRollupExchange, ReconcileMode } from './reconcile.js';
 
@@ -47,6 +48,8 @@ export interface ProgressListener {
 export interface SyncContext {
   client: ApiClient;
   warehouse: Warehouse;
+  /** Lookups of what the warehouse holds, shared by the run's sources (default: `warehouseLookups(warehouse)`). */
+  lookups?: SourceLookups;
   /** Where windowed streams spool their pages until a window is replaced. */
   spoolDir: string;
   /** The spool's file operations (the files under `spoolDir` by default). */

@@ -23,6 +23,7 @@ import { anomalySince, sinceLabel } from './anomalies.js';
 import { ROWS_PER_PAGE, rowsOfDay, type DayBasis } from './estimate.js';
 import { GROUP_BYS } from '../api/types.js';
 import type { StreamName } from './context.js';
+import { lineItemsPerDate } from './lookups.js';
 
 /** One stream's part of the plan. */
 export interface StreamPlan {
@@ -116,8 +117,8 @@ async function planSource(source: SourceConfig, deps: DryRunDeps): Promise<Sourc
     const days = todo.flatMap((w) => splitWindows(w.start, w.end, 1)).map(({ start: date }): DayBasis => ({ date, usd: null, storedRows: null }));
     let usdPerRow: number | null = null;
     if (warehouse !== null && days.length > 0) {
-      const stored = new Map((await warehouse.query<{ date: string; n: number }>('sync/line_items_rows_per_date', [days[0]!.date, days.at(-1)!.date, source.name])).map((r) => [r.date, Number(r.n)]));
-      for (const d of days) d.storedRows = stored.get(d.date) ?? null;
+      const [stored] = await lineItemsPerDate((name, params) => warehouse.query(name, params), [{ source: source.name, from: days[0]!.date, to: days.at(-1)!.date }]);
+      for (const d of days) d.storedRows = stored!.get(d.date) ?? null;
       const [avg] = await warehouse.query<{ usd_per_row: number | null }>('sync/line_items_usd_per_row', [source.name]);
       usdPerRow = avg?.usd_per_row ?? null;
     }

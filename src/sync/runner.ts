@@ -27,6 +27,7 @@ import { syncAnomalies } from './anomalies.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
 import { PageSlots, SPOOL_WAIT_PAGES, slotsForHeap } from './page-slots.js';
 import { ProviderRollupExchange } from './reconcile.js';
+import { warehouseLookups, type SourceLookups } from './lookups.js';
 import { lineItemsStream, rollupsStream } from './streams.js';
 import { coalesce } from '../coalesce.js';
 import { syncWindowedStream, type StreamOutcome } from './windowed.js';
@@ -170,9 +171,10 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       if (stop.stopped) limiter.dropWaiting();
     };
     const carried = new Map((await wh.query<{ source: string; state: string }>('state/carried_all')).map((r) => [r.source, r.state]));
+    const lookups = warehouseLookups(wh);
     // Sources run side by side, each with its own key, limiter and state; one failing stops none of the others.
     const parts = await Promise.all(sources.map((source) => syncSource(source, {
-      deps, clock, runId, warehouse: wh, shouldStop, addLimiter, afterCommit: () => outputs.afterCommit(), several: sources.length > 1, pageSlots, spoolSlots, carried,
+      deps, clock, runId, warehouse: wh, shouldStop, addLimiter, afterCommit: () => outputs.afterCommit(), several: sources.length > 1, pageSlots, spoolSlots, carried, lookups,
     })));
     let summary = combine(runId, startedAt, clock, parts, stop.reason);
     if (memoryShort !== null) summary = { ...summary, outcome: 'failed', error: memoryError(memoryShort, sources.length) };
@@ -235,6 +237,8 @@ interface SourceRun {
   spoolSlots: PageSlots;
   /** The state the warehouse carries for each source (JSON), read once for the run. */
   carried: ReadonlyMap<string, string>;
+  /** Lookups of what the warehouse holds, one scan for the sources that ask together. */
+  lookups: SourceLookups;
 }
 
 /** How often the heap is looked at. */
@@ -338,7 +342,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
       baseUrl: source.baseUrl, apiKey: source.apiKey, limiter, clock, onEvent, connections: inFlight, ...deps.clientOptions,
     });
     const ctx: SyncContext = {
-      client, warehouse, spoolDir: store.spoolDir, state, logger, clock, runId: run.runId, source: source.name, stats,
+      client, warehouse, lookups: run.lookups, spoolDir: store.spoolDir, state, logger, clock, runId: run.runId, source: source.name, stats,
       carryState: async (done) => {
         const text = JSON.stringify(carriedState(state, done));
         if (text !== carried) await carry(text);

@@ -14,6 +14,7 @@ import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
 import { fileSpool, pageGlob, spoolLines, windowSpoolDir } from '../storage/spool.js';
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
 import { HashSet52, hash52 } from './id-set.js';
+import { warehouseLookups } from './lookups.js';
 import { wantsRollupTotals, type DayBasis } from './estimate.js';
 import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, describeMismatches, totalKey, totalsOf, type ProviderRollupExchange } from './reconcile.js';
 import type { FetchedPage, WindowedStreamSpec } from './streams.js';
@@ -36,7 +37,7 @@ async function dayBasis(ctx: SyncContext, todo: readonly PlannedWindow[], resume
   if (todo.length === 0) return [];
   const from = todo[0]!.start;
   const to = todo.at(-1)!.end;
-  const stored = new Map((await ctx.warehouse.query<{ date: string; n: number }>('sync/line_items_rows_per_date', [from, to, ctx.source])).map((r) => [r.date, r.n]));
+  const stored = await (ctx.lookups ?? warehouseLookups(ctx.warehouse)).lineItemsPerDate(ctx.source, from, to);
   const usd = new Map<string, number>();
   if (wantsRollupTotals(todo.length, resumed, stored.size, ctx.progress.planned !== undefined)) {
     try {
@@ -353,10 +354,10 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
       ? { inserted: 0, updated: 0, deleted: 0 }
       : (await warehouse.query<{ inserted: number; updated: number; deleted: number }>(spec.sql.diff, params, names))[0]!;
     if (before > 0) await warehouse.run('sync/window_delete', [window.start, window.end, ctx.source], names);
-    await warehouse.run(insertSql, params, names);
+    const inserted = await warehouse.run(insertSql, params, names);
     await warehouse.changed(spec.spec.table, ctx.source, splitWindows(window.start, window.end, 1).map((d) => d.start));
     await ctx.carryState?.({ stream: spec.name as 'line_items' | 'rollups', start: window.start, end: window.end });
-    if (before === 0) counts.inserted = (await warehouse.query<{ n: number }>('sync/window_count', [window.start, window.end, ctx.source], names))[0]!.n;
+    if (before === 0) counts.inserted = inserted;
     // A window stored although its two views disagree is worth telling someone, with the commit.
     if (disagreement !== null) {
       const event = JSON.stringify({ kind: 'reconcile', source: ctx.source, stream: spec.name, window: label, reason: disagreement });
