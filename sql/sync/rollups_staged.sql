@@ -1,8 +1,9 @@
 -- Fragment: a window's spooled rollup pages (one per group_by) as rows, one per date and group.
 -- $1 = the window's page glob, $2 and $3 = the window's first and last date; $columns = the table spec's
 -- read_json struct (storage/tables.ts).
+-- A page file is a JSON array (pages an earlier version wrote as JSON lines are rewritten so first: spool.ts).
 SELECT date, group_by, provider_type, service, category, cost_usd, extra
-FROM read_json($1, format = 'newline_delimited', filename = true, maximum_object_size = 1048576,
+FROM read_json($1, format = 'array', filename = true, maximum_object_size = 1048576,
   columns = $columns)
 WHERE date BETWEEN $2::DATE AND $3::DATE
 QUALIFY row_number() OVER (PARTITION BY date, group_by, provider_type, service, category

@@ -70,6 +70,11 @@ export interface Warehouse {
    */
   exclusive<T>(fn: () => Promise<T>): Promise<T>;
   /**
+   * Runs `fn` once every statement queued before the call has run (a transaction may be open: for
+   * reads of rows no open transaction of the caller's can touch).
+   */
+  afterQueued<T>(fn: () => Promise<T>): Promise<T>;
+  /**
    * Tells the warehouse that `dates` of `source` in `table` changed, inside the transaction that
    * changes them: with a lake, their Parquet partitions (and the lake's manifest) are recorded as pending.
    */
@@ -180,6 +185,7 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
       }
     }),
     exclusive: (fn) => queue.schedule(fn),
+    afterQueued: (fn) => one(async () => undefined).then(fn),
     changed: async (table, source, dates) => {
       if (!lake || dates.length === 0) return;
       const mark = loadSql('outbox/mark');

@@ -35,10 +35,15 @@ export async function lineItemsPerDate(query: Query, asked: readonly DateRange[]
   return answers;
 }
 
-/** The lookups against `warehouse`, each batched on its write queue (so each sees every commit before it). */
+/**
+ * The lookups against `warehouse`: a batch closes when the statements queued before it have run, so
+ * the sources that start while the warehouse is busy share one scan. A lookup may run while a
+ * transaction is open; it reads its own source's rows only, and what it returns is a hint (a progress
+ * estimate, providers to split a query by), which a row not yet committed does not harm.
+ */
 export function warehouseLookups(warehouse: Warehouse): SourceLookups {
   const query: Query = (name, params) => warehouse.query(name, params);
-  const turn = <T>(fn: () => Promise<T>) => warehouse.exclusive(fn);
+  const turn = <T>(fn: () => Promise<T>) => warehouse.afterQueued(fn);
   const perDate = batched(turn, (asked: readonly DateRange[]) => lineItemsPerDate(query, asked));
   const providers = batched(turn, async (sources: readonly string[]) => {
     const bySource = new Map<string, string[]>();

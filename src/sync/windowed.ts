@@ -11,7 +11,7 @@ import { ApiError, CostsyncError } from '../errors.js';
 import { DROPPED_MESSAGE } from '../api/resilience.js';
 import { completePlan, planStream, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
 import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
-import { fileSpool, pageGlob, spoolLines, windowSpoolDir } from '../storage/spool.js';
+import { fileSpool, pageGlob, spoolPage, windowSpoolDir } from '../storage/spool.js';
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
 import { HashSet52, hash52 } from './id-set.js';
 import { warehouseLookups } from './lookups.js';
@@ -67,7 +67,8 @@ interface TakenPage {
 
 /**
  * Looks at a page's records once, synchronously: dates outside the window, a repeated cursor, repeated
- * ids (added to `idHashes`), the rows and amount for progress, and what to spool. Adds the next cursor
+ * ids (added to `idHashes`), the rows and amount for progress, and what to spool (the records are the
+ * spool's afterwards: see `spoolPage`). Adds the next cursor
  * to `seenCursors`, and the amounts of records inside the window to `totals` (per date and the check's
  * key, see `check.paged`).
  */
@@ -97,7 +98,7 @@ export function takePage(
     for (const r of page.records) if (!idHashes.add(hash52(String(r[spec.idField])))) repeatedId = true;
   }
   // As bytes: outside the JavaScript heap while the write waits on the disk.
-  const data = Buffer.from(spoolLines(page.records, spec.spec.columns));
+  const data = spoolPage(page.records, spec.spec.columns);
   return { data, nextCursor: page.nextCursor, rows: page.records.length - outside, usd: amountField === null ? undefined : usd, outside, loop, repeatedId };
 }
 
@@ -190,8 +191,12 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   const spool = ctx.spool ?? fileSpool;
 
   if (window.status === 'todo') spool.clear(dir);
-  // Pages written after the last saved cursor are fetched again: drop them first.
-  else if (!window.fetched) spool.dropPagesAfter(dir, window.page);
+  else {
+    // Pages written after the last saved cursor are fetched again: drop them first.
+    if (!window.fetched) spool.dropPagesAfter(dir, window.page);
+    // Pages an earlier version spooled, in the form this one reads.
+    await spool.upgradePages(dir);
+  }
 
   let restarts = 0;
   const seenCursors = new Set<string>();

@@ -19,7 +19,19 @@ const which = process.argv[2];
 const SCOPES = ['line_items:read', 'rollups:read', 'anomalies:read', 'usage:write'];
 const clock = { now: () => Date.now() };
 
-/** Runs the executable with a config file of `n` sources; returns wall seconds and peak RSS (sampled from /proc). */
+/** CPU seconds a process has used so far, all its threads (from /proc; NaN once it is gone). */
+function cpuSeconds(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime, in clock ticks (100 a second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Runs the executable with a config file of `n` sources; returns wall seconds, peak RSS and CPU seconds (sampled from /proc). */
 async function syncSources(emulatorUrl, dir, n, extra) {
   const env = { PATH: process.env.PATH, TZ: 'UTC' };
   const sources = Array.from({ length: n }, (_, i) => {
@@ -30,15 +42,18 @@ async function syncSources(emulatorUrl, dir, n, extra) {
   const started = Date.now();
   const child = spawn(BIN, ['sync', '--config', join(dir, 'config.json'), '--log-format', 'json', '--quiet'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   let peak = 0;
+  let cpu = 0;
   const timer = setInterval(() => {
     try {
       const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
       if (m) peak = Math.max(peak, Number(m[1]) * 1024);
     } catch { /* exited */ }
+    const used = cpuSeconds(child.pid);
+    if (!Number.isNaN(used)) cpu = used;
   }, 100);
   const [code] = await once(child, 'exit');
   clearInterval(timer);
-  return { code, seconds: (Date.now() - started) / 1000, peakMb: peak / 1e6 };
+  return { code, seconds: (Date.now() - started) / 1000, peakMb: peak / 1e6, cpuSeconds: cpu };
 }
 
 function keys(n) {
@@ -59,7 +74,11 @@ async function benchRate(n = Number(size('BENCH_SOURCES', 20, 2))) {
       remember?.(entry);
       if (entry.workspace) (times.get(entry.workspace) ?? times.set(entry.workspace, []).get(entry.workspace)).push(entry.atMs);
     };
+    // The emulator runs in this process: its CPU is the machine's, not costsync's (both share the cores).
+    const emulatorCpu = process.cpuUsage();
     const run = await syncSources(emulator.url, dir, n, { 'start-date': addDays('2025-06-30', 1 - days), until: '2025-06-30', 'rate-limit': rpm });
+    const { user, system } = process.cpuUsage(emulatorCpu);
+    const rows = n * days * 1000;
     const perKey = [...times.values()].map((t) => {
       const spanMin = (t.at(-1) - t[0]) / 60_000;
       // Requests after the first, over the time from the first to the last, against 60 a minute.
@@ -67,7 +86,7 @@ async function benchRate(n = Number(size('BENCH_SOURCES', 20, 2))) {
     });
     const slowest = Math.max(...perKey.map((k) => k.seconds));
     const low = Math.min(...perKey.map((k) => k.utilisation));
-    console.log(`sources: ${n} sources at ${rpm} requests/min each, ${Math.round(perKey.reduce((s, k) => s + k.requests, 0) / n)} requests each: run ${run.seconds.toFixed(1)} s (exit ${run.code}), slowest source ${slowest.toFixed(1)} s; per-key use of its budget min ${(low * 100).toFixed(1)}% / mean ${(perKey.reduce((s, k) => s + k.utilisation, 0) / n * 100).toFixed(1)}%; 429s: ${emulator.requestLog.count({ status: 429 })}; peak RSS ${run.peakMb.toFixed(0)} MB`);
+    console.log(`sources: ${n} sources at ${rpm} requests/min each, ${Math.round(perKey.reduce((s, k) => s + k.requests, 0) / n)} requests each: run ${run.seconds.toFixed(1)} s (exit ${run.code}), slowest source ${slowest.toFixed(1)} s; per-key use of its budget min ${(low * 100).toFixed(1)}% / mean ${(perKey.reduce((s, k) => s + k.utilisation, 0) / n * 100).toFixed(1)}%; 429s: ${emulator.requestLog.count({ status: 429 })}; peak RSS ${run.peakMb.toFixed(0)} MB; CPU costsync ${run.cpuSeconds.toFixed(1)} s (${(run.cpuSeconds / rows * 1e6).toFixed(1)} µs a line item), emulator ${((user + system) / 1e6).toFixed(1)} s`);
   } finally {
     await emulator.close();
     rmSync(dir, { recursive: true, force: true });

@@ -8,7 +8,7 @@ import { keyFingerprint } from '../../src/fingerprint.js';
 import { legacyStateFileName, stateFileName } from '../../src/state/store.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { cli, queryDb, run, tableDigest, withEmulator, withTempDir } from '../helpers.js';
+import { cli, emulatorLineItemIds, queryDb, run, tableDigest, withEmulator, withTempDir } from '../helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/v0.1-warehouse/', import.meta.url));
 // The emulator the fixture was synced from (test/fixtures/README.md).
@@ -100,6 +100,49 @@ describe('upgrade from a warehouse the previous version wrote', () => {
         const clean = await run(args(join(dir, 'empty-state')), env);
         expect(clean.code, clean.stderr).toBe(0);
         expect(emulator.requestLog.count({ route: 'line-items' })).toBe(1);
+      });
+    });
+  }, 60_000);
+
+  it('finishes a window the previous version spooled (its pages as JSON lines) and was killed before storing: nothing fetched again, the same rows as a fresh sync', async () => {
+    const SPOOLED = fileURLToPath(new URL('../fixtures/prev-spool/', import.meta.url));
+    // The emulator the fixture was made with (test/fixtures/README.md).
+    const made = { ...source, rowsPerDay: 400 };
+    await withEmulator(made, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const args = (db: string, states: string) => [
+          'sync', '--base-url', emulator.url, '--db', db, '--state-dir', states, '--start-date', '2025-06-01',
+          '--until', '2025-06-06', '--window-days', '3', '--concurrency', '1', '--rate-limit', '100000', '--quiet',
+        ];
+        const db = join(dir, 'costs.duckdb');
+        const stateDir = join(dir, 'state');
+        const work = workingCopyPath(stateDir, db);
+        mkdirSync(dirname(work), { recursive: true });
+        writeFileSync(work, gunzipSync(readFileSync(join(SPOOLED, 'working-copy.duckdb.gz'))));
+        writeFileSync(`${work}.wal`, gunzipSync(readFileSync(join(SPOOLED, 'working-copy.duckdb.wal.gz'))));
+        const stateFile = stateFileName('default', basename(work, '.duckdb'));
+        const state = JSON.parse(readFileSync(join(SPOOLED, 'state.json'), 'utf8'));
+        state.source.baseUrl = emulator.url;
+        writeFileSync(join(stateDir, stateFile), JSON.stringify(state));
+        const pages = join(stateDir, 'spool', stateFile.replace(/\.json$/, ''), 'line_items', '2025-06-01');
+        mkdirSync(pages, { recursive: true });
+        for (const page of ['000001.json', '000002.json']) {
+          const text = gunzipSync(readFileSync(join(SPOOLED, `line_items-2025-06-01-${page}.gz`)));
+          expect(text.subarray(0, 6).toString()).toBe('{"o":0');
+          writeFileSync(join(pages, page), text);
+        }
+
+        const resumed = await cli(args(db, stateDir), env);
+        expect(resumed.code, resumed.stderr).toBe(0);
+        // Only the second window's two pages: the first was stored from the previous version's files.
+        expect(emulator.requestLog.count({ route: 'line-items' })).toBe(2);
+        const ids = await queryDb<{ id: string }>(db, 'SELECT id FROM line_items ORDER BY id');
+        expect(ids.map((r) => r.id)).toEqual(emulatorLineItemIds(emulator, '2025-06-01', '2025-06-06'));
+
+        const fresh = join(dir, 'fresh.duckdb');
+        const again = await cli(args(fresh, join(dir, 'fresh-state')), env);
+        expect(again.code, again.stderr).toBe(0);
+        expect((await tableDigest(db)).line_items).toEqual((await tableDigest(fresh)).line_items);
       });
     });
   }, 60_000);

@@ -84,6 +84,7 @@ async function runWindow(options: Options) {
   const spool: Spool = {
     clear: (dir) => { steps.push(`clear ${dir}`); },
     dropPagesAfter: (_dir, n) => { steps.push(`drop pages after ${n}`); },
+    upgradePages: async () => { steps.push('upgrade pages'); },
     writePage: async (_dir, n) => {
       steps.push(`write page ${n}`);
       if (n === 1 && options.slowFirstWrite) await firstWrite;
@@ -196,7 +197,7 @@ describe('the windowed engine\'s steps (no I/O)', () => {
 
   it('a resumed window drops the pages after its saved cursor, goes on from that cursor, and deduplicates (the earlier ids are unknown)', async () => {
     const { steps } = await runWindow({ resume: { page: 1, cursor: 'c1' }, pages: [page(['c'], null)] });
-    expect(steps.slice(0, 5)).toEqual(['save active page 1 cursor c1', 'drop pages after 1', 'fetch c1', 'write page 2', 'save active page 2 cursor - fetched']);
+    expect(steps.slice(0, 6)).toEqual(['save active page 1 cursor c1', 'drop pages after 1', 'upgrade pages', 'fetch c1', 'write page 2', 'save active page 2 cursor - fetched']);
     expect(steps).not.toContain('clear /spool/line_items');
     expect(steps).toContain('run insert deduplicated');
   });
@@ -205,7 +206,7 @@ describe('the windowed engine\'s steps (no I/O)', () => {
     const refused = new ApiError('CS_ERR_HTTP', 'GET /line-items: 400 invalid cursor', { statusCode: 400, path: '/line-items' });
     const { steps, outcome } = await runWindow({ resume: { page: 1, cursor: 'c1' }, pages: [refused, page(['a'], 'c2'), page(['b'], null)] });
     expect(outcome).toBe('done');
-    expect(steps.slice(2, 9)).toEqual(['fetch c1', 'clear ' + WINDOW_DIR, 'save active page 0 cursor -', 'fetch first', 'write page 1', 'fetch c2', 'save active page 1 cursor c2']);
+    expect(steps.slice(2, 10)).toEqual(['upgrade pages', 'fetch c1', 'clear ' + WINDOW_DIR, 'save active page 0 cursor -', 'fetch first', 'write page 1', 'fetch c2', 'save active page 1 cursor c2']);
     // The pages before the restart were never seen, so uniqueness is not claimed.
     expect(steps).toContain('run insert deduplicated');
   });
