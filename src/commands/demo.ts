@@ -12,7 +12,6 @@ import { DEMO_KEY } from '../emulator/keys.js';
 import { startEmulator } from '../emulator/server.js';
 import { createLogger } from '../log.js';
 import { createProgress, summaryTable } from '../progress.js';
-import { writeReport } from '../report/report.js';
 import { openReadOnly } from '../storage/duckdb.js';
 import { runSync } from '../sync/runner.js';
 import { formatTable } from '../table.js';
@@ -59,6 +58,7 @@ export async function runDemo(options: Partial<DemoOptions> = {}, io: CommandIo 
     try {
       io.stdout(`\nSpend by provider, ${config.startDate}..${until}\n${formatTable(await wh.query('demo/spend_by_provider'))}\n`);
       io.stdout(`\nOpen anomalies (newest first)\n${formatTable(await wh.query('demo/open_anomalies'))}\n`);
+      const { writeReport } = await import('../report/report.js');
       await writeReport(wh, { out: report, from: null, to: null, now: new Date(io.now()) });
     } finally {
       wh.close();

@@ -2,7 +2,6 @@
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { ConfigError, ExitCode } from '../errors.js';
-import { writeReport } from '../report/report.js';
 import { dateArg } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
 import { processIo, type CommandIo } from './common.js';
@@ -24,6 +23,8 @@ export function runReportCommand(args: Record<string, unknown>, io: CommandIo = 
       throw new ConfigError(`--from (${from}) is after --to (${to}).`, 'Pass a --from on or before --to, for example --from 2025-06-01 --to 2025-06-30.');
     }
     const source = typeof args.source === 'string' && args.source !== '' ? args.source : null;
+    // Loaded here: Vega and d3 cost every other command 10 MB of heap and a third of a second.
+    const { writeReport } = await import('../report/report.js');
     const data = await writeReport(await open(), { out, from, to, source, now: new Date(io.now()) });
     io.stdout(`${out}\n`);
     if (data.totals.days === 0) io.stderr(`warning: no spend is stored for ${data.from || '(any date)'} to ${data.to || '(any date)'}${source === null ? '' : ` (source ${source})`}; the report says so. Sync those dates, or pick another range.\n`);
