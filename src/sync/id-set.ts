@@ -1,7 +1,6 @@
 /**
- * A compact set of 52-bit string hashes, to tell whether a window's ids are all distinct without
- * keeping the ids: 16 bytes an id (a JS Set of numbers takes several times that). A hash
- * collision only reports a duplicate that is not there, which costs a needless dedupe, never a
+ * 52-bit string hashes, to tell whether a window's ids are all distinct without keeping the ids. A
+ * hash collision only reports a duplicate that is not there, which costs a needless dedupe, never a
  * lost row; at 52 bits it is about one in ten thousand for a million ids.
  */
 
@@ -18,6 +17,41 @@ export function hash52(text: string): number {
   return (a >>> 12) * 0x100000000 + (b >>> 0);
 }
 
+/**
+ * The 52-bit hashes of a window's ids, appended as they come: 8 bytes an id (a hash set kept half
+ * empty took 16 to 32; with 200 windows of 30,000 ids in flight, 100 MB). Whether one repeats is
+ * asked once, when the window's last page came (a sort: 2 to 3 ms for 30,000).
+ */
+export class IdHashes {
+  private hashes: Float64Array;
+  private count = 0;
+
+  constructor(capacity = 1024) {
+    this.hashes = new Float64Array(Math.max(16, capacity));
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  add(hash: number): void {
+    if (this.count === this.hashes.length) {
+      const bigger = new Float64Array(this.hashes.length * 2);
+      bigger.set(this.hashes);
+      this.hashes = bigger;
+    }
+    this.hashes[this.count++] = hash;
+  }
+
+  /** Whether a hash was added more than once (sorts the hashes added so far). */
+  hasRepeat(): boolean {
+    const added = this.hashes.subarray(0, this.count).sort();
+    for (let i = 1; i < added.length; i++) if (added[i] === added[i - 1]) return true;
+    return false;
+  }
+}
+
+/** A set of 52-bit hashes that answers at once whether one was added before: 16 bytes a hash (push: a file's rows). */
 export class HashSet52 {
   private slots: Float64Array;
   private count = 0;

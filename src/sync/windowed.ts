@@ -13,7 +13,7 @@ import { completePlan, planStream, remainingWindows, splitWindows, type WindowRe
 import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
 import { fileSpool, pageGlob, spoolPage, windowSpoolDir } from '../storage/spool.js';
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
-import { HashSet52, hash52 } from './id-set.js';
+import { IdHashes, hash52 } from './id-set.js';
 import { warehouseLookups } from './lookups.js';
 import { wantsRollupTotals, type DayBasis } from './estimate.js';
 import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, describeMismatches, totalKey, totalsOf, type ProviderRollupExchange } from './reconcile.js';
@@ -61,20 +61,18 @@ interface TakenPage {
   outside: number;
   /** The server returned a cursor it had returned before. */
   loop: boolean;
-  /** An id already seen in this window (then the replace deduplicates). */
-  repeatedId: boolean;
 }
 
 /**
- * Looks at a page's records once, synchronously: dates outside the window, a repeated cursor, repeated
- * ids (added to `idHashes`), the rows and amount for progress, and what to spool (the records are the
+ * Looks at a page's records once, synchronously: dates outside the window, a repeated cursor, the ids'
+ * hashes (added to `idHashes`), the rows and amount for progress, and what to spool (the records are the
  * spool's afterwards: see `spoolPage`). Adds the next cursor
  * to `seenCursors`, and the amounts of records inside the window to `totals` (per date and the check's
  * key, see `check.paged`).
  */
 export function takePage(
   spec: WindowedStreamSpec, page: FetchedPage, window: { start: string; end: string; cursor: string | null },
-  seenCursors: Set<string>, idHashes: HashSet52 | null, totals: Map<string, number> | null = null,
+  seenCursors: Set<string>, idHashes: IdHashes | null, totals: Map<string, number> | null = null,
 ): TakenPage {
   const { dateField } = spec.spec;
   const amountField = 'amountField' in spec.size ? spec.size.amountField : null;
@@ -93,13 +91,12 @@ export function takePage(
     loop = page.nextCursor === window.cursor || seenCursors.has(page.nextCursor);
     seenCursors.add(page.nextCursor);
   }
-  let repeatedId = false;
   if (idHashes !== null && spec.idField !== null) {
-    for (const r of page.records) if (!idHashes.add(hash52(String(r[spec.idField])))) repeatedId = true;
+    for (const r of page.records) idHashes.add(hash52(String(r[spec.idField])));
   }
   // As bytes: outside the JavaScript heap while the write waits on the disk.
   const data = spoolPage(page.records, spec.spec.columns);
-  return { data, nextCursor: page.nextCursor, rows: page.records.length - outside, usd: amountField === null ? undefined : usd, outside, loop, repeatedId };
+  return { data, nextCursor: page.nextCursor, rows: page.records.length - outside, usd: amountField === null ? undefined : usd, outside, loop };
 }
 
 /** Adds an amount to its date and key (a missing amount counts nothing, as SQL's sum skips NULL). */
@@ -203,7 +200,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   // Hashes of the ids staged in this run: no repeat shows the window's ids are unique, so the
   // replace can skip deduplication. After a resume the earlier pages' ids are unknown, so the
   // window is deduplicated.
-  let idHashes = window.page === 0 && spec.idField !== null ? new HashSet52() : null;
+  let idHashes = window.page === 0 && spec.idField !== null ? new IdHashes() : null;
   let unique = idHashes !== null;
   // The check's totals, summed while the pages come: exact only while every id comes once (`unique`).
   let totals = idHashes !== null && spec.check.paged ? new Map<string, number>() : null;
@@ -214,7 +211,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
     delete window.unique;
     await ctx.saveState();
     seenCursors.clear();
-    idHashes = spec.idField !== null ? new HashSet52() : null;
+    idHashes = spec.idField !== null ? new IdHashes() : null;
     unique = idHashes !== null;
     totals = idHashes !== null && spec.check.paged ? new Map<string, number>() : null;
   };
@@ -285,14 +282,15 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
             hint: 'This is a server fault; report it to the API provider. Progress up to the last good page is kept.',
           });
         }
-        if (unique && (taken.repeatedId || (idHashes?.size ?? 0) > MAX_TRACKED_IDS)) {
-          unique = false;
-          idHashes = null;
-          totals = null;
-        }
         pageNo += 1;
         cursor = taken.nextCursor;
         fetched = cursor === null;
+        // Every id came once, as far as the window's last page (or the tracking limit) tells.
+        if (unique && ((idHashes?.size ?? 0) > MAX_TRACKED_IDS || (fetched && idHashes!.hasRepeat()))) {
+          unique = false;
+          totals = null;
+        }
+        if (!unique || fetched) idHashes = null;
         const saved = { status: 'active' as const, cursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) };
         const { rows, usd } = taken;
         // The bytes go with the write, and are dropped once written: this function's frame and the

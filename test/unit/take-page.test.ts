@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { lineItemsStream } from '../../src/sync/streams.js';
-import { HashSet52 } from '../../src/sync/id-set.js';
+import { IdHashes, hash52 } from '../../src/sync/id-set.js';
 import { totalKey, totalsOf } from '../../src/sync/reconcile.js';
 import { takePage } from '../../src/sync/windowed.js';
 
@@ -14,8 +14,8 @@ describe('takePage (pure)', () => {
       item('a', '2025-01-02', 'aws', 1.25), item('b', '2025-01-02', 'aws', 2), item('c', '2025-01-02', null, 5),
       item('d', '2025-01-09', 'aws', 100), item('e', '2025-01-03', 'gcp', null),
     ];
-    const taken = takePage(lineItemsStream, { records, nextCursor: 'n1' }, WINDOW, new Set(), new HashSet52(), totals);
-    expect(taken).toMatchObject({ rows: 4, outside: 1, nextCursor: 'n1', loop: false, repeatedId: false });
+    const taken = takePage(lineItemsStream, { records, nextCursor: 'n1' }, WINDOW, new Set(), new IdHashes(), totals);
+    expect(taken).toMatchObject({ rows: 4, outside: 1, nextCursor: 'n1', loop: false });
     expect(totalsOf(totals).sort((x, y) => (x.date + x.key).localeCompare(y.date + y.key))).toEqual([
       { date: '2025-01-02', key: '', amount: 5 },
       { date: '2025-01-02', key: 'aws', amount: 3.25 },
@@ -24,10 +24,16 @@ describe('takePage (pure)', () => {
     expect(totalKey('2025-01-02', undefined)).toBe(totalKey('2025-01-02', null));
   });
 
-  it('sums nothing when given no totals, and flags an id seen before', () => {
-    const ids = new HashSet52();
-    takePage(lineItemsStream, { records: [item('a', '2025-01-02', 'aws', 1)], nextCursor: 'n1' }, WINDOW, new Set(), ids);
-    const again = takePage(lineItemsStream, { records: [item('a', '2025-01-02', 'aws', 1)], nextCursor: null }, WINDOW, new Set(), ids, null);
-    expect(again.repeatedId).toBe(true);
+  it('adds every id\'s hash, so an id seen on an earlier page shows as a repeat', () => {
+    const ids = new IdHashes();
+    takePage(lineItemsStream, { records: [item('a', '2025-01-02', 'aws', 1), item('b', '2025-01-09', 'aws', 1)], nextCursor: 'n1' }, WINDOW, new Set(), ids);
+    expect(ids.size).toBe(2);
+    expect(ids.hasRepeat()).toBe(false);
+    takePage(lineItemsStream, { records: [item('a', '2025-01-02', 'aws', 1)], nextCursor: null }, WINDOW, new Set(), ids, null);
+    expect(ids.size).toBe(3);
+    expect(ids.hasRepeat()).toBe(true);
+    const alone = new IdHashes();
+    alone.add(hash52('a'));
+    expect(alone.hasRepeat()).toBe(false);
   });
 });
