@@ -7,9 +7,9 @@
  * resumes it (`upgradePages`), so it loads whole. A finished window is loaded from its files by DuckDB's JSON
  * reader with typed columns in one transaction, which keeps the pages out of memory.
  */
-import { readdirSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { open, readFile } from 'node:fs/promises';
-import { writeFileAtomic } from '../durable-file.js';
+import { namesIn, writeFileAtomic } from '../durable-file.js';
 import { extraFields } from './columns.js';
 import { join } from 'node:path';
 
@@ -67,13 +67,7 @@ export async function writePage(dir: string, page: number, text: string | Uint8A
 
 /** Removes pages numbered above `page` (written after the last saved cursor) and temp files. */
 export function dropPagesAfter(dir: string, page: number): void {
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return;
-  }
-  for (const name of names) {
+  for (const name of namesIn(dir)) {
     const m = PAGE_FILE_RE.exec(name);
     if (name.endsWith('.tmp') || (m && Number(m[1]) > page)) rmSync(join(dir, name), { force: true });
   }
@@ -104,13 +98,7 @@ async function isArrayPage(path: string): Promise<boolean> {
  * arrays (`linesAsArray`), so that a window spooled across an upgrade loads whole.
  */
 export async function upgradePages(dir: string): Promise<void> {
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return;
-  }
-  for (const name of names) {
+  for (const name of namesIn(dir)) {
     if (!PAGE_FILE_RE.test(name)) continue;
     const path = join(dir, name);
     if (await isArrayPage(path)) continue;
