@@ -26,9 +26,9 @@ export interface SpoolColumn {
  * `o` and its fields beyond the spec's copied into `extra`. The reader takes only `o`, the spec's
  * fields and `extra`; a field a record lacks reads as NULL. One native JSON.stringify for the page:
  * a call per record took half again the time and made 1.6 MB of garbage a page, against 0.7 MB
- * (the collector was the largest cost with hundreds of sources). Takes the records over (it adds `o` and `extra` to them: the page
- * is garbage once spooled). A record with a field named `o` or `extra` of its own is written as a
- * new object of the spec's fields instead, its own fields kept in `extra`.
+ * (the collector was the largest cost with hundreds of sources). Takes the records over (it adds
+ * `o` and `extra` to them: the page is garbage once spooled). A record with a field named `o` or
+ * `extra` of its own is written as a new object of the spec's fields, its own fields in `extra`.
  */
 export function spoolPage(records: Record<string, unknown>[], columns: readonly SpoolColumn[]): Uint8Array {
   const known = new Set(columns.map((c) => c.name));
