@@ -81,7 +81,7 @@ describe(`chaos (seed ${SEED}, ${SECONDS} s)`, () => {
       ...SPAN, rowsPerDay: 5, faults: { latencyMs: 5 }, onRequest: runner.onRequest,
     }, async (emulator) => {
       await withTempDir(async (dir) => {
-        const args = [CLI, 'push', '--base-url', emulator.url, '--db', join(dir, 'p.duckdb'), '--connection', 'demo-connection', '--batch-size', '40', '--rate-limit', '100000', '--quiet', SAMPLE];
+        const args = [CLI, 'push', '--base-url', emulator.url, '--db', join(dir, 'p.duckdb'), '--state-dir', join(dir, 'state'), '--connection', 'demo-connection', '--batch-size', '40', '--rate-limit', '100000', '--quiet', SAMPLE];
         const run = (point: KillPoint) => runner.run(args, point);
         let killed = 0;
         for (let i = 0; i < KILLS; i++) {

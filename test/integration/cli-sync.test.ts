@@ -87,7 +87,7 @@ describe('costsync sync (CLI)', () => {
         expect(wrong.stderr).toMatch(/stack=.*at /s);
         const wrongJson = await run(syncArgs(url, join(dir, 'w2'), ['--verbose']), { COSTSYNC_API_KEY: `${secret}x` });
         expect(wrongJson.stderr).toMatch(/"stack":"ApiError: /);
-        const pushed = await run(['push', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--connection', 'c1', '--api-key-file', join(dir, 'key.txt'), '--verbose', '--log-format', 'json',
+        const pushed = await run(['push', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), '--connection', 'c1', '--api-key-file', join(dir, 'key.txt'), '--verbose', '--log-format', 'json',
           fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url))]);
         expect(pushed.code, pushed.stderr).toBe(0);
         for (const text of [ok.stdout, ok.stderr, wrong.stdout, wrong.stderr, wrongJson.stderr, pushed.stdout, pushed.stderr]) expect(text).not.toContain(secret);

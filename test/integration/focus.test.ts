@@ -176,7 +176,7 @@ describe('the focus view (FOCUS 1.2)', () => {
     await withEmulator({ ...SPAN, rowsPerDay: 5, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
         const file = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
-        const pushed = await run(['push', '--base-url', url, '--db', join(dir, 'p.duckdb'), '--rate-limit', '100000', '--connection', 'demo-connection', file], env);
+        const pushed = await run(['push', '--base-url', url, '--db', join(dir, 'p.duckdb'), '--state-dir', join(dir, 'state'), '--rate-limit', '100000', '--connection', 'demo-connection', file], env);
         expect(pushed.code, pushed.stderr).toBe(0);
         const db = join(dir, 'c.duckdb');
         const sync = await run(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], env);

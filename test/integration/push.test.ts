@@ -13,7 +13,7 @@ import { CLI, cli, killRunner, run, withEmulator, withTempDir, SPAN } from '../h
 const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
 const env = { COSTSYNC_API_KEY: 'demo-key' };
-const pushArgs = (url: string, dir: string, extra: string[]) => ['push', '--base-url', url, '--db', join(dir, 'p.duckdb'), '--log-format', 'json', '--rate-limit', '100000', ...extra];
+const pushArgs = (url: string, dir: string, extra: string[]) => ['push', '--base-url', url, '--db', join(dir, 'p.duckdb'), '--state-dir', join(dir, 'state'), '--log-format', 'json', '--rate-limit', '100000', ...extra];
 
 /** The `push finished` summary from JSON logs. */
 function summaryOf(stderr: string): Record<string, number> {
@@ -163,7 +163,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
       await withTempDir(async (dir) => {
         const doc = join(dir, 'usage.json');
         writeFileSync(doc, JSON.stringify({ resourceMetrics: [{ scopeMetrics: [] }] }));
-        const otelArgs = (extra: string[]) => ['push-otel', '--base-url', emulator.url, '--db', join(dir, 'p.duckdb'), '--log-format', 'json', ...extra];
+        const otelArgs = (extra: string[]) => ['push-otel', '--base-url', emulator.url, '--db', join(dir, 'p.duckdb'), '--state-dir', join(dir, 'state'), '--log-format', 'json', ...extra];
         expect((await cli(otelArgs([doc]), env)).code).toBe(ExitCode.OK);
         const again = await run(otelArgs([doc]), env);
         expect(again.code).toBe(ExitCode.OK);
