@@ -9,7 +9,6 @@ import { ANOMALY_STATUSES, SEVERITIES, type Anomaly } from '../api/types.js';
 import { addDays } from '../dates.js';
 import { appendRecords, type Column } from '../storage/columns.js';
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
-import { warehouseLookups } from './lookups.js';
 
 export const ANOMALY_PAGE_LIMIT = 100;
 /** Re-read this much before the watermark, for alerts that arrive late with an earlier timestamp. */
@@ -190,7 +189,7 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
   const stats = ctx.stats.anomalies;
   const streamState = (ctx.state.streams.anomalies ??= { watermark: null, lastSuccessAt: null });
   const since = anomalySince(streamState.watermark, req, ctx.clock.now());
-  const known = await (ctx.lookups ?? warehouseLookups(warehouse)).knownProviders(ctx.source);
+  const known = await ctx.lookups.knownProviders(ctx.source);
   const label = `${sinceLabel(since)}..${req.until}`;
   ctx.progress.planned?.('anomalies', { windows: 1, from: sinceLabel(since), to: req.until, resumed: false });
   const collected = await collectAnomalies((q) => ctx.client.anomalies(q), since, known, ANOMALY_PAGE_LIMIT, () => ctx.shouldStop());

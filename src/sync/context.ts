@@ -48,8 +48,8 @@ export interface ProgressListener {
 export interface SyncContext {
   client: ApiClient;
   warehouse: Warehouse;
-  /** Lookups of what the warehouse holds, shared by the run's sources (default: `warehouseLookups(warehouse)`). */
-  lookups?: SourceLookups;
+  /** Lookups of what the warehouse holds, shared by the run's sources (`warehouseLookups`). */
+  lookups: SourceLookups;
   /** Where windowed streams spool their pages until a window is replaced. */
   spoolDir: string;
   /** The spool's file operations (the files under `spoolDir` by default). */

@@ -14,7 +14,6 @@ import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
 import { fileSpool, pageGlob, spoolPage, windowSpoolDir } from '../storage/spool.js';
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
 import { IdHashes, hash52 } from './id-set.js';
-import { warehouseLookups } from './lookups.js';
 import { wantsRollupTotals, type DayBasis } from './estimate.js';
 import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, describeMismatches, totalKey, totalsOf, type ProviderRollupExchange } from './reconcile.js';
 import type { FetchedPage, WindowedStreamSpec } from './streams.js';
@@ -37,7 +36,7 @@ async function dayBasis(ctx: SyncContext, todo: readonly PlannedWindow[], resume
   if (todo.length === 0) return [];
   const from = todo[0]!.start;
   const to = todo.at(-1)!.end;
-  const stored = await (ctx.lookups ?? warehouseLookups(ctx.warehouse)).lineItemsPerDate(ctx.source, from, to);
+  const stored = await ctx.lookups.lineItemsPerDate(ctx.source, from, to);
   const usd = new Map<string, number>();
   if (wantsRollupTotals(todo.length, resumed, stored.size, ctx.progress.planned !== undefined)) {
     try {

@@ -122,7 +122,7 @@ async function runWindow(options: Options) {
   }
   const window = () => state.streams.line_items?.pending?.windows[0];
   const ctx: SyncContext = {
-    client: {} as never, warehouse, spoolDir: '/spool', spool, state, logger: memoryLogger(),
+    client: {} as never, warehouse, lookups: { lineItemsPerDate: async () => new Map(), knownProviders: async () => [] }, spoolDir: '/spool', spool, state, logger: memoryLogger(),
     clock: { now: () => Date.parse('2025-01-08T00:00:00Z'), sleep: async (ms) => { steps.push(`pause ${ms} ms`); } },
     runId: 'run-1', source: 'default',
     shouldStop: () => options.stopAfterPages !== undefined && fetched >= options.stopAfterPages,
