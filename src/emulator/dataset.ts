@@ -135,19 +135,20 @@ export class Dataset {
     return [...this.ingested.keys()];
   }
 
-  private generate(day: number, index: number): StoredItem | null {
+  /**
+   * The draws that fix a generated row's service and amount, restatement applied; null when
+   * restatement deleted the row. The row's other fields draw from `rng` after these, so rollups can
+   * sum amounts without building rows.
+   */
+  private draw(day: number, index: number): { rng: () => number; flat: number; cents: number; isCredit: boolean } | null {
     const { seed } = this.options;
     const rng = createRng(hashInts(seed, day, index));
-    const flat = FLAT_SERVICES[pickWeighted(FLAT_CUMULATIVE, rng())]!;
+    const flat = pickWeighted(FLAT_CUMULATIVE, rng());
     // Roughly log-normal amounts around the service's typical cost; a few credits.
     const spread = Math.exp((rng() + rng() + rng() - 1.5) * 1.4);
-    let cents = Math.max(1, Math.round(flat.service.baseCents * spread));
+    let cents = Math.max(1, Math.round(FLAT_SERVICES[flat]!.service.baseCents * spread));
     const isCredit = rng() < 0.015;
     if (isCredit) cents = -cents;
-    const project = PROJECTS[Math.floor(rng() * PROJECTS.length)]!;
-    const user = userEmail(Math.floor(rng() * USER_COUNT));
-    const currency = flat.provider.currencies[Math.floor(rng() * flat.provider.currencies.length)]!;
-
     if (day >= this.restateFromDay) {
       const { changeRate, deleteRate } = this.options.restatement;
       for (let g = 1; g <= this.generation; g++) {
@@ -159,6 +160,17 @@ export class Dataset {
         }
       }
     }
+    return { rng, flat, cents, isCredit };
+  }
+
+  private generate(day: number, index: number): StoredItem | null {
+    const drawn = this.draw(day, index);
+    if (drawn === null) return null;
+    const { rng, cents, isCredit } = drawn;
+    const flat = FLAT_SERVICES[drawn.flat]!;
+    const project = PROJECTS[Math.floor(rng() * PROJECTS.length)]!;
+    const user = userEmail(Math.floor(rng() * USER_COUNT));
+    const currency = flat.provider.currencies[Math.floor(rng() * flat.provider.currencies.length)]!;
 
     const date = fromDayNumber(day);
     const record: LineItem = {
@@ -202,15 +214,25 @@ export class Dataset {
     if (cached) return cached;
     const agg: DayAggregate = { provider: new Map(), service: new Map(), category: new Map() };
     const add = (map: Map<string, number>, k: string, micros: number) => map.set(k, (map.get(k) ?? 0) + micros);
-    const slots = this.slots(day);
-    for (let i = 0; i < slots; i++) {
-      const item = this.itemAt(day, i);
-      if (!item) continue;
-      const { provider_type, provider_service } = item.record;
-      add(agg.provider, provider_type, item.micros);
-      add(agg.service, `${provider_type}\u0000${provider_service}`, item.micros);
-      add(agg.category, categoryOf(provider_service), item.micros);
+    const addItem = (provider: string, service: string, micros: number) => {
+      add(agg.provider, provider, micros);
+      add(agg.service, `${provider}\u0000${service}`, micros);
+      add(agg.category, categoryOf(service), micros);
+    };
+    // Generated rows are summed per catalog service from their amounts alone (see `draw`): with
+    // hundreds of workspaces, building every row of a day for its rollup held the emulator's
+    // event loop for seconds.
+    const perService = new Float64Array(FLAT_SERVICES.length);
+    const seen = new Uint8Array(FLAT_SERVICES.length);
+    const generated = this.generatedSlots(day);
+    for (let i = 0; i < generated; i++) {
+      const drawn = this.draw(day, i);
+      if (drawn === null) continue;
+      perService[drawn.flat]! += drawn.cents * MICROS_PER_CENT;
+      seen[drawn.flat] = 1;
     }
+    FLAT_SERVICES.forEach(({ provider, service }, i) => { if (seen[i] === 1) addItem(provider.slug, service.name, perService[i]!); });
+    for (const item of this.ingested.get(day) ?? []) addItem(item.record.provider_type, item.record.provider_service, item.micros);
     if (this.aggregates.size > 4096) this.aggregates.clear();
     this.aggregates.set(key, agg);
     return agg;

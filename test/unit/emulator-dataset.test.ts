@@ -44,24 +44,33 @@ describe('emulator dataset', () => {
     for (const r of items.filter((x) => !ai.includes(x))) expect(r.model).toBeUndefined();
   });
 
-  it('rollups equal the sum of their line items for every date and group', () => {
+  it('rollups equal the sum of their line items for every date and group, after restatement and ingest too', () => {
     const ds = new Dataset(base);
     const start = toDayNumber(base.startDate);
     const end = toDayNumber(base.endDate);
-    for (const groupBy of ['provider', 'service', 'category'] as const) {
-      const rows = ds.rollups(start, end, groupBy);
-      for (let day = start; day <= end; day++) {
-        const date = new Date(day * 86_400_000).toISOString().slice(0, 10);
-        const expected = sums(ds, day, (r) =>
-          groupBy === 'provider' ? r.provider_type : groupBy === 'service' ? r.provider_service : categoryOf(r.provider_service));
-        const got = rows.filter((r) => r.date === date);
-        expect(got.length).toBe(expected.size);
-        for (const r of got) {
-          const k = (groupBy === 'provider' ? r.provider_type : groupBy === 'service' ? r.service : r.category)!;
-          expect(r.cost_usd).toBe(Math.round(expected.get(k)!) / 1e6);
+    const check = () => {
+      for (const groupBy of ['provider', 'service', 'category'] as const) {
+        const rows = ds.rollups(start, end, groupBy);
+        for (let day = start; day <= end; day++) {
+          const date = new Date(day * 86_400_000).toISOString().slice(0, 10);
+          const expected = sums(ds, day, (r) =>
+            groupBy === 'provider' ? r.provider_type : groupBy === 'service' ? r.provider_service : categoryOf(r.provider_service));
+          const got = rows.filter((r) => r.date === date);
+          expect(got.length).toBe(expected.size);
+          for (const r of got) {
+            const k = (groupBy === 'provider' ? r.provider_type : groupBy === 'service' ? r.service : r.category)!;
+            expect(r.cost_usd).toBe(Math.round(expected.get(k)!) / 1e6);
+          }
         }
       }
-    }
+    };
+    check();
+    // Rollups sum amounts without building rows: restated and ingested rows must count as served.
+    ds.restate();
+    ds.restate();
+    const [sample] = itemsOf(ds, end);
+    ds.addIngested(end, { record: { ...sample!.record, id: 'ingested-1', provider_type: 'custom-cloud', provider_service: 'Widgets' }, micros: 1_230_000 }, 'k1');
+    check();
   });
 
   it('fills only the grouped dimension, or provider too for service when asked', () => {
