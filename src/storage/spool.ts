@@ -9,7 +9,7 @@
  */
 import { rmSync } from 'node:fs';
 import { open, readFile } from 'node:fs/promises';
-import { namesIn, writeFileAtomic } from '../durable-file.js';
+import { namesIn, writeFileAtomic, writeFileDurably } from '../durable-file.js';
 import { extraFields } from './columns.js';
 import { join } from 'node:path';
 
@@ -59,10 +59,13 @@ export function pageGlob(dir: string): string {
 
 /**
  * Writes page `page` of a window durably, the directory entry included (the saved state will say
- * the page exists). Asynchronous, so disk waits happen while other windows parse their pages.
+ * the page exists). In place, not through a temporary name: a page is trusted only once the state
+ * saved after this write says it exists, and a resumed window first drops every page past the saved
+ * one (`dropPagesAfter`), so a page cut off by a crash is never read. Asynchronous, so disk waits
+ * happen while other windows parse their pages.
  */
 export async function writePage(dir: string, page: number, text: string | Uint8Array): Promise<void> {
-  await writeFileAtomic(join(dir, `${String(page).padStart(6, '0')}.json`), text, { syncDir: true });
+  await writeFileDurably(join(dir, `${String(page).padStart(6, '0')}.json`), text);
 }
 
 /** Removes pages numbered above `page` (written after the last saved cursor) and temp files. */

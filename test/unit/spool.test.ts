@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { linesAsArray, spoolPage, upgradePages, type SpoolColumn } from '../../src/storage/spool.js';
+import { dropPagesAfter, linesAsArray, spoolPage, upgradePages, writePage, type SpoolColumn } from '../../src/storage/spool.js';
 
 const columns = [{ name: 'id', type: 'VARCHAR' as const }, { name: 'cost', type: 'DOUBLE' as const }];
 
@@ -83,6 +83,36 @@ describe('pages an earlier version spooled', () => {
       expect(readFileSync(join(dir, '000003.json'), 'utf8')).toBe(current);
       expect(readFileSync(join(dir, 'notes.txt'), 'utf8')).toBe('not a page');
       await upgradePages(join(dir, 'missing'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('writing pages', () => {
+  it('creates the window directory with the first page, overwrites a page in place, and leaves no other file', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'costsync-spool-'));
+    const dir = join(root, 'line_items', '2025-01-01');
+    try {
+      await writePage(dir, 1, spoolText([{ id: 'a', cost: 1 }]));
+      await writePage(dir, 2, 'cut short by a crash');
+      await writePage(dir, 2, spoolText([{ id: 'b', cost: 2 }]));
+      expect(readdirSync(dir).sort()).toEqual(['000001.json', '000002.json']);
+      expect(JSON.parse(readFileSync(join(dir, '000002.json'), 'utf8'))).toEqual([{ id: 'b', cost: 2, o: 0 }]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('a page written past the saved one (perhaps cut short) is dropped when the window resumes, with any temp file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'costsync-spool-'));
+    try {
+      await writePage(dir, 1, '[]');
+      await writePage(dir, 2, '[]');
+      writeFileSync(join(dir, '000003.json'), '[{"id":"c","co');
+      writeFileSync(join(dir, '000001.json.123.abc.tmp'), 'an earlier version\'s temp file');
+      dropPagesAfter(dir, 2);
+      expect(readdirSync(dir).sort()).toEqual(['000001.json', '000002.json']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
