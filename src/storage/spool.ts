@@ -8,7 +8,7 @@
  * reader with typed columns in one transaction, which keeps the pages out of memory.
  */
 import { rmSync } from 'node:fs';
-import { open, readFile } from 'node:fs/promises';
+import { open, readFile, rm } from 'node:fs/promises';
 import { namesIn, writeFileAtomic, writeFileDurably } from '../durable-file.js';
 import { extraFields } from './columns.js';
 import { join } from 'node:path';
@@ -109,9 +109,12 @@ export async function upgradePages(dir: string): Promise<void> {
   }
 }
 
-/** Removes a window's (or a whole stream's) spooled pages. */
-export function clearSpool(dir: string): void {
-  rmSync(dir, { recursive: true, force: true });
+/**
+ * Removes a window's (or a whole stream's) spooled pages. Asynchronously: removing a window's files on
+ * the main thread held every other source's pages for milliseconds (1.4% of its samples at 200 sources).
+ */
+export async function clearSpool(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
 }
 
 /**
@@ -119,7 +122,7 @@ export function clearSpool(dir: string): void {
  * so the engine's order of steps can be tested without a disk.
  */
 export interface Spool {
-  clear(dir: string): void;
+  clear(dir: string): void | Promise<void>;
   dropPagesAfter(dir: string, page: number): void;
   writePage(dir: string, page: number, text: string | Uint8Array): Promise<void>;
   upgradePages(dir: string): Promise<void>;

@@ -128,7 +128,7 @@ async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: Wind
   await ctx.saveState();
   if (!resumed) {
     // Pages of an abandoned plan are of no use now.
-    (ctx.spool ?? fileSpool).clear(join(ctx.spoolDir, spec.name));
+    await (ctx.spool ?? fileSpool).clear(join(ctx.spoolDir, spec.name));
   }
   const todo = remainingWindows(plan);
   shared?.expect(todo);
@@ -186,7 +186,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   const dir = windowSpoolDir(ctx.spoolDir, spec.name, window.start);
   const spool = ctx.spool ?? fileSpool;
 
-  if (window.status === 'todo') spool.clear(dir);
+  if (window.status === 'todo') await spool.clear(dir);
   else {
     // Pages written after the last saved cursor are fetched again: drop them first.
     if (!window.fetched) spool.dropPagesAfter(dir, window.page);
@@ -205,7 +205,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   let totals = idHashes !== null && spec.check.paged ? new Map<string, number>() : null;
   /** Drops what was fetched of the window, so it is fetched again from its first page. */
   const startOver = async () => {
-    spool.clear(dir);
+    await spool.clear(dir);
     Object.assign(window, { status: 'active', cursor: null, page: 0, fetched: false });
     delete window.unique;
     await ctx.saveState();
@@ -372,7 +372,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   Object.assign(window, { status: 'done', cursor: null });
   delete window.unique;
   await ctx.saveState();
-  spool.clear(dir);
+  await spool.clear(dir);
   stats.inserted += diff.inserted;
   stats.updated += diff.updated;
   stats.deleted += diff.deleted;
