@@ -44,6 +44,8 @@ export interface SyncConfig {
   verbose: boolean;
   anomalyRefreshDays: number;
   concurrency: number;
+  /** Sources syncing at once (0: all); the others wait their turn. */
+  sourcesAtOnce: number;
   /** Check each fetched window against its rollups: `on` re-fetches and warns, `strict` fails, `off` skips. */
   reconcile: 'on' | 'strict' | 'off';
   /** Webhook URLs (secrets) told about failed runs and new anomalies; each source may add its own. */
@@ -214,6 +216,7 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     verbose: bool('verbose'),
     anomalyRefreshDays: int('anomaly-refresh-days'),
     concurrency: int('concurrency'),
+    sourcesAtOnce: int('sources-at-once'),
     publishIntervalMs: duration('publish-interval')!,
     lease: choice<'on' | 'off'>('lease'),
     leaseTtlMs: duration('lease-ttl')!,

@@ -5,7 +5,8 @@
 //   npm run bench:sources -- memory   peak RSS of 1 and of 5 sources syncing 1 million line items each, no rate limit
 //   npm run bench:sources -- idle     RSS per source waiting on its limiter (1 source against 200)
 //   npm run bench:sources -- curve    the rate run at 20, 50, 100 and 200 sources (BENCH_CURVE=20,50 for others)
-// Environment: BENCH_SOURCES (default 20), BENCH_SOURCE_ROWS (default 1000000), BENCH_SOURCE_DAYS (default 30);
+// Environment: BENCH_SOURCES (default 20), BENCH_SOURCE_ROWS (default 1000000), BENCH_SOURCE_DAYS (default 30),
+// BENCH_SOURCES_AT_ONCE (the rate run's --sources-at-once; default all);
 // BENCH_SMOKE=1: tiny sizes. Both run the executable with a config file, as the CLI resolves it.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -76,7 +77,9 @@ async function benchRate(n = Number(size('BENCH_SOURCES', 20, 2))) {
     };
     // The emulator runs in this process: its CPU is the machine's, not costsync's (both share the cores).
     const emulatorCpu = process.cpuUsage();
-    const run = await syncSources(emulator.url, dir, n, { 'start-date': addDays('2025-06-30', 1 - days), until: '2025-06-30', 'rate-limit': rpm });
+    // BENCH_SOURCES_AT_ONCE: --sources-at-once (the others wait their turn; each key's use is over its own span).
+    const atOnce = process.env.BENCH_SOURCES_AT_ONCE ? { 'sources-at-once': Number(process.env.BENCH_SOURCES_AT_ONCE) } : {};
+    const run = await syncSources(emulator.url, dir, n, { 'start-date': addDays('2025-06-30', 1 - days), until: '2025-06-30', 'rate-limit': rpm, ...atOnce });
     const { user, system } = process.cpuUsage(emulatorCpu);
     const rows = n * days * 1000;
     const perKey = [...times.values()].map((t) => {

@@ -56,6 +56,25 @@ describe('several sources in one warehouse', () => {
     });
   });
 
+  it('--sources-at-once 1: each source syncs in its turn (no key asks while another source is syncing), every one in full', async () => {
+    await withEmulator(workspaces, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const sources: SourceConfig[] = ['eu', 'us', 'apac'].map((w) => ({ name: `acme-${w}`, baseUrl: emulator.url, apiKey: `k-${w}`, rateLimit: 100_000 }));
+        const config = testSyncConfig(emulator.url, dir, { sources, windowDays: 10, sourcesAtOnce: 1 });
+        const logger = memoryLogger();
+        const summary = await runSync({ config, logger, clock, clientOptions: FAST_CLIENT });
+        expect(logger.lines.join('\n')).toContain('3 sources, 1 at once (--sources-at-once); the others wait their turn');
+        expect(summary.sources.map((s) => [s.source, s.outcome])).toEqual([['acme-eu', 'success'], ['acme-us', 'success'], ['acme-apac', 'success']]);
+        // The workspaces in the order their requests came, runs of one collapsed: one run each.
+        const order = emulator.requestLog.recent().map((r) => r.workspace).filter((w) => w !== undefined);
+        expect(order.length).toBeGreaterThan(9);
+        expect(order.filter((w, i) => w !== order[i - 1])).toEqual(['eu', 'us', 'apac']);
+        const perSource = await queryDb<{ source: string; n: number }>(config.db, 'SELECT source, count(*)::INT AS n FROM line_items GROUP BY source ORDER BY source');
+        expect(perSource).toEqual([{ source: 'acme-apac', n: 3000 }, { source: 'acme-eu', n: 3000 }, { source: 'acme-us', n: 3000 }]);
+      });
+    });
+  });
+
   it('sources on two emulators, from a config file: one with a revoked key fails (exit 3) while the others finish and are published', async () => {
     await withEmulator(workspaces, async (one) => {
       await withEmulator({ ...workspaces, seed: 7 }, async (two) => {
