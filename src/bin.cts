@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=2 --max-old-space-size=96
+#!/usr/bin/env -S MALLOC_ARENA_MAX=1 node --max-semi-space-size=2 --max-old-space-size=96
 /**
  * The `costsync` executable. A CommonJS file on purpose: it runs before Node's ESM loader first uses
  * libuv's thread pool, so the pool size set here takes effect (set from an ES module, it is too late).
@@ -7,7 +7,9 @@
  * DuckDB task keeps its own malloc arena, which grows a long sync's RSS by tens of MB per thread. One
  * thread costs a quarter of the unthrottled speed, which a sync under the API's rate limit never
  * reaches. A value the user sets wins. The small young generation (the shebang) keeps the heap near
- * its live size: pages are short-lived garbage.
+ * its live size: pages are short-lived garbage. One malloc arena (set by the shebang, before Node
+ * starts: glibc reads it once) for the same reason: with 100 sources, peak RSS 296-300 MB instead of
+ * 318-321, in the same CPU time (glibc's default is 8 arenas a core).
  */
 process.env.UV_THREADPOOL_SIZE ??= '1';
 void import('./cli.js');

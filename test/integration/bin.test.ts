@@ -1,5 +1,7 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -27,6 +29,19 @@ describe('the costsync executable', () => {
     // Every emulator option says what it does.
     for (const line of emulatorHelp.split('\n').filter((l) => /^  --[a-z]/.test(l) && !/--(help|version)\b/.test(l))) {
       expect(line.replace(/^\s+--[a-z-]+\s*/, '').replace(/\[[^\]]*\]/g, '').trim().length, line).toBeGreaterThan(0);
+    }
+  });
+
+  it('runs with one malloc arena (set by its shebang, before Node starts), whatever the caller\'s environment', async () => {
+    const child = spawn(BIN, ['emulator', '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, MALLOC_ARENA_MAX: '8' } });
+    try {
+      await once(createInterface({ input: child.stdout! }), 'line');
+      const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
+      expect(environ).toContain('MALLOC_ARENA_MAX=1');
+      expect(readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0')).toContain('--max-old-space-size=96');
+    } finally {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
     }
   });
 });
