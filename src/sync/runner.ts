@@ -291,6 +291,12 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
   let client: ReturnType<typeof createApiClient> | null = null;
   let summary: SourceSummary;
   const webhooks = webhooksOf(config, source);
+  if (run.shouldStop()) {
+    // A source whose turn (--sources-at-once) comes after a stop does nothing: its state stays as it was.
+    summary = sourceSummary(source.name, 'stopped', streams, undefined);
+    await recordSource(warehouse, run.runId, clock, summary, [source.apiKey, ...webhooks.map((t) => t.url)], webhooks);
+    return summary;
+  }
   try {
     const identity = { name: source.name, baseUrl: source.baseUrl, keyFingerprint: keyFingerprint(source.apiKey) };
     const store = new StateStore(config.stateDir, identity, basename(warehouse.path, '.duckdb'));

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
@@ -69,6 +69,32 @@ describe('several sources in one warehouse', () => {
         const order = emulator.requestLog.recent().map((r) => r.workspace).filter((w) => w !== undefined);
         expect(order.length).toBeGreaterThan(9);
         expect(order.filter((w, i) => w !== order[i - 1])).toEqual(['eu', 'us', 'apac']);
+        const perSource = await queryDb<{ source: string; n: number }>(config.db, 'SELECT source, count(*)::INT AS n FROM line_items GROUP BY source ORDER BY source');
+        expect(perSource).toEqual([{ source: 'acme-apac', n: 3000 }, { source: 'acme-eu', n: 3000 }, { source: 'acme-us', n: 3000 }]);
+      });
+    });
+  });
+
+  it('a stop while the first source syncs leaves those still waiting their turn untouched (recorded as stopped); the next run syncs every one', async () => {
+    await withEmulator(workspaces, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const sources: SourceConfig[] = ['eu', 'us', 'apac'].map((w) => ({ name: `acme-${w}`, baseUrl: emulator.url, apiKey: `k-${w}`, rateLimit: 100_000 }));
+        const config = testSyncConfig(emulator.url, dir, { sources, windowDays: 10, sourcesAtOnce: 1 });
+        const stopSignal = { stopped: false };
+        let pages = 0;
+        const first = await runSync({
+          config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, stopSignal,
+          progress: { page: () => { if (++pages === 2) stopSignal.stopped = true; } },
+        });
+        expect(first.sources.map((s) => [s.source, s.outcome])).toEqual([['acme-eu', 'stopped'], ['acme-us', 'stopped'], ['acme-apac', 'stopped']]);
+        expect(new Set(emulator.requestLog.recent().map((r) => r.workspace).filter((w) => w !== undefined))).toEqual(new Set(['eu']));
+        // No state file for the sources that never started.
+        expect(readdirSync(config.stateDir).filter((n) => /acme-(us|apac)/.test(n))).toEqual([]);
+        expect(readdirSync(config.stateDir).some((n) => n.includes('acme-eu'))).toBe(true);
+        const runs = await queryDb<{ source: string; outcome: string }>(config.db, 'SELECT source, outcome FROM sync_runs ORDER BY source');
+        expect(runs).toEqual([{ source: 'acme-apac', outcome: 'stopped' }, { source: 'acme-eu', outcome: 'stopped' }, { source: 'acme-us', outcome: 'stopped' }]);
+        const again = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        expect(again.sources.map((s) => s.outcome)).toEqual(['success', 'success', 'success']);
         const perSource = await queryDb<{ source: string; n: number }>(config.db, 'SELECT source, count(*)::INT AS n FROM line_items GROUP BY source ORDER BY source');
         expect(perSource).toEqual([{ source: 'acme-apac', n: 3000 }, { source: 'acme-eu', n: 3000 }, { source: 'acme-us', n: 3000 }]);
       });
