@@ -37,6 +37,8 @@ export interface ProgressOptions {
   now?: () => number;
   /** With JSON logs, a `progress` event this often (ms); 0: none. */
   eventIntervalMs?: number;
+  /** The run's sources, those waiting their turn (`--sources-at-once`) included. */
+  sources?: number;
 }
 
 export interface Progress extends ProgressListener {
@@ -92,8 +94,12 @@ export function progressLine(f: ProgressFigures, width = 20): string {
 /** Past this many lines (many sources), one summary line per stream. */
 const MAX_LINES = 8;
 
-/** Sums per stream over sources (`<source>/<stream>` names): the summary lines. Pure. */
-export function summarize(all: readonly ProgressFigures[]): ProgressFigures[] {
+/**
+ * Sums per stream over sources (`<source>/<stream>` names): the summary lines. `sources` is the run's
+ * number of sources: those not started yet (waiting their turn) count as not done, their pages are
+ * estimated as the average of the others', and the ETA waits until every source has started. Pure.
+ */
+export function summarize(all: readonly ProgressFigures[], sources = 0): ProgressFigures[] {
   const byStream = new Map<string, ProgressFigures[]>();
   for (const f of all) {
     const stream = f.stream.includes('/') ? f.stream.split('/')[1]! : f.stream;
@@ -101,16 +107,19 @@ export function summarize(all: readonly ProgressFigures[]): ProgressFigures[] {
   }
   return [...byStream].map(([stream, list]) => {
     const done = list.filter((f) => f.done).length;
+    const total = Math.max(list.length, sources);
+    const waiting = total - list.length;
     const estimating = list.some((f) => f.estimatedPages === null);
+    const estimated = list.reduce((s, f) => s + (f.estimatedPages ?? 0), 0);
     return {
-      stream: `${stream} (${done}/${list.length} sources done)`,
+      stream: `${stream} (${done}/${total} sources done${waiting > 0 ? `, ${waiting} waiting` : ''})`,
       pages: list.reduce((s, f) => s + f.pages, 0),
-      estimatedPages: estimating ? null : list.reduce((s, f) => s + f.estimatedPages!, 0),
+      estimatedPages: estimating ? null : Math.round((estimated * total) / list.length),
       rows: list.reduce((s, f) => s + f.rows, 0),
       rowsPerSecond: list.reduce((s, f) => s + (f.done ? 0 : f.rowsPerSecond), 0),
       // Sources run side by side, each at its own budget: the slowest decides.
-      etaSeconds: estimating ? null : Math.max(0, ...list.map((f) => f.etaSeconds ?? 0)),
-      done: done === list.length,
+      etaSeconds: estimating || waiting > 0 ? null : Math.max(0, ...list.map((f) => f.etaSeconds ?? 0)),
+      done: done === total,
     };
   });
 }
@@ -122,10 +131,13 @@ export function createProgress(options: ProgressOptions): Progress {
   const timers: NodeJS.Timeout[] = [];
 
   const snapshot = () => [...streams].map(([name, p]) => figures(name, p, now(), options.requestsPerMinute));
-  const lines = () => {
-    const all = snapshot();
-    return (all.length > MAX_LINES ? summarize(all) : all).map((f) => progressLine(f));
+  const sources = options.sources ?? 0;
+  /** One line per source and stream; past MAX_LINES, or while sources wait their turn, one per stream. */
+  const shown = (all: ProgressFigures[]) => {
+    const started = new Set(all.map((f) => f.stream.split('/')[0])).size;
+    return all.length > MAX_LINES || (sources > 1 && started < sources) ? summarize(all, sources) : all;
   };
+  const lines = () => shown(snapshot()).map((f) => progressLine(f));
   const draw = () => {
     const text = lines();
     // Move up over the previous drawing, then rewrite it.
@@ -134,7 +146,7 @@ export function createProgress(options: ProgressOptions): Progress {
   };
   const tick = () => {
     const all = snapshot();
-    if (all.length > 0) options.logger.info('progress', { streams: all.length > MAX_LINES ? summarize(all) : all });
+    if (all.length > 0) options.logger.info('progress', { streams: shown(all) });
   };
   const get = (name: StreamName) => {
     let p = streams.get(name);

@@ -39,7 +39,7 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
   const logger = makeLogger(config, io);
   for (const key of secrets) logger.addSecret(key);
   const live = config.logFormat === 'pretty' && io.isTTY && !config.quiet;
-  const progress = createProgress({ live, logger, write: io.stderr, requestsPerMinute: config.rateLimit, now: io.now, eventIntervalMs: config.logFormat === 'json' ? 30_000 : 0 });
+  const progress = createProgress({ live, logger, write: io.stderr, requestsPerMinute: config.rateLimit, now: io.now, eventIntervalMs: config.logFormat === 'json' ? 30_000 : 0, sources: config.sources?.length ?? 1 });
   const stopSignal: StopSignal = { stopped: false };
   const onSignal = (signal: string) => () => {
     stopSignal.stopped = true;

@@ -94,6 +94,29 @@ describe('progress', () => {
     expect(lines).toEqual([expect.stringMatching(/^line_items \(0\/20 sources done\) \[#{7}-{13}\] 200\/~600 pages {2}200,000 rows {2}2,000 rows\/s {2}ETA 39s$/)]);
   });
 
+  it('with sources waiting their turn: they count as not done, their pages are estimated from the others\', and no ETA until all started', () => {
+    const running: ProgressFigures[] = Array.from({ length: 4 }, (_, i) => ({
+      stream: `ws-${i}/line_items`, pages: 30, estimatedPages: 30, rows: 30_000, rowsPerSecond: 0, etaSeconds: 0, done: true,
+    }));
+    const [waiting] = summarize(running, 10);
+    expect(progressLine(waiting!)).toMatch(/^line_items \(4\/10 sources done, 6 waiting\) \[#{8}-{12}\] 120\/~300 pages {2}120,000 rows {2}0 rows\/s {2}estimating…$/);
+    expect(waiting!.done).toBe(false);
+    const [all] = summarize(running, 4);
+    expect(progressLine(all!)).toMatch(/^line_items \(4\/4 sources done\) .* 120\/120 pages .* done$/);
+  });
+
+  it('draws one line per stream while sources wait their turn, however few lines the started ones take', () => {
+    const written: string[] = [];
+    const progress = createProgress({
+      live: true, requestsPerMinute: 60, now: () => 0, write: (s) => written.push(s), sources: 3,
+      logger: createLogger({ format: 'json', level: 'info', write: () => undefined }),
+    });
+    progress.planned!('ws-0/line_items' as never, { windows: 1, from: '2025-06-01', to: '2025-06-30', resumed: false, pages: 30 });
+    progress.finish();
+    expect(written.at(-1)).toMatch(/line_items \(0\/3 sources done, 2 waiting\)/);
+    expect(written.at(-1)).not.toMatch(/ws-0/);
+  });
+
   it('prints what changed per stream', () => {
     const table = summaryTable({ line_items: { ...emptyStats(), inserted: 4500, pages: 5, requests: 6, retries: 1 } });
     expect(table.split('\n')[0]).toMatch(/^stream\s+inserted\s+updated\s+deleted\s+pages\s+requests\s+retries\s+429s\s+warnings$/);
