@@ -210,3 +210,25 @@ export function summaryTable(streams: Partial<Record<StreamName, StreamStats>>):
   const fmt = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [fmt(head), ...rows.map(fmt)].join('\n');
 }
+
+/**
+ * The end-of-run tables: one for a single source; one per source for a few (up to MAX_LINES); for
+ * more, a count of outcomes, the sources that did not succeed, and one table of all sources together
+ * (hundreds of tables would bury what matters). Pure.
+ */
+export function runSummaryText(
+  sources: readonly { source: string; outcome: string; streams: Partial<Record<StreamName, StreamStats>> }[],
+  streams: Partial<Record<StreamName, StreamStats>>,
+): string {
+  if (sources.length <= 1) return summaryTable(streams);
+  if (sources.length <= MAX_LINES) return sources.map((s) => `${s.source}: ${s.outcome}\n${summaryTable(s.streams)}`).join('\n\n');
+  const outcomes = new Map<string, string[]>();
+  for (const s of sources) outcomes.set(s.outcome, [...(outcomes.get(s.outcome) ?? []), s.source]);
+  const counts = [...outcomes].map(([outcome, names]) => `${names.length} ${outcome}`).join(', ');
+  const others = [...outcomes].filter(([outcome]) => outcome !== 'success').map(([outcome, names]) => {
+    const shown = names.slice(0, 20).join(', ');
+    return `${outcome}: ${shown}${names.length > 20 ? `, and ${names.length - 20} more` : ''}`;
+  });
+  return [`${sources.length} sources: ${counts}`, ...others, '', `all ${sources.length} sources`, summaryTable(streams)].join('\n');
+}
+

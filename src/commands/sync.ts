@@ -4,7 +4,7 @@ import { ExitCode, describeError, errorFields, isCostsyncError } from '../errors
 import { loadConfig, makeLogger, processIo, type CommandIo } from './common.js';
 import { settingOptions } from '../settings.js';
 import { sendNow } from '../outputs/notify.js';
-import { createProgress, summaryTable } from '../progress.js';
+import { createProgress, runSummaryText } from '../progress.js';
 import { runSync, type RunSummary, type StopSignal } from '../sync/runner.js';
 import { dryRunText, planDryRun } from '../sync/dry-run.js';
 
@@ -68,10 +68,7 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
         ...(summary.lakeTables !== undefined && { lakeTables: summary.lakeTables }),
       });
     } else if (!config.quiet) {
-      const tables = summary.sources.length > 1
-        ? summary.sources.map((s) => `${s.source}: ${s.outcome}\n${summaryTable(s.streams)}`).join('\n\n')
-        : summaryTable(summary.streams);
-      io.stderr(`\n${tables}\n`);
+      io.stderr(`\n${runSummaryText(summary.sources, summary.streams)}\n`);
       if (summary.lakeTables !== undefined) {
         const versions = Object.entries(summary.lakeTables).map(([t, file]) => `${t} ${/v\d+(?=\.metadata\.json$)/.exec(file)?.[0] ?? file}`);
         io.stderr(`Iceberg tables in ${config.out} (current metadata): ${versions.join(', ')}\n`);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { emptyStats } from '../../src/sync/context.js';
-import { createProgress, etaSeconds, progressLine, summarize, summaryTable, type ProgressFigures } from '../../src/progress.js';
+import { createProgress, etaSeconds, progressLine, runSummaryText, summarize, summaryTable, type ProgressFigures } from '../../src/progress.js';
 import { estimateTotalPages, smooth, wantsRollupTotals } from '../../src/sync/estimate.js';
 import { createLogger } from '../../src/log.js';
 
@@ -121,6 +121,20 @@ describe('progress', () => {
     const table = summaryTable({ line_items: { ...emptyStats(), inserted: 4500, pages: 5, requests: 6, retries: 1 } });
     expect(table.split('\n')[0]).toMatch(/^stream\s+inserted\s+updated\s+deleted\s+pages\s+requests\s+retries\s+429s\s+warnings$/);
     expect(table.split('\n')[1]).toMatch(/^line_items\s+4500\s+0\s+0\s+5\s+6\s+1\s+0\s+0$/);
+  });
+
+  it('ends a run of many sources with the outcomes counted, the sources that did not succeed named, and one table for all', () => {
+    const stats = (inserted: number) => ({ line_items: { ...emptyStats(), inserted, pages: 1, requests: 1 } });
+    const sources = Array.from({ length: 30 }, (_, i) => ({ source: `ws-${i}`, outcome: i < 25 ? 'success' : i < 27 ? 'failed' : 'stopped', streams: stats(100) }));
+    const text = runSummaryText(sources, stats(3000));
+    expect(text.split('\n').slice(0, 5)).toEqual(['30 sources: 25 success, 2 failed, 3 stopped', 'failed: ws-25, ws-26', 'stopped: ws-27, ws-28, ws-29', '', 'all 30 sources']);
+    expect(text).toMatch(/^line_items\s+3000\s+0\s+0\s+1\s+1\s+0\s+0\s+0$/m);
+    expect(text).not.toMatch(/ws-3:|ws-0/);
+    const many = runSummaryText(Array.from({ length: 30 }, (_, i) => ({ source: `ws-${i}`, outcome: 'failed', streams: stats(0) })), stats(0));
+    expect(many.split('\n')[1]).toMatch(/^failed: ws-0, .*ws-19, and 10 more$/);
+    // A few sources: a table each; one: its table.
+    expect(runSummaryText(sources.slice(0, 2), stats(200))).toMatch(/^ws-0: success\nstream[\s\S]*\n\nws-1: success\nstream/);
+    expect(runSummaryText(sources.slice(0, 1), stats(100))).toBe(summaryTable(stats(100)));
   });
 
   it('spends the rollups request for the estimate on backfills and on new plans with nothing stored, whatever their windows', () => {
