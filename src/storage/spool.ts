@@ -122,7 +122,7 @@ export async function clearSpool(dir: string): Promise<void> {
  * so the engine's order of steps can be tested without a disk.
  */
 export interface Spool {
-  clear(dir: string): void | Promise<void>;
+  clear(dir: string): Promise<void>;
   dropPagesAfter(dir: string, page: number): void;
   writePage(dir: string, page: number, text: string | Uint8Array): Promise<void>;
   upgradePages(dir: string): Promise<void>;

@@ -291,10 +291,11 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
   let client: ReturnType<typeof createApiClient> | null = null;
   let summary: SourceSummary;
   const webhooks = webhooksOf(config, source);
+  const secrets = [source.apiKey, ...webhooks.map((t) => t.url)];
   if (run.shouldStop()) {
     // A source whose turn (--sources-at-once) comes after a stop does nothing: its state stays as it was.
     summary = sourceSummary(source.name, 'stopped', streams, undefined);
-    await recordSource(warehouse, run.runId, clock, summary, [source.apiKey, ...webhooks.map((t) => t.url)], webhooks);
+    await recordSource(warehouse, run.runId, clock, summary, secrets, webhooks);
     return summary;
   }
   try {
@@ -421,7 +422,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
   if (summary.outcome === 'failed') {
     logger.debug(`${source.name}: failed: ${describeError(summary.error, [source.apiKey])}`, { source: source.name });
   }
-  await recordSource(warehouse, run.runId, clock, summary, [source.apiKey, ...webhooks.map((t) => t.url)], webhooks);
+  await recordSource(warehouse, run.runId, clock, summary, secrets, webhooks);
   return summary;
 }
 

@@ -82,7 +82,7 @@ async function runWindow(options: Options) {
   let firstWritten = (): void => undefined;
   const firstWrite = new Promise<void>((resolve) => { firstWritten = resolve; });
   const spool: Spool = {
-    clear: (dir) => { steps.push(`clear ${dir}`); },
+    clear: async (dir) => { steps.push(`clear ${dir}`); },
     dropPagesAfter: (_dir, n) => { steps.push(`drop pages after ${n}`); },
     upgradePages: async () => { steps.push('upgrade pages'); },
     writePage: async (_dir, n) => {
