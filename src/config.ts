@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { addDays, utcDate } from './dates.js';
 import { ConfigError } from './errors.js';
+import { duckdbThreads, memoryLimit } from './storage/duckdb.js';
 import { STREAM_NAMES, type StreamName } from './sync/context.js';
 
 /** A first run starts this many days before today (`--start-date`'s default). */
@@ -190,6 +191,10 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
   const notify = notifyValue === undefined ? [] : urlList(notifyValue.value, notifyValue.from);
   const chosen = selectSources(sources, pick('source'), rateLimit, needsApi);
   const first = chosen[0];
+  // DuckDB's tuning variables are read where the warehouse opens; a bad one is refused here, before
+  // anything is created or fetched.
+  memoryLimit(env);
+  duckdbThreads(env);
 
   return {
     baseUrl: first?.baseUrl ?? '',

@@ -49,7 +49,7 @@ export const ERRORS = {
   CS_ERR_CURSOR_LOOP: { exit: ExitCode.FAILED, summary: 'the server returned a cursor it had already returned' },
   CS_ERR_RECONCILE: { exit: ExitCode.FAILED, summary: 'with --reconcile strict, a window whose line items and rollups still disagree' },
   CS_ERR_OUTPUT_BEHIND: { exit: ExitCode.FAILED, summary: 'the lake or the published warehouse could not be brought up to date; it is pending for the next run' },
-  CS_ERR_MEMORY: { exit: ExitCode.FAILED, summary: 'the heap ran short; the run stopped cleanly with its progress saved' },
+  CS_ERR_MEMORY: { exit: ExitCode.FAILED, summary: "memory ran short (Node's heap, or DuckDB's memory limit); the run stopped with its progress saved" },
   CS_ERR_PUBLISH: { exit: ExitCode.FAILED, summary: 'the warehouse could not be published over --db' },
   CS_ERR_WAREHOUSE_CHANGED: { exit: ExitCode.LOCKED, summary: 'another run published the warehouse since this run started; nothing was overwritten' },
   CS_ERR_LEASE_HELD: { exit: ExitCode.LOCKED, summary: 'another runner holds the lease on the bucket (named)' },

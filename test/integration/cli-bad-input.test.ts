@@ -43,6 +43,22 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
     });
   });
 
+  it("refuses DuckDB's tuning variables when they are not usable, before anything is created", async () => {
+    await withTempDir(async (dir) => {
+      const cases: [Record<string, string>, RegExp][] = [
+        [{ COSTSYNC_DUCKDB_MEMORY_LIMIT: '32MB' }, /COSTSYNC_DUCKDB_MEMORY_LIMIT=32MB is below the 64MB DuckDB needs to store a window[\s\S]*hint: Set it to 64MB or more/],
+        [{ COSTSYNC_DUCKDB_MEMORY_LIMIT: 'big' }, /COSTSYNC_DUCKDB_MEMORY_LIMIT=big is not a size[\s\S]*hint: Give a number and a unit/],
+        [{ COSTSYNC_DUCKDB_THREADS: 'all' }, /COSTSYNC_DUCKDB_THREADS=all is not a whole number from 1 to 64/],
+      ];
+      for (const [tuning, message] of cases) {
+        const result = await run(syncArgs('http://127.0.0.1:9', dir), { ...env, ...tuning });
+        expect(result.code, JSON.stringify(tuning)).toBe(ExitCode.USAGE);
+        expect(result.stderr, JSON.stringify(tuning)).toMatch(message);
+      }
+      expect(readdirSync(dir)).toEqual([]);
+    });
+  });
+
   it('a corrupt, older or foreign state file: exit 2 with the fix, tables and state file untouched', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {

@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runSync } from '../../src/sync/runner.js';
+import { openWarehouse } from '../../src/storage/duckdb.js';
+import { CostsyncError } from '../../src/errors.js';
 import { FAST_CLIENT, SPAN, memoryLogger, queryDb, testSyncConfig, withEmulator, withTempDir } from '../helpers.js';
 
 describe('a heap that runs short', () => {
@@ -41,4 +43,23 @@ describe('a heap that runs short', () => {
       });
     });
   }, 30_000);
+
+  it("a statement past DuckDB's memory limit fails with costsync's memory error, and the warehouse goes on working", async () => {
+    await withTempDir(async (dir) => {
+      const wh = await openWarehouse(join(dir, 'w.duckdb'));
+      try {
+        // A list aggregate cannot spill: 3 million values do not fit in 2 MB.
+        await wh.sql("SET memory_limit = '2MB'");
+        const failed = await wh.sql('SELECT length(list(range)) AS n FROM range(3000000)').then(() => null, (error: unknown) => error);
+        expect(failed).toBeInstanceOf(CostsyncError);
+        expect(failed).toMatchObject({ code: 'CS_ERR_MEMORY', exitCode: 1 });
+        expect((failed as CostsyncError).message).toMatch(/^DuckDB ran out of memory at its limit of 64MB: failed to allocate/);
+        expect((failed as CostsyncError).hint).toMatch(/COSTSYNC_DUCKDB_MEMORY_LIMIT/);
+        await wh.sql("SET memory_limit = '64MB'");
+        expect(await wh.sql<{ n: number }>('SELECT count(*) AS n FROM range(10)')).toEqual([{ n: 10 }]);
+      } finally {
+        wh.close();
+      }
+    });
+  });
 });
