@@ -57,7 +57,7 @@ export const SETTING_SPECS = [
   { name: 'iceberg-retention', kind: 'duration', group: 'sync', default: '7d', minMs: 0, describe: 'With --format iceberg: snapshots kept for time travel; older ones expire and their files are deleted' },
   { name: 'anomaly-refresh-days', kind: 'int', group: 'sync', default: 30, range: [0, 3660], describe: 'Days of anomalies re-read every run for status changes' },
   { name: 'concurrency', kind: 'int', group: 'sync', default: 4, range: [1, 64], describe: 'Windows fetched at once per stream' },
-  { name: 'sources-at-once', kind: 'int', group: 'sync', default: 0, range: [0, 100_000], defaultText: '0 (50 a CPU core)', describe: 'Sources of the config file syncing at once; the others wait their turn (0: 50 for each CPU core, which keep their keys at the full rate limit on this project\'s 2-core machines)' },
+  { name: 'sources-at-once', kind: 'int', group: 'sync', default: 0, range: [0, 100_000], defaultText: '0 (40 a CPU core)', describe: 'Sources of the config file syncing at once; the others wait their turn (0: 40 for each CPU core, which keep their keys at the full rate limit and the process under 300 MB on this project\'s 2-core machines)' },
   { name: 'notify-severity', kind: 'choice', group: 'sync', default: 'high', choices: ['low', 'medium', 'high', 'critical'], describe: 'Lowest anomaly severity to send' },
   { name: 'notify-status-changes', kind: 'bool', group: 'sync', describe: 'Also send anomaly status changes' },
   { name: 'notify-max-age', kind: 'duration', group: 'sync', default: '48h', describe: 'Anomalies detected longer ago are stored, not sent' },

@@ -120,7 +120,7 @@ export function memoryLimit(env: NodeJS.ProcessEnv = process.env): string {
   }
   if (bytes < sizeInBytes(MIN_MEMORY_LIMIT)!) {
     throw new ConfigError(
-      `COSTSYNC_DUCKDB_MEMORY_LIMIT=${value} is below the ${MIN_MEMORY_LIMIT} DuckDB needs to store a window (its JSON reader alone takes a 32 MiB buffer).`,
+      `COSTSYNC_DUCKDB_MEMORY_LIMIT=${value} is below ${MIN_MEMORY_LIMIT}, the least costsync runs DuckDB with (loading a window takes its JSON reader a 32 MiB buffer).`,
       `Set it to ${MIN_MEMORY_LIMIT} or more, or unset it.`,
     );
   }

@@ -2,7 +2,7 @@
 // default there, and a benchmark cannot fall behind the CLI), a temp dir, a silent logger, and the
 // smoke size. `BENCH_SMOKE=1` runs a script at a tiny size: `npm test` does that once for each script so
 // none can rot (figures printed, nothing asserted about speed).
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,4 +56,37 @@ export async function filledWorkingCopy(dir, rows, options = {}) {
       FROM range(${rows}) t(i)`);
   });
   return { db, wh };
+}
+
+/** CPU seconds a process has used so far, all its threads (from /proc; NaN once it is gone, or off Linux). */
+export function cpuSeconds(pid) {
+  return threadSeconds(`/proc/${pid}/stat`);
+}
+
+/** utime and stime of a /proc stat file, in seconds (clock ticks are 100 a second on Linux); NaN when unreadable. */
+function threadSeconds(statPath) {
+  try {
+    const stat = readFileSync(statPath, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/** This process's CPU seconds so far: its main (JavaScript) thread, and every other thread together (libuv's, DuckDB's, V8's helpers). */
+export function ownThreadSeconds() {
+  let main = 0;
+  let others = 0;
+  try {
+    for (const tid of readdirSync('/proc/self/task')) {
+      const used = threadSeconds(`/proc/self/task/${tid}/stat`);
+      if (Number.isNaN(used)) continue;
+      if (tid === String(process.pid)) main = used;
+      else others += used;
+    }
+  } catch {
+    return { main: NaN, others: NaN };
+  }
+  return { main, others };
 }

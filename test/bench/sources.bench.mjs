@@ -14,23 +14,11 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEmulator } from '../../dist/emulator/server.js';
 import { addDays } from '../../dist/dates.js';
-import { BIN, size, smoke, tempDir } from './common.mjs';
+import { BIN, cpuSeconds, size, smoke, tempDir } from './common.mjs';
 
 const which = process.argv[2];
 const SCOPES = ['line_items:read', 'rollups:read', 'anomalies:read', 'usage:write'];
 const clock = { now: () => Date.now() };
-
-/** CPU seconds a process has used so far, all its threads (from /proc; NaN once it is gone). */
-function cpuSeconds(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime and stime, in clock ticks (100 a second on Linux).
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
 
 /** Runs the executable with a config file of `n` sources; returns wall seconds, peak RSS and CPU seconds (sampled from /proc). */
 async function syncSources(emulatorUrl, dir, n, extra) {

@@ -13,7 +13,8 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { startEmulator } from '../../dist/emulator/server.js';
 import { runSync } from '../../dist/sync/runner.js';
 import { addDays } from '../../dist/dates.js';
-import { BIN, CLI, quietLogger, size, smoke, syncConfig, tempDir } from './common.mjs';
+import { availableParallelism } from 'node:os';
+import { BIN, CLI, cpuSeconds, ownThreadSeconds, quietLogger, size, smoke, syncConfig, tempDir } from './common.mjs';
 
 const which = process.argv[2];
 const fixedClock = { now: () => Date.parse('2025-12-31T12:00:00Z') };
@@ -81,7 +82,7 @@ async function benchRate() {
 async function emulatorProcess(args) {
   const emu = spawn(process.execPath, [CLI, 'emulator', '--port', '0', '--rate-limit', '0', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const [url] = await once(createInterface({ input: emu.stdout }), 'line');
-  return { url, stop: () => emu.kill('SIGTERM') };
+  return { url, pid: emu.pid, stop: () => emu.kill('SIGTERM') };
 }
 
 async function readJsonRate(pagesDir, dbPath, settings) {
@@ -126,14 +127,18 @@ async function benchThroughput() {
   const rows = Number(size('BENCH_THROUGHPUT_ROWS', 1_000_000, 2_000));
   const rowsPerDay = Math.min(50_000, rows);
   const days = Math.ceil(rows / rowsPerDay);
-  const { url, stop } = await emulatorProcess(['--rows-per-day', String(rowsPerDay), '--start-date', '2025-10-01', '--end-date', '2025-12-31']);
+  const { url, pid, stop } = await emulatorProcess(['--rows-per-day', String(rowsPerDay), '--start-date', '2025-10-01', '--end-date', '2025-12-31']);
   const dir = tempDir();
   try {
     const start = addDays('2025-12-31', -(days - 1));
     // 1. The sync, end to end over loopback HTTP into DuckDB, with its defaults (one-day windows here).
+    const emulator0 = cpuSeconds(pid);
+    const own0 = ownThreadSeconds();
     const t0 = performance.now();
     const summary = await runSync({ config: config(url, dir, { 'start-date': start, 'window-days': 1, concurrency: 4 }), logger: quietLogger });
     const syncSecs = (performance.now() - t0) / 1000;
+    const own1 = ownThreadSeconds();
+    const syncCpu = { main: own1.main - own0.main, others: own1.others - own0.others, emulator: cpuSeconds(pid) - emulator0 };
     const synced = summary.streams.line_items.inserted;
     // 2. The same pages, saved as files, loaded by DuckDB's own read_json (no HTTP, no checks).
     const pagesDir = join(dir, 'pages');
@@ -150,13 +155,25 @@ async function benchThroughput() {
     } while (cursor);
     // 3. A bare client over the same pages from the same emulator: undici and JSON.parse, one-day
     //    windows four at a time as the sync fetches them, nothing checked or stored.
+    const emulator2 = cpuSeconds(pid);
+    const own2 = ownThreadSeconds();
     const bare = await bareClientRate(url, start, days);
+    const own3 = ownThreadSeconds();
+    const bareCpu = { client: own3.main + own3.others - own2.main - own2.others, emulator: cpuSeconds(pid) - emulator2 };
     const free = await readJsonRate(pagesDir, join(dir, 'rj1.duckdb'), []);
     // The closest to costsync's own settings that read_json can run the page files with (64 MB is too little for its 32 MB buffers).
     const same = await readJsonRate(pagesDir, join(dir, 'rj2.duckdb'), ["SET memory_limit = '96MB'", 'SET threads = 1']);
     const syncRate = synced / syncSecs;
     console.log(`throughput: sync ${synced} rows in ${syncSecs.toFixed(1)} s = ${Math.round(syncRate)} rows/s end to end`);
     console.log(`throughput: bare client (undici + JSON.parse, 4 windows at once, nothing stored): ${bare.n} rows in ${bare.secs.toFixed(1)} s = ${Math.round(bare.rate)} rows/s; sync/bare = ${(syncRate / bare.rate).toFixed(2)} (target >= 0.8)`);
+    // Where the gap is: both runs share these cores with the emulator, so the sync can be no faster than
+    // its CPU and the emulator's spread over every core.
+    const cores = availableParallelism();
+    const syncTotal = syncCpu.main + syncCpu.others;
+    const floorSecs = (syncTotal + syncCpu.emulator) / cores;
+    const budget = cores * bare.secs / 0.8 - syncCpu.emulator;
+    console.log(`throughput: CPU of the sync: costsync ${syncTotal.toFixed(1)} s (main thread ${syncCpu.main.toFixed(1)} s; other threads ${syncCpu.others.toFixed(1)} s: DuckDB's statements, file writes, V8's collector), emulator ${syncCpu.emulator.toFixed(1)} s; of the bare client: client ${bareCpu.client.toFixed(1)} s, emulator ${bareCpu.emulator.toFixed(1)} s`);
+    console.log(`throughput: on ${cores} cores the sync's CPU and the emulator's take at least ${floorSecs.toFixed(1)} s: at this cost sync/bare can be at most ${(bare.secs / floorSecs).toFixed(2)}; 0.8 needs costsync's CPU at ${budget.toFixed(1)} s or less for these rows (${(budget / synced * 1e6).toFixed(1)} µs a row; now ${(syncTotal / synced * 1e6).toFixed(1)})`);
     console.log(`throughput: read_json, DuckDB defaults (all threads, no memory limit): ${Math.round(free.rate)} rows/s; sync/read_json = ${(syncRate / free.rate).toFixed(2)}`);
     console.log(`throughput: read_json, one thread, 96 MB: ${Math.round(same.rate)} rows/s; sync/read_json = ${(syncRate / same.rate).toFixed(2)} (target >= 0.5)`);
   } finally {
@@ -171,7 +188,7 @@ async function benchMemory() {
   const days = Math.ceil(rows / rowsPerDay);
   const dir = tempDir();
   // The emulator in its own process, so only the sync's memory is measured.
-  const { url, stop } = await emulatorProcess(['--rows-per-day', String(rowsPerDay), '--start-date', '2025-10-01', '--end-date', '2025-12-31']);
+  const { url, pid, stop } = await emulatorProcess(['--rows-per-day', String(rowsPerDay), '--start-date', '2025-10-01', '--end-date', '2025-12-31']);
   try {
     const args = [BIN, 'sync', '--base-url', url, '--db', join(dir, 'm.duckdb'), '--state-dir', join(dir, 'state'), '--streams', 'line_items',
       '--start-date', addDays('2025-12-31', -(days - 1)), '--until', '2025-12-31', '--rate-limit', '1000000', '--window-days', process.env.BENCH_WINDOW_DAYS ?? '7', '--quiet'];

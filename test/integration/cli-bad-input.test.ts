@@ -46,7 +46,7 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
   it("refuses DuckDB's tuning variables when they are not usable, before anything is created", async () => {
     await withTempDir(async (dir) => {
       const cases: [Record<string, string>, RegExp][] = [
-        [{ COSTSYNC_DUCKDB_MEMORY_LIMIT: '32MB' }, /COSTSYNC_DUCKDB_MEMORY_LIMIT=32MB is below the 64MB DuckDB needs to store a window[\s\S]*hint: Set it to 64MB or more/],
+        [{ COSTSYNC_DUCKDB_MEMORY_LIMIT: '32MB' }, /COSTSYNC_DUCKDB_MEMORY_LIMIT=32MB is below 64MB, the least costsync runs DuckDB with[\s\S]*hint: Set it to 64MB or more/],
         [{ COSTSYNC_DUCKDB_MEMORY_LIMIT: 'big' }, /COSTSYNC_DUCKDB_MEMORY_LIMIT=big is not a size[\s\S]*hint: Give a number and a unit/],
         [{ COSTSYNC_DUCKDB_THREADS: 'all' }, /COSTSYNC_DUCKDB_THREADS=all is not a whole number from 1 to 64/],
       ];

@@ -70,7 +70,7 @@ describe('mapAtMost', () => {
 });
 
 describe('sourcesAtOnce', () => {
-  it('is the setting when one is given, else 50 for each core (at least one core)', () => {
+  it('is the setting when one is given, else 40 for each core (at least one core)', () => {
     expect(sourcesAtOnce(7, 2)).toBe(7);
     expect(sourcesAtOnce(0, 2)).toBe(2 * SOURCES_PER_CORE);
     expect(sourcesAtOnce(0, 8)).toBe(8 * SOURCES_PER_CORE);

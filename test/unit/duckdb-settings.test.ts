@@ -29,7 +29,7 @@ describe("DuckDB's tuning variables", () => {
       }
       return null;
     })();
-    expect(small?.message).toMatch(/48MB is below the 64MB DuckDB needs to store a window/);
+    expect(small?.message).toMatch(/48MB is below 64MB, the least costsync runs DuckDB with/);
     expect(small?.hint).toMatch(/64MB or more/);
     expect(small?.exitCode).toBe(2);
   });
