@@ -314,8 +314,8 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     let carried = row === undefined ? null : JSON.stringify(carriedState(state));
     /** Replaces the carried state with `text` (inside whatever transaction is open). */
     const carry = async (text: string) => {
-      await warehouse.run('state/carry_delete', [source.name]);
-      await warehouse.run('state/carry_insert', [source.name, text, new Date(clock.now()).toISOString()]);
+      const params = [source.name, text, new Date(clock.now()).toISOString()];
+      if ((await warehouse.run('state/carry_update', params)) === 0) await warehouse.run('state/carry_insert', params);
       carried = text;
     };
 
