@@ -21,18 +21,22 @@ function carriedWindowed(stream: WindowedStreamState): WindowedStreamState {
   };
 }
 
+/** A window of a windowed stream, named for the carried state. */
+export interface CarriedWindow { stream: 'line_items' | 'rollups'; start: string; end: string }
+
 /**
- * What the warehouse carries of `state`; with `done`, as if that window of that stream were already
- * done (for the transaction that commits it). Pure.
+ * What the warehouse carries of `state`; with `done`, as if those windows were already done (for the
+ * transaction that commits them: one, or several in a grouped commit). Pure.
  */
-export function carriedState(state: SyncState, done?: { stream: 'line_items' | 'rollups'; start: string; end: string }): CarriedState {
+export function carriedState(state: SyncState, done: readonly CarriedWindow[] = []): CarriedState {
   const out: CarriedState = {};
   for (const name of ['line_items', 'rollups'] as const) {
     const stream = state.streams[name];
     if (stream === undefined) continue;
     const carried = carriedWindowed(stream);
-    if (done?.stream === name && carried.pending !== null) {
-      for (const w of carried.pending.windows) if (w.start === done.start && w.end === done.end) w.status = 'done';
+    for (const d of done) {
+      if (d.stream !== name || carried.pending === null) continue;
+      for (const w of carried.pending.windows) if (w.start === d.start && w.end === d.end) w.status = 'done';
     }
     out[name] = carried;
   }

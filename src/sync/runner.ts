@@ -17,7 +17,7 @@ import { CostsyncError, ExitCode, describeError, isCostsyncError, isFenced } fro
 import type { Logger } from '../log.js';
 import { newRunId } from '../run-id.js';
 import { formatDuration } from '../dates.js';
-import { carriedState, reconcileCarried, type CarriedState } from '../state/carried.js';
+import { carriedState, reconcileCarried, type CarriedState, type CarriedWindow } from '../state/carried.js';
 import { StateStore } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { derivedOutputs } from '../outputs/derived.js';
@@ -312,6 +312,8 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     // An empty --state-dir going on from the warehouse is the documented clean-container case: worth a line, not a warning.
     if (notice !== null) (fileExisted ? logger.warn : logger.info)(notice, { source: source.name });
     let carried = row === undefined ? null : JSON.stringify(carriedState(state));
+    /** This source's windows in the transaction under way (see `carryState`). */
+    const committing = new Map<string, CarriedWindow>();
     /** Replaces the carried state with `text` (inside whatever transaction is open). */
     const carry = async (text: string) => {
       const params = [source.name, text, new Date(clock.now()).toISOString()];
@@ -369,7 +371,12 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     const ctx: SyncContext = {
       client, warehouse, lookups: run.lookups, spoolDir: store.spoolDir, state, logger, clock, runId: run.runId, source: source.name, stats,
       carryState: async (done) => {
-        const text = JSON.stringify(carriedState(state, done));
+        // A grouped commit may store several of this source's windows: each carry says all of them
+        // are done, and a window leaves the list once its transaction commits or rolls back.
+        const key = `${done.stream} ${done.start} ${done.end}`;
+        committing.set(key, done);
+        warehouse.onSettle(() => committing.delete(key));
+        const text = JSON.stringify(carriedState(state, [...committing.values()]));
         if (text !== carried) await carry(text);
       },
       // The file at once; the warehouse's copy follows in the background (see `carryLatest`).

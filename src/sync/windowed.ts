@@ -368,7 +368,8 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
       for (const webhook of ctx.notify?.webhooks ?? []) await warehouse.run('notify/run_event', [id, webhook, ctx.source, 'reconcile', event, now]);
     }
     return counts;
-  });
+    // Windows finished together (other windows, other sources) share a commit: see `TransactionOptions.group`.
+  }, { group: true });
   Object.assign(window, { status: 'done', cursor: null });
   delete window.unique;
   await ctx.saveState();

@@ -32,9 +32,18 @@ describe('the state the warehouse carries', () => {
   });
 
   it('marks the window being committed done, for the transaction that commits it', () => {
-    const carried = carriedState(midWindow, { stream: 'line_items', start: '2025-06-11', end: '2025-06-20' });
+    const carried = carriedState(midWindow, [{ stream: 'line_items', start: '2025-06-11', end: '2025-06-20' }]);
     expect(carried.line_items!.pending!.windows.map((w) => w.status)).toEqual(['done', 'done']);
-    expect(carriedState(midWindow, { stream: 'rollups', start: '2025-06-11', end: '2025-06-20' }).line_items!.pending!.windows[1]!.status).toBe('todo');
+    expect(carriedState(midWindow, [{ stream: 'rollups', start: '2025-06-11', end: '2025-06-20' }]).line_items!.pending!.windows[1]!.status).toBe('todo');
+  });
+
+  it('marks every window of a grouped commit done, whatever stream each is of', () => {
+    const carried = carriedState(midWindow, [
+      { stream: 'line_items', start: '2025-06-11', end: '2025-06-20' },
+      { stream: 'rollups', start: '2025-06-01', end: '2025-06-10' },
+    ]);
+    expect(carried.line_items!.pending!.windows.map((w) => w.status)).toEqual(['done', 'done']);
+    expect(carriedState(midWindow, []).line_items!.pending!.windows.map((w) => w.status)).toEqual(['done', 'todo']);
   });
 
   it('a state file that agrees keeps its cursors; one that disagrees, or none, yields to the warehouse with a notice', () => {
@@ -42,7 +51,7 @@ describe('the state the warehouse carries', () => {
     expect(reconcileCarried(midWindow, true, carried, 'eu')).toEqual({ state: midWindow, notice: null });
     expect(reconcileCarried(midWindow, true, null, 'eu')).toEqual({ state: midWindow, notice: null });
 
-    const ahead = carriedState(midWindow, { stream: 'line_items', start: '2025-06-11', end: '2025-06-20' });
+    const ahead = carriedState(midWindow, [{ stream: 'line_items', start: '2025-06-11', end: '2025-06-20' }]);
     const behind = reconcileCarried(midWindow, true, ahead, 'eu');
     expect(behind.state.streams).toEqual(ahead);
     expect(behind.notice).toMatch(/disagrees with the warehouse/);

@@ -1,0 +1,107 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { MAX_GROUP, openWarehouse, type Warehouse } from '../../src/storage/duckdb.js';
+import { withTempDir } from '../helpers.js';
+
+/** A warehouse in a temp dir with a table `t (n INTEGER)`, closed however the test ends. */
+async function withTable(fn: (wh: Warehouse) => Promise<void>): Promise<void> {
+  await withTempDir(async (dir) => {
+    const wh = await openWarehouse(join(dir, 'g.duckdb'));
+    try {
+      await wh.sql('CREATE TABLE t (n INTEGER)');
+      await fn(wh);
+    } finally {
+      wh.close();
+    }
+  });
+}
+
+/** Holds the write queue until `release` is called, so the transactions given meanwhile wait together. */
+function holdQueue(wh: Warehouse): { release: () => void; held: Promise<void> } {
+  let release: () => void = () => undefined;
+  const open = new Promise<void>((resolve) => { release = resolve; });
+  return { release, held: wh.exclusive(() => open) };
+}
+
+const txid = async (wh: Warehouse) => Number((await wh.sql<{ t: number }>('SELECT txid_current() AS t'))[0]!.t);
+
+describe('grouped transactions (a group commit of the window stores waiting together)', () => {
+  it('share one transaction when they wait for the queue together, each getting its own result', async () => {
+    await withTable(async (wh) => {
+      const { release, held } = holdQueue(wh);
+      const stores = [1, 2, 3].map((n) => wh.transaction(async () => {
+        await wh.sql('INSERT INTO t VALUES ($1)', [n]);
+        return { n, tx: await txid(wh) };
+      }, { group: true }));
+      release();
+      await held;
+      const results = await Promise.all(stores);
+      expect(results.map((r) => r.n)).toEqual([1, 2, 3]);
+      expect(new Set(results.map((r) => r.tx)).size).toBe(1);
+      expect(await wh.sql('SELECT n FROM t ORDER BY n')).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      // One waiting alone has its own.
+      const alone = await wh.transaction(async () => txid(wh), { group: true });
+      expect(alone).not.toBe(results[0]!.tx);
+    });
+  });
+
+  it('keep a failure to its own: the group rolls back, the others commit on their own, the failed one rejects', async () => {
+    await withTable(async (wh) => {
+      const { release, held } = holdQueue(wh);
+      const runs: number[] = [];
+      const stores = [1, 2, 3].map((n) => wh.transaction(async () => {
+        runs.push(n);
+        await wh.sql('INSERT INTO t VALUES ($1)', [n]);
+        if (n === 2) throw new Error('window 2 cannot be stored');
+        return n;
+      }, { group: true }));
+      release();
+      await held;
+      const settled = await Promise.allSettled(stores);
+      expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect((settled[1] as PromiseRejectedResult).reason.message).toBe('window 2 cannot be stored');
+      // Once together (1, 2 failed), then each alone.
+      expect(runs).toEqual([1, 2, 1, 2, 3]);
+      expect(await wh.sql('SELECT n FROM t ORDER BY n')).toEqual([{ n: 1 }, { n: 3 }]);
+    });
+  });
+
+  it('tell onSettle hooks once their transaction commits or rolls back, the failed group included', async () => {
+    await withTable(async (wh) => {
+      const events: string[] = [];
+      const { release, held } = holdQueue(wh);
+      const stores = [1, 2].map((n) => wh.transaction(async () => {
+        wh.onSettle(() => events.push(`settled ${n}`));
+        events.push(`stored ${n}`);
+        if (n === 2 && events.filter((e) => e === 'stored 2').length === 1) throw new Error('first try fails');
+        return n;
+      }, { group: true }));
+      release();
+      await held;
+      await Promise.allSettled(stores);
+      expect(events).toEqual([
+        'stored 1', 'stored 2', 'settled 1', 'settled 2', // the group, rolled back
+        'stored 1', 'settled 1', // 1 alone, committed
+        'stored 2', 'settled 2', // 2 alone: its second try, committed
+      ]);
+      expect(await Promise.all(stores)).toEqual([1, 2]);
+    });
+  });
+
+  it(`take at most ${MAX_GROUP} at a time; the rest follow in further groups`, async () => {
+    await withTable(async (wh) => {
+      const { release, held } = holdQueue(wh);
+      const count = MAX_GROUP * 2 + 1;
+      const stores = Array.from({ length: count }, (_, n) => wh.transaction(async () => {
+        await wh.sql('INSERT INTO t VALUES ($1)', [n]);
+        return txid(wh);
+      }, { group: true }));
+      release();
+      await held;
+      const ids = await Promise.all(stores);
+      const sizes = [...ids.reduce((m, id) => m.set(id, (m.get(id) ?? 0) + 1), new Map<number, number>()).values()];
+      expect(sizes).toEqual([MAX_GROUP, MAX_GROUP, 1]);
+      expect(await wh.sql<{ n: number }>('SELECT count(*) AS n FROM t')).toEqual([{ n: count }]);
+    });
+  });
+});
