@@ -120,13 +120,14 @@ async function benchIdle() {
     const everyone = new Promise((resolve) => { allAsked = resolve; });
     const emulator = await startEmulator({
       port: 0, rateLimit: 0, rowsPerDay: 10, startDate: '2025-06-01', endDate: '2025-06-30', clock, keys: keys(count),
-      beforeReply: async () => { if (++asked >= count) allAsked(); await held; },
+      // Every source starts at once (--sources-at-once) and asks for its one window's first page.
+      beforeReply: async ({ route }) => { if (route === 'line-items' && ++asked >= count) allAsked(); await held; },
     });
     const dir = tempDir();
     try {
       const env = { PATH: process.env.PATH, TZ: 'UTC' };
       const sources = Array.from({ length: count }, (_, i) => { env[`KEY_${i}`] = `key-${i}`; return { name: `ws-${i}`, 'base-url': emulator.url, 'api-key-env': `KEY_${i}` }; });
-      writeFileSync(join(dir, 'config.json'), JSON.stringify({ sources, db: join(dir, 'c.duckdb'), 'state-dir': join(dir, 'state'), 'start-date': '2025-06-25', until: '2025-06-30', streams: 'line_items' }));
+      writeFileSync(join(dir, 'config.json'), JSON.stringify({ sources, db: join(dir, 'c.duckdb'), 'state-dir': join(dir, 'state'), 'start-date': '2025-06-25', until: '2025-06-30', streams: 'line_items', 'sources-at-once': count }));
       const child = spawn(BIN, ['sync', '--config', join(dir, 'config.json'), '--log-format', 'json', '--quiet'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
       await everyone;
       const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
