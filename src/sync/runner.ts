@@ -267,7 +267,8 @@ export function heapRunningShort(used: number, limit: number): boolean {
  * Sources a run syncs at once: the setting, or for 0, `SOURCES_PER_CORE` for each core. Pure.
  * On this project's 2-core machines, 100 sources of 60 requests a minute each kept every key at
  * 96-98% of its budget, and 200 at once got 55-65% (README, "Benchmarks"). 40 a core rather than
- * 50: with 200 sources, 80 at once peaked at 276 MB, 90 at 301 and 100 at 307-318 MB.
+ * 50 keeps 200 sources under 300 MB: 80 at once peaked at 279 MB, 100 at 297 (307-318 before
+ * window stores shared commits).
  */
 export function sourcesAtOnce(setting: number, cores: number): number {
   return setting > 0 ? setting : SOURCES_PER_CORE * Math.max(1, cores);

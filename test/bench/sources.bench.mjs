@@ -127,7 +127,7 @@ async function benchIdle() {
     try {
       const env = { PATH: process.env.PATH, TZ: 'UTC' };
       const sources = Array.from({ length: count }, (_, i) => { env[`KEY_${i}`] = `key-${i}`; return { name: `ws-${i}`, 'base-url': emulator.url, 'api-key-env': `KEY_${i}` }; });
-      writeFileSync(join(dir, 'config.json'), JSON.stringify({ sources, db: join(dir, 'c.duckdb'), 'state-dir': join(dir, 'state'), 'start-date': '2025-06-25', until: '2025-06-30', streams: 'line_items', 'sources-at-once': count }));
+      writeFileSync(join(dir, 'config.json'), JSON.stringify({ sources, db: join(dir, 'c.duckdb'), 'state-dir': join(dir, 'state'), 'start-date': '2025-06-25', until: '2025-06-30', streams: 'line_items', 'sources-at-once': count, 'rate-limit': 100000 }));
       const child = spawn(BIN, ['sync', '--config', join(dir, 'config.json'), '--log-format', 'json', '--quiet'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
       await everyone;
       const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
