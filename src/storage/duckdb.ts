@@ -3,6 +3,7 @@
  * Writes go through one serial queue, because a DuckDB connection runs one transaction at a time
  * and concurrent windows must not interleave their BEGIN/COMMIT.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBAppender, type DuckDBValue } from '@duckdb/node-api';
@@ -180,6 +181,11 @@ export interface OpenOptions {
   workingCopyOf?: string;
 }
 
+/** The error a transaction's statement gets once the transaction was rolled back after `cause`. */
+function rolledBack(cause: unknown): Error {
+  return new Error(`the transaction was rolled back after a statement failed: ${(cause as Error)?.message?.split('\n')[0] ?? String(cause)}`, { cause });
+}
+
 /**
  * A queue that runs the tasks given to it one at a time, in order, each once the one before has
  * settled. Chained promises, no timers: Bottleneck's scheduling added about 5 ms to each transaction,
@@ -227,12 +233,38 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
   // and each one handed over waits for the connection on a libuv thread, which file writes need too.
   // With hundreds of sources, 400 statements were in flight at once; here they wait in JavaScript.
   const one = serially();
-  const failing = (error: unknown) => {
-    throw asMemoryError(error, limit);
-  };
-  const exec = (text: string, params?: DuckDBValue[]) => one(() => connection.run(text, params).catch(failing));
+  /**
+   * The transaction open on the connection, if any: its own statements run in `inTransaction`'s
+   * context (`ownStatements`), and `failure` is set once DuckDB aborted it and it was rolled back.
+   */
+  let open: { failure: unknown } | null = null;
+  const ownStatements = new AsyncLocalStorage<object>();
+  /**
+   * Runs one statement in its turn. A runtime error aborts DuckDB's open transaction, whoever's
+   * statement it was (other sources' reads run between a transaction's statements): it is rolled back
+   * at once, so the statements queued behind run on their own instead of failing with DuckDB's
+   * "Current transaction is aborted", and the transaction's later statements fail instead of running
+   * outside it.
+   */
+  const statement = <T>(run: () => Promise<T>): Promise<T> => one(async () => {
+    const tx = open;
+    const own = tx !== null && ownStatements.getStore() === tx;
+    if (own && tx.failure !== null) throw rolledBack(tx.failure);
+    try {
+      return await run();
+    } catch (error) {
+      if (tx !== null && tx === open && tx.failure === null && !(await stillOpen())) {
+        tx.failure = error;
+        await connection.run('ROLLBACK').catch(() => undefined);
+      }
+      throw asMemoryError(error, limit);
+    }
+  });
+  /** Whether DuckDB's open transaction survived a failed statement (a binder error leaves it open). */
+  const stillOpen = () => connection.run('SELECT 1').then(() => true, () => false);
+  const exec = (text: string, params?: DuckDBValue[]) => statement(() => connection.run(text, params));
   const sql = async <T>(text: string, params?: DuckDBValue[]): Promise<T[]> => {
-    const reader = await one(() => connection.runAndReadAll(text, params).catch(failing));
+    const reader = await statement(() => connection.runAndReadAll(text, params));
     return reader.getRowObjectsJS().map((r) => toPlain(r as Record<string, unknown>)) as T[];
   };
   await sql("SET TimeZone = 'UTC'");
@@ -255,16 +287,21 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
   /** Runs `fns` in one transaction, in order; their results, or the first failure after a rollback. */
   const inTransaction = async (fns: readonly (() => Promise<unknown>)[], publish: boolean): Promise<unknown[]> => {
     await exec('BEGIN TRANSACTION');
+    const tx = { failure: null as unknown };
+    open = tx;
     try {
-      const results: unknown[] = [];
-      for (const fn of fns) results.push(await fn());
-      if (publish) await exec(loadSql('outbox/mark'), ['publish', '']);
-      await exec('COMMIT');
-      return results;
+      return await ownStatements.run(tx, async () => {
+        const results: unknown[] = [];
+        for (const fn of fns) results.push(await fn());
+        if (publish) await exec(loadSql('outbox/mark'), ['publish', '']);
+        await exec('COMMIT');
+        return results;
+      });
     } catch (error) {
-      await exec('ROLLBACK').catch(() => undefined);
+      if (tx.failure === null) await one(() => connection.run('ROLLBACK')).catch(() => undefined);
       throw error;
     } finally {
+      open = null;
       const hooks = settleHooks;
       settleHooks = [];
       for (const hook of hooks) hook();
@@ -322,7 +359,7 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
       }
       await exec(mark, ['manifest', source]);
     },
-    append: (table, write) => one(async () => {
+    append: (table, write) => statement(async () => {
       const appender = await connection.createAppender(table);
       try {
         write(appender);

@@ -105,3 +105,56 @@ describe('grouped transactions (a group commit of the window stores waiting toge
     });
   });
 });
+
+describe('a statement that fails while a transaction is open', () => {
+  it("rolls the transaction back at once: another source's read queued behind it runs, and the transaction stores nothing", async () => {
+    await withTable(async (wh) => {
+      let fire: () => void = () => undefined;
+      // Started outside the transaction, as another source's read is, and queued right behind the failing statement.
+      const outside = new Promise<void>((resolve) => { fire = resolve; }).then(() => wh.sql<{ n: number }>('SELECT count(*) AS n FROM t'));
+      const store = wh.transaction(async () => {
+        await wh.sql('INSERT INTO t VALUES (1)');
+        const failing = wh.sql("SELECT 'x'::INTEGER AS n");
+        fire();
+        await failing;
+      });
+      await expect(store).rejects.toThrow(/Could not convert string 'x'/);
+      // Before: "Current transaction is aborted (please ROLLBACK)".
+      expect(await outside).toEqual([{ n: 0 }]);
+      expect(await wh.sql('SELECT n FROM t')).toEqual([]);
+    });
+  });
+
+  it("fails the transaction when another's statement aborts it, and its later statements never run outside it", async () => {
+    await withTable(async (wh) => {
+      let fire: () => void = () => undefined;
+      const outside = new Promise<void>((resolve) => { fire = resolve; }).then(() => wh.sql("SELECT 'y'::INTEGER AS n"));
+      let afterwards: unknown = null;
+      const store = wh.transaction(async () => {
+        await wh.sql('INSERT INTO t VALUES (1)');
+        fire();
+        // Let the outside statement run (and fail) between this transaction's statements.
+        await outside.catch(() => undefined);
+        // A caller that swallows the failure and writes on: the write must not commit on its own.
+        await wh.sql('INSERT INTO t VALUES (2)').catch((error: unknown) => { afterwards = error; });
+      });
+      await expect(outside).rejects.toThrow(/Could not convert string 'y'/);
+      await expect(store).rejects.toThrow(/the transaction was rolled back after a statement failed: Conversion Error/);
+      expect(String(afterwards)).toMatch(/the transaction was rolled back/);
+      expect(await wh.sql('SELECT n FROM t')).toEqual([]);
+    });
+  });
+
+  it('leaves the transaction open after an error DuckDB does not abort it for (a binder error), so it can go on', async () => {
+    await withTable(async (wh) => {
+      const stored = await wh.transaction(async () => {
+        await wh.sql('INSERT INTO t VALUES (1)');
+        await wh.sql('SELECT * FROM no_such_table').catch(() => undefined);
+        await wh.sql('INSERT INTO t VALUES (2)');
+        return 'committed';
+      });
+      expect(stored).toBe('committed');
+      expect(await wh.sql('SELECT n FROM t ORDER BY n')).toEqual([{ n: 1 }, { n: 2 }]);
+    });
+  });
+});
