@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { addDays, utcDate } from './dates.js';
 import { ConfigError } from './errors.js';
-import { duckdbThreads, memoryLimit } from './storage/duckdb.js';
+import { duckdbThreads, memoryLimit } from './storage/duckdb-settings.js';
 import { STREAM_NAMES, type StreamName } from './sync/context.js';
 
 /** A first run starts this many days before today (`--start-date`'s default). */

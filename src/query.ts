@@ -2,7 +2,8 @@
 import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { ConfigError, CostsyncError, ExitCode } from './errors.js';
-import { duckdbThreads, memoryLimit, sqlString, type ReadOnlyWarehouse, type ResultTable } from './storage/duckdb.js';
+import { sqlString, type ReadOnlyWarehouse, type ResultTable } from './storage/duckdb.js';
+import { duckdbThreads, memoryLimit } from './storage/duckdb-settings.js';
 import { formatTable } from './table.js';
 
 export type OutputFormat = 'table' | 'csv' | 'json';

@@ -1,13 +1,16 @@
 /**
  * The DuckDB warehouse: open, migrate from `sql/schema/`, and run SQL loaded by name from `sql/`.
- * Writes go through one serial queue, because a DuckDB connection runs one transaction at a time
- * and concurrent windows must not interleave their BEGIN/COMMIT.
+ * Statements and transactions go through one serial queue (`write-queue.ts`), because a DuckDB
+ * connection runs one transaction at a time and concurrent windows must not interleave their
+ * BEGIN/COMMIT; the tuning variables are checked in `duckdb-settings.ts`.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBAppender, type DuckDBValue } from '@duckdb/node-api';
-import { ConfigError, CostsyncError, ExitCode } from '../errors.js';
+import { CostsyncError, ExitCode } from '../errors.js';
+import { asMemoryError, duckdbThreads, memoryLimit } from './duckdb-settings.js';
+import { writeQueue, type TransactionOptions } from './write-queue.js';
+
 import { SQL_DIR } from '../paths.js';
 
 const sqlCache = new Map<string, string>();
@@ -48,24 +51,6 @@ export function loadSql(name: string, names: SqlNames = {}): string {
   }
   return text;
 }
-
-export interface TransactionOptions {
-  /** false: bookkeeping readers need not see at once (the published file is not marked behind). */
-  publish?: boolean;
-  /**
-   * May share one transaction with other grouped work waiting for the queue at the same time (a group
-   * commit, at most `MAX_GROUP` of them); should the shared one fail, each runs again on its own, so a
-   * failure is only its own. Window stores: together they pass DuckDB's 122,880-row row group, so their
-   * rows go straight to the database file instead of the WAL first and the checkpoint after.
-   */
-  group?: boolean;
-}
-
-/**
- * Grouped transactions sharing one commit, at most. Eight one-day windows of 30,000 rows pass a row
- * group; a group that fails is run again one by one, so it stays small.
- */
-export const MAX_GROUP = 8;
 
 export interface Warehouse {
   readonly path: string;
@@ -114,90 +99,11 @@ function toPlain(row: Record<string, unknown>): Record<string, unknown> {
   return row;
 }
 
-/** Bytes in one unit of a DuckDB size (DuckDB's MB is 1000², its MiB 1024²). */
-const SIZE_UNITS: Record<string, number> = { kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 };
-
-/**
- * The least memory DuckDB syncs in: storing a window takes its JSON reader a 32 MiB buffer besides the
- * table's blocks. With 100 sources, 40MB and 48MB failed with DuckDB's "Out of Memory Error".
- */
-export const MIN_MEMORY_LIMIT = '64MB';
-
-/** A DuckDB size ("64MB", "1.5GiB") in bytes, or null when it is not one. Pure. */
-export function sizeInBytes(text: string): number | null {
-  const m = /^(\d+(?:\.\d+)?)\s*([kmgt]i?b)$/i.exec(text.trim());
-  return m ? Number(m[1]) * SIZE_UNITS[m[2]!.toLowerCase()]! : null;
-}
-
-/**
- * DuckDB's memory limit for syncs: COSTSYNC_DUCKDB_MEMORY_LIMIT (for example 512MB), else 64MB.
- * Refuses a value that is not a size, or one below `MIN_MEMORY_LIMIT`, which would fail at the first
- * window stored, after the pages were fetched.
- */
-export function memoryLimit(env: NodeJS.ProcessEnv = process.env): string {
-  const value = env.COSTSYNC_DUCKDB_MEMORY_LIMIT?.trim();
-  if (value === undefined || value === '') return MIN_MEMORY_LIMIT;
-  const bytes = sizeInBytes(value);
-  if (bytes === null) {
-    throw new ConfigError(`COSTSYNC_DUCKDB_MEMORY_LIMIT=${value} is not a size.`, 'Give a number and a unit, for example 256MB or 1GB, or unset it for 64MB.');
-  }
-  if (bytes < sizeInBytes(MIN_MEMORY_LIMIT)!) {
-    throw new ConfigError(
-      `COSTSYNC_DUCKDB_MEMORY_LIMIT=${value} is below ${MIN_MEMORY_LIMIT}, the least costsync runs DuckDB with (loading a window takes its JSON reader a 32 MiB buffer).`,
-      `Set it to ${MIN_MEMORY_LIMIT} or more, or unset it.`,
-    );
-  }
-  return value;
-}
-
-/** DuckDB threads for syncs: COSTSYNC_DUCKDB_THREADS (1 to 64), else 1. */
-export function duckdbThreads(env: NodeJS.ProcessEnv = process.env): number {
-  const value = env.COSTSYNC_DUCKDB_THREADS?.trim();
-  if (value === undefined || value === '') return 1;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 64) {
-    throw new ConfigError(`COSTSYNC_DUCKDB_THREADS=${value} is not a whole number from 1 to 64.`, 'Set a number of threads from 1 to 64, or unset it for 1.');
-  }
-  return n;
-}
-
-/**
- * DuckDB's "Out of Memory Error" as costsync's memory error, naming the limit and the fixes; any other
- * error as it is. The statement's transaction is rolled back, so what was stored before stays, and a
- * window that failed to store is stored by the next run from its spooled pages. Pure.
- */
-export function asMemoryError(error: unknown, limit: string): unknown {
-  if (!(error instanceof Error) || !/^Out of Memory Error/.test(error.message)) return error;
-  return new CostsyncError('CS_ERR_MEMORY', `DuckDB ran out of memory at its limit of ${limit}: ${error.message.split('\n')[0]!.replace(/^Out of Memory Error: /, '')}. Progress up to here is saved; the next run goes on from it.`, {
-    hint: 'Raise COSTSYNC_DUCKDB_MEMORY_LIMIT (for example 256MB), or sync fewer sources at once (--sources-at-once).',
-    cause: error,
-  });
-}
-
 export interface OpenOptions {
   /** Record changed partitions for a Parquet lake (`--format parquet`). */
   lake?: boolean;
   /** What a lock error says: the file is costsync's private working copy, published as this file. */
   workingCopyOf?: string;
-}
-
-/** The error a transaction's statement gets once the transaction was rolled back after `cause`. */
-function rolledBack(cause: unknown): Error {
-  return new Error(`the transaction was rolled back after a statement failed: ${(cause as Error)?.message?.split('\n')[0] ?? String(cause)}`, { cause });
-}
-
-/**
- * A queue that runs the tasks given to it one at a time, in order, each once the one before has
- * settled. Chained promises, no timers: Bottleneck's scheduling added about 5 ms to each transaction,
- * and at 100 sources the 725 transactions of a run wait for each other.
- */
-export function serially(): <T>(task: () => Promise<T>) => Promise<T> {
-  let tail: Promise<unknown> = Promise.resolve();
-  return <T>(task: () => Promise<T>): Promise<T> => {
-    const next = tail.then(task, task);
-    tail = next.catch(() => undefined);
-    return next;
-  };
 }
 
 /** Opens (creating if needed) the DuckDB file and applies pending migrations. */
@@ -227,44 +133,14 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
       },
     );
   }
-  // Transactions (and exclusive work) one at a time: a connection has one transaction.
-  const queue = serially();
-  // One statement at a time goes to DuckDB: statements on one connection run one after another anyway,
-  // and each one handed over waits for the connection on a libuv thread, which file writes need too.
-  // With hundreds of sources, 400 statements were in flight at once; here they wait in JavaScript.
-  const one = serially();
-  /**
-   * The transaction open on the connection, if any: its own statements run in `inTransaction`'s
-   * context (`ownStatements`), and `failure` is set once DuckDB aborted it and it was rolled back.
-   */
-  let open: { failure: unknown } | null = null;
-  const ownStatements = new AsyncLocalStorage<object>();
-  /**
-   * Runs one statement in its turn. A runtime error aborts DuckDB's open transaction, whoever's
-   * statement it was (other sources' reads run between a transaction's statements): it is rolled back
-   * at once, so the statements queued behind run on their own instead of failing with DuckDB's
-   * "Current transaction is aborted", and the transaction's later statements fail instead of running
-   * outside it.
-   */
-  const statement = <T>(run: () => Promise<T>): Promise<T> => one(async () => {
-    const tx = open;
-    const own = tx !== null && ownStatements.getStore() === tx;
-    if (own && tx.failure !== null) throw rolledBack(tx.failure);
-    try {
-      return await run();
-    } catch (error) {
-      if (tx !== null && tx === open && tx.failure === null && !(await stillOpen())) {
-        tx.failure = error;
-        await connection.run('ROLLBACK').catch(() => undefined);
-      }
-      throw asMemoryError(error, limit);
-    }
+  const writes = writeQueue(connection, {
+    asError: (error) => asMemoryError(error, limit),
+    // Every transaction records that the published file is now behind (unless `publish: false`).
+    publishMark: { text: loadSql('outbox/mark'), params: ['publish', ''] },
   });
-  /** Whether DuckDB's open transaction survived a failed statement (a binder error leaves it open). */
-  const stillOpen = () => connection.run('SELECT 1').then(() => true, () => false);
-  const exec = (text: string, params?: DuckDBValue[]) => statement(() => connection.run(text, params));
+  const exec = (text: string, params?: DuckDBValue[]) => writes.statement(() => connection.run(text, params));
   const sql = async <T>(text: string, params?: DuckDBValue[]): Promise<T[]> => {
-    const reader = await statement(() => connection.runAndReadAll(text, params));
+    const reader = await writes.statement(() => connection.runAndReadAll(text, params));
     return reader.getRowObjectsJS().map((r) => toPlain(r as Record<string, unknown>)) as T[];
   };
   await sql("SET TimeZone = 'UTC'");
@@ -283,53 +159,6 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
   }
   const lake = options.lake === true;
 
-  let settleHooks: (() => void)[] = [];
-  /** Runs `fns` in one transaction, in order; their results, or the first failure after a rollback. */
-  const inTransaction = async (fns: readonly (() => Promise<unknown>)[], publish: boolean): Promise<unknown[]> => {
-    await exec('BEGIN TRANSACTION');
-    const tx = { failure: null as unknown };
-    open = tx;
-    try {
-      return await ownStatements.run(tx, async () => {
-        const results: unknown[] = [];
-        for (const fn of fns) results.push(await fn());
-        if (publish) await exec(loadSql('outbox/mark'), ['publish', '']);
-        await exec('COMMIT');
-        return results;
-      });
-    } catch (error) {
-      if (tx.failure === null) await one(() => connection.run('ROLLBACK')).catch(() => undefined);
-      throw error;
-    } finally {
-      open = null;
-      const hooks = settleHooks;
-      settleHooks = [];
-      for (const hook of hooks) hook();
-    }
-  };
-  /** Grouped transactions waiting for the queue (see `TransactionOptions.group`). */
-  const grouped: { fn: () => Promise<unknown>; publish: boolean; resolve: (value: unknown) => void; reject: (error: unknown) => void }[] = [];
-  const runGroup = async (): Promise<void> => {
-    const jobs = grouped.splice(0, MAX_GROUP);
-    if (grouped.length > 0) void queue(runGroup);
-    if (jobs.length > 1) {
-      try {
-        const results = await inTransaction(jobs.map((j) => j.fn), jobs.some((j) => j.publish));
-        jobs.forEach((j, i) => j.resolve(results[i]));
-        return;
-      } catch {
-        // Rolled back: each runs again on its own below, so a failure is only its own.
-      }
-    }
-    for (const job of jobs) {
-      try {
-        job.resolve((await inTransaction([job.fn], job.publish))[0]);
-      } catch (error) {
-        job.reject(error);
-      }
-    }
-  };
-
   return {
     path,
     connection,
@@ -337,19 +166,10 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
     query: (name, params, names) => sql(loadSql(name, names), params),
     sql,
     lake,
-    transaction: <T>(fn: () => Promise<T>, txOptions?: TransactionOptions) => {
-      const publish = txOptions?.publish !== false;
-      if (txOptions?.group !== true) return queue(async () => (await inTransaction([fn], publish))[0] as T);
-      return new Promise<T>((resolve, reject) => {
-        grouped.push({ fn, publish, resolve: resolve as (value: unknown) => void, reject });
-        if (grouped.length === 1) void queue(runGroup);
-      });
-    },
-    onSettle: (fn) => {
-      settleHooks.push(fn);
-    },
-    exclusive: (fn) => queue(fn),
-    afterQueued: (fn) => one(async () => undefined).then(fn),
+    transaction: writes.transaction,
+    onSettle: writes.onSettle,
+    exclusive: writes.exclusive,
+    afterQueued: writes.afterQueued,
     changed: async (table, source, dates) => {
       if (!lake || dates.length === 0) return;
       const mark = loadSql('outbox/mark');
@@ -359,7 +179,7 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
       }
       await exec(mark, ['manifest', source]);
     },
-    append: (table, write) => statement(async () => {
+    append: (table, write) => writes.statement(async () => {
       const appender = await connection.createAppender(table);
       try {
         write(appender);

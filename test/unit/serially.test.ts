@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { serially } from '../../src/storage/duckdb.js';
+import { serially } from '../../src/storage/write-queue.js';
 
 /** A task that starts when called and ends when `finish` is called. */
 function gate() {

@@ -1,0 +1,66 @@
+/**
+ * DuckDB's tuning variables (COSTSYNC_DUCKDB_MEMORY_LIMIT, COSTSYNC_DUCKDB_THREADS), checked, and
+ * DuckDB's out-of-memory error as costsync's. Pure, and without DuckDB itself: the config resolver
+ * checks the variables before anything is opened.
+ */
+import { ConfigError, CostsyncError } from '../errors.js';
+
+/** Bytes in one unit of a DuckDB size (DuckDB's MB is 1000², its MiB 1024²). */
+const SIZE_UNITS: Record<string, number> = { kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 };
+
+/**
+ * The least memory DuckDB syncs in: storing a window takes its JSON reader a 32 MiB buffer besides the
+ * table's blocks. With 100 sources, 40MB and 48MB failed with DuckDB's "Out of Memory Error".
+ */
+export const MIN_MEMORY_LIMIT = '64MB';
+
+/** A DuckDB size ("64MB", "1.5GiB") in bytes, or null when it is not one. Pure. */
+export function sizeInBytes(text: string): number | null {
+  const m = /^(\d+(?:\.\d+)?)\s*([kmgt]i?b)$/i.exec(text.trim());
+  return m ? Number(m[1]) * SIZE_UNITS[m[2]!.toLowerCase()]! : null;
+}
+
+/**
+ * DuckDB's memory limit for syncs: COSTSYNC_DUCKDB_MEMORY_LIMIT (for example 512MB), else 64MB.
+ * Refuses a value that is not a size, or one below `MIN_MEMORY_LIMIT`, which would fail at the first
+ * window stored, after the pages were fetched.
+ */
+export function memoryLimit(env: NodeJS.ProcessEnv = process.env): string {
+  const value = env.COSTSYNC_DUCKDB_MEMORY_LIMIT?.trim();
+  if (value === undefined || value === '') return MIN_MEMORY_LIMIT;
+  const bytes = sizeInBytes(value);
+  if (bytes === null) {
+    throw new ConfigError(`COSTSYNC_DUCKDB_MEMORY_LIMIT=${value} is not a size.`, `Give a number and a unit, for example 256MB or 1GB, or unset it for ${MIN_MEMORY_LIMIT}.`);
+  }
+  if (bytes < sizeInBytes(MIN_MEMORY_LIMIT)!) {
+    throw new ConfigError(
+      `COSTSYNC_DUCKDB_MEMORY_LIMIT=${value} is below ${MIN_MEMORY_LIMIT}, the least costsync runs DuckDB with (loading a window takes its JSON reader a 32 MiB buffer).`,
+      `Set it to ${MIN_MEMORY_LIMIT} or more, or unset it.`,
+    );
+  }
+  return value;
+}
+
+/** DuckDB threads for syncs: COSTSYNC_DUCKDB_THREADS (1 to 64), else 1. */
+export function duckdbThreads(env: NodeJS.ProcessEnv = process.env): number {
+  const value = env.COSTSYNC_DUCKDB_THREADS?.trim();
+  if (value === undefined || value === '') return 1;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 64) {
+    throw new ConfigError(`COSTSYNC_DUCKDB_THREADS=${value} is not a whole number from 1 to 64.`, 'Set a number of threads from 1 to 64, or unset it for 1.');
+  }
+  return n;
+}
+
+/**
+ * DuckDB's "Out of Memory Error" as costsync's memory error, naming the limit and the fixes; any other
+ * error as it is. The statement's transaction is rolled back, so what was stored before stays, and a
+ * window that failed to store is stored by the next run from its spooled pages. Pure.
+ */
+export function asMemoryError(error: unknown, limit: string): unknown {
+  if (!(error instanceof Error) || !/^Out of Memory Error/.test(error.message)) return error;
+  return new CostsyncError('CS_ERR_MEMORY', `DuckDB ran out of memory at its limit of ${limit}: ${error.message.split('\n')[0]!.replace(/^Out of Memory Error: /, '')}. Progress up to here is saved; the next run goes on from it.`, {
+    hint: 'Raise COSTSYNC_DUCKDB_MEMORY_LIMIT (for example 256MB), or sync fewer sources at once (--sources-at-once).',
+    cause: error,
+  });
+}

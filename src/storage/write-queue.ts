@@ -1,0 +1,163 @@
+/**
+ * The warehouse's one connection, shared by every source: statements go one at a time, transactions
+ * one at a time (grouped ones sharing a commit), and a transaction DuckDB aborted is rolled back at
+ * once. The connection is given; the warehouse (duckdb.ts) builds its SQL on `statement`.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+
+export interface TransactionOptions {
+  /** false: bookkeeping readers need not see at once (the published file is not marked behind). */
+  publish?: boolean;
+  /**
+   * May share one transaction with other grouped work waiting for the queue at the same time (a group
+   * commit, at most `MAX_GROUP` of them); should the shared one fail, each runs again on its own, so a
+   * failure is only its own. Window stores: together they pass DuckDB's 122,880-row row group, so their
+   * rows go straight to the database file instead of the WAL first and the checkpoint after.
+   */
+  group?: boolean;
+}
+
+/**
+ * Grouped transactions sharing one commit, at most. Eight one-day windows of 30,000 rows pass a row
+ * group; a group that fails is run again one by one, so it stays small.
+ */
+export const MAX_GROUP = 8;
+
+/** The error a transaction's statement gets once the transaction was rolled back after `cause`. */
+function rolledBack(cause: unknown): Error {
+  return new Error(`the transaction was rolled back after a statement failed: ${(cause as Error)?.message?.split('\n')[0] ?? String(cause)}`, { cause });
+}
+
+/**
+ * A queue that runs the tasks given to it one at a time, in order, each once the one before has
+ * settled. Chained promises, no timers: Bottleneck's scheduling added about 5 ms to each transaction,
+ * and at 100 sources the 725 transactions of a run wait for each other.
+ */
+export function serially(): <T>(task: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(task: () => Promise<T>): Promise<T> => {
+    const next = tail.then(task, task);
+    tail = next.catch(() => undefined);
+    return next;
+  };
+}
+
+export interface WriteQueueOptions {
+  /** The error a failed statement's caller gets (DuckDB's out-of-memory as costsync's, say). */
+  asError: (error: unknown) => unknown;
+  /** Run at the end of every transaction but `publish: false` ones: the published file is now behind. */
+  publishMark: { text: string; params: DuckDBValue[] };
+}
+
+export interface WriteQueue {
+  /** Runs one statement of the connection in its turn (see the rollback below). */
+  statement<T>(run: () => Promise<T>): Promise<T>;
+  transaction<T>(fn: () => Promise<T>, options?: TransactionOptions): Promise<T>;
+  onSettle(fn: () => void): void;
+  exclusive<T>(fn: () => Promise<T>): Promise<T>;
+  afterQueued<T>(fn: () => Promise<T>): Promise<T>;
+}
+
+export function writeQueue(connection: Pick<DuckDBConnection, 'run'>, options: WriteQueueOptions): WriteQueue {
+  // Transactions (and exclusive work) one at a time: a connection has one transaction.
+  const queue = serially();
+  // One statement at a time goes to DuckDB: statements on one connection run one after another anyway,
+  // and each one handed over waits for the connection on a libuv thread, which file writes need too.
+  // With hundreds of sources, 400 statements were in flight at once; here they wait in JavaScript.
+  const one = serially();
+  /**
+   * The transaction open on the connection, if any: its own statements run in `inTransaction`'s
+   * context (`ownStatements`), and `failure` is set once DuckDB aborted it and it was rolled back.
+   */
+  let open: { failure: unknown } | null = null;
+  const ownStatements = new AsyncLocalStorage<object>();
+  /**
+   * Runs one statement in its turn. A runtime error aborts DuckDB's open transaction, whoever's
+   * statement it was (other sources' reads run between a transaction's statements): it is rolled back
+   * at once, so the statements queued behind run on their own instead of failing with DuckDB's
+   * "Current transaction is aborted", and the transaction's later statements fail instead of running
+   * outside it.
+   */
+  const statement = <T>(run: () => Promise<T>): Promise<T> => one(async () => {
+    const tx = open;
+    const own = tx !== null && ownStatements.getStore() === tx;
+    if (own && tx.failure !== null) throw rolledBack(tx.failure);
+    try {
+      return await run();
+    } catch (error) {
+      if (tx !== null && tx === open && tx.failure === null && !(await stillOpen())) {
+        tx.failure = error;
+        await connection.run('ROLLBACK').catch(() => undefined);
+      }
+      throw options.asError(error);
+    }
+  });
+  /** Whether DuckDB's open transaction survived a failed statement (a binder error leaves it open). */
+  const stillOpen = () => connection.run('SELECT 1').then(() => true, () => false);
+  const exec = (text: string, params?: DuckDBValue[]) => statement(() => connection.run(text, params));
+
+  let settleHooks: (() => void)[] = [];
+  /** Runs `fns` in one transaction, in order; their results, or the first failure after a rollback. */
+  const inTransaction = async (fns: readonly (() => Promise<unknown>)[], publish: boolean): Promise<unknown[]> => {
+    await exec('BEGIN TRANSACTION');
+    const tx = { failure: null as unknown };
+    open = tx;
+    try {
+      return await ownStatements.run(tx, async () => {
+        const results: unknown[] = [];
+        for (const fn of fns) results.push(await fn());
+        if (publish) await exec(options.publishMark.text, options.publishMark.params);
+        await exec('COMMIT');
+        return results;
+      });
+    } catch (error) {
+      if (tx.failure === null) await one(() => connection.run('ROLLBACK')).catch(() => undefined);
+      throw error;
+    } finally {
+      open = null;
+      const hooks = settleHooks;
+      settleHooks = [];
+      for (const hook of hooks) hook();
+    }
+  };
+  /** Grouped transactions waiting for the queue (see `TransactionOptions.group`). */
+  const grouped: { fn: () => Promise<unknown>; publish: boolean; resolve: (value: unknown) => void; reject: (error: unknown) => void }[] = [];
+  const runGroup = async (): Promise<void> => {
+    const jobs = grouped.splice(0, MAX_GROUP);
+    if (grouped.length > 0) void queue(runGroup);
+    if (jobs.length > 1) {
+      try {
+        const results = await inTransaction(jobs.map((j) => j.fn), jobs.some((j) => j.publish));
+        jobs.forEach((j, i) => j.resolve(results[i]));
+        return;
+      } catch {
+        // Rolled back: each runs again on its own below, so a failure is only its own.
+      }
+    }
+    for (const job of jobs) {
+      try {
+        job.resolve((await inTransaction([job.fn], job.publish))[0]);
+      } catch (error) {
+        job.reject(error);
+      }
+    }
+  };
+
+  return {
+    statement,
+    transaction: <T>(fn: () => Promise<T>, txOptions?: TransactionOptions) => {
+      const publish = txOptions?.publish !== false;
+      if (txOptions?.group !== true) return queue(async () => (await inTransaction([fn], publish))[0] as T);
+      return new Promise<T>((resolve, reject) => {
+        grouped.push({ fn, publish, resolve: resolve as (value: unknown) => void, reject });
+        if (grouped.length === 1) void queue(runGroup);
+      });
+    },
+    onSettle: (fn) => {
+      settleHooks.push(fn);
+    },
+    exclusive: (fn) => queue(fn),
+    afterQueued: (fn) => one(async () => undefined).then(fn),
+  };
+}
