@@ -73,6 +73,11 @@ export interface SyncContext {
   progress: ProgressListener;
   /** Windows fetched at once per stream (each window's pages are a cursor chain). */
   concurrency: number;
+  /**
+   * How long a fetched window may wait to be stored together with the next ones (see store-batch.ts);
+   * 0: each at once. None: as long as the batch takes to fill.
+   */
+  storeWaitMs?: number;
   /** Whether fetched windows are checked against the rollups before they commit (`--reconcile`). */
   reconcile: ReconcileMode;
   /** Present when both windowed streams run with checks: line items hand their provider rollups to the rollups stream. */

@@ -391,6 +391,8 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
       spoolSlots: run.spoolSlots,
       progress: run.several ? perSource(source.name, deps.progress ?? {}) : deps.progress ?? {},
       concurrency: config.concurrency,
+      // Half the publish interval: a window reaches the published file within about one and a half.
+      storeWaitMs: config.publishIntervalMs / 2,
       reconcile: config.reconcile,
       ...(config.reconcile !== 'off' && config.streams.includes('line_items') && config.streams.includes('rollups')
         ? { providerRollups: new ProviderRollupExchange() } : {}),

@@ -18,6 +18,7 @@ import { wantsRollupTotals, type DayBasis } from './estimate.js';
 import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, describeMismatches, totalKey, totalsOf, type ProviderRollupExchange } from './reconcile.js';
 import type { FetchedPage, WindowedStreamSpec } from './streams.js';
 import { tableNames } from '../storage/tables.js';
+import { storeNow } from './store-batch.js';
 
 /** Ids tracked per window to prove them unique; past this the window is simply deduplicated, so memory stays flat. */
 export const MAX_TRACKED_IDS = 250_000;
@@ -144,20 +145,44 @@ async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: Wind
   let failure: unknown = null;
   let stopped = false;
   const queue = [...todo];
+  // Fetched windows wait here to be stored together (see store-batch.ts) while the workers go on fetching.
+  const waiting: { window: PlannedWindow; fetched: FetchedWindow; since: number }[] = [];
+  let fetching = 0;
+  const stores: Promise<void>[] = [];
+  /** Starts storing the waiting windows if it is time (`storeNow`); the stores started. */
+  const storeWaiting = (ending: boolean): Promise<void>[] => {
+    const rows = waiting.reduce((sum, w) => sum + (w.fetched.rows ?? Infinity), 0);
+    const waitedMs = waiting.length === 0 ? 0 : ctx.clock.now() - waiting[0]!.since;
+    const limits = { maxWaitMs: ctx.storeWaitMs ?? Infinity, ending };
+    if (!storeNow({ windows: waiting.length, rows, waitedMs }, { fetching, queued: queue.length }, limits)) return [];
+    // Started together, so they reach the write queue together and share its group commit.
+    const started = waiting.splice(0).map(({ window, fetched }) => storeWindow(spec, ctx, window, fetched).catch((error: unknown) => { failure ??= error; }));
+    stores.push(...started);
+    return started;
+  };
   const worker = async () => {
     while (failure === null && !stopped) {
       const window = queue.shift();
       if (!window) return;
+      fetching += 1;
       try {
-        if ((await syncWindow(spec, ctx, window)) === 'stopped') stopped = true;
+        const fetched = await fetchWindow(spec, ctx, window);
+        if (fetched === 'stopped') stopped = true;
+        else waiting.push({ window, fetched, since: ctx.clock.now() });
       } catch (error) {
         failure ??= error;
       } finally {
+        fetching -= 1;
         shared?.open(window);
       }
+      const started = storeWaiting(failure !== null || stopped);
+      // No wait allowed (--publish-interval 0): each window is stored, and published, before the next is fetched.
+      if (ctx.storeWaitMs === 0) await Promise.all(started);
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(ctx.concurrency, queue.length)) }, worker));
+  storeWaiting(true);
+  await Promise.all(stores);
   await announcing;
   if (failure !== null) throw failure;
   if (stopped || plan.windows.some((w) => w.status !== 'done')) return 'stopped';
@@ -179,8 +204,16 @@ async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: Wind
   return 'done';
 }
 
-async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: PlannedWindow): Promise<StreamOutcome> {
-  const { warehouse } = ctx;
+/** A window whose pages are all spooled, its state saved as fetched: what its store needs to know. */
+interface FetchedWindow {
+  /** Rows fetched in this run; null when earlier runs fetched some (a resumed window). */
+  rows: number | null;
+  /** Why the window is stored although its two views disagree, if they do. */
+  disagreement: string | null;
+}
+
+/** Fetches a window's pages (those not spooled yet) and checks them; 'stopped' when a stop came first. */
+async function fetchWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: PlannedWindow): Promise<FetchedWindow | 'stopped'> {
   const stats = ctx.stats[spec.name];
   const label = `${window.start}..${window.end}`;
   const dir = windowSpoolDir(ctx.spoolDir, spec.name, window.start);
@@ -195,6 +228,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
   }
 
   let restarts = 0;
+  let rows: number | null = window.page === 0 && !window.fetched ? 0 : null;
   const seenCursors = new Set<string>();
   // Hashes of the ids staged in this run: no repeat shows the window's ids are unique, so the
   // replace can skip deduplication. After a resume the earlier pages' ids are unknown, so the
@@ -210,6 +244,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
     delete window.unique;
     await ctx.saveState();
     seenCursors.clear();
+    rows = 0;
     idHashes = spec.idField !== null ? new IdHashes() : null;
     unique = idHashes !== null;
     totals = idHashes !== null && spec.check.paged ? new Map<string, number>() : null;
@@ -291,7 +326,8 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
         }
         if (!unique || fetched) idHashes = null;
         const saved = { status: 'active' as const, cursor, page: pageNo, fetched, ...(fetched ? { unique } : {}) };
-        const { rows, usd } = taken;
+        const { rows: pageRows, usd } = taken;
+        if (rows !== null) rows += pageRows;
         // The bytes go with the write, and are dropped once written: this function's frame and the
         // write's closure would otherwise keep every window's last page until its next one.
         const spooled: { data: Uint8Array | null } = { data: taken.data };
@@ -307,7 +343,7 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
             Object.assign(window, saved);
             await ctx.saveState();
             stats.pages += 1;
-            ctx.progress.page?.(spec.name, { rows, window: label, ...(usd !== undefined ? { usd } : {}) });
+            ctx.progress.page?.(spec.name, { rows: pageRows, window: label, ...(usd !== undefined ? { usd } : {}) });
           } catch (error) {
             failed.push(error);
           } finally {
@@ -345,7 +381,19 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
     if (ctx.shouldStop()) return 'stopped';
     await startOver();
   }
+  return { rows, disagreement };
+}
 
+/**
+ * Replaces the table's rows for a fetched window's dates with its spooled pages, in one transaction
+ * (shared with the windows stored alongside), then marks the window done.
+ */
+async function storeWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: PlannedWindow, { disagreement }: FetchedWindow): Promise<void> {
+  const { warehouse } = ctx;
+  const stats = ctx.stats[spec.name];
+  const label = `${window.start}..${window.end}`;
+  const dir = windowSpoolDir(ctx.spoolDir, spec.name, window.start);
+  const spool = ctx.spool ?? fileSpool;
   const params = [pageGlob(dir), window.start, window.end, ctx.source];
   const names = tableNames(spec.spec);
   const insertSql = window.unique === true ? spec.sql.insertUnique : spec.sql.insertWindow;
@@ -384,5 +432,4 @@ async function syncWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: Pl
       hint: 'The window was stored as last fetched. Run again later (the source may have settled), or use --reconcile on to store such windows with a warning.',
     });
   }
-  return 'done';
 }

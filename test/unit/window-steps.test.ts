@@ -36,6 +36,10 @@ interface Options {
   slowFirstWrite?: boolean;
   /** The check sums provider amounts while the pages come (as the line items' check does). */
   pagedCheck?: boolean;
+  /** One-day windows, 2025-01-01 onwards, instead of the one seven-day window. */
+  days?: number;
+  /** How long a fetched window may wait to be stored with the next (none: unbounded). */
+  storeWaitMs?: number;
 }
 
 const page = (ids: string[], nextCursor: string | null): FetchedPage => ({
@@ -127,7 +131,7 @@ async function runWindow(options: Options) {
     runId: 'run-1', source: 'default',
     shouldStop: () => options.stopAfterPages !== undefined && fetched >= options.stopAfterPages,
     stats: { line_items: emptyStats(), rollups: emptyStats(), anomalies: emptyStats() },
-    progress: {}, concurrency: 1, reconcile: options.reconcile ?? 'on', ...(options.slots ? { pageSlots: options.slots } : {}),
+    progress: {}, concurrency: 1, reconcile: options.reconcile ?? 'on', ...(options.storeWaitMs !== undefined ? { storeWaitMs: options.storeWaitMs } : {}), ...(options.slots ? { pageSlots: options.slots } : {}),
     notify: { webhooks: ['hook-1'], minRank: 0, cutoff: '2025-01-01', statusChanges: false },
     async saveState() {
       const w = window();
@@ -139,7 +143,8 @@ async function runWindow(options: Options) {
   };
   let outcome: string;
   try {
-    outcome = await syncWindowedStream(spec, ctx, REQUEST);
+    const request = options.days === undefined ? REQUEST : { ...REQUEST, windowDays: 1, until: `2025-01-${String(options.days).padStart(2, '0')}` };
+    outcome = await syncWindowedStream(spec, ctx, request);
   } catch (error) {
     outcome = `threw ${(error as { code?: string }).code ?? (error as Error).message}`;
   }
@@ -243,6 +248,30 @@ describe('the windowed engine\'s steps (no I/O)', () => {
     expect(steps.slice(first, first + 6)).toEqual(['check', `pause ${REFETCH_PAUSE_MS} ms`, 'clear ' + WINDOW_DIR, 'save active page 0 cursor -', 'fetch first', 'write page 1']);
     expect(steps.filter((s) => s === 'begin')).toHaveLength(1);
     expect(stats.refetches).toBe(1);
+  });
+
+  it('small fetched windows wait for each other and are stored together (one group commit) while the next ones are fetched; then each is marked done', async () => {
+    const { steps, outcome, stats } = await runWindow({ days: 3, pages: [page(['a'], null), page(['b'], null), page(['c'], null)] });
+    expect(outcome).toBe('done');
+    expect(steps.filter((s) => s === 'fetch first')).toHaveLength(3);
+    expect(steps.lastIndexOf('fetch first')).toBeLessThan(steps.indexOf('begin'));
+    expect(steps.filter((s) => s === 'begin')).toHaveLength(3);
+    expect(steps.at(-1)).toBe('save done');
+    expect(stats).toMatchObject({ pages: 3, inserted: 9 });
+  });
+
+  it('under --publish-interval 0 (no wait) each window is stored before the next is fetched', async () => {
+    const { steps, outcome } = await runWindow({ days: 2, storeWaitMs: 0, pages: [page(['a'], null), page(['b'], null)] });
+    expect(outcome).toBe('done');
+    expect(steps.indexOf('commit')).toBeLessThan(steps.lastIndexOf('fetch first'));
+  });
+
+  it('a stop stores the windows already fetched and waiting, and returns "stopped" without fetching more', async () => {
+    const { steps, outcome } = await runWindow({ days: 3, pages: [page(['a'], null), page(['b'], null), page(['c'], null)], stopAfterPages: 2 });
+    expect(outcome).toBe('stopped');
+    expect(steps.filter((s) => s === 'fetch first')).toHaveLength(2);
+    expect(steps.filter((s) => s === 'commit')).toHaveLength(2);
+    expect(steps).not.toContain('save done');
   });
 
   it('under --reconcile strict, a window that still disagrees is stored with its notification in the same transaction, then the run fails with CS_ERR_RECONCILE', async () => {
