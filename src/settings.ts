@@ -63,7 +63,7 @@ export const SETTING_SPECS = [
   { name: 'notify-max-age', kind: 'duration', group: 'sync', default: '48h', describe: 'Anomalies detected longer ago are stored, not sent' },
   { name: 'metrics-file', kind: 'path', group: 'sync', describe: 'Write Prometheus metrics here after every run (for node_exporter textfile collector)' },
   { name: 'reconcile', kind: 'choice', group: 'sync', default: 'on', choices: ['on', 'strict', 'off'], describe: 'Check each window against its rollups before it commits and fetch it again when they disagree; strict: a disagreement left is a failure' },
-  { name: 'publish-interval', kind: 'duration', group: 'sync', default: '10m', describe: 'During a long run, publish --db after a window when the last publish is older than this; 0: after every window' },
+  { name: 'publish-interval', kind: 'duration', group: 'sync', default: '10m', describe: 'During a long run, publish --db after a window when the last publish is older than this; small fetched windows wait at most half of it to be stored together; 0: store and publish after every window' },
   { name: 'lease', kind: 'choice', group: 'lease', default: 'on', choices: ['on', 'off'], describe: 'With --db or --out in a bucket, keep runners on different machines apart with a lease object (off: you keep them apart, e.g. concurrencyPolicy: Forbid)' },
   { name: 'lease-ttl', kind: 'duration', group: 'lease', default: '10m', minMs: 3_000, describe: 'A lease not renewed for this long (by the bucket\'s clock) is stale and may be taken over' },
 ] as const satisfies readonly SettingSpec[];
