@@ -23,6 +23,15 @@ import { storeNow } from './store-batch.js';
 /** Ids tracked per window to prove them unique; past this the window is simply deduplicated, so memory stays flat. */
 export const MAX_TRACKED_IDS = 250_000;
 
+/**
+ * How often, at most, a window's cursor is saved while its pages come quickly. Each page is durable
+ * in the spool before the cursor after it is saved either way; a SIGKILL makes the next run fetch
+ * again at most this much of a window's pages, and a stop, a failure or the window's last page saves
+ * at once. A save a page cost about 6% of a fast single-source sync's CPU (a state file written, and
+ * the carried state compared, 50 times a window).
+ */
+export const CURSOR_SAVE_MS = 1000;
+
 /** How many times a window restarts after the server refuses its cursor (expired). */
 export const MAX_WINDOW_RESTARTS = 3;
 
@@ -262,6 +271,9 @@ async function fetchWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: P
     /** The same, short of the last page. */
     let before = writing;
     const failed: unknown[] = [];
+    /** When the cursor was last saved, and whether pages written since then wait for a save. */
+    let savedAt = ctx.clock.now();
+    let unsaved = false;
     try {
       while (!fetched) {
         await before;
@@ -341,7 +353,11 @@ async function fetchWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: P
             await spool.writePage(dir, saved.page, spooled.data!);
             spooled.data = null;
             Object.assign(window, saved);
-            await ctx.saveState();
+            if (saved.fetched || ctx.clock.now() - savedAt >= CURSOR_SAVE_MS) {
+              unsaved = false;
+              await ctx.saveState();
+              savedAt = ctx.clock.now();
+            } else unsaved = true;
             stats.pages += 1;
             ctx.progress.page?.(spec.name, { rows: pageRows, window: label, ...(usd !== undefined ? { usd } : {}) });
           } catch (error) {
@@ -353,8 +369,12 @@ async function fetchWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: P
         });
       }
     } finally {
-      // However the loop ends, the pages taken are written and saved before anything else happens.
+      // However the loop ends, the pages taken are written and their cursor saved before anything else happens.
       await writing;
+      if (unsaved) {
+        unsaved = false;
+        await ctx.saveState();
+      }
     }
     if (failed.length > 0) throw failed[0];
     if (ctx.reconcile === 'off') break;

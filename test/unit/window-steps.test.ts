@@ -7,7 +7,7 @@ import { emptyStats, type SyncContext } from '../../src/sync/context.js';
 import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, type Mismatch } from '../../src/sync/reconcile.js';
 import type { FetchedPage, WindowedStreamSpec } from '../../src/sync/streams.js';
 import { PageSlots } from '../../src/sync/page-slots.js';
-import { syncWindowedStream } from '../../src/sync/windowed.js';
+import { CURSOR_SAVE_MS, syncWindowedStream } from '../../src/sync/windowed.js';
 import type { PlannedWindow, SyncState } from '../../src/state/store.js';
 import { memoryLogger } from '../helpers.js';
 
@@ -40,6 +40,8 @@ interface Options {
   days?: number;
   /** How long a fetched window may wait to be stored with the next (none: unbounded). */
   storeWaitMs?: number;
+  /** How far the clock moves each time it is read (default: the cursor's save interval, so every page saves). */
+  clockStepMs?: number;
 }
 
 const page = (ids: string[], nextCursor: string | null): FetchedPage => ({
@@ -96,6 +98,7 @@ async function runWindow(options: Options) {
     },
   };
   let inTransaction = false;
+  let ticks = 0;
   const warehouse = {
     async transaction<T>(fn: () => Promise<T>): Promise<T> {
       steps.push('begin');
@@ -127,7 +130,7 @@ async function runWindow(options: Options) {
   const window = () => state.streams.line_items?.pending?.windows[0];
   const ctx: SyncContext = {
     client: {} as never, warehouse, lookups: { lineItemsPerDate: async () => new Map(), knownProviders: async () => [] }, spoolDir: '/spool', spool, state, logger: memoryLogger(),
-    clock: { now: () => Date.parse('2025-01-08T00:00:00Z'), sleep: async (ms) => { steps.push(`pause ${ms} ms`); } },
+    clock: { now: () => Date.parse('2025-01-08T00:00:00Z') + (ticks++) * (options.clockStepMs ?? CURSOR_SAVE_MS), sleep: async (ms) => { steps.push(`pause ${ms} ms`); } },
     runId: 'run-1', source: 'default',
     shouldStop: () => options.stopAfterPages !== undefined && fetched >= options.stopAfterPages,
     stats: { line_items: emptyStats(), rollups: emptyStats(), anomalies: emptyStats() },
@@ -182,6 +185,24 @@ describe('the windowed engine\'s steps (no I/O)', () => {
     const mismatch = [{ date: '2025-01-03', key: '', left: 3, right: 4 }];
     const { steps } = await runWindow({ pages: [page(['a', 'b'], 'c1'), page(['c'], null), page(['a', 'b'], 'c1'), page(['c'], null)], checks: [mismatch, []], pagedCheck: true });
     expect(steps.filter((step) => step.startsWith('check'))).toEqual(['check paged 2025-01-03/=3', 'check paged 2025-01-03/=3']);
+  });
+
+  it('pages that come quickly share a save: the cursor is saved at most every CURSOR_SAVE_MS, and always after the window\'s last page', async () => {
+    const pages = [page(['a'], 'c1'), page(['b'], 'c2'), page(['c'], 'c3'), page(['d'], null)];
+    const { steps, outcome } = await runWindow({ pages, clockStepMs: 0 });
+    expect(outcome).toBe('done');
+    expect(steps.filter((s) => s.startsWith('write page'))).toHaveLength(4);
+    expect(steps.filter((s) => s.startsWith('save active'))).toEqual(['save active page 4 cursor - fetched']);
+  });
+
+  it('a stop or a failure between saves saves the cursor of the last page written, so a graceful end fetches none again', async () => {
+    const pages = [page(['a'], 'c1'), page(['b'], 'c2'), page(['c'], 'c3'), page(['d'], null)];
+    const stopped = await runWindow({ pages: [...pages], clockStepMs: 0, stopAfterPages: 2 });
+    expect(stopped.outcome).toBe('stopped');
+    expect(stopped.steps.at(-1)).toBe('save active page 2 cursor c2');
+    const failed = await runWindow({ pages: [page(['a'], 'c1'), page(['b'], 'c2'), new Error('socket hang up')], clockStepMs: 0 });
+    expect(failed.outcome).toBe('threw socket hang up');
+    expect(failed.steps.at(-1)).toBe('save active page 2 cursor c2');
   });
 
   it('a page gives its heap slot back once its records are taken: with one slot, the next page is fetched while the last one waits on the disk', async () => {
