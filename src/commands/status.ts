@@ -2,7 +2,7 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExitCode } from '../errors.js';
-import { unusableStateHint, type SyncState } from '../state/store.js';
+import { unusableStateHint, type SyncState, type WindowedStreamState } from '../state/store.js';
 import { openReadOnly } from '../storage/duckdb.js';
 import { readableCopy } from '../outputs/publish.js';
 import { isS3Url } from '../outputs/s3-url.js';
@@ -25,7 +25,7 @@ export interface StatusReport {
     updatedAt: string | null;
     /** Why the state file could not be read (and what to do), when it could not. */
     problem?: string;
-    streams: { stream: string; watermark: string | null; lastSuccessAt: string | null; windowsPending: number; pendingRange: string | null }[];
+    streams: StreamStatus[];
   }[];
   tables: Record<string, unknown>[];
   runs: Record<string, unknown>[];
@@ -36,6 +36,31 @@ export interface StatusReport {
   /** What the metrics file holds: each source's last run, open anomalies, the latest day's spend. */
   metrics: MetricFacts | null;
   database: string;
+}
+
+/** A type, not an interface: it is printed as a table row (`formatTable` takes records). */
+export type StreamStatus = {
+  stream: string;
+  watermark: string | null;
+  lastSuccessAt: string | null;
+  /** Windows of the plan under way not yet stored. */
+  windowsPending: number;
+  /** Of those, the ones whose pages are all spooled: the next run stores them without fetching. */
+  windowsFetched: number;
+  pendingRange: string | null;
+};
+
+/** What a windowed stream's state says, for people: its watermark and its plan under way. Pure. */
+export function windowedStreamStatus(stream: string, st: WindowedStreamState): StreamStatus {
+  const open = st.pending ? st.pending.windows.filter((w) => w.status !== 'done') : [];
+  return {
+    stream,
+    watermark: st.syncedThrough === null ? null : `${st.syncedFrom}..${st.syncedThrough}`,
+    lastSuccessAt: st.lastSuccessAt,
+    windowsPending: open.length,
+    windowsFetched: open.filter((w) => w.fetched === true).length,
+    pendingRange: st.pending ? `${st.pending.from}..${st.pending.to}` : null,
+  };
 }
 
 /** Gathers the report: state files in the state directory, and the database read-only. */
@@ -51,20 +76,11 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
       const name = /--([a-z0-9_-]+)\.json$/.exec(file)?.[1] ?? 'default';
       return { file, name, baseUrl: '', keyFingerprint: '', updatedAt: null, problem, streams: [] };
     }
-    const streams: StatusReport['sources'][number]['streams'] = (['line_items', 'rollups'] as const).filter((s) => state.streams[s]).map((s) => {
-      const st = state.streams[s]!;
-      return {
-        stream: s,
-        watermark: st.syncedThrough === null ? null : `${st.syncedFrom}..${st.syncedThrough}`,
-        lastSuccessAt: st.lastSuccessAt,
-        windowsPending: st.pending ? st.pending.windows.filter((w) => w.status !== 'done').length : 0,
-        pendingRange: st.pending ? `${st.pending.from}..${st.pending.to}` : null,
-      };
-    });
+    const streams = (['line_items', 'rollups'] as const).filter((s) => state.streams[s]).map((s) => windowedStreamStatus(s, state.streams[s]!));
     if (state.streams.anomalies) {
       streams.push({
         stream: 'anomalies', watermark: state.streams.anomalies.watermark, lastSuccessAt: state.streams.anomalies.lastSuccessAt,
-        windowsPending: 0, pendingRange: null,
+        windowsPending: 0, windowsFetched: 0, pendingRange: null,
       });
     }
     return { file, name: state.source.name ?? 'default', baseUrl: state.source.baseUrl, keyFingerprint: state.source.keyFingerprint, updatedAt: state.updatedAt, streams };
