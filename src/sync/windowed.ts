@@ -1,9 +1,10 @@
 /**
  * The engine for date-windowed streams. Each page is written durably to the spool (one file per
- * page, tagged by window and page number), and only then is the cursor saved; a fully fetched
- * window replaces the table's rows for its dates in one transaction, loaded from its page files
- * (small windows wait for each other and share one: store-batch.ts), and only then is it marked done. A crash at any point therefore redoes a page or redoes an
- * idempotent replace, never loses or doubles a row.
+ * page, tagged by window and page number), and only then is the cursor saved (at most once a second:
+ * `CURSOR_SAVE_MS`); a fully fetched window replaces the table's rows for its dates in one
+ * transaction, loaded from its page files (small windows wait for each other and share one:
+ * store-batch.ts), and only then is it marked done. A crash at any point therefore redoes some pages
+ * or an idempotent replace, never loses or doubles a row.
  */
 import { eventId } from '../fingerprint.js';
 import { join } from 'node:path';
