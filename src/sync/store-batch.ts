@@ -7,10 +7,11 @@
  *
  * How many rows is measured, not derived: DuckDB's checkpoint merges neighbouring row groups that fit
  * in fewer (rewriting them, and leaving free blocks that make the publish compact the file). A
- * transaction of 1-3 windows of 50,000 rows leaves a partial row group between full ones that gets
- * merged; one of three full row groups or more does not. A million rows in 1-day windows of 50,000
- * (the throughput benchmark's sync, in-process, two runs each): stored one by one 10.5-11.9 s, the
- * checkpoint at close 1.6 s and a compacting publish 1.3 s; by 150,000 rows 11.0-11.7 s and the same;
+ * transaction under a row group goes to the WAL and is written again at the checkpoint; one of
+ * 150,000 rows (a full row group and a partial one) leaves partial row groups between full ones,
+ * which the checkpoint merges; one of three full row groups or more does not. A million rows in 1-day
+ * windows of 50,000 (the throughput benchmark's sync, in-process, at least two runs each): stored one by one 10.5-11.9 s, the
+ * checkpoint at close 1.6 s and a compacting publish 1.5 s; by 150,000 rows 11.0-11.7 s and the same;
  * by 245,760 rows 9.9-10.7 s, checkpoint 0.7 s and still compacting; by 368,640 or more (eight
  * windows) 9.1-9.2 s, checkpoint 0.3 s, no compaction.
  */
