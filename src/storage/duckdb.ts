@@ -10,7 +10,6 @@ import { DuckDBConnection, DuckDBInstance, type DuckDBAppender, type DuckDBValue
 import { CostsyncError, ExitCode } from '../errors.js';
 import { asMemoryError, duckdbThreads, memoryLimit } from './duckdb-settings.js';
 import { writeQueue, type TransactionOptions } from './write-queue.js';
-
 import { SQL_DIR } from '../paths.js';
 
 const sqlCache = new Map<string, string>();

@@ -12,7 +12,7 @@ import { ApiError, CostsyncError } from '../errors.js';
 import { DROPPED_MESSAGE } from '../api/resilience.js';
 import { completePlan, planStream, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
 import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
-import { fileSpool, pageGlob, spoolPage, windowSpoolDir } from '../storage/spool.js';
+import { fileSpool, pageGlob, spoolPage, windowSpoolDir, type Spool } from '../storage/spool.js';
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
 import { IdHashes, hash52 } from './id-set.js';
 import { wantsRollupTotals, type DayBasis } from './estimate.js';
@@ -214,6 +214,11 @@ async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: Wind
   return 'done';
 }
 
+/** A window's name in messages, its spool directory, and the spool's file operations. */
+function windowPlace(spec: WindowedStreamSpec, ctx: SyncContext, window: PlannedWindow): { label: string; dir: string; spool: Spool } {
+  return { label: `${window.start}..${window.end}`, dir: windowSpoolDir(ctx.spoolDir, spec.name, window.start), spool: ctx.spool ?? fileSpool };
+}
+
 /** A window whose pages are all spooled, its state saved as fetched: what its store needs to know. */
 interface FetchedWindow {
   /** Rows fetched in this run; null when earlier runs fetched some (a resumed window). */
@@ -225,9 +230,7 @@ interface FetchedWindow {
 /** Fetches a window's pages (those not spooled yet) and checks them; 'stopped' when a stop came first. */
 async function fetchWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: PlannedWindow): Promise<FetchedWindow | 'stopped'> {
   const stats = ctx.stats[spec.name];
-  const label = `${window.start}..${window.end}`;
-  const dir = windowSpoolDir(ctx.spoolDir, spec.name, window.start);
-  const spool = ctx.spool ?? fileSpool;
+  const { label, dir, spool } = windowPlace(spec, ctx, window);
 
   if (window.status === 'todo') await spool.clear(dir);
   else {
@@ -412,9 +415,8 @@ async function fetchWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: P
 async function storeWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: PlannedWindow, { disagreement }: FetchedWindow): Promise<void> {
   const { warehouse } = ctx;
   const stats = ctx.stats[spec.name];
-  const label = `${window.start}..${window.end}`;
-  const dir = windowSpoolDir(ctx.spoolDir, spec.name, window.start);
-  const spool = ctx.spool ?? fileSpool;
+  const { label, dir, spool } = windowPlace(spec, ctx, window);
+  const days = splitWindows(window.start, window.end, 1);
   const params = [pageGlob(dir), window.start, window.end, ctx.source];
   const names = tableNames(spec.spec);
   const insertSql = window.unique === true ? spec.sql.insertUnique : spec.sql.insertWindow;
@@ -426,7 +428,7 @@ async function storeWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: P
       : (await warehouse.query<{ inserted: number; updated: number; deleted: number }>(spec.sql.diff, params, names))[0]!;
     if (before > 0) await warehouse.run('sync/window_delete', [window.start, window.end, ctx.source], names);
     const inserted = await warehouse.run(insertSql, params, names);
-    await warehouse.changed(spec.spec.table, ctx.source, splitWindows(window.start, window.end, 1).map((d) => d.start));
+    await warehouse.changed(spec.spec.table, ctx.source, days.map((d) => d.start));
     await ctx.carryState?.({ stream: spec.name as 'line_items' | 'rollups', start: window.start, end: window.end });
     if (before === 0) counts.inserted = inserted;
     // A window stored although its two views disagree is worth telling someone, with the commit.
@@ -447,7 +449,7 @@ async function storeWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: P
   stats.updated += diff.updated;
   stats.deleted += diff.deleted;
   await ctx.afterCommit?.();
-  ctx.progress.windowDone?.(spec.name, { window: label, ...diff, days: splitWindows(window.start, window.end, 1).length, pages: window.page });
+  ctx.progress.windowDone?.(spec.name, { window: label, ...diff, days: days.length, pages: window.page });
   if (disagreement !== null && ctx.reconcile === 'strict') {
     throw new CostsyncError('CS_ERR_RECONCILE', disagreement, {
       hint: 'The window was stored as last fetched. Run again later (the source may have settled), or use --reconcile on to store such windows with a warning.',
