@@ -269,7 +269,7 @@ export function killRunner(env: Record<string, string>, counts: (entry: { route:
   };
 }
 
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { LAKE_TABLES } from '../src/outputs/lake.js';
 
 /**
@@ -286,7 +286,8 @@ export async function lakeDifferences(db: string, outDir: string, sources?: read
       const sourceColumn = spec.source ?? 'source';
       const only = sources === undefined ? '' : `WHERE ${sourceColumn} IN (${sources.map((s) => `'${s}'`).join(', ')})`;
       const columns = (await wh.sql<{ c: string }>('SELECT column_name AS c FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table])).map((r) => `"${r.c}"::VARCHAR`).join(', ');
-      const lake = `read_parquet('${join(outDir, table)}/*/*/*.parquet', hive_partitioning = true)`;
+      // A table with no partition at all is an empty table, not an error.
+      const lake = hasParquet(join(outDir, table)) ? `read_parquet('${join(outDir, table)}/*/*/*.parquet', hive_partitioning = true)` : `(SELECT * FROM ${table} WHERE false)`;
       const [row] = await wh.sql<{ rows: number; missing: number; extra: number }>(`
         WITH t AS (SELECT ${columns} FROM ${table} ${only}), p AS (SELECT ${columns} FROM ${lake} ${only})
         SELECT (SELECT count(*) FROM t) AS rows,
@@ -298,6 +299,11 @@ export async function lakeDifferences(db: string, outDir: string, sources?: read
   } finally {
     wh.close();
   }
+}
+
+/** Whether any Parquet file lies under `dir`. */
+function hasParquet(dir: string): boolean {
+  return existsSync(dir) && readdirSync(dir, { recursive: true }).some((f) => String(f).endsWith('.parquet'));
 }
 
 /** Files and directories under `dir` that a run leaves only while it works (temporary names). */

@@ -88,6 +88,8 @@ export class Dataset {
   private readonly ingested = new Map<number, StoredItem[]>();
   private readonly ingestedIds = new Set<string>();
   private readonly dayRevision = new Map<number, number>();
+  /** Days whose generated rows were all withdrawn (`emptyDay`). */
+  private readonly emptied = new Set<number>();
   private anomalyCache: AnomalyBase[] | null = null;
 
   constructor(options: DatasetOptions) {
@@ -99,6 +101,12 @@ export class Dataset {
   /** Late-arriving cost data: recent days' rows change or disappear. */
   restate(): void {
     this.generation += 1;
+  }
+
+  /** A provider withdraws a whole day: its generated rows disappear (their slots stay, as deleted rows do). */
+  emptyDay(day: number): void {
+    this.emptied.add(day);
+    this.dayRevision.set(day, (this.dayRevision.get(day) ?? 0) + 1);
   }
 
   /** The first day that restatement touches. */
@@ -141,6 +149,7 @@ export class Dataset {
    * sum amounts without building rows.
    */
   private draw(day: number, index: number): { rng: () => number; flat: number; cents: number; isCredit: boolean } | null {
+    if (this.emptied.has(day)) return null;
     const { seed } = this.options;
     const rng = createRng(hashInts(seed, day, index));
     const flat = pickWeighted(FLAT_CUMULATIVE, rng());

@@ -84,6 +84,8 @@ export interface Emulator {
   datasetOf(workspace: string | undefined): Dataset;
   /** Late-arriving data: changes and deletes some line items of the last `restatement.days` days. */
   restate(): void;
+  /** A day's generated line items are withdrawn (its rollups follow). */
+  emptyDay(date: string): void;
   close(): Promise<void>;
 }
 
@@ -504,6 +506,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     dataset,
     datasetOf,
     restate: () => { for (const ds of workspaces.values()) ds.restate(); },
+    emptyDay: (date: string) => { for (const ds of workspaces.values()) ds.emptyDay(toDayNumber(date)); },
     close: () => new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();

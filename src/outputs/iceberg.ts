@@ -27,6 +27,7 @@ import { ConfigError } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { LAKE_TABLES, RUN_TABLES, drainPending } from './lake.js';
 import type { OutputTarget } from './target.js';
+import { failpoint } from '../failpoints.js';
 
 /** A lake table as Iceberg sees it: its source column, its date (for the outbox's keys), the column its month comes from. */
 export interface IcebergTableDef {
@@ -246,6 +247,7 @@ export function icebergLake(run: IcebergRun) {
     const intent = intentKey(table, source, commitId, months);
     await warehouse.run('outbox/mark', ['iceberg', intent]);
     const result = await commitBatch(warehouse, target, run, table, source, months, commitId, window);
+    failpoint('iceberg-commit');
     await record(warehouse, target, table, result.version, result.snapshotId);
     return intent;
   };

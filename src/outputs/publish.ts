@@ -21,6 +21,7 @@ import { publishTemp, recordPublishedEtag, type RemoteWarehouse } from '../stora
 import type { Bucket } from './s3.js';
 import { bareEtag } from './s3-url.js';
 import { isS3Url, loadBucket, parseS3Url, s3Url } from './s3-url.js';
+import { failpoint } from '../failpoints.js';
 
 /** Snapshots taken by this process, so no two share a name. */
 let snapshots = 0;
@@ -95,6 +96,7 @@ export async function publish(
       if (pending.length === 0 && options.force !== true) return null;
       const bytesAndMethod = await takeSnapshot(warehouse, tmp, run, options.method ?? 'auto', to.kind === 'file');
       const heldSeconds = (run.now() - started) / 1000;
+      failpoint('publish');
       if (to.kind === 'file') {
         // A WAL left beside --db by an earlier costsync would be replayed into the new file.
         await rm(`${to.path}.wal`, { force: true });

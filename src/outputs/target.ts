@@ -10,6 +10,7 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import { createFileExclusive, namesIn, writeFileAtomic } from '../durable-file.js';
 import type { Bucket } from './s3.js';
 import { isS3Url, loadBucket, parseS3Url, s3Url } from './s3-url.js';
+import { failpoint } from '../failpoints.js';
 
 export interface OutputTarget {
   /** What messages name: a directory, or `s3://bucket/prefix`. */
@@ -60,6 +61,7 @@ export function directoryTarget(dir: string): OutputTarget {
       const target = join(root, key);
       mkdirSync(dirname(target), { recursive: true });
       renameSync(file, target);
+      failpoint('lake-put');
     },
     async putText(key, text) {
       mkdirSync(dirname(join(root, key)), { recursive: true });
@@ -134,6 +136,7 @@ export function bucketTarget(url: string, scratchRoot: string, bucket?: Bucket):
     scratch: (name) => emptyDir(join(scratchRoot, `${name}-${process.pid}`)),
     async putFile(key, file) {
       await (await b()).putFile(prefix + key, file);
+      failpoint('lake-put');
       rmSync(file, { force: true });
     },
     putText: async (key, text) => (await b()).putText(prefix + key, text),

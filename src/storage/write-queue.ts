@@ -5,6 +5,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+import { failpoint } from '../failpoints.js';
 
 export interface TransactionOptions {
   /** false: bookkeeping readers need not see at once (the published file is not marked behind). */
@@ -109,6 +110,7 @@ export function writeQueue(connection: Pick<DuckDBConnection, 'run'>, options: W
         for (const fn of fns) results.push(await fn());
         if (publish) await exec(options.publishMark.text, options.publishMark.params);
         await exec('COMMIT');
+        failpoint('commit');
         return results;
       });
     } catch (error) {

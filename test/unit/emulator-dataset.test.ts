@@ -134,4 +134,15 @@ describe('emulator dataset', () => {
     expect(burst.length).toBe(150);
     expect(burst.every((x) => x.anomaly.severity === 'high' && x.anomaly.status === 'new' && x.anomaly.provider_type === 'aws')).toBe(true);
   });
+  it('an emptied day serves no line items and no rollups; the days beside it keep theirs', () => {
+    const ds = new Dataset(base);
+    const day = toDayNumber('2025-06-05');
+    const rows = (d: number) => itemsOf(ds, d).length;
+    expect(rows(day)).toBeGreaterThan(0);
+    const before = ds.rollups(day - 1, day + 1, 'provider').filter((r) => r.date !== '2025-06-05');
+    ds.emptyDay(day);
+    expect(rows(day)).toBe(0);
+    expect(rows(day + 1)).toBeGreaterThan(0);
+    expect(ds.rollups(day - 1, day + 1, 'provider')).toEqual(before);
+  });
 });

@@ -1,0 +1,32 @@
+/**
+ * Named crash points for the kill tests: `COSTSYNC_FAILPOINT=NAME:N` makes the process SIGKILL itself
+ * the Nth time it reaches `NAME`, so a test can kill a run at an exact step (after a commit, before a
+ * publish's rename) instead of at a time that lands somewhere different on every machine. Unset, each
+ * point is one comparison.
+ */
+
+/** The points, as data: where each stands. */
+export const FAILPOINTS = {
+  commit: 'right after a warehouse transaction commits',
+  'lake-put': 'right after a lake file is put at its key',
+  'iceberg-commit': 'right after an Iceberg snapshot is committed, before its outbox entries are cleared',
+  publish: 'right before the published warehouse is renamed over --db (or uploaded)',
+} as const;
+
+export type FailpointName = keyof typeof FAILPOINTS;
+
+/** `NAME:N` as a point and a count; null when unset or malformed (a test's typo must not crash a user's run). Pure. */
+export function parseFailpoint(text: string | undefined): { name: FailpointName; at: number } | null {
+  const m = /^([a-z-]+):(\d+)$/.exec(text ?? '');
+  if (m === null || !(m[1]! in FAILPOINTS) || Number(m[2]) < 1) return null;
+  return { name: m[1] as FailpointName, at: Number(m[2]) };
+}
+
+const armed = parseFailpoint(process.env.COSTSYNC_FAILPOINT);
+let hits = 0;
+
+/** Reached `name`: dies here when the environment armed this point for this hit. */
+export function failpoint(name: FailpointName): void {
+  if (armed === null || armed.name !== name) return;
+  if (++hits === armed.at) process.kill(process.pid, 'SIGKILL');
+}

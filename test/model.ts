@@ -1,0 +1,429 @@
+/**
+ * The model-based test of the command surface (fast-check's `fc.commands`): random sequences of what
+ * users do, run against real processes, real DuckDB files and the emulator over loopback, with the
+ * invariants checked after every step. A failing sequence is shrunk and printed as the commands to
+ * type; `COSTSYNC_MODEL_SEED` (and `COSTSYNC_MODEL_PATH`, printed with it) replays it exactly.
+ *
+ * Kill points are events, never times: the Nth request the emulator answers (held until the process
+ * is gone), or a named failpoint (`src/failpoints.ts`) the process dies at.
+ */
+import fc from 'fast-check';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { startEmulator, type Emulator } from '../src/emulator/server.js';
+import { addDays, toDayNumber } from '../src/dates.js';
+import { manifestKey } from '../src/outputs/lake.js';
+import { dbLockPath } from '../src/state/lock.js';
+import { CLI, lakeDifferences, queryDb } from './helpers.js';
+import { icebergDifferences } from './iceberg.js';
+
+/** The emulator's last day of data; the model's "today" starts a few days before and moves towards it. */
+const END = '2026-06-30';
+const SPAN_DAYS = 120;
+const FIRST_TODAY = addDays(END, -4);
+/** What the CLI does without --since on a first run (FIRST_RUN_DAYS). */
+const DEFAULT_START_DAYS = 90;
+
+export type LakeName = 'p1' | 'p2' | 'ice';
+const LAKES: Record<LakeName, { format: 'parquet' | 'iceberg'; dir: string }> = {
+  p1: { format: 'parquet', dir: 'lake-p1' },
+  p2: { format: 'parquet', dir: 'lake-p2' },
+  ice: { format: 'iceberg', dir: 'lake-ice' },
+};
+
+/** How a run ends early: SIGKILL or SIGTERM at the Nth answered request, SIGKILL at a failpoint, or --max-runtime. */
+export type Stop =
+  | { kind: 'none' }
+  | { kind: 'kill-request' | 'term-request'; n: number }
+  | { kind: 'failpoint'; name: 'commit' | 'lake-put' | 'iceberg-commit' | 'publish'; n: number }
+  | { kind: 'max-runtime' };
+
+export interface SyncArgs {
+  state: 'a' | 'b';
+  /** Days before today, or none. */
+  since: number | null;
+  lookback: 0 | 1 | 3;
+  windowDays: 1 | 7 | 30;
+  streams: 'all' | 'line_items' | 'line_items,rollups' | 'rollups,anomalies';
+  fullRefresh: boolean;
+  lake: LakeName | null;
+  retention: '7d' | '0s';
+  publishNow: boolean;
+  stop: Stop;
+}
+
+/** What the test knows of the world besides the real files: enough to say what each command must do. */
+export interface Model {
+  today: string;
+}
+
+/** The real side: a temp directory, the emulator, and what the invariants remember between steps. */
+export class World {
+  readonly dir: string;
+  emulator!: Emulator;
+  today = FIRST_TODAY;
+  /** Every line-item content each date has had on the emulator (a date's text: its ids and amounts). */
+  readonly history = new Map<string, Set<string>>();
+  /** Dates the published warehouse has held at some point. */
+  readonly everSynced = new Set<string>();
+  /** The process running now, and when to stop it. */
+  private child: ChildProcess | null = null;
+  private exited: Promise<unknown> | null = null;
+  private requests = 0;
+  private stopAt: { n: number; signal: 'SIGKILL' | 'SIGTERM' } | null = null;
+  readonly log: string[] = [];
+
+  constructor() {
+    this.dir = mkdtempSync(join(tmpdir(), 'costsync-model-'));
+  }
+
+  async start(): Promise<void> {
+    this.emulator = await startEmulator({
+      port: 0, rateLimit: 0, seed: 7, startDate: addDays(END, -(SPAN_DAYS - 1)), endDate: END, rowsPerDay: 2, anomaliesPerDay: 1,
+      clock: { now: () => Date.parse(`${END}T12:00:00Z`) },
+      restatement: { days: 8, changeRate: 0.4, deleteRate: 0.2, addRate: 0.5 },
+      beforeReply: async () => {
+        if (this.stopAt === null || ++this.requests !== this.stopAt.n || this.child === null) return;
+        this.child.kill(this.stopAt.signal);
+        // A SIGKILL lands while this request is unanswered: the run dies mid-page.
+        if (this.stopAt.signal === 'SIGKILL') await this.exited;
+      },
+    });
+    this.recordTruth();
+  }
+
+  async close(): Promise<void> {
+    await this.emulator?.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  get db(): string {
+    return join(this.dir, 'costs.duckdb');
+  }
+
+  stateDir(state: 'a' | 'b'): string {
+    return join(this.dir, `state-${state}`);
+  }
+
+  lakeDir(lake: LakeName): string {
+    return join(this.dir, LAKES[lake].dir);
+  }
+
+  /** A date's line items on the emulator now, as text (`id:amount`, sorted); '' for none. */
+  truth(date: string): string {
+    const ds = this.emulator.dataset;
+    const day = toDayNumber(date);
+    const items: string[] = [];
+    for (let i = 0; i < ds.slots(day); i++) {
+      const item = ds.itemAt(day, i);
+      if (item) items.push(`${item.record.id}:${item.record.net_amount_usd}`);
+    }
+    return items.sort().join(',');
+  }
+
+  /** Remembers what every date up to the emulator's end holds now (after a restatement, say). */
+  recordTruth(): void {
+    for (let d = addDays(END, -(SPAN_DAYS + 5)); d <= END; d = addDays(d, 1)) {
+      const set = this.history.get(d) ?? new Set<string>();
+      set.add(this.truth(d));
+      this.history.set(d, set);
+    }
+  }
+
+  /** Runs the CLI with `args`, stopping it as `stop` says; its exit code and signal. */
+  async cli(args: string[], stop: Stop = { kind: 'none' }): Promise<{ code: number | null; signal: string | null; stderr: string }> {
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: this.dir, COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
+    if (stop.kind === 'failpoint') env.COSTSYNC_FAILPOINT = `${stop.name}:${stop.n}`;
+    this.requests = 0;
+    this.stopAt = stop.kind === 'kill-request' ? { n: stop.n, signal: 'SIGKILL' } : stop.kind === 'term-request' ? { n: stop.n, signal: 'SIGTERM' } : null;
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: this.dir, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    this.child = child;
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-3000); });
+    this.exited = once(child, 'exit');
+    const [code, signal] = (await this.exited) as [number | null, string | null];
+    this.child = null;
+    this.stopAt = null;
+    return { code, signal, stderr };
+  }
+
+  /** The published warehouse's line items per date, as `truth` writes them; empty when there is no file yet. */
+  async published(): Promise<Map<string, string>> {
+    if (!existsSync(this.db)) return new Map();
+    const rows = await queryDb<{ d: string; id: string; a: number }>(this.db, 'SELECT usage_date::VARCHAR AS d, id, net_amount_usd AS a FROM line_items');
+    const byDate = new Map<string, string[]>();
+    for (const r of rows) byDate.set(r.d, [...(byDate.get(r.d) ?? []), `${r.id}:${r.a}`]);
+    return new Map([...byDate].map(([d, items]) => [d, items.sort().join(',')]));
+  }
+
+  /** Names, sizes and times of every file a command may write: what an invalid command must leave as it was. */
+  fingerprint(): string {
+    const out: string[] = [];
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const path = join(dir, e.name);
+        if (e.isDirectory()) walk(path);
+        else {
+          const s = statSync(path);
+          out.push(`${relative(this.dir, path)} ${s.size} ${s.mtimeMs}`);
+        }
+      }
+    };
+    walk(this.dir);
+    return out.sort().join('\n');
+  }
+}
+
+/** Fails with `what`, the sequence's log and the last command's stderr: what a person needs to see why. */
+function fail(world: World, what: string, stderr = ''): never {
+  throw new Error(`${what}\nthe steps, as commands:\n  ${world.log.join('\n  ')}${stderr ? `\nlast stderr:\n${stderr}` : ''}`);
+}
+
+/** Invariants that hold after every command, whatever it was. */
+async function checkAlways(world: World, stderr: string, killed: boolean, states: readonly ('a' | 'b')[]): Promise<Map<string, string>> {
+  if (!killed) {
+    for (const state of states) {
+      if (existsSync(join(world.stateDir(state), 'costsync.lock'))) fail(world, `the lock of state-${state} stayed after an exit`, stderr);
+    }
+    if (existsSync(dbLockPath(world.db))) fail(world, 'the lock beside --db stayed after an exit', stderr);
+  }
+  const published = await world.published();
+  for (const [date, text] of published) {
+    if (!world.history.get(date)?.has(text)) fail(world, `the warehouse's ${date} (${text}) is no version the API ever had (${[...(world.history.get(date) ?? [])].join(' | ')})`, stderr);
+  }
+  for (const date of world.everSynced) {
+    if (!published.has(date) && !world.history.get(date)?.has('')) fail(world, `${date} was in the warehouse and is gone, though the API always had rows for it`, stderr);
+  }
+  for (const date of published.keys()) world.everSynced.add(date);
+  return published;
+}
+
+/** After a run that exited 0: every date it had to sync equals the API now, and its lake equals the warehouse. */
+async function checkSynced(world: World, args: SyncArgs, published: Map<string, string>, stderr: string): Promise<void> {
+  if (args.streams === 'rollups,anomalies') return;
+  const today = world.today;
+  const from = [addDays(today, -(args.lookback - 1))];
+  if (args.since !== null) from.push(addDays(today, -args.since));
+  if (args.fullRefresh) from.push(...world.everSynced, addDays(today, -DEFAULT_START_DAYS));
+  for (let d = from.sort()[0]!; d <= today; d = addDays(d, 1)) {
+    const have = published.get(d) ?? '';
+    if (have !== world.truth(d)) fail(world, `exit 0, yet ${d} is ${have || '(none)'} in the warehouse and ${world.truth(d) || '(none)'} on the API`, stderr);
+  }
+  if (args.lake === null) return;
+  const dir = world.lakeDir(args.lake);
+  if (LAKES[args.lake].format === 'parquet') {
+    const diff = await lakeDifferences(world.db, dir);
+    for (const [table, d] of Object.entries(diff)) {
+      if (d.missing !== 0 || d.extra !== 0) fail(world, `exit 0, yet the Parquet lake ${LAKES[args.lake].dir} differs from the warehouse in ${table}: ${JSON.stringify(d)}`, stderr);
+    }
+    const manifest = JSON.parse(readFileSync(join(dir, manifestKey('default')), 'utf8')) as { tables: Record<string, { rows: number; first_date: string | null }> };
+    const [lake] = existsSync(join(dir, 'line_items')) ? await queryDb<{ rows: number; first: string | null }>(world.db,
+      `SELECT count(*)::INTEGER AS rows, min(usage_date)::VARCHAR AS first FROM read_parquet('${join(dir, 'line_items')}/*/*/*.parquet', hive_partitioning = true)`) : [{ rows: 0, first: null }];
+    const said = manifest.tables.line_items!;
+    if (Number(said.rows) !== lake!.rows || said.first_date !== lake!.first) {
+      fail(world, `the manifest of ${LAKES[args.lake].dir} says line_items ${said.rows} rows from ${said.first_date}, the lake holds ${lake!.rows} from ${lake!.first}`, stderr);
+    }
+  } else {
+    const diff = await icebergDifferences(world.db, pathToFileURL(dir).href);
+    for (const [table, d] of Object.entries(diff)) {
+      if (d.missing !== 0 || d.extra !== 0) fail(world, `exit 0, yet the Iceberg lake differs from the warehouse in ${table}: ${JSON.stringify(d)}`, stderr);
+    }
+  }
+}
+
+/** The command line of a sync, as a person would type it (relative to the world's directory). */
+export function syncLine(args: SyncArgs, today: string): string[] {
+  const line = ['sync', '--base-url', '$URL', '--db', 'costs.duckdb', '--state-dir', `state-${args.state}`, '--until', today,
+    '--lookback-days', String(args.lookback), '--window-days', String(args.windowDays), '--rate-limit', '100000', '--log-format', 'json'];
+  if (args.since !== null) line.push('--since', addDays(today, -args.since));
+  if (args.streams !== 'all') line.push('--streams', args.streams);
+  if (args.fullRefresh) line.push('--full-refresh');
+  if (args.lake !== null) {
+    line.push('--format', LAKES[args.lake].format, '--out', LAKES[args.lake].dir);
+    if (LAKES[args.lake].format === 'iceberg') line.push('--iceberg-retention', args.retention);
+  }
+  if (args.publishNow) line.push('--publish-interval', '0s');
+  if (args.stop.kind === 'max-runtime') line.push('--max-runtime', '1ms');
+  return line;
+}
+
+function stopText(stop: Stop): string {
+  switch (stop.kind) {
+    case 'none': case 'max-runtime': return '';
+    case 'kill-request': return `  # SIGKILL at the emulator's request ${stop.n}`;
+    case 'term-request': return `  # SIGTERM at the emulator's request ${stop.n}`;
+    case 'failpoint': return `  # COSTSYNC_FAILPOINT=${stop.name}:${stop.n}`;
+  }
+}
+
+type Cmd = fc.AsyncCommand<Model, World>;
+
+class SyncCommand implements Cmd {
+  /** The day it last ran on, for its printed command line. */
+  private ranOn = '<today>';
+  constructor(readonly args: SyncArgs) {}
+  check(): boolean {
+    return true;
+  }
+  async run(model: Model, world: World): Promise<void> {
+    this.ranOn = model.today;
+    const line = syncLine(this.args, model.today);
+    world.log.push(`costsync ${line.join(' ')}${stopText(this.args.stop)}`);
+    const result = await world.cli(line.map((a) => (a === '$URL' ? world.emulator.url : a)), this.args.stop);
+    const killed = result.signal === 'SIGKILL';
+    if (!killed && result.code !== 0 && result.code !== 4) fail(world, `sync exited ${result.code} (signal ${result.signal})`, result.stderr);
+    if (this.args.stop.kind === 'none' && result.code !== 0) fail(world, `a sync nothing stopped exited ${result.code}`, result.stderr);
+    const published = await checkAlways(world, result.stderr, killed, [this.args.state]);
+    if (result.code === 0) await checkSynced(world, this.args, published, result.stderr);
+  }
+  toString(): string {
+    return `costsync ${syncLine(this.args, this.ranOn).join(' ')}${stopText(this.args.stop)}`;
+  }
+}
+
+/** A new day: the model's today (the runs' --until) moves one day on, up to the emulator's last day. */
+class NewDayCommand implements Cmd {
+  check(model: Model): boolean {
+    return model.today < END;
+  }
+  async run(model: Model, world: World): Promise<void> {
+    model.today = addDays(model.today, 1);
+    world.today = model.today;
+    world.log.push(`# a new day: today is ${model.today}`);
+  }
+  toString(): string {
+    return '# a new day arrives';
+  }
+}
+
+/** Late data: the emulator's last days change (rows changed, deleted, added). */
+class RestateCommand implements Cmd {
+  check(): boolean {
+    return true;
+  }
+  async run(_model: Model, world: World): Promise<void> {
+    world.emulator.restate();
+    world.recordTruth();
+    world.log.push('# the API restates its last 8 days');
+  }
+  toString(): string {
+    return '# the API restates its last 8 days';
+  }
+}
+
+/** A provider withdraws a whole day, `back` days before today. */
+class EmptyDayCommand implements Cmd {
+  constructor(readonly back: number) {}
+  check(): boolean {
+    return true;
+  }
+  async run(model: Model, world: World): Promise<void> {
+    const date = addDays(model.today, -this.back);
+    world.emulator.emptyDay(date);
+    world.recordTruth();
+    world.log.push(`# the API empties ${date}`);
+  }
+  toString(): string {
+    return `# the API empties the day ${this.back} days before today`;
+  }
+}
+
+/** Command lines costsync must refuse with exit 2, writing nothing. */
+export const BAD_LINES: readonly string[][] = [
+  ['--lookback-days', '-1'],
+  ['--window-days', '0'],
+  ['--since', '2026-02-30'],
+  ['--format', 'orc'],
+  ['--streams', 'line_items,costs'],
+  ['--max-runtime', 'soon'],
+];
+
+class BadCommand implements Cmd {
+  constructor(readonly which: number, readonly state: 'a' | 'b') {}
+  check(): boolean {
+    return true;
+  }
+  async run(model: Model, world: World): Promise<void> {
+    const line = ['sync', '--base-url', world.emulator.url, '--db', 'costs.duckdb', '--state-dir', `state-${this.state}`, '--until', model.today, ...BAD_LINES[this.which]!];
+    world.log.push(this.toString());
+    const before = world.fingerprint();
+    const result = await world.cli(line);
+    if (result.code !== 2) fail(world, `an invalid command exited ${result.code}, not 2`, result.stderr);
+    if (world.fingerprint() !== before) fail(world, 'an invalid command changed files', result.stderr);
+    await checkAlways(world, result.stderr, false, [this.state]);
+  }
+  toString(): string {
+    return `costsync sync --state-dir state-${this.state} ${BAD_LINES[this.which]!.join(' ')}  # must exit 2 and change nothing`;
+  }
+}
+
+const stopArb: fc.Arbitrary<Stop> = fc.oneof(
+  { weight: 6, arbitrary: fc.constant<Stop>({ kind: 'none' }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('kill-request' as const), n: fc.integer({ min: 1, max: 14 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('term-request' as const), n: fc.integer({ min: 1, max: 14 }) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('failpoint' as const), name: fc.constantFrom('commit' as const, 'lake-put' as const, 'iceberg-commit' as const, 'publish' as const), n: fc.integer({ min: 1, max: 4 }) }) },
+  { weight: 1, arbitrary: fc.constant<Stop>({ kind: 'max-runtime' }) },
+);
+
+export const syncArb: fc.Arbitrary<SyncArgs> = fc.record({
+  state: fc.constantFrom('a' as const, 'b' as const),
+  since: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom(2, 10, 100, 115) }),
+  lookback: fc.constantFrom(3 as const, 1 as const, 0 as const),
+  windowDays: fc.constantFrom(30 as const, 7 as const, 1 as const),
+  streams: fc.oneof({ weight: 4, arbitrary: fc.constant('all' as const) }, { weight: 1, arbitrary: fc.constantFrom('line_items' as const, 'line_items,rollups' as const, 'rollups,anomalies' as const) }),
+  fullRefresh: fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+  lake: fc.constantFrom<LakeName | null>(null, 'p1', 'p2', 'ice'),
+  retention: fc.constantFrom('7d' as const, '0s' as const),
+  publishNow: fc.boolean(),
+  stop: stopArb,
+});
+
+export const commandArbs: fc.Arbitrary<Cmd>[] = [
+  syncArb.map((a) => new SyncCommand(a)),
+  syncArb.map((a) => new SyncCommand(a)),
+  syncArb.map((a) => new SyncCommand(a)),
+  fc.constant(new NewDayCommand()),
+  fc.constant(new RestateCommand()),
+  fc.integer({ min: 0, max: 6 }).map((back) => new EmptyDayCommand(back)),
+  fc.tuple(fc.integer({ min: 0, max: BAD_LINES.length - 1 }), fc.constantFrom('a' as const, 'b' as const)).map(([i, s]) => new BadCommand(i, s)),
+];
+
+export interface ModelRunOptions {
+  seed?: number;
+  path?: string;
+  numRuns: number;
+  maxCommands: number;
+  timeLimitMs: number;
+}
+
+/** Runs the model: `numRuns` sequences (or as many as fit in the time), each in a fresh world. */
+export async function runModel(options: ModelRunOptions): Promise<fc.RunDetails<[Iterable<Cmd>]>> {
+  const property = fc.asyncProperty(fc.commands(commandArbs, { maxCommands: options.maxCommands, ...(options.path !== undefined && { replayPath: options.path }) }), async (cmds) => {
+    const world = new World();
+    try {
+      await world.start();
+      await fc.asyncModelRun(() => ({ model: { today: FIRST_TODAY }, real: world }), cmds);
+    } finally {
+      await world.close();
+    }
+  });
+  return fc.check(property, {
+    numRuns: options.numRuns, interruptAfterTimeLimit: options.timeLimitMs, markInterruptAsFailure: false,
+    ...(options.seed !== undefined && { seed: options.seed }), ...(options.path !== undefined && { path: options.path }),
+  });
+}
+
+/** The report of a failed model run: the seed and path that replay it, and the shortest sequence found, as the commands it ran. */
+export function modelReport(details: fc.RunDetails<[Iterable<Cmd>]>): string {
+  if (!details.failed) return `${details.numRuns} sequence(s) passed (seed ${details.seed})`;
+  return [
+    `The model found a failing sequence (seed ${details.seed}, path ${details.counterexamplePath}); replay it with`,
+    `  COSTSYNC_MODEL_SEED=${details.seed} COSTSYNC_MODEL_PATH=${details.counterexamplePath} npx vitest run test/integration/model.test.ts`,
+    `(in a fresh directory; $URL is the emulator, data ${addDays(END, -(SPAN_DAYS - 1))}..${END}, 2 line items a day, restatements of the last 8 days)`,
+    details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance),
+  ].join('\n');
+}
