@@ -33,6 +33,8 @@ export interface SyncConfig {
   lookbackDays: number;
   windowDays: number;
   fullRefresh: boolean;
+  /** `--drop-before`: stored line items and rollups dated before it are deleted; nothing before it is synced. */
+  dropBefore: string | undefined;
   rateLimit: number;
   maxRuntimeMs: number | undefined;
   format: 'duckdb' | 'parquet' | 'iceberg';
@@ -172,6 +174,13 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
   if (since !== undefined && since > until) {
     bad(pick('since')!.from, `(${since}) is after the last date ${until}.`, 'Pass a --since on or before --until (which defaults to today, UTC).');
   }
+  const dropBefore = date('drop-before');
+  if (dropBefore !== undefined && dropBefore > until) {
+    bad(pick('drop-before')!.from, `(${dropBefore}) is after the last date ${until}: it would delete everything and sync nothing.`, 'Pass a --drop-before on or before --until (which defaults to today, UTC).');
+  }
+  if (dropBefore !== undefined && since !== undefined && since < dropBefore) {
+    bad(pick('since')!.from, `(${since}) is before --drop-before ${dropBefore}: the run would sync dates it deletes.`, `Pass a --since on or after ${dropBefore}, or leave it out.`);
+  }
   if (startDate > until) bad(pick('start-date')!.from, `(${startDate}) is after the last date ${until}.`, 'Pass a --start-date on or before --until.');
 
   const streamsValue = pick('streams');
@@ -210,6 +219,7 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     lookbackDays: int('lookback-days'),
     windowDays: int('window-days'),
     fullRefresh: bool('full-refresh'),
+    dropBefore,
     rateLimit: first?.rateLimit ?? rateLimit,
     maxRuntimeMs: duration('max-runtime'),
     format: choice<'duckdb' | 'parquet' | 'iceberg'>('format'),

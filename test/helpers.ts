@@ -141,7 +141,7 @@ export function testSyncConfig(url: string, dir: string, over: Partial<SyncConfi
   return {
     baseUrl: url, apiKey: 'demo-key', db: join(dir, 'costs.duckdb'), stateDir: join(dir, 'state'),
     streams: ['line_items', 'rollups', 'anomalies'], since: undefined, until: SPAN.endDate, startDate: SPAN.startDate,
-    lookbackDays: 3, windowDays: 7, fullRefresh: false, rateLimit: 100_000, maxRuntimeMs: undefined,
+    lookbackDays: 3, windowDays: 7, fullRefresh: false, dropBefore: undefined, rateLimit: 100_000, maxRuntimeMs: undefined,
     format: 'duckdb', out: join(dir, 'parquet'), icebergRetentionMs: 7 * 86_400_000, logFormat: 'json', quiet: true, verbose: false, anomalyRefreshDays: 30, concurrency: 4, sourcesAtOnce: 0, publishIntervalMs: 600_000, lease: 'on', leaseTtlMs: 600_000, reconcile: 'on',
     notify: [], notifySeverity: 'high', notifyStatusChanges: false, notifyMaxAgeMs: 48 * 3_600_000, notifyFormat: 'json', metricsFile: undefined,
     ...over,

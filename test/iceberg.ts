@@ -101,7 +101,9 @@ export async function icebergDifferences(db: string, lakeUrl: string, options: {
       const columns = await wh.sql<{ name: string; type: string }>('SELECT column_name AS name, data_type AS type FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table]);
       const only = options.sources === undefined ? '' : `WHERE "${def.source}" IN (${options.sources.map((s) => `'${s}'`).join(', ')})`;
       const warehouseRows = (await wh.table(`SELECT * FROM ${table} ${only}`)).rows;
-      const lakeRows = (await readIceberg(`${lakeUrl}/${table}`, options.s3 ? { s3: options.s3 } : {}))
+      // A table never created (its source had no rows of it) reads as empty.
+      const absent = lakeUrl.startsWith('file:') && !existsSync(fileURLToPath(`${lakeUrl}/${table}`));
+      const lakeRows = (absent ? [] : await readIceberg(`${lakeUrl}/${table}`, options.s3 ? { s3: options.s3 } : {}))
         .filter((r) => options.sources === undefined || options.sources.includes(String(r[def.source])));
       const key = (row: Record<string, unknown>) => columns.map((c) => canonical(row[c.name], c.type)).join('\u0001');
       const counts = new Map<string, number>();

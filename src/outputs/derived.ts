@@ -11,7 +11,7 @@ import { CostsyncError, ExitCode, describeError, isFenced } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { DEFAULT_RETENTION_MS, icebergLake } from './iceberg.js';
-import { drainLake, finishLake, ownedBy } from './lake.js';
+import { drainLake, fillLake, finishLake, ownedBy } from './lake.js';
 import { writeMetrics } from './metrics.js';
 import { DEFAULT_SEND, drainNotifications, type SendOptions, type Webhook } from './notify.js';
 import { logPublish, publish, type PublishDestination } from './publish.js';
@@ -45,6 +45,7 @@ export interface DerivedOutputsOptions {
 
 /** What writes each output (every one reads committed rows and clears its outbox entries once in place). */
 export interface OutputSteps {
+  fillLake: typeof fillLake;
   drainLake: typeof drainLake;
   finishLake: typeof finishLake;
   publish: typeof publish;
@@ -52,7 +53,7 @@ export interface OutputSteps {
   writeMetrics: typeof writeMetrics;
 }
 
-const REAL_STEPS: OutputSteps = { drainLake, finishLake, publish, drainNotifications, writeMetrics };
+const REAL_STEPS: OutputSteps = { fillLake, drainLake, finishLake, publish, drainNotifications, writeMetrics };
 
 /** Errors that end the run at once (exit 5) rather than leaving an output behind. */
 
@@ -81,7 +82,8 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
   const iceberg = o.lakeFormat === 'iceberg'
     ? icebergLake({ runId: o.runId, clock, sources: o.sources, retentionMs: o.icebergRetentionMs ?? DEFAULT_RETENTION_MS })
     : null;
-  const lakeSteps: Partial<OutputSteps> = iceberg === null ? {} : { drainLake: iceberg.drain, finishLake: (wh, target) => iceberg.finish(wh, target) };
+  // The Iceberg lake fills and catches up in its first drain.
+  const lakeSteps: Partial<OutputSteps> = iceberg === null ? {} : { fillLake: async () => undefined, drainLake: iceberg.drain, finishLake: (wh, target) => iceberg.finish(wh, target) };
   const step: OutputSteps = { ...REAL_STEPS, ...lakeSteps, ...o.steps };
   let lastPublish = clock.now();
   let compacted = false;
@@ -136,6 +138,7 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
         await attempt('lake', async () => {
           const aborted = await o.lake!.removeLeftovers(ownedBy(o.sources));
           if (aborted > 0) logger.info(`aborted ${aborted} incomplete upload(s) a killed run left in ${o.lake!.url}`);
+          await step.fillLake(warehouse, o.lake!, o.sources);
           await lake();
         });
       }

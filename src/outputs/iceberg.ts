@@ -26,6 +26,7 @@ import {
 import { ConfigError } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { LAKE_TABLES, RUN_TABLES, drainPending } from './lake.js';
+import { catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
 import type { OutputTarget } from './target.js';
 import { failpoint } from '../failpoints.js';
 
@@ -256,6 +257,8 @@ export function icebergLake(run: IcebergRun) {
   async function drain(warehouse: Warehouse, target: OutputTarget): Promise<number> {
     if (!started) {
       await warehouse.exclusive(async () => {
+        // Caught up first: a killed run's landed commit then clears what it covers.
+        await catchUp(warehouse, lakeName('iceberg', target), run.sources);
         await recoverIntents(warehouse, target);
         await fillNewSources(warehouse, target, run.sources);
       });
@@ -303,6 +306,7 @@ export function icebergLake(run: IcebergRun) {
       }
       // The Parquet lake's per-source manifests have no place in an Iceberg lake.
       for (const source of ['', ...run.sources]) await warehouse.run('outbox/done', ['manifest', source]);
+      await markCaughtUp(warehouse, lakeName('iceberg', target), run.sources);
     });
   }
 

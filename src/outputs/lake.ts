@@ -15,6 +15,7 @@ import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { LINE_ITEMS, ROLLUPS_DAILY } from '../storage/tables.js';
+import { catchUp, lakeName, markCaughtUp, markPending } from './lake-catch-up.js';
 import type { OutputTarget } from './target.js';
 
 /**
@@ -58,6 +59,39 @@ export function ownedBy(sources: readonly string[]): (key: string) => boolean {
 
 /** What an earlier costsync wrote for the whole (local) lake, replaced by per-source objects. */
 const LEGACY_KEYS = ['_costsync_manifest.json', ...RUN_TABLES.map((t) => `${t}/data.parquet`)];
+
+/**
+ * At the lake's start: what it lacks is marked pending, so an empty or new --out is filled from the
+ * warehouse and a lake that missed runs catches up. Partitions the warehouse holds and the lake does
+ * not (and the reverse) are pending, and so is every partition changed since the lake's mark
+ * (`lake-catch-up.ts`); each source's manifest is rewritten at the end, to say what is there now.
+ */
+export async function fillLake(warehouse: Warehouse, target: OutputTarget, sources: readonly string[]): Promise<void> {
+  await warehouse.exclusive(() => markMissing(warehouse, target, sources));
+}
+
+async function markMissing(warehouse: Warehouse, target: OutputTarget, sources: readonly string[]): Promise<void> {
+  const owned = new Set(sources);
+  const keys: string[] = [];
+  for (const [table, { date, source: column = 'source' }] of Object.entries(LAKE_TABLES)) {
+    const inLake = new Map<string, Set<string>>();
+    for (const key of await target.list(`${table}/source=`)) {
+      const m = /^[a-z_]+\/source=([^/]+)\/date=(\d{4}-\d{2}-\d{2})\//.exec(key);
+      if (m === null || !owned.has(m[1]!)) continue;
+      (inLake.get(m[1]!) ?? inLake.set(m[1]!, new Set()).get(m[1]!)!).add(m[2]!);
+    }
+    for (const source of sources) {
+      const stored = new Set((await warehouse.sql<{ d: string }>(
+        `SELECT DISTINCT strftime(${date}, '%Y-%m-%d') AS d FROM ${table} WHERE ${column} = ${sqlString(source)}`)).map((r) => r.d));
+      const present = inLake.get(source) ?? new Set<string>();
+      for (const d of stored) if (!present.has(d)) keys.push(`${table}/${source}/${d}`);
+      for (const d of present) if (!stored.has(d)) keys.push(`${table}/${source}/${d}`);
+    }
+  }
+  await markPending(warehouse, 'parquet', keys);
+  await catchUp(warehouse, lakeName('parquet', target), sources);
+  await markPending(warehouse, 'manifest', sources);
+}
 
 /** Partitions rewritten per COPY: bounds the statement, not the work. */
 const DATES_PER_COPY = 400;
@@ -188,5 +222,6 @@ export async function finishLake(
       await warehouse.run('outbox/done', ['manifest', source]);
     }
     if (manifests.includes('') && run.sources.every((s) => !behind.has(s))) await warehouse.run('outbox/done', ['manifest', '']);
+    await markCaughtUp(warehouse, lakeName('parquet', target), run.sources);
   });
 }

@@ -17,7 +17,7 @@ import { fsyncPath, namesIn, renameDurably } from '../durable-file.js';
 import { CostsyncError, ExitCode, FencedError, isFenced } from '../errors.js';
 import type { Logger } from '../log.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
-import { publishTemp, recordPublishedEtag, type RemoteWarehouse } from '../storage/working-copy.js';
+import { fileEtag, publishTemp, recordPublishedEtag, type RemoteWarehouse } from '../storage/working-copy.js';
 import type { Bucket } from './s3.js';
 import { bareEtag } from './s3-url.js';
 import { isS3Url, loadBucket, parseS3Url, s3Url } from './s3-url.js';
@@ -101,6 +101,8 @@ export async function publish(
         // A WAL left beside --db by an earlier costsync would be replayed into the new file.
         await rm(`${to.path}.wal`, { force: true });
         await renameDurably(tmp, to.path);
+        // What the next run checks that no other run published over it since.
+        await recordPublishedEtag(warehouse.path, fileEtag(to.path)!);
       }
       return { ...bytesAndMethod, heldSeconds };
     });

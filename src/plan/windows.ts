@@ -16,6 +16,10 @@ export interface WindowRequest {
   lookbackDays: number;
   windowDays: number;
   fullRefresh: boolean;
+  /** `--drop-before`: nothing before this date is synced (the run deletes what is stored before it). */
+  dropBefore?: string | undefined;
+  /** The first date the warehouse holds for this stream and source (null: none); asked only for a full refresh. */
+  storedFrom?: string | null | undefined;
   /** Today (UTC): a watermark or plan past it, written by an older costsync, is mended. Absent: no check. */
   today?: string | undefined;
 }
@@ -46,17 +50,27 @@ function newWindows(from: string, to: string, days: number): PlannedWindow[] {
 
 /**
  * The first date this run must sync when it starts a new plan:
- * - a full refresh, or a first run (no state): `since`, else `startDate`;
+ * - a full refresh: `since`, else the earliest date synced or stored (it re-syncs what is stored),
+ *   else `startDate`;
+ * - a first run (no state): `since`, else `startDate`;
  * - `since` given: `since` (a backfill re-syncs from there);
  * - otherwise: `lookbackDays` days before the last synced date, so restated days are re-read.
- * Never after `until`, so at least the last day is synced.
+ * Never before `dropBefore`, and never after `until`, so at least the last day is synced.
  */
 export function planStart(state: WindowedStreamState, req: WindowRequest): string {
   let from: string;
-  if (req.fullRefresh || state.syncedThrough === null) from = req.since ?? req.startDate;
+  if (req.fullRefresh) from = req.since ?? earliest(state.syncedFrom, req.storedFrom ?? null) ?? req.startDate;
+  else if (state.syncedThrough === null) from = req.since ?? req.startDate;
   else if (req.since !== undefined) from = req.since;
   else from = addDays(state.syncedThrough, 1 - req.lookbackDays);
+  if (req.dropBefore !== undefined && from < req.dropBefore) from = req.dropBefore;
   return from > req.until ? req.until : from;
+}
+
+/** The earlier of two dates, either of which may be missing. Pure. */
+function earliest(a: string | null, b: string | null): string | null {
+  if (a === null) return b;
+  return b === null || a < b ? a : b;
 }
 
 /**
@@ -68,7 +82,8 @@ export function planRun(state: WindowedStreamState, req: WindowRequest): { plan:
   const pending = state.pending;
   const sameRequest = pending !== null
     && (req.since === undefined || req.since === pending.from)
-    && (!req.fullRefresh || pending.fullRefresh);
+    && (!req.fullRefresh || pending.fullRefresh)
+    && (req.dropBefore === undefined || pending.from >= req.dropBefore);
   if (pending && sameRequest) {
     const windows = [...pending.windows];
     let to = pending.to;
@@ -125,13 +140,22 @@ export function remainingWindows(plan: PendingPlan): PlannedWindow[] {
   return plan.windows.filter((w) => w.status !== 'done');
 }
 
-/** The stream state once every window of `plan` is replaced: the watermark covers the plan. */
+/**
+ * The stream state once every window of `plan` is replaced: the watermarks widen to cover the plan
+ * (a full refresh deletes nothing outside its plan, so what was synced before stays synced).
+ */
 export function completePlan(state: WindowedStreamState, plan: PendingPlan, nowIso: string): WindowedStreamState {
-  const full = plan.fullRefresh;
   return {
-    syncedFrom: full || state.syncedFrom === null || plan.from < state.syncedFrom ? plan.from : state.syncedFrom,
-    syncedThrough: full || state.syncedThrough === null || plan.to > state.syncedThrough ? plan.to : state.syncedThrough,
+    syncedFrom: state.syncedFrom === null || plan.from < state.syncedFrom ? plan.from : state.syncedFrom,
+    syncedThrough: state.syncedThrough === null || plan.to > state.syncedThrough ? plan.to : state.syncedThrough,
     lastSuccessAt: nowIso,
     pending: null,
   };
+}
+
+/** The stream state once everything before `date` is dropped (`--drop-before`). Pure. */
+export function dropBefore(state: WindowedStreamState, date: string): WindowedStreamState {
+  if (state.syncedFrom === null || state.syncedFrom >= date) return state;
+  const emptied = state.syncedThrough === null || state.syncedThrough < date;
+  return { ...state, syncedFrom: emptied ? null : date, ...(emptied && { syncedThrough: null }) };
 }

@@ -83,7 +83,8 @@ export interface Warehouse {
   afterQueued<T>(fn: () => Promise<T>): Promise<T>;
   /**
    * Tells the warehouse that `dates` of `source` in `table` changed, inside the transaction that
-   * changes them: with a lake, their Parquet partitions (and the lake's manifest) are recorded as pending.
+   * changes them: the change is numbered (for lakes that catch up later, `outputs/lake-catch-up.ts`),
+   * and with a lake, their partitions (and the lake's manifest) are recorded as pending.
    */
   changed(table: string, source: string, dates: readonly string[]): Promise<void>;
   /** Whether changes are recorded for a Parquet lake. */
@@ -170,10 +171,17 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
     exclusive: writes.exclusive,
     afterQueued: writes.afterQueued,
     changed: async (table, source, dates) => {
-      if (!lake || dates.length === 0) return;
-      const mark = loadSql('outbox/mark');
+      if (dates.length === 0) return;
       // The focus view is line items in FOCUS's shape: its partitions change with theirs.
-      for (const t of table === 'line_items' ? ['line_items', 'focus'] : [table]) {
+      const tables = table === 'line_items' ? ['line_items', 'focus'] : [table];
+      // Recorded with or without a lake: a lake this run does not write catches up from it later.
+      for (const t of tables) {
+        await exec(loadSql('lake/change_clear'), [t, source, dates.join(',')]);
+        await exec(loadSql('lake/change_record'), [t, source, dates.join(',')]);
+      }
+      if (!lake) return;
+      const mark = loadSql('outbox/mark');
+      for (const t of tables) {
         for (const date of dates) await exec(mark, ['parquet', `${t}/${source}/${date}`]);
       }
       await exec(mark, ['manifest', source]);
@@ -248,7 +256,7 @@ export interface ReadOnlyWarehouse {
   table(text: string, params?: DuckDBValue[]): Promise<ResultTable>;
   /** The same, a chunk of rows at a time, so a large result never sits in memory whole. */
   stream(text: string): Promise<{ columns: ResultTable['columns']; batches: AsyncIterable<Record<string, unknown>[]> }>;
-  query<T = Record<string, unknown>>(name: string, params?: DuckDBValue[]): Promise<T[]>;
+  query<T = Record<string, unknown>>(name: string, params?: DuckDBValue[], names?: Record<string, string>): Promise<T[]>;
   close(): void;
 }
 
@@ -290,7 +298,7 @@ export async function openReadOnly(path: string): Promise<ReadOnlyWarehouse> {
       }
       return { columns, batches: batches() };
     },
-    query: (name, params) => sql(loadSql(name), params),
+    query: (name, params, names) => sql(loadSql(name, names), params),
     close: () => {
       connection.closeSync();
       instance.closeSync();

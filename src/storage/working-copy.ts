@@ -3,7 +3,7 @@
  * writes only a private working copy under --state-dir and publishes it over --db (`outputs/publish`).
  * costsync never holds --db open, so readers and the sync never wait for each other.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { copyFileDurably, namesIn, writeFileAtomic } from '../durable-file.js';
 import { copyFile, rename, rm } from 'node:fs/promises';
 import { shortHash } from '../fingerprint.js';
@@ -61,6 +61,32 @@ export function publishedEtag(work: string): string | null {
   }
 }
 
+/**
+ * A published file's identity on disk, as an ETag: device, inode, size and modification time, which a
+ * publish (a rename over it) or any rewrite changes. Null when there is no file. Reads the file system only.
+ */
+export function fileEtag(path: string): string | null {
+  try {
+    const s = statSync(path);
+    return `file:${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether `db` was published by another run (another --state-dir) since the working copy `work`
+ * last matched it. Without a record (a working copy of an earlier costsync), a file newer than the
+ * working copy says so: a run always leaves its working copy after its publish.
+ */
+export function publishedSinceWorkingCopy(db: string, work: string): boolean {
+  const current = fileEtag(db);
+  if (current === null) return false;
+  const recorded = publishedEtag(work);
+  if (recorded !== null) return recorded !== current;
+  return statSync(db).mtimeMs > statSync(work).mtimeMs;
+}
+
 /** Records that the working copy matches the published warehouse with this ETag (after a publish or a download). */
 export async function recordPublishedEtag(work: string, etag: string): Promise<void> {
   await writeFileAtomic(etagFile(work), `${etag}\n`, { mode: 0o600 });
@@ -92,7 +118,7 @@ async function adoptRemote(remote: RemoteWarehouse, work: string): Promise<{ eta
  * it is copied to become the working copy, so nothing is lost and nothing is synced again.
  */
 export async function openWorkingCopy(
-  db: string, stateDir: string, options: Omit<OpenOptions, 'workingCopyOf'> & { remote?: RemoteWarehouse } = {},
+  db: string, stateDir: string, options: Omit<OpenOptions, 'workingCopyOf'> & { remote?: RemoteWarehouse; notice?: (message: string) => void } = {},
 ): Promise<Warehouse> {
   const work = workingCopyPath(stateDir, db);
   try {
@@ -102,7 +128,7 @@ export async function openWorkingCopy(
       hint: 'Check that --state-dir is writable.', cause,
     });
   }
-  const { remote, ...open } = options;
+  const { remote, notice, ...open } = options;
   removePublishLeftovers(remote ? null : db, work);
   let adopted = false;
   if (!existsSync(work)) {
@@ -114,7 +140,15 @@ export async function openWorkingCopy(
       await adopt(db, work);
       adopted = true;
     }
+  } else if (!remote && publishedSinceWorkingCopy(db, work)) {
+    // The published file wins, as a bucket's does: it holds the other run's data and the state that
+    // matches it (the warehouse's carried state wins over this directory's state file).
+    rmSync(`${work}.wal`, { force: true });
+    await adopt(db, work);
+    adopted = true;
+    notice?.(`${db} was published by another run (another --state-dir) since this working copy last matched it: the working copy was replaced by it, and what only this working copy held is fetched again from the API as needed`);
   }
+  if (adopted && !remote) await recordPublishedEtag(work, fileEtag(db)!);
   if (remote) {
     const { etag, downloaded } = await adoptRemote(remote, work);
     adopted = downloaded;

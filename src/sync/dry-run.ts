@@ -13,7 +13,8 @@ import type { SyncConfig } from '../config.js';
 import type { SourceConfig } from '../sources.js';
 import { formatDuration } from '../dates.js';
 import { keyFingerprint } from '../fingerprint.js';
-import { planStream, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
+import { dropBefore, planStream, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
+import { LINE_ITEMS, ROLLUPS_DAILY, tableNames } from '../storage/tables.js';
 import { reconcileCarried, type CarriedState } from '../state/carried.js';
 import { StateStore, emptyWindowedState } from '../state/store.js';
 import { openReadOnly, type ReadOnlyWarehouse } from '../storage/duckdb.js';
@@ -40,6 +41,10 @@ export interface StreamPlan {
   refetches: string | null;
   /** How the estimate was made, for a person. */
   basis: string;
+  /** With --full-refresh: the stored dates the run replaces, as `from..to`. */
+  replaces: string | null;
+  /** With --drop-before: what the run deletes, as `N row(s) dated from..to`. */
+  drops: string | null;
 }
 
 export interface SourcePlan {
@@ -102,18 +107,35 @@ async function planSource(source: SourceConfig, deps: DryRunDeps): Promise<Sourc
 
   const req: WindowRequest = {
     since: config.since, until: config.until, startDate: config.startDate, lookbackDays: config.lookbackDays,
-    windowDays: config.windowDays, fullRefresh: config.fullRefresh, today: config.today,
+    windowDays: config.windowDays, fullRefresh: config.fullRefresh, dropBefore: config.dropBefore, today: config.today,
   };
   const plans: StreamPlan[] = [];
-  const planned = (name: 'line_items' | 'rollups') => {
-    const { notice, plan, resumed } = planStream(state.streams[name] ?? emptyWindowedState(), req);
+  const specOf = { line_items: LINE_ITEMS, rollups: ROLLUPS_DAILY } as const;
+  /** What the run deletes and replaces of a stream's stored dates, as a person reads it. */
+  const replacedAndDropped = async (name: 'line_items' | 'rollups', plan: { from: string; to: string }) => {
+    if (warehouse === null) return { replaces: null, drops: null };
+    const names = tableNames(specOf[name]);
+    let drops: string | null = null;
+    if (config.dropBefore !== undefined) {
+      const [d] = await warehouse.query<{ n: number; dates: string[] }>('sync/drop_before_count', [config.dropBefore, source.name], names);
+      const dates = [...(d?.dates ?? [])].sort();
+      drops = Number(d?.n ?? 0) === 0 ? 'nothing stored before it' : `${Number(d!.n)} row(s) dated ${dates[0]}..${dates.at(-1)}`;
+    }
+    return { replaces: config.fullRefresh ? `${plan.from}..${plan.to}` : null, drops };
+  };
+  const planned = async (name: 'line_items' | 'rollups') => {
+    const storedFrom = config.fullRefresh && warehouse !== null
+      ? (await warehouse.query<{ first: string | null }>('sync/stored_from', [source.name], tableNames(specOf[name])))[0]?.first ?? null : null;
+    // A drop first moves the watermark, as the run does.
+    const saved = state.streams[name] ?? emptyWindowedState();
+    const { notice, plan, resumed } = planStream(config.dropBefore === undefined ? saved : dropBefore(saved, config.dropBefore), { ...req, storedFrom });
     if (notice !== null) notices.push(`${name}: ${notice}`);
-    return { plan, resumed, todo: remainingWindows(plan) };
+    return { plan, resumed, todo: remainingWindows(plan), ...(await replacedAndDropped(name, plan)) };
   };
 
   let rollupsRequests = 0;
   if (config.streams.includes('line_items')) {
-    const { plan, resumed, todo } = planned('line_items');
+    const { plan, resumed, todo, replaces, drops } = await planned('line_items');
     const days = todo.flatMap((w) => splitWindows(w.start, w.end, 1)).map(({ start: date }): DayBasis => ({ date, usd: null, storedRows: null }));
     let usdPerRow: number | null = null;
     if (warehouse !== null && days.length > 0) {
@@ -152,17 +174,17 @@ async function planSource(source: SourceConfig, deps: DryRunDeps): Promise<Sourc
     plans.push({
       stream: 'line_items', range: `${plan.from}..${plan.to}`, windows: todo.length, resumed,
       requests: pages === null ? null : pages + checks, minRequests: todo.length + checks,
-      refetches: storedSpan(days), basis,
+      refetches: storedSpan(days), basis, replaces, drops,
     });
   }
   if (config.streams.includes('rollups')) {
-    const { plan, resumed, todo } = planned('rollups');
+    const { plan, resumed, todo, replaces, drops } = await planned('rollups');
     // The provider view comes from the line items' check when both streams run with checks.
     const perWindow = GROUP_BYS.length - (config.reconcile !== 'off' && config.streams.includes('line_items') ? 1 : 0);
     const requests = todo.length * perWindow;
     plans.push({
       stream: 'rollups', range: `${plan.from}..${plan.to}`, windows: todo.length, resumed, requests, minRequests: requests,
-      refetches: null, basis: `${perWindow} request(s) a window`,
+      refetches: null, basis: `${perWindow} request(s) a window`, replaces, drops,
     });
   }
   if (config.streams.includes('anomalies')) {
@@ -171,7 +193,7 @@ async function planSource(source: SourceConfig, deps: DryRunDeps): Promise<Sourc
     }, deps.nowMs);
     plans.push({
       stream: 'anomalies', range: `${sinceLabel(since)}..${config.until}`, windows: 1, resumed: false, requests: null, minRequests: 1,
-      refetches: null, basis: 'one request a 100 alerts at least; more when a response is full',
+      refetches: null, basis: 'one request a 100 alerts at least; more when a response is full', replaces: null, drops: null,
     });
   }
   const requests = plans.reduce((n, p) => n + (p.requests ?? p.minRequests), 0) + rollupsRequests;
@@ -204,7 +226,9 @@ export function dryRunText(plans: readonly SourcePlan[], several: boolean): stri
     for (const s of p.streams) {
       const requests = s.requests === null ? `at least ${s.minRequests}` : `about ${s.requests}`;
       lines.push(`  ${s.stream}: ${s.range}, ${s.windows} window(s)${s.resumed ? ' (resuming an unfinished plan)' : ''}, ${requests} request(s) [${s.basis}]`);
-      if (s.refetches !== null) lines.push(`    fetched again (already stored; restated costs are re-read): ${s.refetches}`);
+      if (s.drops !== null) lines.push(`    deleted first (--drop-before): ${s.drops}`);
+      if (s.replaces !== null) lines.push(`    replaced (--full-refresh): every stored date of ${s.replaces}; nothing outside it is deleted`);
+      else if (s.refetches !== null) lines.push(`    fetched again (already stored; restated costs are re-read): ${s.refetches}`);
     }
     if (p.rollupsRequests > 0) lines.push(`  this dry run made ${p.rollupsRequests} provider-rollups request(s) for the estimate`);
     lines.push(`  about ${p.requests} request(s) in all: ${formatDuration(p.seconds * 1000)} at ${p.rateLimit} requests a minute${p.streams.some((s) => s.requests === null) ? ' (at least; see above)' : ''}`);

@@ -406,7 +406,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     };
     const windowReq = {
       since: config.since, until: config.until, startDate: config.startDate, lookbackDays: config.lookbackDays,
-      windowDays: config.windowDays, fullRefresh: config.fullRefresh, today: config.today,
+      windowDays: config.windowDays, fullRefresh: config.fullRefresh, dropBefore: config.dropBefore, today: config.today,
     };
     const tasks: Promise<StreamOutcome>[] = [];
     if (config.streams.includes('line_items')) tasks.push(syncWindowedStream(lineItemsStream, ctx, windowReq));

@@ -10,7 +10,7 @@ import { eventId } from '../fingerprint.js';
 import { join } from 'node:path';
 import { ApiError, CostsyncError } from '../errors.js';
 import { DROPPED_MESSAGE } from '../api/resilience.js';
-import { completePlan, planStream, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
+import { completePlan, dropBefore, planStream, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
 import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
 import { fileSpool, pageGlob, spoolPage, windowSpoolDir, type Spool } from '../storage/spool.js';
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
@@ -132,7 +132,10 @@ export async function syncWindowedStream(spec: WindowedStreamSpec, ctx: SyncCont
 async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: WindowRequest, shared: ProviderRollupExchange | undefined): Promise<StreamOutcome> {
   const { warehouse } = ctx;
   const stats = ctx.stats[spec.name];
-  const { state: streamState, notice, plan, resumed } = planStream(ctx.state.streams[spec.name] ?? emptyWindowedState(), req);
+  if (req.dropBefore !== undefined) await dropStored(spec, ctx, req.dropBefore);
+  const names = tableNames(spec.spec);
+  const storedFrom = req.fullRefresh ? ((await warehouse.query<{ first: string | null }>('sync/stored_from', [ctx.source], names))[0]?.first ?? null) : null;
+  const { state: streamState, notice, plan, resumed } = planStream(ctx.state.streams[spec.name] ?? emptyWindowedState(), { ...req, storedFrom });
   ctx.state.streams[spec.name] = streamState;
   if (notice !== null) ctx.logger.warn(`${spec.name}: ${notice}`, { source: ctx.source, stream: spec.name });
   streamState.pending = plan;
@@ -197,21 +200,32 @@ async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: Wind
   if (failure !== null) throw failure;
   if (stopped || plan.windows.some((w) => w.status !== 'done')) return 'stopped';
 
-  if (plan.fullRefresh) {
-    // A full refresh leaves nothing outside the dates it synced.
-    const deleted = await warehouse.transaction(async () => {
-      const names = tableNames(spec.spec);
-      const [outside] = await warehouse.query<{ n: number; dates: string[] }>('sync/outside_count', [plan.from, plan.to, ctx.source], names);
-      await warehouse.run('sync/outside_delete', [plan.from, plan.to, ctx.source], names);
-      await warehouse.changed(spec.spec.table, ctx.source, outside!.dates);
-      return outside!.n;
-    });
-    stats.deleted += deleted;
-    await ctx.afterCommit?.();
-  }
   ctx.state.streams[spec.name] = completePlan(streamState, plan, new Date(ctx.clock.now()).toISOString());
   await ctx.saveState();
   return 'done';
+}
+
+/**
+ * `--drop-before`: deletes the source's rows dated before `date`, with their derived outputs marked
+ * in the same transaction, and moves the stream's watermark past them. Run again, it deletes nothing.
+ */
+async function dropStored(spec: WindowedStreamSpec, ctx: SyncContext, date: string): Promise<void> {
+  const { warehouse } = ctx;
+  const names = tableNames(spec.spec);
+  const deleted = await warehouse.transaction(async () => {
+    const [before] = await warehouse.query<{ n: number; dates: string[] }>('sync/drop_before_count', [date, ctx.source], names);
+    if (Number(before!.n) === 0) return 0;
+    await warehouse.run('sync/drop_before_delete', [date, ctx.source], names);
+    await warehouse.changed(spec.spec.table, ctx.source, before!.dates);
+    return Number(before!.n);
+  });
+  if (deleted > 0) {
+    ctx.stats[spec.name].deleted += deleted;
+    ctx.logger.info(`${spec.name}: dropped ${deleted} row(s) dated before ${date} (--drop-before)`, { stream: spec.name, source: ctx.source });
+    await ctx.afterCommit?.();
+  }
+  const state = ctx.state.streams[spec.name];
+  if (state !== undefined) ctx.state.streams[spec.name] = dropBefore(state, date);
 }
 
 /** A window's name in messages, its spool directory, and the spool's file operations. */

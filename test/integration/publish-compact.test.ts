@@ -7,7 +7,7 @@ import { FAST_CLIENT, memoryLogger, queryDb, tableDigest, testSyncConfig, withEm
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 
 describe('a compact warehouse', () => {
-  it('when free blocks pile up (a full refresh dropped most rows), the publish rewrites compactly and the working copy takes its place, data intact', async () => {
+  it('when free blocks pile up (--drop-before dropped most rows), the publish rewrites compactly and the working copy takes its place, data intact', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 10_000, clock, anomaliesPerDay: 0 }, async ({ url }) => {
       await withTempDir(async (dir) => {
         const config = testSyncConfig(url, dir, { streams: ['line_items'], windowDays: 10 });
@@ -15,7 +15,7 @@ describe('a compact warehouse', () => {
         expect((await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
         const big = statSync(work).size;
         const logger = memoryLogger();
-        const refresh = { ...config, fullRefresh: true, since: '2025-06-28', startDate: '2025-06-28' };
+        const refresh = { ...config, dropBefore: '2025-06-28', startDate: '2025-06-28' };
         expect((await runSync({ config: refresh, logger, clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
         const lines = logger.lines.map((l) => JSON.parse(l) as { msg: string; method?: string });
         expect(lines.filter((l) => l.msg.startsWith('published ')).at(-1)!.method).toBe('compact');
@@ -26,7 +26,7 @@ describe('a compact warehouse', () => {
         expect(n).toBe(3 * 10_000);
         // The rebuilt working copy is a working copy like any other: the next run goes on from it.
         const digest = await tableDigest(config.db);
-        expect((await runSync({ config: { ...refresh, fullRefresh: false, since: undefined }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
+        expect((await runSync({ config: { ...refresh, dropBefore: undefined }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
         expect((await tableDigest(config.db)).line_items).toEqual(digest.line_items);
       });
     });

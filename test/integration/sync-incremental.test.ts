@@ -81,19 +81,28 @@ describe('incremental sync', () => {
     });
   });
 
-  it('a full refresh re-syncs from --since and drops rows outside the synced dates', async () => {
+  it('a full refresh re-syncs from the earliest stored date (or --since) and deletes nothing; --drop-before prunes', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 40, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
-        const config = testSyncConfig(url, dir, { streams: ['line_items', 'rollups'] });
-        await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
-        const summary = await runSync({ config: { ...config, fullRefresh: true, since: '2025-06-10' }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
-        expect(summary.streams.line_items!.deleted).toBe(9 * 40);
-        await withWarehouse(config.db, async (wh) => {
-          const [r] = await wh.sql<{ lo: string; n: number }>('SELECT min(usage_date)::VARCHAR lo, count(*) n FROM line_items');
-          expect(r).toEqual({ lo: '2025-06-10', n: 21 * 40 });
-          const [ro] = await wh.sql<{ lo: string }>('SELECT min(date)::VARCHAR lo FROM rollups_daily');
-          expect(ro!.lo).toBe('2025-06-10');
-        });
+        const config = testSyncConfig(url, dir, { streams: ['line_items', 'rollups'], startDate: '2025-06-15' });
+        const bounds = async () => withWarehouse(config.db, async (wh) => (await wh.sql<{ lo: string; n: number; r: string }>(
+          'SELECT min(usage_date)::VARCHAR lo, count(*)::INT n, (SELECT min(date)::VARCHAR FROM rollups_daily) r FROM line_items'))[0]);
+        await runSync({ config: { ...config, since: '2025-06-01' }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        expect(await bounds()).toEqual({ lo: '2025-06-01', n: 30 * 40, r: '2025-06-01' });
+        // --start-date is 06-15, the warehouse holds 06-01 on: the refresh re-syncs all of it and drops nothing.
+        const full = await runSync({ config: { ...config, fullRefresh: true }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        expect(full.streams.line_items).toMatchObject({ deleted: 0, pages: expect.any(Number) as number });
+        expect(full.streams.line_items!.requests).toBeGreaterThanOrEqual(5);
+        expect(await bounds()).toEqual({ lo: '2025-06-01', n: 30 * 40, r: '2025-06-01' });
+        const later = await runSync({ config: { ...config, fullRefresh: true, since: '2025-06-10' }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        expect(later.streams.line_items!.deleted).toBe(0);
+        expect(await bounds()).toEqual({ lo: '2025-06-01', n: 30 * 40, r: '2025-06-01' });
+        const pruned = await runSync({ config: { ...config, dropBefore: '2025-06-10' }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        expect(pruned.streams.line_items!.deleted).toBe(9 * 40);
+        expect(await bounds()).toEqual({ lo: '2025-06-10', n: 21 * 40, r: '2025-06-10' });
+        // Pruned history stays pruned: a full refresh starts at the earliest date left.
+        await runSync({ config: { ...config, fullRefresh: true }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        expect(await bounds()).toEqual({ lo: '2025-06-10', n: 21 * 40, r: '2025-06-10' });
       });
     });
   });

@@ -42,6 +42,8 @@ describe('resolveSyncConfig', () => {
     [{ format: 'csv' }, /--format must be one of duckdb, parquet/],
     [{ 'max-runtime': 'soon' }, /--max-runtime must be a duration/],
     [{ 'base-url': 'http://api.example.com' }, /must use https/],
+    [{ 'drop-before': '2025-07-02' }, /--drop-before \(2025-07-02\) is after the last date 2025-07-01: it would delete everything/],
+    [{ 'drop-before': '2025-06-01', since: '2025-05-01' }, /--since \(2025-05-01\) is before --drop-before 2025-06-01: the run would sync dates it deletes/],
   ])('refuses %j with exit code 2 and a fix', (flags, message) => {
     let error: unknown;
     try {

@@ -21,7 +21,7 @@ function outputs(failing: Partial<Record<keyof OutputSteps, Error>> = {}, option
     db: { kind: 'file', path: '/db/costs.duckdb' } as never, publishIntervalMs: options.interval ?? 600_000,
     webhooks: [{ id: 'w1', url: 'https://hooks.example/x' }], notifyFormat: 'json', metricsFile: '/m.prom', secrets: [],
     steps: {
-      drainLake: fake('drainLake', 0), finishLake: fake('finishLake', undefined), publish: fake('publish', null),
+      fillLake: fake('fillLake', undefined), drainLake: fake('drainLake', 0), finishLake: fake('finishLake', undefined), publish: fake('publish', null),
       drainNotifications: fake('drainNotifications', new Map()), writeMetrics: fake('writeMetrics', undefined),
     },
   });
@@ -32,7 +32,7 @@ describe('the order of the derived outputs (no I/O)', () => {
   it('resume: the lake\'s leftovers and partitions, then the publish; after a commit: the lake, and a publish when the interval passed', async () => {
     const { out, calls } = outputs({}, { interval: 0 });
     await out.resume();
-    expect(calls).toEqual(['lake leftovers', 'drainLake', 'publish']);
+    expect(calls).toEqual(['lake leftovers', 'fillLake', 'drainLake', 'publish']);
     calls.length = 0;
     await out.afterCommit();
     expect(calls).toEqual(['drainLake', 'publish']);

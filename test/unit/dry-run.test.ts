@@ -20,8 +20,8 @@ describe('sync --dry-run estimates', () => {
     const plan: SourcePlan = {
       source: 'default', notices: [], requests: 120, seconds: 120, rateLimit: 60, rollupsRequests: 1,
       streams: [
-        { stream: 'line_items', range: '2025-01-01..2025-06-30', windows: 7, resumed: false, requests: 110, minRequests: 14, refetches: null, basis: 'b' },
-        { stream: 'anomalies', range: '2025-01-01..2025-06-30', windows: 1, resumed: false, requests: null, minRequests: 1, refetches: null, basis: 'c' },
+        { stream: 'line_items', range: '2025-01-01..2025-06-30', windows: 7, resumed: false, requests: 110, minRequests: 14, refetches: null, basis: 'b', replaces: null, drops: null },
+        { stream: 'anomalies', range: '2025-01-01..2025-06-30', windows: 1, resumed: false, requests: null, minRequests: 1, refetches: null, basis: 'c', replaces: null, drops: null },
       ],
     };
     const text = dryRunText([plan], false);
@@ -29,5 +29,18 @@ describe('sync --dry-run estimates', () => {
     expect(text).toMatch(/anomalies: .* at least 1 request/);
     expect(text).toMatch(/about 120 request\(s\) in all: 2 min at 60 requests a minute \(at least/);
     expect(text).toMatch(/Dry run: nothing was written/);
+  });
+
+  it('names what a full refresh replaces and what --drop-before deletes', () => {
+    const plan: SourcePlan = {
+      source: 'default', notices: [], requests: 10, seconds: 10, rateLimit: 60, rollupsRequests: 0,
+      streams: [{
+        stream: 'line_items', range: '2025-01-01..2025-06-30', windows: 7, resumed: false, requests: 10, minRequests: 7, refetches: '2025-01-01..2025-06-30 (181 days)',
+        basis: 'b', replaces: '2025-02-01..2025-06-30', drops: '40 row(s) dated 2025-01-01..2025-01-31',
+      }],
+    };
+    const text = dryRunText([plan], false);
+    expect(text).toMatch(/deleted first \(--drop-before\): 40 row\(s\) dated 2025-01-01\.\.2025-01-31/);
+    expect(text).toMatch(/replaced \(--full-refresh\): every stored date of 2025-02-01\.\.2025-06-30; nothing outside it is deleted/);
   });
 });

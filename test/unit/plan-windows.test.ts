@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { completePlan, mendFutureState, planRun, planStart, remainingWindows, splitWindows, type WindowRequest } from '../../src/plan/windows.js';
+import { completePlan, dropBefore, mendFutureState, planRun, planStart, remainingWindows, splitWindows, type WindowRequest } from '../../src/plan/windows.js';
 import { emptyWindowedState, type WindowedStreamState } from '../../src/state/store.js';
 
 const req = (over: Partial<WindowRequest> = {}): WindowRequest => ({
@@ -29,6 +29,27 @@ describe('planStart', () => {
   it('honours --since over the state, and a full refresh over both', () => {
     expect(planStart(synced('2025-06-29'), req({ since: '2025-05-01' }))).toBe('2025-05-01');
     expect(planStart(synced('2025-06-29'), req({ fullRefresh: true }))).toBe('2025-04-01');
+  });
+  it('starts a full refresh at the earliest date synced or stored, whatever --start-date says', () => {
+    const backfilled = { ...synced('2025-06-29'), syncedFrom: '2025-01-15' };
+    expect(planStart(backfilled, req({ fullRefresh: true }))).toBe('2025-01-15');
+    expect(planStart(synced('2025-06-29'), req({ fullRefresh: true, storedFrom: '2025-02-01' }))).toBe('2025-02-01');
+    expect(planStart(emptyWindowedState(), req({ fullRefresh: true, storedFrom: null }))).toBe('2025-04-01');
+    expect(planStart(backfilled, req({ fullRefresh: true, since: '2025-06-01' }))).toBe('2025-06-01');
+  });
+  it('never starts before --drop-before', () => {
+    expect(planStart(emptyWindowedState(), req({ dropBefore: '2025-05-01' }))).toBe('2025-05-01');
+    expect(planStart({ ...synced('2025-06-29'), syncedFrom: '2025-01-15' }, req({ fullRefresh: true, dropBefore: '2025-03-01' }))).toBe('2025-03-01');
+    expect(planStart(synced('2025-06-29'), req({ dropBefore: '2025-03-01' }))).toBe('2025-06-27');
+  });
+  it('--drop-before moves the earliest synced date past what it drops, and abandons a plan that starts before it', () => {
+    expect(dropBefore(synced('2025-06-29'), '2025-05-01')).toMatchObject({ syncedFrom: '2025-05-01', syncedThrough: '2025-06-29' });
+    expect(dropBefore(synced('2025-06-29'), '2025-03-01')).toEqual(synced('2025-06-29'));
+    expect(dropBefore(synced('2025-04-20'), '2025-05-01')).toMatchObject({ syncedFrom: null, syncedThrough: null });
+    const pending = planRun(synced('2025-06-29'), req({ since: '2025-04-10' })).plan;
+    const state = { ...synced('2025-06-29'), pending };
+    expect(planRun(state, req()).resumed).toBe(true);
+    expect(planRun(state, req({ dropBefore: '2025-05-01' }))).toMatchObject({ resumed: false, plan: { from: '2025-06-27' } });
   });
   it('never starts after --until', () => {
     expect(planStart(synced('2025-07-10'), req())).toBe('2025-06-30');
@@ -66,8 +87,9 @@ describe('planRun', () => {
     expect(completePlan(synced('2025-06-20'), plan, 'now')).toEqual({
       syncedFrom: '2025-04-01', syncedThrough: '2025-06-30', lastSuccessAt: 'now', pending: null,
     });
-    const full = planRun(synced('2025-06-20'), req({ fullRefresh: true, since: '2025-05-01' })).plan;
-    expect(completePlan(synced('2025-06-20'), full, 'now').syncedFrom).toBe('2025-05-01');
+    // A full refresh from a later --since deletes nothing before it: what was synced stays synced.
+    const full = planRun(synced('2025-06-20'), req({ fullRefresh: true, since: '2025-05-01', until: '2025-06-10' })).plan;
+    expect(completePlan(synced('2025-06-20'), full, 'now')).toMatchObject({ syncedFrom: '2025-04-01', syncedThrough: '2025-06-20' });
   });
 });
 

@@ -1,0 +1,39 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runSync } from '../../src/sync/runner.js';
+import { FAST_CLIENT, memoryLogger, queryDb, SPAN, testSyncConfig, withEmulator, withTempDir } from '../helpers.js';
+
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
+
+describe('two state directories on one --db', () => {
+  it('a working copy never publishes over a newer file: it adopts it, with its state, and refetches only what it alone held', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const a = testSyncConfig(emulator.url, dir, { startDate: '2025-06-20' });
+        const b = { ...a, stateDir: join(dir, 'b'), since: '2025-06-01' };
+        const sync = async (c: typeof a) => {
+          const logger = memoryLogger();
+          expect((await runSync({ config: c, logger, clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
+          return logger.lines.join('\n');
+        };
+        await sync(a);
+        await sync(b);
+        const dates = async () => queryDb<{ lo: string; n: number; runs: number }>(a.db,
+          'SELECT min(usage_date)::VARCHAR AS lo, count(*)::INT AS n, (SELECT count(DISTINCT run_id)::INT FROM sync_runs) AS runs FROM line_items');
+        expect(await dates()).toEqual([{ lo: '2025-06-01', n: 30 * 20, runs: 2 }]);
+        const before = emulator.requestLog.count({ route: 'line-items' });
+        const log = await sync(a);
+        expect(log).toMatch(/published by another run \(another --state-dir\)/);
+        // The backfilled days and the other directory's run are still there.
+        expect(await dates()).toEqual([{ lo: '2025-06-01', n: 30 * 20, runs: 3 }]);
+        // A nightly's requests: the lookback, not the backfill again.
+        const lineItemRequests = emulator.requestLog.count({ route: 'line-items' }) - before;
+        expect(lineItemRequests).toBeLessThanOrEqual(2);
+        // Nothing published since: the same directory goes on quietly; the other adopts this run's file in turn.
+        expect(await sync(a)).not.toMatch(/published by another run/);
+        expect(await sync(b)).toMatch(/published by another run/);
+        expect(await dates()).toEqual([{ lo: '2025-06-01', n: 30 * 20, runs: 5 }]);
+      });
+    });
+  });
+});
