@@ -63,8 +63,7 @@ export interface LoadedTable {
  * probing (the hint is written after the metadata, so it may lag by a commit).
  */
 export async function loadTable(store: IcebergStore, table: string): Promise<LoadedTable> {
-  const hint = Number((await store.getText(`${table}/metadata/version-hint.text`))?.trim());
-  let version = Number.isInteger(hint) && hint > 0 ? hint : 0;
+  let version = parseVersionHint(await store.getText(`${table}/metadata/version-hint.text`));
   let text = version > 0 ? await store.getText(`${table}/${metadataKey(version)}`) : null;
   if (text === null && version > 0) {
     // A hint naming a metadata file that is gone (pruned by hand): find the newest from a listing.
@@ -79,6 +78,15 @@ export async function loadTable(store: IcebergStore, table: string): Promise<Loa
     text = next;
   }
   return { version, metadata: text === null ? null : (JSON.parse(text) as TableMetadata) };
+}
+
+/**
+ * The version a `version-hint.text` names (0: none, or not a version). Surrounding whitespace is
+ * accepted: lakes written before the hint held bare digits end it with a newline.
+ */
+export function parseVersionHint(text: string | null): number {
+  const trimmed = text?.trim() ?? '';
+  return /^\d+$/.test(trimmed) ? Number(trimmed) : 0;
 }
 
 /** The source a manifest holds (its first partition field is the source, bounds equal). */
@@ -273,7 +281,8 @@ export function backoffMs(attempt: number, random: () => number = Math.random): 
  */
 async function publishVersion(store: IcebergStore, table: string, version: number, base: TableMetadata | null, next: TableMetadata): Promise<boolean> {
   if (!(await store.createText(`${table}/${metadataKey(version + 1)}`, `${JSON.stringify(next, null, 1)}\n`))) return false;
-  await store.putText(`${table}/metadata/version-hint.text`, `${version + 1}\n`);
+  // Bare digits, as the Java writer writes them: pyiceberg's StaticTable takes anything else as part of the file name.
+  await store.putText(`${table}/metadata/version-hint.text`, String(version + 1));
   const kept = new Set(next['metadata-log'].map((e) => e['metadata-file']));
   for (const e of base?.['metadata-log'] ?? []) {
     if (!kept.has(e['metadata-file'])) await store.remove(keyOf(store, table, e['metadata-file']));

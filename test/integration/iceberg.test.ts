@@ -1,7 +1,8 @@
-import { existsSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import type { Clock } from '../../src/api/resilience.js';
 import type { TableMetadata } from '../../src/iceberg/metadata.js';
 import { SUMMARY } from '../../src/iceberg/metadata.js';
 import { commitSource, loadTable, sourceTag } from '../../src/iceberg/table.js';
@@ -128,6 +129,44 @@ function failingAfterCommit(target: OutputTarget): OutputTarget & { armed: boole
   return wrapped;
 }
 
+/** A commit of one placeholder data file of `source` (never read), replacing the source's files when `replace`. */
+async function placeholderCommit(target: OutputTarget, table: string, source: string, n: number, clock: Clock, replace = false) {
+  const key = `${table}/data/source=${source}/${n}.parquet`;
+  await target.putBytes(key, Buffer.from('not read here'));
+  return commitSource(target, table, {
+    source, columns: [{ name: 'id', type: 'VARCHAR' }, { name: 'source', type: 'VARCHAR' }], partitioning: { source: 'source', month: null },
+    add: [{
+      content: 0, file_path: target.location(key), file_format: 'PARQUET', partition: { source }, record_count: n, file_size_in_bytes: 13,
+      column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null, lower_bounds: null, upper_bounds: null,
+      key_metadata: null, split_offsets: null, equality_ids: null, sort_order_id: null,
+    }],
+    replaces: () => replace, summary: { [SUMMARY.commitId]: `${source}.${n}` },
+  }, clock);
+}
+
+describe('the version hint', () => {
+  it('holds the bare version number, as the Java writer writes it; a hint ending in a newline (older lakes) still loads', async () => {
+    await withTempDir(async (dir) => {
+      const target = directoryTarget(join(dir, 'lake'));
+      const hint = join(dir, 'lake', 't', 'metadata', 'version-hint.text');
+      const now = { now: () => Date.now(), sleep: async () => undefined };
+      await placeholderCommit(target, 't', 'a', 1, now);
+      expect(readFileSync(hint, 'utf8')).toBe('1');
+      await placeholderCommit(target, 't', 'a', 2, now);
+      expect(readFileSync(hint, 'utf8')).toBe('2');
+
+      // An older lake: the hint ends in a newline, and v1 is gone, so only the hint finds v2.
+      writeFileSync(hint, '2\n');
+      rmSync(join(dir, 'lake', 't', 'metadata', 'v1.metadata.json'));
+      const loaded = await loadTable(target, 't');
+      expect(loaded.version).toBe(2);
+      expect(loaded.metadata!.snapshots.map((s) => s.summary[SUMMARY.commitId])).toEqual(['a.1', 'a.2']);
+      expect(await placeholderCommit(target, 't', 'a', 3, now)).toMatchObject({ version: 3 });
+      expect(readFileSync(hint, 'utf8')).toBe('3');
+    });
+  });
+});
+
 describe('Iceberg commits through the outbox', () => {
   it('a commit that landed before the run died is recognised by its id and not made again; files nothing references are removed', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 40, clock }, async ({ url }) => {
@@ -199,22 +238,9 @@ describe('Iceberg commits through the outbox', () => {
   it('four shards committing to one table at once: every commit lands (lost races retried on the newest metadata), each source exact', async () => {
     await withTempDir(async (dir) => {
       const target = directoryTarget(join(dir, 'lake'));
-      const columns = [{ name: 'id', type: 'VARCHAR' }, { name: 'source', type: 'VARCHAR' }];
       const sources = ['a', 'b', 'c', 'd'];
       const sleep = async () => { await new Promise((r) => setImmediate(r)); };
-      const results = await Promise.all(sources.flatMap((source) => [1, 2, 3].map(async (n) => {
-        const key = `t/data/source=${source}/${n}.parquet`;
-        await target.putBytes(key, Buffer.from('not read here'));
-        return commitSource(target, 't', {
-          source, columns, partitioning: { source: 'source', month: null },
-          add: [{
-            content: 0, file_path: target.location(key), file_format: 'PARQUET', partition: { source }, record_count: n, file_size_in_bytes: 13,
-            column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null, lower_bounds: null, upper_bounds: null,
-            key_metadata: null, split_offsets: null, equality_ids: null, sort_order_id: null,
-          }],
-          replaces: () => false, summary: { [SUMMARY.commitId]: `${source}.${n}` },
-        }, { now: () => Date.now(), sleep });
-      })));
+      const results = await Promise.all(sources.flatMap((source) => [1, 2, 3].map((n) => placeholderCommit(target, 't', source, n, { now: () => Date.now(), sleep }))));
       expect(results.every((r) => r.version !== null)).toBe(true);
       expect(results.some((r) => r.attempts > 1)).toBe(true);
       const { version, metadata } = await loadTable(target, 't');

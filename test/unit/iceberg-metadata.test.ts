@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeManifest, decodeManifestList, encodeManifest, encodeManifestList, type ManifestEntry, type PartitionSpec } from '../../src/iceberg/avro.js';
 import { expireSnapshots, metadataVersion, newTableMetadata, withSnapshot, type Snapshot } from '../../src/iceberg/metadata.js';
 import { boundBytes, evolveSchema, icebergType, monthLabel, monthOrdinal, monthRange } from '../../src/iceberg/schema.js';
-import { backoffMs, partitionSpec } from '../../src/iceberg/table.js';
+import { backoffMs, parseVersionHint, partitionSpec } from '../../src/iceberg/table.js';
 
 const COLUMNS = [{ name: 'id', type: 'VARCHAR' }, { name: 'usage_date', type: 'DATE' }, { name: 'amount', type: 'DOUBLE' }, { name: 'source', type: 'VARCHAR' }];
 
@@ -75,6 +75,11 @@ describe('table metadata (pure)', () => {
     expect(metadata.snapshots.map((s) => s['snapshot-id'])).toEqual([2, 3, 4, 5]);
     // Everything past the retention: only the current snapshot is left.
     expect(expireSnapshots(m, 100 * 86_400_000, 0).metadata.snapshots.map((s) => s['snapshot-id'])).toEqual([5]);
+  });
+
+  it('the version hint: bare digits, or digits with whitespace around them (older lakes end it in a newline); anything else names no version', () => {
+    expect(['6', '6\n', ' 12\r\n', '', 'x', '-1', '6.5', '6\n7'].map(parseVersionHint)).toEqual([6, 6, 12, 0, 0, 0, 0, 0]);
+    expect(parseVersionHint(null)).toBe(0);
   });
 
   it('a lost race waits a little longer each time, jittered, and never more than 3 s', () => {
