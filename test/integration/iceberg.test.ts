@@ -1,15 +1,16 @@
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/api/resilience.js';
 import type { TableMetadata } from '../../src/iceberg/metadata.js';
 import { SUMMARY } from '../../src/iceberg/metadata.js';
-import { commitSource, loadTable, sourceTag } from '../../src/iceberg/table.js';
+import { commitSource, expireTable, loadTable, sourceTag } from '../../src/iceberg/table.js';
 import { icebergLake } from '../../src/outputs/iceberg.js';
 import { directoryTarget, type OutputTarget } from '../../src/outputs/target.js';
 import { openWorkingCopy } from '../../src/storage/working-copy.js';
-import { icebergDifferences, readIceberg } from '../iceberg.js';
+import { icebergDifferences, icebergFileCheck, readIceberg } from '../iceberg.js';
 import { queryDb, run, SPAN, withEmulator, withTempDir } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -249,6 +250,95 @@ describe('Iceberg commits through the outbox', () => {
       // Nothing a lost attempt wrote is left.
       const avro = readdirSync(join(dir, 'lake', 't', 'metadata')).filter((f) => f.endsWith('.avro'));
       expect(avro.filter((f) => f.startsWith('snap-'))).toHaveLength(12);
+    });
+  });
+});
+
+/**
+ * Commits `ids` as the whole of `source` in table `t`: one real Parquet file (field ids as the table's
+ * schema numbers its two columns), replacing the source's files.
+ */
+async function commitRows(db: DuckDBConnection, target: OutputTarget, lake: string, source: string, ids: readonly string[], clock: Clock) {
+  const key = `t/data/source=${source}/${ids[0]}.parquet`;
+  mkdirSync(join(lake, 't', 'data', `source=${source}`), { recursive: true });
+  await db.run(`COPY (SELECT * FROM (VALUES ${ids.map((id) => `('${id}', '${source}')`).join(', ')}) v(id, source) ORDER BY ALL)
+    TO '${join(lake, key)}' (FORMAT parquet, FIELD_IDS {id: 1, source: 2})`);
+  return commitSource(target, 't', {
+    source, columns: [{ name: 'id', type: 'VARCHAR' }, { name: 'source', type: 'VARCHAR' }], partitioning: { source: 'source', month: null },
+    add: [{
+      content: 0, file_path: target.location(key), file_format: 'PARQUET', partition: { source }, record_count: ids.length, file_size_in_bytes: statSync(join(lake, key)).size,
+      column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null, lower_bounds: null, upper_bounds: null,
+      key_metadata: null, split_offsets: null, equality_ids: null, sort_order_id: null,
+    }],
+    replaces: () => true, summary: { [SUMMARY.source]: source, [SUMMARY.commitId]: ids[0]! },
+  }, clock);
+}
+
+describe('snapshot expiry with shards', () => {
+  it('two writers committing in turn, each expiring its own snapshots: every file a retained snapshot of either needs stays, each retained snapshot reads as it was, the snapshot log keeps what follows the last expired entry', async () => {
+    const DAY = 86_400_000;
+    await withTempDir(async (dir) => {
+      const lake = join(dir, 'lake');
+      const target = directoryTarget(lake);
+      const tableUrl = pathToFileURL(join(lake, 't')).href;
+      let nowMs = 0;
+      const clock = { now: () => nowMs, sleep: async () => undefined };
+      const instance = await DuckDBInstance.create(':memory:');
+      const db = await instance.connect();
+      try {
+        // a1 b1 a2 b2 a3 b3 a4 b4, a day apart; each commit rewrites its source's one file.
+        const live: Record<string, string[]> = {};
+        const rowsAt = new Map<number, string[]>();
+        const names = new Map<number, string>();
+        for (let day = 1; day <= 8; day++) {
+          nowMs = day * DAY;
+          const source = day % 2 === 1 ? 'a' : 'b';
+          const name = `${source}${Math.ceil(day / 2)}`;
+          live[source] = [`${name}-x`, `${name}-y`];
+          const { snapshotId } = await commitRows(db, target, lake, source, live[source], clock);
+          rowsAt.set(snapshotId!, Object.values(live).flat().sort());
+          names.set(snapshotId!, name);
+        }
+        const snapshotNames = (m: TableMetadata) => m.snapshots.map((s) => names.get(s['snapshot-id']));
+        const logNames = (m: TableMetadata) => m['snapshot-log'].map((e) => names.get(e['snapshot-id']));
+        const expectRetainedReadable = async (m: TableMetadata) => {
+          expect(await icebergFileCheck(lake, pathToFileURL(lake).href, ['t'])).toEqual({ missing: [], unreferenced: [] });
+          // Time travel to each retained snapshot, the oldest first, through an independent reader.
+          for (const s of m.snapshots) {
+            const rows = await readIceberg(tableUrl, { snapshotId: s['snapshot-id'] });
+            expect({ snapshot: names.get(s['snapshot-id']), ids: rows.map((r) => String(r.id)).sort() }).toEqual({ snapshot: names.get(s['snapshot-id']), ids: rowsAt.get(s['snapshot-id']) });
+          }
+        };
+
+        // The cutoff falls between b3 and a4: b3 stays (the newest before it), a1 b1 a2 b2 a3 are past it.
+        nowMs = 8.5 * DAY;
+        const byA = await expireTable(target, 't', ['a'], 2 * DAY, clock);
+        const afterA = (await loadTable(target, 't')).metadata!;
+        expect(byA.version).toBe(9);
+        expect(snapshotNames(afterA)).toEqual(['b1', 'b2', 'b3', 'a4', 'b4']);
+        // b1 and b2 are still there, but an entry for them would hide that a2 and a3 were current between.
+        expect(logNames(afterA)).toEqual(['b3', 'a4', 'b4']);
+        // b1 still reads a1's file and manifest, b2 a2's, b3 a3's manifest: only a's three manifest lists went.
+        expect(byA.removed).toBe(3);
+        await expectRetainedReadable(afterA);
+
+        const byB = await expireTable(target, 't', ['b'], 2 * DAY, clock);
+        const afterB = (await loadTable(target, 't')).metadata!;
+        expect(snapshotNames(afterB)).toEqual(['b3', 'a4', 'b4']);
+        expect(logNames(afterB)).toEqual(['b3', 'a4', 'b4']);
+        // Nothing retained reaches a1's and a2's files now either, so b's expiry deletes them with its own:
+        // two manifest lists, four manifests, four data files.
+        expect(byB.removed).toBe(10);
+        await expectRetainedReadable(afterB);
+        expect(readdirSync(join(lake, 't', 'data', 'source=a')).sort()).toEqual(['a3-x.parquet', 'a4-x.parquet']);
+
+        // An expiry with nothing to expire writes no metadata version.
+        expect(await expireTable(target, 't', ['a', 'b'], 2 * DAY, clock)).toEqual({ removed: 0, version: null, snapshotId: null });
+        expect((await loadTable(target, 't')).version).toBe(10);
+      } finally {
+        db.closeSync();
+        instance.closeSync();
+      }
     });
   });
 });
