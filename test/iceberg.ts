@@ -95,14 +95,17 @@ function canonical(value: unknown, type: string): string {
 }
 
 /**
- * Per Iceberg table but the run tables, the warehouse's rows of `sources` against what icebird reads from the lake:
- * rows missing from the lake and rows only the lake has, compared value for value.
+ * Per Iceberg table but the run tables (or per one of `tables`), the warehouse's rows of `sources` against
+ * what icebird reads from the lake: rows missing from the lake and rows only the lake has, compared value for value.
  */
-export async function icebergDifferences(db: string, lakeUrl: string, options: { sources?: readonly string[]; s3?: S3Client } = {}): Promise<Record<string, { rows: number; missing: number; extra: number }>> {
+export async function icebergDifferences(
+  db: string, lakeUrl: string, options: { sources?: readonly string[]; tables?: readonly string[]; s3?: S3Client } = {},
+): Promise<Record<string, { rows: number; missing: number; extra: number }>> {
   const wh = await openReadOnly(db);
   try {
     const result: Record<string, { rows: number; missing: number; extra: number }> = {};
     for (const [table, def] of Object.entries(ICEBERG_TABLES)) {
+      if (options.tables !== undefined && !options.tables.includes(table)) continue;
       // The run tables are written before the run's own row is final (as with --format parquet).
       if (RUN_TABLES.includes(table)) continue;
       const columns = await wh.sql<{ name: string; type: string }>('SELECT column_name AS name, data_type AS type FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table]);

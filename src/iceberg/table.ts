@@ -102,6 +102,15 @@ export async function currentManifests(store: IcebergStore, table: string, metad
   return snapshot ? readManifestList(store, table, snapshot) : [];
 }
 
+/** The data files `source` has live in the current snapshot of `metadata`. */
+export async function liveFiles(store: IcebergStore, table: string, metadata: TableMetadata | null, source: string): Promise<DataFile[]> {
+  const files: DataFile[] = [];
+  for (const m of (await currentManifests(store, table, metadata)).filter((x) => manifestSource(x) === source)) {
+    for (const e of await readManifest(store, table, m)) if (e.status !== 2) files.push(e.data_file);
+  }
+  return files;
+}
+
 async function readManifestList(store: IcebergStore, table: string, snapshot: Snapshot): Promise<ManifestFile[]> {
   const bytes = await store.getBytes(keyOf(store, table, snapshot['manifest-list']));
   if (bytes === null) throw new Error(`the manifest list ${snapshot['manifest-list']} of snapshot ${snapshot['snapshot-id']} is missing`);
