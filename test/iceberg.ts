@@ -65,10 +65,17 @@ export async function withLakeFetch<T>(fn: () => Promise<T>, s3?: S3Client): Pro
   }
 }
 
-/** Every row of the Iceberg table at `tableUrl` (its current snapshot, or `metadataFileName`'s), as icebird reads it. */
-export async function readIceberg(tableUrl: string, options: { metadataFileName?: string; s3?: S3Client } = {}): Promise<Record<string, unknown>[]> {
-  const { icebergRead } = await import('icebird');
-  return withLakeFetch(() => icebergRead({ tableUrl, ...(options.metadataFileName !== undefined && { metadataFileName: options.metadataFileName }) }), options.s3);
+/**
+ * Every row of the Iceberg table at `tableUrl` (its current snapshot, or `metadataFileName`'s), as icebird
+ * reads it; with `snapshotId`, that snapshot's rows (icebird reads the current one, so the metadata says it is).
+ */
+export async function readIceberg(tableUrl: string, options: { metadataFileName?: string; snapshotId?: number; s3?: S3Client } = {}): Promise<Record<string, unknown>[]> {
+  const { icebergMetadata, icebergRead } = await import('icebird');
+  return withLakeFetch(async () => {
+    const metadata = await icebergMetadata({ tableUrl, ...(options.metadataFileName !== undefined && { metadataFileName: options.metadataFileName }) });
+    if (options.snapshotId !== undefined) metadata['current-snapshot-id'] = options.snapshotId;
+    return icebergRead({ tableUrl, metadata });
+  }, options.s3);
 }
 
 /** A value as text, the way the warehouse's `::VARCHAR` would compare: dates, times and numbers normalised. */
@@ -88,14 +95,17 @@ function canonical(value: unknown, type: string): string {
 }
 
 /**
- * Per Iceberg table but the run tables, the warehouse's rows of `sources` against what icebird reads from the lake:
- * rows missing from the lake and rows only the lake has, compared value for value.
+ * Per Iceberg table but the run tables (or per one of `tables`), the warehouse's rows of `sources` against
+ * what icebird reads from the lake: rows missing from the lake and rows only the lake has, compared value for value.
  */
-export async function icebergDifferences(db: string, lakeUrl: string, options: { sources?: readonly string[]; s3?: S3Client } = {}): Promise<Record<string, { rows: number; missing: number; extra: number }>> {
+export async function icebergDifferences(
+  db: string, lakeUrl: string, options: { sources?: readonly string[]; tables?: readonly string[]; s3?: S3Client } = {},
+): Promise<Record<string, { rows: number; missing: number; extra: number }>> {
   const wh = await openReadOnly(db);
   try {
     const result: Record<string, { rows: number; missing: number; extra: number }> = {};
     for (const [table, def] of Object.entries(ICEBERG_TABLES)) {
+      if (options.tables !== undefined && !options.tables.includes(table)) continue;
       // The run tables are written before the run's own row is final (as with --format parquet).
       if (RUN_TABLES.includes(table)) continue;
       const columns = await wh.sql<{ name: string; type: string }>('SELECT column_name AS name, data_type AS type FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table]);
@@ -126,15 +136,15 @@ export async function icebergDifferences(db: string, lakeUrl: string, options: {
 
 /**
  * The files of a lake on disk (`dir`; `location` is how its metadata names it, a `file://` URL or
- * `s3://bucket/prefix`) against what its tables reference: files any kept snapshot needs that are
+ * `s3://bucket/prefix`) against what its tables (the lake's, unless named) reference: files any kept snapshot needs that are
  * missing, and files under a table that nothing references (a killed writer's leftovers).
  */
-export async function icebergFileCheck(dir: string, location: string): Promise<{ missing: string[]; unreferenced: string[] }> {
+export async function icebergFileCheck(dir: string, location: string, tables: readonly string[] = Object.keys(ICEBERG_TABLES)): Promise<{ missing: string[]; unreferenced: string[] }> {
   const root = location.endsWith('/') ? location : `${location}/`;
   const local = (url: string) => joinPath(dir, url.slice(root.length));
   const missing: string[] = [];
   const unreferenced: string[] = [];
-  for (const table of Object.keys(ICEBERG_TABLES)) {
+  for (const table of tables) {
     const tableDir = joinPath(dir, table);
     if (!existsSync(tableDir)) continue;
     const hint = Number(readFileSync(joinPath(tableDir, 'metadata', 'version-hint.text'), 'utf8'));

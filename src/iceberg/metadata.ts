@@ -112,15 +112,19 @@ export function expireSnapshots(m: TableMetadata, nowMs: number, retentionMs: nu
   const keepAtCutoff = older.at(-1)?.['snapshot-id'];
   const expired = older.filter((s) => s['snapshot-id'] !== keepAtCutoff && s['snapshot-id'] !== m['current-snapshot-id']);
   if (expired.length === 0) return { metadata: m, expired };
-  const gone = new Set(expired.map((s) => s['snapshot-id']));
-  return {
-    metadata: {
-      ...m,
-      snapshots: m.snapshots.filter((s) => !gone.has(s['snapshot-id'])),
-      'snapshot-log': m['snapshot-log'].filter((e) => !gone.has(e['snapshot-id'])),
-    },
-    expired,
-  };
+  return { metadata: withoutSnapshots(m, new Set(expired.map((s) => s['snapshot-id']))), expired };
+}
+
+/**
+ * `m` without the snapshots `gone`. The snapshot log loses every entry up to the last one naming a
+ * snapshot no longer kept, as the spec says: an entry dropped from the middle would claim the snapshot
+ * before it was current during the removed one's time. Pure.
+ */
+export function withoutSnapshots(m: TableMetadata, gone: ReadonlySet<number>): TableMetadata {
+  const snapshots = m.snapshots.filter((s) => !gone.has(s['snapshot-id']));
+  const kept = new Set(snapshots.map((s) => s['snapshot-id']));
+  const log = m['snapshot-log'];
+  return { ...m, snapshots, 'snapshot-log': log.slice(log.findLastIndex((e) => !kept.has(e['snapshot-id'])) + 1) };
 }
 
 /** The key (relative to the table) of metadata version `n`. */

@@ -12,6 +12,7 @@
  */
 import { randomInt, randomUUID } from 'node:crypto';
 import type { Clock } from '../api/resilience.js';
+import { mapAtMost } from '../at-most.js';
 import { tmpWriterPid } from '../durable-file.js';
 import { shortHash } from '../fingerprint.js';
 import { systemProbe } from '../state/holder.js';
@@ -20,7 +21,7 @@ import {
   type DataFile, type FieldSummary, type ManifestEntry, type ManifestFile, type PartitionSpec,
 } from './avro.js';
 import {
-  METADATA_FILES_KEPT, SUMMARY, currentSchema, currentSnapshot, expireSnapshots, metadataKey, metadataVersion, newTableMetadata, withSchema, withSnapshot,
+  METADATA_FILES_KEPT, SUMMARY, currentSchema, currentSnapshot, expireSnapshots, metadataKey, metadataVersion, newTableMetadata, withSchema, withSnapshot, withoutSnapshots,
   type Snapshot, type TableMetadata,
 } from './metadata.js';
 import { evolveSchema, type IcebergSchema, type WarehouseColumn } from './schema.js';
@@ -63,8 +64,7 @@ export interface LoadedTable {
  * probing (the hint is written after the metadata, so it may lag by a commit).
  */
 export async function loadTable(store: IcebergStore, table: string): Promise<LoadedTable> {
-  const hint = Number((await store.getText(`${table}/metadata/version-hint.text`))?.trim());
-  let version = Number.isInteger(hint) && hint > 0 ? hint : 0;
+  let version = parseVersionHint(await store.getText(`${table}/metadata/version-hint.text`));
   let text = version > 0 ? await store.getText(`${table}/${metadataKey(version)}`) : null;
   if (text === null && version > 0) {
     // A hint naming a metadata file that is gone (pruned by hand): find the newest from a listing.
@@ -81,6 +81,15 @@ export async function loadTable(store: IcebergStore, table: string): Promise<Loa
   return { version, metadata: text === null ? null : (JSON.parse(text) as TableMetadata) };
 }
 
+/**
+ * The version a `version-hint.text` names (0: none, or not a version). Surrounding whitespace is
+ * accepted: lakes written before the hint held bare digits end it with a newline.
+ */
+export function parseVersionHint(text: string | null): number {
+  const trimmed = text?.trim() ?? '';
+  return /^\d+$/.test(trimmed) ? Number(trimmed) : 0;
+}
+
 /** The source a manifest holds (its first partition field is the source, bounds equal). */
 export function manifestSource(m: ManifestFile): string | null {
   const bound = m.partitions?.[0]?.lower_bound;
@@ -91,6 +100,15 @@ export function manifestSource(m: ManifestFile): string | null {
 export async function currentManifests(store: IcebergStore, table: string, metadata: TableMetadata | null): Promise<ManifestFile[]> {
   const snapshot = metadata && currentSnapshot(metadata);
   return snapshot ? readManifestList(store, table, snapshot) : [];
+}
+
+/** The data files `source` has live in the current snapshot of `metadata`. */
+export async function liveFiles(store: IcebergStore, table: string, metadata: TableMetadata | null, source: string): Promise<DataFile[]> {
+  const files: DataFile[] = [];
+  for (const m of (await currentManifests(store, table, metadata)).filter((x) => manifestSource(x) === source)) {
+    for (const e of await readManifest(store, table, m)) if (e.status !== 2) files.push(e.data_file);
+  }
+  return files;
 }
 
 async function readManifestList(store: IcebergStore, table: string, snapshot: Snapshot): Promise<ManifestFile[]> {
@@ -273,7 +291,8 @@ export function backoffMs(attempt: number, random: () => number = Math.random): 
  */
 async function publishVersion(store: IcebergStore, table: string, version: number, base: TableMetadata | null, next: TableMetadata): Promise<boolean> {
   if (!(await store.createText(`${table}/${metadataKey(version + 1)}`, `${JSON.stringify(next, null, 1)}\n`))) return false;
-  await store.putText(`${table}/metadata/version-hint.text`, `${version + 1}\n`);
+  // Bare digits, as the Java writer writes them: pyiceberg's StaticTable takes anything else as part of the file name.
+  await store.putText(`${table}/metadata/version-hint.text`, String(version + 1));
   const kept = new Set(next['metadata-log'].map((e) => e['metadata-file']));
   for (const e of base?.['metadata-log'] ?? []) {
     if (!kept.has(e['metadata-file'])) await store.remove(keyOf(store, table, e['metadata-file']));
@@ -283,23 +302,19 @@ async function publishVersion(store: IcebergStore, table: string, version: numbe
 
 /**
  * Expires `table`'s snapshots older than `retentionMs` (one metadata change, retried like a commit),
- * then deletes what only they referenced among `sources`' files: their manifest lists, the manifests
- * they added that no kept snapshot lists, and the data files they deleted. Returns the files removed
- * and the metadata version written with its current snapshot (null: nothing expired).
+ * then deletes what only they reached. Only `sources`' snapshots go (another shard expires its own),
+ * but their files go whichever source wrote them (see `removeExpiredFiles`). Returns the files removed
+ * and the metadata version written with its current snapshot (null: nothing expired, nothing written).
  */
 export async function expireTable(store: IcebergStore, table: string, sources: readonly string[], retentionMs: number, clock: Clock): Promise<{ removed: number; version: number | null; snapshotId: number | null }> {
   const owned = new Set(sources);
   for (let attempt = 1; ; attempt++) {
     const { version, metadata: base } = await loadTable(store, table);
     if (base === null) return { removed: 0, version: null, snapshotId: null };
-    const { expired } = expireSnapshots(base, clock.now(), retentionMs);
-    // Only this runner's snapshots go; another shard expires its own.
-    const mineExpired = new Set(expired.filter((s) => owned.has(s.summary[SUMMARY.source] ?? '')).map((s) => s['snapshot-id']));
-    if (mineExpired.size === 0) return { removed: 0, version: null, snapshotId: null };
+    const mine = expireSnapshots(base, clock.now(), retentionMs).expired.filter((s) => owned.has(s.summary[SUMMARY.source] ?? ''));
+    if (mine.length === 0) return { removed: 0, version: null, snapshotId: null };
     const next: TableMetadata = {
-      ...base,
-      snapshots: base.snapshots.filter((s) => !mineExpired.has(s['snapshot-id'])),
-      'snapshot-log': base['snapshot-log'].filter((e) => !mineExpired.has(e['snapshot-id'])),
+      ...withoutSnapshots(base, new Set(mine.map((s) => s['snapshot-id']))),
       'last-updated-ms': Math.max(clock.now(), base['last-updated-ms']),
       'metadata-log': [...base['metadata-log'], { 'timestamp-ms': base['last-updated-ms'], 'metadata-file': store.location(`${table}/${metadataKey(version)}`) }].slice(-METADATA_FILES_KEPT),
     };
@@ -308,28 +323,58 @@ export async function expireTable(store: IcebergStore, table: string, sources: r
       await clock.sleep(backoffMs(attempt));
       continue;
     }
-    // The manifests the oldest kept snapshot lists stay (a source's manifest lives until its next commit).
-    const oldestKept = next.snapshots.reduce<Snapshot | null>((a, s) => (a === null || s['timestamp-ms'] < a['timestamp-ms'] ? s : a), null);
-    const stillListed = new Set((oldestKept ? await readManifestList(store, table, oldestKept) : []).map((m) => m.manifest_path));
-    let removed = 0;
-    for (const snapshot of base.snapshots.filter((x) => mineExpired.has(x['snapshot-id']))) {
-      const list = await readManifestList(store, table, snapshot).catch(() => []);
-      for (const m of list.filter((x) => x.added_snapshot_id === snapshot['snapshot-id'])) {
-        const entries = await readManifest(store, table, m).catch(() => []);
-        for (const e of entries.filter((x) => x.status === 2)) {
-          await store.remove(keyOf(store, table, e.data_file.file_path));
-          removed += 1;
-        }
-        if (!stillListed.has(m.manifest_path)) {
-          await store.remove(keyOf(store, table, m.manifest_path));
-          removed += 1;
-        }
-      }
-      await store.remove(keyOf(store, table, snapshot['manifest-list']));
-      removed += 1;
-    }
-    return { removed, version: version + 1, snapshotId: next['current-snapshot-id'] };
+    return { removed: await removeExpiredFiles(store, table, mine, next.snapshots), version: version + 1, snapshotId: next['current-snapshot-id'] };
   }
+}
+
+/** Manifest lists and manifests read at once while an expiry works out what is still reachable. */
+const EXPIRY_READS = 8;
+
+/**
+ * Iceberg's rule for expired snapshots: a manifest list, manifest or data file they reached is deleted
+ * only when no `retained` snapshot, of any writer, reaches it. Such a file is unreachable for good: a
+ * commit builds on the current snapshot, which is always retained, and adds files under new names. A
+ * retained list or manifest that cannot be read could name any file, so then only the expired lists go.
+ */
+async function removeExpiredFiles(store: IcebergStore, table: string, expired: readonly Snapshot[], retained: readonly Snapshot[]): Promise<number> {
+  let complete = true;
+  const tryRead = async <T>(read: () => Promise<T>): Promise<T | null> => {
+    try {
+      return await read();
+    } catch {
+      return null;
+    }
+  };
+  const retainedManifests = new Map<string, ManifestFile>();
+  for (const list of await mapAtMost(retained, EXPIRY_READS, (s) => tryRead(() => readManifestList(store, table, s)))) {
+    if (list === null) complete = false;
+    for (const m of list ?? []) retainedManifests.set(m.manifest_path, m);
+  }
+  const reached = new Set(retainedManifests.keys());
+  for (const entries of await mapAtMost([...retainedManifests.values()], EXPIRY_READS, (m) => tryRead(() => readManifest(store, table, m)))) {
+    if (entries === null) complete = false;
+    // A file a manifest marks deleted is not read through it.
+    for (const e of entries ?? []) if (e.status !== 2) reached.add(e.data_file.file_path);
+  }
+  const candidates = new Set(expired.map((s) => s['manifest-list']));
+  if (complete) {
+    // An expired list or manifest that cannot be read is passed over: what it named is left, never guessed at.
+    const gone = new Map<string, ManifestFile>();
+    for (const list of await mapAtMost(expired, EXPIRY_READS, (s) => tryRead(() => readManifestList(store, table, s)))) {
+      for (const m of list ?? []) if (!reached.has(m.manifest_path)) gone.set(m.manifest_path, m);
+    }
+    for (const [path, m] of gone) {
+      candidates.add(path);
+      for (const e of (await tryRead(() => readManifest(store, table, m))) ?? []) candidates.add(e.data_file.file_path);
+    }
+  }
+  let removed = 0;
+  for (const location of candidates) {
+    if (reached.has(location)) continue;
+    await store.remove(keyOf(store, table, location));
+    removed += 1;
+  }
+  return removed;
 }
 
 /**

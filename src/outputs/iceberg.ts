@@ -4,24 +4,26 @@
  * source changed; here a source's month is the unit of a file (`data/source=<s>/<date>_month=<YYYY-MM>/`),
  * rewritten whole from the warehouse, so a table never gathers small files. One batch (a table, a
  * source, up to a year of months) is one snapshot: `overwrite` when it replaces files, `append` when
- * the months are new.
+ * the months are new; a month whose new file has the same bytes as its file in the table is left out,
+ * so a lookback that changed nothing makes no snapshot.
  *
  * Before a batch writes anything, an intent naming its commit id is recorded in the outbox; the
  * snapshot's summary carries the same id. After a crash, the next run finds the intent: if its commit
- * landed, the batch's dates are cleared rather than committed again; either way the source's files
+ * landed, the batch's dates are cleared rather than committed again (a batch that made no snapshot
+ * is not found, so its dates are written again, and again make none); either way the source's files
  * that no snapshot references (what the killed run wrote) are removed.
  *
  * (The COPY statements are built per table, source and month, so they are not in sql/.)
  */
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../api/resilience.js';
 import type { DataFile } from '../iceberg/avro.js';
 import { SUMMARY, currentSchema, metadataKey } from '../iceberg/metadata.js';
 import { boundBytes, evolveSchema, monthLabel, monthOrdinal, monthRange, type IcebergSchema, type WarehouseColumn } from '../iceberg/schema.js';
 import {
-  commitSource, currentManifests, dataDir, expireTable, loadTable, manifestSource, monthField, removeUnreferenced, type CommitResult, type Partitioning,
+  commitSource, currentManifests, dataDir, expireTable, keyOf, liveFiles, loadTable, manifestSource, monthField, removeUnreferenced, type CommitResult, type Partitioning,
 } from '../iceberg/table.js';
 import { ConfigError } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
@@ -104,11 +106,13 @@ type ColumnStats = { key: string; value: { key: string; value: string }[] }[];
 /**
  * Writes the rows of `source` in `table` for one month (or all of them) into one Parquet file with
  * the schema's field ids, puts it under `data/`, and returns it as a data file with its statistics;
- * null when there are no rows.
+ * null when there are no rows, and `unchanged` when the file is the very one `live` (the source's
+ * files for that month now) holds, so there is nothing to commit.
  */
 async function writeDataFile(
   warehouse: Warehouse, target: OutputTarget, table: string, def: IcebergTableDef, source: string, month: number | null, schema: IcebergSchema, columns: readonly WarehouseColumn[],
-): Promise<DataFile | null> {
+  live: readonly DataFile[],
+): Promise<DataFile | 'unchanged' | null> {
   const scratch = target.scratch(`iceberg-${table}`);
   try {
     const file = join(scratch, 'data.parquet');
@@ -120,6 +124,7 @@ async function writeDataFile(
        TO ${sqlString(file)} (FORMAT parquet, FIELD_IDS {${ids.map((f) => `${quote(f.name)}: ${f.id}`).join(', ')}}, RETURN_STATS true)`,
     );
     if (stats === undefined || Number(stats.count) === 0) return null;
+    if (await sameFile(target, table, file, Number(stats.count), Number(stats.file_size_bytes), live)) return 'unchanged';
     const key = `${table}/data/${dataDir(source)}/${month === null ? '' : `${monthField(def.month!)}=${monthLabel(month)}/`}${randomUUID()}.parquet`;
     await target.putFile(key, file);
     const dataFile: DataFile = {
@@ -150,8 +155,22 @@ async function writeDataFile(
 }
 
 /**
+ * Whether the Parquet file at `file` holds what `live` does: `live` is one file, of the same row count
+ * and size, with the same bytes (read only when the counts agree). Another DuckDB version or thread
+ * count may write the same rows differently: then the month is committed, as any change is.
+ */
+async function sameFile(target: OutputTarget, table: string, file: string, rows: number, size: number, live: readonly DataFile[]): Promise<boolean> {
+  const [old] = live;
+  if (live.length !== 1 || old!.record_count !== rows || old!.file_size_in_bytes !== size) return false;
+  // Equal bytes are equal rows, exactly (a hash could collide); the same rows, ordered by all columns, write the same bytes.
+  const bytes = await target.getBytes(keyOf(target, table, old!.file_path));
+  return bytes !== null && bytes.equals(readFileSync(file));
+}
+
+/**
  * Rewrites `months` (null: everything) of `source` in `table` as one snapshot: one file per month,
- * replacing the files the source had for those months.
+ * replacing the files the source had for those months. A month whose file would be the one it has
+ * is left out, and a batch of only such months makes no snapshot.
  */
 async function commitBatch(
   warehouse: Warehouse, target: OutputTarget, run: IcebergRun, table: string, source: string, months: readonly number[] | null, commitId: string, window: string,
@@ -163,17 +182,21 @@ async function commitBatch(
   // The field ids the commit will use: the table's, with any new column after them (the same rule
   // `commitSource` applies to the newest metadata).
   const schema = evolveSchema(columns, metadata === null ? null : currentSchema(metadata), metadata?.['last-column-id'] ?? 0).schema;
+  const field = def.month === null ? null : monthField(def.month);
+  const inMonth = (f: DataFile, month: number | null) => month === null || field === null || f.partition[field] === month;
+  const live = await liveFiles(target, table, metadata, source);
   const add: DataFile[] = [];
+  const rewritten: (number | null)[] = [];
   for (const month of months ?? [null]) {
-    const file = await writeDataFile(warehouse, target, table, def, source, month, schema, columns);
+    const file = await writeDataFile(warehouse, target, table, def, source, month, schema, columns, live.filter((f) => inMonth(f, month)));
+    if (file === 'unchanged') continue;
+    rewritten.push(month);
     if (file !== null) add.push(file);
   }
-  const field = def.month === null ? null : monthField(def.month);
-  const replaced = months === null ? null : new Set(months);
   const partitioning: Partitioning = { source: def.source, month: def.month };
   return commitSource(target, table, {
     source, columns, partitioning, add,
-    replaces: (f) => replaced === null || field === null || replaced.has(f.partition[field] as number),
+    replaces: (f) => rewritten.some((month) => inMonth(f, month)),
     summary: { [SUMMARY.runId]: run.runId, [SUMMARY.commitId]: commitId, [SUMMARY.window]: window },
   }, run.clock, loaded);
 }

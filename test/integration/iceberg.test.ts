@@ -1,14 +1,16 @@
-import { existsSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import type { Clock } from '../../src/api/resilience.js';
 import type { TableMetadata } from '../../src/iceberg/metadata.js';
 import { SUMMARY } from '../../src/iceberg/metadata.js';
-import { commitSource, loadTable, sourceTag } from '../../src/iceberg/table.js';
+import { commitSource, expireTable, loadTable, sourceTag } from '../../src/iceberg/table.js';
 import { icebergLake } from '../../src/outputs/iceberg.js';
 import { directoryTarget, type OutputTarget } from '../../src/outputs/target.js';
-import { openWorkingCopy } from '../../src/storage/working-copy.js';
-import { icebergDifferences, readIceberg } from '../iceberg.js';
+import { openWorkingCopy, workingCopyPath } from '../../src/storage/working-copy.js';
+import { icebergDifferences, icebergFileCheck, readIceberg } from '../iceberg.js';
 import { queryDb, run, SPAN, withEmulator, withTempDir } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -128,6 +130,44 @@ function failingAfterCommit(target: OutputTarget): OutputTarget & { armed: boole
   return wrapped;
 }
 
+/** A commit of one placeholder data file of `source` (never read), replacing the source's files when `replace`. */
+async function placeholderCommit(target: OutputTarget, table: string, source: string, n: number, clock: Clock, replace = false) {
+  const key = `${table}/data/source=${source}/${n}.parquet`;
+  await target.putBytes(key, Buffer.from('not read here'));
+  return commitSource(target, table, {
+    source, columns: [{ name: 'id', type: 'VARCHAR' }, { name: 'source', type: 'VARCHAR' }], partitioning: { source: 'source', month: null },
+    add: [{
+      content: 0, file_path: target.location(key), file_format: 'PARQUET', partition: { source }, record_count: n, file_size_in_bytes: 13,
+      column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null, lower_bounds: null, upper_bounds: null,
+      key_metadata: null, split_offsets: null, equality_ids: null, sort_order_id: null,
+    }],
+    replaces: () => replace, summary: { [SUMMARY.commitId]: `${source}.${n}` },
+  }, clock);
+}
+
+describe('the version hint', () => {
+  it('holds the bare version number, as the Java writer writes it; a hint ending in a newline (older lakes) still loads', async () => {
+    await withTempDir(async (dir) => {
+      const target = directoryTarget(join(dir, 'lake'));
+      const hint = join(dir, 'lake', 't', 'metadata', 'version-hint.text');
+      const now = { now: () => Date.now(), sleep: async () => undefined };
+      await placeholderCommit(target, 't', 'a', 1, now);
+      expect(readFileSync(hint, 'utf8')).toBe('1');
+      await placeholderCommit(target, 't', 'a', 2, now);
+      expect(readFileSync(hint, 'utf8')).toBe('2');
+
+      // An older lake: the hint ends in a newline, and v1 is gone, so only the hint finds v2.
+      writeFileSync(hint, '2\n');
+      rmSync(join(dir, 'lake', 't', 'metadata', 'v1.metadata.json'));
+      const loaded = await loadTable(target, 't');
+      expect(loaded.version).toBe(2);
+      expect(loaded.metadata!.snapshots.map((s) => s.summary[SUMMARY.commitId])).toEqual(['a.1', 'a.2']);
+      expect(await placeholderCommit(target, 't', 'a', 3, now)).toMatchObject({ version: 3 });
+      expect(readFileSync(hint, 'utf8')).toBe('3');
+    });
+  });
+});
+
 describe('Iceberg commits through the outbox', () => {
   it('a commit that landed before the run died is recognised by its id and not made again; files nothing references are removed', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 40, clock }, async ({ url }) => {
@@ -196,25 +236,68 @@ describe('Iceberg commits through the outbox', () => {
     });
   }, 60_000);
 
+  it('a lookback that changed nothing makes no snapshot, nor does the expiry after it; a batch rewrites only the months that changed; intents and dates are cleared either way', async () => {
+    await withEmulator({ startDate: '2025-05-20', endDate: '2025-06-10', rowsPerDay: 20, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        expect(await run(syncArgs(url, dir, ['--streams', 'line_items', '--start-date', '2025-05-20', '--until', '2025-06-10']), ENV)).toMatchObject({ code: 0 });
+        const lake = join(dir, 'lake');
+        const target = directoryTarget(lake);
+        const versions = async () => Object.fromEntries(await Promise.all(['line_items', 'focus'].map(async (t) => [t, (await loadTable(target, t)).version] as const)));
+        const before = await versions();
+        const files = () => ['2025-05', '2025-06'].map((m) => readdirSync(join(lake, 'line_items', 'data', 'source=default', `usage_date_month=${m}`)));
+        const filesBefore = files();
+        const lakeRun = (runId: string) => icebergLake({ runId, clock: { now: () => Date.now(), sleep: async () => undefined }, sources: ['default'], retentionMs: 86_400_000 });
+        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: true });
+        const pending = async (kind: string) => (await wh.query<{ key: string }>('outbox/pending', [kind])).map((r) => r.key);
+        try {
+          // A lookback refetches its days and marks them changed, with the same rows.
+          await wh.transaction(() => wh.changed('line_items', 'default', ['2025-05-25', '2025-06-05']));
+          const nightly = lakeRun('run-same');
+          await nightly.drain(wh, target);
+          expect(await versions()).toEqual(before);
+          expect(await pending('parquet')).toEqual([]);
+          expect(await pending('iceberg')).toEqual([]);
+          // The run tables still commit; the expiry finds nothing a day old and writes nothing.
+          await nightly.finish(wh, target);
+          expect(await versions()).toEqual(before);
+          expect(await pending('iceberg')).toEqual([]);
+
+          // What a run killed after a batch that made no snapshot leaves: its intent and its dates. The intent
+          // is not found in any snapshot, so the dates are written again, make none again, and all is cleared.
+          await wh.run('outbox/mark', ['iceberg', 'line_items/default/run-killed.1/664,665']);
+          await wh.transaction(() => wh.changed('line_items', 'default', ['2025-05-25', '2025-06-05']));
+          await lakeRun('run-after-kill').drain(wh, target);
+          expect(await versions()).toEqual(before);
+          expect(await pending('parquet')).toEqual([]);
+          expect(await pending('iceberg')).toEqual([]);
+
+          // June changes, May does not: one snapshot, replacing June's file only.
+          await wh.transaction(async () => {
+            await wh.sql("UPDATE line_items SET net_amount_usd = net_amount_usd + 1 WHERE usage_date = DATE '2025-06-05'");
+            await wh.changed('line_items', 'default', ['2025-05-25', '2025-06-05']);
+          });
+          await lakeRun('run-june').drain(wh, target);
+          expect(await versions()).toEqual({ line_items: before.line_items! + 1, focus: before.focus! + 1 });
+          const june = (await loadTable(target, 'line_items')).metadata!.snapshots.at(-1)!;
+          expect(june.summary).toMatchObject({ operation: 'overwrite', 'deleted-data-files': '1', 'added-data-files': '1', [SUMMARY.runId]: 'run-june' });
+          const [may, juneFiles] = files();
+          expect(may).toEqual(filesBefore[0]);
+          expect(juneFiles).not.toEqual(filesBefore[1]);
+        } finally {
+          wh.close();
+        }
+        // The working copy holds the update (nothing published it to --db).
+        expectEqualToWarehouse(await icebergDifferences(workingCopyPath(join(dir, 'state'), join(dir, 'c.duckdb')), pathToFileURL(lake).href, { tables: ['line_items', 'focus'] }));
+      });
+    });
+  }, 60_000);
+
   it('four shards committing to one table at once: every commit lands (lost races retried on the newest metadata), each source exact', async () => {
     await withTempDir(async (dir) => {
       const target = directoryTarget(join(dir, 'lake'));
-      const columns = [{ name: 'id', type: 'VARCHAR' }, { name: 'source', type: 'VARCHAR' }];
       const sources = ['a', 'b', 'c', 'd'];
       const sleep = async () => { await new Promise((r) => setImmediate(r)); };
-      const results = await Promise.all(sources.flatMap((source) => [1, 2, 3].map(async (n) => {
-        const key = `t/data/source=${source}/${n}.parquet`;
-        await target.putBytes(key, Buffer.from('not read here'));
-        return commitSource(target, 't', {
-          source, columns, partitioning: { source: 'source', month: null },
-          add: [{
-            content: 0, file_path: target.location(key), file_format: 'PARQUET', partition: { source }, record_count: n, file_size_in_bytes: 13,
-            column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null, lower_bounds: null, upper_bounds: null,
-            key_metadata: null, split_offsets: null, equality_ids: null, sort_order_id: null,
-          }],
-          replaces: () => false, summary: { [SUMMARY.commitId]: `${source}.${n}` },
-        }, { now: () => Date.now(), sleep });
-      })));
+      const results = await Promise.all(sources.flatMap((source) => [1, 2, 3].map((n) => placeholderCommit(target, 't', source, n, { now: () => Date.now(), sleep }))));
       expect(results.every((r) => r.version !== null)).toBe(true);
       expect(results.some((r) => r.attempts > 1)).toBe(true);
       const { version, metadata } = await loadTable(target, 't');
@@ -223,6 +306,95 @@ describe('Iceberg commits through the outbox', () => {
       // Nothing a lost attempt wrote is left.
       const avro = readdirSync(join(dir, 'lake', 't', 'metadata')).filter((f) => f.endsWith('.avro'));
       expect(avro.filter((f) => f.startsWith('snap-'))).toHaveLength(12);
+    });
+  });
+});
+
+/**
+ * Commits `ids` as the whole of `source` in table `t`: one real Parquet file (field ids as the table's
+ * schema numbers its two columns), replacing the source's files.
+ */
+async function commitRows(db: DuckDBConnection, target: OutputTarget, lake: string, source: string, ids: readonly string[], clock: Clock) {
+  const key = `t/data/source=${source}/${ids[0]}.parquet`;
+  mkdirSync(join(lake, 't', 'data', `source=${source}`), { recursive: true });
+  await db.run(`COPY (SELECT * FROM (VALUES ${ids.map((id) => `('${id}', '${source}')`).join(', ')}) v(id, source) ORDER BY ALL)
+    TO '${join(lake, key)}' (FORMAT parquet, FIELD_IDS {id: 1, source: 2})`);
+  return commitSource(target, 't', {
+    source, columns: [{ name: 'id', type: 'VARCHAR' }, { name: 'source', type: 'VARCHAR' }], partitioning: { source: 'source', month: null },
+    add: [{
+      content: 0, file_path: target.location(key), file_format: 'PARQUET', partition: { source }, record_count: ids.length, file_size_in_bytes: statSync(join(lake, key)).size,
+      column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null, lower_bounds: null, upper_bounds: null,
+      key_metadata: null, split_offsets: null, equality_ids: null, sort_order_id: null,
+    }],
+    replaces: () => true, summary: { [SUMMARY.source]: source, [SUMMARY.commitId]: ids[0]! },
+  }, clock);
+}
+
+describe('snapshot expiry with shards', () => {
+  it('two writers committing in turn, each expiring its own snapshots: every file a retained snapshot of either needs stays, each retained snapshot reads as it was, the snapshot log keeps what follows the last expired entry', async () => {
+    const DAY = 86_400_000;
+    await withTempDir(async (dir) => {
+      const lake = join(dir, 'lake');
+      const target = directoryTarget(lake);
+      const tableUrl = pathToFileURL(join(lake, 't')).href;
+      let nowMs = 0;
+      const clock = { now: () => nowMs, sleep: async () => undefined };
+      const instance = await DuckDBInstance.create(':memory:');
+      const db = await instance.connect();
+      try {
+        // a1 b1 a2 b2 a3 b3 a4 b4, a day apart; each commit rewrites its source's one file.
+        const live: Record<string, string[]> = {};
+        const rowsAt = new Map<number, string[]>();
+        const names = new Map<number, string>();
+        for (let day = 1; day <= 8; day++) {
+          nowMs = day * DAY;
+          const source = day % 2 === 1 ? 'a' : 'b';
+          const name = `${source}${Math.ceil(day / 2)}`;
+          live[source] = [`${name}-x`, `${name}-y`];
+          const { snapshotId } = await commitRows(db, target, lake, source, live[source], clock);
+          rowsAt.set(snapshotId!, Object.values(live).flat().sort());
+          names.set(snapshotId!, name);
+        }
+        const snapshotNames = (m: TableMetadata) => m.snapshots.map((s) => names.get(s['snapshot-id']));
+        const logNames = (m: TableMetadata) => m['snapshot-log'].map((e) => names.get(e['snapshot-id']));
+        const expectRetainedReadable = async (m: TableMetadata) => {
+          expect(await icebergFileCheck(lake, pathToFileURL(lake).href, ['t'])).toEqual({ missing: [], unreferenced: [] });
+          // Time travel to each retained snapshot, the oldest first, through an independent reader.
+          for (const s of m.snapshots) {
+            const rows = await readIceberg(tableUrl, { snapshotId: s['snapshot-id'] });
+            expect({ snapshot: names.get(s['snapshot-id']), ids: rows.map((r) => String(r.id)).sort() }).toEqual({ snapshot: names.get(s['snapshot-id']), ids: rowsAt.get(s['snapshot-id']) });
+          }
+        };
+
+        // The cutoff falls between b3 and a4: b3 stays (the newest before it), a1 b1 a2 b2 a3 are past it.
+        nowMs = 8.5 * DAY;
+        const byA = await expireTable(target, 't', ['a'], 2 * DAY, clock);
+        const afterA = (await loadTable(target, 't')).metadata!;
+        expect(byA.version).toBe(9);
+        expect(snapshotNames(afterA)).toEqual(['b1', 'b2', 'b3', 'a4', 'b4']);
+        // b1 and b2 are still there, but an entry for them would hide that a2 and a3 were current between.
+        expect(logNames(afterA)).toEqual(['b3', 'a4', 'b4']);
+        // b1 still reads a1's file and manifest, b2 a2's, b3 a3's manifest: only a's three manifest lists went.
+        expect(byA.removed).toBe(3);
+        await expectRetainedReadable(afterA);
+
+        const byB = await expireTable(target, 't', ['b'], 2 * DAY, clock);
+        const afterB = (await loadTable(target, 't')).metadata!;
+        expect(snapshotNames(afterB)).toEqual(['b3', 'a4', 'b4']);
+        expect(logNames(afterB)).toEqual(['b3', 'a4', 'b4']);
+        // Nothing retained reaches a1's and a2's files now either, so b's expiry deletes them with its own:
+        // two manifest lists, four manifests, four data files.
+        expect(byB.removed).toBe(10);
+        await expectRetainedReadable(afterB);
+        expect(readdirSync(join(lake, 't', 'data', 'source=a')).sort()).toEqual(['a3-x.parquet', 'a4-x.parquet']);
+
+        // An expiry with nothing to expire writes no metadata version.
+        expect(await expireTable(target, 't', ['a', 'b'], 2 * DAY, clock)).toEqual({ removed: 0, version: null, snapshotId: null });
+        expect((await loadTable(target, 't')).version).toBe(10);
+      } finally {
+        db.closeSync();
+        instance.closeSync();
+      }
     });
   });
 });

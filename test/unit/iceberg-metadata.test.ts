@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { decodeManifest, decodeManifestList, encodeManifest, encodeManifestList, type ManifestEntry, type PartitionSpec } from '../../src/iceberg/avro.js';
-import { expireSnapshots, metadataVersion, newTableMetadata, withSnapshot, type Snapshot } from '../../src/iceberg/metadata.js';
+import { expireSnapshots, metadataVersion, newTableMetadata, withSnapshot, withoutSnapshots, type Snapshot } from '../../src/iceberg/metadata.js';
 import { boundBytes, evolveSchema, icebergType, monthLabel, monthOrdinal, monthRange } from '../../src/iceberg/schema.js';
-import { backoffMs, partitionSpec } from '../../src/iceberg/table.js';
+import { backoffMs, parseVersionHint, partitionSpec } from '../../src/iceberg/table.js';
 
 const COLUMNS = [{ name: 'id', type: 'VARCHAR' }, { name: 'usage_date', type: 'DATE' }, { name: 'amount', type: 'DOUBLE' }, { name: 'source', type: 'VARCHAR' }];
 
@@ -75,6 +75,22 @@ describe('table metadata (pure)', () => {
     expect(metadata.snapshots.map((s) => s['snapshot-id'])).toEqual([2, 3, 4, 5]);
     // Everything past the retention: only the current snapshot is left.
     expect(expireSnapshots(m, 100 * 86_400_000, 0).metadata.snapshots.map((s) => s['snapshot-id'])).toEqual([5]);
+  });
+
+  it('the version hint: bare digits, or digits with whitespace around them (older lakes end it in a newline); anything else names no version', () => {
+    expect(['6', '6\n', ' 12\r\n', '', 'x', '-1', '6.5', '6\n7'].map(parseVersionHint)).toEqual([6, 6, 12, 0, 0, 0, 0, 0]);
+    expect(parseVersionHint(null)).toBe(0);
+  });
+
+  it('removing snapshots truncates the snapshot log after the last entry of one removed, never in the middle (the spec\'s rule)', () => {
+    let m = base;
+    [1, 2, 3, 4, 5].forEach((id, i) => { m = withSnapshot(m, snap(id, id * 1_000, i + 1), null); });
+    // 2 stays (another writer's, say) though 1 and 3 go: its entry would say it was current while 3 was.
+    const without = withoutSnapshots(m, new Set([1, 3]));
+    expect(without.snapshots.map((s) => s['snapshot-id'])).toEqual([2, 4, 5]);
+    expect(without['snapshot-log'].map((e) => e['snapshot-id'])).toEqual([4, 5]);
+    expect(withoutSnapshots(m, new Set([1, 2]))['snapshot-log'].map((e) => e['snapshot-id'])).toEqual([3, 4, 5]);
+    expect(withoutSnapshots(m, new Set())).toEqual(m);
   });
 
   it('a lost race waits a little longer each time, jittered, and never more than 3 s', () => {
