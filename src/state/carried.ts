@@ -2,7 +2,8 @@
  * The part of a source's sync state that the warehouse carries (issue: nightly runs from a clean
  * container): per stream the dates synced, the plan's windows done, the anomaly watermark. Mid-window
  * cursors and page counts stay in the local state file: a run that adopts carried state fetches an
- * unfinished window from its first page. Small pure functions.
+ * unfinished window from its first page. Small pure functions, and the text the warehouse holds
+ * (`CarriedText`), kept without I/O.
  */
 import type { SyncState, WindowedStreamState } from './store.js';
 
@@ -61,4 +62,39 @@ export function reconcileCarried(
       ? `the state file of ${source} disagrees with the warehouse (an older copy, or a run killed between a commit and its state save); going on from the warehouse's state, which matches its data`
       : `no state file for ${source} in --state-dir: going on from the state the warehouse carries`,
   };
+}
+
+/**
+ * A source's carried state as the warehouse holds it: the text last committed, and the text the
+ * transaction under way wrote. A written text becomes the warehouse's only once its transaction
+ * commits, so after a rollback (a failed group commit stored again one by one) the same text is
+ * written again rather than skipped as unchanged. No I/O: the caller writes and reports settles.
+ */
+export class CarriedText {
+  /** What the transaction under way wrote, if it wrote anything. */
+  private written: string | null = null;
+
+  /** `last`: the text the warehouse holds when the run starts (null: none). */
+  constructor(private last: string | null) {}
+
+  /** The text last committed: what a check outside any transaction compares with. */
+  get committed(): string | null {
+    return this.last;
+  }
+
+  /** Whether `text` must be written in the transaction under way: the warehouse holds another, as that transaction sees it. */
+  differs(text: string): boolean {
+    return text !== (this.written ?? this.last);
+  }
+
+  /** `text` was written in the transaction under way. */
+  wrote(text: string): void {
+    this.written = text;
+  }
+
+  /** The transaction under way ended: what it wrote is the warehouse's if it committed. Told twice, the second does nothing. */
+  settled(committed: boolean): void {
+    if (committed && this.written !== null) this.last = this.written;
+    this.written = null;
+  }
 }

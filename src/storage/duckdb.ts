@@ -67,10 +67,11 @@ export interface Warehouse {
    */
   transaction<T>(fn: () => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**
-   * Inside a transaction: runs `fn` once that transaction has committed or rolled back (for what a
-   * caller keeps about work in flight, such as the windows a grouped commit is storing).
+   * Inside a transaction: runs `fn` once that transaction has committed (`true`) or rolled back
+   * (`false`), for what a caller keeps about work in flight: the windows a grouped commit is storing,
+   * the carried state a transaction wrote (the warehouse's only once it commits).
    */
-  onSettle(fn: () => void): void;
+  onSettle(fn: (committed: boolean) => void): void;
   /**
    * Runs `fn` on the write queue with no transaction open: what it reads (a COPY, the file itself) is
    * committed data only, and no commit happens while it runs. Statements in it commit one by one.

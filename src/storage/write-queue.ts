@@ -55,7 +55,7 @@ export interface WriteQueue {
   /** Runs one statement of the connection in its turn (see the rollback below). */
   statement<T>(run: () => Promise<T>): Promise<T>;
   transaction<T>(fn: () => Promise<T>, options?: TransactionOptions): Promise<T>;
-  onSettle(fn: () => void): void;
+  onSettle(fn: (committed: boolean) => void): void;
   exclusive<T>(fn: () => Promise<T>): Promise<T>;
   afterQueued<T>(fn: () => Promise<T>): Promise<T>;
 }
@@ -98,18 +98,20 @@ export function writeQueue(connection: Pick<DuckDBConnection, 'run'>, options: W
   const stillOpen = () => connection.run('SELECT 1').then(() => true, () => false);
   const exec = (text: string, params?: DuckDBValue[]) => statement(() => connection.run(text, params));
 
-  let settleHooks: (() => void)[] = [];
+  let settleHooks: ((committed: boolean) => void)[] = [];
   /** Runs `fns` in one transaction, in order; their results, or the first failure after a rollback. */
   const inTransaction = async (fns: readonly (() => Promise<unknown>)[], publish: boolean): Promise<unknown[]> => {
     await exec('BEGIN TRANSACTION');
     const tx = { failure: null as unknown };
     open = tx;
+    let committed = false;
     try {
       return await ownStatements.run(tx, async () => {
         const results: unknown[] = [];
         for (const fn of fns) results.push(await fn());
         if (publish) await exec(options.publishMark.text, options.publishMark.params);
         await exec('COMMIT');
+        committed = true;
         failpoint('commit');
         return results;
       });
@@ -120,7 +122,7 @@ export function writeQueue(connection: Pick<DuckDBConnection, 'run'>, options: W
       open = null;
       const hooks = settleHooks;
       settleHooks = [];
-      for (const hook of hooks) hook();
+      for (const hook of hooks) hook(committed);
     }
   };
   /** Grouped transactions waiting for the queue (see `TransactionOptions.group`). */

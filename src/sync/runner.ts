@@ -17,7 +17,7 @@ import { CostsyncError, ExitCode, describeError, isCostsyncError, isFenced } fro
 import type { Logger } from '../log.js';
 import { newRunId } from '../run-id.js';
 import { formatDuration } from '../dates.js';
-import { carriedState, reconcileCarried, type CarriedState, type CarriedWindow } from '../state/carried.js';
+import { CarriedText, carriedState, reconcileCarried, type CarriedState, type CarriedWindow } from '../state/carried.js';
 import { StateStore } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { derivedOutputs } from '../outputs/derived.js';
@@ -312,14 +312,17 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     const { state, notice } = reconcileCarried(loaded, fileExisted, row === undefined ? null : JSON.parse(row) as CarriedState, source.name);
     // An empty --state-dir going on from the warehouse is the documented clean-container case: worth a line, not a warning.
     if (notice !== null) (fileExisted ? logger.warn : logger.info)(notice, { source: source.name });
-    let carried = row === undefined ? null : JSON.stringify(carriedState(state));
+    const carried = new CarriedText(row === undefined ? null : JSON.stringify(carriedState(state)));
     /** This source's windows in the transaction under way (see `carryState`). */
     const committing = new Map<string, CarriedWindow>();
-    /** Replaces the carried state with `text` (inside whatever transaction is open). */
+    /** Replaces the carried state with `text` (inside whatever transaction is open), unless it holds it already. */
     const carry = async (text: string) => {
+      if (!carried.differs(text)) return;
       const params = [source.name, text, new Date(clock.now()).toISOString()];
       if ((await warehouse.run('state/carry_update', params)) === 0) await warehouse.run('state/carry_insert', params);
-      carried = text;
+      carried.wrote(text);
+      // The text is the warehouse's once the transaction commits; after a rollback the next carry writes it again.
+      warehouse.onSettle((committed) => carried.settled(committed));
     };
 
     /**
@@ -330,12 +333,9 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
      * a crash then makes the next run go on from the warehouse's state, which only redoes work.
      */
     const carryLatest = coalesce(async () => {
-      if (JSON.stringify(carriedState(state)) === carried) return;
-      await warehouse.transaction(async () => {
-        // Taken in its turn: a window's commit queued ahead of it may have carried a newer state.
-        const text = JSON.stringify(carriedState(state));
-        if (text !== carried) await carry(text);
-      });
+      if (JSON.stringify(carriedState(state)) === carried.committed) return;
+      // Taken in its turn: a window's commit queued ahead of it may have carried a newer state.
+      await warehouse.transaction(() => carry(JSON.stringify(carriedState(state))));
     });
     let carrying: Promise<void> = Promise.resolve();
     let carryFailure: unknown = null;
@@ -377,13 +377,12 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
         const key = `${done.stream} ${done.start} ${done.end}`;
         committing.set(key, done);
         warehouse.onSettle(() => committing.delete(key));
-        const text = JSON.stringify(carriedState(state, [...committing.values()]));
-        if (text !== carried) await carry(text);
+        await carry(JSON.stringify(carriedState(state, [...committing.values()])));
       },
       // The file at once; the warehouse's copy follows in the background (see `carryLatest`).
       saveState: async () => {
         // Computed once a save (after every page): only a changed plan, window or watermark carries.
-        if (JSON.stringify(carriedState(state)) !== carried) carryInBackground();
+        if (JSON.stringify(carriedState(state)) !== carried.committed) carryInBackground();
         await store.saveAsync(state, () => new Date(clock.now()));
       },
       shouldStop: run.shouldStop,

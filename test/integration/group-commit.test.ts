@@ -67,12 +67,12 @@ describe('grouped transactions (a group commit of the window stores waiting toge
     });
   });
 
-  it('tell onSettle hooks once their transaction commits or rolls back, the failed group included', async () => {
+  it('tell onSettle hooks whether their transaction committed or rolled back, the failed group included', async () => {
     await withTable(async (wh) => {
       const events: string[] = [];
       const { release, held } = holdQueue(wh);
       const stores = [1, 2].map((n) => wh.transaction(async () => {
-        wh.onSettle(() => events.push(`settled ${n}`));
+        wh.onSettle((committed) => events.push(`${committed ? 'committed' : 'rolled back'} ${n}`));
         events.push(`stored ${n}`);
         if (n === 2 && events.filter((e) => e === 'stored 2').length === 1) throw new Error('first try fails');
         return n;
@@ -81,9 +81,9 @@ describe('grouped transactions (a group commit of the window stores waiting toge
       await held;
       await Promise.allSettled(stores);
       expect(events).toEqual([
-        'stored 1', 'stored 2', 'settled 1', 'settled 2', // the group, rolled back
-        'stored 1', 'settled 1', // 1 alone, committed
-        'stored 2', 'settled 2', // 2 alone: its second try, committed
+        'stored 1', 'stored 2', 'rolled back 1', 'rolled back 2', // the group
+        'stored 1', 'committed 1', // 1 alone
+        'stored 2', 'committed 2', // 2 alone: its second try
       ]);
       expect(await Promise.all(stores)).toEqual([1, 2]);
     });
@@ -143,6 +143,32 @@ describe('a statement that fails while a transaction is open', () => {
       await expect(store).rejects.toThrow(/the transaction was rolled back after a statement failed: Conversion Error/);
       expect(String(afterwards)).toMatch(/the transaction was rolled back/);
       expect(await wh.sql('SELECT n FROM t')).toEqual([]);
+    });
+  });
+
+  it("tells onSettle hooks that the transaction rolled back, its own statement or another's having aborted it", async () => {
+    await withTable(async (wh) => {
+      const settled: boolean[] = [];
+      await expect(wh.transaction(async () => {
+        wh.onSettle((committed) => settled.push(committed));
+        await wh.sql('INSERT INTO t VALUES (1)');
+        await wh.sql("SELECT 'x'::INTEGER AS n");
+      })).rejects.toThrow(/Could not convert string 'x'/);
+      let fire: () => void = () => undefined;
+      const outside = new Promise<void>((resolve) => { fire = resolve; }).then(() => wh.sql("SELECT 'y'::INTEGER AS n"));
+      // Aborted by another's statement while its own code goes on as if nothing happened.
+      await expect(wh.transaction(async () => {
+        wh.onSettle((committed) => settled.push(committed));
+        await wh.sql('INSERT INTO t VALUES (2)');
+        fire();
+        await outside.catch(() => undefined);
+      })).rejects.toThrow(/the transaction was rolled back/);
+      await wh.transaction(async () => {
+        wh.onSettle((committed) => settled.push(committed));
+        await wh.sql('INSERT INTO t VALUES (3)');
+      });
+      expect(settled).toEqual([false, false, true]);
+      expect(await wh.sql('SELECT n FROM t')).toEqual([{ n: 3 }]);
     });
   });
 

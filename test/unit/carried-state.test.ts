@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { carriedState, reconcileCarried } from '../../src/state/carried.js';
+import { CarriedText, carriedState, reconcileCarried } from '../../src/state/carried.js';
 import type { SyncState } from '../../src/state/store.js';
 
 function state(windows: SyncState['streams']['line_items']): SyncState {
@@ -61,5 +61,56 @@ describe('the state the warehouse carries', () => {
     expect(adopted.state.streams).toEqual(carried);
     expect(adopted.state.source).toEqual(midWindow.source);
     expect(adopted.notice).toMatch(/going on from the state the warehouse carries/);
+  });
+});
+
+describe('the carried text the warehouse holds (CarriedText)', () => {
+  it("takes a written text as the warehouse's only once its transaction commits", () => {
+    const text = new CarriedText('plan');
+    expect(text.differs('plan + w1')).toBe(true);
+    text.wrote('plan + w1');
+    // Inside the transaction the write is seen; outside, the warehouse still holds what committed.
+    expect(text.differs('plan + w1')).toBe(false);
+    expect(text.committed).toBe('plan');
+    text.settled(true);
+    expect(text.committed).toBe('plan + w1');
+    expect(text.differs('plan + w1')).toBe(false);
+  });
+
+  it('after a rollback (a group that failed after the carry), the window stored again on its own writes the same text again', () => {
+    const text = new CarriedText('plan');
+    text.wrote('plan + w1');
+    text.settled(false);
+    expect(text.committed).toBe('plan');
+    // Skipping this write as unchanged left the warehouse without a window whose rows committed.
+    expect(text.differs('plan + w1')).toBe(true);
+    text.wrote('plan + w1');
+    text.settled(true);
+    expect(text.committed).toBe('plan + w1');
+  });
+
+  it("commits the last of several texts one transaction wrote (a group with two of the source's windows), told once per write", () => {
+    const text = new CarriedText(null);
+    text.wrote('plan + w1');
+    expect(text.differs('plan + w1 + w2')).toBe(true);
+    text.wrote('plan + w1 + w2');
+    text.settled(true);
+    text.settled(true);
+    expect(text.committed).toBe('plan + w1 + w2');
+    // A transaction that wrote nothing of this source's changes nothing, committed or not.
+    text.settled(false);
+    text.settled(true);
+    expect(text.committed).toBe('plan + w1 + w2');
+  });
+
+  it('a rollback after several writes leaves the text committed before, and the next transaction compares with it', () => {
+    const text = new CarriedText('plan');
+    text.wrote('plan + w1');
+    text.wrote('plan + w1 + w2');
+    text.settled(false);
+    text.settled(false);
+    expect(text.committed).toBe('plan');
+    expect(text.differs('plan')).toBe(false);
+    expect(text.differs('plan + w1')).toBe(true);
   });
 });
