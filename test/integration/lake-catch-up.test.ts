@@ -17,9 +17,9 @@ function expectSame(diff: Record<string, { rows: number; missing: number; extra:
 
 describe('a lake that runs did not write catches up', () => {
   it('a new --format parquet --out on a warehouse that already holds months is filled from it, and its manifest counts what is there', async () => {
-    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
+    await withEmulator({ ...SPAN, rowsPerDay: 5, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
-        const config = testSyncConfig(url, dir);
+        const config = testSyncConfig(url, dir, { windowDays: 30 });
         expect((await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
         const lake = join(dir, 'lake');
         const withLake = { ...config, format: 'parquet' as const, out: lake };
@@ -27,16 +27,16 @@ describe('a lake that runs did not write catches up', () => {
           expect((await runSync({ config: withLake, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
           expectSame(await lakeDifferences(config.db, lake));
           const manifest = JSON.parse(readFileSync(join(lake, manifestKey('default')), 'utf8')) as { tables: Record<string, { rows: number; first_date: string }> };
-          expect(manifest.tables.line_items).toMatchObject({ rows: 30 * 20, first_date: SPAN.startDate });
+          expect(manifest.tables.line_items).toMatchObject({ rows: 30 * 5, first_date: SPAN.startDate });
         }
       });
     });
   });
 
   it('two Parquet lakes and a run with neither: each lake catches up on what it missed (a restatement synced elsewhere)', async () => {
-    await withEmulator({ ...SPAN, rowsPerDay: 20, clock, restatement: RESTATE }, async (emulator) => {
+    await withEmulator({ ...SPAN, rowsPerDay: 5, clock, restatement: RESTATE }, async (emulator) => {
       await withTempDir(async (dir) => {
-        const config = testSyncConfig(emulator.url, dir);
+        const config = testSyncConfig(emulator.url, dir, { windowDays: 30 });
         const p1 = { ...config, format: 'parquet' as const, out: join(dir, 'p1') };
         const p2 = { ...config, format: 'parquet' as const, out: join(dir, 'p2') };
         const sync = async (c: typeof config) => expect((await runSync({ config: c, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
@@ -56,9 +56,9 @@ describe('a lake that runs did not write catches up', () => {
   });
 
   it('an Iceberg lake catches up on a restatement synced without it', async () => {
-    await withEmulator({ ...SPAN, rowsPerDay: 20, clock, restatement: RESTATE }, async (emulator) => {
+    await withEmulator({ ...SPAN, rowsPerDay: 5, clock, restatement: RESTATE }, async (emulator) => {
       await withTempDir(async (dir) => {
-        const config = testSyncConfig(emulator.url, dir);
+        const config = testSyncConfig(emulator.url, dir, { windowDays: 30 });
         const ice = { ...config, format: 'iceberg' as const, out: join(dir, 'ice') };
         const sync = async (c: typeof config) => expect((await runSync({ config: c, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
         await sync(ice);

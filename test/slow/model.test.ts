@@ -1,0 +1,13 @@
+import { expect, it } from 'vitest';
+import { modelReport, runModel } from '../model.js';
+
+/** The model-based test for longer: more and longer sequences (COSTSYNC_MODEL_SECONDS, default 240). */
+const seed = process.env.COSTSYNC_MODEL_SEED === undefined ? undefined : Number(process.env.COSTSYNC_MODEL_SEED);
+const seconds = Number(process.env.COSTSYNC_MODEL_SECONDS ?? 240);
+
+it('long random sequences keep every invariant', async () => {
+  const details = await runModel({ seed, path: process.env.COSTSYNC_MODEL_PATH, numRuns: 10_000, maxCommands: 16, timeLimitMs: seconds * 1000 });
+  console.info(modelReport(details));
+  expect(details.failed, modelReport(details)).toBe(false);
+  expect(details.numRuns).toBeGreaterThan(0);
+}, (Number(process.env.COSTSYNC_MODEL_SECONDS ?? 240) + 600) * 1000);
