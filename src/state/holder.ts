@@ -43,14 +43,24 @@ export function startTicksOf(stat: string): number | null {
   return Number.isFinite(ticks) ? ticks : null;
 }
 
+/**
+ * Whether a `/proc/<pid>/stat` line is of a process that has exited but not been reaped (a zombie):
+ * in a container whose first process reaps nobody, a SIGKILLed run stays one. Pure.
+ */
+export function exitedStat(stat: string): boolean {
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  return state === 'Z' || state === 'X';
+}
+
 export const systemProbe: ProcessProbe = {
   isAlive(pid) {
     try {
       process.kill(pid, 0);
-      return true;
     } catch (error) {
       return (error as NodeJS.ErrnoException).code === 'EPERM';
     }
+    const stat = readOr(() => readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    return stat === undefined || !exitedStat(stat);
   },
   startTicks(pid) {
     const stat = readOr(() => readFileSync(`/proc/${pid}/stat`, 'utf8'));

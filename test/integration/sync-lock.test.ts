@@ -114,5 +114,33 @@ describe('run lock', () => {
       expect(existsSync(path)).toBe(false);
     });
   });
+  it('a run SIGKILLed in a container whose first process reaps nobody (a zombie) holds no lock: the next run takes it over', async () => {
+    await withTempDir(async (dir) => {
+      const lock = `${dir}/costsync.lock`;
+      const lockModule = new URL('../../dist/state/lock.js', import.meta.url).href;
+      const script = `${dir}/holder.mjs`;
+      writeFileSync(script, `const m = await import(${JSON.stringify(lockModule)}); m.acquireLock(${JSON.stringify(lock)}, 'zombie to be'); console.log('locked'); setInterval(() => {}, 1000);`);
+      // The shell becomes `sleep`, which never waits for its child: killed, the holder stays a zombie.
+      const parent = spawn('sh', ['-c', `"$0" "$1" & echo $!; exec sleep 600`, process.execPath, script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      try {
+        const lines = createInterface({ input: parent.stdout });
+        const seen: string[] = [];
+        for await (const line of lines) {
+          seen.push(line);
+          if (line === 'locked') break;
+        }
+        expect(seen.at(-1)).toBe('locked');
+        const pid = Number(seen[0]);
+        process.kill(pid, 'SIGKILL');
+        // Wait for the kernel to mark it exited (an event, not a time): its stat turns to Z.
+        while (!/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))) await new Promise((r) => setImmediate(r));
+        const taken = acquireLock(lock, 'next run');
+        expect(JSON.parse(readFileSync(lock, 'utf8')).pid).toBe(process.pid);
+        taken.release();
+      } finally {
+        parent.kill('SIGKILL');
+      }
+    });
+  });
 });
 

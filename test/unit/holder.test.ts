@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { liveness, startTicksOf, whyUnknown, type ProcessIdentity, type ProcessProbe } from '../../src/state/holder.js';
+import { exitedStat, liveness, startTicksOf, whyUnknown, type ProcessIdentity, type ProcessProbe } from '../../src/state/holder.js';
 
 const me: ProcessIdentity = { host: 'node-1', pid: 100, bootId: 'boot-a', pidNs: 'pid:[1]', startTicks: 5000 };
 const probe = (alive: Record<number, number | null>): ProcessProbe => ({
@@ -32,5 +32,12 @@ describe('liveness of a lock or lease holder', () => {
   it('reads the start time from /proc/<pid>/stat, whatever the command name holds', () => {
     const fields = Array.from({ length: 50 }, (_, i) => String(i + 3));
     expect(startTicksOf(`123 (node (x) y) ${fields.join(' ')}`)).toBe(22);
+  });
+
+  it('takes a process that exited and was never reaped (a zombie, in a container whose first process reaps nobody) for gone', () => {
+    expect(exitedStat('123 (node) Z 1 123 123 0 -1')).toBe(true);
+    expect(exitedStat('123 (a ) Z b) S 1 123 123 0 -1')).toBe(false);
+    expect(exitedStat('123 (node) S 1 123 123 0 -1')).toBe(false);
+    expect(exitedStat('123 (node) D 1 123 123 0 -1')).toBe(false);
   });
 });
