@@ -10,10 +10,11 @@
 import fc from 'fast-check';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { SCOPES } from '../src/api/types.js';
 import { startEmulator, type Emulator } from '../src/emulator/server.js';
 import { addDays, toDayNumber } from '../src/dates.js';
 import { manifestKey } from '../src/outputs/lake.js';
@@ -27,6 +28,9 @@ const SPAN_DAYS = 120;
 const FIRST_TODAY = addDays(END, -4);
 
 export type LakeName = 'p1' | 'p2' | 'ice';
+/** The config file's two sources (two workspaces, a key each); a run syncs one or both (`--source`). */
+export type SourceName = 'w1' | 'w2';
+const SOURCES: readonly SourceName[] = ['w1', 'w2'];
 const LAKES: Record<LakeName, { format: 'parquet' | 'iceberg'; dir: string }> = {
   p1: { format: 'parquet', dir: 'lake-p1' },
   p2: { format: 'parquet', dir: 'lake-p2' },
@@ -42,6 +46,9 @@ export type Stop =
 
 export interface SyncArgs {
   state: 'a' | 'b';
+  sources: 'w1' | 'w2' | 'w1,w2';
+  /** --drop-before, in days before today; only without --since. */
+  dropBefore: number | null;
   /** Days before today, or none. */
   since: number | null;
   lookback: 0 | 1 | 3;
@@ -64,9 +71,9 @@ export class World {
   readonly dir: string;
   emulator!: Emulator;
   today = FIRST_TODAY;
-  /** Every line-item content each date has had on the emulator (a date's text: its ids and amounts). */
+  /** Every line-item content each source's date has had on the emulator (`<source> <date>`: its ids and amounts). */
   readonly history = new Map<string, Set<string>>();
-  /** Dates the published warehouse has held at some point. */
+  /** Source's dates (`<source> <date>`) the published warehouse has held at some point. */
   readonly everSynced = new Set<string>();
   /** The process running now, and when to stop it. */
   private child: ChildProcess | null = null;
@@ -81,7 +88,8 @@ export class World {
 
   async start(): Promise<void> {
     this.emulator = await startEmulator({
-      port: 0, rateLimit: 0, seed: 7, startDate: addDays(END, -(SPAN_DAYS - 1)), endDate: END, rowsPerDay: 2, anomaliesPerDay: 1,
+      port: 0, rateLimit: 0, seed: 7,
+      keys: { keys: SOURCES.map((w) => ({ key: `key-${w}`, scopes: [...SCOPES], plan: 'business' as const, workspace: w })), connections: [] }, startDate: addDays(END, -(SPAN_DAYS - 1)), endDate: END, rowsPerDay: 2, anomaliesPerDay: 1,
       clock: { now: () => Date.parse(`${END}T12:00:00Z`) },
       restatement: { days: 8, changeRate: 0.4, deleteRate: 0.2, addRate: 0.5 },
       beforeReply: async () => {
@@ -91,6 +99,9 @@ export class World {
         if (this.stopAt.signal === 'SIGKILL') await this.exited;
       },
     });
+    writeFileSync(join(this.dir, 'costsync.config.json'), JSON.stringify({
+      sources: SOURCES.map((w) => ({ name: w, 'base-url': this.emulator.url, 'api-key-env': `KEY_${w.toUpperCase()}` })),
+    }));
     this.recordTruth();
   }
 
@@ -111,9 +122,9 @@ export class World {
     return join(this.dir, LAKES[lake].dir);
   }
 
-  /** A date's line items on the emulator now, as text (`id:amount`, sorted); '' for none. */
-  truth(date: string): string {
-    const ds = this.emulator.dataset;
+  /** A source's date's line items on the emulator now, as text (`id:amount`, sorted); '' for none. */
+  truth(source: SourceName, date: string): string {
+    const ds = this.emulator.datasetOf(source);
     const day = toDayNumber(date);
     const items: string[] = [];
     for (let i = 0; i < ds.slots(day); i++) {
@@ -125,16 +136,18 @@ export class World {
 
   /** Remembers what every date up to the emulator's end holds now (after a restatement, say). */
   recordTruth(): void {
-    for (let d = addDays(END, -(SPAN_DAYS + 5)); d <= END; d = addDays(d, 1)) {
-      const set = this.history.get(d) ?? new Set<string>();
-      set.add(this.truth(d));
-      this.history.set(d, set);
+    for (const source of SOURCES) {
+      for (let d = addDays(END, -(SPAN_DAYS + 5)); d <= END; d = addDays(d, 1)) {
+        const set = this.history.get(`${source} ${d}`) ?? new Set<string>();
+        set.add(this.truth(source, d));
+        this.history.set(`${source} ${d}`, set);
+      }
     }
   }
 
   /** Runs the CLI with `args`, stopping it as `stop` says; its exit code and signal. */
   async cli(args: string[], stop: Stop = { kind: 'none' }): Promise<{ code: number | null; signal: string | null; stderr: string }> {
-    const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: this.dir, COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: this.dir, KEY_W1: 'key-w1', KEY_W2: 'key-w2', TZ: 'UTC' };
     if (stop.kind === 'failpoint') env.COSTSYNC_FAILPOINT = `${stop.name}:${stop.n}`;
     this.requests = 0;
     this.stopAt = stop.kind === 'kill-request' ? { n: stop.n, signal: 'SIGKILL' } : stop.kind === 'term-request' ? { n: stop.n, signal: 'SIGTERM' } : null;
@@ -149,10 +162,10 @@ export class World {
     return { code, signal, stderr };
   }
 
-  /** The published warehouse's line items per date, as `truth` writes them; empty when there is no file yet. */
+  /** The published warehouse's line items per source and date (`<source> <date>`), as `truth` writes them; empty when there is no file yet. */
   async published(): Promise<Map<string, string>> {
     if (!existsSync(this.db)) return new Map();
-    const rows = await queryDb<{ d: string; id: string; a: number }>(this.db, 'SELECT usage_date::VARCHAR AS d, id, net_amount_usd AS a FROM line_items');
+    const rows = await queryDb<{ d: string; id: string; a: number }>(this.db, "SELECT source || ' ' || usage_date::VARCHAR AS d, id, net_amount_usd AS a FROM line_items");
     const byDate = new Map<string, string[]>();
     for (const r of rows) byDate.set(r.d, [...(byDate.get(r.d) ?? []), `${r.id}:${r.a}`]);
     return new Map([...byDate].map(([d, items]) => [d, items.sort().join(',')]));
@@ -204,34 +217,43 @@ async function checkAlways(world: World, stderr: string, ranTo: readonly ('a' | 
   return published;
 }
 
-/** After a run that exited 0: every date it had to sync equals the API now, and its lake equals the warehouse. */
+/** After a run that exited 0: every date it had to sync equals the API now, and its lake equals the warehouse for its sources. */
 async function checkSynced(world: World, args: SyncArgs, published: Map<string, string>, stderr: string): Promise<void> {
-  if (args.streams === 'rollups,anomalies') return;
+  const sources = args.sources.split(',') as SourceName[];
   const today = world.today;
-  const from = [addDays(today, -(args.lookback - 1))];
-  if (args.since !== null) from.push(addDays(today, -args.since));
-  // A full refresh re-syncs every date stored (or from --since).
-  if (args.fullRefresh && args.since === null) from.push(...world.everSynced);
-  for (let d = from.sort()[0]!; d <= today; d = addDays(d, 1)) {
-    const have = published.get(d) ?? '';
-    if (have !== world.truth(d)) fail(world, `exit 0, yet ${d} is ${have || '(none)'} in the warehouse and ${world.truth(d) || '(none)'} on the API`, stderr);
+  for (const source of args.streams === 'rollups,anomalies' ? [] : sources) {
+    const from = [addDays(today, -(args.lookback - 1))];
+    if (args.since !== null) from.push(addDays(today, -args.since));
+    // A full refresh re-syncs every date stored (or from --since).
+    if (args.fullRefresh && args.since === null) from.push(...[...world.everSynced].filter((k) => k.startsWith(`${source} `)).map((k) => k.slice(source.length + 1)));
+    for (let d = from.sort()[0]!; d <= today; d = addDays(d, 1)) {
+      if (args.dropBefore !== null && d < addDays(today, -args.dropBefore)) continue;
+      const have = published.get(`${source} ${d}`) ?? '';
+      if (have !== world.truth(source, d)) fail(world, `exit 0, yet ${source}'s ${d} is ${have || '(none)'} in the warehouse and ${world.truth(source, d) || '(none)'} on the API`, stderr);
+    }
+    if (args.dropBefore !== null) {
+      const kept = [...published.keys()].find((k) => k.startsWith(`${source} `) && k.slice(source.length + 1) < addDays(today, -args.dropBefore!));
+      if (kept !== undefined) fail(world, `exit 0 with --drop-before, yet the warehouse still holds ${kept}`, stderr);
+    }
   }
   if (args.lake === null) return;
   const dir = world.lakeDir(args.lake);
   if (LAKES[args.lake].format === 'parquet') {
-    const diff = await lakeDifferences(world.db, dir);
+    const diff = await lakeDifferences(world.db, dir, sources);
     for (const [table, d] of Object.entries(diff)) {
       if (d.missing !== 0 || d.extra !== 0) fail(world, `exit 0, yet the Parquet lake ${LAKES[args.lake].dir} differs from the warehouse in ${table}: ${JSON.stringify(d)}`, stderr);
     }
-    const manifest = JSON.parse(readFileSync(join(dir, manifestKey('default')), 'utf8')) as { tables: Record<string, { rows: number; first_date: string | null }> };
-    const [lake] = existsSync(join(dir, 'line_items')) ? await queryDb<{ rows: number; first: string | null }>(world.db,
-      `SELECT count(*)::INTEGER AS rows, min(usage_date)::VARCHAR AS first FROM read_parquet('${join(dir, 'line_items')}/*/*/*.parquet', hive_partitioning = true)`) : [{ rows: 0, first: null }];
-    const said = manifest.tables.line_items!;
-    if (Number(said.rows) !== lake!.rows || said.first_date !== lake!.first) {
-      fail(world, `the manifest of ${LAKES[args.lake].dir} says line_items ${said.rows} rows from ${said.first_date}, the lake holds ${lake!.rows} from ${lake!.first}`, stderr);
+    for (const source of sources) {
+      const manifest = JSON.parse(readFileSync(join(dir, manifestKey(source)), 'utf8')) as { tables: Record<string, { rows: number; first_date: string | null }> };
+      const [lake] = existsSync(join(dir, 'line_items', `source=${source}`)) ? await queryDb<{ rows: number; first: string | null }>(world.db,
+        `SELECT count(*)::INTEGER AS rows, min(usage_date)::VARCHAR AS first FROM read_parquet('${join(dir, 'line_items', `source=${source}`)}/*/*.parquet', hive_partitioning = true)`) : [{ rows: 0, first: null }];
+      const said = manifest.tables.line_items!;
+      if (Number(said.rows) !== lake!.rows || said.first_date !== lake!.first) {
+        fail(world, `the manifest of ${source} in ${LAKES[args.lake].dir} says line_items ${said.rows} rows from ${said.first_date}, the lake holds ${lake!.rows} from ${lake!.first}`, stderr);
+      }
     }
   } else {
-    const diff = await icebergDifferences(world.db, pathToFileURL(dir).href);
+    const diff = await icebergDifferences(world.db, pathToFileURL(dir).href, { sources });
     for (const [table, d] of Object.entries(diff)) {
       if (d.missing !== 0 || d.extra !== 0) fail(world, `exit 0, yet the Iceberg lake differs from the warehouse in ${table}: ${JSON.stringify(d)}`, stderr);
     }
@@ -240,9 +262,11 @@ async function checkSynced(world: World, args: SyncArgs, published: Map<string, 
 
 /** The command line of a sync, as a person would type it (relative to the world's directory). */
 export function syncLine(args: SyncArgs, today: string): string[] {
-  const line = ['sync', '--base-url', '$URL', '--db', 'costs.duckdb', '--state-dir', `state-${args.state}`, '--until', today,
+  const line = ['sync', '--db', 'costs.duckdb', '--state-dir', `state-${args.state}`, '--until', today,
     '--lookback-days', String(args.lookback), '--window-days', String(args.windowDays), '--rate-limit', '100000', '--log-format', 'json'];
+  if (args.sources !== 'w1,w2') line.push('--source', args.sources);
   if (args.since !== null) line.push('--since', addDays(today, -args.since));
+  if (args.dropBefore !== null) line.push('--drop-before', addDays(today, -args.dropBefore));
   if (args.streams !== 'all') line.push('--streams', args.streams);
   if (args.fullRefresh) line.push('--full-refresh');
   if (args.lake !== null) {
@@ -276,8 +300,16 @@ class SyncCommand implements Cmd {
     this.ranOn = model.today;
     const line = syncLine(this.args, model.today);
     world.log.push(`costsync ${line.join(' ')}${stopText(this.args.stop)}`);
-    const result = await world.cli(line.map((a) => (a === '$URL' ? world.emulator.url : a)), this.args.stop);
+    const result = await world.cli(line, this.args.stop);
     const killed = result.signal === 'SIGKILL';
+    if (this.args.dropBefore !== null) {
+      // The user named these dates: they may go (the drop runs first, so even a stopped run may have dropped them).
+      const cut = addDays(model.today, -this.args.dropBefore);
+      for (const key of [...world.everSynced]) {
+        const [source, date] = key.split(' ') as [SourceName, string];
+        if (this.args.sources.includes(source) && date < cut && this.args.streams !== 'rollups,anomalies') world.everSynced.delete(key);
+      }
+    }
     if (!killed && result.code !== 0 && result.code !== 4) fail(world, `sync exited ${result.code} (signal ${result.signal})`, result.stderr);
     if (this.args.stop.kind === 'none' && result.code !== 0) fail(world, `a sync nothing stopped exited ${result.code}`, result.stderr);
     const published = await checkAlways(world, result.stderr, killed ? [] : [this.args.state]);
@@ -351,7 +383,7 @@ class BadCommand implements Cmd {
     return true;
   }
   async run(model: Model, world: World): Promise<void> {
-    const line = ['sync', '--base-url', world.emulator.url, '--db', 'costs.duckdb', '--state-dir', `state-${this.state}`, '--until', model.today, ...BAD_LINES[this.which]!];
+    const line = ['sync', '--db', 'costs.duckdb', '--state-dir', `state-${this.state}`, '--until', model.today, ...BAD_LINES[this.which]!];
     world.log.push(this.toString());
     const before = world.fingerprint();
     const result = await world.cli(line);
@@ -374,6 +406,8 @@ const stopArb: fc.Arbitrary<Stop> = fc.oneof(
 
 export const syncArb: fc.Arbitrary<SyncArgs> = fc.record({
   state: fc.constantFrom('a' as const, 'b' as const),
+  sources: fc.oneof({ weight: 3, arbitrary: fc.constant('w1,w2' as const) }, { weight: 1, arbitrary: fc.constantFrom('w1' as const, 'w2' as const) }),
+  dropBefore: fc.oneof({ weight: 8, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom(20, 105) }),
   since: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom(2, 10, 100, 115) }),
   lookback: fc.constantFrom(3 as const, 1 as const, 0 as const),
   windowDays: fc.constantFrom(30 as const, 7 as const, 1 as const),
@@ -384,7 +418,7 @@ export const syncArb: fc.Arbitrary<SyncArgs> = fc.record({
   retention: fc.constantFrom('7d' as const, '0s' as const),
   publishNow: fc.boolean(),
   stop: stopArb,
-});
+}).map((a) => (a.since !== null && a.dropBefore !== null && a.since > a.dropBefore ? { ...a, dropBefore: null } : a));
 
 export const commandArbs: fc.Arbitrary<Cmd>[] = [
   syncArb.map((a) => new SyncCommand(a)),
@@ -427,7 +461,7 @@ export function modelReport(details: fc.RunDetails<[Iterable<Cmd>]>): string {
   return [
     `The model found a failing sequence (seed ${details.seed}, path ${details.counterexamplePath}); replay it with`,
     `  COSTSYNC_MODEL_SEED=${details.seed} COSTSYNC_MODEL_PATH=${details.counterexamplePath} npx vitest run test/integration/model.test.ts`,
-    `(in a fresh directory; $URL is the emulator, data ${addDays(END, -(SPAN_DAYS - 1))}..${END}, 2 line items a day, restatements of the last 8 days)`,
+    `(in a fresh directory with costsync.config.json naming sources w1 and w2 of the emulator, data ${addDays(END, -(SPAN_DAYS - 1))}..${END}, 2 line items a day, restatements of the last 8 days)`,
     details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance),
   ].join('\n');
 }
