@@ -55,6 +55,11 @@ export interface ClientStats {
 export interface ApiClientOptions {
   baseUrl: string;
   apiKey: string;
+  /**
+   * The run's stop: once aborted, a request in flight is cut (its page is fetched again next run), a
+   * retry's wait ends, and nothing new is sent; each ends with CS_ERR_ABORTED.
+   */
+  signal?: AbortSignal;
   /** How the key is sent; the API accepts both. */
   authHeader?: 'x-api-key' | 'bearer';
   /** The key's shared limiter; one is made from `requestsPerMinute` when absent. */
@@ -248,9 +253,15 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   let answered = false;
   let unreachable: ApiError | null = null;
 
+  const stop = options.signal;
+  /** The error of a request the run's stop cut short or kept from being sent. */
+  const aborted = (method: string, where: string, cause?: unknown) =>
+    new ApiError(ClientErrorCode.ABORTED, `${method} ${where} was not completed: the run is stopping`, { path: where, cause });
+
   /** Sends a request and waits for its status and headers; the body is read by `receive`, outside the limiter. */
   async function send(method: 'GET' | 'POST', path: string, body: string | undefined): Promise<Sent> {
     if (unreachable !== null) throw unreachable;
+    if (stop?.aborted) throw aborted(method, path.split('?')[0]!);
     const started = clock.now();
     // Errors and events name the path without its query (cursors are long and say nothing).
     const where = path.split('?')[0]!;
@@ -260,7 +271,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     let response;
     try {
       response = await pool.request({
-        method, path, signal: deadline,
+        method, path, signal: stop === undefined ? deadline : AbortSignal.any([deadline, stop]),
         headers: {
           ...(options.authHeader === 'bearer' ? { authorization: `Bearer ${options.apiKey}` } : { 'x-api-key': options.apiKey }),
           accept: 'application/json',
@@ -270,6 +281,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         ...(body !== undefined ? { body } : {}),
       });
     } catch (error) {
+      if (stop?.aborted) throw aborted(method, where, error);
       const errno = answered ? undefined : errnoOf(error);
       if (errno !== undefined) {
         // Every other request would fail the same way: they are dropped rather than each waiting its turn to fail.
@@ -292,6 +304,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       text = await readLimited(response.body, maxBytes);
     } catch (error) {
       if (error instanceof ApiError) throw error;
+      if (stop?.aborted) throw aborted(method, where, error);
       throw transportError(error, method, where, secrets, deadline);
     }
     if (text === TOO_LARGE) {
@@ -352,12 +365,13 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
             release?.();
             if ((error as Error | undefined)?.message === DROPPED_MESSAGE) {
               if (unreachable !== null) throw unreachable;
-              throw new ApiError(ClientErrorCode.ABORTED, `${method} ${where} was not sent: the run is stopping`, { path: where, cause: error });
+              throw aborted(method, where, error);
             }
             throw error;
           }
         },
         {
+          ...(stop !== undefined && { signal: stop }),
           retries: policy.retries,
           factor: policy.factor,
           minTimeout: policy.minTimeoutMs,
@@ -381,6 +395,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         },
       );
     } catch (error) {
+      // A stop during a retry's wait ends the wait with the signal's reason.
+      if (stop?.aborted && !(error instanceof ApiError && error.code === ClientErrorCode.ABORTED)) throw aborted(method, where, error);
       if (error instanceof ApiError && (isTransient(error) || isRateLimited(error)) && attempts > 1) {
         throw new ApiError(ClientErrorCode.RETRIES_EXHAUSTED, `${method} ${where} still failing after ${attempts} attempts: ${error.message}`, {
           path: where, statusCode: error.statusCode, apiCode: error.apiCode, cause: error,

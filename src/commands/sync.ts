@@ -5,7 +5,7 @@ import { loadConfig, makeLogger, processIo, type CommandIo } from './common.js';
 import { settingOptions } from '../settings.js';
 import { sendNow } from '../outputs/notify.js';
 import { createProgress, runSummaryText } from '../progress.js';
-import { runSync, type RunSummary, type StopSignal } from '../sync/runner.js';
+import { runSync, type RunSummary } from '../sync/runner.js';
 import { dryRunText, planDryRun } from '../sync/dry-run.js';
 
 export function syncOptions(yargs: Argv): Argv {
@@ -40,19 +40,20 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
   for (const key of secrets) logger.addSecret(key);
   const live = config.logFormat === 'pretty' && io.isTTY && !config.quiet;
   const progress = createProgress({ live, logger, write: io.stderr, requestsPerMinute: config.rateLimit, now: io.now, eventIntervalMs: config.logFormat === 'json' ? 30_000 : 0, sources: config.sources?.length ?? 1 });
-  const stopSignal: StopSignal = { stopped: false };
-  const onSignal = (signal: string) => () => {
-    stopSignal.stopped = true;
-    stopSignal.reason = `${signal} received`;
-    logger.warn(`${signal}: finishing the requests in flight, then stopping with progress saved`);
-    stopSignal.onStop?.();
+  const stop = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stop.signal.aborted) {
+      // A second Ctrl-C (or SIGTERM): at once. Nothing is lost: progress is only recorded after what it describes is durable.
+      logger.warn(`${signal} again: exiting now; the next run goes on from the last saved progress`);
+      process.exit(ExitCode.STOPPED_EARLY);
+    }
+    logger.warn(`${signal}: stopping now with progress saved (requests in flight are fetched again next run); ${signal === 'SIGINT' ? 'Ctrl-C' : 'the signal'} again exits at once`);
+    stop.abort(`${signal} received`);
   };
-  const onTerm = onSignal('SIGTERM');
-  const onInt = onSignal('SIGINT');
-  process.once('SIGTERM', onTerm);
-  process.once('SIGINT', onInt);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
   try {
-    const summary = await runSync({ config, logger, progress, stopSignal });
+    const summary = await runSync({ config, logger, progress, signal: stop.signal });
     progress.finish();
     for (const part of summary.sources.filter((s) => s.outcome === 'failed')) {
       const prefix = summary.sources.length > 1 ? `${part.source}: ` : '';
@@ -88,7 +89,7 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
     if (code === ExitCode.LOCKED) await notifyDirectly(webhooks, config.notifyFormat, describeError(error, secrets), (m) => logger.warn(m));
     return code;
   } finally {
-    process.off('SIGTERM', onTerm);
-    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
   }
 }

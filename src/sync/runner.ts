@@ -59,11 +59,6 @@ export interface RunSummary extends Omit<SourceSummary, 'source'> {
   lakeTables?: Record<string, string>;
 }
 
-export interface StopSignal {
-  stopped: boolean;
-  reason?: string;
-  onStop?: () => void;
-}
 
 export interface SyncDeps {
   config: SyncConfig;
@@ -71,10 +66,10 @@ export interface SyncDeps {
   clock?: Clock;
   progress?: ProgressListener;
   /**
-   * Set `stopped` to stop cleanly (SIGTERM, SIGINT): the requests in flight finish, progress is saved.
-   * The run sets `onStop`; call it after setting `stopped` so requests waiting for their turn are dropped at once.
+   * Abort to stop cleanly (SIGTERM, SIGINT), with the reason as a string: requests in flight are cut,
+   * waits end, what was fetched is stored, progress is saved.
    */
-  stopSignal?: StopSignal;
+  signal?: AbortSignal;
   /** Client settings for tests (fast retries, say). */
   clientOptions?: Partial<ApiClientOptions>;
   /** Webhook send settings for tests (short timeouts and backoff). */
@@ -101,7 +96,13 @@ function streamOfPath(path: string): StreamName | null {
 export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const { config, logger } = deps;
   const clock = deps.clock ?? systemClock;
-  const stop = deps.stopSignal ?? { stopped: false };
+  // One stop for the run, whatever asks for it: the caller's signal, --max-runtime, a heap running short.
+  const stopper = new AbortController();
+  const stopWith = (reason: string) => { if (!stopper.signal.aborted) stopper.abort(reason); };
+  const stopReason = () => (stopper.signal.aborted ? String(stopper.signal.reason) : undefined);
+  const onCallerStop = () => stopWith(String(deps.signal!.reason ?? 'stop requested'));
+  if (deps.signal?.aborted) onCallerStop();
+  deps.signal?.addEventListener('abort', onCallerStop, { once: true });
   const startedMs = clock.now();
   const startedAt = new Date(startedMs).toISOString();
   const runId = newRunId(startedMs);
@@ -139,14 +140,10 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     const deadline = config.maxRuntimeMs === undefined ? Infinity : startedMs + config.maxRuntimeMs;
     // A stop drops the requests waiting for their turn, so it takes one request, not a queue of them.
     const limiters: RequestLimiter[] = [];
-    stop.onStop = () => { for (const l of limiters) l.dropWaiting(); };
+    stopper.signal.addEventListener('abort', () => { for (const l of limiters) l.dropWaiting(); }, { once: true });
     const shouldStop = () => {
-      if (!stop.stopped && clock.now() >= deadline) {
-        stop.stopped = true;
-        stop.reason = `--max-runtime of ${formatDuration(config.maxRuntimeMs!)} reached`;
-        stop.onStop?.();
-      }
-      return stop.stopped;
+      if (clock.now() >= deadline) stopWith(`--max-runtime of ${formatDuration(config.maxRuntimeMs!)} reached`);
+      return stopper.signal.aborted;
     };
     if (deadline !== Infinity) {
       deadlineTimer = setTimeout(shouldStop, Math.max(0, deadline - clock.now()));
@@ -163,14 +160,12 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       if (memoryShort !== null || !heapRunningShort(used, limit)) return;
       memoryShort = `the heap ran short (${Math.round(used / 1e6)} MB of its ${Math.round(limit / 1e6)} MB)`;
       logger.warn(`${memoryShort}: stopping cleanly, progress is saved`);
-      stop.stopped = true;
-      stop.reason = memoryShort;
-      stop.onStop?.();
+      stopWith(memoryShort);
     }, HEAP_CHECK_MS);
     heapTimer.unref();
     const addLimiter = (limiter: RequestLimiter) => {
       limiters.push(limiter);
-      if (stop.stopped) limiter.dropWaiting();
+      if (stopper.signal.aborted) limiter.dropWaiting();
     };
     const carried = new Map((await wh.query<{ source: string; state: string }>('state/carried_all')).map((r) => [r.source, r.state]));
     const lookups = warehouseLookups(wh);
@@ -180,9 +175,9 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     const atOnce = sourcesAtOnce(config.sourcesAtOnce, availableParallelism());
     if (sources.length > atOnce) logger.info(`${sources.length} sources, ${atOnce} at once (--sources-at-once); the others wait their turn`);
     const parts = await mapAtMost(sources, atOnce, (source) => syncSource(source, {
-      deps, clock, runId, warehouse: wh, shouldStop, addLimiter, afterCommit: () => outputs.afterCommit(), several: sources.length > 1, pageSlots, spoolSlots, carried, lookups,
+      deps, clock, runId, warehouse: wh, shouldStop, stop: stopper.signal, addLimiter, afterCommit: () => outputs.afterCommit(), several: sources.length > 1, pageSlots, spoolSlots, carried, lookups,
     }));
-    let summary = combine(runId, startedAt, clock, parts, stop.reason);
+    let summary = combine(runId, startedAt, clock, parts, stopReason());
     if (memoryShort !== null) summary = { ...summary, outcome: 'failed', error: memoryError(memoryShort, sources.length) };
     // Whatever the outcome, what was committed reaches the lake and the published file; an output
     // that could not be brought up to date fails the run (the sources that had not failed already).
@@ -192,7 +187,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
         const source = sources.find((s) => s.name === part.source)!;
         await recordSource(wh, runId, clock, part, secrets, webhooksOf(config, source), false);
       }
-      summary = combine(runId, startedAt, clock, failed, stop.reason);
+      summary = combine(runId, startedAt, clock, failed, stopReason());
     });
     if (behind !== null && parts.every((p) => p.outcome === 'failed')) logger.error(describeError(behind, secrets));
     const lakeTables = outputs.lakeTables;
@@ -220,7 +215,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   } finally {
     clearTimeout(deadlineTimer);
     clearInterval(heapTimer);
-    delete stop.onStop;
+    deps.signal?.removeEventListener('abort', onCallerStop);
     warehouse?.close();
     await run.release();
   }
@@ -232,6 +227,8 @@ interface SourceRun {
   runId: string;
   warehouse: Warehouse;
   shouldStop: () => boolean;
+  /** The run's stop, for the requests: aborted, they end at once. */
+  stop: AbortSignal;
   /** Each source's limiter, so a stop can drop the requests waiting in it. */
   addLimiter: (limiter: RequestLimiter) => void;
   afterCommit: () => Promise<void>;
@@ -367,7 +364,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     const limiter = createRequestLimiter({ requestsPerMinute: source.rateLimit, clock, maxConcurrent: inFlight });
     run.addLimiter(limiter);
     client = createApiClient({
-      baseUrl: source.baseUrl, apiKey: source.apiKey, limiter, clock, onEvent, connections: inFlight, ...deps.clientOptions,
+      baseUrl: source.baseUrl, apiKey: source.apiKey, limiter, clock, onEvent, connections: inFlight, signal: run.stop, ...deps.clientOptions,
     });
     const ctx: SyncContext = {
       client, warehouse, lookups: run.lookups, spoolDir: store.spoolDir, state, logger, clock, runId: run.runId, source: source.name, stats,

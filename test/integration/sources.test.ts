@@ -80,11 +80,11 @@ describe('several sources in one warehouse', () => {
       await withTempDir(async (dir) => {
         const sources: SourceConfig[] = ['eu', 'us', 'apac'].map((w) => ({ name: `acme-${w}`, baseUrl: emulator.url, apiKey: `k-${w}`, rateLimit: 100_000 }));
         const config = testSyncConfig(emulator.url, dir, { sources, windowDays: 10, sourcesAtOnce: 1 });
-        const stopSignal = { stopped: false };
+        const stop = new AbortController();
         let pages = 0;
         const first = await runSync({
-          config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, stopSignal,
-          progress: { page: () => { if (++pages === 2) stopSignal.stopped = true; } },
+          config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, signal: stop.signal,
+          progress: { page: () => { if (++pages === 2) stop.abort('test stop'); } },
         });
         expect(first.sources.map((s) => [s.source, s.outcome])).toEqual([['acme-eu', 'stopped'], ['acme-us', 'stopped'], ['acme-apac', 'stopped']]);
         expect(new Set(emulator.requestLog.recent().map((r) => r.workspace).filter((w) => w !== undefined))).toEqual(new Set(['eu']));
@@ -150,11 +150,11 @@ describe('several sources in one warehouse', () => {
       await withTempDir(async (dir) => {
         const source = (apiKey: string): SourceConfig[] => [{ name: 'acme-eu', baseUrl: emulator.url, apiKey, rateLimit: 100_000 }];
         const base = testSyncConfig(emulator.url, dir, { streams: ['line_items'], windowDays: 30, concurrency: 1, reconcile: 'off' });
-        const stopSignal = { stopped: false };
+        const stop = new AbortController();
         let pages = 0;
         const first = await runSync({
-          config: { ...base, sources: source('k-eu') }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, stopSignal,
-          progress: { page: () => { if (++pages === 12) stopSignal.stopped = true; } },
+          config: { ...base, sources: source('k-eu') }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, signal: stop.signal,
+          progress: { page: () => { if (++pages === 12) stop.abort('test stop'); } },
         });
         expect(first.outcome).toBe('stopped');
         // The stop came after the 12th page was saved; the page fetched meanwhile is kept too.

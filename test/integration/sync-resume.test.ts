@@ -15,11 +15,11 @@ describe('stopping and resuming', () => {
     await withEmulator(base, async (emulator) => {
       await withTempDir(async (dir) => {
         const config = testSyncConfig(emulator.url, dir, { windowDays: 15, concurrency: 1 });
-        const stopSignal = { stopped: false };
+        const stop = new AbortController();
         let pages = 0;
         const first = await runSync({
-          config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, stopSignal,
-          progress: { page: (stream) => { if (stream === 'line_items' && ++pages === 3) stopSignal.stopped = true; } },
+          config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, signal: stop.signal,
+          progress: { page: (stream) => { if (stream === 'line_items' && ++pages === 3) stop.abort('test stop'); } },
         });
         expect(first.outcome).toBe('stopped');
         const warehouse = basename(workingCopyPath(config.stateDir, config.db), '.duckdb');
@@ -56,11 +56,11 @@ describe('stopping and resuming', () => {
         const wh = workingCopyPath(config.stateDir, config.db);
         const store = () => new StateStore(config.stateDir, { name: 'default', baseUrl: config.baseUrl, keyFingerprint: keyFingerprint(config.apiKey) }, basename(wh, '.duckdb'));
         const carried = async () => JSON.parse((await queryDb<{ state: string }>(wh, "SELECT state::VARCHAR AS state FROM _costsync_sync_state WHERE source = 'default'"))[0]!.state) as unknown;
-        const stopSignal = { stopped: false };
+        const stop = new AbortController();
         let pages = 0;
         const first = await runSync({
-          config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, stopSignal,
-          progress: { page: (stream) => { if (stream === 'line_items' && ++pages === 2) stopSignal.stopped = true; } },
+          config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, signal: stop.signal,
+          progress: { page: (stream) => { if (stream === 'line_items' && ++pages === 2) stop.abort('test stop'); } },
         });
         expect(first.outcome).toBe('stopped');
         const stopped = store().load();
