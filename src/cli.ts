@@ -2,18 +2,16 @@
 /** The costsync process: runs the command line (`cli-app.ts`) with the process's IO and sets its exit code. (The executable is bin.cts.) */
 import { hideBin } from 'yargs/helpers';
 import { runCli } from './cli-app.js';
-import { processIo } from './commands/common.js';
-import { ExitCode } from './errors.js';
+import { closedPipe, processIo } from './commands/common.js';
 
-/** A reader that closed the pipe (`| head`) ends the command quietly, as git and jq do. */
-function quietOnClosedPipe(): void {
+/** A reader that closed the pipe (`| head`): read-only commands end quietly, as git and jq do; a sync stops with progress saved. */
+function watchClosedPipes(): void {
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (error: NodeJS.ErrnoException) => {
-      if (error.code === 'EPIPE') process.exit(process.exitCode ?? ExitCode.OK);
-      throw error;
+      if (!closedPipe(stream, error)) throw error;
     });
   }
 }
 
-quietOnClosedPipe();
+watchClosedPipes();
 process.exitCode = await runCli(hideBin(process.argv), processIo());

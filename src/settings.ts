@@ -105,7 +105,8 @@ export function settingOptions(yargs: Argv, groups: readonly SettingGroup[]): Ar
 /** Milliseconds of a duration such as `90s`, `30m`, `2h`, `1h30m`, or a bare number of seconds. Pure. */
 export function parseDuration(text: string): number | null {
   const trimmed = text.trim();
-  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  // A number alone could mean seconds or days (30 as --iceberg-retention): only 0 means one thing.
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Number(trimmed) === 0 ? 0 : null;
   const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/gy;
   let total = 0;
   let matched = 0;
@@ -148,7 +149,11 @@ export const check = {
     return value as T;
   },
   duration(from: string, value: unknown, minMs: number, example: string): number {
-    const parsed = parseDuration(String(value));
+    const text = String(value).trim();
+    if (/^\d+(\.\d+)?$/.test(text) && Number(text) !== 0) {
+      throw new ConfigError(`${from} ${text}: give a unit, for example ${text}d or ${text}s.`, `A number alone could mean seconds or days; write it with its unit (ms, s, m, h or d), as in ${example}.`);
+    }
+    const parsed = parseDuration(text);
     if (parsed === null || parsed < minMs) {
       const least = minMs > 1 ? ` of at least ${minMs / 1000}s,` : '';
       throw new ConfigError(`${from} must be a duration${least} such as 90s, 30m or 2h${minMs === 0 ? ' (0: at once)' : ''}; got ${JSON.stringify(value)}.`, `For example ${from.startsWith('--') ? from : 'the value'} ${example}.`);

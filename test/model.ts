@@ -42,7 +42,9 @@ export type Stop =
   | { kind: 'none' }
   | { kind: 'kill-request' | 'term-request'; n: number }
   | { kind: 'failpoint'; name: 'commit' | 'lake-put' | 'iceberg-commit' | 'publish'; n: number }
-  | { kind: 'max-runtime' };
+  | { kind: 'max-runtime' }
+  /** Its reader goes away after N lines (`2>&1 | head -N`). */
+  | { kind: 'head'; n: number };
 
 export interface SyncArgs {
   state: 'a' | 'b';
@@ -151,10 +153,21 @@ export class World {
     if (stop.kind === 'failpoint') env.COSTSYNC_FAILPOINT = `${stop.name}:${stop.n}`;
     this.requests = 0;
     this.stopAt = stop.kind === 'kill-request' ? { n: stop.n, signal: 'SIGKILL' } : stop.kind === 'term-request' ? { n: stop.n, signal: 'SIGTERM' } : null;
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: this.dir, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: this.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-3000); });
+    let lines = 0;
+    const read = (d: Buffer) => {
+      stderr = (stderr + d.toString()).slice(-3000);
+      lines += d.toString().split('\n').length - 1;
+      // `| head -N`: the reader is gone once it has its lines.
+      if (stop.kind === 'head' && lines >= stop.n) {
+        child.stdout!.destroy();
+        child.stderr!.destroy();
+      }
+    };
+    child.stdout!.on('data', read);
+    child.stderr!.on('data', read);
     this.exited = once(child, 'exit');
     const [code, signal] = (await this.exited) as [number | null, string | null];
     this.child = null;
@@ -284,6 +297,7 @@ function stopText(stop: Stop): string {
     case 'kill-request': return `  # SIGKILL at the emulator's request ${stop.n}`;
     case 'term-request': return `  # SIGTERM at the emulator's request ${stop.n}`;
     case 'failpoint': return `  # COSTSYNC_FAILPOINT=${stop.name}:${stop.n}`;
+    case 'head': return ` 2>&1 | head -${stop.n}`;
   }
 }
 
@@ -375,6 +389,8 @@ export const BAD_LINES: readonly string[][] = [
   ['--format', 'orc'],
   ['--streams', 'line_items,costs'],
   ['--max-runtime', 'soon'],
+  ['--iceberg-retention', '30'],
+  ['--lease-ttl', '600'],
 ];
 
 class BadCommand implements Cmd {
@@ -402,6 +418,7 @@ const stopArb: fc.Arbitrary<Stop> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('term-request' as const), n: fc.integer({ min: 1, max: 14 }) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('failpoint' as const), name: fc.constantFrom('commit' as const, 'lake-put' as const, 'iceberg-commit' as const, 'publish' as const), n: fc.integer({ min: 1, max: 4 }) }) },
   { weight: 1, arbitrary: fc.constant<Stop>({ kind: 'max-runtime' }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('head' as const), n: fc.integer({ min: 1, max: 6 }) }) },
 );
 
 export const syncArb: fc.Arbitrary<SyncArgs> = fc.record({

@@ -18,15 +18,56 @@ export interface CommandIo {
   now: () => number;
   /** The terminal's width, when stdout is one (for text that wraps). */
   columns?: number | undefined;
+  /**
+   * While the returned function is not called, a closed stdout or stderr (a reader such as `head` went
+   * away) calls `onClosed` instead of ending the process quietly: a sync stops as on SIGTERM.
+   */
+  onClosedPipe?: (onClosed: (which: string) => void) => () => void;
+  /** Resolves once what was written has reached stdout and stderr, or was found closed (then `onClosedPipe`'s handler ran). */
+  flushed?: () => Promise<void>;
 }
+
+/** What this process does when stdout or stderr is closed: the handler a command set, or nothing (end quietly). */
+let closedPipeHandler: ((which: string) => void) | null = null;
+/** Streams found closed: later writes to them are dropped. */
+const closedStreams = new Set<NodeJS.WriteStream>();
+
+/**
+ * A write to a closed stdout or stderr (EPIPE): later writes to it are dropped, and the command's handler
+ * is told; with none, the process ends quietly with the exit code it has, as git and jq do. Returns
+ * whether it was a closed pipe.
+ */
+export function closedPipe(stream: NodeJS.WriteStream, error: NodeJS.ErrnoException): boolean {
+  if (error.code !== 'EPIPE') return false;
+  const first = !closedStreams.has(stream);
+  closedStreams.add(stream);
+  if (closedPipeHandler === null) process.exit(process.exitCode ?? 0);
+  if (first) closedPipeHandler(stream === process.stdout ? 'stdout' : 'stderr');
+  return true;
+}
+
+const writeTo = (stream: NodeJS.WriteStream) => (text: string) => {
+  if (!closedStreams.has(stream)) stream.write(text);
+};
 
 export const processIo = (): CommandIo => ({
   env: process.env,
-  stdout: (t) => process.stdout.write(t),
-  stderr: (t) => process.stderr.write(t),
+  stdout: writeTo(process.stdout),
+  stderr: writeTo(process.stderr),
   isTTY: Boolean(process.stderr.isTTY),
   now: () => Date.now(),
   columns: process.stdout.columns,
+  flushed: async () => {
+    for (const stream of [process.stdout, process.stderr]) {
+      if (closedStreams.has(stream)) continue;
+      const failed = await new Promise<NodeJS.ErrnoException | null | undefined>((resolve) => stream.write('', resolve));
+      if (failed) closedPipe(stream, failed);
+    }
+  },
+  onClosedPipe: (onClosed) => {
+    closedPipeHandler = onClosed;
+    return () => { closedPipeHandler = null; };
+  },
 });
 
 /** The settings given as flags, by name, leaving out what was not given. */

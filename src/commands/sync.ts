@@ -2,6 +2,7 @@
 import type { Argv } from 'yargs';
 import { ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
 import { loadConfig, makeLogger, processIo, type CommandIo } from './common.js';
+import { createLogger } from '../log.js';
 import { settingOptions } from '../settings.js';
 import { sendNow } from '../outputs/notify.js';
 import { createProgress, runSummaryText } from '../progress.js';
@@ -52,6 +53,12 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // A reader that went away (`| head`) stops the run as SIGTERM does: never an exit 0 that did half the work.
+  let pipeClosed = false;
+  const unwatchPipes = io.onClosedPipe?.((which) => {
+    pipeClosed = true;
+    if (!stop.signal.aborted) stop.abort(`${which} was closed`);
+  });
   try {
     const summary = await runSync({ config, logger, progress, signal: stop.signal });
     progress.finish();
@@ -62,25 +69,30 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
     if (summary.outcome === 'failed' && !summary.sources.some((s) => s.outcome === 'failed')) {
       logger.error(describeError(summary.error, secrets), { ...errorFields(summary.error, config.verbose), runId: summary.runId });
     }
-    if (config.logFormat === 'json') {
-      logger.info('sync finished', {
+    // The summary is the run's output: on stdout (`sync > run.log` keeps it); logs go to stderr.
+    if (config.logFormat === 'json' && !config.quiet) {
+      const summaryLog = createLogger({ format: 'json', secrets, write: (line) => io.stdout(`${line}\n`), now: io.now });
+      summaryLog.info('sync finished', {
         runId: summary.runId, outcome: summary.outcome, ...(summary.stopReason ? { stopReason: summary.stopReason } : {}), streams: summary.streams, requests: summary.requests, retries: summary.retries, rateLimited: summary.rateLimited, warnings: summary.warnings.length,
         sources: summary.sources.map((s) => ({ source: s.source, outcome: s.outcome, requests: s.requests, warnings: s.warnings.length })),
         ...(summary.lakeTables !== undefined && { lakeTables: summary.lakeTables }),
       });
-    } else if (!config.quiet) {
-      io.stderr(`\n${runSummaryText(summary.sources, summary.streams)}\n`);
+    } else if (!config.quiet && config.logFormat !== 'json') {
+      io.stdout(`\n${runSummaryText(summary.sources, summary.streams)}\n`);
       if (summary.lakeTables !== undefined) {
         const versions = Object.entries(summary.lakeTables).map(([t, file]) => `${t} ${/v\d+(?=\.metadata\.json$)/.exec(file)?.[0] ?? file}`);
-        io.stderr(`Iceberg tables in ${config.out} (current metadata): ${versions.join(', ')}\n`);
+        io.stdout(`Iceberg tables in ${config.out} (current metadata): ${versions.join(', ')}\n`);
       }
       const end = summary.outcome === 'stopped'
         ? `Stopped early (${summary.stopReason ?? 'stop requested'}); progress is saved: run the same command again to go on.`
         : summary.outcome === 'success' ? `Done: run ${summary.runId}.` : `Failed: run ${summary.runId}; progress up to the failure is saved.`;
-      io.stderr(`${end}\n`);
+      io.stdout(`${end}\n`);
     }
     for (const w of summary.warnings.slice(0, 20)) if (config.logFormat !== 'json') io.stderr(`warning: ${w}\n`);
-    return exitCodeOf(summary);
+    await io.flushed?.();
+    const code = exitCodeOf(summary);
+    // Its reader gone, a run that got to the end anyway still says it was cut short: no one saw it finish.
+    return pipeClosed && code === ExitCode.OK ? ExitCode.STOPPED_EARLY : code;
   } catch (error) {
     progress.finish();
     logger.error(describeError(error, secrets), errorFields(error, config.verbose));
@@ -91,5 +103,6 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
   } finally {
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
+    unwatchPipes?.();
   }
 }

@@ -24,7 +24,8 @@ describe('costsync sync (CLI)', () => {
         expect(utc.code).toBe(0);
         const lines = utc.stderr.trim().split('\n').map((l) => JSON.parse(l));
         expect(lines.every((l) => typeof l.time === 'string' && typeof l.level === 'string')).toBe(true);
-        expect(lines.at(-1)).toMatchObject({ msg: 'sync finished', outcome: 'success' });
+        // The summary is the run's output, on stdout: one JSON line.
+        expect(utc.stdout.trim().split('\n').map((l) => JSON.parse(l))).toEqual([expect.objectContaining({ msg: 'sync finished', outcome: 'success' })]);
         for (const tz of ['Pacific/Kiritimati', 'America/Los_Angeles']) {
           const other = await cli(syncArgs(url, join(dir, tz.replace('/', '_'))), { COSTSYNC_API_KEY: 'demo-key', TZ: tz });
           expect(other.code).toBe(0);

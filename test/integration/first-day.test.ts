@@ -108,12 +108,15 @@ describe('stopping is bounded, whatever the stream', () => {
       await withTempDir(async (dir) => {
         const args = ['sync', '--base-url', emulator.url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),
           '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '600', '--max-runtime', '2s', '--log-format', 'json'];
-        const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' }, stdio: ['ignore', 'ignore', 'pipe'] });
+        const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' }, stdio: ['ignore', 'pipe', 'pipe'] });
         let stderr = '';
+        let stdout = '';
         child.stderr!.on('data', (d: Buffer) => { stderr += d; });
+        child.stdout!.on('data', (d: Buffer) => { stdout += d; });
         const [code] = (await once(child, 'exit')) as [number | null];
         expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
-        expect(stderr).toMatch(/--max-runtime of 2 s reached/);
+        // The summary (on stdout) says why it stopped.
+        expect(JSON.parse(stdout)).toMatchObject({ msg: 'sync finished', stopReason: '--max-runtime of 2 s reached' });
         // 600 a minute is one request every 102 ms: about 20 in 2 s, and the ones in flight.
         expect(total).toBeLessThanOrEqual(23);
         total = 0;
@@ -129,7 +132,7 @@ describe('a mistyped host, and retries said on the log', () => {
     await withTempDir(async (dir) => {
       const result = await run('sync', syncArgs('http://127.0.0.1:9', dir, { 'rate-limit': 60 }));
       expect(result.code).toBe(ExitCode.USAGE);
-      const lines = result.stderr.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      const lines = `${result.stderr}${result.stdout}`.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(lines.find((l) => l.level === 'error')).toMatchObject({ code: 'CS_ERR_UNREACHABLE', msg: expect.stringMatching(/Cannot reach the API at http:\/\/127\.0\.0\.1:9: nothing accepts connections/) });
       expect(lines.find((l) => l.msg === 'sync finished')).toMatchObject({ retries: 0 });
     });

@@ -56,7 +56,7 @@ describe('a lease keeps runners on different machines apart', () => {
         const other = await second!;
         expect(other.code, other.stderr).toBe(5);
         expect(other.stderr).toContain('CS_ERR_LEASE_HELD');
-        const runId = /"runId":"([^"]+)"/.exec(first.stderr)?.[1];
+        const runId = /"runId":"([^"]+)"/.exec(first.stdout + first.stderr)?.[1];
         expect(runId).toBeDefined();
         expect(other.stderr).toContain(`run ${runId}`);
         // The lease is gone once the first run ended: the next run goes ahead.

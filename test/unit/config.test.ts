@@ -41,6 +41,8 @@ describe('resolveSyncConfig', () => {
     [{ streams: 'line_items,bills' }, /unknown stream\(s\): bills/],
     [{ format: 'csv' }, /--format must be one of duckdb, parquet/],
     [{ 'max-runtime': 'soon' }, /--max-runtime must be a duration/],
+    [{ 'iceberg-retention': '30' }, /--iceberg-retention 30: give a unit, for example 30d or 30s/],
+    [{ 'max-runtime': 45 }, /--max-runtime 45: give a unit, for example 45d or 45s/],
     [{ 'base-url': 'http://api.example.com' }, /must use https/],
     [{ 'drop-before': '2025-07-02' }, /--drop-before \(2025-07-02\) is after the last date 2025-07-01: it would delete everything/],
     [{ 'drop-before': '2025-06-01', since: '2025-05-01' }, /--since \(2025-05-01\) is before --drop-before 2025-06-01: the run would sync dates it deletes/],
@@ -72,7 +74,7 @@ describe('resolveSyncConfig', () => {
 
 describe('parseDuration', () => {
   it('reads seconds, minutes, hours and combinations', () => {
-    expect(parseDuration('90')).toBe(90_000);
+    expect(parseDuration('0')).toBe(0);
     expect(parseDuration('90s')).toBe(90_000);
     expect(parseDuration('45m')).toBe(2_700_000);
     expect(parseDuration('1h30m')).toBe(5_400_000);

@@ -1,0 +1,44 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CLI, queryDb, SPAN, withEmulator, withTempDir } from '../helpers.js';
+
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
+
+/** Runs `costsync ARGS 2>&1 | head -N` in bash; costsync's own exit code (PIPESTATUS) and what head printed. */
+async function throughHead(args: string[], lines: number): Promise<{ code: number; out: string }> {
+  const script = `"$0" "${CLI}" "$@" 2>&1 | head -${lines}; exit \${PIPESTATUS[0]}`;
+  const child = spawn('bash', ['-c', script, process.execPath, ...args], {
+    env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' }, stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+  const [code] = (await once(child, 'exit')) as [number];
+  return { code, out };
+}
+
+describe('a closed stdout or stderr', () => {
+  it('`sync … 2>&1 | head -3` stops the run as SIGTERM does: exit 4, never 0; the run recorded as stopped, the lock released; the next run goes on', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const args = ['sync', '--base-url', emulator.url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),
+          '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--window-days', '1', '--rate-limit', '100000', '--log-format', 'json'];
+        const cut = await throughHead(args, 3);
+        expect(cut.out.trim().split('\n')).toHaveLength(3);
+        expect(cut.code).toBe(4);
+        expect(existsSync(join(dir, 'state', 'costsync.lock'))).toBe(false);
+        const runs = await queryDb<{ outcome: string }>(join(dir, 'c.duckdb'), 'SELECT outcome FROM sync_runs');
+        expect(runs.map((r) => r.outcome)).toEqual(['stopped']);
+        const whole = await throughHead(args, 1000);
+        expect(whole.code).toBe(0);
+        // The summary is the last line, on stdout.
+        expect(JSON.parse(whole.out.trim().split('\n').at(-1)!)).toMatchObject({ msg: 'sync finished', outcome: 'success' });
+        // A read-only command keeps ending quietly with 0.
+        const status = await throughHead(['status', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')], 1);
+        expect(status.code).toBe(0);
+      });
+    });
+  });
+});
