@@ -1,7 +1,7 @@
 /**
  * The engine for date-windowed streams. Each page is written durably to the spool (one file per
- * page, tagged by window and page number), and only then is the cursor saved (at most once a second:
- * `CURSOR_SAVE_MS`); a fully fetched window replaces the table's rows for its dates in one
+ * page, tagged by window and page number), and only then is the cursor saved (every second page or
+ * second: `CURSOR_SAVE_PAGES`, `CURSOR_SAVE_MS`); a fully fetched window replaces the table's rows for its dates in one
  * transaction, loaded from its page files (small windows wait for each other and share one:
  * store-batch.ts), and only then is it marked done. A crash at any point therefore redoes some pages
  * or an idempotent replace, never loses or doubles a row.
@@ -25,12 +25,13 @@ import { storeNow } from './store-batch.js';
 export const MAX_TRACKED_IDS = 250_000;
 
 /**
- * How often, at most, a window's cursor is saved while its pages come quickly. Each page is durable
- * in the spool before the cursor after it is saved either way; a SIGKILL makes the next run fetch
- * again at most this much of a window's pages, and a stop, a failure or the window's last page saves
- * at once. A save a page cost about 6% of a fast single-source sync's CPU (a state file written, and
- * the carried state compared, 50 times a window).
+ * A window's cursor is saved once this many pages wait for it or this long passed since the last save,
+ * whichever comes first, and at once after the last page, a stop or a failure. Each page is durable in
+ * the spool before the cursor after it is saved either way, so a SIGKILL makes the next run fetch again
+ * at most these pages (and the one in flight), at any rate limit; a save a page costs CPU that a fast
+ * sync notices (a state file written, and the carried state compared, for every page).
  */
+export const CURSOR_SAVE_PAGES = 2;
 export const CURSOR_SAVE_MS = 1000;
 
 /** How many times a window restarts after the server refuses its cursor (expired). */
@@ -291,7 +292,7 @@ async function fetchWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: P
     const failed: unknown[] = [];
     /** When the cursor was last saved, and whether pages written since then wait for a save. */
     let savedAt = ctx.clock.now();
-    let unsaved = false;
+    let unsaved = 0;
     try {
       while (!fetched) {
         await before;
@@ -371,11 +372,12 @@ async function fetchWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: P
             await spool.writePage(dir, saved.page, spooled.data!);
             spooled.data = null;
             Object.assign(window, saved);
-            if (saved.fetched || ctx.clock.now() - savedAt >= CURSOR_SAVE_MS) {
-              unsaved = false;
+            unsaved += 1;
+            if (saved.fetched || unsaved >= CURSOR_SAVE_PAGES || ctx.clock.now() - savedAt >= CURSOR_SAVE_MS) {
+              unsaved = 0;
               await ctx.saveState();
               savedAt = ctx.clock.now();
-            } else unsaved = true;
+            }
             stats.pages += 1;
             ctx.progress.page?.(spec.name, { rows: pageRows, window: label, ...(usd !== undefined ? { usd } : {}) });
           } catch (error) {
@@ -389,8 +391,8 @@ async function fetchWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: P
     } finally {
       // However the loop ends, the pages taken are written and their cursor saved before anything else happens.
       await writing;
-      if (unsaved) {
-        unsaved = false;
+      if (unsaved > 0) {
+        unsaved = 0;
         await ctx.saveState();
       }
     }

@@ -7,7 +7,7 @@ import { emptyStats, type SyncContext } from '../../src/sync/context.js';
 import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, type Mismatch } from '../../src/sync/reconcile.js';
 import type { FetchedPage, WindowedStreamSpec } from '../../src/sync/streams.js';
 import { PageSlots } from '../../src/sync/page-slots.js';
-import { CURSOR_SAVE_MS, syncWindowedStream } from '../../src/sync/windowed.js';
+import { CURSOR_SAVE_MS, CURSOR_SAVE_PAGES, syncWindowedStream } from '../../src/sync/windowed.js';
 import type { PlannedWindow, SyncState } from '../../src/state/store.js';
 import { memoryLogger } from '../helpers.js';
 
@@ -187,12 +187,13 @@ describe('the windowed engine\'s steps (no I/O)', () => {
     expect(steps.filter((step) => step.startsWith('check'))).toEqual(['check paged 2025-01-03/=3', 'check paged 2025-01-03/=3']);
   });
 
-  it('pages that come quickly share a save: the cursor is saved at most every CURSOR_SAVE_MS, and always after the window\'s last page', async () => {
-    const pages = [page(['a'], 'c1'), page(['b'], 'c2'), page(['c'], 'c3'), page(['d'], null)];
+  it('pages that come quickly share a save: every CURSOR_SAVE_PAGES pages whatever the clock (a SIGKILL refetches at most that many), and always after the window\'s last page', async () => {
+    const pages = [page(['a'], 'c1'), page(['b'], 'c2'), page(['c'], 'c3'), page(['d'], 'c4'), page(['e'], null)];
     const { steps, outcome } = await runWindow({ pages, clockStepMs: 0 });
     expect(outcome).toBe('done');
-    expect(steps.filter((s) => s.startsWith('write page'))).toHaveLength(4);
-    expect(steps.filter((s) => s.startsWith('save active'))).toEqual(['save active page 4 cursor - fetched']);
+    expect(CURSOR_SAVE_PAGES).toBe(2);
+    expect(steps.filter((s) => s.startsWith('write page'))).toHaveLength(5);
+    expect(steps.filter((s) => s.startsWith('save active'))).toEqual(['save active page 2 cursor c2', 'save active page 4 cursor c4', 'save active page 5 cursor - fetched']);
   });
 
   it('a stop or a failure between saves saves the cursor of the last page written, so a graceful end fetches none again', async () => {
