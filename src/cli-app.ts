@@ -18,15 +18,17 @@ import { runSyncCommand, syncOptions } from './commands/sync.js';
 import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from './errors.js';
 import { SETTINGS, envName } from './settings.js';
 import { createLogger } from './log.js';
+import { closest } from './did-you-mean.js';
 
 /** What `--help` ends with: the exit codes and where settings come from. */
 const EPILOGUE = [
   'Exit codes: 0 done; 1 failed (the API or an output kept failing; progress is saved); 2 bad flags, settings or input;',
   '3 the key was refused (unauthorized, scope, plan); 4 stopped early (--max-runtime, SIGTERM, Ctrl-C; progress is saved);',
   '5 another run holds the lock or the lease, or the published warehouse changed under this run.',
+  'Ctrl-C or SIGTERM stops a sync within seconds with its progress saved (exit 4); a second one exits at once (nothing is lost either way).',
   '',
   `Every setting can also come from the environment as COSTSYNC_<FLAG>: ${SETTINGS.filter((s) => s !== 'api-key-file').map(envName).join(', ')}; flags win over the environment, which wins over the config file.`,
-  'The API key comes only from COSTSYNC_API_KEY or --api-key-file (never a flag: command lines are visible to every user of the machine).',
+  'The API key comes only from COSTSYNC_API_KEY, a file named by COSTSYNC_API_KEY_FILE or --api-key-file (never a flag: command lines are visible to every user of the machine).',
 ].join('\n');
 
 /** Whether errors are to be written as JSON lines: --log-format json, or COSTSYNC_LOG_FORMAT=json. */
@@ -87,6 +89,23 @@ const COMMANDS: readonly { command: string; describe: string; options: (y: Argv)
   { command: 'demo', describe: 'Start the emulator, sync 90 days into ./demo.duckdb, show spend and anomalies', options: (y) => y, run: (_args, io) => runDemo({}, io) },
 ];
 
+/** yargs' "Unknown arguments: sinse" as "Unknown option --sinse. Did you mean --since?" when a known one is close. Pure. */
+export function withSuggestion(message: string, known: readonly string[], argv: readonly string[]): string {
+  const unknown = /^Unknown arguments?: (.+)$/.exec(message);
+  if (unknown === null) return message;
+  // yargs names each unknown flag twice, as written and in camelCase.
+  const words = unknown[1]!.split(', ').filter((w) => !/[A-Z]/.test(w));
+  const flags = known.filter((k) => k.length > 1 && !/[A-Z]/.test(k));
+  const asFlag = (word: string) => argv.some((a) => a === `--${word}` || a.startsWith(`--${word}=`) || a === `-${word}`);
+  if (!words.every(asFlag)) return message;
+  const parts = words.map((word) => {
+    const written = argv.includes(`-${word}`) ? `-${word}` : `--${word}`;
+    const meant = closest(word, flags);
+    return meant === null ? written : `${written} (did you mean --${meant}?)`;
+  });
+  return `Unknown option${words.length > 1 ? 's' : ''} ${parts.join(', ')}.`;
+}
+
 function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => void) {
   let parser = yargs(argv)
     .scriptName('costsync')
@@ -100,7 +119,9 @@ function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => vo
     .demandCommand(1, 'Name a command; see --help.')
     .strict()
     .fail((message, error) => {
-      throw error ?? new ConfigError(message, 'Run costsync --help for the commands and their options.');
+      // The options of the command being parsed (yargs keeps them on its one instance).
+      const known = Object.keys((parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key);
+      throw error ?? new ConfigError(withSuggestion(message, known, argv), 'Run costsync --help for the commands and their options.');
     })
     .epilogue(EPILOGUE)
     .wrap(Math.min(120, io.columns ?? 100))

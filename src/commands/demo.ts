@@ -63,7 +63,7 @@ export async function runDemo(options: Partial<DemoOptions> = {}, io: CommandIo 
     } finally {
       wh.close();
     }
-    io.stdout(`\n${emulator.requestLog.total} requests to the emulator. Open ${join(o.db)} with DuckDB (or costsync query) to explore.\n`);
+    io.stdout(`\n${emulator.requestLog.total} requests to the emulator. Open ${join(o.db)} with DuckDB, or: costsync query --db ${join(o.db)} --list\n`);
     io.stdout(`Spend report: ${report}\n`);
     return ExitCode.OK;
   } finally {

@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { withSuggestion } from '../../src/cli-app.js';
+import { closest, editDistance } from '../../src/did-you-mean.js';
+
+describe('did you mean', () => {
+  it('counts edits, a swap of neighbours as one', () => {
+    expect(editDistance('since', 'since')).toBe(0);
+    expect(editDistance('sinse', 'since')).toBe(1);
+    expect(editDistance('snice', 'since')).toBe(1);
+    expect(editDistance('', 'abc')).toBe(3);
+  });
+
+  it('names the closest known flag only when it is close enough to be meant', () => {
+    const known = ['since', 'until', 'start-date', 'lookback-days', 'db', 'state-dir'];
+    expect(closest('sinse', known)).toBe('since');
+    expect(closest('lookbak-days', known)).toBe('lookback-days');
+    expect(closest('frobnicate', known)).toBeNull();
+    expect(closest('dbx', known)).toBe('db');
+  });
+
+  it('rewrites yargs\' unknown-argument message for flags, leaving positionals as they are', () => {
+    const known = ['since', 'sinceDate', 'lookback-days', 'h'];
+    expect(withSuggestion('Unknown argument: sinse', known, ['sync', '--sinse', '2025-01-01'])).toBe('Unknown option --sinse (did you mean --since?).');
+    expect(withSuggestion('Unknown arguments: lookbak-days, lookbakDays, zzz', known, ['sync', '--lookbak-days=3', '--zzz']))
+      .toBe('Unknown options --lookbak-days (did you mean --lookback-days?), --zzz.');
+    expect(withSuggestion('Unknown argument: foo', known, ['sync', 'foo'])).toBe('Unknown argument: foo');
+    expect(withSuggestion('Not enough arguments', known, [])).toBe('Not enough arguments');
+  });
+});
