@@ -44,7 +44,9 @@ export type Stop =
   | { kind: 'failpoint'; name: 'commit' | 'lake-put' | 'iceberg-commit' | 'publish'; n: number }
   | { kind: 'max-runtime' }
   /** Its reader goes away after N lines (`2>&1 | head -N`). */
-  | { kind: 'head'; n: number };
+  | { kind: 'head'; n: number }
+  /** From the Nth request on the API answers nothing (as one answering in 45 s), and SIGTERM comes: the run must end anyway. */
+  | { kind: 'term-held'; n: number };
 
 export interface SyncArgs {
   state: 'a' | 'b';
@@ -81,7 +83,9 @@ export class World {
   private child: ChildProcess | null = null;
   private exited: Promise<unknown> | null = null;
   private requests = 0;
-  private stopAt: { n: number; signal: 'SIGKILL' | 'SIGTERM' } | null = null;
+  private stopAt: { n: number; signal: 'SIGKILL' | 'SIGTERM'; hold?: boolean } | null = null;
+  /** Answers held back (a silent API) until the process is gone. */
+  private held: (() => void)[] = [];
   readonly log: string[] = [];
 
   constructor() {
@@ -95,7 +99,14 @@ export class World {
       clock: { now: () => Date.parse(`${END}T12:00:00Z`) },
       restatement: { days: 8, changeRate: 0.4, deleteRate: 0.2, addRate: 0.5 },
       beforeReply: async () => {
-        if (this.stopAt === null || ++this.requests !== this.stopAt.n || this.child === null) return;
+        if (this.stopAt === null || this.child === null) return;
+        const n = ++this.requests;
+        if (this.stopAt.hold === true && n >= this.stopAt.n) {
+          if (n === this.stopAt.n) this.child.kill(this.stopAt.signal);
+          await new Promise<void>((resolve) => this.held.push(resolve));
+          return;
+        }
+        if (n !== this.stopAt.n) return;
         this.child.kill(this.stopAt.signal);
         // A SIGKILL lands while this request is unanswered: the run dies mid-page.
         if (this.stopAt.signal === 'SIGKILL') await this.exited;
@@ -152,7 +163,9 @@ export class World {
     const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: this.dir, KEY_W1: 'key-w1', KEY_W2: 'key-w2', TZ: 'UTC' };
     if (stop.kind === 'failpoint') env.COSTSYNC_FAILPOINT = `${stop.name}:${stop.n}`;
     this.requests = 0;
-    this.stopAt = stop.kind === 'kill-request' ? { n: stop.n, signal: 'SIGKILL' } : stop.kind === 'term-request' ? { n: stop.n, signal: 'SIGTERM' } : null;
+    this.stopAt = stop.kind === 'kill-request' ? { n: stop.n, signal: 'SIGKILL' }
+      : stop.kind === 'term-request' ? { n: stop.n, signal: 'SIGTERM' }
+        : stop.kind === 'term-held' ? { n: stop.n, signal: 'SIGTERM', hold: true } : null;
     const child = spawn(process.execPath, [CLI, ...args], { cwd: this.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     let stderr = '';
@@ -172,6 +185,8 @@ export class World {
     const [code, signal] = (await this.exited) as [number | null, string | null];
     this.child = null;
     this.stopAt = null;
+    // The run ended while the API was silent (else it would never have): its answers go now, to nobody.
+    for (const release of this.held.splice(0)) release();
     return { code, signal, stderr };
   }
 
@@ -298,6 +313,7 @@ function stopText(stop: Stop): string {
     case 'term-request': return `  # SIGTERM at the emulator's request ${stop.n}`;
     case 'failpoint': return `  # COSTSYNC_FAILPOINT=${stop.name}:${stop.n}`;
     case 'head': return ` 2>&1 | head -${stop.n}`;
+    case 'term-held': return `  # the API silent from request ${stop.n} on, SIGTERM then`;
   }
 }
 
@@ -419,6 +435,7 @@ const stopArb: fc.Arbitrary<Stop> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('failpoint' as const), name: fc.constantFrom('commit' as const, 'lake-put' as const, 'iceberg-commit' as const, 'publish' as const), n: fc.integer({ min: 1, max: 4 }) }) },
   { weight: 1, arbitrary: fc.constant<Stop>({ kind: 'max-runtime' }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('head' as const), n: fc.integer({ min: 1, max: 6 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('term-held' as const), n: fc.integer({ min: 1, max: 10 }) }) },
 );
 
 export const syncArb: fc.Arbitrary<SyncArgs> = fc.record({
