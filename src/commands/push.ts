@@ -138,7 +138,8 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
       options,
       reader, logger, stopSignal,
       ...(client ? { client } : {}), ...(ledger ? { warehouse: ledger.warehouse } : {}),
-      onProblem: (p) => logger.warn(problemLine(p), { file: p.file, row: p.row, line: p.line, column: p.column, reason: p.reason }),
+      // A row that fails the push is an error; one --skip-invalid leaves out, a warning.
+      onProblem: (p) => logger[p.level](problemLine(p), { file: p.file, row: p.row, line: p.line, column: p.column, reason: p.reason }),
     });
     // Published before the summary, so a failed publish is this command's failure.
     const done = ledger;

@@ -49,6 +49,8 @@ export interface RowProblem {
   line: number | null;
   column: string;
   reason: string;
+  /** 'error' when the row fails the push (nothing is sent); 'warn' when it is only left out (--skip-invalid). */
+  level: 'error' | 'warn';
 }
 
 export interface PushSummary {
@@ -189,6 +191,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
 
   // 2. Check every row of every file; nothing is sent until all are checked. A parallel count
   // first; only a file with problems is read again in order, to name their lines.
+  const level = options.skipInvalid ? 'warn' : 'error';
   for (const { source, plan } of files) {
     const validation = validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, false);
     const [counts] = await reader.all<{ rows: bigint | number; invalid: bigint | number }>(validationCountsSql(validation), source.path);
@@ -203,7 +206,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
         const text = problems[i];
         if (text === null || text === undefined) continue;
         for (const { column, reason } of splitProblems(String(text))) {
-          deps.onProblem?.({ file: source.path, row, line: lineOf(source.format, row), column, reason });
+          deps.onProblem?.({ file: source.path, row, line: lineOf(source.format, row), column, reason, level });
         }
       }
     });
