@@ -89,12 +89,13 @@ export function validationSql(
   const typeOf = new Map(source.columns.map((c) => [c.name, c.type]));
   const valueOf = (t: TargetColumn) => ('column' in t.from ? sourceValue(source.format, t.from.column, typeOf.get(t.from.column) ?? 'VARCHAR') : constantValue(t.from.constant));
   const idx = new Map(targets.map((t, i) => [t.name, i]));
-  const values = targets.map((t, i) => {
-    let v = valueOf(t);
-    // EffectiveCost defaults to BilledCost, row by row.
-    if (t.name === 'EffectiveCost' && idx.has('BilledCost')) v = `coalesce(${v}, ${valueOf(targets[idx.get('BilledCost')!]!)})`;
-    return `${v} AS v${i}`;
-  });
+  const billed = idx.get('BilledCost');
+  const effective = idx.get('EffectiveCost');
+  // EffectiveCost defaults to BilledCost row by row, in what is sent (below). It is checked on its own
+  // value only, so a bad BilledCost is reported once, on BilledCost; without an EffectiveCost column
+  // (runPush adds one copying BilledCost's source) it has no value of its own.
+  const copiesBilled = billed !== undefined && effective !== undefined && JSON.stringify(targets[effective]!.from) === JSON.stringify(targets[billed]!.from);
+  const values = targets.map((t, i) => `${i === effective && copiesBilled ? 'NULL::VARCHAR' : valueOf(t)} AS v${i}`);
   const categories = categoryCases();
   const parsed = targets.map((t, i) => `v${i}, ${fill(kindSql(t.kind).parse, { v: `v${i}`, categories })} AS p${i}`);
   const problems: string[] = [];
@@ -111,7 +112,8 @@ export function validationSql(
   }
   const outputs = [`NULLIF(concat_ws(chr(31), ${problems.join(', ')}), '') AS _problems`];
   if (withJson) {
-    const members = targets.map((t, i) => `CASE WHEN p${i} IS NOT NULL THEN ${sqlString(`"${t.name}":`)} || ${fill(kindSql(t.kind).json, { p: `p${i}` })} END`);
+    const sent = (i: number) => (i === effective && billed !== undefined ? `coalesce(p${i}, p${billed})` : `p${i}`);
+    const members = targets.map((t, i) => `CASE WHEN ${sent(i)} IS NOT NULL THEN ${sqlString(`"${t.name}":`)} || ${fill(kindSql(t.kind).json, { p: sent(i) })} END`);
     outputs.push(`'{' || concat_ws(',', ${members.join(', ')}) || '}' AS _json`);
     if (ownIdColumn !== null && idx.has(ownIdColumn)) outputs.push(`p${idx.get(ownIdColumn)} AS _own_id`);
   }

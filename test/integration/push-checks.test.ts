@@ -103,7 +103,6 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       expect(problems.map((p) => [p.line, p.column, p.reason.replace(/:.*$/, '')])).toEqual([
         [3, 'ChargePeriodStart', 'not a date (YYYY-MM-DD) or ISO 8601 time'],
         [4, 'BilledCost', 'not a finite number'],
-        [4, 'EffectiveCost', 'not a finite number'],
         [5, 'BillingCurrency', 'not a three-letter currency code'],
         [6, 'Tags', 'not a flat JSON object'],
         [7, 'Tags', 'not a flat JSON object'],
@@ -112,7 +111,6 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
         [10, 'ChargeCategory', 'not a ChargeCategory (Usage, Purchase, Tax, Credit, Adjustment; or Discount, Refund, Fee)'],
         [11, 'x_service_tokens_input', 'a count cannot be negative'],
         [12, 'BilledCost', 'not a finite number'],
-        [12, 'EffectiveCost', 'not a finite number'],
       ]);
       expect(problems.every((p) => p.file === file && p.row === p.line! - 1)).toBe(true);
       expect(problems[1]!.reason).toBe('not a finite number: 1,5');
@@ -122,6 +120,26 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       expect(skip).toMatchObject({ valid: 1, rejected: 10, sent: 1, outcome: 'success' });
       expect(rec.rows()).toHaveLength(1);
       expect(rec.rows()[0]).toMatchObject({ ChargePeriodStart: '2025-06-01T00:00:00Z', x_service_tokens_input: 10 });
+    });
+  });
+
+  it('EffectiveCost defaults to BilledCost: a bad BilledCost is reported once, on BilledCost; a bad EffectiveCost of its own, on EffectiveCost', async () => {
+    await withPushSetup(async ({ dir, reader, warehouse }) => {
+      const billedOnly = join(dir, 'billed.csv');
+      writeFileSync(billedOnly, 'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory\n2025-06-01,twelve,Svc,Usage\n2025-06-01,1,Svc,Usage\n');
+      const both = join(dir, 'both.csv');
+      writeFileSync(both, 'ChargePeriodStart,BilledCost,EffectiveCost,ServiceName,ChargeCategory\n2025-06-01,twelve,,Svc,Usage\n2025-06-01,1,eleven,Svc,Usage\n2025-06-01,2,,Svc,Usage\n2025-06-01,3,2.5,Svc,Usage\n');
+      const problems: RowProblem[] = [];
+      const rec = recordingClient();
+      const summary = await runPush({ options: options([billedOnly, both], { skipInvalid: true }), reader, warehouse, client: rec.client, logger: memoryLogger(), onProblem: (p) => problems.push(p) });
+      expect(problems.map((p) => [p.file, p.line, p.column, p.reason])).toEqual([
+        [billedOnly, 2, 'BilledCost', 'not a finite number: twelve'],
+        [both, 2, 'BilledCost', 'not a finite number: twelve'],
+        [both, 3, 'EffectiveCost', 'not a finite number: eleven'],
+      ]);
+      expect(summary).toMatchObject({ rowsRead: 6, invalid: 3, sent: 3 });
+      // Sent: the row's own EffectiveCost, else its BilledCost.
+      expect(rec.rows().map((r) => [r.BilledCost, r.EffectiveCost])).toEqual([[1, 1], [2, 2], [3, 2.5]]);
     });
   });
 
