@@ -141,6 +141,17 @@ export interface FileReader {
   close(): void;
 }
 
+/** A file with no column names: empty, or (CSV) a first line of blank names; `rows` is the CSV's rows after that line. Pure. */
+export function noHeader(path: string, format: FileFormat, rows: number): ConfigError {
+  const example = 'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory';
+  if (format === 'jsonl') {
+    return new ConfigError(`${path} is empty: it holds no JSON object with a member, so it names no column.`,
+      `Check that this is the file you meant (a failed export can leave an empty file); JSON Lines has one object a line, such as {"ChargePeriodStart": "2025-06-01", "BilledCost": 1.5, "ServiceName": "…", "ChargeCategory": "Usage"}.`);
+  }
+  const problem = rows === 0 ? `${path} is empty: it has no header line naming the columns, and no rows.` : `${path} has no header line: its first line names no columns.`;
+  return new ConfigError(problem, `Check that this is the file you meant (a failed export can leave an empty file); a CSV file's first line names its columns, for example ${example}.`);
+}
+
 export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Promise<FileReader> {
   const instance = await DuckDBInstance.create(':memory:', {
     memory_limit: env.COSTSYNC_PUSH_MEMORY_LIMIT ?? '256MB',
@@ -167,16 +178,28 @@ export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Prom
         throw new ConfigError(`${path}: cannot read the file (${(cause as NodeJS.ErrnoException).code ?? 'error'}).`, 'Check the path and its permissions.', cause);
       }
       const format = fileFormatOf(path);
+      let columns: SourceFile['columns'];
+      let rows = 0;
       try {
         if (format === 'jsonl') {
           const reader = await connection.runAndReadAll(loadSql('push/jsonl_keys'), [path]);
-          return { path, format, columns: reader.getRowObjectsJS().map((r) => ({ name: String(r.key), type: 'JSON' })) };
+          columns = reader.getRowObjectsJS().map((r) => ({ name: String(r.key), type: 'JSON' }));
+        } else {
+          const reader = await connection.runAndReadAll(`DESCRIBE ${withoutComments(loadSql(`push/source_${format}`))}`, [path]);
+          columns = reader.getRowObjectsJS().map((r) => ({ name: String(r.column_name), type: String(r.column_type) }));
         }
-        const reader = await connection.runAndReadAll(`DESCRIBE ${withoutComments(loadSql(`push/source_${format}`))}`, [path]);
-        return { path, format, columns: reader.getRowObjectsJS().map((r) => ({ name: String(r.column_name), type: String(r.column_type) })) };
+        // DuckDB names the columns of a CSV without a header line column0, column1, …: an empty file
+        // gets one such column. Counted only then, to tell an empty file from a header of blank names.
+        if (format === 'csv' && columns.every((c, i) => c.name === `column${i}`)) {
+          const [count] = (await connection.runAndReadAll(`SELECT count(*) AS n FROM (${withoutComments(loadSql('push/source_csv'))})`, [path])).getRowObjectsJS();
+          rows = Number(count!.n);
+          columns = [];
+        }
       } catch (cause) {
         throw readError(path, cause);
       }
+      if (columns.length === 0) throw noHeader(path, format, rows);
+      return { path, format, columns };
     },
     async all<T>(sql: string, path: string) {
       try {

@@ -4,7 +4,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/client.js';
 import type { IngestResult } from '../../src/api/types.js';
-import { ApiError, ConfigError } from '../../src/errors.js';
+import { ApiError, ConfigError, describeError } from '../../src/errors.js';
 import { openFileReader, type FileReader } from '../../src/push/reader.js';
 import { runPush, type PushOptions, type RowProblem } from '../../src/push/push.js';
 import { openWarehouse, type Warehouse } from '../../src/storage/duckdb.js';
@@ -156,6 +156,25 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       const mapped = await runPush({ options: options([file], { mapping: { columns: { Cost: 'BilledCost' }, constants: {} } }), reader, warehouse, client: rec.client, logger: memoryLogger() });
       expect(mapped.sent).toBe(1);
       expect(rec.rows()[0]).toMatchObject({ BilledCost: 1, EffectiveCost: 1 });
+    });
+  });
+
+  it('refuses an empty file, or a CSV whose first line names no columns, naming the file and the fix (not a column DuckDB made up)', async () => {
+    await withPushSetup(async ({ dir, reader, warehouse }) => {
+      for (const [name, text, problem] of [
+        ['empty.csv', '', 'is empty: it has no header line naming the columns, and no rows.'],
+        ['blank.csv', '\n', 'is empty: it has no header line naming the columns, and no rows.'],
+        ['unnamed.csv', ',,,\n2025-06-01,1,Svc,Usage\n', 'has no header line: its first line names no columns.'],
+        ['empty.jsonl', '', 'is empty: it holds no JSON object with a member, so it names no column.'],
+      ] as const) {
+        const file = join(dir, name);
+        writeFileSync(file, text);
+        const error = await runPush({ options: options([file]), reader, warehouse, logger: memoryLogger() }).catch((e: unknown) => e);
+        expect(error, name).toBeInstanceOf(ConfigError);
+        expect((error as ConfigError).message, name).toBe(`${file} ${problem}`);
+        expect((error as ConfigError).hint, name).toMatch(name.endsWith('.csv') ? /first line names its columns, for example ChargePeriodStart,BilledCost,ServiceName,ChargeCategory/ : /one object a line/);
+        expect(describeError(error), name).not.toMatch(/column0/);
+      }
     });
   });
 
