@@ -5,7 +5,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it, vi } from 'vitest';
-import { run, withTempDir } from '../helpers.js';
+import { inDirectory, run, withTempDir } from '../helpers.js';
 
 const BIN = fileURLToPath(new URL('../../dist/bin.cjs', import.meta.url));
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string; bin: Record<string, string> };
@@ -37,10 +37,8 @@ describe('the costsync executable', () => {
     // In this process (one start per command line costs seconds of CPU); yargs prints with console.log.
     const printed: string[] = [];
     const log = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => { printed.push(args.join(' ')); });
-    const cwd = process.cwd();
     try {
-      await withTempDir(async (dir) => {
-        process.chdir(dir);
+      await withTempDir(async (dir) => inDirectory(dir, async () => {
         for (const command of ['sync', 'push', 'push-otel', 'query', 'verify', 'report', 'notify', 'status', 'check', 'emulator', 'demo']) {
           for (const flag of ['--version', '--help']) {
             printed.length = 0;
@@ -56,9 +54,8 @@ describe('the costsync executable', () => {
         const wrong = await run(['push', '--dry-run', '--version', '2', 'costs.csv'], {});
         expect(wrong.code).toBe(2);
         expect(wrong.stderr).toMatch(/--version must be one of 1, 1\.1, 1\.2; got "2"/);
-      });
+      }));
     } finally {
-      process.chdir(cwd);
       log.mockRestore();
     }
   });

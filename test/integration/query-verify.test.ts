@@ -1,8 +1,9 @@
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { withWarehouse } from '../../src/storage/duckdb.js';
-import { cli, withEmulator, withScriptedServer, withTempDir, SPAN, run } from '../helpers.js';
+import { cli, inDirectory, withEmulator, withScriptedServer, withTempDir, SPAN, run } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -92,6 +93,20 @@ describe('costsync query errors', () => {
         expect(extension).not.toMatch(/--list/);
       });
     });
+  });
+});
+
+describe('query and verify without a warehouse', () => {
+  it('name the file they looked for and how to make one, and exit 2, creating nothing', async () => {
+    await withTempDir(async (dir) => inDirectory(dir, async () => {
+      for (const [args, db] of [[['query', 'SELECT 1'], 'costs.duckdb'], [['query', '--list'], 'costs.duckdb'], [['verify'], 'costs.duckdb'], [['verify', '--db', 'nested/w.duckdb'], 'nested/w.duckdb']] as const) {
+        const result = await run([...args]);
+        expect(result.code, args.join(' ')).toBe(ExitCode.USAGE);
+        expect(result.stderr, args.join(' ')).toContain(`There is no warehouse at ${join(process.cwd(), db)}: no such file`);
+        expect(result.stderr, args.join(' ')).toMatch(/hint: Run costsync sync with the same --db to make one, or pass --db .*\(for the demo's, --db demo\.duckdb/);
+      }
+      expect(readdirSync(dir)).toEqual([]);
+    }));
   });
 });
 
