@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import type { ApiClient } from '../api/client.js';
 import type { IngestResult, IngestVersion } from '../api/types.js';
-import { ApiError, ExitCode } from '../errors.js';
+import { ApiError, ExitCode, InternalError } from '../errors.js';
 import { keyFingerprint } from '../fingerprint.js';
 import { REQUIRED_INGEST_COLUMNS, extensionColumns } from '../focus/rules.js';
 import type { Logger } from '../log.js';
@@ -221,7 +221,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
 
   // 3. Send.
   const { client, warehouse } = deps;
-  if (!client || !warehouse) throw new Error('runPush: a client and a warehouse are needed to send');
+  if (!client || !warehouse) throw new InternalError('runPush: a client and a warehouse are needed to send (only a dry run does without).');
   const lock = acquireLock(dbLockPath(warehouse.path), `costsync push (${pushId})`, new Date(clock.now()));
   try {
     for (const file of files) {

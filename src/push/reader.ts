@@ -7,7 +7,7 @@ import { statSync } from 'node:fs';
 import { extname } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection, type DuckDBResult } from '@duckdb/node-api';
 import { CHARGE_CATEGORIES, CHARGE_CATEGORY_ALIASES } from '../api/types.js';
-import { ConfigError, CostsyncError, ExitCode } from '../errors.js';
+import { ConfigError, CostsyncError, ExitCode, InternalError } from '../errors.js';
 import { loadSql, sqlString } from '../storage/duckdb.js';
 import type { TargetColumn, ValueKind } from './columns.js';
 
@@ -37,7 +37,7 @@ function kindSql(kind: ValueKind): KindSql {
     const text = loadSql(`push/kind_${kind}`);
     const section = (name: string) => {
       const m = new RegExp(`^-- ${name}:\\n([\\s\\S]*?)(?=^-- \\w+:|$(?![\\s\\S]))`, 'm').exec(text);
-      if (!m) throw new Error(`sql/push/kind_${kind}.sql has no "-- ${name}:" section`);
+      if (!m) throw new InternalError(`sql/push/kind_${kind}.sql has no "-- ${name}:" section.`, 'The sql/ files costsync was installed with are damaged or from another version: install costsync again.');
       return m[1]!.trim();
     };
     cached = { parse: section('parse'), problem: section('problem'), json: section('json') };
