@@ -15,6 +15,7 @@ import { notifyOptions, runNotifyCommand } from './commands/notify.js';
 import { runVerifyCommand, verifyOptions } from './commands/verify.js';
 import { connectionOptions, type CommandIo } from './commands/common.js';
 import { runSyncCommand, syncOptions } from './commands/sync.js';
+import { packageVersion } from './paths.js';
 import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from './errors.js';
 import { SETTINGS, envName } from './settings.js';
 import { createLogger } from './log.js';
@@ -126,6 +127,7 @@ function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => vo
     .epilogue(EPILOGUE)
     .wrap(Math.min(120, io.columns ?? 100))
     .help()
+    .version(packageVersion())
     // Help and version print, then the run ends here with exit code 0 (the process is the caller's to end).
     .exitProcess(false);
 }

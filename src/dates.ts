@@ -2,6 +2,7 @@
  * Calendar-date arithmetic on `YYYY-MM-DD` strings, always in UTC whatever the machine's time zone.
  * Dates are handled as day numbers (days since 1970-01-01) so that arithmetic never touches local time.
  */
+import { InternalError } from './errors.js';
 
 const DAY_MS = 86_400_000;
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -18,7 +19,7 @@ export function isCalendarDate(text: string): boolean {
 
 /** Day number of a valid `YYYY-MM-DD` date. Throws on anything else, so callers validate first. */
 export function toDayNumber(date: string): number {
-  if (!isCalendarDate(date)) throw new RangeError(`not a calendar date: ${JSON.stringify(date)}`);
+  if (!isCalendarDate(date)) throw new InternalError(`not a calendar date: ${JSON.stringify(date)} (dates are checked before they get here)`);
   return Date.parse(`${date}T00:00:00Z`) / DAY_MS;
 }
 

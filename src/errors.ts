@@ -49,6 +49,8 @@ export const ERRORS = {
   CS_ERR_CURSOR_LOOP: { exit: ExitCode.FAILED, summary: 'the server returned a cursor it had already returned' },
   CS_ERR_RECONCILE: { exit: ExitCode.FAILED, summary: 'with --reconcile strict, a window whose line items and rollups still disagree' },
   CS_ERR_OUTPUT_BEHIND: { exit: ExitCode.FAILED, summary: 'the lake or the published warehouse could not be brought up to date; it is pending for the next run' },
+  CS_ERR_LAKE_DAMAGED: { exit: ExitCode.FAILED, summary: 'an Iceberg table in the lake lacks a file its metadata names, or was moved from where it was written (the table is named, with the fix)' },
+  CS_ERR_LAKE_CONFLICT: { exit: ExitCode.FAILED, summary: 'an Iceberg commit or expiry lost the race to other runners at every attempt; it is pending for the next run' },
   CS_ERR_MEMORY: { exit: ExitCode.FAILED, summary: "memory ran short (Node's heap, or DuckDB's memory limit); the run stopped with its progress saved" },
   CS_ERR_PUBLISH: { exit: ExitCode.FAILED, summary: 'the warehouse could not be published over --db' },
   CS_ERR_WAREHOUSE_CHANGED: { exit: ExitCode.LOCKED, summary: 'another run published the warehouse since this run started; nothing was overwritten' },
@@ -65,6 +67,7 @@ export const ERRORS = {
   CS_ERR_S3_PRECONDITION: { exit: ExitCode.LOCKED, summary: 'a conditional write was refused: another run wrote the object meanwhile' },
   CS_ERR_S3_NO_BUCKET: { exit: ExitCode.USAGE, summary: 'the bucket does not exist' },
   CS_ERR_S3_NO_CONDITIONAL_WRITES: { exit: ExitCode.USAGE, summary: 'the bucket server ignores conditional writes, so runners cannot be kept apart (--lease off to go on)' },
+  CS_ERR_INTERNAL: { exit: ExitCode.FAILED, summary: 'a bug in costsync: a check that should never fail did (the message names it); please report it' },
 } as const satisfies Record<`CS_ERR_${string}`, { exit: ExitCode; summary: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -100,6 +103,17 @@ export class FencedError extends CostsyncError {
 /** True for an error after which a run writes nothing more (see FencedError). */
 export function isFenced(error: unknown): error is FencedError {
   return error instanceof FencedError;
+}
+
+/** What an internal error's hint says, unless it knows better. */
+export const REPORT_BUG = 'This is a bug in costsync, not in your data or settings: please report it with this message.';
+
+/** A check costsync makes of itself failed (a bug): CS_ERR_INTERNAL, exit code 1. */
+export class InternalError extends CostsyncError {
+  constructor(message: string, hint: string = REPORT_BUG) {
+    super('CS_ERR_INTERNAL', message, { hint });
+    this.name = 'InternalError';
+  }
 }
 
 /** Bad flags, config values or input files: exit code 2. */

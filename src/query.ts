@@ -11,14 +11,35 @@ export type OutputFormat = 'table' | 'csv' | 'json';
 /** Most rows a table is printed with: it needs every row in memory to size its columns. */
 export const MAX_TABLE_ROWS = 1000;
 
+/** The extensions built into costsync's DuckDB (@duckdb/node-api's build); DuckDB downloads any other on first use. */
+const BUILT_IN_EXTENSIONS = 'json, parquet and icu';
+
+/** Ways DuckDB names an extension a query needs but cannot load. */
+const EXTENSION_NAMES = [
+  /required extension '(\w+)'/, /Failed to download extension "(\w+)"/, /Extension "(\w+)" is an existing extension/, /exists in the (\w+) extension/,
+];
+
+/** An unknown table, view or column: what `--list` answers. */
+const UNKNOWN_NAME = /^(Catalog Error: (Table|View) with name .* does not exist|Binder Error: (Referenced (column|table) .* not found|Column .* does not exist|Table .* does not have a column|Values list .* does not have a column))/;
+
+/**
+ * A failed query's error: DuckDB's whole message (its suggestions, "Did you mean …" and the candidate
+ * columns, and why an extension cannot load are on the lines after the first), and a hint where
+ * costsync knows more: `--list` for an unknown name, what extensions there are for an extension.
+ */
 function queryError(cause: unknown): CostsyncError {
-  const first = (cause as Error).message.split('\n')[0]!;
-  const readOnly = /read-only mode/i.test(first);
-  return new CostsyncError(readOnly ? 'CS_ERR_QUERY_READ_ONLY' : 'CS_ERR_QUERY', readOnly ? `costsync query only reads: ${first}` : `The query failed: ${first}`, {
-    exitCode: ExitCode.USAGE,
-    hint: readOnly ? 'Change the warehouse with costsync sync, or open it with DuckDB itself.' : 'costsync query --list shows the tables and views with their columns.',
-    cause,
-  });
+  const text = (cause instanceof Error ? cause.message : String(cause)).split('\n').filter((line) => line.trim() !== '').join('\n');
+  const first = text.split('\n')[0]!;
+  if (/read-only mode/i.test(first)) {
+    return new CostsyncError('CS_ERR_QUERY_READ_ONLY', `costsync query only reads: ${first}`, {
+      exitCode: ExitCode.USAGE, hint: 'Change the warehouse with costsync sync, or open it with DuckDB itself.', cause,
+    });
+  }
+  const extension = EXTENSION_NAMES.map((re) => re.exec(text)?.[1]).find((name) => name !== undefined);
+  const hint = extension !== undefined
+    ? `costsync's DuckDB has the ${BUILT_IN_EXTENSIONS} extensions built in; any other, such as ${extension}, is downloaded from extensions.duckdb.org when first used, and here that failed (the reason is above). Where that site can be reached, costsync query "INSTALL ${extension}" installs it once for later queries; or export the rows with --out rows.parquet and read them with a tool that has ${extension}.`
+    : UNKNOWN_NAME.test(first) ? 'costsync query --list shows the tables and views with their columns.' : undefined;
+  return new CostsyncError('CS_ERR_QUERY', `The query failed: ${text}`, { exitCode: ExitCode.USAGE, hint, cause });
 }
 
 /**

@@ -136,6 +136,17 @@ export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T
   }
 }
 
+/** Runs `fn` in `dir` as the working directory, then goes back (test files run in forked processes, where chdir works). */
+export async function inDirectory<T>(dir: string, fn: () => Promise<T>): Promise<T> {
+  const before = process.cwd();
+  process.chdir(dir);
+  try {
+    return await fn();
+  } finally {
+    process.chdir(before);
+  }
+}
+
 /** A sync config for tests: the emulator's key, files in `dir`, a fixed date range. */
 export function testSyncConfig(url: string, dir: string, over: Partial<SyncConfig> = {}): SyncConfig {
   return {

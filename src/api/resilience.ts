@@ -4,7 +4,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import Bottleneck from 'bottleneck';
-import { ApiError } from '../errors.js';
+import { ApiError, CostsyncError } from '../errors.js';
 
 /** Time source and waiting, injectable so tests never wait on the wall clock. */
 export interface Clock {
@@ -79,7 +79,7 @@ export function createRequestLimiter(options: RequestLimiterOptions): RequestLim
   return {
     requestsPerMinute: options.requestsPerMinute,
     // Once stopping, a new request is dropped like a waiting one (Bottleneck would refuse it with its own error).
-    schedule: (task) => (stopping === null ? bottleneck.schedule(task) : Promise.reject(new Error(DROPPED_MESSAGE))),
+    schedule: (task) => (stopping === null ? bottleneck.schedule(task) : Promise.reject(new CostsyncError('CS_ERR_ABORTED', DROPPED_MESSAGE))),
     holdFor(ms: number) {
       const until = clock.now() + ms;
       if (until <= heldUntil) return;

@@ -16,15 +16,17 @@ import { formatTable } from '../table.js';
 import { intArg, readJsonFile } from './args.js';
 import { loadConfig, makeLogger, oneSource, processIo, type CommandIo } from './common.js';
 import { settingOptions } from '../settings.js';
+import { packageVersion } from '../paths.js';
 
 export function pushOptions(yargs: Argv) {
-  // `--version` was the profile version here (it hid costsync's own): kept, hidden, with a notice.
+  // `--version` was the profile version here: a number after it still means that, with a notice;
+  // alone (or before anything else) it prints costsync's version, as it does for every command.
   return settingOptions(yargs.version(false), ['connection', 'rate', 'lease'])
     .positional('files', { type: 'string', array: true, describe: 'CSV, Parquet or JSON Lines files in FOCUS' })
     .option('connection', { type: 'string', describe: "The custom provider's connection id" })
     .option('map', { type: 'string', describe: 'JSON column mapping: {"columns": {"source": "FocusColumn"}, "constants": {"FocusColumn": value}}' })
     .option('profile-version', { type: 'string', describe: 'Profile version 1, 1.1 or 1.2 [default: the lowest that covers the columns used]' })
-    .option('version', { type: 'string', hidden: true, describe: 'Deprecated spelling of --profile-version' })
+    .option('version', { type: 'string', describe: 'Show version number' })
     .option('format', { type: 'string', describe: 'Profile name [default <vendor>.focus]' })
     .option('batch-size', { type: 'number', describe: `Rows per request [default ${DEFAULT_BATCH_SIZE}]` })
     .option('dry-run', { type: 'boolean', describe: 'Check and report; send nothing' })
@@ -104,7 +106,20 @@ export function resolvePushOptions(args: Record<string, unknown>, config: Pick<S
   };
 }
 
+/**
+ * Whether push's `--version` was given its deprecated meaning: followed by a number, a profile version
+ * (checked later, so `--version 2` in a script fails instead of printing a version and pushing nothing).
+ */
+function isProfileVersion(value: unknown): boolean {
+  return /^\d/.test(String(value));
+}
+
 export async function runPushCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
+  // Before anything is resolved: --version needs no base URL, key or file.
+  if (args.version !== undefined && !isProfileVersion(args.version)) {
+    io.stdout(`${packageVersion()}\n`);
+    return ExitCode.OK;
+  }
   let config: (SyncConfig & { sourceName: string }) | undefined;
   let logger = makeLogger({ logFormat: args['log-format'] === 'json' ? 'json' : 'pretty', quiet: Boolean(args.quiet), apiKey: '' }, io);
   let ledger: OpenRun | null = null;
@@ -124,7 +139,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     config = sharedConfig(args, io, !dryRun);
     logger = makeLogger(config, io);
     if (args.version !== undefined && args['profile-version'] === undefined) {
-      logger.warn('push --version is deprecated (it hid costsync --version): use --profile-version; --version still works for now');
+      logger.warn(`push --version ${String(args.version)} is deprecated: use --profile-version ${String(args.version)} (--version alone prints costsync's version); it still works for now`);
     }
     const options = resolvePushOptions(args, config);
 
@@ -138,7 +153,8 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
       options,
       reader, logger, stopSignal,
       ...(client ? { client } : {}), ...(ledger ? { warehouse: ledger.warehouse } : {}),
-      onProblem: (p) => logger.warn(problemLine(p), { file: p.file, row: p.row, line: p.line, column: p.column, reason: p.reason }),
+      // A row that fails the push is an error; one --skip-invalid leaves out, a warning.
+      onProblem: (p) => logger[p.level](problemLine(p), { file: p.file, row: p.row, line: p.line, column: p.column, reason: p.reason }),
     });
     // Published before the summary, so a failed publish is this command's failure.
     const done = ledger;

@@ -1,6 +1,7 @@
 /** What the commands that only read the warehouse (`query`, `verify`, `report`) share: options, opening, errors. */
+import { existsSync } from 'node:fs';
 import type { Argv } from 'yargs';
-import { ExitCode, describeError, isCostsyncError } from '../errors.js';
+import { CostsyncError, ExitCode, describeError, isCostsyncError } from '../errors.js';
 import { readableCopy } from '../outputs/publish.js';
 import { openReadOnly, type ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { loadConfig, type CommandIo } from './common.js';
@@ -9,6 +10,19 @@ export function warehouseOptions(yargs: Argv) {
   return yargs
     .option('db', { type: 'string', describe: 'DuckDB file, or s3://BUCKET/KEY.duckdb (downloaded once per version into a cache) [default ./costs.duckdb]' })
     .option('config', { type: 'string', describe: 'Config file (default ./costsync.config.json when present)' });
+}
+
+/** Opens `db` read-only: a local file, or a download of one in a bucket. A missing one is named, with how to make it. */
+async function openToRead(db: string): Promise<ReadOnlyWarehouse> {
+  // A warehouse in a bucket is read from a cached download (fetched again only when it changed).
+  const file = await readableCopy(db);
+  if (!existsSync(file)) {
+    throw new CostsyncError('CS_ERR_DB_MISSING', `There is no warehouse at ${file}: no such file (--db names it; the default is ./costs.duckdb in the current directory).`, {
+      exitCode: ExitCode.USAGE,
+      hint: 'Run costsync sync with the same --db to make one, or pass --db with the path of one that exists (for the demo\'s, --db demo.duckdb after costsync demo).',
+    });
+  }
+  return openReadOnly(file);
 }
 
 /**
@@ -21,8 +35,7 @@ export async function runReadCommand(
   let warehouse: ReadOnlyWarehouse | null = null;
   try {
     const { db } = loadConfig({ db: args.db, config: args.config }, io, false);
-    // A warehouse in a bucket is read from a cached download (fetched again only when it changed).
-    return await body(async () => (warehouse = await openReadOnly(await readableCopy(db))));
+    return await body(async () => (warehouse = await openToRead(db)));
   } catch (error) {
     io.stderr(`costsync: ${describeError(error)}\n`);
     return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;

@@ -67,12 +67,16 @@ export function windowedStreamStatus(stream: string, st: WindowedStreamState): S
 export async function gatherStatus(db: string, stateDir: string): Promise<StatusReport> {
   const files = existsSync(stateDir) ? readdirSync(stateDir).filter((f) => /^costsync-state-.*\.json$/.test(f)).sort() : [];
   const sources = files.map((file): StatusReport['sources'][number] => {
-    let state: SyncState;
+    let state: SyncState | null = null;
+    let unreadable = 'not a costsync state file';
     try {
-      state = JSON.parse(readFileSync(join(stateDir, file), 'utf8')) as SyncState;
-      if (typeof state !== 'object' || state === null || typeof state.streams !== 'object' || state.source === undefined) throw new Error('not a costsync state file');
+      const parsed = JSON.parse(readFileSync(join(stateDir, file), 'utf8')) as SyncState | null;
+      if (typeof parsed === 'object' && parsed !== null && typeof parsed.streams === 'object' && parsed.source !== undefined) state = parsed;
     } catch (error) {
-      const problem = `${join(stateDir, file)} cannot be read: ${(error as Error).message}. ${unusableStateHint(join(stateDir, file))}`;
+      unreadable = (error as Error).message;
+    }
+    if (state === null) {
+      const problem = `${join(stateDir, file)} cannot be read: ${unreadable}. ${unusableStateHint(join(stateDir, file))}`;
       const name = /--([a-z0-9_-]+)\.json$/.exec(file)?.[1] ?? 'default';
       return { file, name, baseUrl: '', keyFingerprint: '', updatedAt: null, problem, streams: [] };
     }

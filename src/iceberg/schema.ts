@@ -3,6 +3,7 @@
  * across schema changes (a column keeps its id; a new column gets the next one, older files read it as
  * null), and column bounds in Iceberg's single-value binary form for the manifests. All pure.
  */
+import { InternalError } from '../errors.js';
 
 export type IcebergType = 'string' | 'date' | 'timestamptz' | 'double' | 'long' | 'int' | 'boolean' | `decimal(${number}, ${number})`;
 
@@ -40,7 +41,7 @@ export function icebergType(duckdbType: string): IcebergType {
   if (t === 'BOOLEAN') return 'boolean';
   const decimal = /^DECIMAL\((\d+),\s*(\d+)\)$/.exec(t);
   if (decimal) return `decimal(${Number(decimal[1])}, ${Number(decimal[2])})`;
-  throw new Error(`no Iceberg type for the DuckDB type ${duckdbType}`);
+  throw new InternalError(`No Iceberg type for the DuckDB type ${duckdbType}: a lake table has a column of a type costsync does not map.`);
 }
 
 /**

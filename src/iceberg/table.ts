@@ -25,6 +25,7 @@ import {
   type Snapshot, type TableMetadata,
 } from './metadata.js';
 import { evolveSchema, type IcebergSchema, type WarehouseColumn } from './schema.js';
+import { CostsyncError, InternalError } from '../errors.js';
 
 /** What a table needs of where it lives (keys are relative to the lake; see `OutputTarget`). */
 export interface IcebergStore {
@@ -111,22 +112,34 @@ export async function liveFiles(store: IcebergStore, table: string, metadata: Ta
   return files;
 }
 
+/** A table whose files are not where its metadata says: nothing costsync does mends it, a person does. */
+function damaged(store: IcebergStore, table: string, problem: string, fix: string): CostsyncError {
+  return new CostsyncError('CS_ERR_LAKE_DAMAGED', `The Iceberg table at ${store.location(table)} ${problem}.`, {
+    hint: `${fix} Otherwise move the table's files (everything under ${store.location(table)}) aside, or delete them: the next sync writes the table again from the warehouse (its earlier snapshots are lost).`,
+  });
+}
+
 async function readManifestList(store: IcebergStore, table: string, snapshot: Snapshot): Promise<ManifestFile[]> {
   const bytes = await store.getBytes(keyOf(store, table, snapshot['manifest-list']));
-  if (bytes === null) throw new Error(`the manifest list ${snapshot['manifest-list']} of snapshot ${snapshot['snapshot-id']} is missing`);
+  if (bytes === null) {
+    throw damaged(store, table, `lacks ${snapshot['manifest-list']}, the manifest list of its snapshot ${snapshot['snapshot-id']}: it was deleted outside costsync`, 'Put the file back if you have a copy.');
+  }
   return decodeManifestList(bytes);
 }
 
 async function readManifest(store: IcebergStore, table: string, m: ManifestFile): Promise<ManifestEntry[]> {
   const bytes = await store.getBytes(keyOf(store, table, m.manifest_path));
-  if (bytes === null) throw new Error(`the manifest ${m.manifest_path} is missing`);
+  if (bytes === null) throw damaged(store, table, `lacks ${m.manifest_path}, a manifest its snapshots name: it was deleted outside costsync`, 'Put the file back if you have a copy.');
   return decodeManifest(bytes);
 }
 
 /** The key of a location this store wrote under `table` (`…/<table>/metadata/x` → `<table>/metadata/x`). */
 export function keyOf(store: IcebergStore, table: string, location: string): string {
   const root = store.location(`${table}/`);
-  if (!location.startsWith(root)) throw new Error(`${location} is outside the table at ${root}`);
+  if (!location.startsWith(root)) {
+    // Iceberg metadata names files by absolute location, so a table moved or copied elsewhere still names the old place.
+    throw damaged(store, table, `names ${location}, outside itself: it was moved or copied from where it was written`, 'Point --out at where the lake was written.');
+  }
   return `${table}/${location.slice(root.length)}`;
 }
 
@@ -147,7 +160,7 @@ export function monthField(column: string): string {
 export function partitionSpec(schema: IcebergSchema, p: Partitioning): PartitionSpec {
   const id = (name: string) => {
     const field = schema.fields.find((f) => f.name === name);
-    if (!field) throw new Error(`the partition column ${name} is not in the schema`);
+    if (!field) throw new InternalError(`The partition column ${name} is not in the Iceberg schema (${schema.fields.map((f) => f.name).join(', ')}).`);
     return field.id;
   };
   return {
@@ -275,9 +288,16 @@ export async function commitSource(store: IcebergStore, table: string, change: S
     if (await publishVersion(store, table, version, base, next)) return { version: version + 1, snapshotId, attempts: attempt };
     // Another runner committed first: what this attempt wrote is referenced by nothing.
     for (const key of written) await store.remove(key);
-    if (attempt >= COMMIT_ATTEMPTS) throw new Error(`gave up committing to ${store.location(table)} after ${attempt} attempts: other runners kept committing first`);
+    if (attempt >= COMMIT_ATTEMPTS) throw lostRaces(store, table, 'committing to', attempt);
     await clock.sleep(backoffMs(attempt));
   }
+}
+
+/** Every attempt at a change lost its race: the change is pending, for the next run. */
+function lostRaces(store: IcebergStore, table: string, what: string, attempts: number): CostsyncError {
+  return new CostsyncError('CS_ERR_LAKE_CONFLICT', `Gave up ${what} the Iceberg table at ${store.location(table)} after ${attempts} attempts: other runners committed first each time.`, {
+    hint: 'Nothing is lost: the change stays pending and the next run makes it. Should it keep happening, start the runners that share this lake further apart.',
+  });
 }
 
 /** A lost race's wait: short, growing, jittered, so shards that collided spread out. Pure but for the jitter. */
@@ -319,7 +339,7 @@ export async function expireTable(store: IcebergStore, table: string, sources: r
       'metadata-log': [...base['metadata-log'], { 'timestamp-ms': base['last-updated-ms'], 'metadata-file': store.location(`${table}/${metadataKey(version)}`) }].slice(-METADATA_FILES_KEPT),
     };
     if (!(await publishVersion(store, table, version, base, next))) {
-      if (attempt >= COMMIT_ATTEMPTS) throw new Error(`gave up expiring snapshots of ${store.location(table)} after ${attempt} attempts`);
+      if (attempt >= COMMIT_ATTEMPTS) throw lostRaces(store, table, 'expiring the snapshots of', attempt);
       await clock.sleep(backoffMs(attempt));
       continue;
     }

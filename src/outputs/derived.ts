@@ -7,7 +7,7 @@
  * run finishes it first.
  */
 import type { Clock } from '../api/resilience.js';
-import { CostsyncError, ExitCode, describeError, isFenced } from '../errors.js';
+import { CostsyncError, ExitCode, describeError, errorFields, isFenced } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { DEFAULT_RETENTION_MS, icebergLake } from './iceberg.js';
@@ -99,7 +99,8 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
       behind.delete(name);
     } catch (error) {
       if (isFenced(error)) throw error;
-      if (!behind.has(name)) logger.warn(`the ${name} fell behind (the data is safe in the working copy): ${describeError(error, o.secrets)}`);
+      // With its own code: the run ends with CS_ERR_OUTPUT_BEHIND, whatever the cause.
+      if (!behind.has(name)) logger.warn(`the ${name} fell behind (the data is safe in the working copy): ${describeError(error, o.secrets)}`, errorFields(error, false));
       behind.set(name, { where: where(name), error });
     }
   };

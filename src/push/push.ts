@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import type { ApiClient } from '../api/client.js';
 import type { IngestResult, IngestVersion } from '../api/types.js';
-import { ApiError, ExitCode } from '../errors.js';
+import { ApiError, ExitCode, InternalError } from '../errors.js';
 import { keyFingerprint } from '../fingerprint.js';
 import { REQUIRED_INGEST_COLUMNS, extensionColumns } from '../focus/rules.js';
 import type { Logger } from '../log.js';
@@ -49,6 +49,8 @@ export interface RowProblem {
   line: number | null;
   column: string;
   reason: string;
+  /** 'error' when the row fails the push (nothing is sent); 'warn' when it is only left out (--skip-invalid). */
+  level: 'error' | 'warn';
 }
 
 export interface PushSummary {
@@ -189,6 +191,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
 
   // 2. Check every row of every file; nothing is sent until all are checked. A parallel count
   // first; only a file with problems is read again in order, to name their lines.
+  const level = options.skipInvalid ? 'warn' : 'error';
   for (const { source, plan } of files) {
     const validation = validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, false);
     const [counts] = await reader.all<{ rows: bigint | number; invalid: bigint | number }>(validationCountsSql(validation), source.path);
@@ -203,7 +206,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
         const text = problems[i];
         if (text === null || text === undefined) continue;
         for (const { column, reason } of splitProblems(String(text))) {
-          deps.onProblem?.({ file: source.path, row, line: lineOf(source.format, row), column, reason });
+          deps.onProblem?.({ file: source.path, row, line: lineOf(source.format, row), column, reason, level });
         }
       }
     });
@@ -218,7 +221,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
 
   // 3. Send.
   const { client, warehouse } = deps;
-  if (!client || !warehouse) throw new Error('runPush: a client and a warehouse are needed to send');
+  if (!client || !warehouse) throw new InternalError('runPush: a client and a warehouse are needed to send (only a dry run does without).');
   const lock = acquireLock(dbLockPath(warehouse.path), `costsync push (${pushId})`, new Date(clock.now()));
   try {
     for (const file of files) {

@@ -7,7 +7,7 @@ import { statSync } from 'node:fs';
 import { extname } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection, type DuckDBResult } from '@duckdb/node-api';
 import { CHARGE_CATEGORIES, CHARGE_CATEGORY_ALIASES } from '../api/types.js';
-import { ConfigError, CostsyncError, ExitCode } from '../errors.js';
+import { ConfigError, CostsyncError, ExitCode, InternalError } from '../errors.js';
 import { loadSql, sqlString } from '../storage/duckdb.js';
 import type { TargetColumn, ValueKind } from './columns.js';
 
@@ -37,7 +37,7 @@ function kindSql(kind: ValueKind): KindSql {
     const text = loadSql(`push/kind_${kind}`);
     const section = (name: string) => {
       const m = new RegExp(`^-- ${name}:\\n([\\s\\S]*?)(?=^-- \\w+:|$(?![\\s\\S]))`, 'm').exec(text);
-      if (!m) throw new Error(`sql/push/kind_${kind}.sql has no "-- ${name}:" section`);
+      if (!m) throw new InternalError(`sql/push/kind_${kind}.sql has no "-- ${name}:" section.`, 'The sql/ files costsync was installed with are damaged or from another version: install costsync again.');
       return m[1]!.trim();
     };
     cached = { parse: section('parse'), problem: section('problem'), json: section('json') };
@@ -89,12 +89,13 @@ export function validationSql(
   const typeOf = new Map(source.columns.map((c) => [c.name, c.type]));
   const valueOf = (t: TargetColumn) => ('column' in t.from ? sourceValue(source.format, t.from.column, typeOf.get(t.from.column) ?? 'VARCHAR') : constantValue(t.from.constant));
   const idx = new Map(targets.map((t, i) => [t.name, i]));
-  const values = targets.map((t, i) => {
-    let v = valueOf(t);
-    // EffectiveCost defaults to BilledCost, row by row.
-    if (t.name === 'EffectiveCost' && idx.has('BilledCost')) v = `coalesce(${v}, ${valueOf(targets[idx.get('BilledCost')!]!)})`;
-    return `${v} AS v${i}`;
-  });
+  const billed = idx.get('BilledCost');
+  const effective = idx.get('EffectiveCost');
+  // EffectiveCost defaults to BilledCost row by row, in what is sent (below). It is checked on its own
+  // value only, so a bad BilledCost is reported once, on BilledCost; without an EffectiveCost column
+  // (runPush adds one copying BilledCost's source) it has no value of its own.
+  const copiesBilled = billed !== undefined && effective !== undefined && JSON.stringify(targets[effective]!.from) === JSON.stringify(targets[billed]!.from);
+  const values = targets.map((t, i) => `${i === effective && copiesBilled ? 'NULL::VARCHAR' : valueOf(t)} AS v${i}`);
   const categories = categoryCases();
   const parsed = targets.map((t, i) => `v${i}, ${fill(kindSql(t.kind).parse, { v: `v${i}`, categories })} AS p${i}`);
   const problems: string[] = [];
@@ -111,7 +112,8 @@ export function validationSql(
   }
   const outputs = [`NULLIF(concat_ws(chr(31), ${problems.join(', ')}), '') AS _problems`];
   if (withJson) {
-    const members = targets.map((t, i) => `CASE WHEN p${i} IS NOT NULL THEN ${sqlString(`"${t.name}":`)} || ${fill(kindSql(t.kind).json, { p: `p${i}` })} END`);
+    const sent = (i: number) => (i === effective && billed !== undefined ? `coalesce(p${i}, p${billed})` : `p${i}`);
+    const members = targets.map((t, i) => `CASE WHEN ${sent(i)} IS NOT NULL THEN ${sqlString(`"${t.name}":`)} || ${fill(kindSql(t.kind).json, { p: sent(i) })} END`);
     outputs.push(`'{' || concat_ws(',', ${members.join(', ')}) || '}' AS _json`);
     if (ownIdColumn !== null && idx.has(ownIdColumn)) outputs.push(`p${idx.get(ownIdColumn)} AS _own_id`);
   }
@@ -137,6 +139,17 @@ export interface FileReader {
   /** Streams a query's rows in order; `onChunk` gets each chunk's columns as arrays, and stops the scan by returning false. */
   scan(sql: string, path: string, onChunk: (columns: unknown[][], rows: number) => Promise<boolean | void> | boolean | void): Promise<void>;
   close(): void;
+}
+
+/** A file with no column names: empty, or (CSV) a first line of blank names; `rows` is the CSV's rows after that line. Pure. */
+export function noHeader(path: string, format: FileFormat, rows: number): ConfigError {
+  const example = 'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory';
+  if (format === 'jsonl') {
+    return new ConfigError(`${path} is empty: it holds no JSON object with a member, so it names no column.`,
+      `Check that this is the file you meant (a failed export can leave an empty file); JSON Lines has one object a line, such as {"ChargePeriodStart": "2025-06-01", "BilledCost": 1.5, "ServiceName": "…", "ChargeCategory": "Usage"}.`);
+  }
+  const problem = rows === 0 ? `${path} is empty: it has no header line naming the columns, and no rows.` : `${path} has no header line: its first line names no columns.`;
+  return new ConfigError(problem, `Check that this is the file you meant (a failed export can leave an empty file); a CSV file's first line names its columns, for example ${example}.`);
 }
 
 export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Promise<FileReader> {
@@ -165,16 +178,28 @@ export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Prom
         throw new ConfigError(`${path}: cannot read the file (${(cause as NodeJS.ErrnoException).code ?? 'error'}).`, 'Check the path and its permissions.', cause);
       }
       const format = fileFormatOf(path);
+      let columns: SourceFile['columns'];
+      let rows = 0;
       try {
         if (format === 'jsonl') {
           const reader = await connection.runAndReadAll(loadSql('push/jsonl_keys'), [path]);
-          return { path, format, columns: reader.getRowObjectsJS().map((r) => ({ name: String(r.key), type: 'JSON' })) };
+          columns = reader.getRowObjectsJS().map((r) => ({ name: String(r.key), type: 'JSON' }));
+        } else {
+          const reader = await connection.runAndReadAll(`DESCRIBE ${withoutComments(loadSql(`push/source_${format}`))}`, [path]);
+          columns = reader.getRowObjectsJS().map((r) => ({ name: String(r.column_name), type: String(r.column_type) }));
         }
-        const reader = await connection.runAndReadAll(`DESCRIBE ${withoutComments(loadSql(`push/source_${format}`))}`, [path]);
-        return { path, format, columns: reader.getRowObjectsJS().map((r) => ({ name: String(r.column_name), type: String(r.column_type) })) };
+        // DuckDB names the columns of a CSV without a header line column0, column1, …: an empty file
+        // gets one such column. Counted only then, to tell an empty file from a header of blank names.
+        if (format === 'csv' && columns.every((c, i) => c.name === `column${i}`)) {
+          const [count] = (await connection.runAndReadAll(`SELECT count(*) AS n FROM (${withoutComments(loadSql('push/source_csv'))})`, [path])).getRowObjectsJS();
+          rows = Number(count!.n);
+          columns = [];
+        }
       } catch (cause) {
         throw readError(path, cause);
       }
+      if (columns.length === 0) throw noHeader(path, format, rows);
+      return { path, format, columns };
     },
     async all<T>(sql: string, path: string) {
       try {

@@ -7,7 +7,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBAppender, type DuckDBValue } from '@duckdb/node-api';
-import { CostsyncError, ExitCode } from '../errors.js';
+import { CostsyncError, ExitCode, InternalError } from '../errors.js';
 import { asMemoryError, duckdbThreads, memoryLimit } from './duckdb-settings.js';
 import { writeQueue, type TransactionOptions } from './write-queue.js';
 import { SQL_DIR } from '../paths.js';
@@ -45,7 +45,8 @@ export function loadSql(name: string, names: SqlNames = {}): string {
     sqlCache.set(name, text);
   }
   for (const [token, value] of Object.entries(names) as [keyof SqlNames, string][]) {
-    if (!NAME_CHECKS[token](value)) throw new Error(`not a substitutable ${token}: ${value}`);
+    // A name outside the checked shapes would be written into SQL as it is.
+    if (!NAME_CHECKS[token](value)) throw new InternalError(`sql/${name}.sql: not a substitutable ${token}: ${value}`);
     text = text.replaceAll(`$${token}`, value);
   }
   return text;

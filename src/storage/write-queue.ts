@@ -5,6 +5,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+import { CostsyncError } from '../errors.js';
 import { failpoint } from '../failpoints.js';
 
 export interface TransactionOptions {
@@ -25,9 +26,18 @@ export interface TransactionOptions {
  */
 export const MAX_GROUP = 8;
 
-/** The error a transaction's statement gets once the transaction was rolled back after `cause`. */
-function rolledBack(cause: unknown): Error {
-  return new Error(`the transaction was rolled back after a statement failed: ${(cause as Error)?.message?.split('\n')[0] ?? String(cause)}`, { cause });
+/**
+ * The error a transaction's statement gets once the transaction was rolled back after `cause`, as
+ * `known` says it (`asError`: DuckDB's out-of-memory as costsync's, with its code and fix); any other
+ * failure is one of writing the working copy.
+ */
+function rolledBack(cause: unknown, known: unknown): CostsyncError {
+  const message = `the transaction was rolled back after a statement failed: ${(known as Error)?.message?.split('\n')[0] ?? String(known)}`;
+  if (known instanceof CostsyncError) return new CostsyncError(known.code, message, { exitCode: known.exitCode, hint: known.hint, cause });
+  return new CostsyncError('CS_ERR_STATE_IO', message, {
+    hint: 'Nothing of the transaction was stored, and the next run does its work again. Should it keep failing, check the disk under --state-dir (space, permissions).',
+    cause,
+  });
 }
 
 /**
@@ -83,7 +93,7 @@ export function writeQueue(connection: Pick<DuckDBConnection, 'run'>, options: W
   const statement = <T>(run: () => Promise<T>): Promise<T> => one(async () => {
     const tx = open;
     const own = tx !== null && ownStatements.getStore() === tx;
-    if (own && tx.failure !== null) throw rolledBack(tx.failure);
+    if (own && tx.failure !== null) throw rolledBack(tx.failure, options.asError(tx.failure));
     try {
       return await run();
     } catch (error) {

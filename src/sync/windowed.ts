@@ -307,7 +307,7 @@ async function fetchWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: P
           release = await slots.take();
           if (ctx.shouldStop()) {
             release();
-            throw new Error(DROPPED_MESSAGE);
+            throw new CostsyncError('CS_ERR_ABORTED', DROPPED_MESSAGE);
           }
           return release;
         });

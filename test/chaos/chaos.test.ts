@@ -71,7 +71,6 @@ describe(`chaos (seed ${SEED}, ${SECONDS} s)`, () => {
         });
       });
     } while (Date.now() - started < budgetMs);
-    expect(round).toBeGreaterThanOrEqual(1);
   });
 
   it(`kill: a push SIGKILLed at ${KILLS} random points (request counts and delays), then re-run, stores every row exactly once`, { timeout }, async () => {

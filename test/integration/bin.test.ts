@@ -4,7 +4,8 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { inDirectory, run, withTempDir } from '../helpers.js';
 
 const BIN = fileURLToPath(new URL('../../dist/bin.cjs', import.meta.url));
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string; bin: Record<string, string> };
@@ -29,6 +30,33 @@ describe('the costsync executable', () => {
     // Every emulator option says what it does.
     for (const line of emulatorHelp.split('\n').filter((l) => /^  --[a-z]/.test(l) && !/--(help|version)\b/.test(l))) {
       expect(line.replace(/^\s+--[a-z-]+\s*/, '').replace(/\[[^\]]*\]/g, '').trim().length, line).toBeGreaterThan(0);
+    }
+  });
+
+  it('--version and --help print and exit 0 for every command, with no base URL, key or config file', async () => {
+    // In this process (one start per command line costs seconds of CPU); yargs prints with console.log.
+    const printed: string[] = [];
+    const log = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => { printed.push(args.join(' ')); });
+    try {
+      await withTempDir(async (dir) => inDirectory(dir, async () => {
+        for (const command of ['sync', 'push', 'push-otel', 'query', 'verify', 'report', 'notify', 'status', 'check', 'emulator', 'demo']) {
+          for (const flag of ['--version', '--help']) {
+            printed.length = 0;
+            const result = await run([command, flag], {});
+            const out = printed.join('\n') + result.stdout;
+            expect(result.code, `${command} ${flag}: ${result.stderr}`).toBe(0);
+            expect(result.stderr, `${command} ${flag}`).toBe('');
+            expect(out.trim(), `${command} ${flag}`).toMatch(flag === '--version' ? new RegExp(`^${pkg.version.replaceAll('.', '\\.')}$`) : new RegExp(`^costsync ${command}\\b`));
+          }
+        }
+        // push's --version followed by a number keeps its deprecated meaning, the profile version: a
+        // wrong one fails rather than printing a version and pushing nothing.
+        const wrong = await run(['push', '--dry-run', '--version', '2', 'costs.csv'], {});
+        expect(wrong.code).toBe(2);
+        expect(wrong.stderr).toMatch(/--version must be one of 1, 1\.1, 1\.2; got "2"/);
+      }));
+    } finally {
+      log.mockRestore();
     }
   });
 

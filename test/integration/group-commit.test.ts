@@ -141,6 +141,7 @@ describe('a statement that fails while a transaction is open', () => {
       });
       await expect(outside).rejects.toThrow(/Could not convert string 'y'/);
       await expect(store).rejects.toThrow(/the transaction was rolled back after a statement failed: Conversion Error/);
+      await expect(store).rejects.toMatchObject({ code: 'CS_ERR_STATE_IO', hint: expect.stringMatching(/^Nothing of the transaction was stored/) });
       expect(String(afterwards)).toMatch(/the transaction was rolled back/);
       expect(await wh.sql('SELECT n FROM t')).toEqual([]);
     });

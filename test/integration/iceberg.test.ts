@@ -1,12 +1,13 @@
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/api/resilience.js';
+import { ExitCode } from '../../src/errors.js';
 import type { TableMetadata } from '../../src/iceberg/metadata.js';
 import { SUMMARY } from '../../src/iceberg/metadata.js';
-import { commitSource, expireTable, loadTable, sourceTag } from '../../src/iceberg/table.js';
+import { COMMIT_ATTEMPTS, commitSource, expireTable, loadTable, sourceTag } from '../../src/iceberg/table.js';
 import { icebergLake } from '../../src/outputs/iceberg.js';
 import { directoryTarget, type OutputTarget } from '../../src/outputs/target.js';
 import { openWorkingCopy, workingCopyPath } from '../../src/storage/working-copy.js';
@@ -144,6 +145,58 @@ async function placeholderCommit(target: OutputTarget, table: string, source: st
     replaces: () => replace, summary: { [SUMMARY.commitId]: `${source}.${n}` },
   }, clock);
 }
+
+describe('a damaged, moved or contended table', () => {
+  it('a deleted manifest list, or a lake moved elsewhere: the sync names the table and the fix (CS_ERR_LAKE_DAMAGED), and the table moved aside is written again from the warehouse', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 10, anomaliesPerDay: 2, clock }, async ({ url }) => withTempDir(async (dir) => {
+      const lake = join(dir, 'lake');
+      expect(await run(syncArgs(url, dir), ENV)).toMatchObject({ code: 0 });
+      const lakeFellBehind = (stderr: string) => stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { msg: string; code?: string }).find((l) => l.msg.startsWith('the lake fell behind'));
+
+      // A copy elsewhere: its metadata still names the files where they were written.
+      cpSync(lake, join(dir, 'moved'), { recursive: true });
+      const moved = await run(syncArgs(url, dir).map((a) => (a === lake ? join(dir, 'moved') : a)), ENV);
+      expect(moved.code).toBe(ExitCode.FAILED);
+      expect(lakeFellBehind(moved.stderr)).toMatchObject({ code: 'CS_ERR_LAKE_DAMAGED' });
+      expect(lakeFellBehind(moved.stderr)!.msg).toMatch(new RegExp(`The Iceberg table at ${pathToFileURL(join(dir, 'moved')).href}/\\w+ names ${pathToFileURL(lake).href}/\\S+, outside itself: it was moved or copied from where it was written\\.\\n  hint: Point --out at where the lake was written\\.`));
+
+      const table = pathToFileURL(join(lake, 'line_items')).href;
+      for (const file of readdirSync(join(lake, 'line_items', 'metadata')).filter((f) => f.startsWith('snap-'))) rmSync(join(lake, 'line_items', 'metadata', file));
+      const damaged = await run(syncArgs(url, dir), ENV);
+      expect(damaged.code).toBe(ExitCode.FAILED);
+      expect(lakeFellBehind(damaged.stderr)).toMatchObject({ code: 'CS_ERR_LAKE_DAMAGED' });
+      expect(lakeFellBehind(damaged.stderr)!.msg).toMatch(new RegExp(`The Iceberg table at ${table} lacks ${table}/metadata/snap-\\S+\\.avro, the manifest list of its snapshot \\d+: it was deleted outside costsync\\.`));
+      expect(lakeFellBehind(damaged.stderr)!.msg).toContain(`Otherwise move the table's files (everything under ${table}) aside, or delete them: the next sync writes the table again from the warehouse`);
+      // The fix the hint names works.
+      renameSync(join(lake, 'line_items'), join(dir, 'line_items.aside'));
+      const mended = await run(syncArgs(url, dir), ENV);
+      expect(mended.code, mended.stderr).toBe(0);
+      expectEqualToWarehouse(await icebergDifferences(join(dir, 'c.duckdb'), pathToFileURL(lake).href));
+    }));
+  }, 60_000);
+
+  it('a commit or an expiry that loses every race gives up with CS_ERR_LAKE_CONFLICT, saying the change is pending', async () => {
+    await withTempDir(async (dir) => {
+      const target = directoryTarget(join(dir, 'lake'));
+      const waits: number[] = [];
+      const clock = { now: () => Date.now(), sleep: async (ms: number) => { waits.push(ms); } };
+      for (const n of [1, 2, 3]) await placeholderCommit(target, 't', 'a', n, clock);
+      // Another runner takes every version first.
+      const contended = Object.create(target) as OutputTarget;
+      contended.createText = async () => false;
+      const commit = await placeholderCommit(contended, 't', 'a', 4, clock).catch((e: unknown) => e);
+      expect(commit).toMatchObject({
+        code: 'CS_ERR_LAKE_CONFLICT', exitCode: ExitCode.FAILED,
+        message: `Gave up committing to the Iceberg table at ${target.location('t')} after ${COMMIT_ATTEMPTS} attempts: other runners committed first each time.`,
+        hint: expect.stringMatching(/^Nothing is lost: the change stays pending and the next run makes it\./),
+      });
+      expect(waits).toHaveLength(COMMIT_ATTEMPTS - 1);
+      // A day later, with no retention: snapshots 1 and 2 are to expire.
+      const expiry = await expireTable(contended, 't', ['a'], 0, { now: () => Date.now() + 86_400_000, sleep: async () => undefined }).catch((e: unknown) => e);
+      expect(expiry).toMatchObject({ code: 'CS_ERR_LAKE_CONFLICT', message: expect.stringMatching(/^Gave up expiring the snapshots of the Iceberg table at /) });
+    });
+  });
+});
 
 describe('the version hint', () => {
   it('holds the bare version number, as the Java writer writes it; a hint ending in a newline (older lakes) still loads', async () => {

@@ -4,7 +4,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/client.js';
 import type { IngestResult } from '../../src/api/types.js';
-import { ApiError, ConfigError } from '../../src/errors.js';
+import { ApiError, ConfigError, describeError } from '../../src/errors.js';
 import { openFileReader, type FileReader } from '../../src/push/reader.js';
 import { runPush, type PushOptions, type RowProblem } from '../../src/push/push.js';
 import { openWarehouse, type Warehouse } from '../../src/storage/duckdb.js';
@@ -103,7 +103,6 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       expect(problems.map((p) => [p.line, p.column, p.reason.replace(/:.*$/, '')])).toEqual([
         [3, 'ChargePeriodStart', 'not a date (YYYY-MM-DD) or ISO 8601 time'],
         [4, 'BilledCost', 'not a finite number'],
-        [4, 'EffectiveCost', 'not a finite number'],
         [5, 'BillingCurrency', 'not a three-letter currency code'],
         [6, 'Tags', 'not a flat JSON object'],
         [7, 'Tags', 'not a flat JSON object'],
@@ -112,7 +111,6 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
         [10, 'ChargeCategory', 'not a ChargeCategory (Usage, Purchase, Tax, Credit, Adjustment; or Discount, Refund, Fee)'],
         [11, 'x_service_tokens_input', 'a count cannot be negative'],
         [12, 'BilledCost', 'not a finite number'],
-        [12, 'EffectiveCost', 'not a finite number'],
       ]);
       expect(problems.every((p) => p.file === file && p.row === p.line! - 1)).toBe(true);
       expect(problems[1]!.reason).toBe('not a finite number: 1,5');
@@ -122,6 +120,26 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       expect(skip).toMatchObject({ valid: 1, rejected: 10, sent: 1, outcome: 'success' });
       expect(rec.rows()).toHaveLength(1);
       expect(rec.rows()[0]).toMatchObject({ ChargePeriodStart: '2025-06-01T00:00:00Z', x_service_tokens_input: 10 });
+    });
+  });
+
+  it('EffectiveCost defaults to BilledCost: a bad BilledCost is reported once, on BilledCost; a bad EffectiveCost of its own, on EffectiveCost', async () => {
+    await withPushSetup(async ({ dir, reader, warehouse }) => {
+      const billedOnly = join(dir, 'billed.csv');
+      writeFileSync(billedOnly, 'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory\n2025-06-01,twelve,Svc,Usage\n2025-06-01,1,Svc,Usage\n');
+      const both = join(dir, 'both.csv');
+      writeFileSync(both, 'ChargePeriodStart,BilledCost,EffectiveCost,ServiceName,ChargeCategory\n2025-06-01,twelve,,Svc,Usage\n2025-06-01,1,eleven,Svc,Usage\n2025-06-01,2,,Svc,Usage\n2025-06-01,3,2.5,Svc,Usage\n');
+      const problems: RowProblem[] = [];
+      const rec = recordingClient();
+      const summary = await runPush({ options: options([billedOnly, both], { skipInvalid: true }), reader, warehouse, client: rec.client, logger: memoryLogger(), onProblem: (p) => problems.push(p) });
+      expect(problems.map((p) => [p.file, p.line, p.column, p.reason])).toEqual([
+        [billedOnly, 2, 'BilledCost', 'not a finite number: twelve'],
+        [both, 2, 'BilledCost', 'not a finite number: twelve'],
+        [both, 3, 'EffectiveCost', 'not a finite number: eleven'],
+      ]);
+      expect(summary).toMatchObject({ rowsRead: 6, invalid: 3, sent: 3 });
+      // Sent: the row's own EffectiveCost, else its BilledCost.
+      expect(rec.rows().map((r) => [r.BilledCost, r.EffectiveCost])).toEqual([[1, 1], [2, 2], [3, 2.5]]);
     });
   });
 
@@ -138,6 +156,25 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       const mapped = await runPush({ options: options([file], { mapping: { columns: { Cost: 'BilledCost' }, constants: {} } }), reader, warehouse, client: rec.client, logger: memoryLogger() });
       expect(mapped.sent).toBe(1);
       expect(rec.rows()[0]).toMatchObject({ BilledCost: 1, EffectiveCost: 1 });
+    });
+  });
+
+  it('refuses an empty file, or a CSV whose first line names no columns, naming the file and the fix (not a column DuckDB made up)', async () => {
+    await withPushSetup(async ({ dir, reader, warehouse }) => {
+      for (const [name, text, problem] of [
+        ['empty.csv', '', 'is empty: it has no header line naming the columns, and no rows.'],
+        ['blank.csv', '\n', 'is empty: it has no header line naming the columns, and no rows.'],
+        ['unnamed.csv', ',,,\n2025-06-01,1,Svc,Usage\n', 'has no header line: its first line names no columns.'],
+        ['empty.jsonl', '', 'is empty: it holds no JSON object with a member, so it names no column.'],
+      ] as const) {
+        const file = join(dir, name);
+        writeFileSync(file, text);
+        const error = await runPush({ options: options([file]), reader, warehouse, logger: memoryLogger() }).catch((e: unknown) => e);
+        expect(error, name).toBeInstanceOf(ConfigError);
+        expect((error as ConfigError).message, name).toBe(`${file} ${problem}`);
+        expect((error as ConfigError).hint, name).toMatch(name.endsWith('.csv') ? /first line names its columns, for example ChargePeriodStart,BilledCost,ServiceName,ChargeCategory/ : /one object a line/);
+        expect(describeError(error), name).not.toMatch(/column0/);
+      }
     });
   });
 

@@ -109,6 +109,22 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
     });
   });
 
+  it('reports rows that fail the push as errors, and rows --skip-invalid leaves out as warnings', async () => {
+    await withTempDir(async (dir) => {
+      const bad = join(dir, 'bad.csv');
+      writeFileSync(bad, 'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory\n2025-06-01,1,Svc,Usage\n2025-06-01,twelve,Svc,Usage\n');
+      const levels = (stderr: string) => stderr.split('\n').filter((l) => l.includes('BilledCost: not a finite number')).map((l) => (JSON.parse(l) as { level: string }).level);
+      const failed = await run(['push', '--dry-run', '--log-format', 'json', bad]);
+      expect(failed.code).toBe(ExitCode.FAILED);
+      expect(levels(failed.stderr)).toEqual(['error']);
+      const skipped = await run(['push', '--dry-run', '--skip-invalid', '--log-format', 'json', bad]);
+      expect(skipped.code).toBe(ExitCode.OK);
+      expect(levels(skipped.stderr)).toEqual(['warn']);
+      const pretty = await run(['push', '--dry-run', bad]);
+      expect(pretty.stderr).toContain(`ERROR ${bad}:3: BilledCost: not a finite number: twelve`);
+    });
+  });
+
   it('a key bound to another connection, or without usage:write, stops at once with exit code 3', async () => {
     const keys: KeysConfig = {
       keys: [

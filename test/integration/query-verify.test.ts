@@ -1,8 +1,9 @@
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { withWarehouse } from '../../src/storage/duckdb.js';
-import { cli, withEmulator, withTempDir, SPAN, run } from '../helpers.js';
+import { cli, inDirectory, withEmulator, withScriptedServer, withTempDir, SPAN, run } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -59,6 +60,53 @@ describe('costsync query', () => {
       const count = JSON.parse((await run(['query', '--db', db, '--format', 'json', 'SELECT count(*) AS n FROM line_items'])).stdout);
       expect(count).toEqual([{ n: 40 * 30 }]);
     });
+  });
+});
+
+describe('costsync query errors', () => {
+  it("keep DuckDB's suggestions and why an extension cannot load; --list is named only for an unknown table or column", async () => {
+    await withTempDir(async (dir) => {
+      const db = join(dir, 'c.duckdb');
+      await withWarehouse(db, async () => undefined);
+      const query = async (sql: string) => {
+        const result = await run(['query', '--db', db, sql]);
+        expect(result.code, sql).toBe(ExitCode.USAGE);
+        return result.stderr;
+      };
+      const table = await query('SELECT * FROM line_item');
+      expect(table).toMatch(/Table with name line_item does not exist!\nDid you mean "line_items"\?/);
+      expect(table).toMatch(/hint: costsync query --list/);
+      const column = await query('SELECT providr FROM line_items');
+      expect(column).toMatch(/Referenced column "providr" not found in FROM clause!\nCandidate bindings: .*"provider_type"/);
+      expect(column).toMatch(/hint: costsync query --list/);
+      const fn = await query("SELECT lenght('costsync')");
+      expect(fn).toMatch(/Scalar Function with name lenght does not exist!\nDid you mean "length"\?/);
+      expect(fn).not.toMatch(/--list/);
+
+      // An extension that is not built in, from a repository that refuses it (as extensions.duckdb.org is
+      // out of reach here): DuckDB's reason, and what is built in instead.
+      await withScriptedServer([{ status: 404, body: 'no such extension' }], async (url) => {
+        const extension = await query(`SET extension_directory = '${join(dir, 'extensions')}'; SET autoinstall_extension_repository = '${url}'; SELECT * FROM read_xlsx('${join(dir, 'costs.xlsx')}')`);
+        expect(extension).toMatch(/required extension 'excel':\nFailed to download extension "excel" at URL "http:\/\/127\.0\.0\.1:\d+\//);
+        expect(extension).toMatch(/\(HTTP 404\)/);
+        expect(extension).toMatch(/hint: costsync's DuckDB has the json, parquet and icu extensions built in; any other, such as excel, is downloaded/);
+        expect(extension).not.toMatch(/--list/);
+      });
+    });
+  });
+});
+
+describe('query and verify without a warehouse', () => {
+  it('name the file they looked for and how to make one, and exit 2, creating nothing', async () => {
+    await withTempDir(async (dir) => inDirectory(dir, async () => {
+      for (const [args, db] of [[['query', 'SELECT 1'], 'costs.duckdb'], [['query', '--list'], 'costs.duckdb'], [['verify'], 'costs.duckdb'], [['verify', '--db', 'nested/w.duckdb'], 'nested/w.duckdb']] as const) {
+        const result = await run([...args]);
+        expect(result.code, args.join(' ')).toBe(ExitCode.USAGE);
+        expect(result.stderr, args.join(' ')).toContain(`There is no warehouse at ${join(process.cwd(), db)}: no such file`);
+        expect(result.stderr, args.join(' ')).toMatch(/hint: Run costsync sync with the same --db to make one, or pass --db .*\(for the demo's, --db demo\.duckdb/);
+      }
+      expect(readdirSync(dir)).toEqual([]);
+    }));
   });
 });
 

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import { formatUsd } from '../../src/money.js';
-import { cli, queryDb, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { cli, inDirectory, queryDb, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const CHROMIUM = process.env.COSTSYNC_CHROMIUM ?? '/usr/bin/chromium';
@@ -53,6 +53,16 @@ describe('costsync report', () => {
       expect(head).not.toContain('<th>Source</th>');
       expect(html).toMatch(/<th>Run-rate \(projected to month end\)<\/th>/);
     });
+  });
+
+  it('without a warehouse, names the file it looked for and how to make one, exits 2 and writes no report', async () => {
+    await withTempDir(async (dir) => inDirectory(dir, async () => {
+      const result = await run(['report']);
+      expect(result.code).toBe(ExitCode.USAGE);
+      expect(result.stderr).toContain(`There is no warehouse at ${join(process.cwd(), 'costs.duckdb')}: no such file`);
+      expect(result.stderr).toMatch(/hint: Run costsync sync with the same --db to make one, or pass --db .*\(for the demo's, --db demo\.duckdb/);
+      expect(readdirSync(dir)).toEqual([]);
+    }));
   });
 
   it('projects a month in progress to its end, refuses --from after --to, and says when a range holds no data', async () => {
