@@ -6,6 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import { formatUsd } from '../../src/money.js';
+import type { ReportData } from '../../src/report/data.js';
+import { reportHtml } from '../../src/report/html.js';
 import { cli, queryDb, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -119,5 +121,53 @@ describe('costsync report', () => {
         await browser.close();
       }
     });
+  });
+});
+
+/**
+ * Two sources' anomalies crowding one provider and day (more than fit beside one mark), and the
+ * largest on the last day, where a label running right would reach the legend.
+ */
+function crowded(): ReportData {
+  const anomaly = (source: string, id: string, date: string, provider: string, service: string, excess: number, severity = 'high') => ({
+    source, id, date, provider, service, alert_type: 'spend_spike', severity, status: 'new', excess_usd: excess, deviation_percent: 132,
+  });
+  const days = Array.from({ length: 30 }, (_, i) => `2025-06-${String(i + 1).padStart(2, '0')}`);
+  return {
+    from: '2025-06-01', to: '2025-06-30', source: null,
+    totals: { total_usd: 3000, days: 30, daily_average_usd: 100, last_7_days_usd: 700, prior_7_days_usd: 700 },
+    daily: days.flatMap((date) => [{ date, provider: 'aws', cost_usd: 60 }, { date, provider: 'gcp', cost_usd: 40 }]),
+    topServices: [{ service: 'Amazon EC2', cost_usd: 3000 }],
+    movers: [],
+    monthToDate: null,
+    monthly: [
+      { month: '2025-05', cost_usd: 1500, previous_month_usd: null, change_usd: null, change_pct: null, days_with_data: 15, is_partial: true, to_date: false, last_date: '2025-05-31', projected_usd: null },
+      { month: '2025-06', cost_usd: 3000, previous_month_usd: 1500, change_usd: null, change_pct: null, days_with_data: 30, is_partial: false, to_date: false, last_date: '2025-06-30', projected_usd: null },
+    ],
+    bySource: [{ source: 'acme-eu', cost_usd: 1500, days: 30 }, { source: 'acme-us', cost_usd: 1500, days: 30 }],
+    anomalies: [
+      anomaly('acme-us', 'a0', '2025-06-30', 'aws', 'Amazon CloudFront Distribution', 9000, 'critical'),
+      anomaly('acme-eu', 'a1', '2025-06-15', 'aws', 'Amazon EC2', 5000),
+      anomaly('acme-us', 'a1', '2025-06-15', 'aws', 'Amazon EC2', 4900),
+      anomaly('acme-eu', 'a2', '2025-06-15', 'aws', 'Amazon RDS', 4800),
+      anomaly('acme-us', 'a2', '2025-06-15', 'aws', 'Amazon RDS', 4700),
+      anomaly('acme-eu', 'a3', '2025-06-15', 'aws', 'Amazon S3', 4600),
+      anomaly('acme-eu', 'a4', '2025-06-16', 'gcp', 'Compute Engine', 4500, 'low'),
+      anomaly('acme-us', 'a5', '2025-06-20', 'gcp', 'BigQuery', -300, 'low'),
+    ],
+  };
+}
+
+describe('what a person sees in the report', () => {
+  it('prints a deviation one way: one decimal, as every other percentage of the report', async () => {
+    const data = crowded();
+    data.anomalies[1] = { ...data.anomalies[1]!, deviation_percent: 136.44 };
+    data.anomalies[2] = { ...data.anomalies[2]!, deviation_percent: -90 };
+    const html = reportHtml(data, { daily: '', services: '', monthly: '' }, '2025-07-01 06:00 UTC');
+    const cells = [.../<table id="anomalies">[\s\S]*?<\/table>/.exec(html)![0].matchAll(/<td>([^<]*%)<\/td>/g)].map((m) => m[1]);
+    expect(cells).toContain('+132.0%');
+    expect(cells).toContain('+136.4%');
+    expect(cells).toContain('-90.0%');
+    for (const cell of cells) expect(cell).toMatch(/^[+-]?[\d,]+\.\d%$/);
   });
 });
