@@ -6,14 +6,25 @@ import { View, parse } from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import { monthLabel, type ReportData } from './data.js';
 import { formatUsd } from '../money.js';
+import { SEVERITIES } from '../api/types.js';
 
 const WIDTH = 860;
 /**
  * Severity in shades of one hue that no provider colour uses (providers take tableau10), so an
- * anomaly is never read as a provider; size carries severity too.
+ * anomaly is never read as a provider; size carries severity too. Even the lightest stands out
+ * from the white page (WCAG's 3:1 for graphics), and marks are opaque with a white edge, so
+ * overlapping ones stay apart instead of fading.
  */
-const SEVERITY_COLORS = { domain: ['low', 'medium', 'high', 'critical'], range: ['#c4b5fd', '#8b5cf6', '#5b21b6', '#1e1b4b'] };
-const SEVERITY_SIZES = { domain: ['low', 'medium', 'high', 'critical'], range: [30, 60, 120, 220] };
+export const SEVERITY_STYLE = {
+  colors: ['#8b5cf6', '#6d28d9', '#4c1d95', '#1e1b4b'],
+  sizes: [60, 90, 140, 220],
+  opacity: 1,
+} as const;
+/** Month bars by their trend; the two greys (a month with nothing to compare) differ as clearly as the hues. */
+export const MONTH_TRENDS = {
+  domain: ['no whole month before', 'partial month', 'to date', 'up', 'down'],
+  range: ['#374151', '#9ca3af', '#93c5fd', '#dc2626', '#16a34a'],
+} as const;
 /** Anomalies labelled on the chart: the largest few by dollars over expected; the table lists them all. */
 export const LABELLED_ANOMALIES = 5;
 const LEGEND = { titleLimit: 0, labelLimit: 0 } as const;
@@ -60,13 +71,13 @@ export function dailySpendSpec(data: ReportData): TopLevelSpec {
         data: { values: marks.length > 0 ? marks : [{ date: data.to, provider: '(none)', severity: 'low', direction: 'above expected', label: null }] },
         layer: [
           {
-            mark: { type: 'point', filled: true, opacity: 0.9, tooltip: true },
+            mark: { type: 'point', filled: true, opacity: SEVERITY_STYLE.opacity, stroke: '#ffffff', strokeWidth: 0.75, tooltip: true },
             encoding: {
               x,
               y: { field: 'provider', type: 'nominal', title: null, sort: providers, axis: { labelLimit: 0 } },
               shape: { field: 'direction', type: 'nominal', title: 'Anomaly', scale: { domain: ['above expected', 'below expected'], range: ['triangle-up', 'triangle-down'] }, legend: LEGEND },
-              color: { field: 'severity', type: 'nominal', title: 'Severity', scale: SEVERITY_COLORS, legend: LEGEND },
-              size: { field: 'severity', type: 'ordinal', scale: SEVERITY_SIZES, legend: null },
+              color: { field: 'severity', type: 'nominal', title: 'Severity', scale: { domain: [...SEVERITIES], range: [...SEVERITY_STYLE.colors] }, legend: LEGEND },
+              size: { field: 'severity', type: 'ordinal', scale: { domain: [...SEVERITIES], range: [...SEVERITY_STYLE.sizes] }, legend: null },
               ...(marks.length === 0 ? { opacity: { value: 0 } } : {}),
             },
           },
@@ -134,7 +145,7 @@ export function monthlySpec(data: ReportData): TopLevelSpec {
         encoding: {
           x,
           y: { field: 'cost_usd', type: 'quantitative', title: 'USD per month', axis: { format: '$,.0f' } },
-          color: { field: 'trend', type: 'nominal', title: 'Against the month before', legend: LEGEND, scale: { domain: ['no whole month before', 'partial month', 'to date', 'up', 'down'], range: ['#9ca3af', '#d1d5db', '#93c5fd', '#dc2626', '#16a34a'] } },
+          color: { field: 'trend', type: 'nominal', title: 'Against the month before', legend: LEGEND, scale: { domain: [...MONTH_TRENDS.domain], range: [...MONTH_TRENDS.range] } },
         },
       },
     ],

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import { formatUsd } from '../../src/money.js';
+import { dailySpendSpec, monthlySpec } from '../../src/report/charts.js';
 import type { ReportData } from '../../src/report/data.js';
 import { reportHtml } from '../../src/report/html.js';
 import { cli, queryDb, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
@@ -124,6 +125,30 @@ describe('costsync report', () => {
   });
 });
 
+/** WCAG's contrast ratio of two colours (`#rrggbb`), from their relative luminance. */
+function contrast(a: string, b: string): number {
+  const luminance = (hex: string) => {
+    const [r, g, bl] = [1, 3, 5].map((i) => {
+      const c = parseInt(hex.slice(i, i + 2), 16) / 255;
+      return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    }) as [number, number, number];
+    return 0.2126 * r + 0.7152 * g + 0.0722 * bl;
+  };
+  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x) as [number, number];
+  return (hi + 0.05) / (lo + 0.05);
+}
+
+/** A colour drawn at `opacity` over the white page, as the eye gets it. */
+function overWhite(hex: string, opacity: number): string {
+  return `#${[1, 3, 5].map((i) => Math.round(255 - (255 - parseInt(hex.slice(i, i + 2), 16)) * opacity).toString(16).padStart(2, '0')).join('')}`;
+}
+
+/** A colour with no hue to speak of: its channels within a small spread. */
+const isGrey = (hex: string) => {
+  const channels = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+  return Math.max(...channels) - Math.min(...channels) <= 0x20;
+};
+
 /**
  * Two sources' anomalies crowding one provider and day (more than fit beside one mark), and the
  * largest on the last day, where a label running right would reach the legend.
@@ -159,6 +184,36 @@ function crowded(): ReportData {
 }
 
 describe('what a person sees in the report', () => {
+  it('every severity stands out from the page (3:1, as WCAG asks of graphics), the low one no smaller than a readable mark', () => {
+    const spec = dailySpendSpec(crowded()) as unknown as { vconcat: { layer?: { mark: { type: string; opacity?: number }; encoding: Record<string, { scale?: { domain: string[]; range: (string | number)[] } }> }[] }[] };
+    const points = spec.vconcat[1]!.layer!.find((l) => l.mark.type === 'point')!;
+    const colors = points.encoding.color!.scale!;
+    const sizes = points.encoding.size!.scale!;
+    const opacity = points.mark.opacity ?? 1;
+    expect(colors.domain).toEqual(['low', 'medium', 'high', 'critical']);
+    for (const [i, severity] of colors.domain.entries()) {
+      expect(contrast(overWhite(String(colors.range[i]), opacity), '#ffffff'), severity).toBeGreaterThanOrEqual(3);
+    }
+    // Higher severities darker and larger, each step one the eye tells apart.
+    for (let i = 1; i < colors.range.length; i++) {
+      expect(contrast(String(colors.range[i]), String(colors.range[i - 1])), colors.domain[i]).toBeGreaterThanOrEqual(1.3);
+      expect(Number(sizes.range[i])).toBeGreaterThan(Number(sizes.range[i - 1]));
+    }
+    expect(Number(sizes.range[0])).toBeGreaterThanOrEqual(50);
+  });
+
+  it('the month legend\'s colours are distinct, and its greys as far apart as 3:1', () => {
+    const spec = monthlySpec(crowded()) as unknown as { layer: { encoding: { color?: { field: string; scale: { domain: string[]; range: string[] } } } }[] };
+    const { domain, range } = spec.layer.find((l) => l.encoding.color?.field === 'trend')!.encoding.color!.scale;
+    expect(range).toHaveLength(domain.length);
+    expect(new Set(range.map((c) => c.toLowerCase())).size).toBe(range.length);
+    const greys = range.filter(isGrey);
+    expect(greys.length).toBeGreaterThanOrEqual(2);
+    for (let i = 0; i < greys.length; i++) {
+      for (let j = i + 1; j < greys.length; j++) expect(contrast(greys[i]!, greys[j]!), `${greys[i]} / ${greys[j]}`).toBeGreaterThanOrEqual(3);
+    }
+  });
+
   it('prints a deviation one way: one decimal, as every other percentage of the report', async () => {
     const data = crowded();
     data.anomalies[1] = { ...data.anomalies[1]!, deviation_percent: 136.44 };
