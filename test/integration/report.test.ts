@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import { formatUsd } from '../../src/money.js';
-import { dailySpendSpec, monthlySpec } from '../../src/report/charts.js';
+import { dailySpendSpec, monthlySpec, renderSvg, topServicesSpec } from '../../src/report/charts.js';
 import type { ReportData } from '../../src/report/data.js';
 import { reportHtml } from '../../src/report/html.js';
 import { cli, queryDb, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
@@ -183,7 +183,42 @@ function crowded(): ReportData {
   };
 }
 
+/** The anomaly labels as Vega drew them: position in the panel, anchor and text. */
+function drawnLabels(svg: string): { x: number; y: number; anchor: string; text: string }[] {
+  return [...svg.matchAll(/<text [^>]*aria-roledescription="text mark"[^>]*text-anchor="(\w+)"[^>]*transform="translate\(([-\d.]+),([-\d.]+)\)"[^>]*>([^<]*)<\/text>/g)]
+    .map((m) => ({ anchor: m[1]!, x: Number(m[2]), y: Number(m[3]), text: m[4]! }));
+}
+
 describe('what a person sees in the report', () => {
+  it('labels never share a place, overlap or run past the plot into the legends, with two sources crowding one day', async () => {
+    const data = crowded();
+    const svg = await renderSvg(dailySpendSpec(data));
+    const labels = drawnLabels(svg);
+    expect(labels.length).toBeGreaterThanOrEqual(4);
+    expect(new Set(labels.map((l) => `${l.x},${l.y}`)).size).toBe(labels.length);
+    // Boxes at 5.5 px a character of 10 px text: none overlaps another, all inside the 860 px plot (the legends are beyond it).
+    const boxes = labels.map((l) => {
+      const width = l.text.length * 5.5;
+      const x0 = l.anchor === 'end' ? l.x - width : l.anchor === 'middle' ? l.x - width / 2 : l.x;
+      return { x0, x1: x0 + width, y0: l.y - 10, y1: l.y, text: l.text };
+    });
+    for (const b of boxes) {
+      expect(b.x0, b.text).toBeGreaterThanOrEqual(0);
+      expect(b.x1, b.text).toBeLessThanOrEqual(860);
+    }
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = i + 1; j < boxes.length; j++) {
+        const [a, b] = [boxes[i]!, boxes[j]!];
+        expect(a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1, `${a.text} / ${b.text}`).toBe(false);
+      }
+    }
+    // The title counts what is drawn (a label with no room left is in the table only); with two sources each label names its own.
+    const title = /Open anomalies by provider \(8; (the (\d) largest|(\d) of the 5 largest) labelled\)/.exec(svg);
+    expect(title).not.toBeNull();
+    expect(Number(title![2] ?? title![3])).toBe(labels.length);
+    for (const l of labels) expect(l.text).toMatch(/^acme-(eu|us): /);
+  });
+
   it('every severity stands out from the page (3:1, as WCAG asks of graphics), the low one no smaller than a readable mark', () => {
     const spec = dailySpendSpec(crowded()) as unknown as { vconcat: { layer?: { mark: { type: string; opacity?: number }; encoding: Record<string, { scale?: { domain: string[]; range: (string | number)[] } }> }[] }[] };
     const points = spec.vconcat[1]!.layer!.find((l) => l.mark.type === 'point')!;
@@ -224,5 +259,37 @@ describe('what a person sees in the report', () => {
     expect(cells).toContain('+136.4%');
     expect(cells).toContain('-90.0%');
     for (const cell of cells) expect(cell).toMatch(/^[+-]?[\d,]+\.\d%$/);
+  });
+
+  it.skipIf(!hasChromium)('in Chromium, the drawn labels overlap neither each other nor a legend', async () => {
+    const data = crowded();
+    const [daily, services, monthly] = await Promise.all([renderSvg(dailySpendSpec(data)), renderSvg(topServicesSpec(data)), renderSvg(monthlySpec(data))]);
+    await withTempDir(async (dir) => {
+      const path = join(dir, 'crowded.html');
+      writeFileSync(path, reportHtml(data, { daily, services, monthly }, '2025-07-01 06:00 UTC'));
+      const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+      try {
+        const page = await browser.newPage({ viewport: { width: 1400, height: 1500 } });
+        await page.goto(pathToFileURL(path).href);
+        // What the browser drew: each element's box on the page.
+        const boxesOf = (selector: string) => page.locator(selector).evaluateAll((els) => els.map((e) => {
+          const r = e.getBoundingClientRect();
+          return { x0: r.left, x1: r.right, y0: r.top, y1: r.bottom, text: e.textContent ?? '' };
+        }));
+        const labels = await boxesOf('#chart-daily [aria-roledescription="text mark"]');
+        const legends = await boxesOf('#chart-daily [aria-roledescription="legend"]');
+        expect(labels.length).toBeGreaterThanOrEqual(4);
+        expect(legends.length).toBeGreaterThanOrEqual(2);
+        const meet = (a: typeof labels[number], b: typeof labels[number]) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+        for (const [i, a] of labels.entries()) {
+          for (const b of labels.slice(i + 1)) expect(meet(a, b), `${a.text} / ${b.text}`).toBe(false);
+          for (const legend of legends) expect(meet(a, legend), `${a.text} / legend ${legend.text.slice(0, 20)}`).toBe(false);
+        }
+        mkdirSync(ARTIFACTS, { recursive: true });
+        await page.locator('#chart-daily').screenshot({ path: join(ARTIFACTS, 'report-crowded-labels.png') });
+      } finally {
+        await browser.close();
+      }
+    });
   });
 });
