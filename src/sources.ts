@@ -78,13 +78,20 @@ export function selectSources(sources: ConfigSources, only: { value: unknown; fr
     throw new ConfigError(`${only!.from} names unknown source(s): ${unknownNames.join(', ')}.`, `The config file's sources are: ${all.map((s) => s.name).join(', ')}.`);
   }
   const chosen = wanted === null ? all : all.filter((s) => wanted.includes(s.name));
+  // The file's own top-level base-url is a default for its sources, as its other settings are; the
+  // flag and its variable are not, so a shell's COSTSYNC_BASE_URL cannot move a listed workspace.
+  const fileBase = sources.file['base-url'];
   if (!needsApi) {
     return chosen.map(({ name, raw }) => ({ name, baseUrl: '', apiKey: '', rateLimit, ...(raw.notify !== undefined ? { notify: urlList(raw.notify, `source "${name}": "notify"`) } : {}) }));
   }
   return chosen.map(({ name, raw }) => {
     const where = `source "${name}" in the config file`;
-    if (typeof raw['base-url'] !== 'string' || raw['base-url'].trim() === '') throw new ConfigError(`${where} has no "base-url".`, fix);
-    const baseUrl = raw['base-url'].trim().replace(/\/+$/, '');
+    const base = raw['base-url'] ?? fileBase;
+    if (typeof base !== 'string' || base.trim() === '') {
+      const envNote = sources.env.COSTSYNC_BASE_URL ? ' (COSTSYNC_BASE_URL, like --base-url, is not used for sources)' : '';
+      throw new ConfigError(`${where} has no "base-url", and the config file has no top-level "base-url"${envNote}.`, `Give the source a "base-url", or put one "base-url" at the top of the config file for every source without its own. ${fix}`);
+    }
+    const baseUrl = base.trim().replace(/\/+$/, '');
     parseBaseUrl(baseUrl);
     let apiKey: string;
     if (typeof raw['api-key-file'] === 'string' && raw['api-key-env'] === undefined) {

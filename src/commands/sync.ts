@@ -11,7 +11,7 @@ import { dryRunText, planDryRun } from '../sync/dry-run.js';
 
 export function syncOptions(yargs: Argv): Argv {
   return settingOptions(yargs, ['connection', 'rate', 'notify', 'sync', 'lease'])
-    .option('dry-run', { type: 'boolean', describe: 'Print the plan (windows, requests expected, time at the rate limit, what the lookback re-reads); at most one rollups request, nothing written' });
+    .option('dry-run', { type: 'boolean', describe: 'Print the plan (windows, requests expected, time at the rate limit, what the lookback re-reads); at most three requests (a line-items page when nothing stored prices them, the provider rollups, the first anomalies request), nothing written' });
 }
 
 /** Sends a run's failure straight to the webhooks, for failures that cannot use the outbox. Never throws. */

@@ -11,7 +11,7 @@ import { request } from 'undici';
 import { isLoopbackHost } from '../api/client.js';
 import { ConfigError, CostsyncError, describeError } from '../errors.js';
 import type { Warehouse } from '../storage/duckdb.js';
-import { formatUsd } from '../money.js';
+import { formatPercent, formatUsd } from '../money.js';
 
 export const SEVERITY_RANK = { low: 1, medium: 2, high: 3, critical: 4 } as const;
 export type NotifySeverity = keyof typeof SEVERITY_RANK;
@@ -56,7 +56,7 @@ export function eventLine(e: NotifyEvent & { event_id?: string }): string {
     case 'anomaly':
     case 'severity_rose':
     case 'status_changed': {
-      const dev = typeof e.deviation_percent === 'number' ? ` (${e.deviation_percent >= 0 ? '+' : ''}${e.deviation_percent.toFixed(1)}%)` : '';
+      const dev = typeof e.deviation_percent === 'number' ? ` (${formatPercent(e.deviation_percent)})` : '';
       const what = e.kind === 'anomaly' ? 'new' : e.kind === 'severity_rose' ? `severity rose from ${String(e.previous_severity)}` : `status ${String(e.previous_status)} -> ${String(e.status)}`;
       return `${where} ${String(e.severity).toUpperCase()} anomaly (${what}): ${String(e.provider)} / ${String(e.service)}: ${usd(e.actual_cost)} vs ${usd(e.expected_cost)} expected${dev}, detected ${String(e.detected_at)}`;
     }

@@ -6,29 +6,115 @@ import { View, parse } from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import { monthLabel, type ReportData } from './data.js';
 import { formatUsd } from '../money.js';
+import { SEVERITIES } from '../api/types.js';
 
 const WIDTH = 860;
 /**
  * Severity in shades of one hue that no provider colour uses (providers take tableau10), so an
- * anomaly is never read as a provider; size carries severity too.
+ * anomaly is never read as a provider; size carries severity too. Even the lightest stands out
+ * from the white page (WCAG's 3:1 for graphics), and marks are opaque with a white edge, so
+ * overlapping ones stay apart instead of fading.
  */
-const SEVERITY_COLORS = { domain: ['low', 'medium', 'high', 'critical'], range: ['#c4b5fd', '#8b5cf6', '#5b21b6', '#1e1b4b'] };
-const SEVERITY_SIZES = { domain: ['low', 'medium', 'high', 'critical'], range: [30, 60, 120, 220] };
+export const SEVERITY_STYLE = {
+  colors: ['#8b5cf6', '#6d28d9', '#4c1d95', '#1e1b4b'],
+  sizes: [60, 90, 140, 220],
+  opacity: 1,
+} as const;
+/** Month bars by their trend; the two greys (a month with nothing to compare) differ as clearly as the hues. */
+export const MONTH_TRENDS = {
+  domain: ['no whole month before', 'partial month', 'to date', 'up', 'down'],
+  range: ['#374151', '#9ca3af', '#93c5fd', '#dc2626', '#16a34a'],
+} as const;
 /** Anomalies labelled on the chart: the largest few by dollars over expected; the table lists them all. */
 export const LABELLED_ANOMALIES = 5;
 const LEGEND = { titleLimit: 0, labelLimit: 0 } as const;
 
 /**
- * The anomalies as the timeline draws them: one mark each, on its provider's row, pointing up for
- * cost above expected and down for below, the largest few labelled. Pure.
+ * The anomaly timeline's geometry, which label placement reasons in: a row per provider across the
+ * plot's width, tall enough for a label above and one below its marks, inside the row.
  */
-export function anomalyMarks(anomalies: ReportData['anomalies']): (ReportData['anomalies'][number] & { direction: string; label: string | null })[] {
-  const labelled = new Set([...anomalies].sort((a, b) => Math.abs(b.excess_usd) - Math.abs(a.excess_usd)).slice(0, LABELLED_ANOMALIES).map((a) => a.id + a.source));
-  return anomalies.map((a) => ({
-    ...a,
-    direction: a.excess_usd >= 0 ? 'above expected' : 'below expected',
-    label: labelled.has(a.id + a.source) ? `${a.service} ${a.excess_usd >= 0 ? '+' : '-'}$${Math.round(Math.abs(a.excess_usd)).toLocaleString('en-US')}` : null,
-  }));
+const ANOMALY_ROW_PX = 36;
+const LABEL_FONT_PX = 10;
+/** A label's box: wider than a 10 px sans-serif character averages, so an estimate never undercuts the drawn text. */
+const LABEL_CHAR_PX = 6.2;
+const LABEL_HEIGHT_PX = 12;
+/** Labels sit this far beside their mark, clear of the largest triangle. */
+const LABEL_GAP_PX = 9;
+/**
+ * Where a label may go, best first: beside its mark, above or below the row's marks (never in the
+ * next row, where it would read as that provider's), to the right or, near the right edge or when
+ * taken, to the left.
+ */
+const LABEL_SLOTS: readonly { side: 'right' | 'left'; dy: number }[] = [
+  { side: 'right', dy: -11 }, { side: 'right', dy: 11 }, { side: 'left', dy: -11 }, { side: 'left', dy: 11 },
+];
+
+interface LabelBox { x0: number; x1: number; y0: number; y1: number }
+export interface LabelPlace { side: 'right' | 'left'; dy: number; box: LabelBox }
+
+/** The box a label of `chars` characters takes beside a mark at (`x`, row middle `y`). Pure. */
+function labelBox(x: number, y: number, chars: number, slot: { side: 'right' | 'left'; dy: number }): LabelBox {
+  const width = chars * LABEL_CHAR_PX;
+  const x0 = slot.side === 'right' ? x + LABEL_GAP_PX : x - LABEL_GAP_PX - width;
+  const yc = y + slot.dy;
+  return { x0, x1: x0 + width, y0: yc - LABEL_HEIGHT_PX / 2, y1: yc + LABEL_HEIGHT_PX / 2 };
+}
+
+const overlaps = (a: LabelBox, b: LabelBox) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+
+/**
+ * Places labels, most important first, each in the first slot inside the plot (never over the
+ * legends beside it, never over the title above) that no placed label takes; a label with no such
+ * slot is left out (the table lists every anomaly). Pure.
+ */
+export function placeLabels(
+  items: readonly { key: string; text: string; x: number; row: number }[], plot: { width: number; rows: number },
+): Map<string, LabelPlace> {
+  const placed = new Map<string, LabelPlace>();
+  for (const item of items) {
+    const y = item.row * ANOMALY_ROW_PX + ANOMALY_ROW_PX / 2;
+    for (const slot of LABEL_SLOTS) {
+      const box = labelBox(item.x, y, item.text.length, slot);
+      const inside = box.x0 >= 0 && box.x1 <= plot.width && box.y0 >= 0 && box.y1 <= plot.rows * ANOMALY_ROW_PX;
+      if (inside && ![...placed.values()].some((p) => overlaps(p.box, box))) {
+        placed.set(item.key, { ...slot, box });
+        break;
+      }
+    }
+  }
+  return placed;
+}
+
+export type AnomalyMark = ReportData['anomalies'][number] & { direction: string; label: string | null; side: 'right' | 'left' | null; dy: number };
+
+/**
+ * The anomalies as the timeline draws them: one mark each, on its provider's row, pointing up for
+ * cost above expected and down for below, the largest few labelled where their labels fit (with
+ * several sources, a label names its source). `period` is the dates the x axis spans. Pure.
+ */
+export function anomalyMarks(anomalies: ReportData['anomalies'], period: { from: string; to: string }, several = false): AnomalyMark[] {
+  const providers = [...new Set(anomalies.map((a) => a.provider))].sort();
+  const start = Date.parse(`${period.from}T00:00:00Z`);
+  // The axis ends with the last day's whole bar.
+  const span = Date.parse(`${period.to}T00:00:00Z`) + 86_400_000 - start;
+  const keyOf = (a: ReportData['anomalies'][number]) => `${a.source}\u0000${a.id}`;
+  const textOf = (a: ReportData['anomalies'][number]) =>
+    `${several ? `${a.source}: ` : ''}${a.service} ${formatUsd(Math.round(a.excess_usd), { sign: true }).replace(/\.00$/, '')}`;
+  const largest = [...anomalies].sort((a, b) => Math.abs(b.excess_usd) - Math.abs(a.excess_usd)).slice(0, LABELLED_ANOMALIES);
+  const places = placeLabels(largest.map((a) => ({
+    key: keyOf(a), text: textOf(a), row: providers.indexOf(a.provider),
+    x: span > 0 ? ((Date.parse(`${a.date}T00:00:00Z`) - start) / span) * WIDTH : 0,
+  })), { width: WIDTH, rows: providers.length });
+  return anomalies.map((a) => {
+    const place = places.get(keyOf(a));
+    return {
+      ...a,
+      direction: a.excess_usd >= 0 ? 'above expected' : 'below expected',
+      label: place ? textOf(a) : null,
+      side: place?.side ?? null,
+      dy: place?.dy ?? 0,
+    };
+  });
 }
 
 /**
@@ -37,9 +123,23 @@ export function anomalyMarks(anomalies: ReportData['anomalies']): (ReportData['a
  * the largest few labelled. Readable at a hundred anomalies, where rules across the bars were not.
  */
 export function dailySpendSpec(data: ReportData): TopLevelSpec {
-  const marks = anomalyMarks(data.anomalies);
+  const marks = anomalyMarks(data.anomalies, data, data.bySource.length > 1 || new Set(data.anomalies.map((a) => a.source)).size > 1);
+  const labelled = marks.filter((m) => m.label !== null).length;
+  const candidates = Math.min(LABELLED_ANOMALIES, marks.length);
   const providers = [...new Set(marks.map((m) => m.provider))].sort();
   const x = { field: 'date', type: 'temporal', timeUnit: 'yearmonthdate', title: null, axis: { format: '%b %d' } } as const;
+  // Each label where placeLabels put it; the first layer is a white halo, so a label stays legible over marks it crosses.
+  const labels = (halo: boolean) => ({
+    transform: [{ filter: 'datum.label != null' }],
+    mark: {
+      type: 'text', baseline: 'middle', fontSize: LABEL_FONT_PX, color: '#1f2937',
+      align: { expr: "datum.side == 'left' ? 'right' : 'left'" },
+      dx: { expr: `datum.side == 'left' ? ${-LABEL_GAP_PX} : ${LABEL_GAP_PX}` },
+      dy: { expr: 'datum.dy' },
+      ...(halo ? { stroke: '#ffffff', strokeWidth: 3, strokeJoin: 'round', aria: false } : {}),
+    },
+    encoding: { x, y: { field: 'provider', type: 'nominal', sort: providers }, text: { field: 'label' } },
+  });
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     description: 'Daily spend by provider, and the open anomalies per provider on the same dates',
@@ -55,26 +155,26 @@ export function dailySpendSpec(data: ReportData): TopLevelSpec {
         },
       },
       {
-        width: WIDTH, height: { step: 26 },
-        title: { text: `Open anomalies by provider (${marks.length}; the ${Math.min(LABELLED_ANOMALIES, marks.length)} largest labelled)`, anchor: 'start', fontSize: 12, fontWeight: 'normal' },
-        data: { values: marks.length > 0 ? marks : [{ date: data.to, provider: '(none)', severity: 'low', direction: 'above expected', label: null }] },
+        width: WIDTH, height: { step: ANOMALY_ROW_PX },
+        title: {
+          text: `Open anomalies by provider (${marks.length}; ${labelled === candidates ? `the ${labelled} largest` : `${labelled} of the ${candidates} largest`} labelled)`,
+          anchor: 'start', fontSize: 12, fontWeight: 'normal',
+        },
+        data: { values: marks.length > 0 ? marks : [{ date: data.to, provider: '(none)', severity: 'low', direction: 'above expected', label: null, side: null, dy: 0 }] },
         layer: [
           {
-            mark: { type: 'point', filled: true, opacity: 0.9, tooltip: true },
+            mark: { type: 'point', filled: true, opacity: SEVERITY_STYLE.opacity, stroke: '#ffffff', strokeWidth: 0.75, tooltip: true },
             encoding: {
               x,
               y: { field: 'provider', type: 'nominal', title: null, sort: providers, axis: { labelLimit: 0 } },
               shape: { field: 'direction', type: 'nominal', title: 'Anomaly', scale: { domain: ['above expected', 'below expected'], range: ['triangle-up', 'triangle-down'] }, legend: LEGEND },
-              color: { field: 'severity', type: 'nominal', title: 'Severity', scale: SEVERITY_COLORS, legend: LEGEND },
-              size: { field: 'severity', type: 'ordinal', scale: SEVERITY_SIZES, legend: null },
+              color: { field: 'severity', type: 'nominal', title: 'Severity', scale: { domain: [...SEVERITIES], range: [...SEVERITY_STYLE.colors] }, legend: LEGEND },
+              size: { field: 'severity', type: 'ordinal', scale: { domain: [...SEVERITIES], range: [...SEVERITY_STYLE.sizes] }, legend: null },
               ...(marks.length === 0 ? { opacity: { value: 0 } } : {}),
             },
           },
-          {
-            transform: [{ filter: 'datum.label != null' }],
-            mark: { type: 'text', align: 'left', dx: 8, dy: -8, fontSize: 10, color: '#374151' },
-            encoding: { x, y: { field: 'provider', type: 'nominal', sort: providers }, text: { field: 'label' } },
-          },
+          labels(true),
+          labels(false),
         ],
       },
     ],
@@ -134,7 +234,7 @@ export function monthlySpec(data: ReportData): TopLevelSpec {
         encoding: {
           x,
           y: { field: 'cost_usd', type: 'quantitative', title: 'USD per month', axis: { format: '$,.0f' } },
-          color: { field: 'trend', type: 'nominal', title: 'Against the month before', legend: LEGEND, scale: { domain: ['no whole month before', 'partial month', 'to date', 'up', 'down'], range: ['#9ca3af', '#d1d5db', '#93c5fd', '#dc2626', '#16a34a'] } },
+          color: { field: 'trend', type: 'nominal', title: 'Against the month before', legend: LEGEND, scale: { domain: [...MONTH_TRENDS.domain], range: [...MONTH_TRENDS.range] } },
         },
       },
     ],

@@ -1,10 +1,10 @@
 /** The report as one self-contained HTML page: inline CSS, inline SVG charts, no script, no network. */
 import { monthLabel, type ReportData } from './data.js';
-import { formatUsd } from '../money.js';
+import { formatPercent, formatUsd } from '../money.js';
 
 const escape = (v: unknown) => String(v ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const usd = (v: number | null | undefined) => (v === null || v === undefined ? '–' : formatUsd(v));
-const pct = (v: number | null | undefined) => (v === null || v === undefined ? '–' : `${v > 0 ? '+' : ''}${v.toFixed(1)}%`);
+const pct = formatPercent;
 
 function table(headers: string[], rows: (string | number)[][], id: string): string {
   if (rows.length === 0) return `<p class="empty" id="${id}">None.</p>`;
@@ -16,7 +16,7 @@ function table(headers: string[], rows: (string | number)[][], id: string): stri
 function anomalyTable(data: ReportData): string {
   const several = data.bySource.length > 1;
   const headers = ['Detected', ...(several ? ['Source'] : []), 'Provider', 'Service', 'Type', 'Severity', 'Status', 'Against expected', 'Deviation'];
-  const rows = data.anomalies.map((a) => [a.date, ...(several ? [a.source] : []), a.provider, a.service, a.alert_type.replaceAll('_', ' '), a.severity, a.status, formatUsd(a.excess_usd, { sign: true }), `${a.deviation_percent > 0 ? '+' : ''}${a.deviation_percent}%`]);
+  const rows = data.anomalies.map((a) => [a.date, ...(several ? [a.source] : []), a.provider, a.service, a.alert_type.replaceAll('_', ' '), a.severity, a.status, formatUsd(a.excess_usd, { sign: true }), pct(a.deviation_percent)]);
   return table(headers, rows, 'anomalies');
 }
 

@@ -26,7 +26,8 @@ export interface Unreachable {
 
 export interface Collected {
   records: Map<string, Anomaly>;
-  requests: number;
+  /** Responses received: a request a stop cut or kept from being sent is not a page. */
+  pages: number;
   unreachable: Unreachable[];
   /** The run is stopping: the collection ended early, so `records` may be incomplete. */
   stopped: boolean;
@@ -69,6 +70,7 @@ export async function collectAnomalies(
   // is visited in every earlier split too.
   const providerSplits: { filters: AnomalyFilters; from: string | undefined; visited: Set<string> }[] = [];
   let requests = 0;
+  let pages = 0;
   let stopped = false;
 
   const visit = async (filters: AnomalyFilters, from: string | undefined): Promise<void> => {
@@ -90,6 +92,7 @@ export async function collectAnomalies(
       stopped = true;
       return;
     }
+    pages += 1;
     for (const a of page) {
       records.set(a.id, a);
       if (typeof a.provider_type === 'string') providers.add(a.provider_type);
@@ -137,7 +140,7 @@ export async function collectAnomalies(
       }
     }
   }
-  return { records, requests, unreachable, stopped };
+  return { records, pages, unreachable, stopped };
 }
 
 const COLUMNS: readonly Column[] = [
@@ -193,8 +196,8 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
   const label = `${sinceLabel(since)}..${req.until}`;
   ctx.progress.planned?.('anomalies', { windows: 1, from: sinceLabel(since), to: req.until, resumed: false });
   const collected = await collectAnomalies((q) => ctx.client.anomalies(q), since, known, ANOMALY_PAGE_LIMIT, () => ctx.shouldStop());
-  stats.pages += collected.requests;
-  ctx.progress.page?.('anomalies', { rows: collected.records.size, window: label, pages: collected.requests });
+  stats.pages += collected.pages;
+  ctx.progress.page?.('anomalies', { rows: collected.records.size, window: label, pages: collected.pages });
   for (const u of collected.stopped ? [] : collected.unreachable) {
     warn(ctx, 'anomalies', `anomalies: some alerts may be missing: ${u.reason} (filters ${JSON.stringify(u.filters)}, since ${u.since ?? 'the beginning'})`);
   }

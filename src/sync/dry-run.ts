@@ -2,12 +2,13 @@
  * `sync --dry-run`: what a run would do, before it spends a day's quota. Plans each source's windows
  * exactly as a run would (same state, same carried state, same mending), estimates the requests
  * from what is known (rows the warehouse holds per date; with one provider-rollups request, the
- * dollars of dates it does not hold, at the warehouse's own dollars per row), and writes nothing:
- * no state directory, no lock, no working copy.
+ * dollars of dates it does not hold, at the warehouse's own dollars per row, or with no rows stored
+ * at a sample page's; with the first anomalies request, whether alerts take one request or several),
+ * and writes nothing: no state directory, no lock, no working copy.
  */
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
-import { createApiClient } from '../api/client.js';
+import { createApiClient, type ApiClient } from '../api/client.js';
 import { createRequestLimiter } from '../api/resilience.js';
 import type { SyncConfig } from '../config.js';
 import type { SourceConfig } from '../sources.js';
@@ -20,9 +21,10 @@ import { StateStore, emptyWindowedState } from '../state/store.js';
 import { openReadOnly, type ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { workingCopyPath } from '../storage/working-copy.js';
 import { isS3Url } from '../outputs/s3-url.js';
-import { anomalySince, sinceLabel } from './anomalies.js';
-import { ROWS_PER_PAGE, rowsOfDay, type DayBasis } from './estimate.js';
-import { GROUP_BYS } from '../api/types.js';
+import { ANOMALY_PAGE_LIMIT, anomalySince, sinceLabel } from './anomalies.js';
+import { ROWS_PER_PAGE, dollarsPerRow, rowsOfDay, wantsRollupTotals, type DayBasis } from './estimate.js';
+import { GROUP_BYS, SEVERITIES } from '../api/types.js';
+import { LINE_ITEM_PAGE_LIMIT } from './streams.js';
 import type { StreamName } from './context.js';
 import { lineItemsPerDate } from './lookups.js';
 
@@ -33,9 +35,9 @@ export interface StreamPlan {
   range: string;
   windows: number;
   resumed: boolean;
-  /** Requests expected; null when nothing tells (a first run of line items without rollups). */
+  /** Requests the run is expected to make; null when nothing tells (then `minRequests` is all that is known). */
   requests: number | null;
-  /** At least this many (one a window, or one for anomalies). */
+  /** At least this many (one a window; anomalies: one, or five once the first response is full). */
   minRequests: number;
   /** Dates already stored that the run fetches again (the lookback), as `from..to (N days)`. */
   refetches: string | null;
@@ -51,26 +53,36 @@ export interface SourcePlan {
   source: string;
   streams: StreamPlan[];
   notices: string[];
-  /** Requests the plan expects (the known part), and the time they take at the source's rate limit. */
+  /**
+   * Requests the run is expected to make (a stream not known counts its least), and the time they
+   * take at the source's rate limit. The dry run's own requests are not among them.
+   */
   requests: number;
+  /** Some stream's count is only its least: the run may make more than `requests`. */
+  atLeast: boolean;
   seconds: number;
   rateLimit: number;
-  rollupsRequests: number;
+  /** Requests this dry run made for the estimate, by endpoint. */
+  dryRunRequests: { rollups: number; lineItems: number; anomalies: number };
 }
 
 /**
- * Line items' expected pages for the dates of the windows to fetch: rows stored for a date, else its
- * rollup dollars at the warehouse's dollars per row; null when some date has neither. Each window
- * ends with a part page. Pure.
+ * Line items' expected pages for the windows to fetch (each given by its dates): rows stored for a
+ * date, else its rollup dollars at the dollars per row; null when some date has neither. A window
+ * takes its rows' pages, the last one part full, and one request when it is empty. Pure.
  */
-export function expectedLineItemPages(days: readonly DayBasis[], usdPerRow: number | null, windows: number): number | null {
-  let rows = 0;
-  for (const day of days) {
-    const n = rowsOfDay(day, usdPerRow);
-    if (n === null) return null;
-    rows += n;
+export function expectedLineItemPages(windows: readonly (readonly DayBasis[])[], usdPerRow: number | null): number | null {
+  let pages = 0;
+  for (const days of windows) {
+    let rows = 0;
+    for (const day of days) {
+      const n = rowsOfDay(day, usdPerRow);
+      if (n === null) return null;
+      rows += n;
+    }
+    pages += Math.max(1, Math.ceil(rows / ROWS_PER_PAGE));
   }
-  return Math.ceil(rows / ROWS_PER_PAGE + windows / 2);
+  return pages;
 }
 
 /** The dates of `[from, to]` that the warehouse already holds (their count and span), for the lookback line. Pure. */
@@ -87,9 +99,26 @@ interface DryRunDeps {
   warehouse: ReadOnlyWarehouse | null;
 }
 
-/** Plans one source. Makes at most one request (the provider rollups of dates the warehouse does not hold). */
+/**
+ * Plans one source. Makes at most three requests: a sample page of line items when the warehouse
+ * holds none to price them, the provider rollups of dates it does not hold, and the first anomalies request.
+ */
 async function planSource(source: SourceConfig, deps: DryRunDeps): Promise<SourcePlan> {
+  const client: { current: ApiClient | null } = { current: null };
+  try {
+    return await planSourceWith(source, deps, () => (client.current ??= createApiClient({
+      baseUrl: source.baseUrl, apiKey: source.apiKey, retry: { retries: 2 },
+      limiter: createRequestLimiter({ requestsPerMinute: source.rateLimit }),
+    })));
+  } finally {
+    await client.current?.close();
+  }
+}
+
+async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () => ApiClient): Promise<SourcePlan> {
   const { config, warehouse } = deps;
+  const made = { rollups: 0, lineItems: 0, anomalies: 0 };
+  const firstLine = (error: unknown) => (error as Error).message.split('\n')[0] ?? '';
   const notices: string[] = [];
   const identity = { name: source.name, baseUrl: source.baseUrl, keyFingerprint: keyFingerprint(source.apiKey) };
   const store = new StateStore(config.stateDir, identity, basename(workingCopyPath(config.stateDir, config.db), '.duckdb'));
@@ -133,10 +162,10 @@ async function planSource(source: SourceConfig, deps: DryRunDeps): Promise<Sourc
     return { plan, resumed, todo: remainingWindows(plan), ...(await replacedAndDropped(name, plan)) };
   };
 
-  let rollupsRequests = 0;
   if (config.streams.includes('line_items')) {
     const { plan, resumed, todo, replaces, drops } = await planned('line_items');
-    const days = todo.flatMap((w) => splitWindows(w.start, w.end, 1)).map(({ start: date }): DayBasis => ({ date, usd: null, storedRows: null }));
+    const byWindow = todo.map((w) => splitWindows(w.start, w.end, 1).map(({ start: date }): DayBasis => ({ date, usd: null, storedRows: null })));
+    const days = byWindow.flat();
     let usdPerRow: number | null = null;
     if (warehouse !== null && days.length > 0) {
       const [stored] = await lineItemsPerDate((name, params) => warehouse.query(name, params), [{ source: source.name, from: days[0]!.date, to: days.at(-1)!.date }]);
@@ -146,34 +175,40 @@ async function planSource(source: SourceConfig, deps: DryRunDeps): Promise<Sourc
     }
     const unknown = days.filter((d) => d.storedRows === null);
     let basis = days.length === 0 ? 'nothing to fetch' : unknown.length === 0 ? 'rows the warehouse holds for these dates' : '';
-    if (unknown.length > 0 && usdPerRow !== null) {
-      // The one request a dry run makes: the dollars of the dates not stored, priced at the warehouse's dollars per row.
-      rollupsRequests += 1;
+    let priced = `the warehouse's $${(usdPerRow ?? 0).toFixed(2)} a row`;
+    if (unknown.length > 0 && usdPerRow === null) {
+      // No stored rows to price the dates (a first run): the first page of the first window gives the dollars per line item.
+      made.lineItems += 1;
       try {
-        const client = createApiClient({
-          baseUrl: source.baseUrl, apiKey: source.apiKey, retry: { retries: 2 },
-          limiter: createRequestLimiter({ requestsPerMinute: source.rateLimit }),
-        });
-        try {
-          const usd = new Map<string, number>();
-          for (const r of await client.rollups({ startDate: unknown[0]!.date, endDate: unknown.at(-1)!.date, groupBy: 'provider' })) usd.set(r.date, (usd.get(r.date) ?? 0) + Number(r.cost_usd));
-          for (const d of unknown) d.usd = usd.get(d.date) ?? 0;
-          basis = `rows stored, and the provider rollups' dollars at $${usdPerRow.toFixed(2)} a row for ${unknown.length} date(s) not stored`;
-        } finally {
-          await client.close();
-        }
+        const sample = await api().lineItems({ startDate: todo[0]!.start, endDate: todo[0]!.end, limit: LINE_ITEM_PAGE_LIMIT });
+        usdPerRow = dollarsPerRow(sample.data.map((r) => Number(r.net_amount_usd)));
+        priced = `$${(usdPerRow ?? 0).toFixed(2)} a row (a sample page of ${sample.data.length} line items)`;
+        if (usdPerRow === null) basis = `not known before the run for ${unknown.length} date(s): the sample page of line items held no costs to price them`;
       } catch (error) {
-        basis = `unknown for ${unknown.length} date(s): the provider rollups could not be read (${(error as Error).message.split('\n')[0]})`;
+        basis = `not known for ${unknown.length} date(s): a sample page of line items could not be read (${firstLine(error)})`;
       }
-    } else if (unknown.length > 0) {
-      basis = `not known before the first page for ${unknown.length} date(s): the API gives no row count, and the warehouse holds no rows to price them`;
     }
-    const pages = expectedLineItemPages(days, usdPerRow, todo.length);
+    if (unknown.length > 0 && usdPerRow !== null) {
+      // The dollars of the dates not stored, priced at the dollars per row.
+      made.rollups += 1;
+      try {
+        const usd = new Map<string, number>();
+        for (const r of await api().rollups({ startDate: unknown[0]!.date, endDate: unknown.at(-1)!.date, groupBy: 'provider' })) usd.set(r.date, (usd.get(r.date) ?? 0) + Number(r.cost_usd));
+        for (const d of unknown) d.usd = usd.get(d.date) ?? 0;
+        basis = `${unknown.length === days.length ? '' : 'rows stored, and '}the provider rollups' dollars at ${priced} for ${unknown.length} date(s) not stored`;
+      } catch (error) {
+        basis = `not known for ${unknown.length} date(s): the provider rollups could not be read (${firstLine(error)})`;
+      }
+    }
+    const pages = expectedLineItemPages(byWindow, usdPerRow);
     // Each window is checked against its provider rollups before it commits (one request each).
     const checks = config.reconcile === 'off' ? 0 : todo.length;
+    // The run's progress display asks the provider rollups once for its own estimate.
+    const storedDates = days.filter((d) => d.storedRows !== null && d.storedRows > 0).length;
+    const estimate = wantsRollupTotals(todo.length, resumed, storedDates) ? 1 : 0;
     plans.push({
       stream: 'line_items', range: `${plan.from}..${plan.to}`, windows: todo.length, resumed,
-      requests: pages === null ? null : pages + checks, minRequests: todo.length + checks,
+      requests: pages === null ? null : pages + checks + estimate, minRequests: todo.length + checks + estimate,
       refetches: storedSpan(days), basis, replaces, drops,
     });
   }
@@ -191,16 +226,39 @@ async function planSource(source: SourceConfig, deps: DryRunDeps): Promise<Sourc
     const since = anomalySince(state.streams.anomalies?.watermark ?? null, {
       since: config.since, until: config.until, startDate: config.startDate, refreshDays: config.anomalyRefreshDays, fullRefresh: config.fullRefresh,
     }, deps.nowMs);
+    // The run's first request, made now: one that is not full is the whole collection.
+    made.anomalies += 1;
+    let first: number | null = null;
+    let failed = '';
+    try {
+      first = (await api().anomalies({ since, limit: ANOMALY_PAGE_LIMIT })).length;
+    } catch (error) {
+      failed = firstLine(error);
+    }
+    const plan = anomalyRequests(first);
     plans.push({
-      stream: 'anomalies', range: `${sinceLabel(since)}..${config.until}`, windows: 1, resumed: false, requests: null, minRequests: 1,
-      refetches: null, basis: 'one request a 100 alerts at least; more when a response is full', replaces: null, drops: null,
+      stream: 'anomalies', range: `${sinceLabel(since)}..${config.until}`, windows: 1, resumed: false, ...plan,
+      refetches: null, replaces: null, drops: null,
+      basis: first === null ? `the first request could not be made (${failed}); more when a response is full`
+        : first < ANOMALY_PAGE_LIMIT ? `${first} alert(s): one response holds them`
+          : `the first response is full (${ANOMALY_PAGE_LIMIT} alerts): split by severity, then further while a response is full; how far is not known before`,
     });
   }
-  const requests = plans.reduce((n, p) => n + (p.requests ?? p.minRequests), 0) + rollupsRequests;
+  const requests = plans.reduce((n, p) => n + (p.requests ?? p.minRequests), 0);
   return {
-    source: source.name, streams: plans, notices, requests, rateLimit: source.rateLimit, rollupsRequests,
-    seconds: Math.ceil((requests * 60) / source.rateLimit),
+    source: source.name, streams: plans, notices, requests, atLeast: plans.some((p) => p.requests === null), rateLimit: source.rateLimit,
+    dryRunRequests: made, seconds: Math.ceil((requests * 60) / source.rateLimit),
   };
+}
+
+/**
+ * The anomalies requests a run makes, from the size of the first response (null: not known): one
+ * when it is not full; else at least one more a severity, as the collection splits a full response. Pure.
+ */
+export function anomalyRequests(firstResponse: number | null): { requests: number | null; minRequests: number } {
+  if (firstResponse === null) return { requests: null, minRequests: 1 };
+  if (firstResponse < ANOMALY_PAGE_LIMIT) return { requests: 1, minRequests: 1 };
+  return { requests: null, minRequests: 1 + SEVERITIES.length };
 }
 
 /** Every selected source's plan. Reads the state and the published warehouse; writes nothing. */
@@ -230,8 +288,13 @@ export function dryRunText(plans: readonly SourcePlan[], several: boolean): stri
       if (s.replaces !== null) lines.push(`    replaced (--full-refresh): every stored date of ${s.replaces}; nothing outside it is deleted`);
       else if (s.refetches !== null) lines.push(`    fetched again (already stored; restated costs are re-read): ${s.refetches}`);
     }
-    if (p.rollupsRequests > 0) lines.push(`  this dry run made ${p.rollupsRequests} provider-rollups request(s) for the estimate`);
-    lines.push(`  about ${p.requests} request(s) in all: ${formatDuration(p.seconds * 1000)} at ${p.rateLimit} requests a minute${p.streams.some((s) => s.requests === null) ? ' (at least; see above)' : ''}`);
+    const made = p.dryRunRequests;
+    const madeParts = [[made.lineItems, 'line-items page'], [made.rollups, 'provider-rollups request'], [made.anomalies, 'anomalies request']] as const;
+    const madeText = madeParts.filter(([n]) => n > 0).map(([n, what]) => `${n} ${what}${n === 1 ? '' : 's'}`).join(', ');
+    if (madeText !== '') lines.push(`  this dry run made ${madeText} for the estimate`);
+    const open = p.streams.filter((s) => s.requests === null).map((s) => s.stream);
+    const total = p.atLeast ? `at least ${p.requests} request(s) in all (${open.join(' and ')} may take more; see above)` : `about ${p.requests} request(s) in all`;
+    lines.push(`  ${total}: ${formatDuration(p.seconds * 1000)} at ${p.rateLimit} requests a minute`);
   }
   lines.push('Dry run: nothing was written. Run the same command without --dry-run to sync.');
   return `${lines.join('\n')}\n`;

@@ -44,6 +44,15 @@ export function wantsRollupTotals(windows: number, resumed: boolean, storedDates
 }
 
 /**
+ * The dollars a line item averages over a page's amounts, to price dates by their rollup totals;
+ * null when the page holds no rows or no net cost (nothing to divide by). Pure.
+ */
+export function dollarsPerRow(amounts: readonly number[]): number | null {
+  const usd = amounts.reduce((sum, a) => sum + (Number.isFinite(a) ? a : 0), 0);
+  return amounts.length > 0 && usd > 0 ? usd / amounts.length : null;
+}
+
+/**
  * The rows expected on one date: stored rows, else the rollup total over the average amount of the
  * rows fetched so far; null when neither is known. Pure.
  */

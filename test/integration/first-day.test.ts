@@ -215,7 +215,7 @@ describe('a closed pipe', () => {
 });
 
 describe('sync --dry-run', () => {
-  it('prints the plan with its requests and what the lookback re-reads, makes one rollups request, writes nothing; the estimate holds', async () => {
+  it('prints the plan with its requests and what the lookback re-reads, makes one rollups and one anomalies request, writes nothing; the estimate holds', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 2500, clock }, async (emulator) => {
       await withTempDir(async (dir) => {
         expect((await run('sync', syncArgs(emulator.url, dir, { until: '2025-06-20', 'window-days': 10 }))).code).toBe(ExitCode.OK);
@@ -224,7 +224,7 @@ describe('sync --dry-run', () => {
         emulator.requestLog.reset();
         const dry = await run('sync', syncArgs(emulator.url, dir, { 'dry-run': true, 'window-days': 10, 'log-format': 'pretty' }));
         expect(dry.code, dry.stderr).toBe(ExitCode.OK);
-        expect(emulator.requestLog.recent().map((e) => e.route)).toEqual(['rollups']);
+        expect(emulator.requestLog.recent().map((e) => e.route)).toEqual(['rollups', 'anomalies']);
         expect(dry.stdout).toMatch(/line_items: 2025-06-18\.\.2025-06-30, 2 window\(s\), about (\d+) request\(s\)/);
         expect(dry.stdout).toMatch(/fetched again \(already stored; restated costs are re-read\): 2025-06-18\.\.2025-06-20 \(3 days\)/);
         expect(dry.stdout).toMatch(/Dry run: nothing was written/);
@@ -236,6 +236,38 @@ describe('sync --dry-run', () => {
         expect((await run('sync', syncArgs(emulator.url, dir, { 'window-days': 10 }))).code).toBe(ExitCode.OK);
         const actual = emulator.requestLog.count({ route: 'line-items' }) + 2; // and one check a window
         expect(Math.abs(actual - estimate)).toBeLessThanOrEqual(2);
+      });
+    });
+  });
+
+  it('on a first run (no state, no warehouse) prices a sample page and says the whole run\'s requests, within 15%', async () => {
+    // Three windows of 2,300 rows: pages, a check each, the rollups' other views, the progress estimate and the anomalies.
+    await withEmulator({ ...SPAN, rowsPerDay: 230, anomaliesPerDay: 2, clock }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const dry = await run('sync', syncArgs(emulator.url, dir, { 'dry-run': true, 'window-days': 10, 'log-format': 'pretty' }));
+        expect(dry.code, dry.stderr).toBe(ExitCode.OK);
+        expect(readdirSync(dir)).toEqual([]);
+        const asked = emulator.requestLog.recent().map((e) => e.route);
+        emulator.requestLog.reset();
+        expect((await run('sync', syncArgs(emulator.url, dir, { 'window-days': 10 }))).code).toBe(ExitCode.OK);
+        const made = emulator.requestLog.count();
+        const said = /\n {2}(about|at least) (\d+) request\(s\) in all/.exec(dry.stdout);
+        expect(Math.abs(Number(said?.[2]) - made) / made, `${dry.stdout}\nthe run made ${made}`).toBeLessThanOrEqual(0.15);
+        // Every stream is known here, so the total is said as an estimate, not a least.
+        expect(said![1]).toBe('about');
+        expect(dry.stdout).toMatch(/anomalies: [^\n]*about 1 request\(s\) \[\d+ alert\(s\): one response holds them\]/);
+        expect(asked).toEqual(['line-items', 'rollups', 'anomalies']);
+      });
+    });
+  });
+
+  it('says "at least" when the first anomalies response is full: how many more the run takes is not known before', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, anomaliesPerDay: 20, clock }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const dry = await run('sync', syncArgs(emulator.url, dir, { 'dry-run': true, 'log-format': 'pretty' }));
+        expect(dry.code, dry.stderr).toBe(ExitCode.OK);
+        expect(dry.stdout).toMatch(/anomalies: [^\n]*at least 5 request\(s\) \[the first response is full/);
+        expect(dry.stdout).toMatch(/\n {2}at least (\d+) request\(s\) in all \(anomalies may take more; see above\): /);
       });
     });
   });

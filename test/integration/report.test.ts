@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -6,6 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import { formatUsd } from '../../src/money.js';
+import { dailySpendSpec, monthlySpec, renderSvg, topServicesSpec } from '../../src/report/charts.js';
+import type { ReportData } from '../../src/report/data.js';
+import { reportHtml } from '../../src/report/html.js';
 import { cli, inDirectory, queryDb, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -125,6 +128,175 @@ describe('costsync report', () => {
         mkdirSync(ARTIFACTS, { recursive: true });
         await page.screenshot({ path: join(ARTIFACTS, 'report.png'), fullPage: true });
         expect(existsSync(join(ARTIFACTS, 'report.png'))).toBe(true);
+      } finally {
+        await browser.close();
+      }
+    });
+  });
+});
+
+/** WCAG's contrast ratio of two colours (`#rrggbb`), from their relative luminance. */
+function contrast(a: string, b: string): number {
+  const luminance = (hex: string) => {
+    const [r, g, bl] = [1, 3, 5].map((i) => {
+      const c = parseInt(hex.slice(i, i + 2), 16) / 255;
+      return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    }) as [number, number, number];
+    return 0.2126 * r + 0.7152 * g + 0.0722 * bl;
+  };
+  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x) as [number, number];
+  return (hi + 0.05) / (lo + 0.05);
+}
+
+/** A colour drawn at `opacity` over the white page, as the eye gets it. */
+function overWhite(hex: string, opacity: number): string {
+  return `#${[1, 3, 5].map((i) => Math.round(255 - (255 - parseInt(hex.slice(i, i + 2), 16)) * opacity).toString(16).padStart(2, '0')).join('')}`;
+}
+
+/** A colour with no hue to speak of: its channels within a small spread. */
+const isGrey = (hex: string) => {
+  const channels = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+  return Math.max(...channels) - Math.min(...channels) <= 0x20;
+};
+
+/**
+ * Two sources' anomalies crowding one provider and day (more than fit beside one mark), and the
+ * largest on the last day, where a label running right would reach the legend.
+ */
+function crowded(): ReportData {
+  const anomaly = (source: string, id: string, date: string, provider: string, service: string, excess: number, severity = 'high') => ({
+    source, id, date, provider, service, alert_type: 'spend_spike', severity, status: 'new', excess_usd: excess, deviation_percent: 132,
+  });
+  const days = Array.from({ length: 30 }, (_, i) => `2025-06-${String(i + 1).padStart(2, '0')}`);
+  return {
+    from: '2025-06-01', to: '2025-06-30', source: null,
+    totals: { total_usd: 3000, days: 30, daily_average_usd: 100, last_7_days_usd: 700, prior_7_days_usd: 700 },
+    daily: days.flatMap((date) => [{ date, provider: 'aws', cost_usd: 60 }, { date, provider: 'gcp', cost_usd: 40 }]),
+    topServices: [{ service: 'Amazon EC2', cost_usd: 3000 }],
+    movers: [],
+    monthToDate: null,
+    monthly: [
+      { month: '2025-05', cost_usd: 1500, previous_month_usd: null, change_usd: null, change_pct: null, days_with_data: 15, is_partial: true, to_date: false, last_date: '2025-05-31', projected_usd: null },
+      { month: '2025-06', cost_usd: 3000, previous_month_usd: 1500, change_usd: null, change_pct: null, days_with_data: 30, is_partial: false, to_date: false, last_date: '2025-06-30', projected_usd: null },
+    ],
+    bySource: [{ source: 'acme-eu', cost_usd: 1500, days: 30 }, { source: 'acme-us', cost_usd: 1500, days: 30 }],
+    anomalies: [
+      anomaly('acme-us', 'a0', '2025-06-30', 'aws', 'Amazon CloudFront Distribution', 9000, 'critical'),
+      anomaly('acme-eu', 'a1', '2025-06-15', 'aws', 'Amazon EC2', 5000),
+      anomaly('acme-us', 'a1', '2025-06-15', 'aws', 'Amazon EC2', 4900),
+      anomaly('acme-eu', 'a2', '2025-06-15', 'aws', 'Amazon RDS', 4800),
+      anomaly('acme-us', 'a2', '2025-06-15', 'aws', 'Amazon RDS', 4700),
+      anomaly('acme-eu', 'a3', '2025-06-15', 'aws', 'Amazon S3', 4600),
+      anomaly('acme-eu', 'a4', '2025-06-16', 'gcp', 'Compute Engine', 4500, 'low'),
+      anomaly('acme-us', 'a5', '2025-06-20', 'gcp', 'BigQuery', -300, 'low'),
+    ],
+  };
+}
+
+/** The anomaly labels as Vega drew them: position in the panel, anchor and text. */
+function drawnLabels(svg: string): { x: number; y: number; anchor: string; text: string }[] {
+  return [...svg.matchAll(/<text [^>]*aria-roledescription="text mark"[^>]*text-anchor="(\w+)"[^>]*transform="translate\(([-\d.]+),([-\d.]+)\)"[^>]*>([^<]*)<\/text>/g)]
+    .map((m) => ({ anchor: m[1]!, x: Number(m[2]), y: Number(m[3]), text: m[4]! }));
+}
+
+describe('what a person sees in the report', () => {
+  it('labels never share a place, overlap or run past the plot into the legends, with two sources crowding one day', async () => {
+    const data = crowded();
+    const svg = await renderSvg(dailySpendSpec(data));
+    const labels = drawnLabels(svg);
+    expect(labels.length).toBeGreaterThanOrEqual(4);
+    expect(new Set(labels.map((l) => `${l.x},${l.y}`)).size).toBe(labels.length);
+    // Boxes at 5.5 px a character of 10 px text: none overlaps another, all inside the 860 px plot (the legends are beyond it).
+    const boxes = labels.map((l) => {
+      const width = l.text.length * 5.5;
+      const x0 = l.anchor === 'end' ? l.x - width : l.anchor === 'middle' ? l.x - width / 2 : l.x;
+      return { x0, x1: x0 + width, y0: l.y - 10, y1: l.y, text: l.text };
+    });
+    for (const b of boxes) {
+      expect(b.x0, b.text).toBeGreaterThanOrEqual(0);
+      expect(b.x1, b.text).toBeLessThanOrEqual(860);
+    }
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = i + 1; j < boxes.length; j++) {
+        const [a, b] = [boxes[i]!, boxes[j]!];
+        expect(a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1, `${a.text} / ${b.text}`).toBe(false);
+      }
+    }
+    // The title counts what is drawn (a label with no room left is in the table only); with two sources each label names its own.
+    const title = /Open anomalies by provider \(8; (the (\d) largest|(\d) of the 5 largest) labelled\)/.exec(svg);
+    expect(title).not.toBeNull();
+    expect(Number(title![2] ?? title![3])).toBe(labels.length);
+    for (const l of labels) expect(l.text).toMatch(/^acme-(eu|us): /);
+  });
+
+  it('every severity stands out from the page (3:1, as WCAG asks of graphics), the low one no smaller than a readable mark', () => {
+    const spec = dailySpendSpec(crowded()) as unknown as { vconcat: { layer?: { mark: { type: string; opacity?: number }; encoding: Record<string, { scale?: { domain: string[]; range: (string | number)[] } }> }[] }[] };
+    const points = spec.vconcat[1]!.layer!.find((l) => l.mark.type === 'point')!;
+    const colors = points.encoding.color!.scale!;
+    const sizes = points.encoding.size!.scale!;
+    const opacity = points.mark.opacity ?? 1;
+    expect(colors.domain).toEqual(['low', 'medium', 'high', 'critical']);
+    for (const [i, severity] of colors.domain.entries()) {
+      expect(contrast(overWhite(String(colors.range[i]), opacity), '#ffffff'), severity).toBeGreaterThanOrEqual(3);
+    }
+    // Higher severities darker and larger, each step one the eye tells apart.
+    for (let i = 1; i < colors.range.length; i++) {
+      expect(contrast(String(colors.range[i]), String(colors.range[i - 1])), colors.domain[i]).toBeGreaterThanOrEqual(1.3);
+      expect(Number(sizes.range[i])).toBeGreaterThan(Number(sizes.range[i - 1]));
+    }
+    expect(Number(sizes.range[0])).toBeGreaterThanOrEqual(50);
+  });
+
+  it('the month legend\'s colours are distinct, and its greys as far apart as 3:1', () => {
+    const spec = monthlySpec(crowded()) as unknown as { layer: { encoding: { color?: { field: string; scale: { domain: string[]; range: string[] } } } }[] };
+    const { domain, range } = spec.layer.find((l) => l.encoding.color?.field === 'trend')!.encoding.color!.scale;
+    expect(range).toHaveLength(domain.length);
+    expect(new Set(range.map((c) => c.toLowerCase())).size).toBe(range.length);
+    const greys = range.filter(isGrey);
+    expect(greys.length).toBeGreaterThanOrEqual(2);
+    for (let i = 0; i < greys.length; i++) {
+      for (let j = i + 1; j < greys.length; j++) expect(contrast(greys[i]!, greys[j]!), `${greys[i]} / ${greys[j]}`).toBeGreaterThanOrEqual(3);
+    }
+  });
+
+  it('prints a deviation one way: one decimal, as every other percentage of the report', async () => {
+    const data = crowded();
+    data.anomalies[1] = { ...data.anomalies[1]!, deviation_percent: 136.44 };
+    data.anomalies[2] = { ...data.anomalies[2]!, deviation_percent: -90 };
+    const html = reportHtml(data, { daily: '', services: '', monthly: '' }, '2025-07-01 06:00 UTC');
+    const cells = [.../<table id="anomalies">[\s\S]*?<\/table>/.exec(html)![0].matchAll(/<td>([^<]*%)<\/td>/g)].map((m) => m[1]);
+    expect(cells).toContain('+132.0%');
+    expect(cells).toContain('+136.4%');
+    expect(cells).toContain('-90.0%');
+    for (const cell of cells) expect(cell).toMatch(/^[+-]?[\d,]+\.\d%$/);
+  });
+
+  it.skipIf(!hasChromium)('in Chromium, the drawn labels overlap neither each other nor a legend', async () => {
+    const data = crowded();
+    const [daily, services, monthly] = await Promise.all([renderSvg(dailySpendSpec(data)), renderSvg(topServicesSpec(data)), renderSvg(monthlySpec(data))]);
+    await withTempDir(async (dir) => {
+      const path = join(dir, 'crowded.html');
+      writeFileSync(path, reportHtml(data, { daily, services, monthly }, '2025-07-01 06:00 UTC'));
+      const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+      try {
+        const page = await browser.newPage({ viewport: { width: 1400, height: 1500 } });
+        await page.goto(pathToFileURL(path).href);
+        // What the browser drew: each element's box on the page.
+        const boxesOf = (selector: string) => page.locator(selector).evaluateAll((els) => els.map((e) => {
+          const r = e.getBoundingClientRect();
+          return { x0: r.left, x1: r.right, y0: r.top, y1: r.bottom, text: e.textContent ?? '' };
+        }));
+        const labels = await boxesOf('#chart-daily [aria-roledescription="text mark"]');
+        const legends = await boxesOf('#chart-daily [aria-roledescription="legend"]');
+        expect(labels.length).toBeGreaterThanOrEqual(4);
+        expect(legends.length).toBeGreaterThanOrEqual(2);
+        const meet = (a: typeof labels[number], b: typeof labels[number]) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+        for (const [i, a] of labels.entries()) {
+          for (const b of labels.slice(i + 1)) expect(meet(a, b), `${a.text} / ${b.text}`).toBe(false);
+          for (const legend of legends) expect(meet(a, legend), `${a.text} / legend ${legend.text.slice(0, 20)}`).toBe(false);
+        }
+        mkdirSync(ARTIFACTS, { recursive: true });
+        await page.locator('#chart-daily').screenshot({ path: join(ARTIFACTS, 'report-crowded-labels.png') });
       } finally {
         await browser.close();
       }

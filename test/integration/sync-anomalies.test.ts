@@ -71,4 +71,33 @@ describe('anomaly sync', () => {
       });
     });
   });
+
+  it('records as pages the responses received when a stop cuts the third request', async () => {
+    const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
+    const stop = new AbortController();
+    let anomalyRequests = 0;
+    const held: (() => void)[] = [];
+    await withEmulator({
+      ...span, clock,
+      // The third anomalies request reaches the API, the run stops, and its answer never comes.
+      beforeReply: async ({ route }) => {
+        if (route !== 'anomalies' || ++anomalyRequests !== 3) return;
+        stop.abort('SIGTERM');
+        await new Promise<void>((resolve) => held.push(resolve));
+      },
+    }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const config = testSyncConfig(url, dir, { streams: ['anomalies'], startDate: span.startDate, until: span.endDate });
+        const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, signal: stop.signal });
+        for (const release of held) release();
+        expect(summary.outcome).toBe('stopped');
+        expect(summary.streams.anomalies).toMatchObject({ requests: 3, pages: 2 });
+        await withWarehouse(config.db, async (wh) => {
+          const [stream] = await wh.sql<{ pages: number; requests: number }>(
+            "SELECT pages::INT pages, requests::INT requests FROM sync_run_streams WHERE stream = 'anomalies'");
+          expect(stream).toEqual({ pages: 2, requests: 3 });
+        });
+      });
+    });
+  });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AnomaliesQuery } from '../../src/api/client.js';
 import type { Anomaly } from '../../src/api/types.js';
+import { ApiError, ClientErrorCode } from '../../src/errors.js';
 import { anomalySince, collectAnomalies, isAscending, nextSinceAfterAscendingPage } from '../../src/sync/anomalies.js';
 
 const mk = (id: string, at: string, over: Partial<Anomaly> = {}): Anomaly => ({
@@ -64,6 +65,26 @@ describe('collectAnomalies', () => {
       expect(got.unreachable).toHaveLength(1);
       expect(got.unreachable[0]!.filters).toEqual({ severity: 'low', status: 'new', provider_type: 'aws' });
     }
+  });
+
+  it('counts as pages only the responses received: a request the stop cut is not one', async () => {
+    // Enough alerts that every response is full and the collection keeps splitting.
+    const all = Array.from({ length: 40 }, (_, i) => mk(`s${i}`, new Date(Date.UTC(2025, 0, 1, i)).toISOString(), { severity: 'high' }));
+    const endpoint = fakeEndpoint(all, 'desc');
+    let stopping = false;
+    const fetch = async (q: AnomaliesQuery) => {
+      if (endpoint.calls.length === 2) {
+        // The third request is in flight when the run stops: the client ends it with CS_ERR_ABORTED.
+        stopping = true;
+        endpoint.calls.push(q);
+        throw new ApiError(ClientErrorCode.ABORTED, 'GET /anomalies was not completed: the run is stopping', { path: '/anomalies' });
+      }
+      return endpoint.fetch(q);
+    };
+    const got = await collectAnomalies(fetch, undefined, ['aws'], 5, () => stopping);
+    expect(endpoint.calls).toHaveLength(3);
+    expect(got.stopped).toBe(true);
+    expect(got.pages).toBe(2);
   });
 
   it('finds ascending order and the safe next since', () => {

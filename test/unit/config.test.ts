@@ -100,6 +100,22 @@ describe('sources in the config file', () => {
     expect(one.baseUrl).toBe('https://us.example.com');
   });
 
+  it('a source without its own base-url takes the config file\'s top-level one; --base-url is still refused', () => {
+    const named = [
+      { name: 'acme-eu', 'api-key-file': '/keys/ok' },
+      { name: 'acme-us', 'base-url': 'https://us.example.com', 'api-key-file': '/keys/ok' },
+    ];
+    const c = resolveSyncConfig(sources({ fileSources: named, file: { 'base-url': 'https://api.example.com/' } }));
+    expect(c.sources!.map((s) => [s.name, s.baseUrl])).toEqual([['acme-eu', 'https://api.example.com'], ['acme-us', 'https://us.example.com']]);
+    expect(c.baseUrl).toBe('https://api.example.com');
+    expect(() => resolveSyncConfig(sources({ fileSources: named, file: { 'base-url': 'http://api.example.com' } }))).toThrow(/must use https/);
+    expect(() => resolveSyncConfig(sources({ fileSources: named, file: { 'base-url': 'https://api.example.com' }, flags: { 'base-url': 'https://a.b' } })))
+      .toThrow(/--base-url cannot be combined with "sources"/);
+    // The environment's base URL is the flag's: it names no listed workspace.
+    expect(() => resolveSyncConfig(sources({ fileSources: named })))
+      .toThrow(/source "acme-eu" in the config file has no "base-url", and the config file has no top-level "base-url" \(COSTSYNC_BASE_URL, like --base-url, is not used for sources\)/);
+  });
+
   it('without sources, one source named default; --source can name only it', () => {
     expect(resolveSyncConfig(sources()).sources).toBeUndefined();
     expect(() => resolveSyncConfig(sources({ flags: { source: 'eu' } }))).toThrow(/no "sources": the only source is "default"/);

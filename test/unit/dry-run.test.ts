@@ -1,14 +1,35 @@
 import { describe, expect, it } from 'vitest';
-import { dryRunText, expectedLineItemPages, storedSpan, type SourcePlan } from '../../src/sync/dry-run.js';
+import { anomalyRequests, dryRunText, expectedLineItemPages, storedSpan, type SourcePlan } from '../../src/sync/dry-run.js';
+import { dollarsPerRow } from '../../src/sync/estimate.js';
 
 const day = (date: string, storedRows: number | null, usd: number | null = null) => ({ date, storedRows, usd });
 
 describe('sync --dry-run estimates', () => {
-  it('counts pages from stored rows, else rollup dollars at the warehouse dollars per row; unknown without either', () => {
-    // 2,500 stored + 1,500 priced ($3,000 at $2 a row) = 4,000 rows = 4 pages, plus half a page for each of 2 windows.
-    expect(expectedLineItemPages([day('2025-06-01', 2500), day('2025-06-02', null, 3000)], 2, 2)).toBe(5);
-    expect(expectedLineItemPages([day('2025-06-01', 2500), day('2025-06-02', null)], 2, 1)).toBeNull();
-    expect(expectedLineItemPages([day('2025-06-01', null, 100)], null, 1)).toBeNull();
+  it('counts pages from stored rows, else rollup dollars at the dollars per row; unknown without either', () => {
+    // A window of 2,500 stored rows is 3 pages; one of 1,500 priced rows ($3,000 at $2 a row) is 2.
+    expect(expectedLineItemPages([[day('2025-06-01', 2500)], [day('2025-06-02', null, 3000)]], 2)).toBe(5);
+    expect(expectedLineItemPages([[day('2025-06-01', 2500), day('2025-06-02', null)]], 2)).toBeNull();
+    expect(expectedLineItemPages([[day('2025-06-01', null, 100)]], null)).toBeNull();
+  });
+
+  it('counts each window\'s pages whole: a part page a window, and one request for an empty window', () => {
+    // Three days of 200 rows in one window are one page, not a page and a half.
+    expect(expectedLineItemPages([[day('2025-06-01', 200), day('2025-06-02', 200), day('2025-06-03', 200)]], null)).toBe(1);
+    expect(expectedLineItemPages([[day('2025-06-01', 6000)], [day('2025-06-02', null, 0)]], 2)).toBe(7);
+  });
+
+  it('prices line items at a sample page\'s dollars per row, none when the page holds no cost', () => {
+    expect(dollarsPerRow([1, 2, 3, 6])).toBe(3);
+    expect(dollarsPerRow([5, -1, Number.NaN, 0])).toBe(1);
+    expect(dollarsPerRow([])).toBeNull();
+    expect(dollarsPerRow([-2, 1])).toBeNull();
+  });
+
+  it('counts anomalies as the collection does: one request when the first response is not full, else at least one more a severity', () => {
+    expect(anomalyRequests(0)).toEqual({ requests: 1, minRequests: 1 });
+    expect(anomalyRequests(99)).toEqual({ requests: 1, minRequests: 1 });
+    expect(anomalyRequests(100)).toEqual({ requests: null, minRequests: 5 });
+    expect(anomalyRequests(null)).toEqual({ requests: null, minRequests: 1 });
   });
 
   it('names the stored dates the lookback fetches again', () => {
@@ -18,7 +39,7 @@ describe('sync --dry-run estimates', () => {
 
   it('prints each stream, the total at the rate limit, and that nothing was written', () => {
     const plan: SourcePlan = {
-      source: 'default', notices: [], requests: 120, seconds: 120, rateLimit: 60, rollupsRequests: 1,
+      source: 'default', notices: [], requests: 120, atLeast: true, seconds: 120, rateLimit: 60, dryRunRequests: { rollups: 1, lineItems: 1, anomalies: 1 },
       streams: [
         { stream: 'line_items', range: '2025-01-01..2025-06-30', windows: 7, resumed: false, requests: 110, minRequests: 14, refetches: null, basis: 'b', replaces: null, drops: null },
         { stream: 'anomalies', range: '2025-01-01..2025-06-30', windows: 1, resumed: false, requests: null, minRequests: 1, refetches: null, basis: 'c', replaces: null, drops: null },
@@ -27,13 +48,17 @@ describe('sync --dry-run estimates', () => {
     const text = dryRunText([plan], false);
     expect(text).toMatch(/line_items: 2025-01-01\.\.2025-06-30, 7 window\(s\), about 110 request\(s\)/);
     expect(text).toMatch(/anomalies: .* at least 1 request/);
-    expect(text).toMatch(/about 120 request\(s\) in all: 2 min at 60 requests a minute \(at least/);
+    // A stream that is only its least makes the total a least too, said as one.
+    expect(text).toMatch(/\n {2}at least 120 request\(s\) in all \(anomalies may take more; see above\): 2 min at 60 requests a minute\n/);
+    expect(text).not.toMatch(/about 120/);
+    expect(text).toMatch(/this dry run made 1 line-items page, 1 provider-rollups request, 1 anomalies request for the estimate/);
+    expect(dryRunText([{ ...plan, atLeast: false, streams: plan.streams.slice(0, 1) }], false)).toMatch(/\n {2}about 120 request\(s\) in all: 2 min/);
     expect(text).toMatch(/Dry run: nothing was written/);
   });
 
   it('names what a full refresh replaces and what --drop-before deletes', () => {
     const plan: SourcePlan = {
-      source: 'default', notices: [], requests: 10, seconds: 10, rateLimit: 60, rollupsRequests: 0,
+      source: 'default', notices: [], requests: 10, atLeast: false, seconds: 10, rateLimit: 60, dryRunRequests: { rollups: 0, lineItems: 0, anomalies: 0 },
       streams: [{
         stream: 'line_items', range: '2025-01-01..2025-06-30', windows: 7, resumed: false, requests: 10, minRequests: 7, refetches: '2025-01-01..2025-06-30 (181 days)',
         basis: 'b', replaces: '2025-02-01..2025-06-30', drops: '40 row(s) dated 2025-01-01..2025-01-31',

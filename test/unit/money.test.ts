@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatUsd, isMoneyColumn } from '../../src/money.js';
+import { formatPercent, formatUsd, isMoneyColumn } from '../../src/money.js';
 import { formatTable } from '../../src/table.js';
 import { eventLine } from '../../src/outputs/notify.js';
 import { describeMismatches } from '../../src/sync/reconcile.js';
@@ -29,6 +29,19 @@ describe('money is printed one way everywhere', () => {
     // The same form as the demo, summaries and the report: a $ in front (issue 27: tables printed bare).
     expect(lines[2]).toBe('gcp       $37,158.00    90');
     expect(lines[3]).toBe('aws       $39,723.68    90');
+  });
+
+  it('percentages too: one decimal always, so one deviation never reads as both +132% and +132.0%', () => {
+    expect(formatPercent(132)).toBe('+132.0%');
+    expect(formatPercent(136.44)).toBe('+136.4%');
+    expect(formatPercent(-90)).toBe('-90.0%');
+    expect(formatPercent(1523.25)).toBe('+1,523.3%');
+    expect(formatPercent(0)).toBe('0.0%');
+    expect(formatPercent(-0.01)).toBe('0.0%');
+    expect(formatPercent(null)).toBe('–');
+    expect(formatPercent(Number.NaN)).toBe('–');
+    expect(eventLine({ kind: 'anomaly', source: 'a', severity: 'high', provider: 'aws', service: 'ec2', actual_cost: 2320, expected_cost: 1000, deviation_percent: 132, detected_at: 'x' }))
+      .toContain('expected (+132.0%)');
   });
 
   it('notifications and window warnings use the same form', () => {
