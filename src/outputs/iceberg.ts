@@ -27,7 +27,7 @@ import {
 } from '../iceberg/table.js';
 import { ConfigError } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
-import { LAKE_TABLES, RUN_TABLES, drainPending } from './lake.js';
+import { LAKE_TABLES, PARQUET_OPTIONS, RUN_TABLES, drainPending } from './lake.js';
 import { catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
 import type { OutputTarget } from './target.js';
 import { failpoint } from '../failpoints.js';
@@ -119,9 +119,10 @@ async function writeDataFile(
     const select = columns.map((c) => (c.type === 'JSON' ? `${quote(c.name)}::VARCHAR AS ${quote(c.name)}` : quote(c.name))).join(', ');
     const range = month === null ? '' : ` AND ${def.date} >= DATE ${sqlString(monthRange(month).start)} AND ${def.date} < DATE ${sqlString(monthRange(month).next)}`;
     const ids = schema.fields.filter((f) => columns.some((c) => c.name === f.name));
+    // Unsorted, and in bounded row groups (see PARQUET_OPTIONS): a month of any size is written in the same memory.
     const [stats] = await warehouse.sql<{ count: number; file_size_bytes: number; column_statistics: unknown }>(
-      `COPY (SELECT ${select} FROM ${table} WHERE ${quote(def.source)} = ${sqlString(source)}${range} ORDER BY ALL)
-       TO ${sqlString(file)} (FORMAT parquet, FIELD_IDS {${ids.map((f) => `${quote(f.name)}: ${f.id}`).join(', ')}}, RETURN_STATS true)`,
+      `COPY (SELECT ${select} FROM ${table} WHERE ${quote(def.source)} = ${sqlString(source)}${range})
+       TO ${sqlString(file)} (${PARQUET_OPTIONS}, FIELD_IDS {${ids.map((f) => `${quote(f.name)}: ${f.id}`).join(', ')}}, RETURN_STATS true)`,
     );
     if (stats === undefined || Number(stats.count) === 0) return null;
     if (await sameFile(target, table, file, Number(stats.count), Number(stats.file_size_bytes), live)) return 'unchanged';

@@ -11,8 +11,9 @@
  *
  * (The COPY statements are built per table, partition and path, so they are not in sql/.)
  */
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { addDays } from '../dates.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { LINE_ITEMS, ROLLUPS_DAILY } from '../storage/tables.js';
 import { catchUp, lakeName, markCaughtUp, markPending } from './lake-catch-up.js';
@@ -23,11 +24,9 @@ import type { OutputTarget } from './target.js';
  * the column naming its source when it is not `source`. `focus` (the FOCUS 1.2 view over line_items)
  * is written with line_items' partitions, so FOCUS tools can read the lake as it is.
  */
-export const LAKE_TABLES: Record<string, { date: string; source?: string; datesPerCopy?: number }> = {
+export const LAKE_TABLES: Record<string, { date: string; source?: string }> = {
   line_items: { date: LINE_ITEMS.dateField },
-  // 63 columns: each open partition holds a writer per column, so fewer partitions per COPY keep it
-  // within DuckDB's 64 MB (30 at once ran out of memory; 16 did not).
-  focus: { date: 'CAST(ChargePeriodStart AS DATE)', source: 'x_source', datesPerCopy: 8 },
+  focus: { date: 'CAST(ChargePeriodStart AS DATE)', source: 'x_source' },
   rollups_daily: { date: ROLLUPS_DAILY.dateField },
   anomalies: { date: 'CAST(detected_date AS DATE)' },
   anomaly_status_history: { date: 'CAST(observed_at AS DATE)' },
@@ -93,9 +92,19 @@ async function markMissing(warehouse: Warehouse, target: OutputTarget, sources: 
   await markPending(warehouse, 'manifest', sources);
 }
 
-/** Partitions rewritten per COPY: bounds the statement, not the work. */
-const DATES_PER_COPY = 400;
+/**
+ * Days one batch spans from its first pending date, a slot of the write queue (window commits wait for
+ * it): its rows are read by date range, so this bounds what is read besides the pending dates.
+ */
+const DAYS_PER_BATCH = 31;
 
+/**
+ * The options of every Parquet file of the lake (both formats), so that a writer takes the same memory
+ * however many rows it writes: DuckDB holds a file's current row group and a dictionary buffer per
+ * string column in memory. Nor is a file sorted: DuckDB's sort merges 122,880 rows at a time in memory,
+ * more of focus's wide rows than the limit holds, however much it spills.
+ */
+export const PARQUET_OPTIONS = "FORMAT parquet, ROW_GROUP_SIZE_BYTES '8MB', STRING_DICTIONARY_PAGE_SIZE_LIMIT 65536";
 
 /**
  * Writes every pending partition, then clears it from the outbox. Each batch (one table and source)
@@ -104,7 +113,8 @@ const DATES_PER_COPY = 400;
  */
 export async function drainLake(warehouse: Warehouse, target: OutputTarget): Promise<number> {
   return drainPending(warehouse, async ({ table, source, dates }) => {
-    const batch = dates.slice(0, LAKE_TABLES[table]?.datesPerCopy ?? DATES_PER_COPY);
+    const last = addDays(dates[0]!, DAYS_PER_BATCH - 1);
+    const batch = dates.filter((d) => d <= last);
     if (LAKE_TABLES[table] !== undefined) await replacePartitions(warehouse, target, table, source, batch);
     return { written: batch };
   });
@@ -146,23 +156,30 @@ export async function drainPending(
 }
 
 /**
- * Writes the rows of `dates` of `source` in `table`, partitioned by source and date, into a scratch
- * directory, then puts each date at its key; a date with no rows loses its object.
+ * Writes the rows of `dates` of `source` in `table` to one Parquet file in a scratch directory, then cuts
+ * each date's file from it and puts it at its key; a date with no rows loses its object. One file is open
+ * at a time (a COPY … PARTITION_BY buffers a row group for every date at once, past the limit for focus),
+ * and the table is read once (focus's date filter runs only after joining every row of the source).
  */
 async function replacePartitions(warehouse: Warehouse, target: OutputTarget, table: string, source: string, dates: readonly string[]): Promise<void> {
   const scratch = target.scratch(table);
   const { date: dateExpr, source: sourceColumn = 'source' } = LAKE_TABLES[table]!;
   // rollups_daily's own `date` is the partition column; the others get one (and a `source`, if named otherwise).
   const columns = ['*', ...(dateExpr === 'date' ? [] : [`${dateExpr} AS date`]), ...(sourceColumn === 'source' ? [] : [`${sourceColumn} AS source`])].join(', ');
-  const select = `SELECT ${columns} FROM ${table} WHERE ${sourceColumn} = ${sqlString(source)}
-    AND ${dateExpr} IN (${dates.map((d) => `${sqlString(d)}::DATE`).join(', ')}) ORDER BY ALL`;
+  const rows = join(scratch, 'dates.parquet');
   try {
-    await warehouse.sql(`COPY (${select}) TO ${sqlString(scratch)} (FORMAT parquet, PARTITION_BY (source, date), OVERWRITE_OR_IGNORE true)`);
+    // A range rather than the list of dates: DuckDB joins a long IN list, which takes memory the writer needs.
+    await warehouse.sql(`COPY (SELECT ${columns} FROM ${table} WHERE ${sourceColumn} = ${sqlString(source)}
+      AND ${dateExpr} BETWEEN ${sqlString(dates[0]!)}::DATE AND ${sqlString(dates.at(-1)!)}::DATE) TO ${sqlString(rows)} (${PARQUET_OPTIONS})`);
     for (const date of dates) {
-      const written = join(scratch, `source=${source}`, `date=${date}`);
-      const file = existsSync(written) ? readdirSync(written).find((f) => f.endsWith('.parquet')) : undefined;
-      if (file !== undefined) await target.putFile(partitionKey(table, source, date), join(written, file));
+      const file = join(scratch, `${date}.parquet`);
+      // The partition columns are in the path, not in the file (as hive partitioning has it).
+      const [written] = await warehouse.sql<{ Count: number }>(
+        `COPY (SELECT * EXCLUDE (source, date) FROM read_parquet(${sqlString(rows)}) WHERE date = ${sqlString(date)}::DATE) TO ${sqlString(file)} (${PARQUET_OPTIONS})`,
+      );
+      if (Number(written?.Count ?? 0) > 0) await target.putFile(partitionKey(table, source, date), file);
       else await target.remove(partitionKey(table, source, date));
+      rmSync(file, { force: true });
     }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
@@ -192,7 +209,7 @@ export async function finishLake(
         for (const table of RUN_TABLES) {
           const file = join(scratch, `${table}-${source}.parquet`);
           // The source is the partition: in the path, not in the file (as COPY … PARTITION_BY writes).
-          await warehouse.sql(`COPY (SELECT * EXCLUDE (source) FROM ${table} WHERE source = ${sqlString(source)} ORDER BY ALL) TO ${sqlString(file)} (FORMAT parquet)`);
+          await warehouse.sql(`COPY (SELECT * EXCLUDE (source) FROM ${table} WHERE source = ${sqlString(source)}) TO ${sqlString(file)} (${PARQUET_OPTIONS})`);
           await target.putFile(`${table}/source=${source}/data.parquet`, file);
         }
       }
