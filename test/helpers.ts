@@ -284,16 +284,18 @@ import { existsSync, readdirSync } from 'node:fs';
 import { LAKE_TABLES } from '../src/outputs/lake.js';
 
 /**
- * Per lake table, rows in the DuckDB file but not in the Parquet tree (`missing`) and the reverse
- * (`extra`), compared row for row (as text, in the table's column order) with DuckDB's
+ * Per lake table (or those of `tables`), rows in the DuckDB file but not in the Parquet tree (`missing`)
+ * and the reverse (`extra`), compared row for row (as text, in the table's column order) with DuckDB's
  * `read_parquet(..., hive_partitioning = true)`.
  */
-export async function lakeDifferences(db: string, outDir: string, sources?: readonly string[]): Promise<Record<string, { rows: number; missing: number; extra: number }>> {
+export async function lakeDifferences(
+  db: string, outDir: string, sources?: readonly string[], tables: readonly string[] = Object.keys(LAKE_TABLES),
+): Promise<Record<string, { rows: number; missing: number; extra: number }>> {
   // With `sources`, only their rows, on both sides (a shard's warehouse against a shared lake).
   const wh = await openReadOnly(db);
   try {
     const result: Record<string, { rows: number; missing: number; extra: number }> = {};
-    for (const [table, spec] of Object.entries(LAKE_TABLES)) {
+    for (const [table, spec] of Object.entries(LAKE_TABLES).filter(([t]) => tables.includes(t))) {
       const sourceColumn = spec.source ?? 'source';
       const only = sources === undefined ? '' : `WHERE ${sourceColumn} IN (${sources.map((s) => `'${s}'`).join(', ')})`;
       const columns = (await wh.sql<{ c: string }>('SELECT column_name AS c FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table])).map((r) => `"${r.c}"::VARCHAR`).join(', ');

@@ -9,6 +9,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join as joinPath, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeManifest, decodeManifestList } from '../src/iceberg/avro.js';
+import { currentSnapshot, type TableMetadata } from '../src/iceberg/metadata.js';
 import { openReadOnly } from '../src/storage/duckdb.js';
 import { ICEBERG_TABLES } from '../src/outputs/iceberg.js';
 import { RUN_TABLES } from '../src/outputs/lake.js';
@@ -175,4 +176,21 @@ export async function icebergFileCheck(dir: string, location: string, tables: re
     }
   }
   return { missing: [...new Set(missing)], unreferenced };
+}
+
+/**
+ * The data files the current snapshot of `table` reads, in a lake on disk (`dir`, whose metadata names
+ * files by `file://` URL), each with the record count its manifest gives: what a reader's scan opens.
+ */
+export async function icebergLiveFiles(dir: string, table: string): Promise<{ path: string; records: number }[]> {
+  const tableDir = joinPath(dir, table);
+  const hint = Number(readFileSync(joinPath(tableDir, 'metadata', 'version-hint.text'), 'utf8'));
+  const snapshot = currentSnapshot(JSON.parse(readFileSync(joinPath(tableDir, 'metadata', `v${hint}.metadata.json`), 'utf8')) as TableMetadata);
+  const files: { path: string; records: number }[] = [];
+  for (const m of snapshot === null ? [] : await decodeManifestList(readFileSync(fileURLToPath(snapshot['manifest-list'])))) {
+    for (const e of await decodeManifest(readFileSync(fileURLToPath(m.manifest_path)))) {
+      if (e.status !== 2) files.push({ path: fileURLToPath(e.data_file.file_path), records: Number(e.data_file.record_count) });
+    }
+  }
+  return files;
 }
