@@ -2,7 +2,8 @@
 // Sync benchmarks (issue 3). Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
 //   npm run bench                 all four
 //   npm run bench -- rate         one of: requests, rate, throughput, memory
-// Environment: BENCH_MEMORY_ROWS (default 5000000), BENCH_THROUGHPUT_ROWS (default 1000000); BENCH_SMOKE=1: tiny sizes.
+// Environment: BENCH_MEMORY_ROWS (default 5000000), BENCH_MONTH_ROWS (default 3000000: the month the memory
+// benchmark writes to each lake format), BENCH_THROUGHPUT_ROWS (default 1000000); BENCH_SMOKE=1: tiny sizes.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { rmSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -182,28 +183,63 @@ async function benchThroughput() {
   }
 }
 
+/**
+ * Runs the `costsync` executable with `args` under /usr/bin/time: its exit code, seconds and peak RSS in
+ * MB. A failed run is no figure: what it says on stderr is passed on, and the script exits 1 at the end
+ * (so the smoke test fails).
+ */
+async function timedRun(args) {
+  const t0 = performance.now();
+  // The bin itself, as `costsync` and `npx costsync` run it (its shebang sets Node's flags).
+  const child = spawn('/usr/bin/time', ['-f', 'MAXRSS_KB=%M', BIN, ...args], { env: { ...process.env, COSTSYNC_API_KEY: 'demo-key' }, stdio: ['ignore', 'inherit', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d) => { err += d; });
+  const [code] = await once(child, 'exit');
+  const secs = (performance.now() - t0) / 1000;
+  const kb = Number(/MAXRSS_KB=(\d+)/.exec(err)?.[1] ?? NaN);
+  process.stderr.write(err.replace(/^(Command exited with non-zero status \d+|MAXRSS_KB=\d+)\n/gm, ''));
+  if (code !== 0) process.exitCode = 1;
+  return { code, secs, mb: kb / 1024 };
+}
+
 async function benchMemory() {
   const rows = Number(size('BENCH_MEMORY_ROWS', 5_000_000, 2_000));
   const rowsPerDay = Math.min(100_000, rows);
   const days = Math.ceil(rows / rowsPerDay);
   const dir = tempDir();
   // The emulator in its own process, so only the sync's memory is measured.
-  const { url, pid, stop } = await emulatorProcess(['--rows-per-day', String(rowsPerDay), '--start-date', '2025-10-01', '--end-date', '2025-12-31']);
+  const { url, stop } = await emulatorProcess(['--rows-per-day', String(rowsPerDay), '--start-date', '2025-10-01', '--end-date', '2025-12-31']);
   try {
-    const args = [BIN, 'sync', '--base-url', url, '--db', join(dir, 'm.duckdb'), '--state-dir', join(dir, 'state'), '--streams', 'line_items',
-      '--start-date', addDays('2025-12-31', -(days - 1)), '--until', '2025-12-31', '--rate-limit', '1000000', '--window-days', process.env.BENCH_WINDOW_DAYS ?? '7', '--quiet'];
-    const t0 = performance.now();
-    // The bin itself, as `costsync` and `npx costsync` run it (its shebang sets Node's flags).
-    const child = spawn('/usr/bin/time', ['-f', 'MAXRSS_KB=%M', ...args], { env: { ...process.env, COSTSYNC_API_KEY: 'demo-key' }, stdio: ['ignore', 'inherit', 'pipe'] });
-    let err = '';
-    child.stderr.on('data', (d) => { err += d; });
-    const [code] = await once(child, 'exit');
-    const secs = (performance.now() - t0) / 1000;
-    const kb = Number(/MAXRSS_KB=(\d+)/.exec(err)?.[1] ?? NaN);
-    console.log(`memory: sync of ${rowsPerDay * days} rows, exit ${code}, ${secs.toFixed(0)} s, peak RSS ${(kb / 1024).toFixed(0)} MB (target < 250 MB)`);
+    const { code, secs, mb } = await timedRun(['sync', '--base-url', url, '--db', join(dir, 'm.duckdb'), '--state-dir', join(dir, 'state'), '--streams', 'line_items',
+      '--start-date', addDays('2025-12-31', -(days - 1)), '--until', '2025-12-31', '--rate-limit', '1000000', '--window-days', process.env.BENCH_WINDOW_DAYS ?? '7', '--quiet']);
+    console.log(`memory: sync of ${rowsPerDay * days} rows, exit ${code}, ${secs.toFixed(0)} s, peak RSS ${mb.toFixed(0)} MB (target < 250 MB)`);
   } finally {
     stop();
     rmSync(dir, { recursive: true, force: true });
+  }
+  await benchMonthToLakes();
+}
+
+/**
+ * A month of line items synced with each lake format at default settings (one 30-day window, DuckDB's
+ * 64MB), the API's rate limit lifted: the lake writes a whole month of line_items and focus at once.
+ */
+async function benchMonthToLakes() {
+  const rowsPerDay = Math.min(100_000, Math.ceil(Number(size('BENCH_MONTH_ROWS', 3_000_000, 2_000)) / 30));
+  const { url, stop } = await emulatorProcess(['--rows-per-day', String(rowsPerDay), '--start-date', '2025-11-01', '--end-date', '2025-11-30']);
+  try {
+    for (const format of ['iceberg', 'parquet']) {
+      const dir = tempDir();
+      try {
+        const { code, secs, mb } = await timedRun(['sync', '--base-url', url, '--db', join(dir, 'm.duckdb'), '--state-dir', join(dir, 'state'),
+          '--format', format, '--out', join(dir, 'lake'), '--start-date', '2025-11-01', '--until', '2025-11-30', '--rate-limit', '1000000', '--quiet']);
+        console.log(`lake memory, ${format}: sync of a month of ${rowsPerDay * 30} line items with --format ${format}, exit ${code}, ${secs.toFixed(0)} s, peak RSS ${mb.toFixed(0)} MB`);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  } finally {
+    stop();
   }
 }
 
