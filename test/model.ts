@@ -472,8 +472,12 @@ export interface ModelRunOptions {
   timeLimitMs: number;
 }
 
-/** Runs the model: `numRuns` sequences (or as many as fit in the time), each in a fresh world. */
-export async function runModel(options: ModelRunOptions): Promise<fc.RunDetails<[Iterable<Cmd>]>> {
+/**
+ * Runs the model: one sequence at a time (seeds `seed`, `seed + 1`, …), each in a fresh world, until
+ * one fails or the time is up; a sequence once started always finishes (a time limit inside fast-check
+ * would cut it and count nothing). With `path`, replays that one failure of `seed`.
+ */
+export async function runModel(options: ModelRunOptions): Promise<fc.RunDetails<[Iterable<Cmd>]> & { sequences: number }> {
   const property = fc.asyncProperty(fc.commands(commandArbs, { maxCommands: options.maxCommands, ...(options.path !== undefined && { replayPath: options.path }) }), async (cmds) => {
     const world = new World();
     try {
@@ -483,15 +487,19 @@ export async function runModel(options: ModelRunOptions): Promise<fc.RunDetails<
       await world.close();
     }
   });
-  return fc.check(property, {
-    numRuns: options.numRuns, interruptAfterTimeLimit: options.timeLimitMs, markInterruptAsFailure: false,
-    ...(options.seed !== undefined && { seed: options.seed }), ...(options.path !== undefined && { path: options.path }),
-  });
+  const base = options.seed ?? Math.floor(Math.random() * 2 ** 31);
+  const started = Date.now();
+  for (let i = 0; ; i++) {
+    const details = await fc.check(property, { numRuns: 1, seed: base + i, ...(options.path !== undefined && { path: options.path }) });
+    if (details.failed || options.path !== undefined || i + 1 >= options.numRuns || Date.now() - started >= options.timeLimitMs) {
+      return Object.assign(details, { sequences: i + 1 });
+    }
+  }
 }
 
 /** The report of a failed model run: the seed and path that replay it, and the shortest sequence found, as the commands it ran. */
-export function modelReport(details: fc.RunDetails<[Iterable<Cmd>]>): string {
-  if (!details.failed) return `${details.numRuns} sequence(s) passed (seed ${details.seed})`;
+export function modelReport(details: fc.RunDetails<[Iterable<Cmd>]> & { sequences: number }): string {
+  if (!details.failed) return `${details.sequences} sequence(s) passed (seeds from ${details.seed - details.sequences + 1})`;
   return [
     `The model found a failing sequence (seed ${details.seed}, path ${details.counterexamplePath}); replay it with`,
     `  COSTSYNC_MODEL_SEED=${details.seed} COSTSYNC_MODEL_PATH=${details.counterexamplePath} npx vitest run test/integration/model.test.ts`,

@@ -25,17 +25,19 @@ describe('stopping and resuming', () => {
         const warehouse = basename(workingCopyPath(config.stateDir, config.db), '.duckdb');
         const state = new StateStore(config.stateDir, { name: 'default', baseUrl: config.baseUrl, keyFingerprint: keyFingerprint(config.apiKey) }, warehouse).load();
         const active = state.streams.line_items!.pending!.windows.find((w) => w.status === 'active')!;
-        // The stop came after the 3rd page was saved; the page fetched meanwhile is written and saved too.
+        // The stop came after the 3rd page was saved; a page fetched meanwhile is written and saved too,
+        // unless the stop cut its request (then it is fetched again).
         const fetchedBefore = emulator.requestLog.count({ route: 'line-items' });
         expect([3, 4]).toContain(active.page);
-        expect(active.page).toBe(fetchedBefore);
+        expect(fetchedBefore - active.page).toBeGreaterThanOrEqual(0);
+        expect(fetchedBefore - active.page).toBeLessThanOrEqual(1);
         expect(active.cursor).not.toBeNull();
 
         emulator.requestLog.reset();
         const second = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
         expect(second.outcome).toBe('success');
-        // 12,000 rows in 12 pages: those fetched before the stop are not fetched again.
-        expect(emulator.requestLog.count({ route: 'line-items' })).toBe(12 - fetchedBefore);
+        // 12,000 rows in 12 pages: those saved before the stop are not fetched again.
+        expect(emulator.requestLog.count({ route: 'line-items' })).toBe(12 - active.page);
 
         await withTempDir(async (fresh) => {
           const clean = testSyncConfig(emulator.url, fresh, { windowDays: 15 });
