@@ -125,6 +125,7 @@ async function writeDataFile(
        TO ${sqlString(file)} (${PARQUET_OPTIONS}, FIELD_IDS {${ids.map((f) => `${quote(f.name)}: ${f.id}`).join(', ')}}, RETURN_STATS true)`,
     );
     if (stats === undefined || Number(stats.count) === 0) return null;
+    if (await sameFile(target, table, file, Number(stats.count), Number(stats.file_size_bytes), live)) return 'unchanged';
     const key = `${table}/data/${dataDir(source)}/${month === null ? '' : `${monthField(def.month!)}=${monthLabel(month)}/`}${randomUUID()}.parquet`;
     await target.putFile(key, file);
     const dataFile: DataFile = {
@@ -152,6 +153,20 @@ async function writeDataFile(
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * Whether the Parquet file at `file` holds what `live` does: `live` is one file, of the same row count
+ * and size, with the same bytes (read only when the counts agree). Another DuckDB version or thread
+ * count may write the same rows differently, and so may the same rows in another order (files are not
+ * sorted: a re-sync's rows go after the others): then the month is committed, as any change is.
+ */
+async function sameFile(target: OutputTarget, table: string, file: string, rows: number, size: number, live: readonly DataFile[]): Promise<boolean> {
+  const [old] = live;
+  if (live.length !== 1 || old!.record_count !== rows || old!.file_size_in_bytes !== size) return false;
+  // Equal bytes are equal rows, exactly (a hash could collide); the same rows in the same order write the same bytes.
+  const bytes = await target.getBytes(keyOf(target, table, old!.file_path));
+  return bytes !== null && bytes.equals(readFileSync(file));
 }
 
 /**

@@ -289,6 +289,62 @@ describe('Iceberg commits through the outbox', () => {
     });
   }, 60_000);
 
+  it('a lookback that changed nothing makes no snapshot, nor does the expiry after it; a batch rewrites only the months that changed; intents and dates are cleared either way', async () => {
+    await withEmulator({ startDate: '2025-05-20', endDate: '2025-06-10', rowsPerDay: 20, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        expect(await run(syncArgs(url, dir, ['--streams', 'line_items', '--start-date', '2025-05-20', '--until', '2025-06-10']), ENV)).toMatchObject({ code: 0 });
+        const lake = join(dir, 'lake');
+        const target = directoryTarget(lake);
+        const versions = async () => Object.fromEntries(await Promise.all(['line_items', 'focus'].map(async (t) => [t, (await loadTable(target, t)).version] as const)));
+        const before = await versions();
+        const files = () => ['2025-05', '2025-06'].map((m) => readdirSync(join(lake, 'line_items', 'data', 'source=default', `usage_date_month=${m}`)));
+        const filesBefore = files();
+        const lakeRun = (runId: string) => icebergLake({ runId, clock: { now: () => Date.now(), sleep: async () => undefined }, sources: ['default'], retentionMs: 86_400_000 });
+        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: true });
+        const pending = async (kind: string) => (await wh.query<{ key: string }>('outbox/pending', [kind])).map((r) => r.key);
+        try {
+          // A lookback refetches its days and marks them changed, with the same rows.
+          await wh.transaction(() => wh.changed('line_items', 'default', ['2025-05-25', '2025-06-05']));
+          const nightly = lakeRun('run-same');
+          await nightly.drain(wh, target);
+          expect(await versions()).toEqual(before);
+          expect(await pending('parquet')).toEqual([]);
+          expect(await pending('iceberg')).toEqual([]);
+          // The run tables still commit; the expiry finds nothing a day old and writes nothing.
+          await nightly.finish(wh, target);
+          expect(await versions()).toEqual(before);
+          expect(await pending('iceberg')).toEqual([]);
+
+          // What a run killed after a batch that made no snapshot leaves: its intent and its dates. The intent
+          // is not found in any snapshot, so the dates are written again, make none again, and all is cleared.
+          await wh.run('outbox/mark', ['iceberg', 'line_items/default/run-killed.1/664,665']);
+          await wh.transaction(() => wh.changed('line_items', 'default', ['2025-05-25', '2025-06-05']));
+          await lakeRun('run-after-kill').drain(wh, target);
+          expect(await versions()).toEqual(before);
+          expect(await pending('parquet')).toEqual([]);
+          expect(await pending('iceberg')).toEqual([]);
+
+          // June changes, May does not: one snapshot, replacing June's file only.
+          await wh.transaction(async () => {
+            await wh.sql("UPDATE line_items SET net_amount_usd = net_amount_usd + 1 WHERE usage_date = DATE '2025-06-05'");
+            await wh.changed('line_items', 'default', ['2025-05-25', '2025-06-05']);
+          });
+          await lakeRun('run-june').drain(wh, target);
+          expect(await versions()).toEqual({ line_items: before.line_items! + 1, focus: before.focus! + 1 });
+          const june = (await loadTable(target, 'line_items')).metadata!.snapshots.at(-1)!;
+          expect(june.summary).toMatchObject({ operation: 'overwrite', 'deleted-data-files': '1', 'added-data-files': '1', [SUMMARY.runId]: 'run-june' });
+          const [may, juneFiles] = files();
+          expect(may).toEqual(filesBefore[0]);
+          expect(juneFiles).not.toEqual(filesBefore[1]);
+        } finally {
+          wh.close();
+        }
+        // The working copy holds the update (nothing published it to --db).
+        expectEqualToWarehouse(await icebergDifferences(workingCopyPath(join(dir, 'state'), join(dir, 'c.duckdb')), pathToFileURL(lake).href, { tables: ['line_items', 'focus'] }));
+      });
+    });
+  }, 60_000);
+
   it('four shards committing to one table at once: every commit lands (lost races retried on the newest metadata), each source exact', async () => {
     await withTempDir(async (dir) => {
       const target = directoryTarget(join(dir, 'lake'));
