@@ -83,6 +83,20 @@ export async function loadTable(store: IcebergStore, table: string): Promise<Loa
 }
 
 /**
+ * Points `version-hint.text` at the newest metadata when it lags (a run killed between creating a
+ * metadata file and writing the hint): readers such as pyiceberg and icebird follow the hint alone, and
+ * a later commit that would have rewritten it may never come (a month that did not change makes none).
+ * Returns whether it was mended.
+ */
+export async function mendVersionHint(store: IcebergStore, table: string): Promise<boolean> {
+  const hinted = parseVersionHint(await store.getText(`${table}/metadata/version-hint.text`));
+  const { version } = await loadTable(store, table);
+  if (version === 0 || version === hinted) return false;
+  await store.putText(`${table}/metadata/version-hint.text`, String(version));
+  return true;
+}
+
+/**
  * The version a `version-hint.text` names (0: none, or not a version). Surrounding whitespace is
  * accepted: lakes written before the hint held bare digits end it with a newline.
  */

@@ -23,7 +23,7 @@ import type { DataFile } from '../iceberg/avro.js';
 import { SUMMARY, currentSchema, metadataKey } from '../iceberg/metadata.js';
 import { boundBytes, evolveSchema, monthLabel, monthOrdinal, monthRange, type IcebergSchema, type WarehouseColumn } from '../iceberg/schema.js';
 import {
-  commitSource, currentManifests, dataDir, expireTable, keyOf, liveFiles, loadTable, manifestSource, monthField, removeUnreferenced, type CommitResult, type Partitioning,
+  commitSource, currentManifests, dataDir, expireTable, keyOf, liveFiles, loadTable, manifestSource, mendVersionHint, monthField, removeUnreferenced, type CommitResult, type Partitioning,
 } from '../iceberg/table.js';
 import { ConfigError } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
@@ -285,6 +285,7 @@ export function icebergLake(run: IcebergRun) {
         // Caught up first: a killed run's landed commit then clears what it covers.
         await catchUp(warehouse, lakeName('iceberg', target), run.sources);
         await recoverIntents(warehouse, target);
+        for (const table of Object.keys(ICEBERG_TABLES)) await mendVersionHint(target, table);
         await fillNewSources(warehouse, target, run.sources);
       });
       started = true;

@@ -336,6 +336,15 @@ describe('Iceberg commits through the outbox', () => {
           const [may, juneFiles] = files();
           expect(may).toEqual(filesBefore[0]);
           expect(juneFiles).not.toEqual(filesBefore[1]);
+
+          // A run killed between creating a metadata file and writing the hint leaves the hint a version
+          // behind; with nothing to commit, the next run must still point it at the newest, as readers follow it.
+          const hint = join(lake, 'line_items', 'metadata', 'version-hint.text');
+          const newest = readFileSync(hint, 'utf8');
+          writeFileSync(hint, String(Number(newest) - 1));
+          await wh.transaction(() => wh.changed('line_items', 'default', ['2025-06-05']));
+          await lakeRun('run-after-hint').drain(wh, target);
+          expect(readFileSync(hint, 'utf8')).toBe(newest);
         } finally {
           wh.close();
         }
