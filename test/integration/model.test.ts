@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { modelReport, runModel } from '../model.js';
 
 /**
- * The command surface as users combine it (test/model.ts): here, the sequences that fit in about 20 s;
+ * The command surface as users combine it (test/model.ts): here, the sequences that fit in about 12 s;
  * `npm run test:slow` runs longer ones for longer. `COSTSYNC_MODEL_SEED` and `COSTSYNC_MODEL_PATH`
  * replay a failure exactly.
  */
@@ -10,7 +10,7 @@ const seed = process.env.COSTSYNC_MODEL_SEED === undefined ? undefined : Number(
 const path = process.env.COSTSYNC_MODEL_PATH;
 
 it('random sequences of syncs, kills, lakes, state directories, new and restated days keep every invariant', async () => {
-  const details = await runModel({ seed, path, numRuns: 200, maxCommands: 7, timeLimitMs: Number(process.env.COSTSYNC_MODEL_SECONDS ?? 20) * 1000 });
+  const details = await runModel({ seed, path, numRuns: 200, maxCommands: 6, timeLimitMs: Number(process.env.COSTSYNC_MODEL_SECONDS ?? 12) * 1000 });
   console.info(modelReport(details));
   expect(details.failed, modelReport(details)).toBe(false);
   expect(details.sequences).toBeGreaterThan(0);
