@@ -2,7 +2,7 @@
  * The model-based test of the command surface (fast-check's `fc.commands`): random sequences of what
  * users do, run against real processes, real DuckDB files and the emulator over loopback, with the
  * invariants checked after every step. A failing sequence is shrunk and printed as the commands to
- * type; `COSTSYNC_MODEL_SEED` (and `COSTSYNC_MODEL_PATH`, printed with it) replays it exactly.
+ * type; `COSTSYNC_MODEL_SEED`, `COSTSYNC_MODEL_PATH` and `COSTSYNC_MODEL_REPLAY` (printed with it) replay it.
  *
  * Kill points are events, never times: the Nth request the emulator answers (held until the process
  * is gone), or a named failpoint (`src/failpoints.ts`) the process dies at.
@@ -466,7 +466,10 @@ export const commandArbs: fc.Arbitrary<Cmd>[] = [
 
 export interface ModelRunOptions {
   seed?: number;
+  /** fast-check's path to the shrunk failure of `seed` (COSTSYNC_MODEL_PATH). */
   path?: string;
+  /** The commands' own replay path (COSTSYNC_MODEL_REPLAY): which commands of the shrunk sequence ran. */
+  replay?: string;
   numRuns: number;
   maxCommands: number;
   timeLimitMs: number;
@@ -478,7 +481,7 @@ export interface ModelRunOptions {
  * would cut it and count nothing). With `path`, replays that one failure of `seed`.
  */
 export async function runModel(options: ModelRunOptions): Promise<fc.RunDetails<[Iterable<Cmd>]> & { sequences: number }> {
-  const property = fc.asyncProperty(fc.commands(commandArbs, { maxCommands: options.maxCommands, ...(options.path !== undefined && { replayPath: options.path }) }), async (cmds) => {
+  const property = fc.asyncProperty(fc.commands(commandArbs, { maxCommands: options.maxCommands, ...(options.replay !== undefined && { replayPath: options.replay }) }), async (cmds) => {
     const world = new World();
     try {
       await world.start();
@@ -497,12 +500,22 @@ export async function runModel(options: ModelRunOptions): Promise<fc.RunDetails<
   }
 }
 
-/** The report of a failed model run: the seed and path that replay it, and the shortest sequence found, as the commands it ran. */
-export function modelReport(details: fc.RunDetails<[Iterable<Cmd>]> & { sequences: number }): string {
+/** The commands' replay path, as fast-check prints it in a sequence (`/*replayPath="…"*\/`). */
+export function commandsReplayPath(sequence: unknown): string | undefined {
+  return /\/\*replayPath="([^"]*)"\*\//.exec(String(sequence))?.[1];
+}
+
+/**
+ * The report of a failed model run: the variables that replay it with the test file that ran it (whose
+ * sequence length they depend on), and the shortest sequence found, as the commands it ran.
+ */
+export function modelReport(details: fc.RunDetails<[Iterable<Cmd>]> & { sequences: number }, testFile: string): string {
   if (!details.failed) return `${details.sequences} sequence(s) passed (seeds from ${details.seed - details.sequences + 1})`;
+  const replay = commandsReplayPath(details.counterexample?.[0]);
+  const vars = [`COSTSYNC_MODEL_SEED=${details.seed}`, `COSTSYNC_MODEL_PATH=${details.counterexamplePath}`, ...(replay ? [`COSTSYNC_MODEL_REPLAY=${replay}`] : [])];
   return [
-    `The model found a failing sequence (seed ${details.seed}, path ${details.counterexamplePath}); replay it with`,
-    `  COSTSYNC_MODEL_SEED=${details.seed} COSTSYNC_MODEL_PATH=${details.counterexamplePath} npx vitest run test/integration/model.test.ts`,
+    `The model found a failing sequence (seed ${details.seed}); replay it with`,
+    `  ${vars.join(' ')} npx vitest run ${testFile}`,
     `(in a fresh directory with costsync.config.json naming sources w1 and w2 of the emulator, data ${addDays(END, -(SPAN_DAYS - 1))}..${END}, 2 line items a day, restatements of the last 8 days)`,
     details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance),
   ].join('\n');

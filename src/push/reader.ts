@@ -8,7 +8,7 @@ import { extname } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection, type DuckDBResult } from '@duckdb/node-api';
 import { CHARGE_CATEGORIES, CHARGE_CATEGORY_ALIASES } from '../api/types.js';
 import { ConfigError, CostsyncError, ExitCode, InternalError } from '../errors.js';
-import { loadSql, sqlString } from '../storage/duckdb.js';
+import { DUCKDB_INSTANCE_OPTIONS, loadSql, sqlString } from '../storage/duckdb.js';
 import type { TargetColumn, ValueKind } from './columns.js';
 
 export type FileFormat = 'csv' | 'parquet' | 'jsonl';
@@ -154,6 +154,7 @@ export function noHeader(path: string, format: FileFormat, rows: number): Config
 
 export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Promise<FileReader> {
   const instance = await DuckDBInstance.create(':memory:', {
+    ...DUCKDB_INSTANCE_OPTIONS,
     memory_limit: env.COSTSYNC_PUSH_MEMORY_LIMIT ?? '256MB',
     preserve_insertion_order: 'true',
   });

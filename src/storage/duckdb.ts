@@ -101,6 +101,13 @@ function toPlain(row: Record<string, unknown>): Record<string, unknown> {
   return row;
 }
 
+/**
+ * Settings of every DuckDB instance costsync opens. DuckDB's external file cache (on by default since
+ * 1.3) served the rows of a file costsync had just replaced at the same path (a scratch file, a spooled
+ * page) when the new file's modification time matched the old one's: filters then matched nothing.
+ */
+export const DUCKDB_INSTANCE_OPTIONS: Readonly<Record<string, string>> = { enable_external_file_cache: 'false' };
+
 export interface OpenOptions {
   /** Record changed partitions for a Parquet lake (`--format parquet`). */
   lake?: boolean;
@@ -116,7 +123,7 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
   let instance: DuckDBInstance;
   let connection: DuckDBConnection;
   try {
-    instance = await DuckDBInstance.create(path);
+    instance = await DuckDBInstance.create(path, DUCKDB_INSTANCE_OPTIONS);
     connection = await instance.connect();
   } catch (cause) {
     const message = (cause as Error).message;
@@ -267,7 +274,7 @@ export async function openReadOnly(path: string): Promise<ReadOnlyWarehouse> {
   let instance: DuckDBInstance;
   let connection: DuckDBConnection;
   try {
-    instance = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
+    instance = await DuckDBInstance.create(path, { ...DUCKDB_INSTANCE_OPTIONS, access_mode: 'READ_ONLY' });
     connection = await instance.connect();
   } catch (cause) {
     const message = (cause as Error).message.split('\n')[0]!;
