@@ -28,7 +28,9 @@ const EPILOGUE = [
   '5 another run holds the lock or the lease, or the published warehouse changed under this run.',
   'Ctrl-C or SIGTERM stops a sync within seconds with its progress saved (exit 4); a second one exits at once (nothing is lost either way).',
   '',
-  `Every setting can also come from the environment as COSTSYNC_<FLAG>: ${SETTINGS.filter((s) => s !== 'api-key-file').map(envName).join(', ')}; flags win over the environment, which wins over the config file.`,
+  `Every setting can also come from the environment as COSTSYNC_<FLAG>: ${SETTINGS.filter((s) => s !== 'api-key-file')
+    .map(envName)
+    .join(', ')}; flags win over the environment, which wins over the config file.`,
   'The API key comes only from COSTSYNC_API_KEY, a file named by COSTSYNC_API_KEY_FILE or --api-key-file (never a flag: command lines are visible to every user of the machine).',
 ].join('\n');
 
@@ -45,7 +47,10 @@ export function reportFailure(argv: readonly string[], error: unknown, io: Pick<
   if (jsonErrors(argv, io.env)) {
     const logger = createLogger({ format: 'json', secrets, write: (line) => io.stderr(`${line}\n`) });
     const hint = isCostsyncError(error) ? error.hint : undefined;
-    logger.error(isCostsyncError(error) ? error.message : describeError(error, secrets), { ...errorFields(error, false), ...(hint ? { hint } : {}) });
+    logger.error(isCostsyncError(error) ? error.message : describeError(error, secrets), {
+      ...errorFields(error, false),
+      ...(hint ? { hint } : {}),
+    });
   } else {
     io.stderr(`costsync: ${describeError(error, secrets)}\n`);
   }
@@ -54,8 +59,10 @@ export function reportFailure(argv: readonly string[], error: unknown, io: Pick<
 /** Keys on the command line are refused with the reason, before yargs calls them unknown. */
 function refuseKeyFlag(argv: readonly string[]): void {
   if (argv.some((a) => a === '--api-key' || a.startsWith('--api-key='))) {
-    throw new ConfigError('--api-key is not an option: a key on the command line is visible to every user of the machine (ps, shell history, CI logs).',
-      'Set COSTSYNC_API_KEY in the environment, or put the key alone in a file and pass --api-key-file PATH.');
+    throw new ConfigError(
+      '--api-key is not an option: a key on the command line is visible to every user of the machine (ps, shell history, CI logs).',
+      'Set COSTSYNC_API_KEY in the environment, or put the key alone in a file and pass --api-key-file PATH.',
+    );
   }
 }
 
@@ -64,7 +71,9 @@ export async function runCli(argv: string[], io: CommandIo): Promise<ExitCode> {
   let code: ExitCode = ExitCode.OK;
   try {
     refuseKeyFlag(argv);
-    await buildParser(argv, io, (c) => { code = c; }).parseAsync();
+    await buildParser(argv, io, (c) => {
+      code = c;
+    }).parseAsync();
     return code;
   } catch (error) {
     reportFailure(argv, error, io);
@@ -77,17 +86,65 @@ type Run = (args: Record<string, unknown>, io: CommandIo) => Promise<ExitCode>;
 /** The commands, as data: how each is written, what it does, its options, and the function that runs it. */
 const COMMANDS: readonly { command: string; describe: string; options: (y: Argv) => Argv; run: Run }[] = [
   { command: 'sync', describe: 'Sync line items, rollups and anomalies into DuckDB', options: syncOptions, run: runSyncCommand },
-  { command: 'push [files..]', describe: 'Send FOCUS rows (CSV, Parquet, JSON Lines) to a custom provider connection', options: pushOptions, run: runPushCommand },
-  { command: 'push-otel <file>', describe: 'Send a JSON document to the OTel ingest endpoint', options: pushOtelOptions, run: runPushOtelCommand },
-  { command: 'query [sql]', describe: 'Run read-only SQL against the warehouse; --list shows tables and views', options: queryOptions, run: runQueryCommand },
-  { command: 'verify', describe: 'Reconcile line items against rollups and the rollups against each other; exit 1 on a difference', options: verifyOptions, run: runVerifyCommand },
+  {
+    command: 'push [files..]',
+    describe: 'Send FOCUS rows (CSV, Parquet, JSON Lines) to a custom provider connection',
+    options: pushOptions,
+    run: runPushCommand,
+  },
+  {
+    command: 'push-otel <file>',
+    describe: 'Send a JSON document to the OTel ingest endpoint',
+    options: pushOtelOptions,
+    run: runPushOtelCommand,
+  },
+  {
+    command: 'query [sql]',
+    describe: 'Run read-only SQL against the warehouse; --list shows tables and views',
+    options: queryOptions,
+    run: runQueryCommand,
+  },
+  {
+    command: 'verify',
+    describe: 'Reconcile line items against rollups and the rollups against each other; exit 1 on a difference',
+    options: verifyOptions,
+    run: runVerifyCommand,
+  },
   { command: 'report', describe: 'Write a self-contained HTML spend report', options: reportOptions, run: runReportCommand },
-  { command: 'notify', describe: 'Check the webhooks: --test sends one sample message to each', options: notifyOptions, run: runNotifyCommand },
-  { command: 'status', describe: 'Show per source and stream the watermark, last run, rows and windows pending; --format json for scripts', options: statusOptions, run: runStatusCommand },
-  { command: 'check', describe: 'Try the key on each endpoint and say which scopes and plan work', options: connectionOptions, run: runCheckCommand },
+  {
+    command: 'notify',
+    describe: 'Check the webhooks: --test sends one sample message to each',
+    options: notifyOptions,
+    run: runNotifyCommand,
+  },
+  {
+    command: 'status',
+    describe: 'Show per source and stream the watermark, last run, rows and windows pending; --format json for scripts',
+    options: statusOptions,
+    run: runStatusCommand,
+  },
+  {
+    command: 'check',
+    describe: 'Try the key on each endpoint and say which scopes and plan work',
+    options: connectionOptions,
+    run: runCheckCommand,
+  },
   // Serves until stopped: its exit code is the process's.
-  { command: 'emulator', describe: 'Serve the Cost Data API emulator on loopback', options: emulatorOptions as (y: Argv) => Argv, run: async (args) => { await runEmulator(args as never); return ExitCode.OK; } },
-  { command: 'demo', describe: 'Start the emulator, sync 90 days into ./demo.duckdb, show spend and anomalies', options: (y) => y, run: (_args, io) => runDemo({}, io) },
+  {
+    command: 'emulator',
+    describe: 'Serve the Cost Data API emulator on loopback',
+    options: emulatorOptions,
+    run: async (args) => {
+      await runEmulator(args as never);
+      return ExitCode.OK;
+    },
+  },
+  {
+    command: 'demo',
+    describe: 'Start the emulator, sync 90 days into ./demo.duckdb, show spend and anomalies',
+    options: (y) => y,
+    run: (_args, io) => runDemo({}, io),
+  },
 ];
 
 /** yargs' "Unknown arguments: sinse" as "Unknown option --sinse. Did you mean --since?" when a known one is close. Pure. */
@@ -114,21 +171,24 @@ function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => vo
     .parserConfiguration({ 'duplicate-arguments-array': false })
     .usage('$0 <command> [options]');
   for (const c of COMMANDS) {
-    parser = parser.command(c.command, c.describe, c.options, async (args) => { done(await c.run(args, io)); });
+    parser = parser.command(c.command, c.describe, c.options, async (args) => {
+      done(await c.run(args, io));
+    });
   }
-  return parser
-    .demandCommand(1, 'Name a command; see --help.')
-    .strict()
-    .fail((message, error) => {
-      // The options of the command being parsed (yargs keeps them on its one instance).
-      const known = Object.keys((parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key);
-      throw error ?? new ConfigError(withSuggestion(message, known, argv), 'Run costsync --help for the commands and their options.');
-    })
-    .epilogue(EPILOGUE)
-    .wrap(Math.min(120, io.columns ?? 100))
-    .help()
-    .version(packageVersion())
-    // Help and version print, then the run ends here with exit code 0 (the process is the caller's to end).
-    .exitProcess(false);
+  return (
+    parser
+      .demandCommand(1, 'Name a command; see --help.')
+      .strict()
+      .fail((message, error) => {
+        // The options of the command being parsed (yargs keeps them on its one instance).
+        const known = Object.keys((parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key);
+        throw error ?? new ConfigError(withSuggestion(message, known, argv), 'Run costsync --help for the commands and their options.');
+      })
+      .epilogue(EPILOGUE)
+      .wrap(Math.min(120, io.columns ?? 100))
+      .help()
+      .version(packageVersion())
+      // Help and version print, then the run ends here with exit code 0 (the process is the caller's to end).
+      .exitProcess(false)
+  );
 }
-

@@ -16,10 +16,12 @@ export function coalesce(task: () => Promise<void>): () => Promise<void> {
   };
   return () => {
     if (running === null) return start();
-    next ??= running.catch(() => undefined).then(() => {
-      next = null;
-      return start();
-    });
+    next ??= running
+      .catch(() => undefined)
+      .then(() => {
+        next = null;
+        return start();
+      });
     return next;
   };
 }

@@ -67,7 +67,6 @@ export interface SyncConfig {
   leaseTtlMs: number;
 }
 
-
 /** What the config file holds. */
 export interface ConfigFile {
   path: string | null;
@@ -84,10 +83,17 @@ export function readConfigFile(path: string | undefined, cwd = process.cwd()): C
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
   } catch (cause) {
-    throw new ConfigError(`The config file ${file} cannot be read as JSON: ${(cause as Error).message}`, 'Fix the file, or pass --config with another one.', cause);
+    throw new ConfigError(
+      `The config file ${file} cannot be read as JSON: ${(cause as Error).message}`,
+      'Fix the file, or pass --config with another one.',
+      cause,
+    );
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new ConfigError(`The config file ${file} must hold a JSON object of settings.`, 'For example {"base-url": "https://…", "db": "./costs.duckdb"}.');
+    throw new ConfigError(
+      `The config file ${file} must hold a JSON object of settings.`,
+      'For example {"base-url": "https://…", "db": "./costs.duckdb"}.',
+    );
   }
   const values: Partial<Record<SettingName, unknown>> = {};
   let sources: unknown;
@@ -98,7 +104,10 @@ export function readConfigFile(path: string | undefined, cwd = process.cwd()): C
       continue;
     }
     if (key === 'api-key') {
-      throw new ConfigError(`The config file ${file} holds the API key itself.`, 'Keep the key out of config files: use "api-key-file", or the COSTSYNC_API_KEY environment variable.');
+      throw new ConfigError(
+        `The config file ${file} holds the API key itself.`,
+        'Keep the key out of config files: use "api-key-file", or the COSTSYNC_API_KEY environment variable.',
+      );
     }
     if (!(SETTINGS as readonly string[]).includes(key)) {
       throw new ConfigError(`The config file ${file} has an unknown setting "${rawKey}".`, `Known settings: ${SETTINGS.join(', ')}.`);
@@ -166,22 +175,38 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
   const today = utcDate(sources.nowMs);
   const until = date('until') ?? today;
   if (until > today) {
-    bad(pick('until')!.from, `(${until}) is after today (${today}, UTC): the API holds no costs for days that have not happened, and recording them as synced would make later nightly runs skip their lookback.`,
-      `Leave --until out (it defaults to today), or pass a date on or before ${today}.`);
+    bad(
+      pick('until')!.from,
+      `(${until}) is after today (${today}, UTC): the API holds no costs for days that have not happened, and recording them as synced would make later nightly runs skip their lookback.`,
+      `Leave --until out (it defaults to today), or pass a date on or before ${today}.`,
+    );
   }
   const since = date('since');
   const startDate = date('start-date') ?? addDays(until < today ? until : today, -FIRST_RUN_DAYS);
   if (since !== undefined && since > until) {
-    bad(pick('since')!.from, `(${since}) is after the last date ${until}.`, 'Pass a --since on or before --until (which defaults to today, UTC).');
+    bad(
+      pick('since')!.from,
+      `(${since}) is after the last date ${until}.`,
+      'Pass a --since on or before --until (which defaults to today, UTC).',
+    );
   }
   const dropBefore = date('drop-before');
   if (dropBefore !== undefined && dropBefore > until) {
-    bad(pick('drop-before')!.from, `(${dropBefore}) is after the last date ${until}: it would delete everything and sync nothing.`, 'Pass a --drop-before on or before --until (which defaults to today, UTC).');
+    bad(
+      pick('drop-before')!.from,
+      `(${dropBefore}) is after the last date ${until}: it would delete everything and sync nothing.`,
+      'Pass a --drop-before on or before --until (which defaults to today, UTC).',
+    );
   }
   if (dropBefore !== undefined && since !== undefined && since < dropBefore) {
-    bad(pick('since')!.from, `(${since}) is before --drop-before ${dropBefore}: the run would sync dates it deletes.`, `Pass a --since on or after ${dropBefore}, or leave it out.`);
+    bad(
+      pick('since')!.from,
+      `(${since}) is before --drop-before ${dropBefore}: the run would sync dates it deletes.`,
+      `Pass a --since on or after ${dropBefore}, or leave it out.`,
+    );
   }
-  if (startDate > until) bad(pick('start-date')!.from, `(${startDate}) is after the last date ${until}.`, 'Pass a --start-date on or before --until.');
+  if (startDate > until)
+    bad(pick('start-date')!.from, `(${startDate}) is after the last date ${until}.`, 'Pass a --start-date on or before --until.');
 
   const streamsValue = pick('streams');
   let streams: StreamName[] = [...STREAM_NAMES];
@@ -190,7 +215,11 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     streams = list.map((s) => s.trim()).filter((s) => s !== '') as StreamName[];
     const unknown = streams.filter((s) => !STREAM_NAMES.includes(s));
     if (unknown.length > 0 || streams.length === 0) {
-      bad(streamsValue.from, `names unknown stream(s): ${unknown.join(', ') || '(none given)'}.`, `Use a comma list of ${STREAM_NAMES.join(',')}.`);
+      bad(
+        streamsValue.from,
+        `names unknown stream(s): ${unknown.join(', ') || '(none given)'}.`,
+        `Use a comma list of ${STREAM_NAMES.join(',')}.`,
+      );
     }
     streams = [...new Set(streams)];
   }

@@ -19,7 +19,8 @@ export function isCalendarDate(text: string): boolean {
 
 /** Day number of a valid `YYYY-MM-DD` date. Throws on anything else, so callers validate first. */
 export function toDayNumber(date: string): number {
-  if (!isCalendarDate(date)) throw new InternalError(`not a calendar date: ${JSON.stringify(date)} (dates are checked before they get here)`);
+  if (!isCalendarDate(date))
+    throw new InternalError(`not a calendar date: ${JSON.stringify(date)} (dates are checked before they get here)`);
   return Date.parse(`${date}T00:00:00Z`) / DAY_MS;
 }
 

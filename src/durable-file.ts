@@ -47,7 +47,12 @@ export async function renameDurably(tmp: string, path: string): Promise<void> {
  * Copies `from` to `tmp` (a reflink where the file system has them), fsyncs it, runs `beforeRename`,
  * and renames it over `to` durably: a crash leaves the old `to` or the whole copy.
  */
-export async function copyFileDurably(from: string, to: string, tmp: string, beforeRename: () => Promise<void> = async () => undefined): Promise<void> {
+export async function copyFileDurably(
+  from: string,
+  to: string,
+  tmp: string,
+  beforeRename: () => Promise<void> = async () => undefined,
+): Promise<void> {
   await copyFile(from, tmp, constants.COPYFILE_FICLONE);
   await fsyncPath(tmp);
   await beforeRename();
@@ -58,7 +63,11 @@ export async function copyFileDurably(from: string, to: string, tmp: string, bef
  * Writes `text` to a temp file beside `path`, fsyncs it, and renames it over `path`. With
  * `syncDir`, the directory is fsynced too, so the rename itself survives a crash.
  */
-export async function writeFileAtomic(path: string, text: string | Uint8Array, options: { mode?: number; syncDir?: boolean } = {}): Promise<void> {
+export async function writeFileAtomic(
+  path: string,
+  text: string | Uint8Array,
+  options: { mode?: number; syncDir?: boolean } = {},
+): Promise<void> {
   const dir = dirname(path);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const tmp = tmpName(path);

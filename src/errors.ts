@@ -23,15 +23,24 @@ export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
  * on strings.
  */
 export const ERRORS = {
-  CS_ERR_CONFIG: { exit: ExitCode.USAGE, summary: 'a bad flag, setting, config file, date or input file; the message names it and the fix' },
-  CS_ERR_STATE_IO: { exit: ExitCode.FAILED, summary: 'a state file, lock or working copy cannot be read or written (permissions, a full disk, a missing directory)' },
+  CS_ERR_CONFIG: {
+    exit: ExitCode.USAGE,
+    summary: 'a bad flag, setting, config file, date or input file; the message names it and the fix',
+  },
+  CS_ERR_STATE_IO: {
+    exit: ExitCode.FAILED,
+    summary: 'a state file, lock or working copy cannot be read or written (permissions, a full disk, a missing directory)',
+  },
   CS_ERR_LOCKED: { exit: ExitCode.LOCKED, summary: 'another costsync run holds the lock file (named, with how to clear it)' },
   CS_ERR_DB_OPEN: { exit: ExitCode.USAGE, summary: 'the DuckDB file cannot be opened (not a DuckDB file, a newer version, permissions)' },
   CS_ERR_DB_LOCKED: { exit: ExitCode.LOCKED, summary: "another program opened costsync's private working copy (open --db instead)" },
   CS_ERR_DB_MISSING: { exit: ExitCode.USAGE, summary: 'there is no warehouse at --db yet' },
   CS_ERR_MIGRATION: { exit: ExitCode.FAILED, summary: 'a schema migration of the warehouse failed; nothing was changed' },
   CS_ERR_UNAUTHORIZED: { exit: ExitCode.AUTH, summary: 'the API refused the key: missing, malformed, revoked or expired (401)' },
-  CS_ERR_FORBIDDEN: { exit: ExitCode.AUTH, summary: 'the key may not do this, for example an ingest key bound to another connection (403)' },
+  CS_ERR_FORBIDDEN: {
+    exit: ExitCode.AUTH,
+    summary: 'the key may not do this, for example an ingest key bound to another connection (403)',
+  },
   CS_ERR_INVALID_SCOPE: { exit: ExitCode.AUTH, summary: 'the key lacks the scope the endpoint needs (403)' },
   CS_ERR_PLAN_RESTRICTED: { exit: ExitCode.AUTH, summary: "the workspace's plan has no API access (403)" },
   CS_ERR_VALIDATION: { exit: ExitCode.FAILED, summary: 'the API refused a parameter (400)' },
@@ -39,7 +48,10 @@ export const ERRORS = {
   CS_ERR_SERVER: { exit: ExitCode.FAILED, summary: 'the API answered with a server error (5xx), retried' },
   CS_ERR_HTTP: { exit: ExitCode.FAILED, summary: 'an HTTP failure without an API error envelope' },
   CS_ERR_NETWORK: { exit: ExitCode.FAILED, summary: 'a network failure after the API had answered (reset, dropped), retried' },
-  CS_ERR_UNREACHABLE: { exit: ExitCode.USAGE, summary: 'nothing answers at --base-url (the host does not resolve, or refuses connections) before anything answered' },
+  CS_ERR_UNREACHABLE: {
+    exit: ExitCode.USAGE,
+    summary: 'nothing answers at --base-url (the host does not resolve, or refuses connections) before anything answered',
+  },
   CS_ERR_TIMEOUT: { exit: ExitCode.FAILED, summary: 'the API was too slow (connect, headers, body or whole-request deadline), retried' },
   CS_ERR_MALFORMED_RESPONSE: { exit: ExitCode.FAILED, summary: 'a response that is not the envelope the spec describes, retried' },
   CS_ERR_BAD_RECORD: { exit: ExitCode.FAILED, summary: 'a record in a response lacks a field the spec requires' },
@@ -48,12 +60,28 @@ export const ERRORS = {
   CS_ERR_ABORTED: { exit: ExitCode.STOPPED_EARLY, summary: 'a request not sent because the run is stopping' },
   CS_ERR_CURSOR_LOOP: { exit: ExitCode.FAILED, summary: 'the server returned a cursor it had already returned' },
   CS_ERR_RECONCILE: { exit: ExitCode.FAILED, summary: 'with --reconcile strict, a window whose line items and rollups still disagree' },
-  CS_ERR_OUTPUT_BEHIND: { exit: ExitCode.FAILED, summary: 'the lake or the published warehouse could not be brought up to date; it is pending for the next run' },
-  CS_ERR_LAKE_DAMAGED: { exit: ExitCode.FAILED, summary: 'an Iceberg table in the lake lacks a file its metadata names, or was moved from where it was written (the table is named, with the fix)' },
-  CS_ERR_LAKE_CONFLICT: { exit: ExitCode.FAILED, summary: 'an Iceberg commit or expiry lost the race to other runners at every attempt; it is pending for the next run' },
-  CS_ERR_MEMORY: { exit: ExitCode.FAILED, summary: "memory ran short (Node's heap, or DuckDB's memory limit); the run stopped with its progress saved" },
+  CS_ERR_OUTPUT_BEHIND: {
+    exit: ExitCode.FAILED,
+    summary: 'the lake or the published warehouse could not be brought up to date; it is pending for the next run',
+  },
+  CS_ERR_LAKE_DAMAGED: {
+    exit: ExitCode.FAILED,
+    summary:
+      'an Iceberg table in the lake lacks a file its metadata names, or was moved from where it was written (the table is named, with the fix)',
+  },
+  CS_ERR_LAKE_CONFLICT: {
+    exit: ExitCode.FAILED,
+    summary: 'an Iceberg commit or expiry lost the race to other runners at every attempt; it is pending for the next run',
+  },
+  CS_ERR_MEMORY: {
+    exit: ExitCode.FAILED,
+    summary: "memory ran short (Node's heap, or DuckDB's memory limit); the run stopped with its progress saved",
+  },
   CS_ERR_PUBLISH: { exit: ExitCode.FAILED, summary: 'the warehouse could not be published over --db' },
-  CS_ERR_WAREHOUSE_CHANGED: { exit: ExitCode.LOCKED, summary: 'another run published the warehouse since this run started; nothing was overwritten' },
+  CS_ERR_WAREHOUSE_CHANGED: {
+    exit: ExitCode.LOCKED,
+    summary: 'another run published the warehouse since this run started; nothing was overwritten',
+  },
   CS_ERR_LEASE_HELD: { exit: ExitCode.LOCKED, summary: 'another runner holds the lease on the bucket (named)' },
   CS_ERR_LEASE_LOST: { exit: ExitCode.LOCKED, summary: "this run's lease was taken over; it writes nothing more" },
   CS_ERR_NOTIFY: { exit: ExitCode.FAILED, summary: 'a webhook did not take the message (never fails a sync; notify --test reports it)' },
@@ -66,8 +94,14 @@ export const ERRORS = {
   CS_ERR_S3_ACCESS_DENIED: { exit: ExitCode.AUTH, summary: 'the bucket refused an action (the IAM action is named)' },
   CS_ERR_S3_PRECONDITION: { exit: ExitCode.LOCKED, summary: 'a conditional write was refused: another run wrote the object meanwhile' },
   CS_ERR_S3_NO_BUCKET: { exit: ExitCode.USAGE, summary: 'the bucket does not exist' },
-  CS_ERR_S3_NO_CONDITIONAL_WRITES: { exit: ExitCode.USAGE, summary: 'the bucket server ignores conditional writes, so runners cannot be kept apart (--lease off to go on)' },
-  CS_ERR_INTERNAL: { exit: ExitCode.FAILED, summary: 'a bug in costsync: a check that should never fail did (the message names it); please report it' },
+  CS_ERR_S3_NO_CONDITIONAL_WRITES: {
+    exit: ExitCode.USAGE,
+    summary: 'the bucket server ignores conditional writes, so runners cannot be kept apart (--lease off to go on)',
+  },
+  CS_ERR_INTERNAL: {
+    exit: ExitCode.FAILED,
+    summary: 'a bug in costsync: a check that should never fail did (the message names it); please report it',
+  },
 } as const satisfies Record<`CS_ERR_${string}`, { exit: ExitCode; summary: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

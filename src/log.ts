@@ -38,7 +38,9 @@ export function createLogger(options: LoggerOptions): Logger {
     if (options.format === 'json') {
       line = JSON.stringify({ time: new Date(now()).toISOString(), level, msg: message, ...fields }, jsonSafe);
     } else {
-      const extra = Object.entries(fields).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v, jsonSafe)}`).join(' ');
+      const extra = Object.entries(fields)
+        .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v, jsonSafe)}`)
+        .join(' ');
       const tag = level === 'info' ? '' : `${level.toUpperCase()} `;
       line = `${tag}${message}${extra ? `  ${extra}` : ''}`;
     }
@@ -49,7 +51,9 @@ export function createLogger(options: LoggerOptions): Logger {
     info: (m, f) => log('info', m, f),
     warn: (m, f) => log('warn', m, f),
     error: (m, f) => log('error', m, f),
-    addSecret: (s) => { secrets.push(s); },
+    addSecret: (s) => {
+      secrets.push(s);
+    },
   };
 }
 

@@ -72,12 +72,30 @@ export function formatDuration(seconds: number): string {
 export function figures(stream: string, p: StreamProgress, nowMs: number, requestsPerMinute: number): ProgressFigures {
   const done = p.doneMs !== null;
   const elapsed = Math.max(1, (p.doneMs ?? nowMs) - p.startedMs);
-  const total = done ? p.pages : p.fixedPages ?? (p.days === null ? null : estimateTotalPages(p.days, {
-    rows: p.rows, usd: p.usd, pages: p.pages, daysDone: p.daysDone, pagesOfDaysDone: p.pagesOfDaysDone,
-  }, Math.max(0, p.windows - p.windowsDone)));
+  const total = done
+    ? p.pages
+    : (p.fixedPages ??
+      (p.days === null
+        ? null
+        : estimateTotalPages(
+            p.days,
+            {
+              rows: p.rows,
+              usd: p.usd,
+              pages: p.pages,
+              daysDone: p.daysDone,
+              pagesOfDaysDone: p.pagesOfDaysDone,
+            },
+            Math.max(0, p.windows - p.windowsDone),
+          )));
   const left = total === null ? null : Math.max(0, total - p.pages);
   return {
-    stream, pages: p.pages, estimatedPages: total, rows: p.rows, rowsPerSecond: Math.round((p.rows / elapsed) * 1000), done,
+    stream,
+    pages: p.pages,
+    estimatedPages: total,
+    rows: p.rows,
+    rowsPerSecond: Math.round((p.rows / elapsed) * 1000),
+    done,
     etaSeconds: done ? 0 : left === null ? null : etaSeconds(left, p.msPerPage ?? 0, requestsPerMinute),
   };
 }
@@ -152,8 +170,19 @@ export function createProgress(options: ProgressOptions): Progress {
     let p = streams.get(name);
     if (!p) {
       p = {
-        windows: 0, windowsDone: 0, pages: 0, rows: 0, usd: 0, startedMs: now(), doneMs: null, fixedPages: null, days: null,
-        daysDone: 0, pagesOfDaysDone: 0, msPerPage: null, lastPageMs: null,
+        windows: 0,
+        windowsDone: 0,
+        pages: 0,
+        rows: 0,
+        usd: 0,
+        startedMs: now(),
+        doneMs: null,
+        fixedPages: null,
+        days: null,
+        daysDone: 0,
+        pagesOfDaysDone: 0,
+        msPerPage: null,
+        lastPageMs: null,
       };
       streams.set(name, p);
     }
@@ -170,7 +199,14 @@ export function createProgress(options: ProgressOptions): Progress {
       if (info.pages !== undefined) p.fixedPages = info.pages;
       if (info.days !== undefined) p.days = info.days;
       if (info.windows === 0) p.doneMs = now();
-      if (!options.live) options.logger.info(`${stream}: ${info.resumed ? 'resuming' : 'syncing'} ${info.from}..${info.to} (${info.windows} window(s))`, { stream, windows: info.windows, from: info.from, to: info.to, resumed: info.resumed });
+      if (!options.live)
+        options.logger.info(`${stream}: ${info.resumed ? 'resuming' : 'syncing'} ${info.from}..${info.to} (${info.windows} window(s))`, {
+          stream,
+          windows: info.windows,
+          from: info.from,
+          to: info.to,
+          resumed: info.resumed,
+        });
     },
     page(stream, info) {
       const p = get(stream);
@@ -189,7 +225,14 @@ export function createProgress(options: ProgressOptions): Progress {
       p.daysDone += info.days ?? 0;
       p.pagesOfDaysDone += info.pages ?? 0;
       if (p.windowsDone >= p.windows) p.doneMs = now();
-      if (!options.live) options.logger.info(`${stream} ${info.window}: +${info.inserted} ~${info.updated} -${info.deleted}`, { stream, window: info.window, inserted: info.inserted, updated: info.updated, deleted: info.deleted });
+      if (!options.live)
+        options.logger.info(`${stream} ${info.window}: +${info.inserted} ~${info.updated} -${info.deleted}`, {
+          stream,
+          window: info.window,
+          inserted: info.inserted,
+          updated: info.updated,
+          deleted: info.deleted,
+        });
     },
     snapshot,
     tick,
@@ -203,9 +246,9 @@ export function createProgress(options: ProgressOptions): Progress {
 /** The end-of-run table of what changed, per stream. */
 export function summaryTable(streams: Partial<Record<StreamName, StreamStats>>): string {
   const head = ['stream', 'inserted', 'updated', 'deleted', 'pages', 'requests', 'retries', '429s', 'warnings'];
-  const rows = Object.entries(streams).map(([name, s]) => [
-    name, s.inserted, s.updated, s.deleted, s.pages, s.requests, s.retries, s.rateLimited, s.warnings.length,
-  ].map(String));
+  const rows = Object.entries(streams).map(([name, s]) =>
+    [name, s.inserted, s.updated, s.deleted, s.pages, s.requests, s.retries, s.rateLimited, s.warnings.length].map(String),
+  );
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const fmt = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [fmt(head), ...rows.map(fmt)].join('\n');
@@ -225,10 +268,11 @@ export function runSummaryText(
   const outcomes = new Map<string, string[]>();
   for (const s of sources) outcomes.set(s.outcome, [...(outcomes.get(s.outcome) ?? []), s.source]);
   const counts = [...outcomes].map(([outcome, names]) => `${names.length} ${outcome}`).join(', ');
-  const others = [...outcomes].filter(([outcome]) => outcome !== 'success').map(([outcome, names]) => {
-    const shown = names.slice(0, 20).join(', ');
-    return `${outcome}: ${shown}${names.length > 20 ? `, and ${names.length - 20} more` : ''}`;
-  });
+  const others = [...outcomes]
+    .filter(([outcome]) => outcome !== 'success')
+    .map(([outcome, names]) => {
+      const shown = names.slice(0, 20).join(', ');
+      return `${outcome}: ${shown}${names.length > 20 ? `, and ${names.length - 20} more` : ''}`;
+    });
   return [`${sources.length} sources: ${counts}`, ...others, '', `all ${sources.length} sources`, summaryTable(streams)].join('\n');
 }
-

@@ -16,11 +16,15 @@ const BUILT_IN_EXTENSIONS = 'json, parquet and icu';
 
 /** Ways DuckDB names an extension a query needs but cannot load. */
 const EXTENSION_NAMES = [
-  /required extension '(\w+)'/, /Failed to download extension "(\w+)"/, /Extension "(\w+)" is an existing extension/, /exists in the (\w+) extension/,
+  /required extension '(\w+)'/,
+  /Failed to download extension "(\w+)"/,
+  /Extension "(\w+)" is an existing extension/,
+  /exists in the (\w+) extension/,
 ];
 
 /** An unknown table, view or column: what `--list` answers. */
-const UNKNOWN_NAME = /^(Catalog Error: (Table|View) with name .* does not exist|Binder Error: (Referenced (column|table) .* not found|Column .* does not exist|Table .* does not have a column|Values list .* does not have a column))/;
+const UNKNOWN_NAME =
+  /^(Catalog Error: (Table|View) with name .* does not exist|Binder Error: (Referenced (column|table) .* not found|Column .* does not exist|Table .* does not have a column|Values list .* does not have a column))/;
 
 /**
  * A failed query's error: DuckDB's whole message (its suggestions, "Did you mean …" and the candidate
@@ -28,17 +32,25 @@ const UNKNOWN_NAME = /^(Catalog Error: (Table|View) with name .* does not exist|
  * costsync knows more: `--list` for an unknown name, what extensions there are for an extension.
  */
 function queryError(cause: unknown): CostsyncError {
-  const text = (cause instanceof Error ? cause.message : String(cause)).split('\n').filter((line) => line.trim() !== '').join('\n');
+  const text = (cause instanceof Error ? cause.message : String(cause))
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .join('\n');
   const first = text.split('\n')[0]!;
   if (/read-only mode/i.test(first)) {
     return new CostsyncError('CS_ERR_QUERY_READ_ONLY', `costsync query only reads: ${first}`, {
-      exitCode: ExitCode.USAGE, hint: 'Change the warehouse with costsync sync, or open it with DuckDB itself.', cause,
+      exitCode: ExitCode.USAGE,
+      hint: 'Change the warehouse with costsync sync, or open it with DuckDB itself.',
+      cause,
     });
   }
   const extension = EXTENSION_NAMES.map((re) => re.exec(text)?.[1]).find((name) => name !== undefined);
-  const hint = extension !== undefined
-    ? `costsync's DuckDB has the ${BUILT_IN_EXTENSIONS} extensions built in; any other, such as ${extension}, is downloaded from extensions.duckdb.org when first used, and here that failed (the reason is above). Where that site can be reached, costsync query "INSTALL ${extension}" installs it once for later queries; or export the rows with --out rows.parquet and read them with a tool that has ${extension}.`
-    : UNKNOWN_NAME.test(first) ? 'costsync query --list shows the tables and views with their columns.' : undefined;
+  const hint =
+    extension !== undefined
+      ? `costsync's DuckDB has the ${BUILT_IN_EXTENSIONS} extensions built in; any other, such as ${extension}, is downloaded from extensions.duckdb.org when first used, and here that failed (the reason is above). Where that site can be reached, costsync query "INSTALL ${extension}" installs it once for later queries; or export the rows with --out rows.parquet and read them with a tool that has ${extension}.`
+      : UNKNOWN_NAME.test(first)
+        ? 'costsync query --list shows the tables and views with their columns.'
+        : undefined;
   return new CostsyncError('CS_ERR_QUERY', `The query failed: ${text}`, { exitCode: ExitCode.USAGE, hint, cause });
 }
 
@@ -46,7 +58,12 @@ function queryError(cause: unknown): CostsyncError {
  * Runs `text` and writes its result as it arrives: CSV and JSON a chunk at a time, whatever the
  * size; a table with at most MAX_TABLE_ROWS rows, saying so when there were more.
  */
-export async function writeQuery(warehouse: ReadOnlyWarehouse, text: string, format: OutputFormat, write: (text: string) => void): Promise<void> {
+export async function writeQuery(
+  warehouse: ReadOnlyWarehouse,
+  text: string,
+  format: OutputFormat,
+  write: (text: string) => void,
+): Promise<void> {
   let stream;
   try {
     stream = await warehouse.stream(text);
@@ -91,7 +108,8 @@ function csvField(value: unknown): string {
 export function formatResult(result: ResultTable, format: OutputFormat): string {
   const names = result.columns.map((c) => c.name);
   if (format === 'json') return JSON.stringify(result.rows, null, 2);
-  if (format === 'csv') return [names.map(csvField).join(','), ...result.rows.map((r) => names.map((n) => csvField(r[n])).join(','))].join('\n');
+  if (format === 'csv')
+    return [names.map(csvField).join(','), ...result.rows.map((r) => names.map((n) => csvField(r[n])).join(','))].join('\n');
   return result.rows.length === 0 ? `(no rows; columns: ${names.join(', ')})` : formatTable(result.rows, names);
 }
 
@@ -113,11 +131,15 @@ export function listText(rows: readonly { name: string; kind: string; columns: s
     if (line.length > indent.length) lines.push(line);
     return lines;
   };
-  return rows.map((r) => [
-    `${r.name} (${r.kind === 'base table' ? 'table' : r.kind})`,
-    ...(r.about ? wrap(r.about, '  ') : []),
-    ...wrap(r.columns, '    '),
-  ].join('\n')).join('\n\n');
+  return rows
+    .map((r) =>
+      [
+        `${r.name} (${r.kind === 'base table' ? 'table' : r.kind})`,
+        ...(r.about ? wrap(r.about, '  ') : []),
+        ...wrap(r.columns, '    '),
+      ].join('\n'),
+    )
+    .join('\n\n');
 }
 
 /** What `query --out` writes, by the file's extension: DuckDB's own COPY formats. */
@@ -135,7 +157,10 @@ export function exportFormat(file: string): string {
   const ext = extname(file).toLowerCase();
   const format = EXPORT_FORMATS[ext];
   if (format === undefined) {
-    throw new ConfigError(`--out ${file}: costsync query writes .parquet, .csv or .jsonl files (got ${ext === '' ? 'no extension' : ext}).`, 'For example --out focus.parquet.');
+    throw new ConfigError(
+      `--out ${file}: costsync query writes .parquet, .csv or .jsonl files (got ${ext === '' ? 'no extension' : ext}).`,
+      'For example --out focus.parquet.',
+    );
   }
   return format;
 }

@@ -62,7 +62,8 @@ export async function openRun(request: RunRequest): Promise<OpenRun> {
     if (!isS3Url(config.db)) mkdirSync(dirname(resolve(config.db)), { recursive: true });
   } catch (cause) {
     throw new CostsyncError('CS_ERR_STATE_IO', `Cannot create ${config.stateDir} or the database directory: ${(cause as Error).message}`, {
-      hint: 'Check that --state-dir and --db point at writable places.', cause,
+      hint: 'Check that --state-dir and --db point at writable places.',
+      cause,
     });
   }
   const locks: Lock[] = [];
@@ -73,7 +74,8 @@ export async function openRun(request: RunRequest): Promise<OpenRun> {
   };
   try {
     for (const path of lockPaths(config, request.kind)) locks.push(acquireLock(path, request.command, new Date(clock.now())));
-    const lake = request.kind === 'sync' && config.format !== 'duckdb' ? outputTarget(config.out, resolve(config.stateDir, 'lake-scratch')) : null;
+    const lake =
+      request.kind === 'sync' && config.format !== 'duckdb' ? outputTarget(config.out, resolve(config.stateDir, 'lake-scratch')) : null;
     if (request.kind === 'sync') removeStateLeftovers(config.stateDir);
     // Refused now, not half way through a backfill: a lake that cannot be written (no credentials,
     // no bucket, access denied), a server that ignores conditional writes, another runner's lease.

@@ -34,39 +34,166 @@ export interface SettingSpec {
 
 export const SETTING_SPECS = [
   { name: 'base-url', kind: 'string', group: 'connection', describe: 'API base URL', defaultText: 'none' },
-  { name: 'source', kind: 'list', group: 'connection', describe: 'Only these sources of the config file\'s "sources" (comma list)', defaultText: 'all' },
+  {
+    name: 'source',
+    kind: 'list',
+    group: 'connection',
+    describe: 'Only these sources of the config file\'s "sources" (comma list)',
+    defaultText: 'all',
+  },
   { name: 'api-key-file', kind: 'path', group: 'connection', describe: 'File holding the API key (or COSTSYNC_API_KEY)' },
-  { name: 'db', kind: 'path', group: 'connection', default: './costs.duckdb', describe: 'The published DuckDB file people open (a path, or s3://BUCKET/KEY.duckdb); costsync writes a working copy in --state-dir' },
+  {
+    name: 'db',
+    kind: 'path',
+    group: 'connection',
+    default: './costs.duckdb',
+    describe: 'The published DuckDB file people open (a path, or s3://BUCKET/KEY.duckdb); costsync writes a working copy in --state-dir',
+  },
   { name: 'state-dir', kind: 'path', group: 'connection', default: './state', describe: 'State directory' },
   { name: 'log-format', kind: 'choice', group: 'connection', default: 'pretty', choices: ['pretty', 'json'], describe: 'Log format' },
   { name: 'quiet', kind: 'bool', group: 'connection', describe: 'Warnings and errors only' },
   { name: 'verbose', kind: 'bool', group: 'connection', describe: 'Debug lines too, and stack traces with errors' },
   { name: 'rate-limit', kind: 'int', group: 'rate', default: 60, range: [1, 1_000_000], describe: 'Requests a minute' },
-  { name: 'notify', kind: 'urls', group: 'notify', describe: 'Webhook URL told about failed runs and new anomalies (repeatable; a secret, never logged; env: space-separated)' },
-  { name: 'notify-format', kind: 'choice', group: 'notify', default: 'json', choices: ['json', 'slack'], describe: 'json: {text, events}; slack: {text} only' },
+  {
+    name: 'notify',
+    kind: 'urls',
+    group: 'notify',
+    describe: 'Webhook URL told about failed runs and new anomalies (repeatable; a secret, never logged; env: space-separated)',
+  },
+  {
+    name: 'notify-format',
+    kind: 'choice',
+    group: 'notify',
+    default: 'json',
+    choices: ['json', 'slack'],
+    describe: 'json: {text, events}; slack: {text} only',
+  },
   { name: 'streams', kind: 'list', group: 'sync', describe: 'Comma list of line_items,rollups,anomalies', defaultText: 'all' },
   { name: 'since', kind: 'date', group: 'sync', describe: 'Backfill: re-sync from this date (YYYY-MM-DD)' },
   { name: 'until', kind: 'date', group: 'sync', describe: 'Last date to sync (YYYY-MM-DD); not after today', defaultText: 'today, UTC' },
-  { name: 'start-date', kind: 'date', group: 'sync', describe: 'Where a first run starts (YYYY-MM-DD)', defaultText: '90 days before today' },
+  {
+    name: 'start-date',
+    kind: 'date',
+    group: 'sync',
+    describe: 'Where a first run starts (YYYY-MM-DD)',
+    defaultText: '90 days before today',
+  },
   { name: 'lookback-days', kind: 'int', group: 'sync', default: 3, range: [0, 365], describe: 'Days re-synced on every incremental run' },
   { name: 'window-days', kind: 'int', group: 'sync', default: 30, range: [1, 3660], describe: 'Days per unit of progress' },
-  { name: 'full-refresh', kind: 'bool', group: 'sync', describe: 'Re-sync every stored date, from the earliest the warehouse holds (or from --since), whatever the saved state says; deletes no date it does not re-sync' },
-  { name: 'drop-before', kind: 'date', group: 'sync', describe: 'Delete the stored line items and rollups dated before this date (YYYY-MM-DD) and sync nothing before it: the one way to prune history' },
+  {
+    name: 'full-refresh',
+    kind: 'bool',
+    group: 'sync',
+    describe:
+      'Re-sync every stored date, from the earliest the warehouse holds (or from --since), whatever the saved state says; deletes no date it does not re-sync',
+  },
+  {
+    name: 'drop-before',
+    kind: 'date',
+    group: 'sync',
+    describe:
+      'Delete the stored line items and rollups dated before this date (YYYY-MM-DD) and sync nothing before it: the one way to prune history',
+  },
   { name: 'max-runtime', kind: 'duration', group: 'sync', minMs: 1, describe: 'Stop cleanly after this long, e.g. 45m (exit code 4)' },
-  { name: 'format', kind: 'choice', group: 'sync', default: 'duckdb', choices: ['duckdb', 'parquet', 'iceberg'], describe: 'Also write a lake to --out: parquet (hive-partitioned files) or iceberg (Apache Iceberg tables)' },
-  { name: 'out', kind: 'path', group: 'sync', default: './costs-parquet', defaultText: './costs-parquet, or ./costs-iceberg with --format iceberg', describe: 'The lake: a directory, or s3://BUCKET/PREFIX' },
-  { name: 'iceberg-retention', kind: 'duration', group: 'sync', default: '7d', minMs: 0, describe: 'With --format iceberg: snapshots kept for time travel; older ones expire and their files are deleted' },
-  { name: 'anomaly-refresh-days', kind: 'int', group: 'sync', default: 30, range: [0, 3660], describe: 'Days of anomalies re-read every run for status changes' },
+  {
+    name: 'format',
+    kind: 'choice',
+    group: 'sync',
+    default: 'duckdb',
+    choices: ['duckdb', 'parquet', 'iceberg'],
+    describe: 'Also write a lake to --out: parquet (hive-partitioned files) or iceberg (Apache Iceberg tables)',
+  },
+  {
+    name: 'out',
+    kind: 'path',
+    group: 'sync',
+    default: './costs-parquet',
+    defaultText: './costs-parquet, or ./costs-iceberg with --format iceberg',
+    describe: 'The lake: a directory, or s3://BUCKET/PREFIX',
+  },
+  {
+    name: 'iceberg-retention',
+    kind: 'duration',
+    group: 'sync',
+    default: '7d',
+    minMs: 0,
+    describe: 'With --format iceberg: snapshots kept for time travel; older ones expire and their files are deleted',
+  },
+  {
+    name: 'anomaly-refresh-days',
+    kind: 'int',
+    group: 'sync',
+    default: 30,
+    range: [0, 3660],
+    describe: 'Days of anomalies re-read every run for status changes',
+  },
   { name: 'concurrency', kind: 'int', group: 'sync', default: 4, range: [1, 64], describe: 'Windows fetched at once per stream' },
-  { name: 'sources-at-once', kind: 'int', group: 'sync', default: 0, range: [0, 100_000], defaultText: '0 (40 a CPU core)', describe: 'Sources of the config file\'s "sources" syncing at once; the others wait their turn (0: 40 for each CPU core, enough to keep every key at its rate limit in bounded memory)' },
-  { name: 'notify-severity', kind: 'choice', group: 'sync', default: 'high', choices: ['low', 'medium', 'high', 'critical'], describe: 'Lowest anomaly severity to send' },
+  {
+    name: 'sources-at-once',
+    kind: 'int',
+    group: 'sync',
+    default: 0,
+    range: [0, 100_000],
+    defaultText: '0 (40 a CPU core)',
+    describe:
+      'Sources of the config file\'s "sources" syncing at once; the others wait their turn (0: 40 for each CPU core, enough to keep every key at its rate limit in bounded memory)',
+  },
+  {
+    name: 'notify-severity',
+    kind: 'choice',
+    group: 'sync',
+    default: 'high',
+    choices: ['low', 'medium', 'high', 'critical'],
+    describe: 'Lowest anomaly severity to send',
+  },
   { name: 'notify-status-changes', kind: 'bool', group: 'sync', describe: 'Also send anomaly status changes' },
-  { name: 'notify-max-age', kind: 'duration', group: 'sync', default: '48h', describe: 'Anomalies detected longer ago are stored, not sent' },
-  { name: 'metrics-file', kind: 'path', group: 'sync', describe: 'Write Prometheus metrics here after every run (for node_exporter textfile collector)' },
-  { name: 'reconcile', kind: 'choice', group: 'sync', default: 'on', choices: ['on', 'strict', 'off'], describe: 'Check each window against its rollups before it commits and fetch it again when they disagree; strict: a disagreement left is a failure' },
-  { name: 'publish-interval', kind: 'duration', group: 'sync', default: '10m', describe: 'During a long run, publish --db after a window when the last publish is older than this; small fetched windows wait at most half of it to be stored together; 0: store and publish after every window' },
-  { name: 'lease', kind: 'choice', group: 'lease', default: 'on', choices: ['on', 'off'], describe: 'With --db or --out in a bucket, keep runners on different machines apart with a lease object (off: you keep them apart, e.g. concurrencyPolicy: Forbid)' },
-  { name: 'lease-ttl', kind: 'duration', group: 'lease', default: '10m', minMs: 3_000, describe: 'A lease not renewed for this long (by the bucket\'s clock) is stale and may be taken over' },
+  {
+    name: 'notify-max-age',
+    kind: 'duration',
+    group: 'sync',
+    default: '48h',
+    describe: 'Anomalies detected longer ago are stored, not sent',
+  },
+  {
+    name: 'metrics-file',
+    kind: 'path',
+    group: 'sync',
+    describe: 'Write Prometheus metrics here after every run (for node_exporter textfile collector)',
+  },
+  {
+    name: 'reconcile',
+    kind: 'choice',
+    group: 'sync',
+    default: 'on',
+    choices: ['on', 'strict', 'off'],
+    describe:
+      'Check each window against its rollups before it commits and fetch it again when they disagree; strict: a disagreement left is a failure',
+  },
+  {
+    name: 'publish-interval',
+    kind: 'duration',
+    group: 'sync',
+    default: '10m',
+    describe:
+      'During a long run, publish --db after a window when the last publish is older than this; small fetched windows wait at most half of it to be stored together; 0: store and publish after every window',
+  },
+  {
+    name: 'lease',
+    kind: 'choice',
+    group: 'lease',
+    default: 'on',
+    choices: ['on', 'off'],
+    describe:
+      'With --db or --out in a bucket, keep runners on different machines apart with a lease object (off: you keep them apart, e.g. concurrencyPolicy: Forbid)',
+  },
+  {
+    name: 'lease-ttl',
+    kind: 'duration',
+    group: 'lease',
+    default: '10m',
+    minMs: 3_000,
+    describe: "A lease not renewed for this long (by the bucket's clock) is stale and may be taken over",
+  },
 ] as const satisfies readonly SettingSpec[];
 
 export type SettingName = (typeof SETTING_SPECS)[number]['name'];
@@ -93,11 +220,18 @@ export function settingOptions(yargs: Argv, groups: readonly SettingGroup[]): Ar
     if (!groups.includes(spec.group)) continue;
     const fallback = spec.defaultText ?? (spec.default === undefined ? null : String(spec.default));
     const describe = `${spec.describe}${fallback === null ? '' : ` [default ${fallback}]`} [env ${envName(spec.name)}]`;
-    out = out.option(spec.name, spec.kind === 'choice' ? { choices: spec.choices!, describe }
-      : spec.kind === 'bool' ? { type: 'boolean', describe }
-        : spec.kind === 'int' ? { type: 'number', describe }
-          : spec.kind === 'urls' ? { type: 'string', array: true, describe }
-            : { type: 'string', describe });
+    out = out.option(
+      spec.name,
+      spec.kind === 'choice'
+        ? { choices: spec.choices!, describe }
+        : spec.kind === 'bool'
+          ? { type: 'boolean', describe }
+          : spec.kind === 'int'
+            ? { type: 'number', describe }
+            : spec.kind === 'urls'
+              ? { type: 'string', array: true, describe }
+              : { type: 'string', describe },
+    );
   }
   return out;
 }
@@ -128,7 +262,10 @@ export const check = {
     if (!Number.isInteger(n) || n < min || n > max) {
       // yargs hands a flag of type number that is not one over as NaN (JSON.stringify would say "null").
       const got = typeof value === 'number' && Number.isNaN(value) ? 'something that is not a number' : JSON.stringify(value);
-      throw new ConfigError(`${from} must be a whole number from ${min} to ${max}; got ${got}.`, `For example ${from.startsWith('--') ? from : 'the value'} ${example}.`);
+      throw new ConfigError(
+        `${from} must be a whole number from ${min} to ${max}; got ${got}.`,
+        `For example ${from.startsWith('--') ? from : 'the value'} ${example}.`,
+      );
     }
     return n;
   },
@@ -145,23 +282,31 @@ export const check = {
     return value;
   },
   choice<T extends string>(from: string, value: unknown, choices: readonly T[]): T {
-    if (!choices.includes(value as T)) throw new ConfigError(`${from} must be one of ${choices.join(', ')}; got ${JSON.stringify(value)}.`, `For example ${choices[0]}.`);
+    if (!choices.includes(value as T))
+      throw new ConfigError(`${from} must be one of ${choices.join(', ')}; got ${JSON.stringify(value)}.`, `For example ${choices[0]}.`);
     return value as T;
   },
   duration(from: string, value: unknown, minMs: number, example: string): number {
     const text = String(value).trim();
     if (/^\d+(\.\d+)?$/.test(text) && Number(text) !== 0) {
-      throw new ConfigError(`${from} ${text}: give a unit, for example ${text}d or ${text}s.`, `A number alone could mean seconds or days; write it with its unit (ms, s, m, h or d), as in ${example}.`);
+      throw new ConfigError(
+        `${from} ${text}: give a unit, for example ${text}d or ${text}s.`,
+        `A number alone could mean seconds or days; write it with its unit (ms, s, m, h or d), as in ${example}.`,
+      );
     }
     const parsed = parseDuration(text);
     if (parsed === null || parsed < minMs) {
       const least = minMs > 1 ? ` of at least ${minMs / 1000}s,` : '';
-      throw new ConfigError(`${from} must be a duration${least} such as 90s, 30m or 2h${minMs === 0 ? ' (0: at once)' : ''}; got ${JSON.stringify(value)}.`, `For example ${from.startsWith('--') ? from : 'the value'} ${example}.`);
+      throw new ConfigError(
+        `${from} must be a duration${least} such as 90s, 30m or 2h${minMs === 0 ? ' (0: at once)' : ''}; got ${JSON.stringify(value)}.`,
+        `For example ${from.startsWith('--') ? from : 'the value'} ${example}.`,
+      );
     }
     return parsed;
   },
   string(from: string, value: unknown): string {
-    if (typeof value !== 'string' || value.trim() === '') throw new ConfigError(`${from} must be a non-empty string.`, `Set ${from} to a value.`);
+    if (typeof value !== 'string' || value.trim() === '')
+      throw new ConfigError(`${from} must be a non-empty string.`, `Set ${from} to a value.`);
     return value.trim();
   },
 };

@@ -36,60 +36,103 @@ export function urlList(value: unknown, from: string): string[] {
  * The sources to work on: the config file's `sources` (checked), narrowed by `--source`; without
  * `sources`, one named `default` from --base-url and the key. Keys are read only when `needsApi`.
  */
-export function selectSources(sources: ConfigSources, only: { value: unknown; from: string } | undefined, rateLimit: number, needsApi: boolean): SourceConfig[] {
-  const wanted = only === undefined ? null : String(only.value).split(',').map((s) => s.trim()).filter((s) => s !== '');
+export function selectSources(
+  sources: ConfigSources,
+  only: { value: unknown; from: string } | undefined,
+  rateLimit: number,
+  needsApi: boolean,
+): SourceConfig[] {
+  const wanted =
+    only === undefined
+      ? null
+      : String(only.value)
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '');
   if (sources.fileSources === undefined) {
     if (wanted !== null && wanted.some((n) => n !== 'default')) {
-      throw new ConfigError(`${only!.from} names ${wanted.join(', ')}, but the config file has no "sources": the only source is "default".`, 'Add a "sources" list to the config file, or leave out --source.');
+      throw new ConfigError(
+        `${only!.from} names ${wanted.join(', ')}, but the config file has no "sources": the only source is "default".`,
+        'Add a "sources" list to the config file, or leave out --source.',
+      );
     }
     if (!needsApi) return [];
     const base = sources.flags['base-url'] ?? (sources.env.COSTSYNC_BASE_URL || undefined) ?? sources.file['base-url'];
     if (base === undefined) {
-      throw new ConfigError('No base URL: costsync does not know which API to talk to.', 'Pass --base-url https://… or set COSTSYNC_BASE_URL (for the emulator: http://127.0.0.1:8787).');
+      throw new ConfigError(
+        'No base URL: costsync does not know which API to talk to.',
+        'Pass --base-url https://… or set COSTSYNC_BASE_URL (for the emulator: http://127.0.0.1:8787).',
+      );
     }
     const baseUrl = String(base).replace(/\/+$/, '');
     parseBaseUrl(baseUrl);
     return [{ name: 'default', baseUrl, apiKey: resolveApiKey(sources), rateLimit }];
   }
   const list = sources.fileSources;
-  const fix = 'Each source is {"name": "acme-eu", "base-url": "https://…", "api-key-file": "/run/secrets/acme-eu"} or with "api-key-env": "ACME_EU_KEY", and optionally "rate-limit".';
+  const fix =
+    'Each source is {"name": "acme-eu", "base-url": "https://…", "api-key-file": "/run/secrets/acme-eu"} or with "api-key-env": "ACME_EU_KEY", and optionally "rate-limit".';
   if (!Array.isArray(list) || list.length === 0) throw new ConfigError('"sources" in the config file must be a non-empty list.', fix);
   for (const setting of ['base-url', 'api-key-file'] as const) {
-    if (sources.flags[setting] !== undefined) throw new ConfigError(`--${setting} cannot be combined with "sources" in the config file: each source has its own.`, 'Set it on the source in the config file, and pick sources with --source NAME.');
+    if (sources.flags[setting] !== undefined)
+      throw new ConfigError(
+        `--${setting} cannot be combined with "sources" in the config file: each source has its own.`,
+        'Set it on the source in the config file, and pick sources with --source NAME.',
+      );
   }
   const all: { name: string; raw: Record<string, unknown> }[] = [];
   list.forEach((entry, i) => {
     const where = `sources[${i}] in the config file`;
     if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw new ConfigError(`${where} must be an object.`, fix);
     const raw: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(entry)) raw[camelToKebab(k)] = v;
-    if ('api-key' in raw) throw new ConfigError(`${where} holds the API key itself.`, 'Keep keys out of config files: use "api-key-file" (a file holding only the key) or "api-key-env" (the name of an environment variable).');
+    for (const [k, v] of Object.entries(entry as Record<string, unknown>)) raw[camelToKebab(k)] = v;
+    if ('api-key' in raw)
+      throw new ConfigError(
+        `${where} holds the API key itself.`,
+        'Keep keys out of config files: use "api-key-file" (a file holding only the key) or "api-key-env" (the name of an environment variable).',
+      );
     const unknown = Object.keys(raw).filter((k) => !SOURCE_FIELDS.includes(k));
-    if (unknown.length > 0) throw new ConfigError(`${where} has unknown field(s): ${unknown.join(', ')}.`, `Known fields: ${SOURCE_FIELDS.join(', ')}.`);
+    if (unknown.length > 0)
+      throw new ConfigError(`${where} has unknown field(s): ${unknown.join(', ')}.`, `Known fields: ${SOURCE_FIELDS.join(', ')}.`);
     const name = raw.name;
     if (typeof name !== 'string' || !SOURCE_NAME_RE.test(name)) {
-      throw new ConfigError(`${where} needs a "name" of lower-case letters, digits, "-" and "_"; got ${JSON.stringify(name)}.`, 'For example "name": "acme-eu".');
+      throw new ConfigError(
+        `${where} needs a "name" of lower-case letters, digits, "-" and "_"; got ${JSON.stringify(name)}.`,
+        'For example "name": "acme-eu".',
+      );
     }
-    if (all.some((s) => s.name === name)) throw new ConfigError(`Two sources in the config file are named "${name}".`, 'Give each source its own name.');
+    if (all.some((s) => s.name === name))
+      throw new ConfigError(`Two sources in the config file are named "${name}".`, 'Give each source its own name.');
     all.push({ name, raw });
   });
   const unknownNames = (wanted ?? []).filter((n) => !all.some((s) => s.name === n));
   if (unknownNames.length > 0) {
-    throw new ConfigError(`${only!.from} names unknown source(s): ${unknownNames.join(', ')}.`, `The config file's sources are: ${all.map((s) => s.name).join(', ')}.`);
+    throw new ConfigError(
+      `${only!.from} names unknown source(s): ${unknownNames.join(', ')}.`,
+      `The config file's sources are: ${all.map((s) => s.name).join(', ')}.`,
+    );
   }
   const chosen = wanted === null ? all : all.filter((s) => wanted.includes(s.name));
   // The file's own top-level base-url is a default for its sources, as its other settings are; the
   // flag and its variable are not, so a shell's COSTSYNC_BASE_URL cannot move a listed workspace.
   const fileBase = sources.file['base-url'];
   if (!needsApi) {
-    return chosen.map(({ name, raw }) => ({ name, baseUrl: '', apiKey: '', rateLimit, ...(raw.notify !== undefined ? { notify: urlList(raw.notify, `source "${name}": "notify"`) } : {}) }));
+    return chosen.map(({ name, raw }) => ({
+      name,
+      baseUrl: '',
+      apiKey: '',
+      rateLimit,
+      ...(raw.notify !== undefined ? { notify: urlList(raw.notify, `source "${name}": "notify"`) } : {}),
+    }));
   }
   return chosen.map(({ name, raw }) => {
     const where = `source "${name}" in the config file`;
     const base = raw['base-url'] ?? fileBase;
     if (typeof base !== 'string' || base.trim() === '') {
       const envNote = sources.env.COSTSYNC_BASE_URL ? ' (COSTSYNC_BASE_URL, like --base-url, is not used for sources)' : '';
-      throw new ConfigError(`${where} has no "base-url", and the config file has no top-level "base-url"${envNote}.`, `Give the source a "base-url", or put one "base-url" at the top of the config file for every source without its own. ${fix}`);
+      throw new ConfigError(
+        `${where} has no "base-url", and the config file has no top-level "base-url"${envNote}.`,
+        `Give the source a "base-url", or put one "base-url" at the top of the config file for every source without its own. ${fix}`,
+      );
     }
     const baseUrl = base.trim().replace(/\/+$/, '');
     parseBaseUrl(baseUrl);
@@ -99,7 +142,10 @@ export function selectSources(sources: ConfigSources, only: { value: unknown; fr
     } else if (typeof raw['api-key-env'] === 'string' && raw['api-key-file'] === undefined) {
       const value = sources.env[raw['api-key-env']];
       if (value === undefined || value.trim() === '') {
-        throw new ConfigError(`${where}: the environment variable ${raw['api-key-env']} (its "api-key-env") is not set.`, `Set ${raw['api-key-env']} to the source's API key.`);
+        throw new ConfigError(
+          `${where}: the environment variable ${raw['api-key-env']} (its "api-key-env") is not set.`,
+          `Set ${raw['api-key-env']} to the source's API key.`,
+        );
       }
       apiKey = value.trim();
     } else {
@@ -108,9 +154,19 @@ export function selectSources(sources: ConfigSources, only: { value: unknown; fr
     let own = rateLimit;
     if (raw['rate-limit'] !== undefined) {
       own = Number(raw['rate-limit']);
-      if (!Number.isInteger(own) || own < 1 || own > 1_000_000) throw new ConfigError(`${where}: "rate-limit" must be a whole number from 1 to 1000000; got ${JSON.stringify(raw['rate-limit'])}.`, 'For example "rate-limit": 120.');
+      if (!Number.isInteger(own) || own < 1 || own > 1_000_000)
+        throw new ConfigError(
+          `${where}: "rate-limit" must be a whole number from 1 to 1000000; got ${JSON.stringify(raw['rate-limit'])}.`,
+          'For example "rate-limit": 120.',
+        );
     }
-    return { name, baseUrl, apiKey, rateLimit: own, ...(raw.notify !== undefined ? { notify: urlList(raw.notify, `${where}: "notify"`) } : {}) };
+    return {
+      name,
+      baseUrl,
+      apiKey,
+      rateLimit: own,
+      ...(raw.notify !== undefined ? { notify: urlList(raw.notify, `${where}: "notify"`) } : {}),
+    };
   });
 }
 
@@ -120,10 +176,15 @@ function readKeyFile(sources: ConfigSources, path: string, from: string): string
   try {
     text = read(path);
   } catch (cause) {
-    throw new ConfigError(`${from}: cannot read the key file ${path} (${(cause as NodeJS.ErrnoException).code ?? 'error'}).`, 'Check the path and that this user may read it.', cause);
+    throw new ConfigError(
+      `${from}: cannot read the key file ${path} (${(cause as NodeJS.ErrnoException).code ?? 'error'}).`,
+      'Check the path and that this user may read it.',
+      cause,
+    );
   }
   const key = text.trim();
-  if (key === '' || /\s/.test(key)) throw new ConfigError(`${from}: the key file ${path} must hold the key alone, on one line.`, 'Write only the key into the file.');
+  if (key === '' || /\s/.test(key))
+    throw new ConfigError(`${from}: the key file ${path} must hold the key alone, on one line.`, 'Write only the key into the file.');
   return key;
 }
 
@@ -135,6 +196,10 @@ function resolveApiKey(sources: ConfigSources): string {
   if (envKey !== undefined && envKey.trim() !== '') return envKey.trim();
   const envFile = sources.env[envName('api-key-file')];
   if (envFile) return fromFile(envFile, envName('api-key-file'));
-  if (sources.file['api-key-file'] !== undefined) return fromFile(String(sources.file['api-key-file']), '"api-key-file" in the config file');
-  throw new ConfigError('No API key.', 'Set COSTSYNC_API_KEY, or pass --api-key-file PATH (a file holding only the key). For the emulator the key is demo-key.');
+  if (sources.file['api-key-file'] !== undefined)
+    return fromFile(String(sources.file['api-key-file']), '"api-key-file" in the config file');
+  throw new ConfigError(
+    'No API key.',
+    'Set COSTSYNC_API_KEY, or pass --api-key-file PATH (a file holding only the key). For the emulator the key is demo-key.',
+  );
 }

@@ -25,7 +25,8 @@ export interface VerifyReport {
 }
 
 export async function verifyWarehouse(
-  warehouse: ReadOnlyWarehouse, options: { tolerance: number; from?: string | null; to?: string | null },
+  warehouse: ReadOnlyWarehouse,
+  options: { tolerance: number; from?: string | null; to?: string | null },
 ): Promise<VerifyReport> {
   const dates = [options.from ?? null, options.to ?? null];
   const differences = (await warehouse.table(loadSql('verify/differences'), [options.tolerance, ...dates])).rows as unknown as Difference[];
@@ -42,7 +43,10 @@ export interface FocusViolation {
 }
 
 /** `costsync verify --focus`: the FOCUS 1.2 rules that apply to the focus view (sql/verify/focus.sql). */
-export async function verifyFocus(warehouse: ReadOnlyWarehouse, options: { tolerance: number }): Promise<{ rows: number; violations: FocusViolation[] }> {
+export async function verifyFocus(
+  warehouse: ReadOnlyWarehouse,
+  options: { tolerance: number },
+): Promise<{ rows: number; violations: FocusViolation[] }> {
   const violations = (await warehouse.table(loadSql('verify/focus'), [options.tolerance])).rows as unknown as FocusViolation[];
   const [count] = await warehouse.sql<{ n: number }>('SELECT count(*)::BIGINT AS n FROM focus');
   return { rows: Number(count!.n), violations };

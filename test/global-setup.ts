@@ -9,10 +9,16 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 
-export interface RgwInfo { endpoint: string; accessKeyId: string; secretAccessKey: string }
+export interface RgwInfo {
+  endpoint: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
 
 declare module 'vitest' {
-  export interface ProvidedContext { rgw: RgwInfo }
+  export interface ProvidedContext {
+    rgw: RgwInfo;
+  }
 }
 
 const RGW = fileURLToPath(new URL('../../shared/s3/rgw.sh', import.meta.url));
@@ -21,7 +27,11 @@ export default function setup(project: TestProject): () => void {
   const dir = mkdtempSync(join(tmpdir(), 'costsync-rgw-'));
   const out = execFileSync('bash', [RGW, 'start', dir], { encoding: 'utf8' });
   const vars = Object.fromEntries([...out.matchAll(/(\w+)=(\S+)/g)].map((m) => [m[1]!, m[2]!]));
-  project.provide('rgw', { endpoint: vars.S3_ENDPOINT!, accessKeyId: vars.AWS_ACCESS_KEY_ID!, secretAccessKey: vars.AWS_SECRET_ACCESS_KEY! });
+  project.provide('rgw', {
+    endpoint: vars.S3_ENDPOINT!,
+    accessKeyId: vars.AWS_ACCESS_KEY_ID!,
+    secretAccessKey: vars.AWS_SECRET_ACCESS_KEY!,
+  });
   return () => {
     execFileSync('bash', [RGW, 'stop', dir]);
     rmSync(dir, { recursive: true, force: true });

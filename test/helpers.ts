@@ -44,7 +44,8 @@ export interface RawResponse {
 
 /** One raw HTTP request; the body parsed as JSON when it is. */
 export async function raw(
-  url: string, path: string,
+  url: string,
+  path: string,
   init: { method?: 'GET' | 'POST' | 'PUT' | 'DELETE'; headers?: Record<string, string>; body?: string; key?: string | null } = {},
 ): Promise<RawResponse> {
   const headers: Record<string, string> = { ...init.headers };
@@ -150,11 +151,39 @@ export async function inDirectory<T>(dir: string, fn: () => Promise<T>): Promise
 /** A sync config for tests: the emulator's key, files in `dir`, a fixed date range. */
 export function testSyncConfig(url: string, dir: string, over: Partial<SyncConfig> = {}): SyncConfig {
   return {
-    baseUrl: url, apiKey: 'demo-key', db: join(dir, 'costs.duckdb'), stateDir: join(dir, 'state'),
-    streams: ['line_items', 'rollups', 'anomalies'], since: undefined, until: SPAN.endDate, startDate: SPAN.startDate,
-    lookbackDays: 3, windowDays: 7, fullRefresh: false, dropBefore: undefined, rateLimit: 100_000, maxRuntimeMs: undefined,
-    format: 'duckdb', out: join(dir, 'parquet'), icebergRetentionMs: 7 * 86_400_000, logFormat: 'json', quiet: true, verbose: false, anomalyRefreshDays: 30, concurrency: 4, sourcesAtOnce: 0, publishIntervalMs: 600_000, lease: 'on', leaseTtlMs: 600_000, reconcile: 'on',
-    notify: [], notifySeverity: 'high', notifyStatusChanges: false, notifyMaxAgeMs: 48 * 3_600_000, notifyFormat: 'json', metricsFile: undefined,
+    baseUrl: url,
+    apiKey: 'demo-key',
+    db: join(dir, 'costs.duckdb'),
+    stateDir: join(dir, 'state'),
+    streams: ['line_items', 'rollups', 'anomalies'],
+    since: undefined,
+    until: SPAN.endDate,
+    startDate: SPAN.startDate,
+    lookbackDays: 3,
+    windowDays: 7,
+    fullRefresh: false,
+    dropBefore: undefined,
+    rateLimit: 100_000,
+    maxRuntimeMs: undefined,
+    format: 'duckdb',
+    out: join(dir, 'parquet'),
+    icebergRetentionMs: 7 * 86_400_000,
+    logFormat: 'json',
+    quiet: true,
+    verbose: false,
+    anomalyRefreshDays: 30,
+    concurrency: 4,
+    sourcesAtOnce: 0,
+    publishIntervalMs: 600_000,
+    lease: 'on',
+    leaseTtlMs: 600_000,
+    reconcile: 'on',
+    notify: [],
+    notifySeverity: 'high',
+    notifyStatusChanges: false,
+    notifyMaxAgeMs: 48 * 3_600_000,
+    notifyFormat: 'json',
+    metricsFile: undefined,
     ...over,
   };
 }
@@ -214,7 +243,12 @@ import { fileURLToPath } from 'node:url';
 /** The built CLI (`npm test` builds it first). */
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
-export interface CliResult { code: number | null; signal: string | null; stdout: string; stderr: string }
+export interface CliResult {
+  code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+}
 
 /**
  * Runs a command line in this process (src/cli-app.ts) with `env` as its whole environment and its output
@@ -225,7 +259,17 @@ export async function run(args: string[], env: Record<string, string> = {}): Pro
   const { runCli } = await import('../src/cli-app.js');
   let stdout = '';
   let stderr = '';
-  const io = { env: { ...env }, stdout: (t: string) => { stdout += t; }, stderr: (t: string) => { stderr += t; }, isTTY: false, now: () => Date.now() };
+  const io = {
+    env: { ...env },
+    stdout: (t: string) => {
+      stdout += t;
+    },
+    stderr: (t: string) => {
+      stderr += t;
+    },
+    isTTY: false,
+    now: () => Date.now(),
+  };
   const code = await runCli(args, io);
   return { code, signal: null, stdout, stderr };
 }
@@ -233,19 +277,26 @@ export async function run(args: string[], env: Record<string, string> = {}): Pro
 /** Runs the built CLI with a clean environment plus `env`. */
 export async function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   const child = spawn(process.execPath, [CLI, ...args], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d: Buffer) => { stdout += d; });
-  child.stderr.on('data', (d: Buffer) => { stderr += d; });
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d;
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d;
+  });
   const [code, signal] = (await onceEvent(child, 'exit')) as [number | null, string | null];
   return { code, signal, stdout, stderr };
 }
 
-
 /** Where a kill test SIGKILLs a run: at its Nth counted request, or after a delay (landing anywhere). */
-export interface KillPoint { atRequest?: number; afterMs?: number }
+export interface KillPoint {
+  atRequest?: number;
+  afterMs?: number;
+}
 
 /**
  * Runs CLI processes (`args` after node) again and again, SIGKILLing each at a chosen point. Pass
@@ -269,7 +320,9 @@ export function killRunner(env: Record<string, string>, counts: (entry: { route:
       killAt = point.atRequest ?? Infinity;
       const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
       let stderr = '';
-      child.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4096); });
+      child.stderr.on('data', (d: Buffer) => {
+        stderr = (stderr + d.toString()).slice(-4096);
+      });
       kill = () => child.kill('SIGKILL');
       const timer = point.afterMs !== undefined ? setTimeout(() => child.kill('SIGKILL'), point.afterMs) : null;
       const [code, signal] = (await onceEvent(child, 'exit')) as [number | null, string | null];
@@ -289,7 +342,10 @@ import { LAKE_TABLES } from '../src/outputs/lake.js';
  * `read_parquet(..., hive_partitioning = true)`.
  */
 export async function lakeDifferences(
-  db: string, outDir: string, sources?: readonly string[], tables: readonly string[] = Object.keys(LAKE_TABLES),
+  db: string,
+  outDir: string,
+  sources?: readonly string[],
+  tables: readonly string[] = Object.keys(LAKE_TABLES),
 ): Promise<Record<string, { rows: number; missing: number; extra: number }>> {
   // With `sources`, only their rows, on both sides (a shard's warehouse against a shared lake).
   const wh = await openReadOnly(db);
@@ -298,9 +354,15 @@ export async function lakeDifferences(
     for (const [table, spec] of Object.entries(LAKE_TABLES).filter(([t]) => tables.includes(t))) {
       const sourceColumn = spec.source ?? 'source';
       const only = sources === undefined ? '' : `WHERE ${sourceColumn} IN (${sources.map((s) => `'${s}'`).join(', ')})`;
-      const columns = (await wh.sql<{ c: string }>('SELECT column_name AS c FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table])).map((r) => `"${r.c}"::VARCHAR`).join(', ');
+      const columns = (
+        await wh.sql<{ c: string }>('SELECT column_name AS c FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table])
+      )
+        .map((r) => `"${r.c}"::VARCHAR`)
+        .join(', ');
       // A table with no partition at all is an empty table, not an error.
-      const lake = hasParquet(join(outDir, table)) ? `read_parquet('${join(outDir, table)}/*/*/*.parquet', hive_partitioning = true)` : `(SELECT * FROM ${table} WHERE false)`;
+      const lake = hasParquet(join(outDir, table))
+        ? `read_parquet('${join(outDir, table)}/*/*/*.parquet', hive_partitioning = true)`
+        : `(SELECT * FROM ${table} WHERE false)`;
       const [row] = await wh.sql<{ rows: number; missing: number; extra: number }>(`
         WITH t AS (SELECT ${columns} FROM ${table} ${only}), p AS (SELECT ${columns} FROM ${lake} ${only})
         SELECT (SELECT count(*) FROM t) AS rows,
@@ -325,7 +387,8 @@ export function temporaryFiles(dir: string): string[] {
   const walk = (d: string) => {
     for (const entry of readdirSync(d, { withFileTypes: true })) {
       const path = join(d, entry.name);
-      if (entry.name.startsWith('.tmp') || entry.name.endsWith('.tmp') || /\.publish-\d+/.test(entry.name) || entry.name.endsWith('.adopt')) found.push(path);
+      if (entry.name.startsWith('.tmp') || entry.name.endsWith('.tmp') || /\.publish-\d+/.test(entry.name) || entry.name.endsWith('.adopt'))
+        found.push(path);
       if (entry.isDirectory()) walk(path);
     }
   };

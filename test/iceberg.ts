@@ -26,7 +26,11 @@ function answer(body: Buffer | null, init: RequestInit | undefined): Response {
   if (body === null) return new Response('not found', { status: 404, statusText: 'Not Found' });
   if (init?.method === 'HEAD') return new Response(null, { status: 200, headers: { 'content-length': String(body.length) } });
   const range = rangeOf(init, body.length);
-  if (range) return new Response(body.subarray(range[0], range[1] + 1), { status: 206, headers: { 'content-length': String(range[1] - range[0] + 1) } });
+  if (range)
+    return new Response(body.subarray(range[0], range[1] + 1), {
+      status: 206,
+      headers: { 'content-length': String(range[1] - range[0] + 1) },
+    });
   return new Response(body, { status: 200, headers: { 'content-length': String(body.length) } });
 }
 
@@ -58,7 +62,7 @@ export async function withLakeFetch<T>(fn: () => Promise<T>, s3?: S3Client): Pro
     }
     return real(input, init);
   };
-  globalThis.fetch = shim as Fetch;
+  globalThis.fetch = shim;
   try {
     return await fn();
   } finally {
@@ -70,10 +74,16 @@ export async function withLakeFetch<T>(fn: () => Promise<T>, s3?: S3Client): Pro
  * Every row of the Iceberg table at `tableUrl` (its current snapshot, or `metadataFileName`'s), as icebird
  * reads it; with `snapshotId`, that snapshot's rows (icebird reads the current one, so the metadata says it is).
  */
-export async function readIceberg(tableUrl: string, options: { metadataFileName?: string; snapshotId?: number; s3?: S3Client } = {}): Promise<Record<string, unknown>[]> {
+export async function readIceberg(
+  tableUrl: string,
+  options: { metadataFileName?: string; snapshotId?: number; s3?: S3Client } = {},
+): Promise<Record<string, unknown>[]> {
   const { icebergMetadata, icebergRead } = await import('icebird');
   return withLakeFetch(async () => {
-    const metadata = await icebergMetadata({ tableUrl, ...(options.metadataFileName !== undefined && { metadataFileName: options.metadataFileName }) });
+    const metadata = await icebergMetadata({
+      tableUrl,
+      ...(options.metadataFileName !== undefined && { metadataFileName: options.metadataFileName }),
+    });
     if (options.snapshotId !== undefined) metadata['current-snapshot-id'] = options.snapshotId;
     return icebergRead({ tableUrl, metadata });
   }, options.s3);
@@ -85,7 +95,14 @@ function canonical(value: unknown, type: string): string {
   if (type === 'DATE') return (value instanceof Date ? value.toISOString() : String(value)).slice(0, 10);
   if (type.startsWith('TIMESTAMP')) {
     // DuckDB's text ("2025-06-01 00:00:00.5+00") and a Date, both to ISO at millisecond precision.
-    const ms = value instanceof Date ? value.getTime() : Date.parse(String(value).replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00'));
+    const ms =
+      value instanceof Date
+        ? value.getTime()
+        : Date.parse(
+            String(value)
+              .replace(' ', 'T')
+              .replace(/([+-]\d\d)$/, '$1:00'),
+          );
     return new Date(ms).toISOString();
   }
   // hyparquet turns a decimal into a double by division (0.7 reads as 0.7000000000000001): compare at the column's scale.
@@ -100,7 +117,9 @@ function canonical(value: unknown, type: string): string {
  * what icebird reads from the lake: rows missing from the lake and rows only the lake has, compared value for value.
  */
 export async function icebergDifferences(
-  db: string, lakeUrl: string, options: { sources?: readonly string[]; tables?: readonly string[]; s3?: S3Client } = {},
+  db: string,
+  lakeUrl: string,
+  options: { sources?: readonly string[]; tables?: readonly string[]; s3?: S3Client } = {},
 ): Promise<Record<string, { rows: number; missing: number; extra: number }>> {
   const wh = await openReadOnly(db);
   try {
@@ -109,13 +128,17 @@ export async function icebergDifferences(
       if (options.tables !== undefined && !options.tables.includes(table)) continue;
       // The run tables are written before the run's own row is final (as with --format parquet).
       if (RUN_TABLES.includes(table)) continue;
-      const columns = await wh.sql<{ name: string; type: string }>('SELECT column_name AS name, data_type AS type FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table]);
+      const columns = await wh.sql<{ name: string; type: string }>(
+        'SELECT column_name AS name, data_type AS type FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index',
+        [table],
+      );
       const only = options.sources === undefined ? '' : `WHERE "${def.source}" IN (${options.sources.map((s) => `'${s}'`).join(', ')})`;
       const warehouseRows = (await wh.table(`SELECT * FROM ${table} ${only}`)).rows;
       // A table never created (its source had no rows of it) reads as empty.
       const absent = lakeUrl.startsWith('file:') && !existsSync(fileURLToPath(`${lakeUrl}/${table}`));
-      const lakeRows = (absent ? [] : await readIceberg(`${lakeUrl}/${table}`, options.s3 ? { s3: options.s3 } : {}))
-        .filter((r) => options.sources === undefined || options.sources.includes(String(r[def.source])));
+      const lakeRows = (absent ? [] : await readIceberg(`${lakeUrl}/${table}`, options.s3 ? { s3: options.s3 } : {})).filter(
+        (r) => options.sources === undefined || options.sources.includes(String(r[def.source])),
+      );
       const key = (row: Record<string, unknown>) => columns.map((c) => canonical(row[c.name], c.type)).join('\u0001');
       const counts = new Map<string, number>();
       for (const r of warehouseRows) counts.set(key(r), (counts.get(key(r)) ?? 0) + 1);
@@ -140,7 +163,11 @@ export async function icebergDifferences(
  * `s3://bucket/prefix`) against what its tables (the lake's, unless named) reference: files any kept snapshot needs that are
  * missing, and files under a table that nothing references (a killed writer's leftovers).
  */
-export async function icebergFileCheck(dir: string, location: string, tables: readonly string[] = Object.keys(ICEBERG_TABLES)): Promise<{ missing: string[]; unreferenced: string[] }> {
+export async function icebergFileCheck(
+  dir: string,
+  location: string,
+  tables: readonly string[] = Object.keys(ICEBERG_TABLES),
+): Promise<{ missing: string[]; unreferenced: string[] }> {
   const root = location.endsWith('/') ? location : `${location}/`;
   const local = (url: string) => joinPath(dir, url.slice(root.length));
   const missing: string[] = [];
@@ -150,7 +177,10 @@ export async function icebergFileCheck(dir: string, location: string, tables: re
     if (!existsSync(tableDir)) continue;
     const hint = Number(readFileSync(joinPath(tableDir, 'metadata', 'version-hint.text'), 'utf8'));
     const referenced = new Set<string>(['metadata/version-hint.text', `metadata/v${hint}.metadata.json`]);
-    const metadata = JSON.parse(readFileSync(joinPath(tableDir, 'metadata', `v${hint}.metadata.json`), 'utf8')) as { snapshots: { 'manifest-list': string }[]; 'metadata-log': { 'metadata-file': string }[] };
+    const metadata = JSON.parse(readFileSync(joinPath(tableDir, 'metadata', `v${hint}.metadata.json`), 'utf8')) as {
+      snapshots: { 'manifest-list': string }[];
+      'metadata-log': { 'metadata-file': string }[];
+    };
     const need = (url: string) => {
       const path = local(url);
       referenced.add(relative(tableDir, path));
@@ -185,7 +215,9 @@ export async function icebergFileCheck(dir: string, location: string, tables: re
 export async function icebergLiveFiles(dir: string, table: string): Promise<{ path: string; records: number }[]> {
   const tableDir = joinPath(dir, table);
   const hint = Number(readFileSync(joinPath(tableDir, 'metadata', 'version-hint.text'), 'utf8'));
-  const snapshot = currentSnapshot(JSON.parse(readFileSync(joinPath(tableDir, 'metadata', `v${hint}.metadata.json`), 'utf8')) as TableMetadata);
+  const snapshot = currentSnapshot(
+    JSON.parse(readFileSync(joinPath(tableDir, 'metadata', `v${hint}.metadata.json`), 'utf8')) as TableMetadata,
+  );
   const files: { path: string; records: number }[] = [];
   for (const m of snapshot === null ? [] : await decodeManifestList(readFileSync(fileURLToPath(snapshot['manifest-list'])))) {
     for (const e of await decodeManifest(readFileSync(fileURLToPath(m.manifest_path)))) {

@@ -6,13 +6,33 @@ import { SPAN, lakeDifferences, tableDigest } from './helpers.js';
 import type { S3Server } from './s3.js';
 
 /** Every object a lake of the `default` source may hold. */
-export const OBJECT = /^((line_items|focus|rollups_daily|anomalies|anomaly_status_history)\/source=default\/date=\d{4}-\d{2}-\d{2}\/data\.parquet|(sync_runs|sync_run_streams)\/source=default\/data\.parquet|_costsync_manifest\.default\.json)$/;
+export const OBJECT =
+  /^((line_items|focus|rollups_daily|anomalies|anomaly_status_history)\/source=default\/date=\d{4}-\d{2}-\d{2}\/data\.parquet|(sync_runs|sync_run_streams)\/source=default\/data\.parquet|_costsync_manifest\.default\.json)$/;
 
 export function syncArgs(url: string, dir: string, bucket: string, more: string[] = []): string[] {
   return [
-    'sync', '--base-url', url, '--db', `s3://${bucket}/wh/costs.duckdb`, '--state-dir', join(dir, 'state'), '--format', 'parquet',
-    '--out', `s3://${bucket}/costs`, '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--window-days', '10',
-    '--rate-limit', '100000', '--log-format', 'json', ...more,
+    'sync',
+    '--base-url',
+    url,
+    '--db',
+    `s3://${bucket}/wh/costs.duckdb`,
+    '--state-dir',
+    join(dir, 'state'),
+    '--format',
+    'parquet',
+    '--out',
+    `s3://${bucket}/costs`,
+    '--start-date',
+    SPAN.startDate,
+    '--until',
+    SPAN.endDate,
+    '--window-days',
+    '10',
+    '--rate-limit',
+    '100000',
+    '--log-format',
+    'json',
+    ...more,
   ];
 }
 

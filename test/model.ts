@@ -94,8 +94,17 @@ export class World {
 
   async start(): Promise<void> {
     this.emulator = await startEmulator({
-      port: 0, rateLimit: 0, seed: 7,
-      keys: { keys: SOURCES.map((w) => ({ key: `key-${w}`, scopes: [...SCOPES], plan: 'business' as const, workspace: w })), connections: [] }, startDate: addDays(END, -(SPAN_DAYS - 1)), endDate: END, rowsPerDay: 2, anomaliesPerDay: 1,
+      port: 0,
+      rateLimit: 0,
+      seed: 7,
+      keys: {
+        keys: SOURCES.map((w) => ({ key: `key-${w}`, scopes: [...SCOPES], plan: 'business' as const, workspace: w })),
+        connections: [],
+      },
+      startDate: addDays(END, -(SPAN_DAYS - 1)),
+      endDate: END,
+      rowsPerDay: 2,
+      anomaliesPerDay: 1,
       clock: { now: () => Date.parse(`${END}T12:00:00Z`) },
       restatement: { days: 8, changeRate: 0.4, deleteRate: 0.2, addRate: 0.5 },
       beforeReply: async () => {
@@ -112,9 +121,12 @@ export class World {
         if (this.stopAt.signal === 'SIGKILL') await this.exited;
       },
     });
-    writeFileSync(join(this.dir, 'costsync.config.json'), JSON.stringify({
-      sources: SOURCES.map((w) => ({ name: w, 'base-url': this.emulator.url, 'api-key-env': `KEY_${w.toUpperCase()}` })),
-    }));
+    writeFileSync(
+      join(this.dir, 'costsync.config.json'),
+      JSON.stringify({
+        sources: SOURCES.map((w) => ({ name: w, 'base-url': this.emulator.url, 'api-key-env': `KEY_${w.toUpperCase()}` })),
+      }),
+    );
     this.recordTruth();
   }
 
@@ -163,9 +175,14 @@ export class World {
     const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: this.dir, KEY_W1: 'key-w1', KEY_W2: 'key-w2', TZ: 'UTC' };
     if (stop.kind === 'failpoint') env.COSTSYNC_FAILPOINT = `${stop.name}:${stop.n}`;
     this.requests = 0;
-    this.stopAt = stop.kind === 'kill-request' ? { n: stop.n, signal: 'SIGKILL' }
-      : stop.kind === 'term-request' ? { n: stop.n, signal: 'SIGTERM' }
-        : stop.kind === 'term-held' ? { n: stop.n, signal: 'SIGTERM', hold: true } : null;
+    this.stopAt =
+      stop.kind === 'kill-request'
+        ? { n: stop.n, signal: 'SIGKILL' }
+        : stop.kind === 'term-request'
+          ? { n: stop.n, signal: 'SIGTERM' }
+          : stop.kind === 'term-held'
+            ? { n: stop.n, signal: 'SIGTERM', hold: true }
+            : null;
     const child = spawn(process.execPath, [CLI, ...args], { cwd: this.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     let stderr = '';
@@ -175,12 +192,12 @@ export class World {
       lines += d.toString().split('\n').length - 1;
       // `| head -N`: the reader is gone once it has its lines.
       if (stop.kind === 'head' && lines >= stop.n) {
-        child.stdout!.destroy();
-        child.stderr!.destroy();
+        child.stdout.destroy();
+        child.stderr.destroy();
       }
     };
-    child.stdout!.on('data', read);
-    child.stderr!.on('data', read);
+    child.stdout.on('data', read);
+    child.stderr.on('data', read);
     this.exited = once(child, 'exit');
     const [code, signal] = (await this.exited) as [number | null, string | null];
     this.child = null;
@@ -193,7 +210,10 @@ export class World {
   /** The published warehouse's line items per source and date (`<source> <date>`), as `truth` writes them; empty when there is no file yet. */
   async published(): Promise<Map<string, string>> {
     if (!existsSync(this.db)) return new Map();
-    const rows = await queryDb<{ d: string; id: string; a: number }>(this.db, "SELECT source || ' ' || usage_date::VARCHAR AS d, id, net_amount_usd AS a FROM line_items");
+    const rows = await queryDb<{ d: string; id: string; a: number }>(
+      this.db,
+      "SELECT source || ' ' || usage_date::VARCHAR AS d, id, net_amount_usd AS a FROM line_items",
+    );
     const byDate = new Map<string, string[]>();
     for (const r of rows) byDate.set(r.d, [...(byDate.get(r.d) ?? []), `${r.id}:${r.a}`]);
     return new Map([...byDate].map(([d, items]) => [d, items.sort().join(',')]));
@@ -236,10 +256,16 @@ async function checkAlways(world: World, stderr: string, ranTo: readonly ('a' | 
   }
   const published = await world.published();
   for (const [date, text] of published) {
-    if (!world.history.get(date)?.has(text)) fail(world, `the warehouse's ${date} (${text}) is no version the API ever had (${[...(world.history.get(date) ?? [])].join(' | ')})`, stderr);
+    if (!world.history.get(date)?.has(text))
+      fail(
+        world,
+        `the warehouse's ${date} (${text}) is no version the API ever had (${[...(world.history.get(date) ?? [])].join(' | ')})`,
+        stderr,
+      );
   }
   for (const date of world.everSynced) {
-    if (!published.has(date) && !world.history.get(date)?.has('')) fail(world, `${date} was in the warehouse and is gone, though the API always had rows for it`, stderr);
+    if (!published.has(date) && !world.history.get(date)?.has(''))
+      fail(world, `${date} was in the warehouse and is gone, though the API always had rows for it`, stderr);
   }
   for (const date of published.keys()) world.everSynced.add(date);
   return published;
@@ -253,14 +279,22 @@ async function checkSynced(world: World, args: SyncArgs, published: Map<string, 
     const from = [addDays(today, -(args.lookback - 1))];
     if (args.since !== null) from.push(addDays(today, -args.since));
     // A full refresh re-syncs every date stored (or from --since).
-    if (args.fullRefresh && args.since === null) from.push(...[...world.everSynced].filter((k) => k.startsWith(`${source} `)).map((k) => k.slice(source.length + 1)));
+    if (args.fullRefresh && args.since === null)
+      from.push(...[...world.everSynced].filter((k) => k.startsWith(`${source} `)).map((k) => k.slice(source.length + 1)));
     for (let d = from.sort()[0]!; d <= today; d = addDays(d, 1)) {
       if (args.dropBefore !== null && d < addDays(today, -args.dropBefore)) continue;
       const have = published.get(`${source} ${d}`) ?? '';
-      if (have !== world.truth(source, d)) fail(world, `exit 0, yet ${source}'s ${d} is ${have || '(none)'} in the warehouse and ${world.truth(source, d) || '(none)'} on the API`, stderr);
+      if (have !== world.truth(source, d))
+        fail(
+          world,
+          `exit 0, yet ${source}'s ${d} is ${have || '(none)'} in the warehouse and ${world.truth(source, d) || '(none)'} on the API`,
+          stderr,
+        );
     }
     if (args.dropBefore !== null) {
-      const kept = [...published.keys()].find((k) => k.startsWith(`${source} `) && k.slice(source.length + 1) < addDays(today, -args.dropBefore!));
+      const kept = [...published.keys()].find(
+        (k) => k.startsWith(`${source} `) && k.slice(source.length + 1) < addDays(today, -args.dropBefore!),
+      );
       if (kept !== undefined) fail(world, `exit 0 with --drop-before, yet the warehouse still holds ${kept}`, stderr);
     }
   }
@@ -269,29 +303,60 @@ async function checkSynced(world: World, args: SyncArgs, published: Map<string, 
   if (LAKES[args.lake].format === 'parquet') {
     const diff = await lakeDifferences(world.db, dir, sources);
     for (const [table, d] of Object.entries(diff)) {
-      if (d.missing !== 0 || d.extra !== 0) fail(world, `exit 0, yet the Parquet lake ${LAKES[args.lake].dir} differs from the warehouse in ${table}: ${JSON.stringify(d)}`, stderr);
+      if (d.missing !== 0 || d.extra !== 0)
+        fail(
+          world,
+          `exit 0, yet the Parquet lake ${LAKES[args.lake].dir} differs from the warehouse in ${table}: ${JSON.stringify(d)}`,
+          stderr,
+        );
     }
     for (const source of sources) {
-      const manifest = JSON.parse(readFileSync(join(dir, manifestKey(source)), 'utf8')) as { tables: Record<string, { rows: number; first_date: string | null }> };
-      const [lake] = existsSync(join(dir, 'line_items', `source=${source}`)) ? await queryDb<{ rows: number; first: string | null }>(world.db,
-        `SELECT count(*)::INTEGER AS rows, min(usage_date)::VARCHAR AS first FROM read_parquet('${join(dir, 'line_items', `source=${source}`)}/*/*.parquet', hive_partitioning = true)`) : [{ rows: 0, first: null }];
+      const manifest = JSON.parse(readFileSync(join(dir, manifestKey(source)), 'utf8')) as {
+        tables: Record<string, { rows: number; first_date: string | null }>;
+      };
+      const [lake] = existsSync(join(dir, 'line_items', `source=${source}`))
+        ? await queryDb<{ rows: number; first: string | null }>(
+            world.db,
+            `SELECT count(*)::INTEGER AS rows, min(usage_date)::VARCHAR AS first FROM read_parquet('${join(dir, 'line_items', `source=${source}`)}/*/*.parquet', hive_partitioning = true)`,
+          )
+        : [{ rows: 0, first: null }];
       const said = manifest.tables.line_items!;
       if (Number(said.rows) !== lake!.rows || said.first_date !== lake!.first) {
-        fail(world, `the manifest of ${source} in ${LAKES[args.lake].dir} says line_items ${said.rows} rows from ${said.first_date}, the lake holds ${lake!.rows} from ${lake!.first}`, stderr);
+        fail(
+          world,
+          `the manifest of ${source} in ${LAKES[args.lake].dir} says line_items ${said.rows} rows from ${said.first_date}, the lake holds ${lake!.rows} from ${lake!.first}`,
+          stderr,
+        );
       }
     }
   } else {
     const diff = await icebergDifferences(world.db, pathToFileURL(dir).href, { sources });
     for (const [table, d] of Object.entries(diff)) {
-      if (d.missing !== 0 || d.extra !== 0) fail(world, `exit 0, yet the Iceberg lake differs from the warehouse in ${table}: ${JSON.stringify(d)}`, stderr);
+      if (d.missing !== 0 || d.extra !== 0)
+        fail(world, `exit 0, yet the Iceberg lake differs from the warehouse in ${table}: ${JSON.stringify(d)}`, stderr);
     }
   }
 }
 
 /** The command line of a sync, as a person would type it (relative to the world's directory). */
 export function syncLine(args: SyncArgs, today: string): string[] {
-  const line = ['sync', '--db', 'costs.duckdb', '--state-dir', `state-${args.state}`, '--until', today,
-    '--lookback-days', String(args.lookback), '--window-days', String(args.windowDays), '--rate-limit', '100000', '--log-format', 'json'];
+  const line = [
+    'sync',
+    '--db',
+    'costs.duckdb',
+    '--state-dir',
+    `state-${args.state}`,
+    '--until',
+    today,
+    '--lookback-days',
+    String(args.lookback),
+    '--window-days',
+    String(args.windowDays),
+    '--rate-limit',
+    '100000',
+    '--log-format',
+    'json',
+  ];
   if (args.sources !== 'w1,w2') line.push('--source', args.sources);
   if (args.since !== null) line.push('--since', addDays(today, -args.since));
   if (args.dropBefore !== null) line.push('--drop-before', addDays(today, -args.dropBefore));
@@ -308,12 +373,19 @@ export function syncLine(args: SyncArgs, today: string): string[] {
 
 function stopText(stop: Stop): string {
   switch (stop.kind) {
-    case 'none': case 'max-runtime': return '';
-    case 'kill-request': return `  # SIGKILL at the emulator's request ${stop.n}`;
-    case 'term-request': return `  # SIGTERM at the emulator's request ${stop.n}`;
-    case 'failpoint': return `  # COSTSYNC_FAILPOINT=${stop.name}:${stop.n}`;
-    case 'head': return ` 2>&1 | head -${stop.n}`;
-    case 'term-held': return `  # the API silent from request ${stop.n} on, SIGTERM then`;
+    case 'none':
+    case 'max-runtime':
+      return '';
+    case 'kill-request':
+      return `  # SIGKILL at the emulator's request ${stop.n}`;
+    case 'term-request':
+      return `  # SIGTERM at the emulator's request ${stop.n}`;
+    case 'failpoint':
+      return `  # COSTSYNC_FAILPOINT=${stop.name}:${stop.n}`;
+    case 'head':
+      return ` 2>&1 | head -${stop.n}`;
+    case 'term-held':
+      return `  # the API silent from request ${stop.n} on, SIGTERM then`;
   }
 }
 
@@ -340,7 +412,8 @@ class SyncCommand implements Cmd {
         if (this.args.sources.includes(source) && date < cut && this.args.streams !== 'rollups,anomalies') world.everSynced.delete(key);
       }
     }
-    if (!killed && result.code !== 0 && result.code !== 4) fail(world, `sync exited ${result.code} (signal ${result.signal})`, result.stderr);
+    if (!killed && result.code !== 0 && result.code !== 4)
+      fail(world, `sync exited ${result.code} (signal ${result.signal})`, result.stderr);
     if (this.args.stop.kind === 'none' && result.code !== 0) fail(world, `a sync nothing stopped exited ${result.code}`, result.stderr);
     const published = await checkAlways(world, result.stderr, killed ? [] : [this.args.state]);
     if (result.code === 0) await checkSynced(world, this.args, published, result.stderr);
@@ -410,7 +483,10 @@ export const BAD_LINES: readonly string[][] = [
 ];
 
 class BadCommand implements Cmd {
-  constructor(readonly which: number, readonly state: 'a' | 'b') {}
+  constructor(
+    readonly which: number,
+    readonly state: 'a' | 'b',
+  ) {}
   check(): boolean {
     return true;
   }
@@ -432,27 +508,42 @@ const stopArb: fc.Arbitrary<Stop> = fc.oneof(
   { weight: 6, arbitrary: fc.constant<Stop>({ kind: 'none' }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('kill-request' as const), n: fc.integer({ min: 1, max: 14 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('term-request' as const), n: fc.integer({ min: 1, max: 14 }) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('failpoint' as const), name: fc.constantFrom('commit' as const, 'lake-put' as const, 'iceberg-commit' as const, 'publish' as const), n: fc.integer({ min: 1, max: 4 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('failpoint' as const),
+      name: fc.constantFrom('commit' as const, 'lake-put' as const, 'iceberg-commit' as const, 'publish' as const),
+      n: fc.integer({ min: 1, max: 4 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant<Stop>({ kind: 'max-runtime' }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('head' as const), n: fc.integer({ min: 1, max: 6 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('term-held' as const), n: fc.integer({ min: 1, max: 10 }) }) },
 );
 
-export const syncArb: fc.Arbitrary<SyncArgs> = fc.record({
-  state: fc.constantFrom('a' as const, 'b' as const),
-  sources: fc.oneof({ weight: 3, arbitrary: fc.constant('w1,w2' as const) }, { weight: 1, arbitrary: fc.constantFrom('w1' as const, 'w2' as const) }),
-  dropBefore: fc.oneof({ weight: 8, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom(20, 105) }),
-  since: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom(2, 10, 100, 115) }),
-  lookback: fc.constantFrom(3 as const, 1 as const, 0 as const),
-  windowDays: fc.constantFrom(30 as const, 7 as const, 1 as const),
-  streams: fc.oneof({ weight: 4, arbitrary: fc.constant('all' as const) }, { weight: 1, arbitrary: fc.constantFrom('line_items' as const, 'line_items,rollups' as const, 'rollups,anomalies' as const) }),
-  fullRefresh: fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
-  // COSTSYNC_MODEL_LAKES=0 leaves the lakes out, to look for what a lake's failure would hide.
-  lake: process.env.COSTSYNC_MODEL_LAKES === '0' ? fc.constant(null) : fc.constantFrom<LakeName | null>(null, 'p1', 'p2', 'ice'),
-  retention: fc.constantFrom('7d' as const, '0s' as const),
-  publishNow: fc.boolean(),
-  stop: stopArb,
-}).map((a) => (a.since !== null && a.dropBefore !== null && a.since > a.dropBefore ? { ...a, dropBefore: null } : a));
+export const syncArb: fc.Arbitrary<SyncArgs> = fc
+  .record({
+    state: fc.constantFrom('a' as const, 'b' as const),
+    sources: fc.oneof(
+      { weight: 3, arbitrary: fc.constant('w1,w2' as const) },
+      { weight: 1, arbitrary: fc.constantFrom('w1' as const, 'w2' as const) },
+    ),
+    dropBefore: fc.oneof({ weight: 8, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom(20, 105) }),
+    since: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom(2, 10, 100, 115) }),
+    lookback: fc.constantFrom(3 as const, 1 as const, 0 as const),
+    windowDays: fc.constantFrom(30 as const, 7 as const, 1 as const),
+    streams: fc.oneof(
+      { weight: 4, arbitrary: fc.constant('all' as const) },
+      { weight: 1, arbitrary: fc.constantFrom('line_items' as const, 'line_items,rollups' as const, 'rollups,anomalies' as const) },
+    ),
+    fullRefresh: fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+    // COSTSYNC_MODEL_LAKES=0 leaves the lakes out, to look for what a lake's failure would hide.
+    lake: process.env.COSTSYNC_MODEL_LAKES === '0' ? fc.constant(null) : fc.constantFrom<LakeName | null>(null, 'p1', 'p2', 'ice'),
+    retention: fc.constantFrom('7d' as const, '0s' as const),
+    publishNow: fc.boolean(),
+    stop: stopArb,
+  })
+  .map((a) => (a.since !== null && a.dropBefore !== null && a.since > a.dropBefore ? { ...a, dropBefore: null } : a));
 
 export const commandArbs: fc.Arbitrary<Cmd>[] = [
   syncArb.map((a) => new SyncCommand(a)),
@@ -461,7 +552,9 @@ export const commandArbs: fc.Arbitrary<Cmd>[] = [
   fc.constant(new NewDayCommand()),
   fc.constant(new RestateCommand()),
   fc.integer({ min: 0, max: 6 }).map((back) => new EmptyDayCommand(back)),
-  fc.tuple(fc.integer({ min: 0, max: BAD_LINES.length - 1 }), fc.constantFrom('a' as const, 'b' as const)).map(([i, s]) => new BadCommand(i, s)),
+  fc
+    .tuple(fc.integer({ min: 0, max: BAD_LINES.length - 1 }), fc.constantFrom('a' as const, 'b' as const))
+    .map(([i, s]) => new BadCommand(i, s)),
 ];
 
 export interface ModelRunOptions {
@@ -481,15 +574,18 @@ export interface ModelRunOptions {
  * would cut it and count nothing). With `path`, replays that one failure of `seed`.
  */
 export async function runModel(options: ModelRunOptions): Promise<fc.RunDetails<[Iterable<Cmd>]> & { sequences: number }> {
-  const property = fc.asyncProperty(fc.commands(commandArbs, { maxCommands: options.maxCommands, ...(options.replay !== undefined && { replayPath: options.replay }) }), async (cmds) => {
-    const world = new World();
-    try {
-      await world.start();
-      await fc.asyncModelRun(() => ({ model: { today: FIRST_TODAY }, real: world }), cmds);
-    } finally {
-      await world.close();
-    }
-  });
+  const property = fc.asyncProperty(
+    fc.commands(commandArbs, { maxCommands: options.maxCommands, ...(options.replay !== undefined && { replayPath: options.replay }) }),
+    async (cmds) => {
+      const world = new World();
+      try {
+        await world.start();
+        await fc.asyncModelRun(() => ({ model: { today: FIRST_TODAY }, real: world }), cmds);
+      } finally {
+        await world.close();
+      }
+    },
+  );
   const base = options.seed ?? Math.floor(Math.random() * 2 ** 31);
   const started = Date.now();
   for (let i = 0; ; i++) {
@@ -512,7 +608,11 @@ export function commandsReplayPath(sequence: unknown): string | undefined {
 export function modelReport(details: fc.RunDetails<[Iterable<Cmd>]> & { sequences: number }, testFile: string): string {
   if (!details.failed) return `${details.sequences} sequence(s) passed (seeds from ${details.seed - details.sequences + 1})`;
   const replay = commandsReplayPath(details.counterexample?.[0]);
-  const vars = [`COSTSYNC_MODEL_SEED=${details.seed}`, `COSTSYNC_MODEL_PATH=${details.counterexamplePath}`, ...(replay ? [`COSTSYNC_MODEL_REPLAY=${replay}`] : [])];
+  const vars = [
+    `COSTSYNC_MODEL_SEED=${details.seed}`,
+    `COSTSYNC_MODEL_PATH=${details.counterexamplePath}`,
+    ...(replay ? [`COSTSYNC_MODEL_REPLAY=${replay}`] : []),
+  ];
   return [
     `The model found a failing sequence (seed ${details.seed}); replay it with`,
     `  ${vars.join(' ')} npx vitest run ${testFile}`,

@@ -10,9 +10,7 @@ import { once } from 'node:events';
 import { afterAll, inject } from 'vitest';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
-import {
-  CreateBucketCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, S3Client,
-} from '@aws-sdk/client-s3';
+import { CreateBucketCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 
 // The SDK warns that its 2027 releases need Node 22 (the README says so); not in test output.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -44,7 +42,13 @@ export function startRgw(): S3Server {
   const info = inject('rgw');
   const endpoint = info.endpoint;
   const credentials = { accessKeyId: info.accessKeyId, secretAccessKey: info.secretAccessKey };
-  const client = new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials, requestChecksumCalculation: 'WHEN_REQUIRED' });
+  const client = new S3Client({
+    endpoint,
+    forcePathStyle: true,
+    region: 'us-east-1',
+    credentials,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+  });
   const keys = async (bucket: string, prefix = '') => {
     const found: string[] = [];
     let token: string | undefined;
@@ -58,11 +62,16 @@ export function startRgw(): S3Server {
   return {
     endpoint,
     env: (via = endpoint) => ({
-      AWS_ENDPOINT_URL_S3: via, AWS_ACCESS_KEY_ID: credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
-      AWS_REGION: 'us-east-1', AWS_EC2_METADATA_DISABLED: 'true',
+      AWS_ENDPOINT_URL_S3: via,
+      AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+      AWS_REGION: 'us-east-1',
+      AWS_EC2_METADATA_DISABLED: 'true',
     }),
     client,
-    createBucket: async (name) => { await client.send(new CreateBucketCommand({ Bucket: name })); },
+    createBucket: async (name) => {
+      await client.send(new CreateBucketCommand({ Bucket: name }));
+    },
     keys,
     incompleteUploads: async (bucket, prefix = '') => {
       const page = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: prefix }));
@@ -89,14 +98,29 @@ export function startRgw(): S3Server {
  * s3rver, in this process on port 0: a fake S3 that accepts `If-None-Match` and `If-Match` and
  * overwrites anyway (what the conditional-write probe must refuse).
  */
-export async function startS3rver(dir: string, buckets: string[]): Promise<{ endpoint: string; env: Record<string, string>; close(): Promise<void> }> {
+export async function startS3rver(
+  dir: string,
+  buckets: string[],
+): Promise<{ endpoint: string; env: Record<string, string>; close(): Promise<void> }> {
   const { default: S3rver } = await import('s3rver');
-  const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir, configureBuckets: buckets.map((name) => ({ name, configs: [] })) });
-  const address = (await server.run()) as AddressInfo;
+  const server = new S3rver({
+    port: 0,
+    address: '127.0.0.1',
+    silent: true,
+    directory: dir,
+    configureBuckets: buckets.map((name) => ({ name, configs: [] })),
+  });
+  const address = await server.run();
   const endpoint = `http://127.0.0.1:${address.port}`;
   return {
     endpoint,
-    env: { AWS_ENDPOINT_URL_S3: endpoint, AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1', AWS_EC2_METADATA_DISABLED: 'true' },
+    env: {
+      AWS_ENDPOINT_URL_S3: endpoint,
+      AWS_ACCESS_KEY_ID: 'S3RVER',
+      AWS_SECRET_ACCESS_KEY: 'S3RVER',
+      AWS_REGION: 'us-east-1',
+      AWS_EC2_METADATA_DISABLED: 'true',
+    },
     close: () => server.close(),
   };
 }
@@ -104,7 +128,11 @@ export async function startS3rver(dir: string, buckets: string[]): Promise<{ end
 /** What the proxy does with one request: forward it, or answer it with a fault. */
 export type Fault = 'slowdown' | 'reset' | 'deny' | null;
 
-export interface S3Request { method: string; path: string; query: string }
+export interface S3Request {
+  method: string;
+  path: string;
+  query: string;
+}
 
 /**
  * A proxy in front of `target`: `decide` picks a fault per request (counted from 1); `log` keeps
@@ -112,7 +140,11 @@ export interface S3Request { method: string; path: string; query: string }
  * `shiftDateMs` moves the `Date` of every answer, as if that much more time had passed on the bucket's
  * clock since its objects were written.
  */
-export async function faultProxy(target: string, decide: (req: S3Request, n: number) => Fault = () => null, options: { dropHeaders?: string[]; shiftDateMs?: number } = {}) {
+export async function faultProxy(
+  target: string,
+  decide: (req: S3Request, n: number) => Fault = () => null,
+  options: { dropHeaders?: string[]; shiftDateMs?: number } = {},
+) {
   const log: S3Request[] = [];
   let policy = decide;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -135,7 +167,8 @@ export async function faultProxy(target: string, decide: (req: S3Request, n: num
     for (const name of options.dropHeaders ?? []) delete headers[name];
     const upstream = request(new URL(req.url ?? '/', target), { method: req.method, headers }, (up) => {
       const answered = { ...up.headers };
-      if (options.shiftDateMs !== undefined && typeof answered.date === 'string') answered.date = new Date(Date.parse(answered.date) + options.shiftDateMs).toUTCString();
+      if (options.shiftDateMs !== undefined && typeof answered.date === 'string')
+        answered.date = new Date(Date.parse(answered.date) + options.shiftDateMs).toUTCString();
       res.writeHead(up.statusCode ?? 502, answered);
       up.pipe(res);
     });

@@ -6,16 +6,38 @@
 import pRetry from 'p-retry';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import {
-  API_ERROR_CODES, ApiError, ClientErrorCode, CODE_FOR_API_ERROR, ConfigError, ExitCode, redact,
+  API_ERROR_CODES,
+  ApiError,
+  ClientErrorCode,
+  CODE_FOR_API_ERROR,
+  ConfigError,
+  ExitCode,
+  redact,
   type ApiErrorCode,
 } from '../errors.js';
 import {
-  DEFAULT_RETRY_POLICY, DROPPED_MESSAGE, createRequestLimiter, isRateLimited, isTransient, retryAfterMs, systemClock,
-  type Clock, type RequestLimiter, type RetryPolicy,
+  DEFAULT_RETRY_POLICY,
+  DROPPED_MESSAGE,
+  createRequestLimiter,
+  isRateLimited,
+  isTransient,
+  retryAfterMs,
+  systemClock,
+  type Clock,
+  type RequestLimiter,
+  type RetryPolicy,
 } from './resilience.js';
 import {
-  API_PREFIX, ENDPOINT_SCOPES, endpointOf, type Anomaly, type Envelope, type GroupBy, type IngestRequest, type IngestResult,
-  type LineItemPage, type RollupRow,
+  API_PREFIX,
+  ENDPOINT_SCOPES,
+  endpointOf,
+  type Anomaly,
+  type Envelope,
+  type GroupBy,
+  type IngestRequest,
+  type IngestResult,
+  type LineItemPage,
+  type RollupRow,
 } from './types.js';
 import { parseEnvelope, toAnomalies, toIngestResult, toLineItemPage, toRollups } from './validate.js';
 
@@ -135,7 +157,10 @@ export function parseBaseUrl(baseUrl: string): { origin: string; prefix: string 
     );
   }
   if (url.username || url.password || url.search || url.hash) {
-    throw new ConfigError('The base URL must not carry credentials, a query or a fragment.', 'Pass the key with COSTSYNC_API_KEY or --api-key-file, not in the URL.');
+    throw new ConfigError(
+      'The base URL must not carry credentials, a query or a fragment.',
+      'Pass the key with COSTSYNC_API_KEY or --api-key-file, not in the URL.',
+    );
   }
   const prefix = url.pathname.replace(/\/+$/, '');
   const doubled = /\/api\/v1(\/public)?$/.exec(prefix);
@@ -198,7 +223,12 @@ function scopeFor(path: string): string | undefined {
 
 /** Turns an error envelope (or a bare HTTP failure) into an ApiError. */
 function apiErrorFrom(
-  statusCode: number, envelope: Envelope<unknown> | null, method: string, path: string, retryAfter: string | undefined, nowMs: number,
+  statusCode: number,
+  envelope: Envelope<unknown> | null,
+  method: string,
+  path: string,
+  retryAfter: string | undefined,
+  nowMs: number,
 ): ApiError {
   const apiCode = envelope?.error?.code;
   const message = envelope?.error?.message ?? `HTTP ${statusCode}`;
@@ -206,7 +236,9 @@ function apiErrorFrom(
   const code = known ? CODE_FOR_API_ERROR[known] : statusCode >= 500 ? 'CS_ERR_SERVER' : ClientErrorCode.HTTP;
   const authLike = known === 'UNAUTHORIZED' || known === 'FORBIDDEN' || known === 'INVALID_SCOPE' || known === 'PLAN_RESTRICTED';
   return new ApiError(code, `${method} ${path} failed: ${apiCode ?? 'HTTP'} (${statusCode}): ${message}`, {
-    statusCode, apiCode, path,
+    statusCode,
+    apiCode,
+    path,
     exitCode: authLike ? ExitCode.AUTH : ExitCode.FAILED,
     hint: known ? hintFor(known, method, path, scopeFor(path)) : undefined,
     retryAfterMs: statusCode === 429 ? (retryAfterMs(retryAfter, message, nowMs) ?? 1000) : undefined,
@@ -216,21 +248,31 @@ function apiErrorFrom(
 /** Classifies an undici/network failure. */
 function transportError(error: unknown, method: string, path: string, secrets: string[], deadline?: AbortSignal): ApiError {
   const e = error as { code?: string; message?: string };
-  const timeout = error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError
-    || error instanceof undiciErrors.ConnectTimeoutError || deadline?.aborted === true;
-  const detail = deadline?.aborted === true
-    ? 'no complete response within the request deadline (a server sending its body too slowly)'
-    : redact(`${e.code ?? ''} ${e.message ?? String(error)}`.trim(), secrets);
+  const timeout =
+    error instanceof undiciErrors.HeadersTimeoutError ||
+    error instanceof undiciErrors.BodyTimeoutError ||
+    error instanceof undiciErrors.ConnectTimeoutError ||
+    deadline?.aborted === true;
+  const detail =
+    deadline?.aborted === true
+      ? 'no complete response within the request deadline (a server sending its body too slowly)'
+      : redact(`${e.code ?? ''} ${e.message ?? String(error)}`.trim(), secrets);
   return new ApiError(timeout ? ClientErrorCode.TIMEOUT : ClientErrorCode.NETWORK, `${method} ${path} failed: ${detail}`, {
-    path, cause: error,
-    hint: timeout ? 'The server was too slow; costsync retries, and the timeouts can be raised.' : 'Check the network and --base-url; costsync retries network failures.',
+    path,
+    cause: error,
+    hint: timeout
+      ? 'The server was too slow; costsync retries, and the timeouts can be raised.'
+      : 'Check the network and --base-url; costsync retries network failures.',
   });
 }
 
 export function createApiClient(options: ApiClientOptions): ApiClient {
   const { origin, prefix } = parseBaseUrl(options.baseUrl);
   if (!options.apiKey || /\s/.test(options.apiKey)) {
-    throw new ConfigError('The API key is empty or contains whitespace.', 'Set COSTSYNC_API_KEY, or put the key alone in the file given to --api-key-file.');
+    throw new ConfigError(
+      'The API key is empty or contains whitespace.',
+      'Set COSTSYNC_API_KEY, or put the key alone in the file given to --api-key-file.',
+    );
   }
   const secrets = [options.apiKey];
   const clock = options.clock ?? systemClock;
@@ -271,7 +313,9 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     let response;
     try {
       response = await pool.request({
-        method, path, signal: stop === undefined ? deadline : AbortSignal.any([deadline, stop]),
+        method,
+        path,
+        signal: stop === undefined ? deadline : AbortSignal.any([deadline, stop]),
         headers: {
           ...(options.authHeader === 'bearer' ? { authorization: `Bearer ${options.apiKey}` } : { 'x-api-key': options.apiKey }),
           accept: 'application/json',
@@ -286,10 +330,16 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       if (errno !== undefined) {
         // Every other request would fail the same way: they are dropped rather than each waiting its turn to fail.
         limiter.dropWaiting();
-        throw unreachable ??= new ApiError(ClientErrorCode.UNREACHABLE, `Cannot reach the API at ${origin}: ${UNREACHABLE_CODES[errno]} (${errno}).`, {
-          path: where, cause: error, exitCode: ExitCode.USAGE,
-          hint: `Check --base-url (or COSTSYNC_BASE_URL / "base-url" in the config file): ${origin} is what costsync was given.`,
-        });
+        throw (unreachable ??= new ApiError(
+          ClientErrorCode.UNREACHABLE,
+          `Cannot reach the API at ${origin}: ${UNREACHABLE_CODES[errno]} (${errno}).`,
+          {
+            path: where,
+            cause: error,
+            exitCode: ExitCode.USAGE,
+            hint: `Check --base-url (or COSTSYNC_BASE_URL / "base-url" in the config file): ${origin} is what costsync was given.`,
+          },
+        ));
       }
       throw transportError(error, method, where, secrets, deadline);
     }
@@ -309,7 +359,9 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     }
     if (text === TOO_LARGE) {
       throw new ApiError(ClientErrorCode.RESPONSE_TOO_LARGE, `${method} ${where}: the response is larger than ${maxBytes} bytes`, {
-        path: where, statusCode: response.statusCode, hint: 'A page this large is not one the API sends; check --base-url.',
+        path: where,
+        statusCode: response.statusCode,
+        hint: 'A page this large is not one the API sends; check --base-url.',
       });
     }
     const statusCode = response.statusCode;
@@ -330,9 +382,15 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     }
     if (statusCode < 200 || statusCode >= 300 || envelope.error !== null) {
       if (statusCode >= 200 && statusCode < 300) {
-        throw new ApiError(ClientErrorCode.MALFORMED_RESPONSE, `${method} ${where}: status ${statusCode} with an error in the envelope (${envelope.error!.code}: ${envelope.error!.message})`, {
-          path: where, statusCode, apiCode: envelope.error!.code,
-        });
+        throw new ApiError(
+          ClientErrorCode.MALFORMED_RESPONSE,
+          `${method} ${where}: status ${statusCode} with an error in the envelope (${envelope.error!.code}: ${envelope.error!.message})`,
+          {
+            path: where,
+            statusCode,
+            apiCode: envelope.error!.code,
+          },
+        );
       }
       throw apiErrorFrom(statusCode, envelope, method, where, retryAfter, clock.now());
     }
@@ -340,7 +398,11 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   }
 
   async function call<T>(
-    method: 'GET' | 'POST', path: string, body: string | undefined, convert: (e: Envelope<unknown>, text: string) => T, admit?: Admit,
+    method: 'GET' | 'POST',
+    path: string,
+    body: string | undefined,
+    convert: (e: Envelope<unknown>, text: string) => T,
+    admit?: Admit,
   ): Promise<T> {
     const where = path.split('?')[0]!;
     let rateLimitedCount = 0;
@@ -386,29 +448,46 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
               limiter.holdFor(holdMs);
             } else if (isTransient(error)) {
               stats.retries += 1;
-              emit({ type: 'retry', method, path: where, attempt: attemptNumber, code: (error as ApiError).code, message: error.message, retriesLeft: policy.retries - attemptNumber + 1 });
+              emit({
+                type: 'retry',
+                method,
+                path: where,
+                attempt: attemptNumber,
+                code: (error as ApiError).code,
+                message: error.message,
+                retriesLeft: policy.retries - attemptNumber + 1,
+              });
             }
           },
           shouldConsumeRetry: ({ error }) => !isRateLimited(error),
-          shouldRetry: ({ error }) =>
-            isRateLimited(error) ? rateLimitedCount <= policy.maxRateLimitRetries : isTransient(error),
+          shouldRetry: ({ error }) => (isRateLimited(error) ? rateLimitedCount <= policy.maxRateLimitRetries : isTransient(error)),
         },
       );
     } catch (error) {
       // A stop during a retry's wait ends the wait with the signal's reason.
       if (stop?.aborted && !(error instanceof ApiError && error.code === ClientErrorCode.ABORTED)) throw aborted(method, where, error);
       if (error instanceof ApiError && (isTransient(error) || isRateLimited(error)) && attempts > 1) {
-        throw new ApiError(ClientErrorCode.RETRIES_EXHAUSTED, `${method} ${where} still failing after ${attempts} attempts: ${error.message}`, {
-          path: where, statusCode: error.statusCode, apiCode: error.apiCode, cause: error,
-          hint: 'The server or network kept failing; run again later (progress is kept).',
-        });
+        throw new ApiError(
+          ClientErrorCode.RETRIES_EXHAUSTED,
+          `${method} ${where} still failing after ${attempts} attempts: ${error.message}`,
+          {
+            path: where,
+            statusCode: error.statusCode,
+            apiCode: error.apiCode,
+            cause: error,
+            hint: 'The server or network kept failing; run again later (progress is kept).',
+          },
+        );
       }
       throw error;
     }
   }
 
   const get = <T>(
-    endpoint: string, params: Record<string, string | number | undefined | null>, convert: (e: Envelope<unknown>, path: string, text: string) => T, admit?: Admit,
+    endpoint: string,
+    params: Record<string, string | number | undefined | null>,
+    convert: (e: Envelope<unknown>, path: string, text: string) => T,
+    admit?: Admit,
   ) => {
     const search = new URLSearchParams();
     for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) search.set(k, String(v));
@@ -425,7 +504,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   return {
     baseUrl: `${origin}${prefix}`,
     stats,
-    lineItems: (q) => get('/line-items', { start_date: q.startDate, end_date: q.endDate, limit: q.limit, cursor: q.cursor }, toLineItemPage, q.admit),
+    lineItems: (q) =>
+      get('/line-items', { start_date: q.startDate, end_date: q.endDate, limit: q.limit, cursor: q.cursor }, toLineItemPage, q.admit),
     rollups: (q) => get('/rollups/daily', { start_date: q.startDate, end_date: q.endDate, group_by: q.groupBy }, toRollups),
     anomalies: (q = {}) => get('/anomalies', { ...q }, toAnomalies),
     ingestFocus: (connectionId, body) => post(`/ingest/focus/${encodeURIComponent(connectionId)}`, body, toIngestResult),

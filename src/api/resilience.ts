@@ -79,7 +79,8 @@ export function createRequestLimiter(options: RequestLimiterOptions): RequestLim
   return {
     requestsPerMinute: options.requestsPerMinute,
     // Once stopping, a new request is dropped like a waiting one (Bottleneck would refuse it with its own error).
-    schedule: (task) => (stopping === null ? bottleneck.schedule(task) : Promise.reject(new CostsyncError('CS_ERR_ABORTED', DROPPED_MESSAGE))),
+    schedule: (task) =>
+      stopping === null ? bottleneck.schedule(task) : Promise.reject(new CostsyncError('CS_ERR_ABORTED', DROPPED_MESSAGE)),
     holdFor(ms: number) {
       const until = clock.now() + ms;
       if (until <= heldUntil) return;

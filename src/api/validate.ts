@@ -23,23 +23,39 @@ export function parseEnvelope(text: string, path: string, statusCode: number): E
   try {
     parsed = JSON.parse(text);
   } catch (cause) {
-    throw new ApiError(ClientErrorCode.MALFORMED_RESPONSE, `${path}: the response body is not valid JSON (${text.length} bytes, status ${statusCode})`, {
-      path, statusCode, cause, hint: 'The server sent a broken or cut-off body; costsync retries such responses.',
-    });
+    throw new ApiError(
+      ClientErrorCode.MALFORMED_RESPONSE,
+      `${path}: the response body is not valid JSON (${text.length} bytes, status ${statusCode})`,
+      {
+        path,
+        statusCode,
+        cause,
+        hint: 'The server sent a broken or cut-off body; costsync retries such responses.',
+      },
+    );
   }
   if (!isObject(parsed) || !('data' in parsed || 'error' in parsed)) {
-    throw new ApiError(ClientErrorCode.MALFORMED_RESPONSE, `${path}: the response is not a {data, error, meta} envelope (status ${statusCode})`, {
-      path, statusCode, hint: 'Check that --base-url points at the Cost Data API.',
-    });
+    throw new ApiError(
+      ClientErrorCode.MALFORMED_RESPONSE,
+      `${path}: the response is not a {data, error, meta} envelope (status ${statusCode})`,
+      {
+        path,
+        statusCode,
+        hint: 'Check that --base-url points at the Cost Data API.',
+      },
+    );
   }
   const meta = isObject(parsed.meta) ? parsed.meta : {};
   const error = parsed.error ?? null;
   if (error !== null && !(isObject(error) && typeof error.code === 'string')) {
-    throw new ApiError(ClientErrorCode.MALFORMED_RESPONSE, `${path}: the envelope's "error" is not an object with a code`, { path, statusCode });
+    throw new ApiError(ClientErrorCode.MALFORMED_RESPONSE, `${path}: the envelope's "error" is not an object with a code`, {
+      path,
+      statusCode,
+    });
   }
   return {
-    data: (parsed.data ?? null) as unknown,
-    error: error === null ? null : { code: String(error.code), message: String((error as Record<string, unknown>).message ?? '') },
+    data: parsed.data ?? null,
+    error: error === null ? null : { code: String(error.code), message: String(error.message ?? '') },
     meta,
   };
 }
@@ -54,23 +70,40 @@ function isDate(v: unknown): boolean {
 }
 
 function badRecord(record: unknown, field: string, expected: string, what: string, index: number, path: string): never {
-  throw new ApiError(BAD_RECORD, `${path}: ${what} #${index} has an invalid "${field}" (expected ${expected}): ${JSON.stringify(isObject(record) ? record[field] : record)?.slice(0, 80)}`, {
-    path, hint: 'The server returned a record that does not match the API spec; report it to the API provider.',
-  });
+  throw new ApiError(
+    BAD_RECORD,
+    `${path}: ${what} #${index} has an invalid "${field}" (expected ${expected}): ${JSON.stringify(isObject(record) ? record[field] : record)?.slice(0, 80)}`,
+    {
+      path,
+      hint: 'The server returned a record that does not match the API spec; report it to the API provider.',
+    },
+  );
 }
 
 function checkFields(record: unknown, fields: Fields, what: string, index: number, path: string): void {
   if (!isObject(record)) badRecord(record, '(record)', 'an object', what, index, path);
-  const r = record as Record<string, unknown>;
+  const r = record;
   for (const [field, kind] of fields) {
     const v = r[field];
     switch (kind) {
-      case 'string': if (typeof v !== 'string' || v === '') badRecord(record, field, 'a non-empty string', what, index, path); break;
-      case 'string?': if (v !== undefined && v !== null && typeof v !== 'string') badRecord(record, field, 'a string', what, index, path); break;
-      case 'number': if (typeof v !== 'number' || !Number.isFinite(v)) badRecord(record, field, 'a finite number', what, index, path); break;
-      case 'date': if (!isDate(v)) badRecord(record, field, 'a YYYY-MM-DD date', what, index, path); break;
-      case 'timestamp': if (typeof v !== 'string' || Number.isNaN(Date.parse(v))) badRecord(record, field, 'an ISO 8601 timestamp', what, index, path); break;
-      case 'dim': if (v !== undefined && v !== null && typeof v !== 'string') badRecord(record, field, 'a string or null', what, index, path); break;
+      case 'string':
+        if (typeof v !== 'string' || v === '') badRecord(record, field, 'a non-empty string', what, index, path);
+        break;
+      case 'string?':
+        if (v !== undefined && v !== null && typeof v !== 'string') badRecord(record, field, 'a string', what, index, path);
+        break;
+      case 'number':
+        if (typeof v !== 'number' || !Number.isFinite(v)) badRecord(record, field, 'a finite number', what, index, path);
+        break;
+      case 'date':
+        if (!isDate(v)) badRecord(record, field, 'a YYYY-MM-DD date', what, index, path);
+        break;
+      case 'timestamp':
+        if (typeof v !== 'string' || Number.isNaN(Date.parse(v))) badRecord(record, field, 'an ISO 8601 timestamp', what, index, path);
+        break;
+      case 'dim':
+        if (v !== undefined && v !== null && typeof v !== 'string') badRecord(record, field, 'a string or null', what, index, path);
+        break;
     }
   }
 }
@@ -83,13 +116,33 @@ function checkArray(data: unknown, path: string, what: string): unknown[] {
 }
 
 const LINE_ITEM_FIELDS: Fields = [
-  ['id', 'string'], ['usage_date', 'date'], ['provider_type', 'string'], ['provider_service', 'string?'], ['net_amount_usd', 'number'], ['currency_original', 'string?'], ['project_id', 'string?'], ['user_email', 'string?'],
+  ['id', 'string'],
+  ['usage_date', 'date'],
+  ['provider_type', 'string'],
+  ['provider_service', 'string?'],
+  ['net_amount_usd', 'number'],
+  ['currency_original', 'string?'],
+  ['project_id', 'string?'],
+  ['user_email', 'string?'],
 ];
 const ROLLUP_FIELDS: Fields = [
-  ['date', 'date'], ['cost_usd', 'number'], ['provider_type', 'dim'], ['service', 'dim'], ['category', 'dim'],
+  ['date', 'date'],
+  ['cost_usd', 'number'],
+  ['provider_type', 'dim'],
+  ['service', 'dim'],
+  ['category', 'dim'],
 ];
 const ANOMALY_FIELDS: Fields = [
-  ['id', 'string'], ['provider_type', 'string?'], ['service', 'string?'], ['detected_date', 'timestamp'], ['actual_cost', 'number'], ['expected_cost', 'number'], ['deviation_percent', 'number'], ['severity', 'string'], ['alert_type', 'string?'], ['status', 'string'],
+  ['id', 'string'],
+  ['provider_type', 'string?'],
+  ['service', 'string?'],
+  ['detected_date', 'timestamp'],
+  ['actual_cost', 'number'],
+  ['expected_cost', 'number'],
+  ['deviation_percent', 'number'],
+  ['severity', 'string'],
+  ['alert_type', 'string?'],
+  ['status', 'string'],
 ];
 
 /**
@@ -104,9 +157,14 @@ export function toLineItemPage(envelope: Envelope<unknown>, path: string): LineI
   const rawHasMore = envelope.meta.has_more;
   const hasMore = typeof rawHasMore === 'boolean' ? rawHasMore : nextCursor !== null;
   if (hasMore && nextCursor === null) {
-    throw new ApiError(ClientErrorCode.MALFORMED_RESPONSE, `${path}: meta.has_more is true but meta.next_cursor is missing, so the next page cannot be asked for`, {
-      path, hint: 'The server sent an unusable page; report it to the API provider.',
-    });
+    throw new ApiError(
+      ClientErrorCode.MALFORMED_RESPONSE,
+      `${path}: meta.has_more is true but meta.next_cursor is missing, so the next page cannot be asked for`,
+      {
+        path,
+        hint: 'The server sent an unusable page; report it to the API provider.',
+      },
+    );
   }
   return { data: data as LineItem[], nextCursor, hasMore, meta: envelope.meta };
 }
@@ -115,7 +173,9 @@ export function toRollups(envelope: Envelope<unknown>, path: string): RollupRow[
   const data = checkArray(envelope.data, path, 'rollup row');
   data.forEach((r, i) => checkFields(r, ROLLUP_FIELDS, 'rollup row', i, path));
   return (data as Record<string, unknown>[]).map((r) => ({
-    ...r, provider_type: (r.provider_type ?? null) as string | null, service: (r.service ?? null) as string | null,
+    ...r,
+    provider_type: (r.provider_type ?? null) as string | null,
+    service: (r.service ?? null) as string | null,
     category: (r.category ?? null) as string | null,
   })) as RollupRow[];
 }

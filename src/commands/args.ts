@@ -29,7 +29,11 @@ export function readJsonFile(flag: string, path: string): unknown {
   try {
     text = readFileSync(path, 'utf8');
   } catch (cause) {
-    throw new ConfigError(`--${flag} ${path}: cannot read the file (${(cause as NodeJS.ErrnoException).code ?? 'error'}).`, 'Check the path and its permissions.', cause);
+    throw new ConfigError(
+      `--${flag} ${path}: cannot read the file (${(cause as NodeJS.ErrnoException).code ?? 'error'}).`,
+      'Check the path and its permissions.',
+      cause,
+    );
   }
   try {
     return JSON.parse(text);

@@ -40,7 +40,12 @@ export async function runCheckCommand(args: Record<string, unknown>, io: Command
       } catch (error) {
         const api = error instanceof ApiError ? error : null;
         if (endpoint.startsWith('POST') && api && (api.statusCode === 400 || api.apiCode === 'FORBIDDEN')) {
-          results.push({ endpoint, scope, ok: true, result: api.apiCode === 'FORBIDDEN' ? 'ok (key bound to one connection)' : 'ok (probe refused as expected; nothing stored)' });
+          results.push({
+            endpoint,
+            scope,
+            ok: true,
+            result: api.apiCode === 'FORBIDDEN' ? 'ok (key bound to one connection)' : 'ok (probe refused as expected; nothing stored)',
+          });
           continue;
         }
         const code = api?.apiCode ?? api?.code ?? 'ERROR';
@@ -55,7 +60,11 @@ export async function runCheckCommand(args: Record<string, unknown>, io: Command
   } finally {
     await client.close();
   }
-  const plan = results.some((r) => r.result.startsWith('PLAN_RESTRICTED')) ? 'no API access (needs Business or above)' : results.some((r) => r.ok) ? 'API access' : 'unknown';
+  const plan = results.some((r) => r.result.startsWith('PLAN_RESTRICTED'))
+    ? 'no API access (needs Business or above)'
+    : results.some((r) => r.ok)
+      ? 'API access'
+      : 'unknown';
   if (config.logFormat === 'json') {
     io.stdout(`${JSON.stringify({ baseUrl: config.baseUrl, plan, results })}\n`);
   } else {

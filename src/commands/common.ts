@@ -66,7 +66,9 @@ export const processIo = (): CommandIo => ({
   },
   onClosedPipe: (onClosed) => {
     closedPipeHandler = onClosed;
-    return () => { closedPipeHandler = null; };
+    return () => {
+      closedPipeHandler = null;
+    };
   },
 });
 
@@ -86,14 +88,20 @@ export function loadConfig(args: Record<string, unknown>, io: CommandIo, needsAp
 export function oneSource(config: SyncConfig, command: string): SyncConfig & { sourceName: string } {
   const sources = config.sources ?? [];
   if (sources.length > 1) {
-    throw new ConfigError(`The config file names ${sources.length} sources (${sources.map((s) => s.name).join(', ')}); ${command} works on one.`, `Pick it with --source NAME, for example --source ${sources[0]!.name}.`);
+    throw new ConfigError(
+      `The config file names ${sources.length} sources (${sources.map((s) => s.name).join(', ')}); ${command} works on one.`,
+      `Pick it with --source NAME, for example --source ${sources[0]!.name}.`,
+    );
   }
   return { ...config, sourceName: sources[0]?.name ?? 'default' };
 }
 
 export function makeLogger(config: Pick<SyncConfig, 'logFormat' | 'quiet' | 'apiKey'> & { verbose?: boolean }, io: CommandIo): Logger {
   return createLogger({
-    format: config.logFormat, level: config.quiet ? 'warn' : config.verbose ? 'debug' : 'info', secrets: [config.apiKey],
-    write: (line) => io.stderr(`${line}\n`), now: io.now,
+    format: config.logFormat,
+    level: config.quiet ? 'warn' : config.verbose ? 'debug' : 'info',
+    secrets: [config.apiKey],
+    write: (line) => io.stderr(`${line}\n`),
+    now: io.now,
   });
 }

@@ -26,7 +26,13 @@ export interface DemoOptions {
   report: string;
 }
 
-export const DEMO_DEFAULTS: DemoOptions = { db: './demo.duckdb', stateDir: './state/demo', days: 90, rowsPerDay: 500, report: './demo-report.html' };
+export const DEMO_DEFAULTS: DemoOptions = {
+  db: './demo.duckdb',
+  stateDir: './state/demo',
+  days: 90,
+  rowsPerDay: 500,
+  report: './demo-report.html',
+};
 
 export async function runDemo(options: Partial<DemoOptions> = {}, io: CommandIo = processIo()): Promise<ExitCode> {
   const o = { ...DEMO_DEFAULTS, ...options };
@@ -39,10 +45,16 @@ export async function runDemo(options: Partial<DemoOptions> = {}, io: CommandIo 
     // The same resolution as `costsync sync`, so the demo runs with the defaults a user gets.
     const config = resolveSyncConfig({
       flags: {
-        'base-url': emulator.url, db: o.db, 'state-dir': o.stateDir, 'start-date': addDays(until, -(o.days - 1)),
-        until, 'rate-limit': rate,
+        'base-url': emulator.url,
+        db: o.db,
+        'state-dir': o.stateDir,
+        'start-date': addDays(until, -(o.days - 1)),
+        until,
+        'rate-limit': rate,
       },
-      env: { COSTSYNC_API_KEY: DEMO_KEY }, file: {}, nowMs: io.now(),
+      env: { COSTSYNC_API_KEY: DEMO_KEY },
+      file: {},
+      nowMs: io.now(),
     });
     const logger = createLogger({ format: 'pretty', write: (l) => io.stderr(`${l}\n`) });
     const progress = createProgress({ live: io.isTTY, logger, write: io.stderr, requestsPerMinute: rate, now: io.now });
@@ -63,7 +75,9 @@ export async function runDemo(options: Partial<DemoOptions> = {}, io: CommandIo 
     } finally {
       wh.close();
     }
-    io.stdout(`\n${emulator.requestLog.total} requests to the emulator. Open ${join(o.db)} with DuckDB, or: costsync query --db ${join(o.db)} --list\n`);
+    io.stdout(
+      `\n${emulator.requestLog.total} requests to the emulator. Open ${join(o.db)} with DuckDB, or: costsync query --db ${join(o.db)} --list\n`,
+    );
     io.stdout(`Spend report: ${report}\n`);
     return ExitCode.OK;
   } finally {

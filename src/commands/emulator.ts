@@ -15,15 +15,35 @@ export function emulatorOptions(yargs: Argv) {
     .option('days', { type: 'number', default: 120, describe: 'Days of data when --start-date is not given' })
     .option('rows-per-day', { type: 'number', default: 200, describe: 'Line items per day (up to 100000)' })
     .option('anomalies-per-day', { type: 'number', default: 3, describe: 'Anomaly alerts detected per day on average' })
-    .option('anomaly-order', { choices: ['asc', 'desc', 'unordered'] as const, default: 'desc' as const, describe: 'Order of the anomalies endpoint\'s answers by detection time (the spec leaves it open)' })
-    .option('line-item-order', { choices: ['date', 'shuffled'] as const, default: 'date' as const, describe: 'Order of line items across pages (the spec leaves it open)' })
-    .option('last-page-cursor', { choices: ['null', 'omit', 'empty'] as const, default: 'null' as const, describe: 'How the last page shows "no cursor"' })
+    .option('anomaly-order', {
+      choices: ['asc', 'desc', 'unordered'] as const,
+      default: 'desc' as const,
+      describe: "Order of the anomalies endpoint's answers by detection time (the spec leaves it open)",
+    })
+    .option('line-item-order', {
+      choices: ['date', 'shuffled'] as const,
+      default: 'date' as const,
+      describe: 'Order of line items across pages (the spec leaves it open)',
+    })
+    .option('last-page-cursor', {
+      choices: ['null', 'omit', 'empty'] as const,
+      default: 'null' as const,
+      describe: 'How the last page shows "no cursor"',
+    })
     .option('rate-limit', { type: 'number', default: 60, describe: 'Requests per minute per key (0: no limit)' })
     .option('retry-after', { type: 'boolean', default: true, describe: 'Send Retry-After on 429 (--no-retry-after to leave it out)' })
     .option('keys', { type: 'string', describe: 'JSON file of keys and connections' })
     .option('vendor', { type: 'string', default: 'service', describe: 'Vendor word in x_<vendor>_ columns' })
-    .option('max-ingest-rows', { type: 'number', default: 5000, describe: 'Rows an ingest request may hold; more is refused with VALIDATION_ERROR (the spec does not say the real limit)' })
-    .option('service-rollup-fills-provider', { type: 'boolean', default: false, describe: 'group_by=service rollups also fill provider_type (the spec does not say which fields they fill)' })
+    .option('max-ingest-rows', {
+      type: 'number',
+      default: 5000,
+      describe: 'Rows an ingest request may hold; more is refused with VALIDATION_ERROR (the spec does not say the real limit)',
+    })
+    .option('service-rollup-fills-provider', {
+      type: 'boolean',
+      default: false,
+      describe: 'group_by=service rollups also fill provider_type (the spec does not say which fields they fill)',
+    })
     .option('page-overlap-rate', { type: 'number', default: 0, describe: 'Chance a page repeats records of the previous one' })
     .option('latency-ms', { type: 'number', default: 0, describe: 'Delay before every answer, in ms' })
     .option('latency-jitter-ms', { type: 'number', default: 0, describe: 'Random extra delay up to this many ms' })
@@ -35,9 +55,21 @@ export function emulatorOptions(yargs: Argv) {
     .option('cursor-ttl-ms', { type: 'number', default: 0, describe: 'Cursors older than this are refused as expired (0: never)' })
     .option('restate-every', { type: 'number', default: 0, describe: 'Restate recent days every N requests' })
     .option('restate-days', { type: 'number', default: 3, describe: 'Recent days changed by each restatement' })
-    .option('restate-add-rate', { type: 'number', default: 0, describe: 'Rows added to each restated day per restatement, as a share of --rows-per-day' })
-    .option('restate-at-page', { type: 'number', default: 0, describe: 'Restate before answering the Nth continued line-items page (a restatement between two pages of one window)' })
-    .option('cursor-mode', { choices: ['position', 'offset'] as const, default: 'position' as const, describe: 'position: stable signed cursors; offset: an offset into the data as it is at each request' })
+    .option('restate-add-rate', {
+      type: 'number',
+      default: 0,
+      describe: 'Rows added to each restated day per restatement, as a share of --rows-per-day',
+    })
+    .option('restate-at-page', {
+      type: 'number',
+      default: 0,
+      describe: 'Restate before answering the Nth continued line-items page (a restatement between two pages of one window)',
+    })
+    .option('cursor-mode', {
+      choices: ['position', 'offset'] as const,
+      default: 'position' as const,
+      describe: 'position: stable signed cursors; offset: an offset into the data as it is at each request',
+    })
     .option('log-requests', { type: 'boolean', default: false, describe: 'Print each request as a JSON line' });
 }
 
@@ -46,9 +78,12 @@ type EmulatorArgs = Awaited<ReturnType<typeof emulatorOptions>['argv']>;
 /** Turns command-line arguments into emulator options, checking each. */
 export function emulatorOptionsFromArgs(args: EmulatorArgs): EmulatorInput {
   const endDate = args['end-date'] !== undefined ? dateArg('end-date', args['end-date']) : undefined;
-  const startDate = args['start-date'] !== undefined
-    ? dateArg('start-date', args['start-date'])
-    : endDate !== undefined ? addDays(endDate, -(intArg('days', args.days, 1) - 1)) : undefined;
+  const startDate =
+    args['start-date'] !== undefined
+      ? dateArg('start-date', args['start-date'])
+      : endDate !== undefined
+        ? addDays(endDate, -(intArg('days', args.days, 1) - 1))
+        : undefined;
   return {
     port: intArg('port', args.port, 0, 65535),
     host: args.host,
@@ -70,7 +105,9 @@ export function emulatorOptionsFromArgs(args: EmulatorArgs): EmulatorInput {
     cursorMode: args['cursor-mode'],
     restateAtPage: intArg('restate-at-page', args['restate-at-page'], 0),
     restatement: {
-      days: intArg('restate-days', args['restate-days'], 0), changeRate: 0.1, deleteRate: 0.05,
+      days: intArg('restate-days', args['restate-days'], 0),
+      changeRate: 0.1,
+      deleteRate: 0.05,
       addRate: rateArg('restate-add-rate', args['restate-add-rate']),
     },
     faults: {
@@ -88,13 +125,18 @@ export function emulatorOptionsFromArgs(args: EmulatorArgs): EmulatorInput {
 }
 
 /** Starts the emulator, prints its URL as the first line, and serves until SIGINT or SIGTERM. */
-export async function runEmulator(args: EmulatorArgs, out: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Promise<Emulator> {
+export async function runEmulator(
+  args: EmulatorArgs,
+  out: (line: string) => void = (l) => process.stdout.write(`${l}\n`),
+): Promise<Emulator> {
   const options = emulatorOptionsFromArgs(args);
   if (args['log-requests']) options.onRequest = (entry) => out(JSON.stringify(entry));
   const emulator = await startEmulator(options);
   out(emulator.url);
   const o = emulator.options;
-  out(`Cost Data API emulator: data ${o.startDate}..${o.endDate}, ${o.rowsPerDay} line items a day, rate limit ${o.rateLimit || 'off'}/min, seed ${o.seed}.`);
+  out(
+    `Cost Data API emulator: data ${o.startDate}..${o.endDate}, ${o.rowsPerDay} line items a day, rate limit ${o.rateLimit || 'off'}/min, seed ${o.seed}.`,
+  );
   if (args.keys === undefined) out('Key: demo-key (every scope, business plan); connection: demo-connection (provider custom).');
   const stop = () => {
     void emulator.close().then(() => process.exit(0));

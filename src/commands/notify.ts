@@ -6,8 +6,10 @@ import { loadConfig, processIo, type CommandIo } from './common.js';
 import { settingOptions } from '../settings.js';
 
 export function notifyOptions(yargs: Argv) {
-  return settingOptions(yargs, ['connection', 'notify'])
-    .option('test', { type: 'boolean', describe: 'Send one sample message to each webhook' });
+  return settingOptions(yargs, ['connection', 'notify']).option('test', {
+    type: 'boolean',
+    describe: 'Send one sample message to each webhook',
+  });
 }
 
 export async function runNotifyCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
@@ -15,12 +17,18 @@ export async function runNotifyCommand(args: Record<string, unknown>, io: Comman
   const urls = [...config.notify, ...(config.sources ?? []).flatMap((s) => s.notify ?? [])];
   try {
     if (args.test !== true) throw new ConfigError('Nothing to do.', 'Pass --test to send one sample message to each webhook.');
-    if (urls.length === 0) throw new ConfigError('No webhook configured.', 'Pass --notify URL, or list them under "notify" in the config file.');
+    if (urls.length === 0)
+      throw new ConfigError('No webhook configured.', 'Pass --notify URL, or list them under "notify" in the config file.');
   } catch (error) {
     io.stderr(`costsync: ${describeError(error)}\n`);
     return ExitCode.USAGE;
   }
-  const event = { kind: 'test' as const, source: 'costsync', event_id: `test-${io.now()}`, text: 'test message from costsync: this webhook works' };
+  const event = {
+    kind: 'test' as const,
+    source: 'costsync',
+    event_id: `test-${io.now()}`,
+    text: 'test message from costsync: this webhook works',
+  };
   const results = await sendNow(urls, event, config.notifyFormat);
   for (const r of results) io.stdout(`webhook ${r.id}: ${r.error === undefined ? 'sent' : `failed: ${r.error}`}\n`);
   return results.every((r) => r.error === undefined) ? ExitCode.OK : ExitCode.FAILED;

@@ -24,8 +24,14 @@ export function pushOptions(yargs: Argv) {
   return settingOptions(yargs.version(false), ['connection', 'rate', 'lease'])
     .positional('files', { type: 'string', array: true, describe: 'CSV, Parquet or JSON Lines files in FOCUS' })
     .option('connection', { type: 'string', describe: "The custom provider's connection id" })
-    .option('map', { type: 'string', describe: 'JSON column mapping: {"columns": {"source": "FocusColumn"}, "constants": {"FocusColumn": value}}' })
-    .option('profile-version', { type: 'string', describe: 'Profile version 1, 1.1 or 1.2 [default: the lowest that covers the columns used]' })
+    .option('map', {
+      type: 'string',
+      describe: 'JSON column mapping: {"columns": {"source": "FocusColumn"}, "constants": {"FocusColumn": value}}',
+    })
+    .option('profile-version', {
+      type: 'string',
+      describe: 'Profile version 1, 1.1 or 1.2 [default: the lowest that covers the columns used]',
+    })
     .option('version', { type: 'string', describe: 'Show version number' })
     .option('format', { type: 'string', describe: 'Profile name [default <vendor>.focus]' })
     .option('batch-size', { type: 'number', describe: `Rows per request [default ${DEFAULT_BATCH_SIZE}]` })
@@ -80,29 +86,62 @@ function problemLine(p: RowProblem): string {
 }
 
 function summaryText(s: PushSummary): string {
-  return formatTable([{
-    'rows read': s.rowsRead, valid: s.valid, sent: s.sent, accepted: s.accepted, skipped: s.skipped, rejected: s.rejected,
-    'sent before': s.alreadySent, batches: s.batches, requests: s.requests,
-  }]);
+  return formatTable([
+    {
+      'rows read': s.rowsRead,
+      valid: s.valid,
+      sent: s.sent,
+      accepted: s.accepted,
+      skipped: s.skipped,
+      rejected: s.rejected,
+      'sent before': s.alreadySent,
+      batches: s.batches,
+      requests: s.requests,
+    },
+  ]);
 }
 
 /**
  * The push settings from the command's arguments and the resolved shared config: the one place the
  * CLI (and the push benchmark) turn flags into PushOptions, so a new option gets its default here.
  */
-export function resolvePushOptions(args: Record<string, unknown>, config: Pick<SyncConfig, 'baseUrl' | 'apiKey'> & { sourceName: string }): PushOptions {
+export function resolvePushOptions(
+  args: Record<string, unknown>,
+  config: Pick<SyncConfig, 'baseUrl' | 'apiKey'> & { sourceName: string },
+): PushOptions {
   const dryRun = Boolean(args['dry-run']);
   const files = ((args.files as string[] | undefined) ?? []).map(String);
-  if (files.length === 0) throw new ConfigError('No file to push.', 'Name one or more CSV, Parquet or JSON Lines files: costsync push --connection ID costs.csv');
+  if (files.length === 0)
+    throw new ConfigError('No file to push.', 'Name one or more CSV, Parquet or JSON Lines files: costsync push --connection ID costs.csv');
   const connectionId = typeof args.connection === 'string' ? args.connection.trim() : '';
-  if (connectionId === '' && !dryRun) throw new ConfigError('--connection is required: which custom provider connection the rows belong to.', 'Pass --connection ID (the connection created with the ingest key, in the workspace integration settings).');
+  if (connectionId === '' && !dryRun)
+    throw new ConfigError(
+      '--connection is required: which custom provider connection the rows belong to.',
+      'Pass --connection ID (the connection created with the ingest key, in the workspace integration settings).',
+    );
   const vendor = args.vendor === undefined ? 'service' : String(args.vendor).trim();
-  if (!/^[a-z0-9]+$/i.test(vendor)) throw new ConfigError(`--vendor must be one word of letters and digits; got ${JSON.stringify(args.vendor)}.`, 'For example --vendor acme, for columns such as x_acme_model.');
-  const mapping: ColumnMapping = args.map === undefined ? { columns: {}, constants: {} } : parseMapping(readJsonFile('map', String(args.map)), String(args.map));
+  if (!/^[a-z0-9]+$/i.test(vendor))
+    throw new ConfigError(
+      `--vendor must be one word of letters and digits; got ${JSON.stringify(args.vendor)}.`,
+      'For example --vendor acme, for columns such as x_acme_model.',
+    );
+  const mapping: ColumnMapping =
+    args.map === undefined ? { columns: {}, constants: {} } : parseMapping(readJsonFile('map', String(args.map)), String(args.map));
   const batchSize = args['batch-size'] === undefined ? DEFAULT_BATCH_SIZE : intArg('batch-size', args['batch-size'], 1, 100_000);
   return {
-    connectionId, files, mapping, version: versionArg(args['profile-version'] ?? args.version), format: args.format === undefined ? null : String(args.format),
-    vendor, batchSize, dryRun, skipInvalid: Boolean(args['skip-invalid']), force: Boolean(args.force), baseUrl: config.baseUrl, apiKey: config.apiKey, source: config.sourceName,
+    connectionId,
+    files,
+    mapping,
+    version: versionArg(args['profile-version'] ?? args.version),
+    format: args.format === undefined ? null : String(args.format),
+    vendor,
+    batchSize,
+    dryRun,
+    skipInvalid: Boolean(args['skip-invalid']),
+    force: Boolean(args.force),
+    baseUrl: config.baseUrl,
+    apiKey: config.apiKey,
+    source: config.sourceName,
   };
 }
 
@@ -139,7 +178,9 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     config = sharedConfig(args, io, !dryRun);
     logger = makeLogger(config, io);
     if (args.version !== undefined && args['profile-version'] === undefined) {
-      logger.warn(`push --version ${String(args.version)} is deprecated: use --profile-version ${String(args.version)} (--version alone prints costsync's version); it still works for now`);
+      logger.warn(
+        `push --version ${String(args.version)} is deprecated: use --profile-version ${String(args.version)} (--version alone prints costsync's version); it still works for now`,
+      );
     }
     const options = resolvePushOptions(args, config);
 
@@ -151,8 +192,11 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     }
     const summary = await runPush({
       options,
-      reader, logger, stopSignal,
-      ...(client ? { client } : {}), ...(ledger ? { warehouse: ledger.warehouse } : {}),
+      reader,
+      logger,
+      stopSignal,
+      ...(client ? { client } : {}),
+      ...(ledger ? { warehouse: ledger.warehouse } : {}),
       // A row that fails the push is an error; one --skip-invalid leaves out, a warning.
       onProblem: (p) => logger[p.level](problemLine(p), { file: p.file, row: p.row, line: p.line, column: p.column, reason: p.reason }),
     });
@@ -166,7 +210,9 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
       io.stderr(`\n${summaryText(summary)}\n`);
     }
     if (summary.outcome === 'invalid') {
-      logger.error(`${summary.invalid} of ${summary.rowsRead} row(s) failed the checks, listed above; nothing was sent. Fix them, or pass --skip-invalid to send the valid rows.`);
+      logger.error(
+        `${summary.invalid} of ${summary.rowsRead} row(s) failed the checks, listed above; nothing was sent. Fix them, or pass --skip-invalid to send the valid rows.`,
+      );
     } else if (dryRun) {
       logger.info(`Dry run: ${summary.valid} row(s) would be sent as profile version ${summary.version}; nothing was sent.`);
     } else if (summary.outcome === 'stopped') {
@@ -197,10 +243,25 @@ export async function runPushOtelCommand(args: Record<string, unknown>, io: Comm
   try {
     config = sharedConfig(args, io, true);
     logger = makeLogger(config, io);
-    if (typeof args.file !== 'string' || args.file === '') throw new ConfigError('No file to send.', 'Name a JSON document: costsync push-otel usage.json');
+    if (typeof args.file !== 'string' || args.file === '')
+      throw new ConfigError('No file to send.', 'Name a JSON document: costsync push-otel usage.json');
     ledger = await openLedger(config, 'costsync push-otel', logger);
-    client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter: createRequestLimiter({ requestsPerMinute: config.rateLimit }), onEvent: logRetries(logger) });
-    const result = await runPushOtel({ file: args.file, force: Boolean(args.force), baseUrl: config.baseUrl, apiKey: config.apiKey, source: config.sourceName, client, warehouse: ledger.warehouse, logger });
+    client = createApiClient({
+      baseUrl: config.baseUrl,
+      apiKey: config.apiKey,
+      limiter: createRequestLimiter({ requestsPerMinute: config.rateLimit }),
+      onEvent: logRetries(logger),
+    });
+    const result = await runPushOtel({
+      file: args.file,
+      force: Boolean(args.force),
+      baseUrl: config.baseUrl,
+      apiKey: config.apiKey,
+      source: config.sourceName,
+      client,
+      warehouse: ledger.warehouse,
+      logger,
+    });
     const done = ledger;
     ledger = null;
     await closeLedger(done, logger);

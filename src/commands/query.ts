@@ -12,14 +12,21 @@ export function queryOptions(yargs: Argv) {
     .positional('sql', { type: 'string', describe: 'The SQL to run (read-only)' })
     .option('format', { type: 'string', describe: 'table, csv or json [default table]' })
     .option('list', { type: 'boolean', describe: 'List the tables and views with their columns' })
-    .option('out', { type: 'string', describe: 'Write the result to this file instead, by its extension: .parquet, .csv or .jsonl (streamed)' });
+    .option('out', {
+      type: 'string',
+      describe: 'Write the result to this file instead, by its extension: .parquet, .csv or .jsonl (streamed)',
+    });
 }
 
 export function runQueryCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   return runReadCommand(args, io, async (open) => {
     const format = choiceArg<OutputFormat>('format', args.format ?? 'table', ['table', 'csv', 'json']);
     const text = args.list ? loadSql('query/list_objects') : typeof args.sql === 'string' ? args.sql : '';
-    if (text.trim() === '') throw new ConfigError('No SQL to run.', 'Pass the SQL in quotes, for example costsync query "SELECT * FROM monthly_spend", or --list to see the tables and views.');
+    if (text.trim() === '')
+      throw new ConfigError(
+        'No SQL to run.',
+        'Pass the SQL in quotes, for example costsync query "SELECT * FROM monthly_spend", or --list to see the tables and views.',
+      );
     if (typeof args.out === 'string') {
       exportFormat(args.out);
       const rows = await exportQuery(await open(), text, args.out);

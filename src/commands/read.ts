@@ -8,7 +8,10 @@ import { loadConfig, type CommandIo } from './common.js';
 
 export function warehouseOptions(yargs: Argv) {
   return yargs
-    .option('db', { type: 'string', describe: 'DuckDB file, or s3://BUCKET/KEY.duckdb (downloaded once per version into a cache) [default ./costs.duckdb]' })
+    .option('db', {
+      type: 'string',
+      describe: 'DuckDB file, or s3://BUCKET/KEY.duckdb (downloaded once per version into a cache) [default ./costs.duckdb]',
+    })
     .option('config', { type: 'string', describe: 'Config file (default ./costsync.config.json when present)' });
 }
 
@@ -17,10 +20,14 @@ async function openToRead(db: string): Promise<ReadOnlyWarehouse> {
   // A warehouse in a bucket is read from a cached download (fetched again only when it changed).
   const file = await readableCopy(db);
   if (!existsSync(file)) {
-    throw new CostsyncError('CS_ERR_DB_MISSING', `There is no warehouse at ${file}: no such file (--db names it; the default is ./costs.duckdb in the current directory).`, {
-      exitCode: ExitCode.USAGE,
-      hint: 'Run costsync sync with the same --db to make one, or pass --db with the path of one that exists (for the demo\'s, --db demo.duckdb after costsync demo).',
-    });
+    throw new CostsyncError(
+      'CS_ERR_DB_MISSING',
+      `There is no warehouse at ${file}: no such file (--db names it; the default is ./costs.duckdb in the current directory).`,
+      {
+        exitCode: ExitCode.USAGE,
+        hint: "Run costsync sync with the same --db to make one, or pass --db with the path of one that exists (for the demo's, --db demo.duckdb after costsync demo).",
+      },
+    );
   }
   return openReadOnly(file);
 }
@@ -30,7 +37,9 @@ async function openToRead(db: string): Promise<ReadOnlyWarehouse> {
  * closes it afterwards, and turns errors into a message and an exit code.
  */
 export async function runReadCommand(
-  args: Record<string, unknown>, io: CommandIo, body: (open: () => Promise<ReadOnlyWarehouse>) => Promise<ExitCode>,
+  args: Record<string, unknown>,
+  io: CommandIo,
+  body: (open: () => Promise<ReadOnlyWarehouse>) => Promise<ExitCode>,
 ): Promise<ExitCode> {
   let warehouse: ReadOnlyWarehouse | null = null;
   try {

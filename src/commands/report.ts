@@ -20,15 +20,23 @@ export function runReportCommand(args: Record<string, unknown>, io: CommandIo = 
     const from = args.from === undefined ? null : dateArg('from', args.from);
     const to = args.to === undefined ? null : dateArg('to', args.to);
     if (from !== null && to !== null && from > to) {
-      throw new ConfigError(`--from (${from}) is after --to (${to}).`, 'Pass a --from on or before --to, for example --from 2025-06-01 --to 2025-06-30.');
+      throw new ConfigError(
+        `--from (${from}) is after --to (${to}).`,
+        'Pass a --from on or before --to, for example --from 2025-06-01 --to 2025-06-30.',
+      );
     }
     const source = typeof args.source === 'string' && args.source !== '' ? args.source : null;
     // Loaded here: Vega and d3 cost every other command 10 MB of heap and a third of a second.
     const { writeReport } = await import('../report/report.js');
     const data = await writeReport(await open(), { out, from, to, source, now: new Date(io.now()) });
     io.stdout(`${out}\n`);
-    if (data.totals.days === 0) io.stderr(`warning: no spend is stored for ${data.from || '(any date)'} to ${data.to || '(any date)'}${source === null ? '' : ` (source ${source})`}; the report says so. Sync those dates, or pick another range.\n`);
-    io.stderr(`Report for ${data.from} to ${data.to}: ${data.daily.length} provider-day(s), ${data.anomalies.length} open anomal${data.anomalies.length === 1 ? 'y' : 'ies'}.\n`);
+    if (data.totals.days === 0)
+      io.stderr(
+        `warning: no spend is stored for ${data.from || '(any date)'} to ${data.to || '(any date)'}${source === null ? '' : ` (source ${source})`}; the report says so. Sync those dates, or pick another range.\n`,
+      );
+    io.stderr(
+      `Report for ${data.from} to ${data.to}: ${data.daily.length} provider-day(s), ${data.anomalies.length} open anomal${data.anomalies.length === 1 ? 'y' : 'ies'}.\n`,
+    );
     return ExitCode.OK;
   });
 }

@@ -12,7 +12,10 @@ import { formatTable } from '../table.js';
 import { connectionOptions, loadConfig, processIo, type CommandIo } from './common.js';
 
 export function statusOptions(yargs: Argv) {
-  return connectionOptions(yargs).option('format', { choices: ['table', 'json'] as const, describe: 'table for people, json for scripts (the metrics file\'s facts included) [default table]' });
+  return connectionOptions(yargs).option('format', {
+    choices: ['table', 'json'] as const,
+    describe: "table for people, json for scripts (the metrics file's facts included) [default table]",
+  });
 }
 
 export interface StatusReport {
@@ -65,13 +68,18 @@ export function windowedStreamStatus(stream: string, st: WindowedStreamState): S
 
 /** Gathers the report: state files in the state directory, and the database read-only. */
 export async function gatherStatus(db: string, stateDir: string): Promise<StatusReport> {
-  const files = existsSync(stateDir) ? readdirSync(stateDir).filter((f) => /^costsync-state-.*\.json$/.test(f)).sort() : [];
+  const files = existsSync(stateDir)
+    ? readdirSync(stateDir)
+        .filter((f) => /^costsync-state-.*\.json$/.test(f))
+        .sort()
+    : [];
   const sources = files.map((file): StatusReport['sources'][number] => {
     let state: SyncState | null = null;
     let unreadable = 'not a costsync state file';
     try {
       const parsed = JSON.parse(readFileSync(join(stateDir, file), 'utf8')) as SyncState | null;
-      if (typeof parsed === 'object' && parsed !== null && typeof parsed.streams === 'object' && parsed.source !== undefined) state = parsed;
+      if (typeof parsed === 'object' && parsed !== null && typeof parsed.streams === 'object' && parsed.source !== undefined)
+        state = parsed;
     } catch (error) {
       unreadable = (error as Error).message;
     }
@@ -80,24 +88,39 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
       const name = /--([a-z0-9_-]+)\.json$/.exec(file)?.[1] ?? 'default';
       return { file, name, baseUrl: '', keyFingerprint: '', updatedAt: null, problem, streams: [] };
     }
-    const streams = (['line_items', 'rollups'] as const).filter((s) => state.streams[s]).map((s) => windowedStreamStatus(s, state.streams[s]!));
+    const streams = (['line_items', 'rollups'] as const)
+      .filter((s) => state.streams[s])
+      .map((s) => windowedStreamStatus(s, state.streams[s]!));
     if (state.streams.anomalies) {
       streams.push({
-        stream: 'anomalies', watermark: state.streams.anomalies.watermark, lastSuccessAt: state.streams.anomalies.lastSuccessAt,
-        windowsPending: 0, windowsFetched: 0, pendingRange: null,
+        stream: 'anomalies',
+        watermark: state.streams.anomalies.watermark,
+        lastSuccessAt: state.streams.anomalies.lastSuccessAt,
+        windowsPending: 0,
+        windowsFetched: 0,
+        pendingRange: null,
       });
     }
-    return { file, name: state.source.name ?? 'default', baseUrl: state.source.baseUrl, keyFingerprint: state.source.keyFingerprint, updatedAt: state.updatedAt, streams };
+    return {
+      file,
+      name: state.source.name ?? 'default',
+      baseUrl: state.source.baseUrl,
+      keyFingerprint: state.source.keyFingerprint,
+      updatedAt: state.updatedAt,
+      streams,
+    };
   });
   let tables: Record<string, unknown>[] = [];
   let runs: Record<string, unknown>[] = [];
   let pushes: Record<string, unknown>[] = [];
   let lakeTables: Record<string, unknown>[] = [];
   let metrics: MetricFacts | null = null;
-  const file = isS3Url(db) ? await readableCopy(db).catch((error: unknown) => {
-    if ((error as { code?: string }).code === 'CS_ERR_DB_MISSING') return null;
-    throw error;
-  }) : db;
+  const file = isS3Url(db)
+    ? await readableCopy(db).catch((error: unknown) => {
+        if ((error as { code?: string }).code === 'CS_ERR_DB_MISSING') return null;
+        throw error;
+      })
+    : db;
   if (file !== null && existsSync(file)) {
     const wh = await openReadOnly(file);
     try {
@@ -105,7 +128,9 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
       runs = await wh.query('status/last_runs');
       pushes = await wh.query('status/last_pushes');
       // A warehouse an older costsync published has no such table.
-      const [{ n }] = await wh.sql<{ n: number }>("SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = '_costsync_lake_tables'") as [{ n: number }];
+      const [{ n }] = (await wh.sql<{ n: number }>(
+        "SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = '_costsync_lake_tables'",
+      )) as [{ n: number }];
       if (n > 0) lakeTables = await wh.query('status/lake_tables');
       metrics = await gatherMetrics(wh);
     } finally {

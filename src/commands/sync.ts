@@ -10,13 +10,23 @@ import { runSync, type RunSummary } from '../sync/runner.js';
 import { dryRunText, planDryRun } from '../sync/dry-run.js';
 
 export function syncOptions(yargs: Argv): Argv {
-  return settingOptions(yargs, ['connection', 'rate', 'notify', 'sync', 'lease'])
-    .option('dry-run', { type: 'boolean', describe: 'Print the plan (windows, requests expected, time at the rate limit, what the lookback re-reads); at most three requests (a line-items page when nothing stored prices them, the provider rollups, the first anomalies request), nothing written' });
+  return settingOptions(yargs, ['connection', 'rate', 'notify', 'sync', 'lease']).option('dry-run', {
+    type: 'boolean',
+    describe:
+      'Print the plan (windows, requests expected, time at the rate limit, what the lookback re-reads); at most three requests (a line-items page when nothing stored prices them, the provider rollups, the first anomalies request), nothing written',
+  });
 }
 
 /** Sends a run's failure straight to the webhooks, for failures that cannot use the outbox. Never throws. */
 async function notifyDirectly(urls: string[], format: 'json' | 'slack', reason: string, warn: (m: string) => void): Promise<void> {
-  const event = { kind: 'run_failed' as const, source: 'all', event_id: `locked-${Date.now()}`, run_id: '(not started)', exit_code: ExitCode.LOCKED, reason };
+  const event = {
+    kind: 'run_failed' as const,
+    source: 'all',
+    event_id: `locked-${Date.now()}`,
+    run_id: '(not started)',
+    exit_code: ExitCode.LOCKED,
+    reason,
+  };
   for (const r of await sendNow(urls, event, format)) if (r.error !== undefined) warn(`notification not sent: ${r.error}`);
 }
 
@@ -24,8 +34,14 @@ async function notifyDirectly(urls: string[], format: 'json' | 'slack', reason: 
 export function exitCodeOf(summary: RunSummary): ExitCode {
   if (summary.outcome === 'success') return ExitCode.OK;
   if (summary.outcome === 'stopped') return ExitCode.STOPPED_EARLY;
-  const codes = summary.sources.filter((s) => s.outcome === 'failed').map((s) => (isCostsyncError(s.error) ? s.error.exitCode : ExitCode.FAILED));
-  return codes.length === 0 ? (isCostsyncError(summary.error) ? summary.error.exitCode : ExitCode.FAILED) : (Math.max(...codes) as ExitCode);
+  const codes = summary.sources
+    .filter((s) => s.outcome === 'failed')
+    .map((s) => (isCostsyncError(s.error) ? s.error.exitCode : ExitCode.FAILED));
+  return codes.length === 0
+    ? isCostsyncError(summary.error)
+      ? summary.error.exitCode
+      : ExitCode.FAILED
+    : (Math.max(...codes) as ExitCode);
 }
 
 export async function runSyncCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
@@ -40,7 +56,15 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
   const logger = makeLogger(config, io);
   for (const key of secrets) logger.addSecret(key);
   const live = config.logFormat === 'pretty' && io.isTTY && !config.quiet;
-  const progress = createProgress({ live, logger, write: io.stderr, requestsPerMinute: config.rateLimit, now: io.now, eventIntervalMs: config.logFormat === 'json' ? 30_000 : 0, sources: config.sources?.length ?? 1 });
+  const progress = createProgress({
+    live,
+    logger,
+    write: io.stderr,
+    requestsPerMinute: config.rateLimit,
+    now: io.now,
+    eventIntervalMs: config.logFormat === 'json' ? 30_000 : 0,
+    sources: config.sources?.length ?? 1,
+  });
   const stop = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     if (stop.signal.aborted) {
@@ -48,7 +72,9 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
       logger.warn(`${signal} again: exiting now; the next run goes on from the last saved progress`);
       process.exit(ExitCode.STOPPED_EARLY);
     }
-    logger.warn(`${signal}: stopping now with progress saved (requests in flight are fetched again next run); ${signal === 'SIGINT' ? 'Ctrl-C' : 'the signal'} again exits at once`);
+    logger.warn(
+      `${signal}: stopping now with progress saved (requests in flight are fetched again next run); ${signal === 'SIGINT' ? 'Ctrl-C' : 'the signal'} again exits at once`,
+    );
     stop.abort(`${signal} received`);
   };
   process.on('SIGTERM', onSignal);
@@ -64,7 +90,11 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
     progress.finish();
     for (const part of summary.sources.filter((s) => s.outcome === 'failed')) {
       const prefix = summary.sources.length > 1 ? `${part.source}: ` : '';
-      logger.error(`${prefix}${describeError(part.error, secrets)}`, { ...errorFields(part.error, config.verbose), runId: summary.runId, source: part.source });
+      logger.error(`${prefix}${describeError(part.error, secrets)}`, {
+        ...errorFields(part.error, config.verbose),
+        runId: summary.runId,
+        source: part.source,
+      });
     }
     if (summary.outcome === 'failed' && !summary.sources.some((s) => s.outcome === 'failed')) {
       logger.error(describeError(summary.error, secrets), { ...errorFields(summary.error, config.verbose), runId: summary.runId });
@@ -73,19 +103,31 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
     if (config.logFormat === 'json' && !config.quiet) {
       const summaryLog = createLogger({ format: 'json', secrets, write: (line) => io.stdout(`${line}\n`), now: io.now });
       summaryLog.info('sync finished', {
-        runId: summary.runId, outcome: summary.outcome, ...(summary.stopReason ? { stopReason: summary.stopReason } : {}), streams: summary.streams, requests: summary.requests, retries: summary.retries, rateLimited: summary.rateLimited, warnings: summary.warnings.length,
+        runId: summary.runId,
+        outcome: summary.outcome,
+        ...(summary.stopReason ? { stopReason: summary.stopReason } : {}),
+        streams: summary.streams,
+        requests: summary.requests,
+        retries: summary.retries,
+        rateLimited: summary.rateLimited,
+        warnings: summary.warnings.length,
         sources: summary.sources.map((s) => ({ source: s.source, outcome: s.outcome, requests: s.requests, warnings: s.warnings.length })),
         ...(summary.lakeTables !== undefined && { lakeTables: summary.lakeTables }),
       });
     } else if (!config.quiet && config.logFormat !== 'json') {
       io.stdout(`\n${runSummaryText(summary.sources, summary.streams)}\n`);
       if (summary.lakeTables !== undefined) {
-        const versions = Object.entries(summary.lakeTables).map(([t, file]) => `${t} ${/v\d+(?=\.metadata\.json$)/.exec(file)?.[0] ?? file}`);
+        const versions = Object.entries(summary.lakeTables).map(
+          ([t, file]) => `${t} ${/v\d+(?=\.metadata\.json$)/.exec(file)?.[0] ?? file}`,
+        );
         io.stdout(`Iceberg tables in ${config.out} (current metadata): ${versions.join(', ')}\n`);
       }
-      const end = summary.outcome === 'stopped'
-        ? `Stopped early (${summary.stopReason ?? 'stop requested'}); progress is saved: run the same command again to go on.`
-        : summary.outcome === 'success' ? `Done: run ${summary.runId}.` : `Failed: run ${summary.runId}; progress up to the failure is saved.`;
+      const end =
+        summary.outcome === 'stopped'
+          ? `Stopped early (${summary.stopReason ?? 'stop requested'}); progress is saved: run the same command again to go on.`
+          : summary.outcome === 'success'
+            ? `Done: run ${summary.runId}.`
+            : `Failed: run ${summary.runId}; progress up to the failure is saved.`;
       io.stdout(`${end}\n`);
     }
     for (const w of summary.warnings.slice(0, 20)) if (config.logFormat !== 'json') io.stderr(`warning: ${w}\n`);

@@ -19,7 +19,11 @@ export function verifyOptions(yargs: Argv) {
 export function runVerifyCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   return runReadCommand(args, io, async (open) => {
     const tolerance = args.tolerance === undefined ? 0.01 : Number(args.tolerance);
-    if (!Number.isFinite(tolerance) || tolerance < 0) throw new ConfigError(`--tolerance must be a number of dollars, 0 or more; got ${JSON.stringify(args.tolerance)}.`, 'For example --tolerance 0.01 (one cent).');
+    if (!Number.isFinite(tolerance) || tolerance < 0)
+      throw new ConfigError(
+        `--tolerance must be a number of dollars, 0 or more; got ${JSON.stringify(args.tolerance)}.`,
+        'For example --tolerance 0.01 (one cent).',
+      );
     const from = args.from === undefined ? null : dateArg('from', args.from);
     const to = args.to === undefined ? null : dateArg('to', args.to);
     const format = choiceArg('format', args.format ?? 'table', ['table', 'json'] as const);
@@ -27,9 +31,11 @@ export function runVerifyCommand(args: Record<string, unknown>, io: CommandIo = 
       const focus = await verifyFocus(await open(), { tolerance });
       if (format === 'json') io.stdout(`${JSON.stringify(focus, null, 2)}\n`);
       else {
-        io.stdout(focus.violations.length === 0
-          ? `No FOCUS violations (${focus.rows} rows of the focus view checked).\n`
-          : `${formatTable(focus.violations as unknown as Record<string, unknown>[])}\n\n${focus.violations.length} FOCUS rule(s) broken (${focus.rows} rows checked).\n`);
+        io.stdout(
+          focus.violations.length === 0
+            ? `No FOCUS violations (${focus.rows} rows of the focus view checked).\n`
+            : `${formatTable(focus.violations as unknown as Record<string, unknown>[])}\n\n${focus.violations.length} FOCUS rule(s) broken (${focus.rows} rows checked).\n`,
+        );
       }
       return focus.violations.length === 0 ? ExitCode.OK : ExitCode.FAILED;
     }
@@ -38,9 +44,11 @@ export function runVerifyCommand(args: Record<string, unknown>, io: CommandIo = 
       io.stdout(`${JSON.stringify(report, null, 2)}\n`);
     } else {
       const scope = `${report.lineItemDates} date(s) of line items against rollups, ${report.rollupDates} date(s) of rollup totals`;
-      io.stdout(report.differences.length === 0
-        ? `No differences above $${tolerance} (${scope}).\n`
-        : `${formatTable(report.differences as unknown as Record<string, unknown>[])}\n\n${report.differences.length} difference(s) above $${tolerance} (${scope}).\n`);
+      io.stdout(
+        report.differences.length === 0
+          ? `No differences above $${tolerance} (${scope}).\n`
+          : `${formatTable(report.differences as unknown as Record<string, unknown>[])}\n\n${report.differences.length} difference(s) above $${tolerance} (${scope}).\n`,
+      );
     }
     return report.differences.length === 0 ? ExitCode.OK : ExitCode.FAILED;
   });

@@ -26,7 +26,10 @@ export interface ProviderDef {
 
 export const PROVIDERS: readonly ProviderDef[] = [
   {
-    slug: 'aws', weight: 0.3, ai: false, currencies: ['USD'],
+    slug: 'aws',
+    weight: 0.3,
+    ai: false,
+    currencies: ['USD'],
     services: [
       { name: 'Amazon EC2', category: 'compute', baseCents: 420 },
       { name: 'AWS Lambda', category: 'compute', baseCents: 35 },
@@ -36,7 +39,10 @@ export const PROVIDERS: readonly ProviderDef[] = [
     ],
   },
   {
-    slug: 'gcp', weight: 0.18, ai: false, currencies: ['USD', 'EUR'],
+    slug: 'gcp',
+    weight: 0.18,
+    ai: false,
+    currencies: ['USD', 'EUR'],
     services: [
       { name: 'Compute Engine', category: 'compute', baseCents: 380 },
       { name: 'Cloud Storage', category: 'storage', baseCents: 80 },
@@ -44,7 +50,10 @@ export const PROVIDERS: readonly ProviderDef[] = [
     ],
   },
   {
-    slug: 'azure', weight: 0.14, ai: false, currencies: ['USD', 'EUR', 'GBP'],
+    slug: 'azure',
+    weight: 0.14,
+    ai: false,
+    currencies: ['USD', 'EUR', 'GBP'],
     services: [
       { name: 'Virtual Machines', category: 'compute', baseCents: 400 },
       { name: 'Blob Storage', category: 'storage', baseCents: 70 },
@@ -52,27 +61,39 @@ export const PROVIDERS: readonly ProviderDef[] = [
     ],
   },
   {
-    slug: 'openai', weight: 0.14, ai: true, currencies: ['USD'],
+    slug: 'openai',
+    weight: 0.14,
+    ai: true,
+    currencies: ['USD'],
     services: [
       { name: 'OpenAI Chat Completions', category: 'ai', baseCents: 260, models: ['gpt-4o', 'gpt-4o-mini', 'o3'] },
       { name: 'OpenAI Embeddings', category: 'ai', baseCents: 25, models: ['text-embedding-3-large'] },
     ],
   },
   {
-    slug: 'anthropic', weight: 0.12, ai: true, currencies: ['USD'],
+    slug: 'anthropic',
+    weight: 0.12,
+    ai: true,
+    currencies: ['USD'],
     services: [
       { name: 'Anthropic Messages', category: 'ai', baseCents: 310, models: ['claude-sonnet-4', 'claude-haiku-4', 'claude-opus-4'] },
     ],
   },
   {
-    slug: 'snowflake', weight: 0.07, ai: false, currencies: ['USD'],
+    slug: 'snowflake',
+    weight: 0.07,
+    ai: false,
+    currencies: ['USD'],
     services: [
       { name: 'Snowflake Warehouse', category: 'analytics', baseCents: 720 },
       { name: 'Snowflake Storage', category: 'storage', baseCents: 60 },
     ],
   },
   {
-    slug: 'datadog', weight: 0.05, ai: false, currencies: ['USD'],
+    slug: 'datadog',
+    weight: 0.05,
+    ai: false,
+    currencies: ['USD'],
     services: [
       { name: 'Datadog Infrastructure', category: 'observability', baseCents: 150 },
       { name: 'Datadog Logs', category: 'observability', baseCents: 110 },
@@ -81,8 +102,18 @@ export const PROVIDERS: readonly ProviderDef[] = [
 ];
 
 export const PROJECTS: readonly string[] = [
-  'proj-checkout', 'proj-search', 'proj-payments', 'proj-ml-platform', 'proj-data-lake', 'proj-mobile-api',
-  'proj-web', 'proj-internal-tools', 'proj-support-bot', 'proj-analytics', 'proj-identity', 'proj-edge',
+  'proj-checkout',
+  'proj-search',
+  'proj-payments',
+  'proj-ml-platform',
+  'proj-data-lake',
+  'proj-mobile-api',
+  'proj-web',
+  'proj-internal-tools',
+  'proj-support-bot',
+  'proj-analytics',
+  'proj-identity',
+  'proj-edge',
 ];
 
 export const USER_COUNT = 40;
@@ -90,9 +121,7 @@ export function userEmail(n: number): string {
   return `user${String(n + 1).padStart(2, '0')}@example.com`;
 }
 
-export const ALERT_TYPES: readonly string[] = [
-  'spend_spike', 'spend_drop', 'new_service', 'budget_threshold', 'forecast_overrun',
-];
+export const ALERT_TYPES: readonly string[] = ['spend_spike', 'spend_drop', 'new_service', 'budget_threshold', 'forecast_overrun'];
 
 /** A flat list of (provider, service) with cumulative weights, for fast picking per row. */
 export interface FlatService {

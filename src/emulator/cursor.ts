@@ -17,9 +17,7 @@ export interface CursorPayload {
   t: number;
 }
 
-export type CursorCheck =
-  | { ok: true; payload: CursorPayload }
-  | { ok: false; reason: string };
+export type CursorCheck = { ok: true; payload: CursorPayload } | { ok: false; reason: string };
 
 export class CursorCodec {
   constructor(private readonly secret: string) {}

@@ -8,10 +8,7 @@
  */
 import type { Anomaly, GroupBy, LineItem, RollupRow } from '../api/types.js';
 import { fromDayNumber, toDayNumber } from '../dates.js';
-import {
-  ALERT_TYPES, FLAT_CUMULATIVE, FLAT_SERVICES, PROJECTS, USER_COUNT,
-  categoryOf, userEmail,
-} from './catalog.js';
+import { ALERT_TYPES, FLAT_CUMULATIVE, FLAT_SERVICES, PROJECTS, USER_COUNT, categoryOf, userEmail } from './catalog.js';
 import { createRng, hashInts, hashString, pickWeighted, unit } from './rng.js';
 
 export interface RestatementOptions {
@@ -70,7 +67,11 @@ interface AnomalyBase {
 
 const MICROS_PER_CENT = 10_000;
 const HOUR_MS = 3_600_000;
-const SEVERITY_BY_DEVIATION: readonly [number, string][] = [[25, 'low'], [60, 'medium'], [120, 'high']];
+const SEVERITY_BY_DEVIATION: readonly [number, string][] = [
+  [25, 'low'],
+  [60, 'medium'],
+  [120, 'high'],
+];
 const FINAL_STATUSES = ['resolved', 'resolved', 'false_positive', 'dismissed'] as const;
 
 /** Rounds micro-dollars to dollars without floating-point drift in the last digit. */
@@ -117,7 +118,8 @@ export class Dataset {
   /** Number of generated row slots on a day (deleted rows still take a slot). */
   generatedSlots(day: number): number {
     if (day < this.startDay || day > this.endDay) return 0;
-    const added = day >= this.restateFromDay ? Math.round(this.generation * (this.options.restatement.addRate ?? 0) * this.options.rowsPerDay) : 0;
+    const added =
+      day >= this.restateFromDay ? Math.round(this.generation * (this.options.restatement.addRate ?? 0) * this.options.rowsPerDay) : 0;
     return this.options.rowsPerDay + added;
   }
 
@@ -240,7 +242,9 @@ export class Dataset {
       perService[drawn.flat]! += drawn.cents * MICROS_PER_CENT;
       seen[drawn.flat] = 1;
     }
-    FLAT_SERVICES.forEach(({ provider, service }, i) => { if (seen[i] === 1) addItem(provider.slug, service.name, perService[i]!); });
+    FLAT_SERVICES.forEach(({ provider, service }, i) => {
+      if (seen[i] === 1) addItem(provider.slug, service.name, perService[i]!);
+    });
     for (const item of this.ingested.get(day) ?? []) addItem(item.record.provider_type, item.record.provider_service, item.micros);
     if (this.aggregates.size > 4096) this.aggregates.clear();
     this.aggregates.set(key, agg);
@@ -272,8 +276,11 @@ export class Dataset {
           const parts = key.split('\u0000');
           const fills = this.options.serviceRollupFillsProvider;
           rows.push({
-            date, cost_usd: microsToUsd(micros),
-            provider_type: fills ? parts[0]! : null, service: fills ? parts[1]! : parts[0]!, category: null,
+            date,
+            cost_usd: microsToUsd(micros),
+            provider_type: fills ? parts[0]! : null,
+            service: fills ? parts[1]! : parts[0]!,
+            category: null,
           });
         }
       } else {
@@ -305,9 +312,7 @@ export class Dataset {
       for (let j = 0; j < count; j++) {
         const rng = createRng(hashInts(seed, day, j, 0xa40));
         // Detection runs in batches: about one alert in five shares the previous alert's timestamp.
-        const detectedMs = previousMs >= 0 && rng() < 0.2
-          ? previousMs
-          : day * 86_400_000 + Math.floor(rng() * 86_400) * 1000;
+        const detectedMs = previousMs >= 0 && rng() < 0.2 ? previousMs : day * 86_400_000 + Math.floor(rng() * 86_400) * 1000;
         previousMs = detectedMs;
         bases.push(makeAnomaly(`anom-${fromDayNumber(day).replaceAll('-', '')}-${j}`, detectedMs, rng));
       }
@@ -332,9 +337,10 @@ const RISE_ALERT_TYPES = ALERT_TYPES.filter((t) => t !== 'spend_drop');
 
 function makeAnomaly(id: string, detectedMs: number, rng: () => number, provider?: string): AnomalyBase {
   const candidates = provider ? FLAT_SERVICES.filter((f) => f.provider.slug === provider) : FLAT_SERVICES;
-  const flat = candidates.length > 0
-    ? candidates[Math.floor(rng() * candidates.length)]!
-    : { provider: { slug: provider! }, service: { name: 'Custom Service' } };
+  const flat =
+    candidates.length > 0
+      ? candidates[Math.floor(rng() * candidates.length)]!
+      : { provider: { slug: provider! }, service: { name: 'Custom Service' } };
   const expected = Math.round((50 + rng() * 2000) * 100) / 100;
   const size = Math.round((10 + rng() * rng() * 300) * 10) / 10;
   const spike = rng() < 0.85;
@@ -379,4 +385,3 @@ function statusAt(base: AnomalyBase, nowMs: number): string {
 function sorted(map: Map<string, number>): [string, number][] {
   return [...map.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 }
-

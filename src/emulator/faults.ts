@@ -29,8 +29,15 @@ export interface FaultOptions {
 }
 
 export const NO_FAULTS: FaultOptions = {
-  latencyMs: 0, latencyJitterMs: 0, errorRate: 0, dropRate: 0, truncateRate: 0, malformedRate: 0,
-  cursorExpiryRate: 0, cursorTtlMs: 0, restateEveryRequests: 0,
+  latencyMs: 0,
+  latencyJitterMs: 0,
+  errorRate: 0,
+  dropRate: 0,
+  truncateRate: 0,
+  malformedRate: 0,
+  cursorExpiryRate: 0,
+  cursorTtlMs: 0,
+  restateEveryRequests: 0,
 };
 
 export interface ScriptedFault {
@@ -78,7 +85,10 @@ export class FaultInjector {
     const roll = r();
     let edge = 0;
     for (const [kind, rate] of [
-      ['error500', o.errorRate], ['drop', o.dropRate], ['truncate', o.truncateRate], ['malformed', o.malformedRate],
+      ['error500', o.errorRate],
+      ['drop', o.dropRate],
+      ['truncate', o.truncateRate],
+      ['malformed', o.malformedRate],
     ] as const) {
       edge += rate;
       if (roll < edge) return { delayMs, kind };

@@ -1,9 +1,7 @@
 /** The emulator's FOCUS ingest: validates a request body and turns valid rows into line items. */
 import { INGEST_VERSIONS, type IngestResult } from '../api/types.js';
 import { toDayNumber, utcDate } from '../dates.js';
-import {
-  REQUIRED_INGEST_COLUMNS, canonicalChargeCategory, extensionColumns, isCurrencyCode, parseFocusTime,
-} from '../focus/rules.js';
+import { REQUIRED_INGEST_COLUMNS, canonicalChargeCategory, extensionColumns, isCurrencyCode, parseFocusTime } from '../focus/rules.js';
 import type { Dataset } from './dataset.js';
 import { hashString } from './rng.js';
 
@@ -86,7 +84,7 @@ export function ingestFocus(body: unknown, ctx: IngestContext): IngestResult {
         bad('BillingCurrency', 'must be a three-letter currency code');
       }
       for (const col of [ext.tokensInput, ext.tokensOutput, ext.tokensCacheRead, ext.tokensCacheCreation]) {
-        if (row[col] != null && !(isNum(row[col]) && (row[col] as number) >= 0)) bad(col, 'must be a non-negative number');
+        if (row[col] != null && !(isNum(row[col]) && row[col] >= 0)) bad(col, 'must be a non-negative number');
       }
       if (row[ext.lineItemId] != null && typeof row[ext.lineItemId] !== 'string') bad(ext.lineItemId, 'must be a string');
       if (row.Tags != null && (typeof row.Tags !== 'object' || Array.isArray(row.Tags))) bad('Tags', 'must be a flat JSON object');

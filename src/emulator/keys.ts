@@ -63,7 +63,8 @@ export function parseKeysConfig(value: unknown, source = 'keys file'): KeysConfi
       fail(`${at}.expires_at must be an ISO 8601 time`);
     }
     if (k.connection_id !== undefined && typeof k.connection_id !== 'string') fail(`${at}.connection_id must be a string`);
-    if (k.workspace !== undefined && (typeof k.workspace !== 'string' || k.workspace === '')) fail(`${at}.workspace must be a non-empty string`);
+    if (k.workspace !== undefined && (typeof k.workspace !== 'string' || k.workspace === ''))
+      fail(`${at}.workspace must be a non-empty string`);
     return {
       key: k.key as string,
       scopes: k.scopes as Scope[],

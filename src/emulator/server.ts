@@ -9,8 +9,16 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import {
-  ANOMALY_STATUSES, API_PLANS, API_PREFIX, ENDPOINT_SCOPES, GROUP_BYS, SEVERITIES,
-  type Anomaly, type GroupBy, type LineItem, type Scope,
+  ANOMALY_STATUSES,
+  API_PLANS,
+  API_PREFIX,
+  ENDPOINT_SCOPES,
+  GROUP_BYS,
+  SEVERITIES,
+  type Anomaly,
+  type GroupBy,
+  type LineItem,
+  type Scope,
 } from '../api/types.js';
 import { addDays, isCalendarDate, toDayNumber, utcDate } from '../dates.js';
 import { CursorCodec, type CursorPayload } from './cursor.js';
@@ -142,7 +150,9 @@ interface Reply {
 
 const ok = (data: unknown, meta: Record<string, unknown> = {}, status = 200): Reply => ({ status, data, meta });
 const fail = (status: number, code: string, message: string, headers?: Record<string, string>): Reply => ({
-  status, error: { code, message }, ...(headers ? { headers } : {}),
+  status,
+  error: { code, message },
+  ...(headers ? { headers } : {}),
 });
 const invalid = (message: string) => fail(400, 'VALIDATION_ERROR', message);
 
@@ -162,7 +172,9 @@ const ROUTES: Route[] = [
   { name: 'anomalies', method: 'GET', scope: ENDPOINT_SCOPES.anomalies, match: exact(`${API_PREFIX}/anomalies`) },
   { name: 'ingest-otel', method: 'POST', scope: ENDPOINT_SCOPES.ingest, match: exact(`${API_PREFIX}/ingest/otel`) },
   {
-    name: 'ingest-focus', method: 'POST', scope: ENDPOINT_SCOPES.ingest,
+    name: 'ingest-focus',
+    method: 'POST',
+    scope: ENDPOINT_SCOPES.ingest,
     match: (path) => {
       const m = /^\/api\/v1\/public\/ingest\/focus\/([^/]+)$/.exec(path);
       return m ? { connectionId: decodeURIComponent(m[1]!) } : null;
@@ -204,7 +216,8 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
       key = headerKey.trim();
     } else if (typeof auth === 'string') {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
-      if (!m) return fail(401, 'UNAUTHORIZED', 'Malformed Authorization header: send "Authorization: Bearer <API_KEY>" or the header X-API-Key.');
+      if (!m)
+        return fail(401, 'UNAUTHORIZED', 'Malformed Authorization header: send "Authorization: Bearer <API_KEY>" or the header X-API-Key.');
       key = m[1]!;
     }
     if (!key) return fail(401, 'UNAUTHORIZED', 'No API key: send it in the X-API-Key header or as "Authorization: Bearer <API_KEY>".');
@@ -212,7 +225,11 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     if (!config) return fail(401, 'UNAUTHORIZED', 'Unknown API key: check the key, or create one in the workspace settings under API.');
     if (config.revoked) return fail(401, 'UNAUTHORIZED', 'This API key was revoked: create a new key in the workspace settings under API.');
     if (config.expires_at && Date.parse(config.expires_at) <= options.clock.now()) {
-      return fail(401, 'UNAUTHORIZED', `This API key expired at ${config.expires_at}: create a new key in the workspace settings under API.`);
+      return fail(
+        401,
+        'UNAUTHORIZED',
+        `This API key expired at ${config.expires_at}: create a new key in the workspace settings under API.`,
+      );
     }
     return config;
   }
@@ -221,11 +238,15 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     const url = new URL(req.url ?? '/', 'http://emulator.invalid');
     const path = url.pathname.replace(/\/+$/, '') || '/';
     let routeName = 'unknown';
-    let workspace: string | undefined;
+    let workspace: string | undefined = undefined;
     const respond = (reply: Reply, fault: FaultKind | null = null) => {
       const entry: LoggedRequest = {
-        method: req.method ?? '?', route: routeName, status: fault === 'drop' ? 0 : reply.status,
-        code: reply.error?.code ?? null, atMs: options.clock.now(), ...(workspace !== undefined ? { workspace } : {}),
+        method: req.method ?? '?',
+        route: routeName,
+        status: fault === 'drop' ? 0 : reply.status,
+        code: reply.error?.code ?? null,
+        atMs: options.clock.now(),
+        ...(workspace !== undefined ? { workspace } : {}),
       };
       requestLog.record(entry);
       options.onRequest?.(entry);
@@ -235,14 +256,23 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     const matches = ROUTES.map((r) => ({ route: r, params: r.match(path) })).filter((m) => m.params !== null);
     if (matches.length === 0) {
       await drain(req);
-      return respond(fail(404, 'NOT_FOUND', `No endpoint at ${path}. Endpoints live under ${API_PREFIX}/: line-items, rollups/daily, anomalies, ingest/focus/:connectionId, ingest/otel.`));
+      return respond(
+        fail(
+          404,
+          'NOT_FOUND',
+          `No endpoint at ${path}. Endpoints live under ${API_PREFIX}/: line-items, rollups/daily, anomalies, ingest/focus/:connectionId, ingest/otel.`,
+        ),
+      );
     }
     const hit = matches.find((m) => m.route.method === req.method);
     if (!hit) {
       await drain(req);
       routeName = matches[0]!.route.name;
       const allow = matches.map((m) => m.route.method).join(', ');
-      return respond({ ...fail(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${path}; use ${allow}.`), headers: { Allow: allow } });
+      return respond({
+        ...fail(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${path}; use ${allow}.`),
+        headers: { Allow: allow },
+      });
     }
     const { route } = hit;
     const params = hit.params!;
@@ -261,18 +291,32 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     const rate = limiter.take(key.key, options.clock.now());
     if (!rate.allowed) return respond(rateLimited(rate.retryAfterMs));
     if (!API_PLANS.includes(key.plan)) {
-      return respond(fail(403, 'PLAN_RESTRICTED', `API access needs a Business plan or above; this workspace is on the ${key.plan} plan. Upgrade the workspace plan to use the API.`));
+      return respond(
+        fail(
+          403,
+          'PLAN_RESTRICTED',
+          `API access needs a Business plan or above; this workspace is on the ${key.plan} plan. Upgrade the workspace plan to use the API.`,
+        ),
+      );
     }
     if (!key.scopes.includes(route.scope)) {
-      return respond(fail(403, 'INVALID_SCOPE', `This key lacks the scope ${route.scope}, which ${req.method} ${path} requires. Create a key with that scope.`));
+      return respond(
+        fail(
+          403,
+          'INVALID_SCOPE',
+          `This key lacks the scope ${route.scope}, which ${req.method} ${path} requires. Create a key with that scope.`,
+        ),
+      );
     }
 
     await options.beforeReply?.({ route: route.name, method: route.method });
     apiRequests += 1;
-    if (options.faults.restateEveryRequests > 0 && apiRequests % options.faults.restateEveryRequests === 0) datasetOf(key.workspace).restate();
+    if (options.faults.restateEveryRequests > 0 && apiRequests % options.faults.restateEveryRequests === 0)
+      datasetOf(key.workspace).restate();
     const decision = faults.decide(path, url.searchParams.has('cursor'));
     if (decision.delayMs > 0) await delay(decision.delayMs);
-    if (decision.kind === 'error500') return respond(fail(500, 'INTERNAL_ERROR', 'Unexpected server error (injected). Retry with exponential backoff.'));
+    if (decision.kind === 'error500')
+      return respond(fail(500, 'INTERNAL_ERROR', 'Unexpected server error (injected). Retry with exponential backoff.'));
     if (decision.kind === 'rateLimit') return respond(rateLimited(1000));
     const wireFault = decision.kind === 'drop' || decision.kind === 'truncate' || decision.kind === 'malformed' ? decision.kind : null;
 
@@ -289,23 +333,34 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
   function rateLimited(retryAfterMs: number): Reply {
     const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
     return fail(
-      429, 'RATE_LIMITED',
+      429,
+      'RATE_LIMITED',
       `Rate limit of ${options.rateLimit || 'the'} requests per minute exceeded for this key; retry after ${seconds} seconds.`,
       options.retryAfterHeader ? { 'Retry-After': String(seconds) } : undefined,
     );
   }
 
   function dispatch(
-    name: string, q: URLSearchParams, params: Record<string, string>, key: KeyConfig, body: string,
-    req: IncomingMessage, expireCursor: boolean,
+    name: string,
+    q: URLSearchParams,
+    params: Record<string, string>,
+    key: KeyConfig,
+    body: string,
+    req: IncomingMessage,
+    expireCursor: boolean,
   ): Reply {
     const ds = datasetOf(key.workspace);
     switch (name) {
-      case 'line-items': return lineItems(q, key, expireCursor, ds);
-      case 'rollups': return rollups(q, ds);
-      case 'anomalies': return anomalies(q, ds);
-      case 'ingest-focus': return ingest(params.connectionId!, key, body, req, ds);
-      default: return otel(body, req);
+      case 'line-items':
+        return lineItems(q, key, expireCursor, ds);
+      case 'rollups':
+        return rollups(q, ds);
+      case 'anomalies':
+        return anomalies(q, ds);
+      case 'ingest-focus':
+        return ingest(params.connectionId!, key, body, req, ds);
+      default:
+        return otel(body, req);
     }
   }
 
@@ -321,10 +376,15 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     let index = 0;
     if (cursorText !== undefined) {
       const check = cursors.decode(cursorText);
-      if (!check.ok) return invalid(`Invalid cursor: ${check.reason}. Send meta.next_cursor from the previous page exactly, or start again without a cursor.`);
+      if (!check.ok)
+        return invalid(
+          `Invalid cursor: ${check.reason}. Send meta.next_cursor from the previous page exactly, or start again without a cursor.`,
+        );
       const c = check.payload;
       if (c.s !== start || c.e !== end || c.k !== keyFp) {
-        return invalid('Invalid cursor: it belongs to a different query (dates or workspace). Send it with the same start_date and end_date, or start again without a cursor.');
+        return invalid(
+          'Invalid cursor: it belongs to a different query (dates or workspace). Send it with the same start_date and end_date, or start again without a cursor.',
+        );
       }
       const ttl = options.faults.cursorTtlMs;
       if (expireCursor || (ttl > 0 && options.clock.now() - c.t > ttl)) {
@@ -366,7 +426,15 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
    * records of the data as it is now. Walks from the first day on every page, which is fine for the
    * test sizes this mode is for.
    */
-  function lineItemsByOffset(start: string, end: string, startDay: number, endDay: number, limit: number, cursorText: string | undefined, ds: Dataset): Reply {
+  function lineItemsByOffset(
+    start: string,
+    end: string,
+    startDay: number,
+    endDay: number,
+    limit: number,
+    cursorText: string | undefined,
+    ds: Dataset,
+  ): Reply {
     let offset = 0;
     if (cursorText !== undefined) {
       type OffsetCursor = { offset?: unknown; s?: unknown; e?: unknown };
@@ -379,7 +447,8 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
       if (parsed === null || typeof parsed.offset !== 'number' || !Number.isInteger(parsed.offset) || parsed.offset < 0) {
         return invalid('Invalid cursor: send meta.next_cursor from the previous page exactly, or start again without a cursor.');
       }
-      if (parsed.s !== start || parsed.e !== end) return invalid('Invalid cursor: it belongs to a different query (dates). Send it with the same start_date and end_date.');
+      if (parsed.s !== start || parsed.e !== end)
+        return invalid('Invalid cursor: it belongs to a different query (dates). Send it with the same start_date and end_date.');
       offset = parsed.offset;
     }
     const data: LineItem[] = [];
@@ -409,7 +478,8 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     const { startDay, endDay } = dateRange(q);
     const groupBy = single(q, 'group_by');
     if (groupBy === undefined) throw new BadRequest('group_by is required: one of provider, service, category.');
-    if (!GROUP_BYS.includes(groupBy as GroupBy)) throw new BadRequest(`group_by must be one of provider, service, category; got "${groupBy}".`);
+    if (!GROUP_BYS.includes(groupBy as GroupBy))
+      throw new BadRequest(`group_by must be one of provider, service, category; got "${groupBy}".`);
     return ok(ds.rollups(startDay, endDay, groupBy as GroupBy));
   }
 
@@ -426,11 +496,15 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     const status = enumParam(q, 'status', ANOMALY_STATUSES);
     const provider = single(q, 'provider_type');
     if (provider === '') throw new BadRequest('provider_type must not be empty: leave it out to get every provider.');
-    let list = ds.anomaliesAt(options.clock.now()).filter(({ anomaly, detectedMs }) =>
-      detectedMs > sinceMs
-      && (severity === undefined || anomaly.severity === severity)
-      && (status === undefined || anomaly.status === status)
-      && (provider === undefined || anomaly.provider_type === provider));
+    let list = ds
+      .anomaliesAt(options.clock.now())
+      .filter(
+        ({ anomaly, detectedMs }) =>
+          detectedMs > sinceMs &&
+          (severity === undefined || anomaly.severity === severity) &&
+          (status === undefined || anomaly.status === status) &&
+          (provider === undefined || anomaly.provider_type === provider),
+      );
     if (options.anomalyOrder === 'unordered') {
       list = shuffleInPlace(list, createRng(hashString(`${options.seed}:${q.toString()}`)));
     } else {
@@ -454,19 +528,29 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
 
   function ingest(connectionId: string, key: KeyConfig, body: string, req: IncomingMessage, ds: Dataset): Reply {
     if (key.connection_id !== undefined && key.connection_id !== connectionId) {
-      return fail(403, 'FORBIDDEN', `This ingest key is bound to connection "${key.connection_id}" and cannot write to "${connectionId}". Use that connection's id, or a key for this connection.`);
+      return fail(
+        403,
+        'FORBIDDEN',
+        `This ingest key is bound to connection "${key.connection_id}" and cannot write to "${connectionId}". Use that connection's id, or a key for this connection.`,
+      );
     }
     const connection = connections.get(connectionId);
     if (!connection) {
       // The spec has no not-found code; an unknown path parameter is an invalid value.
-      return invalid(`Unknown connection id "${connectionId}": create the custom provider connection in the workspace's integration settings, and use its id.`);
+      return invalid(
+        `Unknown connection id "${connectionId}": create the custom provider connection in the workspace's integration settings, and use its id.`,
+      );
     }
     const parsed = jsonBody(body, req);
     batches += 1;
     try {
       const result = ingestFocus(parsed, {
-        dataset: ds, connectionId, providerType: connection.provider_type, vendor: options.vendor,
-        maxRows: options.maxIngestRows, batchId: `batch-${options.seed}-${batches}-${randomBytes(4).toString('hex')}`,
+        dataset: ds,
+        connectionId,
+        providerType: connection.provider_type,
+        vendor: options.vendor,
+        maxRows: options.maxIngestRows,
+        batchId: `batch-${options.seed}-${batches}-${randomBytes(4).toString('hex')}`,
       });
       return ok(result, {}, 202);
     } catch (error) {
@@ -505,12 +589,17 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     faults,
     dataset,
     datasetOf,
-    restate: () => { for (const ds of workspaces.values()) ds.restate(); },
-    emptyDay: (date: string) => { for (const ds of workspaces.values()) ds.emptyDay(toDayNumber(date)); },
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    restate: () => {
+      for (const ds of workspaces.values()) ds.restate();
+    },
+    emptyDay: (date: string) => {
+      for (const ds of workspaces.values()) ds.emptyDay(toDayNumber(date));
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -547,7 +636,10 @@ function single(q: URLSearchParams, name: string): string | undefined {
 function dateRange(q: URLSearchParams) {
   const start = single(q, 'start_date');
   const end = single(q, 'end_date');
-  for (const [name, value] of [['start_date', start], ['end_date', end]] as const) {
+  for (const [name, value] of [
+    ['start_date', start],
+    ['end_date', end],
+  ] as const) {
     if (value === undefined || value === '') throw new BadRequest(`${name} is required, as YYYY-MM-DD.`);
     if (!isCalendarDate(value)) throw new BadRequest(`${name} must be a real calendar date as YYYY-MM-DD; got "${value}".`);
   }
@@ -580,7 +672,9 @@ export function parseTimestamp(text: string): number | null {
 }
 
 async function drain(req: IncomingMessage): Promise<void> {
-  for await (const _chunk of req) { /* discard */ }
+  for await (const _chunk of req) {
+    /* discard */
+  }
 }
 
 /** The body as text, or null when it exceeds `limit` bytes. */

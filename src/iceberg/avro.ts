@@ -81,31 +81,48 @@ const optional = (type: unknown) => ['null', type];
 /** An Iceberg map with non-string keys: an Avro array of key/value records. */
 function intMap(name: string, keyId: number, valueId: number, valueType: string) {
   return {
-    type: 'array', logicalType: 'map',
-    items: { type: 'record', name, fields: [{ name: 'key', type: 'int', 'field-id': keyId }, { name: 'value', type: valueType, 'field-id': valueId }] },
+    type: 'array',
+    logicalType: 'map',
+    items: {
+      type: 'record',
+      name,
+      fields: [
+        { name: 'key', type: 'int', 'field-id': keyId },
+        { name: 'value', type: valueType, 'field-id': valueId },
+      ],
+    },
   };
 }
 
 function partitionRecord(spec: PartitionSpec) {
   return {
-    type: 'record', name: 'r102',
-    fields: spec.fields.map((f) => ({ name: f.name, type: optional(f.transform === 'month' ? 'int' : 'string'), default: null, 'field-id': f['field-id'] })),
+    type: 'record',
+    name: 'r102',
+    fields: spec.fields.map((f) => ({
+      name: f.name,
+      type: optional(f.transform === 'month' ? 'int' : 'string'),
+      default: null,
+      'field-id': f['field-id'],
+    })),
   };
 }
 
 /** The manifest entry schema for a partition spec. */
 export function manifestEntrySchema(spec: PartitionSpec) {
   return {
-    type: 'record', name: 'manifest_entry',
+    type: 'record',
+    name: 'manifest_entry',
     fields: [
       { name: 'status', type: 'int', 'field-id': 0 },
       { name: 'snapshot_id', type: optional('long'), default: null, 'field-id': 1 },
       { name: 'sequence_number', type: optional('long'), default: null, 'field-id': 3 },
       { name: 'file_sequence_number', type: optional('long'), default: null, 'field-id': 4 },
       {
-        name: 'data_file', 'field-id': 2,
+        name: 'data_file',
+        'field-id': 2,
         type: {
-          type: 'record', name: 'r2',
+          type: 'record',
+          name: 'r2',
           fields: [
             { name: 'content', type: 'int', 'field-id': 134 },
             { name: 'file_path', type: 'string', 'field-id': 100 },
@@ -131,7 +148,8 @@ export function manifestEntrySchema(spec: PartitionSpec) {
 }
 
 export const MANIFEST_FILE_SCHEMA = {
-  type: 'record', name: 'manifest_file',
+  type: 'record',
+  name: 'manifest_file',
   fields: [
     { name: 'manifest_path', type: 'string', 'field-id': 500 },
     { name: 'manifest_length', type: 'long', 'field-id': 501 },
@@ -147,11 +165,15 @@ export const MANIFEST_FILE_SCHEMA = {
     { name: 'existing_rows_count', type: 'long', 'field-id': 513 },
     { name: 'deleted_rows_count', type: 'long', 'field-id': 514 },
     {
-      name: 'partitions', default: null, 'field-id': 507,
+      name: 'partitions',
+      default: null,
+      'field-id': 507,
       type: optional({
-        type: 'array', 'element-id': 508,
+        type: 'array',
+        'element-id': 508,
         items: {
-          type: 'record', name: 'r508',
+          type: 'record',
+          name: 'r508',
           fields: [
             { name: 'contains_null', type: 'boolean', 'field-id': 509 },
             { name: 'contains_nan', type: optional('boolean'), default: null, 'field-id': 518 },
@@ -169,9 +191,13 @@ export const MANIFEST_FILE_SCHEMA = {
 function encode(schema: object, records: readonly object[], metadata: Record<string, string>): Promise<Buffer> {
   return new Promise((resolvePromise, reject) => {
     // Given the schema itself (not a Type), the header keeps it as written: with its field ids.
-    const encoder = new avro.streams.BlockEncoder(schema as avro.Schema, {
-      codec: 'deflate', metadata: Object.fromEntries(Object.entries(metadata).map(([k, v]) => [k, Buffer.from(v)])),
-    } as never);
+    const encoder = new avro.streams.BlockEncoder(
+      schema as avro.Schema,
+      {
+        codec: 'deflate',
+        metadata: Object.fromEntries(Object.entries(metadata).map(([k, v]) => [k, Buffer.from(v)])),
+      } as never,
+    );
     const chunks: Buffer[] = [];
     encoder.on('data', (c: Buffer) => chunks.push(c));
     encoder.on('error', reject);
@@ -212,7 +238,10 @@ export async function decodeManifest(bytes: Buffer): Promise<ManifestEntry[]> {
   return (await decode<ManifestEntry>(bytes)).records;
 }
 
-export function encodeManifestList(manifests: readonly ManifestFile[], snapshot: { id: number; parentId: number | null; sequenceNumber: number }): Promise<Buffer> {
+export function encodeManifestList(
+  manifests: readonly ManifestFile[],
+  snapshot: { id: number; parentId: number | null; sequenceNumber: number },
+): Promise<Buffer> {
   return encode(MANIFEST_FILE_SCHEMA, manifests, {
     'snapshot-id': String(snapshot.id),
     'parent-snapshot-id': snapshot.parentId === null ? 'null' : String(snapshot.parentId),

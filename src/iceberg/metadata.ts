@@ -42,10 +42,22 @@ export interface TableMetadata {
 export const METADATA_FILES_KEPT = 10;
 
 /** Summary keys costsync adds to each snapshot: which run, source and window changed what. */
-export const SUMMARY = { runId: 'costsync.run-id', commitId: 'costsync.commit-id', source: 'costsync.source', window: 'costsync.window' } as const;
+export const SUMMARY = {
+  runId: 'costsync.run-id',
+  commitId: 'costsync.commit-id',
+  source: 'costsync.source',
+  window: 'costsync.window',
+} as const;
 
 /** A table with no snapshot yet. */
-export function newTableMetadata(o: { uuid: string; location: string; schema: IcebergSchema; lastColumnId: number; spec: PartitionSpec; nowMs: number }): TableMetadata {
+export function newTableMetadata(o: {
+  uuid: string;
+  location: string;
+  schema: IcebergSchema;
+  lastColumnId: number;
+  spec: PartitionSpec;
+  nowMs: number;
+}): TableMetadata {
   return {
     'format-version': 2,
     'table-uuid': o.uuid,
@@ -80,7 +92,12 @@ export function currentSnapshot(m: TableMetadata): Snapshot | null {
 /** `m` with `schema` as its current schema (added when new). */
 export function withSchema(m: TableMetadata, schema: IcebergSchema, lastColumnId: number): TableMetadata {
   if (m['current-schema-id'] === schema['schema-id'] && m.schemas.some((s) => s['schema-id'] === schema['schema-id'])) return m;
-  return { ...m, schemas: [...m.schemas.filter((s) => s['schema-id'] !== schema['schema-id']), schema], 'current-schema-id': schema['schema-id'], 'last-column-id': Math.max(m['last-column-id'], lastColumnId) };
+  return {
+    ...m,
+    schemas: [...m.schemas.filter((s) => s['schema-id'] !== schema['schema-id']), schema],
+    'current-schema-id': schema['schema-id'],
+    'last-column-id': Math.max(m['last-column-id'], lastColumnId),
+  };
 }
 
 /**
@@ -88,7 +105,10 @@ export function withSchema(m: TableMetadata, schema: IcebergSchema, lastColumnId
  * `previousFile` (the metadata file `m` was read from) added to the metadata log.
  */
 export function withSnapshot(m: TableMetadata, snapshot: Snapshot, previousFile: string | null): TableMetadata {
-  const log = previousFile === null ? m['metadata-log'] : [...m['metadata-log'], { 'timestamp-ms': m['last-updated-ms'], 'metadata-file': previousFile }];
+  const log =
+    previousFile === null
+      ? m['metadata-log']
+      : [...m['metadata-log'], { 'timestamp-ms': m['last-updated-ms'], 'metadata-file': previousFile }];
   return {
     ...m,
     'last-sequence-number': snapshot['sequence-number'],

@@ -48,7 +48,11 @@ export function icebergType(duckdbType: string): IcebergType {
  * The schema for `columns`: the same as `current` when nothing changed (so no new schema id), else a
  * new schema that keeps each known column's id and gives new columns ids after `lastColumnId`.
  */
-export function evolveSchema(columns: readonly WarehouseColumn[], current: IcebergSchema | null, lastColumnId: number): { schema: IcebergSchema; lastColumnId: number; changed: boolean } {
+export function evolveSchema(
+  columns: readonly WarehouseColumn[],
+  current: IcebergSchema | null,
+  lastColumnId: number,
+): { schema: IcebergSchema; lastColumnId: number; changed: boolean } {
   const known = new Map(current?.fields.map((f) => [f.name, f]) ?? []);
   let last = lastColumnId;
   const fields = columns.map((c): IcebergField => {
@@ -61,7 +65,11 @@ export function evolveSchema(columns: readonly WarehouseColumn[], current: Icebe
   });
   const same = current !== null && fields.length === current.fields.length && fields.every((f, i) => f === current.fields[i]);
   if (same) return { schema: current, lastColumnId, changed: false };
-  return { schema: { type: 'struct', 'schema-id': current === null ? 0 : current['schema-id'] + 1, fields }, lastColumnId: last, changed: true };
+  return {
+    schema: { type: 'struct', 'schema-id': current === null ? 0 : current['schema-id'] + 1, fields },
+    lastColumnId: last,
+    changed: true,
+  };
 }
 
 /** Months since 1970-01 of a `YYYY-MM-DD` date (Iceberg's `month` transform). */

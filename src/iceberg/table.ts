@@ -17,12 +17,30 @@ import { tmpWriterPid } from '../durable-file.js';
 import { shortHash } from '../fingerprint.js';
 import { systemProbe } from '../state/holder.js';
 import {
-  decodeManifest, decodeManifestList, encodeManifest, encodeManifestList,
-  type DataFile, type FieldSummary, type ManifestEntry, type ManifestFile, type PartitionSpec,
+  decodeManifest,
+  decodeManifestList,
+  encodeManifest,
+  encodeManifestList,
+  type DataFile,
+  type FieldSummary,
+  type ManifestEntry,
+  type ManifestFile,
+  type PartitionSpec,
 } from './avro.js';
 import {
-  METADATA_FILES_KEPT, SUMMARY, currentSchema, currentSnapshot, expireSnapshots, metadataKey, metadataVersion, newTableMetadata, withSchema, withSnapshot, withoutSnapshots,
-  type Snapshot, type TableMetadata,
+  METADATA_FILES_KEPT,
+  SUMMARY,
+  currentSchema,
+  currentSnapshot,
+  expireSnapshots,
+  metadataKey,
+  metadataVersion,
+  newTableMetadata,
+  withSchema,
+  withSnapshot,
+  withoutSnapshots,
+  type Snapshot,
+  type TableMetadata,
 } from './metadata.js';
 import { evolveSchema, type IcebergSchema, type WarehouseColumn } from './schema.js';
 import { CostsyncError, InternalError } from '../errors.js';
@@ -69,7 +87,10 @@ export async function loadTable(store: IcebergStore, table: string): Promise<Loa
   let text = version > 0 ? await store.getText(`${table}/${metadataKey(version)}`) : null;
   if (text === null && version > 0) {
     // A hint naming a metadata file that is gone (pruned by hand): find the newest from a listing.
-    const versions = (await store.list(`${table}/metadata/v`)).map((k) => /\/v(\d+)\.metadata\.json$/.exec(k)?.[1]).filter(Boolean).map(Number);
+    const versions = (await store.list(`${table}/metadata/v`))
+      .map((k) => /\/v(\d+)\.metadata\.json$/.exec(k)?.[1])
+      .filter(Boolean)
+      .map(Number);
     version = versions.length > 0 ? Math.max(...versions) : 0;
     text = version > 0 ? await store.getText(`${table}/${metadataKey(version)}`) : null;
   }
@@ -136,14 +157,25 @@ function damaged(store: IcebergStore, table: string, problem: string, fix: strin
 async function readManifestList(store: IcebergStore, table: string, snapshot: Snapshot): Promise<ManifestFile[]> {
   const bytes = await store.getBytes(keyOf(store, table, snapshot['manifest-list']));
   if (bytes === null) {
-    throw damaged(store, table, `lacks ${snapshot['manifest-list']}, the manifest list of its snapshot ${snapshot['snapshot-id']}: it was deleted outside costsync`, 'Put the file back if you have a copy.');
+    throw damaged(
+      store,
+      table,
+      `lacks ${snapshot['manifest-list']}, the manifest list of its snapshot ${snapshot['snapshot-id']}: it was deleted outside costsync`,
+      'Put the file back if you have a copy.',
+    );
   }
   return decodeManifestList(bytes);
 }
 
 async function readManifest(store: IcebergStore, table: string, m: ManifestFile): Promise<ManifestEntry[]> {
   const bytes = await store.getBytes(keyOf(store, table, m.manifest_path));
-  if (bytes === null) throw damaged(store, table, `lacks ${m.manifest_path}, a manifest its snapshots name: it was deleted outside costsync`, 'Put the file back if you have a copy.');
+  if (bytes === null)
+    throw damaged(
+      store,
+      table,
+      `lacks ${m.manifest_path}, a manifest its snapshots name: it was deleted outside costsync`,
+      'Put the file back if you have a copy.',
+    );
   return decodeManifest(bytes);
 }
 
@@ -152,7 +184,12 @@ export function keyOf(store: IcebergStore, table: string, location: string): str
   const root = store.location(`${table}/`);
   if (!location.startsWith(root)) {
     // Iceberg metadata names files by absolute location, so a table moved or copied elsewhere still names the old place.
-    throw damaged(store, table, `names ${location}, outside itself: it was moved or copied from where it was written`, 'Point --out at where the lake was written.');
+    throw damaged(
+      store,
+      table,
+      `names ${location}, outside itself: it was moved or copied from where it was written`,
+      'Point --out at where the lake was written.',
+    );
   }
   return `${table}/${location.slice(root.length)}`;
 }
@@ -174,7 +211,10 @@ export function monthField(column: string): string {
 export function partitionSpec(schema: IcebergSchema, p: Partitioning): PartitionSpec {
   const id = (name: string) => {
     const field = schema.fields.find((f) => f.name === name);
-    if (!field) throw new InternalError(`The partition column ${name} is not in the Iceberg schema (${schema.fields.map((f) => f.name).join(', ')}).`);
+    if (!field)
+      throw new InternalError(
+        `The partition column ${name} is not in the Iceberg schema (${schema.fields.map((f) => f.name).join(', ')}).`,
+      );
     return field.id;
   };
   return {
@@ -211,11 +251,20 @@ export interface CommitResult {
 function fieldSummaries(spec: PartitionSpec, files: readonly DataFile[]): FieldSummary[] {
   return spec.fields.map((f) => {
     const values = files.map((d) => d.partition[f.name]).filter((v): v is string | number => v !== null && v !== undefined);
-    const encode = (v: string | number) => (typeof v === 'string' ? Buffer.from(v, 'utf8') : (() => { const b = Buffer.alloc(4); b.writeInt32LE(v); return b; })());
+    const encode = (v: string | number) =>
+      typeof v === 'string'
+        ? Buffer.from(v, 'utf8')
+        : (() => {
+            const b = Buffer.alloc(4);
+            b.writeInt32LE(v);
+            return b;
+          })();
     const sorted = [...values].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     return {
-      contains_null: values.length < files.length, contains_nan: false,
-      lower_bound: sorted.length > 0 ? encode(sorted[0]!) : null, upper_bound: sorted.length > 0 ? encode(sorted.at(-1)!) : null,
+      contains_null: values.length < files.length,
+      contains_nan: false,
+      lower_bound: sorted.length > 0 ? encode(sorted[0]!) : null,
+      upper_bound: sorted.length > 0 ? encode(sorted.at(-1)!) : null,
     };
   });
 }
@@ -228,7 +277,13 @@ const sum = (files: readonly { record_count: number }[]) => files.reduce((n, f) 
  * reloads and tries again; the manifest and list of a lost attempt are removed. `loaded`: the table
  * as the caller just read it, for the first attempt.
  */
-export async function commitSource(store: IcebergStore, table: string, change: SourceChange, clock: Clock, loaded?: LoadedTable): Promise<CommitResult> {
+export async function commitSource(
+  store: IcebergStore,
+  table: string,
+  change: SourceChange,
+  clock: Clock,
+  loaded?: LoadedTable,
+): Promise<CommitResult> {
   const tag = sourceTag(change.source);
   for (let attempt = 1; ; attempt++) {
     // The caller's load serves the first attempt; a lost race reloads.
@@ -246,7 +301,14 @@ export async function commitSource(store: IcebergStore, table: string, change: S
     let metadata = base;
     if (metadata === null) {
       const { schema, lastColumnId } = evolveSchema(change.columns, null, 0);
-      metadata = newTableMetadata({ uuid: randomUUID(), location: store.location(table), schema, lastColumnId, spec: partitionSpec(schema, change.partitioning), nowMs });
+      metadata = newTableMetadata({
+        uuid: randomUUID(),
+        location: store.location(table),
+        schema,
+        lastColumnId,
+        spec: partitionSpec(schema, change.partitioning),
+        nowMs,
+      });
     }
     const evolved = evolveSchema(change.columns, currentSchema(metadata), metadata['last-column-id']);
     if (evolved.changed) metadata = withSchema(metadata, evolved.schema, evolved.lastColumnId);
@@ -257,7 +319,13 @@ export async function commitSource(store: IcebergStore, table: string, change: S
     const entries: ManifestEntry[] = [
       ...kept.map((e) => ({ ...e, status: 0 as const })),
       ...removed.map((e) => ({ ...e, status: 2 as const, snapshot_id: snapshotId })),
-      ...change.add.map((d) => ({ status: 1 as const, snapshot_id: snapshotId, sequence_number: sequence, file_sequence_number: sequence, data_file: d })),
+      ...change.add.map((d) => ({
+        status: 1 as const,
+        snapshot_id: snapshotId,
+        sequence_number: sequence,
+        file_sequence_number: sequence,
+        data_file: d,
+      })),
     ];
     const written: string[] = [];
     const put = async (key: string, bytes: Buffer) => {
@@ -271,16 +339,29 @@ export async function commitSource(store: IcebergStore, table: string, change: S
       const length = await put(manifestKey, await encodeManifest(entries, schema, spec));
       const files = entries.map((e) => e.data_file);
       listed.push({
-        manifest_path: store.location(manifestKey), manifest_length: length, partition_spec_id: spec['spec-id'], content: 0,
-        sequence_number: sequence, min_sequence_number: Math.min(sequence, ...kept.map((e) => e.sequence_number)), added_snapshot_id: snapshotId,
-        added_files_count: change.add.length, existing_files_count: kept.length, deleted_files_count: removed.length,
-        added_rows_count: sum(change.add), existing_rows_count: sum(kept.map((e) => e.data_file)), deleted_rows_count: sum(removed.map((e) => e.data_file)),
-        partitions: fieldSummaries(spec, files), key_metadata: null,
+        manifest_path: store.location(manifestKey),
+        manifest_length: length,
+        partition_spec_id: spec['spec-id'],
+        content: 0,
+        sequence_number: sequence,
+        min_sequence_number: Math.min(sequence, ...kept.map((e) => e.sequence_number)),
+        added_snapshot_id: snapshotId,
+        added_files_count: change.add.length,
+        existing_files_count: kept.length,
+        deleted_files_count: removed.length,
+        added_rows_count: sum(change.add),
+        existing_rows_count: sum(kept.map((e) => e.data_file)),
+        deleted_rows_count: sum(removed.map((e) => e.data_file)),
+        partitions: fieldSummaries(spec, files),
+        key_metadata: null,
       });
     }
     const parent = base === null ? null : currentSnapshot(base);
     const listKey = `${table}/metadata/snap-${snapshotId}-${tag}-${randomUUID()}.avro`;
-    await put(listKey, await encodeManifestList(listed, { id: snapshotId, parentId: parent?.['snapshot-id'] ?? null, sequenceNumber: sequence }));
+    await put(
+      listKey,
+      await encodeManifestList(listed, { id: snapshotId, parentId: parent?.['snapshot-id'] ?? null, sequenceNumber: sequence }),
+    );
     const totalRecords = listed.reduce((n, m) => n + m.added_rows_count + m.existing_rows_count, 0);
     const totalFiles = listed.reduce((n, m) => n + m.added_files_count + m.existing_files_count, 0);
     const snapshot: Snapshot = {
@@ -291,10 +372,14 @@ export async function commitSource(store: IcebergStore, table: string, change: S
       'manifest-list': store.location(listKey),
       summary: {
         operation: removed.length > 0 ? 'overwrite' : 'append',
-        'added-data-files': String(change.add.length), 'deleted-data-files': String(removed.length),
-        'added-records': String(sum(change.add)), 'deleted-records': String(sum(removed.map((e) => e.data_file))),
-        'total-records': String(totalRecords), 'total-data-files': String(totalFiles),
-        [SUMMARY.source]: change.source, ...change.summary,
+        'added-data-files': String(change.add.length),
+        'deleted-data-files': String(removed.length),
+        'added-records': String(sum(change.add)),
+        'deleted-records': String(sum(removed.map((e) => e.data_file))),
+        'total-records': String(totalRecords),
+        'total-data-files': String(totalFiles),
+        [SUMMARY.source]: change.source,
+        ...change.summary,
       },
       'schema-id': schema['schema-id'],
     };
@@ -309,9 +394,13 @@ export async function commitSource(store: IcebergStore, table: string, change: S
 
 /** Every attempt at a change lost its race: the change is pending, for the next run. */
 function lostRaces(store: IcebergStore, table: string, what: string, attempts: number): CostsyncError {
-  return new CostsyncError('CS_ERR_LAKE_CONFLICT', `Gave up ${what} the Iceberg table at ${store.location(table)} after ${attempts} attempts: other runners committed first each time.`, {
-    hint: 'Nothing is lost: the change stays pending and the next run makes it. Should it keep happening, start the runners that share this lake further apart.',
-  });
+  return new CostsyncError(
+    'CS_ERR_LAKE_CONFLICT',
+    `Gave up ${what} the Iceberg table at ${store.location(table)} after ${attempts} attempts: other runners committed first each time.`,
+    {
+      hint: 'Nothing is lost: the change stays pending and the next run makes it. Should it keep happening, start the runners that share this lake further apart.',
+    },
+  );
 }
 
 /** A lost race's wait: short, growing, jittered, so shards that collided spread out. Pure but for the jitter. */
@@ -323,7 +412,13 @@ export function backoffMs(attempt: number, random: () => number = Math.random): 
  * Creates version `version + 1` (false when it exists), then points the hint at it and deletes the
  * metadata file that fell out of the metadata log.
  */
-async function publishVersion(store: IcebergStore, table: string, version: number, base: TableMetadata | null, next: TableMetadata): Promise<boolean> {
+async function publishVersion(
+  store: IcebergStore,
+  table: string,
+  version: number,
+  base: TableMetadata | null,
+  next: TableMetadata,
+): Promise<boolean> {
   if (!(await store.createText(`${table}/${metadataKey(version + 1)}`, `${JSON.stringify(next, null, 1)}\n`))) return false;
   // Bare digits, as the Java writer writes them: pyiceberg's StaticTable takes anything else as part of the file name.
   await store.putText(`${table}/metadata/version-hint.text`, String(version + 1));
@@ -340,7 +435,13 @@ async function publishVersion(store: IcebergStore, table: string, version: numbe
  * but their files go whichever source wrote them (see `removeExpiredFiles`). Returns the files removed
  * and the metadata version written with its current snapshot (null: nothing expired, nothing written).
  */
-export async function expireTable(store: IcebergStore, table: string, sources: readonly string[], retentionMs: number, clock: Clock): Promise<{ removed: number; version: number | null; snapshotId: number | null }> {
+export async function expireTable(
+  store: IcebergStore,
+  table: string,
+  sources: readonly string[],
+  retentionMs: number,
+  clock: Clock,
+): Promise<{ removed: number; version: number | null; snapshotId: number | null }> {
   const owned = new Set(sources);
   for (let attempt = 1; ; attempt++) {
     const { version, metadata: base } = await loadTable(store, table);
@@ -350,14 +451,21 @@ export async function expireTable(store: IcebergStore, table: string, sources: r
     const next: TableMetadata = {
       ...withoutSnapshots(base, new Set(mine.map((s) => s['snapshot-id']))),
       'last-updated-ms': Math.max(clock.now(), base['last-updated-ms']),
-      'metadata-log': [...base['metadata-log'], { 'timestamp-ms': base['last-updated-ms'], 'metadata-file': store.location(`${table}/${metadataKey(version)}`) }].slice(-METADATA_FILES_KEPT),
+      'metadata-log': [
+        ...base['metadata-log'],
+        { 'timestamp-ms': base['last-updated-ms'], 'metadata-file': store.location(`${table}/${metadataKey(version)}`) },
+      ].slice(-METADATA_FILES_KEPT),
     };
     if (!(await publishVersion(store, table, version, base, next))) {
       if (attempt >= COMMIT_ATTEMPTS) throw lostRaces(store, table, 'expiring the snapshots of', attempt);
       await clock.sleep(backoffMs(attempt));
       continue;
     }
-    return { removed: await removeExpiredFiles(store, table, mine, next.snapshots), version: version + 1, snapshotId: next['current-snapshot-id'] };
+    return {
+      removed: await removeExpiredFiles(store, table, mine, next.snapshots),
+      version: version + 1,
+      snapshotId: next['current-snapshot-id'],
+    };
   }
 }
 
@@ -370,7 +478,12 @@ const EXPIRY_READS = 8;
  * commit builds on the current snapshot, which is always retained, and adds files under new names. A
  * retained list or manifest that cannot be read could name any file, so then only the expired lists go.
  */
-async function removeExpiredFiles(store: IcebergStore, table: string, expired: readonly Snapshot[], retained: readonly Snapshot[]): Promise<number> {
+async function removeExpiredFiles(
+  store: IcebergStore,
+  table: string,
+  expired: readonly Snapshot[],
+  retained: readonly Snapshot[],
+): Promise<number> {
   let complete = true;
   const tryRead = async <T>(read: () => Promise<T>): Promise<T | null> => {
     try {
@@ -385,7 +498,9 @@ async function removeExpiredFiles(store: IcebergStore, table: string, expired: r
     for (const m of list ?? []) retainedManifests.set(m.manifest_path, m);
   }
   const reached = new Set(retainedManifests.keys());
-  for (const entries of await mapAtMost([...retainedManifests.values()], EXPIRY_READS, (m) => tryRead(() => readManifest(store, table, m)))) {
+  for (const entries of await mapAtMost([...retainedManifests.values()], EXPIRY_READS, (m) =>
+    tryRead(() => readManifest(store, table, m)),
+  )) {
     if (entries === null) complete = false;
     // A file a manifest marks deleted is not read through it.
     for (const e of entries ?? []) if (e.status !== 2) reached.add(e.data_file.file_path);
@@ -439,13 +554,19 @@ export async function removeUnreferenced(store: IcebergStore, table: string, sou
   // Metadata files that fell out of the log (a writer killed before it deleted the one it dropped).
   const logged = (metadata?.['metadata-log'] ?? []).map((e) => metadataVersion(e['metadata-file'])).filter((v): v is number => v !== null);
   const oldest = Math.min(...logged, version);
-  const dropped = metadataKeys.filter((k) => { const v = metadataVersion(k); return v !== null && v < oldest; });
+  const dropped = metadataKeys.filter((k) => {
+    const v = metadataVersion(k);
+    return v !== null && v < oldest;
+  });
   const candidates = [
     ...(await store.list(`${table}/data/${dataDir(source)}/`)),
     ...metadataKeys.filter((k) => k.includes(`${tag}-`)),
     ...dropped,
     // A metadata file a killed writer was creating (on disk: written beside its name, then linked).
-    ...metadataKeys.filter((k) => { const pid = tmpWriterPid(k); return pid !== null && !systemProbe.isAlive(pid); }),
+    ...metadataKeys.filter((k) => {
+      const pid = tmpWriterPid(k);
+      return pid !== null && !systemProbe.isAlive(pid);
+    }),
   ];
   let removed = 0;
   for (const key of candidates) {

@@ -60,13 +60,19 @@ const REAL_STEPS: OutputSteps = { fillLake, drainLake, finishLake, publish, drai
 type OutputName = 'lake' | 'published warehouse';
 
 /** The error a run ends with when outputs fell behind: which, why, and that nothing is lost. Pure. */
-export function outputsBehindError(behind: ReadonlyMap<OutputName, { where: string; error: unknown }>, secrets: readonly string[]): CostsyncError {
+export function outputsBehindError(
+  behind: ReadonlyMap<OutputName, { where: string; error: unknown }>,
+  secrets: readonly string[],
+): CostsyncError {
   const parts = [...behind].map(([name, b]) => `the ${name} at ${b.where} (${describeError(b.error, secrets).split('\n')[0]})`);
   const first = [...behind.values()][0]!.error;
   const fix = first instanceof CostsyncError ? first.hint : undefined;
   return new CostsyncError('CS_ERR_OUTPUT_BEHIND', `Could not bring ${parts.join(' and ')} up to date.`, {
-    exitCode: ExitCode.FAILED, cause: first,
-    hint: [fix, 'The data is safe in the working copy (in --state-dir), and the next run finishes what is pending first.'].filter(Boolean).join(' '),
+    exitCode: ExitCode.FAILED,
+    cause: first,
+    hint: [fix, 'The data is safe in the working copy (in --state-dir), and the next run finishes what is pending first.']
+      .filter(Boolean)
+      .join(' '),
   });
 }
 
@@ -79,11 +85,15 @@ async function abortUploadsOf(bucket: Bucket, key: string): Promise<number> {
 
 export function derivedOutputs(o: DerivedOutputsOptions) {
   const { warehouse, clock, logger } = o;
-  const iceberg = o.lakeFormat === 'iceberg'
-    ? icebergLake({ runId: o.runId, clock, sources: o.sources, retentionMs: o.icebergRetentionMs ?? DEFAULT_RETENTION_MS })
-    : null;
+  const iceberg =
+    o.lakeFormat === 'iceberg'
+      ? icebergLake({ runId: o.runId, clock, sources: o.sources, retentionMs: o.icebergRetentionMs ?? DEFAULT_RETENTION_MS })
+      : null;
   // The Iceberg lake fills and catches up in its first drain.
-  const lakeSteps: Partial<OutputSteps> = iceberg === null ? {} : { fillLake: async () => undefined, drainLake: iceberg.drain, finishLake: (wh, target) => iceberg.finish(wh, target) };
+  const lakeSteps: Partial<OutputSteps> =
+    iceberg === null
+      ? {}
+      : { fillLake: async () => undefined, drainLake: iceberg.drain, finishLake: (wh, target) => iceberg.finish(wh, target) };
   const step: OutputSteps = { ...REAL_STEPS, ...lakeSteps, ...o.steps };
   let lastPublish = clock.now();
   let compacted = false;
@@ -100,7 +110,11 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
     } catch (error) {
       if (isFenced(error)) throw error;
       // With its own code: the run ends with CS_ERR_OUTPUT_BEHIND, whatever the cause.
-      if (!behind.has(name)) logger.warn(`the ${name} fell behind (the data is safe in the working copy): ${describeError(error, o.secrets)}`, errorFields(error, false));
+      if (!behind.has(name))
+        logger.warn(
+          `the ${name} fell behind (the data is safe in the working copy): ${describeError(error, o.secrets)}`,
+          errorFields(error, false),
+        );
       behind.set(name, { where: where(name), error });
     }
   };
@@ -108,24 +122,31 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
   // write queue, so two could otherwise overlap.
   let publishing: Promise<void> = Promise.resolve();
   const doPublish = () => {
-    const next = publishing.catch(() => undefined).then(async () => {
-      const result = await step.publish(warehouse, o.db, { runId: o.runId, now: () => clock.now() });
-      lastPublish = clock.now();
-      compacted = result?.method === 'compact' && o.db.kind === 'file';
-      logPublish(logger, result);
-    });
+    const next = publishing
+      .catch(() => undefined)
+      .then(async () => {
+        const result = await step.publish(warehouse, o.db, { runId: o.runId, now: () => clock.now() });
+        lastPublish = clock.now();
+        compacted = result?.method === 'compact' && o.db.kind === 'file';
+        logPublish(logger, result);
+      });
     publishing = next;
     return next;
   };
   const lake = async () => {
     const written = await step.drainLake(warehouse, o.lake!);
-    if (written > 0) logger.debug(`wrote ${written} ${iceberg === null ? 'Parquet partition(s)' : 'date(s) to Iceberg tables'} to ${o.lake!.url}`);
+    if (written > 0)
+      logger.debug(`wrote ${written} ${iceberg === null ? 'Parquet partition(s)' : 'date(s) to Iceberg tables'} to ${o.lake!.url}`);
   };
   // Pending notifications of every source (a killed run's too); a failure is a warning, never the run's.
   const notify = async () => {
     if (o.webhooks.length === 0) return;
     const counts = await step.drainNotifications(warehouse, o.webhooks, {
-      ...DEFAULT_SEND, format: o.notifyFormat, ...o.sendOptions, now: () => clock.now(), warn: (m) => logger.warn(m),
+      ...DEFAULT_SEND,
+      format: o.notifyFormat,
+      ...o.sendOptions,
+      now: () => clock.now(),
+      warn: (m) => logger.warn(m),
     });
     await warehouse.transaction(async () => {
       for (const [source, c] of counts) await warehouse.run('notify/record_run', [o.runId, source, c.sent, c.failed]);
@@ -162,7 +183,12 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
      * error to end the run with, or null.
      */
     async finish(recordBehind: (error: CostsyncError) => Promise<void>): Promise<CostsyncError | null> {
-      if (o.lake) await attempt('lake', () => step.finishLake(warehouse, o.lake!, { runId: o.runId, now: () => clock.now(), sources: o.sources }), true);
+      if (o.lake)
+        await attempt(
+          'lake',
+          () => step.finishLake(warehouse, o.lake!, { runId: o.runId, now: () => clock.now(), sources: o.sources }),
+          true,
+        );
       if (behind.size > 0) await recordBehind(outputsBehindError(behind, o.secrets));
       await notify();
       await attempt('published warehouse', doPublish, true);

@@ -21,9 +21,29 @@ import { join } from 'node:path';
 import type { Clock } from '../api/resilience.js';
 import type { DataFile } from '../iceberg/avro.js';
 import { SUMMARY, currentSchema, metadataKey } from '../iceberg/metadata.js';
-import { boundBytes, evolveSchema, monthLabel, monthOrdinal, monthRange, type IcebergSchema, type WarehouseColumn } from '../iceberg/schema.js';
 import {
-  commitSource, currentManifests, dataDir, expireTable, keyOf, liveFiles, loadTable, manifestSource, mendVersionHint, monthField, removeUnreferenced, type CommitResult, type Partitioning,
+  boundBytes,
+  evolveSchema,
+  monthLabel,
+  monthOrdinal,
+  monthRange,
+  type IcebergSchema,
+  type WarehouseColumn,
+} from '../iceberg/schema.js';
+import {
+  commitSource,
+  currentManifests,
+  dataDir,
+  expireTable,
+  keyOf,
+  liveFiles,
+  loadTable,
+  manifestSource,
+  mendVersionHint,
+  monthField,
+  removeUnreferenced,
+  type CommitResult,
+  type Partitioning,
 } from '../iceberg/table.js';
 import { ConfigError } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
@@ -61,15 +81,19 @@ export async function checkLakeFormat(target: OutputTarget, format: 'parquet' | 
   if (format === 'iceberg') {
     for (const table of tables) {
       if ((await target.list(`${table}/source=`)).length > 0) {
-        throw new ConfigError(`${target.url} holds a Parquet lake (${table}/source=…, written by --format parquet): Iceberg tables cannot share it.`,
-          'Point --format iceberg at a new --out (an empty directory or prefix): costsync fills the tables from the warehouse, with no API request.');
+        throw new ConfigError(
+          `${target.url} holds a Parquet lake (${table}/source=…, written by --format parquet): Iceberg tables cannot share it.`,
+          'Point --format iceberg at a new --out (an empty directory or prefix): costsync fills the tables from the warehouse, with no API request.',
+        );
       }
     }
   } else {
     for (const table of tables) {
       if ((await target.list(`${table}/metadata/`)).length > 0) {
-        throw new ConfigError(`${target.url} holds Iceberg tables (${table}/metadata/, written by --format iceberg): a Parquet lake cannot share it.`,
-          'Keep --format iceberg for this --out, or give the Parquet lake a new --out.');
+        throw new ConfigError(
+          `${target.url} holds Iceberg tables (${table}/metadata/, written by --format iceberg): a Parquet lake cannot share it.`,
+          'Keep --format iceberg for this --out, or give the Parquet lake a new --out.',
+        );
       }
     }
   }
@@ -95,7 +119,10 @@ function intentKey(table: string, source: string, commitId: string, months: read
 }
 
 async function columnsOf(warehouse: Warehouse, table: string): Promise<WarehouseColumn[]> {
-  return (await warehouse.sql<{ column_name: string; column_type: string }>(`DESCRIBE ${table}`)).map((r) => ({ name: r.column_name, type: r.column_type }));
+  return (await warehouse.sql<{ column_name: string; column_type: string }>(`DESCRIBE ${table}`)).map((r) => ({
+    name: r.column_name,
+    type: r.column_type,
+  }));
 }
 
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
@@ -110,14 +137,24 @@ type ColumnStats = { key: string; value: { key: string; value: string }[] }[];
  * files for that month now) holds, so there is nothing to commit.
  */
 async function writeDataFile(
-  warehouse: Warehouse, target: OutputTarget, table: string, def: IcebergTableDef, source: string, month: number | null, schema: IcebergSchema, columns: readonly WarehouseColumn[],
+  warehouse: Warehouse,
+  target: OutputTarget,
+  table: string,
+  def: IcebergTableDef,
+  source: string,
+  month: number | null,
+  schema: IcebergSchema,
+  columns: readonly WarehouseColumn[],
   live: readonly DataFile[],
 ): Promise<DataFile | 'unchanged' | null> {
   const scratch = target.scratch(`iceberg-${table}`);
   try {
     const file = join(scratch, 'data.parquet');
     const select = columns.map((c) => (c.type === 'JSON' ? `${quote(c.name)}::VARCHAR AS ${quote(c.name)}` : quote(c.name))).join(', ');
-    const range = month === null ? '' : ` AND ${def.date} >= DATE ${sqlString(monthRange(month).start)} AND ${def.date} < DATE ${sqlString(monthRange(month).next)}`;
+    const range =
+      month === null
+        ? ''
+        : ` AND ${def.date} >= DATE ${sqlString(monthRange(month).start)} AND ${def.date} < DATE ${sqlString(monthRange(month).next)}`;
     const ids = schema.fields.filter((f) => columns.some((c) => c.name === f.name));
     // Unsorted, and in bounded row groups (see PARQUET_OPTIONS): a month of any size is written in the same memory.
     const [stats] = await warehouse.sql<{ count: number; file_size_bytes: number; column_statistics: unknown }>(
@@ -129,11 +166,22 @@ async function writeDataFile(
     const key = `${table}/data/${dataDir(source)}/${month === null ? '' : `${monthField(def.month!)}=${monthLabel(month)}/`}${randomUUID()}.parquet`;
     await target.putFile(key, file);
     const dataFile: DataFile = {
-      content: 0, file_path: target.location(key), file_format: 'PARQUET',
+      content: 0,
+      file_path: target.location(key),
+      file_format: 'PARQUET',
       partition: { source, ...(def.month === null ? {} : { [monthField(def.month)]: month }) },
-      record_count: Number(stats.count), file_size_in_bytes: Number(stats.file_size_bytes),
-      column_sizes: [], value_counts: [], null_value_counts: [], nan_value_counts: null, lower_bounds: [], upper_bounds: [],
-      key_metadata: null, split_offsets: null, equality_ids: null, sort_order_id: null,
+      record_count: Number(stats.count),
+      file_size_in_bytes: Number(stats.file_size_bytes),
+      column_sizes: [],
+      value_counts: [],
+      null_value_counts: [],
+      nan_value_counts: null,
+      lower_bounds: [],
+      upper_bounds: [],
+      key_metadata: null,
+      split_offsets: null,
+      equality_ids: null,
+      sort_order_id: null,
     };
     for (const column of stats.column_statistics as ColumnStats) {
       const field = ids.find((f) => quote(f.name) === column.key || f.name === column.key);
@@ -161,7 +209,14 @@ async function writeDataFile(
  * count may write the same rows differently, and so may the same rows in another order (files are not
  * sorted: a re-sync's rows go after the others): then the month is committed, as any change is.
  */
-async function sameFile(target: OutputTarget, table: string, file: string, rows: number, size: number, live: readonly DataFile[]): Promise<boolean> {
+async function sameFile(
+  target: OutputTarget,
+  table: string,
+  file: string,
+  rows: number,
+  size: number,
+  live: readonly DataFile[],
+): Promise<boolean> {
   const [old] = live;
   if (live.length !== 1 || old!.record_count !== rows || old!.file_size_in_bytes !== size) return false;
   // Equal bytes are equal rows, exactly (a hash could collide); the same rows in the same order write the same bytes.
@@ -175,7 +230,14 @@ async function sameFile(target: OutputTarget, table: string, file: string, rows:
  * is left out, and a batch of only such months makes no snapshot.
  */
 async function commitBatch(
-  warehouse: Warehouse, target: OutputTarget, run: IcebergRun, table: string, source: string, months: readonly number[] | null, commitId: string, window: string,
+  warehouse: Warehouse,
+  target: OutputTarget,
+  run: IcebergRun,
+  table: string,
+  source: string,
+  months: readonly number[] | null,
+  commitId: string,
+  window: string,
 ): Promise<CommitResult> {
   const def = ICEBERG_TABLES[table]!;
   const columns = await columnsOf(warehouse, table);
@@ -190,17 +252,36 @@ async function commitBatch(
   const add: DataFile[] = [];
   const rewritten: (number | null)[] = [];
   for (const month of months ?? [null]) {
-    const file = await writeDataFile(warehouse, target, table, def, source, month, schema, columns, live.filter((f) => inMonth(f, month)));
+    const file = await writeDataFile(
+      warehouse,
+      target,
+      table,
+      def,
+      source,
+      month,
+      schema,
+      columns,
+      live.filter((f) => inMonth(f, month)),
+    );
     if (file === 'unchanged') continue;
     rewritten.push(month);
     if (file !== null) add.push(file);
   }
   const partitioning: Partitioning = { source: def.source, month: def.month };
-  return commitSource(target, table, {
-    source, columns, partitioning, add,
-    replaces: (f) => rewritten.some((month) => inMonth(f, month)),
-    summary: { [SUMMARY.runId]: run.runId, [SUMMARY.commitId]: commitId, [SUMMARY.window]: window },
-  }, run.clock, loaded);
+  return commitSource(
+    target,
+    table,
+    {
+      source,
+      columns,
+      partitioning,
+      add,
+      replaces: (f) => rewritten.some((month) => inMonth(f, month)),
+      summary: { [SUMMARY.runId]: run.runId, [SUMMARY.commitId]: commitId, [SUMMARY.window]: window },
+    },
+    run.clock,
+    loaded,
+  );
 }
 
 /**
@@ -212,14 +293,17 @@ async function recoverIntents(warehouse: Warehouse, target: OutputTarget): Promi
   for (const { key } of await warehouse.query<{ key: string }>('outbox/pending', ['iceberg'])) {
     const [table, sources, commitId, months] = key.split('/') as [string, string, string, string];
     const def = ICEBERG_TABLES[table];
-    const landed = def !== undefined && ((await loadTable(target, table)).metadata?.snapshots.some((s) => s.summary[SUMMARY.commitId] === commitId) ?? false);
+    const landed =
+      def !== undefined &&
+      ((await loadTable(target, table)).metadata?.snapshots.some((s) => s.summary[SUMMARY.commitId] === commitId) ?? false);
     // An expiry's intent names every source it cleaned up for (comma-separated); a commit's, one.
     for (const source of def === undefined ? [] : sources.split(',')) {
       if (landed) {
         const done = months === '*' ? null : new Set(months.split(',').map(Number));
         const prefix = `${table}/${source}/`;
         for (const p of await warehouse.query<{ key: string }>('outbox/pending', ['parquet'])) {
-          if (p.key.startsWith(prefix) && (done === null || done.has(monthOrdinal(p.key.slice(prefix.length))))) await warehouse.run('outbox/done', ['parquet', p.key]);
+          if (p.key.startsWith(prefix) && (done === null || done.has(monthOrdinal(p.key.slice(prefix.length)))))
+            await warehouse.run('outbox/done', ['parquet', p.key]);
         }
       }
       removed += await removeUnreferenced(target, table, source);
@@ -234,7 +318,9 @@ async function recoverIntents(warehouse: Warehouse, target: OutputTarget): Promi
  * files for is marked pending whole, so the lake fills from the warehouse, a batch at a time.
  */
 async function fillNewSources(warehouse: Warehouse, target: OutputTarget, sources: readonly string[]): Promise<void> {
-  const pending = new Set((await warehouse.query<{ key: string }>('outbox/pending', ['parquet'])).map((p) => p.key.split('/').slice(0, 2).join('/')));
+  const pending = new Set(
+    (await warehouse.query<{ key: string }>('outbox/pending', ['parquet'])).map((p) => p.key.split('/').slice(0, 2).join('/')),
+  );
   for (const [table, def] of Object.entries(ICEBERG_TABLES)) {
     if (RUN_TABLES.includes(table)) continue;
     const { metadata } = await loadTable(target, table);
@@ -268,7 +354,14 @@ export function icebergLake(run: IcebergRun) {
    * Records the intent of a commit, commits `months` (null: all) of `source` in `table`, and records the
    * new metadata file. Returns the intent, which the caller clears once what the commit covers is cleared.
    */
-  const commitUnderIntent = async (warehouse: Warehouse, target: OutputTarget, table: string, source: string, months: number[] | null, window: string): Promise<string> => {
+  const commitUnderIntent = async (
+    warehouse: Warehouse,
+    target: OutputTarget,
+    table: string,
+    source: string,
+    months: number[] | null,
+    window: string,
+  ): Promise<string> => {
     const commitId = nextCommitId();
     const intent = intentKey(table, source, commitId, months);
     await warehouse.run('outbox/mark', ['iceberg', intent]);
@@ -303,7 +396,12 @@ export function icebergLake(run: IcebergRun) {
       }
       const intent = await commitUnderIntent(warehouse, target, table, source, months, `${batch[0]}..${batch.at(-1)}`);
       // The dates are cleared before the intent: a crash between leaves the intent, which finds the commit.
-      return { written: batch, cleared: async () => { await warehouse.run('outbox/done', ['iceberg', intent]); } };
+      return {
+        written: batch,
+        cleared: async () => {
+          await warehouse.run('outbox/done', ['iceberg', intent]);
+        },
+      };
     });
   }
 
@@ -337,7 +435,8 @@ export function icebergLake(run: IcebergRun) {
   }
 
   return {
-    drain, finish,
+    drain,
+    finish,
     /** Each table this run committed to, and its current metadata file. */
     tables: (): Record<string, string> => Object.fromEntries([...current].sort(([a], [b]) => a.localeCompare(b))),
   };

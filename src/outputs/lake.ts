@@ -80,8 +80,13 @@ async function markMissing(warehouse: Warehouse, target: OutputTarget, sources: 
       (inLake.get(m[1]!) ?? inLake.set(m[1]!, new Set()).get(m[1]!)!).add(m[2]!);
     }
     for (const source of sources) {
-      const stored = new Set((await warehouse.sql<{ d: string }>(
-        `SELECT DISTINCT strftime(${date}, '%Y-%m-%d') AS d FROM ${table} WHERE ${column} = ${sqlString(source)}`)).map((r) => r.d));
+      const stored = new Set(
+        (
+          await warehouse.sql<{ d: string }>(
+            `SELECT DISTINCT strftime(${date}, '%Y-%m-%d') AS d FROM ${table} WHERE ${column} = ${sqlString(source)}`,
+          )
+        ).map((r) => r.d),
+      );
       const present = inLake.get(source) ?? new Set<string>();
       for (const d of stored) if (!present.has(d)) keys.push(`${table}/${source}/${d}`);
       for (const d of present) if (!stored.has(d)) keys.push(`${table}/${source}/${d}`);
@@ -135,7 +140,8 @@ export interface PendingBatch {
  * committed meanwhile cannot be cleared unwritten. Returns the number of dates written.
  */
 export async function drainPending(
-  warehouse: Warehouse, write: (batch: PendingBatch) => Promise<{ written: string[]; cleared?: () => Promise<void> }>,
+  warehouse: Warehouse,
+  write: (batch: PendingBatch) => Promise<{ written: string[]; cleared?: () => Promise<void> }>,
 ): Promise<number> {
   let written = 0;
   for (;;) {
@@ -161,11 +167,21 @@ export async function drainPending(
  * at a time (a COPY … PARTITION_BY buffers a row group for every date at once, past the limit for focus),
  * and the table is read once (focus's date filter runs only after joining every row of the source).
  */
-async function replacePartitions(warehouse: Warehouse, target: OutputTarget, table: string, source: string, dates: readonly string[]): Promise<void> {
+async function replacePartitions(
+  warehouse: Warehouse,
+  target: OutputTarget,
+  table: string,
+  source: string,
+  dates: readonly string[],
+): Promise<void> {
   const scratch = target.scratch(table);
   const { date: dateExpr, source: sourceColumn = 'source' } = LAKE_TABLES[table]!;
   // rollups_daily's own `date` is the partition column; the others get one (and a `source`, if named otherwise).
-  const columns = ['*', ...(dateExpr === 'date' ? [] : [`${dateExpr} AS date`]), ...(sourceColumn === 'source' ? [] : [`${sourceColumn} AS source`])].join(', ');
+  const columns = [
+    '*',
+    ...(dateExpr === 'date' ? [] : [`${dateExpr} AS date`]),
+    ...(sourceColumn === 'source' ? [] : [`${sourceColumn} AS source`]),
+  ].join(', ');
   const rows = join(scratch, 'dates.parquet');
   try {
     // A range rather than the list of dates: DuckDB joins a long IN list, which takes memory the writer needs.
@@ -199,7 +215,9 @@ export interface ManifestTable {
  * the lake matched the warehouse).
  */
 export async function finishLake(
-  warehouse: Warehouse, target: OutputTarget, run: { runId: string; now: () => number; sources: readonly string[] },
+  warehouse: Warehouse,
+  target: OutputTarget,
+  run: { runId: string; now: () => number; sources: readonly string[] },
 ): Promise<void> {
   await drainLake(warehouse, target);
   await warehouse.exclusive(async () => {
@@ -209,7 +227,9 @@ export async function finishLake(
         for (const table of RUN_TABLES) {
           const file = join(scratch, `${table}-${source}.parquet`);
           // The source is the partition: in the path, not in the file (as COPY … PARTITION_BY writes).
-          await warehouse.sql(`COPY (SELECT * EXCLUDE (source) FROM ${table} WHERE source = ${sqlString(source)}) TO ${sqlString(file)} (${PARQUET_OPTIONS})`);
+          await warehouse.sql(
+            `COPY (SELECT * EXCLUDE (source) FROM ${table} WHERE source = ${sqlString(source)}) TO ${sqlString(file)} (${PARQUET_OPTIONS})`,
+          );
           await target.putFile(`${table}/source=${source}/data.parquet`, file);
         }
       }

@@ -27,7 +27,13 @@ export interface LeaseConfig {
  * conditional writes, then takes a lease on the published warehouse and on each source of the lake,
  * renewed a third of the TTL apart. Null when nothing needs one. Used by `sync` and `push`.
  */
-export async function takeLeases(config: LeaseConfig, sources: readonly string[], runId: string, clock: Clock, logger: Pick<Logger, 'warn'>): Promise<Leases | null> {
+export async function takeLeases(
+  config: LeaseConfig,
+  sources: readonly string[],
+  runId: string,
+  clock: Clock,
+  logger: Pick<Logger, 'warn'>,
+): Promise<Leases | null> {
   const dbInBucket = isS3Url(config.db);
   const lakeInBucket = config.out !== null && isS3Url(config.out);
   if (config.lease === 'off' || (!dbInBucket && !lakeInBucket)) return null;
@@ -45,10 +51,14 @@ export async function takeLeases(config: LeaseConfig, sources: readonly string[]
   const first = await loadBucket(places[0]!.bucket);
   const ignored = await conditionalWritesIgnored(first, `${places[0]!.key}.probe-${runId}`);
   if (ignored !== null) {
-    throw new CostsyncError('CS_ERR_S3_NO_CONDITIONAL_WRITES', `The server of s3://${first.name} ignores conditional writes (${ignored}), so runners on different machines cannot be kept apart.`, {
-      exitCode: ExitCode.USAGE,
-      hint: 'Use a server that honours If-None-Match and If-Match (AWS S3, Ceph, MinIO, R2, GCS), or pass --lease off and keep runs apart by other means (a CronJob with concurrencyPolicy: Forbid).',
-    });
+    throw new CostsyncError(
+      'CS_ERR_S3_NO_CONDITIONAL_WRITES',
+      `The server of s3://${first.name} ignores conditional writes (${ignored}), so runners on different machines cannot be kept apart.`,
+      {
+        exitCode: ExitCode.USAGE,
+        hint: 'Use a server that honours If-None-Match and If-Match (AWS S3, Ceph, MinIO, R2, GCS), or pass --lease off and keep runs apart by other means (a CronJob with concurrencyPolicy: Forbid).',
+      },
+    );
   }
   const held: Lease[] = [];
   const release = async () => {
@@ -57,15 +67,20 @@ export async function takeLeases(config: LeaseConfig, sources: readonly string[]
   try {
     for (const place of places) {
       const bucket = place.bucket === first.name ? first : await loadBucket(place.bucket);
-      held.push(await Lease.acquire(bucket, place.key, { ttlMs: config.leaseTtlMs, now: () => clock.now(), runId, notice: (m) => logger.warn(m) }));
+      held.push(
+        await Lease.acquire(bucket, place.key, { ttlMs: config.leaseTtlMs, now: () => clock.now(), runId, notice: (m) => logger.warn(m) }),
+      );
     }
   } catch (error) {
     await release().catch(() => undefined);
     throw error;
   }
-  const timer = setInterval(() => {
-    for (const lease of held) lease.renew().catch((e: unknown) => logger.warn(`could not renew the lease: ${describeError(e)}`));
-  }, Math.max(1000, config.leaseTtlMs / 3));
+  const timer = setInterval(
+    () => {
+      for (const lease of held) lease.renew().catch((e: unknown) => logger.warn(`could not renew the lease: ${describeError(e)}`));
+    },
+    Math.max(1000, config.leaseTtlMs / 3),
+  );
   timer.unref();
   return {
     check: () => {

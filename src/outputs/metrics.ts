@@ -11,9 +11,19 @@ interface Queryable {
 
 export interface MetricFacts {
   runs: {
-    source: string; run_id: string; outcome: string; started_s: number; ended_s: number | null; duration_s: number | null;
-    requests: number; retries: number; rate_limited: number; warnings: number; notifications_sent: number;
-    notification_failures: number; last_success_s: number | null;
+    source: string;
+    run_id: string;
+    outcome: string;
+    started_s: number;
+    ended_s: number | null;
+    duration_s: number | null;
+    requests: number;
+    retries: number;
+    rate_limited: number;
+    warnings: number;
+    notifications_sent: number;
+    notification_failures: number;
+    last_success_s: number | null;
   }[];
   streams: { source: string; stream: string; inserted: number; updated: number; deleted: number; responses: Record<string, number> }[];
   openAnomalies: { source: string; severity: string; n: number }[];
@@ -48,32 +58,96 @@ export function prometheusText(facts: MetricFacts): string {
     if (present.length === 0) return;
     out.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
     for (const [labels, value] of present) {
-      const l = Object.entries(labels).map(([k, v]) => `${k}="${label(v)}"`).join(',');
+      const l = Object.entries(labels)
+        .map(([k, v]) => `${k}="${label(v)}"`)
+        .join(',');
       out.push(`${name}${l ? `{${l}}` : ''} ${value}`);
     }
   };
   const runs = facts.runs;
-  metric('costsync_last_run_timestamp_seconds', 'When the last run of the source ended (Unix time).', runs.map((r) => [{ source: r.source }, r.ended_s]));
-  metric('costsync_last_success_timestamp_seconds', 'When the last successful run of the source ended (Unix time).', runs.map((r) => [{ source: r.source }, r.last_success_s]));
-  metric('costsync_last_run_duration_seconds', 'How long the last run of the source took.', runs.map((r) => [{ source: r.source }, r.duration_s]));
-  metric('costsync_last_run_outcome', 'The last run\'s outcome: 1 for the outcome it had, 0 for the others.',
-    runs.flatMap((r) => OUTCOMES.map((o): [Record<string, string>, number] => [{ source: r.source, outcome: o }, r.outcome === o ? 1 : 0])));
-  metric('costsync_last_run_rows', 'Rows the last run inserted, updated and deleted, per stream.',
-    facts.streams.flatMap((s) => (['inserted', 'updated', 'deleted'] as const).map((c): [Record<string, string>, number] => [{ source: s.source, stream: s.stream, change: c }, s[c]])));
-  metric('costsync_last_run_requests', 'Requests the last run made, by endpoint (stream) and HTTP status.',
-    facts.streams.flatMap((s) => Object.entries(s.responses).map(([status, n]): [Record<string, string>, number] => [{ source: s.source, endpoint: s.stream, status }, n])));
-  metric('costsync_last_run_retries', 'Requests the last run retried.', runs.map((r) => [{ source: r.source }, r.retries]));
-  metric('costsync_last_run_rate_limited', 'Responses 429 (rate limited) in the last run.', runs.map((r) => [{ source: r.source }, r.rate_limited]));
-  metric('costsync_last_run_warnings', 'Warnings the last run recorded.', runs.map((r) => [{ source: r.source }, r.warnings]));
-  metric('costsync_last_run_notification_failures', 'Notification events the last run could not send (they wait for the next run).', runs.map((r) => [{ source: r.source }, r.notification_failures]));
+  metric(
+    'costsync_last_run_timestamp_seconds',
+    'When the last run of the source ended (Unix time).',
+    runs.map((r) => [{ source: r.source }, r.ended_s]),
+  );
+  metric(
+    'costsync_last_success_timestamp_seconds',
+    'When the last successful run of the source ended (Unix time).',
+    runs.map((r) => [{ source: r.source }, r.last_success_s]),
+  );
+  metric(
+    'costsync_last_run_duration_seconds',
+    'How long the last run of the source took.',
+    runs.map((r) => [{ source: r.source }, r.duration_s]),
+  );
+  metric(
+    'costsync_last_run_outcome',
+    "The last run's outcome: 1 for the outcome it had, 0 for the others.",
+    runs.flatMap((r) => OUTCOMES.map((o): [Record<string, string>, number] => [{ source: r.source, outcome: o }, r.outcome === o ? 1 : 0])),
+  );
+  metric(
+    'costsync_last_run_rows',
+    'Rows the last run inserted, updated and deleted, per stream.',
+    facts.streams.flatMap((s) =>
+      (['inserted', 'updated', 'deleted'] as const).map((c): [Record<string, string>, number] => [
+        { source: s.source, stream: s.stream, change: c },
+        s[c],
+      ]),
+    ),
+  );
+  metric(
+    'costsync_last_run_requests',
+    'Requests the last run made, by endpoint (stream) and HTTP status.',
+    facts.streams.flatMap((s) =>
+      Object.entries(s.responses).map(([status, n]): [Record<string, string>, number] => [
+        { source: s.source, endpoint: s.stream, status },
+        n,
+      ]),
+    ),
+  );
+  metric(
+    'costsync_last_run_retries',
+    'Requests the last run retried.',
+    runs.map((r) => [{ source: r.source }, r.retries]),
+  );
+  metric(
+    'costsync_last_run_rate_limited',
+    'Responses 429 (rate limited) in the last run.',
+    runs.map((r) => [{ source: r.source }, r.rate_limited]),
+  );
+  metric(
+    'costsync_last_run_warnings',
+    'Warnings the last run recorded.',
+    runs.map((r) => [{ source: r.source }, r.warnings]),
+  );
+  metric(
+    'costsync_last_run_notification_failures',
+    'Notification events the last run could not send (they wait for the next run).',
+    runs.map((r) => [{ source: r.source }, r.notification_failures]),
+  );
   const open = new Map(facts.openAnomalies.map((a) => [`${a.source}\u0000${a.severity}`, a.n]));
-  metric('costsync_open_anomalies', 'Anomalies still new or acknowledged, by severity.',
-    runs.flatMap((r) => SEVERITIES.map((s): [Record<string, string>, number] => [{ source: r.source, severity: s }, open.get(`${r.source}\u0000${s}`) ?? 0])));
-  metric('costsync_latest_day_spend_usd', 'Spend on the latest day with data, per provider, in US dollars.', facts.latestSpend.map((s) => [{ source: s.source, provider: s.provider }, s.cost_usd]));
-  metric('costsync_latest_day_timestamp_seconds', 'The latest day with data (Unix time of its start, UTC).',
-    [...new Map(facts.latestSpend.map((s) => [s.source, s.day_s])).entries()].map(([source, day]) => [{ source }, day]));
-  metric('costsync_outbox_pending', 'Derived outputs committed but not yet in place (lake partitions, manifests, the published warehouse, notifications); the next run finishes them.',
-    facts.outboxPending.map((p) => [{ output: p.output }, p.n]));
+  metric(
+    'costsync_open_anomalies',
+    'Anomalies still new or acknowledged, by severity.',
+    runs.flatMap((r) =>
+      SEVERITIES.map((s): [Record<string, string>, number] => [{ source: r.source, severity: s }, open.get(`${r.source}\u0000${s}`) ?? 0]),
+    ),
+  );
+  metric(
+    'costsync_latest_day_spend_usd',
+    'Spend on the latest day with data, per provider, in US dollars.',
+    facts.latestSpend.map((s) => [{ source: s.source, provider: s.provider }, s.cost_usd]),
+  );
+  metric(
+    'costsync_latest_day_timestamp_seconds',
+    'The latest day with data (Unix time of its start, UTC).',
+    [...new Map(facts.latestSpend.map((s) => [s.source, s.day_s])).entries()].map(([source, day]) => [{ source }, day]),
+  );
+  metric(
+    'costsync_outbox_pending',
+    'Derived outputs committed but not yet in place (lake partitions, manifests, the published warehouse, notifications); the next run finishes them.',
+    facts.outboxPending.map((p) => [{ output: p.output }, p.n]),
+  );
   return `${out.join('\n')}\n`;
 }
 

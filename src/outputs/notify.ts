@@ -33,10 +33,16 @@ export function parseWebhook(url: string, from: string): Webhook {
   try {
     parsed = new URL(url);
   } catch {
-    throw new ConfigError(`${from}: a webhook URL is not a URL.`, 'Pass the full https:// URL your receiver gave you (Slack, Mattermost, a Teams workflow).');
+    throw new ConfigError(
+      `${from}: a webhook URL is not a URL.`,
+      'Pass the full https:// URL your receiver gave you (Slack, Mattermost, a Teams workflow).',
+    );
   }
   if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && isLoopbackHost(parsed.hostname))) {
-    throw new ConfigError(`${from}: a webhook URL must use https (plain http only on a loopback address); one uses ${parsed.protocol.replace(':', '')}.`, 'Use the https:// URL of the receiver.');
+    throw new ConfigError(
+      `${from}: a webhook URL must use https (plain http only on a loopback address); one uses ${parsed.protocol.replace(':', '')}.`,
+      'Use the https:// URL of the receiver.',
+    );
   }
   return { id: shortHash(url, 16), url };
 }
@@ -57,7 +63,12 @@ export function eventLine(e: NotifyEvent & { event_id?: string }): string {
     case 'severity_rose':
     case 'status_changed': {
       const dev = typeof e.deviation_percent === 'number' ? ` (${formatPercent(e.deviation_percent)})` : '';
-      const what = e.kind === 'anomaly' ? 'new' : e.kind === 'severity_rose' ? `severity rose from ${String(e.previous_severity)}` : `status ${String(e.previous_status)} -> ${String(e.status)}`;
+      const what =
+        e.kind === 'anomaly'
+          ? 'new'
+          : e.kind === 'severity_rose'
+            ? `severity rose from ${String(e.previous_severity)}`
+            : `status ${String(e.previous_status)} -> ${String(e.status)}`;
       return `${where} ${String(e.severity).toUpperCase()} anomaly (${what}): ${String(e.provider)} / ${String(e.service)}: ${usd(e.actual_cost)} vs ${usd(e.expected_cost)} expected${dev}, detected ${String(e.detected_at)}`;
     }
     case 'run_failed':
@@ -93,33 +104,48 @@ export const DEFAULT_SEND: SendOptions = { format: 'json', timeoutMs: 10_000, re
 
 /** POSTs a body to a webhook, retrying with backoff; an error never carries the URL. */
 export async function postWebhook(target: Webhook, body: unknown, options: SendOptions): Promise<void> {
-  await pRetry(async () => {
-    let status: number;
-    try {
-      const res = await request(target.url, {
-        method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' },
-        headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs, signal: AbortSignal.timeout(options.timeoutMs),
-      });
-      status = res.statusCode;
-      await res.body.dump();
-    } catch (cause) {
-      throw new CostsyncError('CS_ERR_NOTIFY', `The webhook ${target.id} did not answer: ${(cause as Error).name}${(cause as { code?: string }).code ? ` (${(cause as { code: string }).code})` : ''}.`, {
-        hint: 'Check that the receiver is up; the events are sent again on the next run.',
-      });
-    }
-    if (status < 200 || status >= 300) {
-      throw new CostsyncError('CS_ERR_NOTIFY', `The webhook ${target.id} answered HTTP ${status}.`, {
-        hint: 'Check the webhook URL and the receiver; the events are sent again on the next run.',
-      });
-    }
-  }, { retries: options.retries, minTimeout: options.minBackoffMs, factor: 2, randomize: true });
+  await pRetry(
+    async () => {
+      let status: number;
+      try {
+        const res = await request(target.url, {
+          method: 'POST',
+          body: JSON.stringify(body),
+          headers: { 'content-type': 'application/json' },
+          headersTimeout: options.timeoutMs,
+          bodyTimeout: options.timeoutMs,
+          signal: AbortSignal.timeout(options.timeoutMs),
+        });
+        status = res.statusCode;
+        await res.body.dump();
+      } catch (cause) {
+        throw new CostsyncError(
+          'CS_ERR_NOTIFY',
+          `The webhook ${target.id} did not answer: ${(cause as Error).name}${(cause as { code?: string }).code ? ` (${(cause as { code: string }).code})` : ''}.`,
+          {
+            hint: 'Check that the receiver is up; the events are sent again on the next run.',
+          },
+        );
+      }
+      if (status < 200 || status >= 300) {
+        throw new CostsyncError('CS_ERR_NOTIFY', `The webhook ${target.id} answered HTTP ${status}.`, {
+          hint: 'Check the webhook URL and the receiver; the events are sent again on the next run.',
+        });
+      }
+    },
+    { retries: options.retries, minTimeout: options.minBackoffMs, factor: 2, randomize: true },
+  );
 }
 
 /**
  * Sends one event straight to each webhook, outside the outbox (a test message; a run that could not
  * open the warehouse). One retry. Returns each webhook's fingerprint and, when it failed, why (no URL).
  */
-export async function sendNow(urls: readonly string[], event: NotifyEvent & { event_id: string }, format: 'json' | 'slack'): Promise<{ id: string; error?: string }[]> {
+export async function sendNow(
+  urls: readonly string[],
+  event: NotifyEvent & { event_id: string },
+  format: 'json' | 'slack',
+): Promise<{ id: string; error?: string }[]> {
   const results: { id: string; error?: string }[] = [];
   for (const url of new Set(urls)) {
     const target = parseWebhook(url, '--notify');
@@ -139,13 +165,18 @@ export async function sendNow(urls: readonly string[], event: NotifyEvent & { ev
  * events sent and sends failed.
  */
 export async function drainNotifications(
-  warehouse: Warehouse, targets: readonly Webhook[], options: SendOptions & { now: () => number; warn: (message: string) => void },
+  warehouse: Warehouse,
+  targets: readonly Webhook[],
+  options: SendOptions & { now: () => number; warn: (message: string) => void },
 ): Promise<Map<string, { sent: number; failed: number }>> {
   const counts = new Map<string, { sent: number; failed: number }>();
   const count = (source: string) => counts.get(source) ?? counts.set(source, { sent: 0, failed: 0 }).get(source)!;
   for (const target of targets) {
     for (;;) {
-      const rows = await warehouse.query<{ event_id: string; source: string; kind: string; event: string }>('notify/pending', [target.id, EVENTS_PER_MESSAGE]);
+      const rows = await warehouse.query<{ event_id: string; source: string; kind: string; event: string }>('notify/pending', [
+        target.id,
+        EVENTS_PER_MESSAGE,
+      ]);
       if (rows.length === 0) break;
       const events = rows.map((r) => ({ ...(JSON.parse(r.event) as NotifyEvent), event_id: r.event_id }));
       const ids = rows.map((r) => r.event_id).join(',');
@@ -158,7 +189,9 @@ export async function drainNotifications(
         for (const r of rows) count(r.source).failed += 1;
         break;
       }
-      await warehouse.transaction(() => warehouse.run('notify/mark_sent', [target.id, ids, new Date(options.now()).toISOString()]), { publish: false });
+      await warehouse.transaction(() => warehouse.run('notify/mark_sent', [target.id, ids, new Date(options.now()).toISOString()]), {
+        publish: false,
+      });
       for (const r of rows) count(r.source).sent += 1;
     }
   }

@@ -33,14 +33,17 @@ export const COMPACT_FREE_RATIO = 0.25;
 export type PublishDestination =
   | { kind: 'file'; path: string }
   | {
-    kind: 'bucket'; bucket: () => Promise<Bucket>; key: string; url: string;
-    /**
-     * With a lease: the ETag of the published warehouse this run started from (null: none yet). Every
-     * upload is conditional on it (`If-Match`, or `If-None-Match: *`), and then moves it on, so a run
-     * that lost its lease cannot overwrite a newer warehouse.
-     */
-    fence?: { etag: string | null };
-  };
+      kind: 'bucket';
+      bucket: () => Promise<Bucket>;
+      key: string;
+      url: string;
+      /**
+       * With a lease: the ETag of the published warehouse this run started from (null: none yet). Every
+       * upload is conditional on it (`If-Match`, or `If-None-Match: *`), and then moves it on, so a run
+       * that lost its lease cannot overwrite a newer warehouse.
+       */
+      fence?: { etag: string | null };
+    };
 
 export function publishDestination(db: string, bucket?: Bucket): PublishDestination {
   if (!isS3Url(db)) return { kind: 'file', path: resolve(db) };
@@ -63,7 +66,10 @@ export function remoteWarehouse(destination: PublishDestination): RemoteWarehous
 export function logPublish(logger: Pick<Logger, 'info'>, result: PublishResult | null): void {
   if (result === null) return;
   logger.info(`published ${result.path} (${result.bytes} bytes, ${result.seconds.toFixed(2)} s)`, {
-    file: result.path, bytes: result.bytes, seconds: result.seconds, method: result.method,
+    file: result.path,
+    bytes: result.bytes,
+    seconds: result.seconds,
+    method: result.method,
   });
 }
 
@@ -83,7 +89,9 @@ export interface PublishResult {
  * in the run's row of `sync_runs` (in the published warehouse too).
  */
 export async function publish(
-  warehouse: Warehouse, destination: PublishDestination | string, run: { runId: string | null; now: () => number },
+  warehouse: Warehouse,
+  destination: PublishDestination | string,
+  run: { runId: string | null; now: () => number },
   options: { force?: boolean; method?: 'auto' | PublishResult['method'] } = {},
 ): Promise<PublishResult | null> {
   const to = typeof destination === 'string' ? publishDestination(destination) : destination;
@@ -126,7 +134,13 @@ export async function publish(
         await warehouse.run('outbox/done', ['publish', 'upload']);
       });
     }
-    return { path: where, bytes: snapshot.bytes, seconds: (run.now() - started) / 1000, method: snapshot.method, heldSeconds: snapshot.heldSeconds };
+    return {
+      path: where,
+      bytes: snapshot.bytes,
+      seconds: (run.now() - started) / 1000,
+      method: snapshot.method,
+      heldSeconds: snapshot.heldSeconds,
+    };
   } catch (cause) {
     await rm(tmp, { force: true });
     await rm(`${tmp}.wal`, { force: true });
@@ -134,7 +148,9 @@ export async function publish(
     if (isFenced(cause)) throw cause;
     if (cause instanceof CostsyncError && to.kind === 'bucket') {
       throw new CostsyncError(cause.code, `Cannot publish the warehouse to ${where}: ${cause.message}`, {
-        hint: `${cause.hint ?? ''} The data is safe in the working copy, and the next run publishes it.`.trim(), exitCode: cause.exitCode, cause,
+        hint: `${cause.hint ?? ''} The data is safe in the working copy, and the next run publishes it.`.trim(),
+        exitCode: cause.exitCode,
+        cause,
       });
     }
     throw new CostsyncError('CS_ERR_PUBLISH', `Cannot publish the warehouse to ${where}: ${(cause as Error).message}`, {
@@ -146,10 +162,15 @@ export async function publish(
 
 /** The published warehouse is not the one this run started from: another run published meanwhile. */
 function changedSince(url: string, cause?: unknown): CostsyncError {
-  return new FencedError('CS_ERR_WAREHOUSE_CHANGED', `${url} was published by another run since this run started (this run's lease was taken over); this run did not overwrite it.`, {
-    exitCode: ExitCode.LOCKED, cause,
-    hint: 'What this run committed is in its working copy in --state-dir (lost only if the container is). Run again when the other run has finished: the next run starts from the newer warehouse.',
-  });
+  return new FencedError(
+    'CS_ERR_WAREHOUSE_CHANGED',
+    `${url} was published by another run since this run started (this run's lease was taken over); this run did not overwrite it.`,
+    {
+      exitCode: ExitCode.LOCKED,
+      cause,
+      hint: 'What this run committed is in its working copy in --state-dir (lost only if the container is). Run again when the other run has finished: the next run starts from the newer warehouse.',
+    },
+  );
 }
 
 /**
@@ -159,13 +180,18 @@ function changedSince(url: string, cause?: unknown): CostsyncError {
  * upload is due, and records the publish once the object is in place.
  */
 async function takeSnapshot(
-  warehouse: Warehouse, tmp: string, run: { runId: string | null; now: () => number }, method: 'auto' | PublishResult['method'], local: boolean,
+  warehouse: Warehouse,
+  tmp: string,
+  run: { runId: string | null; now: () => number },
+  method: 'auto' | PublishResult['method'],
+  local: boolean,
 ): Promise<{ bytes: number; method: PublishResult['method']; at: string; recordedSeconds: number }> {
   const started = run.now();
   await warehouse.sql('CHECKPOINT');
   const [size] = await warehouse.query<{ total_blocks: number; free_blocks: number }>('publish/database_size');
-  const compact = method === 'compact'
-    || (method === 'auto' && size !== undefined && size.total_blocks > 0 && size.free_blocks / size.total_blocks > COMPACT_FREE_RATIO);
+  const compact =
+    method === 'compact' ||
+    (method === 'auto' && size !== undefined && size.total_blocks > 0 && size.free_blocks / size.total_blocks > COMPACT_FREE_RATIO);
   const alias = '_costsync_publish';
   const self = await currentDatabase(warehouse);
   try {
@@ -211,7 +237,6 @@ async function currentDatabase(warehouse: Warehouse): Promise<string> {
   return `"${row!.db.replaceAll('"', '""')}"`;
 }
 
-
 /** Where downloaded warehouses are kept: COSTSYNC_CACHE_DIR, else the user's cache directory. */
 export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.COSTSYNC_CACHE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'costsync');
@@ -228,7 +253,8 @@ export async function readableCopy(db: string, options: { cache?: string; bucket
   const head = await bucket.head(to.key);
   if (head === null) {
     throw new CostsyncError('CS_ERR_DB_MISSING', `There is no warehouse at ${to.url}.`, {
-      exitCode: ExitCode.USAGE, hint: 'Run costsync sync with the same --db first, or correct the URL.',
+      exitCode: ExitCode.USAGE,
+      hint: 'Run costsync sync with the same --db first, or correct the URL.',
     });
   }
   const dir = options.cache ?? cacheDir();

@@ -18,7 +18,10 @@ export function isS3Url(value: string): boolean {
 export function parseS3Url(value: string, flag: string): S3Location {
   const match = /^s3:\/\/([^/]+)\/?(.*)$/i.exec(value);
   if (!match || !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(match[1]!)) {
-    throw new ConfigError(`${flag} ${value} does not name a bucket.`, `Write it as s3://BUCKET/${flag === '--db' ? 'KEY.duckdb' : 'PREFIX'} (a bucket name of 3 to 63 lower-case letters, digits, dots and dashes).`);
+    throw new ConfigError(
+      `${flag} ${value} does not name a bucket.`,
+      `Write it as s3://BUCKET/${flag === '--db' ? 'KEY.duckdb' : 'PREFIX'} (a bucket name of 3 to 63 lower-case letters, digits, dots and dashes).`,
+    );
   }
   return { bucket: match[1]!, key: match[2]! };
 }

@@ -11,8 +11,14 @@ import { rename, rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import {
-  AbortMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListMultipartUploadsCommand,
-  ListObjectsV2Command, PutObjectCommand, S3Client,
+  AbortMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import pRetry from 'p-retry';
@@ -21,7 +27,7 @@ import { bareEtag, s3Url } from './s3-url.js';
 
 /** The IAM actions costsync needs, named in errors so a person knows what to grant. */
 export type S3Action =
-  | 's3:PutObject' | 's3:GetObject' | 's3:DeleteObject' | 's3:ListBucket' | 's3:AbortMultipartUpload' | 's3:ListBucketMultipartUploads';
+  's3:PutObject' | 's3:GetObject' | 's3:DeleteObject' | 's3:ListBucket' | 's3:AbortMultipartUpload' | 's3:ListBucketMultipartUploads';
 
 /** S3's smallest part (all but the last). */
 const MIN_PART_SIZE = 5 * 1024 * 1024;
@@ -60,7 +66,19 @@ export class S3Error extends CostsyncError {
   readonly bucket: string;
   readonly key: string;
 
-  constructor(code: ErrorCode, message: string, options: { action: S3Action; bucket: string; key: string; statusCode?: number | undefined; hint: string; exitCode: ExitCode; cause: unknown }) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: {
+      action: S3Action;
+      bucket: string;
+      key: string;
+      statusCode?: number | undefined;
+      hint: string;
+      exitCode: ExitCode;
+      cause: unknown;
+    },
+  ) {
     super(code, message, options);
     this.name = 'S3Error';
     this.statusCode = options.statusCode;
@@ -80,34 +98,54 @@ export function toS3Error(error: unknown, op: { action: S3Action; bucket: string
   const base = { ...op, statusCode: status, cause: error };
   if (name === 'CredentialsProviderError' || /could not load credentials/i.test(e.message ?? '')) {
     return new S3Error('CS_ERR_S3_CREDENTIALS', `No AWS credentials for ${op.action} on ${where}.`, {
-      ...base, exitCode: ExitCode.AUTH,
+      ...base,
+      exitCode: ExitCode.AUTH,
       hint: 'Give credentials the AWS way: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, SSO, or a role (IRSA, Pod Identity, ECS task, instance profile).',
     });
   }
   if (/region is missing/i.test(e.message ?? '')) {
     return new S3Error('CS_ERR_S3_REGION', `No AWS region for ${where}.`, {
-      ...base, exitCode: ExitCode.USAGE, hint: 'Set AWS_REGION (or a region in the AWS profile); for another S3-compatible server, any region it accepts, such as us-east-1.',
+      ...base,
+      exitCode: ExitCode.USAGE,
+      hint: 'Set AWS_REGION (or a region in the AWS profile); for another S3-compatible server, any region it accepts, such as us-east-1.',
     });
   }
-  if (name === 'AccessDenied' || name === 'Forbidden' || name === 'InvalidAccessKeyId' || name === 'SignatureDoesNotMatch' || status === 403) {
+  if (
+    name === 'AccessDenied' ||
+    name === 'Forbidden' ||
+    name === 'InvalidAccessKeyId' ||
+    name === 'SignatureDoesNotMatch' ||
+    status === 403
+  ) {
     return new S3Error('CS_ERR_S3_ACCESS_DENIED', `Access denied: ${op.action} on ${where} (${name}).`, {
-      ...base, exitCode: ExitCode.AUTH,
+      ...base,
+      exitCode: ExitCode.AUTH,
       hint: `Grant ${op.action} on ${op.action === 's3:ListBucket' || op.action === 's3:ListBucketMultipartUploads' ? `arn:aws:s3:::${op.bucket}` : `arn:aws:s3:::${op.bucket}/${op.key.replace(/[^/]*$/, '')}*`} to the credentials costsync runs with, or check the key pair.`,
     });
   }
   if (status === 412 || name === 'PreconditionFailed') {
     return new S3Error('CS_ERR_S3_PRECONDITION', `${where} changed since this run read it (${op.action} refused: precondition failed).`, {
-      ...base, exitCode: ExitCode.LOCKED, hint: 'Another run wrote it meanwhile: nothing was overwritten.',
+      ...base,
+      exitCode: ExitCode.LOCKED,
+      hint: 'Another run wrote it meanwhile: nothing was overwritten.',
     });
   }
   if (name === 'NoSuchBucket') {
     return new S3Error('CS_ERR_S3_NO_BUCKET', `The bucket ${op.bucket} does not exist (${op.action} on ${where}).`, {
-      ...base, exitCode: ExitCode.USAGE, hint: 'Create the bucket, or correct the s3:// URL (and AWS_ENDPOINT_URL_S3 for another server).',
+      ...base,
+      exitCode: ExitCode.USAGE,
+      hint: 'Create the bucket, or correct the s3:// URL (and AWS_ENDPOINT_URL_S3 for another server).',
     });
   }
-  return new S3Error('CS_ERR_S3', `${op.action} on ${where} failed: ${name}${status !== undefined ? ` (HTTP ${status})` : ''}: ${(e.message ?? '').split('\n')[0]}`, {
-    ...base, exitCode: ExitCode.FAILED, hint: 'The SDK retried it; check the endpoint and the network. Nothing committed is lost: the next run tries again.',
-  });
+  return new S3Error(
+    'CS_ERR_S3',
+    `${op.action} on ${where} failed: ${name}${status !== undefined ? ` (HTTP ${status})` : ''}: ${(e.message ?? '').split('\n')[0]}`,
+    {
+      ...base,
+      exitCode: ExitCode.FAILED,
+      hint: 'The SDK retried it; check the endpoint and the network. Nothing committed is lost: the next run tries again.',
+    },
+  );
 }
 
 /**
@@ -120,7 +158,8 @@ export async function conditionalWritesIgnored(bucket: Bucket, key: string): Pro
   try {
     if ((await bucket.putIf(key, '1', { ifNoneMatch: '*' })) === null) return 'a create with If-None-Match: * of an absent key was refused';
     if ((await bucket.putIf(key, '2', { ifNoneMatch: '*' })) !== null) return 'a second create with If-None-Match: * overwrote the object';
-    if ((await bucket.putIf(key, '3', { ifMatch: '"00000000000000000000000000000000"' })) !== null) return 'a write with If-Match on a wrong ETag overwrote the object';
+    if ((await bucket.putIf(key, '3', { ifMatch: '"00000000000000000000000000000000"' })) !== null)
+      return 'a write with If-Match on a wrong ETag overwrote the object';
     return null;
   } finally {
     await bucket.delete(key);
@@ -134,7 +173,7 @@ function isNotFound(error: unknown): boolean {
 
 /** Errors that another attempt cannot fix. */
 function isPermanent(error: S3Error): boolean {
-  return error.code !== 'CS_ERR_S3' satisfies ErrorCode;
+  return error.code !== ('CS_ERR_S3' satisfies ErrorCode);
 }
 
 /** A bucket with a client from the default chain. */
@@ -144,7 +183,10 @@ export function openBucket(name: string): Bucket {
 
 /** One bucket: the few operations costsync uses, each turning failures into an `S3Error`. */
 export class Bucket {
-  constructor(readonly client: S3Client, readonly name: string) {}
+  constructor(
+    readonly client: S3Client,
+    readonly name: string,
+  ) {}
 
   private async call<T>(action: S3Action, key: string, fn: () => Promise<T>): Promise<T> {
     try {
@@ -160,21 +202,30 @@ export class Bucket {
    * the new one, never a part. Returns the object's ETag (read back when the server gives none).
    */
   async putFile(key: string, file: string, conditions: { ifMatch?: string; ifNoneMatch?: string } = {}): Promise<string> {
-    return pRetry(async () => {
-      const etag = await this.call('s3:PutObject', key, async () => {
-        const upload = new Upload({
-          client: this.client, partSize: partSize(), queueSize: PARTS_IN_PARALLEL, leavePartsOnError: false,
-          params: {
-            Bucket: this.name, Key: key, Body: createReadStream(file), ContentLength: statSync(file).size,
-            ...(conditions.ifMatch !== undefined && { IfMatch: conditions.ifMatch }),
-            ...(conditions.ifNoneMatch !== undefined && { IfNoneMatch: conditions.ifNoneMatch }),
-          },
+    return pRetry(
+      async () => {
+        const etag = await this.call('s3:PutObject', key, async () => {
+          const upload = new Upload({
+            client: this.client,
+            partSize: partSize(),
+            queueSize: PARTS_IN_PARALLEL,
+            leavePartsOnError: false,
+            params: {
+              Bucket: this.name,
+              Key: key,
+              Body: createReadStream(file),
+              ContentLength: statSync(file).size,
+              ...(conditions.ifMatch !== undefined && { IfMatch: conditions.ifMatch }),
+              ...(conditions.ifNoneMatch !== undefined && { IfNoneMatch: conditions.ifNoneMatch }),
+            },
+          });
+          return (await upload.done()).ETag ?? '';
         });
-        return (await upload.done()).ETag ?? '';
-      });
-      // Some servers (Ceph) answer CompleteMultipartUpload with an empty ETag.
-      return etag !== '' ? etag : (await this.head(key))?.etag ?? '';
-    }, { retries: UPLOAD_ATTEMPTS - 1, minTimeout: 200, shouldRetry: (error) => !(error instanceof S3Error && isPermanent(error)) });
+        // Some servers (Ceph) answer CompleteMultipartUpload with an empty ETag.
+        return etag !== '' ? etag : ((await this.head(key))?.etag ?? '');
+      },
+      { retries: UPLOAD_ATTEMPTS - 1, minTimeout: 200, shouldRetry: (error) => !(error instanceof S3Error && isPermanent(error)) },
+    );
   }
 
   /**
@@ -184,10 +235,15 @@ export class Bucket {
    */
   async putIf(key: string, text: string, condition: { ifNoneMatch: '*' } | { ifMatch: string }): Promise<string | null> {
     try {
-      const out = await this.client.send(new PutObjectCommand({
-        Bucket: this.name, Key: key, Body: text, ContentType: 'application/json',
-        ...('ifNoneMatch' in condition ? { IfNoneMatch: '*' } : { IfMatch: bareEtag(condition.ifMatch) }),
-      }));
+      const out = await this.client.send(
+        new PutObjectCommand({
+          Bucket: this.name,
+          Key: key,
+          Body: text,
+          ContentType: 'application/json',
+          ...('ifNoneMatch' in condition ? { IfNoneMatch: '*' } : { IfMatch: bareEtag(condition.ifMatch) }),
+        }),
+      );
       return out.ETag ?? (await this.head(key))?.etag ?? '';
     } catch (error) {
       const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
@@ -205,15 +261,22 @@ export class Bucket {
     try {
       const command = new GetObjectCommand({ Bucket: this.name, Key: key });
       let serverDate: string | undefined;
-      command.middlewareStack.add((next) => async (args) => {
-        const result = await next(args);
-        serverDate = (result.response as { headers?: Record<string, string> }).headers?.date;
-        return result;
-      }, { step: 'deserialize', name: 'costsyncServerDate' });
+      command.middlewareStack.add(
+        (next) => async (args) => {
+          const result = await next(args);
+          serverDate = (result.response as { headers?: Record<string, string> }).headers?.date;
+          return result;
+        },
+        { step: 'deserialize', name: 'costsyncServerDate' },
+      );
       const out = await this.client.send(command);
       const now = serverDate === undefined ? NaN : Date.parse(serverDate);
       const modified = out.LastModified?.getTime() ?? NaN;
-      return { text: await out.Body!.transformToString(), etag: out.ETag ?? '', ageMs: Number.isFinite(now) && Number.isFinite(modified) ? Math.max(0, now - modified) : null };
+      return {
+        text: await out.Body!.transformToString(),
+        etag: out.ETag ?? '',
+        ageMs: Number.isFinite(now) && Number.isFinite(modified) ? Math.max(0, now - modified) : null,
+      };
     } catch (error) {
       if (isNotFound(error)) return null;
       throw toS3Error(error, { action: 's3:GetObject', bucket: this.name, key });
@@ -232,7 +295,9 @@ export class Bucket {
   }
 
   async putBytes(key: string, body: Uint8Array, contentType = 'application/octet-stream'): Promise<void> {
-    await this.call('s3:PutObject', key, () => this.client.send(new PutObjectCommand({ Bucket: this.name, Key: key, Body: body, ContentType: contentType })));
+    await this.call('s3:PutObject', key, () =>
+      this.client.send(new PutObjectCommand({ Bucket: this.name, Key: key, Body: body, ContentType: contentType })),
+    );
   }
 
   urlOf(key: string): string {
@@ -240,7 +305,9 @@ export class Bucket {
   }
 
   async putText(key: string, text: string, contentType = 'application/json'): Promise<void> {
-    await this.call('s3:PutObject', key, () => this.client.send(new PutObjectCommand({ Bucket: this.name, Key: key, Body: text, ContentType: contentType })));
+    await this.call('s3:PutObject', key, () =>
+      this.client.send(new PutObjectCommand({ Bucket: this.name, Key: key, Body: text, ContentType: contentType })),
+    );
   }
 
   async delete(key: string): Promise<void> {
@@ -278,7 +345,9 @@ export class Bucket {
     const keys: { key: string; size: number }[] = [];
     let token: string | undefined;
     do {
-      const out = await this.call('s3:ListBucket', prefix, () => this.client.send(new ListObjectsV2Command({ Bucket: this.name, Prefix: prefix, ContinuationToken: token })));
+      const out = await this.call('s3:ListBucket', prefix, () =>
+        this.client.send(new ListObjectsV2Command({ Bucket: this.name, Prefix: prefix, ContinuationToken: token })),
+      );
       for (const o of out.Contents ?? []) keys.push({ key: o.Key!, size: o.Size ?? 0 });
       token = out.IsTruncated ? out.NextContinuationToken : undefined;
     } while (token !== undefined);
@@ -293,7 +362,9 @@ export class Bucket {
     for (;;) {
       let out;
       try {
-        out = await this.client.send(new ListMultipartUploadsCommand({ Bucket: this.name, Prefix: prefix, KeyMarker: keyMarker, UploadIdMarker: idMarker }));
+        out = await this.client.send(
+          new ListMultipartUploadsCommand({ Bucket: this.name, Prefix: prefix, KeyMarker: keyMarker, UploadIdMarker: idMarker }),
+        );
       } catch (error) {
         // A server that cannot list uploads (s3rver, some gateways) has none costsync could abort.
         if ((error as { name?: string }).name === 'NotImplemented') return found;

@@ -80,10 +80,11 @@ function earliest(a: string | null, b: string | null): string | null {
  */
 export function planRun(state: WindowedStreamState, req: WindowRequest): { plan: PendingPlan; resumed: boolean } {
   const pending = state.pending;
-  const sameRequest = pending !== null
-    && (req.since === undefined || req.since === pending.from)
-    && (!req.fullRefresh || pending.fullRefresh)
-    && (req.dropBefore === undefined || pending.from >= req.dropBefore);
+  const sameRequest =
+    pending !== null &&
+    (req.since === undefined || req.since === pending.from) &&
+    (!req.fullRefresh || pending.fullRefresh) &&
+    (req.dropBefore === undefined || pending.from >= req.dropBefore);
   if (pending && sameRequest) {
     const windows = [...pending.windows];
     let to = pending.to;
@@ -129,7 +130,10 @@ export function mendFutureState(state: WindowedStreamState, today: string): { st
  * A stream's plan from its saved state, as a run makes it and `--dry-run` shows it: the state mended
  * first when it reaches past `req.today` (with the notice to log), then `planRun`. Pure.
  */
-export function planStream(saved: WindowedStreamState, req: WindowRequest): { state: WindowedStreamState; notice: string | null; plan: PendingPlan; resumed: boolean } {
+export function planStream(
+  saved: WindowedStreamState,
+  req: WindowRequest,
+): { state: WindowedStreamState; notice: string | null; plan: PendingPlan; resumed: boolean } {
   const mended = req.today === undefined ? null : mendFutureState(saved, req.today);
   const state = mended?.state ?? saved;
   return { state, notice: mended?.notice ?? null, ...planRun(state, req) };

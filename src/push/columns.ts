@@ -11,19 +11,59 @@ import { REQUIRED_INGEST_COLUMNS, extensionColumns } from '../focus/rules.js';
 export type ValueKind = 'string' | 'number' | 'count' | 'time' | 'currency' | 'category' | 'tags';
 
 const NUMBER_COLUMNS = [
-  'BilledCost', 'EffectiveCost', 'ListCost', 'ContractedCost', 'ListUnitPrice', 'ContractedUnitPrice', 'ConsumedQuantity',
-  'PricingQuantity', 'CommitmentDiscountQuantity', 'PricingCurrencyContractedUnitPrice', 'PricingCurrencyEffectiveCost',
+  'BilledCost',
+  'EffectiveCost',
+  'ListCost',
+  'ContractedCost',
+  'ListUnitPrice',
+  'ContractedUnitPrice',
+  'ConsumedQuantity',
+  'PricingQuantity',
+  'CommitmentDiscountQuantity',
+  'PricingCurrencyContractedUnitPrice',
+  'PricingCurrencyEffectiveCost',
   'PricingCurrencyListUnitPrice',
 ];
 const TIME_COLUMNS = ['ChargePeriodStart', 'ChargePeriodEnd', 'BillingPeriodStart', 'BillingPeriodEnd'];
 const CURRENCY_COLUMNS = ['BillingCurrency', 'PricingCurrency'];
 const STRING_COLUMNS = [
-  'AvailabilityZone', 'BillingAccountId', 'BillingAccountName', 'BillingAccountType', 'CapacityReservationId',
-  'CapacityReservationStatus', 'ChargeClass', 'ChargeDescription', 'ChargeFrequency', 'CommitmentDiscountCategory',
-  'CommitmentDiscountId', 'CommitmentDiscountName', 'CommitmentDiscountStatus', 'CommitmentDiscountType', 'CommitmentDiscountUnit',
-  'ConsumedUnit', 'InvoiceId', 'InvoiceIssuerName', 'PricingCategory', 'PricingUnit', 'ProviderName', 'PublisherName', 'RegionId',
-  'RegionName', 'ResourceId', 'ResourceName', 'ResourceType', 'ServiceCategory', 'ServiceName', 'ServiceSubcategory', 'SkuId',
-  'SkuMeter', 'SkuPriceDetails', 'SkuPriceId', 'SubAccountId', 'SubAccountName', 'SubAccountType',
+  'AvailabilityZone',
+  'BillingAccountId',
+  'BillingAccountName',
+  'BillingAccountType',
+  'CapacityReservationId',
+  'CapacityReservationStatus',
+  'ChargeClass',
+  'ChargeDescription',
+  'ChargeFrequency',
+  'CommitmentDiscountCategory',
+  'CommitmentDiscountId',
+  'CommitmentDiscountName',
+  'CommitmentDiscountStatus',
+  'CommitmentDiscountType',
+  'CommitmentDiscountUnit',
+  'ConsumedUnit',
+  'InvoiceId',
+  'InvoiceIssuerName',
+  'PricingCategory',
+  'PricingUnit',
+  'ProviderName',
+  'PublisherName',
+  'RegionId',
+  'RegionName',
+  'ResourceId',
+  'ResourceName',
+  'ResourceType',
+  'ServiceCategory',
+  'ServiceName',
+  'ServiceSubcategory',
+  'SkuId',
+  'SkuMeter',
+  'SkuPriceDetails',
+  'SkuPriceId',
+  'SubAccountId',
+  'SubAccountName',
+  'SubAccountType',
 ];
 
 /** Every FOCUS 1.2 column costsync knows, by its canonical name. */
@@ -62,8 +102,12 @@ export interface ColumnMapping {
 export function extensionKinds(vendor: string): Map<string, ValueKind> {
   const ext = extensionColumns(vendor);
   return new Map<string, ValueKind>([
-    [ext.model, 'string'], [ext.tokensInput, 'count'], [ext.tokensOutput, 'count'], [ext.tokensCacheRead, 'count'],
-    [ext.tokensCacheCreation, 'count'], [ext.lineItemId, 'string'],
+    [ext.model, 'string'],
+    [ext.tokensInput, 'count'],
+    [ext.tokensOutput, 'count'],
+    [ext.tokensCacheRead, 'count'],
+    [ext.tokensCacheCreation, 'count'],
+    [ext.lineItemId, 'string'],
   ]);
 }
 
@@ -83,7 +127,10 @@ export function canonicalColumn(name: string, vendor: string): { name: string; k
 /** Checks a parsed mapping file; throws ConfigError naming the bad entry. Pure. */
 export function parseMapping(value: unknown, path: string): ColumnMapping {
   const bad = (problem: string): never => {
-    throw new ConfigError(`--map ${path}: ${problem}`, 'The file holds {"columns": {"source column": "FOCUS column", …}, "constants": {"FOCUS column": value, …}}.');
+    throw new ConfigError(
+      `--map ${path}: ${problem}`,
+      'The file holds {"columns": {"source column": "FOCUS column", …}, "constants": {"FOCUS column": value, …}}.',
+    );
   };
   if (typeof value !== 'object' || value === null || Array.isArray(value)) bad('must be a JSON object');
   const obj = value as Record<string, unknown>;
@@ -93,9 +140,11 @@ export function parseMapping(value: unknown, path: string): ColumnMapping {
   if (obj.constants !== undefined && !isRecord(obj.constants)) bad('"constants" must be an object of FOCUS column to value');
   const columns = (obj.columns ?? {}) as Record<string, unknown>;
   const constants = (obj.constants ?? {}) as Record<string, unknown>;
-  for (const [src, target] of Object.entries(columns)) if (typeof target !== 'string') bad(`"columns"."${src}" must name a FOCUS column as a string`);
+  for (const [src, target] of Object.entries(columns))
+    if (typeof target !== 'string') bad(`"columns"."${src}" must name a FOCUS column as a string`);
   for (const [target, v] of Object.entries(constants)) {
-    if (v !== null && !['string', 'number', 'boolean'].includes(typeof v)) bad(`"constants"."${target}" must be a string, number, boolean or null`);
+    if (v !== null && !['string', 'number', 'boolean'].includes(typeof v))
+      bad(`"constants"."${target}" must be a string, number, boolean or null`);
   }
   return { columns: columns as Record<string, string>, constants: constants as ColumnMapping['constants'] };
 }
@@ -111,7 +160,10 @@ export function planColumns(file: string, sourceColumns: readonly string[], mapp
   const resolveTarget = (name: string, where: string) => {
     const canonical = canonicalColumn(name, vendor);
     if (!canonical) {
-      throw new ConfigError(`${where} names "${name}", which is not a FOCUS 1.2 column nor an x_ extension column.`, 'Use a FOCUS column name, such as BilledCost or ChargePeriodStart.');
+      throw new ConfigError(
+        `${where} names "${name}", which is not a FOCUS 1.2 column nor an x_ extension column.`,
+        'Use a FOCUS column name, such as BilledCost or ChargePeriodStart.',
+      );
     }
     return canonical;
   };
@@ -119,13 +171,19 @@ export function planColumns(file: string, sourceColumns: readonly string[], mapp
     const existing = targets.get(target.name);
     if (existing) {
       const describe = (t: TargetColumn) => ('column' in t.from ? `column "${t.from.column}"` : 'a constant');
-      throw new ConfigError(`${file}: ${target.name} would come from both ${describe(existing)} and ${describe(target)} (${where}).`, 'Map only one source to each FOCUS column (--map), or rename one column.');
+      throw new ConfigError(
+        `${file}: ${target.name} would come from both ${describe(existing)} and ${describe(target)} (${where}).`,
+        'Map only one source to each FOCUS column (--map), or rename one column.',
+      );
     }
     targets.set(target.name, target);
   };
   for (const [src, targetName] of Object.entries(mapping.columns)) {
     if (!sourceColumns.includes(src)) {
-      throw new ConfigError(`${file} has no column "${src}", which --map maps to ${targetName}.`, `Its columns are: ${sourceColumns.join(', ')}.`);
+      throw new ConfigError(
+        `${file} has no column "${src}", which --map maps to ${targetName}.`,
+        `Its columns are: ${sourceColumns.join(', ')}.`,
+      );
     }
     const canonical = resolveTarget(targetName, `--map "columns"."${src}"`);
     add({ ...canonical, from: { column: src } }, 'mapping');
@@ -171,7 +229,8 @@ export function lowestVersion(columns: Iterable<string>, vendor: string): Ingest
   let version: IngestVersion = '1';
   for (const c of columns) {
     if (c === ext.lineItemId) return '1.2';
-    if (([ext.model, ext.tokensInput, ext.tokensOutput, ext.tokensCacheRead, ext.tokensCacheCreation] as string[]).includes(c)) version = '1.1';
+    if (([ext.model, ext.tokensInput, ext.tokensOutput, ext.tokensCacheRead, ext.tokensCacheCreation] as string[]).includes(c))
+      version = '1.1';
   }
   return version;
 }
@@ -181,7 +240,10 @@ export function versionArg(value: unknown): IngestVersion | null {
   if (value === undefined || value === null) return null;
   const text = String(value);
   if (!(INGEST_VERSIONS as readonly string[]).includes(text)) {
-    throw new ConfigError(`--version must be one of ${INGEST_VERSIONS.join(', ')}; got ${JSON.stringify(value)}.`, 'Leave it out to send the lowest version that covers the columns used.');
+    throw new ConfigError(
+      `--version must be one of ${INGEST_VERSIONS.join(', ')}; got ${JSON.stringify(value)}.`,
+      'Leave it out to send the lowest version that covers the columns used.',
+    );
   }
   return text as IngestVersion;
 }

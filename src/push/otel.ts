@@ -22,8 +22,15 @@ export interface OtelPushResult {
 }
 
 export async function runPushOtel(deps: {
-  file: string; force: boolean; baseUrl: string; apiKey: string; source?: string;
-  client: ApiClient; warehouse: Warehouse; logger: Logger; clock?: { now(): number };
+  file: string;
+  force: boolean;
+  baseUrl: string;
+  apiKey: string;
+  source?: string;
+  client: ApiClient;
+  warehouse: Warehouse;
+  logger: Logger;
+  clock?: { now(): number };
 }): Promise<OtelPushResult> {
   const { file, client, warehouse, logger } = deps;
   const clock = deps.clock ?? { now: () => Date.now() };
@@ -31,12 +38,20 @@ export async function runPushOtel(deps: {
   try {
     text = readFileSync(file, 'utf8');
   } catch (cause) {
-    throw new ConfigError(`${file}: cannot read the file (${(cause as NodeJS.ErrnoException).code ?? 'error'}).`, 'Check the path and its permissions.', cause);
+    throw new ConfigError(
+      `${file}: cannot read the file (${(cause as NodeJS.ErrnoException).code ?? 'error'}).`,
+      'Check the path and its permissions.',
+      cause,
+    );
   }
   try {
     JSON.parse(text);
   } catch (cause) {
-    throw new ConfigError(`${file}: not a JSON document (${(cause as Error).message}).`, 'push-otel sends one JSON document (for example an OTLP/JSON export); fix the file.', cause);
+    throw new ConfigError(
+      `${file}: not a JSON document (${(cause as Error).message}).`,
+      'push-otel sends one JSON document (for example an OTLP/JSON export); fix the file.',
+      cause,
+    );
   }
   const pushId = newRunId(clock.now());
   const fileSha = createHash('sha256').update(text).digest('hex');
@@ -49,10 +64,28 @@ export async function runPushOtel(deps: {
       return { pushId, file, sent: false, response: null };
     }
     const response = await client.ingestOtel(text);
-    await warehouse.transaction(() => warehouse.run('push/ledger_record', [
-      pushId, pushKey, 'otel', null, file, fileSha, null, null, null,
-      null, null, null, null, null, null, JSON.stringify(response ?? null), new Date(clock.now()).toISOString(), deps.source ?? 'default',
-    ]));
+    await warehouse.transaction(() =>
+      warehouse.run('push/ledger_record', [
+        pushId,
+        pushKey,
+        'otel',
+        null,
+        file,
+        fileSha,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        JSON.stringify(response ?? null),
+        new Date(clock.now()).toISOString(),
+        deps.source ?? 'default',
+      ]),
+    );
     return { pushId, file, sent: true, response };
   } finally {
     lock.release();

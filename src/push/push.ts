@@ -155,8 +155,11 @@ async function sha256File(path: string): Promise<string> {
 
 /** Is this a refusal of the batch's size (so a smaller batch would pass)? */
 function isTooLarge(error: unknown): boolean {
-  return error instanceof ApiError && (error.statusCode === 413
-    || (error.statusCode === 400 && /\b(rows|body|too large|at most|exceeds)\b/i.test(error.message) && !/connection/i.test(error.message)));
+  return (
+    error instanceof ApiError &&
+    (error.statusCode === 413 ||
+      (error.statusCode === 400 && /\b(rows|body|too large|at most|exceeds)\b/i.test(error.message) && !/connection/i.test(error.message)))
+  );
 }
 
 export async function runPush(deps: PushDeps): Promise<PushSummary> {
@@ -165,8 +168,21 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
   const pushId = newRunId(clock.now());
   const idColumn = extensionColumns(options.vendor).lineItemId;
   const summary: PushSummary = {
-    pushId, version: '1', rowsRead: 0, valid: 0, invalid: 0, sent: 0, accepted: 0, skipped: 0, rejected: 0, alreadySent: 0,
-    batches: 0, requests: 0, serverErrors: 0, ignoredColumns: {}, outcome: 'success',
+    pushId,
+    version: '1',
+    rowsRead: 0,
+    valid: 0,
+    invalid: 0,
+    sent: 0,
+    accepted: 0,
+    skipped: 0,
+    rejected: 0,
+    alreadySent: 0,
+    batches: 0,
+    requests: 0,
+    serverErrors: 0,
+    ignoredColumns: {},
+    outcome: 'success',
   };
 
   // 1. Every file's columns, before reading any row: a missing column fails fast.
@@ -174,7 +190,12 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
   const used = new Set<string>([idColumn]);
   for (const path of options.files) {
     const source = await reader.describe(path);
-    const plan = planColumns(path, source.columns.map((c) => c.name), options.mapping, options.vendor);
+    const plan = planColumns(
+      path,
+      source.columns.map((c) => c.name),
+      options.mapping,
+      options.vendor,
+    );
     if (!plan.targets.some((t) => t.name === 'EffectiveCost')) {
       // EffectiveCost defaults to BilledCost: sent explicitly, so the figure is the one we checked.
       const billed = plan.targets.find((t) => t.name === 'BilledCost')!;
@@ -249,11 +270,25 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
   const fileSha = await sha256File(source.path);
   // Batches are comparable across runs when everything that shapes the rows is the same: the same
   // source, not the same key, so a rotated key goes on. costsync 0.1 keyed by the key: read those too.
-  const [pushKey, legacyKey] = pushKeys({ base: options.baseUrl, connection: options.connectionId, fileSha, targets: plan.targets,
-    vendor: options.vendor, version: summary.version, format: options.format, skipInvalid: options.skipInvalid }, options);
+  const [pushKey, legacyKey] = pushKeys(
+    {
+      base: options.baseUrl,
+      connection: options.connectionId,
+      fileSha,
+      targets: plan.targets,
+      vendor: options.vendor,
+      version: summary.version,
+      format: options.format,
+      skipInvalid: options.skipInvalid,
+    },
+    options,
+  );
   const [done] = await warehouse.query<{ last_row: number; batches: number }>('push/ledger_resume', [pushKey, legacyKey]);
   const resumeAfter = options.force ? 0 : done!.last_row;
-  if (resumeAfter > 0) logger.info(`${source.path}: rows up to ${resumeAfter} were sent before (${done!.batches} batch(es) in ingest_batches); going on from there`);
+  if (resumeAfter > 0)
+    logger.info(
+      `${source.path}: rows up to ${resumeAfter} were sent before (${done!.batches} batch(es) in ingest_batches); going on from there`,
+    );
 
   const head = `{${options.format === null ? `"format":${JSON.stringify(`${options.vendor}.focus`)},` : `"format":${JSON.stringify(options.format)},`}"version":${JSON.stringify(summary.version)},"rows":[`;
   const occurrences = new OccurrenceCounter();
@@ -261,11 +296,28 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
   let stopped = false;
 
   const record = async (rows: string[], fileRows: number[], result: IngestResult) => {
-    await warehouse.transaction(() => warehouse.run('push/ledger_record', [
-      summary.pushId, pushKey, 'focus', options.connectionId, source.path, fileSha, fileRows[0]!, fileRows.at(-1)!, rows.length,
-      result.batch_id, result.accepted, result.row_count, result.cost_line_item_count, result.skipped,
-      JSON.stringify(result.errors), JSON.stringify(result), new Date(clock.now()).toISOString(), options.source ?? 'default',
-    ]));
+    await warehouse.transaction(() =>
+      warehouse.run('push/ledger_record', [
+        summary.pushId,
+        pushKey,
+        'focus',
+        options.connectionId,
+        source.path,
+        fileSha,
+        fileRows[0]!,
+        fileRows.at(-1)!,
+        rows.length,
+        result.batch_id,
+        result.accepted,
+        result.row_count,
+        result.cost_line_item_count,
+        result.skipped,
+        JSON.stringify(result.errors),
+        JSON.stringify(result),
+        new Date(clock.now()).toISOString(),
+        options.source ?? 'default',
+      ]),
+    );
     summary.batches += 1;
     summary.sent += rows.length;
     summary.accepted += result.cost_line_item_count;
@@ -273,7 +325,9 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
     summary.serverErrors += result.errors.length;
     for (const e of result.errors) {
       const at = typeof (e as { row?: unknown }).row === 'number' ? fileRows[(e as { row: number }).row] : undefined;
-      logger.warn(`${source.path}${at !== undefined ? ` row ${at}` : ''}: the server refused a row: ${JSON.stringify(e)}`, { batchId: result.batch_id });
+      logger.warn(`${source.path}${at !== undefined ? ` row ${at}` : ''}: the server refused a row: ${JSON.stringify(e)}`, {
+        batchId: result.batch_id,
+      });
     }
     if (!result.accepted) logger.warn(`${source.path} rows ${fileRows[0]}-${fileRows.at(-1)}: batch ${result.batch_id} was not accepted`);
   };
@@ -297,34 +351,38 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
   };
 
   let row = 0;
-  await deps.reader.scan(validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, true, plan.ownIdColumn), source.path, async (columns, rows) => {
-    const [problems, json, ownId] = columns as [unknown[], unknown[], unknown[] | undefined];
-    for (let i = 0; i < rows; i++) {
-      row += 1;
-      if (problems[i] !== null) continue;
-      let text = String(json[i]);
-      // The file's own id when it has one; else the content hash (every row counts, sent or not, so ids do not shift on resume).
-      if (plan.ownIdColumn === null || ownId?.[i] === null || ownId?.[i] === undefined) {
-        text = withId(text, idColumn, contentId(text, occurrences.next(text)));
-      }
-      if (row <= resumeAfter) {
-        summary.alreadySent += 1;
-        continue;
-      }
-      batch.rows.push(text);
-      batch.fileRows.push(row);
-      if (batch.rows.length >= options.batchSize) {
-        const full = batch;
-        batch = { rows: [], fileRows: [] };
-        await send(full.rows, full.fileRows);
-        if (deps.stopSignal?.stopped) {
-          stopped = true;
-          return false;
+  await deps.reader.scan(
+    validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, true, plan.ownIdColumn),
+    source.path,
+    async (columns, rows) => {
+      const [problems, json, ownId] = columns as [unknown[], unknown[], unknown[] | undefined];
+      for (let i = 0; i < rows; i++) {
+        row += 1;
+        if (problems[i] !== null) continue;
+        let text = String(json[i]);
+        // The file's own id when it has one; else the content hash (every row counts, sent or not, so ids do not shift on resume).
+        if (plan.ownIdColumn === null || ownId?.[i] === null || ownId?.[i] === undefined) {
+          text = withId(text, idColumn, contentId(text, occurrences.next(text)));
+        }
+        if (row <= resumeAfter) {
+          summary.alreadySent += 1;
+          continue;
+        }
+        batch.rows.push(text);
+        batch.fileRows.push(row);
+        if (batch.rows.length >= options.batchSize) {
+          const full = batch;
+          batch = { rows: [], fileRows: [] };
+          await send(full.rows, full.fileRows);
+          if (deps.stopSignal?.stopped) {
+            stopped = true;
+            return false;
+          }
         }
       }
-    }
-    return true;
-  });
+      return true;
+    },
+  );
   if (stopped) return 'stopped';
   if (batch.rows.length > 0) await send(batch.rows, batch.fileRows);
   return 'done';
@@ -336,4 +394,3 @@ export function pushExitCode(summary: PushSummary): ExitCode {
   if (summary.outcome === 'stopped') return ExitCode.STOPPED_EARLY;
   return ExitCode.OK;
 }
-

@@ -19,7 +19,10 @@ export function fileFormatOf(path: string): FileFormat {
   if (['.csv', '.tsv', '.txt'].includes(ext)) return 'csv';
   if (ext === '.parquet') return 'parquet';
   if (['.jsonl', '.ndjson', '.json'].includes(ext)) return 'jsonl';
-  throw new ConfigError(`${path}: costsync cannot tell the format from the extension "${ext || '(none)'}".`, 'Name the file .csv (or .tsv), .parquet, or .jsonl (JSON Lines).');
+  throw new ConfigError(
+    `${path}: costsync cannot tell the format from the extension "${ext || '(none)'}".`,
+    'Name the file .csv (or .tsv), .parquet, or .jsonl (JSON Lines).',
+  );
 }
 
 interface KindSql {
@@ -37,7 +40,11 @@ function kindSql(kind: ValueKind): KindSql {
     const text = loadSql(`push/kind_${kind}`);
     const section = (name: string) => {
       const m = new RegExp(`^-- ${name}:\\n([\\s\\S]*?)(?=^-- \\w+:|$(?![\\s\\S]))`, 'm').exec(text);
-      if (!m) throw new InternalError(`sql/push/kind_${kind}.sql has no "-- ${name}:" section.`, 'The sql/ files costsync was installed with are damaged or from another version: install costsync again.');
+      if (!m)
+        throw new InternalError(
+          `sql/push/kind_${kind}.sql has no "-- ${name}:" section.`,
+          'The sql/ files costsync was installed with are damaged or from another version: install costsync again.',
+        );
       return m[1]!.trim();
     };
     cached = { parse: section('parse'), problem: section('problem'), json: section('json') };
@@ -52,7 +59,10 @@ export const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 /** `WHEN 'usage' THEN 'Usage' …` for every canonical value and alias. */
 function categoryCases(): string {
-  const pairs: [string, string][] = [...CHARGE_CATEGORIES.map((c) => [c.toLowerCase(), c] as [string, string]), ...Object.entries(CHARGE_CATEGORY_ALIASES)];
+  const pairs: [string, string][] = [
+    ...CHARGE_CATEGORIES.map((c) => [c.toLowerCase(), c] as [string, string]),
+    ...Object.entries(CHARGE_CATEGORY_ALIASES),
+  ];
   return pairs.map(([k, v]) => `WHEN ${sqlString(k)} THEN ${sqlString(v)}`).join(' ');
 }
 
@@ -84,17 +94,23 @@ export interface SourceFile {
  * (the file's line-item id) when `ownIdColumn` is given.
  */
 export function validationSql(
-  source: SourceFile, targets: readonly TargetColumn[], required: readonly string[], withJson: boolean, ownIdColumn: string | null = null,
+  source: SourceFile,
+  targets: readonly TargetColumn[],
+  required: readonly string[],
+  withJson: boolean,
+  ownIdColumn: string | null = null,
 ): string {
   const typeOf = new Map(source.columns.map((c) => [c.name, c.type]));
-  const valueOf = (t: TargetColumn) => ('column' in t.from ? sourceValue(source.format, t.from.column, typeOf.get(t.from.column) ?? 'VARCHAR') : constantValue(t.from.constant));
+  const valueOf = (t: TargetColumn) =>
+    'column' in t.from ? sourceValue(source.format, t.from.column, typeOf.get(t.from.column) ?? 'VARCHAR') : constantValue(t.from.constant);
   const idx = new Map(targets.map((t, i) => [t.name, i]));
   const billed = idx.get('BilledCost');
   const effective = idx.get('EffectiveCost');
   // EffectiveCost defaults to BilledCost row by row, in what is sent (below). It is checked on its own
   // value only, so a bad BilledCost is reported once, on BilledCost; without an EffectiveCost column
   // (runPush adds one copying BilledCost's source) it has no value of its own.
-  const copiesBilled = billed !== undefined && effective !== undefined && JSON.stringify(targets[effective]!.from) === JSON.stringify(targets[billed]!.from);
+  const copiesBilled =
+    billed !== undefined && effective !== undefined && JSON.stringify(targets[effective]!.from) === JSON.stringify(targets[billed]!.from);
   const values = targets.map((t, i) => `${i === effective && copiesBilled ? 'NULL::VARCHAR' : valueOf(t)} AS v${i}`);
   const categories = categoryCases();
   const parsed = targets.map((t, i) => `v${i}, ${fill(kindSql(t.kind).parse, { v: `v${i}`, categories })} AS p${i}`);
@@ -113,7 +129,9 @@ export function validationSql(
   const outputs = [`NULLIF(concat_ws(chr(31), ${problems.join(', ')}), '') AS _problems`];
   if (withJson) {
     const sent = (i: number) => (i === effective && billed !== undefined ? `coalesce(p${i}, p${billed})` : `p${i}`);
-    const members = targets.map((t, i) => `CASE WHEN ${sent(i)} IS NOT NULL THEN ${sqlString(`"${t.name}":`)} || ${fill(kindSql(t.kind).json, { p: sent(i) })} END`);
+    const members = targets.map(
+      (t, i) => `CASE WHEN ${sent(i)} IS NOT NULL THEN ${sqlString(`"${t.name}":`)} || ${fill(kindSql(t.kind).json, { p: sent(i) })} END`,
+    );
     outputs.push(`'{' || concat_ws(',', ${members.join(', ')}) || '}' AS _json`);
     if (ownIdColumn !== null && idx.has(ownIdColumn)) outputs.push(`p${idx.get(ownIdColumn)} AS _own_id`);
   }
@@ -145,11 +163,19 @@ export interface FileReader {
 export function noHeader(path: string, format: FileFormat, rows: number): ConfigError {
   const example = 'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory';
   if (format === 'jsonl') {
-    return new ConfigError(`${path} is empty: it holds no JSON object with a member, so it names no column.`,
-      `Check that this is the file you meant (a failed export can leave an empty file); JSON Lines has one object a line, such as {"ChargePeriodStart": "2025-06-01", "BilledCost": 1.5, "ServiceName": "…", "ChargeCategory": "Usage"}.`);
+    return new ConfigError(
+      `${path} is empty: it holds no JSON object with a member, so it names no column.`,
+      `Check that this is the file you meant (a failed export can leave an empty file); JSON Lines has one object a line, such as {"ChargePeriodStart": "2025-06-01", "BilledCost": 1.5, "ServiceName": "…", "ChargeCategory": "Usage"}.`,
+    );
   }
-  const problem = rows === 0 ? `${path} is empty: it has no header line naming the columns, and no rows.` : `${path} has no header line: its first line names no columns.`;
-  return new ConfigError(problem, `Check that this is the file you meant (a failed export can leave an empty file); a CSV file's first line names its columns, for example ${example}.`);
+  const problem =
+    rows === 0
+      ? `${path} is empty: it has no header line naming the columns, and no rows.`
+      : `${path} has no header line: its first line names no columns.`;
+  return new ConfigError(
+    problem,
+    `Check that this is the file you meant (a failed export can leave an empty file); a CSV file's first line names its columns, for example ${example}.`,
+  );
 }
 
 export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Promise<FileReader> {
@@ -163,20 +189,28 @@ export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Prom
   const readError = (path: string, cause: unknown) => {
     const first = (cause as Error).message.split('\n')[0]!;
     const memory = /out of memory/i.test(first);
-    return new CostsyncError('CS_ERR_PUSH_READ', `${path}: ${memory ? 'DuckDB ran out of memory reading the file' : 'DuckDB cannot read the file'}: ${first}`, {
-      exitCode: memory ? ExitCode.FAILED : ExitCode.USAGE,
-      hint: memory
-        ? 'Raise the reader\'s memory limit with COSTSYNC_PUSH_MEMORY_LIMIT (default 256MB), for example 1GB.'
-        : 'Check that the file is CSV with a header row, Parquet, or JSON Lines, and that its extension says which.',
-      cause,
-    });
+    return new CostsyncError(
+      'CS_ERR_PUSH_READ',
+      `${path}: ${memory ? 'DuckDB ran out of memory reading the file' : 'DuckDB cannot read the file'}: ${first}`,
+      {
+        exitCode: memory ? ExitCode.FAILED : ExitCode.USAGE,
+        hint: memory
+          ? "Raise the reader's memory limit with COSTSYNC_PUSH_MEMORY_LIMIT (default 256MB), for example 1GB."
+          : 'Check that the file is CSV with a header row, Parquet, or JSON Lines, and that its extension says which.',
+        cause,
+      },
+    );
   };
   return {
     async describe(path) {
       try {
         statSync(path);
       } catch (cause) {
-        throw new ConfigError(`${path}: cannot read the file (${(cause as NodeJS.ErrnoException).code ?? 'error'}).`, 'Check the path and its permissions.', cause);
+        throw new ConfigError(
+          `${path}: cannot read the file (${(cause as NodeJS.ErrnoException).code ?? 'error'}).`,
+          'Check the path and its permissions.',
+          cause,
+        );
       }
       const format = fileFormatOf(path);
       let columns: SourceFile['columns'];
@@ -192,7 +226,9 @@ export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Prom
         // DuckDB names the columns of a CSV without a header line column0, column1, …: an empty file
         // gets one such column. Counted only then, to tell an empty file from a header of blank names.
         if (format === 'csv' && columns.every((c, i) => c.name === `column${i}`)) {
-          const [count] = (await connection.runAndReadAll(`SELECT count(*) AS n FROM (${withoutComments(loadSql('push/source_csv'))})`, [path])).getRowObjectsJS();
+          const [count] = (
+            await connection.runAndReadAll(`SELECT count(*) AS n FROM (${withoutComments(loadSql('push/source_csv'))})`, [path])
+          ).getRowObjectsJS();
           rows = Number(count!.n);
           columns = [];
         }
@@ -227,7 +263,7 @@ export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Prom
         }
         if (!chunk || chunk.rowCount === 0) break;
         const columns: unknown[][] = [];
-        for (let c = 0; c < width; c++) columns.push(chunk.getColumnValues(c) as unknown[]);
+        for (let c = 0; c < width; c++) columns.push(chunk.getColumnValues(c));
         if ((await onChunk(columns, chunk.rowCount)) === false) break;
       }
     },

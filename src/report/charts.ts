@@ -46,11 +46,23 @@ const LABEL_GAP_PX = 9;
  * taken, to the left.
  */
 const LABEL_SLOTS: readonly { side: 'right' | 'left'; dy: number }[] = [
-  { side: 'right', dy: -11 }, { side: 'right', dy: 11 }, { side: 'left', dy: -11 }, { side: 'left', dy: 11 },
+  { side: 'right', dy: -11 },
+  { side: 'right', dy: 11 },
+  { side: 'left', dy: -11 },
+  { side: 'left', dy: 11 },
 ];
 
-interface LabelBox { x0: number; x1: number; y0: number; y1: number }
-export interface LabelPlace { side: 'right' | 'left'; dy: number; box: LabelBox }
+interface LabelBox {
+  x0: number;
+  x1: number;
+  y0: number;
+  y1: number;
+}
+export interface LabelPlace {
+  side: 'right' | 'left';
+  dy: number;
+  box: LabelBox;
+}
 
 /** The box a label of `chars` characters takes beside a mark at (`x`, row middle `y`). Pure. */
 function labelBox(x: number, y: number, chars: number, slot: { side: 'right' | 'left'; dy: number }): LabelBox {
@@ -68,7 +80,8 @@ const overlaps = (a: LabelBox, b: LabelBox) => a.x0 < b.x1 && b.x0 < a.x1 && a.y
  * slot is left out (the table lists every anomaly). Pure.
  */
 export function placeLabels(
-  items: readonly { key: string; text: string; x: number; row: number }[], plot: { width: number; rows: number },
+  items: readonly { key: string; text: string; x: number; row: number }[],
+  plot: { width: number; rows: number },
 ): Map<string, LabelPlace> {
   const placed = new Map<string, LabelPlace>();
   for (const item of items) {
@@ -85,7 +98,12 @@ export function placeLabels(
   return placed;
 }
 
-export type AnomalyMark = ReportData['anomalies'][number] & { direction: string; label: string | null; side: 'right' | 'left' | null; dy: number };
+export type AnomalyMark = ReportData['anomalies'][number] & {
+  direction: string;
+  label: string | null;
+  side: 'right' | 'left' | null;
+  dy: number;
+};
 
 /**
  * The anomalies as the timeline draws them: one mark each, on its provider's row, pointing up for
@@ -101,10 +119,15 @@ export function anomalyMarks(anomalies: ReportData['anomalies'], period: { from:
   const textOf = (a: ReportData['anomalies'][number]) =>
     `${several ? `${a.source}: ` : ''}${a.service} ${formatUsd(Math.round(a.excess_usd), { sign: true }).replace(/\.00$/, '')}`;
   const largest = [...anomalies].sort((a, b) => Math.abs(b.excess_usd) - Math.abs(a.excess_usd)).slice(0, LABELLED_ANOMALIES);
-  const places = placeLabels(largest.map((a) => ({
-    key: keyOf(a), text: textOf(a), row: providers.indexOf(a.provider),
-    x: span > 0 ? ((Date.parse(`${a.date}T00:00:00Z`) - start) / span) * WIDTH : 0,
-  })), { width: WIDTH, rows: providers.length });
+  const places = placeLabels(
+    largest.map((a) => ({
+      key: keyOf(a),
+      text: textOf(a),
+      row: providers.indexOf(a.provider),
+      x: span > 0 ? ((Date.parse(`${a.date}T00:00:00Z`) - start) / span) * WIDTH : 0,
+    })),
+    { width: WIDTH, rows: providers.length },
+  );
   return anomalies.map((a) => {
     const place = places.get(keyOf(a));
     return {
@@ -132,7 +155,10 @@ export function dailySpendSpec(data: ReportData): TopLevelSpec {
   const labels = (halo: boolean) => ({
     transform: [{ filter: 'datum.label != null' }],
     mark: {
-      type: 'text', baseline: 'middle', fontSize: LABEL_FONT_PX, color: '#1f2937',
+      type: 'text',
+      baseline: 'middle',
+      fontSize: LABEL_FONT_PX,
+      color: '#1f2937',
       align: { expr: "datum.side == 'left' ? 'right' : 'left'" },
       dx: { expr: `datum.side == 'left' ? ${-LABEL_GAP_PX} : ${LABEL_GAP_PX}` },
       dy: { expr: 'datum.dy' },
@@ -145,7 +171,8 @@ export function dailySpendSpec(data: ReportData): TopLevelSpec {
     description: 'Daily spend by provider, and the open anomalies per provider on the same dates',
     vconcat: [
       {
-        width: WIDTH, height: 260,
+        width: WIDTH,
+        height: 260,
         data: { values: data.daily },
         mark: { type: 'bar', tooltip: true },
         encoding: {
@@ -155,21 +182,46 @@ export function dailySpendSpec(data: ReportData): TopLevelSpec {
         },
       },
       {
-        width: WIDTH, height: { step: ANOMALY_ROW_PX },
+        width: WIDTH,
+        height: { step: ANOMALY_ROW_PX },
         title: {
           text: `Open anomalies by provider (${marks.length}; ${labelled === candidates ? `the ${labelled} largest` : `${labelled} of the ${candidates} largest`} labelled)`,
-          anchor: 'start', fontSize: 12, fontWeight: 'normal',
+          anchor: 'start',
+          fontSize: 12,
+          fontWeight: 'normal',
         },
-        data: { values: marks.length > 0 ? marks : [{ date: data.to, provider: '(none)', severity: 'low', direction: 'above expected', label: null, side: null, dy: 0 }] },
+        data: {
+          values:
+            marks.length > 0
+              ? marks
+              : [{ date: data.to, provider: '(none)', severity: 'low', direction: 'above expected', label: null, side: null, dy: 0 }],
+        },
         layer: [
           {
             mark: { type: 'point', filled: true, opacity: SEVERITY_STYLE.opacity, stroke: '#ffffff', strokeWidth: 0.75, tooltip: true },
             encoding: {
               x,
               y: { field: 'provider', type: 'nominal', title: null, sort: providers, axis: { labelLimit: 0 } },
-              shape: { field: 'direction', type: 'nominal', title: 'Anomaly', scale: { domain: ['above expected', 'below expected'], range: ['triangle-up', 'triangle-down'] }, legend: LEGEND },
-              color: { field: 'severity', type: 'nominal', title: 'Severity', scale: { domain: [...SEVERITIES], range: [...SEVERITY_STYLE.colors] }, legend: LEGEND },
-              size: { field: 'severity', type: 'ordinal', scale: { domain: [...SEVERITIES], range: [...SEVERITY_STYLE.sizes] }, legend: null },
+              shape: {
+                field: 'direction',
+                type: 'nominal',
+                title: 'Anomaly',
+                scale: { domain: ['above expected', 'below expected'], range: ['triangle-up', 'triangle-down'] },
+                legend: LEGEND,
+              },
+              color: {
+                field: 'severity',
+                type: 'nominal',
+                title: 'Severity',
+                scale: { domain: [...SEVERITIES], range: [...SEVERITY_STYLE.colors] },
+                legend: LEGEND,
+              },
+              size: {
+                field: 'severity',
+                type: 'ordinal',
+                scale: { domain: [...SEVERITIES], range: [...SEVERITY_STYLE.sizes] },
+                legend: null,
+              },
               ...(marks.length === 0 ? { opacity: { value: 0 } } : {}),
             },
           },
@@ -187,14 +239,15 @@ export function topServicesSpec(data: ReportData): TopLevelSpec {
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     description: 'Top services by spend',
-    width: WIDTH - 200, height: { step: 22 },
+    width: WIDTH - 200,
+    height: { step: 22 },
     data: { values: data.topServices },
     mark: { type: 'bar', color: '#2563eb', tooltip: true },
     encoding: {
       y: { field: 'service', type: 'nominal', sort: '-x', title: null, axis: { labelLimit: 0 } },
       x: { field: 'cost_usd', type: 'quantitative', title: 'USD in the period', axis: { format: '$,.0f' } },
     },
-  } as TopLevelSpec;
+  };
 }
 
 /** How a month's bar is coloured: a part month is never a rise or a fall against a whole one. Pure. */
@@ -211,12 +264,25 @@ export function monthTrend(m: ReportData['monthly'][number]): string {
  */
 export function monthlySpec(data: ReportData): TopLevelSpec {
   const months = data.monthly.map((m) => ({ ...m, month: monthLabel(m), trend: monthTrend(m) }));
-  const projected = months.filter((m) => m.projected_usd !== null).map((m) => ({ month: m.month, projected_usd: m.projected_usd, label: `run-rate ${formatUsd(m.projected_usd!).replace(/\.\d\d$/, '')}` }));
-  const x = { field: 'month', type: 'ordinal', title: null, axis: { labelAngle: 0, labelLimit: 0 }, sort: months.map((m) => m.month) } as const;
+  const projected = months
+    .filter((m) => m.projected_usd !== null)
+    .map((m) => ({
+      month: m.month,
+      projected_usd: m.projected_usd,
+      label: `run-rate ${formatUsd(m.projected_usd!).replace(/\.\d\d$/, '')}`,
+    }));
+  const x = {
+    field: 'month',
+    type: 'ordinal',
+    title: null,
+    axis: { labelAngle: 0, labelLimit: 0 },
+    sort: months.map((m) => m.month),
+  } as const;
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     description: 'Month over month spend, with the month in progress projected to its end',
-    width: WIDTH - 200, height: 200,
+    width: WIDTH - 200,
+    height: 200,
     layer: [
       {
         data: { values: projected },
@@ -234,11 +300,17 @@ export function monthlySpec(data: ReportData): TopLevelSpec {
         encoding: {
           x,
           y: { field: 'cost_usd', type: 'quantitative', title: 'USD per month', axis: { format: '$,.0f' } },
-          color: { field: 'trend', type: 'nominal', title: 'Against the month before', legend: LEGEND, scale: { domain: [...MONTH_TRENDS.domain], range: [...MONTH_TRENDS.range] } },
+          color: {
+            field: 'trend',
+            type: 'nominal',
+            title: 'Against the month before',
+            legend: LEGEND,
+            scale: { domain: [...MONTH_TRENDS.domain], range: [...MONTH_TRENDS.range] },
+          },
         },
       },
     ],
-  } as TopLevelSpec;
+  };
 }
 
 /** Renders a Vega-Lite spec to an SVG string, headless. */

@@ -8,15 +8,36 @@ const pct = formatPercent;
 
 function table(headers: string[], rows: (string | number)[][], id: string): string {
   if (rows.length === 0) return `<p class="empty" id="${id}">None.</p>`;
-  return `<table id="${id}"><thead><tr>${headers.map((h) => `<th>${escape(h)}</th>`).join('')}</tr></thead><tbody>${
-    rows.map((r) => `<tr>${r.map((c) => `<td>${escape(c)}</td>`).join('')}</tr>`).join('')}</tbody></table>`;
+  return `<table id="${id}"><thead><tr>${headers.map((h) => `<th>${escape(h)}</th>`).join('')}</tr></thead><tbody>${rows
+    .map((r) => `<tr>${r.map((c) => `<td>${escape(c)}</td>`).join('')}</tr>`)
+    .join('')}</tbody></table>`;
 }
 
 /** The open anomalies; a source column only when the warehouse holds several sources. */
 function anomalyTable(data: ReportData): string {
   const several = data.bySource.length > 1;
-  const headers = ['Detected', ...(several ? ['Source'] : []), 'Provider', 'Service', 'Type', 'Severity', 'Status', 'Against expected', 'Deviation'];
-  const rows = data.anomalies.map((a) => [a.date, ...(several ? [a.source] : []), a.provider, a.service, a.alert_type.replaceAll('_', ' '), a.severity, a.status, formatUsd(a.excess_usd, { sign: true }), pct(a.deviation_percent)]);
+  const headers = [
+    'Detected',
+    ...(several ? ['Source'] : []),
+    'Provider',
+    'Service',
+    'Type',
+    'Severity',
+    'Status',
+    'Against expected',
+    'Deviation',
+  ];
+  const rows = data.anomalies.map((a) => [
+    a.date,
+    ...(several ? [a.source] : []),
+    a.provider,
+    a.service,
+    a.alert_type.replaceAll('_', ' '),
+    a.severity,
+    a.status,
+    formatUsd(a.excess_usd, { sign: true }),
+    pct(a.deviation_percent),
+  ]);
   return table(headers, rows, 'anomalies');
 }
 
@@ -44,17 +65,40 @@ ${t.days === 0 ? `<p class="empty" id="no-data">No spend is stored for ${escape(
 <div class="kpi"><span>Last 7 days against the 7 before</span><b class="${(trend ?? 0) > 0 ? 'up' : 'down'}">${pct(trend)}</b><span>${usd(t.last_7_days_usd)} vs ${usd(t.prior_7_days_usd)}</span></div>
 <div class="kpi"><span>Month to date against the same days of last month</span><b class="${(mtd?.change_pct ?? 0) > 0 ? 'up' : 'down'}">${pct(mtd?.change_pct)}</b><span>${usd(mtd?.month_to_date_usd)} vs ${usd(mtd?.same_days_last_month_usd)}${mtd ? `, as of ${escape(mtd.as_of)}` : ''}</span></div>
 </section>
-${data.bySource.length > 1 ? `<h2>Spend by source</h2>
-${table(['Source', 'Spend', 'Days with data'], data.bySource.map((s) => [s.source, usd(s.cost_usd), s.days]), 'sources')}
-` : ''}<h2>Daily spend by provider, with open anomalies</h2>
+${
+  data.bySource.length > 1
+    ? `<h2>Spend by source</h2>
+${table(
+  ['Source', 'Spend', 'Days with data'],
+  data.bySource.map((s) => [s.source, usd(s.cost_usd), s.days]),
+  'sources',
+)}
+`
+    : ''
+}<h2>Daily spend by provider, with open anomalies</h2>
 <div class="chart" id="chart-daily">${charts.daily}</div>
 <h2>Top services</h2>
 <div class="chart" id="chart-services">${charts.services}</div>
 <h2>Top movers (last 7 days against the 7 before)</h2>
-${table(['Service', 'Last 7 days', 'Prior 7 days', 'Change', 'Change %'], data.movers.map((m) => [m.service, usd(m.last_7_days_usd), usd(m.prior_7_days_usd), usd(m.change_usd), pct(m.change_pct)]), 'movers')}
+${table(
+  ['Service', 'Last 7 days', 'Prior 7 days', 'Change', 'Change %'],
+  data.movers.map((m) => [m.service, usd(m.last_7_days_usd), usd(m.prior_7_days_usd), usd(m.change_usd), pct(m.change_pct)]),
+  'movers',
+)}
 <h2>Month over month</h2>
 <div class="chart" id="chart-monthly">${charts.monthly}</div>
-${table(['Month', 'Spend', 'Run-rate (projected to month end)', 'Previous month', 'Change', 'Change %'], data.monthly.map((m) => [m.to_date ? `${monthLabel(m)}, through ${m.last_date}` : monthLabel(m), usd(m.cost_usd), usd(m.projected_usd), usd(m.previous_month_usd), usd(m.change_usd), pct(m.change_pct)]), 'monthly')}
+${table(
+  ['Month', 'Spend', 'Run-rate (projected to month end)', 'Previous month', 'Change', 'Change %'],
+  data.monthly.map((m) => [
+    m.to_date ? `${monthLabel(m)}, through ${m.last_date}` : monthLabel(m),
+    usd(m.cost_usd),
+    usd(m.projected_usd),
+    usd(m.previous_month_usd),
+    usd(m.change_usd),
+    pct(m.change_pct),
+  ]),
+  'monthly',
+)}
 <h2>Open anomalies (${data.anomalies.length})</h2>
 ${anomalyTable(data)}
 </body></html>

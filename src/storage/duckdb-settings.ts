@@ -30,7 +30,10 @@ export function memoryLimit(env: NodeJS.ProcessEnv = process.env): string {
   if (value === undefined || value === '') return MIN_MEMORY_LIMIT;
   const bytes = sizeInBytes(value);
   if (bytes === null) {
-    throw new ConfigError(`COSTSYNC_DUCKDB_MEMORY_LIMIT=${value} is not a size.`, `Give a number and a unit, for example 256MB or 1GB, or unset it for ${MIN_MEMORY_LIMIT}.`);
+    throw new ConfigError(
+      `COSTSYNC_DUCKDB_MEMORY_LIMIT=${value} is not a size.`,
+      `Give a number and a unit, for example 256MB or 1GB, or unset it for ${MIN_MEMORY_LIMIT}.`,
+    );
   }
   if (bytes < sizeInBytes(MIN_MEMORY_LIMIT)!) {
     throw new ConfigError(
@@ -47,7 +50,10 @@ export function duckdbThreads(env: NodeJS.ProcessEnv = process.env): number {
   if (value === undefined || value === '') return 1;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 64) {
-    throw new ConfigError(`COSTSYNC_DUCKDB_THREADS=${value} is not a whole number from 1 to 64.`, 'Set a number of threads from 1 to 64, or unset it for 1.');
+    throw new ConfigError(
+      `COSTSYNC_DUCKDB_THREADS=${value} is not a whole number from 1 to 64.`,
+      'Set a number of threads from 1 to 64, or unset it for 1.',
+    );
   }
   return n;
 }
@@ -59,8 +65,12 @@ export function duckdbThreads(env: NodeJS.ProcessEnv = process.env): number {
  */
 export function asMemoryError(error: unknown, limit: string): unknown {
   if (!(error instanceof Error) || !/^Out of Memory Error/.test(error.message)) return error;
-  return new CostsyncError('CS_ERR_MEMORY', `DuckDB ran out of memory at its limit of ${limit}: ${error.message.split('\n')[0]!.replace(/^Out of Memory Error: /, '')}. Progress up to here is saved; the next run goes on from it.`, {
-    hint: 'Raise COSTSYNC_DUCKDB_MEMORY_LIMIT (for example 256MB), or sync fewer sources at once (--sources-at-once).',
-    cause: error,
-  });
+  return new CostsyncError(
+    'CS_ERR_MEMORY',
+    `DuckDB ran out of memory at its limit of ${limit}: ${error.message.split('\n')[0]!.replace(/^Out of Memory Error: /, '')}. Progress up to here is saved; the next run goes on from it.`,
+    {
+      hint: 'Raise COSTSYNC_DUCKDB_MEMORY_LIMIT (for example 256MB), or sync fewer sources at once (--sources-at-once).',
+      cause: error,
+    },
+  );
 }

@@ -23,7 +23,12 @@ export function sqlString(text: string): string {
 }
 
 /** Names substituted into SQL templates: tables, a date column, a `read_json` column struct (see storage/tables.ts). */
-export interface SqlNames { stage?: string; table?: string; date?: string; columns?: string }
+export interface SqlNames {
+  stage?: string;
+  table?: string;
+  date?: string;
+  columns?: string;
+}
 
 /** What each name may be: it is written into SQL as it is, so only these shapes pass. */
 const NAME_CHECKS: Record<keyof SqlNames, (value: string) => boolean> = {
@@ -40,8 +45,11 @@ const NAME_CHECKS: Record<keyof SqlNames, (value: string) => boolean> = {
 export function loadSql(name: string, names: SqlNames = {}): string {
   let text = sqlCache.get(name);
   if (text === undefined) {
-    text = readFileSync(join(SQL_DIR, `${name}.sql`), 'utf8')
-      .replace(/\{\{([\w/]+)\}\}/g, (_m, fragment: string) => loadSql(fragment).replace(/^--.*\n/gm, '').trim());
+    text = readFileSync(join(SQL_DIR, `${name}.sql`), 'utf8').replace(/\{\{([\w/]+)\}\}/g, (_m, fragment: string) =>
+      loadSql(fragment)
+        .replace(/^--.*\n/gm, '')
+        .trim(),
+    );
     sqlCache.set(name, text);
   }
   for (const [token, value] of Object.entries(names) as [keyof SqlNames, string][]) {
@@ -163,7 +171,9 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
   await sql(`SET threads = ${threads}`);
   await migrate(sql);
   await refreshViews(sql);
-  for (const file of readdirSync(join(SQL_DIR, 'temp')).filter((f) => f.endsWith('.sql')).sort()) {
+  for (const file of readdirSync(join(SQL_DIR, 'temp'))
+    .filter((f) => f.endsWith('.sql'))
+    .sort()) {
     await sql(readFileSync(join(SQL_DIR, 'temp', file), 'utf8'));
   }
   const lake = options.lake === true;
@@ -195,15 +205,16 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
       }
       await exec(mark, ['manifest', source]);
     },
-    append: (table, write) => writes.statement(async () => {
-      const appender = await connection.createAppender(table);
-      try {
-        write(appender);
-        appender.flushSync();
-      } finally {
-        appender.closeSync();
-      }
-    }),
+    append: (table, write) =>
+      writes.statement(async () => {
+        const appender = await connection.createAppender(table);
+        try {
+          write(appender);
+          appender.flushSync();
+        } finally {
+          appender.closeSync();
+        }
+      }),
     close: () => {
       connection.closeSync();
       instance.closeSync();
@@ -215,7 +226,9 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
 async function migrate(sql: <T>(text: string, params?: DuckDBValue[]) => Promise<T[]>): Promise<void> {
   await sql(`CREATE TABLE IF NOT EXISTS _costsync_migrations (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMPTZ)`);
   const applied = new Set((await sql<{ version: number }>('SELECT version FROM _costsync_migrations')).map((r) => r.version));
-  const files = readdirSync(join(SQL_DIR, 'schema')).filter((f) => /^\d+_.*\.sql$/.test(f)).sort();
+  const files = readdirSync(join(SQL_DIR, 'schema'))
+    .filter((f) => /^\d+_.*\.sql$/.test(f))
+    .sort();
   for (const file of files) {
     const version = Number(file.split('_')[0]);
     if (applied.has(version)) continue;
@@ -235,7 +248,9 @@ async function migrate(sql: <T>(text: string, params?: DuckDBValue[]) => Promise
 /** (Re)creates the analyst views of `sql/views/*.sql`, in file order (later views build on earlier ones). */
 async function refreshViews(sql: <T>(text: string, params?: DuckDBValue[]) => Promise<T[]>): Promise<void> {
   const dir = join(SQL_DIR, 'views');
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.sql')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.sql'))
+    .sort()) {
     try {
       await sql(readFileSync(join(dir, file), 'utf8'));
     } catch (error) {
@@ -297,13 +312,13 @@ export async function openReadOnly(path: string): Promise<ReadOnlyWarehouse> {
     async table(text, params) {
       const reader = await connection.runAndReadAll(text, params);
       const columns = reader.columnNames().map((name, i) => ({ name, type: reader.columnTypes()[i]!.toString() }));
-      return { columns, rows: numbersAsNumbers(columns, reader.getRowObjectsJson() as Record<string, unknown>[]) };
+      return { columns, rows: numbersAsNumbers(columns, reader.getRowObjectsJson()) };
     },
     async stream(text) {
       const result = await connection.stream(text);
       const columns = result.columnNames().map((name, i) => ({ name, type: result.columnTypes()[i]!.toString() }));
       async function* batches() {
-        for await (const rows of result.yieldRowObjectJson()) yield numbersAsNumbers(columns, rows as Record<string, unknown>[]);
+        for await (const rows of result.yieldRowObjectJson()) yield numbersAsNumbers(columns, rows);
       }
       return { columns, batches: batches() };
     },

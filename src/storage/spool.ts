@@ -82,7 +82,10 @@ export function dropPagesAfter(dir: string, page: number): void {
  * the lines are the records. Pure.
  */
 export function linesAsArray(text: string): string {
-  return `[${text.split('\n').filter((line) => line.trim() !== '').join(',')}]`;
+  return `[${text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .join(',')}]`;
 }
 
 /** Whether a page file is in the form this version writes (a JSON array), from its first byte. */

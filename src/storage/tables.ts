@@ -16,10 +16,13 @@ export interface TableSpec {
 
 /** Fields as `name type` pairs, in the table's order. Pure. */
 function fields(text: string): SpoolColumn[] {
-  return text.trim().split(/,\s*/).map((pair) => {
-    const [name, type] = pair.split(' ') as [string, SpoolColumn['type']];
-    return { name, type };
-  });
+  return text
+    .trim()
+    .split(/,\s*/)
+    .map((pair) => {
+      const [name, type] = pair.split(' ') as [string, SpoolColumn['type']];
+      return { name, type };
+    });
 }
 
 export const LINE_ITEMS: TableSpec = {

@@ -26,7 +26,10 @@ export function publishTemp(db: string): string {
 
 /** Removes what a killed run left: temp copies beside `db` (a local one) and beside the working copy, DuckDB's spill directory. */
 export function removePublishLeftovers(db: string | null, work: string): void {
-  const places: [string, string][] = [[dirname(work), `${basename(work)}.adopt`], [dirname(work), `${basename(work)}.snapshot`]];
+  const places: [string, string][] = [
+    [dirname(work), `${basename(work)}.adopt`],
+    [dirname(work), `${basename(work)}.snapshot`],
+  ];
   if (db !== null) places.push([dirname(resolve(db)), `.${basename(db)}.publish-`]);
   for (const [dir, prefix] of places) {
     for (const name of namesIn(dir)) if (name.startsWith(prefix)) rmSync(join(dir, name), { force: true });
@@ -108,7 +111,10 @@ async function adoptRemote(remote: RemoteWarehouse, work: string): Promise<{ eta
   rmSync(`${work}.wal`, { force: true });
   await rename(tmp, work);
   await recordPublishedEtag(work, etag);
-  if (had) remote.notice?.(`${remote.url} was published by another run since this working copy last matched it: the working copy was replaced by it (what this working copy held and had not published is fetched again from the API as needed)`);
+  if (had)
+    remote.notice?.(
+      `${remote.url} was published by another run since this working copy last matched it: the working copy was replaced by it (what this working copy held and had not published is fetched again from the API as needed)`,
+    );
   return { etag, downloaded: true };
 }
 
@@ -118,14 +124,17 @@ async function adoptRemote(remote: RemoteWarehouse, work: string): Promise<{ eta
  * it is copied to become the working copy, so nothing is lost and nothing is synced again.
  */
 export async function openWorkingCopy(
-  db: string, stateDir: string, options: Omit<OpenOptions, 'workingCopyOf'> & { remote?: RemoteWarehouse; notice?: (message: string) => void } = {},
+  db: string,
+  stateDir: string,
+  options: Omit<OpenOptions, 'workingCopyOf'> & { remote?: RemoteWarehouse; notice?: (message: string) => void } = {},
 ): Promise<Warehouse> {
   const work = workingCopyPath(stateDir, db);
   try {
     mkdirSync(dirname(work), { recursive: true, mode: 0o700 });
   } catch (cause) {
     throw new CostsyncError('CS_ERR_STATE_IO', `Cannot create ${dirname(work)} for the working copy: ${(cause as Error).message}`, {
-      hint: 'Check that --state-dir is writable.', cause,
+      hint: 'Check that --state-dir is writable.',
+      cause,
     });
   }
   const { remote, notice, ...open } = options;
@@ -146,7 +155,9 @@ export async function openWorkingCopy(
     rmSync(`${work}.wal`, { force: true });
     await adopt(db, work);
     adopted = true;
-    notice?.(`${db} was published by another run (another --state-dir) since this working copy last matched it: the working copy was replaced by it, and what only this working copy held is fetched again from the API as needed`);
+    notice?.(
+      `${db} was published by another run (another --state-dir) since this working copy last matched it: the working copy was replaced by it, and what only this working copy held is fetched again from the API as needed`,
+    );
   }
   if (adopted && !remote) await recordPublishedEtag(work, fileEtag(db)!);
   if (remote) {
@@ -162,7 +173,9 @@ export async function openWorkingCopy(
       rmSync(`${work}.wal`, { force: true });
       const reason = String((error.cause as Error | undefined)?.message ?? error.message).split('\n')[0];
       throw new CostsyncError('CS_ERR_DB_OPEN', `Cannot open the DuckDB file ${db}: ${reason}`, {
-        exitCode: ExitCode.USAGE, hint: 'Check that --db names a DuckDB database written by costsync (or a new file); it was left as it is.', cause: error,
+        exitCode: ExitCode.USAGE,
+        hint: 'Check that --db names a DuckDB database written by costsync (or a new file); it was left as it is.',
+        cause: error,
       });
     }
     throw error;
@@ -177,7 +190,8 @@ async function adopt(db: string, work: string): Promise<void> {
   } catch (cause) {
     await rm(tmp, { force: true });
     throw new CostsyncError('CS_ERR_STATE_IO', `Cannot copy ${db} into the working copy ${work}: ${(cause as Error).message}`, {
-      hint: 'Check that --state-dir is writable and has room for a copy of the database.', cause,
+      hint: 'Check that --state-dir is writable and has room for a copy of the database.',
+      cause,
     });
   }
 }

@@ -63,11 +63,11 @@ export interface WriteQueueOptions {
 
 export interface WriteQueue {
   /** Runs one statement of the connection in its turn (see the rollback below). */
-  statement<T>(run: () => Promise<T>): Promise<T>;
-  transaction<T>(fn: () => Promise<T>, options?: TransactionOptions): Promise<T>;
-  onSettle(fn: (committed: boolean) => void): void;
-  exclusive<T>(fn: () => Promise<T>): Promise<T>;
-  afterQueued<T>(fn: () => Promise<T>): Promise<T>;
+  statement: <T>(run: () => Promise<T>) => Promise<T>;
+  transaction: <T>(fn: () => Promise<T>, options?: TransactionOptions) => Promise<T>;
+  onSettle: (fn: (committed: boolean) => void) => void;
+  exclusive: <T>(fn: () => Promise<T>) => Promise<T>;
+  afterQueued: <T>(fn: () => Promise<T>) => Promise<T>;
 }
 
 export function writeQueue(connection: Pick<DuckDBConnection, 'run'>, options: WriteQueueOptions): WriteQueue {
@@ -90,22 +90,27 @@ export function writeQueue(connection: Pick<DuckDBConnection, 'run'>, options: W
    * "Current transaction is aborted", and the transaction's later statements fail instead of running
    * outside it.
    */
-  const statement = <T>(run: () => Promise<T>): Promise<T> => one(async () => {
-    const tx = open;
-    const own = tx !== null && ownStatements.getStore() === tx;
-    if (own && tx.failure !== null) throw rolledBack(tx.failure, options.asError(tx.failure));
-    try {
-      return await run();
-    } catch (error) {
-      if (tx !== null && tx === open && tx.failure === null && !(await stillOpen())) {
-        tx.failure = error;
-        await connection.run('ROLLBACK').catch(() => undefined);
+  const statement = <T>(run: () => Promise<T>): Promise<T> =>
+    one(async () => {
+      const tx = open;
+      const own = tx !== null && ownStatements.getStore() === tx;
+      if (own && tx.failure !== null) throw rolledBack(tx.failure, options.asError(tx.failure));
+      try {
+        return await run();
+      } catch (error) {
+        if (tx !== null && tx === open && tx.failure === null && !(await stillOpen())) {
+          tx.failure = error;
+          await connection.run('ROLLBACK').catch(() => undefined);
+        }
+        throw options.asError(error);
       }
-      throw options.asError(error);
-    }
-  });
+    });
   /** Whether DuckDB's open transaction survived a failed statement (a binder error leaves it open). */
-  const stillOpen = () => connection.run('SELECT 1').then(() => true, () => false);
+  const stillOpen = () =>
+    connection.run('SELECT 1').then(
+      () => true,
+      () => false,
+    );
   const exec = (text: string, params?: DuckDBValue[]) => statement(() => connection.run(text, params));
 
   let settleHooks: ((committed: boolean) => void)[] = [];
@@ -136,13 +141,17 @@ export function writeQueue(connection: Pick<DuckDBConnection, 'run'>, options: W
     }
   };
   /** Grouped transactions waiting for the queue (see `TransactionOptions.group`). */
-  const grouped: { fn: () => Promise<unknown>; publish: boolean; resolve: (value: unknown) => void; reject: (error: unknown) => void }[] = [];
+  const grouped: { fn: () => Promise<unknown>; publish: boolean; resolve: (value: unknown) => void; reject: (error: unknown) => void }[] =
+    [];
   const runGroup = async (): Promise<void> => {
     const jobs = grouped.splice(0, MAX_GROUP);
     if (grouped.length > 0) void queue(runGroup);
     if (jobs.length > 1) {
       try {
-        const results = await inTransaction(jobs.map((j) => j.fn), jobs.some((j) => j.publish));
+        const results = await inTransaction(
+          jobs.map((j) => j.fn),
+          jobs.some((j) => j.publish),
+        );
         jobs.forEach((j, i) => j.resolve(results[i]));
         return;
       } catch {

@@ -121,7 +121,8 @@ export async function collectAnomalies(
       return;
     }
     unreachable.push({
-      filters, since: from,
+      filters,
+      since: from,
       reason: isAscending(page)
         ? `more than ${limit} alerts share one timestamp with these filters`
         : `more than ${limit} alerts match these filters and the server does not answer oldest first`,
@@ -195,11 +196,21 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
   const known = await ctx.lookups.knownProviders(ctx.source);
   const label = `${sinceLabel(since)}..${req.until}`;
   ctx.progress.planned?.('anomalies', { windows: 1, from: sinceLabel(since), to: req.until, resumed: false });
-  const collected = await collectAnomalies((q) => ctx.client.anomalies(q), since, known, ANOMALY_PAGE_LIMIT, () => ctx.shouldStop());
+  const collected = await collectAnomalies(
+    (q) => ctx.client.anomalies(q),
+    since,
+    known,
+    ANOMALY_PAGE_LIMIT,
+    () => ctx.shouldStop(),
+  );
   stats.pages += collected.pages;
   ctx.progress.page?.('anomalies', { rows: collected.records.size, window: label, pages: collected.pages });
   for (const u of collected.stopped ? [] : collected.unreachable) {
-    warn(ctx, 'anomalies', `anomalies: some alerts may be missing: ${u.reason} (filters ${JSON.stringify(u.filters)}, since ${u.since ?? 'the beginning'})`);
+    warn(
+      ctx,
+      'anomalies',
+      `anomalies: some alerts may be missing: ${u.reason} (filters ${JSON.stringify(u.filters)}, since ${u.since ?? 'the beginning'})`,
+    );
   }
 
   const untilMs = Date.parse(`${req.until}T23:59:59.999Z`);
@@ -208,25 +219,43 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
   const inRange = all.filter((a) => ms(a.detected_date) > sinceMs && ms(a.detected_date) <= untilMs);
   const beforeSince = all.filter((a) => ms(a.detected_date) <= sinceMs).length;
   if (beforeSince > 0) {
-    warn(ctx, 'anomalies', `anomalies: the server sent ${beforeSince} alert(s) detected before the requested "since"; they were not stored`);
+    warn(
+      ctx,
+      'anomalies',
+      `anomalies: the server sent ${beforeSince} alert(s) detected before the requested "since"; they were not stored`,
+    );
   }
   // Alerts after --until are outside the requested dates: left for the run that asks for them.
   const unknown = inRange.filter((a) => !SEVERITIES.includes(a.severity as never) || !ANOMALY_STATUSES.includes(a.status as never));
   if (unknown.length > 0) {
-    warn(ctx, 'anomalies', `anomalies: ${unknown.length} alert(s) have a severity or status the spec does not list (for example ${unknown[0]!.id}: ${unknown[0]!.severity}/${unknown[0]!.status}); stored as sent`);
+    warn(
+      ctx,
+      'anomalies',
+      `anomalies: ${unknown.length} alert(s) have a severity or status the spec does not list (for example ${unknown[0]!.id}: ${unknown[0]!.severity}/${unknown[0]!.status}); stored as sent`,
+    );
   }
 
   const now = new Date(ctx.clock.now()).toISOString();
   const diff = await warehouse.transaction(async () => {
     // The stage is emptied before this transaction commits, so it is empty whenever one begins.
-    await warehouse.append('_stage_anomalies', (appender) =>
-      appendRecords(appender, COLUMNS, inRange as unknown as Record<string, unknown>[], (i) => [i]));
+    await warehouse.append('_stage_anomalies', (appender) => appendRecords(appender, COLUMNS, inRange, (i) => [i]));
     const dates = await warehouse.query<{ d: string }>('sync/anomalies_changed_dates', [ctx.source]);
-    await warehouse.changed('anomalies', ctx.source, dates.map((r) => r.d));
+    await warehouse.changed(
+      'anomalies',
+      ctx.source,
+      dates.map((r) => r.d),
+    );
     await warehouse.changed('anomaly_status_history', ctx.source, [now.slice(0, 10)]);
     // Notifications are recorded with the change that causes them (before the upsert: it compares with what is stored).
     for (const webhook of ctx.notify?.webhooks ?? []) {
-      await warehouse.run('notify/anomaly_events', [ctx.source, ctx.notify!.minRank, ctx.notify!.cutoff, ctx.notify!.statusChanges, now, webhook]);
+      await warehouse.run('notify/anomaly_events', [
+        ctx.source,
+        ctx.notify!.minRank,
+        ctx.notify!.cutoff,
+        ctx.notify!.statusChanges,
+        now,
+        webhook,
+      ]);
     }
     await warehouse.run('sync/anomalies_record_history', [now, ctx.runId, ctx.source]);
     const [counts] = await warehouse.query<{ inserted: number; updated: number; deleted: number }>('sync/anomalies_diff', [ctx.source]);
@@ -243,7 +272,10 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
     ctx.progress.windowDone?.('anomalies', { window: label, ...diff });
     return 'stopped';
   }
-  const newest = inRange.reduce<string | null>((max, a) => (max === null || ms(a.detected_date) > ms(max) ? a.detected_date : max), streamState.watermark);
+  const newest = inRange.reduce<string | null>(
+    (max, a) => (max === null || ms(a.detected_date) > ms(max) ? a.detected_date : max),
+    streamState.watermark,
+  );
   ctx.state.streams.anomalies = {
     watermark: newest === null ? null : new Date(ms(newest)).toISOString(),
     lastSuccessAt: now,

@@ -30,7 +30,18 @@ export interface StreamStats {
 }
 
 export function emptyStats(): StreamStats {
-  return { inserted: 0, updated: 0, deleted: 0, pages: 0, requests: 0, retries: 0, rateLimited: 0, refetches: 0, responses: {}, warnings: [] };
+  return {
+    inserted: 0,
+    updated: 0,
+    deleted: 0,
+    pages: 0,
+    requests: 0,
+    retries: 0,
+    rateLimited: 0,
+    refetches: 0,
+    responses: {},
+    warnings: [],
+  };
 }
 
 /** Told as work progresses, for progress bars and JSON logs. */
@@ -39,10 +50,16 @@ export interface ProgressListener {
    * A stream's plan. `pages` when its page count is known in advance (rollups: three a window);
    * `days` when it can be estimated (line items: what is known of each date before it is fetched).
    */
-  planned?(stream: StreamName, info: { windows: number; from: string; to: string; resumed: boolean; pages?: number; days?: DayBasis[] }): void;
+  planned?(
+    stream: StreamName,
+    info: { windows: number; from: string; to: string; resumed: boolean; pages?: number; days?: DayBasis[] },
+  ): void;
   /** Pages fetched (one unless said), their rows, and their amount in dollars (line items). */
   page?(stream: StreamName, info: { rows: number; window: string; pages?: number; usd?: number }): void;
-  windowDone?(stream: StreamName, info: { window: string; inserted: number; updated: number; deleted: number; days?: number; pages?: number }): void;
+  windowDone?(
+    stream: StreamName,
+    info: { window: string; inserted: number; updated: number; deleted: number; days?: number; pages?: number },
+  ): void;
 }
 
 export interface SyncContext {

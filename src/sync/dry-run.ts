@@ -106,10 +106,17 @@ interface DryRunDeps {
 async function planSource(source: SourceConfig, deps: DryRunDeps): Promise<SourcePlan> {
   const client: { current: ApiClient | null } = { current: null };
   try {
-    return await planSourceWith(source, deps, () => (client.current ??= createApiClient({
-      baseUrl: source.baseUrl, apiKey: source.apiKey, retry: { retries: 2 },
-      limiter: createRequestLimiter({ requestsPerMinute: source.rateLimit }),
-    })));
+    return await planSourceWith(
+      source,
+      deps,
+      () =>
+        (client.current ??= createApiClient({
+          baseUrl: source.baseUrl,
+          apiKey: source.apiKey,
+          retry: { retries: 2 },
+          limiter: createRequestLimiter({ requestsPerMinute: source.rateLimit }),
+        })),
+    );
   } finally {
     await client.current?.close();
   }
@@ -129,14 +136,20 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
   if (warehouse !== null) {
     // A warehouse from before the carried state (schema 006) carries none.
     const rows = await warehouse.query<{ state: string }>('state/carried', [source.name]).catch(() => []);
-    carried = rows[0] === undefined ? null : JSON.parse(rows[0].state) as CarriedState;
+    carried = rows[0] === undefined ? null : (JSON.parse(rows[0].state) as CarriedState);
   }
   const { state, notice } = reconcileCarried(loaded, fileExisted, carried, source.name);
   if (notice !== null) notices.push(notice);
 
   const req: WindowRequest = {
-    since: config.since, until: config.until, startDate: config.startDate, lookbackDays: config.lookbackDays,
-    windowDays: config.windowDays, fullRefresh: config.fullRefresh, dropBefore: config.dropBefore, today: config.today,
+    since: config.since,
+    until: config.until,
+    startDate: config.startDate,
+    lookbackDays: config.lookbackDays,
+    windowDays: config.windowDays,
+    fullRefresh: config.fullRefresh,
+    dropBefore: config.dropBefore,
+    today: config.today,
   };
   const plans: StreamPlan[] = [];
   const specOf = { line_items: LINE_ITEMS, rollups: ROLLUPS_DAILY } as const;
@@ -153,22 +166,32 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
     return { replaces: config.fullRefresh ? `${plan.from}..${plan.to}` : null, drops };
   };
   const planned = async (name: 'line_items' | 'rollups') => {
-    const storedFrom = config.fullRefresh && warehouse !== null
-      ? (await warehouse.query<{ first: string | null }>('sync/stored_from', [source.name], tableNames(specOf[name])))[0]?.first ?? null : null;
+    const storedFrom =
+      config.fullRefresh && warehouse !== null
+        ? ((await warehouse.query<{ first: string | null }>('sync/stored_from', [source.name], tableNames(specOf[name])))[0]?.first ?? null)
+        : null;
     // A drop first moves the watermark, as the run does.
     const saved = state.streams[name] ?? emptyWindowedState();
-    const { notice, plan, resumed } = planStream(config.dropBefore === undefined ? saved : dropBefore(saved, config.dropBefore), { ...req, storedFrom });
+    const { notice, plan, resumed } = planStream(config.dropBefore === undefined ? saved : dropBefore(saved, config.dropBefore), {
+      ...req,
+      storedFrom,
+    });
     if (notice !== null) notices.push(`${name}: ${notice}`);
     return { plan, resumed, todo: remainingWindows(plan), ...(await replacedAndDropped(name, plan)) };
   };
 
   if (config.streams.includes('line_items')) {
     const { plan, resumed, todo, replaces, drops } = await planned('line_items');
-    const byWindow = todo.map((w) => splitWindows(w.start, w.end, 1).map(({ start: date }): DayBasis => ({ date, usd: null, storedRows: null })));
+    const byWindow = todo.map((w) =>
+      splitWindows(w.start, w.end, 1).map(({ start: date }): DayBasis => ({ date, usd: null, storedRows: null })),
+    );
     const days = byWindow.flat();
     let usdPerRow: number | null = null;
     if (warehouse !== null && days.length > 0) {
-      const [stored] = await lineItemsPerDate((name, params) => warehouse.query(name, params), [{ source: source.name, from: days[0]!.date, to: days.at(-1)!.date }]);
+      const [stored] = await lineItemsPerDate(
+        (name, params) => warehouse.query(name, params),
+        [{ source: source.name, from: days[0]!.date, to: days.at(-1)!.date }],
+      );
       for (const d of days) d.storedRows = stored!.get(d.date) ?? null;
       const [avg] = await warehouse.query<{ usd_per_row: number | null }>('sync/line_items_usd_per_row', [source.name]);
       usdPerRow = avg?.usd_per_row ?? null;
@@ -183,7 +206,8 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
         const sample = await api().lineItems({ startDate: todo[0]!.start, endDate: todo[0]!.end, limit: LINE_ITEM_PAGE_LIMIT });
         usdPerRow = dollarsPerRow(sample.data.map((r) => Number(r.net_amount_usd)));
         priced = `$${(usdPerRow ?? 0).toFixed(2)} a row (a sample page of ${sample.data.length} line items)`;
-        if (usdPerRow === null) basis = `not known before the run for ${unknown.length} date(s): the sample page of line items held no costs to price them`;
+        if (usdPerRow === null)
+          basis = `not known before the run for ${unknown.length} date(s): the sample page of line items held no costs to price them`;
       } catch (error) {
         basis = `not known for ${unknown.length} date(s): a sample page of line items could not be read (${firstLine(error)})`;
       }
@@ -193,7 +217,8 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
       made.rollups += 1;
       try {
         const usd = new Map<string, number>();
-        for (const r of await api().rollups({ startDate: unknown[0]!.date, endDate: unknown.at(-1)!.date, groupBy: 'provider' })) usd.set(r.date, (usd.get(r.date) ?? 0) + Number(r.cost_usd));
+        for (const r of await api().rollups({ startDate: unknown[0]!.date, endDate: unknown.at(-1)!.date, groupBy: 'provider' }))
+          usd.set(r.date, (usd.get(r.date) ?? 0) + Number(r.cost_usd));
         for (const d of unknown) d.usd = usd.get(d.date) ?? 0;
         basis = `${unknown.length === days.length ? '' : 'rows stored, and '}the provider rollups' dollars at ${priced} for ${unknown.length} date(s) not stored`;
       } catch (error) {
@@ -207,9 +232,16 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
     const storedDates = days.filter((d) => d.storedRows !== null && d.storedRows > 0).length;
     const estimate = wantsRollupTotals(todo.length, resumed, storedDates) ? 1 : 0;
     plans.push({
-      stream: 'line_items', range: `${plan.from}..${plan.to}`, windows: todo.length, resumed,
-      requests: pages === null ? null : pages + checks + estimate, minRequests: todo.length + checks + estimate,
-      refetches: storedSpan(days), basis, replaces, drops,
+      stream: 'line_items',
+      range: `${plan.from}..${plan.to}`,
+      windows: todo.length,
+      resumed,
+      requests: pages === null ? null : pages + checks + estimate,
+      minRequests: todo.length + checks + estimate,
+      refetches: storedSpan(days),
+      basis,
+      replaces,
+      drops,
     });
   }
   if (config.streams.includes('rollups')) {
@@ -218,14 +250,30 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
     const perWindow = GROUP_BYS.length - (config.reconcile !== 'off' && config.streams.includes('line_items') ? 1 : 0);
     const requests = todo.length * perWindow;
     plans.push({
-      stream: 'rollups', range: `${plan.from}..${plan.to}`, windows: todo.length, resumed, requests, minRequests: requests,
-      refetches: null, basis: `${perWindow} request(s) a window`, replaces, drops,
+      stream: 'rollups',
+      range: `${plan.from}..${plan.to}`,
+      windows: todo.length,
+      resumed,
+      requests,
+      minRequests: requests,
+      refetches: null,
+      basis: `${perWindow} request(s) a window`,
+      replaces,
+      drops,
     });
   }
   if (config.streams.includes('anomalies')) {
-    const since = anomalySince(state.streams.anomalies?.watermark ?? null, {
-      since: config.since, until: config.until, startDate: config.startDate, refreshDays: config.anomalyRefreshDays, fullRefresh: config.fullRefresh,
-    }, deps.nowMs);
+    const since = anomalySince(
+      state.streams.anomalies?.watermark ?? null,
+      {
+        since: config.since,
+        until: config.until,
+        startDate: config.startDate,
+        refreshDays: config.anomalyRefreshDays,
+        fullRefresh: config.fullRefresh,
+      },
+      deps.nowMs,
+    );
     // The run's first request, made now: one that is not full is the whole collection.
     made.anomalies += 1;
     let first: number | null = null;
@@ -237,17 +285,32 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
     }
     const plan = anomalyRequests(first);
     plans.push({
-      stream: 'anomalies', range: `${sinceLabel(since)}..${config.until}`, windows: 1, resumed: false, ...plan,
-      refetches: null, replaces: null, drops: null,
-      basis: first === null ? `the first request could not be made (${failed}); more when a response is full`
-        : first < ANOMALY_PAGE_LIMIT ? `${first} alert(s): one response holds them`
-          : `the first response is full (${ANOMALY_PAGE_LIMIT} alerts): split by severity, then further while a response is full; how far is not known before`,
+      stream: 'anomalies',
+      range: `${sinceLabel(since)}..${config.until}`,
+      windows: 1,
+      resumed: false,
+      ...plan,
+      refetches: null,
+      replaces: null,
+      drops: null,
+      basis:
+        first === null
+          ? `the first request could not be made (${failed}); more when a response is full`
+          : first < ANOMALY_PAGE_LIMIT
+            ? `${first} alert(s): one response holds them`
+            : `the first response is full (${ANOMALY_PAGE_LIMIT} alerts): split by severity, then further while a response is full; how far is not known before`,
     });
   }
   const requests = plans.reduce((n, p) => n + (p.requests ?? p.minRequests), 0);
   return {
-    source: source.name, streams: plans, notices, requests, atLeast: plans.some((p) => p.requests === null), rateLimit: source.rateLimit,
-    dryRunRequests: made, seconds: Math.ceil((requests * 60) / source.rateLimit),
+    source: source.name,
+    streams: plans,
+    notices,
+    requests,
+    atLeast: plans.some((p) => p.requests === null),
+    rateLimit: source.rateLimit,
+    dryRunRequests: made,
+    seconds: Math.ceil((requests * 60) / source.rateLimit),
   };
 }
 
@@ -263,7 +326,9 @@ export function anomalyRequests(firstResponse: number | null): { requests: numbe
 
 /** Every selected source's plan. Reads the state and the published warehouse; writes nothing. */
 export async function planDryRun(config: SyncConfig, nowMs: number): Promise<SourcePlan[]> {
-  const sources: SourceConfig[] = config.sources ?? [{ name: 'default', baseUrl: config.baseUrl, apiKey: config.apiKey, rateLimit: config.rateLimit }];
+  const sources: SourceConfig[] = config.sources ?? [
+    { name: 'default', baseUrl: config.baseUrl, apiKey: config.apiKey, rateLimit: config.rateLimit },
+  ];
   // A warehouse in a bucket is not downloaded for a dry run: the state directory's view is used alone.
   const warehouse = !isS3Url(config.db) && existsSync(config.db) ? await openReadOnly(config.db) : null;
   try {
@@ -283,17 +348,29 @@ export function dryRunText(plans: readonly SourcePlan[], several: boolean): stri
     for (const n of p.notices) lines.push(`  note: ${n}`);
     for (const s of p.streams) {
       const requests = s.requests === null ? `at least ${s.minRequests}` : `about ${s.requests}`;
-      lines.push(`  ${s.stream}: ${s.range}, ${s.windows} window(s)${s.resumed ? ' (resuming an unfinished plan)' : ''}, ${requests} request(s) [${s.basis}]`);
+      lines.push(
+        `  ${s.stream}: ${s.range}, ${s.windows} window(s)${s.resumed ? ' (resuming an unfinished plan)' : ''}, ${requests} request(s) [${s.basis}]`,
+      );
       if (s.drops !== null) lines.push(`    deleted first (--drop-before): ${s.drops}`);
-      if (s.replaces !== null) lines.push(`    replaced (--full-refresh): every stored date of ${s.replaces}; nothing outside it is deleted`);
+      if (s.replaces !== null)
+        lines.push(`    replaced (--full-refresh): every stored date of ${s.replaces}; nothing outside it is deleted`);
       else if (s.refetches !== null) lines.push(`    fetched again (already stored; restated costs are re-read): ${s.refetches}`);
     }
     const made = p.dryRunRequests;
-    const madeParts = [[made.lineItems, 'line-items page'], [made.rollups, 'provider-rollups request'], [made.anomalies, 'anomalies request']] as const;
-    const madeText = madeParts.filter(([n]) => n > 0).map(([n, what]) => `${n} ${what}${n === 1 ? '' : 's'}`).join(', ');
+    const madeParts = [
+      [made.lineItems, 'line-items page'],
+      [made.rollups, 'provider-rollups request'],
+      [made.anomalies, 'anomalies request'],
+    ] as const;
+    const madeText = madeParts
+      .filter(([n]) => n > 0)
+      .map(([n, what]) => `${n} ${what}${n === 1 ? '' : 's'}`)
+      .join(', ');
     if (madeText !== '') lines.push(`  this dry run made ${madeText} for the estimate`);
     const open = p.streams.filter((s) => s.requests === null).map((s) => s.stream);
-    const total = p.atLeast ? `at least ${p.requests} request(s) in all (${open.join(' and ')} may take more; see above)` : `about ${p.requests} request(s) in all`;
+    const total = p.atLeast
+      ? `at least ${p.requests} request(s) in all (${open.join(' and ')} may take more; see above)`
+      : `about ${p.requests} request(s) in all`;
     lines.push(`  ${total}: ${formatDuration(p.seconds * 1000)} at ${p.rateLimit} requests a minute`);
   }
   lines.push('Dry run: nothing was written. Run the same command without --dry-run to sync.');

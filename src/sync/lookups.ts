@@ -29,7 +29,9 @@ export async function lineItemsPerDate(query: Query, asked: readonly DateRange[]
   const from = asked.reduce((min, a) => (a.from < min ? a.from : min), asked[0]!.from);
   const to = asked.reduce((max, a) => (a.to > max ? a.to : max), asked[0]!.to);
   const rows = await query<{ i: number; date: string; n: number }>('sync/line_items_rows_per_date', [
-    JSON.stringify(asked.map((a, i) => ({ i, source: a.source, from: a.from, to: a.to }))), from, to,
+    JSON.stringify(asked.map((a, i) => ({ i, source: a.source, from: a.from, to: a.to }))),
+    from,
+    to,
   ]);
   for (const r of rows) answers[r.i]!.set(r.date, Number(r.n));
   return answers;

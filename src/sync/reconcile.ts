@@ -95,7 +95,9 @@ export class ProviderRollupExchange {
   private readonly gates = new Map<string, { open: () => void; opened: Promise<void> }>();
   private readonly rows = new Map<string, RollupRow[]>();
   private markPlanned!: () => void;
-  private readonly planned = new Promise<void>((resolve) => { this.markPlanned = resolve; });
+  private readonly planned = new Promise<void>((resolve) => {
+    this.markPlanned = resolve;
+  });
 
   private static key(window: { start: string; end: string }): string {
     return `${window.start}..${window.end}`;
@@ -105,7 +107,9 @@ export class ProviderRollupExchange {
   expect(windows: readonly { start: string; end: string }[]): void {
     for (const w of windows) {
       let open!: () => void;
-      const opened = new Promise<void>((resolve) => { open = resolve; });
+      const opened = new Promise<void>((resolve) => {
+        open = resolve;
+      });
       this.gates.set(ProviderRollupExchange.key(w), { open, opened });
     }
     this.markPlanned();
@@ -140,12 +144,17 @@ export class ProviderRollupExchange {
 
 /** Checks a fetched line-items window against its provider rollups, fetched now (after the last page). */
 export async function checkLineItemsWindow(
-  ctx: SyncContext, window: { start: string; end: string }, dir: string, names: SqlNames, paged?: readonly Total[],
+  ctx: SyncContext,
+  window: { start: string; end: string },
+  dir: string,
+  names: SqlNames,
+  paged?: readonly Total[],
 ): Promise<Mismatch[]> {
   const rows = await ctx.client.rollups({ startDate: window.start, endDate: window.end, groupBy: 'provider' });
   ctx.providerRollups?.deliver(window, rows);
   // Totals summed while the pages came, when exact (every id once); else read from the spool.
-  const items = paged ?? await ctx.warehouse.query<Total>('sync/line_items_window_totals', [pageGlob(dir), window.start, window.end], names);
+  const items =
+    paged ?? (await ctx.warehouse.query<Total>('sync/line_items_window_totals', [pageGlob(dir), window.start, window.end], names));
   const rollups = rows
     .filter((r) => r.date >= window.start && r.date <= window.end)
     .map((r) => ({ date: r.date, key: r.provider_type ?? '', amount: Number(r.cost_usd) }));
@@ -153,7 +162,12 @@ export async function checkLineItemsWindow(
 }
 
 /** Checks that a fetched rollups window's three views agree in total per date (provider against service and category). */
-export async function checkRollupsWindow(ctx: SyncContext, window: { start: string; end: string }, dir: string, names: SqlNames): Promise<Mismatch[]> {
+export async function checkRollupsWindow(
+  ctx: SyncContext,
+  window: { start: string; end: string },
+  dir: string,
+  names: SqlNames,
+): Promise<Mismatch[]> {
   const totals = await ctx.warehouse.query<Total>('sync/rollups_window_totals', [pageGlob(dir), window.start, window.end], names);
   const view = (groupBy: string) => totals.filter((t) => t.key === groupBy).map((t) => ({ date: t.date, key: 'total', amount: t.amount }));
   const provider = view('provider');

@@ -59,7 +59,6 @@ export interface RunSummary extends Omit<SourceSummary, 'source'> {
   lakeTables?: Record<string, string>;
 }
 
-
 export interface SyncDeps {
   config: SyncConfig;
   logger: Logger;
@@ -86,7 +85,10 @@ function webhooksOf(config: SyncConfig, source: SourceConfig): Webhook[] {
 
 /** The stream a request path belongs to (ingest requests belong to none). */
 const STREAM_OF_ENDPOINT: Record<Endpoint, StreamName | null> = {
-  lineItems: 'line_items', rollups: 'rollups', anomalies: 'anomalies', ingest: null,
+  lineItems: 'line_items',
+  rollups: 'rollups',
+  anomalies: 'anomalies',
+  ingest: null,
 };
 function streamOfPath(path: string): StreamName | null {
   const endpoint = endpointOf(path);
@@ -98,7 +100,9 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const clock = deps.clock ?? systemClock;
   // One stop for the run, whatever asks for it: the caller's signal, --max-runtime, a heap running short.
   const stopper = new AbortController();
-  const stopWith = (reason: string) => { if (!stopper.signal.aborted) stopper.abort(reason); };
+  const stopWith = (reason: string) => {
+    if (!stopper.signal.aborted) stopper.abort(reason);
+  };
   const stopReason = () => (stopper.signal.aborted ? String(stopper.signal.reason) : undefined);
   const onCallerStop = () => stopWith(String(deps.signal!.reason ?? 'stop requested'));
   if (deps.signal?.aborted) onCallerStop();
@@ -106,33 +110,56 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const startedMs = clock.now();
   const startedAt = new Date(startedMs).toISOString();
   const runId = newRunId(startedMs);
-  const sources: SourceConfig[] = config.sources ?? [{ name: 'default', baseUrl: config.baseUrl, apiKey: config.apiKey, rateLimit: config.rateLimit }];
+  const sources: SourceConfig[] = config.sources ?? [
+    { name: 'default', baseUrl: config.baseUrl, apiKey: config.apiKey, rateLimit: config.rateLimit },
+  ];
   const secrets = [...sources.map((s) => s.apiKey), ...config.notify, ...sources.flatMap((s) => s.notify ?? [])];
   for (const key of secrets) logger.addSecret(key);
 
   let deadlineTimer: NodeJS.Timeout | undefined;
   let heapTimer: NodeJS.Timeout | undefined;
   const run = await openRun({
-    config, runId, command: `costsync sync (run ${runId})`, clock, logger, sources: sources.map((s) => s.name), kind: 'sync',
+    config,
+    runId,
+    command: `costsync sync (run ${runId})`,
+    clock,
+    logger,
+    sources: sources.map((s) => s.name),
+    kind: 'sync',
   });
   const { db, lake, leases } = run;
   let warehouse: Warehouse | null = run.warehouse;
-  const outputsOf = (wh: Warehouse) => derivedOutputs({
-    warehouse: wh, runId, clock, logger, sources: sources.map((s) => s.name), lake, db, publishIntervalMs: config.publishIntervalMs,
-    webhooks: [...new Map(sources.flatMap((s) => webhooksOf(config, s)).map((t) => [t.id, t])).values()],
-    notifyFormat: config.notifyFormat, sendOptions: deps.sendOptions, metricsFile: config.metricsFile, secrets,
-    guard: () => leases?.check(),
-    lakeFormat: config.format === 'iceberg' ? 'iceberg' : 'parquet', icebergRetentionMs: config.icebergRetentionMs,
-  });
+  const outputsOf = (wh: Warehouse) =>
+    derivedOutputs({
+      warehouse: wh,
+      runId,
+      clock,
+      logger,
+      sources: sources.map((s) => s.name),
+      lake,
+      db,
+      publishIntervalMs: config.publishIntervalMs,
+      webhooks: [...new Map(sources.flatMap((s) => webhooksOf(config, s)).map((t) => [t.id, t])).values()],
+      notifyFormat: config.notifyFormat,
+      sendOptions: deps.sendOptions,
+      metricsFile: config.metricsFile,
+      secrets,
+      guard: () => leases?.check(),
+      lakeFormat: config.format === 'iceberg' ? 'iceberg' : 'parquet',
+      icebergRetentionMs: config.icebergRetentionMs,
+    });
   try {
     const wh = run.warehouse;
     // "Running" rows need not reach readers at once: they go out with the run's first publish.
-    await wh.transaction(async () => {
-      await wh.run('sync/runs_mark_abandoned');
-      for (const source of sources) {
-        await wh.run('sync/run_start', [runId, startedAt, config.streams.join(','), config.since ?? null, config.until, source.name]);
-      }
-    }, { publish: false });
+    await wh.transaction(
+      async () => {
+        await wh.run('sync/runs_mark_abandoned');
+        for (const source of sources) {
+          await wh.run('sync/run_start', [runId, startedAt, config.streams.join(','), config.since ?? null, config.until, source.name]);
+        }
+      },
+      { publish: false },
+    );
     // First finish what a killed or failed run left: Parquet partitions, then the published file.
     const outputs = outputsOf(wh);
     await outputs.resume();
@@ -140,7 +167,13 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     const deadline = config.maxRuntimeMs === undefined ? Infinity : startedMs + config.maxRuntimeMs;
     // A stop drops the requests waiting for their turn, so it takes one request, not a queue of them.
     const limiters: RequestLimiter[] = [];
-    stopper.signal.addEventListener('abort', () => { for (const l of limiters) l.dropWaiting(); }, { once: true });
+    stopper.signal.addEventListener(
+      'abort',
+      () => {
+        for (const l of limiters) l.dropWaiting();
+      },
+      { once: true },
+    );
     const shouldStop = () => {
       if (clock.now() >= deadline) stopWith(`--max-runtime of ${formatDuration(config.maxRuntimeMs!)} reached`);
       return stopper.signal.aborted;
@@ -173,10 +206,25 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     // others. Past --sources-at-once, the others wait their turn: beyond what the machine's cores can
     // parse and store, more at once only share the same throughput among more keys, in more memory.
     const atOnce = sourcesAtOnce(config.sourcesAtOnce, availableParallelism());
-    if (sources.length > atOnce) logger.info(`${sources.length} sources, ${atOnce} at once (--sources-at-once); the others wait their turn`);
-    const parts = await mapAtMost(sources, atOnce, (source) => syncSource(source, {
-      deps, clock, runId, warehouse: wh, shouldStop, stop: stopper.signal, addLimiter, afterCommit: () => outputs.afterCommit(), several: sources.length > 1, pageSlots, spoolSlots, carried, lookups,
-    }));
+    if (sources.length > atOnce)
+      logger.info(`${sources.length} sources, ${atOnce} at once (--sources-at-once); the others wait their turn`);
+    const parts = await mapAtMost(sources, atOnce, (source) =>
+      syncSource(source, {
+        deps,
+        clock,
+        runId,
+        warehouse: wh,
+        shouldStop,
+        stop: stopper.signal,
+        addLimiter,
+        afterCommit: () => outputs.afterCommit(),
+        several: sources.length > 1,
+        pageSlots,
+        spoolSlots,
+        carried,
+        lookups,
+      }),
+    );
     let summary = combine(runId, startedAt, clock, parts, stopReason());
     if (memoryShort !== null) summary = { ...summary, outcome: 'failed', error: memoryError(memoryShort, sources.length) };
     // Whatever the outcome, what was committed reaches the lake and the published file; an output
@@ -198,17 +246,28 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       warehouse = null;
       await adoptCompacted(config.db, wh.path)
         .then(() => logger.info(`the working copy was rebuilt compactly from ${config.db}`))
-        .catch((error: unknown) => logger.warn(`the working copy was not rebuilt (it stays as it was, with its data): ${describeError(error, secrets)}`));
+        .catch((error: unknown) =>
+          logger.warn(`the working copy was not rebuilt (it stays as it was, with its data): ${describeError(error, secrets)}`),
+        );
     }
     return summary;
   } catch (error) {
     if (warehouse) {
       for (const source of sources) {
-        await recordSource(warehouse, runId, clock, sourceSummary(source.name, 'failed', {}, error), secrets, webhooksOf(config, source)).catch(() => undefined);
+        await recordSource(
+          warehouse,
+          runId,
+          clock,
+          sourceSummary(source.name, 'failed', {}, error),
+          secrets,
+          webhooksOf(config, source),
+        ).catch(() => undefined);
       }
       // A run fenced off (its lease taken over) writes nothing more; others bring their outputs up to date.
       if (!isFenced(error)) {
-        await outputsOf(warehouse).finish(async () => undefined).catch((e: unknown) => logger.error(describeError(e, secrets)));
+        await outputsOf(warehouse)
+          .finish(async () => undefined)
+          .catch((e: unknown) => logger.error(describeError(e, secrets)));
       }
     }
     throw error;
@@ -306,9 +365,15 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     // The warehouse carries the state that matches its data: it wins over a state file that disagrees,
     // and an empty --state-dir (a clean container) goes on from it.
     const row = run.carried.get(source.name);
-    const { state, notice } = reconcileCarried(loaded, fileExisted, row === undefined ? null : JSON.parse(row) as CarriedState, source.name);
+    const { state, notice } = reconcileCarried(
+      loaded,
+      fileExisted,
+      row === undefined ? null : (JSON.parse(row) as CarriedState),
+      source.name,
+    );
     // An empty --state-dir going on from the warehouse is the documented clean-container case: worth a line, not a warning.
-    if (notice !== null) (fileExisted ? logger.warn : logger.info)(notice, { source: source.name });
+    if (notice !== null && fileExisted) logger.warn(notice, { source: source.name });
+    else if (notice !== null) logger.info(notice, { source: source.name });
     const carried = new CarriedText(row === undefined ? null : JSON.stringify(carriedState(state)));
     /** This source's windows in the transaction under way (see `carryState`). */
     const committing = new Map<string, CarriedWindow>();
@@ -353,10 +418,18 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
         stats[stream].responses[event.statusCode] = (stats[stream].responses[event.statusCode] ?? 0) + 1;
       } else if (event.type === 'retry') {
         stats[stream].retries += 1;
-        logger.info(`${run.several ? `${source.name}: ` : ''}${retryLine(event)}`, { source: source.name, stream, code: event.code, attempt: event.attempt });
+        logger.info(`${run.several ? `${source.name}: ` : ''}${retryLine(event)}`, {
+          source: source.name,
+          stream,
+          code: event.code,
+          attempt: event.attempt,
+        });
       } else if (event.type === 'rate_limited') {
         stats[stream].rateLimited += 1;
-        logger.info(`${source.name}: rate limited: holding requests for ${Math.ceil(event.holdMs / 1000)} s`, { source: source.name, stream });
+        logger.info(`${source.name}: rate limited: holding requests for ${Math.ceil(event.holdMs / 1000)} s`, {
+          source: source.name,
+          stream,
+        });
       }
     };
     // Every stream's windows may have a request in flight: size the limiter and the pool for all.
@@ -364,10 +437,26 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     const limiter = createRequestLimiter({ requestsPerMinute: source.rateLimit, clock, maxConcurrent: inFlight });
     run.addLimiter(limiter);
     client = createApiClient({
-      baseUrl: source.baseUrl, apiKey: source.apiKey, limiter, clock, onEvent, connections: inFlight, signal: run.stop, ...deps.clientOptions,
+      baseUrl: source.baseUrl,
+      apiKey: source.apiKey,
+      limiter,
+      clock,
+      onEvent,
+      connections: inFlight,
+      signal: run.stop,
+      ...deps.clientOptions,
     });
     const ctx: SyncContext = {
-      client, warehouse, lookups: run.lookups, spoolDir: store.spoolDir, state, logger, clock, runId: run.runId, source: source.name, stats,
+      client,
+      warehouse,
+      lookups: run.lookups,
+      spoolDir: store.spoolDir,
+      state,
+      logger,
+      clock,
+      runId: run.runId,
+      source: source.name,
+      stats,
       carryState: async (done) => {
         // A grouped commit may store several of this source's windows: each carry says all of them
         // are done, and a window leaves the list once its transaction commits or rolls back.
@@ -385,41 +474,62 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
       shouldStop: run.shouldStop,
       pageSlots: run.pageSlots,
       spoolSlots: run.spoolSlots,
-      progress: run.several ? perSource(source.name, deps.progress ?? {}) : deps.progress ?? {},
+      progress: run.several ? perSource(source.name, deps.progress ?? {}) : (deps.progress ?? {}),
       concurrency: config.concurrency,
       // Half the publish interval: a window reaches the published file within about one and a half.
       storeWaitMs: config.publishIntervalMs / 2,
       reconcile: config.reconcile,
       ...(config.reconcile !== 'off' && config.streams.includes('line_items') && config.streams.includes('rollups')
-        ? { providerRollups: new ProviderRollupExchange() } : {}),
+        ? { providerRollups: new ProviderRollupExchange() }
+        : {}),
       afterCommit: run.afterCommit,
-      ...(webhooks.length > 0 ? {
-        notify: {
-          webhooks: webhooks.map((t) => t.id), minRank: SEVERITY_RANK[config.notifySeverity],
-          cutoff: new Date(clock.now() - config.notifyMaxAgeMs).toISOString(), statusChanges: config.notifyStatusChanges,
-        },
-      } : {}),
+      ...(webhooks.length > 0
+        ? {
+            notify: {
+              webhooks: webhooks.map((t) => t.id),
+              minRank: SEVERITY_RANK[config.notifySeverity],
+              cutoff: new Date(clock.now() - config.notifyMaxAgeMs).toISOString(),
+              statusChanges: config.notifyStatusChanges,
+            },
+          }
+        : {}),
     };
     const windowReq = {
-      since: config.since, until: config.until, startDate: config.startDate, lookbackDays: config.lookbackDays,
-      windowDays: config.windowDays, fullRefresh: config.fullRefresh, dropBefore: config.dropBefore, today: config.today,
+      since: config.since,
+      until: config.until,
+      startDate: config.startDate,
+      lookbackDays: config.lookbackDays,
+      windowDays: config.windowDays,
+      fullRefresh: config.fullRefresh,
+      dropBefore: config.dropBefore,
+      today: config.today,
     };
     const tasks: Promise<StreamOutcome>[] = [];
     if (config.streams.includes('line_items')) tasks.push(syncWindowedStream(lineItemsStream, ctx, windowReq));
     if (config.streams.includes('rollups')) tasks.push(syncWindowedStream(rollupsStream, ctx, windowReq));
     if (config.streams.includes('anomalies')) {
-      tasks.push(syncAnomalies(ctx, {
-        since: config.since, until: config.until, startDate: config.startDate,
-        refreshDays: config.anomalyRefreshDays, fullRefresh: config.fullRefresh,
-      }));
+      tasks.push(
+        syncAnomalies(ctx, {
+          since: config.since,
+          until: config.until,
+          startDate: config.startDate,
+          refreshDays: config.anomalyRefreshDays,
+          fullRefresh: config.fullRefresh,
+        }),
+      );
     }
     const settled = await Promise.allSettled(tasks);
     // The source ends with the warehouse carrying its final state.
     carryInBackground();
     await carrying;
+    // eslint-disable-next-line @typescript-eslint/only-throw-error -- a caught error, rethrown as it came
     if (carryFailure !== null) throw carryFailure;
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-    const outcome: RunOutcome = failed ? 'failed' : settled.some((s) => s.status === 'fulfilled' && s.value === 'stopped') ? 'stopped' : 'success';
+    const outcome: RunOutcome = failed
+      ? 'failed'
+      : settled.some((s) => s.status === 'fulfilled' && s.value === 'stopped')
+        ? 'stopped'
+        : 'success';
     summary = sourceSummary(source.name, outcome, streams, failed?.reason);
   } catch (error) {
     summary = sourceSummary(source.name, 'failed', streams, error);
@@ -438,16 +548,25 @@ function perSource(source: string, progress: ProgressListener): ProgressListener
   const name = (stream: StreamName) => `${source}/${stream}` as StreamName;
   // Only the callbacks the listener has: a missing `planned` means nobody reads the estimate.
   return {
-    ...(progress.planned && { planned: (stream: StreamName, info: Parameters<NonNullable<ProgressListener['planned']>>[1]) => progress.planned!(name(stream), info) }),
+    ...(progress.planned && {
+      planned: (stream: StreamName, info: Parameters<NonNullable<ProgressListener['planned']>>[1]) => progress.planned!(name(stream), info),
+    }),
     page: (stream, info) => progress.page?.(name(stream), info),
     windowDone: (stream, info) => progress.windowDone?.(name(stream), info),
   };
 }
 
-function sourceSummary(source: string, outcome: RunOutcome, streams: Partial<Record<StreamName, StreamStats>>, error: unknown): SourceSummary {
+function sourceSummary(
+  source: string,
+  outcome: RunOutcome,
+  streams: Partial<Record<StreamName, StreamStats>>,
+  error: unknown,
+): SourceSummary {
   const all = Object.values(streams);
   return {
-    source, outcome, streams,
+    source,
+    outcome,
+    streams,
     requests: all.reduce((n, s) => n + s.requests, 0),
     retries: all.reduce((n, s) => n + s.retries, 0),
     rateLimited: all.reduce((n, s) => n + s.rateLimited, 0),
@@ -459,12 +578,19 @@ function sourceSummary(source: string, outcome: RunOutcome, streams: Partial<Rec
 const OUTCOME_RANK: Record<RunOutcome, number> = { success: 0, stopped: 1, failed: 2 };
 
 /** The run from its sources' parts: summed counts, per-stream sums, the worst outcome, the first failure. Pure. */
-export function combine(runId: string, startedAt: string, clock: Clock, parts: SourceSummary[], stopReason: string | undefined): RunSummary {
+export function combine(
+  runId: string,
+  startedAt: string,
+  clock: Clock,
+  parts: SourceSummary[],
+  stopReason: string | undefined,
+): RunSummary {
   const streams: Partial<Record<StreamName, StreamStats>> = {};
   for (const part of parts) {
     for (const [name, s] of Object.entries(part.streams) as [StreamName, StreamStats][]) {
       const sum = (streams[name] ??= emptyStats());
-      for (const key of ['inserted', 'updated', 'deleted', 'pages', 'requests', 'retries', 'rateLimited', 'refetches'] as const) sum[key] += s[key];
+      for (const key of ['inserted', 'updated', 'deleted', 'pages', 'requests', 'retries', 'rateLimited', 'refetches'] as const)
+        sum[key] += s[key];
       for (const [status, n] of Object.entries(s.responses)) sum.responses[status] = (sum.responses[status] ?? 0) + n;
       sum.warnings.push(...s.warnings.map((w) => (parts.length > 1 ? `${part.source}: ${w}` : w)));
     }
@@ -472,7 +598,12 @@ export function combine(runId: string, startedAt: string, clock: Clock, parts: S
   const outcome = parts.reduce<RunOutcome>((worst, p) => (OUTCOME_RANK[p.outcome] > OUTCOME_RANK[worst] ? p.outcome : worst), 'success');
   const failure = parts.find((p) => p.outcome === 'failed');
   return {
-    runId, outcome, startedAt, endedAt: new Date(clock.now()).toISOString(), streams, sources: parts,
+    runId,
+    outcome,
+    startedAt,
+    endedAt: new Date(clock.now()).toISOString(),
+    streams,
+    sources: parts,
     requests: parts.reduce((n, p) => n + p.requests, 0),
     retries: parts.reduce((n, p) => n + p.retries, 0),
     rateLimited: parts.reduce((n, p) => n + p.rateLimited, 0),
@@ -487,7 +618,13 @@ export function combine(runId: string, startedAt: string, clock: Clock, parts: S
  * webhook in the same transaction (the outbox), sent after the commit.
  */
 async function recordSource(
-  warehouse: Warehouse, runId: string, clock: Clock, summary: SourceSummary, secrets: string[], webhooks: readonly Webhook[], withStreams = true,
+  warehouse: Warehouse,
+  runId: string,
+  clock: Clock,
+  summary: SourceSummary,
+  secrets: string[],
+  webhooks: readonly Webhook[],
+  withStreams = true,
 ): Promise<void> {
   const endedAt = new Date(clock.now()).toISOString();
   await warehouse.transaction(async () => {
@@ -495,21 +632,45 @@ async function recordSource(
       const kind = summary.outcome === 'failed' ? 'run_failed' : 'run_stopped';
       const error = summary.error;
       const event = {
-        kind, source: summary.source, run_id: runId,
+        kind,
+        source: summary.source,
+        run_id: runId,
         exit_code: summary.outcome === 'stopped' ? ExitCode.STOPPED_EARLY : isCostsyncError(error) ? error.exitCode : ExitCode.FAILED,
-        reason: summary.outcome === 'stopped' ? (summary.stopReason ?? 'stopped before the end; progress is saved') : describeError(error, secrets).split('\n')[0],
-        fix: summary.outcome === 'stopped' ? 'Run the same command again to go on.' : (isCostsyncError(error) ? error.hint ?? null : null),
+        reason:
+          summary.outcome === 'stopped'
+            ? (summary.stopReason ?? 'stopped before the end; progress is saved')
+            : describeError(error, secrets).split('\n')[0],
+        fix: summary.outcome === 'stopped' ? 'Run the same command again to go on.' : isCostsyncError(error) ? (error.hint ?? null) : null,
       };
       const id = eventId(runId, summary.source, kind);
-      for (const webhook of webhooks) await warehouse.run('notify/run_event', [id, webhook.id, summary.source, kind, JSON.stringify(event), endedAt]);
+      for (const webhook of webhooks)
+        await warehouse.run('notify/run_event', [id, webhook.id, summary.source, kind, JSON.stringify(event), endedAt]);
     }
     await warehouse.run('sync/run_finish', [
-      runId, endedAt, summary.outcome, summary.requests, summary.retries, summary.rateLimited,
-      JSON.stringify(summary.warnings), summary.error === undefined ? null : describeError(summary.error, secrets), summary.source,
+      runId,
+      endedAt,
+      summary.outcome,
+      summary.requests,
+      summary.retries,
+      summary.rateLimited,
+      JSON.stringify(summary.warnings),
+      summary.error === undefined ? null : describeError(summary.error, secrets),
+      summary.source,
     ]);
     for (const [stream, s] of withStreams ? Object.entries(summary.streams) : []) {
       await warehouse.run('sync/run_stream', [
-        runId, stream, s.inserted, s.updated, s.deleted, s.pages, s.requests, s.retries, s.rateLimited, JSON.stringify(s.warnings), s.refetches, summary.source,
+        runId,
+        stream,
+        s.inserted,
+        s.updated,
+        s.deleted,
+        s.pages,
+        s.requests,
+        s.retries,
+        s.rateLimited,
+        JSON.stringify(s.warnings),
+        s.refetches,
+        summary.source,
         JSON.stringify(s.responses),
       ]);
     }

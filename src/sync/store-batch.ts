@@ -40,12 +40,16 @@ export interface WaitingWindows {
  * the stream is ending (a stop or a failure). Pure: the engine asks whenever a window's fetch ends.
  */
 export function storeNow(
-  waiting: WaitingWindows, others: { fetching: number; queued: number }, limits: { maxWaitMs: number; ending: boolean },
+  waiting: WaitingWindows,
+  others: { fetching: number; queued: number },
+  limits: { maxWaitMs: number; ending: boolean },
 ): boolean {
   if (waiting.windows === 0) return false;
-  return limits.ending
-    || waiting.rows >= STORE_BATCH_ROWS
-    || waiting.windows >= MAX_GROUP
-    || waiting.waitedMs >= limits.maxWaitMs
-    || (others.fetching === 0 && others.queued === 0);
+  return (
+    limits.ending ||
+    waiting.rows >= STORE_BATCH_ROWS ||
+    waiting.windows >= MAX_GROUP ||
+    waiting.waitedMs >= limits.maxWaitMs ||
+    (others.fetching === 0 && others.queued === 0)
+  );
 }

@@ -34,11 +34,23 @@ export interface WindowedStreamSpec {
   /** The stream's own SQL files: the change counts, and the replace (with and without dedupe). The window count and delete are the table spec's templates. */
   sql: { diff: string; insertWindow: string; insertUnique: string };
   /** `admit`: waited on once the request may go (the run's page slots; see `takesPageSlot`). */
-  fetchPage(client: ApiClient, window: { start: string; end: string }, cursor: string | null, shared?: ProviderRollupExchange, admit?: Admit): Promise<FetchedPage>;
+  fetchPage(
+    client: ApiClient,
+    window: { start: string; end: string },
+    cursor: string | null,
+    shared?: ProviderRollupExchange,
+    admit?: Admit,
+  ): Promise<FetchedPage>;
   /** The check a fetched window must pass before it commits (see reconcile.ts), and what its two sides are. */
   check: {
     /** `paged`: the window's totals gathered while its pages came (see `paged` below), when they are known to be exact. */
-    run(ctx: SyncContext, window: { start: string; end: string }, spoolDir: string, names: SqlNames, paged?: readonly Total[]): Promise<Mismatch[]>;
+    run(
+      ctx: SyncContext,
+      window: { start: string; end: string },
+      spoolDir: string,
+      names: SqlNames,
+      paged?: readonly Total[],
+    ): Promise<Mismatch[]>;
     /** The fields whose amount per date and key the check compares, summed while the pages come so the check need not read the spool. */
     paged?: { keyField: string; amountField: string };
     sides: [string, string];
@@ -57,9 +69,20 @@ export const lineItemsStream: WindowedStreamSpec = {
   serverCursors: true,
   takesPageSlot: true,
   sql: { diff: 'sync/line_items_diff', insertWindow: 'sync/line_items_insert_window', insertUnique: 'sync/line_items_insert_unique' },
-  check: { run: checkLineItemsWindow, sides: ['line items', 'provider rollup'], deliversProviderRollups: true, paged: { keyField: 'provider_type', amountField: 'net_amount_usd' } },
+  check: {
+    run: checkLineItemsWindow,
+    sides: ['line items', 'provider rollup'],
+    deliversProviderRollups: true,
+    paged: { keyField: 'provider_type', amountField: 'net_amount_usd' },
+  },
   async fetchPage(client, window, cursor, _shared, admit) {
-    const page = await client.lineItems({ startDate: window.start, endDate: window.end, limit: LINE_ITEM_PAGE_LIMIT, cursor, ...(admit ? { admit } : {}) });
+    const page = await client.lineItems({
+      startDate: window.start,
+      endDate: window.end,
+      limit: LINE_ITEM_PAGE_LIMIT,
+      cursor,
+      ...(admit ? { admit } : {}),
+    });
     return { records: page.data, nextCursor: page.hasMore ? page.nextCursor : null };
   },
 };
@@ -79,7 +102,7 @@ export const rollupsStream: WindowedStreamSpec = {
     const groupBy = GROUP_BYS[index]!;
     // The provider view the line-items check fetched after that window's last page, when there is one.
     const reused = groupBy === 'provider' && shared ? await shared.take(window) : null;
-    const rows = reused ?? await client.rollups({ startDate: window.start, endDate: window.end, groupBy });
+    const rows = reused ?? (await client.rollups({ startDate: window.start, endDate: window.end, groupBy }));
     const records = rows.map((r) => ({ ...r, group_by: groupBy }));
     return {
       records,

@@ -52,12 +52,15 @@ async function dayBasis(ctx: SyncContext, todo: readonly PlannedWindow[], resume
   const usd = new Map<string, number>();
   if (wantsRollupTotals(todo.length, resumed, stored.size, ctx.progress.planned !== undefined)) {
     try {
-      for (const r of await ctx.client.rollups({ startDate: from, endDate: to, groupBy: 'provider' })) usd.set(r.date, (usd.get(r.date) ?? 0) + Number(r.cost_usd));
+      for (const r of await ctx.client.rollups({ startDate: from, endDate: to, groupBy: 'provider' }))
+        usd.set(r.date, (usd.get(r.date) ?? 0) + Number(r.cost_usd));
     } catch (error) {
       ctx.logger.debug(`progress estimate without rollups: ${(error as Error).message}`);
     }
   }
-  return todo.flatMap((w) => splitWindows(w.start, w.end, 1)).map(({ start: date }) => ({ date, usd: usd.get(date) ?? null, storedRows: stored.get(date) ?? null }));
+  return todo
+    .flatMap((w) => splitWindows(w.start, w.end, 1))
+    .map(({ start: date }) => ({ date, usd: usd.get(date) ?? null, storedRows: stored.get(date) ?? null }));
 }
 
 /** What the engine keeps of a fetched page once its records are looked at. */
@@ -82,8 +85,12 @@ interface TakenPage {
  * key, see `check.paged`).
  */
 export function takePage(
-  spec: WindowedStreamSpec, page: FetchedPage, window: { start: string; end: string; cursor: string | null },
-  seenCursors: Set<string>, idHashes: IdHashes | null, totals: Map<string, number> | null = null,
+  spec: WindowedStreamSpec,
+  page: FetchedPage,
+  window: { start: string; end: string; cursor: string | null },
+  seenCursors: Set<string>,
+  idHashes: IdHashes | null,
+  totals: Map<string, number> | null = null,
 ): TakenPage {
   const { dateField } = spec.spec;
   const amountField = 'amountField' in spec.size ? spec.size.amountField : null;
@@ -94,7 +101,7 @@ export function takePage(
     const date = r[dateField];
     const inside = typeof date === 'string' && date >= window.start && date <= window.end;
     if (!inside) outside += 1;
-    if (amountField !== null && typeof r[amountField] === 'number') usd += r[amountField] as number;
+    if (amountField !== null && typeof r[amountField] === 'number') usd += r[amountField];
     if (paged !== undefined && inside) addTotal(totals!, date, r[paged.keyField], r[paged.amountField]);
   }
   let loop = false;
@@ -107,7 +114,14 @@ export function takePage(
   }
   // As bytes: outside the JavaScript heap while the write waits on the disk.
   const data = spoolPage(page.records, spec.spec.columns);
-  return { data, nextCursor: page.nextCursor, rows: page.records.length - outside, usd: amountField === null ? undefined : usd, outside, loop };
+  return {
+    data,
+    nextCursor: page.nextCursor,
+    rows: page.records.length - outside,
+    usd: amountField === null ? undefined : usd,
+    outside,
+    loop,
+  };
 }
 
 /** Adds an amount to its date and key (a missing amount counts nothing, as SQL's sum skips NULL). */
@@ -130,13 +144,24 @@ export async function syncWindowedStream(spec: WindowedStreamSpec, ctx: SyncCont
   }
 }
 
-async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: WindowRequest, shared: ProviderRollupExchange | undefined): Promise<StreamOutcome> {
+async function syncWindows(
+  spec: WindowedStreamSpec,
+  ctx: SyncContext,
+  req: WindowRequest,
+  shared: ProviderRollupExchange | undefined,
+): Promise<StreamOutcome> {
   const { warehouse } = ctx;
-  const stats = ctx.stats[spec.name];
   if (req.dropBefore !== undefined) await dropStored(spec, ctx, req.dropBefore);
   const names = tableNames(spec.spec);
-  const storedFrom = req.fullRefresh ? ((await warehouse.query<{ first: string | null }>('sync/stored_from', [ctx.source], names))[0]?.first ?? null) : null;
-  const { state: streamState, notice, plan, resumed } = planStream(ctx.state.streams[spec.name] ?? emptyWindowedState(), { ...req, storedFrom });
+  const storedFrom = req.fullRefresh
+    ? ((await warehouse.query<{ first: string | null }>('sync/stored_from', [ctx.source], names))[0]?.first ?? null)
+    : null;
+  const {
+    state: streamState,
+    notice,
+    plan,
+    resumed,
+  } = planStream(ctx.state.streams[spec.name] ?? emptyWindowedState(), { ...req, storedFrom });
   ctx.state.streams[spec.name] = streamState;
   if (notice !== null) ctx.logger.warn(`${spec.name}: ${notice}`, { source: ctx.source, stream: spec.name });
   streamState.pending = plan;
@@ -150,11 +175,14 @@ async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: Wind
   // The estimate (a warehouse query, perhaps one request) goes alongside the first pages, not before
   // them: with hundreds of sources, the query waits in the warehouse's queue for seconds.
   const announcing = (async () => {
-    const size = 'pagesPerWindow' in spec.size ? { pages: todo.length * spec.size.pagesPerWindow } : { days: await dayBasis(ctx, todo, resumed) };
+    const size =
+      'pagesPerWindow' in spec.size ? { pages: todo.length * spec.size.pagesPerWindow } : { days: await dayBasis(ctx, todo, resumed) };
     ctx.progress.planned?.(spec.name, { windows: todo.length, from: plan.from, to: plan.to, resumed, ...size });
   })();
   announcing.catch(() => undefined);
-  ctx.logger.debug(`${spec.name}: ${resumed ? 'resuming' : 'planned'} ${plan.from}..${plan.to}, ${todo.length} window(s) to sync`, { stream: spec.name });
+  ctx.logger.debug(`${spec.name}: ${resumed ? 'resuming' : 'planned'} ${plan.from}..${plan.to}, ${todo.length} window(s) to sync`, {
+    stream: spec.name,
+  });
 
   let failure: unknown = null;
   let stopped = false;
@@ -170,7 +198,11 @@ async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: Wind
     const limits = { maxWaitMs: ctx.storeWaitMs ?? Infinity, ending };
     if (!storeNow({ windows: waiting.length, rows, waitedMs }, { fetching, queued: queue.length }, limits)) return [];
     // Started together, so they reach the write queue together and share its group commit.
-    const started = waiting.splice(0).map(({ window, fetched }) => storeWindow(spec, ctx, window, fetched).catch((error: unknown) => { failure ??= error; }));
+    const started = waiting.splice(0).map(({ window, fetched }) =>
+      storeWindow(spec, ctx, window, fetched).catch((error: unknown) => {
+        failure ??= error;
+      }),
+    );
     stores.push(...started);
     return started;
   };
@@ -195,9 +227,10 @@ async function syncWindows(spec: WindowedStreamSpec, ctx: SyncContext, req: Wind
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(ctx.concurrency, queue.length)) }, worker));
-  storeWaiting(true);
+  void storeWaiting(true);
   await Promise.all(stores);
   await announcing;
+  // eslint-disable-next-line @typescript-eslint/only-throw-error -- a caught error, rethrown as it came
   if (failure !== null) throw failure;
   if (stopped || plan.windows.some((w) => w.status !== 'done')) return 'stopped';
 
@@ -222,7 +255,10 @@ async function dropStored(spec: WindowedStreamSpec, ctx: SyncContext, date: stri
   });
   if (deleted > 0) {
     ctx.stats[spec.name].deleted += deleted;
-    ctx.logger.info(`${spec.name}: dropped ${deleted} row(s) dated before ${date} (--drop-before)`, { stream: spec.name, source: ctx.source });
+    ctx.logger.info(`${spec.name}: dropped ${deleted} row(s) dated before ${date} (--drop-before)`, {
+      stream: spec.name,
+      source: ctx.source,
+    });
     await ctx.afterCommit?.();
   }
   const state = ctx.state.streams[spec.name];
@@ -231,7 +267,11 @@ async function dropStored(spec: WindowedStreamSpec, ctx: SyncContext, date: stri
 
 /** A window's name in messages, its spool directory, and the spool's file operations. */
 function windowPlace(spec: WindowedStreamSpec, ctx: SyncContext, window: PlannedWindow): { label: string; dir: string; spool: Spool } {
-  return { label: `${window.start}..${window.end}`, dir: windowSpoolDir(ctx.spoolDir, spec.name, window.start), spool: ctx.spool ?? fileSpool };
+  return {
+    label: `${window.start}..${window.end}`,
+    dir: windowSpoolDir(ctx.spoolDir, spec.name, window.start),
+    spool: ctx.spool ?? fileSpool,
+  };
 }
 
 /** A window whose pages are all spooled, its state saved as fetched: what its store needs to know. */
@@ -303,14 +343,16 @@ async function fetchWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: P
         // what then waits on the disk is bytes outside the heap, at most two pages a window.
         let release = (): void => undefined;
         const slots = spec.takesPageSlot ? ctx.pageSlots : undefined;
-        const admit = slots && (async () => {
-          release = await slots.take();
-          if (ctx.shouldStop()) {
-            release();
-            throw new CostsyncError('CS_ERR_ABORTED', DROPPED_MESSAGE);
-          }
-          return release;
-        });
+        const admit =
+          slots &&
+          (async () => {
+            release = await slots.take();
+            if (ctx.shouldStop()) {
+              release();
+              throw new CostsyncError('CS_ERR_ABORTED', DROPPED_MESSAGE);
+            }
+            return release;
+          });
         let taken: TakenPage | undefined;
         try {
           let page: FetchedPage | undefined;
@@ -322,7 +364,12 @@ async function fetchWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: P
             if (isDroppedRequest(error) && ctx.shouldStop()) return 'stopped';
             if (spec.serverCursors && cursor !== null && isRejectedCursor(error) && restarts < MAX_WINDOW_RESTARTS) {
               restarts += 1;
-              warn(ctx, spec.name, `${spec.name} ${label}: the server refused the saved cursor (${(error as Error).message.replace(/^.*?: /, '')}); restarting the window`, { window: label });
+              warn(
+                ctx,
+                spec.name,
+                `${spec.name} ${label}: the server refused the saved cursor (${(error as Error).message.replace(/^.*?: /, '')}); restarting the window`,
+                { window: label },
+              );
               await startOver();
               unique = false;
               ({ cursor, fetched, page: pageNo } = window);
@@ -333,19 +380,35 @@ async function fetchWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: P
           // Everything the engine needs of the records is taken now, in one go, so the parsed page is
           // garbage before its write waits on the disk: with hundreds of sources, only the spool
           // files' bytes (outside the JavaScript heap) wait there.
-          taken = takePage(spec, page, { start: window.start, end: window.end, cursor }, seenCursors, unique ? idHashes : null, unique ? totals : null);
+          taken = takePage(
+            spec,
+            page,
+            { start: window.start, end: window.end, cursor },
+            seenCursors,
+            unique ? idHashes : null,
+            unique ? totals : null,
+          );
           // This function's frame would otherwise keep the records alive until the next page comes.
           page = undefined;
         } finally {
           release();
         }
         if (taken.outside > 0) {
-          warn(ctx, spec.name, `${spec.name} ${label}: the server sent ${taken.outside} record(s) dated outside the requested dates; they were not stored`, { window: label });
+          warn(
+            ctx,
+            spec.name,
+            `${spec.name} ${label}: the server sent ${taken.outside} record(s) dated outside the requested dates; they were not stored`,
+            { window: label },
+          );
         }
         if (taken.loop) {
-          throw new CostsyncError('CS_ERR_CURSOR_LOOP', `${spec.name} ${label}: the server returned a cursor it had already returned, so paging would never end.`, {
-            hint: 'This is a server fault; report it to the API provider. Progress up to the last good page is kept.',
-          });
+          throw new CostsyncError(
+            'CS_ERR_CURSOR_LOOP',
+            `${spec.name} ${label}: the server returned a cursor it had already returned, so paging would never end.`,
+            {
+              hint: 'This is a server fault; report it to the API provider. Progress up to the last good page is kept.',
+            },
+          );
         }
         pageNo += 1;
         cursor = taken.nextCursor;
@@ -413,9 +476,14 @@ async function fetchWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: P
       warn(ctx, spec.name, disagreement, { window: label, mismatches: mismatches.slice(0, 20) });
       break;
     }
-    ctx.logger.info(`${spec.name} ${label}: the ${spec.check.sides[0]} and the ${spec.check.sides[1]} disagree (${detail}); fetching the window again`, {
-      stream: spec.name, window: label, attempt,
-    });
+    ctx.logger.info(
+      `${spec.name} ${label}: the ${spec.check.sides[0]} and the ${spec.check.sides[1]} disagree (${detail}); fetching the window again`,
+      {
+        stream: spec.name,
+        window: label,
+        attempt,
+      },
+    );
     stats.refetches += 1;
     await ctx.clock.sleep(REFETCH_PAUSE_MS * attempt);
     if (ctx.shouldStop()) return 'stopped';
@@ -428,7 +496,12 @@ async function fetchWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: P
  * Replaces the table's rows for a fetched window's dates with its spooled pages, in one transaction
  * (shared with the windows stored alongside), then marks the window done.
  */
-async function storeWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: PlannedWindow, { disagreement }: FetchedWindow): Promise<void> {
+async function storeWindow(
+  spec: WindowedStreamSpec,
+  ctx: SyncContext,
+  window: PlannedWindow,
+  { disagreement }: FetchedWindow,
+): Promise<void> {
   const { warehouse } = ctx;
   const stats = ctx.stats[spec.name];
   const { label, dir, spool } = windowPlace(spec, ctx, window);
@@ -436,27 +509,40 @@ async function storeWindow(spec: WindowedStreamSpec, ctx: SyncContext, window: P
   const params = [pageGlob(dir), window.start, window.end, ctx.source];
   const names = tableNames(spec.spec);
   const insertSql = window.unique === true ? spec.sql.insertUnique : spec.sql.insertWindow;
-  const diff = await warehouse.transaction(async () => {
-    const [{ n: before }] = (await warehouse.query<{ n: number }>('sync/window_count', [window.start, window.end, ctx.source], names)) as [{ n: number }];
-    // A window the table has no rows for (a first sync, a backfill) needs no comparison.
-    const counts = before === 0
-      ? { inserted: 0, updated: 0, deleted: 0 }
-      : (await warehouse.query<{ inserted: number; updated: number; deleted: number }>(spec.sql.diff, params, names))[0]!;
-    if (before > 0) await warehouse.run('sync/window_delete', [window.start, window.end, ctx.source], names);
-    const inserted = await warehouse.run(insertSql, params, names);
-    await warehouse.changed(spec.spec.table, ctx.source, days.map((d) => d.start));
-    await ctx.carryState?.({ stream: spec.name as 'line_items' | 'rollups', start: window.start, end: window.end });
-    if (before === 0) counts.inserted = inserted;
-    // A window stored although its two views disagree is worth telling someone, with the commit.
-    if (disagreement !== null) {
-      const event = JSON.stringify({ kind: 'reconcile', source: ctx.source, stream: spec.name, window: label, reason: disagreement });
-      const id = eventId(ctx.runId, ctx.source, spec.name, label);
-      const now = new Date(ctx.clock.now()).toISOString();
-      for (const webhook of ctx.notify?.webhooks ?? []) await warehouse.run('notify/run_event', [id, webhook, ctx.source, 'reconcile', event, now]);
-    }
-    return counts;
-    // Windows finished together (other windows, other sources) share a commit: see `TransactionOptions.group`.
-  }, { group: true });
+  const diff = await warehouse.transaction(
+    async () => {
+      const [{ n: before }] = (await warehouse.query<{ n: number }>(
+        'sync/window_count',
+        [window.start, window.end, ctx.source],
+        names,
+      )) as [{ n: number }];
+      // A window the table has no rows for (a first sync, a backfill) needs no comparison.
+      const counts =
+        before === 0
+          ? { inserted: 0, updated: 0, deleted: 0 }
+          : (await warehouse.query<{ inserted: number; updated: number; deleted: number }>(spec.sql.diff, params, names))[0]!;
+      if (before > 0) await warehouse.run('sync/window_delete', [window.start, window.end, ctx.source], names);
+      const inserted = await warehouse.run(insertSql, params, names);
+      await warehouse.changed(
+        spec.spec.table,
+        ctx.source,
+        days.map((d) => d.start),
+      );
+      await ctx.carryState?.({ stream: spec.name, start: window.start, end: window.end });
+      if (before === 0) counts.inserted = inserted;
+      // A window stored although its two views disagree is worth telling someone, with the commit.
+      if (disagreement !== null) {
+        const event = JSON.stringify({ kind: 'reconcile', source: ctx.source, stream: spec.name, window: label, reason: disagreement });
+        const id = eventId(ctx.runId, ctx.source, spec.name, label);
+        const now = new Date(ctx.clock.now()).toISOString();
+        for (const webhook of ctx.notify?.webhooks ?? [])
+          await warehouse.run('notify/run_event', [id, webhook, ctx.source, 'reconcile', event, now]);
+      }
+      return counts;
+      // Windows finished together (other windows, other sources) share a commit: see `TransactionOptions.group`.
+    },
+    { group: true },
+  );
   Object.assign(window, { status: 'done', cursor: null });
   delete window.unique;
   await ctx.saveState();

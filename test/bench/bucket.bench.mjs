@@ -26,8 +26,11 @@ const RGW = fileURLToPath(new URL('../../../shared/s3/rgw.sh', import.meta.url))
 function startRgw() {
   if (process.env.BENCH_S3_ENDPOINT) {
     Object.assign(process.env, {
-      AWS_ENDPOINT_URL_S3: process.env.BENCH_S3_ENDPOINT, AWS_ACCESS_KEY_ID: process.env.BENCH_S3_KEY_ID, AWS_SECRET_ACCESS_KEY: process.env.BENCH_S3_SECRET,
-      AWS_REGION: 'us-east-1', AWS_EC2_METADATA_DISABLED: 'true',
+      AWS_ENDPOINT_URL_S3: process.env.BENCH_S3_ENDPOINT,
+      AWS_ACCESS_KEY_ID: process.env.BENCH_S3_KEY_ID,
+      AWS_SECRET_ACCESS_KEY: process.env.BENCH_S3_SECRET,
+      AWS_REGION: 'us-east-1',
+      AWS_EC2_METADATA_DISABLED: 'true',
     });
     return () => undefined;
   }
@@ -36,8 +39,11 @@ function startRgw() {
   const out = execFileSync('bash', [RGW, 'start', dir], { encoding: 'utf8', env: { RGW_OSD_BYTES: String(6 * 2 ** 30), ...process.env } });
   const vars = Object.fromEntries([...out.matchAll(/(\w+)=(\S+)/g)].map((m) => [m[1], m[2]]));
   Object.assign(process.env, {
-    AWS_ENDPOINT_URL_S3: vars.S3_ENDPOINT, AWS_ACCESS_KEY_ID: vars.AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY: vars.AWS_SECRET_ACCESS_KEY,
-    AWS_REGION: 'us-east-1', AWS_EC2_METADATA_DISABLED: 'true',
+    AWS_ENDPOINT_URL_S3: vars.S3_ENDPOINT,
+    AWS_ACCESS_KEY_ID: vars.AWS_ACCESS_KEY_ID,
+    AWS_SECRET_ACCESS_KEY: vars.AWS_SECRET_ACCESS_KEY,
+    AWS_REGION: 'us-east-1',
+    AWS_EC2_METADATA_DISABLED: 'true',
   });
   return () => {
     execFileSync('bash', [RGW, 'stop', dir]);
@@ -63,9 +69,12 @@ async function withCommits(wh, fn) {
   const commits = (async () => {
     while (running) {
       const asked = performance.now();
-      await wh.transaction(async () => {
-        longest = Math.max(longest, performance.now() - asked);
-      }, { publish: false });
+      await wh.transaction(
+        async () => {
+          longest = Math.max(longest, performance.now() - asked);
+        },
+        { publish: false },
+      );
       await new Promise((r) => setTimeout(r, 10));
     }
   })();
@@ -91,9 +100,11 @@ async function benchPublish() {
         });
         const bucket = await withCommits(wh, () => publish(wh, `s3://bench/wh/costs-${m}m.duckdb`, run, { force: true, method: 'copy' }));
         const mbs = (r) => (r.bytes / 1e6 / r.seconds).toFixed(0);
-        console.log(`publish: ${m}M line items (${(local.result.bytes / 1e6).toFixed(1)} MB): local file ${local.result.seconds.toFixed(2)} s (${mbs(local.result)} MB/s), `
-          + `bucket ${bucket.result.seconds.toFixed(2)} s (${mbs(bucket.result)} MB/s); write queue held ${local.result.heldSeconds.toFixed(2)} s vs ${bucket.result.heldSeconds.toFixed(2)} s; `
-          + `longest commit wait ${local.longestWaitMs.toFixed(0)} ms vs ${bucket.longestWaitMs.toFixed(0)} ms`);
+        console.log(
+          `publish: ${m}M line items (${(local.result.bytes / 1e6).toFixed(1)} MB): local file ${local.result.seconds.toFixed(2)} s (${mbs(local.result)} MB/s), ` +
+            `bucket ${bucket.result.seconds.toFixed(2)} s (${mbs(bucket.result)} MB/s); write queue held ${local.result.heldSeconds.toFixed(2)} s vs ${bucket.result.heldSeconds.toFixed(2)} s; ` +
+            `longest commit wait ${local.longestWaitMs.toFixed(0)} ms vs ${bucket.longestWaitMs.toFixed(0)} ms`,
+        );
       } finally {
         wh.close();
       }
@@ -111,12 +122,17 @@ async function benchLake() {
     const { wh } = await filledWorkingCopy(dir, rows, { lake: true });
     try {
       const dates = (await wh.sql('SELECT DISTINCT usage_date::VARCHAR AS d FROM line_items ORDER BY 1')).map((r) => r.d);
-      for (const [name, target] of [['local directory', directoryTarget(join(dir, 'lake'))], ['bucket', bucketTarget('s3://bench/lake', join(dir, 'scratch'))]]) {
+      for (const [name, target] of [
+        ['local directory', directoryTarget(join(dir, 'lake'))],
+        ['bucket', bucketTarget('s3://bench/lake', join(dir, 'scratch'))],
+      ]) {
         await wh.transaction(() => wh.changed('line_items', 'default', dates), { publish: false });
         const started = performance.now();
         const written = await drainLake(wh, target);
         const seconds = (performance.now() - started) / 1000;
-        console.log(`lake: ${written} partitions of ${rows} line items to a ${name}: ${seconds.toFixed(2)} s = ${(written / seconds).toFixed(0)} partitions/s`);
+        console.log(
+          `lake: ${written} partitions of ${rows} line items to a ${name}: ${seconds.toFixed(2)} s = ${(written / seconds).toFixed(0)} partitions/s`,
+        );
       }
     } finally {
       wh.close();

@@ -44,7 +44,7 @@ export function syncConfig(flags, nowMs = Date.now()) {
 export async function filledWorkingCopy(dir, rows, options = {}) {
   const db = join(dir, 'costs.duckdb');
   const wh = await openWorkingCopy(db, join(dir, 'state'), options);
-  await wh.sql('SET memory_limit = \'1GB\'');
+  await wh.sql("SET memory_limit = '1GB'");
   await wh.transaction(async () => {
     await wh.sql(`
       INSERT INTO line_items BY NAME

@@ -25,9 +25,18 @@ function footprint(dir) {
     if (!entry.isFile()) continue;
     const path = join(entry.parentPath, entry.name);
     const bytes = statSync(path).size;
-    if (path.includes('/data/')) { out.dataFiles += 1; out.dataBytes += bytes; } else { out.metadataFiles += 1; out.metadataBytes += bytes; }
+    if (path.includes('/data/')) {
+      out.dataFiles += 1;
+      out.dataBytes += bytes;
+    } else {
+      out.metadataFiles += 1;
+      out.metadataBytes += bytes;
+    }
     const v = /^v(\d+)\.metadata\.json$/.exec(entry.name);
-    if (v && Number(v[1]) > newest) { newest = Number(v[1]); out.newestMetadataBytes = bytes; }
+    if (v && Number(v[1]) > newest) {
+      newest = Number(v[1]);
+      out.newestMetadataBytes = bytes;
+    }
   }
   return out;
 }
@@ -39,17 +48,35 @@ async function benchThroughput() {
   const rows = Number(size('BENCH_ICEBERG_ROWS', 400_000, 600));
   const days = smoke ? 2 : 60;
   const rowsPerDay = Math.ceil(rows / days);
-  const emulator = await startEmulator({ port: 0, rateLimit: 0, rowsPerDay, startDate: addDays('2025-12-31', -(days - 1)), endDate: '2025-12-31', clock: fixedClock });
+  const emulator = await startEmulator({
+    port: 0,
+    rateLimit: 0,
+    rowsPerDay,
+    startDate: addDays('2025-12-31', -(days - 1)),
+    endDate: '2025-12-31',
+    clock: fixedClock,
+  });
   const results = {};
   try {
     // The first sync warms the emulator and the JIT: run it once unmeasured (not at the smoke size).
     for (const format of [...(smoke ? [] : ['duckdb']), 'duckdb', 'parquet', 'iceberg']) {
       const dir = tempDir();
       try {
-        const config = syncConfig({
-          'base-url': emulator.url, db: join(dir, 'b.duckdb'), 'state-dir': join(dir, 'state'), streams: 'line_items', until: '2025-12-31',
-          'start-date': addDays('2025-12-31', -(days - 1)), 'window-days': 7, format, out: join(dir, 'lake'), reconcile: 'off',
-        }, fixedClock.now());
+        const config = syncConfig(
+          {
+            'base-url': emulator.url,
+            db: join(dir, 'b.duckdb'),
+            'state-dir': join(dir, 'state'),
+            streams: 'line_items',
+            until: '2025-12-31',
+            'start-date': addDays('2025-12-31', -(days - 1)),
+            'window-days': 7,
+            format,
+            out: join(dir, 'lake'),
+            reconcile: 'off',
+          },
+          fixedClock.now(),
+        );
         const t0 = performance.now();
         await runSync({ config, logger: quietLogger });
         results[format] = (performance.now() - t0) / 1000;
@@ -62,7 +89,9 @@ async function benchThroughput() {
   }
   const synced = rowsPerDay * days;
   for (const format of ['duckdb', 'parquet', 'iceberg']) {
-    console.log(`throughput: ${format}: ${synced} rows (line items, and the focus table with a lake) in ${results[format].toFixed(1)} s = ${Math.round(synced / results[format])} rows/s`);
+    console.log(
+      `throughput: ${format}: ${synced} rows (line items, and the focus table with a lake) in ${results[format].toFixed(1)} s = ${Math.round(synced / results[format])} rows/s`,
+    );
   }
   console.log(`throughput: iceberg/parquet time = ${(results.iceberg / results.parquet).toFixed(2)}`);
 }
@@ -111,7 +140,9 @@ async function benchCommit() {
   const commits = [];
   await nightly(nights, rows, (n) => commits.push(n));
   const avg = (k) => commits.reduce((a, c) => a + c[k], 0) / commits.length;
-  console.log(`commit: a nightly lookback of 3 days (the window's warehouse commit ~${avg('syncMs').toFixed(0)} ms): line_items and focus committed (2 snapshots, each its month's file rewritten) in ${avg('commitMs').toFixed(0)} ms on average over ${nights} nights; finishing (run tables, expiry) ${avg('finishMs').toFixed(0)} ms`);
+  console.log(
+    `commit: a nightly lookback of 3 days (the window's warehouse commit ~${avg('syncMs').toFixed(0)} ms): line_items and focus committed (2 snapshots, each its month's file rewritten) in ${avg('commitMs').toFixed(0)} ms on average over ${nights} nights; finishing (run tables, expiry) ${avg('finishMs').toFixed(0)} ms`,
+  );
 }
 
 async function benchHistory() {
@@ -122,13 +153,19 @@ async function benchHistory() {
     if (!checkpoints.has(night)) return;
     for (const table of ['line_items', 'focus']) {
       const f = footprint(join(lakeDir, table));
-      console.log(`history: night ${night}: ${table}: ${f.dataFiles} data files (${mb(f.dataBytes)}), ${f.metadataFiles} metadata files (${mb(f.metadataBytes)}), newest metadata file ${mb(f.newestMetadataBytes)}`);
+      console.log(
+        `history: night ${night}: ${table}: ${f.dataFiles} data files (${mb(f.dataBytes)}), ${f.metadataFiles} metadata files (${mb(f.metadataBytes)}), newest metadata file ${mb(f.newestMetadataBytes)}`,
+      );
     }
   });
-  console.log(`history: filled ${rows} line items (a year of days) and their focus rows from the warehouse in ${fillSecs.toFixed(1)} s; 7-day retention, a 3-day restatement every night`);
+  console.log(
+    `history: filled ${rows} line items (a year of days) and their focus rows from the warehouse in ${fillSecs.toFixed(1)} s; 7-day retention, a 3-day restatement every night`,
+  );
   // Without the file-per-source-and-month rule (a file per commit, as appends of each window leave),
   // a table's live files would grow by one per night; with it they stay one per source and month.
-  console.log(`history: without compaction line_items would hold ${12 + nights} live files after ${nights} nights; with a file per source and month it holds 12 live files`);
+  console.log(
+    `history: without compaction line_items would hold ${12 + nights} live files after ${nights} nights; with a file per source and month it holds 12 live files`,
+  );
 }
 
 const benches = { throughput: benchThroughput, commit: benchCommit, history: benchHistory };

@@ -26,7 +26,9 @@ async function benchSizes() {
       try {
         for (const method of ['copy', 'compact']) {
           const r = await publish(wh, db, { runId: null, now: Date.now }, { force: true, method });
-          console.log(`publish: ${m}M line items, ${method}: ${r.seconds.toFixed(2)} s, published file ${mb(r.bytes)} (working copy ${mb(statSync(wh.path).size)})`);
+          console.log(
+            `publish: ${m}M line items, ${method}: ${r.seconds.toFixed(2)} s, published file ${mb(r.bytes)} (working copy ${mb(statSync(wh.path).size)})`,
+          );
         }
       } finally {
         wh.close();
@@ -43,14 +45,28 @@ async function benchNightly() {
   let now = Date.parse('2025-06-30T06:00:00Z');
   const clock = { now: () => now, sleep: async () => undefined };
   const emulator = await startEmulator({
-    port: 0, rateLimit: 0, rowsPerDay, startDate: '2025-03-01', endDate: '2025-08-31', clock, anomaliesPerDay: 5,
+    port: 0,
+    rateLimit: 0,
+    rowsPerDay,
+    startDate: '2025-03-01',
+    endDate: '2025-08-31',
+    clock,
+    anomaliesPerDay: 5,
     restatement: { days: 3, changeRate: 0.2, deleteRate: 0.05 },
   });
   const dir = tempDir();
-  const config = (sub, until) => syncConfig({
-    'base-url': emulator.url, db: join(dir, sub, 'costs.duckdb'), 'state-dir': join(dir, sub, 'state'),
-    until, 'start-date': '2025-04-01', out: join(dir, sub, 'pq'),
-  }, now);
+  const config = (sub, until) =>
+    syncConfig(
+      {
+        'base-url': emulator.url,
+        db: join(dir, sub, 'costs.duckdb'),
+        'state-dir': join(dir, sub, 'state'),
+        until,
+        'start-date': '2025-04-01',
+        out: join(dir, sub, 'pq'),
+      },
+      now,
+    );
   try {
     let until = '2025-06-30';
     await runSync({ config: config('nightly', until), logger: quietLogger, clock });
@@ -65,7 +81,9 @@ async function benchNightly() {
     const work = statSync(workingCopyPath(join(dir, 'nightly', 'state'), join(dir, 'nightly', 'costs.duckdb'))).size;
     await runSync({ config: config('fresh', until), logger: quietLogger, clock });
     const fresh = statSync(join(dir, 'fresh', 'costs.duckdb')).size;
-    console.log(`nightly: ${rowsPerDay} rows a day from 2025-04-01; after the first sync ${mb(first)}; after ${nights} nightly runs with restatements the published file is ${mb(published)} (working copy ${mb(work)}); a fresh sync of the same data ${mb(fresh)}: ${(published / fresh).toFixed(2)}x (target <= 1.5x)`);
+    console.log(
+      `nightly: ${rowsPerDay} rows a day from 2025-04-01; after the first sync ${mb(first)}; after ${nights} nightly runs with restatements the published file is ${mb(published)} (working copy ${mb(work)}); a fresh sync of the same data ${mb(fresh)}: ${(published / fresh).toFixed(2)}x (target <= 1.5x)`,
+    );
   } finally {
     await emulator.close();
     rmSync(dir, { recursive: true, force: true });

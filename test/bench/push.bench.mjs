@@ -48,8 +48,12 @@ async function validateSeconds(path) {
     const t = performance.now();
     const summary = await runPush({
       // `costsync push --dry-run --connection bench FILE`, resolved as the CLI resolves it.
-      options: resolvePushOptions({ 'dry-run': true, connection: 'bench', files: [path] }, { baseUrl: '', apiKey: '', sourceName: 'default' }),
-      reader, logger: quiet,
+      options: resolvePushOptions(
+        { 'dry-run': true, connection: 'bench', files: [path] },
+        { baseUrl: '', apiKey: '', sourceName: 'default' },
+      ),
+      reader,
+      logger: quiet,
     });
     return { secs: (performance.now() - t) / 1000, summary };
   } finally {
@@ -69,13 +73,19 @@ async function benchSpeed(dir) {
   const v = v1.secs < v2.secs ? v1 : v2;
   console.log(`push speed: ${v.summary.rowsRead} rows (${mb.toFixed(0)} MB CSV), ${v.summary.invalid} invalid`);
   console.log(`push speed: read_csv into a table ${rc.toFixed(2)} s = ${Math.round(v.summary.rowsRead / rc)} rows/s`);
-  console.log(`push speed: costsync validation (dry run) ${v.secs.toFixed(2)} s = ${Math.round(v.summary.rowsRead / v.secs)} rows/s; validation/read_csv speed = ${(rc / v.secs).toFixed(2)} (target >= 0.5)`);
+  console.log(
+    `push speed: costsync validation (dry run) ${v.secs.toFixed(2)} s = ${Math.round(v.summary.rowsRead / v.secs)} rows/s; validation/read_csv speed = ${(rc / v.secs).toFixed(2)} (target >= 0.5)`,
+  );
 }
 
 async function dryRunRss(path) {
-  const child = spawn('/usr/bin/time', ['-f', 'MAXRSS_KB=%M', BIN, 'push', '--dry-run', '--quiet', path], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn('/usr/bin/time', ['-f', 'MAXRSS_KB=%M', BIN, 'push', '--dry-run', '--quiet', path], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
-  child.stderr.on('data', (d) => { err += d; });
+  child.stderr.on('data', (d) => {
+    err += d;
+  });
   const [code] = await once(child, 'exit');
   return { code, mb: Number(/MAXRSS_KB=(\d+)/.exec(err)?.[1] ?? NaN) / 1024 };
 }
@@ -85,7 +95,9 @@ async function benchMemory(dir) {
   for (const rows of [base / 4, base, base * 3]) {
     const path = await makeCsv(dir, rows);
     const { code, mb } = await dryRunRss(path);
-    console.log(`push memory: dry run of ${rows} rows (${(statSync(path).size / 1048576).toFixed(0)} MB), exit ${code}, peak RSS ${mb.toFixed(0)} MB`);
+    console.log(
+      `push memory: dry run of ${rows} rows (${(statSync(path).size / 1048576).toFixed(0)} MB), exit ${code}, peak RSS ${mb.toFixed(0)} MB`,
+    );
     rmSync(path);
   }
 }

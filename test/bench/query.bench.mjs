@@ -16,7 +16,9 @@ async function measured(args) {
   const started = performance.now();
   const child = spawn('/usr/bin/time', ['-f', 'MAXRSS_KB=%M', process.execPath, BIN, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
-  child.stderr.on('data', (d) => { err += d; });
+  child.stderr.on('data', (d) => {
+    err += d;
+  });
   const [code] = await once(child, 'exit');
   const kb = Number(/MAXRSS_KB=(\d+)/.exec(err)?.[1] ?? NaN);
   return { code, seconds: (performance.now() - started) / 1000, mb: kb / 1024, err };
@@ -33,7 +35,9 @@ for (const rows of sizes) {
       const out = join(dir, `focus.${ext}`);
       const r = await measured(['query', 'SELECT * FROM focus', '--db', warehouse, '--out', out]);
       if (r.code !== 0) throw new Error(`query --out failed: ${r.err}`);
-      console.log(`query: ${rows} rows of focus to .${ext}: exit ${r.code}, ${r.seconds.toFixed(1)} s, ${(statSync(out).size / 1e6).toFixed(1)} MB written, peak RSS ${r.mb.toFixed(0)} MB`);
+      console.log(
+        `query: ${rows} rows of focus to .${ext}: exit ${r.code}, ${r.seconds.toFixed(1)} s, ${(statSync(out).size / 1e6).toFixed(1)} MB written, peak RSS ${r.mb.toFixed(0)} MB`,
+      );
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

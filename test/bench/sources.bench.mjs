@@ -27,16 +27,24 @@ async function syncSources(emulatorUrl, dir, n, extra) {
     env[`KEY_${i}`] = `key-${i}`;
     return { name: `ws-${i}`, 'base-url': emulatorUrl, 'api-key-env': `KEY_${i}` };
   });
-  writeFileSync(join(dir, 'config.json'), JSON.stringify({ sources, db: join(dir, 'c.duckdb'), 'state-dir': join(dir, 'state'), ...extra }));
+  writeFileSync(
+    join(dir, 'config.json'),
+    JSON.stringify({ sources, db: join(dir, 'c.duckdb'), 'state-dir': join(dir, 'state'), ...extra }),
+  );
   const started = Date.now();
-  const child = spawn(BIN, ['sync', '--config', join(dir, 'config.json'), '--log-format', 'json', '--quiet'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(BIN, ['sync', '--config', join(dir, 'config.json'), '--log-format', 'json', '--quiet'], {
+    env,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   let peak = 0;
   let cpu = 0;
   const timer = setInterval(() => {
     try {
       const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
       if (m) peak = Math.max(peak, Number(m[1]) * 1024);
-    } catch { /* exited */ }
+    } catch {
+      /* exited */
+    }
     const used = cpuSeconds(child.pid);
     if (!Number.isNaN(used)) cpu = used;
   }, 100);
@@ -46,7 +54,10 @@ async function syncSources(emulatorUrl, dir, n, extra) {
 }
 
 function keys(n) {
-  return { keys: Array.from({ length: n }, (_, i) => ({ key: `key-${i}`, scopes: SCOPES, plan: 'business', workspace: `ws-${i}` })), connections: [] };
+  return {
+    keys: Array.from({ length: n }, (_, i) => ({ key: `key-${i}`, scopes: SCOPES, plan: 'business', workspace: `ws-${i}` })),
+    connections: [],
+  };
 }
 
 async function benchRate(n = Number(size('BENCH_SOURCES', 20, 2))) {
@@ -54,7 +65,16 @@ async function benchRate(n = Number(size('BENCH_SOURCES', 20, 2))) {
   const days = Number(size('BENCH_SOURCE_DAYS', 30, 2));
   // The smoke run (npm test) only checks the script works: ten times the rate, so it takes a second, not ten.
   const rpm = smoke ? 600 : 60;
-  const emulator = await startEmulator({ port: 0, rateLimit: rpm, rowsPerDay: 1000, startDate: '2025-06-01', endDate: '2025-06-30', clock, anomaliesPerDay: 2, keys: keys(n) });
+  const emulator = await startEmulator({
+    port: 0,
+    rateLimit: rpm,
+    rowsPerDay: 1000,
+    startDate: '2025-06-01',
+    endDate: '2025-06-30',
+    clock,
+    anomaliesPerDay: 2,
+    keys: keys(n),
+  });
   const dir = tempDir();
   try {
     const times = new Map();
@@ -67,7 +87,12 @@ async function benchRate(n = Number(size('BENCH_SOURCES', 20, 2))) {
     const emulatorCpu = process.cpuUsage();
     // BENCH_SOURCES_AT_ONCE: --sources-at-once (the others wait their turn; each key's use is over its own span).
     const atOnce = process.env.BENCH_SOURCES_AT_ONCE ? { 'sources-at-once': Number(process.env.BENCH_SOURCES_AT_ONCE) } : {};
-    const run = await syncSources(emulator.url, dir, n, { 'start-date': addDays('2025-06-30', 1 - days), until: '2025-06-30', 'rate-limit': rpm, ...atOnce });
+    const run = await syncSources(emulator.url, dir, n, {
+      'start-date': addDays('2025-06-30', 1 - days),
+      until: '2025-06-30',
+      'rate-limit': rpm,
+      ...atOnce,
+    });
     const { user, system } = process.cpuUsage(emulatorCpu);
     const rows = n * days * 1000;
     const perKey = [...times.values()].map((t) => {
@@ -77,7 +102,9 @@ async function benchRate(n = Number(size('BENCH_SOURCES', 20, 2))) {
     });
     const slowest = Math.max(...perKey.map((k) => k.seconds));
     const low = Math.min(...perKey.map((k) => k.utilisation));
-    console.log(`sources: ${n} sources at ${rpm} requests/min each, ${Math.round(perKey.reduce((s, k) => s + k.requests, 0) / n)} requests each: run ${run.seconds.toFixed(1)} s (exit ${run.code}), slowest source ${slowest.toFixed(1)} s; per-key use of its budget min ${(low * 100).toFixed(1)}% / mean ${(perKey.reduce((s, k) => s + k.utilisation, 0) / n * 100).toFixed(1)}%; 429s: ${emulator.requestLog.count({ status: 429 })}; peak RSS ${run.peakMb.toFixed(0)} MB; CPU costsync ${run.cpuSeconds.toFixed(1)} s (${(run.cpuSeconds / rows * 1e6).toFixed(1)} µs a line item), emulator ${((user + system) / 1e6).toFixed(1)} s`);
+    console.log(
+      `sources: ${n} sources at ${rpm} requests/min each, ${Math.round(perKey.reduce((s, k) => s + k.requests, 0) / n)} requests each: run ${run.seconds.toFixed(1)} s (exit ${run.code}), slowest source ${slowest.toFixed(1)} s; per-key use of its budget min ${(low * 100).toFixed(1)}% / mean ${((perKey.reduce((s, k) => s + k.utilisation, 0) / n) * 100).toFixed(1)}%; 429s: ${emulator.requestLog.count({ status: 429 })}; peak RSS ${run.peakMb.toFixed(0)} MB; CPU costsync ${run.cpuSeconds.toFixed(1)} s (${((run.cpuSeconds / rows) * 1e6).toFixed(1)} µs a line item), emulator ${((user + system) / 1e6).toFixed(1)} s`,
+    );
   } finally {
     await emulator.close();
     rmSync(dir, { recursive: true, force: true });
@@ -87,11 +114,27 @@ async function benchRate(n = Number(size('BENCH_SOURCES', 20, 2))) {
 async function benchMemory() {
   const rows = Number(size('BENCH_SOURCE_ROWS', 1_000_000, 3_000));
   for (const n of [1, 5]) {
-    const emulator = await startEmulator({ port: 0, rateLimit: 0, rowsPerDay: Math.ceil(rows / 30), startDate: '2025-06-01', endDate: '2025-06-30', clock, anomaliesPerDay: 2, keys: keys(n) });
+    const emulator = await startEmulator({
+      port: 0,
+      rateLimit: 0,
+      rowsPerDay: Math.ceil(rows / 30),
+      startDate: '2025-06-01',
+      endDate: '2025-06-30',
+      clock,
+      anomaliesPerDay: 2,
+      keys: keys(n),
+    });
     const dir = tempDir();
     try {
-      const run = await syncSources(emulator.url, dir, n, { 'start-date': '2025-06-01', until: '2025-06-30', 'rate-limit': 1000000, streams: 'line_items' });
-      console.log(`memory: ${n} source(s) x ${rows} line items, no rate limit: ${run.seconds.toFixed(1)} s (exit ${run.code}), peak RSS ${run.peakMb.toFixed(0)} MB`);
+      const run = await syncSources(emulator.url, dir, n, {
+        'start-date': '2025-06-01',
+        until: '2025-06-30',
+        'rate-limit': 1000000,
+        streams: 'line_items',
+      });
+      console.log(
+        `memory: ${n} source(s) x ${rows} line items, no rate limit: ${run.seconds.toFixed(1)} s (exit ${run.code}), peak RSS ${run.peakMb.toFixed(0)} MB`,
+      );
     } finally {
       await emulator.close();
       rmSync(dir, { recursive: true, force: true });
@@ -115,20 +158,51 @@ async function benchIdle() {
   for (const count of [1, n]) {
     let asked = 0;
     let release;
-    const held = new Promise((resolve) => { release = resolve; });
+    const held = new Promise((resolve) => {
+      release = resolve;
+    });
     let allAsked;
-    const everyone = new Promise((resolve) => { allAsked = resolve; });
+    const everyone = new Promise((resolve) => {
+      allAsked = resolve;
+    });
     const emulator = await startEmulator({
-      port: 0, rateLimit: 0, rowsPerDay: 10, startDate: '2025-06-01', endDate: '2025-06-30', clock, keys: keys(count),
+      port: 0,
+      rateLimit: 0,
+      rowsPerDay: 10,
+      startDate: '2025-06-01',
+      endDate: '2025-06-30',
+      clock,
+      keys: keys(count),
       // Every source starts at once (--sources-at-once) and asks for its one window's first page.
-      beforeReply: async ({ route }) => { if (route === 'line-items' && ++asked >= count) allAsked(); await held; },
+      beforeReply: async ({ route }) => {
+        if (route === 'line-items' && ++asked >= count) allAsked();
+        await held;
+      },
     });
     const dir = tempDir();
     try {
       const env = { PATH: process.env.PATH, TZ: 'UTC' };
-      const sources = Array.from({ length: count }, (_, i) => { env[`KEY_${i}`] = `key-${i}`; return { name: `ws-${i}`, 'base-url': emulator.url, 'api-key-env': `KEY_${i}` }; });
-      writeFileSync(join(dir, 'config.json'), JSON.stringify({ sources, db: join(dir, 'c.duckdb'), 'state-dir': join(dir, 'state'), 'start-date': '2025-06-25', until: '2025-06-30', streams: 'line_items', 'sources-at-once': count, 'rate-limit': 100000 }));
-      const child = spawn(BIN, ['sync', '--config', join(dir, 'config.json'), '--log-format', 'json', '--quiet'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+      const sources = Array.from({ length: count }, (_, i) => {
+        env[`KEY_${i}`] = `key-${i}`;
+        return { name: `ws-${i}`, 'base-url': emulator.url, 'api-key-env': `KEY_${i}` };
+      });
+      writeFileSync(
+        join(dir, 'config.json'),
+        JSON.stringify({
+          sources,
+          db: join(dir, 'c.duckdb'),
+          'state-dir': join(dir, 'state'),
+          'start-date': '2025-06-25',
+          until: '2025-06-30',
+          streams: 'line_items',
+          'sources-at-once': count,
+          'rate-limit': 100000,
+        }),
+      );
+      const child = spawn(BIN, ['sync', '--config', join(dir, 'config.json'), '--log-format', 'json', '--quiet'], {
+        env,
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
       await everyone;
       const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
       figures.push({ count, rss });
@@ -140,7 +214,9 @@ async function benchIdle() {
     }
   }
   const [one, many] = figures;
-  console.log(`idle: RSS with every source waiting on its first request: 1 source ${one.rss.toFixed(0)} MB, ${many.count} sources ${many.rss.toFixed(0)} MB = ${((many.rss - one.rss) * 1024 / (many.count - 1)).toFixed(0)} kB per idle source`);
+  console.log(
+    `idle: RSS with every source waiting on its first request: 1 source ${one.rss.toFixed(0)} MB, ${many.count} sources ${many.rss.toFixed(0)} MB = ${(((many.rss - one.rss) * 1024) / (many.count - 1)).toFixed(0)} kB per idle source`,
+  );
 }
 
 if (!which || which === 'rate') await benchRate();

@@ -22,25 +22,51 @@ const fixedClock = { now: () => Date.parse('2025-12-31T12:00:00Z') };
 
 /** The CLI's settings for these flags, line items only, into `dir`. */
 function config(url, dir, flags) {
-  return syncConfig({
-    'base-url': url, db: join(dir, 'b.duckdb'), 'state-dir': join(dir, 'state'), streams: 'line_items',
-    until: '2025-12-31', out: join(dir, 'pq'), ...flags,
-  }, fixedClock.now());
+  return syncConfig(
+    {
+      'base-url': url,
+      db: join(dir, 'b.duckdb'),
+      'state-dir': join(dir, 'state'),
+      streams: 'line_items',
+      until: '2025-12-31',
+      out: join(dir, 'pq'),
+      ...flags,
+    },
+    fixedClock.now(),
+  );
 }
 
 async function benchRequests() {
-  const cases = smoke ? [[123, 3, 1]] : [[1234, 31, 30], [450, 90, 7], [100_000, 3, 1]];
+  const cases = smoke
+    ? [[123, 3, 1]]
+    : [
+        [1234, 31, 30],
+        [450, 90, 7],
+        [100_000, 3, 1],
+      ];
   for (const [rowsPerDay, days, windowDays] of cases) {
-    const emulator = await startEmulator({ port: 0, rateLimit: 0, rowsPerDay, startDate: '2025-10-02', endDate: '2025-12-31', clock: fixedClock });
+    const emulator = await startEmulator({
+      port: 0,
+      rateLimit: 0,
+      rowsPerDay,
+      startDate: '2025-10-02',
+      endDate: '2025-12-31',
+      clock: fixedClock,
+    });
     const dir = tempDir();
     try {
       const start = addDays('2025-12-31', -(days - 1));
-      const summary = await runSync({ config: config(emulator.url, dir, { 'start-date': start, 'window-days': windowDays }), logger: quietLogger });
+      const summary = await runSync({
+        config: config(emulator.url, dir, { 'start-date': start, 'window-days': windowDays }),
+        logger: quietLogger,
+      });
       const rows = rowsPerDay * days;
       const windows = Math.ceil(days / windowDays);
       const lineItems = emulator.requestLog.count({ route: 'line-items' });
       const checks = emulator.requestLog.count({ route: 'rollups' });
-      console.log(`requests: ${rows} rows in ${windows} windows: ${lineItems} line-item requests (bound ceil(rows/1000) + windows = ${Math.ceil(rows / 1000) + windows}, minimum ${Math.ceil(rows / 1000)}) + ${checks} rollup request(s) (the window checks, one a window; nothing shows progress here, so no estimate request) = ${summary.streams.line_items.requests}`);
+      console.log(
+        `requests: ${rows} rows in ${windows} windows: ${lineItems} line-item requests (bound ceil(rows/1000) + windows = ${Math.ceil(rows / 1000) + windows}, minimum ${Math.ceil(rows / 1000)}) + ${checks} rollup request(s) (the window checks, one a window; nothing shows progress here, so no estimate request) = ${summary.streams.line_items.requests}`,
+      );
     } finally {
       await emulator.close();
       rmSync(dir, { recursive: true, force: true });
@@ -51,18 +77,34 @@ async function benchRequests() {
 async function benchRate() {
   const limit = 600;
   const emulator = await startEmulator({
-    port: 0, rateLimit: limit, rowsPerDay: 2500, startDate: '2025-11-01', endDate: '2025-12-31', clock: undefined,
+    port: 0,
+    rateLimit: limit,
+    rowsPerDay: 2500,
+    startDate: '2025-11-01',
+    endDate: '2025-12-31',
+    clock: undefined,
     faults: { latencyMs: smoke ? 10 : 1000 },
   });
   const dir = tempDir();
   const times = [];
   try {
     const cfg = syncConfig({
-      'base-url': emulator.url, db: join(dir, 'b.duckdb'), 'state-dir': join(dir, 'state'), out: join(dir, 'pq'),
-      'start-date': smoke ? '2025-12-29' : '2025-11-02', until: '2025-12-31', 'rate-limit': limit, 'window-days': 1, concurrency: 12, streams: 'line_items,rollups',
+      'base-url': emulator.url,
+      db: join(dir, 'b.duckdb'),
+      'state-dir': join(dir, 'state'),
+      out: join(dir, 'pq'),
+      'start-date': smoke ? '2025-12-29' : '2025-11-02',
+      until: '2025-12-31',
+      'rate-limit': limit,
+      'window-days': 1,
+      concurrency: 12,
+      streams: 'line_items,rollups',
     });
     const original = emulator.options.onRequest;
-    emulator.options.onRequest = (e) => { times.push(e.atMs); original?.(e); };
+    emulator.options.onRequest = (e) => {
+      times.push(e.atMs);
+      original?.(e);
+    };
     const started = Date.now();
     const summary = await runSync({ config: cfg, logger: quietLogger });
     const secs = (Date.now() - started) / 1000;
@@ -72,7 +114,9 @@ async function benchRate() {
     const lo = Math.floor(times.length * 0.1);
     const hi = Math.ceil(times.length * 0.9) - 1;
     const steady = (hi - lo) / ((times[hi] - times[lo]) / 60_000);
-    console.log(`rate: limit ${limit}/min, ${emulator.options.faults.latencyMs} ms latency: ${times.length} requests in ${secs.toFixed(1)} s; steady arrival rate ${steady.toFixed(1)}/min = ${((steady / limit) * 100).toFixed(1)}% of the limit (whole run incl. ramp and drain ${((overall / limit) * 100).toFixed(1)}%); 429s: ${emulator.requestLog.count({ status: 429 })}; outcome ${summary.outcome}`);
+    console.log(
+      `rate: limit ${limit}/min, ${emulator.options.faults.latencyMs} ms latency: ${times.length} requests in ${secs.toFixed(1)} s; steady arrival rate ${steady.toFixed(1)}/min = ${((steady / limit) * 100).toFixed(1)}% of the limit (whole run incl. ramp and drain ${((overall / limit) * 100).toFixed(1)}%); 429s: ${emulator.requestLog.count({ status: 429 })}; outcome ${summary.outcome}`,
+    );
   } finally {
     await emulator.close();
     rmSync(dir, { recursive: true, force: true });
@@ -81,7 +125,9 @@ async function benchRate() {
 
 /** Starts `costsync emulator` in its own process (so its CPU is not the sync's); returns url and stop. */
 async function emulatorProcess(args) {
-  const emu = spawn(process.execPath, [CLI, 'emulator', '--port', '0', '--rate-limit', '0', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const emu = spawn(process.execPath, [CLI, 'emulator', '--port', '0', '--rate-limit', '0', ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const [url] = await once(createInterface({ input: emu.stdout }), 'line');
   return { url, pid: emu.pid, stop: () => emu.kill('SIGTERM') };
 }
@@ -92,7 +138,9 @@ async function readJsonRate(pagesDir, dbPath, settings) {
   try {
     for (const s of settings) await conn.run(s);
     const t = performance.now();
-    await conn.run(`CREATE TABLE t AS SELECT unnest(data, recursive := true) FROM read_json('${pagesDir}/*.json', columns = {data: 'STRUCT(id VARCHAR, usage_date DATE, provider_type VARCHAR, provider_service VARCHAR, net_amount_usd DOUBLE, currency_original VARCHAR, project_id VARCHAR, user_email VARCHAR)[]'}, maximum_object_size = 4194304)`);
+    await conn.run(
+      `CREATE TABLE t AS SELECT unnest(data, recursive := true) FROM read_json('${pagesDir}/*.json', columns = {data: 'STRUCT(id VARCHAR, usage_date DATE, provider_type VARCHAR, provider_service VARCHAR, net_amount_usd DOUBLE, currency_original VARCHAR, project_id VARCHAR, user_email VARCHAR)[]'}, maximum_object_size = 4194304)`,
+    );
     const secs = (performance.now() - t) / 1000;
     const n = Number((await conn.runAndReadAll('SELECT count(*) FROM t')).getRows()[0][0]);
     return { n, secs, rate: n / secs };
@@ -128,7 +176,14 @@ async function benchThroughput() {
   const rows = Number(size('BENCH_THROUGHPUT_ROWS', 1_000_000, 2_000));
   const rowsPerDay = Math.min(50_000, rows);
   const days = Math.ceil(rows / rowsPerDay);
-  const { url, pid, stop } = await emulatorProcess(['--rows-per-day', String(rowsPerDay), '--start-date', '2025-10-01', '--end-date', '2025-12-31']);
+  const { url, pid, stop } = await emulatorProcess([
+    '--rows-per-day',
+    String(rowsPerDay),
+    '--start-date',
+    '2025-10-01',
+    '--end-date',
+    '2025-12-31',
+  ]);
   const dir = tempDir();
   try {
     const start = addDays('2025-12-31', -(days - 1));
@@ -136,7 +191,10 @@ async function benchThroughput() {
     const emulator0 = cpuSeconds(pid);
     const own0 = ownThreadSeconds();
     const t0 = performance.now();
-    const summary = await runSync({ config: config(url, dir, { 'start-date': start, 'window-days': 1, concurrency: 4 }), logger: quietLogger });
+    const summary = await runSync({
+      config: config(url, dir, { 'start-date': start, 'window-days': 1, concurrency: 4 }),
+      logger: quietLogger,
+    });
     const syncSecs = (performance.now() - t0) / 1000;
     const own1 = ownThreadSeconds();
     const syncCpu = { main: own1.main - own0.main, others: own1.others - own0.others, emulator: cpuSeconds(pid) - emulator0 };
@@ -166,17 +224,27 @@ async function benchThroughput() {
     const same = await readJsonRate(pagesDir, join(dir, 'rj2.duckdb'), ["SET memory_limit = '96MB'", 'SET threads = 1']);
     const syncRate = synced / syncSecs;
     console.log(`throughput: sync ${synced} rows in ${syncSecs.toFixed(1)} s = ${Math.round(syncRate)} rows/s end to end`);
-    console.log(`throughput: bare client (undici + JSON.parse, 4 windows at once, nothing stored): ${bare.n} rows in ${bare.secs.toFixed(1)} s = ${Math.round(bare.rate)} rows/s; sync/bare = ${(syncRate / bare.rate).toFixed(2)} (target >= 0.8)`);
+    console.log(
+      `throughput: bare client (undici + JSON.parse, 4 windows at once, nothing stored): ${bare.n} rows in ${bare.secs.toFixed(1)} s = ${Math.round(bare.rate)} rows/s; sync/bare = ${(syncRate / bare.rate).toFixed(2)} (target >= 0.8)`,
+    );
     // Where the gap is: both runs share these cores with the emulator, so the sync can be no faster than
     // its CPU and the emulator's spread over every core.
     const cores = availableParallelism();
     const syncTotal = syncCpu.main + syncCpu.others;
     const floorSecs = (syncTotal + syncCpu.emulator) / cores;
-    const budget = cores * bare.secs / 0.8 - syncCpu.emulator;
-    console.log(`throughput: CPU of the sync: costsync ${syncTotal.toFixed(1)} s (main thread ${syncCpu.main.toFixed(1)} s; other threads ${syncCpu.others.toFixed(1)} s: DuckDB's statements, file writes, V8's collector), emulator ${syncCpu.emulator.toFixed(1)} s; of the bare client: client ${bareCpu.client.toFixed(1)} s, emulator ${bareCpu.emulator.toFixed(1)} s`);
-    console.log(`throughput: on ${cores} cores the sync's CPU and the emulator's take at least ${floorSecs.toFixed(1)} s: at this cost sync/bare can be at most ${(bare.secs / floorSecs).toFixed(2)}; 0.8 needs costsync's CPU at ${budget.toFixed(1)} s or less for these rows (${(budget / synced * 1e6).toFixed(1)} µs a row; now ${(syncTotal / synced * 1e6).toFixed(1)})`);
-    console.log(`throughput: read_json, DuckDB defaults (all threads, no memory limit): ${Math.round(free.rate)} rows/s; sync/read_json = ${(syncRate / free.rate).toFixed(2)}`);
-    console.log(`throughput: read_json, one thread, 96 MB: ${Math.round(same.rate)} rows/s; sync/read_json = ${(syncRate / same.rate).toFixed(2)} (target >= 0.5)`);
+    const budget = (cores * bare.secs) / 0.8 - syncCpu.emulator;
+    console.log(
+      `throughput: CPU of the sync: costsync ${syncTotal.toFixed(1)} s (main thread ${syncCpu.main.toFixed(1)} s; other threads ${syncCpu.others.toFixed(1)} s: DuckDB's statements, file writes, V8's collector), emulator ${syncCpu.emulator.toFixed(1)} s; of the bare client: client ${bareCpu.client.toFixed(1)} s, emulator ${bareCpu.emulator.toFixed(1)} s`,
+    );
+    console.log(
+      `throughput: on ${cores} cores the sync's CPU and the emulator's take at least ${floorSecs.toFixed(1)} s: at this cost sync/bare can be at most ${(bare.secs / floorSecs).toFixed(2)}; 0.8 needs costsync's CPU at ${budget.toFixed(1)} s or less for these rows (${((budget / synced) * 1e6).toFixed(1)} µs a row; now ${((syncTotal / synced) * 1e6).toFixed(1)})`,
+    );
+    console.log(
+      `throughput: read_json, DuckDB defaults (all threads, no memory limit): ${Math.round(free.rate)} rows/s; sync/read_json = ${(syncRate / free.rate).toFixed(2)}`,
+    );
+    console.log(
+      `throughput: read_json, one thread, 96 MB: ${Math.round(same.rate)} rows/s; sync/read_json = ${(syncRate / same.rate).toFixed(2)} (target >= 0.5)`,
+    );
   } finally {
     stop();
     rmSync(dir, { recursive: true, force: true });
@@ -191,9 +259,14 @@ async function benchThroughput() {
 async function timedRun(args) {
   const t0 = performance.now();
   // The bin itself, as `costsync` and `npx costsync` run it (its shebang sets Node's flags).
-  const child = spawn('/usr/bin/time', ['-f', 'MAXRSS_KB=%M', BIN, ...args], { env: { ...process.env, COSTSYNC_API_KEY: 'demo-key' }, stdio: ['ignore', 'inherit', 'pipe'] });
+  const child = spawn('/usr/bin/time', ['-f', 'MAXRSS_KB=%M', BIN, ...args], {
+    env: { ...process.env, COSTSYNC_API_KEY: 'demo-key' },
+    stdio: ['ignore', 'inherit', 'pipe'],
+  });
   let err = '';
-  child.stderr.on('data', (d) => { err += d; });
+  child.stderr.on('data', (d) => {
+    err += d;
+  });
   const [code] = await once(child, 'exit');
   const secs = (performance.now() - t0) / 1000;
   const kb = Number(/MAXRSS_KB=(\d+)/.exec(err)?.[1] ?? NaN);
@@ -208,11 +281,38 @@ async function benchMemory() {
   const days = Math.ceil(rows / rowsPerDay);
   const dir = tempDir();
   // The emulator in its own process, so only the sync's memory is measured.
-  const { url, stop } = await emulatorProcess(['--rows-per-day', String(rowsPerDay), '--start-date', '2025-10-01', '--end-date', '2025-12-31']);
+  const { url, stop } = await emulatorProcess([
+    '--rows-per-day',
+    String(rowsPerDay),
+    '--start-date',
+    '2025-10-01',
+    '--end-date',
+    '2025-12-31',
+  ]);
   try {
-    const { code, secs, mb } = await timedRun(['sync', '--base-url', url, '--db', join(dir, 'm.duckdb'), '--state-dir', join(dir, 'state'), '--streams', 'line_items',
-      '--start-date', addDays('2025-12-31', -(days - 1)), '--until', '2025-12-31', '--rate-limit', '1000000', '--window-days', process.env.BENCH_WINDOW_DAYS ?? '7', '--quiet']);
-    console.log(`memory: sync of ${rowsPerDay * days} rows, exit ${code}, ${secs.toFixed(0)} s, peak RSS ${mb.toFixed(0)} MB (target < 250 MB)`);
+    const { code, secs, mb } = await timedRun([
+      'sync',
+      '--base-url',
+      url,
+      '--db',
+      join(dir, 'm.duckdb'),
+      '--state-dir',
+      join(dir, 'state'),
+      '--streams',
+      'line_items',
+      '--start-date',
+      addDays('2025-12-31', -(days - 1)),
+      '--until',
+      '2025-12-31',
+      '--rate-limit',
+      '1000000',
+      '--window-days',
+      process.env.BENCH_WINDOW_DAYS ?? '7',
+      '--quiet',
+    ]);
+    console.log(
+      `memory: sync of ${rowsPerDay * days} rows, exit ${code}, ${secs.toFixed(0)} s, peak RSS ${mb.toFixed(0)} MB (target < 250 MB)`,
+    );
   } finally {
     stop();
     rmSync(dir, { recursive: true, force: true });
@@ -226,14 +326,41 @@ async function benchMemory() {
  */
 async function benchMonthToLakes() {
   const rowsPerDay = Math.min(100_000, Math.ceil(Number(size('BENCH_MONTH_ROWS', 3_000_000, 2_000)) / 30));
-  const { url, stop } = await emulatorProcess(['--rows-per-day', String(rowsPerDay), '--start-date', '2025-11-01', '--end-date', '2025-11-30']);
+  const { url, stop } = await emulatorProcess([
+    '--rows-per-day',
+    String(rowsPerDay),
+    '--start-date',
+    '2025-11-01',
+    '--end-date',
+    '2025-11-30',
+  ]);
   try {
     for (const format of ['iceberg', 'parquet']) {
       const dir = tempDir();
       try {
-        const { code, secs, mb } = await timedRun(['sync', '--base-url', url, '--db', join(dir, 'm.duckdb'), '--state-dir', join(dir, 'state'),
-          '--format', format, '--out', join(dir, 'lake'), '--start-date', '2025-11-01', '--until', '2025-11-30', '--rate-limit', '1000000', '--quiet']);
-        console.log(`lake memory, ${format}: sync of a month of ${rowsPerDay * 30} line items with --format ${format}, exit ${code}, ${secs.toFixed(0)} s, peak RSS ${mb.toFixed(0)} MB`);
+        const { code, secs, mb } = await timedRun([
+          'sync',
+          '--base-url',
+          url,
+          '--db',
+          join(dir, 'm.duckdb'),
+          '--state-dir',
+          join(dir, 'state'),
+          '--format',
+          format,
+          '--out',
+          join(dir, 'lake'),
+          '--start-date',
+          '2025-11-01',
+          '--until',
+          '2025-11-30',
+          '--rate-limit',
+          '1000000',
+          '--quiet',
+        ]);
+        console.log(
+          `lake memory, ${format}: sync of a month of ${rowsPerDay * 30} line items with --format ${format}, exit ${code}, ${secs.toFixed(0)} s, peak RSS ${mb.toFixed(0)} MB`,
+        );
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

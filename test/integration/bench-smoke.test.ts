@@ -8,7 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it } from 'vitest';
 
 const BENCH_DIR = fileURLToPath(new URL('../bench/', import.meta.url));
-const scripts = readdirSync(BENCH_DIR).filter((f) => f.endsWith('.bench.mjs')).sort();
+const scripts = readdirSync(BENCH_DIR)
+  .filter((f) => f.endsWith('.bench.mjs'))
+  .sort();
 
 /** The figure lines each script prints: one prefix per part it measures. */
 const PARTS: Record<string, string[]> = {
@@ -25,11 +27,18 @@ async function runScript(file: string): Promise<{ code: number | null; out: stri
   // The bucket benchmark uses the run's radosgw rather than starting its own.
   const rgw = inject('rgw');
   const s3 = { BENCH_S3_ENDPOINT: rgw.endpoint, BENCH_S3_KEY_ID: rgw.accessKeyId, BENCH_S3_SECRET: rgw.secretAccessKey };
-  const child = spawn(process.execPath, [BENCH_DIR + file], { env: { ...process.env, BENCH_SMOKE: '1', ...s3 }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BENCH_DIR + file], {
+    env: { ...process.env, BENCH_SMOKE: '1', ...s3 },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
-  child.stdout.on('data', (d) => { out += d; });
-  child.stderr.on('data', (d) => { err += d; });
+  child.stdout.on('data', (d) => {
+    out += d;
+  });
+  child.stderr.on('data', (d) => {
+    err += d;
+  });
   const [code] = await once(child, 'exit');
   return { code: code as number | null, out, err };
 }

@@ -8,7 +8,10 @@ import { describe, expect, it, vi } from 'vitest';
 import { inDirectory, run, withTempDir } from '../helpers.js';
 
 const BIN = fileURLToPath(new URL('../../dist/bin.cjs', import.meta.url));
-const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string; bin: Record<string, string> };
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+  bin: Record<string, string>;
+};
 
 describe('the costsync executable', () => {
   it('is the package bin, runs by its shebang, and starts the CLI', async () => {
@@ -28,42 +31,69 @@ describe('the costsync executable', () => {
     expect(pushHelp.stdout).toMatch(/--profile-version/);
     const emulatorHelp = (await promisify(execFile)(BIN, ['emulator', '--help'])).stdout;
     // Every emulator option says what it does.
-    for (const line of emulatorHelp.split('\n').filter((l) => /^  --[a-z]/.test(l) && !/--(help|version)\b/.test(l))) {
-      expect(line.replace(/^\s+--[a-z-]+\s*/, '').replace(/\[[^\]]*\]/g, '').trim().length, line).toBeGreaterThan(0);
+    for (const line of emulatorHelp.split('\n').filter((l) => /^ {2}--[a-z]/.test(l) && !/--(help|version)\b/.test(l))) {
+      expect(
+        line
+          .replace(/^\s+--[a-z-]+\s*/, '')
+          .replace(/\[[^\]]*\]/g, '')
+          .trim().length,
+        line,
+      ).toBeGreaterThan(0);
     }
   });
 
   it('--version and --help print and exit 0 for every command, with no base URL, key or config file', async () => {
     // In this process (one start per command line costs seconds of CPU); yargs prints with console.log.
     const printed: string[] = [];
-    const log = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => { printed.push(args.join(' ')); });
+    const log = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => {
+      printed.push(args.join(' '));
+    });
     try {
-      await withTempDir(async (dir) => inDirectory(dir, async () => {
-        for (const command of ['sync', 'push', 'push-otel', 'query', 'verify', 'report', 'notify', 'status', 'check', 'emulator', 'demo']) {
-          for (const flag of ['--version', '--help']) {
-            printed.length = 0;
-            const result = await run([command, flag], {});
-            const out = printed.join('\n') + result.stdout;
-            expect(result.code, `${command} ${flag}: ${result.stderr}`).toBe(0);
-            expect(result.stderr, `${command} ${flag}`).toBe('');
-            expect(out.trim(), `${command} ${flag}`).toMatch(flag === '--version' ? new RegExp(`^${pkg.version.replaceAll('.', '\\.')}$`) : new RegExp(`^costsync ${command}\\b`));
+      await withTempDir(async (dir) =>
+        inDirectory(dir, async () => {
+          for (const command of [
+            'sync',
+            'push',
+            'push-otel',
+            'query',
+            'verify',
+            'report',
+            'notify',
+            'status',
+            'check',
+            'emulator',
+            'demo',
+          ]) {
+            for (const flag of ['--version', '--help']) {
+              printed.length = 0;
+              const result = await run([command, flag], {});
+              const out = printed.join('\n') + result.stdout;
+              expect(result.code, `${command} ${flag}: ${result.stderr}`).toBe(0);
+              expect(result.stderr, `${command} ${flag}`).toBe('');
+              expect(out.trim(), `${command} ${flag}`).toMatch(
+                flag === '--version' ? new RegExp(`^${pkg.version.replaceAll('.', '\\.')}$`) : new RegExp(`^costsync ${command}\\b`),
+              );
+            }
           }
-        }
-        // push's --version followed by a number keeps its deprecated meaning, the profile version: a
-        // wrong one fails rather than printing a version and pushing nothing.
-        const wrong = await run(['push', '--dry-run', '--version', '2', 'costs.csv'], {});
-        expect(wrong.code).toBe(2);
-        expect(wrong.stderr).toMatch(/--version must be one of 1, 1\.1, 1\.2; got "2"/);
-      }));
+          // push's --version followed by a number keeps its deprecated meaning, the profile version: a
+          // wrong one fails rather than printing a version and pushing nothing.
+          const wrong = await run(['push', '--dry-run', '--version', '2', 'costs.csv'], {});
+          expect(wrong.code).toBe(2);
+          expect(wrong.stderr).toMatch(/--version must be one of 1, 1\.1, 1\.2; got "2"/);
+        }),
+      );
     } finally {
       log.mockRestore();
     }
   });
 
-  it('runs with one malloc arena (set by its shebang, before Node starts), whatever the caller\'s environment', async () => {
-    const child = spawn(BIN, ['emulator', '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, MALLOC_ARENA_MAX: '8' } });
+  it("runs with one malloc arena (set by its shebang, before Node starts), whatever the caller's environment", async () => {
+    const child = spawn(BIN, ['emulator', '--port', '0'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, MALLOC_ARENA_MAX: '8' },
+    });
     try {
-      await once(createInterface({ input: child.stdout! }), 'line');
+      await once(createInterface({ input: child.stdout }), 'line');
       const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
       expect(environ).toContain('MALLOC_ARENA_MAX=1');
       expect(readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0')).toContain('--max-old-space-size=96');

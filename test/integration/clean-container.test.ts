@@ -17,8 +17,23 @@ describe('nightly runs from a clean container: the warehouse carries its state',
       await withTempDir(async (dir) => {
         const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', ...s3.env() };
         const args = (db: string, stateDir: string, until: string) => [
-          'sync', '--base-url', emulator.url, '--db', db, '--state-dir', stateDir, '--start-date', SPAN.startDate, '--until', until,
-          '--window-days', '10', '--rate-limit', '100000', '--log-format', 'json',
+          'sync',
+          '--base-url',
+          emulator.url,
+          '--db',
+          db,
+          '--state-dir',
+          stateDir,
+          '--start-date',
+          SPAN.startDate,
+          '--until',
+          until,
+          '--window-days',
+          '10',
+          '--rate-limit',
+          '100000',
+          '--log-format',
+          'json',
         ];
         const kept = join(dir, 'kept-state');
         const keptDb = join(dir, 'kept.duckdb');
@@ -49,7 +64,8 @@ describe('nightly runs from a clean container: the warehouse carries its state',
         const truth = await tableDigest(keptDb);
         await s3.download('nightly', 'wh/', join(dir, 'published'));
         const published = await tableDigest(join(dir, 'published', 'costs.duckdb'));
-        for (const table of ['line_items', 'rollups_daily', 'anomalies']) expect({ table, ...published[table] }).toEqual({ table, ...truth[table] });
+        for (const table of ['line_items', 'rollups_daily', 'anomalies'])
+          expect({ table, ...published[table] }).toEqual({ table, ...truth[table] });
 
         // A run killed mid-window, then a run from another empty state directory: the tables still equal the truth.
         until = addDays(until, 1);
@@ -58,14 +74,17 @@ describe('nightly runs from a clean container: the warehouse carries its state',
         const runner = killRunner(env, (e) => e.route === 'line-items');
         onRequest = runner.onRequest;
         // The nightly window is one page: killed at it, before the window commits.
-        const killed = await runner.run([CLI, ...args(cleanDb, mkdtempSync(join(dir, 'clean-')), until), '--publish-interval', '0'], { atRequest: 1 });
+        const killed = await runner.run([CLI, ...args(cleanDb, mkdtempSync(join(dir, 'clean-')), until), '--publish-interval', '0'], {
+          atRequest: 1,
+        });
         expect(killed.signal).toBe('SIGKILL');
         const after = await cli(args(cleanDb, mkdtempSync(join(dir, 'clean-')), until), env);
         expect(after.code, after.stderr).toBe(0);
         await s3.download('nightly', 'wh/', join(dir, 'published2'));
         const again = await tableDigest(join(dir, 'published2', 'costs.duckdb'));
         const truth2 = await tableDigest(keptDb);
-        for (const table of ['line_items', 'rollups_daily', 'anomalies']) expect({ table, ...again[table] }).toEqual({ table, ...truth2[table] });
+        for (const table of ['line_items', 'rollups_daily', 'anomalies'])
+          expect({ table, ...again[table] }).toEqual({ table, ...truth2[table] });
       });
     });
   }, 180_000);

@@ -29,7 +29,22 @@ describe('status, check and parquet (CLI)', () => {
         const before = await run(['status', ...common]);
         expect(before.code).toBe(0);
         expect(before.stdout).toMatch(/No sync state/);
-        const sync = await run(['sync', '--base-url', url, ...common, '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], env);
+        const sync = await run(
+          [
+            'sync',
+            '--base-url',
+            url,
+            ...common,
+            '--start-date',
+            SPAN.startDate,
+            '--until',
+            SPAN.endDate,
+            '--rate-limit',
+            '100000',
+            '--quiet',
+          ],
+          env,
+        );
         expect(sync.code).toBe(0);
         const pretty = await cli(['status', ...common]);
         expect(pretty.stdout).toMatch(/line_items\s+2025-06-01\.\.2025-06-30/);
@@ -52,7 +67,10 @@ describe('status, check and parquet (CLI)', () => {
       connections: [],
     };
     await withEmulator({ ...SPAN, clock, keys: keys as never }, async ({ url, dataset }) => {
-      const all = await cli(['check', '--base-url', url, '--log-format', 'json'], { COSTSYNC_API_KEY: 'all', COSTSYNC_RATE_LIMIT: '100000' });
+      const all = await cli(['check', '--base-url', url, '--log-format', 'json'], {
+        COSTSYNC_API_KEY: 'all',
+        COSTSYNC_RATE_LIMIT: '100000',
+      });
       expect(all.code).toBe(0);
       expect(JSON.parse(all.stdout).results.every((r: { ok: boolean }) => r.ok)).toBe(true);
       const reader = await run(['check', '--base-url', url], { COSTSYNC_API_KEY: 'reader', COSTSYNC_RATE_LIMIT: '100000' });
@@ -69,14 +87,35 @@ describe('status, check and parquet (CLI)', () => {
     await withEmulator({ ...SPAN, rowsPerDay: 40, clock }, async (emulator) => {
       await withTempDir(async (dir) => {
         const out = join(dir, 'pq');
-        const args = ['sync', '--base-url', emulator.url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),
-          '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--format', 'parquet', '--out', out, '--quiet'];
+        const args = [
+          'sync',
+          '--base-url',
+          emulator.url,
+          '--db',
+          join(dir, 'c.duckdb'),
+          '--state-dir',
+          join(dir, 'state'),
+          '--start-date',
+          SPAN.startDate,
+          '--until',
+          SPAN.endDate,
+          '--rate-limit',
+          '100000',
+          '--format',
+          'parquet',
+          '--out',
+          out,
+          '--quiet',
+        ];
         expect((await run(args, env)).code).toBe(0);
         expect(readdirSync(join(out, 'line_items'))).toEqual(['source=default']);
         expect(readdirSync(join(out, 'line_items', 'source=default'))).toHaveLength(30);
-        const [li] = await readParquet(`${out}/line_items/*/*/*.parquet`, 'SELECT count(*)::INT n, count(DISTINCT date)::INT d, min(date)::VARCHAR lo FROM $glob');
+        const [li] = await readParquet(
+          `${out}/line_items/*/*/*.parquet`,
+          'SELECT count(*)::INT n, count(DISTINCT date)::INT d, min(date)::VARCHAR lo FROM $glob',
+        );
         expect(li).toEqual({ n: 1200, d: 30, lo: '2025-06-01' });
-        const [ro] = await readParquet(`${out}/rollups_daily/*/*/*.parquet`, "SELECT count(DISTINCT group_by)::INT g FROM $glob");
+        const [ro] = await readParquet(`${out}/rollups_daily/*/*/*.parquet`, 'SELECT count(DISTINCT group_by)::INT g FROM $glob');
         expect(ro).toEqual({ g: 3 });
         expect(existsSync(join(out, 'anomalies'))).toBe(true);
         expect(existsSync(join(out, 'sync_runs', 'source=default', 'data.parquet'))).toBe(true);
@@ -89,7 +128,14 @@ describe('status, check and parquet (CLI)', () => {
         writeFileSync(join(out, '_costsync_manifest.json'), '{}');
         writeFileSync(join(out, 'sync_runs', 'data.parquet'), 'old');
         emulator.restate();
-        expect((await run(args.filter((a) => a !== SPAN.startDate && a !== '--start-date'), env)).code).toBe(0);
+        expect(
+          (
+            await run(
+              args.filter((a) => a !== SPAN.startDate && a !== '--start-date'),
+              env,
+            )
+          ).code,
+        ).toBe(0);
         expect(existsSync(join(out, '_costsync_manifest.json'))).toBe(false);
         expect(existsSync(join(out, 'sync_runs', 'data.parquet'))).toBe(false);
         expect(statSync(join(out, 'line_items', 'source=default', 'date=2025-06-10', 'data.parquet')).ino).toBe(old);

@@ -4,11 +4,12 @@ import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { CLI, raw } from '../helpers.js';
 
-
 describe('costsync emulator (CLI)', () => {
   it('prints its URL as the first line and serves the API until SIGTERM', async () => {
-    const child = spawn(process.execPath, [CLI, 'emulator', '--port', '0', '--seed', '3', '--rows-per-day', '10'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const lines = createInterface({ input: child.stdout! });
+    const child = spawn(process.execPath, [CLI, 'emulator', '--port', '0', '--seed', '3', '--rows-per-day', '10'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const lines = createInterface({ input: child.stdout });
     const [first] = (await once(lines, 'line')) as [string];
     expect(first).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const res = await raw(first, '/api/v1/public/anomalies?limit=2');

@@ -12,8 +12,22 @@ import { CLI, cli, run, tableDigest, withEmulator, withTempDir, SPAN } from '../
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
 const syncArgs = (url: string, dir: string, extra: string[] = []) => [
-  'sync', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),
-  '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--log-format', 'json', ...extra,
+  'sync',
+  '--base-url',
+  url,
+  '--db',
+  join(dir, 'c.duckdb'),
+  '--state-dir',
+  join(dir, 'state'),
+  '--start-date',
+  SPAN.startDate,
+  '--until',
+  SPAN.endDate,
+  '--rate-limit',
+  '100000',
+  '--log-format',
+  'json',
+  ...extra,
 ];
 
 describe('costsync sync (CLI)', () => {
@@ -22,10 +36,18 @@ describe('costsync sync (CLI)', () => {
       await withTempDir(async (dir) => {
         const utc = await cli(syncArgs(url, join(dir, 'utc')), { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' });
         expect(utc.code).toBe(0);
-        const lines = utc.stderr.trim().split('\n').map((l) => JSON.parse(l));
+        const lines = utc.stderr
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l));
         expect(lines.every((l) => typeof l.time === 'string' && typeof l.level === 'string')).toBe(true);
         // The summary is the run's output, on stdout: one JSON line.
-        expect(utc.stdout.trim().split('\n').map((l) => JSON.parse(l))).toEqual([expect.objectContaining({ msg: 'sync finished', outcome: 'success' })]);
+        expect(
+          utc.stdout
+            .trim()
+            .split('\n')
+            .map((l) => JSON.parse(l)),
+        ).toEqual([expect.objectContaining({ msg: 'sync finished', outcome: 'success' })]);
         for (const tz of ['Pacific/Kiritimati', 'America/Los_Angeles']) {
           const other = await cli(syncArgs(url, join(dir, tz.replace('/', '_'))), { COSTSYNC_API_KEY: 'demo-key', TZ: tz });
           expect(other.code).toBe(0);
@@ -42,7 +64,12 @@ describe('costsync sync (CLI)', () => {
         const noKey = await run(syncArgs(url, dir));
         expect(noKey.code).toBe(ExitCode.USAGE);
         // --log-format json: the error before the run is a JSON line too, with its code and hint.
-        expect(JSON.parse(noKey.stderr.trim())).toMatchObject({ level: 'error', msg: 'No API key.', code: 'CS_ERR_CONFIG', hint: expect.stringContaining('COSTSYNC_API_KEY') });
+        expect(JSON.parse(noKey.stderr.trim())).toMatchObject({
+          level: 'error',
+          msg: 'No API key.',
+          code: 'CS_ERR_CONFIG',
+          hint: expect.stringContaining('COSTSYNC_API_KEY'),
+        });
         const badSince = await run(syncArgs(url, dir, ['--since', '2025-07-05']), { COSTSYNC_API_KEY: 'k' });
         expect(badSince.code).toBe(ExitCode.USAGE);
         expect(badSince.stderr).toMatch(/--since \(2025-07-05\) is after the last date 2025-06-30/);
@@ -63,8 +90,22 @@ describe('costsync sync (CLI)', () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
         const configFile = join(dir, 'costsync.config.json');
-        writeFileSync(configFile, JSON.stringify({ 'base-url': 'http://127.0.0.1:1', streams: 'rollups', 'start-date': SPAN.startDate, until: SPAN.endDate, db: join(dir, 'file.duckdb'), 'state-dir': join(dir, 'state'), 'log-format': 'json' }));
-        const synced = await run(['sync', '--config', configFile, '--db', join(dir, 'flag.duckdb')], { COSTSYNC_API_KEY: 'demo-key', COSTSYNC_BASE_URL: url });
+        writeFileSync(
+          configFile,
+          JSON.stringify({
+            'base-url': 'http://127.0.0.1:1',
+            streams: 'rollups',
+            'start-date': SPAN.startDate,
+            until: SPAN.endDate,
+            db: join(dir, 'file.duckdb'),
+            'state-dir': join(dir, 'state'),
+            'log-format': 'json',
+          }),
+        );
+        const synced = await run(['sync', '--config', configFile, '--db', join(dir, 'flag.duckdb')], {
+          COSTSYNC_API_KEY: 'demo-key',
+          COSTSYNC_BASE_URL: url,
+        });
         expect(synced.code).toBe(0);
         const digest = await tableDigest(join(dir, 'flag.duckdb'));
         expect(digest.rollups_daily!.rows).toBeGreaterThan(0);
@@ -88,10 +129,26 @@ describe('costsync sync (CLI)', () => {
         expect(wrong.stderr).toMatch(/stack=.*at /s);
         const wrongJson = await run(syncArgs(url, join(dir, 'w2'), ['--verbose']), { COSTSYNC_API_KEY: `${secret}x` });
         expect(wrongJson.stderr).toMatch(/"stack":"ApiError: /);
-        const pushed = await run(['push', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), '--connection', 'c1', '--api-key-file', join(dir, 'key.txt'), '--verbose', '--log-format', 'json',
-          fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url))]);
+        const pushed = await run([
+          'push',
+          '--base-url',
+          url,
+          '--db',
+          join(dir, 'c.duckdb'),
+          '--state-dir',
+          join(dir, 'state'),
+          '--connection',
+          'c1',
+          '--api-key-file',
+          join(dir, 'key.txt'),
+          '--verbose',
+          '--log-format',
+          'json',
+          fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url)),
+        ]);
         expect(pushed.code, pushed.stderr).toBe(0);
-        for (const text of [ok.stdout, ok.stderr, wrong.stdout, wrong.stderr, wrongJson.stderr, pushed.stdout, pushed.stderr]) expect(text).not.toContain(secret);
+        for (const text of [ok.stdout, ok.stderr, wrong.stdout, wrong.stderr, wrongJson.stderr, pushed.stdout, pushed.stderr])
+          expect(text).not.toContain(secret);
         const stateFiles = readdirSync(join(dir, 'state')).filter((f) => f.endsWith('.json'));
         expect(stateFiles.length).toBe(1);
         for (const f of stateFiles) {
@@ -100,9 +157,13 @@ describe('costsync sync (CLI)', () => {
         }
         const wh = await openReadOnly(join(dir, 'c.duckdb'));
         try {
-          const tables = await wh.sql<{ name: string }>("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'main'");
+          const tables = await wh.sql<{ name: string }>(
+            "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'main'",
+          );
           for (const { name } of tables) {
-            const [hit] = await wh.sql<{ n: number }>(`SELECT count(*) n FROM "${name}" t WHERE t::VARCHAR LIKE '%' || $1 || '%'`, [secret]);
+            const [hit] = await wh.sql<{ n: number }>(`SELECT count(*) n FROM "${name}" t WHERE t::VARCHAR LIKE '%' || $1 || '%'`, [
+              secret,
+            ]);
             expect(hit!.n).toBe(0);
           }
         } finally {
@@ -129,20 +190,35 @@ describe('costsync sync (CLI) under SIGTERM', () => {
   it('stops cleanly on SIGTERM with exit code 4, and the next run finishes the job', async () => {
     let requests = 0;
     let onThird: (() => void) | null = null;
-    await withEmulator({ ...SPAN, rowsPerDay: 300, clock, onRequest: () => { if (++requests === 3) onThird?.(); } }, async ({ url }) => {
-      await withTempDir(async (dir) => {
-        const args = syncArgs(url, dir, ['--streams', 'line_items', '--window-days', '2', '--concurrency', '1']);
-        const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' }, stdio: ['ignore', 'ignore', 'pipe'] });
-        let stderr = '';
-        child.stderr!.on('data', (d: Buffer) => { stderr += d; });
-        onThird = () => child.kill('SIGTERM');
-        const [code] = (await once(child, 'exit')) as [number];
-        expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
-        expect(stderr).toMatch(/SIGTERM/);
-        const rest = await cli(args, { COSTSYNC_API_KEY: 'demo-key' });
-        expect(rest.code).toBe(0);
-        expect((await tableDigest(join(dir, 'c.duckdb'))).line_items!.rows).toBe(300 * 30);
-      });
-    });
+    await withEmulator(
+      {
+        ...SPAN,
+        rowsPerDay: 300,
+        clock,
+        onRequest: () => {
+          if (++requests === 3) onThird?.();
+        },
+      },
+      async ({ url }) => {
+        await withTempDir(async (dir) => {
+          const args = syncArgs(url, dir, ['--streams', 'line_items', '--window-days', '2', '--concurrency', '1']);
+          const child = spawn(process.execPath, [CLI, ...args], {
+            env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' },
+            stdio: ['ignore', 'ignore', 'pipe'],
+          });
+          let stderr = '';
+          child.stderr.on('data', (d: Buffer) => {
+            stderr += d;
+          });
+          onThird = () => child.kill('SIGTERM');
+          const [code] = (await once(child, 'exit')) as [number];
+          expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
+          expect(stderr).toMatch(/SIGTERM/);
+          const rest = await cli(args, { COSTSYNC_API_KEY: 'demo-key' });
+          expect(rest.code).toBe(0);
+          expect((await tableDigest(join(dir, 'c.duckdb'))).line_items!.rows).toBe(300 * 30);
+        });
+      },
+    );
   });
 });

@@ -4,16 +4,30 @@ import { ApiError } from '../../src/errors.js';
 import { withScriptedServer, type ScriptedReply } from '../helpers.js';
 
 const item = {
-  id: 'a', usage_date: '2025-06-01', provider_type: 'aws', provider_service: 'EC2', net_amount_usd: 1.5,
-  currency_original: 'USD', project_id: 'p', user_email: 'u@example.com',
+  id: 'a',
+  usage_date: '2025-06-01',
+  provider_type: 'aws',
+  provider_service: 'EC2',
+  net_amount_usd: 1.5,
+  currency_original: 'USD',
+  project_id: 'p',
+  user_email: 'u@example.com',
 };
 const q = { startDate: '2025-06-01', endDate: '2025-06-01' };
 
-async function fetchPage(replies: ScriptedReply[], extra: Parameters<typeof createApiClient>[0]['timeouts'] = undefined, maxResponseBytes?: number) {
+async function fetchPage(
+  replies: ScriptedReply[],
+  extra: Parameters<typeof createApiClient>[0]['timeouts'] = undefined,
+  maxResponseBytes?: number,
+) {
   return withScriptedServer(replies, async (url, hits) => {
     const client = createApiClient({
-      baseUrl: url, apiKey: 'k-123456', requestsPerMinute: 60_000, retry: { retries: 1, minTimeoutMs: 1, maxTimeoutMs: 2 },
-      ...(extra ? { timeouts: extra } : {}), ...(maxResponseBytes ? { maxResponseBytes } : {}),
+      baseUrl: url,
+      apiKey: 'k-123456',
+      requestsPerMinute: 60_000,
+      retry: { retries: 1, minTimeoutMs: 1, maxTimeoutMs: 2 },
+      ...(extra ? { timeouts: extra } : {}),
+      ...(maxResponseBytes ? { maxResponseBytes } : {}),
     });
     try {
       return { result: await client.lineItems(q).catch((e: unknown) => e), hits: hits() };
@@ -52,7 +66,10 @@ describe('API client response validation', () => {
 
   it('retries an HTML error page by its status, and a 200 HTML page as malformed', async () => {
     const html = '<html><body>Bad gateway</body></html>';
-    const gateway = await fetchPage([{ status: 502, body: html, headers: { 'content-type': 'text/html' } }, { body: { data: [item], error: null, meta: {} } }]);
+    const gateway = await fetchPage([
+      { status: 502, body: html, headers: { 'content-type': 'text/html' } },
+      { body: { data: [item], error: null, meta: {} } },
+    ]);
     expect(gateway.hits).toBe(2);
     expect(gateway.result).toMatchObject({ data: [item] });
     const htmlOk = await fetchPage([{ status: 200, body: html }]);

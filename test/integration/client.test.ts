@@ -7,7 +7,10 @@ import { fakeClock, withEmulator, SPAN } from '../helpers.js';
 
 const FAST_RETRY = { retries: 4, minTimeoutMs: 1, maxTimeoutMs: 5 };
 
-async function withClient<T>(options: Partial<ApiClientOptions> & { baseUrl: string }, fn: (c: ReturnType<typeof createApiClient>) => Promise<T>) {
+async function withClient<T>(
+  options: Partial<ApiClientOptions> & { baseUrl: string },
+  fn: (c: ReturnType<typeof createApiClient>) => Promise<T>,
+) {
   const client = createApiClient({ apiKey: 'demo-key', requestsPerMinute: 60_000, retry: FAST_RETRY, ...options });
   try {
     return await fn(client);
@@ -67,12 +70,21 @@ describe('API client', () => {
         { key: 'no-rollups', scopes: ['line_items:read' as const], plan: 'business' as const },
         { key: 'bound', scopes: ['usage:write' as const], plan: 'business' as const, connection_id: 'conn-a' },
       ],
-      connections: [{ id: 'conn-a', provider_type: 'custom' }, { id: 'conn-b', provider_type: 'custom' }],
+      connections: [
+        { id: 'conn-a', provider_type: 'custom' },
+        { id: 'conn-b', provider_type: 'custom' },
+      ],
     };
     await withEmulator({ ...SPAN, keys }, async ({ url, requestLog }) => {
       const q = { startDate: '2025-06-01', endDate: '2025-06-01', groupBy: 'provider' as const };
       const unauthorized = await withClient({ baseUrl: url, apiKey: 'wrong-key' }, (c) => caught(c.rollups(q)));
-      expect(unauthorized).toMatchObject({ code: 'CS_ERR_UNAUTHORIZED', statusCode: 401, apiCode: 'UNAUTHORIZED', exitCode: ExitCode.AUTH, path: '/api/v1/public/rollups/daily' });
+      expect(unauthorized).toMatchObject({
+        code: 'CS_ERR_UNAUTHORIZED',
+        statusCode: 401,
+        apiCode: 'UNAUTHORIZED',
+        exitCode: ExitCode.AUTH,
+        path: '/api/v1/public/rollups/daily',
+      });
       expect(unauthorized.hint).toMatch(/COSTSYNC_API_KEY/);
 
       const plan = await withClient({ baseUrl: url, apiKey: 'team-key' }, (c) => caught(c.rollups(q)));
@@ -84,12 +96,18 @@ describe('API client', () => {
       expect(scope.hint).toMatch(/rollups:read/);
 
       const forbidden = await withClient({ baseUrl: url, apiKey: 'bound' }, (c) =>
-        caught(c.ingestFocus('conn-b', { rows: [{ ChargePeriodStart: '2025-06-01', BilledCost: 1, ServiceName: 'x', ChargeCategory: 'Usage' }] })));
+        caught(
+          c.ingestFocus('conn-b', {
+            rows: [{ ChargePeriodStart: '2025-06-01', BilledCost: 1, ServiceName: 'x', ChargeCategory: 'Usage' }],
+          }),
+        ),
+      );
       expect(forbidden).toMatchObject({ code: 'CS_ERR_FORBIDDEN', statusCode: 403, exitCode: ExitCode.AUTH });
       expect(forbidden.hint).toMatch(/bound to another connection/);
 
       const invalid = await withClient({ baseUrl: url, apiKey: 'no-rollups' }, (c) =>
-        caught(c.lineItems({ startDate: '2025-06-05', endDate: '2025-06-01' })));
+        caught(c.lineItems({ startDate: '2025-06-05', endDate: '2025-06-01' })),
+      );
       expect(invalid).toMatchObject({ code: 'CS_ERR_VALIDATION', statusCode: 400, apiCode: 'VALIDATION_ERROR' });
       expect(invalid.message).toMatch(/start_date .* is after end_date/);
 
@@ -102,17 +120,25 @@ describe('API client', () => {
     await withEmulator(SPAN, async ({ url, faults, requestLog }) => {
       faults.script('error500', 'drop', 'truncate', 'malformed');
       const retried: string[] = [];
-      await withClient({ baseUrl: url, onEvent: (e) => { if (e.type === 'retry') retried.push(e.code); } }, async (client) => {
-        const page = await client.lineItems({ startDate: '2025-06-01', endDate: '2025-06-01' });
-        expect(page.data).toHaveLength(50);
-        expect(client.stats).toMatchObject({ requests: 5, retries: 4, rateLimited: 0 });
-      });
+      await withClient(
+        {
+          baseUrl: url,
+          onEvent: (e) => {
+            if (e.type === 'retry') retried.push(e.code);
+          },
+        },
+        async (client) => {
+          const page = await client.lineItems({ startDate: '2025-06-01', endDate: '2025-06-01' });
+          expect(page.data).toHaveLength(50);
+          expect(client.stats).toMatchObject({ requests: 5, retries: 4, rateLimited: 0 });
+        },
+      );
       expect(retried).toEqual(['CS_ERR_SERVER', 'CS_ERR_NETWORK', 'CS_ERR_NETWORK', 'CS_ERR_MALFORMED_RESPONSE']);
       expect(requestLog.count({ route: 'line-items' })).toBe(5);
     });
   });
 
-  it('takes the caller\'s room (admit) before each attempt is sent, gives it back when the attempt fails, and leaves the last to the caller', async () => {
+  it("takes the caller's room (admit) before each attempt is sent, gives it back when the attempt fails, and leaves the last to the caller", async () => {
     await withEmulator(SPAN, async ({ url, faults, requestLog }) => {
       faults.script('error500', 'malformed');
       const steps: string[] = [];
@@ -141,7 +167,9 @@ describe('API client', () => {
   it('gives up after the bounded number of attempts with a clear error', async () => {
     await withEmulator({ ...SPAN, faults: { errorRate: 1 } }, async ({ url, requestLog }) => {
       const retried: string[] = [];
-      const onEvent: ApiClientOptions['onEvent'] = (e) => { if (e.type === 'retry') retried.push(e.code); };
+      const onEvent: ApiClientOptions['onEvent'] = (e) => {
+        if (e.type === 'retry') retried.push(e.code);
+      };
       await withClient({ baseUrl: url, retry: { ...FAST_RETRY, retries: 2 }, onEvent }, async (client) => {
         const error = await caught(client.anomalies());
         expect(error.code).toBe('CS_ERR_RETRIES_EXHAUSTED');
@@ -205,12 +233,21 @@ describe('API client', () => {
     const secret = 'sk-live-very-secret-123';
     await withEmulator(SPAN, async ({ url }) => {
       const auth = await withClient({ baseUrl: url, apiKey: secret }, (c) => caught(c.anomalies()));
-      const closedPort = await withClient({ baseUrl: 'http://127.0.0.1:9', apiKey: secret, retry: { ...FAST_RETRY, retries: 0 } }, (c) => caught(c.anomalies()));
+      const closedPort = await withClient({ baseUrl: 'http://127.0.0.1:9', apiKey: secret, retry: { ...FAST_RETRY, retries: 0 } }, (c) =>
+        caught(c.anomalies()),
+      );
       // Nothing ever answered there: a setting to fix (exit 2), not a fault to retry.
       expect(closedPort.code).toBe('CS_ERR_UNREACHABLE');
       expect(closedPort.exitCode).toBe(ExitCode.USAGE);
       for (const error of [auth, closedPort]) {
-        const everything = [error.message, error.hint, error.stack, JSON.stringify(error), String(error.cause), (error.cause as Error | undefined)?.stack].join('\n');
+        const everything = [
+          error.message,
+          error.hint,
+          error.stack,
+          JSON.stringify(error),
+          String(error.cause),
+          (error.cause as Error | undefined)?.stack,
+        ].join('\n');
         expect(everything).not.toContain(secret);
       }
     });

@@ -11,10 +11,13 @@ const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 async function throughHead(args: string[], lines: number): Promise<{ code: number; out: string }> {
   const script = `"$0" "${CLI}" "$@" 2>&1 | head -${lines}; exit \${PIPESTATUS[0]}`;
   const child = spawn('bash', ['-c', script, process.execPath, ...args], {
-    env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' }, stdio: ['ignore', 'pipe', 'inherit'],
+    env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' },
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
-  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   const [code] = (await once(child, 'exit')) as [number];
   return { code, out };
 }
@@ -23,8 +26,25 @@ describe('a closed stdout or stderr', () => {
   it('`sync … 2>&1 | head -3` stops the run as SIGTERM does: exit 4, never 0; the run recorded as stopped, the lock released; the next run goes on', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async (emulator) => {
       await withTempDir(async (dir) => {
-        const args = ['sync', '--base-url', emulator.url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),
-          '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--window-days', '1', '--rate-limit', '100000', '--log-format', 'json'];
+        const args = [
+          'sync',
+          '--base-url',
+          emulator.url,
+          '--db',
+          join(dir, 'c.duckdb'),
+          '--state-dir',
+          join(dir, 'state'),
+          '--start-date',
+          SPAN.startDate,
+          '--until',
+          SPAN.endDate,
+          '--window-days',
+          '1',
+          '--rate-limit',
+          '100000',
+          '--log-format',
+          'json',
+        ];
         const cut = await throughHead(args, 3);
         expect(cut.out.trim().split('\n')).toHaveLength(3);
         expect(cut.code).toBe(4);

@@ -8,8 +8,22 @@ describe('costsync demo', () => {
   it('syncs from its own emulator into a fresh database and shows spend and open anomalies', async () => {
     await withTempDir(async (dir) => {
       let stdout = '';
-      const io = { env: {}, stdout: (t: string) => { stdout += t; }, stderr: () => undefined, isTTY: false, now: () => Date.now() };
-      const options = { db: join(dir, 'demo.duckdb'), stateDir: join(dir, 'state'), days: 20, rowsPerDay: 50, report: join(dir, 'demo-report.html') };
+      const io = {
+        env: {},
+        stdout: (t: string) => {
+          stdout += t;
+        },
+        stderr: () => undefined,
+        isTTY: false,
+        now: () => Date.now(),
+      };
+      const options = {
+        db: join(dir, 'demo.duckdb'),
+        stateDir: join(dir, 'state'),
+        days: 20,
+        rowsPerDay: 50,
+        report: join(dir, 'demo-report.html'),
+      };
       expect(await runDemo(options, io)).toBe(0);
       expect(await runDemo(options, io)).toBe(0);
       expect(existsSync(options.db)).toBe(true);

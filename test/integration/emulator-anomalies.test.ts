@@ -30,8 +30,10 @@ describe('emulator anomalies', () => {
 
   it('orders ascending, descending, or not at all, as configured', async () => {
     const times = async (order: 'asc' | 'desc' | 'unordered') =>
-      withEmulator({ ...span, clock, anomalyOrder: order }, async ({ url }) =>
-        (await get(url, 'limit=100')).body.data.map((a: any) => Date.parse(a.detected_date)) as number[]);
+      withEmulator(
+        { ...span, clock, anomalyOrder: order },
+        async ({ url }) => (await get(url, 'limit=100')).body.data.map((a: any) => Date.parse(a.detected_date)) as number[],
+      );
     const asc = await times('asc');
     const desc = await times('desc');
     const unordered = await times('unordered');

@@ -13,7 +13,10 @@ const keys = {
     { key: 'expired-key', scopes: [...SCOPES], plan: 'business' as const, expires_at: '2020-01-01T00:00:00Z' },
     { key: 'bound-key', scopes: ['usage:write' as const], plan: 'business' as const, connection_id: 'conn-a' },
   ],
-  connections: [{ id: 'conn-a', provider_type: 'custom' }, { id: 'conn-b', provider_type: 'acme' }],
+  connections: [
+    { id: 'conn-a', provider_type: 'custom' },
+    { id: 'conn-b', provider_type: 'acme' },
+  ],
 };
 
 function expectError(res: { status: number; body: any }, status: number, code: string) {
@@ -61,7 +64,9 @@ describe('emulator authentication and authorization', () => {
   it('answers INVALID_SCOPE 403 naming the missing scope', async () => {
     await withEmulator({ ...SPAN, keys }, async ({ url }) => {
       expect((await raw(url, LINE_ITEMS, { key: 'read-only' })).status).toBe(200);
-      const res = await raw(url, `/api/v1/public/rollups/daily?start_date=${SPAN.startDate}&end_date=${SPAN.startDate}&group_by=provider`, { key: 'read-only' });
+      const res = await raw(url, `/api/v1/public/rollups/daily?start_date=${SPAN.startDate}&end_date=${SPAN.startDate}&group_by=provider`, {
+        key: 'read-only',
+      });
       expectError(res, 403, 'INVALID_SCOPE');
       expect(res.body.error.message).toContain('rollups:read');
     });
@@ -69,7 +74,9 @@ describe('emulator authentication and authorization', () => {
 
   it('answers FORBIDDEN 403 for a bound ingest key on another connection, and 400 for an unknown connection', async () => {
     await withEmulator({ ...SPAN, keys }, async ({ url }) => {
-      const body = JSON.stringify({ rows: [{ ChargePeriodStart: '2025-06-01', BilledCost: 1, ServiceName: 'X', ChargeCategory: 'Usage' }] });
+      const body = JSON.stringify({
+        rows: [{ ChargePeriodStart: '2025-06-01', BilledCost: 1, ServiceName: 'X', ChargeCategory: 'Usage' }],
+      });
       const headers = { 'content-type': 'application/json' };
       const own = await raw(url, '/api/v1/public/ingest/focus/conn-a', { method: 'POST', key: 'bound-key', headers, body });
       expect(own.status).toBe(202);

@@ -37,11 +37,12 @@ describe('emulator fault injection', () => {
   });
 
   it('draws random faults from the seed: the same seed gives the same sequence', async () => {
-    const statuses = async (seed: number) => withEmulator({ ...SPAN, seed, faults: { errorRate: 0.3 } }, async ({ url }) => {
-      const out: number[] = [];
-      for (let i = 0; i < 40; i++) out.push((await raw(url, PATH)).status);
-      return out;
-    });
+    const statuses = async (seed: number) =>
+      withEmulator({ ...SPAN, seed, faults: { errorRate: 0.3 } }, async ({ url }) => {
+        const out: number[] = [];
+        for (let i = 0; i < 40; i++) out.push((await raw(url, PATH)).status);
+        return out;
+      });
     const a = await statuses(5);
     expect(a).toEqual(await statuses(5));
     expect(a.filter((s) => s === 500).length).toBeGreaterThan(4);

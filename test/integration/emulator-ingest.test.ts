@@ -2,10 +2,18 @@ import { describe, expect, it } from 'vitest';
 import { raw, withEmulator, SPAN } from '../helpers.js';
 
 const post = (url: string, body: unknown, connection = 'demo-connection') =>
-  raw(url, `/api/v1/public/ingest/focus/${connection}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  raw(url, `/api/v1/public/ingest/focus/${connection}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 const row = (over: Record<string, unknown> = {}) => ({
-  ChargePeriodStart: '2024-03-05', BilledCost: 10, ServiceName: 'Internal GPU Pool', ChargeCategory: 'Usage', ...over,
+  ChargePeriodStart: '2024-03-05',
+  BilledCost: 10,
+  ServiceName: 'Internal GPU Pool',
+  ChargeCategory: 'Usage',
+  ...over,
 });
 
 async function lineItemsOn(url: string, date: string) {
@@ -17,11 +25,18 @@ describe('emulator FOCUS ingest', () => {
   it('accepts aliases and any letter case, and stores rows as line items of the connection provider', async () => {
     await withEmulator(SPAN, async ({ url }) => {
       const res = await post(url, {
-        version: '1.2', format: 'service.focus',
+        version: '1.2',
+        format: 'service.focus',
         rows: [
           row({ ChargeCategory: 'usage', EffectiveCost: 8, x_service_line_item_id: 'a' }),
           row({ ChargeCategory: 'Discount', BilledCost: -2, x_service_line_item_id: 'b' }),
-          row({ ChargeCategory: 'FEE', ChargePeriodStart: '2024-03-05T23:00:00-02:00', x_service_line_item_id: 'c', x_service_model: 'm1', x_service_tokens_input: 5 }),
+          row({
+            ChargeCategory: 'FEE',
+            ChargePeriodStart: '2024-03-05T23:00:00-02:00',
+            x_service_line_item_id: 'c',
+            x_service_model: 'm1',
+            x_service_tokens_input: 5,
+          }),
         ],
       });
       expect(res.status).toBe(202);
@@ -31,7 +46,8 @@ describe('emulator FOCUS ingest', () => {
 
       const onFifth = await lineItemsOn(url, '2024-03-05');
       expect(onFifth.map((r) => [r.provider_type, r.net_amount_usd, r.charge_category])).toEqual([
-        ['custom', 8, 'Usage'], ['custom', -2, 'Credit'],
+        ['custom', 8, 'Usage'],
+        ['custom', -2, 'Credit'],
       ]);
       const onSixth = await lineItemsOn(url, '2024-03-06');
       expect(onSixth).toHaveLength(1);
@@ -73,8 +89,13 @@ describe('emulator FOCUS ingest', () => {
       expect(res.body.data).toMatchObject({ accepted: true, row_count: 8, cost_line_item_count: 1, skipped: 7 });
       const columns = res.body.data.errors.map((e: any) => [e.row, e.column]);
       expect(columns).toEqual([
-        [1, 'ChargePeriodStart'], [2, 'ChargeCategory'], [3, 'BilledCost'], [4, 'ChargePeriodStart'],
-        [5, 'ChargePeriodEnd'], [6, 'BillingCurrency'], [7, 'Tags'],
+        [1, 'ChargePeriodStart'],
+        [2, 'ChargeCategory'],
+        [3, 'BilledCost'],
+        [4, 'ChargePeriodStart'],
+        [5, 'ChargePeriodEnd'],
+        [6, 'BillingCurrency'],
+        [7, 'Tags'],
       ]);
       const allBad = await post(url, { rows: [row({ BilledCost: null })] });
       expect(allBad.body.data).toMatchObject({ accepted: false, cost_line_item_count: 0, skipped: 1 });

@@ -77,7 +77,11 @@ describe('emulator line-item paging', () => {
   });
 
   it('shows the last page cursor as null, omitted or empty, as configured', async () => {
-    for (const [mode, expected] of [['null', { next_cursor: null, has_more: false }], ['omit', { has_more: false }], ['empty', { next_cursor: '', has_more: false }]] as const) {
+    for (const [mode, expected] of [
+      ['null', { next_cursor: null, has_more: false }],
+      ['omit', { has_more: false }],
+      ['empty', { next_cursor: '', has_more: false }],
+    ] as const) {
       await withEmulator({ ...SPAN, rowsPerDay: 3, lastPageCursor: mode }, async ({ url }) => {
         const res = await raw(url, path('start_date=2025-06-01&end_date=2025-06-01'));
         expect(res.body.meta).toEqual(expected);
@@ -103,7 +107,11 @@ describe('emulator line-item paging', () => {
       const stable = (await allPages(emulator.url, query)).flatMap((p) => p.data.map((r) => r.id));
       expect(stable).toHaveLength(80);
       const first = await raw(emulator.url, path(query));
-      expect(JSON.parse(Buffer.from(first.body.meta.next_cursor, 'base64url').toString())).toEqual({ offset: 30, s: '2025-06-01', e: '2025-06-02' });
+      expect(JSON.parse(Buffer.from(first.body.meta.next_cursor, 'base64url').toString())).toEqual({
+        offset: 30,
+        s: '2025-06-01',
+        e: '2025-06-02',
+      });
       emulator.restate();
       const second = await raw(emulator.url, path(`${query}&cursor=${first.body.meta.next_cursor}`));
       const live = (await allPages(emulator.url, query)).flatMap((p) => p.data.map((r) => r.id));
@@ -128,4 +136,3 @@ describe('emulator line-item paging', () => {
     });
   });
 });
-

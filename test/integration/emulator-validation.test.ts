@@ -32,9 +32,12 @@ describe('emulator parameter validation', () => {
 
   it('checks ingest bodies: rows, version, format', async () => {
     await withEmulator(SPAN, async ({ url }) => {
-      const post = (body: unknown) => raw(url, '/api/v1/public/ingest/focus/demo-connection', {
-        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
-      });
+      const post = (body: unknown) =>
+        raw(url, '/api/v1/public/ingest/focus/demo-connection', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
       const row = { ChargePeriodStart: '2025-06-01', BilledCost: 1, ServiceName: 'X', ChargeCategory: 'Usage' };
       for (const [body, message] of [
         [[], /JSON object/],
@@ -47,7 +50,8 @@ describe('emulator parameter validation', () => {
         expect(res.status).toBe(400);
         expect(res.body.error.message).toMatch(message);
       }
-      for (const version of ['1', '1.1', '1.2', 1.2]) expect((await post({ rows: [row], version, format: 'service.focus' })).status).toBe(202);
+      for (const version of ['1', '1.1', '1.2', 1.2])
+        expect((await post({ rows: [row], version, format: 'service.focus' })).status).toBe(202);
     });
   });
 });

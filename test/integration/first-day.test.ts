@@ -13,7 +13,17 @@ import { keyFingerprint } from '../../src/fingerprint.js';
 import { StateStore } from '../../src/state/store.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { runSync } from '../../src/sync/runner.js';
-import { CLI, FAST_CLIENT, memoryLogger, tableDigest, testSyncConfig, withEmulator, withTempDir, SPAN, run as inProcess } from '../helpers.js';
+import {
+  CLI,
+  FAST_CLIENT,
+  memoryLogger,
+  tableDigest,
+  testSyncConfig,
+  withEmulator,
+  withTempDir,
+  SPAN,
+  run as inProcess,
+} from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -24,12 +34,22 @@ function run(command: 'sync' | 'status', flags: Record<string, unknown>, env: Re
 }
 
 const syncArgs = (url: string, dir: string, over: Record<string, unknown> = {}) => ({
-  'base-url': url, db: join(dir, 'c.duckdb'), 'state-dir': join(dir, 'state'), 'start-date': SPAN.startDate, until: SPAN.endDate,
-  'rate-limit': 100_000, 'log-format': 'json', ...over,
+  'base-url': url,
+  db: join(dir, 'c.duckdb'),
+  'state-dir': join(dir, 'state'),
+  'start-date': SPAN.startDate,
+  until: SPAN.endDate,
+  'rate-limit': 100_000,
+  'log-format': 'json',
+  ...over,
 });
 
 function stateOf(dir: string, url: string, db = join(dir, 'c.duckdb')) {
-  const store = new StateStore(join(dir, 'state'), { name: 'default', baseUrl: url, keyFingerprint: keyFingerprint('demo-key') }, basename(workingCopyPath(join(dir, 'state'), db), '.duckdb'));
+  const store = new StateStore(
+    join(dir, 'state'),
+    { name: 'default', baseUrl: url, keyFingerprint: keyFingerprint('demo-key') },
+    basename(workingCopyPath(join(dir, 'state'), db), '.duckdb'),
+  );
   return { store, state: store.load() };
 }
 
@@ -52,9 +72,16 @@ describe('a future --until', () => {
         expect(stateOf(dir, emulator.url, config.db).state.streams.line_items!.syncedThrough).toBe('2025-06-30');
         emulator.requestLog.reset();
         const logger = memoryLogger();
-        const mended = await runSync({ config: { ...config, until: '2025-06-25', today: '2025-06-25' }, logger, clientOptions: FAST_CLIENT });
+        const mended = await runSync({
+          config: { ...config, until: '2025-06-25', today: '2025-06-25' },
+          logger,
+          clientOptions: FAST_CLIENT,
+        });
         expect(mended.outcome).toBe('success');
-        expect(logger.lines.some((l) => /watermark 2025-06-30 is after today \(2025-06-25\)/.test(l)), logger.lines.join('\n')).toBe(true);
+        expect(
+          logger.lines.some((l) => /watermark 2025-06-30 is after today \(2025-06-25\)/.test(l)),
+          logger.lines.join('\n'),
+        ).toBe(true);
         // The three-day lookback, not today alone.
         expect(logger.lines.some((l) => /"line_items: planned 2025-06-23\.\.2025-06-25/.test(l))).toBe(true);
         expect(stateOf(dir, emulator.url, config.db).state.streams.line_items!.syncedThrough).toBe('2025-06-25');
@@ -71,59 +98,120 @@ describe('stopping is bounded, whatever the stream', () => {
     let total = 0;
     let atSignal = -1;
     let stop: (() => void) | null = null;
-    await withEmulator({ ...many, onRequest: (entry) => {
-      total += 1;
-      if (entry.route === 'anomalies' && ++anomalyRequests === 3) { atSignal = total; stop?.(); }
-    } }, async (emulator) => {
-      await withTempDir(async (dir) => {
-        const args = ['sync', '--base-url', emulator.url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),
-          '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '600', '--log-format', 'json'];
-        const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' }, stdio: ['ignore', 'ignore', 'pipe'] });
-        let stderr = '';
-        child.stderr!.on('data', (d: Buffer) => { stderr += d; });
-        stop = () => child.kill('SIGTERM');
-        const [code] = (await once(child, 'exit')) as [number | null];
-        expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
-        expect(atSignal).toBeGreaterThan(0);
-        // At most the request in flight, and one the limiter had just released.
-        expect(total - atSignal).toBeLessThanOrEqual(2);
+    await withEmulator(
+      {
+        ...many,
+        onRequest: (entry) => {
+          total += 1;
+          if (entry.route === 'anomalies' && ++anomalyRequests === 3) {
+            atSignal = total;
+            stop?.();
+          }
+        },
+      },
+      async (emulator) => {
+        await withTempDir(async (dir) => {
+          const args = [
+            'sync',
+            '--base-url',
+            emulator.url,
+            '--db',
+            join(dir, 'c.duckdb'),
+            '--state-dir',
+            join(dir, 'state'),
+            '--start-date',
+            SPAN.startDate,
+            '--until',
+            SPAN.endDate,
+            '--rate-limit',
+            '600',
+            '--log-format',
+            'json',
+          ];
+          const child = spawn(process.execPath, [CLI, ...args], {
+            env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' },
+            stdio: ['ignore', 'ignore', 'pipe'],
+          });
+          let stderr = '';
+          child.stderr.on('data', (d: Buffer) => {
+            stderr += d;
+          });
+          stop = () => child.kill('SIGTERM');
+          const [code] = (await once(child, 'exit')) as [number | null];
+          expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
+          expect(atSignal).toBeGreaterThan(0);
+          // At most the request in flight, and one the limiter had just released.
+          expect(total - atSignal).toBeLessThanOrEqual(2);
 
-        stop = null;
-        anomalyRequests = 0;
-        const resumed = await run('sync', syncArgs(emulator.url, dir));
-        expect(resumed.code, resumed.stderr).toBe(ExitCode.OK);
-        // The collection the stop cut short takes many more requests than were made after the signal.
-        expect(anomalyRequests).toBeGreaterThan(10);
-        await withTempDir(async (fresh) => {
-          expect((await run('sync', syncArgs(emulator.url, fresh))).code).toBe(ExitCode.OK);
-          expect(await tableDigest(join(dir, 'c.duckdb'))).toEqual(await tableDigest(join(fresh, 'c.duckdb')));
+          stop = null;
+          anomalyRequests = 0;
+          const resumed = await run('sync', syncArgs(emulator.url, dir));
+          expect(resumed.code, resumed.stderr).toBe(ExitCode.OK);
+          // The collection the stop cut short takes many more requests than were made after the signal.
+          expect(anomalyRequests).toBeGreaterThan(10);
+          await withTempDir(async (fresh) => {
+            expect((await run('sync', syncArgs(emulator.url, fresh))).code).toBe(ExitCode.OK);
+            expect(await tableDigest(join(dir, 'c.duckdb'))).toEqual(await tableDigest(join(fresh, 'c.duckdb')));
+          });
         });
-      });
-    });
+      },
+    );
   });
 
   it('--max-runtime ends the run at its deadline: no more requests than the rate limit allows in that time', async () => {
     let total = 0;
-    await withEmulator({ ...many, onRequest: () => { total += 1; } }, async (emulator) => {
-      await withTempDir(async (dir) => {
-        const args = ['sync', '--base-url', emulator.url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),
-          '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '600', '--max-runtime', '2s', '--log-format', 'json'];
-        const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' }, stdio: ['ignore', 'pipe', 'pipe'] });
-        let stderr = '';
-        let stdout = '';
-        child.stderr!.on('data', (d: Buffer) => { stderr += d; });
-        child.stdout!.on('data', (d: Buffer) => { stdout += d; });
-        const [code] = (await once(child, 'exit')) as [number | null];
-        expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
-        // The summary (on stdout) says why it stopped.
-        expect(JSON.parse(stdout)).toMatchObject({ msg: 'sync finished', stopReason: '--max-runtime of 2 s reached' });
-        // 600 a minute is one request every 102 ms: about 20 in 2 s, and the ones in flight.
-        expect(total).toBeLessThanOrEqual(23);
-        total = 0;
-        expect((await run('sync', syncArgs(emulator.url, dir))).code).toBe(ExitCode.OK);
-        expect(total).toBeGreaterThan(23);
-      });
-    });
+    await withEmulator(
+      {
+        ...many,
+        onRequest: () => {
+          total += 1;
+        },
+      },
+      async (emulator) => {
+        await withTempDir(async (dir) => {
+          const args = [
+            'sync',
+            '--base-url',
+            emulator.url,
+            '--db',
+            join(dir, 'c.duckdb'),
+            '--state-dir',
+            join(dir, 'state'),
+            '--start-date',
+            SPAN.startDate,
+            '--until',
+            SPAN.endDate,
+            '--rate-limit',
+            '600',
+            '--max-runtime',
+            '2s',
+            '--log-format',
+            'json',
+          ];
+          const child = spawn(process.execPath, [CLI, ...args], {
+            env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          });
+          let stderr = '';
+          let stdout = '';
+          child.stderr.on('data', (d: Buffer) => {
+            stderr += d;
+          });
+          child.stdout.on('data', (d: Buffer) => {
+            stdout += d;
+          });
+          const [code] = (await once(child, 'exit')) as [number | null];
+          expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
+          // The summary (on stdout) says why it stopped.
+          expect(JSON.parse(stdout)).toMatchObject({ msg: 'sync finished', stopReason: '--max-runtime of 2 s reached' });
+          // 600 a minute is one request every 102 ms: about 20 in 2 s, and the ones in flight.
+          expect(total).toBeLessThanOrEqual(23);
+          total = 0;
+          expect((await run('sync', syncArgs(emulator.url, dir))).code).toBe(ExitCode.OK);
+          expect(total).toBeGreaterThan(23);
+        });
+      },
+    );
   });
 });
 
@@ -132,8 +220,14 @@ describe('a mistyped host, and retries said on the log', () => {
     await withTempDir(async (dir) => {
       const result = await run('sync', syncArgs('http://127.0.0.1:9', dir, { 'rate-limit': 60 }));
       expect(result.code).toBe(ExitCode.USAGE);
-      const lines = `${result.stderr}${result.stdout}`.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-      expect(lines.find((l) => l.level === 'error')).toMatchObject({ code: 'CS_ERR_UNREACHABLE', msg: expect.stringMatching(/Cannot reach the API at http:\/\/127\.0\.0\.1:9: nothing accepts connections/) });
+      const lines = `${result.stderr}${result.stdout}`
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(lines.find((l) => l.level === 'error')).toMatchObject({
+        code: 'CS_ERR_UNREACHABLE',
+        msg: expect.stringMatching(/Cannot reach the API at http:\/\/127\.0\.0\.1:9: nothing accepts connections/),
+      });
       expect(lines.find((l) => l.msg === 'sync finished')).toMatchObject({ retries: 0 });
     });
   });
@@ -144,7 +238,10 @@ describe('a mistyped host, and retries said on the log', () => {
         const logger = memoryLogger();
         await runSync({ config: testSyncConfig(url, dir), logger, clientOptions: FAST_CLIENT });
         const retry = logger.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => String(l.msg).startsWith('retrying '));
-        expect(retry).toMatchObject({ level: 'info', msg: expect.stringMatching(/^retrying GET \/api\/v1\/public\/\S+ \(attempt 2, \d+ more attempt\(s\) before giving up\): /) });
+        expect(retry).toMatchObject({
+          level: 'info',
+          msg: expect.stringMatching(/^retrying GET \/api\/v1\/public\/\S+ \(attempt 2, \d+ more attempt\(s\) before giving up\): /),
+        });
       });
     });
   });
@@ -171,7 +268,9 @@ describe('errors that name the setting and the fix', () => {
     await withTempDir(async (dir) => {
       const result = await run('sync', syncArgs('http://127.0.0.1:9', dir, { db: '/proc/costs.duckdb', 'log-format': 'pretty' }));
       expect(result.code).toBe(ExitCode.FAILED);
-      expect(result.stderr).toMatch(/Cannot write the lock file costs\.duckdb\.lock in \/proc: .*\(ENOENT\)[\s\S]*hint: .*--db .*--state-dir/);
+      expect(result.stderr).toMatch(
+        /Cannot write the lock file costs\.duckdb\.lock in \/proc: .*\(ENOENT\)[\s\S]*hint: .*--db .*--state-dir/,
+      );
       expect(result.stderr).not.toMatch(/\.tmp/);
     });
   });
@@ -201,11 +300,17 @@ describe('a closed pipe', () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
         expect((await run('sync', syncArgs(url, dir))).code).toBe(ExitCode.OK);
-        const child = spawn(process.execPath, [CLI, 'query', '--db', join(dir, 'c.duckdb'), '--format', 'csv', 'SELECT * FROM range(2000000)'], { stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(
+          process.execPath,
+          [CLI, 'query', '--db', join(dir, 'c.duckdb'), '--format', 'csv', 'SELECT * FROM range(2000000)'],
+          { stdio: ['ignore', 'pipe', 'pipe'] },
+        );
         let stderr = '';
-        child.stderr!.on('data', (d: Buffer) => { stderr += d; });
+        child.stderr.on('data', (d: Buffer) => {
+          stderr += d;
+        });
         // Like `head -2`: read a little, then close the pipe.
-        child.stdout!.once('data', () => child.stdout!.destroy());
+        child.stdout.once('data', () => child.stdout.destroy());
         const [code] = (await once(child, 'exit')) as [number | null];
         expect(stderr).not.toMatch(/EPIPE|at .*\.js/);
         expect(code).toBe(0);
@@ -220,7 +325,11 @@ describe('sync --dry-run', () => {
       await withTempDir(async (dir) => {
         expect((await run('sync', syncArgs(emulator.url, dir, { until: '2025-06-20', 'window-days': 10 }))).code).toBe(ExitCode.OK);
         const files = () => [dir, join(dir, 'state')].flatMap((d) => readdirSync(d).map((f) => `${f}:${statSync(join(d, f)).mtimeMs}`));
-        const before = { files: files(), digest: await tableDigest(join(dir, 'c.duckdb')), state: readFileSync(stateOf(dir, emulator.url).store.path, 'utf8') };
+        const before = {
+          files: files(),
+          digest: await tableDigest(join(dir, 'c.duckdb')),
+          state: readFileSync(stateOf(dir, emulator.url).store.path, 'utf8'),
+        };
         emulator.requestLog.reset();
         const dry = await run('sync', syncArgs(emulator.url, dir, { 'dry-run': true, 'window-days': 10, 'log-format': 'pretty' }));
         expect(dry.code, dry.stderr).toBe(ExitCode.OK);
@@ -228,7 +337,11 @@ describe('sync --dry-run', () => {
         expect(dry.stdout).toMatch(/line_items: 2025-06-18\.\.2025-06-30, 2 window\(s\), about (\d+) request\(s\)/);
         expect(dry.stdout).toMatch(/fetched again \(already stored; restated costs are re-read\): 2025-06-18\.\.2025-06-20 \(3 days\)/);
         expect(dry.stdout).toMatch(/Dry run: nothing was written/);
-        expect({ files: files(), digest: await tableDigest(join(dir, 'c.duckdb')), state: readFileSync(stateOf(dir, emulator.url).store.path, 'utf8') }).toEqual(before);
+        expect({
+          files: files(),
+          digest: await tableDigest(join(dir, 'c.duckdb')),
+          state: readFileSync(stateOf(dir, emulator.url).store.path, 'utf8'),
+        }).toEqual(before);
 
         // The real run takes what the dry run said, within a page a window.
         const estimate = Number(/line_items: [^\n]* about (\d+) request/.exec(dry.stdout)![1]);
@@ -240,7 +353,7 @@ describe('sync --dry-run', () => {
     });
   });
 
-  it('on a first run (no state, no warehouse) prices a sample page and says the whole run\'s requests, within 15%', async () => {
+  it("on a first run (no state, no warehouse) prices a sample page and says the whole run's requests, within 15%", async () => {
     // Three windows of 2,300 rows: pages, a check each, the rollups' other views, the progress estimate and the anomalies.
     await withEmulator({ ...SPAN, rowsPerDay: 230, anomaliesPerDay: 2, clock }, async (emulator) => {
       await withTempDir(async (dir) => {

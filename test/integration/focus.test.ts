@@ -17,19 +17,63 @@ const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
 const DECIMAL = 'DECIMAL(38,10)';
 const DATETIME = 'TIMESTAMP WITH TIME ZONE';
 const FOCUS_1_2: Record<string, string> = {
-  AvailabilityZone: 'VARCHAR', BilledCost: DECIMAL, BillingAccountId: 'VARCHAR', BillingAccountName: 'VARCHAR', BillingAccountType: 'VARCHAR',
-  BillingCurrency: 'VARCHAR', BillingPeriodEnd: DATETIME, BillingPeriodStart: DATETIME, CapacityReservationId: 'VARCHAR',
-  CapacityReservationStatus: 'VARCHAR', ChargeCategory: 'VARCHAR', ChargeClass: 'VARCHAR', ChargeDescription: 'VARCHAR',
-  ChargeFrequency: 'VARCHAR', ChargePeriodEnd: DATETIME, ChargePeriodStart: DATETIME, CommitmentDiscountCategory: 'VARCHAR',
-  CommitmentDiscountId: 'VARCHAR', CommitmentDiscountName: 'VARCHAR', CommitmentDiscountQuantity: DECIMAL, CommitmentDiscountStatus: 'VARCHAR',
-  CommitmentDiscountType: 'VARCHAR', CommitmentDiscountUnit: 'VARCHAR', ConsumedQuantity: DECIMAL, ConsumedUnit: 'VARCHAR',
-  ContractedCost: DECIMAL, ContractedUnitPrice: DECIMAL, EffectiveCost: DECIMAL, InvoiceId: 'VARCHAR', InvoiceIssuerName: 'VARCHAR',
-  ListCost: DECIMAL, ListUnitPrice: DECIMAL, PricingCategory: 'VARCHAR', PricingCurrency: 'VARCHAR',
-  PricingCurrencyContractedUnitPrice: DECIMAL, PricingCurrencyEffectiveCost: DECIMAL, PricingCurrencyListUnitPrice: DECIMAL,
-  PricingQuantity: DECIMAL, PricingUnit: 'VARCHAR', ProviderName: 'VARCHAR', PublisherName: 'VARCHAR', RegionId: 'VARCHAR',
-  RegionName: 'VARCHAR', ResourceId: 'VARCHAR', ResourceName: 'VARCHAR', ResourceType: 'VARCHAR', ServiceCategory: 'VARCHAR',
-  ServiceName: 'VARCHAR', ServiceSubcategory: 'VARCHAR', SkuId: 'VARCHAR', SkuMeter: 'VARCHAR', SkuPriceDetails: 'JSON',
-  SkuPriceId: 'VARCHAR', SubAccountId: 'VARCHAR', SubAccountName: 'VARCHAR', SubAccountType: 'VARCHAR', Tags: 'JSON',
+  AvailabilityZone: 'VARCHAR',
+  BilledCost: DECIMAL,
+  BillingAccountId: 'VARCHAR',
+  BillingAccountName: 'VARCHAR',
+  BillingAccountType: 'VARCHAR',
+  BillingCurrency: 'VARCHAR',
+  BillingPeriodEnd: DATETIME,
+  BillingPeriodStart: DATETIME,
+  CapacityReservationId: 'VARCHAR',
+  CapacityReservationStatus: 'VARCHAR',
+  ChargeCategory: 'VARCHAR',
+  ChargeClass: 'VARCHAR',
+  ChargeDescription: 'VARCHAR',
+  ChargeFrequency: 'VARCHAR',
+  ChargePeriodEnd: DATETIME,
+  ChargePeriodStart: DATETIME,
+  CommitmentDiscountCategory: 'VARCHAR',
+  CommitmentDiscountId: 'VARCHAR',
+  CommitmentDiscountName: 'VARCHAR',
+  CommitmentDiscountQuantity: DECIMAL,
+  CommitmentDiscountStatus: 'VARCHAR',
+  CommitmentDiscountType: 'VARCHAR',
+  CommitmentDiscountUnit: 'VARCHAR',
+  ConsumedQuantity: DECIMAL,
+  ConsumedUnit: 'VARCHAR',
+  ContractedCost: DECIMAL,
+  ContractedUnitPrice: DECIMAL,
+  EffectiveCost: DECIMAL,
+  InvoiceId: 'VARCHAR',
+  InvoiceIssuerName: 'VARCHAR',
+  ListCost: DECIMAL,
+  ListUnitPrice: DECIMAL,
+  PricingCategory: 'VARCHAR',
+  PricingCurrency: 'VARCHAR',
+  PricingCurrencyContractedUnitPrice: DECIMAL,
+  PricingCurrencyEffectiveCost: DECIMAL,
+  PricingCurrencyListUnitPrice: DECIMAL,
+  PricingQuantity: DECIMAL,
+  PricingUnit: 'VARCHAR',
+  ProviderName: 'VARCHAR',
+  PublisherName: 'VARCHAR',
+  RegionId: 'VARCHAR',
+  RegionName: 'VARCHAR',
+  ResourceId: 'VARCHAR',
+  ResourceName: 'VARCHAR',
+  ResourceType: 'VARCHAR',
+  ServiceCategory: 'VARCHAR',
+  ServiceName: 'VARCHAR',
+  ServiceSubcategory: 'VARCHAR',
+  SkuId: 'VARCHAR',
+  SkuMeter: 'VARCHAR',
+  SkuPriceDetails: 'JSON',
+  SkuPriceId: 'VARCHAR',
+  SubAccountId: 'VARCHAR',
+  SubAccountName: 'VARCHAR',
+  SubAccountType: 'VARCHAR',
+  Tags: 'JSON',
 };
 
 /** Representative FOCUS queries (cost by service, sub-account, billing period; credits; tags), as written against any FOCUS dataset. */
@@ -42,25 +86,58 @@ const FOCUS_QUERIES = [
 ];
 
 async function synced<T>(fn: (db: string, dir: string) => Promise<T>): Promise<T> {
-  return withEmulator({ ...SPAN, rowsPerDay: 80, clock }, async ({ url }) => withTempDir(async (dir) => {
-    const db = join(dir, 'c.duckdb');
-    const sync = await run(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], env);
-    expect(sync.code, sync.stderr).toBe(0);
-    return fn(db, dir);
-  }));
+  return withEmulator({ ...SPAN, rowsPerDay: 80, clock }, async ({ url }) =>
+    withTempDir(async (dir) => {
+      const db = join(dir, 'c.duckdb');
+      const sync = await run(
+        [
+          'sync',
+          '--base-url',
+          url,
+          '--db',
+          db,
+          '--state-dir',
+          join(dir, 'state'),
+          '--start-date',
+          SPAN.startDate,
+          '--until',
+          SPAN.endDate,
+          '--rate-limit',
+          '100000',
+          '--quiet',
+        ],
+        env,
+      );
+      expect(sync.code, sync.stderr).toBe(0);
+      return fn(db, dir);
+    }),
+  );
 }
 
 describe('the focus view (FOCUS 1.2)', () => {
-  it('has every FOCUS 1.2 column by name and type, x_ extras only besides; sums and counts equal the line items\'; FOCUS queries run unchanged', async () => {
+  it("has every FOCUS 1.2 column by name and type, x_ extras only besides; sums and counts equal the line items'; FOCUS queries run unchanged", async () => {
     await synced(async (db) => {
-      const columns = await queryDb<{ name: string; type: string }>(db, "SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_name = 'focus' ORDER BY ordinal_position");
+      const columns = await queryDb<{ name: string; type: string }>(
+        db,
+        "SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_name = 'focus' ORDER BY ordinal_position",
+      );
       const spec = columns.filter((c) => !c.name.startsWith('x_'));
       expect(Object.fromEntries(spec.map((c) => [c.name, c.type]))).toEqual(FOCUS_1_2);
-      expect(columns.filter((c) => c.name.startsWith('x_')).map((c) => c.name)).toEqual(['x_source', 'x_line_item_id', 'x_user_email', 'x_provider_type', 'x_currency_original', 'x_extra']);
-      const [sums] = await queryDb<{ f: number; l: number; fn: number; ln: number; credits: number; negatives: number }>(db, `
+      expect(columns.filter((c) => c.name.startsWith('x_')).map((c) => c.name)).toEqual([
+        'x_source',
+        'x_line_item_id',
+        'x_user_email',
+        'x_provider_type',
+        'x_currency_original',
+        'x_extra',
+      ]);
+      const [sums] = await queryDb<{ f: number; l: number; fn: number; ln: number; credits: number; negatives: number }>(
+        db,
+        `
         SELECT (SELECT sum(BilledCost)::DOUBLE FROM focus) AS f, (SELECT sum(net_amount_usd) FROM line_items) AS l,
                (SELECT count(*) FROM focus)::INT AS fn, (SELECT count(*) FROM line_items)::INT AS ln,
-               (SELECT count(*) FROM focus WHERE ChargeCategory = 'Credit')::INT AS credits, (SELECT count(*) FROM line_items WHERE net_amount_usd < 0)::INT AS negatives`);
+               (SELECT count(*) FROM focus WHERE ChargeCategory = 'Credit')::INT AS credits, (SELECT count(*) FROM line_items WHERE net_amount_usd < 0)::INT AS negatives`,
+      );
       expect(sums!.fn).toBe(sums!.ln);
       expect(sums!.fn).toBe(30 * 80);
       expect(sums!.f).toBeCloseTo(sums!.l, 6);
@@ -82,8 +159,10 @@ describe('the focus view (FOCUS 1.2)', () => {
       copyFileSync(db, copy);
       const wh = await openWarehouse(copy);
       try {
-        await wh.sql("UPDATE line_items SET provider_service = NULL WHERE id = (SELECT min(id) FROM line_items)");
-        await wh.sql("CREATE OR REPLACE VIEW focus_map_services AS SELECT 'x' AS service_key, 'x' AS service, 'Not A Category' AS service_category, 'Other (Other)' AS service_subcategory UNION ALL SELECT lower('Amazon EC2'), 'Amazon EC2', 'Not A Category', 'Other (Other)'");
+        await wh.sql('UPDATE line_items SET provider_service = NULL WHERE id = (SELECT min(id) FROM line_items)');
+        await wh.sql(
+          "CREATE OR REPLACE VIEW focus_map_services AS SELECT 'x' AS service_key, 'x' AS service, 'Not A Category' AS service_category, 'Other (Other)' AS service_subcategory UNION ALL SELECT lower('Amazon EC2'), 'Amazon EC2', 'Not A Category', 'Other (Other)'",
+        );
       } finally {
         wh.close();
       }
@@ -100,7 +179,9 @@ describe('the focus view (FOCUS 1.2)', () => {
 
   it('fills what FOCUS requires from what costsync knows, and verify --focus catches a planted violation of each rule (issue 29)', async () => {
     await synced(async (db, dir) => {
-      const [facts] = await queryDb<Record<string, number>>(db, `
+      const [facts] = await queryDb<Record<string, number>>(
+        db,
+        `
         SELECT count(*) FILTER (WHERE BillingAccountId = x_source AND BillingAccountName = x_source AND BillingAccountType = 'Workspace')::INT AS account,
                count(*) FILTER (WHERE ContractedCost = BilledCost AND ListCost = BilledCost)::INT AS costs,
                count(*) FILTER (WHERE SubAccountName = SubAccountId)::INT AS sub,
@@ -110,7 +191,8 @@ describe('the focus view (FOCUS 1.2)', () => {
                count(*) FILTER (WHERE PricingCurrency = 'USD' AND PricingCurrencyEffectiveCost = EffectiveCost)::INT AS usd,
                count(*) FILTER (WHERE PricingCurrency <> 'USD' AND PricingCurrencyEffectiveCost IS NULL)::INT AS other,
                count(*)::INT AS n
-        FROM focus`);
+        FROM focus`,
+      );
       for (const key of ['account', 'costs', 'sub', 'subcategory', 'description', 'pricing']) expect(facts![key], key).toBe(facts!.n);
       expect(facts!.usd! + facts!.other!).toBe(facts!.n);
       expect(facts!.other).toBeGreaterThan(0);
@@ -125,12 +207,20 @@ describe('the focus view (FOCUS 1.2)', () => {
         ['BillingAccountName', 'NULL', /^BillingAccountName must not be null$/],
         ['BillingAccountType', 'NULL', /^BillingAccountType must not be null when BillingAccountId is not null$/],
         ['SubAccountName', 'NULL', /^SubAccountName must not be null when SubAccountId is not null$/],
-        ['ServiceSubcategory', "'Generative AI'", /^ServiceSubcategory must be one of the allowed values, under its one parent ServiceCategory$/],
+        [
+          'ServiceSubcategory',
+          "'Generative AI'",
+          /^ServiceSubcategory must be one of the allowed values, under its one parent ServiceCategory$/,
+        ],
         ['ChargeDescription', 'NULL', /^ChargeDescription must not be null$/],
         ['ContractedCost', 'BilledCost + 1', /^ContractedCost must match BilledCost/],
         ['ListCost', 'NULL', /^ListCost must not be null$/],
         ['PricingCurrency', "'eur'", /^BillingCurrency and PricingCurrency must be three-letter upper-case currency codes$/],
-        ['PricingCurrencyEffectiveCost', 'EffectiveCost * 2', /^PricingCurrencyEffectiveCost must equal EffectiveCost when PricingCurrency is the BillingCurrency$/],
+        [
+          'PricingCurrencyEffectiveCost',
+          'EffectiveCost * 2',
+          /^PricingCurrencyEffectiveCost must equal EffectiveCost when PricingCurrency is the BillingCurrency$/,
+        ],
       ];
       const wh = await openWarehouse(copy);
       try {
@@ -147,7 +237,10 @@ describe('the focus view (FOCUS 1.2)', () => {
       expect(result.code, result.stderr).toBe(1);
       const found = (JSON.parse(result.stdout) as { violations: { rule: string; rows: number }[] }).violations;
       for (const [col, , rule] of planted) {
-        expect(found.filter((v) => rule.test(v.rule)).map((v) => v.rows), col).toEqual([1]);
+        expect(
+          found.filter((v) => rule.test(v.rule)).map((v) => v.rows),
+          col,
+        ).toEqual([1]);
       }
       // The planted subcategory also gives its service a second one.
       expect(found.map((v) => v.rule)).toContain('ServiceName should have one ServiceSubcategory');
@@ -162,7 +255,10 @@ describe('the focus view (FOCUS 1.2)', () => {
         expect(result.code, result.stderr).toBe(0);
         expect(result.stderr).toContain(`${30 * 80} rows`);
         const reader = ext === 'parquet' ? `read_parquet('${file}')` : ext === 'csv' ? `read_csv('${file}')` : `read_json('${file}')`;
-        const [back] = await queryDb<{ n: number; cost: number; cols: number }>(db, `SELECT count(*)::INT AS n, sum(BilledCost)::DOUBLE AS cost, (SELECT count(*) FROM (DESCRIBE SELECT * FROM ${reader}))::INT AS cols FROM ${reader}`);
+        const [back] = await queryDb<{ n: number; cost: number; cols: number }>(
+          db,
+          `SELECT count(*)::INT AS n, sum(BilledCost)::DOUBLE AS cost, (SELECT count(*) FROM (DESCRIBE SELECT * FROM ${reader}))::INT AS cols FROM ${reader}`,
+        );
         expect(back!.n).toBe(30 * 80);
         expect(back!.cols).toBe(57 + 6);
       }
@@ -176,21 +272,61 @@ describe('the focus view (FOCUS 1.2)', () => {
     await withEmulator({ ...SPAN, rowsPerDay: 5, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
         const file = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
-        const pushed = await run(['push', '--base-url', url, '--db', join(dir, 'p.duckdb'), '--state-dir', join(dir, 'state'), '--rate-limit', '100000', '--connection', 'demo-connection', file], env);
+        const pushed = await run(
+          [
+            'push',
+            '--base-url',
+            url,
+            '--db',
+            join(dir, 'p.duckdb'),
+            '--state-dir',
+            join(dir, 'state'),
+            '--rate-limit',
+            '100000',
+            '--connection',
+            'demo-connection',
+            file,
+          ],
+          env,
+        );
         expect(pushed.code, pushed.stderr).toBe(0);
         const db = join(dir, 'c.duckdb');
-        const sync = await run(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], env);
+        const sync = await run(
+          [
+            'sync',
+            '--base-url',
+            url,
+            '--db',
+            db,
+            '--state-dir',
+            join(dir, 'state'),
+            '--start-date',
+            SPAN.startDate,
+            '--until',
+            SPAN.endDate,
+            '--rate-limit',
+            '100000',
+            '--quiet',
+          ],
+          env,
+        );
         expect(sync.code, sync.stderr).toBe(0);
         // The API's net amount is the row's EffectiveCost (BilledCost when it has none); categories as the spec's rules store them.
-        const expected = await queryDb<{ d: string; service: string; category: string; cost: number }>(db, `
+        const expected = await queryDb<{ d: string; service: string; category: string; cost: number }>(
+          db,
+          `
           SELECT CAST(ChargePeriodStart AS DATE)::VARCHAR AS d, ServiceName AS service,
                  CASE lower(ChargeCategory) WHEN 'discount' THEN 'credit' WHEN 'refund' THEN 'credit' WHEN 'fee' THEN 'usage' ELSE lower(ChargeCategory) END AS category,
                  round(sum(coalesce(EffectiveCost, BilledCost)), 6) AS cost
-          FROM read_csv('${file}') GROUP BY ALL ORDER BY ALL`);
-        const custom = await queryDb<{ d: string; service: string; category: string; cost: number }>(db, `
+          FROM read_csv('${file}') GROUP BY ALL ORDER BY ALL`,
+        );
+        const custom = await queryDb<{ d: string; service: string; category: string; cost: number }>(
+          db,
+          `
           SELECT CAST(ChargePeriodStart AS DATE)::VARCHAR AS d, ServiceName AS service, lower(ChargeCategory) AS category,
                  round(sum(BilledCost)::DOUBLE, 6) AS cost
-          FROM focus WHERE x_provider_type = 'custom' GROUP BY ALL ORDER BY ALL`);
+          FROM focus WHERE x_provider_type = 'custom' GROUP BY ALL ORDER BY ALL`,
+        );
         expect(expected.length).toBeGreaterThan(0);
         expect(custom).toEqual(expected);
       });

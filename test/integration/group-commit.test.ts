@@ -20,7 +20,9 @@ async function withTable(fn: (wh: Warehouse) => Promise<void>): Promise<void> {
 /** Holds the write queue until `release` is called, so the transactions given meanwhile wait together. */
 function holdQueue(wh: Warehouse): { release: () => void; held: Promise<void> } {
   let release: () => void = () => undefined;
-  const open = new Promise<void>((resolve) => { release = resolve; });
+  const open = new Promise<void>((resolve) => {
+    release = resolve;
+  });
   return { release, held: wh.exclusive(() => open) };
 }
 
@@ -30,10 +32,15 @@ describe('grouped transactions (a group commit of the window stores waiting toge
   it('share one transaction when they wait for the queue together, each getting its own result', async () => {
     await withTable(async (wh) => {
       const { release, held } = holdQueue(wh);
-      const stores = [1, 2, 3].map((n) => wh.transaction(async () => {
-        await wh.sql('INSERT INTO t VALUES ($1)', [n]);
-        return { n, tx: await txid(wh) };
-      }, { group: true }));
+      const stores = [1, 2, 3].map((n) =>
+        wh.transaction(
+          async () => {
+            await wh.sql('INSERT INTO t VALUES ($1)', [n]);
+            return { n, tx: await txid(wh) };
+          },
+          { group: true },
+        ),
+      );
       release();
       await held;
       const results = await Promise.all(stores);
@@ -50,12 +57,17 @@ describe('grouped transactions (a group commit of the window stores waiting toge
     await withTable(async (wh) => {
       const { release, held } = holdQueue(wh);
       const runs: number[] = [];
-      const stores = [1, 2, 3].map((n) => wh.transaction(async () => {
-        runs.push(n);
-        await wh.sql('INSERT INTO t VALUES ($1)', [n]);
-        if (n === 2) throw new Error('window 2 cannot be stored');
-        return n;
-      }, { group: true }));
+      const stores = [1, 2, 3].map((n) =>
+        wh.transaction(
+          async () => {
+            runs.push(n);
+            await wh.sql('INSERT INTO t VALUES ($1)', [n]);
+            if (n === 2) throw new Error('window 2 cannot be stored');
+            return n;
+          },
+          { group: true },
+        ),
+      );
       release();
       await held;
       const settled = await Promise.allSettled(stores);
@@ -71,19 +83,29 @@ describe('grouped transactions (a group commit of the window stores waiting toge
     await withTable(async (wh) => {
       const events: string[] = [];
       const { release, held } = holdQueue(wh);
-      const stores = [1, 2].map((n) => wh.transaction(async () => {
-        wh.onSettle((committed) => events.push(`${committed ? 'committed' : 'rolled back'} ${n}`));
-        events.push(`stored ${n}`);
-        if (n === 2 && events.filter((e) => e === 'stored 2').length === 1) throw new Error('first try fails');
-        return n;
-      }, { group: true }));
+      const stores = [1, 2].map((n) =>
+        wh.transaction(
+          async () => {
+            wh.onSettle((committed) => events.push(`${committed ? 'committed' : 'rolled back'} ${n}`));
+            events.push(`stored ${n}`);
+            if (n === 2 && events.filter((e) => e === 'stored 2').length === 1) throw new Error('first try fails');
+            return n;
+          },
+          { group: true },
+        ),
+      );
       release();
       await held;
       await Promise.allSettled(stores);
       expect(events).toEqual([
-        'stored 1', 'stored 2', 'rolled back 1', 'rolled back 2', // the group
-        'stored 1', 'committed 1', // 1 alone
-        'stored 2', 'committed 2', // 2 alone: its second try
+        'stored 1',
+        'stored 2',
+        'rolled back 1',
+        'rolled back 2', // the group
+        'stored 1',
+        'committed 1', // 1 alone
+        'stored 2',
+        'committed 2', // 2 alone: its second try
       ]);
       expect(await Promise.all(stores)).toEqual([1, 2]);
     });
@@ -93,10 +115,15 @@ describe('grouped transactions (a group commit of the window stores waiting toge
     await withTable(async (wh) => {
       const { release, held } = holdQueue(wh);
       const count = MAX_GROUP * 2 + 1;
-      const stores = Array.from({ length: count }, (_, n) => wh.transaction(async () => {
-        await wh.sql('INSERT INTO t VALUES ($1)', [n]);
-        return txid(wh);
-      }, { group: true }));
+      const stores = Array.from({ length: count }, (_, n) =>
+        wh.transaction(
+          async () => {
+            await wh.sql('INSERT INTO t VALUES ($1)', [n]);
+            return txid(wh);
+          },
+          { group: true },
+        ),
+      );
       release();
       await held;
       const ids = await Promise.all(stores);
@@ -112,7 +139,9 @@ describe('a statement that fails while a transaction is open', () => {
     await withTable(async (wh) => {
       let fire: () => void = () => undefined;
       // Started outside the transaction, as another source's read is, and queued right behind the failing statement.
-      const outside = new Promise<void>((resolve) => { fire = resolve; }).then(() => wh.sql<{ n: number }>('SELECT count(*) AS n FROM t'));
+      const outside = new Promise<void>((resolve) => {
+        fire = resolve;
+      }).then(() => wh.sql<{ n: number }>('SELECT count(*) AS n FROM t'));
       const store = wh.transaction(async () => {
         await wh.sql('INSERT INTO t VALUES (1)');
         const failing = wh.sql("SELECT 'x'::INTEGER AS n");
@@ -129,7 +158,9 @@ describe('a statement that fails while a transaction is open', () => {
   it("fails the transaction when another's statement aborts it, and its later statements never run outside it", async () => {
     await withTable(async (wh) => {
       let fire: () => void = () => undefined;
-      const outside = new Promise<void>((resolve) => { fire = resolve; }).then(() => wh.sql("SELECT 'y'::INTEGER AS n"));
+      const outside = new Promise<void>((resolve) => {
+        fire = resolve;
+      }).then(() => wh.sql("SELECT 'y'::INTEGER AS n"));
       let afterwards: unknown = null;
       const store = wh.transaction(async () => {
         await wh.sql('INSERT INTO t VALUES (1)');
@@ -137,11 +168,16 @@ describe('a statement that fails while a transaction is open', () => {
         // Let the outside statement run (and fail) between this transaction's statements.
         await outside.catch(() => undefined);
         // A caller that swallows the failure and writes on: the write must not commit on its own.
-        await wh.sql('INSERT INTO t VALUES (2)').catch((error: unknown) => { afterwards = error; });
+        await wh.sql('INSERT INTO t VALUES (2)').catch((error: unknown) => {
+          afterwards = error;
+        });
       });
       await expect(outside).rejects.toThrow(/Could not convert string 'y'/);
       await expect(store).rejects.toThrow(/the transaction was rolled back after a statement failed: Conversion Error/);
-      await expect(store).rejects.toMatchObject({ code: 'CS_ERR_STATE_IO', hint: expect.stringMatching(/^Nothing of the transaction was stored/) });
+      await expect(store).rejects.toMatchObject({
+        code: 'CS_ERR_STATE_IO',
+        hint: expect.stringMatching(/^Nothing of the transaction was stored/),
+      });
       expect(String(afterwards)).toMatch(/the transaction was rolled back/);
       expect(await wh.sql('SELECT n FROM t')).toEqual([]);
     });
@@ -150,20 +186,26 @@ describe('a statement that fails while a transaction is open', () => {
   it("tells onSettle hooks that the transaction rolled back, its own statement or another's having aborted it", async () => {
     await withTable(async (wh) => {
       const settled: boolean[] = [];
-      await expect(wh.transaction(async () => {
-        wh.onSettle((committed) => settled.push(committed));
-        await wh.sql('INSERT INTO t VALUES (1)');
-        await wh.sql("SELECT 'x'::INTEGER AS n");
-      })).rejects.toThrow(/Could not convert string 'x'/);
+      await expect(
+        wh.transaction(async () => {
+          wh.onSettle((committed) => settled.push(committed));
+          await wh.sql('INSERT INTO t VALUES (1)');
+          await wh.sql("SELECT 'x'::INTEGER AS n");
+        }),
+      ).rejects.toThrow(/Could not convert string 'x'/);
       let fire: () => void = () => undefined;
-      const outside = new Promise<void>((resolve) => { fire = resolve; }).then(() => wh.sql("SELECT 'y'::INTEGER AS n"));
+      const outside = new Promise<void>((resolve) => {
+        fire = resolve;
+      }).then(() => wh.sql("SELECT 'y'::INTEGER AS n"));
       // Aborted by another's statement while its own code goes on as if nothing happened.
-      await expect(wh.transaction(async () => {
-        wh.onSettle((committed) => settled.push(committed));
-        await wh.sql('INSERT INTO t VALUES (2)');
-        fire();
-        await outside.catch(() => undefined);
-      })).rejects.toThrow(/the transaction was rolled back/);
+      await expect(
+        wh.transaction(async () => {
+          wh.onSettle((committed) => settled.push(committed));
+          await wh.sql('INSERT INTO t VALUES (2)');
+          fire();
+          await outside.catch(() => undefined);
+        }),
+      ).rejects.toThrow(/the transaction was rolled back/);
       await wh.transaction(async () => {
         wh.onSettle((committed) => settled.push(committed));
         await wh.sql('INSERT INTO t VALUES (3)');

@@ -19,8 +19,29 @@ const ENV = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
 
 function syncArgs(url: string, dir: string, extra: string[] = []): string[] {
   return [
-    'sync', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), '--format', 'iceberg', '--out', join(dir, 'lake'),
-    '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--window-days', '7', '--rate-limit', '100000', '--log-format', 'json', '--quiet', ...extra,
+    'sync',
+    '--base-url',
+    url,
+    '--db',
+    join(dir, 'c.duckdb'),
+    '--state-dir',
+    join(dir, 'state'),
+    '--format',
+    'iceberg',
+    '--out',
+    join(dir, 'lake'),
+    '--start-date',
+    SPAN.startDate,
+    '--until',
+    SPAN.endDate,
+    '--window-days',
+    '7',
+    '--rate-limit',
+    '100000',
+    '--log-format',
+    'json',
+    '--quiet',
+    ...extra,
   ];
 }
 
@@ -38,41 +59,60 @@ function expectEqualToWarehouse(diff: Record<string, { rows: number; missing: nu
 
 describe('--format iceberg (a directory)', () => {
   it('every table reads back through icebird equal to the warehouse; a restatement is one overwrite snapshot, and the snapshot before it still reads the old values', async () => {
-    await withEmulator({ ...SPAN, rowsPerDay: 60, anomaliesPerDay: 2, clock, restatement: { days: 5, changeRate: 0.5, deleteRate: 0.1 } }, async (emulator) => {
-      await withTempDir(async (dir) => {
-        const lake = join(dir, 'lake');
-        expect(await run(syncArgs(emulator.url, dir), ENV)).toMatchObject({ code: 0 });
-        expectEqualToWarehouse(await icebergDifferences(join(dir, 'c.duckdb'), pathToFileURL(lake).href));
-        expect((await readIceberg(pathToFileURL(join(lake, 'sync_runs')).href)).map((r) => r.run_id))
-          .toEqual((await queryDb<{ run_id: string }>(join(dir, 'c.duckdb'), 'SELECT run_id FROM sync_runs')).map((r) => r.run_id));
+    await withEmulator(
+      { ...SPAN, rowsPerDay: 60, anomaliesPerDay: 2, clock, restatement: { days: 5, changeRate: 0.5, deleteRate: 0.1 } },
+      async (emulator) => {
+        await withTempDir(async (dir) => {
+          const lake = join(dir, 'lake');
+          expect(await run(syncArgs(emulator.url, dir), ENV)).toMatchObject({ code: 0 });
+          expectEqualToWarehouse(await icebergDifferences(join(dir, 'c.duckdb'), pathToFileURL(lake).href));
+          expect((await readIceberg(pathToFileURL(join(lake, 'sync_runs')).href)).map((r) => r.run_id)).toEqual(
+            (await queryDb<{ run_id: string }>(join(dir, 'c.duckdb'), 'SELECT run_id FROM sync_runs')).map((r) => r.run_id),
+          );
 
-        // The file-system catalog's layout: a hint naming the newest metadata file, format version 2.
-        const before = metadataOf(lake, 'line_items');
-        const versionBefore = Number(readFileSync(join(lake, 'line_items', 'metadata', 'version-hint.text'), 'utf8'));
-        expect(before).toMatchObject({ 'format-version': 2, location: pathToFileURL(join(lake, 'line_items')).href });
-        expect(before.snapshots.at(-1)!.summary).toMatchObject({ [SUMMARY.source]: 'default', [SUMMARY.runId]: expect.any(String), [SUMMARY.window]: expect.stringMatching(/^2025-06-\d\d\.\.2025-06-\d\d$/) });
-        // One file per source and month.
-        expect(readdirSync(join(lake, 'line_items', 'data', 'source=default'))).toEqual(['usage_date_month=2025-06']);
-        const lastDays = "usage_date >= DATE '2025-06-26'";
-        const [{ usd: oldUsd }] = await queryDb<{ usd: number }>(join(dir, 'c.duckdb'), `SELECT round(sum(net_amount_usd), 2) AS usd FROM line_items WHERE ${lastDays}`) as [{ usd: number }];
+          // The file-system catalog's layout: a hint naming the newest metadata file, format version 2.
+          const before = metadataOf(lake, 'line_items');
+          const versionBefore = Number(readFileSync(join(lake, 'line_items', 'metadata', 'version-hint.text'), 'utf8'));
+          expect(before).toMatchObject({ 'format-version': 2, location: pathToFileURL(join(lake, 'line_items')).href });
+          expect(before.snapshots.at(-1)!.summary).toMatchObject({
+            [SUMMARY.source]: 'default',
+            [SUMMARY.runId]: expect.any(String),
+            [SUMMARY.window]: expect.stringMatching(/^2025-06-\d\d\.\.2025-06-\d\d$/),
+          });
+          // One file per source and month.
+          expect(readdirSync(join(lake, 'line_items', 'data', 'source=default'))).toEqual(['usage_date_month=2025-06']);
+          const lastDays = "usage_date >= DATE '2025-06-26'";
+          const [{ usd: oldUsd }] = (await queryDb<{ usd: number }>(
+            join(dir, 'c.duckdb'),
+            `SELECT round(sum(net_amount_usd), 2) AS usd FROM line_items WHERE ${lastDays}`,
+          )) as [{ usd: number }];
 
-        emulator.restate();
-        expect(await run(syncArgs(emulator.url, dir, ['--lookback-days', '7']), ENV)).toMatchObject({ code: 0 });
-        expectEqualToWarehouse(await icebergDifferences(join(dir, 'c.duckdb'), pathToFileURL(lake).href));
-        const [{ usd: newUsd }] = await queryDb<{ usd: number }>(join(dir, 'c.duckdb'), `SELECT round(sum(net_amount_usd), 2) AS usd FROM line_items WHERE ${lastDays}`) as [{ usd: number }];
-        expect(newUsd).not.toBe(oldUsd);
+          emulator.restate();
+          expect(await run(syncArgs(emulator.url, dir, ['--lookback-days', '7']), ENV)).toMatchObject({ code: 0 });
+          expectEqualToWarehouse(await icebergDifferences(join(dir, 'c.duckdb'), pathToFileURL(lake).href));
+          const [{ usd: newUsd }] = (await queryDb<{ usd: number }>(
+            join(dir, 'c.duckdb'),
+            `SELECT round(sum(net_amount_usd), 2) AS usd FROM line_items WHERE ${lastDays}`,
+          )) as [{ usd: number }];
+          expect(newUsd).not.toBe(oldUsd);
 
-        const after = metadataOf(lake, 'line_items');
-        const restated = after.snapshots.at(-1)!;
-        expect(restated.summary).toMatchObject({ operation: 'overwrite', 'deleted-data-files': '1', 'added-data-files': '1' });
-        expect(restated.summary[SUMMARY.runId]).not.toBe(before.snapshots.at(-1)!.summary[SUMMARY.runId]);
-        // Time travel: the metadata before the restatement still reads the old numbers.
-        const sumOf = (rows: Record<string, unknown>[]) => Math.round(rows.filter((r) => String((r.usage_date as Date).toISOString()) >= '2025-06-26').reduce((n, r) => n + Number(r.net_amount_usd), 0) * 100) / 100;
-        const tableUrl = pathToFileURL(join(lake, 'line_items')).href;
-        expect(sumOf(await readIceberg(tableUrl, { metadataFileName: `v${versionBefore}.metadata.json` }))).toBe(oldUsd);
-        expect(sumOf(await readIceberg(tableUrl))).toBe(newUsd);
-      });
-    });
+          const after = metadataOf(lake, 'line_items');
+          const restated = after.snapshots.at(-1)!;
+          expect(restated.summary).toMatchObject({ operation: 'overwrite', 'deleted-data-files': '1', 'added-data-files': '1' });
+          expect(restated.summary[SUMMARY.runId]).not.toBe(before.snapshots.at(-1)!.summary[SUMMARY.runId]);
+          // Time travel: the metadata before the restatement still reads the old numbers.
+          const sumOf = (rows: Record<string, unknown>[]) =>
+            Math.round(
+              rows
+                .filter((r) => String((r.usage_date as Date).toISOString()) >= '2025-06-26')
+                .reduce((n, r) => n + Number(r.net_amount_usd), 0) * 100,
+            ) / 100;
+          const tableUrl = pathToFileURL(join(lake, 'line_items')).href;
+          expect(sumOf(await readIceberg(tableUrl, { metadataFileName: `v${versionBefore}.metadata.json` }))).toBe(oldUsd);
+          expect(sumOf(await readIceberg(tableUrl))).toBe(newUsd);
+        });
+      },
+    );
   }, 60_000);
 
   it('a warehouse pointed at a new --out fills every table from itself, dates outside the lookback included', async () => {
@@ -80,12 +120,28 @@ describe('--format iceberg (a directory)', () => {
       await withTempDir(async (dir) => {
         expect(await run(syncArgs(url, dir, ['--format', 'duckdb']), ENV)).toMatchObject({ code: 0 });
         expect(existsSync(join(dir, 'lake'))).toBe(false);
-        const filled = await run(syncArgs(url, dir).filter((a) => a !== '--quiet'), ENV);
+        const filled = await run(
+          syncArgs(url, dir).filter((a) => a !== '--quiet'),
+          ENV,
+        );
         expect(filled.code, filled.stderr).toBe(0);
         expectEqualToWarehouse(await icebergDifferences(join(dir, 'c.duckdb'), pathToFileURL(join(dir, 'lake')).href));
         // The run's JSON summary and `status` name each table's current metadata file.
-        const current = (table: string) => pathToFileURL(join(dir, 'lake', table, 'metadata', `v${readFileSync(join(dir, 'lake', table, 'metadata', 'version-hint.text'), 'utf8').trim()}.metadata.json`)).href;
-        const finished = (filled.stdout + filled.stderr).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { msg: string; lakeTables?: Record<string, string> }).find((l) => l.msg === 'sync finished');
+        const current = (table: string) =>
+          pathToFileURL(
+            join(
+              dir,
+              'lake',
+              table,
+              'metadata',
+              `v${readFileSync(join(dir, 'lake', table, 'metadata', 'version-hint.text'), 'utf8').trim()}.metadata.json`,
+            ),
+          ).href;
+        const finished = (filled.stdout + filled.stderr)
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { msg: string; lakeTables?: Record<string, string> })
+          .find((l) => l.msg === 'sync finished');
         expect(Object.keys(finished!.lakeTables!)).toHaveLength(7);
         expect(finished!.lakeTables!.line_items).toBe(current('line_items'));
         const status = await run(['status', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), '--format', 'json'], ENV);
@@ -135,65 +191,124 @@ function failingAfterCommit(target: OutputTarget): OutputTarget & { armed: boole
 async function placeholderCommit(target: OutputTarget, table: string, source: string, n: number, clock: Clock, replace = false) {
   const key = `${table}/data/source=${source}/${n}.parquet`;
   await target.putBytes(key, Buffer.from('not read here'));
-  return commitSource(target, table, {
-    source, columns: [{ name: 'id', type: 'VARCHAR' }, { name: 'source', type: 'VARCHAR' }], partitioning: { source: 'source', month: null },
-    add: [{
-      content: 0, file_path: target.location(key), file_format: 'PARQUET', partition: { source }, record_count: n, file_size_in_bytes: 13,
-      column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null, lower_bounds: null, upper_bounds: null,
-      key_metadata: null, split_offsets: null, equality_ids: null, sort_order_id: null,
-    }],
-    replaces: () => replace, summary: { [SUMMARY.commitId]: `${source}.${n}` },
-  }, clock);
+  return commitSource(
+    target,
+    table,
+    {
+      source,
+      columns: [
+        { name: 'id', type: 'VARCHAR' },
+        { name: 'source', type: 'VARCHAR' },
+      ],
+      partitioning: { source: 'source', month: null },
+      add: [
+        {
+          content: 0,
+          file_path: target.location(key),
+          file_format: 'PARQUET',
+          partition: { source },
+          record_count: n,
+          file_size_in_bytes: 13,
+          column_sizes: null,
+          value_counts: null,
+          null_value_counts: null,
+          nan_value_counts: null,
+          lower_bounds: null,
+          upper_bounds: null,
+          key_metadata: null,
+          split_offsets: null,
+          equality_ids: null,
+          sort_order_id: null,
+        },
+      ],
+      replaces: () => replace,
+      summary: { [SUMMARY.commitId]: `${source}.${n}` },
+    },
+    clock,
+  );
 }
 
 describe('a damaged, moved or contended table', () => {
   it('a deleted manifest list, or a lake moved elsewhere: the sync names the table and the fix (CS_ERR_LAKE_DAMAGED), and the table moved aside is written again from the warehouse', async () => {
-    await withEmulator({ ...SPAN, rowsPerDay: 10, anomaliesPerDay: 2, clock }, async ({ url }) => withTempDir(async (dir) => {
-      const lake = join(dir, 'lake');
-      expect(await run(syncArgs(url, dir), ENV)).toMatchObject({ code: 0 });
-      const lakeFellBehind = (stderr: string) => stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { msg: string; code?: string }).find((l) => l.msg.startsWith('the lake fell behind'));
+    await withEmulator({ ...SPAN, rowsPerDay: 10, anomaliesPerDay: 2, clock }, async ({ url }) =>
+      withTempDir(async (dir) => {
+        const lake = join(dir, 'lake');
+        expect(await run(syncArgs(url, dir), ENV)).toMatchObject({ code: 0 });
+        const lakeFellBehind = (stderr: string) =>
+          stderr
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => JSON.parse(l) as { msg: string; code?: string })
+            .find((l) => l.msg.startsWith('the lake fell behind'));
 
-      // A copy elsewhere: its metadata still names the files where they were written.
-      cpSync(lake, join(dir, 'moved'), { recursive: true });
-      const moved = await run(syncArgs(url, dir).map((a) => (a === lake ? join(dir, 'moved') : a)), ENV);
-      expect(moved.code).toBe(ExitCode.FAILED);
-      expect(lakeFellBehind(moved.stderr)).toMatchObject({ code: 'CS_ERR_LAKE_DAMAGED' });
-      expect(lakeFellBehind(moved.stderr)!.msg).toMatch(new RegExp(`The Iceberg table at ${pathToFileURL(join(dir, 'moved')).href}/\\w+ names ${pathToFileURL(lake).href}/\\S+, outside itself: it was moved or copied from where it was written\\.\\n  hint: Point --out at where the lake was written\\.`));
+        // A copy elsewhere: its metadata still names the files where they were written.
+        cpSync(lake, join(dir, 'moved'), { recursive: true });
+        const moved = await run(
+          syncArgs(url, dir).map((a) => (a === lake ? join(dir, 'moved') : a)),
+          ENV,
+        );
+        expect(moved.code).toBe(ExitCode.FAILED);
+        expect(lakeFellBehind(moved.stderr)).toMatchObject({ code: 'CS_ERR_LAKE_DAMAGED' });
+        expect(lakeFellBehind(moved.stderr)!.msg).toMatch(
+          new RegExp(
+            `The Iceberg table at ${pathToFileURL(join(dir, 'moved')).href}/\\w+ names ${pathToFileURL(lake).href}/\\S+, outside itself: it was moved or copied from where it was written\\.\\n  hint: Point --out at where the lake was written\\.`,
+          ),
+        );
 
-      const table = pathToFileURL(join(lake, 'line_items')).href;
-      for (const file of readdirSync(join(lake, 'line_items', 'metadata')).filter((f) => f.startsWith('snap-'))) rmSync(join(lake, 'line_items', 'metadata', file));
-      const damaged = await run(syncArgs(url, dir), ENV);
-      expect(damaged.code).toBe(ExitCode.FAILED);
-      expect(lakeFellBehind(damaged.stderr)).toMatchObject({ code: 'CS_ERR_LAKE_DAMAGED' });
-      expect(lakeFellBehind(damaged.stderr)!.msg).toMatch(new RegExp(`The Iceberg table at ${table} lacks ${table}/metadata/snap-\\S+\\.avro, the manifest list of its snapshot \\d+: it was deleted outside costsync\\.`));
-      expect(lakeFellBehind(damaged.stderr)!.msg).toContain(`Otherwise move the table's files (everything under ${table}) aside, or delete them: the next sync writes the table again from the warehouse`);
-      // The fix the hint names works.
-      renameSync(join(lake, 'line_items'), join(dir, 'line_items.aside'));
-      const mended = await run(syncArgs(url, dir), ENV);
-      expect(mended.code, mended.stderr).toBe(0);
-      expectEqualToWarehouse(await icebergDifferences(join(dir, 'c.duckdb'), pathToFileURL(lake).href));
-    }));
+        const table = pathToFileURL(join(lake, 'line_items')).href;
+        for (const file of readdirSync(join(lake, 'line_items', 'metadata')).filter((f) => f.startsWith('snap-')))
+          rmSync(join(lake, 'line_items', 'metadata', file));
+        const damaged = await run(syncArgs(url, dir), ENV);
+        expect(damaged.code).toBe(ExitCode.FAILED);
+        expect(lakeFellBehind(damaged.stderr)).toMatchObject({ code: 'CS_ERR_LAKE_DAMAGED' });
+        expect(lakeFellBehind(damaged.stderr)!.msg).toMatch(
+          new RegExp(
+            `The Iceberg table at ${table} lacks ${table}/metadata/snap-\\S+\\.avro, the manifest list of its snapshot \\d+: it was deleted outside costsync\\.`,
+          ),
+        );
+        expect(lakeFellBehind(damaged.stderr)!.msg).toContain(
+          `Otherwise move the table's files (everything under ${table}) aside, or delete them: the next sync writes the table again from the warehouse`,
+        );
+        // The fix the hint names works.
+        renameSync(join(lake, 'line_items'), join(dir, 'line_items.aside'));
+        const mended = await run(syncArgs(url, dir), ENV);
+        expect(mended.code, mended.stderr).toBe(0);
+        expectEqualToWarehouse(await icebergDifferences(join(dir, 'c.duckdb'), pathToFileURL(lake).href));
+      }),
+    );
   }, 60_000);
 
   it('a commit or an expiry that loses every race gives up with CS_ERR_LAKE_CONFLICT, saying the change is pending', async () => {
     await withTempDir(async (dir) => {
       const target = directoryTarget(join(dir, 'lake'));
       const waits: number[] = [];
-      const clock = { now: () => Date.now(), sleep: async (ms: number) => { waits.push(ms); } };
+      const clock = {
+        now: () => Date.now(),
+        sleep: async (ms: number) => {
+          waits.push(ms);
+        },
+      };
       for (const n of [1, 2, 3]) await placeholderCommit(target, 't', 'a', n, clock);
       // Another runner takes every version first.
       const contended = Object.create(target) as OutputTarget;
       contended.createText = async () => false;
       const commit = await placeholderCommit(contended, 't', 'a', 4, clock).catch((e: unknown) => e);
       expect(commit).toMatchObject({
-        code: 'CS_ERR_LAKE_CONFLICT', exitCode: ExitCode.FAILED,
+        code: 'CS_ERR_LAKE_CONFLICT',
+        exitCode: ExitCode.FAILED,
         message: `Gave up committing to the Iceberg table at ${target.location('t')} after ${COMMIT_ATTEMPTS} attempts: other runners committed first each time.`,
         hint: expect.stringMatching(/^Nothing is lost: the change stays pending and the next run makes it\./),
       });
       expect(waits).toHaveLength(COMMIT_ATTEMPTS - 1);
       // A day later, with no retention: snapshots 1 and 2 are to expire.
-      const expiry = await expireTable(contended, 't', ['a'], 0, { now: () => Date.now() + 86_400_000, sleep: async () => undefined }).catch((e: unknown) => e);
-      expect(expiry).toMatchObject({ code: 'CS_ERR_LAKE_CONFLICT', message: expect.stringMatching(/^Gave up expiring the snapshots of the Iceberg table at /) });
+      const expiry = await expireTable(contended, 't', ['a'], 0, {
+        now: () => Date.now() + 86_400_000,
+        sleep: async () => undefined,
+      }).catch((e: unknown) => e);
+      expect(expiry).toMatchObject({
+        code: 'CS_ERR_LAKE_CONFLICT',
+        message: expect.stringMatching(/^Gave up expiring the snapshots of the Iceberg table at /),
+      });
     });
   });
 });
@@ -230,18 +345,30 @@ describe('Iceberg commits through the outbox', () => {
         const target = directoryTarget(lake);
         const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: true });
         try {
-          const first = icebergLake({ runId: 'run-a', clock: { now: () => Date.now(), sleep: async () => undefined }, sources: ['default'], retentionMs: 86_400_000 });
+          const first = icebergLake({
+            runId: 'run-a',
+            clock: { now: () => Date.now(), sleep: async () => undefined },
+            sources: ['default'],
+            retentionMs: 86_400_000,
+          });
           await expect(first.drain(wh, failingAfterCommit(target))).rejects.toThrow(/killed after/);
           const landed = await loadTable(target, 'rollups_daily');
           expect(landed.metadata!.snapshots).toHaveLength(1);
-          expect((await wh.query<{ key: string }>('outbox/pending', ['iceberg'])).map((r) => r.key)).toEqual([expect.stringMatching(/^rollups_daily\/default\/run-a\.1\//)]);
+          expect((await wh.query<{ key: string }>('outbox/pending', ['iceberg'])).map((r) => r.key)).toEqual([
+            expect.stringMatching(/^rollups_daily\/default\/run-a\.1\//),
+          ]);
           // What a killed writer leaves: a data file and a manifest no snapshot references.
           mkdirSync(join(lake, 'rollups_daily', 'data', 'source=default', 'date_month=2025-06'), { recursive: true });
           writeFileSync(join(lake, 'rollups_daily', 'data', 'source=default', 'date_month=2025-06', 'orphan.parquet'), 'x');
           writeFileSync(join(lake, 'rollups_daily', 'metadata', `${sourceTag('default')}-orphan-m0.avro`), 'x');
           writeFileSync(join(lake, 'rollups_daily', 'metadata', `${sourceTag('other')}-theirs-m0.avro`), 'x');
 
-          const second = icebergLake({ runId: 'run-b', clock: { now: () => Date.now(), sleep: async () => undefined }, sources: ['default'], retentionMs: 86_400_000 });
+          const second = icebergLake({
+            runId: 'run-b',
+            clock: { now: () => Date.now(), sleep: async () => undefined },
+            sources: ['default'],
+            retentionMs: 86_400_000,
+          });
           await second.drain(wh, target);
           const after = await loadTable(target, 'rollups_daily');
           // Not committed again: the line items' one snapshot is still the only one.
@@ -271,7 +398,12 @@ describe('Iceberg commits through the outbox', () => {
             await wh.sql("UPDATE line_items SET region = 'eu-west-1' WHERE usage_date >= DATE '2025-06-01'");
             await wh.changed('line_items', 'default', ['2025-06-01']);
           });
-          await icebergLake({ runId: 'run-m', clock: { now: () => Date.now(), sleep: async () => undefined }, sources: ['default'], retentionMs: 86_400_000 }).drain(wh, target);
+          await icebergLake({
+            runId: 'run-m',
+            clock: { now: () => Date.now(), sleep: async () => undefined },
+            sources: ['default'],
+            retentionMs: 86_400_000,
+          }).drain(wh, target);
         } finally {
           wh.close();
         }
@@ -292,14 +424,26 @@ describe('Iceberg commits through the outbox', () => {
   it('a lookback that changed nothing makes no snapshot, nor does the expiry after it; a batch rewrites only the months that changed; intents and dates are cleared either way', async () => {
     await withEmulator({ startDate: '2025-05-20', endDate: '2025-06-10', rowsPerDay: 20, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
-        expect(await run(syncArgs(url, dir, ['--streams', 'line_items', '--start-date', '2025-05-20', '--until', '2025-06-10']), ENV)).toMatchObject({ code: 0 });
+        expect(
+          await run(syncArgs(url, dir, ['--streams', 'line_items', '--start-date', '2025-05-20', '--until', '2025-06-10']), ENV),
+        ).toMatchObject({ code: 0 });
         const lake = join(dir, 'lake');
         const target = directoryTarget(lake);
-        const versions = async () => Object.fromEntries(await Promise.all(['line_items', 'focus'].map(async (t) => [t, (await loadTable(target, t)).version] as const)));
+        const versions = async () =>
+          Object.fromEntries(
+            await Promise.all(['line_items', 'focus'].map(async (t) => [t, (await loadTable(target, t)).version] as const)),
+          );
         const before = await versions();
-        const files = () => ['2025-05', '2025-06'].map((m) => readdirSync(join(lake, 'line_items', 'data', 'source=default', `usage_date_month=${m}`)));
+        const files = () =>
+          ['2025-05', '2025-06'].map((m) => readdirSync(join(lake, 'line_items', 'data', 'source=default', `usage_date_month=${m}`)));
         const filesBefore = files();
-        const lakeRun = (runId: string) => icebergLake({ runId, clock: { now: () => Date.now(), sleep: async () => undefined }, sources: ['default'], retentionMs: 86_400_000 });
+        const lakeRun = (runId: string) =>
+          icebergLake({
+            runId,
+            clock: { now: () => Date.now(), sleep: async () => undefined },
+            sources: ['default'],
+            retentionMs: 86_400_000,
+          });
         const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: true });
         const pending = async (kind: string) => (await wh.query<{ key: string }>('outbox/pending', [kind])).map((r) => r.key);
         try {
@@ -332,7 +476,12 @@ describe('Iceberg commits through the outbox', () => {
           await lakeRun('run-june').drain(wh, target);
           expect(await versions()).toEqual({ line_items: before.line_items! + 1, focus: before.focus! + 1 });
           const june = (await loadTable(target, 'line_items')).metadata!.snapshots.at(-1)!;
-          expect(june.summary).toMatchObject({ operation: 'overwrite', 'deleted-data-files': '1', 'added-data-files': '1', [SUMMARY.runId]: 'run-june' });
+          expect(june.summary).toMatchObject({
+            operation: 'overwrite',
+            'deleted-data-files': '1',
+            'added-data-files': '1',
+            [SUMMARY.runId]: 'run-june',
+          });
           const [may, juneFiles] = files();
           expect(may).toEqual(filesBefore[0]);
           expect(juneFiles).not.toEqual(filesBefore[1]);
@@ -349,7 +498,11 @@ describe('Iceberg commits through the outbox', () => {
           wh.close();
         }
         // The working copy holds the update (nothing published it to --db).
-        expectEqualToWarehouse(await icebergDifferences(workingCopyPath(join(dir, 'state'), join(dir, 'c.duckdb')), pathToFileURL(lake).href, { tables: ['line_items', 'focus'] }));
+        expectEqualToWarehouse(
+          await icebergDifferences(workingCopyPath(join(dir, 'state'), join(dir, 'c.duckdb')), pathToFileURL(lake).href, {
+            tables: ['line_items', 'focus'],
+          }),
+        );
       });
     });
   }, 60_000);
@@ -358,8 +511,12 @@ describe('Iceberg commits through the outbox', () => {
     await withTempDir(async (dir) => {
       const target = directoryTarget(join(dir, 'lake'));
       const sources = ['a', 'b', 'c', 'd'];
-      const sleep = async () => { await new Promise((r) => setImmediate(r)); };
-      const results = await Promise.all(sources.flatMap((source) => [1, 2, 3].map((n) => placeholderCommit(target, 't', source, n, { now: () => Date.now(), sleep }))));
+      const sleep = async () => {
+        await new Promise((r) => setImmediate(r));
+      };
+      const results = await Promise.all(
+        sources.flatMap((source) => [1, 2, 3].map((n) => placeholderCommit(target, 't', source, n, { now: () => Date.now(), sleep }))),
+      );
       expect(results.every((r) => r.version !== null)).toBe(true);
       expect(results.some((r) => r.attempts > 1)).toBe(true);
       const { version, metadata } = await loadTable(target, 't');
@@ -381,15 +538,41 @@ async function commitRows(db: DuckDBConnection, target: OutputTarget, lake: stri
   mkdirSync(join(lake, 't', 'data', `source=${source}`), { recursive: true });
   await db.run(`COPY (SELECT * FROM (VALUES ${ids.map((id) => `('${id}', '${source}')`).join(', ')}) v(id, source) ORDER BY ALL)
     TO '${join(lake, key)}' (FORMAT parquet, FIELD_IDS {id: 1, source: 2})`);
-  return commitSource(target, 't', {
-    source, columns: [{ name: 'id', type: 'VARCHAR' }, { name: 'source', type: 'VARCHAR' }], partitioning: { source: 'source', month: null },
-    add: [{
-      content: 0, file_path: target.location(key), file_format: 'PARQUET', partition: { source }, record_count: ids.length, file_size_in_bytes: statSync(join(lake, key)).size,
-      column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null, lower_bounds: null, upper_bounds: null,
-      key_metadata: null, split_offsets: null, equality_ids: null, sort_order_id: null,
-    }],
-    replaces: () => true, summary: { [SUMMARY.source]: source, [SUMMARY.commitId]: ids[0]! },
-  }, clock);
+  return commitSource(
+    target,
+    't',
+    {
+      source,
+      columns: [
+        { name: 'id', type: 'VARCHAR' },
+        { name: 'source', type: 'VARCHAR' },
+      ],
+      partitioning: { source: 'source', month: null },
+      add: [
+        {
+          content: 0,
+          file_path: target.location(key),
+          file_format: 'PARQUET',
+          partition: { source },
+          record_count: ids.length,
+          file_size_in_bytes: statSync(join(lake, key)).size,
+          column_sizes: null,
+          value_counts: null,
+          null_value_counts: null,
+          nan_value_counts: null,
+          lower_bounds: null,
+          upper_bounds: null,
+          key_metadata: null,
+          split_offsets: null,
+          equality_ids: null,
+          sort_order_id: null,
+        },
+      ],
+      replaces: () => true,
+      summary: { [SUMMARY.source]: source, [SUMMARY.commitId]: ids[0]! },
+    },
+    clock,
+  );
 }
 
 describe('snapshot expiry with shards', () => {
@@ -424,7 +607,10 @@ describe('snapshot expiry with shards', () => {
           // Time travel to each retained snapshot, the oldest first, through an independent reader.
           for (const s of m.snapshots) {
             const rows = await readIceberg(tableUrl, { snapshotId: s['snapshot-id'] });
-            expect({ snapshot: names.get(s['snapshot-id']), ids: rows.map((r) => String(r.id)).sort() }).toEqual({ snapshot: names.get(s['snapshot-id']), ids: rowsAt.get(s['snapshot-id']) });
+            expect({ snapshot: names.get(s['snapshot-id']), ids: rows.map((r) => String(r.id)).sort() }).toEqual({
+              snapshot: names.get(s['snapshot-id']),
+              ids: rowsAt.get(s['snapshot-id']),
+            });
           }
         };
 

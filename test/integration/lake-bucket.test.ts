@@ -14,7 +14,8 @@ describe('the lake and the published warehouse in a bucket', () => {
   it('a bucket that refuses every write for one run: exit 1 naming the lake and the published warehouse, the metrics show what is pending, the next run catches up', async () => {
     await s3.createBucket('lake-b');
     // The start check's probe and the lease pass; every write of data is refused.
-    const deny = (req: { method: string; path: string }) => (req.method !== 'GET' && req.method !== 'HEAD' && !/_costsync_check|\.lease|_costsync_lease/.test(req.path) ? 'deny' as const : null);
+    const deny = (req: { method: string; path: string }) =>
+      req.method !== 'GET' && req.method !== 'HEAD' && !/_costsync_check|\.lease|_costsync_lease/.test(req.path) ? ('deny' as const) : null;
     const proxy = await faultProxy(s3.endpoint, deny);
     try {
       await withEmulator({ ...SPAN, rowsPerDay: 50, clock }, async ({ url }) => {
@@ -28,7 +29,8 @@ describe('the lake and the published warehouse in a bucket', () => {
           expect(refused.stderr).toContain('s3://lake-b/wh/costs.duckdb');
           expect(refused.stderr).toContain('s3:PutObject');
           expect(refused.stderr).toContain('safe in the working copy');
-          const pending = (output: string) => Number(new RegExp(`costsync_outbox_pending\\{output="${output}"\\} (\\d+)`).exec(readFileSync(metrics, 'utf8'))?.[1]);
+          const pending = (output: string) =>
+            Number(new RegExp(`costsync_outbox_pending\\{output="${output}"\\} (\\d+)`).exec(readFileSync(metrics, 'utf8'))?.[1]);
           expect(pending('lake')).toBeGreaterThan(30);
           expect(pending('publish')).toBeGreaterThan(0);
           expect(await s3.keys('lake-b', 'costs/')).toEqual([]);
@@ -46,7 +48,7 @@ describe('the lake and the published warehouse in a bucket', () => {
     }
   }, 120_000);
 
-  it('SIGKILLed while uploading the warehouse\'s parts (multipart): the next run aborts the incomplete upload, and the object is the working copy\'s data', async () => {
+  it("SIGKILLed while uploading the warehouse's parts (multipart): the next run aborts the incomplete upload, and the object is the working copy's data", async () => {
     await s3.createBucket('lake-f');
     const rng = createRng(7);
     let onRequest = (_entry: { route: string }) => undefined as void;
@@ -59,8 +61,26 @@ describe('the lake and the published warehouse in a bucket', () => {
       await withEmulator({ ...SPAN, rowsPerDay: 3000, clock }, async ({ url }) => {
         await withTempDir(async (dir) => {
           const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', COSTSYNC_S3_PART_SIZE: String(5 * 2 ** 20), ...s3.env(proxy.endpoint) };
-          const args = [CLI, 'sync', '--base-url', url, '--db', 's3://lake-f/wh/costs.duckdb', '--state-dir', join(dir, 'state'), '--streams', 'line_items',
-            '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--log-format', 'json'];
+          const args = [
+            CLI,
+            'sync',
+            '--base-url',
+            url,
+            '--db',
+            's3://lake-f/wh/costs.duckdb',
+            '--state-dir',
+            join(dir, 'state'),
+            '--streams',
+            'line_items',
+            '--start-date',
+            SPAN.startDate,
+            '--until',
+            SPAN.endDate,
+            '--rate-limit',
+            '100000',
+            '--log-format',
+            'json',
+          ];
           const runner = killRunner(env, (e) => e.route === 's3 part');
           onRequest = runner.onRequest;
           let killed = 0;
@@ -80,7 +100,9 @@ describe('the lake and the published warehouse in a bucket', () => {
           expect(await s3.incompleteUploads('lake-f')).toEqual([]);
           expect(proxy.log.some((r) => r.query.includes('partNumber=2'))).toBe(true);
           await s3.download('lake-f', 'wh/', join(dir, 'published'));
-          expect(await tableDigest(join(dir, 'published', 'costs.duckdb'))).toEqual(await tableDigest(workingCopyPath(join(dir, 'state'), 's3://lake-f/wh/costs.duckdb')));
+          expect(await tableDigest(join(dir, 'published', 'costs.duckdb'))).toEqual(
+            await tableDigest(workingCopyPath(join(dir, 'state'), 's3://lake-f/wh/costs.duckdb')),
+          );
         });
       });
     } finally {

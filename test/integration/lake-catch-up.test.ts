@@ -26,7 +26,9 @@ describe('a lake that runs did not write catches up', () => {
         for (let i = 0; i < 2; i++) {
           expect((await runSync({ config: withLake, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
           expectSame(await lakeDifferences(config.db, lake));
-          const manifest = JSON.parse(readFileSync(join(lake, manifestKey('default')), 'utf8')) as { tables: Record<string, { rows: number; first_date: string }> };
+          const manifest = JSON.parse(readFileSync(join(lake, manifestKey('default')), 'utf8')) as {
+            tables: Record<string, { rows: number; first_date: string }>;
+          };
           expect(manifest.tables.line_items).toMatchObject({ rows: 30 * 5, first_date: SPAN.startDate });
         }
       });
@@ -39,7 +41,8 @@ describe('a lake that runs did not write catches up', () => {
         const config = testSyncConfig(emulator.url, dir, { windowDays: 30 });
         const p1 = { ...config, format: 'parquet' as const, out: join(dir, 'p1') };
         const p2 = { ...config, format: 'parquet' as const, out: join(dir, 'p2') };
-        const sync = async (c: typeof config) => expect((await runSync({ config: c, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
+        const sync = async (c: typeof config) =>
+          expect((await runSync({ config: c, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
         await sync(p1);
         await sync(p2);
         emulator.restate();
@@ -60,7 +63,8 @@ describe('a lake that runs did not write catches up', () => {
       await withTempDir(async (dir) => {
         const config = testSyncConfig(emulator.url, dir, { windowDays: 30 });
         const ice = { ...config, format: 'iceberg' as const, out: join(dir, 'ice') };
-        const sync = async (c: typeof config) => expect((await runSync({ config: c, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
+        const sync = async (c: typeof config) =>
+          expect((await runSync({ config: c, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
         await sync(ice);
         emulator.restate();
         await sync(config);
@@ -68,8 +72,10 @@ describe('a lake that runs did not write catches up', () => {
         await sync({ ...ice, streams: ['anomalies'] });
         expectSame(await icebergDifferences(config.db, pathToFileURL(ice.out).href));
         // The lake's mark now names the warehouse's last change of the source.
-        const [mark] = await queryDb<{ ok: boolean }>(config.db,
-          `SELECT (SELECT max(seq) FROM _costsync_lake_marks WHERE lake LIKE 'iceberg:%') = (SELECT max(seq) FROM _costsync_partition_changes) AS ok`);
+        const [mark] = await queryDb<{ ok: boolean }>(
+          config.db,
+          `SELECT (SELECT max(seq) FROM _costsync_lake_marks WHERE lake LIKE 'iceberg:%') = (SELECT max(seq) FROM _costsync_partition_changes) AS ok`,
+        );
         expect(mark!.ok).toBe(true);
       });
     });

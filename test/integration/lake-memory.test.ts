@@ -31,17 +31,29 @@ async function monthOfLineItems(dir: string): Promise<{ db: string; wh: Warehous
              'proj-' || (i % 500) AS project_id, 'user' || (i % 2000) || '@example.com' AS user_email,
              '{"charge_category":"Usage","region":"region-' || (i % 17) || '"}' AS extra, 'default' AS source
       FROM range(${ROWS}) t(i)`);
-    await wh.changed('line_items', 'default', Array.from({ length: 30 }, (_, d) => `2025-06-${String(d + 1).padStart(2, '0')}`));
+    await wh.changed(
+      'line_items',
+      'default',
+      Array.from({ length: 30 }, (_, d) => `2025-06-${String(d + 1).padStart(2, '0')}`),
+    );
   });
   await wh.sql(`SET memory_limit = '${LIMIT}'`);
   return { db, wh };
 }
 
 /** The rows of `table` in the warehouse against those in `files`, compared as text, column by column. */
-async function fileDifferences(db: string, table: string, files: readonly string[]): Promise<{ rows: number; missing: number; extra: number }> {
+async function fileDifferences(
+  db: string,
+  table: string,
+  files: readonly string[],
+): Promise<{ rows: number; missing: number; extra: number }> {
   const wh = await openReadOnly(db);
   try {
-    const columns = (await wh.sql<{ c: string }>('SELECT column_name AS c FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table])).map((r) => `"${r.c}"::VARCHAR`).join(', ');
+    const columns = (
+      await wh.sql<{ c: string }>('SELECT column_name AS c FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table])
+    )
+      .map((r) => `"${r.c}"::VARCHAR`)
+      .join(', ');
     const [row] = await wh.sql<{ rows: number; missing: number; extra: number }>(`
       WITH t AS (SELECT ${columns} FROM ${table}), p AS (SELECT ${columns} FROM read_parquet([${files.map(sqlString).join(', ')}]))
       SELECT (SELECT count(*) FROM t) AS rows,
@@ -74,7 +86,12 @@ describe("a month several times DuckDB's memory limit", () => {
       const { db, wh } = await monthOfLineItems(dir);
       const out = join(dir, 'lake');
       try {
-        const lake = icebergLake({ runId: 'run-m', clock: { now: () => Date.now(), sleep: async () => undefined }, sources: ['default'], retentionMs: 86_400_000 });
+        const lake = icebergLake({
+          runId: 'run-m',
+          clock: { now: () => Date.now(), sleep: async () => undefined },
+          sources: ['default'],
+          retentionMs: 86_400_000,
+        });
         expect(await lake.drain(wh, directoryTarget(out))).toBe(60);
       } finally {
         wh.close();
@@ -82,7 +99,14 @@ describe("a month several times DuckDB's memory limit", () => {
       for (const table of TABLES) {
         const files = await icebergLiveFiles(out, table);
         expect(files.map((f) => f.records)).toEqual([ROWS]);
-        expect({ table, ...await fileDifferences(db, table, files.map((f) => f.path)) }).toEqual({ table, rows: ROWS, missing: 0, extra: 0 });
+        expect({
+          table,
+          ...(await fileDifferences(
+            db,
+            table,
+            files.map((f) => f.path),
+          )),
+        }).toEqual({ table, rows: ROWS, missing: 0, extra: 0 });
       }
     });
   }, 120_000);

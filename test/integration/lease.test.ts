@@ -16,13 +16,27 @@ const s3 = useRgw();
 
 function args(url: string, dir: string, bucket: string, state: string, more: string[] = []): string[] {
   return [
-    'sync', '--base-url', url, '--db', `s3://${bucket}/wh/costs.duckdb`, '--state-dir', join(dir, state),
-    '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--window-days', '10', '--log-format', 'json', ...more,
+    'sync',
+    '--base-url',
+    url,
+    '--db',
+    `s3://${bucket}/wh/costs.duckdb`,
+    '--state-dir',
+    join(dir, state),
+    '--start-date',
+    SPAN.startDate,
+    '--until',
+    SPAN.endDate,
+    '--window-days',
+    '10',
+    '--log-format',
+    'json',
+    ...more,
   ];
 }
 
 async function getText(bucket: string, key: string): Promise<string> {
-  return (await (await s3.client.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body!.transformToString());
+  return await (await s3.client.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body!.transformToString();
 }
 
 async function putText(bucket: string, key: string, text: string): Promise<void> {
@@ -31,11 +45,18 @@ async function putText(bucket: string, key: string, text: string): Promise<void>
 
 /** Starts the CLI and returns its result once it exits. */
 function start(argv: string[], env: Record<string, string>): Promise<CliResult> {
-  const child = spawn(process.execPath, [CLI, ...argv], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, ...argv], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d: Buffer) => { stdout += d; });
-  child.stderr.on('data', (d: Buffer) => { stderr += d; });
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d;
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d;
+  });
   return once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as string | null, stdout, stderr }));
 }
 
@@ -72,24 +93,35 @@ describe('a lease keeps runners on different machines apart', () => {
     await withEmulator({ ...SPAN, rowsPerDay: 50, clock, onRequest: runner.onRequest }, async ({ url }) => {
       await withTempDir(async (dir) => {
         const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', ...s3.env() };
-        const killed = await runner.run([CLI, ...args(url, dir, 'lease-b', 'a', ['--rate-limit', '100000', '--lease-ttl', '5m'])], { atRequest: 1 });
+        const killed = await runner.run([CLI, ...args(url, dir, 'lease-b', 'a', ['--rate-limit', '100000', '--lease-ttl', '5m'])], {
+          atRequest: 1,
+        });
         expect(killed.signal).toBe('SIGKILL');
         // As if the killed runner had been on another machine (on this one, its dead pid frees the lease at once).
-        const lease = { ...JSON.parse(await getText('lease-b', 'wh/costs.duckdb.lease')) as { runId: string; renewedAt: string }, host: 'another-machine' };
+        const lease = {
+          ...(JSON.parse(await getText('lease-b', 'wh/costs.duckdb.lease')) as { runId: string; renewedAt: string }),
+          host: 'another-machine',
+        };
         await putText('lease-b', 'wh/costs.duckdb.lease', JSON.stringify(lease));
         const refused = await cli(args(url, dir, 'lease-b', 'b', ['--rate-limit', '100000', '--lease-ttl', '5m']), env);
         expect(refused.code, refused.stderr).toBe(5);
         expect(refused.stderr).toContain(`run ${lease.runId}`);
         // Ten minutes later by the bucket's clock (its Date, which decides, moved on; the lease's Last-Modified did not).
         const later = await faultProxy(s3.endpoint, () => null, { shiftDateMs: 10 * 60_000 });
-        const taken = await cli(args(url, dir, 'lease-b', 'b', ['--rate-limit', '100000', '--lease-ttl', '5m']), { ...env, ...s3.env(later.endpoint) }).finally(() => later.close());
+        const taken = await cli(args(url, dir, 'lease-b', 'b', ['--rate-limit', '100000', '--lease-ttl', '5m']), {
+          ...env,
+          ...s3.env(later.endpoint),
+        }).finally(() => later.close());
         expect(taken.code, taken.stderr).toBe(0);
         expect(taken.stderr).toContain('took over the stale lease');
         expect(taken.stderr).toContain(`run ${lease.runId}`);
         expect(await s3.keys('lease-b', 'wh/')).toEqual(['wh/costs.duckdb']);
 
         // Killed on this machine: the next run takes the lease over at once (its process is gone).
-        const again = await runner.run([CLI, ...args(url, dir, 'lease-b', 'a', ['--rate-limit', '100000', '--lease-ttl', '5m', '--full-refresh'])], { atRequest: 1 });
+        const again = await runner.run(
+          [CLI, ...args(url, dir, 'lease-b', 'a', ['--rate-limit', '100000', '--lease-ttl', '5m', '--full-refresh'])],
+          { atRequest: 1 },
+        );
         expect(again.signal).toBe('SIGKILL');
         const next = await cli(args(url, dir, 'lease-b', 'b', ['--rate-limit', '100000']), env);
         expect(next.code, next.stderr).toBe(0);
@@ -102,26 +134,51 @@ describe('a lease keeps runners on different machines apart', () => {
     await s3.createBucket('lease-c');
     let taken = false;
     let takeOver = async () => undefined as void;
-    await withEmulator({ ...SPAN, rowsPerDay: 50, clock, onRequest: () => { if (!taken) { taken = true; void takeOver(); } } }, async ({ url }) => {
-      await withTempDir(async (dir) => {
-        const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', ...s3.env() };
-        let done!: () => void;
-        const tookOver = new Promise<void>((resolve) => { done = resolve; });
-        // At its first API request, another runner takes the lease over and publishes its warehouse.
-        takeOver = async () => {
-          await putText('lease-c', 'wh/costs.duckdb.lease', JSON.stringify({ host: 'elsewhere', pid: 1, runId: 'other-run', startedAt: new Date().toISOString(), renewedAt: new Date().toISOString() }));
-          await putText('lease-c', 'wh/costs.duckdb', 'the other run\'s warehouse');
-          done();
-        };
-        const run = start(args(url, dir, 'lease-c', 'a', ['--rate-limit', '600', '--publish-interval', '0', '--lease-ttl', '3s']), env);
-        await tookOver;
-        const result = await run;
-        expect(result.code, result.stderr).toBe(5);
-        expect(result.stderr).toMatch(/CS_ERR_LEASE_LOST|CS_ERR_WAREHOUSE_CHANGED/);
-        expect(await getText('lease-c', 'wh/costs.duckdb')).toBe('the other run\'s warehouse');
-        expect(JSON.parse(await getText('lease-c', 'wh/costs.duckdb.lease')).runId).toBe('other-run');
-      });
-    });
+    await withEmulator(
+      {
+        ...SPAN,
+        rowsPerDay: 50,
+        clock,
+        onRequest: () => {
+          if (!taken) {
+            taken = true;
+            void takeOver();
+          }
+        },
+      },
+      async ({ url }) => {
+        await withTempDir(async (dir) => {
+          const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', ...s3.env() };
+          let done!: () => void;
+          const tookOver = new Promise<void>((resolve) => {
+            done = resolve;
+          });
+          // At its first API request, another runner takes the lease over and publishes its warehouse.
+          takeOver = async () => {
+            await putText(
+              'lease-c',
+              'wh/costs.duckdb.lease',
+              JSON.stringify({
+                host: 'elsewhere',
+                pid: 1,
+                runId: 'other-run',
+                startedAt: new Date().toISOString(),
+                renewedAt: new Date().toISOString(),
+              }),
+            );
+            await putText('lease-c', 'wh/costs.duckdb', "the other run's warehouse");
+            done();
+          };
+          const run = start(args(url, dir, 'lease-c', 'a', ['--rate-limit', '600', '--publish-interval', '0', '--lease-ttl', '3s']), env);
+          await tookOver;
+          const result = await run;
+          expect(result.code, result.stderr).toBe(5);
+          expect(result.stderr).toMatch(/CS_ERR_LEASE_LOST|CS_ERR_WAREHOUSE_CHANGED/);
+          expect(await getText('lease-c', 'wh/costs.duckdb')).toBe("the other run's warehouse");
+          expect(JSON.parse(await getText('lease-c', 'wh/costs.duckdb.lease')).runId).toBe('other-run');
+        });
+      },
+    );
   }, 120_000);
 
   it('a server that ignores conditional writes (s3rver) is refused at the start (exit 2) unless --lease off', async () => {
@@ -151,9 +208,28 @@ describe('a lease keeps runners on different machines apart', () => {
         const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', ...s3.env() };
         const file = join(dir, 'rows.csv');
         writeFileSync(file, 'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory\n2025-06-03,1.25,Gateway,Usage\n');
-        const push = ['push', '--base-url', url, '--db', 's3://lease-e/wh/costs.duckdb', '--state-dir', join(dir, 'state'), '--connection', 'demo-connection', '--rate-limit', '100000', '--log-format', 'json', file];
+        const push = [
+          'push',
+          '--base-url',
+          url,
+          '--db',
+          's3://lease-e/wh/costs.duckdb',
+          '--state-dir',
+          join(dir, 'state'),
+          '--connection',
+          'demo-connection',
+          '--rate-limit',
+          '100000',
+          '--log-format',
+          'json',
+          file,
+        ];
         const now = new Date().toISOString();
-        await putText('lease-e', 'wh/costs.duckdb.lease', JSON.stringify({ host: 'elsewhere', pid: 1, runId: 'nightly-run', startedAt: now, renewedAt: now }));
+        await putText(
+          'lease-e',
+          'wh/costs.duckdb.lease',
+          JSON.stringify({ host: 'elsewhere', pid: 1, runId: 'nightly-run', startedAt: now, renewedAt: now }),
+        );
         const refused = await cli(push, env);
         expect(refused.code, refused.stderr).toBe(5);
         expect(refused.stderr).toContain('run nightly-run on elsewhere');
@@ -173,36 +249,62 @@ describe('a lease keeps runners on different machines apart', () => {
  */
 async function holder(what: 'lease' | 'lock', target: string, wrap: string[], env: Record<string, string> = {}) {
   const dist = new URL('../../dist/', import.meta.url).href;
-  const script = what === 'lock'
-    ? `const { acquireLock } = await import('${dist}state/lock.js');
+  const script =
+    what === 'lock'
+      ? `const { acquireLock } = await import('${dist}state/lock.js');
        const lock = acquireLock(process.env.TARGET, 'holder in the test');
        console.log(JSON.stringify({ pid: process.pid, now: new Date().toISOString() }));
        process.stdin.resume(); process.stdin.on('end', () => { lock.release(); process.exit(0); });`
-    : `const { openBucket } = await import('${dist}outputs/s3.js');
+      : `const { openBucket } = await import('${dist}outputs/s3.js');
        const { Lease } = await import('${dist}state/lease.js');
        const [bucket, key] = process.env.TARGET.split('/');
        await Lease.acquire(openBucket(bucket), key, { ttlMs: 8000, now: () => Date.now(), runId: 'holder-run' });
        console.log(JSON.stringify({ pid: process.pid, now: new Date().toISOString() }));
        process.stdin.resume(); process.stdin.on('end', () => process.exit(0));`;
   const child = spawn(wrap[0]!, [...wrap.slice(1), process.execPath, '--input-type=module', '-e', script], {
-    env: { PATH: process.env.PATH ?? '', TARGET: target, ...env }, stdio: ['pipe', 'pipe', 'inherit'],
+    env: { PATH: process.env.PATH ?? '', TARGET: target, ...env },
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
-  const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
-  return { ...(JSON.parse(line) as { pid: number; now: string }), child, stop: async () => { child.stdin!.end(); await once(child, 'exit'); } };
+  const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
+  return {
+    ...(JSON.parse(line) as { pid: number; now: string }),
+    child,
+    stop: async () => {
+      child.stdin.end();
+      await once(child, 'exit');
+    },
+  };
 }
 
 /** Runs `command` in a new PID namespace whose next pid is above any on this machine (pid_max here is 32768). */
-const inOtherPidNamespace = ['unshare', '--pid', '--fork', '--mount-proc', 'sh', '-c', 'echo 77777 > /proc/sys/kernel/ns_last_pid; "$@"; exit $?', 'holder'];
+const inOtherPidNamespace = [
+  'unshare',
+  '--pid',
+  '--fork',
+  '--mount-proc',
+  'sh',
+  '-c',
+  'echo 77777 > /proc/sys/kernel/ns_last_pid; "$@"; exit $?',
+  'holder',
+];
 
-describe('a holder is known by its machine, boot, PID namespace and process; staleness by the bucket\'s clock (issue 28)', () => {
+describe("a holder is known by its machine, boot, PID namespace and process; staleness by the bucket's clock (issue 28)", () => {
   it('a live holder in another PID namespace of this host keeps its lease (it waits for the TTL, not taken at once)', async () => {
     await s3.createBucket('lease-ns');
     const held = await holder('lease', 'lease-ns/costs.duckdb.lease', inOtherPidNamespace, s3.env());
     try {
       // Its pid does not exist in this namespace: the previous version concluded "its process is gone".
       expect(held.pid).toBeGreaterThan(32768);
-      const taking = Lease.acquire(new Bucket(s3.client, 'lease-ns'), 'costs.duckdb.lease', { ttlMs: 8000, now: () => Date.now(), runId: 'taker' });
-      await expect(taking).rejects.toMatchObject({ code: 'CS_ERR_LEASE_HELD', message: expect.stringContaining('run holder-run'), hint: expect.stringContaining('--lease-ttl (8 s, by the bucket\'s clock)') });
+      const taking = Lease.acquire(new Bucket(s3.client, 'lease-ns'), 'costs.duckdb.lease', {
+        ttlMs: 8000,
+        now: () => Date.now(),
+        runId: 'taker',
+      });
+      await expect(taking).rejects.toMatchObject({
+        code: 'CS_ERR_LEASE_HELD',
+        message: expect.stringContaining('run holder-run'),
+        hint: expect.stringContaining("--lease-ttl (8 s, by the bucket's clock)"),
+      });
     } finally {
       await held.stop();
     }
@@ -210,16 +312,26 @@ describe('a holder is known by its machine, boot, PID namespace and process; sta
 
   it('a live holder whose clock runs 60 s behind keeps its fresh lease; once its process is gone (this machine), it is taken at once', async () => {
     await s3.createBucket('lease-clock');
-    const held = await holder('lease', 'lease-clock/costs.duckdb.lease', ['faketime', '-f', '-60s'], { ...s3.env(), FAKETIME_DONT_FAKE_MONOTONIC: '1' });
+    const held = await holder('lease', 'lease-clock/costs.duckdb.lease', ['faketime', '-f', '-60s'], {
+      ...s3.env(),
+      FAKETIME_DONT_FAKE_MONOTONIC: '1',
+    });
     const bucket = new Bucket(s3.client, 'lease-clock');
     // Its clock is behind: the renewedAt it wrote is a minute old by ours.
     expect(Date.now() - Date.parse(held.now)).toBeGreaterThan(50_000);
-    await expect(Lease.acquire(bucket, 'costs.duckdb.lease', { ttlMs: 8000, now: () => Date.now(), runId: 'taker' })).rejects.toMatchObject({ code: 'CS_ERR_LEASE_HELD' });
+    await expect(Lease.acquire(bucket, 'costs.duckdb.lease', { ttlMs: 8000, now: () => Date.now(), runId: 'taker' })).rejects.toMatchObject(
+      { code: 'CS_ERR_LEASE_HELD' },
+    );
     // faketime runs node as its child: the holder's own process is killed.
     process.kill(held.pid, 'SIGKILL');
     await once(held.child, 'exit');
     const notices: string[] = [];
-    const lease = await Lease.acquire(bucket, 'costs.duckdb.lease', { ttlMs: 8000, now: () => Date.now(), runId: 'taker', notice: (m) => notices.push(m) });
+    const lease = await Lease.acquire(bucket, 'costs.duckdb.lease', {
+      ttlMs: 8000,
+      now: () => Date.now(),
+      runId: 'taker',
+      notice: (m) => notices.push(m),
+    });
     expect(notices[0]).toMatch(/took over the stale lease .* of run holder-run .*its process on this machine is gone/);
     await lease.release();
   }, 60_000);

@@ -42,9 +42,15 @@ describe('warehouse lookups at a source start', () => {
           lookups.knownProviders('ws-0'),
           lookups.knownProviders('ws-9'),
         ]);
-        const expected = async (source: string, from: string, to: string) => new Map((await real.sql<{ date: string; n: number }>(
-          `SELECT strftime(usage_date, '%Y-%m-%d') AS date, count(*) AS n FROM line_items WHERE source = $1 AND usage_date BETWEEN $2::DATE AND $3::DATE GROUP BY ALL`,
-          [source, from, to])).map((r) => [r.date, Number(r.n)]));
+        const expected = async (source: string, from: string, to: string) =>
+          new Map(
+            (
+              await real.sql<{ date: string; n: number }>(
+                `SELECT strftime(usage_date, '%Y-%m-%d') AS date, count(*) AS n FROM line_items WHERE source = $1 AND usage_date BETWEEN $2::DATE AND $3::DATE GROUP BY ALL`,
+                [source, from, to],
+              )
+            ).map((r) => [r.date, Number(r.n)]),
+          );
         expect(zero).toEqual(await expected('ws-0', '2025-06-01', '2025-06-30'));
         expect(zero.size).toBe(5);
         expect(two).toEqual(await expected('ws-2', '2025-06-01', '2025-06-30'));
@@ -64,7 +70,9 @@ describe('warehouse lookups at a source start', () => {
       await withWarehouse(join(dir, 'w.duckdb'), async (warehouse) => {
         const lookups = warehouseLookups(warehouse);
         expect((await lookups.lineItemsPerDate('ws-0', '2025-06-01', '2025-06-30')).size).toBe(0);
-        await warehouse.transaction(async () => { await seed(warehouse); });
+        await warehouse.transaction(async () => {
+          await seed(warehouse);
+        });
         expect((await lookups.lineItemsPerDate('ws-0', '2025-06-01', '2025-06-30')).get('2025-06-01')).toBe(4);
       });
     });

@@ -11,7 +11,14 @@ const seed = process.env.COSTSYNC_MODEL_SEED === 'random' ? undefined : Number(p
 const path = process.env.COSTSYNC_MODEL_PATH;
 
 it('random sequences of syncs, kills, lakes, state directories, new and restated days keep every invariant', async () => {
-  const details = await runModel({ seed, path, replay: process.env.COSTSYNC_MODEL_REPLAY, numRuns: 200, maxCommands: 6, timeLimitMs: Number(process.env.COSTSYNC_MODEL_SECONDS ?? 12) * 1000 });
+  const details = await runModel({
+    seed,
+    path,
+    replay: process.env.COSTSYNC_MODEL_REPLAY,
+    numRuns: 200,
+    maxCommands: 6,
+    timeLimitMs: Number(process.env.COSTSYNC_MODEL_SECONDS ?? 12) * 1000,
+  });
   console.info(modelReport(details, 'test/integration/model.test.ts'));
   expect(details.failed, modelReport(details, 'test/integration/model.test.ts')).toBe(false);
   expect(details.sequences).toBeGreaterThan(0);

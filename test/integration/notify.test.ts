@@ -5,7 +5,20 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import { runSync } from '../../src/sync/runner.js';
-import { CLI, FAST_CLIENT, cli, killRunner, memoryLogger, run, testSyncConfig, withEmulator, withTempDir, SPAN, queryDb, FAST_SEND } from '../helpers.js';
+import {
+  CLI,
+  FAST_CLIENT,
+  cli,
+  killRunner,
+  memoryLogger,
+  run,
+  testSyncConfig,
+  withEmulator,
+  withTempDir,
+  SPAN,
+  queryDb,
+  FAST_SEND,
+} from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-06-30T12:00:00Z'), sleep: async () => undefined };
 const source = { ...SPAN, rowsPerDay: 20, anomaliesPerDay: 12, clock };
@@ -24,7 +37,9 @@ async function withReceiver<T>(path: string, fn: (receiver: Receiver) => Promise
   const receiver: Receiver = { url: '', bodies: [], replies: [200], hits: 0 };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     let body = '';
-    req.on('data', (d: Buffer) => { body += d; });
+    req.on('data', (d: Buffer) => {
+      body += d;
+    });
     req.on('end', () => {
       const reply = receiver.replies[Math.min(receiver.hits, receiver.replies.length - 1)]!;
       receiver.hits += 1;
@@ -46,9 +61,9 @@ async function withReceiver<T>(path: string, fn: (receiver: Receiver) => Promise
 
 const events = (r: Receiver) => r.bodies.flatMap((b) => b.events);
 
-
 /** Anomalies the rules say to send: high or critical, detected within 48 hours of the clock. */
-const EXPECTED = "SELECT count(*)::INT AS n FROM anomalies WHERE severity IN ('high', 'critical') AND detected_date >= TIMESTAMPTZ '2025-06-28 12:00:00+00'";
+const EXPECTED =
+  "SELECT count(*)::INT AS n FROM anomalies WHERE severity IN ('high', 'critical') AND detected_date >= TIMESTAMPTZ '2025-06-28 12:00:00+00'";
 
 describe('notifications', () => {
   it('new high anomalies arrive once, in one message with a text and events; a re-run sends nothing new; old ones are stored, not sent', async () => {
@@ -58,16 +73,24 @@ describe('notifications', () => {
           const config = testSyncConfig(url, dir, { notify: [receiver.url] });
           const first = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, sendOptions: FAST_SEND });
           expect(first.outcome).toBe('success');
-          const [{ n }] = await queryDb<{ n: number }>(config.db, EXPECTED) as [{ n: number }];
-          const [{ all }] = await queryDb<{ all: number }>(config.db, "SELECT count(*)::INT AS all FROM anomalies WHERE severity IN ('high', 'critical')") as [{ all: number }];
+          const [{ n }] = (await queryDb<{ n: number }>(config.db, EXPECTED)) as [{ n: number }];
+          const [{ all }] = (await queryDb<{ all: number }>(
+            config.db,
+            "SELECT count(*)::INT AS all FROM anomalies WHERE severity IN ('high', 'critical')",
+          )) as [{ all: number }];
           expect(n).toBeGreaterThan(0);
           expect(all).toBeGreaterThan(n);
           expect(receiver.bodies).toHaveLength(1);
           expect(events(receiver)).toHaveLength(n);
           expect(new Set(events(receiver).map((e) => e.event_id)).size).toBe(n);
           expect(events(receiver).every((e) => e.kind === 'anomaly' && ['high', 'critical'].includes(e.severity!))).toBe(true);
-          expect(receiver.bodies[0]!.text).toMatch(/^costsync: \d+ events?\n• \[default\] (HIGH|CRITICAL) anomaly \(new\): \w+ \/ .+: \$[\d,.]+ vs \$[\d,.]+ expected \([+-]\d+\.\d%\), detected 2025-06-/);
-          const [run] = await queryDb<{ sent: number; failures: number }>(config.db, 'SELECT notifications_sent AS sent, notification_failures AS failures FROM sync_runs');
+          expect(receiver.bodies[0]!.text).toMatch(
+            /^costsync: \d+ events?\n• \[default\] (HIGH|CRITICAL) anomaly \(new\): \w+ \/ .+: \$[\d,.]+ vs \$[\d,.]+ expected \([+-]\d+\.\d%\), detected 2025-06-/,
+          );
+          const [run] = await queryDb<{ sent: number; failures: number }>(
+            config.db,
+            'SELECT notifications_sent AS sent, notification_failures AS failures FROM sync_runs',
+          );
           expect(run).toEqual({ sent: n, failures: 0 });
 
           await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, sendOptions: FAST_SEND });
@@ -112,8 +135,23 @@ describe('notifications', () => {
     await withEmulator({ rowsPerDay: 20, anomaliesPerDay: 12 }, async ({ url }) => {
       await withReceiver('/hook', async (receiver) => {
         await withTempDir(async (dir) => {
-          const args = [CLI, 'sync', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),
-            '--rate-limit', '100000', '--notify', receiver.url, '--notify-severity', 'low', '--quiet'];
+          const args = [
+            CLI,
+            'sync',
+            '--base-url',
+            url,
+            '--db',
+            join(dir, 'c.duckdb'),
+            '--state-dir',
+            join(dir, 'state'),
+            '--rate-limit',
+            '100000',
+            '--notify',
+            receiver.url,
+            '--notify-severity',
+            'low',
+            '--quiet',
+          ];
           // The receiver takes the first message and never answers: the sync is killed mid-send.
           receiver.replies = ['hang', 200];
           let killed: (() => void) | null = null;
@@ -125,7 +163,10 @@ describe('notifications', () => {
           receiver.onHit = undefined;
           const again = await runner.run(args);
           expect(again).toMatchObject({ code: 0 });
-          const [{ n }] = await queryDb<{ n: number }>(join(dir, 'c.duckdb'), 'SELECT count(*)::INT AS n FROM _costsync_notifications WHERE sent_at IS NOT NULL') as [{ n: number }];
+          const [{ n }] = (await queryDb<{ n: number }>(
+            join(dir, 'c.duckdb'),
+            'SELECT count(*)::INT AS n FROM _costsync_notifications WHERE sent_at IS NOT NULL',
+          )) as [{ n: number }];
           expect(n).toBeGreaterThan(0);
           expect(events(receiver)).toHaveLength(n);
           expect(new Set(events(receiver).map((e) => e.event_id)).size).toBe(n);
@@ -144,7 +185,9 @@ describe('notifications', () => {
           const config = testSyncConfig(url, dir, { apiKey: 'gone', notify: [receiver.url] });
           const failed = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, sendOptions: FAST_SEND });
           expect(failed.outcome).toBe('failed');
-          expect(events(receiver)).toEqual([expect.objectContaining({ kind: 'run_failed', exit_code: 3, reason: expect.stringMatching(/revoked/) })]);
+          expect(events(receiver)).toEqual([
+            expect.objectContaining({ kind: 'run_failed', exit_code: 3, reason: expect.stringMatching(/revoked/) }),
+          ]);
           expect(receiver.bodies[0]!.text).toMatch(/\[default\] costsync run .* failed \(exit 3\): .*revoked.* Fix: /);
         });
       });
@@ -158,36 +201,69 @@ describe('notifications', () => {
         await withTempDir(async (dir) => {
           const metrics = join(dir, 'costsync.prom');
           const base = ['--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')];
-          const sync = ['sync', ...base, '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000',
-            '--notify', receiver.url, '--notify-max-age', '1000d', '--metrics-file', metrics, '--log-format', 'json', '--verbose'];
+          const sync = [
+            'sync',
+            ...base,
+            '--start-date',
+            SPAN.startDate,
+            '--until',
+            SPAN.endDate,
+            '--rate-limit',
+            '100000',
+            '--notify',
+            receiver.url,
+            '--notify-max-age',
+            '1000d',
+            '--metrics-file',
+            metrics,
+            '--log-format',
+            'json',
+            '--verbose',
+          ];
           // A failed send first (its error must not carry the URL either), then the message.
           receiver.replies = [500, 200];
-          const results = [await run(sync, { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' }), await run(sync, { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' })];
+          const results = [
+            await run(sync, { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' }),
+            await run(sync, { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' }),
+          ];
           results.push(await cli(['notify', '--test', '--notify', receiver.url]));
           results.push(await run(['notify', '--test', '--notify', 'http://example.com/hook/secret-in-error']));
           results.push(await run(['status', ...base, '--format', 'json']));
-          expect(results.map((r) => r.code), results[2]!.stdout).toEqual([0, 0, 0, 2, 0]);
+          expect(
+            results.map((r) => r.code),
+            results[2]!.stdout,
+          ).toEqual([0, 0, 0, 2, 0]);
           expect(results[3]!.stderr).toMatch(/must use https/);
           for (const r of results) expect(`${r.stdout}${r.stderr}`).not.toMatch(/SECRET|webhook-token|secret-in-error/);
-          const walk = (d: string): string[] => readdirSync(d).flatMap((n) => (statSync(join(d, n)).isDirectory() ? walk(join(d, n)) : [join(d, n)]));
-          for (const file of walk(dir)) expect({ file, leaked: readFileSync(file).includes('webhook-token') }).toEqual({ file, leaked: false });
+          const walk = (d: string): string[] =>
+            readdirSync(d).flatMap((n) => (statSync(join(d, n)).isDirectory() ? walk(join(d, n)) : [join(d, n)]));
+          for (const file of walk(dir))
+            expect({ file, leaked: readFileSync(file).includes('webhook-token') }).toEqual({ file, leaked: false });
           expect(receiver.bodies.length).toBeGreaterThan(0);
 
           const text = readFileSync(metrics, 'utf8');
           const promtool = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
-          if (promtool.error) console.warn('promtool missing: install Debian\'s prometheus package (.ci/run does)');
+          if (promtool.error) console.warn("promtool missing: install Debian's prometheus package (.ci/run does)");
           expect({ status: promtool.status, out: `${promtool.stdout}${promtool.stderr}` }).toEqual({ status: 0, out: '' });
           const value = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1]);
-          const [last] = await queryDb<{ requests: number; rate_limited: number; sent: number }>(join(dir, 'c.duckdb'),
-            "SELECT requests, rate_limited, notifications_sent AS sent FROM sync_runs ORDER BY started_at DESC LIMIT 1");
+          const [last] = await queryDb<{ requests: number; rate_limited: number; sent: number }>(
+            join(dir, 'c.duckdb'),
+            'SELECT requests, rate_limited, notifications_sent AS sent FROM sync_runs ORDER BY started_at DESC LIMIT 1',
+          );
           const requestSamples = [...text.matchAll(/^costsync_last_run_requests\{.*\} (\d+)$/gm)].reduce((s, m) => s + Number(m[1]), 0);
           expect(requestSamples).toBe(last!.requests);
           expect(value('costsync_last_run_rate_limited', 'source="default"')).toBe(last!.rate_limited);
           expect(value('costsync_last_run_outcome', 'source="default",outcome="success"')).toBe(1);
-          const streams = await queryDb<{ stream: string; inserted: number }>(join(dir, 'c.duckdb'),
-            'SELECT stream, rows_inserted AS inserted FROM sync_run_streams WHERE run_id = (SELECT max(run_id) FROM sync_runs) ORDER BY stream');
-          for (const s of streams) expect(value('costsync_last_run_rows', `source="default",stream="${s.stream}",change="inserted"`)).toBe(s.inserted);
-          const open = await queryDb<{ n: number }>(join(dir, 'c.duckdb'), "SELECT count(*)::INT AS n FROM anomalies WHERE status IN ('new', 'acknowledged') AND severity = 'high'");
+          const streams = await queryDb<{ stream: string; inserted: number }>(
+            join(dir, 'c.duckdb'),
+            'SELECT stream, rows_inserted AS inserted FROM sync_run_streams WHERE run_id = (SELECT max(run_id) FROM sync_runs) ORDER BY stream',
+          );
+          for (const s of streams)
+            expect(value('costsync_last_run_rows', `source="default",stream="${s.stream}",change="inserted"`)).toBe(s.inserted);
+          const open = await queryDb<{ n: number }>(
+            join(dir, 'c.duckdb'),
+            "SELECT count(*)::INT AS n FROM anomalies WHERE status IN ('new', 'acknowledged') AND severity = 'high'",
+          );
           expect(value('costsync_open_anomalies', 'source="default",severity="high"')).toBe(open[0]!.n);
           const status = JSON.parse(results[4]!.stdout);
           expect(status.metrics.runs[0]).toMatchObject({ source: 'default', outcome: 'success', requests: last!.requests });

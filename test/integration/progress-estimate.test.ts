@@ -14,7 +14,13 @@ const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () =
 function watch(atPages: (snapshot: ProgressFigures) => boolean, requestsPerMinute = 60) {
   let t = 0;
   const msPerPage = 60_000 / requestsPerMinute;
-  const progress = createProgress({ live: false, requestsPerMinute, now: () => t, write: () => undefined, logger: createLogger({ format: 'json', level: 'error', write: () => undefined }) });
+  const progress = createProgress({
+    live: false,
+    requestsPerMinute,
+    now: () => t,
+    write: () => undefined,
+    logger: createLogger({ format: 'json', level: 'error', write: () => undefined }),
+  });
   const seen: { early?: ProgressFigures; planned?: ProgressFigures } = {};
   const listener: ProgressListener = {
     planned: (stream, info) => {
@@ -38,7 +44,9 @@ describe('progress estimates on emulator data', () => {
       await withTempDir(async (dir) => {
         const config = testSyncConfig(url, dir, { streams: ['line_items'], startDate: '2025-05-01', windowDays: 10, concurrency: 1 });
         const first = watch((f) => f.pages >= 7);
-        expect((await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, progress: first.listener })).outcome).toBe('success');
+        expect(
+          (await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, progress: first.listener })).outcome,
+        ).toBe('success');
         const truth = first.final().pages;
         expect(truth).toBeGreaterThanOrEqual(61);
         expect(first.seen.planned!.estimatedPages).toBeNull();
@@ -47,7 +55,17 @@ describe('progress estimates on emulator data', () => {
         expect(early / truth).toBeLessThan(1.5);
 
         const again = watch(() => false);
-        expect((await runSync({ config: { ...config, since: '2025-05-01' }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, progress: again.listener })).outcome).toBe('success');
+        expect(
+          (
+            await runSync({
+              config: { ...config, since: '2025-05-01' },
+              logger: memoryLogger(),
+              clock,
+              clientOptions: FAST_CLIENT,
+              progress: again.listener,
+            })
+          ).outcome,
+        ).toBe('success');
         const stored = again.seen.planned!.estimatedPages!;
         expect(stored / again.final().pages).toBeGreaterThan(1 / 1.5);
         expect(stored / again.final().pages).toBeLessThan(1.5);
@@ -56,29 +74,42 @@ describe('progress estimates on emulator data', () => {
   });
 
   it('a one-window first run (30 days at 300 requests a minute) shows an ETA within 1.5x of the truth 12 seconds in, from one rollups request', async () => {
-    await withEmulator({ startDate: '2025-05-01', endDate: '2025-06-30', rowsPerDay: 5000, clock, anomaliesPerDay: 0 }, async (emulator) => {
-      await withTempDir(async (dir) => {
-        const config = testSyncConfig(emulator.url, dir, { streams: ['line_items'], startDate: '2025-06-01', windowDays: 30, concurrency: 1, reconcile: 'off' });
-        // 12 s in at 300 a minute: the 60th page.
-        const first = watch((f) => f.pages * 200 >= 12_000, 300);
-        expect((await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, progress: first.listener })).outcome).toBe('success');
-        const truthPages = first.final().pages;
-        expect(truthPages).toBe(150);
-        const early = first.seen.early!;
-        expect(early.estimatedPages).not.toBeNull();
-        const truthEta = ((truthPages - early.pages) * first.msPerPage) / 1000;
-        expect(early.etaSeconds! / truthEta).toBeGreaterThan(1 / 1.5);
-        expect(early.etaSeconds! / truthEta).toBeLessThan(1.5);
-        // The one request the estimate spends: with the window check off, the only rollups request.
-        expect(emulator.requestLog.count({ route: 'rollups' })).toBe(1);
+    await withEmulator(
+      { startDate: '2025-05-01', endDate: '2025-06-30', rowsPerDay: 5000, clock, anomaliesPerDay: 0 },
+      async (emulator) => {
+        await withTempDir(async (dir) => {
+          const config = testSyncConfig(emulator.url, dir, {
+            streams: ['line_items'],
+            startDate: '2025-06-01',
+            windowDays: 30,
+            concurrency: 1,
+            reconcile: 'off',
+          });
+          // 12 s in at 300 a minute: the 60th page.
+          const first = watch((f) => f.pages * 200 >= 12_000, 300);
+          expect(
+            (await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, progress: first.listener })).outcome,
+          ).toBe('success');
+          const truthPages = first.final().pages;
+          expect(truthPages).toBe(150);
+          const early = first.seen.early!;
+          expect(early.estimatedPages).not.toBeNull();
+          const truthEta = ((truthPages - early.pages) * first.msPerPage) / 1000;
+          expect(early.etaSeconds! / truthEta).toBeGreaterThan(1 / 1.5);
+          expect(early.etaSeconds! / truthEta).toBeLessThan(1.5);
+          // The one request the estimate spends: with the window check off, the only rollups request.
+          expect(emulator.requestLog.count({ route: 'rollups' })).toBe(1);
 
-        // A nightly run of the same dates has stored rows to go on: no request for the estimate.
-        const before = emulator.requestLog.count({ route: 'rollups' });
-        const nightly = watch(() => false, 300);
-        expect((await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, progress: nightly.listener })).outcome).toBe('success');
-        expect(emulator.requestLog.count({ route: 'rollups' })).toBe(before);
-        expect(nightly.seen.planned!.estimatedPages).not.toBeNull();
-      });
-    });
+          // A nightly run of the same dates has stored rows to go on: no request for the estimate.
+          const before = emulator.requestLog.count({ route: 'rollups' });
+          const nightly = watch(() => false, 300);
+          expect(
+            (await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, progress: nightly.listener })).outcome,
+          ).toBe('success');
+          expect(emulator.requestLog.count({ route: 'rollups' })).toBe(before);
+          expect(nightly.seen.planned!.estimatedPages).not.toBeNull();
+        });
+      },
+    );
   });
 });

@@ -22,11 +22,14 @@ describe('a compact warehouse', () => {
         expect(lines.some((l) => l.msg.startsWith('the working copy was rebuilt compactly'))).toBe(true);
         expect(statSync(work).size).toBeLessThan(big / 2);
         expect(statSync(config.db).size).toBeLessThan(big / 2);
-        const [{ n }] = await queryDb<{ n: number }>(config.db, 'SELECT count(*)::INT AS n FROM line_items') as [{ n: number }];
+        const [{ n }] = (await queryDb<{ n: number }>(config.db, 'SELECT count(*)::INT AS n FROM line_items')) as [{ n: number }];
         expect(n).toBe(3 * 10_000);
         // The rebuilt working copy is a working copy like any other: the next run goes on from it.
         const digest = await tableDigest(config.db);
-        expect((await runSync({ config: { ...refresh, dropBefore: undefined }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
+        expect(
+          (await runSync({ config: { ...refresh, dropBefore: undefined }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT }))
+            .outcome,
+        ).toBe('success');
         expect((await tableDigest(config.db)).line_items).toEqual(digest.line_items);
       });
     });

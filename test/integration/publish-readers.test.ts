@@ -15,7 +15,12 @@ const FIXTURE = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', im
  * one SQL line at a time with its first value.
  */
 async function readerProcess(db: string): Promise<{ value(sql: string): Promise<unknown>; close(): Promise<void> }> {
-  const child: ChildProcess = spawn(process.execPath, ['--input-type=module', '-e', `
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `
     import { DuckDBInstance } from '@duckdb/node-api';
     import { createInterface } from 'node:readline';
     const db = await DuckDBInstance.create(${JSON.stringify(db)}, { access_mode: 'READ_ONLY' });
@@ -29,7 +34,10 @@ async function readerProcess(db: string): Promise<{ value(sql: string): Promise<
         console.log(JSON.stringify({ error: e.message }));
       }
     }
-  `], { cwd: process.cwd(), stdio: ['pipe', 'pipe', 'inherit'] });
+  `,
+    ],
+    { cwd: process.cwd(), stdio: ['pipe', 'pipe', 'inherit'] },
+  );
   const lines: Interface = createInterface({ input: child.stdout! });
   const next = () => new Promise<string>((resolve) => lines.once('line', resolve));
   const opened = await next();
@@ -66,78 +74,132 @@ describe('readers never wait', () => {
     let hold: (() => Promise<void>) | null = null;
     let lineItemRequests = 0;
     const seen: Record<string, unknown> = {};
-    await withEmulator({
-      ...SPAN, rowsPerDay: 200, clock,
-      beforeReply: async ({ route }) => {
-        if (route === 'line-items' && ++lineItemRequests === 3 && hold) await hold();
+    await withEmulator(
+      {
+        ...SPAN,
+        rowsPerDay: 200,
+        clock,
+        beforeReply: async ({ route }) => {
+          if (route === 'line-items' && ++lineItemRequests === 3 && hold) await hold();
+        },
       },
-    }, async ({ url }) => {
-      await withTempDir(async (dir) => {
-        const db = join(dir, 'c.duckdb');
-        const args = (until: string) => [
-          'sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate,
-          '--until', until, '--window-days', '4', '--concurrency', '1', '--rate-limit', '100000', '--quiet',
-        ];
-        expect((await cli(args('2025-06-15'), env)).code).toBe(0);
-        const holder = await readerProcess(db);
-        try {
-          expect(await holder.value(COUNT)).toBe(String(200 * 15));
-          hold = async () => {
-            // Mid-run: a new reader and `costsync query` both open --db and see the last complete snapshot.
-            seen.reader = await readOnce(db, COUNT);
-            const query = await cli(['query', COUNT, '--db', db, '--format', 'json']);
-            seen.queryCode = query.code;
-            seen.query = query.stdout;
-          };
-          lineItemRequests = 0;
-          const second = await cli(args(SPAN.endDate), env);
-          expect(second.code).toBe(0);
-          expect(seen.reader).toBe(String(200 * 15));
-          expect(seen.queryCode).toBe(0);
-          expect(JSON.parse(seen.query as string)).toEqual([{ 'count_star()': 200 * 15 }]);
-          // The holder keeps its consistent old snapshot; a new open sees the new data.
-          expect(await holder.value(COUNT)).toBe(String(200 * 15));
-          expect(await readOnce(db, COUNT)).toBe(String(200 * 30));
-          expect(await readOnce(db, "SELECT publishes FROM sync_runs ORDER BY started_at DESC LIMIT 1")).toBe('1');
-          expect(await readOnce(db, "SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '%stage%'")).toBe('0');
-        } finally {
-          await holder.close();
-        }
-      });
-    });
+      async ({ url }) => {
+        await withTempDir(async (dir) => {
+          const db = join(dir, 'c.duckdb');
+          const args = (until: string) => [
+            'sync',
+            '--base-url',
+            url,
+            '--db',
+            db,
+            '--state-dir',
+            join(dir, 'state'),
+            '--start-date',
+            SPAN.startDate,
+            '--until',
+            until,
+            '--window-days',
+            '4',
+            '--concurrency',
+            '1',
+            '--rate-limit',
+            '100000',
+            '--quiet',
+          ];
+          expect((await cli(args('2025-06-15'), env)).code).toBe(0);
+          const holder = await readerProcess(db);
+          try {
+            expect(await holder.value(COUNT)).toBe(String(200 * 15));
+            hold = async () => {
+              // Mid-run: a new reader and `costsync query` both open --db and see the last complete snapshot.
+              seen.reader = await readOnce(db, COUNT);
+              const query = await cli(['query', COUNT, '--db', db, '--format', 'json']);
+              seen.queryCode = query.code;
+              seen.query = query.stdout;
+            };
+            lineItemRequests = 0;
+            const second = await cli(args(SPAN.endDate), env);
+            expect(second.code).toBe(0);
+            expect(seen.reader).toBe(String(200 * 15));
+            expect(seen.queryCode).toBe(0);
+            expect(JSON.parse(seen.query as string)).toEqual([{ 'count_star()': 200 * 15 }]);
+            // The holder keeps its consistent old snapshot; a new open sees the new data.
+            expect(await holder.value(COUNT)).toBe(String(200 * 15));
+            expect(await readOnce(db, COUNT)).toBe(String(200 * 30));
+            expect(await readOnce(db, 'SELECT publishes FROM sync_runs ORDER BY started_at DESC LIMIT 1')).toBe('1');
+            expect(await readOnce(db, "SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '%stage%'")).toBe('0');
+          } finally {
+            await holder.close();
+          }
+        });
+      },
+    );
   }, 60_000);
 
   it('--publish-interval 0 publishes after every window, so a long run is readable while it runs', async () => {
     let hold: (() => Promise<void>) | null = null;
     let lineItemRequests = 0;
     let midRun: unknown;
-    await withEmulator({
-      ...SPAN, rowsPerDay: 100, clock,
-      beforeReply: async ({ route }) => {
-        if (route === 'line-items' && ++lineItemRequests === 3 && hold) await hold();
+    await withEmulator(
+      {
+        ...SPAN,
+        rowsPerDay: 100,
+        clock,
+        beforeReply: async ({ route }) => {
+          if (route === 'line-items' && ++lineItemRequests === 3 && hold) await hold();
+        },
       },
-    }, async ({ url }) => {
-      await withTempDir(async (dir) => {
-        const db = join(dir, 'c.duckdb');
-        hold = async () => { midRun = await readOnce(db, COUNT); };
-        const result = await cli([
-          'sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate,
-          '--until', SPAN.endDate, '--streams', 'line_items', '--window-days', '5', '--concurrency', '1',
-          '--publish-interval', '0', '--rate-limit', '100000', '--log-format', 'json',
-        ], env);
-        expect(result.code).toBe(0);
-        // 500 rows a window, one page each: the third request starts the third window.
-        expect(midRun).toBe(String(2 * 500));
-        const publishes = result.stderr.split('\n').filter((l) => l.includes('"published ')).map((l) => JSON.parse(l));
-        expect(publishes.length).toBe(6 + 1);
-        for (const p of publishes) {
-          expect(p.file).toBe(db);
-          expect(p.bytes).toBeGreaterThan(0);
-          expect(typeof p.seconds).toBe('number');
-        }
-        expect(await readOnce(db, "SELECT publishes FROM sync_runs")).toBe('7');
-      });
-    });
+      async ({ url }) => {
+        await withTempDir(async (dir) => {
+          const db = join(dir, 'c.duckdb');
+          hold = async () => {
+            midRun = await readOnce(db, COUNT);
+          };
+          const result = await cli(
+            [
+              'sync',
+              '--base-url',
+              url,
+              '--db',
+              db,
+              '--state-dir',
+              join(dir, 'state'),
+              '--start-date',
+              SPAN.startDate,
+              '--until',
+              SPAN.endDate,
+              '--streams',
+              'line_items',
+              '--window-days',
+              '5',
+              '--concurrency',
+              '1',
+              '--publish-interval',
+              '0',
+              '--rate-limit',
+              '100000',
+              '--log-format',
+              'json',
+            ],
+            env,
+          );
+          expect(result.code).toBe(0);
+          // 500 rows a window, one page each: the third request starts the third window.
+          expect(midRun).toBe(String(2 * 500));
+          const publishes = result.stderr
+            .split('\n')
+            .filter((l) => l.includes('"published '))
+            .map((l) => JSON.parse(l));
+          expect(publishes.length).toBe(6 + 1);
+          for (const p of publishes) {
+            expect(p.file).toBe(db);
+            expect(p.bytes).toBeGreaterThan(0);
+            expect(typeof p.seconds).toBe('number');
+          }
+          expect(await readOnce(db, 'SELECT publishes FROM sync_runs')).toBe('7');
+        });
+      },
+    );
   }, 60_000);
 
   it('push publishes its ledger while a reader holds --db', async () => {
@@ -145,7 +207,9 @@ describe('readers never wait', () => {
       await withTempDir(async (dir) => {
         const db = join(dir, 'c.duckdb');
         const common = ['--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--quiet'];
-        expect((await cli(['sync', ...common, '--start-date', '2025-06-28', '--until', SPAN.endDate, '--rate-limit', '100000'], env)).code).toBe(0);
+        expect(
+          (await cli(['sync', ...common, '--start-date', '2025-06-28', '--until', SPAN.endDate, '--rate-limit', '100000'], env)).code,
+        ).toBe(0);
         const holder = await readerProcess(db);
         try {
           expect(await holder.value('SELECT count(*) FROM ingest_batches')).toBe('0');

@@ -21,15 +21,33 @@ function recordingClient(refuse: (rows: number) => Error | null = () => null) {
       if (error) throw error;
       bodies.push({ connectionId, body: parsed });
       batches += 1;
-      return { accepted: true, batch_id: `b${batches}`, row_count: parsed.rows.length, cost_line_item_count: parsed.rows.length, skipped: 0, errors: [] };
+      return {
+        accepted: true,
+        batch_id: `b${batches}`,
+        row_count: parsed.rows.length,
+        cost_line_item_count: parsed.rows.length,
+        skipped: 0,
+        errors: [],
+      };
     },
   } as unknown as ApiClient;
   return { client, bodies, rows: () => bodies.flatMap((b) => b.body.rows) };
 }
 
 const options = (files: string[], over: Partial<PushOptions> = {}): PushOptions => ({
-  connectionId: 'conn-1', files, mapping: { columns: {}, constants: {} }, version: null, format: null, vendor: 'service',
-  batchSize: 500, dryRun: false, skipInvalid: false, force: false, baseUrl: 'http://127.0.0.1:1', apiKey: 'test-key', ...over,
+  connectionId: 'conn-1',
+  files,
+  mapping: { columns: {}, constants: {} },
+  version: null,
+  format: null,
+  vendor: 'service',
+  batchSize: 500,
+  dryRun: false,
+  skipInvalid: false,
+  force: false,
+  baseUrl: 'http://127.0.0.1:1',
+  apiKey: 'test-key',
+  ...over,
 });
 
 async function withPushSetup<T>(fn: (ctx: { dir: string; reader: FileReader; warehouse: Warehouse }) => Promise<T>): Promise<T> {
@@ -51,22 +69,37 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
   it('sends aliases and any letter case canonical, dates as UTC seconds, currencies upper-case, NULL as absent', async () => {
     await withPushSetup(async ({ dir, reader, warehouse }) => {
       const file = join(dir, 'costs.csv');
-      writeFileSync(file, [
-        HEADER,
-        '2025-06-01;2025-06-02;1.5;Platform;usage;eur;"{""team"": ""a; b""}";NULL',
-        '2025-06-01 10:30:15.123;2025-06-01T11:00:00Z;-2;Platform;DISCOUNT;USD;;eu-west-1',
-        '2025-06-01T12:00:00+02:00;;0.25;"Platform; EU";refund;;;',
-        '2025-06-03;;3;Platform;Fee;;;',
-        '2025-06-03;;4;Platform;tax;;;',
-      ].join('\n'));
+      writeFileSync(
+        file,
+        [
+          HEADER,
+          '2025-06-01;2025-06-02;1.5;Platform;usage;eur;"{""team"": ""a; b""}";NULL',
+          '2025-06-01 10:30:15.123;2025-06-01T11:00:00Z;-2;Platform;DISCOUNT;USD;;eu-west-1',
+          '2025-06-01T12:00:00+02:00;;0.25;"Platform; EU";refund;;;',
+          '2025-06-03;;3;Platform;Fee;;;',
+          '2025-06-03;;4;Platform;tax;;;',
+        ].join('\n'),
+      );
       const rec = recordingClient();
       const summary = await runPush({ options: options([file]), reader, warehouse, client: rec.client, logger: memoryLogger() });
       expect(summary).toMatchObject({ rowsRead: 5, valid: 5, invalid: 0, sent: 5, batches: 1, outcome: 'success', version: '1.2' });
       expect(rec.bodies[0]!.body.format).toBe('service.focus');
       const rows = rec.rows();
       expect(rows.map((r) => r.ChargeCategory)).toEqual(['Usage', 'Credit', 'Credit', 'Usage', 'Tax']);
-      expect(rows.map((r) => r.ChargePeriodStart)).toEqual(['2025-06-01T00:00:00Z', '2025-06-01T10:30:15Z', '2025-06-01T10:00:00Z', '2025-06-03T00:00:00Z', '2025-06-03T00:00:00Z']);
-      expect(rows[0]).toMatchObject({ ChargePeriodEnd: '2025-06-02T00:00:00Z', BilledCost: 1.5, EffectiveCost: 1.5, BillingCurrency: 'EUR', Tags: { team: 'a; b' } });
+      expect(rows.map((r) => r.ChargePeriodStart)).toEqual([
+        '2025-06-01T00:00:00Z',
+        '2025-06-01T10:30:15Z',
+        '2025-06-01T10:00:00Z',
+        '2025-06-03T00:00:00Z',
+        '2025-06-03T00:00:00Z',
+      ]);
+      expect(rows[0]).toMatchObject({
+        ChargePeriodEnd: '2025-06-02T00:00:00Z',
+        BilledCost: 1.5,
+        EffectiveCost: 1.5,
+        BillingCurrency: 'EUR',
+        Tags: { team: 'a; b' },
+      });
       expect(rows[0]).not.toHaveProperty('RegionId');
       expect(rows[2]!.ServiceName).toBe('Platform; EU');
       expect(rows[1]!.EffectiveCost).toBe(-2);
@@ -81,23 +114,33 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
   it('reports each bad row with file, line, column and reason, and sends nothing without --skip-invalid', async () => {
     await withPushSetup(async ({ dir, reader, warehouse }) => {
       const file = join(dir, 'bad.csv');
-      writeFileSync(file, [
-        'ChargePeriodStart,ChargePeriodEnd,BilledCost,ServiceName,ChargeCategory,BillingCurrency,Tags,x_service_tokens_input',
-        '2025-06-01,,1,Svc,Usage,USD,,10',
-        '2025-13-01,,1,Svc,Usage,USD,,',
-        '2025-06-01,,"1,5",Svc,Usage,USD,,',
-        '2025-06-01,,1,Svc,Usage,US,,',
-        '2025-06-01,,1,Svc,Usage,USD,{not json},',
-        '2025-06-01,,1,Svc,Usage,USD,"{""a"": {""b"": 1}}",',
-        '2025-06-02,2025-06-01,1,Svc,Usage,USD,,',
-        '2025-06-01,,1,,Usage,USD,,',
-        '2025-06-01,,1,Svc,Rebate,USD,,',
-        '2025-06-01,,1,Svc,Usage,USD,,-5',
-        '2025-06-01,,inf,Svc,Usage,USD,,',
-      ].join('\n'));
+      writeFileSync(
+        file,
+        [
+          'ChargePeriodStart,ChargePeriodEnd,BilledCost,ServiceName,ChargeCategory,BillingCurrency,Tags,x_service_tokens_input',
+          '2025-06-01,,1,Svc,Usage,USD,,10',
+          '2025-13-01,,1,Svc,Usage,USD,,',
+          '2025-06-01,,"1,5",Svc,Usage,USD,,',
+          '2025-06-01,,1,Svc,Usage,US,,',
+          '2025-06-01,,1,Svc,Usage,USD,{not json},',
+          '2025-06-01,,1,Svc,Usage,USD,"{""a"": {""b"": 1}}",',
+          '2025-06-02,2025-06-01,1,Svc,Usage,USD,,',
+          '2025-06-01,,1,,Usage,USD,,',
+          '2025-06-01,,1,Svc,Rebate,USD,,',
+          '2025-06-01,,1,Svc,Usage,USD,,-5',
+          '2025-06-01,,inf,Svc,Usage,USD,,',
+        ].join('\n'),
+      );
       const problems: RowProblem[] = [];
       const rec = recordingClient();
-      const summary = await runPush({ options: options([file]), reader, warehouse, client: rec.client, logger: memoryLogger(), onProblem: (p) => problems.push(p) });
+      const summary = await runPush({
+        options: options([file]),
+        reader,
+        warehouse,
+        client: rec.client,
+        logger: memoryLogger(),
+        onProblem: (p) => problems.push(p),
+      });
       expect(summary).toMatchObject({ rowsRead: 11, valid: 1, invalid: 10, sent: 0, outcome: 'invalid' });
       expect(rec.bodies).toHaveLength(0);
       expect(problems.map((p) => [p.line, p.column, p.reason.replace(/:.*$/, '')])).toEqual([
@@ -116,7 +159,13 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       expect(problems[1]!.reason).toBe('not a finite number: 1,5');
 
       // --skip-invalid sends the valid row only.
-      const skip = await runPush({ options: options([file], { skipInvalid: true }), reader, warehouse, client: rec.client, logger: memoryLogger() });
+      const skip = await runPush({
+        options: options([file], { skipInvalid: true }),
+        reader,
+        warehouse,
+        client: rec.client,
+        logger: memoryLogger(),
+      });
       expect(skip).toMatchObject({ valid: 1, rejected: 10, sent: 1, outcome: 'success' });
       expect(rec.rows()).toHaveLength(1);
       expect(rec.rows()[0]).toMatchObject({ ChargePeriodStart: '2025-06-01T00:00:00Z', x_service_tokens_input: 10 });
@@ -126,12 +175,25 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
   it('EffectiveCost defaults to BilledCost: a bad BilledCost is reported once, on BilledCost; a bad EffectiveCost of its own, on EffectiveCost', async () => {
     await withPushSetup(async ({ dir, reader, warehouse }) => {
       const billedOnly = join(dir, 'billed.csv');
-      writeFileSync(billedOnly, 'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory\n2025-06-01,twelve,Svc,Usage\n2025-06-01,1,Svc,Usage\n');
+      writeFileSync(
+        billedOnly,
+        'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory\n2025-06-01,twelve,Svc,Usage\n2025-06-01,1,Svc,Usage\n',
+      );
       const both = join(dir, 'both.csv');
-      writeFileSync(both, 'ChargePeriodStart,BilledCost,EffectiveCost,ServiceName,ChargeCategory\n2025-06-01,twelve,,Svc,Usage\n2025-06-01,1,eleven,Svc,Usage\n2025-06-01,2,,Svc,Usage\n2025-06-01,3,2.5,Svc,Usage\n');
+      writeFileSync(
+        both,
+        'ChargePeriodStart,BilledCost,EffectiveCost,ServiceName,ChargeCategory\n2025-06-01,twelve,,Svc,Usage\n2025-06-01,1,eleven,Svc,Usage\n2025-06-01,2,,Svc,Usage\n2025-06-01,3,2.5,Svc,Usage\n',
+      );
       const problems: RowProblem[] = [];
       const rec = recordingClient();
-      const summary = await runPush({ options: options([billedOnly, both], { skipInvalid: true }), reader, warehouse, client: rec.client, logger: memoryLogger(), onProblem: (p) => problems.push(p) });
+      const summary = await runPush({
+        options: options([billedOnly, both], { skipInvalid: true }),
+        reader,
+        warehouse,
+        client: rec.client,
+        logger: memoryLogger(),
+        onProblem: (p) => problems.push(p),
+      });
       expect(problems.map((p) => [p.file, p.line, p.column, p.reason])).toEqual([
         [billedOnly, 2, 'BilledCost', 'not a finite number: twelve'],
         [both, 2, 'BilledCost', 'not a finite number: twelve'],
@@ -139,7 +201,11 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       ]);
       expect(summary).toMatchObject({ rowsRead: 6, invalid: 3, sent: 3 });
       // Sent: the row's own EffectiveCost, else its BilledCost.
-      expect(rec.rows().map((r) => [r.BilledCost, r.EffectiveCost])).toEqual([[1, 1], [2, 2], [3, 2.5]]);
+      expect(rec.rows().map((r) => [r.BilledCost, r.EffectiveCost])).toEqual([
+        [1, 1],
+        [2, 2],
+        [3, 2.5],
+      ]);
     });
   });
 
@@ -148,12 +214,20 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       const file = join(dir, 'cols.csv');
       writeFileSync(file, 'ChargePeriodStart,Cost,ServiceName,ChargeCategory\n2025-06-01,1,Svc,Usage\n');
       const rec = recordingClient();
-      const error = await runPush({ options: options([file]), reader, warehouse, client: rec.client, logger: memoryLogger() }).catch((e: unknown) => e);
+      const error = await runPush({ options: options([file]), reader, warehouse, client: rec.client, logger: memoryLogger() }).catch(
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(ConfigError);
       expect((error as Error).message).toBe(`${file} lacks the required FOCUS column(s) BilledCost.`);
       expect((error as ConfigError).hint).toMatch(/--map .*Its columns are: ChargePeriodStart, Cost, ServiceName, ChargeCategory/);
       // The mapping fixes it.
-      const mapped = await runPush({ options: options([file], { mapping: { columns: { Cost: 'BilledCost' }, constants: {} } }), reader, warehouse, client: rec.client, logger: memoryLogger() });
+      const mapped = await runPush({
+        options: options([file], { mapping: { columns: { Cost: 'BilledCost' }, constants: {} } }),
+        reader,
+        warehouse,
+        client: rec.client,
+        logger: memoryLogger(),
+      });
       expect(mapped.sent).toBe(1);
       expect(rec.rows()[0]).toMatchObject({ BilledCost: 1, EffectiveCost: 1 });
     });
@@ -172,7 +246,11 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
         const error = await runPush({ options: options([file]), reader, warehouse, logger: memoryLogger() }).catch((e: unknown) => e);
         expect(error, name).toBeInstanceOf(ConfigError);
         expect((error as ConfigError).message, name).toBe(`${file} ${problem}`);
-        expect((error as ConfigError).hint, name).toMatch(name.endsWith('.csv') ? /first line names its columns, for example ChargePeriodStart,BilledCost,ServiceName,ChargeCategory/ : /one object a line/);
+        expect((error as ConfigError).hint, name).toMatch(
+          name.endsWith('.csv')
+            ? /first line names its columns, for example ChargePeriodStart,BilledCost,ServiceName,ChargeCategory/
+            : /one object a line/,
+        );
         expect(describeError(error), name).not.toMatch(/column0/);
       }
     });
@@ -181,7 +259,10 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
   it('reads Parquet and JSON Lines to the same rows as CSV', async () => {
     await withPushSetup(async ({ dir, reader, warehouse }) => {
       const csv = join(dir, 'c.csv');
-      writeFileSync(csv, 'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory,Tags\n2025-06-01,1.25,Svc,usage,"{""k"": ""v""}"\n2025-06-02,2,Svc,Credit,\n');
+      writeFileSync(
+        csv,
+        'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory,Tags\n2025-06-01,1.25,Svc,usage,"{""k"": ""v""}"\n2025-06-02,2,Svc,Credit,\n',
+      );
       const parquet = join(dir, 'c.parquet');
       const jsonl = join(dir, 'c.jsonl');
       const instance = await DuckDBInstance.create(':memory:');
@@ -190,7 +271,10 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
         CASE WHEN i = 0 THEN MAP {'k': 'v'} END AS Tags FROM range(2) t(i)) TO '${parquet}' (FORMAT parquet)`);
       conn.closeSync();
       instance.closeSync();
-      writeFileSync(jsonl, '{"ChargePeriodStart":"2025-06-01","BilledCost":1.25,"ServiceName":"Svc","ChargeCategory":"usage","Tags":{"k":"v"}}\n{"ChargePeriodStart":"2025-06-02","BilledCost":2,"ServiceName":"Svc","ChargeCategory":"Credit"}\n');
+      writeFileSync(
+        jsonl,
+        '{"ChargePeriodStart":"2025-06-01","BilledCost":1.25,"ServiceName":"Svc","ChargeCategory":"usage","Tags":{"k":"v"}}\n{"ChargePeriodStart":"2025-06-02","BilledCost":2,"ServiceName":"Svc","ChargeCategory":"Credit"}\n',
+      );
       const sent: Record<string, unknown>[][] = [];
       for (const file of [csv, parquet, jsonl]) {
         const rec = recordingClient();
@@ -198,7 +282,14 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
         sent.push(rec.rows().map(({ x_service_line_item_id: _id, ...r }) => r));
       }
       expect(sent[0]).toEqual([
-        { ChargePeriodStart: '2025-06-01T00:00:00Z', BilledCost: 1.25, EffectiveCost: 1.25, ServiceName: 'Svc', ChargeCategory: 'Usage', Tags: { k: 'v' } },
+        {
+          ChargePeriodStart: '2025-06-01T00:00:00Z',
+          BilledCost: 1.25,
+          EffectiveCost: 1.25,
+          ServiceName: 'Svc',
+          ChargeCategory: 'Usage',
+          Tags: { k: 'v' },
+        },
         { ChargePeriodStart: '2025-06-02T00:00:00Z', BilledCost: 2, EffectiveCost: 2, ServiceName: 'Svc', ChargeCategory: 'Credit' },
       ]);
       expect(sent[1]).toEqual(sent[0]);
@@ -212,23 +303,52 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       const lines = ['ChargePeriodStart,BilledCost,ServiceName,ChargeCategory'];
       for (let i = 1; i <= 7; i++) lines.push(`2025-06-0${i},${i},Svc,Usage`);
       writeFileSync(file, lines.join('\n'));
-      const tooLarge = (rows: number) => (rows > 2 ? new ApiError('CS_ERR_HTTP', 'POST ingest failed: HTTP (413): body too large', { statusCode: 413, path: '/api/v1/public/ingest/focus/conn-1' }) : null);
+      const tooLarge = (rows: number) =>
+        rows > 2
+          ? new ApiError('CS_ERR_HTTP', 'POST ingest failed: HTTP (413): body too large', {
+              statusCode: 413,
+              path: '/api/v1/public/ingest/focus/conn-1',
+            })
+          : null;
       const rec = recordingClient(tooLarge);
-      const first = await runPush({ options: options([file], { batchSize: 3 }), reader, warehouse, client: rec.client, logger: memoryLogger() });
+      const first = await runPush({
+        options: options([file], { batchSize: 3 }),
+        reader,
+        warehouse,
+        client: rec.client,
+        logger: memoryLogger(),
+      });
       expect(rec.bodies.map((b) => b.body.rows.length)).toEqual([2, 1, 2, 1, 1]);
       expect(first).toMatchObject({ sent: 7, batches: 5, requests: 7 });
-      const ledger = await warehouse.sql<{ first_row: number; last_row: number; rows_sent: number }>('SELECT first_row, last_row, rows_sent FROM ingest_batches ORDER BY first_row');
+      const ledger = await warehouse.sql<{ first_row: number; last_row: number; rows_sent: number }>(
+        'SELECT first_row, last_row, rows_sent FROM ingest_batches ORDER BY first_row',
+      );
       expect(ledger).toEqual([
-        { first_row: 1, last_row: 2, rows_sent: 2 }, { first_row: 3, last_row: 3, rows_sent: 1 }, { first_row: 4, last_row: 5, rows_sent: 2 },
-        { first_row: 6, last_row: 6, rows_sent: 1 }, { first_row: 7, last_row: 7, rows_sent: 1 },
+        { first_row: 1, last_row: 2, rows_sent: 2 },
+        { first_row: 3, last_row: 3, rows_sent: 1 },
+        { first_row: 4, last_row: 5, rows_sent: 2 },
+        { first_row: 6, last_row: 6, rows_sent: 1 },
+        { first_row: 7, last_row: 7, rows_sent: 1 },
       ]);
       // The same file again: everything was answered, so nothing is sent.
       const again = recordingClient();
-      const second = await runPush({ options: options([file], { batchSize: 3 }), reader, warehouse, client: again.client, logger: memoryLogger() });
+      const second = await runPush({
+        options: options([file], { batchSize: 3 }),
+        reader,
+        warehouse,
+        client: again.client,
+        logger: memoryLogger(),
+      });
       expect(second).toMatchObject({ sent: 0, alreadySent: 7, requests: 0 });
       // Interrupted after row 3: the next run sends rows 4..7 only.
       await warehouse.sql('DELETE FROM ingest_batches WHERE first_row > 3');
-      const resumed = await runPush({ options: options([file], { batchSize: 3 }), reader, warehouse, client: again.client, logger: memoryLogger() });
+      const resumed = await runPush({
+        options: options([file], { batchSize: 3 }),
+        reader,
+        warehouse,
+        client: again.client,
+        logger: memoryLogger(),
+      });
       expect(resumed).toMatchObject({ sent: 4, alreadySent: 3 });
       expect(again.rows().map((r) => r.BilledCost)).toEqual([4, 5, 6, 7]);
     });
@@ -251,7 +371,10 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
   it('names extension columns by --vendor, and keeps and shows the errors the server returns, as returned', async () => {
     await withPushSetup(async ({ dir, reader, warehouse }) => {
       const file = join(dir, 'v.csv');
-      writeFileSync(file, 'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory,X_ACME_MODEL,x_acme_tokens_input,x_service_model\n2025-06-01,1,Svc,Usage,m1,100,ignored?\n2025-06-02,2,Svc,Usage,m2,200,\n');
+      writeFileSync(
+        file,
+        'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory,X_ACME_MODEL,x_acme_tokens_input,x_service_model\n2025-06-01,1,Svc,Usage,m1,100,ignored?\n2025-06-02,2,Svc,Usage,m2,200,\n',
+      );
       const serverError = { row: 1, column: 'x_acme_model', message: 'unknown model', code: 'E42' };
       const client = {
         async ingestFocus(_id: string, body: unknown): Promise<IngestResult> {

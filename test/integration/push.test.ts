@@ -13,7 +13,20 @@ import { CLI, cli, killRunner, run, withEmulator, withTempDir, SPAN } from '../h
 const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
 const env = { COSTSYNC_API_KEY: 'demo-key' };
-const pushArgs = (url: string, dir: string, extra: string[]) => ['push', '--base-url', url, '--db', join(dir, 'p.duckdb'), '--state-dir', join(dir, 'state'), '--log-format', 'json', '--rate-limit', '100000', ...extra];
+const pushArgs = (url: string, dir: string, extra: string[]) => [
+  'push',
+  '--base-url',
+  url,
+  '--db',
+  join(dir, 'p.duckdb'),
+  '--state-dir',
+  join(dir, 'state'),
+  '--log-format',
+  'json',
+  '--rate-limit',
+  '100000',
+  ...extra,
+];
 
 /** The `push finished` summary from JSON logs. */
 function summaryOf(stderr: string): Record<string, number> {
@@ -25,7 +38,9 @@ function summaryOf(stderr: string): Record<string, number> {
 async function ledger(db: string) {
   const wh = await openReadOnly(db);
   try {
-    return await wh.sql<{ first_row: number; last_row: number; accepted: boolean; cost_line_item_count: number }>('SELECT first_row, last_row, accepted, cost_line_item_count FROM ingest_batches ORDER BY sent_at, first_row');
+    return await wh.sql<{ first_row: number; last_row: number; accepted: boolean; cost_line_item_count: number }>(
+      'SELECT first_row, last_row, accepted, cost_line_item_count FROM ingest_batches ORDER BY sent_at, first_row',
+    );
   } finally {
     wh.close();
   }
@@ -43,10 +58,25 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         expect(result.stderr).toMatch(/column\(s\) Id are not FOCUS columns and are not sent/);
         expect(emulator.dataset.ingestedRecords()).toHaveLength(1000);
         const rows = await ledger(join(dir, 'p.duckdb'));
-        expect(rows.map((r) => [r.first_row, r.last_row, r.accepted])).toEqual([[1, 500, true], [501, 1000, true]]);
+        expect(rows.map((r) => [r.first_row, r.last_row, r.accepted])).toEqual([
+          [1, 500, true],
+          [501, 1000, true],
+        ]);
         // status shows the push.
-        const status = JSON.parse((await run(['status', '--db', join(dir, 'p.duckdb'), '--state-dir', join(dir, 'state'), '--log-format', 'json'])).stdout);
-        expect(status.pushes).toEqual([expect.objectContaining({ kind: 'focus', connection_id: 'demo-connection', file: SAMPLE, batches: 2, rows_sent: 1000, created: 1000, all_accepted: true })]);
+        const status = JSON.parse(
+          (await run(['status', '--db', join(dir, 'p.duckdb'), '--state-dir', join(dir, 'state'), '--log-format', 'json'])).stdout,
+        );
+        expect(status.pushes).toEqual([
+          expect.objectContaining({
+            kind: 'focus',
+            connection_id: 'demo-connection',
+            file: SAMPLE,
+            batches: 2,
+            rows_sent: 1000,
+            created: 1000,
+            all_accepted: true,
+          }),
+        ]);
       });
     });
   });
@@ -95,7 +125,10 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         expect(emulator.requestLog.count({})).toBe(0);
 
         const bad = join(dir, 'bad.csv');
-        writeFileSync(bad, 'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory\n2025-06-01,1,Svc,Usage\n2025-06-01,twelve,Svc,Usage\n');
+        writeFileSync(
+          bad,
+          'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory\n2025-06-01,1,Svc,Usage\n2025-06-01,twelve,Svc,Usage\n',
+        );
         const refused = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', bad]), env);
         expect(refused.code).toBe(ExitCode.FAILED);
         expect(refused.stderr).toContain(`${bad}:3: BilledCost: not a finite number: twelve`);
@@ -113,7 +146,11 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
     await withTempDir(async (dir) => {
       const bad = join(dir, 'bad.csv');
       writeFileSync(bad, 'ChargePeriodStart,BilledCost,ServiceName,ChargeCategory\n2025-06-01,1,Svc,Usage\n2025-06-01,twelve,Svc,Usage\n');
-      const levels = (stderr: string) => stderr.split('\n').filter((l) => l.includes('BilledCost: not a finite number')).map((l) => (JSON.parse(l) as { level: string }).level);
+      const levels = (stderr: string) =>
+        stderr
+          .split('\n')
+          .filter((l) => l.includes('BilledCost: not a finite number'))
+          .map((l) => (JSON.parse(l) as { level: string }).level);
       const failed = await run(['push', '--dry-run', '--log-format', 'json', bad]);
       expect(failed.code).toBe(ExitCode.FAILED);
       expect(levels(failed.stderr)).toEqual(['error']);
@@ -131,11 +168,16 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         { key: 'bound-key', scopes: [...SCOPES], plan: 'business', connection_id: 'conn-a' },
         { key: 'read-key', scopes: ['line_items:read'], plan: 'business' },
       ],
-      connections: [{ id: 'conn-a', provider_type: 'custom' }, { id: 'conn-b', provider_type: 'custom' }],
+      connections: [
+        { id: 'conn-a', provider_type: 'custom' },
+        { id: 'conn-b', provider_type: 'custom' },
+      ],
     };
     await withEmulator({ ...SPAN, rowsPerDay: 5, keys }, async (emulator) => {
       await withTempDir(async (dir) => {
-        const bound = await run(pushArgs(emulator.url, dir, ['--connection', 'conn-b', '--batch-size', '5', FIXTURE]), { COSTSYNC_API_KEY: 'bound-key' });
+        const bound = await run(pushArgs(emulator.url, dir, ['--connection', 'conn-b', '--batch-size', '5', FIXTURE]), {
+          COSTSYNC_API_KEY: 'bound-key',
+        });
         expect(bound.code).toBe(ExitCode.AUTH);
         expect(bound.stderr).toMatch(/FORBIDDEN/);
         expect(bound.stderr).toMatch(/bound to another connection/);
@@ -153,25 +195,30 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
 
   it('SIGKILLed mid-push and re-run, ends with every row stored exactly once and the ledger complete', async () => {
     const runner = killRunner(env, (e) => e.route === 'ingest-focus');
-    await withEmulator({
-      ...SPAN, rowsPerDay: 5, onRequest: runner.onRequest,
-    }, async (emulator) => {
-      await withTempDir(async (dir) => {
-        const args = [CLI, ...pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '50', '--quiet', SAMPLE])];
-        const run = (at: number) => runner.run(args, { atRequest: at });
-        let killed = 0;
-        for (const at of [3, 1, 5, 2]) if ((await run(at)).signal === 'SIGKILL') killed += 1;
-        expect(killed).toBeGreaterThanOrEqual(3);
-        const last = await run(Infinity);
-        expect(last.code).toBe(ExitCode.OK);
-        expect(emulator.dataset.ingestedRecords()).toHaveLength(1000);
-        const rows = await ledger(join(dir, 'p.duckdb'));
-        // Answered batches cover rows 1..1000 with no gap; a batch re-sent after a kill is recorded again with nothing created.
-        const covered = new Set<number>();
-        for (const r of rows) for (let i = r.first_row; i <= r.last_row; i++) covered.add(i);
-        expect(covered.size).toBe(1000);
-      });
-    });
+    await withEmulator(
+      {
+        ...SPAN,
+        rowsPerDay: 5,
+        onRequest: runner.onRequest,
+      },
+      async (emulator) => {
+        await withTempDir(async (dir) => {
+          const args = [CLI, ...pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '50', '--quiet', SAMPLE])];
+          const run = (at: number) => runner.run(args, { atRequest: at });
+          let killed = 0;
+          for (const at of [3, 1, 5, 2]) if ((await run(at)).signal === 'SIGKILL') killed += 1;
+          expect(killed).toBeGreaterThanOrEqual(3);
+          const last = await run(Infinity);
+          expect(last.code).toBe(ExitCode.OK);
+          expect(emulator.dataset.ingestedRecords()).toHaveLength(1000);
+          const rows = await ledger(join(dir, 'p.duckdb'));
+          // Answered batches cover rows 1..1000 with no gap; a batch re-sent after a kill is recorded again with nothing created.
+          const covered = new Set<number>();
+          for (const r of rows) for (let i = r.first_row; i <= r.last_row; i++) covered.add(i);
+          expect(covered.size).toBe(1000);
+        });
+      },
+    );
   });
 
   it('push-otel sends a JSON document as it is, once, and records it; a file that is not JSON is refused with exit code 2', async () => {
@@ -179,7 +226,18 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
       await withTempDir(async (dir) => {
         const doc = join(dir, 'usage.json');
         writeFileSync(doc, JSON.stringify({ resourceMetrics: [{ scopeMetrics: [] }] }));
-        const otelArgs = (extra: string[]) => ['push-otel', '--base-url', emulator.url, '--db', join(dir, 'p.duckdb'), '--state-dir', join(dir, 'state'), '--log-format', 'json', ...extra];
+        const otelArgs = (extra: string[]) => [
+          'push-otel',
+          '--base-url',
+          emulator.url,
+          '--db',
+          join(dir, 'p.duckdb'),
+          '--state-dir',
+          join(dir, 'state'),
+          '--log-format',
+          'json',
+          ...extra,
+        ];
         expect((await cli(otelArgs([doc]), env)).code).toBe(ExitCode.OK);
         const again = await run(otelArgs([doc]), env);
         expect(again.code).toBe(ExitCode.OK);
@@ -189,7 +247,10 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         expect(emulator.requestLog.count({ route: 'ingest-otel' })).toBe(2);
         const wh = await openReadOnly(join(dir, 'p.duckdb'));
         try {
-          expect(await wh.sql('SELECT kind, file FROM ingest_batches')).toEqual([{ kind: 'otel', file: doc }, { kind: 'otel', file: doc }]);
+          expect(await wh.sql('SELECT kind, file FROM ingest_batches')).toEqual([
+            { kind: 'otel', file: doc },
+            { kind: 'otel', file: doc },
+          ]);
         } finally {
           wh.close();
         }
@@ -205,31 +266,42 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
   it('SIGTERM finishes the batch in flight and exits 4; the next run goes on from there', async () => {
     let child: ReturnType<typeof spawn> | null = null;
     let ingests = 0;
-    await withEmulator({
-      ...SPAN, rowsPerDay: 5, faults: { latencyMs: 50 },
-      onRequest: (e) => {
-        if (e.route === 'ingest-focus' && ++ingests === 2) child?.kill('SIGTERM');
+    await withEmulator(
+      {
+        ...SPAN,
+        rowsPerDay: 5,
+        faults: { latencyMs: 50 },
+        onRequest: (e) => {
+          if (e.route === 'ingest-focus' && ++ingests === 2) child?.kill('SIGTERM');
+        },
       },
-    }, async (emulator) => {
-      await withTempDir(async (dir) => {
-        const args = [CLI, ...pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '100', SAMPLE])];
-        child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
-        const [code] = (await once(child, 'exit')) as [number | null];
-        expect(code).toBe(ExitCode.STOPPED_EARLY);
-        const stoppedAt = (await ledger(join(dir, 'p.duckdb'))).length;
-        expect(stoppedAt).toBeGreaterThanOrEqual(2);
-        expect(stoppedAt).toBeLessThan(10);
-        child = null;
-        const rest = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '100', SAMPLE]), env);
-        expect(rest.code).toBe(ExitCode.OK);
-        expect(summaryOf(rest.stderr)).toMatchObject({ alreadySent: stoppedAt * 100, sent: 1000 - stoppedAt * 100 });
-        expect(emulator.dataset.ingestedRecords()).toHaveLength(1000);
-      });
-    });
+      async (emulator) => {
+        await withTempDir(async (dir) => {
+          const args = [CLI, ...pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '100', SAMPLE])];
+          child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
+          const [code] = (await once(child, 'exit')) as [number | null];
+          expect(code).toBe(ExitCode.STOPPED_EARLY);
+          const stoppedAt = (await ledger(join(dir, 'p.duckdb'))).length;
+          expect(stoppedAt).toBeGreaterThanOrEqual(2);
+          expect(stoppedAt).toBeLessThan(10);
+          child = null;
+          const rest = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '100', SAMPLE]), env);
+          expect(rest.code).toBe(ExitCode.OK);
+          expect(summaryOf(rest.stderr)).toMatchObject({ alreadySent: stoppedAt * 100, sent: 1000 - stoppedAt * 100 });
+          expect(emulator.dataset.ingestedRecords()).toHaveLength(1000);
+        });
+      },
+    );
   });
 
   it('a rotated key goes on from the ledger: nothing is sent twice', async () => {
-    const keys: KeysConfig = { keys: [{ key: 'old-key', scopes: [...SCOPES], plan: 'business' }, { key: 'new-key', scopes: [...SCOPES], plan: 'business' }], connections: [{ id: 'demo-connection', provider_type: 'custom' }] };
+    const keys: KeysConfig = {
+      keys: [
+        { key: 'old-key', scopes: [...SCOPES], plan: 'business' },
+        { key: 'new-key', scopes: [...SCOPES], plan: 'business' },
+      ],
+      connections: [{ id: 'demo-connection', provider_type: 'custom' }],
+    };
     await withEmulator({ ...SPAN, rowsPerDay: 1, keys }, async (emulator) => {
       await withTempDir(async (dir) => {
         const args = pushArgs(emulator.url, dir, ['--connection', 'demo-connection', FIXTURE]);
@@ -241,11 +313,10 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         expect(emulator.requestLog.count({ route: 'ingest-focus' })).toBe(sent);
         // One ledger, keyed by the source: not one per key.
         const wh = await openReadOnly(join(dir, 'p.duckdb'));
-        const [{ n }] = await wh.sql<{ n: number }>('SELECT count(DISTINCT push_key)::INT AS n FROM ingest_batches') as [{ n: number }];
+        const [{ n }] = (await wh.sql<{ n: number }>('SELECT count(DISTINCT push_key)::INT AS n FROM ingest_batches')) as [{ n: number }];
         wh.close();
         expect(n).toBe(1);
       });
     });
   });
 });
-

@@ -9,12 +9,32 @@ const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
 /** A CLI-synced warehouse of the emulator's June 2025. */
 async function withDb<T>(fn: (db: string) => Promise<T>): Promise<T> {
-  return withEmulator({ ...SPAN, rowsPerDay: 40, clock }, async ({ url }) => withTempDir(async (dir) => {
-    const db = join(dir, 'c.duckdb');
-    const sync = await run(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], { COSTSYNC_API_KEY: 'demo-key' });
-    expect(sync.code, sync.stderr).toBe(ExitCode.OK);
-    return fn(db);
-  }));
+  return withEmulator({ ...SPAN, rowsPerDay: 40, clock }, async ({ url }) =>
+    withTempDir(async (dir) => {
+      const db = join(dir, 'c.duckdb');
+      const sync = await run(
+        [
+          'sync',
+          '--base-url',
+          url,
+          '--db',
+          db,
+          '--state-dir',
+          join(dir, 'state'),
+          '--start-date',
+          SPAN.startDate,
+          '--until',
+          SPAN.endDate,
+          '--rate-limit',
+          '100000',
+          '--quiet',
+        ],
+        { COSTSYNC_API_KEY: 'demo-key' },
+      );
+      expect(sync.code, sync.stderr).toBe(ExitCode.OK);
+      return fn(db);
+    }),
+  );
 }
 
 describe('costsync query', () => {
@@ -23,16 +43,35 @@ describe('costsync query', () => {
       const list = await run(['query', '--db', db, '--list', '--format', 'json']);
       expect(list.code).toBe(ExitCode.OK);
       const objects = JSON.parse(list.stdout) as { name: string; kind: string; columns: string; about: string | null }[];
-      for (const view of ['daily_spend_by_provider', 'daily_spend_by_service', 'daily_spend_by_category', 'monthly_spend', 'month_to_date', 'top_movers', 'spend_by_project', 'spend_by_user', 'open_anomalies', 'anomaly_resolution_times']) {
+      for (const view of [
+        'daily_spend_by_provider',
+        'daily_spend_by_service',
+        'daily_spend_by_category',
+        'monthly_spend',
+        'month_to_date',
+        'top_movers',
+        'spend_by_project',
+        'spend_by_user',
+        'open_anomalies',
+        'anomaly_resolution_times',
+      ]) {
         const found = objects.find((o) => o.name === view);
         expect(found, view).toMatchObject({ kind: 'view' });
         expect(found!.about, view).toMatch(/\w+ \w+/);
       }
       expect(objects.find((o) => o.name === 'line_items')!.columns).toMatch(/^id VARCHAR, usage_date DATE/);
 
-      const table = await run(['query', '--db', db, 'SELECT provider, round(sum(cost_usd), 2) AS usd, count(*) AS days FROM daily_spend_by_provider GROUP BY 1 ORDER BY 1']);
+      const table = await run([
+        'query',
+        '--db',
+        db,
+        'SELECT provider, round(sum(cost_usd), 2) AS usd, count(*) AS days FROM daily_spend_by_provider GROUP BY 1 ORDER BY 1',
+      ]);
       expect(table.stdout.split('\n')[0]).toMatch(/^provider\s+usd\s+days$/);
-      const json = JSON.parse((await run(['query', '--db', db, '--format', 'json', 'SELECT count(*) AS n, DATE \'2025-06-01\' AS d, 1.50::DECIMAL(6,2) AS m'])).stdout);
+      const json = JSON.parse(
+        (await run(['query', '--db', db, '--format', 'json', "SELECT count(*) AS n, DATE '2025-06-01' AS d, 1.50::DECIMAL(6,2) AS m"]))
+          .stdout,
+      );
       expect(json).toEqual([{ n: 1, d: '2025-06-01', m: 1.5 }]);
       const csv = await run(['query', '--db', db, '--format', 'csv', `SELECT 'a, "b"' AS text, NULL AS nothing, 2 AS two`]);
       expect(csv.stdout).toBe('text,nothing,two\n"a, ""b""",,2\n');
@@ -86,10 +125,14 @@ describe('costsync query errors', () => {
       // An extension that is not built in, from a repository that refuses it (as extensions.duckdb.org is
       // out of reach here): DuckDB's reason, and what is built in instead.
       await withScriptedServer([{ status: 404, body: 'no such extension' }], async (url) => {
-        const extension = await query(`SET extension_directory = '${join(dir, 'extensions')}'; SET autoinstall_extension_repository = '${url}'; SELECT * FROM read_xlsx('${join(dir, 'costs.xlsx')}')`);
+        const extension = await query(
+          `SET extension_directory = '${join(dir, 'extensions')}'; SET autoinstall_extension_repository = '${url}'; SELECT * FROM read_xlsx('${join(dir, 'costs.xlsx')}')`,
+        );
         expect(extension).toMatch(/required extension 'excel':\nFailed to download extension "excel" at URL "http:\/\/127\.0\.0\.1:\d+\//);
         expect(extension).toMatch(/\(HTTP 404\)/);
-        expect(extension).toMatch(/hint: costsync's DuckDB has the json, parquet and icu extensions built in; any other, such as excel, is downloaded/);
+        expect(extension).toMatch(
+          /hint: costsync's DuckDB has the json, parquet and icu extensions built in; any other, such as excel, is downloaded/,
+        );
         expect(extension).not.toMatch(/--list/);
       });
     });
@@ -98,15 +141,24 @@ describe('costsync query errors', () => {
 
 describe('query and verify without a warehouse', () => {
   it('name the file they looked for and how to make one, and exit 2, creating nothing', async () => {
-    await withTempDir(async (dir) => inDirectory(dir, async () => {
-      for (const [args, db] of [[['query', 'SELECT 1'], 'costs.duckdb'], [['query', '--list'], 'costs.duckdb'], [['verify'], 'costs.duckdb'], [['verify', '--db', 'nested/w.duckdb'], 'nested/w.duckdb']] as const) {
-        const result = await run([...args]);
-        expect(result.code, args.join(' ')).toBe(ExitCode.USAGE);
-        expect(result.stderr, args.join(' ')).toContain(`There is no warehouse at ${join(process.cwd(), db)}: no such file`);
-        expect(result.stderr, args.join(' ')).toMatch(/hint: Run costsync sync with the same --db to make one, or pass --db .*\(for the demo's, --db demo\.duckdb/);
-      }
-      expect(readdirSync(dir)).toEqual([]);
-    }));
+    await withTempDir(async (dir) =>
+      inDirectory(dir, async () => {
+        for (const [args, db] of [
+          [['query', 'SELECT 1'], 'costs.duckdb'],
+          [['query', '--list'], 'costs.duckdb'],
+          [['verify'], 'costs.duckdb'],
+          [['verify', '--db', 'nested/w.duckdb'], 'nested/w.duckdb'],
+        ] as const) {
+          const result = await run([...args]);
+          expect(result.code, args.join(' ')).toBe(ExitCode.USAGE);
+          expect(result.stderr, args.join(' ')).toContain(`There is no warehouse at ${join(process.cwd(), db)}: no such file`);
+          expect(result.stderr, args.join(' ')).toMatch(
+            /hint: Run costsync sync with the same --db to make one, or pass --db .*\(for the demo's, --db demo\.duckdb/,
+          );
+        }
+        expect(readdirSync(dir)).toEqual([]);
+      }),
+    );
   });
 });
 
@@ -115,17 +167,27 @@ describe('costsync verify', () => {
     await withDb(async (db) => {
       const clean = await cli(['verify', '--db', db]);
       expect(clean.code, clean.stdout).toBe(ExitCode.OK);
-      expect(clean.stdout).toMatch(/No differences above \$0.01 \(30 date\(s\) of line items against rollups, 30 date\(s\) of rollup totals\)/);
+      expect(clean.stdout).toMatch(
+        /No differences above \$0.01 \(30 date\(s\) of line items against rollups, 30 date\(s\) of rollup totals\)/,
+      );
 
       await withWarehouse(db, async (wh) => {
         // Five dollars more on one line item of 2025-06-10, a cent less than a cent on 2025-06-12, and a service rollup row lost on 2025-06-20.
-        await wh.sql(`UPDATE line_items SET net_amount_usd = net_amount_usd + 5 WHERE id = (SELECT min(id) FROM line_items WHERE usage_date = '2025-06-10' AND provider_type = 'aws')`);
-        await wh.sql(`UPDATE line_items SET net_amount_usd = net_amount_usd + 0.009 WHERE id = (SELECT min(id) FROM line_items WHERE usage_date = '2025-06-12')`);
-        await wh.sql(`DELETE FROM rollups_daily WHERE rowid = (SELECT min(rowid) FROM rollups_daily WHERE date = '2025-06-20' AND group_by = 'service')`);
+        await wh.sql(
+          `UPDATE line_items SET net_amount_usd = net_amount_usd + 5 WHERE id = (SELECT min(id) FROM line_items WHERE usage_date = '2025-06-10' AND provider_type = 'aws')`,
+        );
+        await wh.sql(
+          `UPDATE line_items SET net_amount_usd = net_amount_usd + 0.009 WHERE id = (SELECT min(id) FROM line_items WHERE usage_date = '2025-06-12')`,
+        );
+        await wh.sql(
+          `DELETE FROM rollups_daily WHERE rowid = (SELECT min(rowid) FROM rollups_daily WHERE date = '2025-06-20' AND group_by = 'service')`,
+        );
       });
       const dirty = await run(['verify', '--db', db, '--format', 'json']);
       expect(dirty.code).toBe(ExitCode.FAILED);
-      const report = JSON.parse(dirty.stdout) as { differences: { check: string; date: string; provider: string | null; difference_usd: number }[] };
+      const report = JSON.parse(dirty.stdout) as {
+        differences: { check: string; date: string; provider: string | null; difference_usd: number }[];
+      };
       expect(report.differences.map((d) => [d.check, d.date, d.provider])).toEqual([
         ['line items vs provider rollup', '2025-06-10', 'aws'],
         ['provider vs service rollup totals', '2025-06-20', null],

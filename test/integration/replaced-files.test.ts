@@ -20,7 +20,9 @@ it('a file replaced at the same path is read as it is now, not as DuckDB cached 
         // Every batch has as many rows of as many dates, 31 days on from the one before.
         await wh.sql(`COPY (SELECT DATE '2026-01-01' + (r % 31 + ${batch * 31})::INT AS date, r AS v FROM range(170) t(r))
           TO '${file}' (FORMAT parquet, ROW_GROUP_SIZE_BYTES '8MB')`);
-        const [row] = await wh.sql<{ n: number }>(`SELECT count(*)::INT AS n FROM read_parquet('${file}') WHERE date = DATE '2026-01-01' + ${batch * 31}`);
+        const [row] = await wh.sql<{ n: number }>(
+          `SELECT count(*)::INT AS n FROM read_parquet('${file}') WHERE date = DATE '2026-01-01' + ${batch * 31}`,
+        );
         seen.push(row!.n);
       }
       expect(seen).toEqual(Array.from({ length: 30 }, () => 6));

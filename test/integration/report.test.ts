@@ -15,26 +15,51 @@ const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const CHROMIUM = process.env.COSTSYNC_CHROMIUM ?? '/usr/bin/chromium';
 const hasChromium = existsSync(CHROMIUM);
 const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/', import.meta.url));
-if (!hasChromium) console.warn(`report browser test skipped: no Chromium at ${CHROMIUM} (install Debian's chromium package, or set COSTSYNC_CHROMIUM)`);
+if (!hasChromium)
+  console.warn(`report browser test skipped: no Chromium at ${CHROMIUM} (install Debian's chromium package, or set COSTSYNC_CHROMIUM)`);
 
 /** A synced warehouse of June 2025 and its report, written by the CLI. */
 async function withReport<T>(fn: (ctx: { db: string; html: string; path: string; stdout: string }) => Promise<T>): Promise<T> {
-  return withEmulator({ ...SPAN, rowsPerDay: 60, anomaliesPerDay: 3, clock }, async ({ url }) => withTempDir(async (dir) => {
-    const db = join(dir, 'c.duckdb');
-    const sync = await run(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet'], { COSTSYNC_API_KEY: 'demo-key' });
-    expect(sync.code, sync.stderr).toBe(ExitCode.OK);
-    const path = join(dir, 'report.html');
-    const report = await cli(['report', '--db', db, '--out', path, '--from', '2025-06-01', '--to', '2025-06-30']);
-    expect(report.code, report.stderr).toBe(ExitCode.OK);
-    return fn({ db, html: readFileSync(path, 'utf8'), path, stdout: report.stdout });
-  }));
+  return withEmulator({ ...SPAN, rowsPerDay: 60, anomaliesPerDay: 3, clock }, async ({ url }) =>
+    withTempDir(async (dir) => {
+      const db = join(dir, 'c.duckdb');
+      const sync = await run(
+        [
+          'sync',
+          '--base-url',
+          url,
+          '--db',
+          db,
+          '--state-dir',
+          join(dir, 'state'),
+          '--start-date',
+          SPAN.startDate,
+          '--until',
+          SPAN.endDate,
+          '--rate-limit',
+          '100000',
+          '--quiet',
+        ],
+        { COSTSYNC_API_KEY: 'demo-key' },
+      );
+      expect(sync.code, sync.stderr).toBe(ExitCode.OK);
+      const path = join(dir, 'report.html');
+      const report = await cli(['report', '--db', db, '--out', path, '--from', '2025-06-01', '--to', '2025-06-30']);
+      expect(report.code, report.stderr).toBe(ExitCode.OK);
+      return fn({ db, html: readFileSync(path, 'utf8'), path, stdout: report.stdout });
+    }),
+  );
 }
 
 async function expectedSeries(db: string) {
   const wh = await openReadOnly(db);
   try {
-    const providers = await wh.sql<{ provider: string; days: number }>("SELECT provider, count(*)::INTEGER AS days FROM daily_spend_by_provider WHERE date BETWEEN '2025-06-01' AND '2025-06-30' GROUP BY 1 ORDER BY 1");
-    const [{ n }] = (await wh.sql<{ n: number }>("SELECT count(*)::INTEGER AS n FROM open_anomalies WHERE detected_date::DATE BETWEEN '2025-06-01' AND '2025-06-30'")) as [{ n: number }];
+    const providers = await wh.sql<{ provider: string; days: number }>(
+      "SELECT provider, count(*)::INTEGER AS days FROM daily_spend_by_provider WHERE date BETWEEN '2025-06-01' AND '2025-06-30' GROUP BY 1 ORDER BY 1",
+    );
+    const [{ n }] = (await wh.sql<{ n: number }>(
+      "SELECT count(*)::INTEGER AS n FROM open_anomalies WHERE detected_date::DATE BETWEEN '2025-06-01' AND '2025-06-30'",
+    )) as [{ n: number }];
     return { providers, openAnomalies: n };
   } finally {
     wh.close();
@@ -59,37 +84,61 @@ describe('costsync report', () => {
   });
 
   it('without a warehouse, names the file it looked for and how to make one, exits 2 and writes no report', async () => {
-    await withTempDir(async (dir) => inDirectory(dir, async () => {
-      const result = await run(['report']);
-      expect(result.code).toBe(ExitCode.USAGE);
-      expect(result.stderr).toContain(`There is no warehouse at ${join(process.cwd(), 'costs.duckdb')}: no such file`);
-      expect(result.stderr).toMatch(/hint: Run costsync sync with the same --db to make one, or pass --db .*\(for the demo's, --db demo\.duckdb/);
-      expect(readdirSync(dir)).toEqual([]);
-    }));
+    await withTempDir(async (dir) =>
+      inDirectory(dir, async () => {
+        const result = await run(['report']);
+        expect(result.code).toBe(ExitCode.USAGE);
+        expect(result.stderr).toContain(`There is no warehouse at ${join(process.cwd(), 'costs.duckdb')}: no such file`);
+        expect(result.stderr).toMatch(
+          /hint: Run costsync sync with the same --db to make one, or pass --db .*\(for the demo's, --db demo\.duckdb/,
+        );
+        expect(readdirSync(dir)).toEqual([]);
+      }),
+    );
   });
 
   it('projects a month in progress to its end, refuses --from after --to, and says when a range holds no data', async () => {
-    await withEmulator({ ...SPAN, rowsPerDay: 30, anomaliesPerDay: 1, clock }, async ({ url }) => withTempDir(async (dir) => {
-      const db = join(dir, 'c.duckdb');
-      const sync = await run(['sync', '--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--start-date', SPAN.startDate, '--until', '2025-06-15', '--rate-limit', '100000', '--quiet'], { COSTSYNC_API_KEY: 'demo-key' });
-      expect(sync.code, sync.stderr).toBe(ExitCode.OK);
-      const [{ usd }] = (await queryDb<{ usd: number }>(db, 'SELECT sum(net_amount_usd) AS usd FROM line_items')) as [{ usd: number }];
-      const report = await run(['report', '--db', db, '--out', join(dir, 'mid.html')]);
-      expect(report.code, report.stderr).toBe(ExitCode.OK);
-      // June holds 15 days of data: its run-rate is their spend at that pace for 30 days, labelled as such.
-      const html = readFileSync(join(dir, 'mid.html'), 'utf8');
-      const row = /<tr><td>2025-06 \(to date\), through 2025-06-15<\/td><td>([^<]+)<\/td><td>([^<]+)<\/td>/.exec(html)!;
-      expect(row[2]).toBe(formatUsd(Math.round((usd / 15) * 30 * 100) / 100));
-      expect(html).toMatch(/run-rate \$[\d,]+/);
-      const reversed = await run(['report', '--db', db, '--out', join(dir, 'r.html'), '--from', '2025-06-30', '--to', '2025-06-01']);
-      expect(reversed.code).toBe(ExitCode.USAGE);
-      expect(reversed.stderr).toMatch(/--from \(2025-06-30\) is after --to \(2025-06-01\)/);
-      expect(existsSync(join(dir, 'r.html'))).toBe(false);
-      const empty = await run(['report', '--db', db, '--out', join(dir, 'e.html'), '--from', '2024-01-01', '--to', '2024-01-31']);
-      expect(empty.code).toBe(ExitCode.OK);
-      expect(empty.stderr).toMatch(/no spend is stored for 2024-01-01 to 2024-01-31/);
-      expect(readFileSync(join(dir, 'e.html'), 'utf8')).toMatch(/id="no-data">No spend is stored for 2024-01-01 to 2024-01-31/);
-    }));
+    await withEmulator({ ...SPAN, rowsPerDay: 30, anomaliesPerDay: 1, clock }, async ({ url }) =>
+      withTempDir(async (dir) => {
+        const db = join(dir, 'c.duckdb');
+        const sync = await run(
+          [
+            'sync',
+            '--base-url',
+            url,
+            '--db',
+            db,
+            '--state-dir',
+            join(dir, 'state'),
+            '--start-date',
+            SPAN.startDate,
+            '--until',
+            '2025-06-15',
+            '--rate-limit',
+            '100000',
+            '--quiet',
+          ],
+          { COSTSYNC_API_KEY: 'demo-key' },
+        );
+        expect(sync.code, sync.stderr).toBe(ExitCode.OK);
+        const [{ usd }] = (await queryDb<{ usd: number }>(db, 'SELECT sum(net_amount_usd) AS usd FROM line_items')) as [{ usd: number }];
+        const report = await run(['report', '--db', db, '--out', join(dir, 'mid.html')]);
+        expect(report.code, report.stderr).toBe(ExitCode.OK);
+        // June holds 15 days of data: its run-rate is their spend at that pace for 30 days, labelled as such.
+        const html = readFileSync(join(dir, 'mid.html'), 'utf8');
+        const row = /<tr><td>2025-06 \(to date\), through 2025-06-15<\/td><td>([^<]+)<\/td><td>([^<]+)<\/td>/.exec(html)!;
+        expect(row[2]).toBe(formatUsd(Math.round((usd / 15) * 30 * 100) / 100));
+        expect(html).toMatch(/run-rate \$[\d,]+/);
+        const reversed = await run(['report', '--db', db, '--out', join(dir, 'r.html'), '--from', '2025-06-30', '--to', '2025-06-01']);
+        expect(reversed.code).toBe(ExitCode.USAGE);
+        expect(reversed.stderr).toMatch(/--from \(2025-06-30\) is after --to \(2025-06-01\)/);
+        expect(existsSync(join(dir, 'r.html'))).toBe(false);
+        const empty = await run(['report', '--db', db, '--out', join(dir, 'e.html'), '--from', '2024-01-01', '--to', '2024-01-31']);
+        expect(empty.code).toBe(ExitCode.OK);
+        expect(empty.stderr).toMatch(/no spend is stored for 2024-01-01 to 2024-01-31/);
+        expect(readFileSync(join(dir, 'e.html'), 'utf8')).toMatch(/id="no-data">No spend is stored for 2024-01-01 to 2024-01-31/);
+      }),
+    );
   });
 
   it.skipIf(!hasChromium)('renders in headless Chromium with a series per provider and the open anomalies on the timeline', async () => {
@@ -106,16 +155,24 @@ describe('costsync report', () => {
           expect(box!.height, id).toBeGreaterThan(100);
         }
         // A stacked bar per provider and day, named by provider; the legend lists each provider.
-        const bars = await page.locator('#chart-daily [aria-roledescription="bar"]').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') ?? ''));
+        const bars = await page
+          .locator('#chart-daily [aria-roledescription="bar"]')
+          .evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') ?? ''));
         for (const { provider, days } of expected.providers) {
-          expect(bars.filter((label) => label.endsWith(`Provider: ${provider}`)), provider).toHaveLength(days);
+          expect(
+            bars.filter((label) => label.endsWith(`Provider: ${provider}`)),
+            provider,
+          ).toHaveLength(days);
         }
         const legend = await page.locator('#chart-daily [aria-roledescription="legend"]').allTextContents();
         for (const { provider } of expected.providers) expect(legend.join(' ')).toContain(provider);
         // One mark per open anomaly on its provider's row (not a full-height line across the bars), and the same number in the table.
-        const points = await page.locator('#chart-daily [aria-roledescription="point"]').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') ?? ''));
+        const points = await page
+          .locator('#chart-daily [aria-roledescription="point"]')
+          .evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') ?? ''));
         expect(points).toHaveLength(expected.openAnomalies);
-        for (const label of points) expect(label).toMatch(/provider: \w+; Severity: (low|medium|high|critical).*Anomaly: (above|below) expected/);
+        for (const label of points)
+          expect(label).toMatch(/provider: \w+; Severity: (low|medium|high|critical).*Anomaly: (above|below) expected/);
         expect(await page.locator('#chart-daily [aria-roledescription="rule mark"]').count()).toBe(0);
         // At most a handful labelled.
         expect(await page.locator('#chart-daily [aria-roledescription="text mark"]').count()).toBeLessThanOrEqual(5);
@@ -150,7 +207,13 @@ function contrast(a: string, b: string): number {
 
 /** A colour drawn at `opacity` over the white page, as the eye gets it. */
 function overWhite(hex: string, opacity: number): string {
-  return `#${[1, 3, 5].map((i) => Math.round(255 - (255 - parseInt(hex.slice(i, i + 2), 16)) * opacity).toString(16).padStart(2, '0')).join('')}`;
+  return `#${[1, 3, 5]
+    .map((i) =>
+      Math.round(255 - (255 - parseInt(hex.slice(i, i + 2), 16)) * opacity)
+        .toString(16)
+        .padStart(2, '0'),
+    )
+    .join('')}`;
 }
 
 /** A colour with no hue to speak of: its channels within a small spread. */
@@ -165,21 +228,60 @@ const isGrey = (hex: string) => {
  */
 function crowded(): ReportData {
   const anomaly = (source: string, id: string, date: string, provider: string, service: string, excess: number, severity = 'high') => ({
-    source, id, date, provider, service, alert_type: 'spend_spike', severity, status: 'new', excess_usd: excess, deviation_percent: 132,
+    source,
+    id,
+    date,
+    provider,
+    service,
+    alert_type: 'spend_spike',
+    severity,
+    status: 'new',
+    excess_usd: excess,
+    deviation_percent: 132,
   });
   const days = Array.from({ length: 30 }, (_, i) => `2025-06-${String(i + 1).padStart(2, '0')}`);
   return {
-    from: '2025-06-01', to: '2025-06-30', source: null,
+    from: '2025-06-01',
+    to: '2025-06-30',
+    source: null,
     totals: { total_usd: 3000, days: 30, daily_average_usd: 100, last_7_days_usd: 700, prior_7_days_usd: 700 },
-    daily: days.flatMap((date) => [{ date, provider: 'aws', cost_usd: 60 }, { date, provider: 'gcp', cost_usd: 40 }]),
+    daily: days.flatMap((date) => [
+      { date, provider: 'aws', cost_usd: 60 },
+      { date, provider: 'gcp', cost_usd: 40 },
+    ]),
     topServices: [{ service: 'Amazon EC2', cost_usd: 3000 }],
     movers: [],
     monthToDate: null,
     monthly: [
-      { month: '2025-05', cost_usd: 1500, previous_month_usd: null, change_usd: null, change_pct: null, days_with_data: 15, is_partial: true, to_date: false, last_date: '2025-05-31', projected_usd: null },
-      { month: '2025-06', cost_usd: 3000, previous_month_usd: 1500, change_usd: null, change_pct: null, days_with_data: 30, is_partial: false, to_date: false, last_date: '2025-06-30', projected_usd: null },
+      {
+        month: '2025-05',
+        cost_usd: 1500,
+        previous_month_usd: null,
+        change_usd: null,
+        change_pct: null,
+        days_with_data: 15,
+        is_partial: true,
+        to_date: false,
+        last_date: '2025-05-31',
+        projected_usd: null,
+      },
+      {
+        month: '2025-06',
+        cost_usd: 3000,
+        previous_month_usd: 1500,
+        change_usd: null,
+        change_pct: null,
+        days_with_data: 30,
+        is_partial: false,
+        to_date: false,
+        last_date: '2025-06-30',
+        projected_usd: null,
+      },
     ],
-    bySource: [{ source: 'acme-eu', cost_usd: 1500, days: 30 }, { source: 'acme-us', cost_usd: 1500, days: 30 }],
+    bySource: [
+      { source: 'acme-eu', cost_usd: 1500, days: 30 },
+      { source: 'acme-us', cost_usd: 1500, days: 30 },
+    ],
     anomalies: [
       anomaly('acme-us', 'a0', '2025-06-30', 'aws', 'Amazon CloudFront Distribution', 9000, 'critical'),
       anomaly('acme-eu', 'a1', '2025-06-15', 'aws', 'Amazon EC2', 5000),
@@ -195,8 +297,11 @@ function crowded(): ReportData {
 
 /** The anomaly labels as Vega drew them: position in the panel, anchor and text. */
 function drawnLabels(svg: string): { x: number; y: number; anchor: string; text: string }[] {
-  return [...svg.matchAll(/<text [^>]*aria-roledescription="text mark"[^>]*text-anchor="(\w+)"[^>]*transform="translate\(([-\d.]+),([-\d.]+)\)"[^>]*>([^<]*)<\/text>/g)]
-    .map((m) => ({ anchor: m[1]!, x: Number(m[2]), y: Number(m[3]), text: m[4]! }));
+  return [
+    ...svg.matchAll(
+      /<text [^>]*aria-roledescription="text mark"[^>]*text-anchor="(\w+)"[^>]*transform="translate\(([-\d.]+),([-\d.]+)\)"[^>]*>([^<]*)<\/text>/g,
+    ),
+  ].map((m) => ({ anchor: m[1]!, x: Number(m[2]), y: Number(m[3]), text: m[4]! }));
 }
 
 describe('what a person sees in the report', () => {
@@ -230,7 +335,14 @@ describe('what a person sees in the report', () => {
   });
 
   it('every severity stands out from the page (3:1, as WCAG asks of graphics), the low one no smaller than a readable mark', () => {
-    const spec = dailySpendSpec(crowded()) as unknown as { vconcat: { layer?: { mark: { type: string; opacity?: number }; encoding: Record<string, { scale?: { domain: string[]; range: (string | number)[] } }> }[] }[] };
+    const spec = dailySpendSpec(crowded()) as unknown as {
+      vconcat: {
+        layer?: {
+          mark: { type: string; opacity?: number };
+          encoding: Record<string, { scale?: { domain: string[]; range: (string | number)[] } }>;
+        }[];
+      }[];
+    };
     const points = spec.vconcat[1]!.layer!.find((l) => l.mark.type === 'point')!;
     const colors = points.encoding.color!.scale!;
     const sizes = points.encoding.size!.scale!;
@@ -247,15 +359,18 @@ describe('what a person sees in the report', () => {
     expect(Number(sizes.range[0])).toBeGreaterThanOrEqual(50);
   });
 
-  it('the month legend\'s colours are distinct, and its greys as far apart as 3:1', () => {
-    const spec = monthlySpec(crowded()) as unknown as { layer: { encoding: { color?: { field: string; scale: { domain: string[]; range: string[] } } } }[] };
+  it("the month legend's colours are distinct, and its greys as far apart as 3:1", () => {
+    const spec = monthlySpec(crowded()) as unknown as {
+      layer: { encoding: { color?: { field: string; scale: { domain: string[]; range: string[] } } } }[];
+    };
     const { domain, range } = spec.layer.find((l) => l.encoding.color?.field === 'trend')!.encoding.color!.scale;
     expect(range).toHaveLength(domain.length);
     expect(new Set(range.map((c) => c.toLowerCase())).size).toBe(range.length);
     const greys = range.filter(isGrey);
     expect(greys.length).toBeGreaterThanOrEqual(2);
     for (let i = 0; i < greys.length; i++) {
-      for (let j = i + 1; j < greys.length; j++) expect(contrast(greys[i]!, greys[j]!), `${greys[i]} / ${greys[j]}`).toBeGreaterThanOrEqual(3);
+      for (let j = i + 1; j < greys.length; j++)
+        expect(contrast(greys[i]!, greys[j]!), `${greys[i]} / ${greys[j]}`).toBeGreaterThanOrEqual(3);
     }
   });
 
@@ -273,7 +388,11 @@ describe('what a person sees in the report', () => {
 
   it.skipIf(!hasChromium)('in Chromium, the drawn labels overlap neither each other nor a legend', async () => {
     const data = crowded();
-    const [daily, services, monthly] = await Promise.all([renderSvg(dailySpendSpec(data)), renderSvg(topServicesSpec(data)), renderSvg(monthlySpec(data))]);
+    const [daily, services, monthly] = await Promise.all([
+      renderSvg(dailySpendSpec(data)),
+      renderSvg(topServicesSpec(data)),
+      renderSvg(monthlySpec(data)),
+    ]);
     await withTempDir(async (dir) => {
       const path = join(dir, 'crowded.html');
       writeFileSync(path, reportHtml(data, { daily, services, monthly }, '2025-07-01 06:00 UTC'));
@@ -282,15 +401,18 @@ describe('what a person sees in the report', () => {
         const page = await browser.newPage({ viewport: { width: 1400, height: 1500 } });
         await page.goto(pathToFileURL(path).href);
         // What the browser drew: each element's box on the page.
-        const boxesOf = (selector: string) => page.locator(selector).evaluateAll((els) => els.map((e) => {
-          const r = e.getBoundingClientRect();
-          return { x0: r.left, x1: r.right, y0: r.top, y1: r.bottom, text: e.textContent ?? '' };
-        }));
+        const boxesOf = (selector: string) =>
+          page.locator(selector).evaluateAll((els) =>
+            els.map((e) => {
+              const r = e.getBoundingClientRect();
+              return { x0: r.left, x1: r.right, y0: r.top, y1: r.bottom, text: e.textContent ?? '' };
+            }),
+          );
         const labels = await boxesOf('#chart-daily [aria-roledescription="text mark"]');
         const legends = await boxesOf('#chart-daily [aria-roledescription="legend"]');
         expect(labels.length).toBeGreaterThanOrEqual(4);
         expect(legends.length).toBeGreaterThanOrEqual(2);
-        const meet = (a: typeof labels[number], b: typeof labels[number]) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+        const meet = (a: (typeof labels)[number], b: (typeof labels)[number]) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
         for (const [i, a] of labels.entries()) {
           for (const b of labels.slice(i + 1)) expect(meet(a, b), `${a.text} / ${b.text}`).toBe(false);
           for (const legend of legends) expect(meet(a, legend), `${a.text} / legend ${legend.text.slice(0, 20)}`).toBe(false);

@@ -8,31 +8,64 @@ import { runSync } from '../../src/sync/runner.js';
 import { FAST_CLIENT, memoryLogger, run, testSyncConfig, withEmulator, withTempDir, SPAN, queryDb } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
-const key = (k: string, workspace: string, extra: Record<string, unknown> = {}) => ({ key: k, scopes: [...SCOPES], plan: 'business' as const, workspace, ...extra });
+const key = (k: string, workspace: string, extra: Record<string, unknown> = {}) => ({
+  key: k,
+  scopes: [...SCOPES],
+  plan: 'business' as const,
+  workspace,
+  ...extra,
+});
 const workspaces: EmulatorInput = {
-  ...SPAN, rowsPerDay: 100, clock, anomaliesPerDay: 4,
-  keys: { keys: [key('k-eu', 'eu'), key('k-us', 'us'), key('k-apac', 'apac'), key('k-eu-new', 'eu'), key('k-old', 'us', { revoked: true })], connections: [] },
+  ...SPAN,
+  rowsPerDay: 100,
+  clock,
+  anomaliesPerDay: 4,
+  keys: {
+    keys: [key('k-eu', 'eu'), key('k-us', 'us'), key('k-apac', 'apac'), key('k-eu-new', 'eu'), key('k-old', 'us', { revoked: true })],
+    connections: [],
+  },
 };
-
 
 describe('several sources in one warehouse', () => {
   it('three workspaces on one emulator sync side by side into one warehouse; the same ids in two sources are different rows', async () => {
     await withEmulator(workspaces, async (emulator) => {
       await withTempDir(async (dir) => {
-        const sources: SourceConfig[] = ['eu', 'us', 'apac'].map((w) => ({ name: `acme-${w}`, baseUrl: emulator.url, apiKey: `k-${w}`, rateLimit: 100_000 }));
+        const sources: SourceConfig[] = ['eu', 'us', 'apac'].map((w) => ({
+          name: `acme-${w}`,
+          baseUrl: emulator.url,
+          apiKey: `k-${w}`,
+          rateLimit: 100_000,
+        }));
         const config = testSyncConfig(emulator.url, dir, { sources, windowDays: 10 });
         const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
         expect(summary.outcome).toBe('success');
-        expect(summary.sources.map((s) => [s.source, s.outcome])).toEqual([['acme-eu', 'success'], ['acme-us', 'success'], ['acme-apac', 'success']]);
-        const perSource = await queryDb<{ source: string; n: number; ids: number; usd: number }>(config.db,
-          'SELECT source, count(*)::INT AS n, count(DISTINCT id)::INT AS ids, round(sum(net_amount_usd), 2) AS usd FROM line_items GROUP BY source ORDER BY source');
-        expect(perSource.map((r) => [r.source, r.n, r.ids])).toEqual([['acme-apac', 3000, 3000], ['acme-eu', 3000, 3000], ['acme-us', 3000, 3000]]);
+        expect(summary.sources.map((s) => [s.source, s.outcome])).toEqual([
+          ['acme-eu', 'success'],
+          ['acme-us', 'success'],
+          ['acme-apac', 'success'],
+        ]);
+        const perSource = await queryDb<{ source: string; n: number; ids: number; usd: number }>(
+          config.db,
+          'SELECT source, count(*)::INT AS n, count(DISTINCT id)::INT AS ids, round(sum(net_amount_usd), 2) AS usd FROM line_items GROUP BY source ORDER BY source',
+        );
+        expect(perSource.map((r) => [r.source, r.n, r.ids])).toEqual([
+          ['acme-apac', 3000, 3000],
+          ['acme-eu', 3000, 3000],
+          ['acme-us', 3000, 3000],
+        ]);
         // Each workspace has its own data: same ids, other amounts.
         expect(new Set(perSource.map((r) => r.usd)).size).toBe(3);
-        const [shared] = await queryDb<{ n: number }>(config.db, "SELECT count(*)::INT AS n FROM (SELECT id FROM line_items GROUP BY id HAVING count(*) = 3)");
+        const [shared] = await queryDb<{ n: number }>(
+          config.db,
+          'SELECT count(*)::INT AS n FROM (SELECT id FROM line_items GROUP BY id HAVING count(*) = 3)',
+        );
         expect(shared!.n).toBe(3000);
         const runs = await queryDb<{ source: string; outcome: string }>(config.db, 'SELECT source, outcome FROM sync_runs ORDER BY source');
-        expect(runs).toEqual([{ source: 'acme-apac', outcome: 'success' }, { source: 'acme-eu', outcome: 'success' }, { source: 'acme-us', outcome: 'success' }]);
+        expect(runs).toEqual([
+          { source: 'acme-apac', outcome: 'success' },
+          { source: 'acme-eu', outcome: 'success' },
+          { source: 'acme-us', outcome: 'success' },
+        ]);
         const views = await queryDb<{ source: string }>(config.db, 'SELECT DISTINCT source FROM daily_spend_by_provider ORDER BY 1');
         expect(views.map((v) => v.source)).toEqual(['acme-apac', 'acme-eu', 'acme-us']);
         const verify = await run(['verify', '--db', config.db, '--format', 'json']);
@@ -47,11 +80,20 @@ describe('several sources in one warehouse', () => {
         expect(one).toMatch(/source acme-eu ·/);
         // A re-sync of one source replaces only its own rows.
         emulator.datasetOf('eu').restate();
-        const again = await runSync({ config: { ...config, sources: [sources[0]!] }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        const again = await runSync({
+          config: { ...config, sources: [sources[0]!] },
+          logger: memoryLogger(),
+          clock,
+          clientOptions: FAST_CLIENT,
+        });
         expect(again.outcome).toBe('success');
-        const after = await queryDb<{ source: string; n: number; usd: number }>(config.db,
-          'SELECT source, count(*)::INT AS n, round(sum(net_amount_usd), 2) AS usd FROM line_items GROUP BY source ORDER BY source');
-        expect(after.filter((r) => r.source !== 'acme-eu')).toEqual(perSource.filter((r) => r.source !== 'acme-eu').map(({ source, n, usd }) => ({ source, n, usd })));
+        const after = await queryDb<{ source: string; n: number; usd: number }>(
+          config.db,
+          'SELECT source, count(*)::INT AS n, round(sum(net_amount_usd), 2) AS usd FROM line_items GROUP BY source ORDER BY source',
+        );
+        expect(after.filter((r) => r.source !== 'acme-eu')).toEqual(
+          perSource.filter((r) => r.source !== 'acme-eu').map(({ source, n, usd }) => ({ source, n, usd })),
+        );
       });
     });
   });
@@ -59,18 +101,37 @@ describe('several sources in one warehouse', () => {
   it('--sources-at-once 1: each source syncs in its turn (no key asks while another source is syncing), every one in full', async () => {
     await withEmulator(workspaces, async (emulator) => {
       await withTempDir(async (dir) => {
-        const sources: SourceConfig[] = ['eu', 'us', 'apac'].map((w) => ({ name: `acme-${w}`, baseUrl: emulator.url, apiKey: `k-${w}`, rateLimit: 100_000 }));
+        const sources: SourceConfig[] = ['eu', 'us', 'apac'].map((w) => ({
+          name: `acme-${w}`,
+          baseUrl: emulator.url,
+          apiKey: `k-${w}`,
+          rateLimit: 100_000,
+        }));
         const config = testSyncConfig(emulator.url, dir, { sources, windowDays: 10, sourcesAtOnce: 1 });
         const logger = memoryLogger();
         const summary = await runSync({ config, logger, clock, clientOptions: FAST_CLIENT });
         expect(logger.lines.join('\n')).toContain('3 sources, 1 at once (--sources-at-once); the others wait their turn');
-        expect(summary.sources.map((s) => [s.source, s.outcome])).toEqual([['acme-eu', 'success'], ['acme-us', 'success'], ['acme-apac', 'success']]);
+        expect(summary.sources.map((s) => [s.source, s.outcome])).toEqual([
+          ['acme-eu', 'success'],
+          ['acme-us', 'success'],
+          ['acme-apac', 'success'],
+        ]);
         // The workspaces in the order their requests came, runs of one collapsed: one run each.
-        const order = emulator.requestLog.recent().map((r) => r.workspace).filter((w) => w !== undefined);
+        const order = emulator.requestLog
+          .recent()
+          .map((r) => r.workspace)
+          .filter((w) => w !== undefined);
         expect(order.length).toBeGreaterThan(9);
         expect(order.filter((w, i) => w !== order[i - 1])).toEqual(['eu', 'us', 'apac']);
-        const perSource = await queryDb<{ source: string; n: number }>(config.db, 'SELECT source, count(*)::INT AS n FROM line_items GROUP BY source ORDER BY source');
-        expect(perSource).toEqual([{ source: 'acme-apac', n: 3000 }, { source: 'acme-eu', n: 3000 }, { source: 'acme-us', n: 3000 }]);
+        const perSource = await queryDb<{ source: string; n: number }>(
+          config.db,
+          'SELECT source, count(*)::INT AS n FROM line_items GROUP BY source ORDER BY source',
+        );
+        expect(perSource).toEqual([
+          { source: 'acme-apac', n: 3000 },
+          { source: 'acme-eu', n: 3000 },
+          { source: 'acme-us', n: 3000 },
+        ]);
       });
     });
   });
@@ -78,25 +139,60 @@ describe('several sources in one warehouse', () => {
   it('a stop while the first source syncs leaves those still waiting their turn untouched (recorded as stopped); the next run syncs every one', async () => {
     await withEmulator(workspaces, async (emulator) => {
       await withTempDir(async (dir) => {
-        const sources: SourceConfig[] = ['eu', 'us', 'apac'].map((w) => ({ name: `acme-${w}`, baseUrl: emulator.url, apiKey: `k-${w}`, rateLimit: 100_000 }));
+        const sources: SourceConfig[] = ['eu', 'us', 'apac'].map((w) => ({
+          name: `acme-${w}`,
+          baseUrl: emulator.url,
+          apiKey: `k-${w}`,
+          rateLimit: 100_000,
+        }));
         const config = testSyncConfig(emulator.url, dir, { sources, windowDays: 10, sourcesAtOnce: 1 });
         const stop = new AbortController();
         let pages = 0;
         const first = await runSync({
-          config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, signal: stop.signal,
-          progress: { page: () => { if (++pages === 2) stop.abort('test stop'); } },
+          config,
+          logger: memoryLogger(),
+          clock,
+          clientOptions: FAST_CLIENT,
+          signal: stop.signal,
+          progress: {
+            page: () => {
+              if (++pages === 2) stop.abort('test stop');
+            },
+          },
         });
-        expect(first.sources.map((s) => [s.source, s.outcome])).toEqual([['acme-eu', 'stopped'], ['acme-us', 'stopped'], ['acme-apac', 'stopped']]);
-        expect(new Set(emulator.requestLog.recent().map((r) => r.workspace).filter((w) => w !== undefined))).toEqual(new Set(['eu']));
+        expect(first.sources.map((s) => [s.source, s.outcome])).toEqual([
+          ['acme-eu', 'stopped'],
+          ['acme-us', 'stopped'],
+          ['acme-apac', 'stopped'],
+        ]);
+        expect(
+          new Set(
+            emulator.requestLog
+              .recent()
+              .map((r) => r.workspace)
+              .filter((w) => w !== undefined),
+          ),
+        ).toEqual(new Set(['eu']));
         // No state file for the sources that never started.
         expect(readdirSync(config.stateDir).filter((n) => /acme-(us|apac)/.test(n))).toEqual([]);
         expect(readdirSync(config.stateDir).some((n) => n.includes('acme-eu'))).toBe(true);
         const runs = await queryDb<{ source: string; outcome: string }>(config.db, 'SELECT source, outcome FROM sync_runs ORDER BY source');
-        expect(runs).toEqual([{ source: 'acme-apac', outcome: 'stopped' }, { source: 'acme-eu', outcome: 'stopped' }, { source: 'acme-us', outcome: 'stopped' }]);
+        expect(runs).toEqual([
+          { source: 'acme-apac', outcome: 'stopped' },
+          { source: 'acme-eu', outcome: 'stopped' },
+          { source: 'acme-us', outcome: 'stopped' },
+        ]);
         const again = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
         expect(again.sources.map((s) => s.outcome)).toEqual(['success', 'success', 'success']);
-        const perSource = await queryDb<{ source: string; n: number }>(config.db, 'SELECT source, count(*)::INT AS n FROM line_items GROUP BY source ORDER BY source');
-        expect(perSource).toEqual([{ source: 'acme-apac', n: 3000 }, { source: 'acme-eu', n: 3000 }, { source: 'acme-us', n: 3000 }]);
+        const perSource = await queryDb<{ source: string; n: number }>(
+          config.db,
+          'SELECT source, count(*)::INT AS n FROM line_items GROUP BY source ORDER BY source',
+        );
+        expect(perSource).toEqual([
+          { source: 'acme-apac', n: 3000 },
+          { source: 'acme-eu', n: 3000 },
+          { source: 'acme-us', n: 3000 },
+        ]);
       });
     });
   });
@@ -106,24 +202,52 @@ describe('several sources in one warehouse', () => {
       await withEmulator({ ...workspaces, seed: 7 }, async (two) => {
         await withTempDir(async (dir) => {
           writeFileSync(join(dir, 'eu.key'), 'k-eu\n');
-          writeFileSync(join(dir, 'costsync.config.json'), JSON.stringify({
-            db: join(dir, 'c.duckdb'), 'state-dir': join(dir, 'state'), 'rate-limit': 100000,
-            sources: [
-              { name: 'eu', 'base-url': one.url, 'api-key-file': join(dir, 'eu.key') },
-              { name: 'us-old', 'base-url': one.url, 'api-key-env': 'OLD_KEY' },
-              { name: 'other', 'base-url': two.url, 'api-key-env': 'OTHER_KEY', 'rate-limit': 50000 },
-            ],
-          }));
+          writeFileSync(
+            join(dir, 'costsync.config.json'),
+            JSON.stringify({
+              db: join(dir, 'c.duckdb'),
+              'state-dir': join(dir, 'state'),
+              'rate-limit': 100000,
+              sources: [
+                { name: 'eu', 'base-url': one.url, 'api-key-file': join(dir, 'eu.key') },
+                { name: 'us-old', 'base-url': one.url, 'api-key-env': 'OLD_KEY' },
+                { name: 'other', 'base-url': two.url, 'api-key-env': 'OTHER_KEY', 'rate-limit': 50000 },
+              ],
+            }),
+          );
           const env = { OLD_KEY: 'k-old', OTHER_KEY: 'k-us', TZ: 'UTC' };
-          const args = ['sync', '--config', join(dir, 'costsync.config.json'), '--start-date', '2025-06-21', '--until', SPAN.endDate, '--log-format', 'json'];
+          const args = [
+            'sync',
+            '--config',
+            join(dir, 'costsync.config.json'),
+            '--start-date',
+            '2025-06-21',
+            '--until',
+            SPAN.endDate,
+            '--log-format',
+            'json',
+          ];
           const result = await run(args, env);
           expect(result.code).toBe(3);
           expect(result.stderr).toMatch(/us-old: .*revoked/);
           for (const secret of ['k-eu', 'k-old', 'k-us']) expect(result.stderr).not.toContain(secret);
-          const runs = await queryDb<{ source: string; outcome: string }>(join(dir, 'c.duckdb'), 'SELECT source, outcome FROM sync_runs ORDER BY source');
-          expect(runs).toEqual([{ source: 'eu', outcome: 'success' }, { source: 'other', outcome: 'success' }, { source: 'us-old', outcome: 'failed' }]);
-          const rows = await queryDb<{ source: string; n: number }>(join(dir, 'c.duckdb'), 'SELECT source, count(*)::INT AS n FROM line_items GROUP BY source ORDER BY source');
-          expect(rows).toEqual([{ source: 'eu', n: 1000 }, { source: 'other', n: 1000 }]);
+          const runs = await queryDb<{ source: string; outcome: string }>(
+            join(dir, 'c.duckdb'),
+            'SELECT source, outcome FROM sync_runs ORDER BY source',
+          );
+          expect(runs).toEqual([
+            { source: 'eu', outcome: 'success' },
+            { source: 'other', outcome: 'success' },
+            { source: 'us-old', outcome: 'failed' },
+          ]);
+          const rows = await queryDb<{ source: string; n: number }>(
+            join(dir, 'c.duckdb'),
+            'SELECT source, count(*)::INT AS n FROM line_items GROUP BY source ORDER BY source',
+          );
+          expect(rows).toEqual([
+            { source: 'eu', n: 1000 },
+            { source: 'other', n: 1000 },
+          ]);
           // --source runs only the ones named.
           const only = await run([...args, '--source', 'eu'], env);
           expect(only.code).toBe(0);
@@ -137,7 +261,10 @@ describe('several sources in one warehouse', () => {
 
   it('a config file with a key written into it is refused with exit 2, naming the fix', async () => {
     await withTempDir(async (dir) => {
-      writeFileSync(join(dir, 'c.json'), JSON.stringify({ sources: [{ name: 'eu', 'base-url': 'https://api.example.com', 'api-key': 'sk-secret-123' }] }));
+      writeFileSync(
+        join(dir, 'c.json'),
+        JSON.stringify({ sources: [{ name: 'eu', 'base-url': 'https://api.example.com', 'api-key': 'sk-secret-123' }] }),
+      );
       const result = await run(['sync', '--config', join(dir, 'c.json'), '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')]);
       expect(result.code).toBe(2);
       expect(result.stderr).toMatch(/sources\[0\] in the config file holds the API key itself[\s\S]*api-key-file[\s\S]*api-key-env/);
@@ -153,8 +280,16 @@ describe('several sources in one warehouse', () => {
         const stop = new AbortController();
         let pages = 0;
         const first = await runSync({
-          config: { ...base, sources: source('k-eu') }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, signal: stop.signal,
-          progress: { page: () => { if (++pages === 12) stop.abort('test stop'); } },
+          config: { ...base, sources: source('k-eu') },
+          logger: memoryLogger(),
+          clock,
+          clientOptions: FAST_CLIENT,
+          signal: stop.signal,
+          progress: {
+            page: () => {
+              if (++pages === 12) stop.abort('test stop');
+            },
+          },
         });
         expect(first.outcome).toBe('stopped');
         // The stop came after the 12th page was saved. A page asked for meanwhile is kept when its answer
@@ -175,11 +310,16 @@ describe('several sources in one warehouse', () => {
         expect(logger.lines.join('\n')).not.toContain('k-eu-new');
 
         emulator.requestLog.reset();
-        const nightly = await runSync({ config: { ...base, sources: source('k-eu') }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        const nightly = await runSync({
+          config: { ...base, sources: source('k-eu') },
+          logger: memoryLogger(),
+          clock,
+          clientOptions: FAST_CLIENT,
+        });
         expect(nightly.outcome).toBe('success');
         // The 3-day lookback: 3,000 rows, 3 pages.
         expect(emulator.requestLog.count({ route: 'line-items' })).toBe(3);
-        const [{ n }] = await queryDb<{ n: number }>(base.db, 'SELECT count(*)::INT AS n FROM line_items') as [{ n: number }];
+        const [{ n }] = (await queryDb<{ n: number }>(base.db, 'SELECT count(*)::INT AS n FROM line_items')) as [{ n: number }];
         expect(n).toBe(30_000);
       });
     });

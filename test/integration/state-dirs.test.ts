@@ -18,8 +18,11 @@ describe('two state directories on one --db', () => {
         };
         await sync(a);
         await sync(b);
-        const dates = async () => queryDb<{ lo: string; n: number; runs: number }>(a.db,
-          'SELECT min(usage_date)::VARCHAR AS lo, count(*)::INT AS n, (SELECT count(DISTINCT run_id)::INT FROM sync_runs) AS runs FROM line_items');
+        const dates = async () =>
+          queryDb<{ lo: string; n: number; runs: number }>(
+            a.db,
+            'SELECT min(usage_date)::VARCHAR AS lo, count(*)::INT AS n, (SELECT count(DISTINCT run_id)::INT FROM sync_runs) AS runs FROM line_items',
+          );
         expect(await dates()).toEqual([{ lo: '2025-06-01', n: 30 * 20, runs: 2 }]);
         const before = emulator.requestLog.count({ route: 'line-items' });
         const log = await sync(a);

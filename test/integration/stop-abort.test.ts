@@ -8,45 +8,76 @@ import { CLI, queryDb, SPAN, withEmulator, withTempDir } from '../helpers.js';
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
 describe('a stop never waits on the network', () => {
-  it.each(['SIGTERM', 'SIGINT'] as const)('%s while every answer is held: the run ends (exit 4, lock released, run recorded as stopped); the cut request is fetched again next run', async (signal) => {
-    let hold = true;
-    let held: (() => void) | null = null;
-    const release: (() => void)[] = [];
-    await withEmulator({
-      ...SPAN, rowsPerDay: 10, clock,
-      // An API that does not answer (as one answering in 45 s): the reply waits until the test lets it go.
-      beforeReply: async () => {
-        if (!hold) return;
-        await new Promise<void>((resolve) => { release.push(resolve); held?.(); });
-      },
-    }, async (emulator) => {
-      await withTempDir(async (dir) => {
-        const args = [CLI, 'sync', '--base-url', emulator.url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'),
-          '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--log-format', 'json'];
-        const env = { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
-        const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-        const exited = once(child, 'exit');
-        let stderr = '';
-        child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-        // The first request reached the API and waits for its answer: now stop.
-        await new Promise<void>((resolve) => { held = resolve; });
-        child.kill(signal);
-        const [code] = (await exited) as [number | null];
-        expect(code, stderr).toBe(4);
-        expect(release.length).toBeGreaterThan(0);
-        const [run] = await queryDb<{ outcome: string }>(join(dir, 'c.duckdb'), 'SELECT outcome FROM sync_runs');
-        expect(run!.outcome).toBe('stopped');
-        expect(existsSync(join(dir, 'state', 'costsync.lock'))).toBe(false);
-        // Let the held answers go (to nobody), then run again: it completes, the cut page among what it fetches.
-        hold = false;
-        for (const r of release) r();
-        const before = emulator.requestLog.count({ route: 'line-items' });
-        const again = spawn(process.execPath, args, { env, stdio: 'ignore' });
-        expect((await once(again, 'exit'))[0]).toBe(0);
-        expect(emulator.requestLog.count({ route: 'line-items' }) - before).toBeGreaterThan(0);
-        const [rows] = await queryDb<{ n: number }>(join(dir, 'c.duckdb'), 'SELECT count(*)::INT AS n FROM line_items');
-        expect(rows!.n).toBe(30 * 10);
-      });
-    });
-  });
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    '%s while every answer is held: the run ends (exit 4, lock released, run recorded as stopped); the cut request is fetched again next run',
+    async (signal) => {
+      let hold = true;
+      let held: (() => void) | null = null;
+      const release: (() => void)[] = [];
+      await withEmulator(
+        {
+          ...SPAN,
+          rowsPerDay: 10,
+          clock,
+          // An API that does not answer (as one answering in 45 s): the reply waits until the test lets it go.
+          beforeReply: async () => {
+            if (!hold) return;
+            await new Promise<void>((resolve) => {
+              release.push(resolve);
+              held?.();
+            });
+          },
+        },
+        async (emulator) => {
+          await withTempDir(async (dir) => {
+            const args = [
+              CLI,
+              'sync',
+              '--base-url',
+              emulator.url,
+              '--db',
+              join(dir, 'c.duckdb'),
+              '--state-dir',
+              join(dir, 'state'),
+              '--start-date',
+              SPAN.startDate,
+              '--until',
+              SPAN.endDate,
+              '--rate-limit',
+              '100000',
+              '--log-format',
+              'json',
+            ];
+            const env = { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
+            const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+            const exited = once(child, 'exit');
+            let stderr = '';
+            child.stderr.on('data', (d: Buffer) => {
+              stderr += d.toString();
+            });
+            // The first request reached the API and waits for its answer: now stop.
+            await new Promise<void>((resolve) => {
+              held = resolve;
+            });
+            child.kill(signal);
+            const [code] = (await exited) as [number | null];
+            expect(code, stderr).toBe(4);
+            expect(release.length).toBeGreaterThan(0);
+            const [run] = await queryDb<{ outcome: string }>(join(dir, 'c.duckdb'), 'SELECT outcome FROM sync_runs');
+            expect(run!.outcome).toBe('stopped');
+            expect(existsSync(join(dir, 'state', 'costsync.lock'))).toBe(false);
+            // Let the held answers go (to nobody), then run again: it completes, the cut page among what it fetches.
+            hold = false;
+            for (const r of release) r();
+            const before = emulator.requestLog.count({ route: 'line-items' });
+            const again = spawn(process.execPath, args, { env, stdio: 'ignore' });
+            expect((await once(again, 'exit'))[0]).toBe(0);
+            expect(emulator.requestLog.count({ route: 'line-items' }) - before).toBeGreaterThan(0);
+            const [rows] = await queryDb<{ n: number }>(join(dir, 'c.duckdb'), 'SELECT count(*)::INT AS n FROM line_items');
+            expect(rows!.n).toBe(30 * 10);
+          });
+        },
+      );
+    },
+  );
 });

@@ -38,7 +38,8 @@ describe('anomaly sync', () => {
         expect(second.streams.anomalies!.updated).toBeGreaterThan(0);
         await withWarehouse(config.db, async (wh) => {
           const changes = await wh.sql<{ previous_status: string | null; status: string }>(
-            'SELECT previous_status, status FROM anomaly_status_history WHERE previous_status IS NOT NULL');
+            'SELECT previous_status, status FROM anomaly_status_history WHERE previous_status IS NOT NULL',
+          );
           expect(changes.length).toBe(second.streams.anomalies!.updated);
           for (const c of changes) expect(c.previous_status === 'new' || c.previous_status === 'acknowledged').toBe(true);
           const [latest] = await wh.sql<{ n: number }>(`
@@ -46,7 +47,9 @@ describe('anomaly sync', () => {
             JOIN (SELECT anomaly_id, arg_max(status, observed_at) s FROM anomaly_status_history GROUP BY 1) h ON h.anomaly_id = a.id
             WHERE h.s <> a.status`);
           expect(latest!.n).toBe(0);
-          const [first] = await wh.sql<{ a: string; b: string }>("SELECT min(first_seen_at)::VARCHAR a, max(last_seen_at)::VARCHAR b FROM anomalies");
+          const [first] = await wh.sql<{ a: string; b: string }>(
+            'SELECT min(first_seen_at)::VARCHAR a, max(last_seen_at)::VARCHAR b FROM anomalies',
+          );
           expect(first!.a < first!.b).toBe(true);
         });
       });
@@ -63,9 +66,11 @@ describe('anomaly sync', () => {
         expect(summary.outcome).toBe('success');
         expect(summary.warnings.some((w) => /some alerts may be missing: more than 100 alerts share one timestamp/.test(w))).toBe(true);
         await withWarehouse(config.db, async (wh) => {
-          const [run] = await wh.sql<{ w: string }>("SELECT warnings::VARCHAR w FROM sync_runs");
+          const [run] = await wh.sql<{ w: string }>('SELECT warnings::VARCHAR w FROM sync_runs');
           expect(run!.w).toMatch(/some alerts may be missing/);
-          const [stream] = await wh.sql<{ n: number }>("SELECT json_array_length(warnings) n FROM sync_run_streams WHERE stream = 'anomalies'");
+          const [stream] = await wh.sql<{ n: number }>(
+            "SELECT json_array_length(warnings) n FROM sync_run_streams WHERE stream = 'anomalies'",
+          );
           expect(stream!.n).toBe(1);
         });
       });
@@ -77,27 +82,32 @@ describe('anomaly sync', () => {
     const stop = new AbortController();
     let anomalyRequests = 0;
     const held: (() => void)[] = [];
-    await withEmulator({
-      ...span, clock,
-      // The third anomalies request reaches the API, the run stops, and its answer never comes.
-      beforeReply: async ({ route }) => {
-        if (route !== 'anomalies' || ++anomalyRequests !== 3) return;
-        stop.abort('SIGTERM');
-        await new Promise<void>((resolve) => held.push(resolve));
+    await withEmulator(
+      {
+        ...span,
+        clock,
+        // The third anomalies request reaches the API, the run stops, and its answer never comes.
+        beforeReply: async ({ route }) => {
+          if (route !== 'anomalies' || ++anomalyRequests !== 3) return;
+          stop.abort('SIGTERM');
+          await new Promise<void>((resolve) => held.push(resolve));
+        },
       },
-    }, async ({ url }) => {
-      await withTempDir(async (dir) => {
-        const config = testSyncConfig(url, dir, { streams: ['anomalies'], startDate: span.startDate, until: span.endDate });
-        const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, signal: stop.signal });
-        for (const release of held) release();
-        expect(summary.outcome).toBe('stopped');
-        expect(summary.streams.anomalies).toMatchObject({ requests: 3, pages: 2 });
-        await withWarehouse(config.db, async (wh) => {
-          const [stream] = await wh.sql<{ pages: number; requests: number }>(
-            "SELECT pages::INT pages, requests::INT requests FROM sync_run_streams WHERE stream = 'anomalies'");
-          expect(stream).toEqual({ pages: 2, requests: 3 });
+      async ({ url }) => {
+        await withTempDir(async (dir) => {
+          const config = testSyncConfig(url, dir, { streams: ['anomalies'], startDate: span.startDate, until: span.endDate });
+          const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, signal: stop.signal });
+          for (const release of held) release();
+          expect(summary.outcome).toBe('stopped');
+          expect(summary.streams.anomalies).toMatchObject({ requests: 3, pages: 2 });
+          await withWarehouse(config.db, async (wh) => {
+            const [stream] = await wh.sql<{ pages: number; requests: number }>(
+              "SELECT pages::INT pages, requests::INT requests FROM sync_run_streams WHERE stream = 'anomalies'",
+            );
+            expect(stream).toEqual({ pages: 2, requests: 3 });
+          });
         });
-      });
-    });
+      },
+    );
   });
 });

@@ -14,7 +14,9 @@ describe('sync into DuckDB', () => {
         expect(summary.outcome).toBe('success');
         expect(summary.streams.line_items!.inserted).toBe(150 * 30);
         await withWarehouse(config.db, async (wh) => {
-          const [li] = await wh.sql<{ n: number; ids: number; total: number }>('SELECT count(*) n, count(DISTINCT id) ids, sum(net_amount_usd) total FROM line_items');
+          const [li] = await wh.sql<{ n: number; ids: number; total: number }>(
+            'SELECT count(*) n, count(DISTINCT id) ids, sum(net_amount_usd) total FROM line_items',
+          );
           expect(li).toMatchObject({ n: 4500, ids: 4500 });
           for (const groupBy of ['provider', 'service', 'category']) {
             const [r] = await wh.sql<{ total: number }>('SELECT sum(cost_usd) total FROM rollups_daily WHERE group_by = $1', [groupBy]);

@@ -24,7 +24,12 @@ describe('sync under faults', () => {
       await withEmulator({ ...base, clock, faults, seed: 1 }, async (stormy) => {
         await withTempDir(async (dir) => {
           const config = testSyncConfig(stormy.url, dir);
-          const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: { retry: { retries: 10, minTimeoutMs: 1, maxTimeoutMs: 2 } } });
+          const summary = await runSync({
+            config,
+            logger: memoryLogger(),
+            clock,
+            clientOptions: { retry: { retries: 10, minTimeoutMs: 1, maxTimeoutMs: 2 } },
+          });
           expect(summary.outcome).toBe('success');
           expect(summary.retries).toBeGreaterThan(3);
           expect(stormy.requestLog.count({ status: 500 })).toBeGreaterThan(0);
@@ -56,7 +61,12 @@ describe('sync under faults', () => {
     await withEmulator({ ...base, clock, faults: { errorRate: 1 } }, async ({ url }) => {
       await withTempDir(async (dir) => {
         const config = testSyncConfig(url, dir, { streams: ['line_items'] });
-        const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: { retry: { retries: 2, minTimeoutMs: 1, maxTimeoutMs: 2 } } });
+        const summary = await runSync({
+          config,
+          logger: memoryLogger(),
+          clock,
+          clientOptions: { retry: { retries: 2, minTimeoutMs: 1, maxTimeoutMs: 2 } },
+        });
         expect(summary.outcome).toBe('failed');
         expect((summary.error as { code: string }).code).toBe('CS_ERR_RETRIES_EXHAUSTED');
         const digest = await tableDigest(config.db);

@@ -6,7 +6,14 @@ import { FAST_CLIENT, memoryLogger, testSyncConfig, withScriptedServer, withTemp
 
 const clock = { now: () => Date.parse('2025-06-03T06:00:00Z'), sleep: async () => undefined };
 const item = (id: string, date = '2025-06-02') => ({
-  id, usage_date: date, provider_type: 'aws', provider_service: 'ec2', net_amount_usd: 1.5, currency_original: 'USD', project_id: 'p', user_email: 'u@x',
+  id,
+  usage_date: date,
+  provider_type: 'aws',
+  provider_service: 'ec2',
+  net_amount_usd: 1.5,
+  currency_original: 'USD',
+  project_id: 'p',
+  user_email: 'u@x',
 });
 const page = (data: unknown[], meta: Record<string, unknown> = { has_more: false }) => ({ data, error: null, meta });
 
@@ -15,18 +22,25 @@ const page = (data: unknown[], meta: Record<string, unknown> = { has_more: false
  * check against rollups is off: the scripted server answers every request with the same reply.
  */
 async function syncAgainst(replies: ScriptedReply[], timeouts: Record<string, number> = {}) {
-  return withScriptedServer(replies, async (url, hits) => withTempDir(async (dir) => {
-    const config = testSyncConfig(url, dir, { streams: ['line_items'], startDate: '2025-06-02', until: '2025-06-02', reconcile: 'off' });
-    const summary: RunSummary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: { ...FAST_CLIENT, retry: { retries: 2, minTimeoutMs: 1, maxTimeoutMs: 2 }, timeouts } });
-    const wh = await openReadOnly(config.db);
-    try {
-      const [{ n }] = (await wh.sql<{ n: number }>('SELECT count(*)::INTEGER AS n FROM line_items')) as [{ n: number }];
-      const [run] = await wh.sql<{ outcome: string; error: string | null }>('SELECT outcome, error FROM sync_runs');
-      return { summary, rows: n, run: run!, hits: hits() };
-    } finally {
-      wh.close();
-    }
-  }));
+  return withScriptedServer(replies, async (url, hits) =>
+    withTempDir(async (dir) => {
+      const config = testSyncConfig(url, dir, { streams: ['line_items'], startDate: '2025-06-02', until: '2025-06-02', reconcile: 'off' });
+      const summary: RunSummary = await runSync({
+        config,
+        logger: memoryLogger(),
+        clock,
+        clientOptions: { ...FAST_CLIENT, retry: { retries: 2, minTimeoutMs: 1, maxTimeoutMs: 2 }, timeouts },
+      });
+      const wh = await openReadOnly(config.db);
+      try {
+        const [{ n }] = (await wh.sql<{ n: number }>('SELECT count(*)::INTEGER AS n FROM line_items')) as [{ n: number }];
+        const [run] = await wh.sql<{ outcome: string; error: string | null }>('SELECT outcome, error FROM sync_runs');
+        return { summary, rows: n, run: run!, hits: hits() };
+      } finally {
+        wh.close();
+      }
+    }),
+  );
 }
 
 const errorOf = (s: RunSummary) => s.error as ApiError;
@@ -85,26 +99,41 @@ describe('a hostile or buggy server ends in a clear error or a recorded warning,
 
   it('an unknown severity or status is stored as sent, with a warning in the run summary', async () => {
     const alert = (id: string, severity: string, status: string) => ({
-      id, provider_type: 'aws', service: 'ec2', detected_date: '2025-06-02T10:00:00Z', actual_cost: 10, expected_cost: 5,
-      deviation_percent: 100, severity, alert_type: 'spike', status,
+      id,
+      provider_type: 'aws',
+      service: 'ec2',
+      detected_date: '2025-06-02T10:00:00Z',
+      actual_cost: 10,
+      expected_cost: 5,
+      deviation_percent: 100,
+      severity,
+      alert_type: 'spike',
+      status,
     });
-    await withScriptedServer([{ body: page([alert('x1', 'urgent', 'new'), alert('x2', 'high', 'escalated'), alert('x3', 'low', 'new')], {}) }], async (url) => {
-      await withTempDir(async (dir) => {
-        const config = testSyncConfig(url, dir, { streams: ['anomalies'] });
-        const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
-        expect(summary.outcome).toBe('success');
-        expect(summary.warnings.join('\n')).toMatch(/2 alert\(s\) have a severity or status the spec does not list \(for example x1: urgent\/new\)/);
-        const wh = await openReadOnly(config.db);
-        try {
-          expect(await wh.sql('SELECT id, severity, status FROM anomalies ORDER BY id')).toEqual([
-            { id: 'x1', severity: 'urgent', status: 'new' }, { id: 'x2', severity: 'high', status: 'escalated' }, { id: 'x3', severity: 'low', status: 'new' },
-          ]);
-          const [run] = await wh.sql<{ warnings: string }>('SELECT warnings::VARCHAR AS warnings FROM sync_runs');
-          expect(run!.warnings).toMatch(/severity or status the spec does not list/);
-        } finally {
-          wh.close();
-        }
-      });
-    });
+    await withScriptedServer(
+      [{ body: page([alert('x1', 'urgent', 'new'), alert('x2', 'high', 'escalated'), alert('x3', 'low', 'new')], {}) }],
+      async (url) => {
+        await withTempDir(async (dir) => {
+          const config = testSyncConfig(url, dir, { streams: ['anomalies'] });
+          const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+          expect(summary.outcome).toBe('success');
+          expect(summary.warnings.join('\n')).toMatch(
+            /2 alert\(s\) have a severity or status the spec does not list \(for example x1: urgent\/new\)/,
+          );
+          const wh = await openReadOnly(config.db);
+          try {
+            expect(await wh.sql('SELECT id, severity, status FROM anomalies ORDER BY id')).toEqual([
+              { id: 'x1', severity: 'urgent', status: 'new' },
+              { id: 'x2', severity: 'high', status: 'escalated' },
+              { id: 'x3', severity: 'low', status: 'new' },
+            ]);
+            const [run] = await wh.sql<{ warnings: string }>('SELECT warnings::VARCHAR AS warnings FROM sync_runs');
+            expect(run!.warnings).toMatch(/severity or status the spec does not list/);
+          } finally {
+            wh.close();
+          }
+        });
+      },
+    );
   });
 });

@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { runSync } from '../../src/sync/runner.js';
 import { withWarehouse } from '../../src/storage/duckdb.js';
-import { emulatorLineItemIds, FAST_CLIENT, memoryLogger, tableDigest, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import {
+  emulatorLineItemIds,
+  FAST_CLIENT,
+  memoryLogger,
+  tableDigest,
+  testSyncConfig,
+  withEmulator,
+  withTempDir,
+  SPAN,
+} from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 
@@ -18,33 +27,36 @@ describe('incremental sync', () => {
   });
 
   it('re-syncs the lookback days, so restated rows change and deleted rows go, as a fresh sync would have them', async () => {
-    await withEmulator({ ...SPAN, rowsPerDay: 120, clock, restatement: { days: 3, changeRate: 0.3, deleteRate: 0.2 } }, async (emulator) => {
-      await withTempDir(async (dir) => {
-        const config = testSyncConfig(emulator.url, dir);
-        await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
-        emulator.restate();
-        emulator.requestLog.reset();
-        const second = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
-        expect(second.outcome).toBe('success');
-        expect(second.streams.line_items!.deleted).toBeGreaterThan(0);
-        expect(second.streams.line_items!.updated).toBeGreaterThan(0);
-        expect(second.streams.line_items!.inserted).toBe(0);
-        // Only the lookback days were asked for.
-        expect(emulator.requestLog.count({ route: 'line-items' })).toBe(1);
+    await withEmulator(
+      { ...SPAN, rowsPerDay: 120, clock, restatement: { days: 3, changeRate: 0.3, deleteRate: 0.2 } },
+      async (emulator) => {
+        await withTempDir(async (dir) => {
+          const config = testSyncConfig(emulator.url, dir);
+          await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+          emulator.restate();
+          emulator.requestLog.reset();
+          const second = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+          expect(second.outcome).toBe('success');
+          expect(second.streams.line_items!.deleted).toBeGreaterThan(0);
+          expect(second.streams.line_items!.updated).toBeGreaterThan(0);
+          expect(second.streams.line_items!.inserted).toBe(0);
+          // Only the lookback days were asked for.
+          expect(emulator.requestLog.count({ route: 'line-items' })).toBe(1);
 
-        await withWarehouse(config.db, async (wh) => {
-          const ids = (await wh.sql<{ id: string }>('SELECT id FROM line_items ORDER BY id')).map((r) => r.id);
-          expect(ids).toEqual(emulatorLineItemIds(emulator, SPAN.startDate, SPAN.endDate));
+          await withWarehouse(config.db, async (wh) => {
+            const ids = (await wh.sql<{ id: string }>('SELECT id FROM line_items ORDER BY id')).map((r) => r.id);
+            expect(ids).toEqual(emulatorLineItemIds(emulator, SPAN.startDate, SPAN.endDate));
+          });
+          await withTempDir(async (fresh) => {
+            const freshConfig = testSyncConfig(emulator.url, fresh);
+            await runSync({ config: freshConfig, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+            const [a, b] = [await tableDigest(config.db), await tableDigest(freshConfig.db)];
+            expect(a.line_items).toEqual(b.line_items);
+            expect(a.rollups_daily).toEqual(b.rollups_daily);
+          });
         });
-        await withTempDir(async (fresh) => {
-          const freshConfig = testSyncConfig(emulator.url, fresh);
-          await runSync({ config: freshConfig, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
-          const [a, b] = [await tableDigest(config.db), await tableDigest(freshConfig.db)];
-          expect(a.line_items).toEqual(b.line_items);
-          expect(a.rollups_daily).toEqual(b.rollups_daily);
-        });
-      });
-    });
+      },
+    );
   });
 
   it('backfills from --since, and never stores records outside the requested dates', async () => {
@@ -54,11 +66,13 @@ describe('incremental sync', () => {
         await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
         await runSync({ config: { ...config, since: '2025-06-10' }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
         await withWarehouse(config.db, async (wh) => {
-          const [r] = await wh.sql<{ lo: string; hi: string; n: number }>('SELECT min(usage_date)::VARCHAR lo, max(usage_date)::VARCHAR hi, count(*) n FROM line_items');
+          const [r] = await wh.sql<{ lo: string; hi: string; n: number }>(
+            'SELECT min(usage_date)::VARCHAR lo, max(usage_date)::VARCHAR hi, count(*) n FROM line_items',
+          );
           expect(r).toEqual({ lo: '2025-06-10', hi: '2025-06-25', n: 16 * 50 });
           const [ro] = await wh.sql<{ lo: string; hi: string }>('SELECT min(date)::VARCHAR lo, max(date)::VARCHAR hi FROM rollups_daily');
           expect(ro).toEqual({ lo: '2025-06-10', hi: '2025-06-25' });
-          const [an] = await wh.sql<{ hi: string }>("SELECT max(detected_date)::VARCHAR hi FROM anomalies");
+          const [an] = await wh.sql<{ hi: string }>('SELECT max(detected_date)::VARCHAR hi FROM anomalies');
           expect(an!.hi < '2025-06-26').toBe(true);
         });
       });
@@ -74,7 +88,9 @@ describe('incremental sync', () => {
         expect(digest.line_items!.rows).toBe(900 * 5);
         expect(digest.duplicate_line_item_ids!.rows).toBe(0);
         await withWarehouse(config.db, async (wh) => {
-          const [r] = await wh.sql<{ n: number }>("SELECT count(*) n FROM rollups_daily WHERE group_by = 'service' AND provider_type IS NULL");
+          const [r] = await wh.sql<{ n: number }>(
+            "SELECT count(*) n FROM rollups_daily WHERE group_by = 'service' AND provider_type IS NULL",
+          );
           expect(r!.n).toBe(0);
         });
       });
@@ -85,8 +101,16 @@ describe('incremental sync', () => {
     await withEmulator({ ...SPAN, rowsPerDay: 40, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
         const config = testSyncConfig(url, dir, { streams: ['line_items', 'rollups'], startDate: '2025-06-15' });
-        const bounds = async () => withWarehouse(config.db, async (wh) => (await wh.sql<{ lo: string; n: number; r: string }>(
-          'SELECT min(usage_date)::VARCHAR lo, count(*)::INT n, (SELECT min(date)::VARCHAR FROM rollups_daily) r FROM line_items'))[0]);
+        const bounds = async () =>
+          withWarehouse(
+            config.db,
+            async (wh) =>
+              (
+                await wh.sql<{ lo: string; n: number; r: string }>(
+                  'SELECT min(usage_date)::VARCHAR lo, count(*)::INT n, (SELECT min(date)::VARCHAR FROM rollups_daily) r FROM line_items',
+                )
+              )[0],
+          );
         await runSync({ config: { ...config, since: '2025-06-01' }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
         expect(await bounds()).toEqual({ lo: '2025-06-01', n: 30 * 40, r: '2025-06-01' });
         // --start-date is 06-15, the warehouse holds 06-01 on: the refresh re-syncs all of it and drops nothing.
@@ -94,10 +118,20 @@ describe('incremental sync', () => {
         expect(full.streams.line_items).toMatchObject({ deleted: 0, pages: expect.any(Number) as number });
         expect(full.streams.line_items!.requests).toBeGreaterThanOrEqual(5);
         expect(await bounds()).toEqual({ lo: '2025-06-01', n: 30 * 40, r: '2025-06-01' });
-        const later = await runSync({ config: { ...config, fullRefresh: true, since: '2025-06-10' }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        const later = await runSync({
+          config: { ...config, fullRefresh: true, since: '2025-06-10' },
+          logger: memoryLogger(),
+          clock,
+          clientOptions: FAST_CLIENT,
+        });
         expect(later.streams.line_items!.deleted).toBe(0);
         expect(await bounds()).toEqual({ lo: '2025-06-01', n: 30 * 40, r: '2025-06-01' });
-        const pruned = await runSync({ config: { ...config, dropBefore: '2025-06-10' }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+        const pruned = await runSync({
+          config: { ...config, dropBefore: '2025-06-10' },
+          logger: memoryLogger(),
+          clock,
+          clientOptions: FAST_CLIENT,
+        });
         expect(pruned.streams.line_items!.deleted).toBe(9 * 40);
         expect(await bounds()).toEqual({ lo: '2025-06-10', n: 21 * 40, r: '2025-06-10' });
         // Pruned history stays pruned: a full refresh starts at the earliest date left.

@@ -67,7 +67,12 @@ describe('run lock', () => {
       const path = `${dir}/z.lock`;
       const lock = acquireLock(path, 'me');
       const mine = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
-      expect(mine).toMatchObject({ pid: process.pid, bootId: expect.any(String), pidNs: expect.stringMatching(/^pid:\[\d+\]$/), startTicks: expect.any(Number) });
+      expect(mine).toMatchObject({
+        pid: process.pid,
+        bootId: expect.any(String),
+        pidNs: expect.stringMatching(/^pid:\[\d+\]$/),
+        startTicks: expect.any(Number),
+      });
       lock.release();
       // This very process's pid, alive, but the lock says it started at another time: it is not the holder.
       writeFileSync(path, JSON.stringify({ ...mine, startTicks: (mine.startTicks as number) - 100, command: 'before a reboot' }));
@@ -98,17 +103,34 @@ describe('run lock', () => {
         const lock = acquireLock(process.env.TARGET, 'holder in a container');
         console.log(process.pid);
         process.stdin.resume(); process.stdin.on('end', () => { lock.release(); process.exit(0); });`;
-      const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', 'sh', '-c', 'echo 77777 > /proc/sys/kernel/ns_last_pid; "$@"; exit $?', 'holder', process.execPath, '--input-type=module', '-e', script], {
-        env: { PATH: process.env.PATH ?? '', TARGET: path }, stdio: ['pipe', 'pipe', 'inherit'],
-      });
-      const [pid] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+      const child = spawn(
+        'unshare',
+        [
+          '--pid',
+          '--fork',
+          '--mount-proc',
+          'sh',
+          '-c',
+          'echo 77777 > /proc/sys/kernel/ns_last_pid; "$@"; exit $?',
+          'holder',
+          process.execPath,
+          '--input-type=module',
+          '-e',
+          script,
+        ],
+        {
+          env: { PATH: process.env.PATH ?? '', TARGET: path },
+          stdio: ['pipe', 'pipe', 'inherit'],
+        },
+      );
+      const [pid] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
       try {
         // No such pid in this namespace: the previous version took the lock over.
         expect(Number(pid)).toBeGreaterThan(32768);
         expect(() => acquireLock(path, 'me')).toThrow(/holds the lock .*holder in a container.*another PID namespace/);
         expect(() => acquireLock(path, 'me')).toThrow(expect.objectContaining({ hint: expect.stringContaining(`rm ${path}`) }));
       } finally {
-        child.stdin!.end();
+        child.stdin.end();
         await once(child, 'exit');
       }
       expect(existsSync(path)).toBe(false);
@@ -119,9 +141,14 @@ describe('run lock', () => {
       const lock = `${dir}/costsync.lock`;
       const lockModule = new URL('../../dist/state/lock.js', import.meta.url).href;
       const script = `${dir}/holder.mjs`;
-      writeFileSync(script, `const m = await import(${JSON.stringify(lockModule)}); m.acquireLock(${JSON.stringify(lock)}, 'zombie to be'); console.log('locked'); setInterval(() => {}, 1000);`);
+      writeFileSync(
+        script,
+        `const m = await import(${JSON.stringify(lockModule)}); m.acquireLock(${JSON.stringify(lock)}, 'zombie to be'); console.log('locked'); setInterval(() => {}, 1000);`,
+      );
       // The shell becomes `sleep`, which never waits for its child: killed, the holder stays a zombie.
-      const parent = spawn('sh', ['-c', `"$0" "$1" & echo $!; exec sleep 600`, process.execPath, script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const parent = spawn('sh', ['-c', `"$0" "$1" & echo $!; exec sleep 600`, process.execPath, script], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       try {
         const lines = createInterface({ input: parent.stdout });
         const seen: string[] = [];
@@ -143,4 +170,3 @@ describe('run lock', () => {
     });
   });
 });
-

@@ -5,7 +5,17 @@ import { StateStore } from '../../src/state/store.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { keyFingerprint } from '../../src/fingerprint.js';
 import { carriedState } from '../../src/state/carried.js';
-import { FAST_CLIENT, memoryLogger, queryDb, tableDigest, testSyncConfig, withEmulator, withScriptedServer, withTempDir, SPAN } from '../helpers.js';
+import {
+  FAST_CLIENT,
+  memoryLogger,
+  queryDb,
+  tableDigest,
+  testSyncConfig,
+  withEmulator,
+  withScriptedServer,
+  withTempDir,
+  SPAN,
+} from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 const base = { ...SPAN, rowsPerDay: 400, clock };
@@ -18,12 +28,24 @@ describe('stopping and resuming', () => {
         const stop = new AbortController();
         let pages = 0;
         const first = await runSync({
-          config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, signal: stop.signal,
-          progress: { page: (stream) => { if (stream === 'line_items' && ++pages === 3) stop.abort('test stop'); } },
+          config,
+          logger: memoryLogger(),
+          clock,
+          clientOptions: FAST_CLIENT,
+          signal: stop.signal,
+          progress: {
+            page: (stream) => {
+              if (stream === 'line_items' && ++pages === 3) stop.abort('test stop');
+            },
+          },
         });
         expect(first.outcome).toBe('stopped');
         const warehouse = basename(workingCopyPath(config.stateDir, config.db), '.duckdb');
-        const state = new StateStore(config.stateDir, { name: 'default', baseUrl: config.baseUrl, keyFingerprint: keyFingerprint(config.apiKey) }, warehouse).load();
+        const state = new StateStore(
+          config.stateDir,
+          { name: 'default', baseUrl: config.baseUrl, keyFingerprint: keyFingerprint(config.apiKey) },
+          warehouse,
+        ).load();
         const active = state.streams.line_items!.pending!.windows.find((w) => w.status === 'active')!;
         // The stop came after the 3rd page was saved; a page fetched meanwhile is written and saved too,
         // unless the stop cut its request (then it is fetched again).
@@ -56,13 +78,30 @@ describe('stopping and resuming', () => {
       await withTempDir(async (dir) => {
         const config = testSyncConfig(emulator.url, dir, { windowDays: 15, concurrency: 1 });
         const wh = workingCopyPath(config.stateDir, config.db);
-        const store = () => new StateStore(config.stateDir, { name: 'default', baseUrl: config.baseUrl, keyFingerprint: keyFingerprint(config.apiKey) }, basename(wh, '.duckdb'));
-        const carried = async () => JSON.parse((await queryDb<{ state: string }>(wh, "SELECT state::VARCHAR AS state FROM _costsync_sync_state WHERE source = 'default'"))[0]!.state) as unknown;
+        const store = () =>
+          new StateStore(
+            config.stateDir,
+            { name: 'default', baseUrl: config.baseUrl, keyFingerprint: keyFingerprint(config.apiKey) },
+            basename(wh, '.duckdb'),
+          );
+        const carried = async () =>
+          JSON.parse(
+            (await queryDb<{ state: string }>(wh, "SELECT state::VARCHAR AS state FROM _costsync_sync_state WHERE source = 'default'"))[0]!
+              .state,
+          ) as unknown;
         const stop = new AbortController();
         let pages = 0;
         const first = await runSync({
-          config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, signal: stop.signal,
-          progress: { page: (stream) => { if (stream === 'line_items' && ++pages === 2) stop.abort('test stop'); } },
+          config,
+          logger: memoryLogger(),
+          clock,
+          clientOptions: FAST_CLIENT,
+          signal: stop.signal,
+          progress: {
+            page: (stream) => {
+              if (stream === 'line_items' && ++pages === 2) stop.abort('test stop');
+            },
+          },
         });
         expect(first.outcome).toBe('stopped');
         const stopped = store().load();
@@ -85,8 +124,15 @@ describe('stopping and resuming', () => {
       await withTempDir(async (dir) => {
         const config = testSyncConfig(url, dir, { streams: ['line_items'], maxRuntimeMs: 60_000, windowDays: 5, concurrency: 1 });
         const summary = await runSync({
-          config, logger: memoryLogger(), clock: moving, clientOptions: FAST_CLIENT,
-          progress: { page: () => { now += 30_000; } },
+          config,
+          logger: memoryLogger(),
+          clock: moving,
+          clientOptions: FAST_CLIENT,
+          progress: {
+            page: () => {
+              now += 30_000;
+            },
+          },
         });
         expect(summary.outcome).toBe('stopped');
         expect(summary.stopReason).toMatch(/--max-runtime/);
@@ -112,18 +158,27 @@ describe('stopping and resuming', () => {
 
   it('stops a server that returns the same cursor forever, keeping what it had', async () => {
     const item = (i: number) => ({
-      id: `x${i}`, usage_date: '2025-06-01', provider_type: 'aws', provider_service: 's', net_amount_usd: 1,
-      currency_original: 'USD', project_id: 'p', user_email: 'e',
+      id: `x${i}`,
+      usage_date: '2025-06-01',
+      provider_type: 'aws',
+      provider_service: 's',
+      net_amount_usd: 1,
+      currency_original: 'USD',
+      project_id: 'p',
+      user_email: 'e',
     });
     let n = 0;
-    await withScriptedServer([{ body: { data: [item(n++)], error: null, meta: { next_cursor: 'same', has_more: true } } }], async (url, hits) => {
-      await withTempDir(async (dir) => {
-        const config = testSyncConfig(url, dir, { streams: ['line_items'], startDate: '2025-06-01', until: '2025-06-01' });
-        const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
-        expect(summary.outcome).toBe('failed');
-        expect((summary.error as { code: string }).code).toBe('CS_ERR_CURSOR_LOOP');
-        expect(hits()).toBe(2);
-      });
-    });
+    await withScriptedServer(
+      [{ body: { data: [item(n++)], error: null, meta: { next_cursor: 'same', has_more: true } } }],
+      async (url, hits) => {
+        await withTempDir(async (dir) => {
+          const config = testSyncConfig(url, dir, { streams: ['line_items'], startDate: '2025-06-01', until: '2025-06-01' });
+          const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
+          expect(summary.outcome).toBe('failed');
+          expect((summary.error as { code: string }).code).toBe('CS_ERR_CURSOR_LOOP');
+          expect(hits()).toBe(2);
+        });
+      },
+    );
   });
 });

@@ -8,25 +8,32 @@ import { withTempDir } from '../helpers.js';
 
 describe('one table spec per windowed stream (storage/tables.ts)', () => {
   it('each spec is its table as the migrations make it: the fields, then extra and source, by name and type', async () => {
-    await withTempDir(async (dir) => withWarehouse(join(dir, 'w.duckdb'), async (wh) => {
-      for (const spec of TABLE_SPECS) {
-        const described = await wh.sql<{ column_name: string; column_type: string }>(`DESCRIBE ${spec.table}`);
-        expect(described.map((c) => [c.column_name, c.column_type]), spec.table).toEqual([
-          ...spec.columns.map((c) => [c.name, c.type]), ['extra', 'JSON'], ['source', 'VARCHAR'],
-        ]);
-      }
-    }));
+    await withTempDir(async (dir) =>
+      withWarehouse(join(dir, 'w.duckdb'), async (wh) => {
+        for (const spec of TABLE_SPECS) {
+          const described = await wh.sql<{ column_name: string; column_type: string }>(`DESCRIBE ${spec.table}`);
+          expect(
+            described.map((c) => [c.column_name, c.column_type]),
+            spec.table,
+          ).toEqual([...spec.columns.map((c) => [c.name, c.type]), ['extra', 'JSON'], ['source', 'VARCHAR']]);
+        }
+      }),
+    );
   });
 
-  it('drives the streams, the read_json struct, the window SQL and the lake\'s partition date', () => {
+  it("drives the streams, the read_json struct, the window SQL and the lake's partition date", () => {
     expect([lineItemsStream.spec, rollupsStream.spec]).toEqual(TABLE_SPECS);
     for (const spec of TABLE_SPECS) {
       expect(LAKE_TABLES[spec.table]!.date).toBe(spec.dateField);
       const names = tableNames(spec);
       expect(loadSql('sync/window_delete', names)).toContain(`DELETE FROM ${spec.table} WHERE ${spec.dateField} BETWEEN`);
-      expect(spoolColumnsStruct(spec)).toBe(`{o: 'INTEGER', ${spec.columns.map((c) => `${c.name}: '${c.type}'`).join(', ')}, extra: 'JSON'}`);
+      expect(spoolColumnsStruct(spec)).toBe(
+        `{o: 'INTEGER', ${spec.columns.map((c) => `${c.name}: '${c.type}'`).join(', ')}, extra: 'JSON'}`,
+      );
     }
-    expect(loadSql('sync/line_items_insert_window', tableNames(TABLE_SPECS[0]!))).toContain(`columns = ${spoolColumnsStruct(TABLE_SPECS[0]!)}`);
+    expect(loadSql('sync/line_items_insert_window', tableNames(TABLE_SPECS[0]!))).toContain(
+      `columns = ${spoolColumnsStruct(TABLE_SPECS[0]!)}`,
+    );
     // Only names of these shapes are written into SQL.
     expect(() => loadSql('sync/window_count', { table: 'line_items; DROP TABLE x' })).toThrow(/not a substitutable table/);
     expect(() => loadSql('sync/window_count', { date: 'usage_date OR 1=1' })).toThrow(/not a substitutable date/);

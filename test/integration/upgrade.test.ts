@@ -12,7 +12,13 @@ import { cli, emulatorLineItemIds, queryDb, run, tableDigest, withEmulator, with
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/v0.1-warehouse/', import.meta.url));
 // The emulator the fixture was synced from (test/fixtures/README.md).
-const source = { startDate: '2025-06-01', endDate: '2025-06-30', rowsPerDay: 40, anomaliesPerDay: 3, clock: { now: () => Date.parse('2025-07-01T06:00:00Z') } };
+const source = {
+  startDate: '2025-06-01',
+  endDate: '2025-06-30',
+  rowsPerDay: 40,
+  anomaliesPerDay: 3,
+  clock: { now: () => Date.parse('2025-07-01T06:00:00Z') },
+};
 const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
 
 describe('upgrade from a warehouse the previous version wrote', () => {
@@ -30,8 +36,22 @@ describe('upgrade from a warehouse the previous version wrote', () => {
         expect(old.line_items!.rows).toBe(40 * 30);
 
         const args = (target: string, states: string) => [
-          'sync', '--base-url', emulator.url, '--db', target, '--state-dir', states, '--start-date', source.startDate,
-          '--until', source.endDate, '--window-days', '7', '--rate-limit', '100000', '--quiet',
+          'sync',
+          '--base-url',
+          emulator.url,
+          '--db',
+          target,
+          '--state-dir',
+          states,
+          '--start-date',
+          source.startDate,
+          '--until',
+          source.endDate,
+          '--window-days',
+          '7',
+          '--rate-limit',
+          '100000',
+          '--quiet',
         ];
         emulator.requestLog.reset();
         expect((await run(args(db, stateDir), env)).code).toBe(0);
@@ -45,10 +65,14 @@ describe('upgrade from a warehouse the previous version wrote', () => {
         const wh = await openReadOnly(db);
         try {
           // Every migration applied, the newest included.
-          expect((await wh.sql<{ n: number }>('SELECT max(version) AS n FROM _costsync_migrations'))[0]!.n).toBe(readdirSync(join(SQL_DIR, 'schema')).length);
+          expect((await wh.sql<{ n: number }>('SELECT max(version) AS n FROM _costsync_migrations'))[0]!.n).toBe(
+            readdirSync(join(SQL_DIR, 'schema')).length,
+          );
           expect(await wh.sql('SELECT DISTINCT source FROM line_items')).toEqual([{ source: 'default' }]);
-          expect((await wh.sql<{ n: number }>("SELECT count(*) AS n FROM sync_runs"))[0]!.n).toBe(2);
-          expect((await wh.sql<{ n: number }>("SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = '_stage_anomalies'"))[0]!.n).toBe(0);
+          expect((await wh.sql<{ n: number }>('SELECT count(*) AS n FROM sync_runs'))[0]!.n).toBe(2);
+          expect(
+            (await wh.sql<{ n: number }>("SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = '_stage_anomalies'"))[0]!.n,
+          ).toBe(0);
         } finally {
           wh.close();
         }
@@ -60,7 +84,8 @@ describe('upgrade from a warehouse the previous version wrote', () => {
         const { anomalies: upgradedAnomalies, ...kept } = upgraded;
         expect(fresh).toEqual(kept);
         expect(freshAnomalies!.rows).toBe(upgradedAnomalies!.rows);
-        const withoutType = "SELECT md5(string_agg(t::VARCHAR, '|' ORDER BY t::VARCHAR)) AS d FROM (SELECT * EXCLUDE (alert_type, first_seen_at, last_seen_at) FROM anomalies) t";
+        const withoutType =
+          "SELECT md5(string_agg(t::VARCHAR, '|' ORDER BY t::VARCHAR)) AS d FROM (SELECT * EXCLUDE (alert_type, first_seen_at, last_seen_at) FROM anomalies) t";
         expect(await queryDb(join(dir, 'fresh.duckdb'), withoutType)).toEqual(await queryDb(db, withoutType));
       });
     });
@@ -82,8 +107,22 @@ describe('upgrade from a warehouse the previous version wrote', () => {
         expect(before.line_items!.rows).toBe(40 * 30);
 
         const args = (states: string) => [
-          'sync', '--base-url', emulator.url, '--db', db, '--state-dir', states, '--start-date', source.startDate,
-          '--until', source.endDate, '--window-days', '7', '--rate-limit', '100000', '--quiet',
+          'sync',
+          '--base-url',
+          emulator.url,
+          '--db',
+          db,
+          '--state-dir',
+          states,
+          '--start-date',
+          source.startDate,
+          '--until',
+          source.endDate,
+          '--window-days',
+          '7',
+          '--rate-limit',
+          '100000',
+          '--quiet',
         ];
         emulator.requestLog.reset();
         const nightly = await cli(args(stateDir), env);
@@ -111,8 +150,24 @@ describe('upgrade from a warehouse the previous version wrote', () => {
     await withEmulator(made, async (emulator) => {
       await withTempDir(async (dir) => {
         const args = (db: string, states: string) => [
-          'sync', '--base-url', emulator.url, '--db', db, '--state-dir', states, '--start-date', '2025-06-01',
-          '--until', '2025-06-06', '--window-days', '3', '--concurrency', '1', '--rate-limit', '100000', '--quiet',
+          'sync',
+          '--base-url',
+          emulator.url,
+          '--db',
+          db,
+          '--state-dir',
+          states,
+          '--start-date',
+          '2025-06-01',
+          '--until',
+          '2025-06-06',
+          '--window-days',
+          '3',
+          '--concurrency',
+          '1',
+          '--rate-limit',
+          '100000',
+          '--quiet',
         ];
         const db = join(dir, 'costs.duckdb');
         const stateDir = join(dir, 'state');

@@ -11,11 +11,13 @@ const span = { startDate: '2025-05-01', endDate: '2025-06-30' };
 
 /** A warehouse synced from the emulator over May and June 2025. */
 async function withSyncedDb<T>(fn: (db: string) => Promise<T>): Promise<T> {
-  return withEmulator({ ...span, rowsPerDay: 40, anomaliesPerDay: 4, clock }, async ({ url }) => withTempDir(async (dir) => {
-    const config = testSyncConfig(url, dir, { startDate: span.startDate, until: span.endDate, windowDays: 31 });
-    expect((await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
-    return fn(config.db);
-  }));
+  return withEmulator({ ...span, rowsPerDay: 40, anomaliesPerDay: 4, clock }, async ({ url }) =>
+    withTempDir(async (dir) => {
+      const config = testSyncConfig(url, dir, { startDate: span.startDate, until: span.endDate, windowDays: 31 });
+      expect((await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
+      return fn(config.db);
+    }),
+  );
 }
 
 const near = (a: number, b: number) => expect(Math.abs(a - b)).toBeLessThan(0.011);
@@ -32,7 +34,8 @@ describe('analyst views (sql/views), created by every sync', () => {
           expect(v!.days).toBe(61);
         }
         const daily = await wh.sql<{ date: string; cost_usd: number; cost_7d_avg: number }>(
-          "SELECT strftime(date, '%Y-%m-%d') AS date, cost_usd, cost_7d_avg FROM daily_spend_by_provider WHERE provider = 'aws' ORDER BY date");
+          "SELECT strftime(date, '%Y-%m-%d') AS date, cost_usd, cost_7d_avg FROM daily_spend_by_provider WHERE provider = 'aws' ORDER BY date",
+        );
         const at = daily.findIndex((d) => d.date === '2025-06-15');
         near(daily[at]!.cost_7d_avg, daily.slice(at - 6, at + 1).reduce((s, d) => s + d.cost_usd, 0) / 7);
       } finally {
@@ -42,8 +45,12 @@ describe('analyst views (sql/views), created by every sync', () => {
       await withWarehouse(db, (wh) => wh.sql("DELETE FROM rollups_daily WHERE date = '2025-06-10' AND group_by = 'provider'"));
       const wh2 = await openReadOnly(db);
       try {
-        const rows = await wh2.sql<{ provider: string; cost_usd: number; basis: string }>("SELECT provider, cost_usd, basis FROM daily_spend_by_provider WHERE date = '2025-06-10' ORDER BY provider");
-        const items = await wh2.sql<{ provider: string; usd: number }>("SELECT provider_type AS provider, round(sum(net_amount_usd), 2) AS usd FROM line_items WHERE usage_date = '2025-06-10' GROUP BY 1 ORDER BY 1");
+        const rows = await wh2.sql<{ provider: string; cost_usd: number; basis: string }>(
+          "SELECT provider, cost_usd, basis FROM daily_spend_by_provider WHERE date = '2025-06-10' ORDER BY provider",
+        );
+        const items = await wh2.sql<{ provider: string; usd: number }>(
+          "SELECT provider_type AS provider, round(sum(net_amount_usd), 2) AS usd FROM line_items WHERE usage_date = '2025-06-10' GROUP BY 1 ORDER BY 1",
+        );
         expect(rows.map((r) => [r.provider, r.cost_usd, r.basis])).toEqual(items.map((i) => [i.provider, i.usd, 'line_items']));
       } finally {
         wh2.close();
@@ -55,15 +62,27 @@ describe('analyst views (sql/views), created by every sync', () => {
     await withSyncedDb(async (db) => {
       const wh = await openReadOnly(db);
       try {
-        const day = async (from: string, to: string) => (await wh.sql<{ usd: number }>(`SELECT sum(net_amount_usd) AS usd FROM line_items WHERE usage_date BETWEEN '${from}' AND '${to}'`))[0]!.usd;
-        const months = await wh.sql<{ cost_usd: number; previous_month_usd: number | null; change_usd: number | null; change_pct: number | null }>('SELECT * FROM monthly_spend ORDER BY month');
+        const day = async (from: string, to: string) =>
+          (
+            await wh.sql<{ usd: number }>(
+              `SELECT sum(net_amount_usd) AS usd FROM line_items WHERE usage_date BETWEEN '${from}' AND '${to}'`,
+            )
+          )[0]!.usd;
+        const months = await wh.sql<{
+          cost_usd: number;
+          previous_month_usd: number | null;
+          change_usd: number | null;
+          change_pct: number | null;
+        }>('SELECT * FROM monthly_spend ORDER BY month');
         expect(months).toHaveLength(2);
         const [may, june] = [await day('2025-05-01', '2025-05-31'), await day('2025-06-01', '2025-06-30')];
         near(months[0]!.cost_usd, may);
         expect(months[0]!.previous_month_usd).toBeNull();
         near(months[1]!.change_usd!, june - may);
         expect(months[1]!.change_pct).toBeCloseTo((100 * (june - may)) / may, 0);
-        const [mtd] = await wh.sql<{ as_of: string; month_to_date_usd: number; same_days_last_month_usd: number }>("SELECT strftime(as_of, '%Y-%m-%d') AS as_of, * EXCLUDE (as_of) FROM month_to_date");
+        const [mtd] = await wh.sql<{ as_of: string; month_to_date_usd: number; same_days_last_month_usd: number }>(
+          "SELECT strftime(as_of, '%Y-%m-%d') AS as_of, * EXCLUDE (as_of) FROM month_to_date",
+        );
         expect(mtd!.as_of).toBe('2025-06-30');
         near(mtd!.month_to_date_usd, june);
         near(mtd!.same_days_last_month_usd, await day('2025-05-01', '2025-05-30'));
@@ -77,12 +96,19 @@ describe('analyst views (sql/views), created by every sync', () => {
     await withTempDir(async (dir) => {
       const db = join(dir, 'months.duckdb');
       // 2025-04-10..2025-07-12: April starts after the 1st, May and June are whole, July is in progress.
-      await withWarehouse(db, (wh) => wh.sql(`INSERT INTO rollups_daily (date, group_by, provider_type, cost_usd)
-        SELECT d::DATE, 'provider', 'aws', CASE WHEN month(d) = 6 THEN 20 ELSE 10 END FROM range(DATE '2025-04-10', DATE '2025-07-13', INTERVAL 1 DAY) t(d)`));
+      await withWarehouse(db, (wh) =>
+        wh.sql(`INSERT INTO rollups_daily (date, group_by, provider_type, cost_usd)
+        SELECT d::DATE, 'provider', 'aws', CASE WHEN month(d) = 6 THEN 20 ELSE 10 END FROM range(DATE '2025-04-10', DATE '2025-07-13', INTERVAL 1 DAY) t(d)`),
+      );
       const wh = await openReadOnly(db);
       try {
-        const months = await wh.sql<{ month: string; is_partial: boolean; change_usd: number | null; change_pct: number | null; cost_usd: number }>(
-          "SELECT strftime(month, '%Y-%m') AS month, is_partial, change_usd, change_pct, cost_usd FROM monthly_spend ORDER BY month");
+        const months = await wh.sql<{
+          month: string;
+          is_partial: boolean;
+          change_usd: number | null;
+          change_pct: number | null;
+          cost_usd: number;
+        }>("SELECT strftime(month, '%Y-%m') AS month, is_partial, change_usd, change_pct, cost_usd FROM monthly_spend ORDER BY month");
         expect(months.map((m) => [m.month, m.is_partial, m.change_usd, m.change_pct])).toEqual([
           ['2025-04', true, null, null],
           ['2025-05', false, null, null],
@@ -106,13 +132,22 @@ describe('analyst views (sql/views), created by every sync', () => {
   it('top movers, spend by project and by user, open anomalies and time to resolution', async () => {
     await withSyncedDb(async (db) => {
       // One anomaly closed two days after detection, as a later run would record it.
-      await withWarehouse(db, (wh) => wh.sql(`INSERT INTO anomaly_status_history
-        SELECT id, status, 'resolved', detected_date + INTERVAL 2 DAYS, 'r2', source FROM anomalies ORDER BY id LIMIT 1`));
+      await withWarehouse(db, (wh) =>
+        wh.sql(`INSERT INTO anomaly_status_history
+        SELECT id, status, 'resolved', detected_date + INTERVAL 2 DAYS, 'r2', source FROM anomalies ORDER BY id LIMIT 1`),
+      );
       const wh = await openReadOnly(db);
       try {
-        const movers = await wh.sql<{ service: string; last_7_days_usd: number; prior_7_days_usd: number; change_usd: number }>('SELECT * FROM top_movers');
-        const sum = async (service: string, from: string, to: string) => (await wh.sql<{ usd: number | null }>(
-          `SELECT sum(cost_usd) AS usd FROM rollups_daily WHERE group_by = 'service' AND service = $1 AND date BETWEEN '${from}' AND '${to}'`, [service]))[0]!.usd ?? 0;
+        const movers = await wh.sql<{ service: string; last_7_days_usd: number; prior_7_days_usd: number; change_usd: number }>(
+          'SELECT * FROM top_movers',
+        );
+        const sum = async (service: string, from: string, to: string) =>
+          (
+            await wh.sql<{ usd: number | null }>(
+              `SELECT sum(cost_usd) AS usd FROM rollups_daily WHERE group_by = 'service' AND service = $1 AND date BETWEEN '${from}' AND '${to}'`,
+              [service],
+            )
+          )[0]!.usd ?? 0;
         near(movers[0]!.last_7_days_usd, await sum(movers[0]!.service, '2025-06-24', '2025-06-30'));
         near(movers[0]!.prior_7_days_usd, await sum(movers[0]!.service, '2025-06-17', '2025-06-23'));
         expect(movers.map((m) => Math.abs(m.change_usd))).toEqual([...movers.map((m) => Math.abs(m.change_usd))].sort((a, b) => b - a));
@@ -123,8 +158,16 @@ describe('analyst views (sql/views), created by every sync', () => {
           expect(Math.abs(v!.usd - li!.usd)).toBeLessThan(1);
         }
 
-        const open = await wh.sql<{ status: string; excess_usd: number; actual_cost: number; expected_cost: number; detected_date: string }>('SELECT * EXCLUDE (detected_date), detected_date::VARCHAR AS detected_date FROM open_anomalies');
-        const [{ n }] = (await wh.sql<{ n: number }>("SELECT count(*)::INTEGER AS n FROM anomalies WHERE status IN ('new', 'acknowledged')")) as [{ n: number }];
+        const open = await wh.sql<{
+          status: string;
+          excess_usd: number;
+          actual_cost: number;
+          expected_cost: number;
+          detected_date: string;
+        }>('SELECT * EXCLUDE (detected_date), detected_date::VARCHAR AS detected_date FROM open_anomalies');
+        const [{ n }] = (await wh.sql<{ n: number }>(
+          "SELECT count(*)::INTEGER AS n FROM anomalies WHERE status IN ('new', 'acknowledged')",
+        )) as [{ n: number }];
         expect(open).toHaveLength(n);
         expect(open.length).toBeGreaterThan(0);
         expect(open.every((a) => ['new', 'acknowledged'].includes(a.status))).toBe(true);

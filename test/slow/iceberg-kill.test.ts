@@ -13,53 +13,79 @@ const s3 = useRgw();
 const KILLS = Number(process.env.COSTSYNC_KILLS ?? 8);
 
 function expectExact(diff: Record<string, { rows: number; missing: number; extra: number }>, label: string) {
-  for (const [table, d] of Object.entries(diff)) expect({ label, table, ...d }).toEqual({ label, table, rows: d.rows, missing: 0, extra: 0 });
+  for (const [table, d] of Object.entries(diff))
+    expect({ label, table, ...d }).toEqual({ label, table, rows: d.rows, missing: 0, extra: 0 });
 }
 
 describe('--format iceberg under SIGKILL (slow tier)', () => {
-  it(`a directory lake, SIGKILLed at ${KILLS} points (random ones, and right after a data file or a metadata file appears): the tables equal the warehouse, no referenced file missing, no unreferenced file left`, async () => {
-    const runner = killRunner({ COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' });
-    await withEmulator({ ...SPAN, rowsPerDay: 200, clock, anomaliesPerDay: 4, onRequest: runner.onRequest }, async ({ url }) => {
-      await withTempDir(async (dir) => {
-        const args = (sub: string) => [
-          CLI, 'sync', '--base-url', url, '--db', join(dir, sub, 'c.duckdb'), '--state-dir', join(dir, sub, 'state'),
-          '--format', 'iceberg', '--out', join(dir, sub, 'lake'), '--start-date', SPAN.startDate, '--until', SPAN.endDate,
-          '--window-days', '3', '--rate-limit', '100000', '--log-format', 'json', '--quiet',
-        ];
-        const run = (sub: string, point: KillPoint = {}) => runner.run(args(sub), point);
-        expect(await run('clean')).toMatchObject({ code: 0 });
-        const expected = await tableDigest(join(dir, 'clean', 'c.duckdb'));
-        const rng = createRng(20261124);
-        let killed = 0;
-        // A third of the kills land right after a file appears in the lake: a data file (written, not
-        // yet committed) or a metadata file (committed, not yet recorded in the outbox).
-        mkdirSync(join(dir, 'crashy', 'lake'), { recursive: true });
-        let watchFor: RegExp | null = null;
-        const watcher = watch(join(dir, 'crashy', 'lake'), { recursive: true }, (_event, name) => {
-          if (watchFor !== null && name !== null && watchFor.test(String(name))) runner.killNow();
-        });
-        try {
-          for (let i = 0; i < KILLS; i++) {
-            watchFor = i % 3 === 1 ? /data\/.*\.parquet$/ : i % 3 === 2 ? /\/v\d+\.metadata\.json$/ : null;
-            const point = i % 3 === 0 ? (i % 2 === 0 ? { atRequest: 1 + Math.floor(rng() * 20) } : { afterMs: 150 + Math.floor(rng() * 1200) }) : {};
-            const result = await run('crashy', point);
-            if (result.signal === 'SIGKILL') killed += 1;
-            else expect(result.code, result.stderr).toBe(0);
+  it(
+    `a directory lake, SIGKILLed at ${KILLS} points (random ones, and right after a data file or a metadata file appears): the tables equal the warehouse, no referenced file missing, no unreferenced file left`,
+    async () => {
+      const runner = killRunner({ COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' });
+      await withEmulator({ ...SPAN, rowsPerDay: 200, clock, anomaliesPerDay: 4, onRequest: runner.onRequest }, async ({ url }) => {
+        await withTempDir(async (dir) => {
+          const args = (sub: string) => [
+            CLI,
+            'sync',
+            '--base-url',
+            url,
+            '--db',
+            join(dir, sub, 'c.duckdb'),
+            '--state-dir',
+            join(dir, sub, 'state'),
+            '--format',
+            'iceberg',
+            '--out',
+            join(dir, sub, 'lake'),
+            '--start-date',
+            SPAN.startDate,
+            '--until',
+            SPAN.endDate,
+            '--window-days',
+            '3',
+            '--rate-limit',
+            '100000',
+            '--log-format',
+            'json',
+            '--quiet',
+          ];
+          const run = (sub: string, point: KillPoint = {}) => runner.run(args(sub), point);
+          expect(await run('clean')).toMatchObject({ code: 0 });
+          const expected = await tableDigest(join(dir, 'clean', 'c.duckdb'));
+          const rng = createRng(20261124);
+          let killed = 0;
+          // A third of the kills land right after a file appears in the lake: a data file (written, not
+          // yet committed) or a metadata file (committed, not yet recorded in the outbox).
+          mkdirSync(join(dir, 'crashy', 'lake'), { recursive: true });
+          let watchFor: RegExp | null = null;
+          const watcher = watch(join(dir, 'crashy', 'lake'), { recursive: true }, (_event, name) => {
+            if (watchFor !== null && name !== null && watchFor.test(String(name))) runner.killNow();
+          });
+          try {
+            for (let i = 0; i < KILLS; i++) {
+              watchFor = i % 3 === 1 ? /data\/.*\.parquet$/ : i % 3 === 2 ? /\/v\d+\.metadata\.json$/ : null;
+              const point =
+                i % 3 === 0 ? (i % 2 === 0 ? { atRequest: 1 + Math.floor(rng() * 20) } : { afterMs: 150 + Math.floor(rng() * 1200) }) : {};
+              const result = await run('crashy', point);
+              if (result.signal === 'SIGKILL') killed += 1;
+              else expect(result.code, result.stderr).toBe(0);
+            }
+          } finally {
+            watcher.close();
           }
-        } finally {
-          watcher.close();
-        }
-        expect(killed).toBeGreaterThan(KILLS / 2);
-        const last = await run('crashy');
-        expect(last.code, last.stderr).toBe(0);
-        const db = join(dir, 'crashy', 'c.duckdb');
-        expect(await tableDigest(db)).toEqual(expected);
-        const lake = join(dir, 'crashy', 'lake');
-        expectExact(await icebergDifferences(db, pathToFileURL(lake).href), 'directory');
-        expect(await icebergFileCheck(lake, pathToFileURL(lake).href)).toEqual({ missing: [], unreferenced: [] });
+          expect(killed).toBeGreaterThan(KILLS / 2);
+          const last = await run('crashy');
+          expect(last.code, last.stderr).toBe(0);
+          const db = join(dir, 'crashy', 'c.duckdb');
+          expect(await tableDigest(db)).toEqual(expected);
+          const lake = join(dir, 'crashy', 'lake');
+          expectExact(await icebergDifferences(db, pathToFileURL(lake).href), 'directory');
+          expect(await icebergFileCheck(lake, pathToFileURL(lake).href)).toEqual({ missing: [], unreferenced: [] });
+        });
       });
-    });
-  }, 60_000 + KILLS * 10_000);
+    },
+    60_000 + KILLS * 10_000,
+  );
 
   it('a bucket lake (radosgw through a fault proxy), SIGKILLed at random bucket requests and right after a metadata file is created: exact, nothing missing, nothing left over', async () => {
     await s3.createBucket('ice-a');
@@ -80,9 +106,27 @@ describe('--format iceberg under SIGKILL (slow tier)', () => {
         await withTempDir(async (dir) => {
           const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', ...s3.env(proxy.endpoint) };
           const args = [
-            'sync', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), '--format', 'iceberg',
-            '--out', 's3://ice-a/costs', '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--window-days', '5',
-            '--rate-limit', '100000', '--log-format', 'json',
+            'sync',
+            '--base-url',
+            url,
+            '--db',
+            join(dir, 'c.duckdb'),
+            '--state-dir',
+            join(dir, 'state'),
+            '--format',
+            'iceberg',
+            '--out',
+            's3://ice-a/costs',
+            '--start-date',
+            SPAN.startDate,
+            '--until',
+            SPAN.endDate,
+            '--window-days',
+            '5',
+            '--rate-limit',
+            '100000',
+            '--log-format',
+            'json',
           ];
           const runner = killRunner(env);
           onRequest = runner.onRequest;
@@ -114,29 +158,61 @@ describe('--format iceberg under SIGKILL (slow tier)', () => {
     const key = (w: string) => ({ key: `k-${w}`, scopes: [...SCOPES], plan: 'business' as const, workspace: w });
     const proxy = await faultProxy(s3.endpoint);
     try {
-      await withEmulator({ ...SPAN, rowsPerDay: 60, clock, anomaliesPerDay: 2, keys: { keys: names.map(key), connections: [] } }, async ({ url }) => {
-        await withTempDir(async (dir) => {
-          const config = join(dir, 'costsync.config.json');
-          writeFileSync(config, JSON.stringify({ 'rate-limit': 100000, sources: names.map((w) => ({ name: w, 'base-url': url, 'api-key-env': `KEY_${w.toUpperCase()}` })) }));
-          const env = { ...Object.fromEntries(names.map((w) => [`KEY_${w.toUpperCase()}`, `k-${w}`])), TZ: 'UTC', ...s3.env(proxy.endpoint) };
-          const shard = (w: string) => [
-            'sync', '--config', config, '--source', w, '--db', join(dir, w, 'c.duckdb'), '--state-dir', join(dir, w, 'state'),
-            '--format', 'iceberg', '--out', 's3://ice-b/costs', '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--window-days', '5', '--log-format', 'json',
-          ];
-          const runner = killRunner(env, () => false);
-          const killed = runner.run([CLI, ...shard('latam')], { afterMs: 900 });
-          const results = await Promise.all(names.slice(0, 3).map((w) => cli(shard(w), env)));
-          for (const r of results) expect(r.code, r.stderr).toBe(0);
-          await killed;
-          const again = await cli(shard('latam'), env);
-          expect(again.code, again.stderr).toBe(0);
-          for (const w of names) {
-            expectExact(await icebergDifferences(join(dir, w, 'c.duckdb'), 's3://ice-b/costs', { sources: [w], s3: s3.client }), w);
-          }
-          await s3.download('ice-b', 'costs/', join(dir, 'lake'));
-          expect(await icebergFileCheck(join(dir, 'lake'), 's3://ice-b/costs')).toEqual({ missing: [], unreferenced: [] });
-        });
-      });
+      await withEmulator(
+        { ...SPAN, rowsPerDay: 60, clock, anomaliesPerDay: 2, keys: { keys: names.map(key), connections: [] } },
+        async ({ url }) => {
+          await withTempDir(async (dir) => {
+            const config = join(dir, 'costsync.config.json');
+            writeFileSync(
+              config,
+              JSON.stringify({
+                'rate-limit': 100000,
+                sources: names.map((w) => ({ name: w, 'base-url': url, 'api-key-env': `KEY_${w.toUpperCase()}` })),
+              }),
+            );
+            const env = {
+              ...Object.fromEntries(names.map((w) => [`KEY_${w.toUpperCase()}`, `k-${w}`])),
+              TZ: 'UTC',
+              ...s3.env(proxy.endpoint),
+            };
+            const shard = (w: string) => [
+              'sync',
+              '--config',
+              config,
+              '--source',
+              w,
+              '--db',
+              join(dir, w, 'c.duckdb'),
+              '--state-dir',
+              join(dir, w, 'state'),
+              '--format',
+              'iceberg',
+              '--out',
+              's3://ice-b/costs',
+              '--start-date',
+              SPAN.startDate,
+              '--until',
+              SPAN.endDate,
+              '--window-days',
+              '5',
+              '--log-format',
+              'json',
+            ];
+            const runner = killRunner(env, () => false);
+            const killed = runner.run([CLI, ...shard('latam')], { afterMs: 900 });
+            const results = await Promise.all(names.slice(0, 3).map((w) => cli(shard(w), env)));
+            for (const r of results) expect(r.code, r.stderr).toBe(0);
+            await killed;
+            const again = await cli(shard('latam'), env);
+            expect(again.code, again.stderr).toBe(0);
+            for (const w of names) {
+              expectExact(await icebergDifferences(join(dir, w, 'c.duckdb'), 's3://ice-b/costs', { sources: [w], s3: s3.client }), w);
+            }
+            await s3.download('ice-b', 'costs/', join(dir, 'lake'));
+            expect(await icebergFileCheck(join(dir, 'lake'), 's3://ice-b/costs')).toEqual({ missing: [], unreferenced: [] });
+          });
+        },
+      );
     } finally {
       await proxy.close();
     }

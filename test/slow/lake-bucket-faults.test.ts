@@ -8,7 +8,7 @@ const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const s3 = useRgw();
 
 // In the slow tier: the SDK's backoff (about a second a SlowDown) makes this a 20-second run.
-describe('the lake and the published warehouse in a bucket, through the bucket\'s faults (slow tier)', () => {
+describe("the lake and the published warehouse in a bucket, through the bucket's faults (slow tier)", () => {
   it('through 503 SlowDown and connection resets: every object a partition, run table or manifest, the lake equals the tables, the published object equals the working copy; query reads it, downloading it once', async () => {
     await s3.createBucket('lake-a');
     let faults = 0;

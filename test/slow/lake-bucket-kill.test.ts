@@ -31,7 +31,9 @@ describe('the lake and the published warehouse in a bucket: long kill loops (slo
           let killed = 0;
           for (let i = 0; i < 6; i++) {
             faulty = i % 2 === 1;
-            const child = await runner.run([CLI, ...syncArgs(url, dir, 'lake-c', ['--publish-interval', '0'])], { atRequest: 3 + Math.floor(rng() * 60) });
+            const child = await runner.run([CLI, ...syncArgs(url, dir, 'lake-c', ['--publish-interval', '0'])], {
+              atRequest: 3 + Math.floor(rng() * 60),
+            });
             if (child.signal === 'SIGKILL') killed += 1;
           }
           expect(killed).toBeGreaterThan(2);
@@ -46,10 +48,16 @@ describe('the lake and the published warehouse in a bucket: long kill loops (slo
     }
   }, 180_000);
 
-  it('two shards with disjoint sources write one prefix at once, one killed and restarted: each source exact, neither touches the other\'s objects', async () => {
+  it("two shards with disjoint sources write one prefix at once, one killed and restarted: each source exact, neither touches the other's objects", async () => {
     await s3.createBucket('lake-d');
     const key = (k: string, workspace: string) => ({ key: k, scopes: [...SCOPES], plan: 'business' as const, workspace });
-    const emulator = { ...SPAN, rowsPerDay: 60, clock, anomaliesPerDay: 2, keys: { keys: [key('k-eu', 'eu'), key('k-us', 'us'), key('k-apac', 'apac')], connections: [] } };
+    const emulator = {
+      ...SPAN,
+      rowsPerDay: 60,
+      clock,
+      anomaliesPerDay: 2,
+      keys: { keys: [key('k-eu', 'eu'), key('k-us', 'us'), key('k-apac', 'apac')], connections: [] },
+    };
     // One proxy per shard, so each shard's requests are its own.
     const proxies = [await faultProxy(s3.endpoint), await faultProxy(s3.endpoint)];
     let onRequest = (_entry: { route: string }) => undefined as void;
@@ -61,15 +69,38 @@ describe('the lake and the published warehouse in a bucket: long kill loops (slo
       await withEmulator(emulator, async ({ url }) => {
         await withTempDir(async (dir) => {
           const config = join(dir, 'costsync.config.json');
-          writeFileSync(config, JSON.stringify({
-            'rate-limit': 100000,
-            sources: ['eu', 'us', 'apac'].map((w) => ({ name: w, 'base-url': url, 'api-key-env': `KEY_${w.toUpperCase()}` })),
-          }));
+          writeFileSync(
+            config,
+            JSON.stringify({
+              'rate-limit': 100000,
+              sources: ['eu', 'us', 'apac'].map((w) => ({ name: w, 'base-url': url, 'api-key-env': `KEY_${w.toUpperCase()}` })),
+            }),
+          );
           const keys = { KEY_EU: 'k-eu', KEY_US: 'k-us', KEY_APAC: 'k-apac', TZ: 'UTC' };
           const shard = (n: number, sources: string) => [
-            'sync', '--config', config, '--source', sources, '--db', `s3://lake-d/wh/shard-${n}.duckdb`, '--state-dir', join(dir, `state-${n}`),
-            '--format', 'parquet', '--out', 's3://lake-d/costs', '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--window-days', '10',
-            '--publish-interval', '0', '--log-format', 'json',
+            'sync',
+            '--config',
+            config,
+            '--source',
+            sources,
+            '--db',
+            `s3://lake-d/wh/shard-${n}.duckdb`,
+            '--state-dir',
+            join(dir, `state-${n}`),
+            '--format',
+            'parquet',
+            '--out',
+            's3://lake-d/costs',
+            '--start-date',
+            SPAN.startDate,
+            '--until',
+            SPAN.endDate,
+            '--window-days',
+            '10',
+            '--publish-interval',
+            '0',
+            '--log-format',
+            'json',
           ];
           const runner = killRunner({ ...keys, ...s3.env(proxies[1]!.endpoint) });
           onRequest = runner.onRequest;
@@ -83,20 +114,27 @@ describe('the lake and the published warehouse in a bucket: long kill loops (slo
           expect(again.code, again.stderr).toBe(0);
 
           await s3.download('lake-d', 'costs/', join(dir, 'lake'));
-          for (const [n, sources] of [[0, ['eu', 'us']], [1, ['apac']]] as const) {
+          for (const [n, sources] of [
+            [0, ['eu', 'us']],
+            [1, ['apac']],
+          ] as const) {
             const work = workingCopyPath(join(dir, `state-${n}`), `s3://lake-d/wh/shard-${n}.duckdb`);
             for (const [table, diff] of Object.entries(await lakeDifferences(work, join(dir, 'lake'), sources))) {
               expect({ shard: n, table, ...diff }).toEqual({ shard: n, table, rows: diff.rows, missing: 0, extra: 0 });
             }
             // Every object this shard wrote or deleted is its own sources', its probe or its warehouse.
-            const own = new RegExp(`^/lake-d/(costs/([a-z_]+/source=(${sources.join('|')})/|_costsync_(manifest|lease)\\.(${sources.join('|')})\\.json|_costsync_check-)|wh/shard-${n}\\.duckdb)`);
+            const own = new RegExp(
+              `^/lake-d/(costs/([a-z_]+/source=(${sources.join('|')})/|_costsync_(manifest|lease)\\.(${sources.join('|')})\\.json|_costsync_check-)|wh/shard-${n}\\.duckdb)`,
+            );
             const writes = proxies[n]!.log.filter((r) => ['PUT', 'POST', 'DELETE'].includes(r.method) && r.path !== '/lake-d/');
             expect(writes.length).toBeGreaterThan(0);
             expect(writes.filter((r) => !own.test(r.path)).map((r) => `${r.method} ${r.path}`)).toEqual([]);
           }
           const manifests = (await s3.keys('lake-d', 'costs/_costsync_manifest')).map((k) => k.slice('costs/'.length));
           expect(manifests).toEqual(['_costsync_manifest.apac.json', '_costsync_manifest.eu.json', '_costsync_manifest.us.json']);
-          expect(await s3.keys('lake-d', 'costs/sync_runs/')).toEqual(['apac', 'eu', 'us'].map((s) => `costs/sync_runs/source=${s}/data.parquet`));
+          expect(await s3.keys('lake-d', 'costs/sync_runs/')).toEqual(
+            ['apac', 'eu', 'us'].map((s) => `costs/sync_runs/source=${s}/data.parquet`),
+          );
           expect(await s3.incompleteUploads('lake-d')).toEqual([]);
         });
       });
@@ -104,5 +142,4 @@ describe('the lake and the published warehouse in a bucket: long kill loops (slo
       for (const p of proxies) await p.close();
     }
   }, 120_000);
-
 });

@@ -6,9 +6,20 @@ import { modelReport, runModel } from '../model.js';
 const seed = process.env.COSTSYNC_MODEL_SEED === 'random' ? undefined : Number(process.env.COSTSYNC_MODEL_SEED ?? 1081567426);
 const seconds = Number(process.env.COSTSYNC_MODEL_SECONDS ?? 240);
 
-it('long random sequences keep every invariant', async () => {
-  const details = await runModel({ seed, path: process.env.COSTSYNC_MODEL_PATH, replay: process.env.COSTSYNC_MODEL_REPLAY, numRuns: 10_000, maxCommands: 16, timeLimitMs: seconds * 1000 });
-  console.info(modelReport(details, 'test/slow/model.test.ts'));
-  expect(details.failed, modelReport(details, 'test/slow/model.test.ts')).toBe(false);
-  expect(details.sequences).toBeGreaterThan(0);
-}, (Number(process.env.COSTSYNC_MODEL_SECONDS ?? 240) + 600) * 1000);
+it(
+  'long random sequences keep every invariant',
+  async () => {
+    const details = await runModel({
+      seed,
+      path: process.env.COSTSYNC_MODEL_PATH,
+      replay: process.env.COSTSYNC_MODEL_REPLAY,
+      numRuns: 10_000,
+      maxCommands: 16,
+      timeLimitMs: seconds * 1000,
+    });
+    console.info(modelReport(details, 'test/slow/model.test.ts'));
+    expect(details.failed, modelReport(details, 'test/slow/model.test.ts')).toBe(false);
+    expect(details.sequences).toBeGreaterThan(0);
+  },
+  (Number(process.env.COSTSYNC_MODEL_SECONDS ?? 240) + 600) * 1000,
+);

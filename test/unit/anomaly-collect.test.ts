@@ -5,8 +5,17 @@ import { ApiError, ClientErrorCode } from '../../src/errors.js';
 import { anomalySince, collectAnomalies, isAscending, nextSinceAfterAscendingPage } from '../../src/sync/anomalies.js';
 
 const mk = (id: string, at: string, over: Partial<Anomaly> = {}): Anomaly => ({
-  id, provider_type: 'aws', service: 's', detected_date: at, actual_cost: 2, expected_cost: 1, deviation_percent: 100,
-  severity: 'low', alert_type: 'spend_spike', status: 'new', ...over,
+  id,
+  provider_type: 'aws',
+  service: 's',
+  detected_date: at,
+  actual_cost: 2,
+  expected_cost: 1,
+  deviation_percent: 100,
+  severity: 'low',
+  alert_type: 'spend_spike',
+  status: 'new',
+  ...over,
 });
 
 /** A fake endpoint over a fixed list, answering in the given order, as the spec allows. */
@@ -15,9 +24,13 @@ function fakeEndpoint(all: Anomaly[], order: 'asc' | 'desc') {
   const fetch = async (q: AnomaliesQuery) => {
     calls.push(q);
     const since = q.since ? Date.parse(q.since) : -Infinity;
-    const hits = all.filter((a) => Date.parse(a.detected_date) > since
-      && (!q.severity || a.severity === q.severity) && (!q.status || a.status === q.status)
-      && (!q.provider_type || a.provider_type === q.provider_type));
+    const hits = all.filter(
+      (a) =>
+        Date.parse(a.detected_date) > since &&
+        (!q.severity || a.severity === q.severity) &&
+        (!q.status || a.status === q.status) &&
+        (!q.provider_type || a.provider_type === q.provider_type),
+    );
     hits.sort((a, b) => (order === 'asc' ? 1 : -1) * (Date.parse(a.detected_date) - Date.parse(b.detected_date)));
     return hits.slice(0, q.limit ?? 10);
   };
@@ -39,9 +52,13 @@ describe('collectAnomalies', () => {
     const statuses = ['new', 'acknowledged', 'resolved'];
     const all: Anomaly[] = [];
     for (let i = 0; i < 60; i++) {
-      all.push(mk(`x${i}`, new Date(Date.UTC(2025, 0, 1) + i * 3_600_000).toISOString(), {
-        severity: severities[i % 4]!, status: statuses[i % 3]!, provider_type: `p${i % 5}`,
-      }));
+      all.push(
+        mk(`x${i}`, new Date(Date.UTC(2025, 0, 1) + i * 3_600_000).toISOString(), {
+          severity: severities[i % 4]!,
+          status: statuses[i % 3]!,
+          provider_type: `p${i % 5}`,
+        }),
+      );
     }
     const { fetch, calls } = fakeEndpoint(all, 'desc');
     const got = await collectAnomalies(fetch, undefined, [], 4);

@@ -8,19 +8,23 @@ function gate() {
   let most = 0;
   const started: number[] = [];
   const finish = new Map<number, (value: string) => void>();
-  const fn = (item: number) => new Promise<string>((resolve) => {
-    inFlight += 1;
-    most = Math.max(most, inFlight);
-    started.push(item);
-    finish.set(item, (value) => { inFlight -= 1; resolve(value); });
-  });
+  const fn = (item: number) =>
+    new Promise<string>((resolve) => {
+      inFlight += 1;
+      most = Math.max(most, inFlight);
+      started.push(item);
+      finish.set(item, (value) => {
+        inFlight -= 1;
+        resolve(value);
+      });
+    });
   return { fn, started, end: (item: number) => finish.get(item)!(`r${item}`), most: () => most };
 }
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe('mapAtMost', () => {
-  it('keeps at most N calls in flight, starts the next as one ends, and gives the results in the items\' order', async () => {
+  it("keeps at most N calls in flight, starts the next as one ends, and gives the results in the items' order", async () => {
     const g = gate();
     const all = mapAtMost([1, 2, 3, 4, 5], 2, g.fn);
     await turn();
@@ -56,10 +60,16 @@ describe('mapAtMost', () => {
     const all = mapAtMost([1, 2, 3, 4], 2, (item) => {
       started.push(item);
       if (item === 1) return Promise.reject(new Error('first failed'));
-      return new Promise<number>((resolve) => { endSecond = () => resolve(item); });
+      return new Promise<number>((resolve) => {
+        endSecond = () => resolve(item);
+      });
     });
     let settled = false;
-    all.catch(() => undefined).finally(() => { settled = true; });
+    all
+      .catch(() => undefined)
+      .finally(() => {
+        settled = true;
+      });
     await turn();
     expect(started).toEqual([1, 2]);
     expect(settled).toBe(false);

@@ -4,7 +4,10 @@ import { batched } from '../../src/batch.js';
 /** A queue whose turns start when the test says, and the loads it was given, with their keys. */
 function gatedQueue() {
   const turns: Array<() => void> = [];
-  const turn = <T>(fn: () => Promise<T>) => new Promise<void>((resolve) => { turns.push(resolve); }).then(fn);
+  const turn = <T>(fn: () => Promise<T>) =>
+    new Promise<void>((resolve) => {
+      turns.push(resolve);
+    }).then(fn);
   const loads: string[][] = [];
   const load = async (keys: readonly string[]) => {
     loads.push([...keys]);
@@ -28,14 +31,18 @@ describe('batched', () => {
     const { turn, turns, loads } = gatedQueue();
     let version = 0;
     let started!: () => void;
-    const running = new Promise<void>((resolve) => { started = resolve; });
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
     let finish!: () => void;
     const lookup = batched(turn, async (keys: readonly string[]) => {
       loads.push([...keys]);
       const seen = version;
       if (loads.length === 1) {
         started();
-        await new Promise<void>((resolve) => { finish = resolve; });
+        await new Promise<void>((resolve) => {
+          finish = resolve;
+        });
       }
       return keys.map((k) => `${k}@${seen}`);
     });

@@ -4,15 +4,22 @@ import type { SyncState } from '../../src/state/store.js';
 
 function state(windows: SyncState['streams']['line_items']): SyncState {
   return {
-    version: 2, source: { name: 'eu', baseUrl: 'http://x', keyFingerprint: 'abc' }, updatedAt: null,
+    version: 2,
+    source: { name: 'eu', baseUrl: 'http://x', keyFingerprint: 'abc' },
+    updatedAt: null,
     streams: { line_items: windows, anomalies: { watermark: '2025-06-30T10:00:00.000Z', lastSuccessAt: null } },
   };
 }
 
 const midWindow = state({
-  syncedFrom: null, syncedThrough: null, lastSuccessAt: null,
+  syncedFrom: null,
+  syncedThrough: null,
+  lastSuccessAt: null,
   pending: {
-    from: '2025-06-01', to: '2025-06-20', fullRefresh: false, windows: [
+    from: '2025-06-01',
+    to: '2025-06-20',
+    fullRefresh: false,
+    windows: [
       { start: '2025-06-01', end: '2025-06-10', status: 'done', cursor: null, page: 4, fetched: false },
       { start: '2025-06-11', end: '2025-06-20', status: 'active', cursor: 'c-3', page: 3, fetched: false, unique: true },
     ],
@@ -34,7 +41,9 @@ describe('the state the warehouse carries', () => {
   it('marks the window being committed done, for the transaction that commits it', () => {
     const carried = carriedState(midWindow, [{ stream: 'line_items', start: '2025-06-11', end: '2025-06-20' }]);
     expect(carried.line_items!.pending!.windows.map((w) => w.status)).toEqual(['done', 'done']);
-    expect(carriedState(midWindow, [{ stream: 'rollups', start: '2025-06-11', end: '2025-06-20' }]).line_items!.pending!.windows[1]!.status).toBe('todo');
+    expect(
+      carriedState(midWindow, [{ stream: 'rollups', start: '2025-06-11', end: '2025-06-20' }]).line_items!.pending!.windows[1]!.status,
+    ).toBe('todo');
   });
 
   it('marks every window of a grouped commit done, whatever stream each is of', () => {

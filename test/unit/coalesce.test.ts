@@ -4,7 +4,10 @@ import { coalesce } from '../../src/coalesce.js';
 /** A task whose runs finish when the test says, counted. */
 function gatedTask() {
   const gates: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
-  const task = () => new Promise<void>((resolve, reject) => { gates.push({ resolve, reject }); });
+  const task = () =>
+    new Promise<void>((resolve, reject) => {
+      gates.push({ resolve, reject });
+    });
   return { task, gates };
 }
 

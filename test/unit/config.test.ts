@@ -5,8 +5,16 @@ import { ConfigError } from '../../src/errors.js';
 
 const now = Date.parse('2025-07-01T23:30:00Z');
 const sources = (over: Partial<ConfigSources> = {}): ConfigSources => ({
-  flags: {}, env: { COSTSYNC_API_KEY: 'k-env', COSTSYNC_BASE_URL: 'https://api.example.com' }, file: {}, nowMs: now,
-  readKeyFile: (p) => (p === '/keys/ok' ? 'k-file\n' : (() => { throw Object.assign(new Error('nope'), { code: 'ENOENT' }); })()),
+  flags: {},
+  env: { COSTSYNC_API_KEY: 'k-env', COSTSYNC_BASE_URL: 'https://api.example.com' },
+  file: {},
+  nowMs: now,
+  readKeyFile: (p) =>
+    p === '/keys/ok'
+      ? 'k-file\n'
+      : (() => {
+          throw Object.assign(new Error('nope'), { code: 'ENOENT' });
+        })(),
   ...over,
 });
 
@@ -14,8 +22,17 @@ describe('resolveSyncConfig', () => {
   it('defaults: today (UTC) as until, 90 days back as the first-run start, all streams', () => {
     const c = resolveSyncConfig(sources());
     expect(c).toMatchObject({
-      until: '2025-07-01', startDate: '2025-04-02', streams: ['line_items', 'rollups', 'anomalies'], lookbackDays: 3,
-      windowDays: 30, rateLimit: 60, db: './costs.duckdb', stateDir: './state', format: 'duckdb', logFormat: 'pretty', apiKey: 'k-env',
+      until: '2025-07-01',
+      startDate: '2025-04-02',
+      streams: ['line_items', 'rollups', 'anomalies'],
+      lookbackDays: 3,
+      windowDays: 30,
+      rateLimit: 60,
+      db: './costs.duckdb',
+      stateDir: './state',
+      format: 'duckdb',
+      logFormat: 'pretty',
+      apiKey: 'k-env',
     });
   });
 
@@ -45,7 +62,10 @@ describe('resolveSyncConfig', () => {
     [{ 'max-runtime': 45 }, /--max-runtime 45: give a unit, for example 45d or 45s/],
     [{ 'base-url': 'http://api.example.com' }, /must use https/],
     [{ 'drop-before': '2025-07-02' }, /--drop-before \(2025-07-02\) is after the last date 2025-07-01: it would delete everything/],
-    [{ 'drop-before': '2025-06-01', since: '2025-05-01' }, /--since \(2025-05-01\) is before --drop-before 2025-06-01: the run would sync dates it deletes/],
+    [
+      { 'drop-before': '2025-06-01', since: '2025-05-01' },
+      /--since \(2025-05-01\) is before --drop-before 2025-06-01: the run would sync dates it deletes/,
+    ],
   ])('refuses %j with exit code 2 and a fix', (flags, message) => {
     let error: unknown;
     try {
@@ -60,8 +80,9 @@ describe('resolveSyncConfig', () => {
   });
 
   it('names the source of a bad value', () => {
-    expect(() => resolveSyncConfig(sources({ env: { COSTSYNC_API_KEY: 'k', COSTSYNC_BASE_URL: 'https://a.b', COSTSYNC_RATE_LIMIT: 'fast' } })))
-      .toThrow(/COSTSYNC_RATE_LIMIT must be a whole number/);
+    expect(() =>
+      resolveSyncConfig(sources({ env: { COSTSYNC_API_KEY: 'k', COSTSYNC_BASE_URL: 'https://a.b', COSTSYNC_RATE_LIMIT: 'fast' } })),
+    ).toThrow(/COSTSYNC_RATE_LIMIT must be a whole number/);
     expect(() => resolveSyncConfig(sources({ file: { 'rate-limit': 'fast' } }))).toThrow(/"rate-limit" in the config file must be/);
   });
 
@@ -100,20 +121,29 @@ describe('sources in the config file', () => {
     expect(one.baseUrl).toBe('https://us.example.com');
   });
 
-  it('a source without its own base-url takes the config file\'s top-level one; --base-url is still refused', () => {
+  it("a source without its own base-url takes the config file's top-level one; --base-url is still refused", () => {
     const named = [
       { name: 'acme-eu', 'api-key-file': '/keys/ok' },
       { name: 'acme-us', 'base-url': 'https://us.example.com', 'api-key-file': '/keys/ok' },
     ];
     const c = resolveSyncConfig(sources({ fileSources: named, file: { 'base-url': 'https://api.example.com/' } }));
-    expect(c.sources!.map((s) => [s.name, s.baseUrl])).toEqual([['acme-eu', 'https://api.example.com'], ['acme-us', 'https://us.example.com']]);
+    expect(c.sources!.map((s) => [s.name, s.baseUrl])).toEqual([
+      ['acme-eu', 'https://api.example.com'],
+      ['acme-us', 'https://us.example.com'],
+    ]);
     expect(c.baseUrl).toBe('https://api.example.com');
-    expect(() => resolveSyncConfig(sources({ fileSources: named, file: { 'base-url': 'http://api.example.com' } }))).toThrow(/must use https/);
-    expect(() => resolveSyncConfig(sources({ fileSources: named, file: { 'base-url': 'https://api.example.com' }, flags: { 'base-url': 'https://a.b' } })))
-      .toThrow(/--base-url cannot be combined with "sources"/);
+    expect(() => resolveSyncConfig(sources({ fileSources: named, file: { 'base-url': 'http://api.example.com' } }))).toThrow(
+      /must use https/,
+    );
+    expect(() =>
+      resolveSyncConfig(
+        sources({ fileSources: named, file: { 'base-url': 'https://api.example.com' }, flags: { 'base-url': 'https://a.b' } }),
+      ),
+    ).toThrow(/--base-url cannot be combined with "sources"/);
     // The environment's base URL is the flag's: it names no listed workspace.
-    expect(() => resolveSyncConfig(sources({ fileSources: named })))
-      .toThrow(/source "acme-eu" in the config file has no "base-url", and the config file has no top-level "base-url" \(COSTSYNC_BASE_URL, like --base-url, is not used for sources\)/);
+    expect(() => resolveSyncConfig(sources({ fileSources: named }))).toThrow(
+      /source "acme-eu" in the config file has no "base-url", and the config file has no top-level "base-url" \(COSTSYNC_BASE_URL, like --base-url, is not used for sources\)/,
+    );
   });
 
   it('without sources, one source named default; --source can name only it', () => {
@@ -122,13 +152,22 @@ describe('sources in the config file', () => {
   });
 
   it('refuses bad sources, naming the entry and the fix', () => {
-    const bad = (fileSources: unknown, over: Partial<ConfigSources> = {}) => () => resolveSyncConfig(sources({ fileSources, ...over }));
-    expect(bad([{ name: 'x', 'base-url': 'https://a.b', 'api-key': 'sk-1' }])).toThrow(/sources\[0\] in the config file holds the API key itself/);
-    expect(bad([{ name: 'Acme EU', 'base-url': 'https://a.b', 'api-key-file': '/keys/ok' }])).toThrow(/needs a "name" of lower-case letters/);
+    const bad =
+      (fileSources: unknown, over: Partial<ConfigSources> = {}) =>
+      () =>
+        resolveSyncConfig(sources({ fileSources, ...over }));
+    expect(bad([{ name: 'x', 'base-url': 'https://a.b', 'api-key': 'sk-1' }])).toThrow(
+      /sources\[0\] in the config file holds the API key itself/,
+    );
+    expect(bad([{ name: 'Acme EU', 'base-url': 'https://a.b', 'api-key-file': '/keys/ok' }])).toThrow(
+      /needs a "name" of lower-case letters/,
+    );
     expect(bad([list[0], list[0]])).toThrow(/Two sources in the config file are named "acme-eu"/);
     expect(bad([list[1]], { env: {} })).toThrow(/the environment variable US_KEY \(its "api-key-env"\) is not set/);
     expect(bad([{ name: 'x', 'base-url': 'https://a.b' }])).toThrow(/needs exactly one of "api-key-file" and "api-key-env"/);
-    expect(bad([{ name: 'x', 'base-url': 'https://a.b', 'api-key-file': '/keys/ok', colour: 'red' }])).toThrow(/unknown field\(s\): colour/);
+    expect(bad([{ name: 'x', 'base-url': 'https://a.b', 'api-key-file': '/keys/ok', colour: 'red' }])).toThrow(
+      /unknown field\(s\): colour/,
+    );
     expect(bad(list, { flags: { 'base-url': 'https://a.b' } })).toThrow(/--base-url cannot be combined with "sources"/);
     expect(bad([])).toThrow(ConfigError);
   });
@@ -139,18 +178,25 @@ describe('settings as data (settings.ts)', () => {
     const { SETTING_SPECS, parseDuration: duration } = await import('../../src/settings.js');
     const c = resolveSyncConfig(sources()) as unknown as Record<string, unknown>;
     const camel = (name: string) => name.replace(/-([a-z])/g, (_m, ch: string) => ch.toUpperCase());
-    for (const spec of SETTING_SPECS as readonly { name: string; kind: string; default?: string | number; range?: readonly [number, number] }[]) {
+    for (const spec of SETTING_SPECS as readonly {
+      name: string;
+      kind: string;
+      default?: string | number;
+      range?: readonly [number, number];
+    }[]) {
       if (spec.default === undefined) continue;
       const key = spec.kind === 'duration' ? `${camel(spec.name)}Ms` : camel(spec.name);
       const expected = spec.kind === 'duration' ? duration(String(spec.default)) : spec.default;
       expect(c[key], spec.name).toEqual(expected);
       if (spec.range) {
-        expect(() => resolveSyncConfig(sources({ flags: { [spec.name]: spec.range![1] + 1 } as never })), spec.name).toThrow(new RegExp(`--${spec.name} must be a whole number from ${spec.range[0]} to ${spec.range[1]}`));
+        expect(() => resolveSyncConfig(sources({ flags: { [spec.name]: spec.range![1] + 1 } })), spec.name).toThrow(
+          new RegExp(`--${spec.name} must be a whole number from ${spec.range[0]} to ${spec.range[1]}`),
+        );
       }
     }
   });
 
-  it('every command\'s options come from it: each setting of a command\'s groups is a flag with its default and variable in --help', async () => {
+  it("every command's options come from it: each setting of a command's groups is a flag with its default and variable in --help", async () => {
     const { default: yargs } = await import('yargs');
     const { SETTING_SPECS, envName: env } = await import('../../src/settings.js');
     const { syncOptions } = await import('../../src/commands/sync.js');

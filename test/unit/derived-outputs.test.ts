@@ -8,28 +8,54 @@ import { memoryLogger } from '../helpers.js';
 /** Outputs with every step faked: what ran, in order; a step named in `failing` throws. */
 function outputs(failing: Partial<Record<keyof OutputSteps, Error>> = {}, options: { interval?: number; now?: () => number } = {}) {
   const calls: string[] = [];
-  const fake = <K extends keyof OutputSteps>(name: K, result: unknown) => (async () => {
-    calls.push(name);
-    if (failing[name]) throw failing[name];
-    return result;
-  }) as unknown as OutputSteps[K];
+  const fake = <K extends keyof OutputSteps>(name: K, result: unknown) =>
+    (async () => {
+      calls.push(name);
+      const error: Error | undefined = failing[name];
+      if (error) throw error;
+      return result;
+    }) as unknown as OutputSteps[K];
   // The notify step records its counts in a transaction: a warehouse that only takes that.
-  const warehouse = { transaction: async (fn: () => Promise<void>) => { calls.push('record notifications'); await fn(); }, run: async () => undefined } as unknown as Warehouse;
+  const warehouse = {
+    transaction: async (fn: () => Promise<void>) => {
+      calls.push('record notifications');
+      await fn();
+    },
+    run: async () => undefined,
+  } as unknown as Warehouse;
   const out = derivedOutputs({
-    warehouse, runId: 'r1', clock: { now: options.now ?? (() => 0), sleep: async () => undefined }, logger: memoryLogger(), sources: ['default'],
-    lake: { url: 'file:///lake', removeLeftovers: async () => { calls.push('lake leftovers'); return 0; } } as unknown as OutputTarget,
-    db: { kind: 'file', path: '/db/costs.duckdb' } as never, publishIntervalMs: options.interval ?? 600_000,
-    webhooks: [{ id: 'w1', url: 'https://hooks.example/x' }], notifyFormat: 'json', metricsFile: '/m.prom', secrets: [],
+    warehouse,
+    runId: 'r1',
+    clock: { now: options.now ?? (() => 0), sleep: async () => undefined },
+    logger: memoryLogger(),
+    sources: ['default'],
+    lake: {
+      url: 'file:///lake',
+      removeLeftovers: async () => {
+        calls.push('lake leftovers');
+        return 0;
+      },
+    } as unknown as OutputTarget,
+    db: { kind: 'file', path: '/db/costs.duckdb' } as never,
+    publishIntervalMs: options.interval ?? 600_000,
+    webhooks: [{ id: 'w1', url: 'https://hooks.example/x' }],
+    notifyFormat: 'json',
+    metricsFile: '/m.prom',
+    secrets: [],
     steps: {
-      fillLake: fake('fillLake', undefined), drainLake: fake('drainLake', 0), finishLake: fake('finishLake', undefined), publish: fake('publish', null),
-      drainNotifications: fake('drainNotifications', new Map()), writeMetrics: fake('writeMetrics', undefined),
+      fillLake: fake('fillLake', undefined),
+      drainLake: fake('drainLake', 0),
+      finishLake: fake('finishLake', undefined),
+      publish: fake('publish', null),
+      drainNotifications: fake('drainNotifications', new Map()),
+      writeMetrics: fake('writeMetrics', undefined),
     },
   });
   return { out, calls };
 }
 
 describe('the order of the derived outputs (no I/O)', () => {
-  it('resume: the lake\'s leftovers and partitions, then the publish; after a commit: the lake, and a publish when the interval passed', async () => {
+  it("resume: the lake's leftovers and partitions, then the publish; after a commit: the lake, and a publish when the interval passed", async () => {
     const { out, calls } = outputs({}, { interval: 0 });
     await out.resume();
     expect(calls).toEqual(['lake leftovers', 'fillLake', 'drainLake', 'publish']);
@@ -38,10 +64,14 @@ describe('the order of the derived outputs (no I/O)', () => {
     expect(calls).toEqual(['drainLake', 'publish']);
   });
 
-  it('finish: the lake\'s last partitions and manifests, the notifications, the publish, the metrics; nothing behind', async () => {
+  it("finish: the lake's last partitions and manifests, the notifications, the publish, the metrics; nothing behind", async () => {
     const { out, calls } = outputs();
     const recorded: CostsyncError[] = [];
-    expect(await out.finish(async (e) => { recorded.push(e); })).toBeNull();
+    expect(
+      await out.finish(async (e) => {
+        recorded.push(e);
+      }),
+    ).toBeNull();
     expect(calls).toEqual(['finishLake', 'drainNotifications', 'record notifications', 'publish', 'writeMetrics']);
     expect(recorded).toEqual([]);
   });
@@ -49,15 +79,32 @@ describe('the order of the derived outputs (no I/O)', () => {
   it('a lake that fell behind is recorded (with its notification) before the notifications go and the warehouse is published; the run ends with CS_ERR_OUTPUT_BEHIND', async () => {
     const { out, calls } = outputs({ finishLake: new Error('bucket refused') });
     const recorded: string[] = [];
-    const error = await out.finish(async (e) => { calls.push('record behind'); recorded.push(e.code); });
+    const error = await out.finish(async (e) => {
+      calls.push('record behind');
+      recorded.push(e.code);
+    });
     expect(calls).toEqual(['finishLake', 'record behind', 'drainNotifications', 'record notifications', 'publish', 'writeMetrics']);
-    expect(error).toMatchObject({ code: 'CS_ERR_OUTPUT_BEHIND', message: expect.stringContaining('the lake at file:///lake (bucket refused)') });
+    expect(error).toMatchObject({
+      code: 'CS_ERR_OUTPUT_BEHIND',
+      message: expect.stringContaining('the lake at file:///lake (bucket refused)'),
+    });
   });
 
   it('a publish that fell behind is recorded and its notification sent after it; a fenced run stops at once', async () => {
     const { out, calls } = outputs({ publish: new Error('disk full') });
-    const error = await out.finish(async () => { calls.push('record behind'); });
-    expect(calls).toEqual(['finishLake', 'drainNotifications', 'record notifications', 'publish', 'record behind', 'drainNotifications', 'record notifications', 'writeMetrics']);
+    const error = await out.finish(async () => {
+      calls.push('record behind');
+    });
+    expect(calls).toEqual([
+      'finishLake',
+      'drainNotifications',
+      'record notifications',
+      'publish',
+      'record behind',
+      'drainNotifications',
+      'record notifications',
+      'writeMetrics',
+    ]);
     expect(error?.message).toContain('the published warehouse at /db/costs.duckdb (disk full)');
     const fenced = outputs({ publish: new FencedError('CS_ERR_LEASE_LOST', 'lost') });
     await expect(fenced.out.finish(async () => undefined)).rejects.toBeInstanceOf(FencedError);

@@ -18,11 +18,14 @@ describe('did you mean', () => {
     expect(closest('dbx', known)).toBe('db');
   });
 
-  it('rewrites yargs\' unknown-argument message for flags, leaving positionals as they are', () => {
+  it("rewrites yargs' unknown-argument message for flags, leaving positionals as they are", () => {
     const known = ['since', 'sinceDate', 'lookback-days', 'h'];
-    expect(withSuggestion('Unknown argument: sinse', known, ['sync', '--sinse', '2025-01-01'])).toBe('Unknown option --sinse (did you mean --since?).');
-    expect(withSuggestion('Unknown arguments: lookbak-days, lookbakDays, zzz', known, ['sync', '--lookbak-days=3', '--zzz']))
-      .toBe('Unknown options --lookbak-days (did you mean --lookback-days?), --zzz.');
+    expect(withSuggestion('Unknown argument: sinse', known, ['sync', '--sinse', '2025-01-01'])).toBe(
+      'Unknown option --sinse (did you mean --since?).',
+    );
+    expect(withSuggestion('Unknown arguments: lookbak-days, lookbakDays, zzz', known, ['sync', '--lookbak-days=3', '--zzz'])).toBe(
+      'Unknown options --lookbak-days (did you mean --lookback-days?), --zzz.',
+    );
     expect(withSuggestion('Unknown argument: foo', known, ['sync', 'foo'])).toBe('Unknown argument: foo');
     expect(withSuggestion('Not enough arguments', known, [])).toBe('Not enough arguments');
   });

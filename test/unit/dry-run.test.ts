@@ -12,13 +12,13 @@ describe('sync --dry-run estimates', () => {
     expect(expectedLineItemPages([[day('2025-06-01', null, 100)]], null)).toBeNull();
   });
 
-  it('counts each window\'s pages whole: a part page a window, and one request for an empty window', () => {
+  it("counts each window's pages whole: a part page a window, and one request for an empty window", () => {
     // Three days of 200 rows in one window are one page, not a page and a half.
     expect(expectedLineItemPages([[day('2025-06-01', 200), day('2025-06-02', 200), day('2025-06-03', 200)]], null)).toBe(1);
     expect(expectedLineItemPages([[day('2025-06-01', 6000)], [day('2025-06-02', null, 0)]], 2)).toBe(7);
   });
 
-  it('prices line items at a sample page\'s dollars per row, none when the page holds no cost', () => {
+  it("prices line items at a sample page's dollars per row, none when the page holds no cost", () => {
     expect(dollarsPerRow([1, 2, 3, 6])).toBe(3);
     expect(dollarsPerRow([5, -1, Number.NaN, 0])).toBe(1);
     expect(dollarsPerRow([])).toBeNull();
@@ -39,10 +39,38 @@ describe('sync --dry-run estimates', () => {
 
   it('prints each stream, the total at the rate limit, and that nothing was written', () => {
     const plan: SourcePlan = {
-      source: 'default', notices: [], requests: 120, atLeast: true, seconds: 120, rateLimit: 60, dryRunRequests: { rollups: 1, lineItems: 1, anomalies: 1 },
+      source: 'default',
+      notices: [],
+      requests: 120,
+      atLeast: true,
+      seconds: 120,
+      rateLimit: 60,
+      dryRunRequests: { rollups: 1, lineItems: 1, anomalies: 1 },
       streams: [
-        { stream: 'line_items', range: '2025-01-01..2025-06-30', windows: 7, resumed: false, requests: 110, minRequests: 14, refetches: null, basis: 'b', replaces: null, drops: null },
-        { stream: 'anomalies', range: '2025-01-01..2025-06-30', windows: 1, resumed: false, requests: null, minRequests: 1, refetches: null, basis: 'c', replaces: null, drops: null },
+        {
+          stream: 'line_items',
+          range: '2025-01-01..2025-06-30',
+          windows: 7,
+          resumed: false,
+          requests: 110,
+          minRequests: 14,
+          refetches: null,
+          basis: 'b',
+          replaces: null,
+          drops: null,
+        },
+        {
+          stream: 'anomalies',
+          range: '2025-01-01..2025-06-30',
+          windows: 1,
+          resumed: false,
+          requests: null,
+          minRequests: 1,
+          refetches: null,
+          basis: 'c',
+          replaces: null,
+          drops: null,
+        },
       ],
     };
     const text = dryRunText([plan], false);
@@ -52,17 +80,35 @@ describe('sync --dry-run estimates', () => {
     expect(text).toMatch(/\n {2}at least 120 request\(s\) in all \(anomalies may take more; see above\): 2 min at 60 requests a minute\n/);
     expect(text).not.toMatch(/about 120/);
     expect(text).toMatch(/this dry run made 1 line-items page, 1 provider-rollups request, 1 anomalies request for the estimate/);
-    expect(dryRunText([{ ...plan, atLeast: false, streams: plan.streams.slice(0, 1) }], false)).toMatch(/\n {2}about 120 request\(s\) in all: 2 min/);
+    expect(dryRunText([{ ...plan, atLeast: false, streams: plan.streams.slice(0, 1) }], false)).toMatch(
+      /\n {2}about 120 request\(s\) in all: 2 min/,
+    );
     expect(text).toMatch(/Dry run: nothing was written/);
   });
 
   it('names what a full refresh replaces and what --drop-before deletes', () => {
     const plan: SourcePlan = {
-      source: 'default', notices: [], requests: 10, atLeast: false, seconds: 10, rateLimit: 60, dryRunRequests: { rollups: 0, lineItems: 0, anomalies: 0 },
-      streams: [{
-        stream: 'line_items', range: '2025-01-01..2025-06-30', windows: 7, resumed: false, requests: 10, minRequests: 7, refetches: '2025-01-01..2025-06-30 (181 days)',
-        basis: 'b', replaces: '2025-02-01..2025-06-30', drops: '40 row(s) dated 2025-01-01..2025-01-31',
-      }],
+      source: 'default',
+      notices: [],
+      requests: 10,
+      atLeast: false,
+      seconds: 10,
+      rateLimit: 60,
+      dryRunRequests: { rollups: 0, lineItems: 0, anomalies: 0 },
+      streams: [
+        {
+          stream: 'line_items',
+          range: '2025-01-01..2025-06-30',
+          windows: 7,
+          resumed: false,
+          requests: 10,
+          minRequests: 7,
+          refetches: '2025-01-01..2025-06-30 (181 days)',
+          basis: 'b',
+          replaces: '2025-02-01..2025-06-30',
+          drops: '40 row(s) dated 2025-01-01..2025-01-31',
+        },
+      ],
     };
     const text = dryRunText([plan], false);
     expect(text).toMatch(/deleted first \(--drop-before\): 40 row\(s\) dated 2025-01-01\.\.2025-01-31/);

@@ -38,19 +38,25 @@ describe("DuckDB's tuning variables", () => {
     expect(duckdbThreads({})).toBe(1);
     expect(duckdbThreads({ COSTSYNC_DUCKDB_THREADS: '4' })).toBe(4);
     for (const bad of ['0', '65', '2.5', 'many']) {
-      expect(() => duckdbThreads({ COSTSYNC_DUCKDB_THREADS: bad }), bad).toThrow(new RegExp(`COSTSYNC_DUCKDB_THREADS=${bad} is not a whole number from 1 to 64`));
+      expect(() => duckdbThreads({ COSTSYNC_DUCKDB_THREADS: bad }), bad).toThrow(
+        new RegExp(`COSTSYNC_DUCKDB_THREADS=${bad} is not a whole number from 1 to 64`),
+      );
     }
   });
 });
 
 describe("DuckDB's out-of-memory error", () => {
   it("becomes costsync's memory error, naming the limit and the fixes, with DuckDB's as its cause", () => {
-    const duck = new Error('Out of Memory Error: failed to allocate data of size 32.0 MiB (6.4 MiB/38.1 MiB used)\n\nPossible solutions:\n* Reducing the number of threads');
+    const duck = new Error(
+      'Out of Memory Error: failed to allocate data of size 32.0 MiB (6.4 MiB/38.1 MiB used)\n\nPossible solutions:\n* Reducing the number of threads',
+    );
     const mapped = asMemoryError(duck, '64MB') as CostsyncError;
     expect(mapped).toBeInstanceOf(CostsyncError);
     expect(mapped.code).toBe('CS_ERR_MEMORY');
     expect(mapped.exitCode).toBe(1);
-    expect(mapped.message).toBe('DuckDB ran out of memory at its limit of 64MB: failed to allocate data of size 32.0 MiB (6.4 MiB/38.1 MiB used). Progress up to here is saved; the next run goes on from it.');
+    expect(mapped.message).toBe(
+      'DuckDB ran out of memory at its limit of 64MB: failed to allocate data of size 32.0 MiB (6.4 MiB/38.1 MiB used). Progress up to here is saved; the next run goes on from it.',
+    );
     expect(mapped.hint).toMatch(/COSTSYNC_DUCKDB_MEMORY_LIMIT.*--sources-at-once/);
     expect(mapped.cause).toBe(duck);
   });

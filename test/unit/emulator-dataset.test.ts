@@ -5,8 +5,14 @@ import { categoryOf } from '../../src/emulator/catalog.js';
 import { Dataset, type DatasetOptions } from '../../src/emulator/dataset.js';
 
 const base: DatasetOptions = {
-  seed: 7, startDate: '2025-06-01', endDate: '2025-06-10', rowsPerDay: 300, anomaliesPerDay: 4,
-  anomalyBursts: [], restatement: { days: 3, changeRate: 0.3, deleteRate: 0.2 }, serviceRollupFillsProvider: false,
+  seed: 7,
+  startDate: '2025-06-01',
+  endDate: '2025-06-10',
+  rowsPerDay: 300,
+  anomaliesPerDay: 4,
+  anomalyBursts: [],
+  restatement: { days: 3, changeRate: 0.3, deleteRate: 0.2 },
+  serviceRollupFillsProvider: false,
 };
 
 function itemsOf(ds: Dataset, day: number) {
@@ -54,7 +60,8 @@ describe('emulator dataset', () => {
         for (let day = start; day <= end; day++) {
           const date = new Date(day * 86_400_000).toISOString().slice(0, 10);
           const expected = sums(ds, day, (r) =>
-            groupBy === 'provider' ? r.provider_type : groupBy === 'service' ? r.provider_service : categoryOf(r.provider_service));
+            groupBy === 'provider' ? r.provider_type : groupBy === 'service' ? r.provider_service : categoryOf(r.provider_service),
+          );
           const got = rows.filter((r) => r.date === date);
           expect(got.length).toBe(expected.size);
           for (const r of got) {
@@ -69,7 +76,11 @@ describe('emulator dataset', () => {
     ds.restate();
     ds.restate();
     const [sample] = itemsOf(ds, end);
-    ds.addIngested(end, { record: { ...sample!.record, id: 'ingested-1', provider_type: 'custom-cloud', provider_service: 'Widgets' }, micros: 1_230_000 }, 'k1');
+    ds.addIngested(
+      end,
+      { record: { ...sample!.record, id: 'ingested-1', provider_type: 'custom-cloud', provider_service: 'Widgets' }, micros: 1_230_000 },
+      'k1',
+    );
     check();
   });
 

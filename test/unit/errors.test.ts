@@ -24,14 +24,23 @@ describe('the error registry', () => {
   });
 
   it('is where every error src/ raises gets its code: no bare Error outside the emulator (whose errors are its HTTP replies)', () => {
-    const bare = filesUnder(join(ROOT, 'src')).filter((file) => !file.startsWith(join(ROOT, 'src', 'emulator'))).flatMap((file) =>
-      readFileSync(file, 'utf8').split('\n').flatMap((line, i) => (/\b(?:new\s+)?(?:Error|TypeError|RangeError)\(/.test(line) ? [`${file.slice(ROOT.length)}:${i + 1}: ${line.trim()}`] : [])));
+    const bare = filesUnder(join(ROOT, 'src'))
+      .filter((file) => !file.startsWith(join(ROOT, 'src', 'emulator')))
+      .flatMap((file) =>
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .flatMap((line, i) =>
+            /\b(?:new\s+)?(?:Error|TypeError|RangeError)\(/.test(line) ? [`${file.slice(ROOT.length)}:${i + 1}: ${line.trim()}`] : [],
+          ),
+      );
     expect(bare).toEqual([]);
   });
 
   it("the README's table lists every code with its exit code and summary", () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const rows = new Map([...readme.matchAll(/^\| `(CS_ERR_[A-Z0-9_]+)` \| (\d) \| (.+) \|$/gm)].map((m) => [m[1]!, { exit: Number(m[2]), summary: m[3]! }]));
+    const rows = new Map(
+      [...readme.matchAll(/^\| `(CS_ERR_[A-Z0-9_]+)` \| (\d) \| (.+) \|$/gm)].map((m) => [m[1]!, { exit: Number(m[2]), summary: m[3]! }]),
+    );
     for (const [code, entry] of Object.entries(ERRORS)) {
       expect(rows.get(code), code).toEqual({ exit: entry.exit, summary: entry.summary });
     }

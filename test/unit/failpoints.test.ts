@@ -8,6 +8,7 @@ describe('failpoints', () => {
   });
 
   it('ignores what is unset, unknown or malformed: a typo never kills a run', () => {
-    for (const text of [undefined, '', 'publish', 'publish:0', 'nowhere:1', 'publish:x', ' publish:1']) expect(parseFailpoint(text)).toBeNull();
+    for (const text of [undefined, '', 'publish', 'publish:0', 'nowhere:1', 'publish:x', ' publish:1'])
+      expect(parseFailpoint(text)).toBeNull();
   });
 });

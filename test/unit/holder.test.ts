@@ -17,7 +17,11 @@ describe('liveness of a lock or lease holder', () => {
 
   it('is unknown on another host, another boot, another PID namespace, or without /proc', () => {
     const base = { host: 'node-1', pid: 42, bootId: 'boot-a', pidNs: 'pid:[1]' };
-    for (const holder of [{ ...base, host: 'node-2' }, { ...base, bootId: 'boot-b' }, { ...base, pidNs: 'pid:[2]' }]) {
+    for (const holder of [
+      { ...base, host: 'node-2' },
+      { ...base, bootId: 'boot-b' },
+      { ...base, pidNs: 'pid:[2]' },
+    ]) {
       expect(liveness(holder, me, probe({}), { legacy: true }), JSON.stringify(holder)).toBe('unknown');
     }
     expect(whyUnknown({ ...base, pidNs: 'pid:[2]' }, me)).toMatch(/another PID namespace/);

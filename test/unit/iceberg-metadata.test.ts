@@ -1,29 +1,64 @@
 import { describe, expect, it } from 'vitest';
-import { decodeManifest, decodeManifestList, encodeManifest, encodeManifestList, type ManifestEntry, type PartitionSpec } from '../../src/iceberg/avro.js';
-import { expireSnapshots, metadataVersion, newTableMetadata, withSnapshot, withoutSnapshots, type Snapshot } from '../../src/iceberg/metadata.js';
+import {
+  decodeManifest,
+  decodeManifestList,
+  encodeManifest,
+  encodeManifestList,
+  type ManifestEntry,
+  type PartitionSpec,
+} from '../../src/iceberg/avro.js';
+import {
+  expireSnapshots,
+  metadataVersion,
+  newTableMetadata,
+  withSnapshot,
+  withoutSnapshots,
+  type Snapshot,
+} from '../../src/iceberg/metadata.js';
 import { boundBytes, evolveSchema, icebergType, monthLabel, monthOrdinal, monthRange } from '../../src/iceberg/schema.js';
 import { backoffMs, parseVersionHint, partitionSpec } from '../../src/iceberg/table.js';
 
-const COLUMNS = [{ name: 'id', type: 'VARCHAR' }, { name: 'usage_date', type: 'DATE' }, { name: 'amount', type: 'DOUBLE' }, { name: 'source', type: 'VARCHAR' }];
+const COLUMNS = [
+  { name: 'id', type: 'VARCHAR' },
+  { name: 'usage_date', type: 'DATE' },
+  { name: 'amount', type: 'DOUBLE' },
+  { name: 'source', type: 'VARCHAR' },
+];
 
 describe('Iceberg schemas from the warehouse (pure)', () => {
   it('maps each DuckDB type the tables use, and refuses one it does not know', () => {
-    expect(['VARCHAR', 'JSON', 'DATE', 'TIMESTAMP WITH TIME ZONE', 'DOUBLE', 'BIGINT', 'INTEGER', 'DECIMAL(38,10)'].map(icebergType))
-      .toEqual(['string', 'string', 'date', 'timestamptz', 'double', 'long', 'int', 'decimal(38, 10)']);
+    expect(
+      ['VARCHAR', 'JSON', 'DATE', 'TIMESTAMP WITH TIME ZONE', 'DOUBLE', 'BIGINT', 'INTEGER', 'DECIMAL(38,10)'].map(icebergType),
+    ).toEqual(['string', 'string', 'date', 'timestamptz', 'double', 'long', 'int', 'decimal(38, 10)']);
     expect(() => icebergType('BLOB')).toThrow(/BLOB/);
   });
 
   it('a new column gets a new schema id and the next field id; known columns keep theirs; no change, no new schema', () => {
     const first = evolveSchema(COLUMNS, null, 0);
-    expect(first.schema.fields.map((f) => [f.id, f.name])).toEqual([[1, 'id'], [2, 'usage_date'], [3, 'amount'], [4, 'source']]);
+    expect(first.schema.fields.map((f) => [f.id, f.name])).toEqual([
+      [1, 'id'],
+      [2, 'usage_date'],
+      [3, 'amount'],
+      [4, 'source'],
+    ]);
     expect(evolveSchema(COLUMNS, first.schema, first.lastColumnId)).toMatchObject({ changed: false, schema: first.schema });
-    const added = evolveSchema([...COLUMNS.slice(0, 3), { name: 'region', type: 'VARCHAR' }, COLUMNS[3]!], first.schema, first.lastColumnId);
+    const added = evolveSchema(
+      [...COLUMNS.slice(0, 3), { name: 'region', type: 'VARCHAR' }, COLUMNS[3]!],
+      first.schema,
+      first.lastColumnId,
+    );
     expect(added.changed).toBe(true);
     expect(added.schema['schema-id']).toBe(1);
-    expect(added.schema.fields.map((f) => [f.id, f.name])).toEqual([[1, 'id'], [2, 'usage_date'], [3, 'amount'], [5, 'region'], [4, 'source']]);
+    expect(added.schema.fields.map((f) => [f.id, f.name])).toEqual([
+      [1, 'id'],
+      [2, 'usage_date'],
+      [3, 'amount'],
+      [5, 'region'],
+      [4, 'source'],
+    ]);
   });
 
-  it('months: the ordinal of Iceberg\'s month transform, and its date range', () => {
+  it("months: the ordinal of Iceberg's month transform, and its date range", () => {
     expect(monthOrdinal('1970-01-31')).toBe(0);
     expect(monthOrdinal('2025-06-15')).toBe((2025 - 1970) * 12 + 5);
     expect(monthRange(monthOrdinal('2025-12-03'))).toEqual({ start: '2025-12-01', next: '2026-01-01' });
@@ -48,7 +83,12 @@ describe('table metadata (pure)', () => {
   const spec: PartitionSpec = partitionSpec(schema, { source: 'source', month: 'usage_date' });
   const base = newTableMetadata({ uuid: 'u', location: 'file:///lake/t', schema, lastColumnId: 4, spec, nowMs: 1_000 });
   const snap = (id: number, ms: number, seq: number): Snapshot => ({
-    'snapshot-id': id, 'sequence-number': seq, 'timestamp-ms': ms, 'manifest-list': `file:///lake/t/metadata/snap-${id}.avro`, summary: { operation: 'append' }, 'schema-id': 0,
+    'snapshot-id': id,
+    'sequence-number': seq,
+    'timestamp-ms': ms,
+    'manifest-list': `file:///lake/t/metadata/snap-${id}.avro`,
+    summary: { operation: 'append' },
+    'schema-id': 0,
   });
 
   it('the partition spec: the source (identity) first, then the month of the date column', () => {
@@ -61,7 +101,11 @@ describe('table metadata (pure)', () => {
   it('a snapshot becomes current, on main, in the snapshot log; the file it was built on joins the metadata log', () => {
     const one = withSnapshot(base, snap(11, 2_000, 1), null);
     const two = withSnapshot(one, snap(22, 3_000, 2), 'file:///lake/t/metadata/v1.metadata.json');
-    expect(two).toMatchObject({ 'current-snapshot-id': 22, 'last-sequence-number': 2, refs: { main: { 'snapshot-id': 22, type: 'branch' } } });
+    expect(two).toMatchObject({
+      'current-snapshot-id': 22,
+      'last-sequence-number': 2,
+      refs: { main: { 'snapshot-id': 22, type: 'branch' } },
+    });
     expect(two['snapshot-log'].map((e) => e['snapshot-id'])).toEqual([11, 22]);
     expect(two['metadata-log']).toEqual([{ 'timestamp-ms': 2_000, 'metadata-file': 'file:///lake/t/metadata/v1.metadata.json' }]);
     expect(metadataVersion('file:///lake/t/metadata/v12.metadata.json')).toBe(12);
@@ -69,7 +113,9 @@ describe('table metadata (pure)', () => {
 
   it('expiry keeps the current snapshot and the newest one before the cutoff (time travel to any moment within the retention)', () => {
     let m = base;
-    [1, 2, 3, 4, 5].forEach((day, i) => { m = withSnapshot(m, snap(day, day * 86_400_000, i + 1), null); });
+    [1, 2, 3, 4, 5].forEach((day, i) => {
+      m = withSnapshot(m, snap(day, day * 86_400_000, i + 1), null);
+    });
     const { metadata, expired } = expireSnapshots(m, 5 * 86_400_000, 2.5 * 86_400_000);
     expect(expired.map((s) => s['snapshot-id'])).toEqual([1]);
     expect(metadata.snapshots.map((s) => s['snapshot-id'])).toEqual([2, 3, 4, 5]);
@@ -82,9 +128,11 @@ describe('table metadata (pure)', () => {
     expect(parseVersionHint(null)).toBe(0);
   });
 
-  it('removing snapshots truncates the snapshot log after the last entry of one removed, never in the middle (the spec\'s rule)', () => {
+  it("removing snapshots truncates the snapshot log after the last entry of one removed, never in the middle (the spec's rule)", () => {
     let m = base;
-    [1, 2, 3, 4, 5].forEach((id, i) => { m = withSnapshot(m, snap(id, id * 1_000, i + 1), null); });
+    [1, 2, 3, 4, 5].forEach((id, i) => {
+      m = withSnapshot(m, snap(id, id * 1_000, i + 1), null);
+    });
     // 2 stays (another writer's, say) though 1 and 3 go: its entry would say it was current while 3 was.
     const without = withoutSnapshots(m, new Set([1, 3]));
     expect(without.snapshots.map((s) => s['snapshot-id'])).toEqual([2, 4, 5]);
@@ -104,12 +152,27 @@ describe('manifests and manifest lists (Avro)', () => {
   const schema = evolveSchema(COLUMNS, null, 0).schema;
   const spec = partitionSpec(schema, { source: 'source', month: 'usage_date' });
   const entry: ManifestEntry = {
-    status: 1, snapshot_id: 7, sequence_number: 3, file_sequence_number: 3,
+    status: 1,
+    snapshot_id: 7,
+    sequence_number: 3,
+    file_sequence_number: 3,
     data_file: {
-      content: 0, file_path: 'file:///lake/t/data/a.parquet', file_format: 'PARQUET', partition: { source: 'default', usage_date_month: 665 },
-      record_count: 10, file_size_in_bytes: 1234, column_sizes: [{ key: 1, value: 100 }], value_counts: [{ key: 1, value: 10 }], null_value_counts: [{ key: 1, value: 0 }],
-      nan_value_counts: null, lower_bounds: [{ key: 2, value: Buffer.from([1, 0, 0, 0]) }], upper_bounds: [{ key: 2, value: Buffer.from([9, 0, 0, 0]) }],
-      key_metadata: null, split_offsets: null, equality_ids: null, sort_order_id: null,
+      content: 0,
+      file_path: 'file:///lake/t/data/a.parquet',
+      file_format: 'PARQUET',
+      partition: { source: 'default', usage_date_month: 665 },
+      record_count: 10,
+      file_size_in_bytes: 1234,
+      column_sizes: [{ key: 1, value: 100 }],
+      value_counts: [{ key: 1, value: 10 }],
+      null_value_counts: [{ key: 1, value: 0 }],
+      nan_value_counts: null,
+      lower_bounds: [{ key: 2, value: Buffer.from([1, 0, 0, 0]) }],
+      upper_bounds: [{ key: 2, value: Buffer.from([9, 0, 0, 0]) }],
+      key_metadata: null,
+      split_offsets: null,
+      equality_ids: null,
+      sort_order_id: null,
     },
   };
 
@@ -125,9 +188,21 @@ describe('manifests and manifest lists (Avro)', () => {
 
   it('a manifest list round-trips', async () => {
     const file = {
-      manifest_path: 'file:///lake/t/metadata/m.avro', manifest_length: 99, partition_spec_id: 0, content: 0 as const, sequence_number: 3, min_sequence_number: 1,
-      added_snapshot_id: 7, added_files_count: 1, existing_files_count: 2, deleted_files_count: 0, added_rows_count: 10, existing_rows_count: 20, deleted_rows_count: 0,
-      partitions: [{ contains_null: false, contains_nan: false, lower_bound: Buffer.from('default'), upper_bound: Buffer.from('default') }], key_metadata: null,
+      manifest_path: 'file:///lake/t/metadata/m.avro',
+      manifest_length: 99,
+      partition_spec_id: 0,
+      content: 0 as const,
+      sequence_number: 3,
+      min_sequence_number: 1,
+      added_snapshot_id: 7,
+      added_files_count: 1,
+      existing_files_count: 2,
+      deleted_files_count: 0,
+      added_rows_count: 10,
+      existing_rows_count: 20,
+      deleted_rows_count: 0,
+      partitions: [{ contains_null: false, contains_nan: false, lower_bound: Buffer.from('default'), upper_bound: Buffer.from('default') }],
+      key_metadata: null,
     };
     expect(await decodeManifestList(await encodeManifestList([file], { id: 7, parentId: null, sequenceNumber: 3 }))).toEqual([file]);
   });

@@ -37,20 +37,29 @@ describe('Lease over a ConditionalStore (no I/O)', () => {
     const bucket = { ms: 0 };
     const store = memoryStore(bucket);
     const first = await Lease.acquire(store, 'k', { ttlMs: 8_000, now: () => 0, runId: 'run-a' });
-    await expect(Lease.acquire(store, 'k', { ttlMs: 8_000, now: () => 0, runId: 'run-b', probe: alive }))
-      .rejects.toMatchObject({ code: 'CS_ERR_LEASE_HELD', message: expect.stringContaining('run run-a'), hint: expect.stringContaining('(8 s, by the bucket\'s clock)') });
+    await expect(Lease.acquire(store, 'k', { ttlMs: 8_000, now: () => 0, runId: 'run-b', probe: alive })).rejects.toMatchObject({
+      code: 'CS_ERR_LEASE_HELD',
+      message: expect.stringContaining('run run-a'),
+      hint: expect.stringContaining("(8 s, by the bucket's clock)"),
+    });
     await first.release();
     expect(store.objects.size).toBe(0);
   });
 
-  it('staleness is the bucket\'s: a lease written long ago by the bucket\'s clock is taken over, whatever the holder wrote as renewedAt', async () => {
+  it("staleness is the bucket's: a lease written long ago by the bucket's clock is taken over, whatever the holder wrote as renewedAt", async () => {
     const bucket = { ms: 0 };
     const store = memoryStore(bucket);
     // The holder's clock runs an hour ahead: its renewedAt says "just now" for a long time.
     await Lease.acquire(store, 'k', { ttlMs: 8_000, now: () => 3_600_000, runId: 'run-a' });
     bucket.ms = 9_000;
     const notices: string[] = [];
-    const taker = await Lease.acquire(store, 'k', { ttlMs: 8_000, now: () => 9_000, runId: 'run-b', probe: alive, notice: (m) => notices.push(m) });
+    const taker = await Lease.acquire(store, 'k', {
+      ttlMs: 8_000,
+      now: () => 9_000,
+      runId: 'run-b',
+      probe: alive,
+      notice: (m) => notices.push(m),
+    });
     expect(notices[0]).toMatch(/took over the stale lease s3:\/\/b\/k of run run-a .*renewed 9 s ago.*by the bucket's clock/);
     await taker.release();
   });
@@ -76,16 +85,22 @@ describe('Lease over a ConditionalStore (no I/O)', () => {
     expect(JSON.parse(store.objects.get('k')!.text).runId).toBe('run-b');
   });
 
-  it('writes who holds it (host, boot, namespace, pid, start time); without the store\'s dates, ages by renewedAt on the taker\'s clock', async () => {
+  it("writes who holds it (host, boot, namespace, pid, start time); without the store's dates, ages by renewedAt on the taker's clock", async () => {
     const store = memoryStore({ ms: 0 });
     await Lease.acquire(store, 'k', { ttlMs: 8_000, now: () => 0, runId: 'run-a' });
     const { runId, renewedAt, startedAt, ...identity } = JSON.parse(store.objects.get('k')!.text) as Record<string, unknown>;
-    expect({ runId, renewedAt, startedAt }).toEqual({ runId: 'run-a', renewedAt: '1970-01-01T00:00:00.000Z', startedAt: '1970-01-01T00:00:00.000Z' });
+    expect({ runId, renewedAt, startedAt }).toEqual({
+      runId: 'run-a',
+      renewedAt: '1970-01-01T00:00:00.000Z',
+      startedAt: '1970-01-01T00:00:00.000Z',
+    });
     expect(identity).toEqual(selfIdentity());
     expect(leaseAgeMs({ renewedAt: '1970-01-01T00:00:00.000Z' }, null, 5_000)).toBe(5_000);
     expect(leaseAgeMs({ renewedAt: '1970-01-01T00:00:00.000Z' }, 1_000, 5_000)).toBe(1_000);
     store.dates = false;
-    await expect(Lease.acquire(store, 'k', { ttlMs: 8_000, now: () => 5_000, runId: 'run-b', probe: alive })).rejects.toMatchObject({ code: 'CS_ERR_LEASE_HELD' });
+    await expect(Lease.acquire(store, 'k', { ttlMs: 8_000, now: () => 5_000, runId: 'run-b', probe: alive })).rejects.toMatchObject({
+      code: 'CS_ERR_LEASE_HELD',
+    });
     await Lease.acquire(store, 'k', { ttlMs: 8_000, now: () => 9_000, runId: 'run-b', probe: alive });
   });
 });

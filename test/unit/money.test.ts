@@ -15,16 +15,39 @@ describe('money is printed one way everywhere', () => {
   });
 
   it('knows money columns by name, and not counts, percentages or prices', () => {
-    for (const name of ['spend_usd', 'cost_usd', 'net_amount_usd', 'actual_cost', 'expected_cost', 'change_usd', 'cost_7d_avg', 'BilledCost', 'EffectiveCost', 'x_amount']) {
+    for (const name of [
+      'spend_usd',
+      'cost_usd',
+      'net_amount_usd',
+      'actual_cost',
+      'expected_cost',
+      'change_usd',
+      'cost_7d_avg',
+      'BilledCost',
+      'EffectiveCost',
+      'x_amount',
+    ]) {
       expect(isMoneyColumn(name), name).toBe(true);
     }
-    for (const name of ['change_pct', 'deviation_percent', 'cost_line_item_count', 'rows', 'ListUnitPrice', 'days_with_data', 'provider', 'ConsumedQuantity']) {
+    for (const name of [
+      'change_pct',
+      'deviation_percent',
+      'cost_line_item_count',
+      'rows',
+      'ListUnitPrice',
+      'days_with_data',
+      'provider',
+      'ConsumedQuantity',
+    ]) {
       expect(isMoneyColumn(name), name).toBe(false);
     }
   });
 
   it('a table prints money columns with two decimals and leaves other numbers alone', () => {
-    const text = formatTable([{ provider: 'gcp', spend_usd: 37158, days: 90 }, { provider: 'aws', spend_usd: 39723.68, days: 90 }]);
+    const text = formatTable([
+      { provider: 'gcp', spend_usd: 37158, days: 90 },
+      { provider: 'aws', spend_usd: 39723.68, days: 90 },
+    ]);
     const lines = text.split('\n');
     // The same form as the demo, summaries and the report: a $ in front (issue 27: tables printed bare).
     expect(lines[2]).toBe('gcp       $37,158.00    90');
@@ -40,13 +63,37 @@ describe('money is printed one way everywhere', () => {
     expect(formatPercent(-0.01)).toBe('0.0%');
     expect(formatPercent(null)).toBe('–');
     expect(formatPercent(Number.NaN)).toBe('–');
-    expect(eventLine({ kind: 'anomaly', source: 'a', severity: 'high', provider: 'aws', service: 'ec2', actual_cost: 2320, expected_cost: 1000, deviation_percent: 132, detected_at: 'x' }))
-      .toContain('expected (+132.0%)');
+    expect(
+      eventLine({
+        kind: 'anomaly',
+        source: 'a',
+        severity: 'high',
+        provider: 'aws',
+        service: 'ec2',
+        actual_cost: 2320,
+        expected_cost: 1000,
+        deviation_percent: 132,
+        detected_at: 'x',
+      }),
+    ).toContain('expected (+132.0%)');
   });
 
   it('notifications and window warnings use the same form', () => {
-    expect(eventLine({ kind: 'anomaly', source: 'a', severity: 'high', provider: 'aws', service: 'ec2', actual_cost: 1200, expected_cost: 800.5, deviation_percent: 50, detected_at: 'x' }))
-      .toContain('$1,200.00 vs $800.50 expected');
-    expect(describeMismatches([{ date: '2025-06-01', key: 'aws', left: 1000, right: null }], ['line items', 'provider rollup'])).toBe('2025-06-01 aws: line items $1,000.00, provider rollup none');
+    expect(
+      eventLine({
+        kind: 'anomaly',
+        source: 'a',
+        severity: 'high',
+        provider: 'aws',
+        service: 'ec2',
+        actual_cost: 1200,
+        expected_cost: 800.5,
+        deviation_percent: 50,
+        detected_at: 'x',
+      }),
+    ).toContain('$1,200.00 vs $800.50 expected');
+    expect(describeMismatches([{ date: '2025-06-01', key: 'aws', left: 1000, right: null }], ['line items', 'provider rollup'])).toBe(
+      '2025-06-01 aws: line items $1,000.00, provider rollup none',
+    );
   });
 });

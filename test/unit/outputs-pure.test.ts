@@ -4,11 +4,17 @@ import { prometheusText, type MetricFacts } from '../../src/outputs/metrics.js';
 import { toS3Error } from '../../src/outputs/s3.js';
 
 const op = { action: 's3:PutObject' as const, bucket: 'acme', key: 'costs/line_items/x.parquet' };
-const sdk = (name: string, status?: number, message = '') => Object.assign(new Error(message), { name, ...(status ? { $metadata: { httpStatusCode: status } } : {}) });
+const sdk = (name: string, status?: number, message = '') =>
+  Object.assign(new Error(message), { name, ...(status ? { $metadata: { httpStatusCode: status } } : {}) });
 
 describe('toS3Error: what the SDK threw, as an error naming action, bucket, key and the fix', () => {
   it.each([
-    [sdk('CredentialsProviderError', undefined, 'Could not load credentials from any providers'), 'CS_ERR_S3_CREDENTIALS', ExitCode.AUTH, /AWS_ACCESS_KEY_ID/],
+    [
+      sdk('CredentialsProviderError', undefined, 'Could not load credentials from any providers'),
+      'CS_ERR_S3_CREDENTIALS',
+      ExitCode.AUTH,
+      /AWS_ACCESS_KEY_ID/,
+    ],
     [sdk('Error', undefined, 'Region is missing'), 'CS_ERR_S3_REGION', ExitCode.USAGE, /AWS_REGION/],
     [sdk('AccessDenied', 403), 'CS_ERR_S3_ACCESS_DENIED', ExitCode.AUTH, /Grant s3:PutObject on arn:aws:s3:::acme\/costs\/line_items\/\*/],
     [sdk('PreconditionFailed', 412), 'CS_ERR_S3_PRECONDITION', ExitCode.LOCKED, /nothing was overwritten/],
@@ -25,10 +31,27 @@ describe('toS3Error: what the SDK threw, as an error naming action, bucket, key 
 describe('prometheusText', () => {
   it('writes gauges with HELP and TYPE, escaped labels, one outcome set to 1, and leaves out what is unknown', () => {
     const facts: MetricFacts = {
-      runs: [{ source: 'acme "eu"', run_id: 'r1', outcome: 'stopped', started_s: 10, ended_s: 20, duration_s: 10, requests: 7, retries: 1, rate_limited: 0, warnings: 2, notifications_sent: 0, notification_failures: 0, last_success_s: null }],
+      runs: [
+        {
+          source: 'acme "eu"',
+          run_id: 'r1',
+          outcome: 'stopped',
+          started_s: 10,
+          ended_s: 20,
+          duration_s: 10,
+          requests: 7,
+          retries: 1,
+          rate_limited: 0,
+          warnings: 2,
+          notifications_sent: 0,
+          notification_failures: 0,
+          last_success_s: null,
+        },
+      ],
       streams: [{ source: 'acme "eu"', stream: 'line_items', inserted: 5, updated: 0, deleted: 1, responses: { 200: 6, 429: 1 } }],
       openAnomalies: [{ source: 'acme "eu"', severity: 'high', n: 3 }],
-      latestSpend: [], outboxPending: [{ output: 'publish', n: 1 }],
+      latestSpend: [],
+      outboxPending: [{ output: 'publish', n: 1 }],
     };
     const text = prometheusText(facts);
     const lines = text.trimEnd().split('\n');
@@ -43,16 +66,31 @@ describe('prometheusText', () => {
     expect(text).not.toContain('costsync_latest_day_spend_usd');
     // Every sample's metric has its HELP and TYPE before it.
     for (const name of new Set(lines.filter((l) => !l.startsWith('#')).map((l) => l.split(/[{ ]/)[0]!))) {
-      expect(lines.indexOf(`# TYPE ${name} gauge`), name).toBeLessThan(lines.findIndex((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `)));
+      expect(lines.indexOf(`# TYPE ${name} gauge`), name).toBeLessThan(
+        lines.findIndex((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `)),
+      );
     }
   });
 });
 
 describe('which lake objects a runner owns (pure)', () => {
-  it('its sources\' partitions, Iceberg data files and manifests; never another source\'s, nor shared metadata', async () => {
+  it("its sources' partitions, Iceberg data files and manifests; never another source's, nor shared metadata", async () => {
     const { ownedBy } = await import('../../src/outputs/lake.js');
     const owned = ownedBy(['eu', 'us']);
-    expect(['line_items/source=eu/date=2025-06-01/data.parquet', 'line_items/data/source=us/usage_date_month=2025-06/x.parquet', '_costsync_manifest.eu.json'].every(owned)).toBe(true);
-    expect(['line_items/source=apac/date=2025-06-01/data.parquet', 'line_items/data/source=apac/x.parquet', 'line_items/metadata/v3.metadata.json', '_costsync_manifest.apac.json'].some(owned)).toBe(false);
+    expect(
+      [
+        'line_items/source=eu/date=2025-06-01/data.parquet',
+        'line_items/data/source=us/usage_date_month=2025-06/x.parquet',
+        '_costsync_manifest.eu.json',
+      ].every(owned),
+    ).toBe(true);
+    expect(
+      [
+        'line_items/source=apac/date=2025-06-01/data.parquet',
+        'line_items/data/source=apac/x.parquet',
+        'line_items/metadata/v3.metadata.json',
+        '_costsync_manifest.apac.json',
+      ].some(owned),
+    ).toBe(false);
   });
 });

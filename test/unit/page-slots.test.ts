@@ -15,8 +15,14 @@ describe('page slots: the pages in memory across sources, bounded by the heap (p
     const a = await slots.take();
     const b = await slots.take();
     const order: string[] = [];
-    const c = slots.take().then((release) => { order.push('c'); return release; });
-    const d = slots.take().then((release) => { order.push('d'); return release; });
+    const c = slots.take().then((release) => {
+      order.push('c');
+      return release;
+    });
+    const d = slots.take().then((release) => {
+      order.push('d');
+      return release;
+    });
     expect(slots.queued).toBe(2);
     a();
     a();

@@ -1,16 +1,32 @@
 import { describe, expect, it } from 'vitest';
-import { completePlan, dropBefore, mendFutureState, planRun, planStart, remainingWindows, splitWindows, type WindowRequest } from '../../src/plan/windows.js';
+import {
+  completePlan,
+  dropBefore,
+  mendFutureState,
+  planRun,
+  planStart,
+  remainingWindows,
+  splitWindows,
+  type WindowRequest,
+} from '../../src/plan/windows.js';
 import { emptyWindowedState, type WindowedStreamState } from '../../src/state/store.js';
 
 const req = (over: Partial<WindowRequest> = {}): WindowRequest => ({
-  until: '2025-06-30', startDate: '2025-04-01', lookbackDays: 3, windowDays: 30, fullRefresh: false, ...over,
+  until: '2025-06-30',
+  startDate: '2025-04-01',
+  lookbackDays: 3,
+  windowDays: 30,
+  fullRefresh: false,
+  ...over,
 });
 const synced = (through: string): WindowedStreamState => ({ ...emptyWindowedState(), syncedFrom: '2025-04-01', syncedThrough: through });
 
 describe('splitWindows', () => {
   it('covers the range with consecutive windows, the last one shorter', () => {
     expect(splitWindows('2025-01-30', '2025-02-05', 3)).toEqual([
-      { start: '2025-01-30', end: '2025-02-01' }, { start: '2025-02-02', end: '2025-02-04' }, { start: '2025-02-05', end: '2025-02-05' },
+      { start: '2025-01-30', end: '2025-02-01' },
+      { start: '2025-02-02', end: '2025-02-04' },
+      { start: '2025-02-05', end: '2025-02-05' },
     ]);
     expect(splitWindows('2025-01-01', '2025-01-01', 30)).toEqual([{ start: '2025-01-01', end: '2025-01-01' }]);
     expect(splitWindows('2025-01-02', '2025-01-01', 30)).toEqual([]);
@@ -39,7 +55,9 @@ describe('planStart', () => {
   });
   it('never starts before --drop-before', () => {
     expect(planStart(emptyWindowedState(), req({ dropBefore: '2025-05-01' }))).toBe('2025-05-01');
-    expect(planStart({ ...synced('2025-06-29'), syncedFrom: '2025-01-15' }, req({ fullRefresh: true, dropBefore: '2025-03-01' }))).toBe('2025-03-01');
+    expect(planStart({ ...synced('2025-06-29'), syncedFrom: '2025-01-15' }, req({ fullRefresh: true, dropBefore: '2025-03-01' }))).toBe(
+      '2025-03-01',
+    );
     expect(planStart(synced('2025-06-29'), req({ dropBefore: '2025-03-01' }))).toBe('2025-06-27');
   });
   it('--drop-before moves the earliest synced date past what it drops, and abandons a plan that starts before it', () => {
@@ -61,7 +79,9 @@ describe('planRun', () => {
     const { plan, resumed } = planRun(emptyWindowedState(), req({ windowDays: 45 }));
     expect(resumed).toBe(false);
     expect(plan.windows.map((w) => [w.start, w.end, w.status])).toEqual([
-      ['2025-04-01', '2025-05-15', 'todo'], ['2025-05-16', '2025-06-29', 'todo'], ['2025-06-30', '2025-06-30', 'todo'],
+      ['2025-04-01', '2025-05-15', 'todo'],
+      ['2025-05-16', '2025-06-29', 'todo'],
+      ['2025-06-30', '2025-06-30', 'todo'],
     ]);
   });
 
@@ -73,7 +93,9 @@ describe('planRun', () => {
     const { plan, resumed } = planRun(state, req({ until: '2025-06-25', windowDays: 7 }));
     expect(resumed).toBe(true);
     expect(plan.windows.map((w) => [w.start, w.end, w.status, w.cursor])).toEqual([
-      ['2025-06-01', '2025-06-10', 'done', null], ['2025-06-11', '2025-06-20', 'active', 'c'], ['2025-06-21', '2025-06-25', 'todo', null],
+      ['2025-06-01', '2025-06-10', 'done', null],
+      ['2025-06-11', '2025-06-20', 'active', 'c'],
+      ['2025-06-21', '2025-06-25', 'todo', null],
     ]);
     expect(remainingWindows(plan).map((w) => w.start)).toEqual(['2025-06-11', '2025-06-21']);
     // The same --since resumes too; another --since starts over.
@@ -85,7 +107,10 @@ describe('planRun', () => {
   it('moves the watermark when a plan completes', () => {
     const plan = planRun(synced('2025-06-20'), req()).plan;
     expect(completePlan(synced('2025-06-20'), plan, 'now')).toEqual({
-      syncedFrom: '2025-04-01', syncedThrough: '2025-06-30', lastSuccessAt: 'now', pending: null,
+      syncedFrom: '2025-04-01',
+      syncedThrough: '2025-06-30',
+      lastSuccessAt: 'now',
+      pending: null,
     });
     // A full refresh from a later --since deletes nothing before it: what was synced stays synced.
     const full = planRun(synced('2025-06-20'), req({ fullRefresh: true, since: '2025-05-01', until: '2025-06-10' })).plan;
@@ -105,7 +130,9 @@ describe('mendFutureState (issue 27: a future --until recorded by an older costs
 
   it('drops windows of an unfinished plan that start after today, keeping one that straddles it', () => {
     const pending = {
-      from: '2026-11-01', to: '2027-01-31', fullRefresh: false,
+      from: '2026-11-01',
+      to: '2027-01-31',
+      fullRefresh: false,
       windows: [
         { start: '2026-11-01', end: '2026-11-30', status: 'active' as const, cursor: 'c', page: 2, fetched: false },
         { start: '2026-12-01', end: '2026-12-31', status: 'todo' as const, cursor: null, page: 0, fetched: false },

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { emptyStats } from '../../src/sync/context.js';
-import { createProgress, etaSeconds, progressLine, runSummaryText, summarize, summaryTable, type ProgressFigures } from '../../src/progress.js';
+import {
+  createProgress,
+  etaSeconds,
+  progressLine,
+  runSummaryText,
+  summarize,
+  summaryTable,
+  type ProgressFigures,
+} from '../../src/progress.js';
 import { estimateTotalPages, smooth, wantsRollupTotals } from '../../src/sync/estimate.js';
 import { createLogger } from '../../src/log.js';
 
@@ -9,15 +17,28 @@ function testProgress(live = false) {
   const written: string[] = [];
   const logged: string[] = [];
   const progress = createProgress({
-    live, requestsPerMinute: 60, now: () => t, write: (s) => written.push(s),
+    live,
+    requestsPerMinute: 60,
+    now: () => t,
+    write: (s) => written.push(s),
     logger: createLogger({ format: 'json', level: 'info', write: (l) => logged.push(l) }),
   });
-  return { progress, written, logged, advance: (ms: number) => { t += ms; } };
+  return {
+    progress,
+    written,
+    logged,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
 }
 
-const days = (n: number, basis: { usd?: number; storedRows?: number }) => Array.from({ length: n }, (_, i) => ({
-  date: `2025-06-${String(i + 1).padStart(2, '0')}`, usd: basis.usd ?? null, storedRows: basis.storedRows ?? null,
-}));
+const days = (n: number, basis: { usd?: number; storedRows?: number }) =>
+  Array.from({ length: n }, (_, i) => ({
+    date: `2025-06-${String(i + 1).padStart(2, '0')}`,
+    usd: basis.usd ?? null,
+    storedRows: basis.storedRows ?? null,
+  }));
 
 describe('progress', () => {
   it('never promises an ETA faster than the rate limit allows', () => {
@@ -80,6 +101,7 @@ describe('progress', () => {
     progress.tick();
     progress.finish();
     expect(written).toEqual([]);
+    // eslint-disable-next-line no-control-regex -- the escape character is what must not be there
     expect(logged.join('\n')).not.toMatch(/\u001b/);
     const event = JSON.parse(logged.at(-1)!);
     expect(event.msg).toBe('progress');
@@ -88,18 +110,36 @@ describe('progress', () => {
 
   it('stays readable at 20 sources: one summary line per stream, the slowest source deciding the ETA', () => {
     const all: ProgressFigures[] = Array.from({ length: 20 }, (_, i) => ({
-      stream: `ws-${i}/line_items`, pages: 10, estimatedPages: 30, rows: 10_000, rowsPerSecond: 100, etaSeconds: 20 + i, done: false,
+      stream: `ws-${i}/line_items`,
+      pages: 10,
+      estimatedPages: 30,
+      rows: 10_000,
+      rowsPerSecond: 100,
+      etaSeconds: 20 + i,
+      done: false,
     }));
     const lines = summarize(all).map((f) => progressLine(f));
-    expect(lines).toEqual([expect.stringMatching(/^line_items \(0\/20 sources done\) \[#{7}-{13}\] 200\/~600 pages {2}200,000 rows {2}2,000 rows\/s {2}ETA 39s$/)]);
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /^line_items \(0\/20 sources done\) \[#{7}-{13}\] 200\/~600 pages {2}200,000 rows {2}2,000 rows\/s {2}ETA 39s$/,
+      ),
+    ]);
   });
 
-  it('with sources waiting their turn: they count as not done, their pages are estimated from the others\', and no ETA until all started', () => {
+  it("with sources waiting their turn: they count as not done, their pages are estimated from the others', and no ETA until all started", () => {
     const running: ProgressFigures[] = Array.from({ length: 4 }, (_, i) => ({
-      stream: `ws-${i}/line_items`, pages: 30, estimatedPages: 30, rows: 30_000, rowsPerSecond: 0, etaSeconds: 0, done: true,
+      stream: `ws-${i}/line_items`,
+      pages: 30,
+      estimatedPages: 30,
+      rows: 30_000,
+      rowsPerSecond: 0,
+      etaSeconds: 0,
+      done: true,
     }));
     const [waiting] = summarize(running, 10);
-    expect(progressLine(waiting!)).toMatch(/^line_items \(4\/10 sources done, 6 waiting\) \[#{8}-{12}\] 120\/~300 pages {2}120,000 rows {2}0 rows\/s {2}estimating…$/);
+    expect(progressLine(waiting!)).toMatch(
+      /^line_items \(4\/10 sources done, 6 waiting\) \[#{8}-{12}\] 120\/~300 pages {2}120,000 rows {2}0 rows\/s {2}estimating…$/,
+    );
     expect(waiting!.done).toBe(false);
     const [all] = summarize(running, 4);
     expect(progressLine(all!)).toMatch(/^line_items \(4\/4 sources done\) .* 120\/120 pages .* done$/);
@@ -108,7 +148,11 @@ describe('progress', () => {
   it('draws one line per stream while sources wait their turn, however few lines the started ones take', () => {
     const written: string[] = [];
     const progress = createProgress({
-      live: true, requestsPerMinute: 60, now: () => 0, write: (s) => written.push(s), sources: 3,
+      live: true,
+      requestsPerMinute: 60,
+      now: () => 0,
+      write: (s) => written.push(s),
+      sources: 3,
       logger: createLogger({ format: 'json', level: 'info', write: () => undefined }),
     });
     progress.planned!('ws-0/line_items' as never, { windows: 1, from: '2025-06-01', to: '2025-06-30', resumed: false, pages: 30 });
@@ -125,12 +169,25 @@ describe('progress', () => {
 
   it('ends a run of many sources with the outcomes counted, the sources that did not succeed named, and one table for all', () => {
     const stats = (inserted: number) => ({ line_items: { ...emptyStats(), inserted, pages: 1, requests: 1 } });
-    const sources = Array.from({ length: 30 }, (_, i) => ({ source: `ws-${i}`, outcome: i < 25 ? 'success' : i < 27 ? 'failed' : 'stopped', streams: stats(100) }));
+    const sources = Array.from({ length: 30 }, (_, i) => ({
+      source: `ws-${i}`,
+      outcome: i < 25 ? 'success' : i < 27 ? 'failed' : 'stopped',
+      streams: stats(100),
+    }));
     const text = runSummaryText(sources, stats(3000));
-    expect(text.split('\n').slice(0, 5)).toEqual(['30 sources: 25 success, 2 failed, 3 stopped', 'failed: ws-25, ws-26', 'stopped: ws-27, ws-28, ws-29', '', 'all 30 sources']);
+    expect(text.split('\n').slice(0, 5)).toEqual([
+      '30 sources: 25 success, 2 failed, 3 stopped',
+      'failed: ws-25, ws-26',
+      'stopped: ws-27, ws-28, ws-29',
+      '',
+      'all 30 sources',
+    ]);
     expect(text).toMatch(/^line_items\s+3000\s+0\s+0\s+1\s+1\s+0\s+0\s+0$/m);
     expect(text).not.toMatch(/ws-3:|ws-0/);
-    const many = runSummaryText(Array.from({ length: 30 }, (_, i) => ({ source: `ws-${i}`, outcome: 'failed', streams: stats(0) })), stats(0));
+    const many = runSummaryText(
+      Array.from({ length: 30 }, (_, i) => ({ source: `ws-${i}`, outcome: 'failed', streams: stats(0) })),
+      stats(0),
+    );
     expect(many.split('\n')[1]).toMatch(/^failed: ws-0, .*ws-19, and 10 more$/);
     // A few sources: a table each; one: its table.
     expect(runSummaryText(sources.slice(0, 2), stats(200))).toMatch(/^ws-0: success\nstream[\s\S]*\n\nws-1: success\nstream/);

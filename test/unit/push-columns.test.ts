@@ -20,7 +20,13 @@ describe('push column planning', () => {
   });
 
   it('applies a mapping: source columns, constants, and a mapped column winning over a same-named one', () => {
-    const mapping = parseMapping({ columns: { cost: 'BilledCost', day: 'chargeperiodstart' }, constants: { ServiceName: 'Internal platform', ChargeCategory: 'usage' } }, 'm.json');
+    const mapping = parseMapping(
+      {
+        columns: { cost: 'BilledCost', day: 'chargeperiodstart' },
+        constants: { ServiceName: 'Internal platform', ChargeCategory: 'usage' },
+      },
+      'm.json',
+    );
     const plan = planColumns('f.csv', ['cost', 'day', 'BilledCost', 'note'], mapping, 'service');
     expect(plan.targets).toEqual([
       { name: 'BilledCost', kind: 'number', from: { column: 'cost' } },
@@ -41,10 +47,18 @@ describe('push column planning', () => {
       }
       throw new Error('no error');
     };
-    expect(attempt(() => planColumns('f.csv', ['BilledCost', 'ServiceName'], none, 'service'))).toBe('f.csv lacks the required FOCUS column(s) ChargePeriodStart, ChargeCategory.');
-    expect(attempt(() => planColumns('f.csv', REQUIRED, { columns: { amount: 'BilledCost' }, constants: {} }, 'service'))).toMatch(/f\.csv has no column "amount"/);
-    expect(attempt(() => planColumns('f.csv', [...REQUIRED, 'c'], { columns: { c: 'Cost' }, constants: {} }, 'service'))).toMatch(/"Cost", which is not a FOCUS 1.2 column/);
-    expect(attempt(() => planColumns('f.csv', [...REQUIRED, 'billedCOST'], none, 'service'))).toMatch(/BilledCost would come from both column "BilledCost" and column "billedCOST"/);
+    expect(attempt(() => planColumns('f.csv', ['BilledCost', 'ServiceName'], none, 'service'))).toBe(
+      'f.csv lacks the required FOCUS column(s) ChargePeriodStart, ChargeCategory.',
+    );
+    expect(attempt(() => planColumns('f.csv', REQUIRED, { columns: { amount: 'BilledCost' }, constants: {} }, 'service'))).toMatch(
+      /f\.csv has no column "amount"/,
+    );
+    expect(attempt(() => planColumns('f.csv', [...REQUIRED, 'c'], { columns: { c: 'Cost' }, constants: {} }, 'service'))).toMatch(
+      /"Cost", which is not a FOCUS 1.2 column/,
+    );
+    expect(attempt(() => planColumns('f.csv', [...REQUIRED, 'billedCOST'], none, 'service'))).toMatch(
+      /BilledCost would come from both column "BilledCost" and column "billedCOST"/,
+    );
     expect(attempt(() => parseMapping({ columns: { a: 1 } }, 'm.json'))).toMatch(/"columns"."a" must name a FOCUS column/);
     expect(attempt(() => parseMapping({ colums: {} }, 'm.json'))).toMatch(/unknown member "colums"/);
     expect(attempt(() => versionArg('2'))).toMatch(/--version must be one of 1, 1.1, 1.2/);
@@ -85,13 +99,35 @@ describe('push ledger keys', () => {
     const { createHash } = await import('node:crypto');
     const { keyFingerprint } = await import('../../src/fingerprint.js');
     const { pushKeys } = await import('../../src/push/push.js');
-    const parts = { base: 'https://api.example.com', connection: 'c1', fileSha: 'abc', targets: ['BilledCost'], vendor: 'service', version: '1.2', format: null, skipInvalid: false };
+    const parts = {
+      base: 'https://api.example.com',
+      connection: 'c1',
+      fileSha: 'abc',
+      targets: ['BilledCost'],
+      vendor: 'service',
+      version: '1.2',
+      format: null,
+      skipInvalid: false,
+    };
     const [current, legacy] = pushKeys(parts, { source: 'acme-eu', apiKey: 'k1' });
     // costsync 0.1: sha256 of JSON {base, key, connection, fileSha, targets, vendor, version, format, skipInvalid}.
-    const v01 = createHash('sha256').update(JSON.stringify({ base: parts.base, key: keyFingerprint('k1'), connection: 'c1', fileSha: 'abc', targets: ['BilledCost'], vendor: 'service', version: '1.2', format: null, skipInvalid: false })).digest('hex');
+    const v01 = createHash('sha256')
+      .update(
+        JSON.stringify({
+          base: parts.base,
+          key: keyFingerprint('k1'),
+          connection: 'c1',
+          fileSha: 'abc',
+          targets: ['BilledCost'],
+          vendor: 'service',
+          version: '1.2',
+          format: null,
+          skipInvalid: false,
+        }),
+      )
+      .digest('hex');
     expect(legacy).toBe(v01);
     expect(pushKeys(parts, { source: 'acme-eu', apiKey: 'k2' })[0]).toBe(current);
     expect(pushKeys(parts, { source: 'acme-us', apiKey: 'k1' })[0]).not.toBe(current);
   });
 });
-

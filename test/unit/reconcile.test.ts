@@ -13,11 +13,14 @@ describe('window reconciliation arithmetic', () => {
 
   it('compares per date and key, a key on one side only counting as zero on the other, sorted', () => {
     const line = [
-      { date: '2025-06-02', key: 'aws', amount: 10 }, { date: '2025-06-02', key: 'aws', amount: 5.004 },
-      { date: '2025-06-01', key: 'gcp', amount: 7 }, { date: '2025-06-01', key: 'zero', amount: 0.001 },
+      { date: '2025-06-02', key: 'aws', amount: 10 },
+      { date: '2025-06-02', key: 'aws', amount: 5.004 },
+      { date: '2025-06-01', key: 'gcp', amount: 7 },
+      { date: '2025-06-01', key: 'zero', amount: 0.001 },
     ];
     const rollup = [
-      { date: '2025-06-02', key: 'aws', amount: 15 }, { date: '2025-06-01', key: 'azure', amount: 3 },
+      { date: '2025-06-02', key: 'aws', amount: 15 },
+      { date: '2025-06-01', key: 'azure', amount: 3 },
     ];
     expect(compareTotals(line, rollup)).toEqual([
       { date: '2025-06-01', key: 'azure', left: null, right: 3 },
@@ -29,7 +32,9 @@ describe('window reconciliation arithmetic', () => {
   it('describes the first few mismatches with amounts and says how many more', () => {
     const many = Array.from({ length: 7 }, (_, i) => ({ date: `2025-06-0${i + 1}`, key: 'aws', left: 1, right: null }));
     const text = describeMismatches(many, ['line items', 'provider rollup'], 2);
-    expect(text).toBe('2025-06-01 aws: line items $1.00, provider rollup none; 2025-06-02 aws: line items $1.00, provider rollup none; and 5 more');
+    expect(text).toBe(
+      '2025-06-01 aws: line items $1.00, provider rollup none; 2025-06-02 aws: line items $1.00, provider rollup none; and 5 more',
+    );
   });
 });
 
@@ -38,7 +43,10 @@ describe('the provider rollups handed from line items to the rollups stream', ()
     const exchange = new ProviderRollupExchange();
     const w = { start: '2025-06-01', end: '2025-06-07' };
     const order: string[] = [];
-    const taken = exchange.take(w).then((rows) => { order.push('taken'); return rows; });
+    const taken = exchange.take(w).then((rows) => {
+      order.push('taken');
+      return rows;
+    });
     exchange.expect([w, { start: '2025-06-08', end: '2025-06-14' }]);
     for (let i = 0; i < 5; i++) await Promise.resolve();
     order.push('delivered');

@@ -4,7 +4,9 @@ import { serially } from '../../src/storage/write-queue.js';
 /** A task that starts when called and ends when `finish` is called. */
 function gate() {
   let finish: () => void = () => undefined;
-  const done = new Promise<void>((resolve) => { finish = resolve; });
+  const done = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
   return { done, finish: () => finish() };
 }
 
@@ -15,15 +17,17 @@ describe('serially: the warehouse write queue', () => {
     let running = 0;
     let most = 0;
     const gates = [gate(), gate(), gate()];
-    const results = gates.map((g, i) => queue(async () => {
-      running += 1;
-      most = Math.max(most, running);
-      log.push(`start ${i}`);
-      await g.done;
-      log.push(`end ${i}`);
-      running -= 1;
-      return i;
-    }));
+    const results = gates.map((g, i) =>
+      queue(async () => {
+        running += 1;
+        most = Math.max(most, running);
+        log.push(`start ${i}`);
+        await g.done;
+        log.push(`end ${i}`);
+        running -= 1;
+        return i;
+      }),
+    );
     // Finished out of order: each still waits for the one before.
     gates[2]!.finish();
     gates[1]!.finish();

@@ -4,7 +4,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { dropPagesAfter, linesAsArray, spoolPage, upgradePages, writePage, type SpoolColumn } from '../../src/storage/spool.js';
 
-const columns = [{ name: 'id', type: 'VARCHAR' as const }, { name: 'cost', type: 'DOUBLE' as const }];
+const columns = [
+  { name: 'id', type: 'VARCHAR' as const },
+  { name: 'cost', type: 'DOUBLE' as const },
+];
 
 /** A page's spool file as text. */
 function spoolText(records: Record<string, unknown>[], cols: readonly SpoolColumn[] = columns): string {
@@ -63,13 +66,16 @@ describe('pages an earlier version spooled', () => {
   // As the previous version wrote them: a JSON object a line, no newline at the end; nothing for no records.
   const previous = '{"o":0,"id":"a","cost":1.5,"extra":{"model":"m"}}\n{"o":1,"id":"b\\nc","cost":null}';
 
-  it('reads as the same records in this version\'s form', () => {
-    expect(JSON.parse(linesAsArray(previous))).toEqual([{ o: 0, id: 'a', cost: 1.5, extra: { model: 'm' } }, { o: 1, id: 'b\nc', cost: null }]);
+  it("reads as the same records in this version's form", () => {
+    expect(JSON.parse(linesAsArray(previous))).toEqual([
+      { o: 0, id: 'a', cost: 1.5, extra: { model: 'm' } },
+      { o: 1, id: 'b\nc', cost: null },
+    ]);
     expect(linesAsArray('')).toBe('[]');
     expect(linesAsArray(`${previous}\n`)).toBe(linesAsArray(previous));
   });
 
-  it('are rewritten in place, and pages in this version\'s form and other files are left as they are', async () => {
+  it("are rewritten in place, and pages in this version's form and other files are left as they are", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'costsync-spool-'));
     try {
       const current = spoolText([{ id: 'z', cost: 3 }]);
@@ -110,7 +116,7 @@ describe('writing pages', () => {
       await writePage(dir, 1, '[]');
       await writePage(dir, 2, '[]');
       writeFileSync(join(dir, '000003.json'), '[{"id":"c","co');
-      writeFileSync(join(dir, '000001.json.123.abc.tmp'), 'an earlier version\'s temp file');
+      writeFileSync(join(dir, '000001.json.123.abc.tmp'), "an earlier version's temp file");
       dropPagesAfter(dir, 2);
       expect(readdirSync(dir).sort()).toEqual(['000001.json', '000002.json']);
     } finally {

@@ -15,7 +15,12 @@ describe('StateStore', () => {
       const store = new StateStore(dir, source, WAREHOUSE);
       const state = store.load();
       // No identity until the API has answered this run's key and URL.
-      expect(state).toEqual({ version: STATE_VERSION, source: { name: 'default', baseUrl: '', keyFingerprint: '' }, streams: {}, updatedAt: null });
+      expect(state).toEqual({
+        version: STATE_VERSION,
+        source: { name: 'default', baseUrl: '', keyFingerprint: '' },
+        streams: {},
+        updatedAt: null,
+      });
       store.confirmIdentity(state);
       expect(state.source).toEqual(source);
     });
@@ -37,7 +42,9 @@ describe('StateStore', () => {
       expect(loaded.source).toEqual({ ...source, keyFingerprint: 'def456', baseUrl: 'https://eu.example.com' });
       expect(rotated.notices).toEqual([
         'the key for default changed since the last run (fingerprint abc123 is now def456); going on where the last run stopped',
-        expect.stringMatching(/^the base URL of default changed since the last run \(https:\/\/api.example.com is now https:\/\/eu.example.com\).*--full-refresh/),
+        expect.stringMatching(
+          /^the base URL of default changed since the last run \(https:\/\/api.example.com is now https:\/\/eu.example.com\).*--full-refresh/,
+        ),
       ]);
     });
   });
@@ -47,8 +54,18 @@ describe('StateStore', () => {
       const { mkdirSync, existsSync } = await import('node:fs');
       const { join } = await import('node:path');
       const legacy = join(dir, legacyStateFileName(source.baseUrl, 'a1d999'));
-      writeFileSync(legacy, JSON.stringify({ version: 1, source: { baseUrl: source.baseUrl, keyFingerprint: 'a1d999' }, streams: { anomalies: { watermark: 'w', lastSuccessAt: null } }, updatedAt: null }));
-      mkdirSync(join(dir, 'spool', legacyStateFileName(source.baseUrl, 'a1d999').replace(/\.json$/, ''), 'line_items'), { recursive: true });
+      writeFileSync(
+        legacy,
+        JSON.stringify({
+          version: 1,
+          source: { baseUrl: source.baseUrl, keyFingerprint: 'a1d999' },
+          streams: { anomalies: { watermark: 'w', lastSuccessAt: null } },
+          updatedAt: null,
+        }),
+      );
+      mkdirSync(join(dir, 'spool', legacyStateFileName(source.baseUrl, 'a1d999').replace(/\.json$/, ''), 'line_items'), {
+        recursive: true,
+      });
       const store = new StateStore(dir, source, WAREHOUSE);
       const state = store.load();
       store.confirmIdentity(state);
@@ -121,7 +138,9 @@ describe('StateStore', () => {
         const error = await failing.saveAsync(next, () => new Date()).catch((e: unknown) => e);
         expect(error).toMatchObject({ code: 'CS_ERR_STATE_IO', exitCode: 1 });
         expect((error as Error).message).toBe(`Cannot write the state file ${good.path}: ${code}: cannot write`);
-        expect((error as { hint: string }).hint).toMatch(/--state-dir is writable and the disk is not full; the data already stored is kept/);
+        expect((error as { hint: string }).hint).toMatch(
+          /--state-dir is writable and the disk is not full; the data already stored is kept/,
+        );
       }
       expect(good.load().streams.line_items!.syncedThrough).toBe('2025-06-01');
     });

@@ -27,7 +27,7 @@ describe('when fetched windows are stored (storeNow)', () => {
     expect(storeNow(fresh(1, Infinity), busy, open)).toBe(true);
   });
 
-  it('at most one transaction\'s worth of windows wait, however small', () => {
+  it("at most one transaction's worth of windows wait, however small", () => {
     expect(storeNow(fresh(MAX_GROUP - 1, 10), busy, open)).toBe(false);
     expect(storeNow(fresh(MAX_GROUP, 10), busy, open)).toBe(true);
   });

@@ -2,23 +2,51 @@ import { describe, expect, it } from 'vitest';
 import { windowedStreamStatus } from '../../src/commands/status.js';
 import type { PlannedWindow } from '../../src/state/store.js';
 
-const w = (start: string, status: PlannedWindow['status'], fetched: boolean): PlannedWindow => ({ start, end: start, status, cursor: null, page: fetched ? 3 : 0, fetched });
+const w = (start: string, status: PlannedWindow['status'], fetched: boolean): PlannedWindow => ({
+  start,
+  end: start,
+  status,
+  cursor: null,
+  page: fetched ? 3 : 0,
+  fetched,
+});
 
 describe('status of a windowed stream (windowedStreamStatus)', () => {
   it('counts the windows not yet stored, and among them the fetched ones the next run stores without fetching', () => {
     const st = {
-      syncedFrom: '2025-01-01', syncedThrough: '2025-11-30', lastSuccessAt: '2025-12-01T06:00:00Z',
-      pending: { from: '2025-12-01', to: '2025-12-04', fullRefresh: false, windows: [w('2025-12-01', 'done', true), w('2025-12-02', 'active', true), w('2025-12-03', 'active', false), w('2025-12-04', 'todo', false)] },
+      syncedFrom: '2025-01-01',
+      syncedThrough: '2025-11-30',
+      lastSuccessAt: '2025-12-01T06:00:00Z',
+      pending: {
+        from: '2025-12-01',
+        to: '2025-12-04',
+        fullRefresh: false,
+        windows: [
+          w('2025-12-01', 'done', true),
+          w('2025-12-02', 'active', true),
+          w('2025-12-03', 'active', false),
+          w('2025-12-04', 'todo', false),
+        ],
+      },
     };
     expect(windowedStreamStatus('line_items', st)).toEqual({
-      stream: 'line_items', watermark: '2025-01-01..2025-11-30', lastSuccessAt: '2025-12-01T06:00:00Z',
-      windowsPending: 3, windowsFetched: 1, pendingRange: '2025-12-01..2025-12-04',
+      stream: 'line_items',
+      watermark: '2025-01-01..2025-11-30',
+      lastSuccessAt: '2025-12-01T06:00:00Z',
+      windowsPending: 3,
+      windowsFetched: 1,
+      pendingRange: '2025-12-01..2025-12-04',
     });
   });
 
   it('a stream with no plan under way and nothing synced yet', () => {
     expect(windowedStreamStatus('rollups', { syncedFrom: null, syncedThrough: null, lastSuccessAt: null, pending: null })).toEqual({
-      stream: 'rollups', watermark: null, lastSuccessAt: null, windowsPending: 0, windowsFetched: 0, pendingRange: null,
+      stream: 'rollups',
+      watermark: null,
+      lastSuccessAt: null,
+      windowsPending: 0,
+      windowsFetched: 0,
+      pendingRange: null,
     });
   });
 });

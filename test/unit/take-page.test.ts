@@ -5,14 +5,22 @@ import { totalKey, totalsOf } from '../../src/sync/reconcile.js';
 import { takePage } from '../../src/sync/windowed.js';
 
 const WINDOW = { start: '2025-01-01', end: '2025-01-07', cursor: null };
-const item = (id: string, date: string, provider: string | null, usd: number | null) => ({ id, usage_date: date, provider_type: provider, net_amount_usd: usd });
+const item = (id: string, date: string, provider: string | null, usd: number | null) => ({
+  id,
+  usage_date: date,
+  provider_type: provider,
+  net_amount_usd: usd,
+});
 
 describe('takePage (pure)', () => {
-  it('sums the amounts inside the window per date and provider, as the spool\'s totals query groups them', () => {
+  it("sums the amounts inside the window per date and provider, as the spool's totals query groups them", () => {
     const totals = new Map<string, number>();
     const records = [
-      item('a', '2025-01-02', 'aws', 1.25), item('b', '2025-01-02', 'aws', 2), item('c', '2025-01-02', null, 5),
-      item('d', '2025-01-09', 'aws', 100), item('e', '2025-01-03', 'gcp', null),
+      item('a', '2025-01-02', 'aws', 1.25),
+      item('b', '2025-01-02', 'aws', 2),
+      item('c', '2025-01-02', null, 5),
+      item('d', '2025-01-09', 'aws', 100),
+      item('e', '2025-01-03', 'gcp', null),
     ];
     const taken = takePage(lineItemsStream, { records, nextCursor: 'n1' }, WINDOW, new Set(), new IdHashes(), totals);
     expect(taken).toMatchObject({ rows: 4, outside: 1, nextCursor: 'n1', loop: false });
@@ -24,9 +32,15 @@ describe('takePage (pure)', () => {
     expect(totalKey('2025-01-02', undefined)).toBe(totalKey('2025-01-02', null));
   });
 
-  it('adds every id\'s hash, so an id seen on an earlier page shows as a repeat', () => {
+  it("adds every id's hash, so an id seen on an earlier page shows as a repeat", () => {
     const ids = new IdHashes();
-    takePage(lineItemsStream, { records: [item('a', '2025-01-02', 'aws', 1), item('b', '2025-01-09', 'aws', 1)], nextCursor: 'n1' }, WINDOW, new Set(), ids);
+    takePage(
+      lineItemsStream,
+      { records: [item('a', '2025-01-02', 'aws', 1), item('b', '2025-01-09', 'aws', 1)], nextCursor: 'n1' },
+      WINDOW,
+      new Set(),
+      ids,
+    );
     expect(ids.size).toBe(2);
     expect(ids.hasRepeat()).toBe(false);
     takePage(lineItemsStream, { records: [item('a', '2025-01-02', 'aws', 1)], nextCursor: null }, WINDOW, new Set(), ids, null);

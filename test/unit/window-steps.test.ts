@@ -59,14 +59,20 @@ async function runWindow(options: Options) {
   const checks = [...(options.checks ?? [])];
   let fetched = 0;
   const spec: WindowedStreamSpec = {
-    name: 'line_items', spec: LINE_ITEMS, idField: 'id', size: { pagesPerWindow: 1 }, serverCursors: true, takesPageSlot: true,
+    name: 'line_items',
+    spec: LINE_ITEMS,
+    idField: 'id',
+    size: { pagesPerWindow: 1 },
+    serverCursors: true,
+    takesPageSlot: true,
     sql: { diff: 'diff', insertWindow: 'insert deduplicated', insertUnique: 'insert unique' },
     check: {
       run: async (_ctx, _window, _dir, _names, paged) => {
         steps.push(paged === undefined ? 'check' : `check paged ${paged.map((t) => `${t.date}/${t.key}=${t.amount}`).join(' ')}`);
         return checks.shift() ?? [];
       },
-      sides: ['line items', 'provider rollup'], deliversProviderRollups: false,
+      sides: ['line items', 'provider rollup'],
+      deliversProviderRollups: false,
       ...(options.pagedCheck ? { paged: { keyField: 'provider_type', amountField: 'net_amount_usd' } } : {}),
     },
     async fetchPage(_client, _window, cursor, _shared, admit) {
@@ -86,11 +92,19 @@ async function runWindow(options: Options) {
     },
   };
   let firstWritten = (): void => undefined;
-  const firstWrite = new Promise<void>((resolve) => { firstWritten = resolve; });
+  const firstWrite = new Promise<void>((resolve) => {
+    firstWritten = resolve;
+  });
   const spool: Spool = {
-    clear: async (dir) => { steps.push(`clear ${dir}`); },
-    dropPagesAfter: (_dir, n) => { steps.push(`drop pages after ${n}`); },
-    upgradePages: async () => { steps.push('upgrade pages'); },
+    clear: async (dir) => {
+      steps.push(`clear ${dir}`);
+    },
+    dropPagesAfter: (_dir, n) => {
+      steps.push(`drop pages after ${n}`);
+    },
+    upgradePages: async () => {
+      steps.push('upgrade pages');
+    },
     writePage: async (_dir, n) => {
       steps.push(`write page ${n}`);
       if (n === 1 && options.slowFirstWrite) await firstWrite;
@@ -117,36 +131,74 @@ async function runWindow(options: Options) {
       throw new Error(`unexpected query ${name}`);
     },
     // An insert reports the rows it inserted, as DuckDB does.
-    async run(name: string) { steps.push(`run ${name}`); return name.startsWith('insert') ? 3 : 0; },
-    async changed() { steps.push('changed'); },
+    async run(name: string) {
+      steps.push(`run ${name}`);
+      return name.startsWith('insert') ? 3 : 0;
+    },
+    async changed() {
+      steps.push('changed');
+    },
   } as unknown as Warehouse;
-  const state: SyncState = { version: 1, source: { keyFingerprint: '', baseUrl: '' }, streams: {}, updatedAt: null } as unknown as SyncState;
+  const state: SyncState = {
+    version: 1,
+    source: { keyFingerprint: '', baseUrl: '' },
+    streams: {},
+    updatedAt: null,
+  } as unknown as SyncState;
   if (options.resume) {
     state.streams.line_items = {
-      syncedFrom: null, syncedThrough: null, lastSuccessAt: null,
-      pending: { from: '2025-01-01', to: '2025-01-07', fullRefresh: false, windows: [{ start: '2025-01-01', end: '2025-01-07', status: 'active', cursor: null, page: 0, fetched: false, ...options.resume }] },
+      syncedFrom: null,
+      syncedThrough: null,
+      lastSuccessAt: null,
+      pending: {
+        from: '2025-01-01',
+        to: '2025-01-07',
+        fullRefresh: false,
+        windows: [{ start: '2025-01-01', end: '2025-01-07', status: 'active', cursor: null, page: 0, fetched: false, ...options.resume }],
+      },
     };
   }
   const window = () => state.streams.line_items?.pending?.windows[0];
   const ctx: SyncContext = {
-    client: {} as never, warehouse, lookups: { lineItemsPerDate: async () => new Map(), knownProviders: async () => [] }, spoolDir: '/spool', spool, state, logger: memoryLogger(),
-    clock: { now: () => Date.parse('2025-01-08T00:00:00Z') + (ticks++) * (options.clockStepMs ?? CURSOR_SAVE_MS), sleep: async (ms) => { steps.push(`pause ${ms} ms`); } },
-    runId: 'run-1', source: 'default',
+    client: {} as never,
+    warehouse,
+    lookups: { lineItemsPerDate: async () => new Map(), knownProviders: async () => [] },
+    spoolDir: '/spool',
+    spool,
+    state,
+    logger: memoryLogger(),
+    clock: {
+      now: () => Date.parse('2025-01-08T00:00:00Z') + ticks++ * (options.clockStepMs ?? CURSOR_SAVE_MS),
+      sleep: async (ms) => {
+        steps.push(`pause ${ms} ms`);
+      },
+    },
+    runId: 'run-1',
+    source: 'default',
     shouldStop: () => options.stopAfterPages !== undefined && fetched >= options.stopAfterPages,
     stats: { line_items: emptyStats(), rollups: emptyStats(), anomalies: emptyStats() },
-    progress: {}, concurrency: 1, reconcile: options.reconcile ?? 'on', ...(options.storeWaitMs !== undefined ? { storeWaitMs: options.storeWaitMs } : {}), ...(options.slots ? { pageSlots: options.slots } : {}),
+    progress: {},
+    concurrency: 1,
+    reconcile: options.reconcile ?? 'on',
+    ...(options.storeWaitMs !== undefined ? { storeWaitMs: options.storeWaitMs } : {}),
+    ...(options.slots ? { pageSlots: options.slots } : {}),
     notify: { webhooks: ['hook-1'], minRank: 0, cutoff: '2025-01-01', statusChanges: false },
     async saveState() {
       const w = window();
       if (inTransaction) throw new Error('state saved inside the transaction');
       steps.push(w === undefined ? 'save done' : `save ${w.status} page ${w.page} cursor ${w.cursor ?? '-'}${w.fetched ? ' fetched' : ''}`);
     },
-    async carryState() { steps.push('carry state'); },
-    async afterCommit() { steps.push('outputs'); },
+    async carryState() {
+      steps.push('carry state');
+    },
+    async afterCommit() {
+      steps.push('outputs');
+    },
   };
   let outcome: string;
   try {
-    const request = options.days === undefined ? REQUEST : { ...REQUEST, windowDays: 1, until: `2025-01-${String(options.days).padStart(2, '0')}` };
+    const request =
+      options.days === undefined ? REQUEST : { ...REQUEST, windowDays: 1, until: `2025-01-${String(options.days).padStart(2, '0')}` };
     outcome = await syncWindowedStream(spec, ctx, request);
   } catch (error) {
     outcome = `threw ${(error as { code?: string }).code ?? (error as Error).message}`;
@@ -156,17 +208,29 @@ async function runWindow(options: Options) {
 
 const WINDOW_DIR = '/spool/line_items/2025-01-01';
 
-describe('the windowed engine\'s steps (no I/O)', () => {
+describe("the windowed engine's steps (no I/O)", () => {
   it('each page is spooled before the cursor after it is saved (the next page fetched meanwhile); the window is replaced in one transaction, and only then marked done and its pages removed', async () => {
     const { steps, outcome, stats } = await runWindow({ pages: [page(['a', 'b'], 'c1'), page(['c'], null)] });
     expect(outcome).toBe('done');
     expect(steps).toEqual([
-      'save todo page 0 cursor -', 'clear /spool/line_items', 'clear ' + WINDOW_DIR,
-      'fetch first', 'write page 1', 'fetch c1', 'save active page 1 cursor c1',
-      'write page 2', 'save active page 2 cursor - fetched',
+      'save todo page 0 cursor -',
+      'clear /spool/line_items',
+      'clear ' + WINDOW_DIR,
+      'fetch first',
+      'write page 1',
+      'fetch c1',
+      'save active page 1 cursor c1',
+      'write page 2',
+      'save active page 2 cursor - fetched',
       'check',
-      'begin', 'run insert unique', 'changed', 'carry state', 'commit',
-      'save done page 2 cursor - fetched', 'clear ' + WINDOW_DIR, 'outputs',
+      'begin',
+      'run insert unique',
+      'changed',
+      'carry state',
+      'commit',
+      'save done page 2 cursor - fetched',
+      'clear ' + WINDOW_DIR,
+      'outputs',
       'save done',
     ]);
     expect(stats).toMatchObject({ pages: 2, inserted: 3 });
@@ -183,17 +247,25 @@ describe('the windowed engine\'s steps (no I/O)', () => {
 
   it('after a disagreement the window is fetched again and its totals summed afresh', async () => {
     const mismatch = [{ date: '2025-01-03', key: '', left: 3, right: 4 }];
-    const { steps } = await runWindow({ pages: [page(['a', 'b'], 'c1'), page(['c'], null), page(['a', 'b'], 'c1'), page(['c'], null)], checks: [mismatch, []], pagedCheck: true });
+    const { steps } = await runWindow({
+      pages: [page(['a', 'b'], 'c1'), page(['c'], null), page(['a', 'b'], 'c1'), page(['c'], null)],
+      checks: [mismatch, []],
+      pagedCheck: true,
+    });
     expect(steps.filter((step) => step.startsWith('check'))).toEqual(['check paged 2025-01-03/=3', 'check paged 2025-01-03/=3']);
   });
 
-  it('pages that come quickly share a save: every CURSOR_SAVE_PAGES pages whatever the clock (a SIGKILL refetches at most that many), and always after the window\'s last page', async () => {
+  it("pages that come quickly share a save: every CURSOR_SAVE_PAGES pages whatever the clock (a SIGKILL refetches at most that many), and always after the window's last page", async () => {
     const pages = [page(['a'], 'c1'), page(['b'], 'c2'), page(['c'], 'c3'), page(['d'], 'c4'), page(['e'], null)];
     const { steps, outcome } = await runWindow({ pages, clockStepMs: 0 });
     expect(outcome).toBe('done');
     expect(CURSOR_SAVE_PAGES).toBe(2);
     expect(steps.filter((s) => s.startsWith('write page'))).toHaveLength(5);
-    expect(steps.filter((s) => s.startsWith('save active'))).toEqual(['save active page 2 cursor c2', 'save active page 4 cursor c4', 'save active page 5 cursor - fetched']);
+    expect(steps.filter((s) => s.startsWith('save active'))).toEqual([
+      'save active page 2 cursor c2',
+      'save active page 4 cursor c4',
+      'save active page 5 cursor - fetched',
+    ]);
   });
 
   it('a stop or a failure between saves saves the cursor of the last page written, so a graceful end fetches none again', async () => {
@@ -217,23 +289,47 @@ describe('the windowed engine\'s steps (no I/O)', () => {
   it('ids seen twice make the replace deduplicate; rows already stored are compared and deleted first', async () => {
     const { steps, stats } = await runWindow({ pages: [page(['a', 'b'], 'c1'), page(['b'], null)], rowsBefore: 5 });
     expect(steps.slice(steps.indexOf('begin'), steps.indexOf('commit') + 1)).toEqual([
-      'begin', 'run sync/window_delete', 'run insert deduplicated', 'changed', 'carry state', 'commit',
+      'begin',
+      'run sync/window_delete',
+      'run insert deduplicated',
+      'changed',
+      'carry state',
+      'commit',
     ]);
     expect(stats).toMatchObject({ inserted: 1, updated: 2, deleted: 0 });
   });
 
   it('a resumed window drops the pages after its saved cursor, goes on from that cursor, and deduplicates (the earlier ids are unknown)', async () => {
     const { steps } = await runWindow({ resume: { page: 1, cursor: 'c1' }, pages: [page(['c'], null)] });
-    expect(steps.slice(0, 6)).toEqual(['save active page 1 cursor c1', 'drop pages after 1', 'upgrade pages', 'fetch c1', 'write page 2', 'save active page 2 cursor - fetched']);
+    expect(steps.slice(0, 6)).toEqual([
+      'save active page 1 cursor c1',
+      'drop pages after 1',
+      'upgrade pages',
+      'fetch c1',
+      'write page 2',
+      'save active page 2 cursor - fetched',
+    ]);
     expect(steps).not.toContain('clear /spool/line_items');
     expect(steps).toContain('run insert deduplicated');
   });
 
   it('a cursor the server refuses starts the window over from its first page', async () => {
     const refused = new ApiError('CS_ERR_HTTP', 'GET /line-items: 400 invalid cursor', { statusCode: 400, path: '/line-items' });
-    const { steps, outcome } = await runWindow({ resume: { page: 1, cursor: 'c1' }, pages: [refused, page(['a'], 'c2'), page(['b'], null)] });
+    const { steps, outcome } = await runWindow({
+      resume: { page: 1, cursor: 'c1' },
+      pages: [refused, page(['a'], 'c2'), page(['b'], null)],
+    });
     expect(outcome).toBe('done');
-    expect(steps.slice(2, 10)).toEqual(['upgrade pages', 'fetch c1', 'clear ' + WINDOW_DIR, 'save active page 0 cursor -', 'fetch first', 'write page 1', 'fetch c2', 'save active page 1 cursor c2']);
+    expect(steps.slice(2, 10)).toEqual([
+      'upgrade pages',
+      'fetch c1',
+      'clear ' + WINDOW_DIR,
+      'save active page 0 cursor -',
+      'fetch first',
+      'write page 1',
+      'fetch c2',
+      'save active page 1 cursor c2',
+    ]);
     // The pages before the restart were never seen, so uniqueness is not claimed.
     expect(steps).toContain('run insert deduplicated');
   });
@@ -248,7 +344,10 @@ describe('the windowed engine\'s steps (no I/O)', () => {
   });
 
   it('a page that cannot be written fails the window: its cursor is not saved, and no page after the next is fetched', async () => {
-    const { steps, outcome } = await runWindow({ failWrite: 2, pages: [page(['a'], 'c1'), page(['b'], 'c2'), page(['c'], 'c3'), page(['d'], null)] });
+    const { steps, outcome } = await runWindow({
+      failWrite: 2,
+      pages: [page(['a'], 'c1'), page(['b'], 'c2'), page(['c'], 'c3'), page(['d'], null)],
+    });
     expect(outcome).toMatch(/ENOSPC/);
     expect(steps).toContain('save active page 1 cursor c1');
     expect(steps.some((s) => s.startsWith('save active page 2'))).toBe(false);
@@ -267,7 +366,14 @@ describe('the windowed engine\'s steps (no I/O)', () => {
     const mismatch: Mismatch = { date: '2025-01-03', key: 'aws', left: 1, right: 2 };
     const { steps, stats } = await runWindow({ pages: [page(['a'], null), page(['a'], null)], checks: [[mismatch], []] });
     const first = steps.indexOf('check');
-    expect(steps.slice(first, first + 6)).toEqual(['check', `pause ${REFETCH_PAUSE_MS} ms`, 'clear ' + WINDOW_DIR, 'save active page 0 cursor -', 'fetch first', 'write page 1']);
+    expect(steps.slice(first, first + 6)).toEqual([
+      'check',
+      `pause ${REFETCH_PAUSE_MS} ms`,
+      'clear ' + WINDOW_DIR,
+      'save active page 0 cursor -',
+      'fetch first',
+      'write page 1',
+    ]);
     expect(steps.filter((s) => s === 'begin')).toHaveLength(1);
     expect(stats.refetches).toBe(1);
   });
@@ -289,7 +395,11 @@ describe('the windowed engine\'s steps (no I/O)', () => {
   });
 
   it('a stop stores the windows already fetched and waiting, and returns "stopped" without fetching more', async () => {
-    const { steps, outcome } = await runWindow({ days: 3, pages: [page(['a'], null), page(['b'], null), page(['c'], null)], stopAfterPages: 2 });
+    const { steps, outcome } = await runWindow({
+      days: 3,
+      pages: [page(['a'], null), page(['b'], null), page(['c'], null)],
+      stopAfterPages: 2,
+    });
     expect(outcome).toBe('stopped');
     expect(steps.filter((s) => s === 'fetch first')).toHaveLength(2);
     expect(steps.filter((s) => s === 'commit')).toHaveLength(2);
@@ -299,10 +409,21 @@ describe('the windowed engine\'s steps (no I/O)', () => {
   it('under --reconcile strict, a window that still disagrees is stored with its notification in the same transaction, then the run fails with CS_ERR_RECONCILE', async () => {
     const mismatch: Mismatch = { date: '2025-01-03', key: 'aws', left: 1, right: 2 };
     const pages = Array.from({ length: MAX_FETCH_ATTEMPTS }, () => page(['a'], null));
-    const { steps, outcome } = await runWindow({ pages, checks: Array.from({ length: MAX_FETCH_ATTEMPTS }, () => [mismatch]), reconcile: 'strict' });
+    const { steps, outcome } = await runWindow({
+      pages,
+      checks: Array.from({ length: MAX_FETCH_ATTEMPTS }, () => [mismatch]),
+      reconcile: 'strict',
+    });
     expect(outcome).toBe('threw CS_ERR_RECONCILE');
     const begin = steps.indexOf('begin');
-    expect(steps.slice(begin, steps.indexOf('commit') + 1)).toEqual(['begin', 'run insert unique', 'changed', 'carry state', 'run notify/run_event', 'commit']);
+    expect(steps.slice(begin, steps.indexOf('commit') + 1)).toEqual([
+      'begin',
+      'run insert unique',
+      'changed',
+      'carry state',
+      'run notify/run_event',
+      'commit',
+    ]);
     expect(steps.slice(steps.indexOf('commit') + 1)).toEqual(['save done page 1 cursor - fetched', 'clear ' + WINDOW_DIR, 'outputs']);
   });
 });
