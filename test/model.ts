@@ -238,8 +238,16 @@ export class World {
 }
 
 /** Fails with `what`, the sequence's log and the last command's stderr: what a person needs to see why. */
+/** Whether the first failure of this process was printed (shrinking it can outlast the test's time). */
+let firstFailureShown = false;
+
 function fail(world: World, what: string, stderr = ''): never {
-  throw new Error(`${what}\nthe steps, as commands:\n  ${world.log.join('\n  ')}${stderr ? `\nlast stderr:\n${stderr}` : ''}`);
+  const message = `${what}\nthe steps, as commands:\n  ${world.log.join('\n  ')}${stderr ? `\nlast stderr:\n${stderr}` : ''}`;
+  if (!firstFailureShown) {
+    firstFailureShown = true;
+    console.error(`The model's first failure, before shrinking:\n${message.slice(0, 4000)}`);
+  }
+  throw new Error(message);
 }
 
 /**
