@@ -1,9 +1,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadSql, withWarehouse } from '../../src/storage/duckdb.js';
-import { TABLE_SPECS, spoolColumnsStruct, tableNames } from '../../src/storage/tables.js';
+import { LAKE_TABLES, TABLE_SPECS, spoolColumnsStruct, tableNames } from '../../src/storage/tables.js';
 import { lineItemsStream, rollupsStream } from '../../src/sync/streams.js';
-import { LAKE_TABLES } from '../../src/outputs/lake.js';
 import { withTempDir } from '../helpers.js';
 
 describe('one table spec per windowed stream (storage/tables.ts)', () => {
