@@ -60,9 +60,8 @@ import { failpoint } from '../failpoints.js';
  * under an Iceberg table are referenced by no snapshot.
  */
 export async function checkLakeFormat(target: OutputTarget, format: 'parquet' | 'iceberg'): Promise<void> {
-  const tables = API_TABLES;
   if (format === 'iceberg') {
-    for (const table of tables) {
+    for (const table of API_TABLES) {
       if ((await target.list(`${table}/source=`)).length > 0) {
         throw new ConfigError(
           `${target.url} holds a Parquet lake (${table}/source=…, written by --format parquet): Iceberg tables cannot share it.`,
@@ -71,7 +70,7 @@ export async function checkLakeFormat(target: OutputTarget, format: 'parquet' | 
       }
     }
   } else {
-    for (const table of tables) {
+    for (const table of API_TABLES) {
       if ((await target.list(`${table}/metadata/`)).length > 0) {
         throw new ConfigError(
           `${target.url} holds Iceberg tables (${table}/metadata/, written by --format iceberg): a Parquet lake cannot share it.`,
