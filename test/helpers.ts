@@ -334,7 +334,7 @@ export function killRunner(env: Record<string, string>, counts: (entry: { route:
 }
 
 import { existsSync, readdirSync } from 'node:fs';
-import { LAKE_TABLES } from '../src/outputs/lake.js';
+import { LAKE_TABLES } from '../src/storage/tables.js';
 
 /**
  * Per lake table (or those of `tables`), rows in the DuckDB file but not in the Parquet tree (`missing`)

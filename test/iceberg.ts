@@ -11,8 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { decodeManifest, decodeManifestList } from '../src/iceberg/avro.js';
 import { currentSnapshot, type TableMetadata } from '../src/iceberg/metadata.js';
 import { openReadOnly } from '../src/storage/duckdb.js';
-import { ICEBERG_TABLES } from '../src/outputs/iceberg.js';
-import { RUN_TABLES } from '../src/outputs/lake.js';
+import { ICEBERG_TABLES, RUN_TABLES } from '../src/storage/tables.js';
 
 type Fetch = typeof globalThis.fetch;
 

@@ -47,29 +47,12 @@ import {
 } from '../iceberg/table.js';
 import { ConfigError } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
-import { LAKE_TABLES, PARQUET_OPTIONS, RUN_TABLES, drainPending } from './lake.js';
+import { done, mark, markMany, pending, type ItemOf } from '../storage/outbox.js';
+import { API_TABLES, ICEBERG_TABLES, RUN_TABLES, type IcebergTableDef } from '../storage/tables.js';
+import { PARQUET_OPTIONS, drainPending } from './lake.js';
 import { catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
 import type { OutputTarget } from './target.js';
 import { failpoint } from '../failpoints.js';
-
-/** A lake table as Iceberg sees it: its source column, its date (for the outbox's keys), the column its month comes from. */
-export interface IcebergTableDef {
-  source: string;
-  date: string;
-  /** The column the month partition takes; null: one file per source (small tables). */
-  month: string | null;
-}
-
-/** Every table of the lake, as data. */
-export const ICEBERG_TABLES: Record<string, IcebergTableDef> = {
-  line_items: { source: 'source', date: LAKE_TABLES.line_items!.date, month: LAKE_TABLES.line_items!.date },
-  focus: { source: 'x_source', date: LAKE_TABLES.focus!.date, month: 'ChargePeriodStart' },
-  rollups_daily: { source: 'source', date: LAKE_TABLES.rollups_daily!.date, month: LAKE_TABLES.rollups_daily!.date },
-  anomalies: { source: 'source', date: LAKE_TABLES.anomalies!.date, month: null },
-  anomaly_status_history: { source: 'source', date: LAKE_TABLES.anomaly_status_history!.date, month: null },
-  sync_runs: { source: 'source', date: 'CAST(started_at AS DATE)', month: null },
-  sync_run_streams: { source: 'source', date: "DATE '1970-01-01'", month: null },
-};
 
 /**
  * Refuses a `--out` that holds the other format's lake: Iceberg's data files under a Parquet lake's
@@ -77,9 +60,8 @@ export const ICEBERG_TABLES: Record<string, IcebergTableDef> = {
  * under an Iceberg table are referenced by no snapshot.
  */
 export async function checkLakeFormat(target: OutputTarget, format: 'parquet' | 'iceberg'): Promise<void> {
-  const tables = ['line_items', 'rollups_daily', 'anomalies'];
   if (format === 'iceberg') {
-    for (const table of tables) {
+    for (const table of API_TABLES) {
       if ((await target.list(`${table}/source=`)).length > 0) {
         throw new ConfigError(
           `${target.url} holds a Parquet lake (${table}/source=…, written by --format parquet): Iceberg tables cannot share it.`,
@@ -88,7 +70,7 @@ export async function checkLakeFormat(target: OutputTarget, format: 'parquet' | 
       }
     }
   } else {
-    for (const table of tables) {
+    for (const table of API_TABLES) {
       if ((await target.list(`${table}/metadata/`)).length > 0) {
         throw new ConfigError(
           `${target.url} holds Iceberg tables (${table}/metadata/, written by --format iceberg): a Parquet lake cannot share it.`,
@@ -111,11 +93,6 @@ export interface IcebergRun {
   /** The sources this runner owns: it touches only their files. */
   sources: readonly string[];
   retentionMs: number;
-}
-
-/** An intent's outbox key: `<table>/<source>/<commit id>/<months, comma-separated, or *>`. */
-function intentKey(table: string, source: string, commitId: string, months: readonly number[] | null): string {
-  return `${table}/${source}/${commitId}/${months === null ? '*' : months.join(',')}`;
 }
 
 async function columnsOf(warehouse: Warehouse, table: string): Promise<WarehouseColumn[]> {
@@ -154,7 +131,7 @@ async function writeDataFile(
     const range =
       month === null
         ? ''
-        : ` AND ${def.date} >= DATE ${sqlString(monthRange(month).start)} AND ${def.date} < DATE ${sqlString(monthRange(month).next)}`;
+        : ` AND ${def.date!} >= DATE ${sqlString(monthRange(month).start)} AND ${def.date!} < DATE ${sqlString(monthRange(month).next)}`;
     const ids = schema.fields.filter((f) => columns.some((c) => c.name === f.name));
     // Unsorted, and in bounded row groups (see PARQUET_OPTIONS): a month of any size is written in the same memory.
     const [stats] = await warehouse.sql<{ count: number; file_size_bytes: number; column_statistics: unknown }>(
@@ -290,27 +267,30 @@ async function commitBatch(
  */
 async function recoverIntents(warehouse: Warehouse, target: OutputTarget): Promise<number> {
   let removed = 0;
-  for (const { key } of await warehouse.query<{ key: string }>('outbox/pending', ['iceberg'])) {
-    const [table, sources, commitId, months] = key.split('/') as [string, string, string, string];
-    const def = ICEBERG_TABLES[table];
-    const landed =
-      def !== undefined &&
-      ((await loadTable(target, table)).metadata?.snapshots.some((s) => s.summary[SUMMARY.commitId] === commitId) ?? false);
-    // An expiry's intent names every source it cleaned up for (comma-separated); a commit's, one.
-    for (const source of def === undefined ? [] : sources.split(',')) {
-      if (landed) {
-        const done = months === '*' ? null : new Set(months.split(',').map(Number));
-        const prefix = `${table}/${source}/`;
-        for (const p of await warehouse.query<{ key: string }>('outbox/pending', ['parquet'])) {
-          if (p.key.startsWith(prefix) && (done === null || done.has(monthOrdinal(p.key.slice(prefix.length)))))
-            await warehouse.run('outbox/done', ['parquet', p.key]);
+  for (const intent of await pending(warehouse, 'iceberg-commit', 'iceberg-expiry')) {
+    const { table } = intent;
+    // A table a newer costsync named has nothing here to recover.
+    if (ICEBERG_TABLES[table] !== undefined) {
+      // An expiry cleaned up for every source it names, and committed nothing.
+      if (intent.kind === 'iceberg-commit' && (await landed(target, intent))) {
+        const months = intent.months === null ? null : new Set(intent.months);
+        for (const p of await pending(warehouse, 'partition')) {
+          if (p.table === table && p.source === intent.source && (months === null || months.has(monthOrdinal(p.date))))
+            await done(warehouse, p);
         }
       }
-      removed += await removeUnreferenced(target, table, source);
+      for (const source of intent.kind === 'iceberg-commit' ? [intent.source] : intent.sources)
+        removed += await removeUnreferenced(target, table, source);
     }
-    await warehouse.run('outbox/done', ['iceberg', key]);
+    await done(warehouse, intent);
   }
   return removed;
+}
+
+/** Whether a commit's snapshot is in its table (found by the commit id in the snapshot summaries). */
+async function landed(target: OutputTarget, intent: ItemOf<'iceberg-commit'>): Promise<boolean> {
+  const { metadata } = await loadTable(target, intent.table);
+  return metadata?.snapshots.some((s) => s.summary[SUMMARY.commitId] === intent.commitId) ?? false;
 }
 
 /**
@@ -318,18 +298,19 @@ async function recoverIntents(warehouse: Warehouse, target: OutputTarget): Promi
  * files for is marked pending whole, so the lake fills from the warehouse, a batch at a time.
  */
 async function fillNewSources(warehouse: Warehouse, target: OutputTarget, sources: readonly string[]): Promise<void> {
-  const pending = new Set(
-    (await warehouse.query<{ key: string }>('outbox/pending', ['parquet'])).map((p) => p.key.split('/').slice(0, 2).join('/')),
-  );
+  const queued = new Set((await pending(warehouse, 'partition')).map((p) => `${p.table}/${p.source}`));
   for (const [table, def] of Object.entries(ICEBERG_TABLES)) {
     if (RUN_TABLES.includes(table)) continue;
     const { metadata } = await loadTable(target, table);
     const present = new Set((await currentManifests(target, table, metadata)).map(manifestSource));
     for (const source of sources) {
-      if (present.has(source) || pending.has(`${table}/${source}`)) continue;
-      await warehouse.sql(
-        `INSERT INTO _costsync_outbox SELECT DISTINCT 'parquet', ${sqlString(`${table}/${source}/`)} || CAST(${def.date} AS VARCHAR), now()
-         FROM ${table} WHERE ${quote(def.source)} = ${sqlString(source)} ON CONFLICT DO NOTHING`,
+      if (present.has(source) || queued.has(`${table}/${source}`)) continue;
+      const dates = await warehouse.sql<{ date: string }>(
+        `SELECT DISTINCT CAST(${def.date!} AS VARCHAR) AS date FROM ${table} WHERE ${quote(def.source)} = ${sqlString(source)}`,
+      );
+      await markMany(
+        warehouse,
+        dates.map(({ date }) => ({ kind: 'partition', table, source, date })),
       );
     }
   }
@@ -361,11 +342,10 @@ export function icebergLake(run: IcebergRun) {
     source: string,
     months: number[] | null,
     window: string,
-  ): Promise<string> => {
-    const commitId = nextCommitId();
-    const intent = intentKey(table, source, commitId, months);
-    await warehouse.run('outbox/mark', ['iceberg', intent]);
-    const result = await commitBatch(warehouse, target, run, table, source, months, commitId, window);
+  ): Promise<ItemOf<'iceberg-commit'>> => {
+    const intent: ItemOf<'iceberg-commit'> = { kind: 'iceberg-commit', table, source, commitId: nextCommitId(), months };
+    await mark(warehouse, intent);
+    const result = await commitBatch(warehouse, target, run, table, source, months, intent.commitId, window);
     failpoint('iceberg-commit');
     await record(warehouse, target, table, result.version, result.snapshotId);
     return intent;
@@ -398,9 +378,7 @@ export function icebergLake(run: IcebergRun) {
       // The dates are cleared before the intent: a crash between leaves the intent, which finds the commit.
       return {
         written: batch,
-        cleared: async () => {
-          await warehouse.run('outbox/done', ['iceberg', intent]);
-        },
+        cleared: () => done(warehouse, intent),
       };
     });
   }
@@ -411,16 +389,16 @@ export function icebergLake(run: IcebergRun) {
     await warehouse.exclusive(async () => {
       for (const table of RUN_TABLES) {
         for (const source of run.sources) {
-          await warehouse.run('outbox/done', ['iceberg', await commitUnderIntent(warehouse, target, table, source, null, 'run')]);
+          await done(warehouse, await commitUnderIntent(warehouse, target, table, source, null, 'run'));
         }
       }
       for (const table of Object.keys(ICEBERG_TABLES)) {
         // An expiry killed half way leaves files only the intent's clean-up finds.
-        const intent = intentKey(table, run.sources.join(','), `${run.runId}.expire`, []);
-        await warehouse.run('outbox/mark', ['iceberg', intent]);
+        const intent: ItemOf<'iceberg-expiry'> = { kind: 'iceberg-expiry', table, sources: run.sources, runId: run.runId };
+        await mark(warehouse, intent);
         const expiry = await expireTable(target, table, run.sources, run.retentionMs, run.clock);
         await record(warehouse, target, table, expiry.version, expiry.snapshotId);
-        await warehouse.run('outbox/done', ['iceberg', intent]);
+        await done(warehouse, intent);
       }
       // Tables this run did not change are named in its summary too, as they are.
       for (const table of Object.keys(ICEBERG_TABLES)) {
@@ -429,7 +407,7 @@ export function icebergLake(run: IcebergRun) {
         if (version > 0) current.set(table, target.location(`${table}/${metadataKey(version)}`));
       }
       // The Parquet lake's per-source manifests have no place in an Iceberg lake.
-      for (const source of ['', ...run.sources]) await warehouse.run('outbox/done', ['manifest', source]);
+      for (const source of [null, ...run.sources]) await done(warehouse, { kind: 'manifest', source });
       await markCaughtUp(warehouse, lakeName('iceberg', target), run.sources);
     });
   }

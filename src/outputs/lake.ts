@@ -15,25 +15,10 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { addDays } from '../dates.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
-import { LINE_ITEMS, ROLLUPS_DAILY } from '../storage/tables.js';
-import { catchUp, lakeName, markCaughtUp, markPending } from './lake-catch-up.js';
+import { done, markMany, pending, sourcesBehind, type OutboxItem } from '../storage/outbox.js';
+import { LAKE_TABLES, RUN_TABLES } from '../storage/tables.js';
+import { catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
 import type { OutputTarget } from './target.js';
-
-/**
- * The lake's partitioned tables, as data: the expression that gives each row's partition date, and
- * the column naming its source when it is not `source`. `focus` (the FOCUS 1.2 view over line_items)
- * is written with line_items' partitions, so FOCUS tools can read the lake as it is.
- */
-export const LAKE_TABLES: Record<string, { date: string; source?: string }> = {
-  line_items: { date: LINE_ITEMS.dateField },
-  focus: { date: 'CAST(ChargePeriodStart AS DATE)', source: 'x_source' },
-  rollups_daily: { date: ROLLUPS_DAILY.dateField },
-  anomalies: { date: 'CAST(detected_date AS DATE)' },
-  anomaly_status_history: { date: 'CAST(observed_at AS DATE)' },
-};
-
-/** Tables written whole, one file per source. */
-export const RUN_TABLES = ['sync_runs', 'sync_run_streams'];
 
 /** The manifest of one source: a key with `manifest` in its name, outside every table's prefix. */
 export function manifestKey(source: string): string {
@@ -71,8 +56,8 @@ export async function fillLake(warehouse: Warehouse, target: OutputTarget, sourc
 
 async function markMissing(warehouse: Warehouse, target: OutputTarget, sources: readonly string[]): Promise<void> {
   const owned = new Set(sources);
-  const keys: string[] = [];
-  for (const [table, { date, source: column = 'source' }] of Object.entries(LAKE_TABLES)) {
+  const missing: OutboxItem[] = [];
+  for (const [table, { date, source: column }] of Object.entries(LAKE_TABLES)) {
     const inLake = new Map<string, Set<string>>();
     for (const key of await target.list(`${table}/source=`)) {
       const m = /^[a-z_]+\/source=([^/]+)\/date=(\d{4}-\d{2}-\d{2})\//.exec(key);
@@ -88,13 +73,16 @@ async function markMissing(warehouse: Warehouse, target: OutputTarget, sources: 
         ).map((r) => r.d),
       );
       const present = inLake.get(source) ?? new Set<string>();
-      for (const d of stored) if (!present.has(d)) keys.push(`${table}/${source}/${d}`);
-      for (const d of present) if (!stored.has(d)) keys.push(`${table}/${source}/${d}`);
+      for (const d of stored) if (!present.has(d)) missing.push({ kind: 'partition', table, source, date: d });
+      for (const d of present) if (!stored.has(d)) missing.push({ kind: 'partition', table, source, date: d });
     }
   }
-  await markPending(warehouse, 'parquet', keys);
+  await markMany(warehouse, missing);
   await catchUp(warehouse, lakeName('parquet', target), sources);
-  await markPending(warehouse, 'manifest', sources);
+  await markMany(
+    warehouse,
+    sources.map((source) => ({ kind: 'manifest', source })),
+  );
 }
 
 /**
@@ -125,7 +113,7 @@ export async function drainLake(warehouse: Warehouse, target: OutputTarget): Pro
   });
 }
 
-/** The pending changes of one table and source (the outbox's keys are `<table>/<source>/<date>`). */
+/** The pending partitions of one table and source. */
 export interface PendingBatch {
   table: string;
   source: string;
@@ -145,19 +133,21 @@ export async function drainPending(
 ): Promise<number> {
   let written = 0;
   for (;;) {
-    const done = await warehouse.exclusive(async () => {
-      const pending = await warehouse.query<{ key: string }>('outbox/pending', ['parquet']);
-      if (pending.length === 0) return 0;
-      const [table, source] = pending[0]!.key.split('/') as [string, string];
-      const prefix = `${table}/${source}/`;
-      const dates = pending.filter((p) => p.key.startsWith(prefix)).map((p) => p.key.slice(prefix.length));
+    const count = await warehouse.exclusive(async () => {
+      const partitions = await pending(warehouse, 'partition');
+      if (partitions.length === 0) return 0;
+      const { table, source } = partitions[0]!;
+      // An earlier version's form of a partition may be pending beside this version's: both are cleared.
+      const batch = partitions.filter((p) => p.table === table && p.source === source);
+      const dates = [...new Set(batch.map((p) => p.date))].sort();
       const { written: wrote, cleared } = await write({ table, source, dates });
-      for (const date of wrote) await warehouse.run('outbox/done', ['parquet', prefix + date]);
+      const clear = new Set(wrote);
+      for (const p of batch) if (clear.has(p.date)) await done(warehouse, p);
       await cleared?.();
       return wrote.length;
     });
-    if (done === 0) return written;
-    written += done;
+    if (count === 0) return written;
+    written += count;
   }
 }
 
@@ -175,7 +165,7 @@ async function replacePartitions(
   dates: readonly string[],
 ): Promise<void> {
   const scratch = target.scratch(table);
-  const { date: dateExpr, source: sourceColumn = 'source' } = LAKE_TABLES[table]!;
+  const { date: dateExpr, source: sourceColumn } = LAKE_TABLES[table]!;
   // rollups_daily's own `date` is the partition column; the others get one (and a `source`, if named otherwise).
   const columns = [
     '*',
@@ -239,15 +229,16 @@ export async function finishLake(
     // Earlier versions wrote only local lakes; a bucket never holds these.
     if (!target.remote) for (const key of LEGACY_KEYS) await target.remove(key);
 
-    const manifests = (await warehouse.query<{ key: string }>('outbox/pending', ['manifest'])).map((m) => m.key);
-    // Sources with a partition still pending (keys are <table>/<source>/<date>): no manifest yet.
-    const behind = new Set((await warehouse.query<{ key: string }>('outbox/pending', ['parquet'])).map((p) => p.key.split('/')[1]));
-    // '' is an earlier version's one manifest for the whole lake: now one per source of this run.
-    const due = new Set(manifests.flatMap((k) => (k === '' ? run.sources : [k])));
+    const manifests = await pending(warehouse, 'manifest');
+    // Sources with a partition still pending: no manifest yet.
+    const behind = await sourcesBehind(warehouse);
+    // An earlier version's one manifest for the whole lake (no source): now one per source of this run.
+    const wholeLake = manifests.find((m) => m.source === null);
+    const due = new Set(manifests.flatMap((m) => (m.source === null ? run.sources : [m.source])));
     for (const source of due) {
       if (behind.has(source)) continue;
       const tables: Record<string, ManifestTable> = {};
-      for (const [table, { date, source: column = 'source' }] of Object.entries(LAKE_TABLES)) {
+      for (const [table, { date, source: column }] of Object.entries(LAKE_TABLES)) {
         const [row] = await warehouse.sql<ManifestTable>(
           `SELECT count(*) AS rows, count(DISTINCT ${date}) AS partitions, min(${date})::VARCHAR AS first_date, max(${date})::VARCHAR AS last_date
            FROM ${table} WHERE ${column} = ${sqlString(source)}`,
@@ -256,9 +247,9 @@ export async function finishLake(
       }
       const body = { source, run_id: run.runId, written_at: new Date(run.now()).toISOString(), tables };
       await target.putText(manifestKey(source), `${JSON.stringify(body, null, 2)}\n`);
-      await warehouse.run('outbox/done', ['manifest', source]);
+      await done(warehouse, { kind: 'manifest', source });
     }
-    if (manifests.includes('') && run.sources.every((s) => !behind.has(s))) await warehouse.run('outbox/done', ['manifest', '']);
+    if (wholeLake !== undefined && run.sources.every((s) => !behind.has(s))) await done(warehouse, wholeLake);
     await markCaughtUp(warehouse, lakeName('parquet', target), run.sources);
   });
 }

@@ -17,6 +17,7 @@ import { fsyncPath, namesIn, renameDurably } from '../durable-file.js';
 import { CostsyncError, ExitCode, FencedError, isFenced } from '../errors.js';
 import type { Logger } from '../log.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
+import { done, donePublishing, mark, pending } from '../storage/outbox.js';
 import { fileEtag, publishTemp, recordPublishedEtag, type RemoteWarehouse } from '../storage/working-copy.js';
 import type { Bucket } from './s3.js';
 import { bareEtag } from './s3-url.js';
@@ -100,8 +101,8 @@ export async function publish(
   const tmp = to.kind === 'file' ? publishTemp(to.path) : `${warehouse.path}.snapshot-${process.pid}-${++snapshots}`;
   try {
     const snapshot = await warehouse.exclusive(async () => {
-      const pending = await warehouse.query('outbox/pending', ['publish']);
-      if (pending.length === 0 && options.force !== true) return null;
+      const due = await pending(warehouse, 'publish', 'upload');
+      if (due.length === 0 && options.force !== true) return null;
       const bytesAndMethod = await takeSnapshot(warehouse, tmp, run, options.method ?? 'auto', to.kind === 'file');
       const heldSeconds = (run.now() - started) / 1000;
       failpoint('publish');
@@ -131,7 +132,7 @@ export async function publish(
       await warehouse.exclusive(async () => {
         // The same figures as the snapshot holds, so the working copy and the object agree.
         if (run.runId !== null) await warehouse.run('publish/record', [run.runId, snapshot.at, snapshot.bytes, snapshot.recordedSeconds]);
-        await warehouse.run('outbox/done', ['publish', 'upload']);
+        await done(warehouse, { kind: 'upload' });
       });
     }
     return {
@@ -210,14 +211,14 @@ async function takeSnapshot(
     const seconds = (run.now() - started) / 1000;
     await warehouse.sql(`USE ${alias}`);
     if (run.runId !== null) await warehouse.run('publish/record', [run.runId, at, bytes, seconds]);
-    await warehouse.run('outbox/done_kind', ['publish']);
+    await donePublishing(warehouse);
     await warehouse.sql(`USE ${self}`);
     if (local) {
       if (run.runId !== null) await warehouse.run('publish/record', [run.runId, at, bytes, seconds]);
-      await warehouse.run('outbox/done_kind', ['publish']);
+      await donePublishing(warehouse);
     } else {
-      await warehouse.run('outbox/done', ['publish', '']);
-      await warehouse.run('outbox/mark', ['publish', 'upload']);
+      await done(warehouse, { kind: 'publish' });
+      await mark(warehouse, { kind: 'upload' });
     }
     await warehouse.sql(`DETACH ${alias}`);
     // A local publish renames this over --db, so it must be on disk first; a bucket's snapshot is only

@@ -11,11 +11,10 @@ import { CostsyncError, ExitCode, InternalError } from '../errors.js';
 import { asMemoryError, duckdbThreads, memoryLimit } from './duckdb-settings.js';
 import { writeQueue, type TransactionOptions } from './write-queue.js';
 import { SQL_DIR } from '../paths.js';
+import { encode, type OutboxItem } from './outbox.js';
+import { SUBSTITUTABLE, changesWith } from './tables.js';
 
 const sqlCache = new Map<string, string>();
-
-/** Tables whose names may be substituted into SQL for `$stage` / `$table`. */
-const SUBSTITUTABLE = new Set(['_stage_anomalies', 'line_items', 'rollups_daily', 'anomalies']);
 
 /** A SQL string literal for `text` (statements that take no parameters: ATTACH, COPY … TO, generated SQL). Pure. */
 export function sqlString(text: string): string {
@@ -30,7 +29,7 @@ export interface SqlNames {
   columns?: string;
 }
 
-/** What each name may be: it is written into SQL as it is, so only these shapes pass. */
+/** What each name may be: it is written into SQL as it is, so only these shapes pass (tables: the registry's, `tables.ts`). */
 const NAME_CHECKS: Record<keyof SqlNames, (value: string) => boolean> = {
   stage: (v) => SUBSTITUTABLE.has(v),
   table: (v) => SUBSTITUTABLE.has(v),
@@ -150,10 +149,11 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
       },
     );
   }
+  const due = encode({ kind: 'publish' });
   const writes = writeQueue(connection, {
     asError: (error) => asMemoryError(error, limit),
     // Every transaction records that the published file is now behind (unless `publish: false`).
-    publishMark: { text: loadSql('outbox/mark'), params: ['publish', ''] },
+    publishMark: { text: loadSql('outbox/mark'), params: [due.kind, due.key] },
   });
   const exec = (text: string, params?: DuckDBValue[]) => writes.statement(() => connection.run(text, params));
   const sql = async <T>(text: string, params?: DuckDBValue[]): Promise<T[]> => {
@@ -191,8 +191,8 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
     afterQueued: writes.afterQueued,
     changed: async (table, source, dates) => {
       if (dates.length === 0) return;
-      // The focus view is line items in FOCUS's shape: its partitions change with theirs.
-      const tables = table === 'line_items' ? ['line_items', 'focus'] : [table];
+      // A view over the table (focus over line_items) changes with it.
+      const tables = changesWith(table);
       // Recorded with or without a lake: a lake this run does not write catches up from it later.
       for (const t of tables) {
         await exec(loadSql('lake/change_clear'), [t, source, dates.join(',')]);
@@ -200,10 +200,14 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
       }
       if (!lake) return;
       const mark = loadSql('outbox/mark');
+      const pending = (item: OutboxItem) => {
+        const { kind, key } = encode(item);
+        return exec(mark, [kind, key]);
+      };
       for (const t of tables) {
-        for (const date of dates) await exec(mark, ['parquet', `${t}/${source}/${date}`]);
+        for (const date of dates) await pending({ kind: 'partition', table: t, source, date });
       }
-      await exec(mark, ['manifest', source]);
+      await pending({ kind: 'manifest', source });
     },
     append: (table, write) =>
       writes.statement(async () => {

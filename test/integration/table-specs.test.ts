@@ -1,9 +1,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadSql, withWarehouse } from '../../src/storage/duckdb.js';
-import { TABLE_SPECS, spoolColumnsStruct, tableNames } from '../../src/storage/tables.js';
+import { LAKE_TABLES, TABLES, TABLE_SPECS, spoolColumnsStruct, tableNames } from '../../src/storage/tables.js';
 import { lineItemsStream, rollupsStream } from '../../src/sync/streams.js';
-import { LAKE_TABLES } from '../../src/outputs/lake.js';
 import { withTempDir } from '../helpers.js';
 
 describe('one table spec per windowed stream (storage/tables.ts)', () => {
@@ -16,6 +15,21 @@ describe('one table spec per windowed stream (storage/tables.ts)', () => {
             described.map((c) => [c.column_name, c.column_type]),
             spec.table,
           ).toEqual([...spec.columns.map((c) => [c.name, c.type]), ['extra', 'JSON'], ['source', 'VARCHAR']]);
+        }
+      }),
+    );
+  });
+
+  it('every table of the registry is in a fresh warehouse, with its source column; its date expression and Iceberg month column read it', async () => {
+    await withTempDir(async (dir) =>
+      withWarehouse(join(dir, 'w.duckdb'), async (wh) => {
+        for (const def of TABLES) {
+          const [row] = await wh.sql<{ n: number }>(
+            `SELECT count(*) AS n FROM (SELECT ${[def.source, def.date, def.icebergMonth].filter((c) => c !== null).join(', ')} FROM ${def.name})`,
+          );
+          expect({ table: def.name, n: row!.n }).toEqual({ table: def.name, n: 0 });
+          for (const stage of def.stage === undefined ? [] : [def.stage])
+            expect(await wh.sql(`SELECT count(*) AS n FROM ${stage}`)).toEqual([{ n: 0 }]);
         }
       }),
     );
