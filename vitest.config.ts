@@ -15,7 +15,7 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: 'forks',
     // Three files at once on these 2-core machines: much of a test is waiting on a spawned process, a
-    // socket or a bucket (measured on Node 22: 2 workers 210 s, 3 workers 169 s, the same 361 tests).
+    // socket or a bucket, so a third worker shortens the run (docs/benchmarks.md, "The test suite").
     maxWorkers: 3,
     globalSetup: ['test/global-setup.ts'],
     projects: [

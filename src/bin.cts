@@ -4,12 +4,12 @@
  * libuv's thread pool, so the pool size set here takes effect (set from an ES module, it is too late).
  *
  * Why one thread: DuckDB's queries and Node's file I/O run on that pool, and each thread that runs a
- * DuckDB task keeps its own malloc arena, which grows a long sync's RSS by tens of MB per thread. One
- * thread costs a quarter of the unthrottled speed, which a sync under the API's rate limit never
- * reaches. A value the user sets wins. The small young generation (the shebang) keeps the heap near
+ * DuckDB task keeps its own malloc arena, which grows a long sync's RSS with every thread. One
+ * thread costs unthrottled speed, which a sync under the API's rate limit never reaches
+ * (docs/benchmarks.md has the figures). A value the user sets wins. The small young generation (the shebang) keeps the heap near
  * its live size: pages are short-lived garbage. One malloc arena (set by the shebang, before Node
- * starts: glibc reads it once) for the same reason: with 100 sources, peak RSS 296-300 MB instead of
- * 318-321, in the same CPU time (glibc's default is 8 arenas a core).
+ * starts: glibc reads it once) for the same reason: it lowers peak RSS in the same CPU time
+ * (glibc's default is 8 arenas a core).
  */
 process.env.UV_THREADPOOL_SIZE ??= '1';
 void import('./cli.js');

@@ -5,7 +5,7 @@
  * travels in a header only).
  */
 
-/** Process exit codes, documented in the README. */
+/** Process exit codes, documented in docs/reference/exit-codes.md (npm run docs writes it from these). */
 export const ExitCode = {
   OK: 0,
   FAILED: 1,
@@ -19,7 +19,7 @@ export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 /**
  * Every error code costsync raises: its usual exit code and one line on what it means. The one
  * registry (undici's `lib/core/errors.js` is the model): a code is typed against it where it is thrown,
- * the README's table is checked against it by a test, and callers match on the classes below, not
+ * docs/reference/errors.md is written from it (npm run docs), and callers match on the classes below, not
  * on strings.
  */
 export const ERRORS = {

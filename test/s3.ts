@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 
-// The SDK warns that its 2027 releases need Node 22 (the README says so); not in test output.
+// The SDK warns that its 2027 releases need Node 22 (docs/buckets.md says so); not in test output.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 export interface S3Server {

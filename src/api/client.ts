@@ -418,7 +418,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
               return send(method, path, body);
             });
             // The body is read once the limiter has handed the response over (a turn of the event loop
-            // later: 6 ms at the median, 68 ms at the 90th percentile with 100 sources), then parsed
+            // later, a long one with many sources), then parsed
             // and handed to the caller in the turn its last bytes came: no parsed page waits through
             // the hand-over while other pages are parsed.
             const raw = await receive(sent);

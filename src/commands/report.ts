@@ -26,7 +26,7 @@ export function runReportCommand(args: Record<string, unknown>, io: CommandIo = 
       );
     }
     const source = typeof args.source === 'string' && args.source !== '' ? args.source : null;
-    // Loaded here: Vega and d3 cost every other command 10 MB of heap and a third of a second.
+    // Loaded here: Vega and d3 would slow every other command's start and grow its heap.
     const { writeReport } = await import('../report/report.js');
     const data = await writeReport(await open(), { out, from, to, source, now: new Date(io.now()) });
     io.stdout(`${out}\n`);

@@ -1,6 +1,6 @@
 /**
- * `s3://` URLs, apart from the SDK (which is loaded only when a bucket is used: it costs about
- * 160 ms and 24 MB at start).
+ * `s3://` URLs, apart from the SDK (which is loaded only when a bucket is used: it is slow to
+ * load and takes much memory).
  */
 import { ConfigError } from '../errors.js';
 

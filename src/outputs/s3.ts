@@ -47,7 +47,7 @@ const UPLOAD_ATTEMPTS = 3;
 /** A client from the SDK's default chain, for another endpoint when `AWS_ENDPOINT_URL_S3`/`AWS_ENDPOINT_URL` say so. */
 export function createS3Client(env: NodeJS.ProcessEnv = process.env): S3Client {
   const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
-  // The SDK warns on stderr (not in costsync's log format) that later releases need Node 22; the README says so.
+  // The SDK warns on stderr (not in costsync's log format) that later releases need Node 22; docs/buckets.md says so.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   return new S3Client({
     ...(endpoint !== undefined && { endpoint, forcePathStyle: true }),

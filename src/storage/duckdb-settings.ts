@@ -10,7 +10,7 @@ const SIZE_UNITS: Record<string, number> = { kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12
 
 /**
  * The least memory DuckDB syncs in: storing a window takes its JSON reader a 32 MiB buffer besides the
- * table's blocks. With 100 sources, 40MB and 48MB failed with DuckDB's "Out of Memory Error".
+ * table's blocks. Lower limits failed with DuckDB's "Out of Memory Error" (docs/benchmarks.md).
  */
 export const MIN_MEMORY_LIMIT = '64MB';
 

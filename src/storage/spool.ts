@@ -25,7 +25,7 @@ export interface SpoolColumn {
  * A page's records as its spool file: one JSON array, each record as the API sent it with its place
  * `o` and its fields beyond the spec's copied into `extra`. The reader takes only `o`, the spec's
  * fields and `extra`; a field a record lacks reads as NULL. One native JSON.stringify for the page:
- * a call per record took half again the time and made 1.6 MB of garbage a page, against 0.7 MB
+ * a call per record took longer and made more than twice the garbage a page
  * (the collector was the largest cost with hundreds of sources). Takes the records over (it adds
  * `o` and `extra` to them: the page is garbage once spooled). A record with a field named `o` or
  * `extra` of its own is written as a new object of the spec's fields, its own fields in `extra`.
@@ -114,7 +114,7 @@ export async function upgradePages(dir: string): Promise<void> {
 
 /**
  * Removes a window's (or a whole stream's) spooled pages. Asynchronously: removing a window's files on
- * the main thread held every other source's pages for milliseconds (1.4% of its samples at 200 sources).
+ * the main thread held every other source's pages while it ran.
  */
 export async function clearSpool(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });

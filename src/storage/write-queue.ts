@@ -42,8 +42,8 @@ function rolledBack(cause: unknown, known: unknown): CostsyncError {
 
 /**
  * A queue that runs the tasks given to it one at a time, in order, each once the one before has
- * settled. Chained promises, no timers: Bottleneck's scheduling added about 5 ms to each transaction,
- * and at 100 sources the 725 transactions of a run wait for each other.
+ * settled. Chained promises, no timers: Bottleneck's scheduling added a delay to each transaction,
+ * and with many sources a run's transactions wait for each other.
  */
 export function serially(): <T>(task: () => Promise<T>) => Promise<T> {
   let tail: Promise<unknown> = Promise.resolve();

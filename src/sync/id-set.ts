@@ -19,8 +19,8 @@ export function hash52(text: string): number {
 
 /**
  * The 52-bit hashes of a window's ids, appended as they come: 8 bytes an id (a hash set kept half
- * empty took 16 to 32; with 200 windows of 30,000 ids in flight, 100 MB). Whether one repeats is
- * asked once, when the window's last page came (a sort: 2 to 3 ms for 30,000).
+ * empty takes two to four times that, for every window in flight). Whether one repeats is
+ * asked once, when the window's last page came (a sort).
  */
 export class IdHashes {
   private hashes: Float64Array;

@@ -1,7 +1,7 @@
 /**
  * What the warehouse holds of a source, looked up at the source's start. Each lookup scans the
- * table, which grows with every source: at 200 sources and 6 million line items, a scan each took
- * 150 ms, 60 s of the warehouse's one thread per run. Lookups asked for together share one scan
+ * table, which grows with every source: with hundreds of sources, a scan each would take much of the
+ * warehouse's one thread. Lookups asked for together share one scan
  * (`batched`): at one source nothing changes, at hundreds the sources that start together cost one.
  */
 import { batched } from '../batch.js';

@@ -321,10 +321,9 @@ export function heapRunningShort(used: number, limit: number): boolean {
 
 /**
  * Sources a run syncs at once: the setting, or for 0, `SOURCES_PER_CORE` for each core. Pure.
- * On this project's 2-core machines, 100 sources of 60 requests a minute each kept every key at
- * 96-98% of its budget, and 200 at once got 55-65% (README, "Benchmarks"). 40 a core rather than
- * 50 keeps 200 sources under 300 MB: 80 at once peaked at 279 MB, 100 at 297 (307-318 before
- * window stores shared commits).
+ * One process keeps about 50 keys a core at their full budget; more at once only share the same
+ * throughput in more memory, and 40 a core keeps 200 sources within the memory target
+ * (docs/benchmarks.md, "Several sources").
  */
 export function sourcesAtOnce(setting: number, cores: number): number {
   return setting > 0 ? setting : SOURCES_PER_CORE * Math.max(1, cores);

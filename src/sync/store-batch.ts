@@ -5,15 +5,11 @@
  * commit), where DuckDB writes full row groups straight to the database file instead of to the WAL
  * first and to the file again at the checkpoint.
  *
- * How many rows is measured, not derived: DuckDB's checkpoint merges neighbouring row groups that fit
- * in fewer (rewriting them, and leaving free blocks that make the publish compact the file). A
- * transaction under a row group goes to the WAL and is written again at the checkpoint; one of
- * 150,000 rows (a full row group and a partial one) leaves partial row groups between full ones,
- * which the checkpoint merges; one of three full row groups or more does not. A million rows in 1-day
- * windows of 50,000 (the throughput benchmark's sync, in-process, at least two runs each): stored one by one 10.5-11.9 s, the
- * checkpoint at close 1.6 s and a compacting publish 1.5 s; by 150,000 rows 11.0-11.7 s and the same;
- * by 245,760 rows 9.9-10.7 s, checkpoint 0.7 s and still compacting; by 368,640 or more (eight
- * windows) 9.1-9.2 s, checkpoint 0.3 s, no compaction.
+ * How many rows is measured, not derived (docs/benchmarks.md, "Store batches"): DuckDB's checkpoint
+ * merges neighbouring row groups that fit in fewer (rewriting them, and leaving free blocks that make
+ * the publish compact the file). A transaction under a row group goes to the WAL and is written again
+ * at the checkpoint; one of a full row group and a partial one leaves partial row groups between full
+ * ones, which the checkpoint merges; one of three full row groups or more does not.
  */
 import { MAX_GROUP } from '../storage/write-queue.js';
 

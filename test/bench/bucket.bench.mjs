@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Object-storage benchmarks (issue 19). Prints figures; asserts nothing. Run after `npm ci` (uses dist/)
-// on a machine with Ceph's radosgw (`../shared/s3/rgw.sh`; the README's "Object storage" says how):
+// Object-storage benchmarks. Prints figures; asserts nothing. Run after `npm ci` (uses dist/)
+// on a machine with Ceph's radosgw (`../shared/s3/rgw.sh`; docs/testing.md names its packages):
 //   npm run bench:bucket               both
 //   npm run bench:bucket -- publish    publish of 1, 5 and 20 million line items to a bucket vs to a local file:
 //                                      MB/s, and how long a window commit waits meanwhile

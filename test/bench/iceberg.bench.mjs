@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Iceberg lake benchmarks (issue 31). Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
+// Iceberg lake benchmarks. Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
 //   npm run bench:iceberg                 all three
 //   npm run bench:iceberg -- history      one of: throughput, commit, history
 // Environment: BENCH_ICEBERG_ROWS (the throughput sync, default 400000), BENCH_ICEBERG_NIGHTS (default 100),

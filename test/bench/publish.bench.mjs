@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Publishing benchmarks (issue 10). Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
+// Publishing benchmarks. Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
 //   npm run bench:publish              both
 //   npm run bench:publish -- sizes     publish seconds and bytes at 1, 5 and 20 million line items, by method
 //   npm run bench:publish -- nightly   the published file after ${nights} nightly runs with restatements vs a fresh sync

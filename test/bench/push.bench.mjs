@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Push benchmarks (issue 4). Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
+// Push benchmarks. Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
 //   npm run bench:push                 speed and memory
 //   npm run bench:push -- speed        one of: speed, memory
 // Environment: BENCH_PUSH_ROWS (default 1000000); BENCH_SMOKE=1: tiny sizes.

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `costsync query --out` (issue 21): peak RSS of exporting the focus view to Parquet, CSV and JSON Lines
+// `costsync query --out`: peak RSS of exporting the focus view to Parquet, CSV and JSON Lines
 // at two sizes; flat in the size of the result means the export is streamed. Prints figures; asserts
 // nothing. Run after `npm ci` (uses dist/):  npm run bench:query
 // Environment: BENCH_QUERY_ROWS (default 200000,2000000), BENCH_DIR; BENCH_SMOKE=1: tiny sizes.

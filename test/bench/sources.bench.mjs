@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Several-sources benchmarks (issue 11). Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
+// Several-sources benchmarks. Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
 //   npm run bench:sources             both
 //   npm run bench:sources -- rate     20 sources, each its own key at 60 requests a minute, ~30 pages each
 //   npm run bench:sources -- memory   peak RSS of 1 and of 5 sources syncing 1 million line items each, no rate limit

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Sync benchmarks (issue 3). Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
+// Sync benchmarks. Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
 //   npm run bench                 all four
 //   npm run bench -- rate         one of: requests, rate, throughput, memory
 // Environment: BENCH_MEMORY_ROWS (default 5000000), BENCH_MONTH_ROWS (default 3000000: the month the memory

@@ -1,5 +1,5 @@
 /**
- * What a new user meets on the first day (issue 27): a future --until, stops that must be quick, a
+ * What a new user meets on the first day: a future --until, stops that must be quick, a
  * mistyped host, a failed run's key and URL, errors that name their fix, closed pipes, --dry-run.
  * Commands run in-process through their functions; a process is spawned only for signals and pipes.
  */

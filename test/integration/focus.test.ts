@@ -177,7 +177,7 @@ describe('the focus view (FOCUS 1.2)', () => {
     });
   });
 
-  it('fills what FOCUS requires from what costsync knows, and verify --focus catches a planted violation of each rule (issue 29)', async () => {
+  it('fills what FOCUS requires from what costsync knows, and verify --focus catches a planted violation of each rule', async () => {
     await synced(async (db, dir) => {
       const [facts] = await queryDb<Record<string, number>>(
         db,

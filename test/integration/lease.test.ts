@@ -288,7 +288,7 @@ const inOtherPidNamespace = [
   'holder',
 ];
 
-describe("a holder is known by its machine, boot, PID namespace and process; staleness by the bucket's clock (issue 28)", () => {
+describe("a holder is known by its machine, boot, PID namespace and process; staleness by the bucket's clock", () => {
   it('a live holder in another PID namespace of this host keeps its lease (it waits for the TTL, not taken at once)', async () => {
     await s3.createBucket('lease-ns');
     const held = await holder('lease', 'lease-ns/costs.duckdb.lease', inOtherPidNamespace, s3.env());

@@ -14,9 +14,9 @@ function filesUnder(dir: string): string[] {
 }
 
 describe('the error registry', () => {
-  it('holds every CS_ERR_ code written anywhere in src/ and the README', () => {
+  it('holds every CS_ERR_ code written anywhere in src/, the README and docs/', () => {
     const written = new Set<string>();
-    for (const file of [...filesUnder(join(ROOT, 'src')), join(ROOT, 'README.md')]) {
+    for (const file of [...filesUnder(join(ROOT, 'src')), join(ROOT, 'README.md'), ...filesUnder(join(ROOT, 'docs'))]) {
       for (const m of readFileSync(file, 'utf8').matchAll(/CS_ERR_[A-Z0-9_]*[A-Z0-9]/g)) written.add(m[0]);
     }
     const unknown = [...written].filter((code) => !(code in ERRORS));
@@ -36,10 +36,10 @@ describe('the error registry', () => {
     expect(bare).toEqual([]);
   });
 
-  it("the README's table lists every code with its exit code and summary", () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  it('the reference page docs/reference/errors.md lists every code with its exit code and summary', () => {
+    const page = readFileSync(join(ROOT, 'docs/reference/errors.md'), 'utf8');
     const rows = new Map(
-      [...readme.matchAll(/^\| `(CS_ERR_[A-Z0-9_]+)` \| (\d) \| (.+) \|$/gm)].map((m) => [m[1]!, { exit: Number(m[2]), summary: m[3]! }]),
+      [...page.matchAll(/^\| `(CS_ERR_[A-Z0-9_]+)` \| (\d) \| (.+) \|$/gm)].map((m) => [m[1]!, { exit: Number(m[2]), summary: m[3]! }]),
     );
     for (const [code, entry] of Object.entries(ERRORS)) {
       expect(rows.get(code), code).toEqual({ exit: entry.exit, summary: entry.summary });

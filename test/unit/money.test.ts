@@ -49,7 +49,7 @@ describe('money is printed one way everywhere', () => {
       { provider: 'aws', spend_usd: 39723.68, days: 90 },
     ]);
     const lines = text.split('\n');
-    // The same form as the demo, summaries and the report: a $ in front (issue 27: tables printed bare).
+    // The same form as the demo, summaries and the report: a $ in front (query's tables once printed money bare).
     expect(lines[2]).toBe('gcp       $37,158.00    90');
     expect(lines[3]).toBe('aws       $39,723.68    90');
   });

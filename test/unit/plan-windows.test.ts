@@ -118,7 +118,7 @@ describe('planRun', () => {
   });
 });
 
-describe('mendFutureState (issue 27: a future --until recorded by an older costsync)', () => {
+describe('mendFutureState (a future --until recorded by an older costsync)', () => {
   it('pulls a watermark past today back to today, so the next plan is the lookback again', () => {
     const mended = mendFutureState(synced('2027-01-01'), '2026-11-24');
     expect(mended!.state.syncedThrough).toBe('2026-11-24');
