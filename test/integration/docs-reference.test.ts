@@ -15,8 +15,8 @@ function filesUnder(dir: string): string[] {
 }
 
 describe('docs/reference/', () => {
-  it('is what scripts/docs.mjs writes from the code now (npm run docs rewrites it)', async () => {
-    const checked = await promisify(execFile)(process.execPath, ['scripts/docs.mjs', '--check'], { cwd: ROOT }).then(
+  it('is what docs/generate.mjs writes from the code now (npm run docs rewrites it)', async () => {
+    const checked = await promisify(execFile)(process.execPath, ['docs/generate.mjs', '--check'], { cwd: ROOT }).then(
       (r) => ({ code: 0, output: r.stdout + r.stderr }),
       (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, output: error.stdout + error.stderr }),
     );

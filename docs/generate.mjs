@@ -20,7 +20,7 @@ import { verifyOptions } from '../dist/commands/verify.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const FIX = 'npm run docs';
-const HEADER = `<!-- Written by scripts/docs.mjs from the code; edit the code and run \`${FIX}\`, not this page. -->`;
+const HEADER = `<!-- Written by docs/generate.mjs from the code; edit the code and run \`${FIX}\`, not this page. -->`;
 
 /** Each command's options function, by the name `costsync --help` lists it under (checked against it below). */
 const COMMAND_OPTIONS = {
@@ -226,11 +226,11 @@ export async function referencePages() {
   const gone = Object.keys(COMMAND_OPTIONS).filter((name) => !listed.includes(name));
   if (unknown.length > 0 || gone.length > 0) {
     throw new Error(
-      `scripts/docs.mjs: COMMAND_OPTIONS must name the commands of costsync --help (new: ${unknown.join(', ') || 'none'}; gone: ${gone.join(', ') || 'none'}).`,
+      `docs/generate.mjs: COMMAND_OPTIONS must name the commands of costsync --help (new: ${unknown.join(', ') || 'none'}; gone: ${gone.join(', ') || 'none'}).`,
     );
   }
   const missing = Object.keys(ExitCode).filter((name) => !(name in EXIT_MEANINGS));
-  if (missing.length > 0) throw new Error(`scripts/docs.mjs: EXIT_MEANINGS lacks ${missing.join(', ')}.`);
+  if (missing.length > 0) throw new Error(`docs/generate.mjs: EXIT_MEANINGS lacks ${missing.join(', ')}.`);
   const commands = listed.map((name) => ({ name, options: optionsOf(COMMAND_OPTIONS[name]) }));
   return {
     'docs/reference/settings.md': settingsPage(commands),
