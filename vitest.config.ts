@@ -1,13 +1,17 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Two tiers. `npm test` runs the fast one: unit tests, the commands in-process and through one spawn
- * each, every kill test that needs a real process, against one radosgw for the run (global setup).
- * `npm run test:slow` runs the rest: chaos, long kill loops and soaks (CI runs both).
+ * Three projects. `unit`: the pure tests, with no global setup (`npm run test:unit`, seconds, nothing to
+ * install). `fast`: the commands in-process and through one spawn each, every kill test that needs a real
+ * process, against one radosgw for the run; `npm test` runs it with `unit`. `slow` (`npm run test:slow`):
+ * chaos, long kill loops and soaks (CI runs every tier). The global setup installs or names the system
+ * programs the last two need, then starts the gateway.
  */
+const UNIT = ['test/unit/**/*.test.ts'];
 const SLOW = ['test/chaos/**/*.test.ts', 'test/slow/**/*.test.ts'];
 /** The kill loops the fast tier runs with 3 kill points; the slow tier runs them again with 12. */
 const KILL_LOOPS = ['test/integration/sync-kill.test.ts', 'test/integration/sync-kill-outputs.test.ts'];
+const GLOBAL_SETUP = ['test/global-setup.ts'];
 
 export default defineConfig({
   test: {
@@ -17,10 +21,13 @@ export default defineConfig({
     // Three files at once on these 2-core machines: much of a test is waiting on a spawned process, a
     // socket or a bucket, so a third worker shortens the run (docs/benchmarks.md, "The test suite").
     maxWorkers: 3,
-    globalSetup: ['test/global-setup.ts'],
     projects: [
-      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: SLOW } },
-      { extends: true, test: { name: 'slow', include: [...SLOW, ...KILL_LOOPS], env: { COSTSYNC_SLOW_TIER: '1' } } },
+      { extends: true, test: { name: 'unit', include: UNIT } },
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...SLOW], globalSetup: GLOBAL_SETUP } },
+      {
+        extends: true,
+        test: { name: 'slow', include: [...SLOW, ...KILL_LOOPS], env: { COSTSYNC_SLOW_TIER: '1' }, globalSetup: GLOBAL_SETUP },
+      },
     ],
   },
 });

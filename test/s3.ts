@@ -1,5 +1,5 @@
 /**
- * A real S3 server for tests: Ceph's gateway (radosgw), started on loopback by `../shared/s3/rgw.sh`
+ * A real S3 server for tests: Ceph's gateway (radosgw), started on loopback by `system/rgw.mjs` once a run
  * (it enforces multipart listing and conditional writes, which s3rver does not), and a proxy in front
  * of it that can answer 503 SlowDown, reset connections or refuse (AccessDenied) chosen requests,
  * and counts what it forwards.

@@ -1,4 +1,4 @@
-/** Wire types of the Cost Data Public API (../shared/api-spec.md). Fields the spec does not list are kept. */
+/** Wire types of the Cost Data Public API (the API document, api-spec.md). Fields the spec does not list are kept. */
 
 export const API_PREFIX = '/api/v1/public';
 

@@ -1,52 +1,45 @@
 #!/usr/bin/env node
-// Object-storage benchmarks. Prints figures; asserts nothing. Run after `npm ci` (uses dist/)
-// on a machine with Ceph's radosgw (`../shared/s3/rgw.sh`; docs/testing.md names its packages):
+// Object-storage benchmarks. Prints figures; asserts nothing. Run after `npm ci` (uses dist/) on a machine
+// with Ceph's radosgw (`npm test` installs it, or names the packages), which `test/system/rgw.mjs` starts:
 //   npm run bench:bucket               both
 //   npm run bench:bucket -- publish    publish of 1, 5 and 20 million line items to a bucket vs to a local file:
 //                                      MB/s, and how long a window commit waits meanwhile
 //   npm run bench:bucket -- lake       lake partitions written per second, to a bucket vs to a local directory
 // Environment: BENCH_PUBLISH_MILLIONS (default 1,5,20), BENCH_DIR; BENCH_SMOKE=1: tiny sizes.
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { drainLake } from '../../dist/outputs/lake.js';
 import { publish } from '../../dist/outputs/publish.js';
 import { bucketTarget, directoryTarget } from '../../dist/outputs/target.js';
+import { startRadosgw } from '../system/rgw.mjs';
 import { filledWorkingCopy, size, tempDir } from './common.mjs';
 
 const which = process.argv[2];
-const RGW = fileURLToPath(new URL('../../../shared/s3/rgw.sh', import.meta.url));
 
 /**
  * Starts radosgw and points the SDK at it (the variables a user sets); returns a stop function. With
  * BENCH_S3_ENDPOINT (and its keys) set, uses that server instead (the test suite's, for the smoke run).
  */
-function startRgw() {
-  if (process.env.BENCH_S3_ENDPOINT) {
+async function startRgw() {
+  const use = (endpoint, accessKeyId, secretAccessKey) =>
     Object.assign(process.env, {
-      AWS_ENDPOINT_URL_S3: process.env.BENCH_S3_ENDPOINT,
-      AWS_ACCESS_KEY_ID: process.env.BENCH_S3_KEY_ID,
-      AWS_SECRET_ACCESS_KEY: process.env.BENCH_S3_SECRET,
+      AWS_ENDPOINT_URL_S3: endpoint,
+      AWS_ACCESS_KEY_ID: accessKeyId,
+      AWS_SECRET_ACCESS_KEY: secretAccessKey,
       AWS_REGION: 'us-east-1',
       AWS_EC2_METADATA_DISABLED: 'true',
     });
-    return () => undefined;
+  if (process.env.BENCH_S3_ENDPOINT) {
+    use(process.env.BENCH_S3_ENDPOINT, process.env.BENCH_S3_KEY_ID, process.env.BENCH_S3_SECRET);
+    return async () => undefined;
   }
   const dir = mkdtempSync(join(tmpdir(), 'costsync-bench-rgw-'));
   // The in-memory store holds about twice what it is given: room for the 1 + 5 + 20 million warehouses.
-  const out = execFileSync('bash', [RGW, 'start', dir], { encoding: 'utf8', env: { RGW_OSD_BYTES: String(6 * 2 ** 30), ...process.env } });
-  const vars = Object.fromEntries([...out.matchAll(/(\w+)=(\S+)/g)].map((m) => [m[1], m[2]]));
-  Object.assign(process.env, {
-    AWS_ENDPOINT_URL_S3: vars.S3_ENDPOINT,
-    AWS_ACCESS_KEY_ID: vars.AWS_ACCESS_KEY_ID,
-    AWS_SECRET_ACCESS_KEY: vars.AWS_SECRET_ACCESS_KEY,
-    AWS_REGION: 'us-east-1',
-    AWS_EC2_METADATA_DISABLED: 'true',
-  });
-  return () => {
-    execFileSync('bash', [RGW, 'stop', dir]);
+  const gateway = await startRadosgw(dir, { storeBytes: 6 * 2 ** 30 });
+  use(gateway.endpoint, gateway.accessKeyId, gateway.secretAccessKey);
+  return async () => {
+    await gateway.stop();
     rmSync(dir, { recursive: true, force: true });
   };
 }
@@ -142,11 +135,11 @@ async function benchLake() {
   }
 }
 
-const stop = startRgw();
+const stop = await startRgw();
 try {
   await createBucket('bench');
   if (which === undefined || which === 'publish') await benchPublish();
   if (which === undefined || which === 'lake') await benchLake();
 } finally {
-  stop();
+  await stop();
 }
