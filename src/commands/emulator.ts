@@ -1,7 +1,9 @@
-/** `costsync emulator`: serves the Cost Data API on loopback until stopped. */
+/**
+ * `costsync emulator`: serves the Cost Data API on loopback until stopped. Its options are declared
+ * here; the emulator itself is loaded only when the command runs (types alone are imported at the top).
+ */
 import type { Argv } from 'yargs';
-import { parseKeysConfig } from '../emulator/keys.js';
-import { startEmulator, type Emulator, type EmulatorInput } from '../emulator/server.js';
+import type { Emulator, EmulatorInput, KeysConfig } from '../emulator/index.js';
 import { addDays } from '../dates.js';
 import { choiceArg, dateArg, intArg, rateArg, readJsonFile } from './args.js';
 
@@ -75,8 +77,8 @@ export function emulatorOptions(yargs: Argv) {
 
 type EmulatorArgs = Awaited<ReturnType<typeof emulatorOptions>['argv']>;
 
-/** Turns command-line arguments into emulator options, checking each. */
-export function emulatorOptionsFromArgs(args: EmulatorArgs): EmulatorInput {
+/** Turns command-line arguments into emulator options, checking each; `parseKeys` checks a --keys file's contents. */
+export function emulatorOptionsFromArgs(args: EmulatorArgs, parseKeys: (value: unknown, source: string) => KeysConfig): EmulatorInput {
   const endDate = args['end-date'] !== undefined ? dateArg('end-date', args['end-date']) : undefined;
   const startDate =
     args['start-date'] !== undefined
@@ -97,7 +99,7 @@ export function emulatorOptionsFromArgs(args: EmulatorArgs): EmulatorInput {
     lastPageCursor: args['last-page-cursor'],
     rateLimit: intArg('rate-limit', args['rate-limit'], 0),
     retryAfterHeader: args['retry-after'],
-    ...(args.keys !== undefined ? { keys: parseKeysConfig(readJsonFile('keys', args.keys), args.keys) } : {}),
+    ...(args.keys !== undefined ? { keys: parseKeys(readJsonFile('keys', args.keys), args.keys) } : {}),
     vendor: args.vendor,
     maxIngestRows: intArg('max-ingest-rows', args['max-ingest-rows'], 1),
     serviceRollupFillsProvider: args['service-rollup-fills-provider'],
@@ -129,7 +131,8 @@ export async function runEmulator(
   args: EmulatorArgs,
   out: (line: string) => void = (l) => process.stdout.write(`${l}\n`),
 ): Promise<Emulator> {
-  const options = emulatorOptionsFromArgs(args);
+  const { parseKeysConfig, startEmulator } = await import('../emulator/index.js');
+  const options = emulatorOptionsFromArgs(args, parseKeysConfig);
   if (args['log-requests']) options.onRequest = (entry) => out(JSON.stringify(entry));
   const emulator = await startEmulator(options);
   out(emulator.url);
