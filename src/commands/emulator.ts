@@ -41,6 +41,33 @@ export function emulatorOptions(yargs: Argv) {
       default: 5000,
       describe: 'Rows an ingest request may hold; more is refused with VALIDATION_ERROR (the spec does not say the real limit)',
     })
+    .option('max-body-bytes', {
+      type: 'number',
+      default: 16 * 1024 * 1024,
+      describe: 'Bytes a POST body may hold (the spec does not say the real limit)',
+    })
+    .option('ingest-too-large', {
+      choices: ['validation-error', 'payload-too-large'] as const,
+      default: 'validation-error' as const,
+      describe: 'How a request above --max-ingest-rows or --max-body-bytes is refused: 400 VALIDATION_ERROR or 413 (the spec does not say)',
+    })
+    .option('ingest-invalid-rows', {
+      choices: ['skip', 'reject-batch', 'refuse-request'] as const,
+      default: 'skip' as const,
+      describe:
+        'An invalid ingest row is skipped with an error (the valid rows are stored), rejects its whole batch (202, accepted false), or refuses the request (400); the spec does not say',
+    })
+    .option('ingest-row-errors', {
+      choices: ['object', 'string'] as const,
+      default: 'object' as const,
+      describe: "Shape of the ingest result's errors: {row, column, message} objects or one line each (the spec does not show it)",
+    })
+    .option('ingest-dates', {
+      choices: ['date-or-time', 'date'] as const,
+      default: 'date-or-time' as const,
+      describe:
+        "ChargePeriodStart/End: a calendar date or an ISO 8601 time with its zone (as FOCUS writes them), or only YYYY-MM-DD (the spec's words)",
+    })
     .option('service-rollup-fills-provider', {
       type: 'boolean',
       default: false,
@@ -102,6 +129,11 @@ export function emulatorOptionsFromArgs(args: EmulatorArgs, parseKeys: (value: u
     ...(args.keys !== undefined ? { keys: parseKeys(readJsonFile('keys', args.keys), args.keys) } : {}),
     vendor: args.vendor,
     maxIngestRows: intArg('max-ingest-rows', args['max-ingest-rows'], 1),
+    maxBodyBytes: intArg('max-body-bytes', args['max-body-bytes'], 1),
+    ingestTooLarge: args['ingest-too-large'],
+    ingestInvalidRows: args['ingest-invalid-rows'],
+    ingestRowErrorShape: args['ingest-row-errors'],
+    ingestChargePeriodDates: args['ingest-dates'],
     serviceRollupFillsProvider: args['service-rollup-fills-provider'],
     pageOverlapRate: rateArg('page-overlap-rate', args['page-overlap-rate']),
     cursorMode: args['cursor-mode'],

@@ -8,12 +8,16 @@ export {
   resolveEmulatorOptions,
   startEmulator,
   type AnomalyOrder,
+  type ChargePeriodDates,
   type CursorMode,
   type Emulator,
   type EmulatorInput,
   type EmulatorOptions,
+  type InvalidRows,
   type LastPageCursor,
   type LineItemOrder,
+  type RowErrorShape,
+  type TooLarge,
 } from './server.js';
 export { DEMO_CONNECTION, DEMO_KEY, defaultKeys, parseKeysConfig, type ConnectionConfig, type KeyConfig, type KeysConfig } from './keys.js';
 export { FAULT_KINDS, NO_FAULTS, type FaultKind, type FaultOptions, type ScriptedFault } from './faults.js';

@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -96,5 +96,16 @@ describe('the emulator is an entry of its own, beside the product', () => {
     expect(deep.stderr).toMatch(/ERR_PACKAGE_PATH_NOT_EXPORTED/);
     const main = node(`const m = await import('costsync'); console.log(typeof m.createApiClient);`);
     expect(main.stdout.trim()).toBe('function');
+  });
+
+  it("checks ingested rows with rules of its own, not with the push command's (which it is there to test)", () => {
+    const src = join(ROOT, 'src', 'emulator');
+    for (const file of readdirSync(src)) {
+      const imports = [...readFileSync(join(src, file), 'utf8').matchAll(/from '([^']+)'/g)].map((m) => m[1]!);
+      expect(
+        imports.filter((i) => /^\.\.\/(focus|push)\//.test(i)),
+        file,
+      ).toEqual([]);
+    }
   });
 });
