@@ -57,6 +57,11 @@ export function emulatorOptions(yargs: Argv) {
       describe:
         'An invalid ingest row is skipped with an error (the valid rows are stored), rejects its whole batch (202, accepted false), or refuses the request (400); the spec does not say',
     })
+    .option('ingest-duplicates', {
+      choices: ['skip', 'replace'] as const,
+      default: 'skip' as const,
+      describe: 'A row whose line-item id was ingested before is skipped, or replaces the earlier row (the spec does not say which wins)',
+    })
     .option('ingest-row-errors', {
       choices: ['object', 'string'] as const,
       default: 'object' as const,
@@ -132,6 +137,7 @@ export function emulatorOptionsFromArgs(args: EmulatorArgs, parseKeys: (value: u
     maxBodyBytes: intArg('max-body-bytes', args['max-body-bytes'], 1),
     ingestTooLarge: args['ingest-too-large'],
     ingestInvalidRows: args['ingest-invalid-rows'],
+    ingestDuplicateRows: args['ingest-duplicates'],
     ingestRowErrorShape: args['ingest-row-errors'],
     ingestChargePeriodDates: args['ingest-dates'],
     serviceRollupFillsProvider: args['service-rollup-fills-provider'],

@@ -10,6 +10,7 @@ export {
   type AnomalyOrder,
   type ChargePeriodDates,
   type CursorMode,
+  type DuplicateRows,
   type Emulator,
   type EmulatorInput,
   type EmulatorOptions,

@@ -48,8 +48,16 @@ export type RowErrorShape = 'object' | 'string';
  */
 export type ChargePeriodDates = 'date-or-time' | 'date';
 
+/**
+ * What a row whose line-item id was ingested before on the connection does (the document calls the
+ * id "the deduplication key" without saying which row wins): `skip` keeps the first one and counts
+ * the row as skipped; `replace` stores it in place of the earlier one and counts it as created.
+ */
+export type DuplicateRows = 'skip' | 'replace';
+
 export interface IngestRules {
   invalidRows: InvalidRows;
+  duplicateRows: DuplicateRows;
   rowErrorShape: RowErrorShape;
   chargePeriodDates: ChargePeriodDates;
 }
@@ -188,7 +196,7 @@ function shapeError(e: RowError, shape: RowErrorShape): unknown {
 /**
  * Validates every row; stores the valid ones as line items of the connection's provider (unless the
  * rules reject the batch). Rows whose line-item id was ingested before on this connection are
- * skipped, not duplicated.
+ * skipped or replace the earlier row, never duplicated.
  */
 export function ingestFocus(body: unknown, ctx: IngestContext): IngestResult {
   const rows = checkRequest(body, ctx.vendor, ctx.maxRows);
@@ -239,7 +247,12 @@ export function ingestFocus(body: unknown, ctx: IngestContext): IngestResult {
       ...(row[ext.tokensInput] != null ? { tokens_input: row[ext.tokensInput] } : {}),
       ...(row[ext.tokensOutput] != null ? { tokens_output: row[ext.tokensOutput] } : {}),
     };
-    const stored = ctx.dataset.addIngested(toDayNumber(date), { record, micros: Math.round(amount * 1_000_000) }, dedupKey);
+    const stored = ctx.dataset.addIngested(
+      toDayNumber(date),
+      { record, micros: Math.round(amount * 1_000_000) },
+      dedupKey,
+      rules.duplicateRows === 'replace',
+    );
     if (stored) created += 1;
     else skipped += 1;
   });

@@ -29,6 +29,7 @@ import {
   IngestTooLargeError,
   ingestFocus,
   type ChargePeriodDates,
+  type DuplicateRows,
   type InvalidRows,
   type RowErrorShape,
 } from './ingest.js';
@@ -52,7 +53,7 @@ export type LastPageCursor = 'null' | 'omit' | 'empty';
  * 400 VALIDATION_ERROR, or 413 with the code PAYLOAD_TOO_LARGE, as a proxy in front of a server may answer.
  */
 export type TooLarge = 'validation-error' | 'payload-too-large';
-export type { ChargePeriodDates, InvalidRows, RowErrorShape };
+export type { ChargePeriodDates, DuplicateRows, InvalidRows, RowErrorShape };
 
 export interface EmulatorOptions {
   port: number;
@@ -82,6 +83,8 @@ export interface EmulatorOptions {
   ingestTooLarge: TooLarge;
   /** What an invalid ingest row does to its request (see `InvalidRows`). */
   ingestInvalidRows: InvalidRows;
+  /** What a row with an already-ingested line-item id does (see `DuplicateRows`). */
+  ingestDuplicateRows: DuplicateRows;
   /** The shape of the elements of an ingest result's `errors`. */
   ingestRowErrorShape: RowErrorShape;
   /** What the charge period columns of an ingest row may hold. */
@@ -150,6 +153,7 @@ export function resolveEmulatorOptions(input: EmulatorInput = {}): EmulatorOptio
     maxBodyBytes: 16 * 1024 * 1024,
     ingestTooLarge: 'validation-error',
     ingestInvalidRows: 'skip',
+    ingestDuplicateRows: 'skip',
     ingestRowErrorShape: 'object',
     ingestChargePeriodDates: 'date-or-time',
     serviceRollupFillsProvider: false,
@@ -581,6 +585,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
         batchId: `batch-${options.seed}-${batches}-${randomBytes(4).toString('hex')}`,
         rules: {
           invalidRows: options.ingestInvalidRows,
+          duplicateRows: options.ingestDuplicateRows,
           rowErrorShape: options.ingestRowErrorShape,
           chargePeriodDates: options.ingestChargePeriodDates,
         },

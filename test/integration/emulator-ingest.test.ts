@@ -224,4 +224,28 @@ describe('emulator FOCUS ingest', () => {
       expect(bytes.body.error).toMatchObject({ code: 'VALIDATION_ERROR' });
     });
   });
+
+  it('lets a test pick which row wins on a repeated line-item id: the first (skipped) or the last (replaces it)', async () => {
+    await withEmulator({ ...SPAN, ingestDuplicateRows: 'replace' }, async (emulator) => {
+      const { url } = emulator;
+      expect(
+        (await post(url, { rows: [row({ x_service_line_item_id: 'r1' }), row({ x_service_line_item_id: 'r2' })] })).body.data,
+      ).toMatchObject({
+        cost_line_item_count: 2,
+        skipped: 0,
+      });
+      const [before] = await lineItemsOn(url, '2024-03-05');
+      const again = await post(url, { rows: [row({ x_service_line_item_id: 'r1', ChargePeriodStart: '2024-03-06', BilledCost: 7 })] });
+      expect(again.body.data).toMatchObject({ accepted: true, cost_line_item_count: 1, skipped: 0 });
+      expect((await lineItemsOn(url, '2024-03-05')).map((r) => r.net_amount_usd)).toEqual([10]);
+      const moved = await lineItemsOn(url, '2024-03-06');
+      expect(moved).toMatchObject([{ id: before.id, net_amount_usd: 7 }]);
+      expect(emulator.dataset.ingestedRecords()).toHaveLength(2);
+      const rollup = await raw(url, '/api/v1/public/rollups/daily?start_date=2024-03-05&end_date=2024-03-06&group_by=provider');
+      expect(rollup.body.data.map((r: any) => [r.date, r.cost_usd])).toEqual([
+        ['2024-03-05', 10],
+        ['2024-03-06', 7],
+      ]);
+    });
+  });
 });
