@@ -8,8 +8,6 @@ import { join, resolve } from 'node:path';
 import { resolveSyncConfig } from '../config.js';
 import { addDays, utcDate } from '../dates.js';
 import { ExitCode } from '../errors.js';
-import { DEMO_KEY } from '../emulator/keys.js';
-import { startEmulator } from '../emulator/server.js';
 import { createLogger } from '../log.js';
 import { createProgress, summaryTable } from '../progress.js';
 import { openReadOnly } from '../storage/duckdb.js';
@@ -37,6 +35,8 @@ export const DEMO_DEFAULTS: DemoOptions = {
 export async function runDemo(options: Partial<DemoOptions> = {}, io: CommandIo = processIo()): Promise<ExitCode> {
   const o = { ...DEMO_DEFAULTS, ...options };
   const rate = 60_000;
+  // Loaded here, not at the top: the emulator is a test double beside the product, never in a sync's module graph.
+  const { DEMO_KEY, startEmulator } = await import('../emulator/index.js');
   const emulator = await startEmulator({ port: 0, rateLimit: rate, rowsPerDay: o.rowsPerDay, seed: 42 });
   try {
     for (const path of [o.db, `${o.db}.wal`, o.stateDir]) rmSync(path, { recursive: true, force: true });

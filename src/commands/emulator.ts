@@ -1,7 +1,9 @@
-/** `costsync emulator`: serves the Cost Data API on loopback until stopped. */
+/**
+ * `costsync emulator`: serves the Cost Data API on loopback until stopped. Its options are declared
+ * here; the emulator itself is loaded only when the command runs (types alone are imported at the top).
+ */
 import type { Argv } from 'yargs';
-import { parseKeysConfig } from '../emulator/keys.js';
-import { startEmulator, type Emulator, type EmulatorInput } from '../emulator/server.js';
+import type { Emulator, EmulatorInput, KeysConfig } from '../emulator/index.js';
 import { addDays } from '../dates.js';
 import { choiceArg, dateArg, intArg, rateArg, readJsonFile } from './args.js';
 
@@ -39,6 +41,38 @@ export function emulatorOptions(yargs: Argv) {
       default: 5000,
       describe: 'Rows an ingest request may hold; more is refused with VALIDATION_ERROR (the spec does not say the real limit)',
     })
+    .option('max-body-bytes', {
+      type: 'number',
+      default: 16 * 1024 * 1024,
+      describe: 'Bytes a POST body may hold (the spec does not say the real limit)',
+    })
+    .option('ingest-too-large', {
+      choices: ['validation-error', 'payload-too-large'] as const,
+      default: 'validation-error' as const,
+      describe: 'How a request above --max-ingest-rows or --max-body-bytes is refused: 400 VALIDATION_ERROR or 413 (the spec does not say)',
+    })
+    .option('ingest-invalid-rows', {
+      choices: ['skip', 'reject-batch', 'refuse-request'] as const,
+      default: 'skip' as const,
+      describe:
+        'An invalid ingest row is skipped with an error (the valid rows are stored), rejects its whole batch (202, accepted false), or refuses the request (400); the spec does not say',
+    })
+    .option('ingest-duplicates', {
+      choices: ['skip', 'replace'] as const,
+      default: 'skip' as const,
+      describe: 'A row whose line-item id was ingested before is skipped, or replaces the earlier row (the spec does not say which wins)',
+    })
+    .option('ingest-row-errors', {
+      choices: ['object', 'string'] as const,
+      default: 'object' as const,
+      describe: "Shape of the ingest result's errors: {row, column, message} objects or one line each (the spec does not show it)",
+    })
+    .option('ingest-dates', {
+      choices: ['date-or-time', 'date'] as const,
+      default: 'date-or-time' as const,
+      describe:
+        "ChargePeriodStart/End: a calendar date or an ISO 8601 time with its zone (as FOCUS writes them), or only YYYY-MM-DD (the spec's words)",
+    })
     .option('service-rollup-fills-provider', {
       type: 'boolean',
       default: false,
@@ -75,8 +109,8 @@ export function emulatorOptions(yargs: Argv) {
 
 type EmulatorArgs = Awaited<ReturnType<typeof emulatorOptions>['argv']>;
 
-/** Turns command-line arguments into emulator options, checking each. */
-export function emulatorOptionsFromArgs(args: EmulatorArgs): EmulatorInput {
+/** Turns command-line arguments into emulator options, checking each; `parseKeys` checks a --keys file's contents. */
+export function emulatorOptionsFromArgs(args: EmulatorArgs, parseKeys: (value: unknown, source: string) => KeysConfig): EmulatorInput {
   const endDate = args['end-date'] !== undefined ? dateArg('end-date', args['end-date']) : undefined;
   const startDate =
     args['start-date'] !== undefined
@@ -97,9 +131,15 @@ export function emulatorOptionsFromArgs(args: EmulatorArgs): EmulatorInput {
     lastPageCursor: args['last-page-cursor'],
     rateLimit: intArg('rate-limit', args['rate-limit'], 0),
     retryAfterHeader: args['retry-after'],
-    ...(args.keys !== undefined ? { keys: parseKeysConfig(readJsonFile('keys', args.keys), args.keys) } : {}),
+    ...(args.keys !== undefined ? { keys: parseKeys(readJsonFile('keys', args.keys), args.keys) } : {}),
     vendor: args.vendor,
     maxIngestRows: intArg('max-ingest-rows', args['max-ingest-rows'], 1),
+    maxBodyBytes: intArg('max-body-bytes', args['max-body-bytes'], 1),
+    ingestTooLarge: args['ingest-too-large'],
+    ingestInvalidRows: args['ingest-invalid-rows'],
+    ingestDuplicateRows: args['ingest-duplicates'],
+    ingestRowErrorShape: args['ingest-row-errors'],
+    ingestChargePeriodDates: args['ingest-dates'],
     serviceRollupFillsProvider: args['service-rollup-fills-provider'],
     pageOverlapRate: rateArg('page-overlap-rate', args['page-overlap-rate']),
     cursorMode: args['cursor-mode'],
@@ -129,7 +169,8 @@ export async function runEmulator(
   args: EmulatorArgs,
   out: (line: string) => void = (l) => process.stdout.write(`${l}\n`),
 ): Promise<Emulator> {
-  const options = emulatorOptionsFromArgs(args);
+  const { parseKeysConfig, startEmulator } = await import('../emulator/index.js');
+  const options = emulatorOptionsFromArgs(args, parseKeysConfig);
   if (args['log-requests']) options.onRequest = (entry) => out(JSON.stringify(entry));
   const emulator = await startEmulator(options);
   out(emulator.url);

@@ -87,7 +87,8 @@ export class Dataset {
   generation = 0;
   private readonly aggregates = new Map<string, DayAggregate>();
   private readonly ingested = new Map<number, StoredItem[]>();
-  private readonly ingestedIds = new Set<string>();
+  /** Each ingested row's dedup key, with its day and record id (to find it again when a later row replaces it). */
+  private readonly ingestedIds = new Map<string, { day: number; id: unknown }>();
   private readonly dayRevision = new Map<number, number>();
   /** Days whose generated rows were all withdrawn (`emptyDay`). */
   private readonly emptied = new Set<number>();
@@ -205,12 +206,20 @@ export class Dataset {
   }
 
   /**
-   * Stores an ingested line item under its date. Returns false (and stores nothing) when
-   * `dedupKey` was seen before.
+   * Stores an ingested line item under its date. When `dedupKey` was seen before, stores nothing
+   * and returns false, or with `replace`, takes the earlier row out and stores this one.
    */
-  addIngested(day: number, item: StoredItem, dedupKey: string): boolean {
-    if (this.ingestedIds.has(dedupKey)) return false;
-    this.ingestedIds.add(dedupKey);
+  addIngested(day: number, item: StoredItem, dedupKey: string, replace = false): boolean {
+    const earlier = this.ingestedIds.get(dedupKey);
+    if (earlier !== undefined) {
+      if (!replace) return false;
+      const list = this.ingested.get(earlier.day) ?? [];
+      const at = list.findIndex((i) => i.record.id === earlier.id);
+      if (at >= 0) list.splice(at, 1);
+      if (list.length === 0) this.ingested.delete(earlier.day);
+      this.dayRevision.set(earlier.day, (this.dayRevision.get(earlier.day) ?? 0) + 1);
+    }
+    this.ingestedIds.set(dedupKey, { day, id: item.record.id });
     const list = this.ingested.get(day) ?? [];
     list.push(item);
     this.ingested.set(day, list);

@@ -24,7 +24,15 @@ import { addDays, isCalendarDate, toDayNumber, utcDate } from '../dates.js';
 import { CursorCodec, type CursorPayload } from './cursor.js';
 import { Dataset, type AnomalyBurst, type RestatementOptions } from './dataset.js';
 import { FaultInjector, NO_FAULTS, type FaultKind, type FaultOptions } from './faults.js';
-import { IngestRequestError, ingestFocus } from './ingest.js';
+import {
+  IngestRequestError,
+  IngestTooLargeError,
+  ingestFocus,
+  type ChargePeriodDates,
+  type DuplicateRows,
+  type InvalidRows,
+  type RowErrorShape,
+} from './ingest.js';
 import { defaultKeys, type KeyConfig, type KeysConfig } from './keys.js';
 import { SlidingWindowLimiter } from './rate-limit.js';
 import { RequestLog, type LoggedRequest } from './request-log.js';
@@ -40,6 +48,12 @@ export type LineItemOrder = 'date' | 'shuffled';
 export type CursorMode = 'position' | 'offset';
 /** How the last line-item page reports "no cursor" (the spec does not show it). */
 export type LastPageCursor = 'null' | 'omit' | 'empty';
+/**
+ * How a request above `maxIngestRows` or `maxBodyBytes` is refused (the spec shows neither limit):
+ * 400 VALIDATION_ERROR, or 413 with the code PAYLOAD_TOO_LARGE, as a proxy in front of a server may answer.
+ */
+export type TooLarge = 'validation-error' | 'payload-too-large';
+export type { ChargePeriodDates, DuplicateRows, InvalidRows, RowErrorShape };
 
 export interface EmulatorOptions {
   port: number;
@@ -66,6 +80,15 @@ export interface EmulatorOptions {
   vendor: string;
   maxIngestRows: number;
   maxBodyBytes: number;
+  ingestTooLarge: TooLarge;
+  /** What an invalid ingest row does to its request (see `InvalidRows`). */
+  ingestInvalidRows: InvalidRows;
+  /** What a row with an already-ingested line-item id does (see `DuplicateRows`). */
+  ingestDuplicateRows: DuplicateRows;
+  /** The shape of the elements of an ingest result's `errors`. */
+  ingestRowErrorShape: RowErrorShape;
+  /** What the charge period columns of an ingest row may hold. */
+  ingestChargePeriodDates: ChargePeriodDates;
   /** For `group_by=service`, also fill `provider_type`. */
   serviceRollupFillsProvider: boolean;
   /** Chance that a continued page repeats the last records of the previous one. */
@@ -128,6 +151,11 @@ export function resolveEmulatorOptions(input: EmulatorInput = {}): EmulatorOptio
     vendor: 'service',
     maxIngestRows: 5000,
     maxBodyBytes: 16 * 1024 * 1024,
+    ingestTooLarge: 'validation-error',
+    ingestInvalidRows: 'skip',
+    ingestDuplicateRows: 'skip',
+    ingestRowErrorShape: 'object',
+    ingestChargePeriodDates: 'date-or-time',
     serviceRollupFillsProvider: false,
     pageOverlapRate: 0,
     ...input,
@@ -281,7 +309,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     let bodyText = '';
     if (route.method === 'POST') {
       const read = await readBody(req, options.maxBodyBytes);
-      if (read === null) return respond(invalid(`Request body exceeds ${options.maxBodyBytes} bytes: send fewer rows per request.`));
+      if (read === null) return respond(tooLarge(`Request body exceeds ${options.maxBodyBytes} bytes: send fewer rows per request.`));
       bodyText = read;
     }
 
@@ -328,6 +356,10 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
       else reply = fail(500, 'INTERNAL_ERROR', `Unexpected server error: ${(error as Error).message}`);
     }
     respond(reply, wireFault);
+  }
+
+  function tooLarge(message: string): Reply {
+    return options.ingestTooLarge === 'payload-too-large' ? fail(413, 'PAYLOAD_TOO_LARGE', message) : invalid(message);
   }
 
   function rateLimited(retryAfterMs: number): Reply {
@@ -551,9 +583,16 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
         vendor: options.vendor,
         maxRows: options.maxIngestRows,
         batchId: `batch-${options.seed}-${batches}-${randomBytes(4).toString('hex')}`,
+        rules: {
+          invalidRows: options.ingestInvalidRows,
+          duplicateRows: options.ingestDuplicateRows,
+          rowErrorShape: options.ingestRowErrorShape,
+          chargePeriodDates: options.ingestChargePeriodDates,
+        },
       });
       return ok(result, {}, 202);
     } catch (error) {
+      if (error instanceof IngestTooLargeError) return tooLarge(error.message);
       if (error instanceof IngestRequestError) throw new BadRequest(error.message);
       throw error;
     }
