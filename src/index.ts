@@ -4,4 +4,3 @@ export * from './api/types.js';
 export { createApiClient, parseBaseUrl, type ApiClient, type ApiClientOptions } from './api/client.js';
 export { keyFingerprint } from './fingerprint.js';
 export { createRequestLimiter, LimiterRegistry, systemClock, type Clock, type RequestLimiter } from './api/resilience.js';
-export { startEmulator, type Emulator, type EmulatorInput, type EmulatorOptions } from './emulator/server.js';

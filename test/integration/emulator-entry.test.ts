@@ -94,8 +94,9 @@ describe('the emulator is an entry of its own, beside the product', () => {
     const deep = node(`await import('costsync/dist/emulator/server.js');`);
     expect(deep.status).not.toBe(0);
     expect(deep.stderr).toMatch(/ERR_PACKAGE_PATH_NOT_EXPORTED/);
-    const main = node(`const m = await import('costsync'); console.log(typeof m.createApiClient);`);
-    expect(main.stdout.trim()).toBe('function');
+    // The main entry is the library without the emulator: it is only `costsync/emulator`.
+    const main = node(`const m = await import('costsync'); console.log(typeof m.createApiClient, typeof m.startEmulator);`);
+    expect(main.stdout.trim()).toBe('function undefined');
   });
 
   it("checks ingested rows with rules of its own, not with the push command's (which it is there to test)", () => {
