@@ -3,7 +3,6 @@
  * streams side by side (each with its own key, limiter and state), records the run in `sync_runs`,
  * and brings the outputs up to date.
  */
-import { getHeapStatistics } from 'node:v8';
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import { createApiClient, retryLine, type ApiClient, type ApiClientOptions, type ClientEvent } from '../api/client.js';
@@ -15,7 +14,6 @@ import type { SourceConfig } from '../sources.js';
 import { CostsyncError, ExitCode, describeError, isCostsyncError, isFenced } from '../errors.js';
 import type { Logger } from '../log.js';
 import { newRunId } from '../run-id.js';
-import { formatDuration } from '../dates.js';
 import { CarriedCopy, SourceState, fileAndWarehouse, loadSourceState } from '../state/source-state.js';
 import { StateStore } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
@@ -24,6 +22,7 @@ import { SEVERITY_RANK, parseWebhook, type SendOptions, type Webhook } from '../
 import { adoptCompacted } from '../storage/working-copy.js';
 import { openRun } from '../run-context.js';
 import { syncAnomalies } from './anomalies.js';
+import { RunStop, memoryError, v8HeapProbe, type HeapProbe } from './run-stop.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
 import { PageSlots, SPOOL_WAIT_PAGES, slotsForHeap } from './page-slots.js';
 import { ProviderRollupExchange } from './reconcile.js';
@@ -96,15 +95,7 @@ function streamOfPath(path: string): StreamName | null {
 export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const { config, logger } = deps;
   const clock = deps.clock ?? systemClock;
-  // One stop for the run, whatever asks for it: the caller's signal, --max-runtime, a heap running short.
-  const stopper = new AbortController();
-  const stopWith = (reason: string) => {
-    if (!stopper.signal.aborted) stopper.abort(reason);
-  };
-  const stopReason = () => (stopper.signal.aborted ? String(stopper.signal.reason) : undefined);
-  const onCallerStop = () => stopWith(String(deps.signal!.reason ?? 'stop requested'));
-  if (deps.signal?.aborted) onCallerStop();
-  deps.signal?.addEventListener('abort', onCallerStop, { once: true });
+  const stop = new RunStop(clock, deps.signal);
   const startedMs = clock.now();
   const startedAt = new Date(startedMs).toISOString();
   const runId = newRunId(startedMs);
@@ -114,8 +105,6 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const secrets = [...sources.map((s) => s.apiKey), ...config.notify, ...sources.flatMap((s) => s.notify ?? [])];
   for (const key of secrets) logger.addSecret(key);
 
-  let deadlineTimer: NodeJS.Timeout | undefined;
-  let heapTimer: NodeJS.Timeout | undefined;
   const run = await openRun({
     config,
     runId,
@@ -162,42 +151,11 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     const outputs = outputsOf(wh);
     await outputs.resume();
 
-    const deadline = config.maxRuntimeMs === undefined ? Infinity : startedMs + config.maxRuntimeMs;
-    // A stop drops the requests waiting for their turn, so it takes one request, not a queue of them.
-    const limiters: RequestLimiter[] = [];
-    stopper.signal.addEventListener(
-      'abort',
-      () => {
-        for (const l of limiters) l.dropWaiting();
-      },
-      { once: true },
-    );
-    const shouldStop = () => {
-      if (clock.now() >= deadline) stopWith(`--max-runtime of ${formatDuration(config.maxRuntimeMs!)} reached`);
-      return stopper.signal.aborted;
-    };
-    if (deadline !== Infinity) {
-      deadlineTimer = setTimeout(shouldStop, Math.max(0, deadline - clock.now()));
-      deadlineTimer.unref();
-    }
-    // Pages in memory are bounded by the heap, whatever the number of sources; should the heap still
-    // run short, the run stops as a SIGTERM would (progress saved) rather than V8 aborting it.
+    // Pages in memory are bounded by the heap, whatever the number of sources.
     const heap = deps.heap ?? v8HeapProbe;
     const pageSlots = new PageSlots(slotsForHeap(heap().limit));
     const spoolSlots = new PageSlots(SPOOL_WAIT_PAGES);
-    let memoryShort: string | null = null;
-    heapTimer = setInterval(() => {
-      const { used, limit } = heap();
-      if (memoryShort !== null || !heapRunningShort(used, limit)) return;
-      memoryShort = `the heap ran short (${Math.round(used / 1e6)} MB of its ${Math.round(limit / 1e6)} MB)`;
-      logger.warn(`${memoryShort}: stopping cleanly, progress is saved`);
-      stopWith(memoryShort);
-    }, HEAP_CHECK_MS);
-    heapTimer.unref();
-    const addLimiter = (limiter: RequestLimiter) => {
-      limiters.push(limiter);
-      if (stopper.signal.aborted) limiter.dropWaiting();
-    };
+    stop.watch({ startedMs, maxRuntimeMs: config.maxRuntimeMs, heap, logger });
     const carried = new Map((await wh.query<{ source: string; state: string }>('state/carried_all')).map((r) => [r.source, r.state]));
     const lookups = warehouseLookups(wh);
     // Sources run side by side, each with its own key, limiter and state; one failing stops none of the
@@ -212,9 +170,9 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
         clock,
         runId,
         warehouse: wh,
-        shouldStop,
-        stop: stopper.signal,
-        addLimiter,
+        shouldStop: stop.shouldStop,
+        stop: stop.signal,
+        addLimiter: stop.addLimiter,
         afterCommit: () => outputs.afterCommit(),
         several: sources.length > 1,
         pageSlots,
@@ -223,7 +181,8 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
         lookups,
       }),
     );
-    let summary = combine(runId, startedAt, clock, parts, stopReason());
+    let summary = combine(runId, startedAt, clock, parts, stop.reason);
+    const { memoryShort } = stop;
     if (memoryShort !== null) summary = { ...summary, outcome: 'failed', error: memoryError(memoryShort, sources.length) };
     // Whatever the outcome, what was committed reaches the lake and the published file; an output
     // that could not be brought up to date fails the run (the sources that had not failed already).
@@ -233,7 +192,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
         const source = sources.find((s) => s.name === part.source)!;
         await recordSource(wh, runId, clock, part, secrets, webhooksOf(config, source), false);
       }
-      summary = combine(runId, startedAt, clock, failed, stopReason());
+      summary = combine(runId, startedAt, clock, failed, stop.reason);
     });
     if (behind !== null && parts.every((p) => p.outcome === 'failed')) logger.error(describeError(behind, secrets));
     const lakeTables = outputs.lakeTables;
@@ -268,9 +227,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     }
     throw error;
   } finally {
-    clearTimeout(deadlineTimer);
-    clearInterval(heapTimer);
-    deps.signal?.removeEventListener('abort', onCallerStop);
+    stop.dispose();
     warehouse?.close();
     await run.release();
   }
@@ -321,22 +278,6 @@ interface SourceRun {
   lookups: SourceLookups;
 }
 
-/** How often the heap is looked at. */
-const HEAP_CHECK_MS = 250;
-
-/** The heap's use and limit, in bytes. */
-export type HeapProbe = () => { used: number; limit: number };
-
-const v8HeapProbe: HeapProbe = () => {
-  const h = getHeapStatistics();
-  return { used: h.used_heap_size, limit: h.heap_size_limit };
-};
-
-/** Past 90% of the limit, V8 is close to aborting the process: time to stop. Pure. */
-export function heapRunningShort(used: number, limit: number): boolean {
-  return used > 0.9 * limit;
-}
-
 /**
  * Sources a run syncs at once: the setting, or for 0, `SOURCES_PER_CORE` for each core. Pure.
  * On this project's 2-core machines, 100 sources of 60 requests a minute each kept every key at
@@ -349,13 +290,6 @@ export function sourcesAtOnce(setting: number, cores: number): number {
 }
 
 export const SOURCES_PER_CORE = 40;
-
-/** The error a run that ran short of heap ends with: what happened, that nothing is lost, and the fix. Pure. */
-export function memoryError(what: string, sources: number): CostsyncError {
-  return new CostsyncError('CS_ERR_MEMORY', `The run stopped: ${what}. Progress up to here is saved; the next run goes on from it.`, {
-    hint: `Give Node a larger heap (NODE_OPTIONS=--max-old-space-size=512), or split the ${sources} source(s) across runs with --source.`,
-  });
-}
 
 /** One source's part of a run: its state, key, limiter and streams. Never throws: a failure is its outcome. */
 async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceSummary> {
