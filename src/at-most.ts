@@ -3,6 +3,9 @@
  * all at once), each next item starting as soon as a call ends. The results come in the items' order.
  * On the first rejection no further item starts, and the returned promise rejects with it once the
  * calls in flight have ended.
+ *
+ * Not p-map: at a rejection it either rejects at once, the calls in flight still running (a run would
+ * close the warehouse under them), or goes on starting every remaining item (`stopOnError: false`).
  */
 export async function mapAtMost<T, R>(items: readonly T[], atMost: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const results = new Array<R>(items.length);

@@ -177,25 +177,32 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
       if (clock.now() - lastPublish >= o.publishIntervalMs) await attempt('published warehouse', doPublish);
     },
     /**
-     * After the sources: the lake's last partitions, run tables and manifests; notifications; the
-     * publish; the metrics. `recordBehind` records the run as failed (with its notification) when an
-     * output fell behind, before the notifications go and the warehouse is published. Returns the
-     * error to end the run with, or null.
+     * After the sources, first: the lake's last partitions, run tables and manifests. Returns the error
+     * to record the run as failed with (its notification too) when an output fell behind, before
+     * `deliver` sends the notifications and publishes the warehouse; null when none is behind.
      */
-    async finish(recordBehind: (error: CostsyncError) => Promise<void>): Promise<CostsyncError | null> {
+    async finishLake(): Promise<CostsyncError | null> {
       if (o.lake)
         await attempt(
           'lake',
           () => step.finishLake(warehouse, o.lake!, { runId: o.runId, now: () => clock.now(), sources: o.sources }),
           true,
         );
-      if (behind.size > 0) await recordBehind(outputsBehindError(behind, o.secrets));
+      return behind.size > 0 ? outputsBehindError(behind, o.secrets) : null;
+    },
+    /**
+     * Then the notifications and the publish. Returns the error to record when the publish fell
+     * behind (then `notify` sends that record's notification), else null.
+     */
+    async deliver(): Promise<CostsyncError | null> {
       await notify();
       await attempt('published warehouse', doPublish, true);
-      if (behind.has('published warehouse')) {
-        await recordBehind(outputsBehindError(behind, o.secrets));
-        await notify();
-      }
+      return behind.has('published warehouse') ? outputsBehindError(behind, o.secrets) : null;
+    },
+    /** Sends the pending notifications. */
+    notify,
+    /** Last, the metrics. Returns the error to end the run with when an output is behind, or null. */
+    async end(): Promise<CostsyncError | null> {
       if (o.metricsFile !== undefined) await step.writeMetrics(warehouse, o.metricsFile);
       return behind.size > 0 ? outputsBehindError(behind, o.secrets) : null;
     },

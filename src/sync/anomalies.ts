@@ -191,7 +191,8 @@ export function sinceLabel(since: string): string {
 export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Promise<'done' | 'stopped'> {
   const { warehouse } = ctx;
   const stats = ctx.stats.anomalies;
-  const streamState = (ctx.state.streams.anomalies ??= { watermark: null, lastSuccessAt: null });
+  if (ctx.state.anomalies() === undefined) ctx.state.setAnomalies({ watermark: null, lastSuccessAt: null });
+  const streamState = ctx.state.anomalies()!;
   const since = anomalySince(streamState.watermark, req, ctx.clock.now());
   const known = await ctx.lookups.knownProviders(ctx.source);
   const label = `${sinceLabel(since)}..${req.until}`;
@@ -276,11 +277,11 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
     (max, a) => (max === null || ms(a.detected_date) > ms(max) ? a.detected_date : max),
     streamState.watermark,
   );
-  ctx.state.streams.anomalies = {
+  ctx.state.setAnomalies({
     watermark: newest === null ? null : new Date(ms(newest)).toISOString(),
     lastSuccessAt: now,
-  };
-  await ctx.saveState();
+  });
+  await ctx.state.save();
   ctx.progress.windowDone?.('anomalies', { window: label, ...diff });
   return 'done';
 }

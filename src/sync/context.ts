@@ -3,7 +3,7 @@ import type { ApiClient } from '../api/client.js';
 import type { Clock } from '../api/resilience.js';
 import { ApiError, ClientErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { SyncState } from '../state/store.js';
+import type { SourceState } from '../state/source-state.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import type { Spool } from '../storage/spool.js';
 import type { PageSlots } from './page-slots.js';
@@ -62,6 +62,29 @@ export interface ProgressListener {
   ): void;
 }
 
+/** How a source's windows share the run: how many at once, how long a fetched one waits to be stored, and the run's slots. */
+export interface Pace {
+  /** Windows fetched at once per stream (each window's pages are a cursor chain). */
+  concurrency: number;
+  /**
+   * How long a fetched window may wait to be stored together with the next ones (see store-batch.ts);
+   * 0: each at once. None: as long as the batch takes to fill.
+   */
+  storeWaitMs?: number;
+  /** Slots bounding the pages held in memory across every source of the run (none: unbounded). */
+  pageSlots?: PageSlots;
+  /** Slots bounding the pages waiting for the disk across every source (see `SPOOL_WAIT_PAGES`; none: unbounded). */
+  spoolSlots?: PageSlots;
+}
+
+/** How fetched windows are checked before they commit. */
+export interface Checks {
+  /** Whether fetched windows are checked against the rollups before they commit (`--reconcile`). */
+  reconcile: ReconcileMode;
+  /** Present when both windowed streams run with checks: line items hand their provider rollups to the rollups stream. */
+  providerRollups?: ProviderRollupExchange;
+}
+
 export interface SyncContext {
   client: ApiClient;
   warehouse: Warehouse;
@@ -71,14 +94,8 @@ export interface SyncContext {
   spoolDir: string;
   /** The spool's file operations (the files under `spoolDir` by default). */
   spool?: Spool;
-  state: SyncState;
-  /** Saves `state` atomically; call only after the data it describes is committed. */
-  saveState(): Promise<void>;
-  /**
-   * Writes the state the warehouse carries, as if window `done` were finished: call inside the
-   * transaction that commits that window, so the warehouse's data and state always match.
-   */
-  carryState?(done: { stream: 'line_items' | 'rollups'; start: string; end: string }): Promise<void>;
+  /** The source's state: read it and change it here, save it after the data it describes is committed. */
+  state: SourceState;
   logger: Logger;
   clock: Clock;
   runId: string;
@@ -88,23 +105,10 @@ export interface SyncContext {
   shouldStop(): boolean;
   stats: Record<StreamName, StreamStats>;
   progress: ProgressListener;
-  /** Windows fetched at once per stream (each window's pages are a cursor chain). */
-  concurrency: number;
-  /**
-   * How long a fetched window may wait to be stored together with the next ones (see store-batch.ts);
-   * 0: each at once. None: as long as the batch takes to fill.
-   */
-  storeWaitMs?: number;
-  /** Whether fetched windows are checked against the rollups before they commit (`--reconcile`). */
-  reconcile: ReconcileMode;
-  /** Present when both windowed streams run with checks: line items hand their provider rollups to the rollups stream. */
-  providerRollups?: ProviderRollupExchange;
+  pace: Pace;
+  checks: Checks;
   /** Webhooks to tell about anomalies (their fingerprints), and which anomalies to tell. */
   notify?: { webhooks: string[]; minRank: number; cutoff: string; statusChanges: boolean };
-  /** Slots bounding the pages held in memory across every source of the run (none: unbounded). */
-  pageSlots?: PageSlots;
-  /** Slots bounding the pages waiting for the disk across every source (see `SPOOL_WAIT_PAGES`; none: unbounded). */
-  spoolSlots?: PageSlots;
   /** Called after each commit of synced rows: derived outputs (Parquet, the published file) follow. */
   afterCommit?(): Promise<void>;
 }

@@ -16,7 +16,7 @@ import { formatDuration } from '../dates.js';
 import { keyFingerprint } from '../fingerprint.js';
 import { dropBefore, planStream, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
 import { LINE_ITEMS, ROLLUPS_DAILY, tableNames } from '../storage/tables.js';
-import { reconcileCarried, type CarriedState } from '../state/carried.js';
+import { loadSourceState } from '../state/source-state.js';
 import { StateStore, emptyWindowedState } from '../state/store.js';
 import { openReadOnly, type ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { workingCopyPath } from '../storage/working-copy.js';
@@ -129,17 +129,15 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
   const notices: string[] = [];
   const identity = { name: source.name, baseUrl: source.baseUrl, keyFingerprint: keyFingerprint(source.apiKey) };
   const store = new StateStore(config.stateDir, identity, basename(workingCopyPath(config.stateDir, config.db), '.duckdb'));
-  const fileExisted = existsSync(store.path);
-  const loaded = store.load();
-  notices.push(...store.notices);
-  let carried: CarriedState | null = null;
+  let carried: string | null = null;
   if (warehouse !== null) {
     // A warehouse from before the carried state (schema 006) carries none.
     const rows = await warehouse.query<{ state: string }>('state/carried', [source.name]).catch(() => []);
-    carried = rows[0] === undefined ? null : (JSON.parse(rows[0].state) as CarriedState);
+    carried = rows[0]?.state ?? null;
   }
-  const { state, notice } = reconcileCarried(loaded, fileExisted, carried, source.name);
-  if (notice !== null) notices.push(notice);
+  const loaded = loadSourceState(store, carried, source.name);
+  notices.push(...loaded.warnings, ...loaded.info);
+  const { state } = loaded;
 
   const req: WindowRequest = {
     since: config.since,

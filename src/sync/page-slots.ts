@@ -28,6 +28,10 @@ export function slotsForHeap(limitBytes: number): number {
   return Math.max(2, Math.min(64, Math.floor((limitBytes - HEAP_RESERVE_BYTES) / PAGE_HEAP_BYTES)));
 }
 
+/**
+ * Not p-limit: a slot is taken in one place and given back in another, after other awaits (taken when
+ * the client may send the request, given back once the page is taken), and p-limit only wraps one call.
+ */
 export class PageSlots {
   private free: number;
   private readonly waiting: (() => void)[] = [];

@@ -151,7 +151,7 @@ export async function checkLineItemsWindow(
   paged?: readonly Total[],
 ): Promise<Mismatch[]> {
   const rows = await ctx.client.rollups({ startDate: window.start, endDate: window.end, groupBy: 'provider' });
-  ctx.providerRollups?.deliver(window, rows);
+  ctx.checks.providerRollups?.deliver(window, rows);
   // Totals summed while the pages came, when exact (every id once); else read from the spool.
   const items =
     paged ?? (await ctx.warehouse.query<Total>('sync/line_items_window_totals', [pageGlob(dir), window.start, window.end], names));

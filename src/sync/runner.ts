@@ -3,11 +3,9 @@
  * streams side by side (each with its own key, limiter and state), records the run in `sync_runs`,
  * and brings the outputs up to date.
  */
-import { existsSync } from 'node:fs';
-import { getHeapStatistics } from 'node:v8';
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
-import { createApiClient, retryLine, type ApiClientOptions, type ClientEvent } from '../api/client.js';
+import { createApiClient, retryLine, type ApiClient, type ApiClientOptions, type ClientEvent } from '../api/client.js';
 import { eventId, keyFingerprint } from '../fingerprint.js';
 import { createRequestLimiter, systemClock, type Clock, type RequestLimiter } from '../api/resilience.js';
 import { endpointOf, type Endpoint } from '../api/types.js';
@@ -16,8 +14,7 @@ import type { SourceConfig } from '../sources.js';
 import { CostsyncError, ExitCode, describeError, isCostsyncError, isFenced } from '../errors.js';
 import type { Logger } from '../log.js';
 import { newRunId } from '../run-id.js';
-import { formatDuration } from '../dates.js';
-import { CarriedText, carriedState, reconcileCarried, type CarriedState, type CarriedWindow } from '../state/carried.js';
+import { CarriedCopy, SourceState, fileAndWarehouse, loadSourceState } from '../state/source-state.js';
 import { StateStore } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { derivedOutputs } from '../outputs/derived.js';
@@ -25,12 +22,12 @@ import { SEVERITY_RANK, parseWebhook, type SendOptions, type Webhook } from '../
 import { adoptCompacted } from '../storage/working-copy.js';
 import { openRun } from '../run-context.js';
 import { syncAnomalies } from './anomalies.js';
+import { RunStop, memoryError, v8HeapProbe, type HeapProbe } from './run-stop.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
 import { PageSlots, SPOOL_WAIT_PAGES, slotsForHeap } from './page-slots.js';
 import { ProviderRollupExchange } from './reconcile.js';
 import { warehouseLookups, type SourceLookups } from './lookups.js';
 import { lineItemsStream, rollupsStream } from './streams.js';
-import { coalesce } from '../coalesce.js';
 import { mapAtMost } from '../at-most.js';
 import { syncWindowedStream, type StreamOutcome } from './windowed.js';
 
@@ -98,15 +95,7 @@ function streamOfPath(path: string): StreamName | null {
 export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const { config, logger } = deps;
   const clock = deps.clock ?? systemClock;
-  // One stop for the run, whatever asks for it: the caller's signal, --max-runtime, a heap running short.
-  const stopper = new AbortController();
-  const stopWith = (reason: string) => {
-    if (!stopper.signal.aborted) stopper.abort(reason);
-  };
-  const stopReason = () => (stopper.signal.aborted ? String(stopper.signal.reason) : undefined);
-  const onCallerStop = () => stopWith(String(deps.signal!.reason ?? 'stop requested'));
-  if (deps.signal?.aborted) onCallerStop();
-  deps.signal?.addEventListener('abort', onCallerStop, { once: true });
+  const stop = new RunStop(clock, deps.signal);
   const startedMs = clock.now();
   const startedAt = new Date(startedMs).toISOString();
   const runId = newRunId(startedMs);
@@ -116,8 +105,6 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const secrets = [...sources.map((s) => s.apiKey), ...config.notify, ...sources.flatMap((s) => s.notify ?? [])];
   for (const key of secrets) logger.addSecret(key);
 
-  let deadlineTimer: NodeJS.Timeout | undefined;
-  let heapTimer: NodeJS.Timeout | undefined;
   const run = await openRun({
     config,
     runId,
@@ -164,42 +151,11 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     const outputs = outputsOf(wh);
     await outputs.resume();
 
-    const deadline = config.maxRuntimeMs === undefined ? Infinity : startedMs + config.maxRuntimeMs;
-    // A stop drops the requests waiting for their turn, so it takes one request, not a queue of them.
-    const limiters: RequestLimiter[] = [];
-    stopper.signal.addEventListener(
-      'abort',
-      () => {
-        for (const l of limiters) l.dropWaiting();
-      },
-      { once: true },
-    );
-    const shouldStop = () => {
-      if (clock.now() >= deadline) stopWith(`--max-runtime of ${formatDuration(config.maxRuntimeMs!)} reached`);
-      return stopper.signal.aborted;
-    };
-    if (deadline !== Infinity) {
-      deadlineTimer = setTimeout(shouldStop, Math.max(0, deadline - clock.now()));
-      deadlineTimer.unref();
-    }
-    // Pages in memory are bounded by the heap, whatever the number of sources; should the heap still
-    // run short, the run stops as a SIGTERM would (progress saved) rather than V8 aborting it.
+    // Pages in memory are bounded by the heap, whatever the number of sources.
     const heap = deps.heap ?? v8HeapProbe;
     const pageSlots = new PageSlots(slotsForHeap(heap().limit));
     const spoolSlots = new PageSlots(SPOOL_WAIT_PAGES);
-    let memoryShort: string | null = null;
-    heapTimer = setInterval(() => {
-      const { used, limit } = heap();
-      if (memoryShort !== null || !heapRunningShort(used, limit)) return;
-      memoryShort = `the heap ran short (${Math.round(used / 1e6)} MB of its ${Math.round(limit / 1e6)} MB)`;
-      logger.warn(`${memoryShort}: stopping cleanly, progress is saved`);
-      stopWith(memoryShort);
-    }, HEAP_CHECK_MS);
-    heapTimer.unref();
-    const addLimiter = (limiter: RequestLimiter) => {
-      limiters.push(limiter);
-      if (stopper.signal.aborted) limiter.dropWaiting();
-    };
+    stop.watch({ startedMs, maxRuntimeMs: config.maxRuntimeMs, heap, logger });
     const carried = new Map((await wh.query<{ source: string; state: string }>('state/carried_all')).map((r) => [r.source, r.state]));
     const lookups = warehouseLookups(wh);
     // Sources run side by side, each with its own key, limiter and state; one failing stops none of the
@@ -214,9 +170,9 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
         clock,
         runId,
         warehouse: wh,
-        shouldStop,
-        stop: stopper.signal,
-        addLimiter,
+        shouldStop: stop.shouldStop,
+        stop: stop.signal,
+        addLimiter: stop.addLimiter,
         afterCommit: () => outputs.afterCommit(),
         several: sources.length > 1,
         pageSlots,
@@ -225,17 +181,18 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
         lookups,
       }),
     );
-    let summary = combine(runId, startedAt, clock, parts, stopReason());
+    let summary = combine(runId, startedAt, clock, parts, stop.reason);
+    const { memoryShort } = stop;
     if (memoryShort !== null) summary = { ...summary, outcome: 'failed', error: memoryError(memoryShort, sources.length) };
     // Whatever the outcome, what was committed reaches the lake and the published file; an output
     // that could not be brought up to date fails the run (the sources that had not failed already).
-    const behind = await outputs.finish(async (error) => {
+    const behind = await finishOutputs(outputs, async (error) => {
       const failed = summary.sources.map((p) => (p.outcome === 'failed' ? p : { ...p, outcome: 'failed' as const, error }));
       for (const part of failed) {
         const source = sources.find((s) => s.name === part.source)!;
         await recordSource(wh, runId, clock, part, secrets, webhooksOf(config, source), false);
       }
-      summary = combine(runId, startedAt, clock, failed, stopReason());
+      summary = combine(runId, startedAt, clock, failed, stop.reason);
     });
     if (behind !== null && parts.every((p) => p.outcome === 'failed')) logger.error(describeError(behind, secrets));
     const lakeTables = outputs.lakeTables;
@@ -265,19 +222,37 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       }
       // A run fenced off (its lease taken over) writes nothing more; others bring their outputs up to date.
       if (!isFenced(error)) {
-        await outputsOf(warehouse)
-          .finish(async () => undefined)
-          .catch((e: unknown) => logger.error(describeError(e, secrets)));
+        await finishOutputs(outputsOf(warehouse), async () => undefined).catch((e: unknown) => logger.error(describeError(e, secrets)));
       }
     }
     throw error;
   } finally {
-    clearTimeout(deadlineTimer);
-    clearInterval(heapTimer);
-    deps.signal?.removeEventListener('abort', onCallerStop);
+    stop.dispose();
     warehouse?.close();
     await run.release();
   }
+}
+
+/** The run's outputs, as `finishOutputs` brings them up to date. */
+type FinishingOutputs = Pick<ReturnType<typeof derivedOutputs>, 'finishLake' | 'deliver' | 'notify' | 'end'>;
+
+/**
+ * After the sources, whatever the outcome: what was committed reaches the lake and the published
+ * file. An output that fell behind is recorded (`record`: the run failed, with its notification)
+ * before the notifications go and the warehouse is published. Returns the error to end the run with, or null.
+ */
+export async function finishOutputs(
+  outputs: FinishingOutputs,
+  record: (error: CostsyncError) => Promise<void>,
+): Promise<CostsyncError | null> {
+  const lakeBehind = await outputs.finishLake();
+  if (lakeBehind !== null) await record(lakeBehind);
+  const publishBehind = await outputs.deliver();
+  if (publishBehind !== null) {
+    await record(publishBehind);
+    await outputs.notify();
+  }
+  return outputs.end();
 }
 
 interface SourceRun {
@@ -303,22 +278,6 @@ interface SourceRun {
   lookups: SourceLookups;
 }
 
-/** How often the heap is looked at. */
-const HEAP_CHECK_MS = 250;
-
-/** The heap's use and limit, in bytes. */
-export type HeapProbe = () => { used: number; limit: number };
-
-const v8HeapProbe: HeapProbe = () => {
-  const h = getHeapStatistics();
-  return { used: h.used_heap_size, limit: h.heap_size_limit };
-};
-
-/** Past 90% of the limit, V8 is close to aborting the process: time to stop. Pure. */
-export function heapRunningShort(used: number, limit: number): boolean {
-  return used > 0.9 * limit;
-}
-
 /**
  * Sources a run syncs at once: the setting, or for 0, `SOURCES_PER_CORE` for each core. Pure.
  * One process keeps about 50 keys a core at their full budget; more at once only share the same
@@ -331,13 +290,6 @@ export function sourcesAtOnce(setting: number, cores: number): number {
 
 export const SOURCES_PER_CORE = 40;
 
-/** The error a run that ran short of heap ends with: what happened, that nothing is lost, and the fix. Pure. */
-export function memoryError(what: string, sources: number): CostsyncError {
-  return new CostsyncError('CS_ERR_MEMORY', `The run stopped: ${what}. Progress up to here is saved; the next run goes on from it.`, {
-    hint: `Give Node a larger heap (NODE_OPTIONS=--max-old-space-size=512), or split the ${sources} source(s) across runs with --source.`,
-  });
-}
-
 /** One source's part of a run: its state, key, limiter and streams. Never throws: a failure is its outcome. */
 async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceSummary> {
   const { deps, clock, warehouse } = run;
@@ -345,7 +297,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
   const stats = { line_items: emptyStats(), rollups: emptyStats(), anomalies: emptyStats() };
   const streams: Partial<Record<StreamName, StreamStats>> = {};
   for (const name of config.streams) streams[name] = stats[name];
-  let client: ReturnType<typeof createApiClient> | null = null;
+  let client: ApiClient | null = null;
   let summary: SourceSummary;
   const webhooks = webhooksOf(config, source);
   const secrets = [source.apiKey, ...webhooks.map((t) => t.url)];
@@ -356,81 +308,10 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     return summary;
   }
   try {
-    const identity = { name: source.name, baseUrl: source.baseUrl, keyFingerprint: keyFingerprint(source.apiKey) };
-    const store = new StateStore(config.stateDir, identity, basename(warehouse.path, '.duckdb'));
-    const fileExisted = existsSync(store.path);
-    const loaded = store.load();
-    for (const notice of store.notices) logger.warn(notice, { source: source.name });
-    // The warehouse carries the state that matches its data: it wins over a state file that disagrees,
-    // and an empty --state-dir (a clean container) goes on from it.
-    const row = run.carried.get(source.name);
-    const { state, notice } = reconcileCarried(
-      loaded,
-      fileExisted,
-      row === undefined ? null : (JSON.parse(row) as CarriedState),
-      source.name,
-    );
-    // An empty --state-dir going on from the warehouse is the documented clean-container case: worth a line, not a warning.
-    if (notice !== null && fileExisted) logger.warn(notice, { source: source.name });
-    else if (notice !== null) logger.info(notice, { source: source.name });
-    const carried = new CarriedText(row === undefined ? null : JSON.stringify(carriedState(state)));
-    /** This source's windows in the transaction under way (see `carryState`). */
-    const committing = new Map<string, CarriedWindow>();
-    /** Replaces the carried state with `text` (inside whatever transaction is open), unless it holds it already. */
-    const carry = async (text: string) => {
-      if (!carried.differs(text)) return;
-      const params = [source.name, text, new Date(clock.now()).toISOString()];
-      if ((await warehouse.run('state/carry_update', params)) === 0) await warehouse.run('state/carry_insert', params);
-      carried.wrote(text);
-      // The text is the warehouse's once the transaction commits; after a rollback the next carry writes it again.
-      warehouse.onSettle((committed) => carried.settled(committed));
-    };
-
-    /**
-     * Brings the warehouse's carried state up to the present, one transaction at a time, so that the
-     * pages never wait in the warehouse's queue behind hundreds of sources' commits. It never claims
-     * more than the warehouse holds: a window is marked done in `state` only after the transaction
-     * that committed it (and carried it, see `carryState`). While it lags, the state file is ahead;
-     * a crash then makes the next run go on from the warehouse's state, which only redoes work.
-     */
-    const carryLatest = coalesce(async () => {
-      if (JSON.stringify(carriedState(state)) === carried.committed) return;
-      // Taken in its turn: a window's commit queued ahead of it may have carried a newer state.
-      await warehouse.transaction(() => carry(JSON.stringify(carriedState(state))));
+    const { state, carried, identity } = openSourceState(source, run);
+    const onEvent = eventCounter(source, run, stats, (response) => {
+      if (response.statusCode >= 200 && response.statusCode < 300 && state.current.source !== identity) state.confirmIdentity(identity);
     });
-    let carrying: Promise<void> = Promise.resolve();
-    let carryFailure: unknown = null;
-    const carryInBackground = () => {
-      carrying = carryLatest().catch((error: unknown) => {
-        carryFailure ??= error;
-      });
-    };
-
-    const onEvent = (event: ClientEvent) => {
-      const endpointStream = streamOfPath(event.path);
-      if (endpointStream === null) return;
-      // A stream not synced is requested only by another's check (line items fetch their provider rollups).
-      const stream = config.streams.includes(endpointStream) ? endpointStream : 'line_items';
-      if (event.type === 'request') stats[stream].requests += 1;
-      else if (event.type === 'response') {
-        if (event.statusCode >= 200 && event.statusCode < 300 && state.source !== identity) store.confirmIdentity(state);
-        stats[stream].responses[event.statusCode] = (stats[stream].responses[event.statusCode] ?? 0) + 1;
-      } else if (event.type === 'retry') {
-        stats[stream].retries += 1;
-        logger.info(`${run.several ? `${source.name}: ` : ''}${retryLine(event)}`, {
-          source: source.name,
-          stream,
-          code: event.code,
-          attempt: event.attempt,
-        });
-      } else if (event.type === 'rate_limited') {
-        stats[stream].rateLimited += 1;
-        logger.info(`${source.name}: rate limited: holding requests for ${Math.ceil(event.holdMs / 1000)} s`, {
-          source: source.name,
-          stream,
-        });
-      }
-    };
     // Every stream's windows may have a request in flight: size the limiter and the pool for all.
     const inFlight = Math.max(4, config.concurrency * config.streams.length);
     const limiter = createRequestLimiter({ requestsPerMinute: source.rateLimit, clock, maxConcurrent: inFlight });
@@ -445,91 +326,13 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
       signal: run.stop,
       ...deps.clientOptions,
     });
-    const ctx: SyncContext = {
-      client,
-      warehouse,
-      lookups: run.lookups,
-      spoolDir: store.spoolDir,
-      state,
-      logger,
-      clock,
-      runId: run.runId,
-      source: source.name,
-      stats,
-      carryState: async (done) => {
-        // A grouped commit may store several of this source's windows: each carry says all of them
-        // are done, and a window leaves the list once its transaction commits or rolls back.
-        const key = `${done.stream} ${done.start} ${done.end}`;
-        committing.set(key, done);
-        warehouse.onSettle(() => committing.delete(key));
-        await carry(JSON.stringify(carriedState(state, [...committing.values()])));
-      },
-      // The file at once; the warehouse's copy follows in the background (see `carryLatest`).
-      saveState: async () => {
-        // Computed once a save (after every page): only a changed plan, window or watermark carries.
-        if (JSON.stringify(carriedState(state)) !== carried.committed) carryInBackground();
-        await store.saveAsync(state, () => new Date(clock.now()));
-      },
-      shouldStop: run.shouldStop,
-      pageSlots: run.pageSlots,
-      spoolSlots: run.spoolSlots,
-      progress: run.several ? perSource(source.name, deps.progress ?? {}) : (deps.progress ?? {}),
-      concurrency: config.concurrency,
-      // Half the publish interval: a window reaches the published file within about one and a half.
-      storeWaitMs: config.publishIntervalMs / 2,
-      reconcile: config.reconcile,
-      ...(config.reconcile !== 'off' && config.streams.includes('line_items') && config.streams.includes('rollups')
-        ? { providerRollups: new ProviderRollupExchange() }
-        : {}),
-      afterCommit: run.afterCommit,
-      ...(webhooks.length > 0
-        ? {
-            notify: {
-              webhooks: webhooks.map((t) => t.id),
-              minRank: SEVERITY_RANK[config.notifySeverity],
-              cutoff: new Date(clock.now() - config.notifyMaxAgeMs).toISOString(),
-              statusChanges: config.notifyStatusChanges,
-            },
-          }
-        : {}),
-    };
-    const windowReq = {
-      since: config.since,
-      until: config.until,
-      startDate: config.startDate,
-      lookbackDays: config.lookbackDays,
-      windowDays: config.windowDays,
-      fullRefresh: config.fullRefresh,
-      dropBefore: config.dropBefore,
-      today: config.today,
-    };
-    const tasks: Promise<StreamOutcome>[] = [];
-    if (config.streams.includes('line_items')) tasks.push(syncWindowedStream(lineItemsStream, ctx, windowReq));
-    if (config.streams.includes('rollups')) tasks.push(syncWindowedStream(rollupsStream, ctx, windowReq));
-    if (config.streams.includes('anomalies')) {
-      tasks.push(
-        syncAnomalies(ctx, {
-          since: config.since,
-          until: config.until,
-          startDate: config.startDate,
-          refreshDays: config.anomalyRefreshDays,
-          fullRefresh: config.fullRefresh,
-        }),
-      );
-    }
-    const settled = await Promise.allSettled(tasks);
+    const ctx = sourceContext(source, run, { client, state, stats, webhooks, spoolDir: carried.spoolDir });
+    const settled = await Promise.allSettled(streamTasks(ctx, config));
     // The source ends with the warehouse carrying its final state.
-    carryInBackground();
-    await carrying;
-    // eslint-disable-next-line @typescript-eslint/only-throw-error -- a caught error, rethrown as it came
-    if (carryFailure !== null) throw carryFailure;
+    await carried.copy.settle();
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-    const outcome: RunOutcome = failed
-      ? 'failed'
-      : settled.some((s) => s.status === 'fulfilled' && s.value === 'stopped')
-        ? 'stopped'
-        : 'success';
-    summary = sourceSummary(source.name, outcome, streams, failed?.reason);
+    const stopped = settled.some((s) => s.status === 'fulfilled' && s.value === 'stopped');
+    summary = sourceSummary(source.name, failed ? 'failed' : stopped ? 'stopped' : 'success', streams, failed?.reason);
   } catch (error) {
     summary = sourceSummary(source.name, 'failed', streams, error);
   } finally {
@@ -540,6 +343,148 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
   }
   await recordSource(warehouse, run.runId, clock, summary, secrets, webhooks);
   return summary;
+}
+
+/**
+ * A source's state, loaded from its file and reconciled with the state the warehouse carries (which
+ * matches its data: it wins over a state file that disagrees, and an empty --state-dir, a clean
+ * container, goes on from it); saved to the file, with the warehouse's copy following.
+ */
+function openSourceState(source: SourceConfig, run: SourceRun) {
+  const { clock, warehouse } = run;
+  const { config, logger } = run.deps;
+  const identity = { name: source.name, baseUrl: source.baseUrl, keyFingerprint: keyFingerprint(source.apiKey) };
+  const store = new StateStore(config.stateDir, identity, basename(warehouse.path, '.duckdb'));
+  const row = run.carried.get(source.name) ?? null;
+  const loaded = loadSourceState(store, row, source.name);
+  for (const notice of loaded.warnings) logger.warn(notice, { source: source.name });
+  // An empty --state-dir going on from the warehouse is the documented clean-container case: worth a line, not a warning.
+  for (const notice of loaded.info) logger.info(notice, { source: source.name });
+  const copy = new CarriedCopy(
+    {
+      async write(text) {
+        const params = [source.name, text, new Date(clock.now()).toISOString()];
+        if ((await warehouse.run('state/carry_update', params)) === 0) await warehouse.run('state/carry_insert', params);
+      },
+      onSettle: (fn) => warehouse.onSettle(fn),
+      transaction: (fn) => warehouse.transaction(fn),
+    },
+    loaded.state,
+    row !== null,
+  );
+  const state = new SourceState(
+    loaded.state,
+    fileAndWarehouse(store, copy, () => new Date(clock.now())),
+  );
+  return { state, identity, carried: { copy, spoolDir: store.spoolDir } };
+}
+
+/** Counts a source's client events into its streams' stats, and logs retries and rate limiting. */
+function eventCounter(
+  source: SourceConfig,
+  run: SourceRun,
+  stats: Record<StreamName, StreamStats>,
+  onResponse: (event: Extract<ClientEvent, { type: 'response' }>) => void,
+): (event: ClientEvent) => void {
+  const { config, logger } = run.deps;
+  return (event) => {
+    const endpointStream = streamOfPath(event.path);
+    if (endpointStream === null) return;
+    // A stream not synced is requested only by another's check (line items fetch their provider rollups).
+    const stream = config.streams.includes(endpointStream) ? endpointStream : 'line_items';
+    if (event.type === 'request') stats[stream].requests += 1;
+    else if (event.type === 'response') {
+      onResponse(event);
+      stats[stream].responses[event.statusCode] = (stats[stream].responses[event.statusCode] ?? 0) + 1;
+    } else if (event.type === 'retry') {
+      stats[stream].retries += 1;
+      logger.info(`${run.several ? `${source.name}: ` : ''}${retryLine(event)}`, {
+        source: source.name,
+        stream,
+        code: event.code,
+        attempt: event.attempt,
+      });
+    } else if (event.type === 'rate_limited') {
+      stats[stream].rateLimited += 1;
+      logger.info(`${source.name}: rate limited: holding requests for ${Math.ceil(event.holdMs / 1000)} s`, {
+        source: source.name,
+        stream,
+      });
+    }
+  };
+}
+
+/** What a source's streams work with. */
+function sourceContext(
+  source: SourceConfig,
+  run: SourceRun,
+  parts: { client: ApiClient; state: SourceState; stats: SyncContext['stats']; webhooks: readonly Webhook[]; spoolDir: string },
+): SyncContext {
+  const { deps, clock } = run;
+  const { config } = deps;
+  const bothChecked = config.reconcile !== 'off' && config.streams.includes('line_items') && config.streams.includes('rollups');
+  return {
+    client: parts.client,
+    warehouse: run.warehouse,
+    lookups: run.lookups,
+    spoolDir: parts.spoolDir,
+    state: parts.state,
+    logger: deps.logger,
+    clock,
+    runId: run.runId,
+    source: source.name,
+    stats: parts.stats,
+    shouldStop: run.shouldStop,
+    progress: run.several ? perSource(source.name, deps.progress ?? {}) : (deps.progress ?? {}),
+    pace: {
+      concurrency: config.concurrency,
+      // Half the publish interval: a window reaches the published file within about one and a half.
+      storeWaitMs: config.publishIntervalMs / 2,
+      pageSlots: run.pageSlots,
+      spoolSlots: run.spoolSlots,
+    },
+    checks: { reconcile: config.reconcile, ...(bothChecked ? { providerRollups: new ProviderRollupExchange() } : {}) },
+    afterCommit: run.afterCommit,
+    ...(parts.webhooks.length > 0
+      ? {
+          notify: {
+            webhooks: parts.webhooks.map((t) => t.id),
+            minRank: SEVERITY_RANK[config.notifySeverity],
+            cutoff: new Date(clock.now() - config.notifyMaxAgeMs).toISOString(),
+            statusChanges: config.notifyStatusChanges,
+          },
+        }
+      : {}),
+  };
+}
+
+/** The source's streams, side by side. */
+function streamTasks(ctx: SyncContext, config: SyncConfig): Promise<StreamOutcome>[] {
+  const windowReq = {
+    since: config.since,
+    until: config.until,
+    startDate: config.startDate,
+    lookbackDays: config.lookbackDays,
+    windowDays: config.windowDays,
+    fullRefresh: config.fullRefresh,
+    dropBefore: config.dropBefore,
+    today: config.today,
+  };
+  const tasks: Promise<StreamOutcome>[] = [];
+  if (config.streams.includes('line_items')) tasks.push(syncWindowedStream(lineItemsStream, ctx, windowReq));
+  if (config.streams.includes('rollups')) tasks.push(syncWindowedStream(rollupsStream, ctx, windowReq));
+  if (config.streams.includes('anomalies')) {
+    tasks.push(
+      syncAnomalies(ctx, {
+        since: config.since,
+        until: config.until,
+        startDate: config.startDate,
+        refreshDays: config.anomalyRefreshDays,
+        fullRefresh: config.fullRefresh,
+      }),
+    );
+  }
+  return tasks;
 }
 
 /** Progress of one of several sources: its lines are named `<source>/<stream>`. */

@@ -18,7 +18,7 @@ export interface FetchedPage {
 export interface WindowedStreamSpec {
   name: Exclude<StreamName, 'anomalies'>;
   /** The table it fills: its name, date column and fields (storage/tables.ts). */
-  spec: TableSpec;
+  table: TableSpec;
   /** The field that identifies a record, for spotting duplicates; null: always deduplicate. */
   idField: string | null;
   /** How progress knows the plan's size: estimated from daily totals (line items), or a fixed number of pages a window. */
@@ -63,7 +63,7 @@ export const LINE_ITEM_PAGE_LIMIT = 1000;
 
 export const lineItemsStream: WindowedStreamSpec = {
   name: 'line_items',
-  spec: LINE_ITEMS,
+  table: LINE_ITEMS,
   idField: 'id',
   size: { estimate: 'daily-totals', amountField: 'net_amount_usd' },
   serverCursors: true,
@@ -89,7 +89,7 @@ export const lineItemsStream: WindowedStreamSpec = {
 
 export const rollupsStream: WindowedStreamSpec = {
   name: 'rollups',
-  spec: ROLLUPS_DAILY,
+  table: ROLLUPS_DAILY,
   idField: null,
   size: { pagesPerWindow: GROUP_BYS.length },
   serverCursors: false,

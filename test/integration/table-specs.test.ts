@@ -36,7 +36,7 @@ describe('one table spec per windowed stream (storage/tables.ts)', () => {
   });
 
   it("drives the streams, the read_json struct, the window SQL and the lake's partition date", () => {
-    expect([lineItemsStream.spec, rollupsStream.spec]).toEqual(TABLE_SPECS);
+    expect([lineItemsStream.table, rollupsStream.table]).toEqual(TABLE_SPECS);
     for (const spec of TABLE_SPECS) {
       expect(LAKE_TABLES[spec.table]!.date).toBe(spec.dateField);
       const names = tableNames(spec);

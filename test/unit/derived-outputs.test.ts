@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CostsyncError, FencedError } from '../../src/errors.js';
 import { derivedOutputs, type OutputSteps } from '../../src/outputs/derived.js';
+import { finishOutputs } from '../../src/sync/runner.js';
 import type { OutputTarget } from '../../src/outputs/target.js';
 import type { Warehouse } from '../../src/storage/duckdb.js';
 import { memoryLogger } from '../helpers.js';
@@ -68,7 +69,7 @@ describe('the order of the derived outputs (no I/O)', () => {
     const { out, calls } = outputs();
     const recorded: CostsyncError[] = [];
     expect(
-      await out.finish(async (e) => {
+      await finishOutputs(out, async (e) => {
         recorded.push(e);
       }),
     ).toBeNull();
@@ -79,7 +80,7 @@ describe('the order of the derived outputs (no I/O)', () => {
   it('a lake that fell behind is recorded (with its notification) before the notifications go and the warehouse is published; the run ends with CS_ERR_OUTPUT_BEHIND', async () => {
     const { out, calls } = outputs({ finishLake: new Error('bucket refused') });
     const recorded: string[] = [];
-    const error = await out.finish(async (e) => {
+    const error = await finishOutputs(out, async (e) => {
       calls.push('record behind');
       recorded.push(e.code);
     });
@@ -92,7 +93,7 @@ describe('the order of the derived outputs (no I/O)', () => {
 
   it('a publish that fell behind is recorded and its notification sent after it; a fenced run stops at once', async () => {
     const { out, calls } = outputs({ publish: new Error('disk full') });
-    const error = await out.finish(async () => {
+    const error = await finishOutputs(out, async () => {
       calls.push('record behind');
     });
     expect(calls).toEqual([
@@ -107,7 +108,7 @@ describe('the order of the derived outputs (no I/O)', () => {
     ]);
     expect(error?.message).toContain('the published warehouse at /db/costs.duckdb (disk full)');
     const fenced = outputs({ publish: new FencedError('CS_ERR_LEASE_LOST', 'lost') });
-    await expect(fenced.out.finish(async () => undefined)).rejects.toBeInstanceOf(FencedError);
+    await expect(finishOutputs(fenced.out, async () => undefined)).rejects.toBeInstanceOf(FencedError);
     expect(fenced.calls).not.toContain('writeMetrics');
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HEAP_RESERVE_BYTES, PAGE_HEAP_BYTES, PageSlots, slotsForHeap } from '../../src/sync/page-slots.js';
-import { heapRunningShort, memoryError } from '../../src/sync/runner.js';
+import { heapRunningShort, memoryError } from '../../src/sync/run-stop.js';
 
 describe('page slots: the pages in memory across sources, bounded by the heap (pure)', () => {
   it('a heap of 96 MB gives a few dozen slots; a large heap at most 64; a tiny one still 2', () => {

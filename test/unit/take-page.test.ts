@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { lineItemsStream } from '../../src/sync/streams.js';
 import { IdHashes, hash52 } from '../../src/sync/id-set.js';
 import { totalKey, totalsOf } from '../../src/sync/reconcile.js';
-import { takePage } from '../../src/sync/windowed.js';
+import { takePage } from '../../src/sync/window-fetch.js';
 
 const WINDOW = { start: '2025-01-01', end: '2025-01-07', cursor: null };
 const item = (id: string, date: string, provider: string | null, usd: number | null) => ({
@@ -22,7 +22,10 @@ describe('takePage (pure)', () => {
       item('d', '2025-01-09', 'aws', 100),
       item('e', '2025-01-03', 'gcp', null),
     ];
-    const taken = takePage(lineItemsStream, { records, nextCursor: 'n1' }, WINDOW, new Set(), new IdHashes(), totals);
+    const taken = takePage(
+      { records, nextCursor: 'n1' },
+      { spec: lineItemsStream, window: WINDOW, seenCursors: new Set(), idHashes: new IdHashes(), totals },
+    );
     expect(taken).toMatchObject({ rows: 4, outside: 1, nextCursor: 'n1', loop: false });
     expect(totalsOf(totals).sort((x, y) => (x.date + x.key).localeCompare(y.date + y.key))).toEqual([
       { date: '2025-01-02', key: '', amount: 5 },
@@ -35,15 +38,15 @@ describe('takePage (pure)', () => {
   it("adds every id's hash, so an id seen on an earlier page shows as a repeat", () => {
     const ids = new IdHashes();
     takePage(
-      lineItemsStream,
       { records: [item('a', '2025-01-02', 'aws', 1), item('b', '2025-01-09', 'aws', 1)], nextCursor: 'n1' },
-      WINDOW,
-      new Set(),
-      ids,
+      { spec: lineItemsStream, window: WINDOW, seenCursors: new Set(), idHashes: ids },
     );
     expect(ids.size).toBe(2);
     expect(ids.hasRepeat()).toBe(false);
-    takePage(lineItemsStream, { records: [item('a', '2025-01-02', 'aws', 1)], nextCursor: null }, WINDOW, new Set(), ids, null);
+    takePage(
+      { records: [item('a', '2025-01-02', 'aws', 1)], nextCursor: null },
+      { spec: lineItemsStream, window: WINDOW, seenCursors: new Set(), idHashes: ids, totals: null },
+    );
     expect(ids.size).toBe(3);
     expect(ids.hasRepeat()).toBe(true);
     const alone = new IdHashes();

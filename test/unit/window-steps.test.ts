@@ -7,7 +7,9 @@ import { emptyStats, type SyncContext } from '../../src/sync/context.js';
 import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, type Mismatch } from '../../src/sync/reconcile.js';
 import type { FetchedPage, WindowedStreamSpec } from '../../src/sync/streams.js';
 import { PageSlots } from '../../src/sync/page-slots.js';
-import { CURSOR_SAVE_MS, CURSOR_SAVE_PAGES, syncWindowedStream } from '../../src/sync/windowed.js';
+import { syncWindowedStream } from '../../src/sync/windowed.js';
+import { CURSOR_SAVE_MS, CURSOR_SAVE_PAGES } from '../../src/sync/window-fetch.js';
+import { SourceState } from '../../src/state/source-state.js';
 import type { PlannedWindow, SyncState } from '../../src/state/store.js';
 import { memoryLogger } from '../helpers.js';
 
@@ -25,7 +27,7 @@ interface Options {
   rowsBefore?: number;
   /** A stop is asked for once this many pages are fetched. */
   stopAfterPages?: number;
-  reconcile?: SyncContext['reconcile'];
+  reconcile?: SyncContext['checks']['reconcile'];
   /** A window already under way (a resumed plan). */
   resume?: Partial<PlannedWindow>;
   /** Writing this page fails (a full disk, say). */
@@ -60,7 +62,7 @@ async function runWindow(options: Options) {
   let fetched = 0;
   const spec: WindowedStreamSpec = {
     name: 'line_items',
-    spec: LINE_ITEMS,
+    table: LINE_ITEMS,
     idField: 'id',
     size: { pagesPerWindow: 1 },
     serverCursors: true,
@@ -165,7 +167,18 @@ async function runWindow(options: Options) {
     lookups: { lineItemsPerDate: async () => new Map(), knownProviders: async () => [] },
     spoolDir: '/spool',
     spool,
-    state,
+    state: new SourceState(state, {
+      async save() {
+        const w = window();
+        if (inTransaction) throw new Error('state saved inside the transaction');
+        steps.push(
+          w === undefined ? 'save done' : `save ${w.status} page ${w.page} cursor ${w.cursor ?? '-'}${w.fetched ? ' fetched' : ''}`,
+        );
+      },
+      async carry() {
+        steps.push('carry state');
+      },
+    }),
     logger: memoryLogger(),
     clock: {
       now: () => Date.parse('2025-01-08T00:00:00Z') + ticks++ * (options.clockStepMs ?? CURSOR_SAVE_MS),
@@ -178,19 +191,13 @@ async function runWindow(options: Options) {
     shouldStop: () => options.stopAfterPages !== undefined && fetched >= options.stopAfterPages,
     stats: { line_items: emptyStats(), rollups: emptyStats(), anomalies: emptyStats() },
     progress: {},
-    concurrency: 1,
-    reconcile: options.reconcile ?? 'on',
-    ...(options.storeWaitMs !== undefined ? { storeWaitMs: options.storeWaitMs } : {}),
-    ...(options.slots ? { pageSlots: options.slots } : {}),
+    pace: {
+      concurrency: 1,
+      ...(options.storeWaitMs !== undefined ? { storeWaitMs: options.storeWaitMs } : {}),
+      ...(options.slots ? { pageSlots: options.slots } : {}),
+    },
+    checks: { reconcile: options.reconcile ?? 'on' },
     notify: { webhooks: ['hook-1'], minRank: 0, cutoff: '2025-01-01', statusChanges: false },
-    async saveState() {
-      const w = window();
-      if (inTransaction) throw new Error('state saved inside the transaction');
-      steps.push(w === undefined ? 'save done' : `save ${w.status} page ${w.page} cursor ${w.cursor ?? '-'}${w.fetched ? ' fetched' : ''}`);
-    },
-    async carryState() {
-      steps.push('carry state');
-    },
     async afterCommit() {
       steps.push('outputs');
     },

@@ -1,0 +1,200 @@
+/**
+ * A source's sync state, owned by one object: loaded from its file and reconciled with the copy the
+ * warehouse carries (`loadSourceState`), changed only through its methods (`SourceState`), and saved
+ * to the file with the warehouse's copy following (`CarriedCopy`).
+ */
+import { existsSync } from 'node:fs';
+import { coalesce } from '../coalesce.js';
+import { CarriedText, carriedState, reconcileCarried, type CarriedState, type CarriedWindow } from './carried.js';
+import type { AnomalyStreamState, PlannedWindow, SourceIdentity, StateStore, SyncState, WindowedStreamState } from './store.js';
+
+/** A source's state as loaded, and what loading found worth telling (`info`: the clean-container case, a line rather than a warning). */
+export interface LoadedState {
+  state: SyncState;
+  warnings: string[];
+  info: string[];
+}
+
+/**
+ * The state a source goes on from: its file (or a fresh state), reconciled with the JSON the warehouse
+ * carries for it (null: none). The runner and the dry run both load through this.
+ */
+export function loadSourceState(store: StateStore, carried: string | null, source: string): LoadedState {
+  const fileExisted = existsSync(store.path);
+  const loaded = store.load();
+  const { state, notice } = reconcileCarried(loaded, fileExisted, carried === null ? null : (JSON.parse(carried) as CarriedState), source);
+  const warnings = [...store.notices];
+  const info: string[] = [];
+  if (notice !== null) (fileExisted ? warnings : info).push(notice);
+  return { state, warnings, info };
+}
+
+/** How far a window's fetch got, saved once its last page is spooled. */
+export interface WindowProgress {
+  status: 'active';
+  cursor: string | null;
+  page: number;
+  fetched: boolean;
+  unique?: boolean;
+}
+
+/** Where a source's state is kept: its file, and the warehouse's carried copy. */
+export interface StateHome {
+  /** Saves the state file; `carriedChanged`: what the warehouse carries may have changed since the last save. */
+  save(state: SyncState, carriedChanged: boolean): Promise<void>;
+  /** Writes the carried state as if window `done` were finished: inside the transaction that commits it. */
+  carry(state: SyncState, done: CarriedWindow): Promise<void>;
+}
+
+/** A source's state, changed only through these methods, so that only a change the warehouse carries makes it compare its copy. */
+export class SourceState {
+  /** Something carried (a plan, a window done, a watermark) changed since the last save. */
+  private carriedChanged = true;
+
+  constructor(
+    private readonly state: SyncState,
+    private readonly home: StateHome,
+  ) {}
+
+  /** The state as it stands: read it here, change it through the methods. */
+  get current(): Readonly<SyncState> {
+    return this.state;
+  }
+
+  windowed(stream: 'line_items' | 'rollups'): WindowedStreamState | undefined {
+    return this.state.streams[stream];
+  }
+
+  anomalies(): AnomalyStreamState | undefined {
+    return this.state.streams.anomalies;
+  }
+
+  setWindowed(stream: 'line_items' | 'rollups', value: WindowedStreamState): void {
+    this.state.streams[stream] = value;
+    this.carriedChanged = true;
+  }
+
+  setAnomalies(value: AnomalyStreamState): void {
+    this.state.streams.anomalies = value;
+    this.carriedChanged = true;
+  }
+
+  /** A page of `window` is spooled: its cursor goes on from here (mid-window progress is not carried). */
+  advance(window: PlannedWindow, progress: WindowProgress): void {
+    Object.assign(window, progress);
+  }
+
+  /** `window` is fetched again from its first page. */
+  restart(window: PlannedWindow): void {
+    Object.assign(window, { status: 'active', cursor: null, page: 0, fetched: false });
+    delete window.unique;
+  }
+
+  /** `window`'s rows are committed. */
+  done(window: PlannedWindow): void {
+    Object.assign(window, { status: 'done', cursor: null });
+    delete window.unique;
+    this.carriedChanged = true;
+  }
+
+  /** The API answered with this run's key and base URL: they are the source's identity from now on. */
+  confirmIdentity(identity: SourceIdentity): void {
+    this.state.source = identity;
+  }
+
+  /** Saves the state; call only after the data it describes is committed. */
+  async save(): Promise<void> {
+    const changed = this.carriedChanged;
+    this.carriedChanged = false;
+    await this.home.save(this.state, changed);
+  }
+
+  /** Writes the carried state as if `done` were finished: call inside the transaction that commits it. */
+  carry(done: CarriedWindow): Promise<void> {
+    return this.home.carry(this.state, done);
+  }
+}
+
+/** The warehouse as the carried copy needs it: a narrow view, so this module opens nothing. */
+export interface CarriedStore {
+  /** Replaces the source's carried text, inside the transaction under way. */
+  write(text: string): Promise<void>;
+  /** Calls back once the transaction under way commits or rolls back. */
+  onSettle(fn: (committed: boolean) => void): void;
+  /** Runs `fn` in a transaction of its own. */
+  transaction(fn: () => Promise<void>): Promise<void>;
+}
+
+/**
+ * The state the warehouse carries for a source, kept up to the present. A window's commit carries it
+ * as if that window were done (`carry`); other changes follow one transaction at a time in the
+ * background (`follow`), so that pages never wait in the warehouse's queue behind hundreds of sources'
+ * commits. It never claims more than the warehouse holds: a window is marked done in the state only
+ * after the transaction that committed it. While it lags, the state file is ahead; a crash then makes
+ * the next run go on from the warehouse's state, which only redoes work.
+ */
+export class CarriedCopy {
+  private readonly text: CarriedText;
+  /** This source's windows in the transaction under way: a grouped commit may store several. */
+  private readonly committing = new Map<string, CarriedWindow>();
+  private carrying: Promise<void> = Promise.resolve();
+  private failure: { error: unknown } | null = null;
+  private readonly carryLatest = coalesce(async () => {
+    if (JSON.stringify(carriedState(this.state)) === this.text.committed) return;
+    // Taken in its turn: a window's commit queued ahead of it may have carried a newer state.
+    await this.store.transaction(() => this.write(JSON.stringify(carriedState(this.state))));
+  });
+
+  /** `held`: the warehouse carries a state for the source (then the one `state` was reconciled with). */
+  constructor(
+    private readonly store: CarriedStore,
+    private readonly state: SyncState,
+    held: boolean,
+  ) {
+    this.text = new CarriedText(held ? JSON.stringify(carriedState(state)) : null);
+  }
+
+  /** Writes the state as if window `done` were finished, with the other windows of the transaction under way. */
+  async carry(done: CarriedWindow): Promise<void> {
+    // Each carry says every window of the transaction is done; a window leaves the list once it settles.
+    const key = `${done.stream} ${done.start} ${done.end}`;
+    this.committing.set(key, done);
+    this.store.onSettle(() => this.committing.delete(key));
+    await this.write(JSON.stringify(carriedState(this.state, [...this.committing.values()])));
+  }
+
+  /** Brings the warehouse's copy up to the state in the background; a failure is kept for `settle`. */
+  follow(): void {
+    this.carrying = this.carryLatest().catch((error: unknown) => {
+      this.failure ??= { error };
+    });
+  }
+
+  /** Brings the warehouse's copy up to the state and waits for it: the source ends with its final state carried. */
+  async settle(): Promise<void> {
+    this.follow();
+    await this.carrying;
+    if (this.failure !== null) throw this.failure.error;
+  }
+
+  /** Replaces the carried text (inside whatever transaction is open), unless the warehouse holds it already. */
+  private async write(text: string): Promise<void> {
+    if (!this.text.differs(text)) return;
+    await this.store.write(text);
+    this.text.wrote(text);
+    // The text is the warehouse's once the transaction commits; after a rollback the next carry writes it again.
+    this.store.onSettle((committed) => this.text.settled(committed));
+  }
+}
+
+/** A source's state kept in its file, with the warehouse's copy following (see `CarriedCopy`). */
+export function fileAndWarehouse(store: StateStore, copy: CarriedCopy, now: () => Date): StateHome {
+  return {
+    async save(state, carriedChanged) {
+      // The file at once; the warehouse's copy follows in the background, and only when it may differ.
+      if (carriedChanged) copy.follow();
+      await store.saveAsync(state, now);
+    },
+    carry: (_state, done) => copy.carry(done),
+  };
+}

@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { carriedState } from '../../src/state/carried.js';
+import { CarriedCopy, SourceState, type CarriedStore } from '../../src/state/source-state.js';
+import type { PlannedWindow, SyncState } from '../../src/state/store.js';
+
+function stateWithWindows(): { state: SyncState; windows: PlannedWindow[] } {
+  const windows: PlannedWindow[] = [
+    { start: '2025-06-01', end: '2025-06-10', status: 'todo', cursor: null, page: 0, fetched: false },
+    { start: '2025-06-11', end: '2025-06-20', status: 'todo', cursor: null, page: 0, fetched: false },
+  ];
+  const state: SyncState = {
+    version: 2,
+    source: { name: 'eu', baseUrl: '', keyFingerprint: '' },
+    streams: {
+      line_items: {
+        syncedFrom: null,
+        syncedThrough: null,
+        lastSuccessAt: null,
+        pending: { from: '2025-06-01', to: '2025-06-20', fullRefresh: false, windows },
+      },
+    },
+    updatedAt: null,
+  };
+  return { state, windows };
+}
+
+describe("a source's state, changed through its owner (no I/O)", () => {
+  it('tells the file whether something the warehouse carries changed since the last save: a plan or a window done, not a cursor', async () => {
+    const { state, windows } = stateWithWindows();
+    const saves: boolean[] = [];
+    const owner = new SourceState(state, {
+      save: async (_state, carriedChanged) => {
+        saves.push(carriedChanged);
+      },
+      carry: async () => undefined,
+    });
+    await owner.save();
+    owner.advance(windows[0]!, { status: 'active', cursor: 'c1', page: 1, fetched: false });
+    await owner.save();
+    owner.advance(windows[0]!, { status: 'active', cursor: null, page: 2, fetched: true, unique: true });
+    await owner.save();
+    owner.done(windows[0]!);
+    await owner.save();
+    owner.restart(windows[1]!);
+    await owner.save();
+    owner.setAnomalies({ watermark: null, lastSuccessAt: null });
+    await owner.save();
+    expect(saves).toEqual([true, false, false, true, false, true]);
+    expect(windows[0]).toEqual({ start: '2025-06-01', end: '2025-06-10', status: 'done', cursor: null, page: 2, fetched: true });
+    expect(windows[1]).toMatchObject({ status: 'active', cursor: null, page: 0, fetched: false });
+  });
+});
+
+/** A warehouse's carried copy, faked: what it wrote, and transactions settled by the test. */
+function fakeStore() {
+  const writes: string[] = [];
+  let settles: ((committed: boolean) => void)[] = [];
+  const store: CarriedStore = {
+    write: async (text) => {
+      writes.push(text);
+    },
+    onSettle: (fn) => settles.push(fn),
+    transaction: async (fn) => {
+      await fn();
+      settle(true);
+    },
+  };
+  const settle = (committed: boolean) => {
+    const now = settles;
+    settles = [];
+    for (const fn of now) fn(committed);
+  };
+  return { store, writes, settle };
+}
+
+describe('the copy of the state the warehouse carries (no I/O)', () => {
+  it("a window's commit carries it done; a rolled-back one is written again by the next carry; settle writes only what differs", async () => {
+    const { state, windows } = stateWithWindows();
+    const { store, writes, settle } = fakeStore();
+    const copy = new CarriedCopy(store, state, true);
+    const done = { stream: 'line_items' as const, start: windows[0]!.start, end: windows[0]!.end };
+    await copy.carry(done);
+    expect(writes).toHaveLength(1);
+    expect(JSON.parse(writes[0]!)).toEqual(carriedState(state, [done]));
+    settle(false);
+    await copy.carry(done);
+    expect(writes).toHaveLength(2);
+    settle(true);
+    windows[0]!.status = 'done';
+    // The warehouse holds this state already: nothing more is written.
+    await copy.settle();
+    expect(writes).toHaveLength(2);
+    windows[1]!.status = 'done';
+    await copy.settle();
+    expect(writes).toHaveLength(3);
+    expect(JSON.parse(writes[2]!)).toEqual(carriedState(state));
+  });
+
+  it('a source the warehouse carries nothing for is written at its first settle; a failed write fails the settle', async () => {
+    const { state } = stateWithWindows();
+    const { store, writes } = fakeStore();
+    await new CarriedCopy(store, state, false).settle();
+    expect(writes).toHaveLength(1);
+    const failing = new CarriedCopy({ ...store, write: async () => Promise.reject(new Error('disk full')) }, state, false);
+    failing.follow();
+    await expect(failing.settle()).rejects.toThrow('disk full');
+  });
+});
