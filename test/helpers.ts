@@ -243,6 +243,11 @@ import { fileURLToPath } from 'node:url';
 /** The built CLI (`npm test` builds it first). */
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
+/** A sync's arguments against `url`, with its warehouse (`c.duckdb`) and `state/` in `dir`, then `extra`. */
+export function syncCommand(url: string, dir: string, extra: readonly string[] = []): string[] {
+  return ['sync', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), ...extra];
+}
+
 export interface CliResult {
   code: number | null;
   signal: string | null;

@@ -4,7 +4,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { SPAN, withEmulator, withTempDir } from '../helpers.js';
+import { SPAN, syncCommand, withEmulator, withTempDir } from '../helpers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = join(ROOT, 'dist', 'bin.cjs');
@@ -55,23 +55,9 @@ describe('the emulator is an entry of its own, beside the product', () => {
   it("a sync, and the emulator command's --help, load no module of the emulator", async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 5 }, async ({ url }) => {
       await withTempDir(async (dir) => {
-        const sync = await loadedModules(
-          dir,
-          [
-            'sync',
-            '--base-url',
-            url,
-            '--db',
-            join(dir, 's.duckdb'),
-            '--state-dir',
-            join(dir, 'state'),
-            '--start-date',
-            SPAN.startDate,
-            '--until',
-            SPAN.endDate,
-          ],
-          { COSTSYNC_API_KEY: 'demo-key' },
-        );
+        const sync = await loadedModules(dir, syncCommand(url, dir, ['--start-date', SPAN.startDate, '--until', SPAN.endDate]), {
+          COSTSYNC_API_KEY: 'demo-key',
+        });
         // The hook saw the sync's own modules (so an empty list below is not a hook that saw nothing).
         expect(sync.modules).toContain('cli.js');
         expect(sync.modules).toContain('sync/runner.js');

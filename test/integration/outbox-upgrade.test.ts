@@ -7,35 +7,26 @@ import { drainLake, finishLake, manifestKey } from '../../src/outputs/lake.js';
 import { directoryTarget } from '../../src/outputs/target.js';
 import { openWorkingCopy, workingCopyPath } from '../../src/storage/working-copy.js';
 import { icebergDifferences } from '../iceberg.js';
-import { lakeDifferences, run, withEmulator, withTempDir } from '../helpers.js';
+import { lakeDifferences, run, syncCommand, withEmulator, withTempDir } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-06-11T06:00:00Z') };
 const ENV = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
 const SOURCE = { startDate: '2025-05-20', endDate: '2025-06-10', rowsPerDay: 20, clock };
 
 function syncArgs(url: string, dir: string, format: 'parquet' | 'iceberg'): string[] {
-  return [
-    'sync',
-    '--base-url',
-    url,
-    '--db',
-    join(dir, 'c.duckdb'),
-    '--state-dir',
-    join(dir, 'state'),
+  const span = ['--start-date', SOURCE.startDate, '--until', SOURCE.endDate];
+  return syncCommand(url, dir, [
     '--format',
     format,
     '--out',
     join(dir, 'lake'),
     '--streams',
     'line_items',
-    '--start-date',
-    SOURCE.startDate,
-    '--until',
-    SOURCE.endDate,
+    ...span,
     '--rate-limit',
     '100000',
     '--quiet',
-  ];
+  ]);
 }
 
 /**
