@@ -22,7 +22,8 @@ export default defineConfig({
     // socket or a bucket, so a third worker shortens the run (docs/benchmarks.md, "The test suite").
     maxWorkers: 3,
     projects: [
-      { extends: true, test: { name: 'unit', include: UNIT } },
+      // Pure tests share their workers' modules (no isolation): they hold no state between files.
+      { extends: true, test: { name: 'unit', include: UNIT, isolate: false } },
       { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...SLOW], globalSetup: GLOBAL_SETUP } },
       {
         extends: true,
