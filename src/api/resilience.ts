@@ -9,12 +9,16 @@ import { ApiError, CostsyncError } from '../errors.js';
 /** Time source and waiting, injectable so tests never wait on the wall clock. */
 export interface Clock {
   now(): number;
-  sleep(ms: number): Promise<void>;
+  /** Waits `ms`, or less when `signal` aborts (it then resolves: whoever aborted knows why). */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 export const systemClock: Clock = {
   now: () => Date.now(),
-  sleep: (ms) => delay(ms),
+  sleep: (ms, signal) =>
+    delay(ms, undefined, signal ? { signal } : {}).catch((error: unknown) => {
+      if (!signal?.aborted) throw error;
+    }),
 };
 
 /**
@@ -68,9 +72,11 @@ export function createRequestLimiter(options: RequestLimiterOptions): RequestLim
   let heldUntil = 0;
   let holding: Promise<void> | null = null;
   let stopping: Promise<void> | null = null;
+  // A stop cuts a hold's wait short: its timer would otherwise keep the process alive until the hold ends.
+  const holdWait = new AbortController();
 
   async function releaseWhenDue(): Promise<void> {
-    while (clock.now() < heldUntil) await clock.sleep(heldUntil - clock.now());
+    while (clock.now() < heldUntil && !holdWait.signal.aborted) await clock.sleep(heldUntil - clock.now(), holdWait.signal);
     holding = null;
     // Typed as sync, but returns a promise in Bottleneck 2.
     await (bottleneck.updateSettings({ reservoir: null }) as unknown);
@@ -96,8 +102,9 @@ export function createRequestLimiter(options: RequestLimiterOptions): RequestLim
     },
     dropWaiting() {
       stopping ??= bottleneck.stop({ dropWaitingJobs: true, dropErrorMessage: DROPPED_MESSAGE });
-      // A hold in force would otherwise keep stop() waiting for it.
+      // A hold in force would otherwise keep stop() (and the process) waiting for it.
       heldUntil = 0;
+      holdWait.abort();
     },
     async stop() {
       if (stopping === null) await holding;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isTransient, retryAfterMs, spacingMs } from '../../src/api/resilience.js';
+import { createRequestLimiter, isTransient, retryAfterMs, spacingMs, systemClock, type Clock } from '../../src/api/resilience.js';
 import { ApiError, type ErrorCode } from '../../src/errors.js';
 
 describe('retryAfterMs', () => {
@@ -42,5 +42,40 @@ describe('isTransient', () => {
     expect(isTransient(err('CS_ERR_UNAUTHORIZED', 401))).toBe(false);
     expect(isTransient(err('CS_ERR_INVALID_SCOPE', 403))).toBe(false);
     expect(isTransient(new Error('plain'))).toBe(false);
+  });
+});
+
+describe('a stop during a rate-limit hold', () => {
+  it('cuts the hold short: its wait ends at once and stop() resolves (the timer would keep the process alive for the hold)', async () => {
+    const waits: AbortSignal[] = [];
+    let started: () => void = () => undefined;
+    const sleeping = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    // A clock whose time never moves: only an abort can end a wait.
+    const clock: Clock = {
+      now: () => 0,
+      sleep: (_ms, signal) =>
+        new Promise<void>((resolve) => {
+          waits.push(signal!);
+          signal?.addEventListener('abort', () => resolve(), { once: true });
+          started();
+        }),
+    };
+    const limiter = createRequestLimiter({ requestsPerMinute: 60, clock });
+    limiter.holdFor(50_000);
+    await sleeping;
+    expect(waits[0]!.aborted).toBe(false);
+    limiter.dropWaiting();
+    expect(waits[0]!.aborted).toBe(true);
+    await limiter.stop();
+    expect(waits).toHaveLength(1);
+  });
+
+  it("the system clock's sleep ends when its signal aborts", async () => {
+    const stop = new AbortController();
+    const wait = systemClock.sleep(600_000, stop.signal);
+    stop.abort('test stop');
+    await expect(wait).resolves.toBeUndefined();
   });
 });
