@@ -147,14 +147,26 @@ const COMMANDS: readonly { command: string; describe: string; options: (y: Argv)
   },
 ];
 
-/** yargs' "Unknown arguments: sinse" as "Unknown option --sinse. Did you mean --since?" when a known one is close. Pure. */
-export function withSuggestion(message: string, known: readonly string[], argv: readonly string[]): string {
+/**
+ * yargs' "Unknown arguments: sinse" as "Unknown option --sinse. Did you mean --since?" when a known one
+ * is close, and a misspelt command (`costsync synk`) with the command it is closest to. Pure.
+ */
+export function withSuggestion(
+  message: string,
+  known: readonly string[],
+  argv: readonly string[],
+  commands: readonly string[] = [],
+): string {
   const unknown = /^Unknown arguments?: (.+)$/.exec(message);
   if (unknown === null) return message;
   // yargs names each unknown flag twice, as written and in camelCase.
   const words = unknown[1]!.split(', ').filter((w) => !/[A-Z]/.test(w));
   const flags = known.filter((k) => k.length > 1 && !/[A-Z]/.test(k));
   const asFlag = (word: string) => argv.some((a) => a === `--${word}` || a.startsWith(`--${word}=`) || a === `-${word}`);
+  if (words.length === 1 && argv[0] === words[0] && !commands.includes(words[0]!)) {
+    const meant = closest(words[0]!, commands);
+    return `Unknown command ${words[0]}${meant === null ? '' : ` (did you mean ${meant}?)`}.`;
+  }
   if (!words.every(asFlag)) return message;
   const parts = words.map((word) => {
     const written = argv.includes(`-${word}`) ? `-${word}` : `--${word}`;
@@ -182,7 +194,18 @@ function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => vo
       .fail((message, error) => {
         // The options of the command being parsed (yargs keeps them on its one instance).
         const known = Object.keys((parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key);
-        throw error ?? new ConfigError(withSuggestion(message, known, argv), 'Run costsync --help for the commands and their options.');
+        throw (
+          error ??
+          new ConfigError(
+            withSuggestion(
+              message,
+              known,
+              argv,
+              COMMANDS.map((c) => c.command.split(' ')[0]!),
+            ),
+            'Run costsync --help for the commands and their options.',
+          )
+        );
       })
       .epilogue(EPILOGUE)
       .wrap(Math.min(120, io.columns ?? 100))

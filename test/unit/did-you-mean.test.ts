@@ -29,4 +29,10 @@ describe('did you mean', () => {
     expect(withSuggestion('Unknown argument: foo', known, ['sync', 'foo'])).toBe('Unknown argument: foo');
     expect(withSuggestion('Not enough arguments', known, [])).toBe('Not enough arguments');
   });
+
+  it('names the command a misspelt one is closest to', () => {
+    const commands = ['sync', 'status', 'query', 'report'];
+    expect(withSuggestion('Unknown argument: synk', [], ['synk'], commands)).toBe('Unknown command synk (did you mean sync?).');
+    expect(withSuggestion('Unknown argument: zzzzzz', [], ['zzzzzz'], commands)).toBe('Unknown command zzzzzz.');
+  });
 });
