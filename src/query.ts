@@ -1,5 +1,5 @@
 /** `costsync query`: read-only SQL against the warehouse, printed as a table, CSV or JSON. */
-import { rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { ConfigError, CostsyncError, ExitCode } from './errors.js';
 import { sqlString, type ReadOnlyWarehouse, type ResultTable } from './storage/duckdb.js';
@@ -175,6 +175,8 @@ export async function exportQuery(warehouse: ReadOnlyWarehouse, text: string, fi
   const target = resolve(file);
   const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
   const select = text.trim().replace(/;\s*$/, '');
+  // As `report --out` does: a folder that does not exist yet is made (DuckDB would name the temporary file).
+  await mkdir(dirname(target), { recursive: true });
   try {
     // As a sync does: one thread, DuckDB's memory bounded (it spills), no order kept across threads, so
     // memory stays flat whatever the size of the result (a Parquet writer buffers a row group per thread).

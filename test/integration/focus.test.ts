@@ -247,10 +247,11 @@ describe('the focus view (FOCUS 1.2)', () => {
     });
   });
 
-  it('query --out writes the result as Parquet, CSV or JSON Lines, by extension, and refuses another', async () => {
+  it('query --out writes the result as Parquet, CSV or JSON Lines, by extension (making its folder), and refuses another', async () => {
     await synced(async (db, dir) => {
       for (const ext of ['parquet', 'csv', 'jsonl']) {
-        const file = join(dir, `focus.${ext}`);
+        // The CSV goes to a folder that does not exist yet: it is made, as report --out does.
+        const file = join(dir, ext === 'csv' ? 'exports' : '', `focus.${ext}`);
         const result = await run(['query', 'SELECT * FROM focus', '--db', db, '--out', file]);
         expect(result.code, result.stderr).toBe(0);
         expect(result.stderr).toContain(`${30 * 80} rows`);
