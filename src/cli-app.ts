@@ -22,9 +22,13 @@ import { closest } from './did-you-mean.js';
 
 /** What `--help` ends with: the exit codes and where settings come from. */
 const EPILOGUE = [
-  'Exit codes: 0 done; 1 failed (the API or an output kept failing; progress is saved); 2 bad flags, settings or input;',
-  '3 the key was refused (unauthorized, scope, plan); 4 stopped early (--max-runtime, SIGTERM, Ctrl-C; progress is saved);',
-  '5 another run holds the lock or the lease, or the published warehouse changed under this run.',
+  // One code a line: yargs wraps long lines, and a list wrapped mid-item reads as two.
+  'Exit codes: 0 done;',
+  '  1 failed (the API or an output kept failing; progress is saved);',
+  '  2 bad flags, settings or input;',
+  '  3 the key was refused (unauthorized, scope, plan);',
+  '  4 stopped early (--max-runtime, SIGTERM, Ctrl-C; progress is saved);',
+  '  5 another run holds the lock or the lease, or the published warehouse changed under this run.',
   'Ctrl-C or SIGTERM stops a sync within seconds with its progress saved (exit 4); a second one exits at once (nothing is lost either way).',
   '',
   `Every setting can also come from the environment as COSTSYNC_<FLAG>: ${SETTINGS.filter((s) => s !== 'api-key-file')

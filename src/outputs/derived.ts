@@ -133,10 +133,13 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
     publishing = next;
     return next;
   };
+  const lakeUnit = iceberg === null ? 'Parquet partition(s)' : 'date(s) to Iceberg tables';
+  /** What the lake's drains wrote in this run, for the line that says the lake is up to date. */
+  let lakeWritten = 0;
   const lake = async () => {
     const written = await step.drainLake(warehouse, o.lake!);
-    if (written > 0)
-      logger.debug(`wrote ${written} ${iceberg === null ? 'Parquet partition(s)' : 'date(s) to Iceberg tables'} to ${o.lake!.url}`);
+    lakeWritten += written;
+    if (written > 0) logger.debug(`wrote ${written} ${lakeUnit} to ${o.lake!.url}`);
   };
   // Pending notifications of every source (a killed run's too); a failure is a warning, never the run's.
   const notify = async () => {
@@ -182,12 +185,18 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
      * `deliver` sends the notifications and publishes the warehouse; null when none is behind.
      */
     async finishLake(): Promise<CostsyncError | null> {
-      if (o.lake)
+      if (o.lake) {
         await attempt(
           'lake',
-          () => step.finishLake(warehouse, o.lake!, { runId: o.runId, now: () => clock.now(), sources: o.sources }),
+          async () => {
+            lakeWritten += Number(
+              (await step.finishLake(warehouse, o.lake!, { runId: o.runId, now: () => clock.now(), sources: o.sources })) ?? 0,
+            );
+          },
           true,
         );
+        if (!behind.has('lake')) logger.info(`the lake at ${o.lake.url} is up to date (this run wrote ${lakeWritten} ${lakeUnit})`);
+      }
       return behind.size > 0 ? outputsBehindError(behind, o.secrets) : null;
     },
     /**

@@ -384,8 +384,8 @@ export function icebergLake(run: IcebergRun) {
   }
 
   /** After the run: what is pending, each source's run tables, then snapshots past the retention expired. */
-  async function finish(warehouse: Warehouse, target: OutputTarget): Promise<void> {
-    await drain(warehouse, target);
+  async function finish(warehouse: Warehouse, target: OutputTarget): Promise<number> {
+    const written = await drain(warehouse, target);
     await warehouse.exclusive(async () => {
       for (const table of RUN_TABLES) {
         for (const source of run.sources) {
@@ -410,6 +410,7 @@ export function icebergLake(run: IcebergRun) {
       for (const source of [null, ...run.sources]) await done(warehouse, { kind: 'manifest', source });
       await markCaughtUp(warehouse, lakeName('iceberg', target), run.sources);
     });
+    return written;
   }
 
   return {

@@ -208,8 +208,8 @@ export async function finishLake(
   warehouse: Warehouse,
   target: OutputTarget,
   run: { runId: string; now: () => number; sources: readonly string[] },
-): Promise<void> {
-  await drainLake(warehouse, target);
+): Promise<number> {
+  const written = await drainLake(warehouse, target);
   await warehouse.exclusive(async () => {
     const scratch = target.scratch('run-tables');
     try {
@@ -252,4 +252,5 @@ export async function finishLake(
     if (wholeLake !== undefined && run.sources.every((s) => !behind.has(s))) await done(warehouse, wholeLake);
     await markCaughtUp(warehouse, lakeName('parquet', target), run.sources);
   });
+  return written;
 }

@@ -202,7 +202,11 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       wh.close();
       warehouse = null;
       await adoptCompacted(config.db, wh.path)
-        .then(() => logger.info(`the working copy was rebuilt compactly from ${config.db}`))
+        .then(() =>
+          logger.info(
+            `the working copy under --state-dir was replaced by the compact copy just published as ${config.db} (it had grown with freed space)`,
+          ),
+        )
         .catch((error: unknown) =>
           logger.warn(`the working copy was not rebuilt (it stays as it was, with its data): ${describeError(error, secrets)}`),
         );
