@@ -14,7 +14,7 @@ import type { SyncConfig } from '../config.js';
 import type { SourceConfig } from '../sources.js';
 import { formatDuration } from '../dates.js';
 import { keyFingerprint } from '../fingerprint.js';
-import { dropBefore, planStream, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
+import { dropBefore, planStream, remainingWindows, splitWindows } from '../plan/windows.js';
 import { LINE_ITEMS, ROLLUPS_DAILY, tableNames } from '../storage/tables.js';
 import { loadSourceState } from '../state/source-state.js';
 import { StateStore, emptyWindowedState } from '../state/store.js';
@@ -26,6 +26,7 @@ import { ROWS_PER_PAGE, dollarsPerRow, rowsOfDay, wantsRollupTotals, type DayBas
 import { GROUP_BYS, SEVERITIES } from '../api/types.js';
 import { LINE_ITEM_PAGE_LIMIT } from './streams.js';
 import type { StreamName } from './context.js';
+import { windowRequest } from './windowed.js';
 import { lineItemsPerDate } from './lookups.js';
 
 /** One stream's part of the plan. */
@@ -139,16 +140,7 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
   notices.push(...loaded.warnings, ...loaded.info);
   const { state } = loaded;
 
-  const req: WindowRequest = {
-    since: config.since,
-    until: config.until,
-    startDate: config.startDate,
-    lookbackDays: config.lookbackDays,
-    windowDays: config.windowDays,
-    fullRefresh: config.fullRefresh,
-    dropBefore: config.dropBefore,
-    today: config.today,
-  };
+  const req = windowRequest(config);
   const plans: StreamPlan[] = [];
   const specOf = { line_items: LINE_ITEMS, rollups: ROLLUPS_DAILY } as const;
   /** What the run deletes and replaces of a stream's stored dates, as a person reads it. */

@@ -29,7 +29,7 @@ import { ProviderRollupExchange } from './reconcile.js';
 import { warehouseLookups, type SourceLookups } from './lookups.js';
 import { lineItemsStream, rollupsStream } from './streams.js';
 import { mapAtMost } from '../at-most.js';
-import { syncWindowedStream, type StreamOutcome } from './windowed.js';
+import { syncWindowedStream, windowRequest, type StreamOutcome } from './windowed.js';
 
 export type RunOutcome = 'success' | 'stopped' | 'failed';
 
@@ -464,16 +464,7 @@ function sourceContext(
 
 /** The source's streams, side by side. */
 function streamTasks(ctx: SyncContext, config: SyncConfig): Promise<StreamOutcome>[] {
-  const windowReq = {
-    since: config.since,
-    until: config.until,
-    startDate: config.startDate,
-    lookbackDays: config.lookbackDays,
-    windowDays: config.windowDays,
-    fullRefresh: config.fullRefresh,
-    dropBefore: config.dropBefore,
-    today: config.today,
-  };
+  const windowReq = windowRequest(config);
   const tasks: Promise<StreamOutcome>[] = [];
   if (config.streams.includes('line_items')) tasks.push(syncWindowedStream(lineItemsStream, ctx, windowReq));
   if (config.streams.includes('rollups')) tasks.push(syncWindowedStream(rollupsStream, ctx, windowReq));

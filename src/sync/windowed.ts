@@ -10,6 +10,7 @@ import { eventId } from '../fingerprint.js';
 import { join } from 'node:path';
 import { CostsyncError } from '../errors.js';
 import { completePlan, dropBefore, planStream, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
+import type { SyncConfig } from '../config.js';
 import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
 import { fileSpool, pageGlob, windowSpoolDir } from '../storage/spool.js';
 import { tableNames } from '../storage/tables.js';
@@ -44,6 +45,20 @@ async function dayBasis(ctx: SyncContext, todo: readonly PlannedWindow[], resume
   return todo
     .flatMap((w) => splitWindows(w.start, w.end, 1))
     .map(({ start: date }) => ({ date, usd: usd.get(date) ?? null, storedRows: stored.get(date) ?? null }));
+}
+
+/** The window planner's request from a run's settings: the run and its dry run plan alike. Pure. */
+export function windowRequest(config: SyncConfig): WindowRequest {
+  return {
+    since: config.since,
+    until: config.until,
+    startDate: config.startDate,
+    lookbackDays: config.lookbackDays,
+    windowDays: config.windowDays,
+    fullRefresh: config.fullRefresh,
+    dropBefore: config.dropBefore,
+    today: config.today,
+  };
 }
 
 export async function syncWindowedStream(spec: WindowedStreamSpec, ctx: SyncContext, req: WindowRequest): Promise<StreamOutcome> {
