@@ -11,7 +11,7 @@ import { CostsyncError, ExitCode, InternalError } from '../errors.js';
 import { asMemoryError, duckdbThreads, memoryLimit } from './duckdb-settings.js';
 import { writeQueue, type TransactionOptions } from './write-queue.js';
 import { SQL_DIR } from '../paths.js';
-import { encode, type OutboxItem } from './outbox.js';
+import { encode, markMany, type OutboxItem } from './outbox.js';
 import { SUBSTITUTABLE, changesWith } from './tables.js';
 
 const sqlCache = new Map<string, string>();
@@ -199,15 +199,15 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
         await exec(loadSql('lake/change_record'), [t, source, dates.join(',')]);
       }
       if (!lake) return;
-      const mark = loadSql('outbox/mark');
-      const pending = (item: OutboxItem) => {
-        const { kind, key } = encode(item);
-        return exec(mark, [kind, key]);
+      // One statement for the window's partitions (a statement a date was 60 for a month of line items and focus).
+      const outbox = {
+        run: async (name: string, params?: DuckDBValue[]) => (await exec(loadSql(name), params)).rowsChanged,
+        query: <T>(name: string, params?: DuckDBValue[]) => sql<T>(loadSql(name), params),
       };
-      for (const t of tables) {
-        for (const date of dates) await pending({ kind: 'partition', table: t, source, date });
-      }
-      await pending({ kind: 'manifest', source });
+      await markMany(outbox, [
+        ...tables.flatMap((t) => dates.map((date): OutboxItem => ({ kind: 'partition', table: t, source, date }))),
+        { kind: 'manifest', source },
+      ]);
     },
     append: (table, write) =>
       writes.statement(async () => {

@@ -23,6 +23,7 @@ import {
   withTempDir,
   SPAN,
   type KillPoint,
+  syncCommand,
 } from '../helpers.js';
 
 const SEED = Number(process.env.COSTSYNC_CHAOS_SEED ?? 20251121);
@@ -187,14 +188,7 @@ describe(`chaos (seed ${SEED}, ${SECONDS} s)`, () => {
         do {
           pair += 1;
           await withTempDir(async (dir) => {
-            const args = [
-              'sync',
-              '--base-url',
-              url,
-              '--db',
-              join(dir, 'c.duckdb'),
-              '--state-dir',
-              join(dir, 'state'),
+            const args = syncCommand(url, dir, [
               '--start-date',
               SPAN.startDate,
               '--until',
@@ -202,7 +196,7 @@ describe(`chaos (seed ${SEED}, ${SECONDS} s)`, () => {
               '--rate-limit',
               '100000',
               '--quiet',
-            ];
+            ]);
             const [a, b] = await Promise.all([cli(args, { COSTSYNC_API_KEY: 'demo-key' }), cli(args, { COSTSYNC_API_KEY: 'demo-key' })]);
             expect([a.code, b.code].sort(), `pair ${pair}: ${a.stderr}${b.stderr}`).toEqual([ExitCode.OK, ExitCode.LOCKED]);
             const digest = await tableDigest(join(dir, 'c.duckdb'));

@@ -6,27 +6,12 @@ import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
-import { run, tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { run, tableDigest, withEmulator, withTempDir, SPAN, syncCommand } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key' };
-const syncArgs = (url: string, dir: string, extra: string[] = []) => [
-  'sync',
-  '--base-url',
-  url,
-  '--db',
-  join(dir, 'c.duckdb'),
-  '--state-dir',
-  join(dir, 'state'),
-  '--start-date',
-  '2025-06-25',
-  '--until',
-  SPAN.endDate,
-  '--rate-limit',
-  '100000',
-  '--quiet',
-  ...extra,
-];
+const syncArgs = (url: string, dir: string, extra: string[] = []) =>
+  syncCommand(url, dir, ['--start-date', '2025-06-25', '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet', ...extra]);
 
 describe('bad input: a message naming the problem and the fix, exit code 2 (1 for I/O), nothing stored lost', () => {
   it('refuses bad flags and config values before doing anything', async () => {

@@ -7,28 +7,22 @@ import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { CLI, cli, run, tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, cli, run, tableDigest, withEmulator, withTempDir, SPAN, syncCommand } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
-const syncArgs = (url: string, dir: string, extra: string[] = []) => [
-  'sync',
-  '--base-url',
-  url,
-  '--db',
-  join(dir, 'c.duckdb'),
-  '--state-dir',
-  join(dir, 'state'),
-  '--start-date',
-  SPAN.startDate,
-  '--until',
-  SPAN.endDate,
-  '--rate-limit',
-  '100000',
-  '--log-format',
-  'json',
-  ...extra,
-];
+const syncArgs = (url: string, dir: string, extra: string[] = []) =>
+  syncCommand(url, dir, [
+    '--start-date',
+    SPAN.startDate,
+    '--until',
+    SPAN.endDate,
+    '--rate-limit',
+    '100000',
+    '--log-format',
+    'json',
+    ...extra,
+  ]);
 
 describe('costsync sync (CLI)', () => {
   it('syncs with JSON logs and exit code 0, the same tables whatever the machine time zone', async () => {

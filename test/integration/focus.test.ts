@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openWarehouse } from '../../src/storage/duckdb.js';
-import { SPAN, queryDb, withEmulator, withTempDir, run } from '../helpers.js';
+import { SPAN, queryDb, withEmulator, withTempDir, run, syncCommand } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
@@ -90,22 +90,7 @@ async function synced<T>(fn: (db: string, dir: string) => Promise<T>): Promise<T
     withTempDir(async (dir) => {
       const db = join(dir, 'c.duckdb');
       const sync = await run(
-        [
-          'sync',
-          '--base-url',
-          url,
-          '--db',
-          db,
-          '--state-dir',
-          join(dir, 'state'),
-          '--start-date',
-          SPAN.startDate,
-          '--until',
-          SPAN.endDate,
-          '--rate-limit',
-          '100000',
-          '--quiet',
-        ],
+        syncCommand(url, dir, ['--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet']),
         env,
       );
       expect(sync.code, sync.stderr).toBe(0);
@@ -293,22 +278,7 @@ describe('the focus view (FOCUS 1.2)', () => {
         expect(pushed.code, pushed.stderr).toBe(0);
         const db = join(dir, 'c.duckdb');
         const sync = await run(
-          [
-            'sync',
-            '--base-url',
-            url,
-            '--db',
-            db,
-            '--state-dir',
-            join(dir, 'state'),
-            '--start-date',
-            SPAN.startDate,
-            '--until',
-            SPAN.endDate,
-            '--rate-limit',
-            '100000',
-            '--quiet',
-          ],
+          syncCommand(url, dir, ['--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet']),
           env,
         );
         expect(sync.code, sync.stderr).toBe(0);

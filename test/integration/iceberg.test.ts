@@ -12,20 +12,13 @@ import { icebergLake } from '../../src/outputs/iceberg.js';
 import { directoryTarget, type OutputTarget } from '../../src/outputs/target.js';
 import { openWorkingCopy, workingCopyPath } from '../../src/storage/working-copy.js';
 import { icebergDifferences, icebergFileCheck, readIceberg } from '../iceberg.js';
-import { queryDb, run, SPAN, withEmulator, withTempDir } from '../helpers.js';
+import { queryDb, run, SPAN, withEmulator, withTempDir, syncCommand } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const ENV = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
 
 function syncArgs(url: string, dir: string, extra: string[] = []): string[] {
-  return [
-    'sync',
-    '--base-url',
-    url,
-    '--db',
-    join(dir, 'c.duckdb'),
-    '--state-dir',
-    join(dir, 'state'),
+  return syncCommand(url, dir, [
     '--format',
     'iceberg',
     '--out',
@@ -42,7 +35,7 @@ function syncArgs(url: string, dir: string, extra: string[] = []): string[] {
     'json',
     '--quiet',
     ...extra,
-  ];
+  ]);
 }
 
 const metadataOf = (lake: string, table: string, version?: number): TableMetadata => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { cli, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { cli, withEmulator, withTempDir, SPAN, syncCommand } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
@@ -86,26 +86,20 @@ describe('readers never wait', () => {
       async ({ url }) => {
         await withTempDir(async (dir) => {
           const db = join(dir, 'c.duckdb');
-          const args = (until: string) => [
-            'sync',
-            '--base-url',
-            url,
-            '--db',
-            db,
-            '--state-dir',
-            join(dir, 'state'),
-            '--start-date',
-            SPAN.startDate,
-            '--until',
-            until,
-            '--window-days',
-            '4',
-            '--concurrency',
-            '1',
-            '--rate-limit',
-            '100000',
-            '--quiet',
-          ];
+          const args = (until: string) =>
+            syncCommand(url, dir, [
+              '--start-date',
+              SPAN.startDate,
+              '--until',
+              until,
+              '--window-days',
+              '4',
+              '--concurrency',
+              '1',
+              '--rate-limit',
+              '100000',
+              '--quiet',
+            ]);
           expect((await cli(args('2025-06-15'), env)).code).toBe(0);
           const holder = await readerProcess(db);
           try {
@@ -156,14 +150,7 @@ describe('readers never wait', () => {
             midRun = await readOnce(db, COUNT);
           };
           const result = await cli(
-            [
-              'sync',
-              '--base-url',
-              url,
-              '--db',
-              db,
-              '--state-dir',
-              join(dir, 'state'),
+            syncCommand(url, dir, [
               '--start-date',
               SPAN.startDate,
               '--until',
@@ -180,7 +167,7 @@ describe('readers never wait', () => {
               '100000',
               '--log-format',
               'json',
-            ],
+            ]),
             env,
           );
           expect(result.code).toBe(0);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { withWarehouse } from '../../src/storage/duckdb.js';
-import { cli, inDirectory, withEmulator, withScriptedServer, withTempDir, SPAN, run } from '../helpers.js';
+import { cli, inDirectory, withEmulator, withScriptedServer, withTempDir, SPAN, run, syncCommand } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -13,22 +13,7 @@ async function withDb<T>(fn: (db: string) => Promise<T>): Promise<T> {
     withTempDir(async (dir) => {
       const db = join(dir, 'c.duckdb');
       const sync = await run(
-        [
-          'sync',
-          '--base-url',
-          url,
-          '--db',
-          db,
-          '--state-dir',
-          join(dir, 'state'),
-          '--start-date',
-          SPAN.startDate,
-          '--until',
-          SPAN.endDate,
-          '--rate-limit',
-          '100000',
-          '--quiet',
-        ],
+        syncCommand(url, dir, ['--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet']),
         { COSTSYNC_API_KEY: 'demo-key' },
       );
       expect(sync.code, sync.stderr).toBe(ExitCode.OK);

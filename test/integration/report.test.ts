@@ -9,7 +9,7 @@ import { formatUsd } from '../../src/money.js';
 import { dailySpendSpec, monthlySpec, renderSvg, topServicesSpec } from '../../src/report/charts.js';
 import type { ReportData } from '../../src/report/data.js';
 import { reportHtml } from '../../src/report/html.js';
-import { cli, inDirectory, queryDb, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { cli, inDirectory, queryDb, run, withEmulator, withTempDir, SPAN, syncCommand } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const CHROMIUM = process.env.COSTSYNC_CHROMIUM ?? '/usr/bin/chromium';
@@ -24,22 +24,7 @@ async function withReport<T>(fn: (ctx: { db: string; html: string; path: string;
     withTempDir(async (dir) => {
       const db = join(dir, 'c.duckdb');
       const sync = await run(
-        [
-          'sync',
-          '--base-url',
-          url,
-          '--db',
-          db,
-          '--state-dir',
-          join(dir, 'state'),
-          '--start-date',
-          SPAN.startDate,
-          '--until',
-          SPAN.endDate,
-          '--rate-limit',
-          '100000',
-          '--quiet',
-        ],
+        syncCommand(url, dir, ['--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet']),
         { COSTSYNC_API_KEY: 'demo-key' },
       );
       expect(sync.code, sync.stderr).toBe(ExitCode.OK);
@@ -102,22 +87,7 @@ describe('costsync report', () => {
       withTempDir(async (dir) => {
         const db = join(dir, 'c.duckdb');
         const sync = await run(
-          [
-            'sync',
-            '--base-url',
-            url,
-            '--db',
-            db,
-            '--state-dir',
-            join(dir, 'state'),
-            '--start-date',
-            SPAN.startDate,
-            '--until',
-            '2025-06-15',
-            '--rate-limit',
-            '100000',
-            '--quiet',
-          ],
+          syncCommand(url, dir, ['--start-date', SPAN.startDate, '--until', '2025-06-15', '--rate-limit', '100000', '--quiet']),
           { COSTSYNC_API_KEY: 'demo-key' },
         );
         expect(sync.code, sync.stderr).toBe(ExitCode.OK);

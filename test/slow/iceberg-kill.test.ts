@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import { createRng } from '../../src/emulator/rng.js';
-import { CLI, SPAN, cli, killRunner, tableDigest, withEmulator, withTempDir, type KillPoint } from '../helpers.js';
+import { CLI, SPAN, cli, killRunner, tableDigest, withEmulator, withTempDir, type KillPoint, syncCommand } from '../helpers.js';
 import { icebergDifferences, icebergFileCheck } from '../iceberg.js';
 import { faultProxy, useRgw } from '../s3.js';
 
@@ -105,14 +105,7 @@ describe('--format iceberg under SIGKILL (slow tier)', () => {
       await withEmulator({ ...SPAN, rowsPerDay: 100, clock, anomaliesPerDay: 3 }, async ({ url }) => {
         await withTempDir(async (dir) => {
           const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', ...s3.env(proxy.endpoint) };
-          const args = [
-            'sync',
-            '--base-url',
-            url,
-            '--db',
-            join(dir, 'c.duckdb'),
-            '--state-dir',
-            join(dir, 'state'),
+          const args = syncCommand(url, dir, [
             '--format',
             'iceberg',
             '--out',
@@ -127,7 +120,7 @@ describe('--format iceberg under SIGKILL (slow tier)', () => {
             '100000',
             '--log-format',
             'json',
-          ];
+          ]);
           const runner = killRunner(env);
           onRequest = runner.onRequest;
           killNow = () => runner.killNow();
