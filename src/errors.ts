@@ -98,6 +98,19 @@ export const ERRORS = {
     exit: ExitCode.USAGE,
     summary: 'the bucket server ignores conditional writes, so runners cannot be kept apart (--lease off to go on)',
   },
+  CS_ERR_CATALOG_AUTH: {
+    exit: ExitCode.AUTH,
+    summary: 'the Iceberg REST catalog refused the credentials or the action (401, 403, 419), or no token could be had',
+  },
+  CS_ERR_CATALOG_UNREACHABLE: { exit: ExitCode.USAGE, summary: 'nothing answers at --catalog (the host does not resolve, or refuses)' },
+  CS_ERR_CATALOG: {
+    exit: ExitCode.FAILED,
+    summary: 'the Iceberg REST catalog refused a request or kept failing after retries (its answer is named)',
+  },
+  CS_ERR_CATALOG_UNSUPPORTED: {
+    exit: ExitCode.USAGE,
+    summary: 'the Iceberg REST catalog does not offer an endpoint costsync needs (named, from its config endpoints)',
+  },
   CS_ERR_INTERNAL: {
     exit: ExitCode.FAILED,
     summary: 'a bug in costsync: a check that should never fail did (the message names it); please report it',
