@@ -28,7 +28,6 @@ import {
   type PartitionSpec,
 } from './avro.js';
 import {
-  METADATA_FILES_KEPT,
   SUMMARY,
   currentSchema,
   currentSnapshot,
@@ -36,14 +35,15 @@ import {
   metadataKey,
   metadataVersion,
   newTableMetadata,
-  withSchema,
-  withSnapshot,
-  withoutSnapshots,
   type Snapshot,
   type TableMetadata,
 } from './metadata.js';
 import { evolveSchema, type IcebergSchema, type WarehouseColumn } from './schema.js';
 import { CostsyncError, InternalError } from '../errors.js';
+import type { IcebergCatalog, LoadedTable, TableCommit } from './catalog.js';
+import type { CommitOutcome } from './rest-types.js';
+import { applyUpdates, expiryChange, snapshotChange } from './updates.js';
+import type { OutputTarget } from '../outputs/target.js';
 
 /** What a table needs of where it lives (keys are relative to the lake; see `OutputTarget`). */
 export interface IcebergStore {
@@ -72,17 +72,17 @@ function newSnapshotId(): number {
   return randomInt(1, 2 ** 47) * 64 + randomInt(0, 64);
 }
 
-export interface LoadedTable {
-  /** The version of the newest metadata file (0: none yet). */
+/** A directory table's newest metadata and its version (0: none yet). */
+export interface DirectoryTable {
   version: number;
   metadata: TableMetadata | null;
 }
 
 /**
- * The newest metadata of `table`: from `version-hint.text`, then any newer version found by
- * probing (the hint is written after the metadata, so it may lag by a commit).
+ * The newest metadata of the directory table `table`: from `version-hint.text`, then any newer
+ * version found by probing (the hint is written after the metadata, so it may lag by a commit).
  */
-export async function loadTable(store: IcebergStore, table: string): Promise<LoadedTable> {
+export async function loadTable(store: IcebergStore, table: string): Promise<DirectoryTable> {
   let version = parseVersionHint(await store.getText(`${table}/metadata/version-hint.text`));
   let text = version > 0 ? await store.getText(`${table}/${metadataKey(version)}`) : null;
   if (text === null && version > 0) {
@@ -242,8 +242,8 @@ export interface SourceChange {
 }
 
 export interface CommitResult {
-  /** The metadata version written, or null when nothing changed (no snapshot made). */
-  version: number | null;
+  /** The metadata file of the commit, or null when nothing changed (no snapshot made). */
+  metadataLocation: string | null;
   snapshotId: number | null;
   attempts: number;
 }
@@ -271,132 +271,202 @@ function fieldSummaries(spec: PartitionSpec, files: readonly DataFile[]): FieldS
 
 const sum = (files: readonly { record_count: number }[]) => files.reduce((n, f) => n + f.record_count, 0);
 
+/** One table's change built on a loaded base: its manifest and list already written, not yet committed. */
+interface BuiltCommit extends TableCommit {
+  snapshotId: number;
+  /** Keys this attempt wrote (removed when the attempt loses, as nothing references them). */
+  written: string[];
+  /** A directory table being created by this commit. */
+  initial?: TableMetadata;
+}
+
 /**
- * Commits `change` as one snapshot on top of the newest metadata: `overwrite` when it replaces
- * files, else `append`; nothing when it neither adds nor replaces. A lost race (the version exists)
- * reloads and tries again; the manifest and list of a lost attempt are removed. `loaded`: the table
- * as the caller just read it, for the first attempt.
+ * Builds `change` as one snapshot on top of `loaded`: `overwrite` when it replaces files, else
+ * `append`; null when it neither adds nor replaces. Writes the new manifest and manifest list.
+ */
+async function buildCommit(table: string, loaded: LoadedTable, change: SourceChange, nowMs: number): Promise<BuiltCommit | null> {
+  const { store, metadata: base } = loaded;
+  const tag = sourceTag(change.source);
+  const manifests = await currentManifests(store, table, base);
+  const mine = manifests.filter((m) => manifestSource(m) === change.source);
+  const others = manifests.filter((m) => manifestSource(m) !== change.source);
+  const live: ManifestEntry[] = [];
+  for (const m of mine) live.push(...(await readManifest(store, table, m)).filter((e) => e.status !== 2));
+  const removed = live.filter((e) => change.replaces(e.data_file));
+  const kept = live.filter((e) => !change.replaces(e.data_file));
+  if (change.add.length === 0 && removed.length === 0) return null;
+
+  let initial: TableMetadata | undefined;
+  if (base === null) {
+    const { schema, lastColumnId } = evolveSchema(change.columns, null, 0);
+    initial = newTableMetadata({
+      uuid: randomUUID(),
+      location: store.location(table),
+      schema,
+      lastColumnId,
+      spec: partitionSpec(schema, change.partitioning),
+      nowMs,
+    });
+  }
+  const metadata = (base ?? initial)!;
+  const evolved = evolveSchema(change.columns, currentSchema(metadata), metadata['last-column-id']);
+  const schema = evolved.changed ? evolved.schema : currentSchema(metadata);
+  const spec = metadata['partition-specs'].find((p) => p['spec-id'] === metadata['default-spec-id'])!;
+  const snapshotId = newSnapshotId();
+  const sequence = metadata['last-sequence-number'] + 1;
+  const entries: ManifestEntry[] = [
+    ...kept.map((e) => ({ ...e, status: 0 as const })),
+    ...removed.map((e) => ({ ...e, status: 2 as const, snapshot_id: snapshotId })),
+    ...change.add.map((d) => ({
+      status: 1 as const,
+      snapshot_id: snapshotId,
+      sequence_number: sequence,
+      file_sequence_number: sequence,
+      data_file: d,
+    })),
+  ];
+  const written: string[] = [];
+  const put = async (key: string, bytes: Buffer) => {
+    await store.putBytes(key, bytes);
+    written.push(key);
+    return bytes.length;
+  };
+  const listed: ManifestFile[] = [...others];
+  if (entries.length > 0) {
+    const manifestKey = `${table}/metadata/${tag}-${randomUUID()}-m0.avro`;
+    const length = await put(manifestKey, await encodeManifest(entries, schema, spec));
+    const files = entries.map((e) => e.data_file);
+    listed.push({
+      manifest_path: store.location(manifestKey),
+      manifest_length: length,
+      partition_spec_id: spec['spec-id'],
+      content: 0,
+      sequence_number: sequence,
+      min_sequence_number: Math.min(sequence, ...kept.map((e) => e.sequence_number)),
+      added_snapshot_id: snapshotId,
+      added_files_count: change.add.length,
+      existing_files_count: kept.length,
+      deleted_files_count: removed.length,
+      added_rows_count: sum(change.add),
+      existing_rows_count: sum(kept.map((e) => e.data_file)),
+      deleted_rows_count: sum(removed.map((e) => e.data_file)),
+      partitions: fieldSummaries(spec, files),
+      key_metadata: null,
+    });
+  }
+  const parent = currentSnapshot(metadata);
+  const listKey = `${table}/metadata/snap-${snapshotId}-${tag}-${randomUUID()}.avro`;
+  await put(
+    listKey,
+    await encodeManifestList(listed, { id: snapshotId, parentId: parent?.['snapshot-id'] ?? null, sequenceNumber: sequence }),
+  );
+  const totalRecords = listed.reduce((n, m) => n + m.added_rows_count + m.existing_rows_count, 0);
+  const totalFiles = listed.reduce((n, m) => n + m.added_files_count + m.existing_files_count, 0);
+  const snapshot: Snapshot = {
+    'snapshot-id': snapshotId,
+    ...(parent !== null && { 'parent-snapshot-id': parent['snapshot-id'] }),
+    'sequence-number': sequence,
+    'timestamp-ms': Math.max(nowMs, metadata['last-updated-ms']),
+    'manifest-list': store.location(listKey),
+    summary: {
+      operation: removed.length > 0 ? 'overwrite' : 'append',
+      'added-data-files': String(change.add.length),
+      'deleted-data-files': String(removed.length),
+      'added-records': String(sum(change.add)),
+      'deleted-records': String(sum(removed.map((e) => e.data_file))),
+      'total-records': String(totalRecords),
+      'total-data-files': String(totalFiles),
+      [SUMMARY.source]: change.source,
+      ...change.summary,
+    },
+    'schema-id': schema['schema-id'],
+  };
+  return {
+    table,
+    base: loaded,
+    nowMs,
+    change: snapshotChange(metadata, snapshot, evolved.changed ? schema : null),
+    snapshotId,
+    written,
+    ...(initial !== undefined && { initial }),
+  };
+}
+
+/**
+ * Commits `change` as one snapshot on top of the table's newest metadata (see `commitSources`).
+ * `loaded`: the table as the caller just read it, for the first attempt.
  */
 export async function commitSource(
-  store: IcebergStore,
+  catalog: IcebergCatalog,
   table: string,
   change: SourceChange,
   clock: Clock,
   loaded?: LoadedTable,
 ): Promise<CommitResult> {
-  const tag = sourceTag(change.source);
-  for (let attempt = 1; ; attempt++) {
-    // The caller's load serves the first attempt; a lost race reloads.
-    const { version, metadata: base } = attempt === 1 && loaded !== undefined ? loaded : await loadTable(store, table);
-    const manifests = await currentManifests(store, table, base);
-    const mine = manifests.filter((m) => manifestSource(m) === change.source);
-    const others = manifests.filter((m) => manifestSource(m) !== change.source);
-    const live: ManifestEntry[] = [];
-    for (const m of mine) live.push(...(await readManifest(store, table, m)).filter((e) => e.status !== 2));
-    const removed = live.filter((e) => change.replaces(e.data_file));
-    const kept = live.filter((e) => !change.replaces(e.data_file));
-    if (change.add.length === 0 && removed.length === 0) return { version: null, snapshotId: null, attempts: attempt };
+  const [result] = await commitSources(catalog, [{ table, change, ...(loaded !== undefined && { loaded }) }], clock);
+  return result!;
+}
 
-    const nowMs = clock.now();
-    let metadata = base;
-    if (metadata === null) {
-      const { schema, lastColumnId } = evolveSchema(change.columns, null, 0);
-      metadata = newTableMetadata({
-        uuid: randomUUID(),
-        location: store.location(table),
-        schema,
-        lastColumnId,
-        spec: partitionSpec(schema, change.partitioning),
-        nowMs,
-      });
+/**
+ * Commits each table's change as one snapshot, all in one atomic step (several need a catalog with
+ * transactions). A lost race (a 409, or the version taken) reloads and builds again on the newest
+ * metadata, removing what the lost attempt wrote. An answer that leaves it unknown whether the commit
+ * was applied (500, 502, 504, a timeout) is settled first: reloaded and looked for by snapshot id, and
+ * what it wrote is left in place (a later run's orphan removal takes it when nothing references it).
+ */
+export async function commitSources(
+  catalog: IcebergCatalog,
+  items: readonly { table: string; change: SourceChange; loaded?: LoadedTable }[],
+  clock: Clock,
+): Promise<CommitResult[]> {
+  const results = new Map<string, CommitResult>();
+  let remaining = [...items];
+  for (let attempt = 1; ; attempt++) {
+    const built: BuiltCommit[] = [];
+    for (const item of remaining) {
+      // The caller's load serves the first attempt; a lost race reloads.
+      const loaded = attempt === 1 && item.loaded !== undefined ? item.loaded : await catalog.load(item.table);
+      const b = await buildCommit(item.table, loaded, item.change, clock.now());
+      if (b === null) results.set(item.table, { metadataLocation: null, snapshotId: null, attempts: attempt });
+      else built.push(b);
     }
-    const evolved = evolveSchema(change.columns, currentSchema(metadata), metadata['last-column-id']);
-    if (evolved.changed) metadata = withSchema(metadata, evolved.schema, evolved.lastColumnId);
-    const schema = currentSchema(metadata);
-    const spec = metadata['partition-specs'].find((p) => p['spec-id'] === metadata['default-spec-id'])!;
-    const snapshotId = newSnapshotId();
-    const sequence = metadata['last-sequence-number'] + 1;
-    const entries: ManifestEntry[] = [
-      ...kept.map((e) => ({ ...e, status: 0 as const })),
-      ...removed.map((e) => ({ ...e, status: 2 as const, snapshot_id: snapshotId })),
-      ...change.add.map((d) => ({
-        status: 1 as const,
-        snapshot_id: snapshotId,
-        sequence_number: sequence,
-        file_sequence_number: sequence,
-        data_file: d,
-      })),
-    ];
-    const written: string[] = [];
-    const put = async (key: string, bytes: Buffer) => {
-      await store.putBytes(key, bytes);
-      written.push(key);
-      return bytes.length;
-    };
-    const listed: ManifestFile[] = [...others];
-    if (entries.length > 0) {
-      const manifestKey = `${table}/metadata/${tag}-${randomUUID()}-m0.avro`;
-      const length = await put(manifestKey, await encodeManifest(entries, schema, spec));
-      const files = entries.map((e) => e.data_file);
-      listed.push({
-        manifest_path: store.location(manifestKey),
-        manifest_length: length,
-        partition_spec_id: spec['spec-id'],
-        content: 0,
-        sequence_number: sequence,
-        min_sequence_number: Math.min(sequence, ...kept.map((e) => e.sequence_number)),
-        added_snapshot_id: snapshotId,
-        added_files_count: change.add.length,
-        existing_files_count: kept.length,
-        deleted_files_count: removed.length,
-        added_rows_count: sum(change.add),
-        existing_rows_count: sum(kept.map((e) => e.data_file)),
-        deleted_rows_count: sum(removed.map((e) => e.data_file)),
-        partitions: fieldSummaries(spec, files),
-        key_metadata: null,
-      });
+    if (built.length === 0) return items.map((i) => results.get(i.table)!);
+    const outcome: CommitOutcome = built.length === 1 ? await catalog.commit(built[0]!, built[0]!.initial) : await catalog.commitAll(built);
+    if (outcome.kind === 'committed') {
+      for (const b of built) {
+        const location = built.length === 1 ? outcome.metadataLocation : (await catalog.load(b.table)).metadataLocation;
+        results.set(b.table, { metadataLocation: location, snapshotId: b.snapshotId, attempts: attempt });
+      }
+      return items.map((i) => results.get(i.table)!);
     }
-    const parent = base === null ? null : currentSnapshot(base);
-    const listKey = `${table}/metadata/snap-${snapshotId}-${tag}-${randomUUID()}.avro`;
-    await put(
-      listKey,
-      await encodeManifestList(listed, { id: snapshotId, parentId: parent?.['snapshot-id'] ?? null, sequenceNumber: sequence }),
-    );
-    const totalRecords = listed.reduce((n, m) => n + m.added_rows_count + m.existing_rows_count, 0);
-    const totalFiles = listed.reduce((n, m) => n + m.added_files_count + m.existing_files_count, 0);
-    const snapshot: Snapshot = {
-      'snapshot-id': snapshotId,
-      ...(parent !== null && { 'parent-snapshot-id': parent['snapshot-id'] }),
-      'sequence-number': sequence,
-      'timestamp-ms': Math.max(nowMs, metadata['last-updated-ms']),
-      'manifest-list': store.location(listKey),
-      summary: {
-        operation: removed.length > 0 ? 'overwrite' : 'append',
-        'added-data-files': String(change.add.length),
-        'deleted-data-files': String(removed.length),
-        'added-records': String(sum(change.add)),
-        'deleted-records': String(sum(removed.map((e) => e.data_file))),
-        'total-records': String(totalRecords),
-        'total-data-files': String(totalFiles),
-        [SUMMARY.source]: change.source,
-        ...change.summary,
-      },
-      'schema-id': schema['schema-id'],
-    };
-    const next = withSnapshot(metadata, snapshot, base === null ? null : store.location(`${table}/${metadataKey(version)}`));
-    if (await publishVersion(store, table, version, base, next)) return { version: version + 1, snapshotId, attempts: attempt };
-    // Another runner committed first: what this attempt wrote is referenced by nothing.
-    for (const key of written) await store.remove(key);
-    if (attempt >= COMMIT_ATTEMPTS) throw lostRaces(store, table, 'committing to', attempt);
+    let settled: BuiltCommit[] = [];
+    if (outcome.kind === 'unknown') {
+      // Whether it was applied decides everything after: never committed twice, never lost.
+      for (const b of built) {
+        const now = await catalog.load(b.table);
+        if (now.metadata?.snapshots.some((s) => s['snapshot-id'] === b.snapshotId)) {
+          results.set(b.table, { metadataLocation: now.metadataLocation, snapshotId: b.snapshotId, attempts: attempt });
+          settled.push(b);
+        }
+      }
+    } else {
+      // Another runner committed first: what this attempt wrote is referenced by nothing.
+      for (const b of built) for (const key of b.written) await b.base.store.remove(key);
+    }
+    remaining = remaining.filter((i) => !settled.some((b) => b.table === i.table));
+    settled = [];
+    if (remaining.every((i) => results.has(i.table))) return items.map((i) => results.get(i.table)!);
+    for (const i of remaining) results.delete(i.table);
+    if (attempt >= COMMIT_ATTEMPTS) throw lostRaces(catalog, remaining[0]!.table, 'committing to', attempt);
     await clock.sleep(backoffMs(attempt));
   }
 }
 
 /** Every attempt at a change lost its race: the change is pending, for the next run. */
-function lostRaces(store: IcebergStore, table: string, what: string, attempts: number): CostsyncError {
+function lostRaces(catalog: IcebergCatalog, table: string, what: string, attempts: number): CostsyncError {
   return new CostsyncError(
     'CS_ERR_LAKE_CONFLICT',
-    `Gave up ${what} the Iceberg table at ${store.location(table)} after ${attempts} attempts: other runners committed first each time.`,
+    `Gave up ${what} the Iceberg table ${catalog.name(table)} after ${attempts} attempts: other runners committed first each time.`,
     {
       hint: 'Nothing is lost: the change stays pending and the next run makes it. Should it keep happening, start the runners that share this lake further apart.',
     },
@@ -430,43 +500,83 @@ async function publishVersion(
 }
 
 /**
+ * The directory tables of a lake (`--out` without `--catalog`): a commit applies its updates to the
+ * metadata it was built on and creates the next version only if absent, so a lost race is a conflict.
+ */
+export function directoryCatalog(target: OutputTarget): IcebergCatalog {
+  const load = async (table: string): Promise<LoadedTable> => {
+    const { version, metadata } = await loadTable(target, table);
+    return { version, metadata, metadataLocation: version > 0 ? target.location(`${table}/${metadataKey(version)}`) : null, store: target };
+  };
+  const commit = async ({ table, base, change, nowMs }: TableCommit, initial?: TableMetadata): Promise<CommitOutcome> => {
+    const from = base.metadata ?? initial;
+    if (from === undefined) throw new InternalError(`A commit to the new directory table ${table} came without the table.`);
+    const next = applyUpdates(from, change.updates, { previousFile: base.metadata === null ? null : base.metadataLocation, nowMs });
+    if (!(await publishVersion(target, table, base.version, base.metadata, next)))
+      return { kind: 'conflict', message: `version ${base.version + 1} was created by another runner` };
+    return { kind: 'committed', metadata: next, metadataLocation: target.location(`${table}/${metadataKey(base.version + 1)}`) };
+  };
+  return {
+    kind: 'directory',
+    where: target.url,
+    name: (table) => `at ${target.location(table)}`,
+    transactions: false,
+    maintenance: true,
+    load,
+    ensure: (table) => load(table),
+    commit,
+    commitAll: async (commits) => {
+      if (commits.length !== 1) throw new InternalError('Directory tables commit one table at a time.');
+      return commit(commits[0]!);
+    },
+  };
+}
+
+/**
  * Expires `table`'s snapshots older than `retentionMs` (one metadata change, retried like a commit),
  * then deletes what only they reached. Only `sources`' snapshots go (another shard expires its own),
  * but their files go whichever source wrote them (see `removeExpiredFiles`). Returns the files removed
- * and the metadata version written with its current snapshot (null: nothing expired, nothing written).
+ * and the metadata file written with its current snapshot (null: nothing expired, nothing written).
  */
 export async function expireTable(
-  store: IcebergStore,
+  catalog: IcebergCatalog,
   table: string,
   sources: readonly string[],
   retentionMs: number,
   clock: Clock,
-): Promise<{ removed: number; version: number | null; snapshotId: number | null }> {
+): Promise<{ removed: number; metadataLocation: string | null; snapshotId: number | null }> {
   const owned = new Set(sources);
+  const nothing = { removed: 0, metadataLocation: null, snapshotId: null };
   for (let attempt = 1; ; attempt++) {
-    const { version, metadata: base } = await loadTable(store, table);
-    if (base === null) return { removed: 0, version: null, snapshotId: null };
+    const loaded = await catalog.load(table);
+    const base = loaded.metadata;
+    if (base === null) return nothing;
     const mine = expireSnapshots(base, clock.now(), retentionMs).expired.filter((s) => owned.has(s.summary[SUMMARY.source] ?? ''));
-    if (mine.length === 0) return { removed: 0, version: null, snapshotId: null };
-    const next: TableMetadata = {
-      ...withoutSnapshots(base, new Set(mine.map((s) => s['snapshot-id']))),
-      'last-updated-ms': Math.max(clock.now(), base['last-updated-ms']),
-      'metadata-log': [
-        ...base['metadata-log'],
-        { 'timestamp-ms': base['last-updated-ms'], 'metadata-file': store.location(`${table}/${metadataKey(version)}`) },
-      ].slice(-METADATA_FILES_KEPT),
-    };
-    if (!(await publishVersion(store, table, version, base, next))) {
-      if (attempt >= COMMIT_ATTEMPTS) throw lostRaces(store, table, 'expiring the snapshots of', attempt);
-      await clock.sleep(backoffMs(attempt));
-      continue;
+    if (mine.length === 0) return nothing;
+    const ids = mine.map((s) => s['snapshot-id']);
+    const outcome = await catalog.commit({ table, base: loaded, change: expiryChange(base, ids), nowMs: clock.now() });
+    let after: LoadedTable | null = null;
+    if (outcome.kind === 'unknown') {
+      // Applied when none of the snapshots is left: then their files may go.
+      const now = await catalog.load(table);
+      if (!now.metadata?.snapshots.some((s) => ids.includes(s['snapshot-id']))) after = now;
     }
-    return {
-      removed: await removeExpiredFiles(store, table, mine, next.snapshots),
-      version: version + 1,
-      snapshotId: next['current-snapshot-id'],
-    };
+    if (outcome.kind === 'committed' || after !== null) {
+      const retained = outcome.kind === 'committed' && outcome.metadata !== null ? outcome.metadata.snapshots : after?.metadata?.snapshots;
+      return {
+        removed: await removeExpiredFiles(loaded.store, table, mine, retained ?? (await catalog.load(table)).metadata?.snapshots ?? []),
+        metadataLocation: outcome.kind === 'committed' ? outcome.metadataLocation : after!.metadataLocation,
+        snapshotId: mainSnapshotOf(outcome.kind === 'committed' ? outcome.metadata : after!.metadata),
+      };
+    }
+    if (attempt >= COMMIT_ATTEMPTS) throw lostRaces(catalog, table, 'expiring the snapshots of', attempt);
+    await clock.sleep(backoffMs(attempt));
   }
+}
+
+function mainSnapshotOf(m: TableMetadata | null): number | null {
+  const id = m?.['current-snapshot-id'];
+  return id === undefined || id === -1 ? null : id;
 }
 
 /** Manifest lists and manifests read at once while an expiry works out what is still reachable. */
@@ -531,9 +641,9 @@ async function removeExpiredFiles(
  * and never committed (or a clean-up it did not finish). Only this source's files are looked at, so
  * another runner's commit in progress is never touched. Returns the files removed.
  */
-export async function removeUnreferenced(store: IcebergStore, table: string, source: string): Promise<number> {
+export async function removeUnreferenced(catalog: IcebergCatalog, table: string, source: string): Promise<number> {
   const tag = sourceTag(source);
-  const { version, metadata } = await loadTable(store, table);
+  const { version, metadata, store } = await catalog.load(table);
   const referenced = new Set<string>();
   const manifests = new Map<string, ManifestFile>();
   for (const snapshot of metadata?.snapshots ?? []) {
@@ -554,7 +664,8 @@ export async function removeUnreferenced(store: IcebergStore, table: string, sou
   // Metadata files that fell out of the log (a writer killed before it deleted the one it dropped).
   const logged = (metadata?.['metadata-log'] ?? []).map((e) => metadataVersion(e['metadata-file'])).filter((v): v is number => v !== null);
   const oldest = Math.min(...logged, version);
-  const dropped = metadataKeys.filter((k) => {
+  // A catalog writes and prunes its own metadata files (named otherwise): only a directory table's are looked at.
+  const dropped = (catalog.kind === 'rest' ? [] : metadataKeys).filter((k) => {
     const v = metadataVersion(k);
     return v !== null && v < oldest;
   });

@@ -20,7 +20,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../api/resilience.js';
 import type { DataFile } from '../iceberg/avro.js';
-import { SUMMARY, currentSchema, metadataKey } from '../iceberg/metadata.js';
+import { SUMMARY, currentSchema, type TableMetadata } from '../iceberg/metadata.js';
 import {
   boundBytes,
   evolveSchema,
@@ -31,20 +31,22 @@ import {
   type WarehouseColumn,
 } from '../iceberg/schema.js';
 import {
-  commitSource,
+  commitSources,
   currentManifests,
   dataDir,
+  directoryCatalog,
   expireTable,
   keyOf,
   liveFiles,
-  loadTable,
   manifestSource,
   mendVersionHint,
   monthField,
+  partitionSpec,
   removeUnreferenced,
-  type CommitResult,
   type Partitioning,
+  type SourceChange,
 } from '../iceberg/table.js';
+import type { IcebergCatalog, LoadedTable, NewTable } from '../iceberg/catalog.js';
 import { ConfigError } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { done, mark, markMany, pending, type ItemOf } from '../storage/outbox.js';
@@ -93,6 +95,8 @@ export interface IcebergRun {
   /** The sources this runner owns: it touches only their files. */
   sources: readonly string[];
   retentionMs: number;
+  /** Opens the REST catalog the tables are committed through (`--catalog`); none: directory tables at `--out`. */
+  catalog?: () => Promise<IcebergCatalog>;
 }
 
 async function columnsOf(warehouse: Warehouse, table: string): Promise<WarehouseColumn[]> {
@@ -201,37 +205,48 @@ async function sameFile(
   return bytes !== null && bytes.equals(readFileSync(file));
 }
 
+/** The table's schema and partition spec as costsync creates it (a catalog may assign other ids). */
+function newTable(table: string, columns: readonly WarehouseColumn[]): NewTable {
+  const def = ICEBERG_TABLES[table]!;
+  const { schema } = evolveSchema(columns, null, 0);
+  return {
+    schema,
+    spec: partitionSpec(schema, { source: def.source, month: def.month }),
+    properties: { 'write.format.default': 'parquet', 'write.parquet.compression-codec': 'snappy', 'created-by': 'costsync' },
+  };
+}
+
 /**
- * Rewrites `months` (null: everything) of `source` in `table` as one snapshot: one file per month,
- * replacing the files the source had for those months. A month whose file would be the one it has
- * is left out, and a batch of only such months makes no snapshot.
+ * Writes `months` (null: everything) of `source` in `table` as one file per month, to replace the files
+ * the source has for those months. A month whose file would be the one it has is left out.
  */
-async function commitBatch(
+async function prepareBatch(
   warehouse: Warehouse,
-  target: OutputTarget,
+  catalog: IcebergCatalog,
   run: IcebergRun,
   table: string,
   source: string,
   months: readonly number[] | null,
   commitId: string,
   window: string,
-): Promise<CommitResult> {
+): Promise<{ table: string; change: SourceChange; loaded: LoadedTable }> {
   const def = ICEBERG_TABLES[table]!;
   const columns = await columnsOf(warehouse, table);
-  const loaded = await loadTable(target, table);
-  const { metadata } = loaded;
+  // A catalog creates the table now, so the data files carry the field ids it assigned.
+  const loaded = await catalog.ensure(table, () => newTable(table, columns));
+  const { metadata, store } = loaded;
   // The field ids the commit will use: the table's, with any new column after them (the same rule
   // `commitSource` applies to the newest metadata).
   const schema = evolveSchema(columns, metadata === null ? null : currentSchema(metadata), metadata?.['last-column-id'] ?? 0).schema;
   const field = def.month === null ? null : monthField(def.month);
   const inMonth = (f: DataFile, month: number | null) => month === null || field === null || f.partition[field] === month;
-  const live = await liveFiles(target, table, metadata, source);
+  const live = await liveFiles(store, table, metadata, source);
   const add: DataFile[] = [];
   const rewritten: (number | null)[] = [];
   for (const month of months ?? [null]) {
     const file = await writeDataFile(
       warehouse,
-      target,
+      store,
       table,
       def,
       source,
@@ -245,10 +260,10 @@ async function commitBatch(
     if (file !== null) add.push(file);
   }
   const partitioning: Partitioning = { source: def.source, month: def.month };
-  return commitSource(
-    target,
+  return {
     table,
-    {
+    loaded,
+    change: {
       source,
       columns,
       partitioning,
@@ -256,23 +271,21 @@ async function commitBatch(
       replaces: (f) => rewritten.some((month) => inMonth(f, month)),
       summary: { [SUMMARY.runId]: run.runId, [SUMMARY.commitId]: commitId, [SUMMARY.window]: window },
     },
-    run.clock,
-    loaded,
-  );
+  };
 }
 
 /**
  * What a killed run left: for each intent, its dates are cleared when its commit landed (found by its
  * id in the snapshot summaries), and the source's unreferenced files under the table are removed.
  */
-async function recoverIntents(warehouse: Warehouse, target: OutputTarget): Promise<number> {
+async function recoverIntents(warehouse: Warehouse, catalog: IcebergCatalog): Promise<number> {
   let removed = 0;
   for (const intent of await pending(warehouse, 'iceberg-commit', 'iceberg-expiry')) {
     const { table } = intent;
     // A table a newer costsync named has nothing here to recover.
     if (ICEBERG_TABLES[table] !== undefined) {
       // An expiry cleaned up for every source it names, and committed nothing.
-      if (intent.kind === 'iceberg-commit' && (await landed(target, intent))) {
+      if (intent.kind === 'iceberg-commit' && (await landed(catalog, intent))) {
         const months = intent.months === null ? null : new Set(intent.months);
         for (const p of await pending(warehouse, 'partition')) {
           if (p.table === table && p.source === intent.source && (months === null || months.has(monthOrdinal(p.date))))
@@ -280,7 +293,7 @@ async function recoverIntents(warehouse: Warehouse, target: OutputTarget): Promi
         }
       }
       for (const source of intent.kind === 'iceberg-commit' ? [intent.source] : intent.sources)
-        removed += await removeUnreferenced(target, table, source);
+        removed += await removeUnreferenced(catalog, table, source);
     }
     await done(warehouse, intent);
   }
@@ -288,8 +301,8 @@ async function recoverIntents(warehouse: Warehouse, target: OutputTarget): Promi
 }
 
 /** Whether a commit's snapshot is in its table (found by the commit id in the snapshot summaries). */
-async function landed(target: OutputTarget, intent: ItemOf<'iceberg-commit'>): Promise<boolean> {
-  const { metadata } = await loadTable(target, intent.table);
+async function landed(catalog: IcebergCatalog, intent: ItemOf<'iceberg-commit'>): Promise<boolean> {
+  const { metadata } = await catalog.load(intent.table);
   return metadata?.snapshots.some((s) => s.summary[SUMMARY.commitId] === intent.commitId) ?? false;
 }
 
@@ -297,12 +310,12 @@ async function landed(target: OutputTarget, intent: ItemOf<'iceberg-commit'>): P
  * A warehouse pointed at a new lake (or a source new to it): each table a source has rows in but no
  * files for is marked pending whole, so the lake fills from the warehouse, a batch at a time.
  */
-async function fillNewSources(warehouse: Warehouse, target: OutputTarget, sources: readonly string[]): Promise<void> {
+async function fillNewSources(warehouse: Warehouse, catalog: IcebergCatalog, sources: readonly string[]): Promise<void> {
   const queued = new Set((await pending(warehouse, 'partition')).map((p) => `${p.table}/${p.source}`));
   for (const [table, def] of Object.entries(ICEBERG_TABLES)) {
     if (RUN_TABLES.includes(table)) continue;
-    const { metadata } = await loadTable(target, table);
-    const present = new Set((await currentManifests(target, table, metadata)).map(manifestSource));
+    const { metadata, store } = await catalog.load(table);
+    const present = new Set((await currentManifests(store, table, metadata)).map(manifestSource));
     for (const source of sources) {
       if (present.has(source) || queued.has(`${table}/${source}`)) continue;
       const dates = await warehouse.sql<{ date: string }>(
@@ -316,52 +329,67 @@ async function fillNewSources(warehouse: Warehouse, target: OutputTarget, source
   }
 }
 
+/** Tables committed together where the catalog offers transactions: the FOCUS view is over line items. */
+const COMMITTED_TOGETHER = ['line_items', 'focus'];
+
 /** The Iceberg lake's steps, for the derived outputs: drain after each commit, finish after the run. */
 export function icebergLake(run: IcebergRun) {
   let sequence = 0;
-  let started = false;
+  let catalog: IcebergCatalog | null = null;
   const nextCommitId = () => `${run.runId}.${++sequence}`;
-  /** Each table's current metadata file, as this run last wrote it. */
-  const current = new Map<string, string>();
-  /** Records a table's new metadata version in the warehouse (for status) and for the run's summary. */
-  const record = async (warehouse: Warehouse, target: OutputTarget, table: string, version: number | null, snapshotId: number | null) => {
-    if (version === null) return;
-    const file = target.location(`${table}/${metadataKey(version)}`);
-    current.set(table, file);
+  /** Each table's current metadata file, as this run last wrote it, with its current snapshot. */
+  const current = new Map<string, { file: string; snapshotId: number | null }>();
+  /** Records a table's new metadata file in the warehouse (for status) and for the run's summary. */
+  const record = async (warehouse: Warehouse, table: string, file: string | null, snapshotId: number | null) => {
+    if (file === null) return;
+    current.set(table, { file, snapshotId });
     await warehouse.run('lake/record_table', [table, 'iceberg', file, snapshotId, new Date(run.clock.now()).toISOString()]);
   };
+  const open = async (target: OutputTarget): Promise<IcebergCatalog> =>
+    (catalog ??= run.catalog !== undefined ? await run.catalog() : directoryCatalog(target));
 
   /**
-   * Records the intent of a commit, commits `months` (null: all) of `source` in `table`, and records the
-   * new metadata file. Returns the intent, which the caller clears once what the commit covers is cleared.
+   * Records the intent of each table's commit, commits `months` (null: all) of `source` in `tables` (one
+   * step: several only through a catalog's transaction), and records the new metadata files. Returns the
+   * intents, which the caller clears once what the commit covers is cleared.
    */
   const commitUnderIntent = async (
     warehouse: Warehouse,
-    target: OutputTarget,
-    table: string,
+    cat: IcebergCatalog,
+    tables: readonly string[],
     source: string,
     months: number[] | null,
     window: string,
-  ): Promise<ItemOf<'iceberg-commit'>> => {
-    const intent: ItemOf<'iceberg-commit'> = { kind: 'iceberg-commit', table, source, commitId: nextCommitId(), months };
-    await mark(warehouse, intent);
-    const result = await commitBatch(warehouse, target, run, table, source, months, intent.commitId, window);
+  ): Promise<ItemOf<'iceberg-commit'>[]> => {
+    const intents = tables.map((table): ItemOf<'iceberg-commit'> => ({
+      kind: 'iceberg-commit',
+      table,
+      source,
+      commitId: nextCommitId(),
+      months,
+    }));
+    for (const intent of intents) await mark(warehouse, intent);
+    const prepared = [];
+    for (const intent of intents)
+      prepared.push(await prepareBatch(warehouse, cat, run, intent.table, source, months, intent.commitId, window));
+    const results = await commitSources(cat, prepared, run.clock);
     failpoint('iceberg-commit');
-    await record(warehouse, target, table, result.version, result.snapshotId);
-    return intent;
+    for (const [i, result] of results.entries()) await record(warehouse, tables[i]!, result.metadataLocation, result.snapshotId);
+    return intents;
   };
 
   /** Commits every pending batch; returns the number of dates written. */
   async function drain(warehouse: Warehouse, target: OutputTarget): Promise<number> {
-    if (!started) {
+    const cat = await open(target);
+    if (!started.has(cat)) {
       await warehouse.exclusive(async () => {
         // Caught up first: a killed run's landed commit then clears what it covers.
-        await catchUp(warehouse, lakeName('iceberg', target), run.sources);
-        await recoverIntents(warehouse, target);
-        for (const table of Object.keys(ICEBERG_TABLES)) await mendVersionHint(target, table);
-        await fillNewSources(warehouse, target, run.sources);
+        await catchUp(warehouse, lakeName('iceberg', { url: cat.where }), run.sources);
+        await recoverIntents(warehouse, cat);
+        if (cat.kind === 'directory') for (const table of Object.keys(ICEBERG_TABLES)) await mendVersionHint(target, table);
+        await fillNewSources(warehouse, cat, run.sources);
       });
-      started = true;
+      started.add(cat);
     }
     return drainPending(warehouse, async ({ table, source, dates }) => {
       const def = ICEBERG_TABLES[table];
@@ -374,41 +402,58 @@ export function icebergLake(run: IcebergRun) {
         const chosen = new Set(months);
         batch = dates.filter((d) => chosen.has(monthOrdinal(d)));
       }
-      const intent = await commitUnderIntent(warehouse, target, table, source, months, `${batch[0]}..${batch.at(-1)}`);
-      // The dates are cleared before the intent: a crash between leaves the intent, which finds the commit.
+      // With a catalog's transactions, line items and FOCUS change in one commit, so no reader sees one without the other.
+      const together = cat.transactions && COMMITTED_TOGETHER.includes(table) && months !== null;
+      const tables = together ? COMMITTED_TOGETHER : [table];
+      const intents = await commitUnderIntent(warehouse, cat, tables, source, months, `${batch[0]}..${batch.at(-1)}`);
+      // The dates are cleared before the intents: a crash between leaves the intents, which find the commit.
       return {
         written: batch,
-        cleared: () => done(warehouse, intent),
+        cleared: async () => {
+          if (together) {
+            const chosen = new Set(months);
+            for (const p of await pending(warehouse, 'partition')) {
+              if (p.table !== table && tables.includes(p.table) && p.source === source && chosen.has(monthOrdinal(p.date)))
+                await done(warehouse, p);
+            }
+          }
+          for (const intent of intents) await done(warehouse, intent);
+        },
       };
     });
   }
+  const started = new Set<IcebergCatalog>();
 
   /** After the run: what is pending, each source's run tables, then snapshots past the retention expired. */
   async function finish(warehouse: Warehouse, target: OutputTarget): Promise<number> {
     const written = await drain(warehouse, target);
+    const cat = await open(target);
     await warehouse.exclusive(async () => {
       for (const table of RUN_TABLES) {
         for (const source of run.sources) {
-          await done(warehouse, await commitUnderIntent(warehouse, target, table, source, null, 'run'));
+          for (const intent of await commitUnderIntent(warehouse, cat, [table], source, null, 'run')) await done(warehouse, intent);
         }
       }
-      for (const table of Object.keys(ICEBERG_TABLES)) {
-        // An expiry killed half way leaves files only the intent's clean-up finds.
-        const intent: ItemOf<'iceberg-expiry'> = { kind: 'iceberg-expiry', table, sources: run.sources, runId: run.runId };
-        await mark(warehouse, intent);
-        const expiry = await expireTable(target, table, run.sources, run.retentionMs, run.clock);
-        await record(warehouse, target, table, expiry.version, expiry.snapshotId);
-        await done(warehouse, intent);
+      if (cat.maintenance) {
+        for (const table of Object.keys(ICEBERG_TABLES)) {
+          // An expiry killed half way leaves files only the intent's clean-up finds.
+          const intent: ItemOf<'iceberg-expiry'> = { kind: 'iceberg-expiry', table, sources: run.sources, runId: run.runId };
+          await mark(warehouse, intent);
+          const expiry = await expireTable(cat, table, run.sources, run.retentionMs, run.clock);
+          await record(warehouse, table, expiry.metadataLocation, expiry.snapshotId);
+          await done(warehouse, intent);
+        }
       }
       // Tables this run did not change are named in its summary too, as they are.
       for (const table of Object.keys(ICEBERG_TABLES)) {
         if (current.has(table)) continue;
-        const { version } = await loadTable(target, table);
-        if (version > 0) current.set(table, target.location(`${table}/${metadataKey(version)}`));
+        const loaded = await cat.load(table);
+        if (loaded.metadataLocation !== null)
+          current.set(table, { file: loaded.metadataLocation, snapshotId: mainSnapshot(loaded.metadata) });
       }
       // The Parquet lake's per-source manifests have no place in an Iceberg lake.
       for (const source of [null, ...run.sources]) await done(warehouse, { kind: 'manifest', source });
-      await markCaughtUp(warehouse, lakeName('iceberg', target), run.sources);
+      await markCaughtUp(warehouse, lakeName('iceberg', { url: cat.where }), run.sources);
     });
     return written;
   }
@@ -417,6 +462,17 @@ export function icebergLake(run: IcebergRun) {
     drain,
     finish,
     /** Each table this run committed to, and its current metadata file. */
-    tables: (): Record<string, string> => Object.fromEntries([...current].sort(([a], [b]) => a.localeCompare(b))),
+    tables: (): Record<string, string> =>
+      Object.fromEntries([...current].map(([t, c]) => [t, c.file] as const).sort(([a], [b]) => a.localeCompare(b))),
+    /** Each table's current snapshot, as this run left it. */
+    snapshots: (): Record<string, number | null> =>
+      Object.fromEntries([...current].map(([t, c]) => [t, c.snapshotId] as const).sort(([a], [b]) => a.localeCompare(b))),
+    /** Where the tables are: the lake's directory, or the catalog and namespace. */
+    where: () => catalog?.where ?? null,
   };
+}
+
+function mainSnapshot(m: TableMetadata | null): number | null {
+  const id = m?.['current-snapshot-id'];
+  return id === undefined || id === -1 ? null : id;
 }

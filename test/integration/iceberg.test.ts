@@ -7,7 +7,7 @@ import type { Clock } from '../../src/api/resilience.js';
 import { ExitCode } from '../../src/errors.js';
 import type { TableMetadata } from '../../src/iceberg/metadata.js';
 import { SUMMARY } from '../../src/iceberg/metadata.js';
-import { COMMIT_ATTEMPTS, commitSource, expireTable, loadTable, sourceTag } from '../../src/iceberg/table.js';
+import { COMMIT_ATTEMPTS, commitSource, directoryCatalog, expireTable, loadTable, sourceTag } from '../../src/iceberg/table.js';
 import { icebergLake } from '../../src/outputs/iceberg.js';
 import { directoryTarget, type OutputTarget } from '../../src/outputs/target.js';
 import { openWorkingCopy, workingCopyPath } from '../../src/storage/working-copy.js';
@@ -185,7 +185,7 @@ async function placeholderCommit(target: OutputTarget, table: string, source: st
   const key = `${table}/data/source=${source}/${n}.parquet`;
   await target.putBytes(key, Buffer.from('not read here'));
   return commitSource(
-    target,
+    directoryCatalog(target),
     table,
     {
       source,
@@ -294,7 +294,7 @@ describe('a damaged, moved or contended table', () => {
       });
       expect(waits).toHaveLength(COMMIT_ATTEMPTS - 1);
       // A day later, with no retention: snapshots 1 and 2 are to expire.
-      const expiry = await expireTable(contended, 't', ['a'], 0, {
+      const expiry = await expireTable(directoryCatalog(contended), 't', ['a'], 0, {
         now: () => Date.now() + 86_400_000,
         sleep: async () => undefined,
       }).catch((e: unknown) => e);
@@ -323,7 +323,9 @@ describe('the version hint', () => {
       const loaded = await loadTable(target, 't');
       expect(loaded.version).toBe(2);
       expect(loaded.metadata!.snapshots.map((s) => s.summary[SUMMARY.commitId])).toEqual(['a.1', 'a.2']);
-      expect(await placeholderCommit(target, 't', 'a', 3, now)).toMatchObject({ version: 3 });
+      expect(await placeholderCommit(target, 't', 'a', 3, now)).toMatchObject({
+        metadataLocation: target.location('t/metadata/v3.metadata.json'),
+      });
       expect(readFileSync(hint, 'utf8')).toBe('3');
     });
   });
@@ -510,7 +512,7 @@ describe('Iceberg commits through the outbox', () => {
       const results = await Promise.all(
         sources.flatMap((source) => [1, 2, 3].map((n) => placeholderCommit(target, 't', source, n, { now: () => Date.now(), sleep }))),
       );
-      expect(results.every((r) => r.version !== null)).toBe(true);
+      expect(results.every((r) => r.metadataLocation !== null)).toBe(true);
       expect(results.some((r) => r.attempts > 1)).toBe(true);
       const { version, metadata } = await loadTable(target, 't');
       expect(version).toBe(12);
@@ -532,7 +534,7 @@ async function commitRows(db: DuckDBConnection, target: OutputTarget, lake: stri
   await db.run(`COPY (SELECT * FROM (VALUES ${ids.map((id) => `('${id}', '${source}')`).join(', ')}) v(id, source) ORDER BY ALL)
     TO '${join(lake, key)}' (FORMAT parquet, FIELD_IDS {id: 1, source: 2})`);
   return commitSource(
-    target,
+    directoryCatalog(target),
     't',
     {
       source,
@@ -609,9 +611,9 @@ describe('snapshot expiry with shards', () => {
 
         // The cutoff falls between b3 and a4: b3 stays (the newest before it), a1 b1 a2 b2 a3 are past it.
         nowMs = 8.5 * DAY;
-        const byA = await expireTable(target, 't', ['a'], 2 * DAY, clock);
+        const byA = await expireTable(directoryCatalog(target), 't', ['a'], 2 * DAY, clock);
         const afterA = (await loadTable(target, 't')).metadata!;
-        expect(byA.version).toBe(9);
+        expect(byA.metadataLocation).toBe(target.location('t/metadata/v9.metadata.json'));
         expect(snapshotNames(afterA)).toEqual(['b1', 'b2', 'b3', 'a4', 'b4']);
         // b1 and b2 are still there, but an entry for them would hide that a2 and a3 were current between.
         expect(logNames(afterA)).toEqual(['b3', 'a4', 'b4']);
@@ -619,7 +621,7 @@ describe('snapshot expiry with shards', () => {
         expect(byA.removed).toBe(3);
         await expectRetainedReadable(afterA);
 
-        const byB = await expireTable(target, 't', ['b'], 2 * DAY, clock);
+        const byB = await expireTable(directoryCatalog(target), 't', ['b'], 2 * DAY, clock);
         const afterB = (await loadTable(target, 't')).metadata!;
         expect(snapshotNames(afterB)).toEqual(['b3', 'a4', 'b4']);
         expect(logNames(afterB)).toEqual(['b3', 'a4', 'b4']);
@@ -630,7 +632,11 @@ describe('snapshot expiry with shards', () => {
         expect(readdirSync(join(lake, 't', 'data', 'source=a')).sort()).toEqual(['a3-x.parquet', 'a4-x.parquet']);
 
         // An expiry with nothing to expire writes no metadata version.
-        expect(await expireTable(target, 't', ['a', 'b'], 2 * DAY, clock)).toEqual({ removed: 0, version: null, snapshotId: null });
+        expect(await expireTable(directoryCatalog(target), 't', ['a', 'b'], 2 * DAY, clock)).toEqual({
+          removed: 0,
+          metadataLocation: null,
+          snapshotId: null,
+        });
         expect((await loadTable(target, 't')).version).toBe(10);
       } finally {
         db.closeSync();
