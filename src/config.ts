@@ -40,7 +40,12 @@ export interface SyncConfig {
   format: 'duckdb' | 'parquet' | 'iceberg';
   /** `--iceberg-retention`: how long Iceberg snapshots are kept. */
   icebergRetentionMs: number;
+  /** The lake (`--out`); with a catalog, where new tables go ('' : where the catalog places them). */
   out: string;
+  /** `--catalog` and its settings: the Iceberg tables are committed through a REST catalog. */
+  catalog: CatalogSettings | null;
+  /** `--iceberg-maintenance`: costsync expires snapshots and removes unreferenced files (off where a catalog does). */
+  icebergMaintenance: boolean;
   logFormat: 'pretty' | 'json';
   quiet: boolean;
   /** Debug lines, and stacks with errors. */
@@ -65,6 +70,18 @@ export interface SyncConfig {
   /** With the warehouse or lake in a bucket: a lease keeps runners on different machines apart. */
   lease: 'on' | 'off';
   leaseTtlMs: number;
+}
+
+/** An Iceberg REST catalog's settings (`--catalog…`); its secrets come from the environment only. */
+export interface CatalogSettings {
+  url: string;
+  warehouse: string | undefined;
+  /** Its levels (`a.b` is `['a', 'b']`). */
+  namespace: string[];
+  oauthUri: string | undefined;
+  oauthScope: string;
+  sigv4: 'glue' | 's3tables' | undefined;
+  sigv4Region: string | undefined;
 }
 
 /** What the config file holds. */
@@ -224,6 +241,42 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     streams = [...new Set(streams)];
   }
 
+  const catalog = ((): CatalogSettings | null => {
+    if (pick('catalog') === undefined) return null;
+    const url = str('catalog').replace(/\/+$/, '');
+    if (!/^https?:\/\/[^/]/i.test(url)) {
+      bad(
+        pick('catalog')!.from,
+        `(${url}) is not an http(s) URL.`,
+        "Give the catalog's base URL, the one before /v1/config (e.g. https://host/api/catalog).",
+      );
+    }
+    const namespace = str('catalog-namespace');
+    if (namespace.split('.').some((level) => level === '')) {
+      bad(
+        pick('catalog-namespace')?.from ?? '--catalog-namespace',
+        `(${namespace}) has an empty level.`,
+        'Write it as a name, or levels joined by dots (finance.costs).',
+      );
+    }
+    const sigv4 = pick('catalog-sigv4') === undefined ? undefined : choice<'glue' | 's3tables'>('catalog-sigv4');
+    const optional = (name: SettingName) => (pick(name) === undefined ? undefined : str(name));
+    return {
+      url,
+      warehouse: optional('catalog-warehouse'),
+      namespace: namespace.split('.'),
+      oauthUri: optional('catalog-oauth-uri'),
+      oauthScope: str('catalog-oauth-scope'),
+      sigv4,
+      sigv4Region: optional('catalog-sigv4-region'),
+    };
+  })();
+  if (catalog !== null && choice('format') !== 'iceberg') {
+    throw new ConfigError(
+      `--catalog commits Iceberg tables, but --format is ${choice('format')}.`,
+      'Add --format iceberg, or leave --catalog out.',
+    );
+  }
   const rateLimit = int('rate-limit');
   const notifyValue = pick('notify');
   const notify = notifyValue === undefined ? [] : urlList(notifyValue.value, notifyValue.from);
@@ -253,8 +306,15 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     maxRuntimeMs: duration('max-runtime'),
     format: choice<'duckdb' | 'parquet' | 'iceberg'>('format'),
     icebergRetentionMs: duration('iceberg-retention')!,
-    // Each format its own default folder, so switching formats never mixes two lakes in one.
-    out: location(pick('out') === undefined && choice('format') === 'iceberg' ? ICEBERG_DEFAULT_OUT : str('out'), '--out'),
+    // Each format its own default folder, so switching formats never mixes two lakes in one; with a
+    // catalog, no default: the catalog places the tables.
+    out:
+      catalog !== null && pick('out') === undefined
+        ? ''
+        : location(pick('out') === undefined && choice('format') === 'iceberg' ? ICEBERG_DEFAULT_OUT : str('out'), '--out'),
+    catalog,
+    icebergMaintenance:
+      pick('iceberg-maintenance') === undefined ? catalog?.sigv4 !== 's3tables' : choice<'on' | 'off'>('iceberg-maintenance') === 'on',
     logFormat: choice<'pretty' | 'json'>('log-format'),
     quiet: bool('quiet'),
     verbose: bool('verbose'),

@@ -13,14 +13,14 @@ import type { Logger } from './log.js';
 import { takeLeases, type Leases } from './outputs/leases.js';
 import { publishDestination, remoteWarehouse, type PublishDestination } from './outputs/publish.js';
 import { isS3Url } from './outputs/s3-url.js';
-import { outputTarget, type OutputTarget } from './outputs/target.js';
+import { catalogLakeTarget, outputTarget, type OutputTarget } from './outputs/target.js';
 import { acquireLock, dbLockPath, type Lock } from './state/lock.js';
 import { removeStateLeftovers } from './state/store.js';
 import { checkLakeFormat } from './outputs/iceberg.js';
 import type { Warehouse } from './storage/duckdb.js';
 import { openWorkingCopy } from './storage/working-copy.js';
 
-export type RunSettings = Pick<SyncConfig, 'db' | 'stateDir' | 'lease' | 'leaseTtlMs' | 'format' | 'out'>;
+export type RunSettings = Pick<SyncConfig, 'db' | 'stateDir' | 'lease' | 'leaseTtlMs' | 'format' | 'out' | 'catalog'>;
 
 export interface RunRequest {
   config: RunSettings;
@@ -74,14 +74,25 @@ export async function openRun(request: RunRequest): Promise<OpenRun> {
   };
   try {
     for (const path of lockPaths(config, request.kind)) locks.push(acquireLock(path, request.command, new Date(clock.now())));
+    const scratch = resolve(config.stateDir, 'lake-scratch');
     const lake =
-      request.kind === 'sync' && config.format !== 'duckdb' ? outputTarget(config.out, resolve(config.stateDir, 'lake-scratch')) : null;
+      request.kind !== 'sync' || config.format === 'duckdb'
+        ? null
+        : config.catalog !== null && config.out === ''
+          ? catalogLakeTarget(`${config.catalog.url} (namespace ${config.catalog.namespace.join('.')})`, scratch)
+          : outputTarget(config.out, scratch);
     if (request.kind === 'sync') removeStateLeftovers(config.stateDir);
     // Refused now, not half way through a backfill: a lake that cannot be written (no credentials,
     // no bucket, access denied), a server that ignores conditional writes, another runner's lease.
     await lake?.check(runId);
     if (lake !== null) await checkLakeFormat(lake, config.format === 'iceberg' ? 'iceberg' : 'parquet');
-    leases = await takeLeases({ ...config, out: lake !== null ? config.out : null }, request.sources, runId, clock, logger);
+    leases = await takeLeases(
+      { ...config, out: lake !== null && config.out !== '' ? config.out : null },
+      request.sources,
+      runId,
+      clock,
+      logger,
+    );
     const db = publishDestination(config.db);
     const remote = remoteWarehouse(db);
     if (remote) remote.notice = (m) => logger.warn(m);

@@ -120,6 +120,64 @@ export const SETTING_SPECS = [
     describe: 'With --format iceberg: snapshots kept for time travel; older ones expire and their files are deleted',
   },
   {
+    name: 'catalog',
+    kind: 'string',
+    group: 'sync',
+    describe:
+      'With --format iceberg: commit the tables through this Iceberg REST catalog (its base URL, e.g. https://host/api/catalog); --out is then where new tables go (else the catalog places them)',
+  },
+  {
+    name: 'catalog-warehouse',
+    kind: 'string',
+    group: 'sync',
+    describe: 'With --catalog: the warehouse to ask the catalog for (its name, an account id or a table bucket ARN)',
+  },
+  {
+    name: 'catalog-namespace',
+    kind: 'string',
+    group: 'sync',
+    default: 'costsync',
+    describe: 'With --catalog: the namespace of the tables (a dotted name is a multi-level namespace); created when missing',
+  },
+  {
+    name: 'catalog-oauth-uri',
+    kind: 'string',
+    group: 'sync',
+    defaultText: '<catalog>/v1/oauth/tokens',
+    describe: "With --catalog and COSTSYNC_CATALOG_CREDENTIAL: the OAuth2 token endpoint (the catalog's own one is deprecated)",
+  },
+  {
+    name: 'catalog-oauth-scope',
+    kind: 'string',
+    group: 'sync',
+    default: 'catalog',
+    describe: 'With COSTSYNC_CATALOG_CREDENTIAL: the OAuth2 scope asked for (Polaris: PRINCIPAL_ROLE:ALL)',
+  },
+  {
+    name: 'catalog-sigv4',
+    kind: 'choice',
+    group: 'sync',
+    choices: ['glue', 's3tables'],
+    describe:
+      "With --catalog: sign requests with AWS SigV4 for AWS Glue's or S3 Tables' Iceberg endpoint (AWS credentials from the default chain)",
+  },
+  {
+    name: 'catalog-sigv4-region',
+    kind: 'string',
+    group: 'sync',
+    defaultText: 'AWS_REGION',
+    describe: 'With --catalog-sigv4: the AWS region',
+  },
+  {
+    name: 'iceberg-maintenance',
+    kind: 'choice',
+    group: 'sync',
+    choices: ['on', 'off'],
+    defaultText: 'on (off with --catalog-sigv4 s3tables)',
+    describe:
+      'With --format iceberg: expire snapshots past --iceberg-retention and remove unreferenced files (off where the catalog maintains tables itself)',
+  },
+  {
     name: 'anomaly-refresh-days',
     kind: 'int',
     group: 'sync',

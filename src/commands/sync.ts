@@ -113,10 +113,14 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
         warnings: summary.warnings.length,
         sources: summary.sources.map((s) => ({ source: s.source, outcome: s.outcome, requests: s.requests, warnings: s.warnings.length })),
         ...(summary.lakeTables !== undefined && { lakeTables: summary.lakeTables }),
+        ...(summary.lakeSnapshots !== undefined && { lakeSnapshots: summary.lakeSnapshots }),
       });
     } else if (!config.quiet && config.logFormat !== 'json') {
       io.stdout(`\n${runSummaryText(summary.sources, summary.streams)}\n`);
-      if (summary.lakeTables !== undefined) {
+      if (summary.lakeTables !== undefined && config.catalog !== null) {
+        const snapshots = Object.entries(summary.lakeSnapshots?.snapshots ?? {}).map(([t, id]) => `${t} ${id ?? 'none'}`);
+        io.stdout(`Iceberg tables in ${summary.lakeSnapshots?.where ?? config.catalog.url} (current snapshot): ${snapshots.join(', ')}\n`);
+      } else if (summary.lakeTables !== undefined) {
         const versions = Object.entries(summary.lakeTables).map(
           ([t, file]) => `${t} ${/v\d+(?=\.metadata\.json$)/.exec(file)?.[0] ?? file}`,
         );

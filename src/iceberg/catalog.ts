@@ -58,6 +58,4 @@ export interface IcebergCatalog {
   commit(c: TableCommit, initial?: TableMetadata): Promise<CommitOutcome>;
   /** Commits several tables' changes at once, all or none (only when `transactions`). */
   commitAll(commits: readonly TableCommit[]): Promise<CommitOutcome>;
-  /** Whether costsync expires snapshots and removes orphans (off where the catalog maintains tables itself). */
-  readonly maintenance: boolean;
 }

@@ -521,7 +521,6 @@ export function directoryCatalog(target: OutputTarget): IcebergCatalog {
     where: target.url,
     name: (table) => `at ${target.location(table)}`,
     transactions: false,
-    maintenance: true,
     load,
     ensure: (table) => load(table),
     commit,

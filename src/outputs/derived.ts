@@ -11,6 +11,7 @@ import { CostsyncError, ExitCode, describeError, errorFields, isFenced } from '.
 import type { Logger } from '../log.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { DEFAULT_RETENTION_MS, icebergLake } from './iceberg.js';
+import type { IcebergCatalog } from '../iceberg/catalog.js';
 import { drainLake, fillLake, finishLake, ownedBy } from './lake.js';
 import { writeMetrics } from './metrics.js';
 import { DEFAULT_SEND, drainNotifications, type SendOptions, type Webhook } from './notify.js';
@@ -39,6 +40,10 @@ export interface DerivedOutputsOptions {
   lakeFormat?: 'parquet' | 'iceberg';
   /** `--iceberg-retention`. */
   icebergRetentionMs?: number;
+  /** `--iceberg-maintenance` (on by default). */
+  icebergMaintenance?: boolean;
+  /** With `--catalog`: opens the REST catalog the Iceberg tables are committed through. */
+  icebergCatalog?: (() => Promise<IcebergCatalog>) | undefined;
   /** The steps that write each output; the real ones by default (tests pass their own to check the order). */
   steps?: Partial<OutputSteps>;
 }
@@ -87,7 +92,14 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
   const { warehouse, clock, logger } = o;
   const iceberg =
     o.lakeFormat === 'iceberg'
-      ? icebergLake({ runId: o.runId, clock, sources: o.sources, retentionMs: o.icebergRetentionMs ?? DEFAULT_RETENTION_MS })
+      ? icebergLake({
+          runId: o.runId,
+          clock,
+          sources: o.sources,
+          retentionMs: o.icebergRetentionMs ?? DEFAULT_RETENTION_MS,
+          maintenance: o.icebergMaintenance ?? true,
+          ...(o.icebergCatalog !== undefined && { catalog: o.icebergCatalog }),
+        })
       : null;
   // The Iceberg lake fills and catches up in its first drain.
   const lakeSteps: Partial<OutputSteps> =
@@ -218,6 +230,10 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
     /** With `--format iceberg`: each table's current metadata file (for the run's summary). */
     get lakeTables(): Record<string, string> | undefined {
       return iceberg?.tables();
+    },
+    /** With `--format iceberg`: each table's current snapshot, and where the tables are. */
+    get lakeSnapshots(): { where: string | null; snapshots: Record<string, number | null> } | undefined {
+      return iceberg === null ? undefined : { where: iceberg.where(), snapshots: iceberg.snapshots() };
     },
     /** The last publish rewrote the file compactly (free blocks had piled up): the working copy may take its place. */
     get compacted() {

@@ -95,6 +95,8 @@ export interface IcebergRun {
   /** The sources this runner owns: it touches only their files. */
   sources: readonly string[];
   retentionMs: number;
+  /** Whether snapshots past the retention expire, and unreferenced files are removed (`--iceberg-maintenance`). */
+  maintenance?: boolean;
   /** Opens the REST catalog the tables are committed through (`--catalog`); none: directory tables at `--out`. */
   catalog?: () => Promise<IcebergCatalog>;
 }
@@ -278,7 +280,7 @@ async function prepareBatch(
  * What a killed run left: for each intent, its dates are cleared when its commit landed (found by its
  * id in the snapshot summaries), and the source's unreferenced files under the table are removed.
  */
-async function recoverIntents(warehouse: Warehouse, catalog: IcebergCatalog): Promise<number> {
+async function recoverIntents(warehouse: Warehouse, catalog: IcebergCatalog, removeOrphans: boolean): Promise<number> {
   let removed = 0;
   for (const intent of await pending(warehouse, 'iceberg-commit', 'iceberg-expiry')) {
     const { table } = intent;
@@ -292,7 +294,8 @@ async function recoverIntents(warehouse: Warehouse, catalog: IcebergCatalog): Pr
             await done(warehouse, p);
         }
       }
-      for (const source of intent.kind === 'iceberg-commit' ? [intent.source] : intent.sources)
+      // Without maintenance, the catalog removes what no snapshot references.
+      for (const source of !removeOrphans ? [] : intent.kind === 'iceberg-commit' ? [intent.source] : intent.sources)
         removed += await removeUnreferenced(catalog, table, source);
     }
     await done(warehouse, intent);
@@ -343,7 +346,14 @@ export function icebergLake(run: IcebergRun) {
   const record = async (warehouse: Warehouse, table: string, file: string | null, snapshotId: number | null) => {
     if (file === null) return;
     current.set(table, { file, snapshotId });
-    await warehouse.run('lake/record_table', [table, 'iceberg', file, snapshotId, new Date(run.clock.now()).toISOString()]);
+    await warehouse.run('lake/record_table', [
+      table,
+      'iceberg',
+      file,
+      snapshotId,
+      new Date(run.clock.now()).toISOString(),
+      catalog?.kind === 'rest' ? catalog.where : null,
+    ]);
   };
   const open = async (target: OutputTarget): Promise<IcebergCatalog> =>
     (catalog ??= run.catalog !== undefined ? await run.catalog() : directoryCatalog(target));
@@ -385,7 +395,7 @@ export function icebergLake(run: IcebergRun) {
       await warehouse.exclusive(async () => {
         // Caught up first: a killed run's landed commit then clears what it covers.
         await catchUp(warehouse, lakeName('iceberg', { url: cat.where }), run.sources);
-        await recoverIntents(warehouse, cat);
+        await recoverIntents(warehouse, cat, run.maintenance !== false);
         if (cat.kind === 'directory') for (const table of Object.keys(ICEBERG_TABLES)) await mendVersionHint(target, table);
         await fillNewSources(warehouse, cat, run.sources);
       });
@@ -434,7 +444,7 @@ export function icebergLake(run: IcebergRun) {
           for (const intent of await commitUnderIntent(warehouse, cat, [table], source, null, 'run')) await done(warehouse, intent);
         }
       }
-      if (cat.maintenance) {
+      if (run.maintenance !== false) {
         for (const table of Object.keys(ICEBERG_TABLES)) {
           // An expiry killed half way leaves files only the intent's clean-up finds.
           const intent: ItemOf<'iceberg-expiry'> = { kind: 'iceberg-expiry', table, sources: run.sources, runId: run.runId };

@@ -19,6 +19,7 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
+  type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import pRetry from 'p-retry';
@@ -45,7 +46,7 @@ export const PARTS_IN_PARALLEL = 4;
 const UPLOAD_ATTEMPTS = 3;
 
 /** A client from the SDK's default chain, for another endpoint when `AWS_ENDPOINT_URL_S3`/`AWS_ENDPOINT_URL` say so. */
-export function createS3Client(env: NodeJS.ProcessEnv = process.env): S3Client {
+export function createS3Client(env: NodeJS.ProcessEnv = process.env, overrides: S3ClientConfig = {}): S3Client {
   const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
   // The SDK warns on stderr (not in costsync's log format) that later releases need Node 22; docs/buckets.md says so.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -56,6 +57,7 @@ export function createS3Client(env: NodeJS.ProcessEnv = process.env): S3Client {
     // checksums only where the operation requires one.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
+    ...overrides,
   });
 }
 
@@ -174,6 +176,27 @@ function isNotFound(error: unknown): boolean {
 /** Errors that another attempt cannot fix. */
 function isPermanent(error: S3Error): boolean {
   return error.code !== ('CS_ERR_S3' satisfies ErrorCode);
+}
+
+/**
+ * A bucket with the storage settings an Iceberg REST catalog vended for a table (`s3.access-key-id`,
+ * `s3.secret-access-key`, `s3.session-token`, `s3.endpoint`, `s3.region`, `s3.path-style-access`);
+ * what it does not say comes from the environment as for any bucket.
+ */
+export function openVendedBucket(name: string, config: Record<string, string>, env: NodeJS.ProcessEnv = process.env): Bucket {
+  const endpoint = config['s3.endpoint'];
+  const region = config['s3.region'] ?? config['client.region'];
+  const client = createS3Client(env, {
+    ...(endpoint !== undefined && { endpoint }),
+    ...((endpoint !== undefined || config['s3.path-style-access'] === 'true') && { forcePathStyle: true }),
+    ...(region !== undefined && { region }),
+    credentials: {
+      accessKeyId: config['s3.access-key-id']!,
+      secretAccessKey: config['s3.secret-access-key']!,
+      ...(config['s3.session-token'] !== undefined && { sessionToken: config['s3.session-token'] }),
+    },
+  });
+  return new Bucket(client, name);
 }
 
 /** A bucket with a client from the default chain. */

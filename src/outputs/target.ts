@@ -11,6 +11,7 @@ import { createFileExclusive, namesIn, writeFileAtomic } from '../durable-file.j
 import type { Bucket } from './s3.js';
 import { isS3Url, loadBucket, parseS3Url, s3Url } from './s3-url.js';
 import { failpoint } from '../failpoints.js';
+import { InternalError } from '../errors.js';
 
 export interface OutputTarget {
   /** What messages name: a directory, or `s3://bucket/prefix`. */
@@ -176,4 +177,33 @@ export function bucketTarget(url: string, scratchRoot: string, bucket?: Bucket):
 /** The target `--out` names. */
 export function outputTarget(out: string, scratchRoot: string): OutputTarget {
   return isS3Url(out) ? bucketTarget(out, scratchRoot) : directoryTarget(out);
+}
+
+/**
+ * The lake of Iceberg tables a REST catalog places (`--catalog` without `--out`): each table's files go
+ * where its location says, so this target only names the catalog and holds the scratch directories.
+ */
+export function catalogLakeTarget(url: string, scratchRoot: string): OutputTarget {
+  const none = (): never => {
+    throw new InternalError(`The lake of ${url} has no files of its own: a table's files go through its location.`);
+  };
+  return {
+    url,
+    remote: true,
+    scratch: (name) => emptyDir(join(scratchRoot, `${name}-${process.pid}`)),
+    putFile: none,
+    putText: none,
+    remove: none,
+    list: async () => [],
+    async removeLeftovers() {
+      rmSync(scratchRoot, { recursive: true, force: true });
+      return 0;
+    },
+    check: async () => undefined,
+    location: none,
+    getText: none,
+    getBytes: none,
+    putBytes: none,
+    createText: none,
+  };
 }

@@ -12,6 +12,7 @@ import { endpointOf, type Endpoint } from '../api/types.js';
 import type { SyncConfig } from '../config.js';
 import type { SourceConfig } from '../sources.js';
 import { CostsyncError, ExitCode, describeError, isCostsyncError, isFenced } from '../errors.js';
+import type { IcebergCatalog } from '../iceberg/catalog.js';
 import type { Logger } from '../log.js';
 import { newRunId } from '../run-id.js';
 import { CarriedCopy, SourceState, fileAndWarehouse, loadSourceState } from '../state/source-state.js';
@@ -54,6 +55,8 @@ export interface RunSummary extends Omit<SourceSummary, 'source'> {
   sources: SourceSummary[];
   /** With `--format iceberg`: each lake table's current metadata file. */
   lakeTables?: Record<string, string>;
+  /** With `--format iceberg`: where the tables are (the directory, or the catalog and namespace) and each one's current snapshot. */
+  lakeSnapshots?: { where: string | null; snapshots: Record<string, number | null> };
 }
 
 export interface SyncDeps {
@@ -66,6 +69,8 @@ export interface SyncDeps {
    * waits end, what was fetched is stored, progress is saved.
    */
   signal?: AbortSignal;
+  /** With `--catalog`: opens the REST catalog the Iceberg tables are committed through. */
+  icebergCatalog?: () => Promise<IcebergCatalog>;
   /** Client settings for tests (fast retries, say). */
   clientOptions?: Partial<ApiClientOptions>;
   /** Webhook send settings for tests (short timeouts and backoff). */
@@ -134,6 +139,8 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       guard: () => leases?.check(),
       lakeFormat: config.format === 'iceberg' ? 'iceberg' : 'parquet',
       icebergRetentionMs: config.icebergRetentionMs,
+      icebergMaintenance: config.icebergMaintenance,
+      icebergCatalog: deps.icebergCatalog,
     });
   try {
     const wh = run.warehouse;
@@ -196,7 +203,8 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     });
     if (behind !== null && parts.every((p) => p.outcome === 'failed')) logger.error(describeError(behind, secrets));
     const lakeTables = outputs.lakeTables;
-    if (lakeTables !== undefined && Object.keys(lakeTables).length > 0) summary = { ...summary, lakeTables };
+    if (lakeTables !== undefined && Object.keys(lakeTables).length > 0)
+      summary = { ...summary, lakeTables, ...(outputs.lakeSnapshots !== undefined && { lakeSnapshots: outputs.lakeSnapshots }) };
     // Nothing was written since the last publish: when it compacted, the working copy takes its place.
     if (behind === null && outputs.compacted) {
       wh.close();

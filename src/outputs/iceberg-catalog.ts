@@ -1,0 +1,217 @@
+/**
+ * Iceberg tables committed through a REST catalog (`--catalog`): the catalog holds each table's current
+ * metadata and swaps it atomically; costsync writes the data files, manifests and manifest lists under
+ * the table's `location` (a directory or a bucket, with the credentials the catalog vends where it does).
+ * A table missing from the catalog is created (the catalog's field ids are used from then on), or, when
+ * `--out` holds a directory table of that name, registered as it is (the upgrade path).
+ */
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import type { IcebergCatalog, LoadedTable, NewTable, TableCommit } from '../iceberg/catalog.js';
+import type { CommitOutcome, CreateTableRequest, LoadTableResult, TableChange } from '../iceberg/rest-types.js';
+import { loadTable } from '../iceberg/table.js';
+import { metadataKey } from '../iceberg/metadata.js';
+import { ConfigError, InternalError } from '../errors.js';
+import { bucketTarget, directoryTarget, type OutputTarget } from './target.js';
+import { isS3Url, parseS3Url } from './s3-url.js';
+import type { Bucket } from './s3.js';
+
+/** What this needs of the REST client (`iceberg/rest-client.ts`). */
+export interface CatalogClient {
+  supports(endpoint: string): boolean;
+  namespaceExists(ns: string[]): Promise<boolean>;
+  createNamespace(ns: string[]): Promise<void>;
+  loadTable(ns: string[], name: string): Promise<LoadTableResult | null>;
+  createTable(ns: string[], req: CreateTableRequest): Promise<LoadTableResult | 'exists'>;
+  registerTable(ns: string[], name: string, metadataLocation: string): Promise<LoadTableResult | 'exists'>;
+  commitTable(ns: string[], name: string, change: TableChange, idempotencyKey?: string): Promise<CommitOutcome>;
+  commitTransaction(changes: { namespace: string[]; name: string; change: TableChange }[], idempotencyKey?: string): Promise<CommitOutcome>;
+  describe(): string;
+}
+
+export interface RestTablesOptions {
+  client: CatalogClient;
+  namespace: string[];
+  /** `--out`: where tables costsync creates go (`<out>/<table>`), and where directory tables to adopt are; null: the catalog places them. */
+  out: OutputTarget | null;
+  /** Where files bound for a bucket wait (in the state directory). */
+  scratchRoot: string;
+  /** A bucket with the credentials a catalog vended (a table's `config`); null: the default chain's. */
+  vendedBucket?: (name: string, config: Record<string, string>) => Promise<Bucket | null>;
+}
+
+/** The transaction endpoint, as the config's `endpoints` name it. */
+const TRANSACTIONS = 'POST /v1/{prefix}/transactions/commit';
+
+/**
+ * A target whose keys are `<table>/…` over `inner`, which is rooted at the table's location: the keys
+ * the Iceberg code uses for directory tables (relative to the lake) then work for a table anywhere.
+ */
+export function tableTarget(inner: OutputTarget, table: string): OutputTarget {
+  const strip = (key: string) => {
+    if (!key.startsWith(`${table}/`)) throw new InternalError(`The key ${key} is not under the table ${table}.`);
+    return key.slice(table.length + 1);
+  };
+  return {
+    url: inner.url,
+    remote: inner.remote,
+    scratch: (name) => inner.scratch(name),
+    putFile: (key, file) => inner.putFile(strip(key), file),
+    putText: (key, text) => inner.putText(strip(key), text),
+    remove: (key) => inner.remove(strip(key)),
+    list: async (prefix) => (await inner.list(strip(prefix))).map((k) => `${table}/${k}`),
+    removeLeftovers: (owned) => inner.removeLeftovers((k) => owned(`${table}/${k}`)),
+    check: (probe) => inner.check(probe),
+    location: (key) => {
+      // The table itself (`<table>`, `<table>/`) is the inner root, which targets spell with or without a slash.
+      if (key === table || key === `${table}/`) return inner.location('').replace(/\/?$/, key === table ? '' : '/');
+      return inner.location(strip(key));
+    },
+    getText: (key) => inner.getText(strip(key)),
+    getBytes: (key) => inner.getBytes(strip(key)),
+    putBytes: (key, bytes) => inner.putBytes(strip(key), bytes),
+    createText: (key, text) => inner.createText(strip(key), text),
+  };
+}
+
+/** A store for a table that does not exist yet: it holds nothing, and nothing is written to it. */
+function emptyStore(table: string): OutputTarget {
+  const refuse = (): never => {
+    throw new InternalError(`The Iceberg table ${table} was written to before it was created.`);
+  };
+  return {
+    url: '',
+    remote: false,
+    scratch: refuse,
+    putFile: refuse,
+    putText: refuse,
+    remove: async () => undefined,
+    list: async () => [],
+    removeLeftovers: async () => 0,
+    check: async () => undefined,
+    location: refuse,
+    getText: async () => null,
+    getBytes: async () => null,
+    putBytes: refuse,
+    createText: refuse,
+  };
+}
+
+/** The tables of one namespace of a REST catalog, as an `IcebergCatalog`. */
+export async function restTables(o: RestTablesOptions): Promise<IcebergCatalog> {
+  const { client, namespace: ns } = o;
+  if (!(await client.namespaceExists(ns))) await client.createNamespace(ns);
+  const qualified = (table: string) => [...ns, table].join('.');
+  const stores = new Map<string, OutputTarget>();
+
+  /** The store at a table's location (kept per location and credentials: a client per bucket). */
+  const storeOf = async (table: string, result: LoadTableResult): Promise<OutputTarget> => {
+    const location = result.metadata.location.replace(/\/+$/, '');
+    const vended = vendedConfig(result, location);
+    const cacheKey = `${location}\n${JSON.stringify(vended ?? {})}`;
+    const known = stores.get(cacheKey);
+    if (known !== undefined) return known;
+    let inner: OutputTarget;
+    if (location.startsWith('file:')) {
+      inner = directoryTarget(fileURLToPath(location));
+    } else if (isS3Url(location)) {
+      const { bucket } = parseS3Url(location, 'the table location');
+      const opened = vended !== null && o.vendedBucket !== undefined ? await o.vendedBucket(bucket, vended) : null;
+      inner = bucketTarget(location, join(o.scratchRoot, table), opened ?? undefined);
+    } else {
+      throw new ConfigError(
+        `The catalog places the table ${qualified(table)} at ${location}, which costsync cannot write (it writes file:// and s3:// locations).`,
+        'Create the namespace with an s3:// (or file://) location, or give --out an s3:// prefix or a directory for the tables costsync creates.',
+      );
+    }
+    const store = tableTarget(inner, table);
+    stores.set(cacheKey, store);
+    return store;
+  };
+
+  const loaded = async (table: string, result: LoadTableResult | null): Promise<LoadedTable> =>
+    result === null
+      ? { version: 0, metadata: null, metadataLocation: null, store: emptyStore(table) }
+      : {
+          version: 0,
+          metadata: result.metadata,
+          metadataLocation: result['metadata-location'] ?? null,
+          store: await storeOf(table, result),
+        };
+
+  const load = async (table: string) => loaded(table, await client.loadTable(ns, table));
+
+  /** `--out`'s place for `table`, and an error when the catalog's table is elsewhere. */
+  const expectedLocation = (table: string) => (o.out === null ? null : o.out.location(table).replace(/\/+$/, ''));
+  const checkLocation = (table: string, result: LoadTableResult) => {
+    const expected = expectedLocation(table);
+    const actual = result.metadata.location.replace(/\/+$/, '');
+    if (expected !== null && actual !== expected) {
+      throw new ConfigError(
+        `The table ${qualified(table)} in the catalog is at ${actual}, not at ${expected} under --out.`,
+        'Leave --out out (the catalog knows where its tables are), or point it where the tables are.',
+      );
+    }
+  };
+
+  const ensure = async (table: string, init: () => NewTable): Promise<LoadedTable> => {
+    let result = await client.loadTable(ns, table);
+    if (result === null) {
+      // A directory table of this name under --out (an earlier costsync's) is adopted as it is.
+      const existing = o.out === null ? null : await loadTable(o.out, table);
+      if (existing !== null && existing.version > 0) {
+        const registered = await client.registerTable(ns, table, o.out!.location(`${table}/${metadataKey(existing.version)}`));
+        result = registered === 'exists' ? await client.loadTable(ns, table) : registered;
+      } else {
+        const { schema, spec, properties } = init();
+        const location = expectedLocation(table);
+        const created = await client.createTable(ns, {
+          name: table,
+          ...(location !== null && { location }),
+          schema,
+          'partition-spec': spec,
+          'write-order': { 'order-id': 0, fields: [] },
+          properties,
+          'stage-create': false,
+        });
+        result = created === 'exists' ? await client.loadTable(ns, table) : created;
+      }
+      if (result === null) throw new InternalError(`The table ${qualified(table)} was created, but the catalog does not load it.`);
+    }
+    checkLocation(table, result);
+    return loaded(table, result);
+  };
+
+  const transactions = client.supports(TRANSACTIONS);
+  return {
+    kind: 'rest',
+    where: `${client.describe()}, namespace ${ns.join('.')}`,
+    name: (table) => `${qualified(table)} in ${client.describe()}`,
+    transactions,
+    load,
+    ensure,
+    async commit({ table, change }: TableCommit): Promise<CommitOutcome> {
+      return client.commitTable(ns, table, change, randomUUID());
+    },
+    async commitAll(commits: readonly TableCommit[]): Promise<CommitOutcome> {
+      if (!transactions) throw new InternalError('A multi-table commit to a catalog that offers no transactions.');
+      return client.commitTransaction(
+        commits.map((c) => ({ namespace: ns, name: c.table, change: c.change })),
+        randomUUID(),
+      );
+    },
+  };
+}
+
+/**
+ * The storage settings a catalog vended for a table (S3 keys among them): the `storage-credentials`
+ * entry with the longest prefix of `location`, else the load's `config` when it holds a key. Pure.
+ */
+export function vendedConfig(result: LoadTableResult, location: string): Record<string, string> | null {
+  const entries = (result['storage-credentials'] ?? []).filter((c) => location.startsWith(c.prefix.replace(/\/+$/, '')));
+  const best = entries.sort((a, b) => b.prefix.length - a.prefix.length)[0];
+  if (best !== undefined) return best.config;
+  const config = result.config ?? {};
+  return config['s3.access-key-id'] !== undefined ? config : null;
+}
