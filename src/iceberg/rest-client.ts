@@ -369,7 +369,11 @@ class CatalogHttp {
       }
       const code = codeOf(error);
       const notConnected = code !== undefined && (code in NOT_CONNECTED || code === 'UND_ERR_CONNECT_TIMEOUT');
-      const detail = code !== undefined && code in NOT_CONNECTED ? `${NOT_CONNECTED[code]} (${code})` : (code ?? 'the connection failed');
+      const said = (error as { message?: unknown } | null)?.message;
+      const detail =
+        code !== undefined && code in NOT_CONNECTED
+          ? `${NOT_CONNECTED[code]} (${code})`
+          : `the connection failed${typeof said === 'string' && said !== '' ? `: ${said}` : ''}${code !== undefined ? ` (${code})` : ''}`;
       throw new NoAnswer(detail, !notConnected, code, error);
     }
   }

@@ -297,6 +297,22 @@ describe('reads and creates', () => {
     expect(warnings).toHaveLength(CATALOG_RETRY.attempts - 1);
   });
 
+  it('retries a create after a 500; one that had landed answers 409 the next time: "exists"', async () => {
+    const { agent, calls } = mockCatalog({
+      handle: (req, n) =>
+        req.method !== 'POST'
+          ? undefined
+          : n === 1
+            ? { status: 500, body: { error: { type: 'InternalServerError', message: 'oops', code: 500 } } }
+            : { status: 409, body: { error: { type: 'AlreadyExistsException', message: 'exists', code: 409 } } },
+    });
+    const catalog = await RestCatalog.connect(options(agent).o);
+    expect(await catalog.createTable(['costsync'], { name: 'focus', schema: { type: 'struct', 'schema-id': 0, fields: [] } })).toBe(
+      'exists',
+    );
+    expect(calls()).toHaveLength(2);
+  });
+
   it('retries a read after a dropped connection once the catalog has answered', async () => {
     const { agent, calls } = mockCatalog({
       first: (pool) =>
@@ -381,6 +397,26 @@ describe('commits', () => {
     expect(then409.calls()).toHaveLength(2);
   });
 
+  it('429 on a commit was not applied: it is sent again, key or not', async () => {
+    const { agent, calls } = mockCatalog({
+      handle: (req, n) =>
+        req.method !== 'POST'
+          ? undefined
+          : n === 1
+            ? {
+                status: 429,
+                body: { error: { type: 'TooManyRequests', message: 'slow down', code: 429 } },
+                headers: { 'retry-after': '2' },
+              }
+            : { status: 204 },
+    });
+    const { o, clock } = options(agent);
+    const catalog = await RestCatalog.connect(o);
+    expect((await catalog.commitTable(['costsync'], 'focus', change)).kind).toBe('committed');
+    expect(calls()).toHaveLength(2);
+    expect(clock.sleeps[0]).toBeGreaterThanOrEqual(2000);
+  });
+
   it.each([500, 502, 504])('%i is unknown and the commit is not sent again', async (status) => {
     const { agent, calls } = mockCatalog({
       config: IDEMPOTENT,
@@ -410,7 +446,7 @@ describe('commits', () => {
             sent += 1;
             return { statusCode: 200, data: JSON.stringify({ 'metadata-location': 's3://x', metadata }) };
           })
-          .delay(5_000)
+          .delay(1_000)
           .persist(),
     });
     const { o } = options(agent, { requestTimeoutMs: 25 });
@@ -443,7 +479,11 @@ describe('commits', () => {
     });
     const second = options(dropped.agent);
     const again = await RestCatalog.connect(second.o);
-    expect((await again.commitTable(['costsync'], 'focus', change)).kind).toBe('unknown');
+    const outcome = await again.commitTable(['costsync'], 'focus', change);
+    expect(outcome.kind).toBe('unknown');
+    expect(outcome.kind === 'unknown' && outcome.message).toContain(
+      'the connection failed: other side closed (UND_ERR_SOCKET) after the request was sent',
+    );
     expect(dropped.calls()).toHaveLength(0);
     expect(second.clock.sleeps).toEqual([]);
   });
