@@ -233,12 +233,9 @@ class ClientCredentialsAuth implements CatalogAuth {
       );
     }
     const startedAt = this.o.clock.now();
-    const form = new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: this.clientId,
-      client_secret: this.secret,
-      scope: this.o.oauthScope,
-    });
+    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: this.clientId, client_secret: this.secret });
+    // An empty scope is left out: some servers refuse `scope=` where they would grant their default.
+    if (this.o.oauthScope !== '') form.set('scope', this.o.oauthScope);
     const timeout = AbortSignal.timeout(TOKEN_TIMEOUT_MS);
     let status: number;
     let text: string;
@@ -455,12 +452,21 @@ function queryOf(search: string): Record<string, string | string[]> {
   for (const pair of search.replace(/^\?/, '').split('&')) {
     if (pair === '') continue;
     const eq = pair.indexOf('=');
-    const key = decodeURIComponent(eq < 0 ? pair : pair.slice(0, eq));
-    const value = eq < 0 ? '' : decodeURIComponent(pair.slice(eq + 1));
+    const key = decoded(eq < 0 ? pair : pair.slice(0, eq));
+    const value = eq < 0 ? '' : decoded(pair.slice(eq + 1));
     const had = query[key];
     query[key] = had === undefined ? value : Array.isArray(had) ? [...had, value] : [had, value];
   }
   return query;
+}
+
+/** Percent-decoded; a part that is not valid percent-encoding is signed as it stands rather than failing. */
+function decoded(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
 }
 
 /** `glue.us-east-1.amazonaws.com` → glue in us-east-1; null for any other host. */

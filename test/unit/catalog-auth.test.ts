@@ -171,6 +171,12 @@ describe('OAuth2 client credentials', () => {
     expect(warnings[0]).toContain('PRINCIPAL_ROLE:ALL');
   });
 
+  it('leaves an empty scope out of the form', async () => {
+    const endpoint = tokenEndpoint((n) => issued(n));
+    await catalogAuth(setup({ env, fetch: endpoint.fetch, oauthScope: '' }).options).headers(GET);
+    expect(endpoint.calls[0]!.form.has('scope')).toBe(false);
+  });
+
   it('uses --catalog-oauth-uri without a warning', async () => {
     const endpoint = tokenEndpoint((n) => issued(n));
     const { options, warnings } = setup({ env, fetch: endpoint.fetch, oauthUri: 'https://idp.test/realms/x/token' });
