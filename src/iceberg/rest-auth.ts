@@ -39,6 +39,8 @@ export const CATALOG_CREDENTIAL_ENV = 'COSTSYNC_CATALOG_CREDENTIAL';
 const TOKEN_TIMEOUT_MS = 30_000;
 /** A token refreshed this long before it expires, unless a tenth of its life is shorter. */
 const REFRESH_MARGIN_MS = 60_000;
+/** The least wait before trying again a refresh that failed while the token still works. */
+const RETRY_REFRESH_MIN_MS = 5_000;
 /** A token fetched to replace a refused one, refused itself within this long: a new one would fare no better. */
 const FRESH_MS = 60_000;
 
@@ -179,6 +181,8 @@ class ClientCredentialsAuth implements CatalogAuth {
     } catch (error) {
       // A refresh that fails while the token still works does not stop the run; its expiry will.
       if (token !== null && this.token === token && token.expiresAt !== null && now < token.expiresAt && !signal?.aborted) {
+        // Tried again halfway to its expiry, not by every request: a hung endpoint would hold each one for its timeout.
+        token.refreshAt = Math.min(token.expiresAt, now + Math.max((token.expiresAt - now) / 2, RETRY_REFRESH_MIN_MS));
         if (!token.refreshFailureTold) {
           token.refreshFailureTold = true;
           this.o.warn(`Could not refresh the catalog token, using the current one until it expires: ${errorText(error)}`);

@@ -290,7 +290,13 @@ describe('OAuth2 client credentials', () => {
     await auth.headers(GET);
     clock.t = start + 540_000;
     expect(await auth.headers(GET)).toEqual({ authorization: 'Bearer token-1' });
+    expect(endpoint.calls).toHaveLength(2);
+    // Not tried again by every request: halfway to the expiry.
     expect(await auth.headers(GET)).toEqual({ authorization: 'Bearer token-1' });
+    expect(endpoint.calls).toHaveLength(2);
+    clock.t = start + 570_000;
+    expect(await auth.headers(GET)).toEqual({ authorization: 'Bearer token-1' });
+    expect(endpoint.calls).toHaveLength(3);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain('503');
     clock.t = start + 600_000;
