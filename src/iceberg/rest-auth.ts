@@ -327,14 +327,14 @@ class ClientCredentialsAuth implements CatalogAuth {
     const said = oauth === null ? '' : ` ${oauth.error}${oauth.description ? `: ${redact(oauth.description, [this.secret])}` : ''}`;
     const what = `The token endpoint ${this.tokenUrl} answered ${status}${said}`;
     const error = oauth?.error;
-    if (status === 401 || error === 'invalid_client' || error === 'unauthorized_client') {
-      return new CostsyncError('CS_ERR_CATALOG_AUTH', `${what}: it refused client id ${this.clientId} and its secret.`, {
-        hint: `Check ${CATALOG_CREDENTIAL_ENV} (client_id:secret): the id or the secret is wrong, or the client was removed or disabled.`,
-      });
-    }
     if (error === 'invalid_scope') {
       return new CostsyncError('CS_ERR_CATALOG_AUTH', `${what}: it will not grant the scope "${this.o.oauthScope}".`, {
         hint: `Ask for a scope the server grants with --catalog-oauth-scope (Polaris: PRINCIPAL_ROLE:ALL, or PRINCIPAL_ROLE:<role>).`,
+      });
+    }
+    if (status === 401 || error === 'invalid_client' || error === 'unauthorized_client') {
+      return new CostsyncError('CS_ERR_CATALOG_AUTH', `${what}: it refused client id ${this.clientId} and its secret.`, {
+        hint: `Check ${CATALOG_CREDENTIAL_ENV} (client_id:secret): the id or the secret is wrong, or the client was removed or disabled.`,
       });
     }
     if (status === 403 || oauth !== null) {

@@ -347,10 +347,10 @@ describe('OAuth2 client credentials', () => {
         hint: 'COSTSYNC_CATALOG_CREDENTIAL',
       },
       {
-        name: '400 invalid_scope',
-        answer: { status: 400, body: { error: 'invalid_scope' } },
+        name: 'invalid_scope, even with a 401',
+        answer: { status: 401, body: { error: 'invalid_scope' } },
         code: 'CS_ERR_CATALOG_AUTH',
-        says: [url, '400', 'invalid_scope', '"catalog"'],
+        says: [url, '401', 'invalid_scope', '"catalog"'],
         hint: '--catalog-oauth-scope',
       },
       {
