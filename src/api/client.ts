@@ -175,7 +175,7 @@ export function parseBaseUrl(baseUrl: string): { origin: string; prefix: string 
 }
 
 /** Failures that mean nothing answers at that host and port (a mistyped host, a closed port): a setting to fix, not a fault to wait out. */
-const UNREACHABLE_CODES: Record<string, string> = {
+export const UNREACHABLE_CODES: Record<string, string> = {
   ENOTFOUND: 'the host name does not resolve (DNS)',
   EAI_AGAIN: 'the host name could not be resolved (DNS did not answer)',
   ECONNREFUSED: 'nothing accepts connections at that host and port',
@@ -184,7 +184,7 @@ const UNREACHABLE_CODES: Record<string, string> = {
 };
 
 /** The errno code of a transport failure, looking through undici's wrappers. */
-function errnoOf(error: unknown): string | undefined {
+export function errnoOf(error: unknown): string | undefined {
   for (let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
     if (typeof e.code === 'string' && e.code in UNREACHABLE_CODES) return e.code;
     if (Array.isArray((e as { errors?: unknown[] }).errors)) {

@@ -98,9 +98,10 @@ export interface CatalogAuth {
   headers(request: AuthRequest, signal?: AbortSignal): Promise<Record<string, string>>;
   /**
    * The catalog refused the credentials (401, or 419 for an expired token): true when a fresh token is
-   * worth one more try (the cached one is dropped); false when nothing would change.
+   * worth one more try (the cached one is dropped); false when nothing would change. `sent`: the headers
+   * `headers()` gave the refused request, so a refusal of a token already replaced is told apart.
    */
-  refused(status: number): boolean;
+  refused(status: number, sent?: Record<string, string>): boolean;
 }
 
 export interface AuthRequest {
