@@ -4,7 +4,7 @@
  * runs it for the process; tests run it in-process.
  */
 import yargs, { type Argv } from 'yargs';
-import { runCheckCommand } from './commands/check.js';
+import { checkOptions, runCheckCommand } from './commands/check.js';
 import { emulatorOptions, runEmulator } from './commands/emulator.js';
 import { pushOptions, pushOtelOptions, runPushCommand, runPushOtelCommand } from './commands/push.js';
 import { queryOptions, runQueryCommand } from './commands/query.js';
@@ -128,8 +128,8 @@ const COMMANDS: readonly { command: string; describe: string; options: (y: Argv)
   },
   {
     command: 'check',
-    describe: 'Try the key on each endpoint and say which scopes and plan work',
-    options: connectionOptions,
+    describe: 'Try the key on each endpoint and say which scopes and plan work (and, with --catalog, what the Iceberg catalog allows)',
+    options: checkOptions,
     run: runCheckCommand,
   },
   // Serves until stopped: its exit code is the process's.

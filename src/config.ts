@@ -82,6 +82,8 @@ export interface CatalogSettings {
   oauthScope: string;
   sigv4: 'glue' | 's3tables' | undefined;
   sigv4Region: string | undefined;
+  /** The environment's catalog credentials (`COSTSYNC_CATALOG_TOKEN`, `COSTSYNC_CATALOG_CREDENTIAL`) and `AWS_REGION`: secrets, never logged. */
+  env: NodeJS.ProcessEnv;
 }
 
 /** What the config file holds. */
@@ -269,9 +271,13 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
       oauthScope: str('catalog-oauth-scope'),
       sigv4,
       sigv4Region: optional('catalog-sigv4-region'),
+      env: Object.fromEntries(
+        ['COSTSYNC_CATALOG_TOKEN', 'COSTSYNC_CATALOG_CREDENTIAL', 'AWS_REGION'].filter((k) => env[k] !== undefined).map((k) => [k, env[k]]),
+      ),
     };
   })();
-  if (catalog !== null && choice('format') !== 'iceberg') {
+  // --catalog commits Iceberg tables: it implies --format iceberg, and refuses another format named.
+  if (catalog !== null && pick('format') !== undefined && choice('format') !== 'iceberg') {
     throw new ConfigError(
       `--catalog commits Iceberg tables, but --format is ${choice('format')}.`,
       'Add --format iceberg, or leave --catalog out.',
@@ -304,7 +310,7 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     dropBefore,
     rateLimit: first?.rateLimit ?? rateLimit,
     maxRuntimeMs: duration('max-runtime'),
-    format: choice<'duckdb' | 'parquet' | 'iceberg'>('format'),
+    format: catalog !== null ? 'iceberg' : choice<'duckdb' | 'parquet' | 'iceberg'>('format'),
     icebergRetentionMs: duration('iceberg-retention')!,
     // Each format its own default folder, so switching formats never mixes two lakes in one; with a
     // catalog, no default: the catalog places the tables.

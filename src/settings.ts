@@ -13,9 +13,9 @@ export type SettingKind = 'string' | 'path' | 'int' | 'bool' | 'date' | 'duratio
 /**
  * The groups a setting belongs to, and so the commands that take it: `connection` (every command that
  * talks to the API or the warehouse), `rate` (sync, push), `notify` (sync, notify), `lease` (sync, push),
- * `sync` (sync's own).
+ * `sync` (sync's own), `catalog` (sync, check: an Iceberg REST catalog's).
  */
-export type SettingGroup = 'connection' | 'rate' | 'notify' | 'sync' | 'lease';
+export type SettingGroup = 'connection' | 'rate' | 'notify' | 'sync' | 'lease' | 'catalog';
 
 export interface SettingSpec {
   name: string;
@@ -122,41 +122,41 @@ export const SETTING_SPECS = [
   {
     name: 'catalog',
     kind: 'string',
-    group: 'sync',
+    group: 'catalog',
     describe:
       'With --format iceberg: commit the tables through this Iceberg REST catalog (its base URL, e.g. https://host/api/catalog); --out is then where new tables go (else the catalog places them)',
   },
   {
     name: 'catalog-warehouse',
     kind: 'string',
-    group: 'sync',
+    group: 'catalog',
     describe: 'With --catalog: the warehouse to ask the catalog for (its name, an account id or a table bucket ARN)',
   },
   {
     name: 'catalog-namespace',
     kind: 'string',
-    group: 'sync',
+    group: 'catalog',
     default: 'costsync',
     describe: 'With --catalog: the namespace of the tables (a dotted name is a multi-level namespace); created when missing',
   },
   {
     name: 'catalog-oauth-uri',
     kind: 'string',
-    group: 'sync',
+    group: 'catalog',
     defaultText: '<catalog>/v1/oauth/tokens',
     describe: "With --catalog and COSTSYNC_CATALOG_CREDENTIAL: the OAuth2 token endpoint (the catalog's own one is deprecated)",
   },
   {
     name: 'catalog-oauth-scope',
     kind: 'string',
-    group: 'sync',
+    group: 'catalog',
     default: 'catalog',
     describe: 'With COSTSYNC_CATALOG_CREDENTIAL: the OAuth2 scope asked for (Polaris: PRINCIPAL_ROLE:ALL)',
   },
   {
     name: 'catalog-sigv4',
     kind: 'choice',
-    group: 'sync',
+    group: 'catalog',
     choices: ['glue', 's3tables'],
     describe:
       "With --catalog: sign requests with AWS SigV4 for AWS Glue's or S3 Tables' Iceberg endpoint (AWS credentials from the default chain)",
@@ -164,7 +164,7 @@ export const SETTING_SPECS = [
   {
     name: 'catalog-sigv4-region',
     kind: 'string',
-    group: 'sync',
+    group: 'catalog',
     defaultText: 'AWS_REGION',
     describe: 'With --catalog-sigv4: the AWS region',
   },

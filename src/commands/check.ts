@@ -3,7 +3,12 @@ import { createApiClient } from '../api/client.js';
 import { createRequestLimiter } from '../api/resilience.js';
 import { ENDPOINT_SCOPES } from '../api/types.js';
 import { utcDate } from '../dates.js';
-import { ApiError, ExitCode, describeError } from '../errors.js';
+import { ApiError, CostsyncError, ExitCode, describeError } from '../errors.js';
+import { resolve } from 'node:path';
+import { probeCatalog } from '../outputs/iceberg-catalog.js';
+import { catalogSecrets } from '../iceberg/rest-auth.js';
+import { settingOptions } from '../settings.js';
+import type { Argv } from 'yargs';
 import { formatTable } from '../table.js';
 import { loadConfig, oneSource, processIo, type CommandIo } from './common.js';
 
@@ -17,8 +22,14 @@ export interface CheckResult {
   result: string;
 }
 
+/** `check` takes the connection's settings and a catalog's (`--catalog`: probed too). */
+export function checkOptions(yargs: Argv): Argv {
+  return settingOptions(yargs, ['connection', 'catalog']);
+}
+
 export async function runCheckCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   const config = oneSource(loadConfig(args, io), 'check');
+  const secrets = [config.apiKey, ...(config.catalog === null ? [] : catalogSecrets(config.catalog.env))];
   const limiter = createRequestLimiter({ requestsPerMinute: config.rateLimit });
   const client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter, retry: { retries: 2 } });
   const today = utcDate(io.now());
@@ -54,7 +65,7 @@ export async function runCheckCommand(args: Record<string, unknown>, io: Command
           if (api?.exitCode === ExitCode.AUTH) refused = true;
           else failed = true;
         }
-        results.push({ endpoint, scope, ok: false, result: `${code}: ${describeError(error, [config.apiKey]).split('\n')[0]}` });
+        results.push({ endpoint, scope, ok: false, result: `${code}: ${describeError(error, secrets).split('\n')[0]}` });
       }
     }
   } finally {
@@ -65,10 +76,31 @@ export async function runCheckCommand(args: Record<string, unknown>, io: Command
     : results.some((r) => r.ok)
       ? 'API access'
       : 'unknown';
+  // With --catalog: the catalog too (config and credentials, namespace, a staged create, a write where tables go).
+  const catalog =
+    config.catalog === null
+      ? null
+      : await probeCatalog(config.catalog, {
+          env: config.catalog.env,
+          clock: { now: io.now, sleep: async () => undefined },
+          logger: { warn: (m) => io.stderr(`warning: ${m}\n`), addSecret: (s) => secrets.push(s) },
+          out: config.out,
+          scratchRoot: resolve(config.stateDir, 'lake-scratch'),
+          describeError: (e) => describeError(e, secrets),
+        });
+  for (const p of catalog ?? []) {
+    if (p.ok) continue;
+    if (p.error instanceof CostsyncError && p.error.exitCode === ExitCode.AUTH) refused = true;
+    else failed = true;
+  }
+  const catalogRows = (catalog ?? []).map(({ step, ok, result }) => ({ step, ok, result }));
   if (config.logFormat === 'json') {
-    io.stdout(`${JSON.stringify({ baseUrl: config.baseUrl, plan, results })}\n`);
+    io.stdout(
+      `${JSON.stringify({ baseUrl: config.baseUrl, plan, results, ...(config.catalog !== null && { catalog: { url: config.catalog.url, probes: catalogRows } }) })}\n`,
+    );
   } else {
     io.stdout(`${config.baseUrl}: ${plan}\n${formatTable(results as unknown as Record<string, unknown>[])}\n`);
+    if (config.catalog !== null) io.stdout(`\nIceberg catalog ${config.catalog.url}\n${formatTable(catalogRows)}\n`);
   }
   return refused ? ExitCode.AUTH : failed ? ExitCode.FAILED : ExitCode.OK;
 }

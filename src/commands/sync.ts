@@ -10,7 +10,7 @@ import { runSync, type RunSummary } from '../sync/runner.js';
 import { dryRunText, planDryRun } from '../sync/dry-run.js';
 
 export function syncOptions(yargs: Argv): Argv {
-  return settingOptions(yargs, ['connection', 'rate', 'notify', 'sync', 'lease']).option('dry-run', {
+  return settingOptions(yargs, ['connection', 'rate', 'notify', 'sync', 'lease', 'catalog']).option('dry-run', {
     type: 'boolean',
     describe:
       'Print the plan (windows, requests expected, time at the rate limit, what the lookback re-reads); at most three requests (a line-items page when nothing stored prices them, the provider rollups, the first anomalies request), nothing written',

@@ -45,6 +45,14 @@ const RETRY_REFRESH_MIN_MS = 5_000;
 const FRESH_MS = 60_000;
 
 /** The way the settings ask for, after refusing settings that contradict each other. */
+/** The catalog secrets the environment holds (the token; the client secret), for redaction from the run's first line on. */
+export function catalogSecrets(env: NodeJS.ProcessEnv): string[] {
+  const token = env[CATALOG_TOKEN_ENV]?.trim();
+  const credential = env[CATALOG_CREDENTIAL_ENV]?.trim();
+  const secret = credential?.includes(':') ? credential.slice(credential.indexOf(':') + 1) : credential;
+  return [token, secret].filter((s): s is string => s !== undefined && s !== '');
+}
+
 export function catalogAuth(o: CatalogAuthOptions): CatalogAuth {
   const token = nonEmpty(o.env[CATALOG_TOKEN_ENV]);
   const credential = nonEmpty(o.env[CATALOG_CREDENTIAL_ENV]);

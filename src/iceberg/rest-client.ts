@@ -134,6 +134,8 @@ interface Answer {
   status: number;
   retryAfter: string | undefined;
   text: string;
+  /** The auth headers the request went with (so a refusal is of that token, not a newer one). */
+  sentAuth?: Record<string, string>;
 }
 
 interface Unsettled {
@@ -360,7 +362,7 @@ class CatalogHttp {
         );
       }
       const header = response.headers['retry-after'];
-      return { status: response.statusCode, retryAfter: Array.isArray(header) ? header[0] : header, text };
+      return { status: response.statusCode, retryAfter: Array.isArray(header) ? header[0] : header, text, sentAuth: auth };
     } catch (error) {
       if (error instanceof CatalogError) throw error;
       if (call.kind !== 'commit' && stop?.aborted) throw this.aborted(call, error);
@@ -459,7 +461,7 @@ class CatalogHttp {
       }
       const status = answer.status;
       if (status === 401 || status === 419) {
-        if (!refreshed && this.o.auth.refused(status)) {
+        if (!refreshed && this.o.auth.refused(status, answer.sentAuth)) {
           refreshed = true;
           attempt -= 1;
           continue;

@@ -5,7 +5,6 @@
  * A table missing from the catalog is created (the catalog's field ids are used from then on), or, when
  * `--out` holds a directory table of that name, registered as it is (the upgrade path).
  */
-import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import type { IcebergCatalog, LoadedTable, NewTable, TableCommit } from '../iceberg/catalog.js';
@@ -13,7 +12,12 @@ import type { CommitOutcome, CreateTableRequest, LoadTableResult, TableChange } 
 import { loadTable } from '../iceberg/table.js';
 import { metadataKey } from '../iceberg/metadata.js';
 import { ConfigError, InternalError } from '../errors.js';
-import { bucketTarget, directoryTarget, type OutputTarget } from './target.js';
+import { bucketTarget, directoryTarget, outputTarget, type OutputTarget } from './target.js';
+import type { Dispatcher } from 'undici';
+import type { Clock } from '../api/resilience.js';
+import type { Logger } from '../log.js';
+import type { CatalogSettings } from '../config.js';
+import type { RestCatalog as RestCatalogClient } from '../iceberg/rest-client.js';
 import { isS3Url, parseS3Url } from './s3-url.js';
 import type { Bucket } from './s3.js';
 
@@ -37,6 +41,8 @@ export interface RestTablesOptions {
   out: OutputTarget | null;
   /** Where files bound for a bucket wait (in the state directory). */
   scratchRoot: string;
+  /** A new idempotency key, one per commit (its resends reuse it). */
+  newKey: () => string;
   /** A bucket with the credentials a catalog vended (a table's `config`); null: the default chain's. */
   vendedBucket?: (name: string, config: Record<string, string>) => Promise<Bucket | null>;
 }
@@ -192,13 +198,13 @@ export async function restTables(o: RestTablesOptions): Promise<IcebergCatalog> 
     load,
     ensure,
     async commit({ table, change }: TableCommit): Promise<CommitOutcome> {
-      return client.commitTable(ns, table, change, randomUUID());
+      return client.commitTable(ns, table, change, o.newKey());
     },
     async commitAll(commits: readonly TableCommit[]): Promise<CommitOutcome> {
       if (!transactions) throw new InternalError('A multi-table commit to a catalog that offers no transactions.');
       return client.commitTransaction(
         commits.map((c) => ({ namespace: ns, name: c.table, change: c.change })),
-        randomUUID(),
+        o.newKey(),
       );
     },
   };
@@ -214,4 +220,159 @@ export function vendedConfig(result: LoadTableResult, location: string): Record<
   if (best !== undefined) return best.config;
   const config = result.config ?? {};
   return config['s3.access-key-id'] !== undefined ? config : null;
+}
+
+export interface OpenCatalogOptions {
+  env: NodeJS.ProcessEnv;
+  clock: Clock;
+  signal?: AbortSignal | undefined;
+  logger: Pick<Logger, 'warn' | 'addSecret'>;
+  /** `--out` ('' : none). */
+  out: string;
+  /** Where files bound for a bucket wait. */
+  scratchRoot: string;
+  /** For tests: undici's dispatcher. */
+  dispatcher?: Dispatcher;
+}
+
+/**
+ * Connects to the catalog `settings` name (its config first, with the credentials the environment
+ * gives) and returns its namespace's tables, with `close` for the client's connections.
+ */
+export async function openRestTables(
+  settings: CatalogSettings,
+  o: OpenCatalogOptions,
+): Promise<IcebergCatalog & { close(): Promise<void> }> {
+  const [{ catalogAuth }, { RestCatalog, newIdempotencyKey }] = await Promise.all([
+    import('../iceberg/rest-auth.js'),
+    import('../iceberg/rest-client.js'),
+  ]);
+  const auth = catalogAuth({
+    catalogUrl: settings.url,
+    env: o.env,
+    oauthUri: settings.oauthUri,
+    oauthScope: settings.oauthScope,
+    sigv4: settings.sigv4,
+    sigv4Region: settings.sigv4Region,
+    clock: o.clock,
+    warn: (m) => o.logger.warn(m),
+    addSecret: (s) => o.logger.addSecret(s),
+  });
+  const client = await RestCatalog.connect({
+    url: settings.url,
+    warehouse: settings.warehouse,
+    auth,
+    clock: o.clock,
+    ...(o.signal !== undefined && { signal: o.signal }),
+    ...(o.dispatcher !== undefined && { dispatcher: o.dispatcher }),
+    warn: (m) => o.logger.warn(m),
+  });
+  try {
+    const tables = await restTables({
+      client,
+      namespace: settings.namespace,
+      out: o.out === '' ? null : outputTarget(o.out, o.scratchRoot),
+      scratchRoot: o.scratchRoot,
+      newKey: () => newIdempotencyKey(o.clock.now()),
+      vendedBucket: async (name, config) => (await import('./s3.js')).openVendedBucket(name, config),
+    });
+    return { ...tables, close: () => client.close() };
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+}
+
+/** One step of `costsync check`'s probe of a catalog. */
+export interface CatalogProbe {
+  step: string;
+  ok: boolean;
+  result: string;
+  /** The error of a failed step (its code decides the exit). */
+  error?: unknown;
+}
+
+/**
+ * `costsync check` with `--catalog`: the config (and so the credentials), the namespace, a staged
+ * create of a probe table (the catalog's write permission; a staged create commits nothing), and a
+ * probe file written and removed where that table would live (the storage's).
+ */
+export async function probeCatalog(
+  settings: CatalogSettings,
+  o: OpenCatalogOptions & { describeError(e: unknown): string },
+): Promise<CatalogProbe[]> {
+  const probes: CatalogProbe[] = [];
+  const step = async (name: string, fn: () => Promise<string>): Promise<boolean> => {
+    try {
+      probes.push({ step: name, ok: true, result: await fn() });
+      return true;
+    } catch (error) {
+      probes.push({ step: name, ok: false, result: o.describeError(error).split('\n')[0]!, error });
+      return false;
+    }
+  };
+  const [{ catalogAuth }, { RestCatalog }] = await Promise.all([import('../iceberg/rest-auth.js'), import('../iceberg/rest-client.js')]);
+  const opened: { client: RestCatalogClient | null } = { client: null };
+  const ns = settings.namespace;
+  try {
+    const connected = await step('GET /v1/config', async () => {
+      const auth = catalogAuth({
+        catalogUrl: settings.url,
+        env: o.env,
+        oauthUri: settings.oauthUri,
+        oauthScope: settings.oauthScope,
+        sigv4: settings.sigv4,
+        sigv4Region: settings.sigv4Region,
+        clock: o.clock,
+        warn: (m) => o.logger.warn(m),
+        addSecret: (s) => o.logger.addSecret(s),
+      });
+      opened.client = await RestCatalog.connect({
+        url: settings.url,
+        warehouse: settings.warehouse,
+        auth,
+        clock: o.clock,
+        ...(o.dispatcher !== undefined && { dispatcher: o.dispatcher }),
+        warn: (m) => o.logger.warn(m),
+      });
+      const c = opened.client;
+      return `${auth.description}; prefix ${c.prefix ?? 'none'}; transactions ${c.supports(TRANSACTIONS) ? 'yes' : 'no (line_items and focus commit one after the other)'}`;
+    });
+    const c = opened.client;
+    if (!connected || c === null) return probes;
+    let exists = false;
+    await step(`namespace ${ns.join('.')}`, async () => {
+      exists = await c.namespaceExists(ns);
+      return exists ? 'exists' : 'missing: the first sync creates it';
+    });
+    if (!exists) return probes;
+    const staged: { location: string | null } = { location: null };
+    const probeName = `_costsync_check_${Math.floor(o.clock.now() / 1000)}`;
+    await step('create table (staged: nothing committed)', async () => {
+      const out = o.out === '' ? null : outputTarget(o.out, o.scratchRoot);
+      const created = await c.createTable(ns, {
+        name: probeName,
+        ...(out !== null && { location: out.location(probeName).replace(/\/+$/, '') }),
+        schema: { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'source', required: false, type: 'string' }] },
+        'stage-create': true,
+      });
+      if (created === 'exists') return 'allowed (a table of the probe name exists)';
+      staged.location = created.metadata.location;
+      return `allowed; tables go to ${staged.location.replace(/\/[^/]*$/, '/')}`;
+    });
+    if (staged.location === null) return probes;
+    const at = staged.location;
+    await step('write to the table location', async () => {
+      const target = at.startsWith('file:') ? directoryTarget(fileURLToPath(at)) : isS3Url(at) ? bucketTarget(at, o.scratchRoot) : null;
+      if (target === null)
+        throw new ConfigError(`The catalog places tables at ${at}, which costsync cannot write.`, 'Use a file:// or s3:// location.');
+      await target.check(probeName);
+      await target.putText('_costsync_probe', '{}');
+      await target.remove('_costsync_probe');
+      return `ok (${at})`;
+    });
+    return probes;
+  } finally {
+    await opened.client?.close();
+  }
 }

@@ -4,7 +4,7 @@
  * and brings the outputs up to date.
  */
 import { availableParallelism } from 'node:os';
-import { basename } from 'node:path';
+import { basename, resolve } from 'node:path';
 import { createApiClient, retryLine, type ApiClient, type ApiClientOptions, type ClientEvent } from '../api/client.js';
 import { eventId, keyFingerprint } from '../fingerprint.js';
 import { createRequestLimiter, systemClock, type Clock, type RequestLimiter } from '../api/resilience.js';
@@ -13,6 +13,8 @@ import type { SyncConfig } from '../config.js';
 import type { SourceConfig } from '../sources.js';
 import { CostsyncError, ExitCode, describeError, isCostsyncError, isFenced } from '../errors.js';
 import type { IcebergCatalog } from '../iceberg/catalog.js';
+import { openRestTables } from '../outputs/iceberg-catalog.js';
+import { catalogSecrets } from '../iceberg/rest-auth.js';
 import type { Logger } from '../log.js';
 import { newRunId } from '../run-id.js';
 import { CarriedCopy, SourceState, fileAndWarehouse, loadSourceState } from '../state/source-state.js';
@@ -107,7 +109,12 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const sources: SourceConfig[] = config.sources ?? [
     { name: 'default', baseUrl: config.baseUrl, apiKey: config.apiKey, rateLimit: config.rateLimit },
   ];
-  const secrets = [...sources.map((s) => s.apiKey), ...config.notify, ...sources.flatMap((s) => s.notify ?? [])];
+  const secrets = [
+    ...sources.map((s) => s.apiKey),
+    ...config.notify,
+    ...sources.flatMap((s) => s.notify ?? []),
+    ...(config.catalog === null ? [] : catalogSecrets(config.catalog.env)),
+  ];
   for (const key of secrets) logger.addSecret(key);
 
   const run = await openRun({
@@ -121,6 +128,26 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   });
   const { db, lake, leases } = run;
   let warehouse: Warehouse | null = run.warehouse;
+  // The catalog is asked first, before any request to the API: a wrong URL or credential ends the run at once.
+  let catalog: (IcebergCatalog & { close?: () => Promise<void> }) | null = null;
+  try {
+    if (deps.icebergCatalog !== undefined) catalog = await deps.icebergCatalog();
+    else if (config.catalog !== null && lake !== null)
+      catalog = await openRestTables(config.catalog, {
+        env: config.catalog.env,
+        clock,
+        // Not the run's stop: a stopped run still brings the lake up to date, as with directory tables.
+        logger,
+        out: config.out,
+        scratchRoot: resolve(config.stateDir, 'lake-scratch'),
+      });
+  } catch (error) {
+    stop.dispose();
+    warehouse.close();
+    await run.release();
+    throw error;
+  }
+  const openedCatalog = catalog;
   const outputsOf = (wh: Warehouse) =>
     derivedOutputs({
       warehouse: wh,
@@ -140,7 +167,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       lakeFormat: config.format === 'iceberg' ? 'iceberg' : 'parquet',
       icebergRetentionMs: config.icebergRetentionMs,
       icebergMaintenance: config.icebergMaintenance,
-      icebergCatalog: deps.icebergCatalog,
+      icebergCatalog: openedCatalog === null ? undefined : async () => openedCatalog,
     });
   try {
     const wh = run.warehouse;
@@ -241,6 +268,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   } finally {
     stop.dispose();
     warehouse?.close();
+    await catalog?.close?.().catch(() => undefined);
     await run.release();
   }
 }
