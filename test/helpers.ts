@@ -168,6 +168,8 @@ export function testSyncConfig(url: string, dir: string, over: Partial<SyncConfi
     format: 'duckdb',
     out: join(dir, 'parquet'),
     icebergRetentionMs: 7 * 86_400_000,
+    catalog: null,
+    icebergMaintenance: true,
     logFormat: 'json',
     quiet: true,
     verbose: false,

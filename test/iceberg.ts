@@ -118,7 +118,13 @@ function canonical(value: unknown, type: string): string {
 export async function icebergDifferences(
   db: string,
   lakeUrl: string,
-  options: { sources?: readonly string[]; tables?: readonly string[]; s3?: S3Client } = {},
+  options: {
+    sources?: readonly string[];
+    tables?: readonly string[];
+    s3?: S3Client;
+    /** Where a table's current metadata is (a catalog's `loadTable`); null: no such table. Default: `lakeUrl/<table>`'s hint. */
+    locate?: (table: string) => Promise<{ tableUrl: string; metadataFileName: string } | null>;
+  } = {},
 ): Promise<Record<string, { rows: number; missing: number; extra: number }>> {
   const wh = await openReadOnly(db);
   try {
@@ -133,9 +139,15 @@ export async function icebergDifferences(
       );
       const only = options.sources === undefined ? '' : `WHERE "${def.source}" IN (${options.sources.map((s) => `'${s}'`).join(', ')})`;
       const warehouseRows = (await wh.table(`SELECT * FROM ${table} ${only}`)).rows;
+      const located = options.locate === undefined ? undefined : await options.locate(table);
       // A table never created (its source had no rows of it) reads as empty.
-      const absent = lakeUrl.startsWith('file:') && !existsSync(fileURLToPath(`${lakeUrl}/${table}`));
-      const lakeRows = (absent ? [] : await readIceberg(`${lakeUrl}/${table}`, options.s3 ? { s3: options.s3 } : {})).filter(
+      const absent =
+        located === null || (located === undefined && lakeUrl.startsWith('file:') && !existsSync(fileURLToPath(`${lakeUrl}/${table}`)));
+      const read = () =>
+        located === undefined || located === null
+          ? readIceberg(`${lakeUrl}/${table}`, options.s3 ? { s3: options.s3 } : {})
+          : readIceberg(located.tableUrl, { metadataFileName: located.metadataFileName, ...(options.s3 && { s3: options.s3 }) });
+      const lakeRows = (absent ? [] : await read()).filter(
         (r) => options.sources === undefined || options.sources.includes(String(r[def.source])),
       );
       const key = (row: Record<string, unknown>) => columns.map((c) => canonical(row[c.name], c.type)).join('\u0001');
@@ -224,4 +236,25 @@ export async function icebergLiveFiles(dir: string, table: string): Promise<{ pa
     }
   }
   return files;
+}
+
+/**
+ * Where a REST catalog says each table's current metadata is, asked as any engine asks (`GET …/tables/{t}`,
+ * `loadTable`): for `icebergDifferences`' `locate`.
+ */
+export function catalogLocator(
+  catalogUrl: string,
+  prefix: string | null,
+  namespace: readonly string[],
+  headers: Record<string, string> = {},
+) {
+  return async (table: string): Promise<{ tableUrl: string; metadataFileName: string } | null> => {
+    const base = `${catalogUrl}/v1/${prefix === null ? '' : `${prefix}/`}namespaces/${namespace.map(encodeURIComponent).join('%1F')}/tables/${table}`;
+    const response = await fetch(base, { headers });
+    if (response.status === 404) return null;
+    if (!response.ok) throw new Error(`loadTable ${table}: ${response.status} ${await response.text()}`);
+    const body = (await response.json()) as { 'metadata-location': string; metadata: { location: string } };
+    const location = body['metadata-location'];
+    return { tableUrl: body.metadata.location.replace(/\/+$/, ''), metadataFileName: location.slice(location.lastIndexOf('/') + 1) };
+  };
 }

@@ -12,6 +12,7 @@ import type { CommitOutcome, CreateTableRequest, LoadTableResult, TableChange } 
 import { loadTable } from '../iceberg/table.js';
 import { metadataKey } from '../iceberg/metadata.js';
 import { ConfigError, InternalError } from '../errors.js';
+import { ICEBERG_TABLES } from '../storage/tables.js';
 import { bucketTarget, directoryTarget, outputTarget, type OutputTarget } from './target.js';
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../api/resilience.js';
@@ -41,6 +42,8 @@ export interface RestTablesOptions {
   out: OutputTarget | null;
   /** Where files bound for a bucket wait (in the state directory). */
   scratchRoot: string;
+  /** The tables costsync writes: with `--out`, each one the catalog has is checked to be where `--out` says, at once. */
+  tables?: readonly string[];
   /** A new idempotency key, one per commit (its resends reuse it). */
   newKey: () => string;
   /** A bucket with the credentials a catalog vended (a table's `config`); null: the default chain's. */
@@ -189,6 +192,13 @@ export async function restTables(o: RestTablesOptions): Promise<IcebergCatalog> 
     return loaded(table, result);
   };
 
+  // Refused before the run fetches anything, rather than at its first commit.
+  if (o.out !== null) {
+    for (const table of o.tables ?? []) {
+      const result = await client.loadTable(ns, table);
+      if (result !== null) checkLocation(table, result);
+    }
+  }
   const transactions = client.supports(TRANSACTIONS);
   return {
     kind: 'rest',
@@ -273,6 +283,7 @@ export async function openRestTables(
       namespace: settings.namespace,
       out: o.out === '' ? null : outputTarget(o.out, o.scratchRoot),
       scratchRoot: o.scratchRoot,
+      tables: Object.keys(ICEBERG_TABLES),
       newKey: () => newIdempotencyKey(o.clock.now()),
       vendedBucket: async (name, config) => (await import('./s3.js')).openVendedBucket(name, config),
     });
@@ -336,7 +347,7 @@ export async function probeCatalog(
         warn: (m) => o.logger.warn(m),
       });
       const c = opened.client;
-      return `${auth.description}; prefix ${c.prefix ?? 'none'}; transactions ${c.supports(TRANSACTIONS) ? 'yes' : 'no (line_items and focus commit one after the other)'}`;
+      return `auth: ${auth.description}; prefix ${c.prefix ?? 'none'}; transactions ${c.supports(TRANSACTIONS) ? 'yes' : 'no (line_items and focus commit one after the other)'}`;
     });
     const c = opened.client;
     if (!connected || c === null) return probes;
