@@ -1,7 +1,6 @@
 /**
- * Table metadata (format version 2) as plain data, and the pure steps of a commit: a new table, a
- * schema change, a snapshot added on top of whatever is newest, and snapshots expired past the
- * retention. The I/O (files, conditional creates, retries) is in `commit.ts`.
+ * Table metadata (format version 2) as plain data, and its pure steps: a new table, and snapshots
+ * expired past the retention. A commit's updates are applied by `updates.ts`; the I/O is in `table.ts`.
  */
 import type { PartitionSpec } from './avro.js';
 import type { IcebergSchema } from './schema.js';
@@ -87,38 +86,6 @@ export function currentSchema(m: TableMetadata): IcebergSchema {
 
 export function currentSnapshot(m: TableMetadata): Snapshot | null {
   return m.snapshots.find((s) => s['snapshot-id'] === m['current-snapshot-id']) ?? null;
-}
-
-/** `m` with `schema` as its current schema (added when new). */
-export function withSchema(m: TableMetadata, schema: IcebergSchema, lastColumnId: number): TableMetadata {
-  if (m['current-schema-id'] === schema['schema-id'] && m.schemas.some((s) => s['schema-id'] === schema['schema-id'])) return m;
-  return {
-    ...m,
-    schemas: [...m.schemas.filter((s) => s['schema-id'] !== schema['schema-id']), schema],
-    'current-schema-id': schema['schema-id'],
-    'last-column-id': Math.max(m['last-column-id'], lastColumnId),
-  };
-}
-
-/**
- * `m` with `snapshot` (built on `m`'s current snapshot and sequence number) as the current one, and
- * `previousFile` (the metadata file `m` was read from) added to the metadata log.
- */
-export function withSnapshot(m: TableMetadata, snapshot: Snapshot, previousFile: string | null): TableMetadata {
-  const log =
-    previousFile === null
-      ? m['metadata-log']
-      : [...m['metadata-log'], { 'timestamp-ms': m['last-updated-ms'], 'metadata-file': previousFile }];
-  return {
-    ...m,
-    'last-sequence-number': snapshot['sequence-number'],
-    'last-updated-ms': snapshot['timestamp-ms'],
-    'current-snapshot-id': snapshot['snapshot-id'],
-    refs: { ...m.refs, main: { 'snapshot-id': snapshot['snapshot-id'], type: 'branch' } },
-    snapshots: [...m.snapshots, snapshot],
-    'snapshot-log': [...m['snapshot-log'], { 'timestamp-ms': snapshot['timestamp-ms'], 'snapshot-id': snapshot['snapshot-id'] }],
-    'metadata-log': log.slice(-METADATA_FILES_KEPT),
-  };
 }
 
 /**

@@ -11,10 +11,17 @@ import {
   expireSnapshots,
   metadataVersion,
   newTableMetadata,
-  withSnapshot,
   withoutSnapshots,
   type Snapshot,
+  type TableMetadata,
 } from '../../src/iceberg/metadata.js';
+import { applyUpdates, expiryChange, snapshotChange } from '../../src/iceberg/updates.js';
+import { tableTarget, vendedConfig } from '../../src/outputs/iceberg-catalog.js';
+import type { OutputTarget } from '../../src/outputs/target.js';
+
+/** A snapshot committed as a catalog applies it. */
+const withSnapshot = (m: TableMetadata, s: Snapshot, previousFile: string | null) =>
+  applyUpdates(m, snapshotChange(m, s, null).updates, { previousFile, nowMs: s['timestamp-ms'] });
 import { boundBytes, evolveSchema, icebergType, monthLabel, monthOrdinal, monthRange } from '../../src/iceberg/schema.js';
 import { backoffMs, parseVersionHint, partitionSpec } from '../../src/iceberg/table.js';
 
@@ -109,6 +116,66 @@ describe('table metadata (pure)', () => {
     expect(two['snapshot-log'].map((e) => e['snapshot-id'])).toEqual([11, 22]);
     expect(two['metadata-log']).toEqual([{ 'timestamp-ms': 2_000, 'metadata-file': 'file:///lake/t/metadata/v1.metadata.json' }]);
     expect(metadataVersion('file:///lake/t/metadata/v12.metadata.json')).toBe(12);
+  });
+
+  it('a commit states what it was built on: the table, main (null before any snapshot), and with a new schema the schema and last column id it extends', () => {
+    const one = withSnapshot(base, snap(11, 2_000, 1), null);
+    const wider = evolveSchema([...COLUMNS, { name: 'extra', type: 'BIGINT' }], schema, 4);
+    expect(snapshotChange(base, snap(11, 2_000, 1), null).requirements).toEqual([
+      { type: 'assert-table-uuid', uuid: 'u' },
+      { type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null },
+    ]);
+    const change = snapshotChange(one, snap(22, 3_000, 2), wider.schema);
+    expect(change.requirements).toEqual([
+      { type: 'assert-table-uuid', uuid: 'u' },
+      { type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': 11 },
+      { type: 'assert-current-schema-id', 'current-schema-id': 0 },
+      { type: 'assert-last-assigned-field-id', 'last-assigned-field-id': 4 },
+    ]);
+    expect(change.updates.map((u) => u.action)).toEqual(['add-schema', 'set-current-schema', 'add-snapshot', 'set-snapshot-ref']);
+    const two = applyUpdates(one, change.updates, { previousFile: 'file:///lake/t/metadata/v1.metadata.json', nowMs: 3_000 });
+    expect(two).toMatchObject({ 'current-schema-id': 1, 'last-column-id': 5, 'current-snapshot-id': 22 });
+    expect(two.schemas.map((s) => s['schema-id'])).toEqual([0, 1]);
+    // An expiry is built on main too, and drops the snapshots it names.
+    const expired = applyUpdates(two, expiryChange(two, [11]).updates, { previousFile: null, nowMs: 4_000 });
+    expect(expiryChange(two, [11]).requirements).toContainEqual({ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': 22 });
+    expect(expired.snapshots.map((s) => s['snapshot-id'])).toEqual([22]);
+    expect(expired['last-updated-ms']).toBe(4_000);
+    expect(() => applyUpdates(one, [{ action: 'set-current-schema', 'schema-id': -1 }], { previousFile: null, nowMs: 0 })).toThrow(
+      /without a schema added/,
+    );
+  });
+
+  it("a catalog's table anywhere is written with the lake's keys (<table>/…); vended storage settings are the longest matching prefix's", async () => {
+    const seen: string[] = [];
+    const inner = {
+      location: (key: string) => (key === '' ? 's3://b/wh/t-1/' : `s3://b/wh/t-1/${key}`),
+      putBytes: async (key: string) => {
+        seen.push(key);
+      },
+      list: async (prefix: string) => [`${prefix}x.avro`],
+    } as unknown as OutputTarget;
+    const t = tableTarget(inner, 'line_items');
+    expect(t.location('line_items')).toBe('s3://b/wh/t-1');
+    expect(t.location('line_items/')).toBe('s3://b/wh/t-1/');
+    expect(t.location('line_items/metadata/m.avro')).toBe('s3://b/wh/t-1/metadata/m.avro');
+    await t.putBytes('line_items/data/f.parquet', Buffer.from(''));
+    expect(seen).toEqual(['data/f.parquet']);
+    expect(await t.list('line_items/metadata/')).toEqual(['line_items/metadata/x.avro']);
+    expect(() => t.location('focus/metadata/m.avro')).toThrow(/not under the table line_items/);
+
+    const result = {
+      metadata: {} as TableMetadata,
+      config: { 's3.access-key-id': 'general' },
+      'storage-credentials': [
+        { prefix: 's3://b/', config: { 's3.access-key-id': 'bucket' } },
+        { prefix: 's3://b/wh/t-1', config: { 's3.access-key-id': 'table' } },
+        { prefix: 's3://other/', config: { 's3.access-key-id': 'elsewhere' } },
+      ],
+    };
+    expect(vendedConfig(result, 's3://b/wh/t-1')).toEqual({ 's3.access-key-id': 'table' });
+    expect(vendedConfig({ metadata: result.metadata, config: result.config }, 's3://b/wh/t-1')).toEqual({ 's3.access-key-id': 'general' });
+    expect(vendedConfig({ metadata: result.metadata, config: { 'client.region': 'x' } }, 's3://b/wh/t-1')).toBeNull();
   });
 
   it('expiry keeps the current snapshot and the newest one before the cutoff (time travel to any moment within the retention)', () => {
