@@ -25,7 +25,7 @@ export type CatalogRoute = 'commit' | 'transaction' | 'load' | 'config' | 'token
 /**
  * A fault for the next matching request. `before`: answer `status`, change nothing. `after`: apply the
  * change, then answer `status` (the real answer is still what an Idempotency-Key replays). `hang-after`:
- * apply, then never answer (until `close()`).
+ * apply, then never answer (until `close()`). A change the catalog refuses is answered as refused.
  */
 export interface CatalogFault {
   route: CatalogRoute;

@@ -311,7 +311,6 @@ function trimSnapshotLog(/** @type {any[]} */ log, /** @type {Set<number>} */ ke
 export function applyUpdates(base, updates, nowMs) {
   if (!Array.isArray(updates)) throw badRequest('A commit needs a list of updates');
   const m = clone(base);
-  const startSnapshot = m.refs?.main?.['snapshot-id'] ?? null;
   /** @type {number[]} */
   const added = [];
   let lastAddedSchema = /** @type {number | null} */ (null);
@@ -345,9 +344,11 @@ export function applyUpdates(base, updates, nowMs) {
         if (name === 'main' && u.type !== 'branch') throw invalid('main must be a branch');
         const snapshot = m.snapshots.find((/** @type {any} */ x) => x['snapshot-id'] === id);
         if (!snapshot) throw invalid(`Cannot set ${name} to unknown snapshot: ${id}`);
-        if (name === 'main' && added.includes(id) && (snapshot['parent-snapshot-id'] ?? null) !== startSnapshot)
+        // A new snapshot becomes main only on top of main as it is (a commit may chain several).
+        const mainNow = m.refs?.main?.['snapshot-id'] ?? null;
+        if (name === 'main' && added.includes(id) && (snapshot['parent-snapshot-id'] ?? null) !== mainNow)
           throw invalid(
-            `Cannot set main to the new snapshot ${id}: its parent ${snapshot['parent-snapshot-id'] ?? 'null'} is not the current snapshot ${startSnapshot ?? 'null'}`,
+            `Cannot set main to the new snapshot ${id}: its parent ${snapshot['parent-snapshot-id'] ?? 'null'} is not the current snapshot ${mainNow ?? 'null'}`,
           );
         /** @type {any} */
         const ref = { 'snapshot-id': id, type: u.type };

@@ -403,7 +403,27 @@ describe('the tests’ Iceberg REST catalog', () => {
         type: 'AuthenticationTimeoutException',
       });
       expect(server.requests.every((r) => !JSON.stringify(r).includes(issued.body.access_token))).toBe(true);
+
+      // The credentials in a Basic header instead, as OAuth2 recommends.
+      const basic = await fetch(`${server.url}/v1/oauth/tokens`, {
+        method: 'POST',
+        headers: { authorization: `Basic ${Buffer.from('me:s3cret').toString('base64')}` },
+        body: new URLSearchParams({ grant_type: 'client_credentials' }),
+      });
+      expect(basic.status).toBe(200);
     });
+    await withCatalog(
+      { auth: { kind: 'oauth', clients: [{ id: 'me', secret: 's' }], tokenPath: '/oauth2/token' }, expiredStatus: 401 },
+      async (server) => {
+        const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: 'me', client_secret: 's' });
+        // Elsewhere the default path is just another route, which needs a token.
+        expect((await fetch(`${server.url}/v1/oauth/tokens`, { method: 'POST', body: form })).status).toBe(401);
+        const { access_token: token } = (await (await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: form })).json()) as any;
+        server.expireTokens();
+        const expired = await call(`${server.url}/v1/config`, 'GET', undefined, { authorization: `Bearer ${token}` });
+        expect(expired.body.error).toMatchObject({ code: 401, type: 'NotAuthorizedException' });
+      },
+    );
   });
 
   it('checks a SigV4 signature by signing the request again: a good one passes, one with another secret is a 403', async () => {
