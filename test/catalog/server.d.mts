@@ -46,7 +46,11 @@ export interface CatalogServerOptions {
   warehouse?: string;
   /** Returned as `overrides.prefix`; every other route is then `/v1/<prefix>/…`. */
   prefix?: string;
-  /** The config's `endpoints`; `'omit'` leaves the field out. Default: what this server offers. */
+  /**
+   * The config's `endpoints` (default: every route this server has). `'omit'` leaves the field out; a
+   * client must then assume the document's default set, which has no HEAD routes but has transactions
+   * (offered only with `transactions`). A route outside the list or set is refused with 406.
+   */
   endpoints?: string[] | 'omit';
   /** Offers `POST /v1/{prefix}/transactions/commit`. */
   transactions?: boolean;

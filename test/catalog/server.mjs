@@ -472,6 +472,19 @@ function offeredEndpoints(/** @type {boolean} */ transactions) {
   ];
 }
 
+/** What a client may assume when the config has no `endpoints` (the list in the document's `/v1/config`). */
+const SPEC_DEFAULT_ENDPOINTS = offeredEndpoints(true).filter((e) => !e.startsWith('HEAD '));
+
+/** A request's endpoint as the config names it (`POST /v1/{prefix}/namespaces/{namespace}/tables`), from the parts after the prefix. */
+function endpointOf(/** @type {string} */ method, /** @type {string[]} */ parts) {
+  const template = parts.map((p, i) => {
+    if (parts[0] === 'namespaces' && i === 1) return '{namespace}';
+    if (parts[0] === 'namespaces' && parts[2] === 'tables' && i === 3) return '{table}';
+    return p;
+  });
+  return `${method} /v1/{prefix}/${template.join('/')}`;
+}
+
 const tableKey = (/** @type {string[]} */ namespace, /** @type {string} */ name) => JSON.stringify([...namespace, name]);
 const namespaceKey = (/** @type {string[]} */ namespace) => JSON.stringify(namespace);
 
@@ -498,6 +511,9 @@ export async function startCatalogServer(options) {
   const now = options.clock ?? (() => Date.now());
   const firstFieldId = (options.fieldIdOffset ?? 100) + 1;
   const expiredStatus = options.expiredStatus ?? 419;
+  /** @type {string[]} */
+  const advertised =
+    options.endpoints === 'omit' ? SPEC_DEFAULT_ENDPOINTS : (options.endpoints ?? offeredEndpoints(Boolean(options.transactions)));
   const tokenPath = auth.kind === 'oauth' ? (auth.tokenPath ?? DEFAULT_TOKEN_PATH) : null;
   const idempotencyMs = options.idempotencyKeyLifetime ? durationMs(options.idempotencyKeyLifetime) : null;
   const signer =
@@ -715,11 +731,20 @@ export async function startCatalogServer(options) {
     return t;
   };
   const parseJson = (/** @type {string} */ body) => {
+    /** @type {number | null} */
+    let unsafe = null;
+    let parsed;
     try {
-      return JSON.parse(body);
+      parsed = JSON.parse(body, (_key, value) => {
+        if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) unsafe = value;
+        return value;
+      });
     } catch {
       throw badRequest('Malformed request: the body is not JSON');
     }
+    // JavaScript would round it and write another id than the one sent: refused, not silently changed.
+    if (unsafe !== null) throw badRequest(`This catalog keeps integers below 2^53; the request has ${unsafe}`);
+    return parsed;
   };
 
   /**
@@ -791,7 +816,7 @@ export async function startCatalogServer(options) {
         body: {
           defaults: { ...(options.defaults ?? {}) },
           overrides: { ...(options.overrides ?? {}), ...(prefix !== null && { prefix }) },
-          ...(options.endpoints !== 'omit' && { endpoints: options.endpoints ?? offeredEndpoints(Boolean(options.transactions)) }),
+          ...(options.endpoints !== 'omit' && { endpoints: advertised }),
           ...(options.idempotencyKeyLifetime && { 'idempotency-key-lifetime': options.idempotencyKeyLifetime }),
         },
       };
@@ -800,9 +825,19 @@ export async function startCatalogServer(options) {
     const encodedBase = prefix === null ? base : `/v1/${encodeURIComponent(prefix)}/`;
     const rest = path.startsWith(base) ? path.slice(base.length) : path.startsWith(encodedBase) ? path.slice(encodedBase.length) : null;
     if (rest === null) throw new CatalogError(404, 'NotFoundException', `No route for ${method} ${path}`);
-    const parts = rest.split('/').map((p) => decodeURIComponent(p));
+    const parts = rest.split('/').map((p) => {
+      try {
+        return decodeURIComponent(p);
+      } catch {
+        throw badRequest(`Malformed path: ${path}`);
+      }
+    });
     const nsOf = (/** @type {string} */ text) => text.split(NAMESPACE_SEPARATOR);
     const key = `${method} ${rest}`;
+    // A client calls only what the config offered (or, with no list there, what the document says to assume).
+    const endpoint = endpointOf(method, parts);
+    if (!advertised.includes(endpoint))
+      throw new CatalogError(406, 'UnsupportedOperationException', `${endpoint} is not among the endpoints this catalog advertises`);
 
     // Namespaces.
     if (parts[0] === 'namespaces' && parts.length === 1) {
@@ -1075,36 +1110,39 @@ export async function startCatalogServer(options) {
   };
 
   const server = createServer((req, res) => {
-    void (async () => {
-      const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-      const body = await readBody(req);
-      /** @type {{status: number, body?: any, headers?: Record<string, string>, fault?: any}} */
-      let answer;
-      try {
-        answer = await withIdempotency(req, url, body);
-      } catch (error) {
-        const e = error instanceof CatalogError ? error : new CatalogError(500, 'InternalServerError', String(error?.message ?? error));
-        answer = { status: e.status, body: errorBody(e) };
-      }
-      const fault = answer.fault;
-      if (fault && fault.when === 'hang-after') {
-        hanging.add(res);
-        log(req, url, 0);
-        return;
-      }
-      if (fault && fault.when === 'after') {
-        const e = new CatalogError(fault.status, faultType(fault.route, fault.status), 'Injected fault after the change was applied');
-        answer = { status: e.status, body: errorBody(e) };
-      }
-      log(req, url, answer.status);
-      const text = answer.body === undefined || req.method === 'HEAD' ? undefined : JSON.stringify(answer.body);
-      res.writeHead(answer.status, {
-        ...(answer.headers ?? {}),
-        ...(text !== undefined && { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(text) }),
-      });
-      res.end(text);
-    })();
+    respond(req, res).catch(() => res.destroy());
   });
+
+  /** @param {import('node:http').IncomingMessage} req @param {import('node:http').ServerResponse} res */
+  const respond = async (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const body = await readBody(req);
+    /** @type {{status: number, body?: any, headers?: Record<string, string>, fault?: any}} */
+    let answer;
+    try {
+      answer = await withIdempotency(req, url, body);
+    } catch (error) {
+      const e = error instanceof CatalogError ? error : new CatalogError(500, 'InternalServerError', String(error?.message ?? error));
+      answer = { status: e.status, body: errorBody(e) };
+    }
+    const fault = answer.fault;
+    if (fault && fault.when === 'hang-after') {
+      hanging.add(res);
+      log(req, url, 0);
+      return;
+    }
+    if (fault && fault.when === 'after') {
+      const e = new CatalogError(fault.status, faultType(fault.route, fault.status), 'Injected fault after the change was applied');
+      answer = { status: e.status, body: errorBody(e) };
+    }
+    log(req, url, answer.status);
+    const text = answer.body === undefined || req.method === 'HEAD' ? undefined : JSON.stringify(answer.body);
+    res.writeHead(answer.status, {
+      ...(answer.headers ?? {}),
+      ...(text !== undefined && { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(text) }),
+    });
+    res.end(text);
+  };
 
   const log = (/** @type {any} */ req, /** @type {URL} */ url, /** @type {number} */ status) => {
     const headers = { ...req.headers };

@@ -127,6 +127,10 @@ class Sha256 {
 
 describe('the tests’ Iceberg REST catalog', () => {
   it('gives its prefix in the config and answers only under it; a warehouse must be the one it has', async () => {
+    await withCatalog({ endpoints: ['GET /v1/{prefix}/namespaces'] }, async (server) => {
+      expect((await call(`${server.url}/v1/config`, 'GET')).body.endpoints).toEqual(['GET /v1/{prefix}/namespaces']);
+      expect((await call(`${server.url}/v1/namespaces`, 'POST', { namespace: ['a'] })).status).toBe(406);
+    });
     await withCatalog({ prefix: 'ws/abc', warehouse: 'lake' }, async (server) => {
       const config = await call(`${server.url}/v1/config?warehouse=lake`, 'GET');
       expect(config.status).toBe(200);
@@ -146,6 +150,10 @@ describe('the tests’ Iceberg REST catalog', () => {
     await withCatalog({ endpoints: 'omit', idempotencyKeyLifetime: 'PT30M', transactions: true }, async (server) => {
       const config = (await call(`${server.url}/v1/config`, 'GET')).body;
       expect(config).toEqual({ defaults: {}, overrides: {}, 'idempotency-key-lifetime': 'PT30M' });
+      // The document's default set has no HEAD routes: a client must not assume them.
+      await setUp(`${server.url}/v1`);
+      expect((await fetch(`${server.url}/v1/namespaces/costsync/tables/line_items`, { method: 'HEAD' })).status).toBe(406);
+      expect((await call(`${server.url}/v1/namespaces/costsync/tables/line_items`, 'GET')).status).toBe(200);
     });
   });
 
@@ -259,6 +267,10 @@ describe('the tests’ Iceberg REST catalog', () => {
       // The same snapshot again: its sequence number is no longer above the table's, and its parent is not current.
       const again = await call(table, 'POST', { requirements: [], updates: change.updates });
       expect(again.body.error).toMatchObject({ code: 400, type: 'ValidationException' });
+      // An id JavaScript cannot hold is refused, not rounded into another one.
+      const huge = JSON.stringify(appendChange(onDisk)).replace(/"snapshot-id":\d+/g, '"snapshot-id":9223372036854775807');
+      const refusedHuge = await fetch(table, { method: 'POST', body: huge });
+      expect(refusedHuge.status).toBe(400);
       const orphan = snapshot(onDisk, null);
       expect((await call(table, 'POST', appendChange(onDisk, orphan))).body.error.message).toMatch(/parent/);
     });
@@ -354,7 +366,14 @@ describe('the tests’ Iceberg REST catalog', () => {
       expect(server.table(['costsync'], 'focus')!.metadata['last-sequence-number']).toBe(1);
       expect(server.commits).toBe(2);
     });
+    // Not offered: refused as not advertised; with no endpoints in the config a client may assume it, and finds it missing.
     await withCatalog({}, async (server) => {
+      expect((await call(`${server.url}/v1/transactions/commit`, 'POST', { 'table-changes': [] })).body.error).toMatchObject({
+        code: 406,
+        type: 'UnsupportedOperationException',
+      });
+    });
+    await withCatalog({ endpoints: 'omit' }, async (server) => {
       expect((await call(`${server.url}/v1/transactions/commit`, 'POST', { 'table-changes': [] })).status).toBe(404);
     });
   });
