@@ -145,6 +145,18 @@ function fieldIds(/** @type {any} */ type, /** @type {Map<number, any>} */ out =
   return out;
 }
 
+/** Whether a column of type `from` may be read as `to`: the same type, or one of the spec's promotions. */
+function promotes(/** @type {any} */ from, /** @type {any} */ to) {
+  if (typeof from !== 'string' || typeof to !== 'string')
+    return typeof from === typeof to && (typeof from === 'string' || from.type === to.type);
+  const a = from.replace(/\s/g, '');
+  const b = to.replace(/\s/g, '');
+  if (a === b || (a === 'int' && b === 'long') || (a === 'float' && b === 'double') || (a === 'date' && b === 'timestamp')) return true;
+  const da = /^decimal\((\d+),(\d+)\)$/.exec(a);
+  const db = /^decimal\((\d+),(\d+)\)$/.exec(b);
+  return Boolean(da && db && da[2] === db[2] && Number(db[1]) >= Number(da[1]));
+}
+
 /** Two schemas with the same fields (ids, names, types, nullability) are one schema. */
 function sameSchema(/** @type {any} */ a, /** @type {any} */ b) {
   const strip = (/** @type {any} */ s) => JSON.stringify({ fields: s.fields, ids: s['identifier-field-ids'] ?? [] });
@@ -374,10 +386,15 @@ export function applyUpdates(base, updates, nowMs) {
         const schema = u.schema;
         if (!schema || schema.type !== 'struct' || !Array.isArray(schema.fields)) throw badRequest('add-schema needs a schema (a struct)');
         const ids = fieldIds(schema);
-        const known = new Set(m.schemas.flatMap((/** @type {any} */ s) => [...fieldIds(s).keys()]));
-        for (const id of ids.keys())
+        /** @type {Map<number, any>} */
+        const known = new Map();
+        for (const s of m.schemas) for (const [id, type] of fieldIds(s)) known.set(id, type);
+        for (const [id, type] of ids) {
           if (!known.has(id) && id <= m['last-column-id'])
             throw invalid(`Field id ${id} is new to the table but not above its last column id ${m['last-column-id']}`);
+          if (known.has(id) && !promotes(known.get(id), type))
+            throw invalid(`Field id ${id} was ${JSON.stringify(known.get(id))} and cannot become ${JSON.stringify(type)}`);
+        }
         const given = u['last-column-id'];
         if (given !== undefined && given < m['last-column-id'])
           throw invalid(`Invalid last column ID: ${given} < ${m['last-column-id']} (previous last column ID)`);

@@ -105,7 +105,7 @@ describe('the test catalog’s commits', () => {
     expect(all.refs).toEqual({});
   });
 
-  it('an identical schema added again keeps its id; a lower last-column-id is refused', () => {
+  it('an identical schema added again keeps its id; a lower last-column-id and a column’s type changed but by promotion are refused', () => {
     const m = base();
     const same = applyUpdates(
       m,
@@ -119,6 +119,31 @@ describe('the test catalog’s commits', () => {
     expect(same.metadata['current-schema-id']).toBe(0);
     expect(status(() => applyUpdates(m, [{ action: 'add-schema', schema: m.schemas[0], 'last-column-id': 0 }], 1))).toBe(400);
     expect(status(() => applyUpdates(m, [{ action: 'set-current-schema', 'schema-id': -1 }], 1))).toBe(400);
+    const retyped = (type: string) => ({ type: 'struct', fields: [{ id: 1, name: 's', required: true, type }] });
+    expect(status(() => applyUpdates(m, [{ action: 'add-schema', schema: retyped('long') }], 1))).toBe(400);
+    const decimal = applyUpdates(
+      m,
+      [{ action: 'add-schema', schema: { type: 'struct', fields: [{ id: 2, name: 'd', required: false, type: 'decimal(9, 2)' }] } }],
+      1,
+    );
+    expect(
+      status(() =>
+        applyUpdates(
+          decimal.metadata,
+          [{ action: 'add-schema', schema: { type: 'struct', fields: [{ id: 2, name: 'd', required: false, type: 'decimal(12,2)' }] } }],
+          1,
+        ),
+      ),
+    ).toBe('ok');
+    expect(
+      status(() =>
+        applyUpdates(
+          decimal.metadata,
+          [{ action: 'add-schema', schema: { type: 'struct', fields: [{ id: 2, name: 'd', required: false, type: 'decimal(12,3)' }] } }],
+          1,
+        ),
+      ),
+    ).toBe(400);
   });
 });
 
