@@ -44,7 +44,12 @@ export interface CatalogServerOptions {
   port?: number;
   /** When set, `GET /v1/config` must name it (`?warehouse=`): absent → 400, another → 404. */
   warehouse?: string;
-  /** Returned as `overrides.prefix`; every other route is then `/v1/<prefix>/…`. */
+  /** Before `/v1` in every path (AWS's catalogs are under `/iceberg`); default none. */
+  basePath?: string;
+  /**
+   * Returned as `overrides.prefix`; every other route is then `/v1/<prefix>/…` with the prefix exactly as
+   * given (`ws/abc`, or an already encoded `arn%3Aaws%3A…`), not encoded again.
+   */
   prefix?: string;
   /**
    * The config's `endpoints` (default: every route this server has). `'omit'` leaves the field out; a

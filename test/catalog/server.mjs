@@ -531,7 +531,10 @@ export async function startCatalogServer(options) {
   /** @type {string[]} */
   const advertised =
     options.endpoints === 'omit' ? SPEC_DEFAULT_ENDPOINTS : (options.endpoints ?? offeredEndpoints(Boolean(options.transactions)));
-  const tokenPath = auth.kind === 'oauth' ? (auth.tokenPath ?? DEFAULT_TOKEN_PATH) : null;
+  // The document's servers may have a base path before `/v1` (AWS's catalogs are under `/iceberg`).
+  const basePath = String(options.basePath ?? '').replace(/\/+$/, '');
+  const configPath = `${basePath}/v1/config`;
+  const tokenPath = auth.kind === 'oauth' ? (auth.tokenPath ?? `${basePath}${DEFAULT_TOKEN_PATH}`) : null;
   const idempotencyMs = options.idempotencyKeyLifetime ? durationMs(options.idempotencyKeyLifetime) : null;
   const signer =
     auth.kind === 'sigv4'
@@ -821,7 +824,7 @@ export async function startCatalogServer(options) {
       if (fault && fault.when === 'before') throw new CatalogError(fault.status, faultType('token', fault.status), 'Injected fault');
       return { ...issueToken(req, body), fault };
     }
-    if (path === '/v1/config' && method === 'GET') {
+    if (path === configPath && method === 'GET') {
       const fault = takeFault('config', []);
       if (fault) throw new CatalogError(fault.status, faultType('config', fault.status), 'Injected fault');
       const asked = url.searchParams.get('warehouse');
@@ -838,9 +841,9 @@ export async function startCatalogServer(options) {
         },
       };
     }
-    const base = prefix === null ? '/v1/' : `/v1/${prefix}/`;
-    const encodedBase = prefix === null ? base : `/v1/${encodeURIComponent(prefix)}/`;
-    const rest = path.startsWith(base) ? path.slice(base.length) : path.startsWith(encodedBase) ? path.slice(encodedBase.length) : null;
+    // The prefix goes into paths exactly as the config gave it (an encoded one stays encoded, once).
+    const base = prefix === null ? `${basePath}/v1/` : `${basePath}/v1/${prefix}/`;
+    const rest = path.startsWith(base) ? path.slice(base.length) : null;
     if (rest === null) throw new CatalogError(404, 'NotFoundException', `No route for ${method} ${path}`);
     const parts = rest.split('/').map((p) => {
       try {
@@ -1099,7 +1102,7 @@ export async function startCatalogServer(options) {
     if (url.pathname !== tokenPath) await authorize(req, url, body);
     const key = req.headers['idempotency-key'];
     const mutating = req.method === 'POST' || req.method === 'DELETE';
-    if (idempotencyMs === null || typeof key !== 'string' || !mutating || url.pathname === '/v1/config' || url.pathname === tokenPath)
+    if (idempotencyMs === null || typeof key !== 'string' || !mutating || url.pathname === configPath || url.pathname === tokenPath)
       return route(req, url, body);
     const fingerprint = createHash('sha256').update(`${req.method} ${url.pathname}\n${body}`).digest('hex');
     for (const [k, v] of idempotent) if (v.at + idempotencyMs < now()) idempotent.delete(k);
@@ -1206,6 +1209,7 @@ async function main() {
       root: { type: 'string' },
       port: { type: 'string', default: '8181' },
       prefix: { type: 'string' },
+      'base-path': { type: 'string' },
       warehouse: { type: 'string' },
       oauth: { type: 'string' },
       token: { type: 'string' },
@@ -1215,7 +1219,7 @@ async function main() {
   });
   if (!values.root) {
     process.stderr.write(
-      'usage: node test/catalog/server.mjs --root DIR [--port 8181] [--prefix P] [--warehouse W] [--oauth id:secret] [--token T] [--transactions] [--state FILE]\n',
+      'usage: node test/catalog/server.mjs --root DIR [--port 8181] [--base-path /iceberg] [--prefix P] [--warehouse W] [--oauth id:secret] [--token T] [--transactions] [--state FILE]\n',
     );
     process.exit(2);
   }
@@ -1231,6 +1235,7 @@ async function main() {
     root: values.root,
     port: Number(values.port),
     prefix: values.prefix,
+    basePath: values['base-path'],
     warehouse: values.warehouse,
     transactions: values.transactions,
     statePath: values.state ?? join(values.root, 'catalog-state.json'),

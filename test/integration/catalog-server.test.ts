@@ -127,11 +127,20 @@ class Sha256 {
 
 describe('the tests’ Iceberg REST catalog', () => {
   it('gives its prefix in the config and answers only under it; a warehouse must be the one it has', async () => {
+    // As S3 Tables does: a base path, and a prefix the server already encoded, used as it is.
+    const arn = encodeURIComponent('arn:aws:s3tables:eu-west-1:111122223333:bucket/costs');
+    await withCatalog({ basePath: '/iceberg', prefix: arn }, async (server) => {
+      expect((await call(`${server.url}/iceberg/v1/config`, 'GET')).body.overrides.prefix).toBe(arn);
+      expect((await call(`${server.url}/iceberg/v1/${arn}/namespaces`, 'GET')).status).toBe(200);
+      expect((await call(`${server.url}/iceberg/v1/${encodeURIComponent(arn)}/namespaces`, 'GET')).status).toBe(404);
+      expect((await call(`${server.url}/v1/config`, 'GET')).status).toBe(404);
+    });
     await withCatalog({ endpoints: ['GET /v1/{prefix}/namespaces'] }, async (server) => {
       expect((await call(`${server.url}/v1/config`, 'GET')).body.endpoints).toEqual(['GET /v1/{prefix}/namespaces']);
       expect((await call(`${server.url}/v1/namespaces`, 'POST', { namespace: ['a'] })).status).toBe(406);
     });
     await withCatalog({ prefix: 'ws/abc', warehouse: 'lake' }, async (server) => {
+      expect((await call(`${server.url}/v1/ws%2Fabc/namespaces`, 'GET')).status).toBe(404);
       const config = await call(`${server.url}/v1/config?warehouse=lake`, 'GET');
       expect(config.status).toBe(200);
       expect(config.body.overrides.prefix).toBe('ws/abc');
