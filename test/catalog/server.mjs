@@ -183,7 +183,8 @@ export function newTableMetadata(request, o) {
   if (typeof request.name !== 'string' || request.name === '') throw badRequest('A table needs a name');
   if (!request.schema || request.schema.type !== 'struct' || !Array.isArray(request.schema.fields))
     throw badRequest('A table needs a schema (a struct)');
-  const properties = { ...(request.properties ?? {}) };
+  // Java's catalogs give a new table zstd unless it asks for another codec.
+  const properties = { 'write.parquet.compression-codec': 'zstd', ...(request.properties ?? {}) };
   const formatVersion = Number(properties['format-version'] ?? 2);
   delete properties['format-version'];
   if (formatVersion !== 2) throw badRequest(`This catalog makes tables of format version 2 only, not ${formatVersion}`);
@@ -954,9 +955,9 @@ export async function startCatalogServer(options) {
               '',
             );
             const metadata = newTableMetadata(request, { location, firstFieldId, nowMs: now() });
-            if (request['stage-create'] === true) return { status: 200, body: { metadata, ...tableConfig(req, metadata) } };
             if (tables.has(tableKey(namespace, request.name)))
               throw new CatalogError(409, 'AlreadyExistsException', `Table already exists: ${[...namespace, request.name].join('.')}`);
+            if (request['stage-create'] === true) return { status: 200, body: { metadata, ...tableConfig(req, metadata) } };
             const metadataLocation = nextMetadataLocation(metadata, null);
             writeMetadataFile(metadataLocation, metadata, memoryFiles);
             tables.set(tableKey(namespace, request.name), { namespace, name: request.name, metadataLocation, metadata });

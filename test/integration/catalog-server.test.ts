@@ -217,6 +217,9 @@ describe('the tests’ Iceberg REST catalog', () => {
         'AlreadyExistsException',
       );
 
+      expect(
+        (await call(`${base}/namespaces/costsync/tables`, 'POST', { name: 'line_items', schema: SCHEMA, 'stage-create': true })).status,
+      ).toBe(409);
       const staged = await call(`${base}/namespaces/costsync/tables`, 'POST', { name: 'focus', schema: SCHEMA, 'stage-create': true });
       expect(staged.status).toBe(200);
       expect(staged.body['metadata-location']).toBeUndefined();

@@ -55,13 +55,19 @@ describe('the test catalog’s table metadata', () => {
     expect(metadata['last-partition-id']).toBe(999);
   });
 
-  it('refuses a spec naming a column the schema lacks, a month of a string, and format versions but 2', () => {
+  it('refuses a spec naming a column the schema lacks, a month of a string, and format versions but 2; gives zstd unless asked otherwise', () => {
     const schema = { type: 'struct', fields: [{ id: 1, name: 's', required: true, type: 'string' }] };
     const spec = (sourceId: number, transform: string) => ({ fields: [{ name: 'p', transform, 'source-id': sourceId }] });
     expect(status(() => create({ name: 't', schema, 'partition-spec': spec(2, 'identity') }))).toBe(400);
     expect(status(() => create({ name: 't', schema, 'partition-spec': spec(1, 'month') }))).toBe(400);
     expect(status(() => create({ name: 't', schema, properties: { 'format-version': '3' } }))).toBe(400);
-    expect(create({ name: 't', schema, properties: { 'format-version': '2', a: 'b' } }).properties).toEqual({ a: 'b' });
+    expect(create({ name: 't', schema, properties: { 'format-version': '2', a: 'b' } }).properties).toEqual({
+      a: 'b',
+      'write.parquet.compression-codec': 'zstd',
+    });
+    expect(create({ name: 't', schema, properties: { 'write.parquet.compression-codec': 'snappy' } }).properties).toEqual({
+      'write.parquet.compression-codec': 'snappy',
+    });
   });
 });
 
