@@ -59,7 +59,10 @@ export interface CatalogServerOptions {
   endpoints?: string[] | 'omit';
   /** Offers `POST /v1/{prefix}/transactions/commit`. */
   transactions?: boolean;
-  /** An ISO 8601 duration (`PT30M`): the config advertises it and mutations honour `Idempotency-Key`. */
+  /**
+   * An ISO 8601 duration (`PT30M`): the config advertises it and mutations honour `Idempotency-Key`
+   * (a UUIDv7, else 400; one reused for another request, 422).
+   */
   idempotencyKeyLifetime?: string;
   defaults?: Record<string, string>;
   overrides?: Record<string, string>;

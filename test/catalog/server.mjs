@@ -1105,6 +1105,9 @@ export async function startCatalogServer(options) {
     const mutating = req.method === 'POST' || req.method === 'DELETE';
     if (idempotencyMs === null || typeof key !== 'string' || !mutating || url.pathname === configPath || url.pathname === tokenPath)
       return route(req, url, body);
+    // The document asks for a UUIDv7 (RFC 9562) as text: 36 characters, version nibble 7.
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i.test(key))
+      throw badRequest('Idempotency-Key must be a UUIDv7');
     const fingerprint = createHash('sha256').update(`${req.method} ${url.pathname}\n${body}`).digest('hex');
     for (const [k, v] of idempotent) if (v.at + idempotencyMs < now()) idempotent.delete(k);
     // A retry that arrives while the first is still running waits for its answer.

@@ -101,6 +101,13 @@ function appendChange(metadata: any, snap = snapshot(metadata, metadata.refs.mai
   };
 }
 
+/** A UUIDv7 (RFC 9562): the time in milliseconds, then random bits. */
+function uuidv7(): string {
+  const hex = Date.now().toString(16).padStart(12, '0') + randomUUID().replace(/-/g, '').slice(12);
+  const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
 const readJson = (location: string) => JSON.parse(readFileSync(fileURLToPath(location), 'utf8'));
 
 type SourceData = string | ArrayBuffer | ArrayBufferView;
@@ -395,7 +402,8 @@ describe('the tests’ Iceberg REST catalog', () => {
       const base = `${server.url}/v1`;
       const { metadata } = (await setUp(base)).body;
       const table = `${base}/namespaces/costsync/tables/line_items`;
-      const key = randomUUID();
+      const key = uuidv7();
+      expect((await call(table, 'POST', appendChange(metadata), { 'idempotency-key': randomUUID() })).status).toBe(400);
       const change = appendChange(metadata);
       server.faults.push({ route: 'commit', status: 504, when: 'after' });
       expect((await call(table, 'POST', change, { 'idempotency-key': key })).status).toBe(504);
