@@ -813,8 +813,8 @@ export async function startCatalogServer(options) {
   };
 
   /**
-   * The route's answer: `{status, body}`, `fault` (a queued fault that applies here) and whether the
-   * request changes state (for idempotency keys).
+   * The route's answer: `{status, body, headers?}`, and `fault`, a queued fault that applies once the
+   * change is made.
    * @param {import('node:http').IncomingMessage} req @param {URL} url @param {string} body
    */
   const route = async (req, url, body) => {
@@ -892,7 +892,7 @@ export async function startCatalogServer(options) {
           const entry = { namespace: request.namespace, properties: { ...(request.properties ?? {}) } };
           namespaces.set(k, entry);
           persist();
-          return { status: 200, body: clone(entry), mutation: true };
+          return { status: 200, body: clone(entry) };
         });
       }
     }
@@ -914,7 +914,7 @@ export async function startCatalogServer(options) {
               throw new CatalogError(409, 'NamespaceNotEmptyException', `Namespace has namespaces under it: ${namespace.join('.')}`);
             namespaces.delete(namespaceKey(namespace));
             persist();
-            return { status: 204, mutation: true };
+            return { status: 204 };
           });
       }
       if (parts.length === 3 && parts[2] === 'properties' && method === 'POST') {
@@ -932,7 +932,6 @@ export async function startCatalogServer(options) {
           return {
             status: 200,
             body: { updated: Object.keys(updates), removed: removals.filter((/** @type {string} */ k) => !missing.includes(k)), missing },
-            mutation: true,
           };
         });
       }
@@ -965,7 +964,6 @@ export async function startCatalogServer(options) {
             return {
               status: 200,
               body: { 'metadata-location': metadataLocation, metadata, ...tableConfig(req, metadata) },
-              mutation: true,
             };
           });
           return { ...answer, fault };
@@ -988,7 +986,6 @@ export async function startCatalogServer(options) {
           return {
             status: 200,
             body: { 'metadata-location': request['metadata-location'], metadata, ...tableConfig(req, metadata) },
-            mutation: true,
           };
         });
       }
@@ -1031,7 +1028,7 @@ export async function startCatalogServer(options) {
             if (!Array.isArray(request.requirements) || !Array.isArray(request.updates))
               throw badRequest('A commit needs requirements and updates');
             const [w] = await commitChanges([{ namespace, name, requirements: request.requirements, updates: request.updates }]);
-            return { status: 200, body: { 'metadata-location': w.location, metadata: w.metadata }, mutation: true };
+            return { status: 200, body: { 'metadata-location': w.location, metadata: w.metadata } };
           });
           return { ...answer, fault };
         }
@@ -1041,7 +1038,7 @@ export async function startCatalogServer(options) {
             requireTable(namespace, name);
             tables.delete(tableKey(namespace, name));
             persist();
-            return { status: 204, mutation: true };
+            return { status: 204 };
           });
       }
       if (parts.length === 5 && parts[2] === 'tables' && parts[4] === 'metrics' && method === 'POST') {
@@ -1059,7 +1056,7 @@ export async function startCatalogServer(options) {
         tables.delete(tableKey(source.namespace, source.name));
         tables.set(k, { ...source, namespace: request.destination.namespace, name: request.destination.name });
         persist();
-        return { status: 204, mutation: true };
+        return { status: 204 };
       });
     }
     if (key === 'POST transactions/commit' && options.transactions) {
@@ -1088,7 +1085,7 @@ export async function startCatalogServer(options) {
             updates: c.updates,
           })),
         );
-        return { status: 204, mutation: true };
+        return { status: 204 };
       });
       return { ...answer, fault };
     }
