@@ -292,6 +292,11 @@ describe('the tests’ Iceberg REST catalog', () => {
       expect(refusedHuge.status).toBe(400);
       const orphan = snapshot(onDisk, null);
       expect((await call(table, 'POST', appendChange(onDisk, orphan))).body.error.message).toMatch(/parent/);
+
+      // Two writers on the same base at once: one wins, the other is refused, one file more.
+      const racing = await Promise.all([call(table, 'POST', appendChange(onDisk)), call(table, 'POST', appendChange(onDisk))]);
+      expect(racing.map((r) => r.status).sort()).toEqual([200, 409]);
+      expect(server.commits).toBe(2);
     });
   });
 
