@@ -1,0 +1,258 @@
+/**
+ * `--format iceberg --catalog URL`: the tables committed through an Iceberg REST catalog (the tests'
+ * own, `test/catalog/server.mjs`, which enforces the OpenAPI document's requirements), then loaded
+ * through the catalog and read by icebird, an independent reader, against the warehouse.
+ */
+import { DuckDBInstance } from '@duckdb/node-api';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { SUMMARY } from '../../src/iceberg/metadata.js';
+import { startCatalogServer, type CatalogServer, type CatalogServerOptions } from '../catalog/server.mjs';
+import { catalogLocator, icebergDifferences } from '../iceberg.js';
+import { run, SPAN, syncCommand, withEmulator, withTempDir } from '../helpers.js';
+
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
+const SECRET = 'sEcReT-4f9a1c';
+const ENV = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', COSTSYNC_CATALOG_CREDENTIAL: `costsync:${SECRET}` };
+const NS = ['finance', 'costs'];
+
+function syncArgs(emulatorUrl: string, catalog: CatalogServer, dir: string, extra: string[] = []): string[] {
+  return syncCommand(emulatorUrl, dir, [
+    '--catalog',
+    catalog.url,
+    '--catalog-warehouse',
+    'wh',
+    '--catalog-namespace',
+    NS.join('.'),
+    '--start-date',
+    SPAN.startDate,
+    '--until',
+    SPAN.endDate,
+    '--window-days',
+    '7',
+    '--rate-limit',
+    '100000',
+    '--log-format',
+    'json',
+    ...extra,
+  ]);
+}
+
+async function withCatalog<T>(dir: string, options: Partial<CatalogServerOptions>, fn: (catalog: CatalogServer) => Promise<T>): Promise<T> {
+  const catalog = await startCatalogServer({
+    root: join(dir, 'warehouse'),
+    warehouse: 'wh',
+    prefix: 'ws/a1',
+    transactions: true,
+    idempotencyKeyLifetime: 'PT30M',
+    auth: { kind: 'oauth', clients: [{ id: 'costsync', secret: SECRET }], tokenTtlSeconds: 3600 },
+    ...options,
+  });
+  try {
+    return await fn(catalog);
+  } finally {
+    await catalog.close();
+  }
+}
+
+/** Each table, loaded through the catalog as an engine loads it, against the warehouse. */
+async function differences(dir: string, catalog: CatalogServer, prefix = 'ws/a1') {
+  const token = await (
+    await fetch(`${catalog.url}/v1/oauth/tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `grant_type=client_credentials&client_id=costsync&client_secret=${SECRET}&scope=catalog`,
+    })
+  ).json();
+  return icebergDifferences(join(dir, 'c.duckdb'), '', {
+    locate: catalogLocator(catalog.url, prefix, NS, { authorization: `Bearer ${(token as { access_token: string }).access_token}` }),
+  });
+}
+
+function expectEqualToWarehouse(diff: Record<string, { rows: number; missing: number; extra: number }>) {
+  expect(Object.keys(diff).length).toBeGreaterThan(3);
+  for (const [table, d] of Object.entries(diff)) {
+    expect({ table, ...d }).toEqual({ table, rows: d.rows, missing: 0, extra: 0 });
+    expect(d.rows, table).toBeGreaterThan(0);
+  }
+}
+
+/** The field ids a Parquet file carries, by column name (DuckDB's parquet_schema). */
+async function parquetFieldIds(file: string): Promise<Record<string, number>> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const db = await instance.connect();
+  try {
+    const rows = (
+      await db.runAndReadAll(`SELECT name, field_id FROM parquet_schema('${file}') WHERE field_id IS NOT NULL`)
+    ).getRowObjectsJS();
+    return Object.fromEntries(rows.map((r) => [String(r.name), Number(r.field_id)]));
+  } finally {
+    db.closeSync();
+    instance.closeSync();
+  }
+}
+
+const commitIdsOf = (catalog: CatalogServer, table: string) =>
+  (catalog.table(NS, table)!.metadata.snapshots as { summary: Record<string, string> }[]).map((s) => s.summary[SUMMARY.commitId]);
+
+describe('--format iceberg --catalog (an Iceberg REST catalog)', () => {
+  it('creates every table with the ids the catalog assigns and commits through the protocol (a prefix, OAuth2, idempotency keys, line_items and focus in one transaction); each table loaded through the catalog reads equal to the warehouse; a restatement is one overwrite', async () => {
+    await withEmulator(
+      { ...SPAN, rowsPerDay: 40, anomaliesPerDay: 2, clock, restatement: { days: 5, changeRate: 0.5, deleteRate: 0.1 } },
+      async (emulator) => {
+        await withTempDir(async (dir) => {
+          await withCatalog(dir, {}, async (catalog) => {
+            const first = await run(syncArgs(emulator.url, catalog, dir), ENV);
+            expect(first).toMatchObject({ code: 0 });
+            // The spec deprecates the catalog's own token endpoint: said once.
+            expect(first.stderr.match(/deprecat/g)?.length).toBe(1);
+            expect(first.stdout + first.stderr).not.toContain(SECRET);
+            expectEqualToWarehouse(await differences(dir, catalog));
+
+            // The catalog assigned its own field ids (from 101); the data files carry them.
+            const lineItems = catalog.table(NS, 'line_items')!;
+            const schema = (lineItems.metadata.schemas as { 'schema-id': number; fields: { id: number; name: string }[] }[]).find(
+              (s) => s['schema-id'] === lineItems.metadata['current-schema-id'],
+            )!;
+            expect(Math.min(...schema.fields.map((f) => f.id))).toBe(101);
+            const manifestTable = `${fileURLToPath(String(lineItems.metadata.location))}/data`;
+            const { readdirSync } = await import('node:fs');
+            const files = readdirSync(manifestTable, { recursive: true })
+              .map(String)
+              .filter((f) => f.endsWith('.parquet'));
+            expect(files.length).toBeGreaterThan(0);
+            const ids = await parquetFieldIds(join(manifestTable, files[0]!));
+            expect(ids).toEqual(Object.fromEntries(schema.fields.map((f) => [f.name, f.id])));
+
+            // Every commit went with an idempotency key; line_items and focus went together.
+            const commits = catalog.requests.filter(
+              (r) => r.method === 'POST' && /\/tables\/[a-z_]+$|\/transactions\/commit$/.test(r.path),
+            );
+            expect(commits.length).toBeGreaterThan(0);
+            expect(commits.every((r) => typeof r.headers['idempotency-key'] === 'string')).toBe(true);
+            expect(commits.every((r) => r.path.startsWith('/v1/ws/a1/'))).toBe(true);
+            expect(commits.some((r) => r.path.endsWith('/transactions/commit'))).toBe(true);
+            expect(commits.some((r) => /\/tables\/(line_items|focus)$/.test(r.path))).toBe(false);
+
+            emulator.restate();
+            expect(await run(syncArgs(emulator.url, catalog, dir, ['--lookback-days', '7']), ENV)).toMatchObject({ code: 0 });
+            expectEqualToWarehouse(await differences(dir, catalog));
+            const snapshots = catalog.table(NS, 'line_items')!.metadata.snapshots as { summary: Record<string, string> }[];
+            expect(snapshots.at(-1)!.summary).toMatchObject({ operation: 'overwrite', [SUMMARY.source]: 'default' });
+            // No commit twice.
+            expect(new Set(commitIdsOf(catalog, 'line_items')).size).toBe(snapshots.length);
+          });
+        });
+      },
+    );
+  }, 60_000);
+
+  it('settles what a catalog leaves unknown: a transaction applied then answered 500, a commit refused with 409, a 503, a token expired mid-run: nothing is committed twice or lost', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 30, anomaliesPerDay: 1, clock }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        await withCatalog(dir, {}, async (catalog) => {
+          catalog.faults.push(
+            { route: 'transaction', status: 500, when: 'after' },
+            { route: 'commit', table: 'rollups_daily', status: 409, when: 'before' },
+            { route: 'commit', table: 'anomalies', status: 503, when: 'before' },
+          );
+          catalog.events.once('commit', () => catalog.expireTokens());
+          const result = await run(syncArgs(emulator.url, catalog, dir), ENV);
+          expect(result).toMatchObject({ code: 0 });
+          expect(catalog.faults).toEqual([]);
+          // The expired token was refreshed once (a second token request), not given up on.
+          expect(catalog.requests.filter((r) => r.path === '/v1/oauth/tokens' && r.status === 200).length).toBe(2);
+          expect(catalog.requests.some((r) => r.status === 419)).toBe(true);
+          expectEqualToWarehouse(await differences(dir, catalog));
+          for (const table of ['line_items', 'focus', 'rollups_daily', 'anomalies']) {
+            const ids = commitIdsOf(catalog, table);
+            expect(new Set(ids).size, table).toBe(ids.length);
+          }
+        });
+      });
+    });
+  }, 60_000);
+
+  it('adopts a directory lake by registering its tables (the upgrade path), then commits on top of them; --out elsewhere than a table is refused', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 30, anomaliesPerDay: 1, clock }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const lake = join(dir, 'lake');
+        // First as directory tables, as an earlier costsync wrote them.
+        expect(
+          await run(
+            syncCommand(emulator.url, dir, [
+              '--format',
+              'iceberg',
+              '--out',
+              lake,
+              '--start-date',
+              SPAN.startDate,
+              '--until',
+              SPAN.endDate,
+              '--rate-limit',
+              '100000',
+            ]),
+            ENV,
+          ),
+        ).toMatchObject({ code: 0 });
+        const { readFileSync } = await import('node:fs');
+        const directorySnapshots = (
+          JSON.parse(readFileSync(join(lake, 'line_items', 'metadata', 'v1.metadata.json'), 'utf8')) as {
+            snapshots: { 'snapshot-id': number }[];
+          }
+        ).snapshots.map((s) => s['snapshot-id']);
+        await withCatalog(dir, {}, async (catalog) => {
+          emulator.restate();
+          expect(await run(syncArgs(emulator.url, catalog, dir, ['--out', lake, '--lookback-days', '7']), ENV)).toMatchObject({ code: 0 });
+          expect(catalog.requests.filter((r) => r.path.endsWith('/register')).length).toBeGreaterThan(3);
+          const table = catalog.table(NS, 'line_items')!;
+          expect(table.metadata.location).toBe(pathToFileURL(join(lake, 'line_items')).href);
+          const ids = (table.metadata.snapshots as { 'snapshot-id': number }[]).map((s) => s['snapshot-id']);
+          expect(ids.slice(0, directorySnapshots.length)).toEqual(directorySnapshots);
+          expectEqualToWarehouse(await differences(dir, catalog));
+
+          // Another --out than where the catalog's tables are: refused before anything is written.
+          const elsewhere = await run(syncArgs(emulator.url, catalog, dir, ['--out', join(dir, 'other')]), ENV);
+          expect(elsewhere.code).toBe(2);
+          expect(elsewhere.stderr).toContain('not at');
+        });
+      });
+    });
+  }, 60_000);
+
+  it('a refused credential ends the run at once (exit 3, before any API request, no secret shown); check probes the catalog', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 5, clock }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        await withCatalog(dir, {}, async (catalog) => {
+          const wrong = await run(syncArgs(emulator.url, catalog, dir), { ...ENV, COSTSYNC_CATALOG_CREDENTIAL: 'costsync:wrong-one-77' });
+          expect(wrong.code).toBe(3);
+          expect(wrong.stderr).toContain('CS_ERR_CATALOG_AUTH');
+          expect(wrong.stdout + wrong.stderr).not.toContain('wrong-one-77');
+          expect(emulator.requestLog.total).toBe(0);
+
+          const check = await run(
+            [
+              'check',
+              '--base-url',
+              emulator.url,
+              '--catalog',
+              catalog.url,
+              '--catalog-warehouse',
+              'wh',
+              '--catalog-namespace',
+              'finance.costs',
+              '--state-dir',
+              join(dir, 'state'),
+            ],
+            ENV,
+          );
+          expect(check.stdout).toContain('Iceberg catalog');
+          expect(check.stdout).toMatch(/GET \/v1\/config\s+true/);
+          expect(check.stdout).toMatch(/namespace finance\.costs\s+true\s+missing/);
+          expect(check.code).toBe(0);
+        });
+      });
+    });
+  }, 60_000);
+});
