@@ -12,7 +12,7 @@ import { reportOptions, runReportCommand } from './commands/report.js';
 import { runStatusCommand, statusOptions } from './commands/status.js';
 import { notifyOptions, runNotifyCommand } from './commands/notify.js';
 import { runVerifyCommand, verifyOptions } from './commands/verify.js';
-import { connectionOptions, type CommandIo } from './commands/common.js';
+import type { CommandIo } from './commands/common.js';
 import { runSyncCommand, syncOptions } from './commands/sync.js';
 import { packageVersion } from './paths.js';
 import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from './errors.js';
