@@ -75,19 +75,23 @@ export async function openRun(request: RunRequest): Promise<OpenRun> {
   try {
     for (const path of lockPaths(config, request.kind)) locks.push(acquireLock(path, request.command, new Date(clock.now())));
     const scratch = resolve(config.stateDir, 'lake-scratch');
+    // With a catalog, each table's files go where the catalog says (with the credentials it vends): the lake
+    // is named by the catalog, --out only places new tables, and the catalog keeps runners' commits apart.
     const lake =
       request.kind !== 'sync' || config.format === 'duckdb'
         ? null
-        : config.catalog !== null && config.out === ''
+        : config.catalog !== null
           ? catalogLakeTarget(`${config.catalog.url} (namespace ${config.catalog.namespace.join('.')})`, scratch)
           : outputTarget(config.out, scratch);
     if (request.kind === 'sync') removeStateLeftovers(config.stateDir);
     // Refused now, not half way through a backfill: a lake that cannot be written (no credentials,
     // no bucket, access denied), a server that ignores conditional writes, another runner's lease.
     await lake?.check(runId);
-    if (lake !== null) await checkLakeFormat(lake, config.format === 'iceberg' ? 'iceberg' : 'parquet');
+    if (lake !== null && config.catalog === null) await checkLakeFormat(lake, config.format === 'iceberg' ? 'iceberg' : 'parquet');
+    if (lake !== null && config.catalog !== null && config.out !== '' && !isS3Url(config.out))
+      await checkLakeFormat(outputTarget(config.out, scratch), 'iceberg');
     leases = await takeLeases(
-      { ...config, out: lake !== null && config.out !== '' ? config.out : null },
+      { ...config, out: lake !== null && config.catalog === null ? config.out : null },
       request.sources,
       runId,
       clock,

@@ -75,14 +75,18 @@ export async function withLakeFetch<T>(fn: () => Promise<T>, s3?: S3Client): Pro
  */
 export async function readIceberg(
   tableUrl: string,
-  options: { metadataFileName?: string; snapshotId?: number; s3?: S3Client } = {},
+  options: { metadataFileName?: string; snapshotId?: number; s3?: S3Client; metadata?: unknown } = {},
 ): Promise<Record<string, unknown>[]> {
   const { icebergMetadata, icebergRead } = await import('icebird');
   return withLakeFetch(async () => {
-    const metadata = await icebergMetadata({
-      tableUrl,
-      ...(options.metadataFileName !== undefined && { metadataFileName: options.metadataFileName }),
-    });
+    // A catalog's loadTable answer carries the metadata itself (where its file is may be the catalog's alone).
+    const metadata =
+      options.metadata !== undefined
+        ? (structuredClone(options.metadata) as Awaited<ReturnType<typeof icebergMetadata>>)
+        : await icebergMetadata({
+            tableUrl,
+            ...(options.metadataFileName !== undefined && { metadataFileName: options.metadataFileName }),
+          });
     if (options.snapshotId !== undefined) metadata['current-snapshot-id'] = options.snapshotId;
     return icebergRead({ tableUrl, metadata });
   }, options.s3);
@@ -123,7 +127,7 @@ export async function icebergDifferences(
     tables?: readonly string[];
     s3?: S3Client;
     /** Where a table's current metadata is (a catalog's `loadTable`); null: no such table. Default: `lakeUrl/<table>`'s hint. */
-    locate?: (table: string) => Promise<{ tableUrl: string; metadataFileName: string } | null>;
+    locate?: (table: string) => Promise<{ tableUrl: string; metadataFileName: string; metadata?: unknown } | null>;
   } = {},
 ): Promise<Record<string, { rows: number; missing: number; extra: number }>> {
   const wh = await openReadOnly(db);
@@ -146,7 +150,11 @@ export async function icebergDifferences(
       const read = () =>
         located === undefined || located === null
           ? readIceberg(`${lakeUrl}/${table}`, options.s3 ? { s3: options.s3 } : {})
-          : readIceberg(located.tableUrl, { metadataFileName: located.metadataFileName, ...(options.s3 && { s3: options.s3 }) });
+          : readIceberg(located.tableUrl, {
+              metadataFileName: located.metadataFileName,
+              ...(located.metadata !== undefined && { metadata: located.metadata }),
+              ...(options.s3 && { s3: options.s3 }),
+            });
       const lakeRows = (absent ? [] : await read()).filter(
         (r) => options.sources === undefined || options.sources.includes(String(r[def.source])),
       );
@@ -247,14 +255,19 @@ export function catalogLocator(
   prefix: string | null,
   namespace: readonly string[],
   headers: Record<string, string> = {},
+  o: { withMetadata?: boolean } = {},
 ) {
-  return async (table: string): Promise<{ tableUrl: string; metadataFileName: string } | null> => {
+  return async (table: string): Promise<{ tableUrl: string; metadataFileName: string; metadata?: unknown } | null> => {
     const base = `${catalogUrl}/v1/${prefix === null ? '' : `${prefix}/`}namespaces/${namespace.map(encodeURIComponent).join('%1F')}/tables/${table}`;
     const response = await fetch(base, { headers });
     if (response.status === 404) return null;
     if (!response.ok) throw new Error(`loadTable ${table}: ${response.status} ${await response.text()}`);
     const body = (await response.json()) as { 'metadata-location': string; metadata: { location: string } };
     const location = body['metadata-location'];
-    return { tableUrl: body.metadata.location.replace(/\/+$/, ''), metadataFileName: location.slice(location.lastIndexOf('/') + 1) };
+    return {
+      tableUrl: body.metadata.location.replace(/\/+$/, ''),
+      metadataFileName: location.slice(location.lastIndexOf('/') + 1),
+      ...(o.withMetadata === true && { metadata: body.metadata }),
+    };
   };
 }

@@ -11,7 +11,7 @@ import type { IcebergCatalog, LoadedTable, NewTable, TableCommit } from '../iceb
 import type { CommitOutcome, CreateTableRequest, LoadTableResult, TableChange } from '../iceberg/rest-types.js';
 import { loadTable } from '../iceberg/table.js';
 import { metadataKey } from '../iceberg/metadata.js';
-import { ConfigError, InternalError } from '../errors.js';
+import { ConfigError, CostsyncError, InternalError } from '../errors.js';
 import { ICEBERG_TABLES } from '../storage/tables.js';
 import { bucketTarget, directoryTarget, outputTarget, type OutputTarget } from './target.js';
 import type { Dispatcher } from 'undici';
@@ -107,6 +107,20 @@ function emptyStore(table: string): OutputTarget {
   };
 }
 
+/**
+ * The directory table `table` under `--out`, if any. A bucket this machine has no credentials, region or
+ * access of its own for (the catalog vends them per table) holds none costsync wrote from here.
+ */
+async function directoryTableAt(out: OutputTarget, table: string) {
+  try {
+    return await loadTable(out, table);
+  } catch (error) {
+    if (error instanceof CostsyncError && ['CS_ERR_S3_CREDENTIALS', 'CS_ERR_S3_REGION', 'CS_ERR_S3_ACCESS_DENIED'].includes(error.code))
+      return null;
+    throw error;
+  }
+}
+
 /** The tables of one namespace of a REST catalog, as an `IcebergCatalog`. */
 export async function restTables(o: RestTablesOptions): Promise<IcebergCatalog> {
   const { client, namespace: ns } = o;
@@ -168,7 +182,7 @@ export async function restTables(o: RestTablesOptions): Promise<IcebergCatalog> 
     let result = await client.loadTable(ns, table);
     if (result === null) {
       // A directory table of this name under --out (an earlier costsync's) is adopted as it is.
-      const existing = o.out === null ? null : await loadTable(o.out, table);
+      const existing = o.out === null ? null : await directoryTableAt(o.out, table);
       if (existing !== null && existing.version > 0) {
         const registered = await client.registerTable(ns, table, o.out!.location(`${table}/${metadataKey(existing.version)}`));
         result = registered === 'exists' ? await client.loadTable(ns, table) : registered;
