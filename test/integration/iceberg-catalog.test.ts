@@ -4,6 +4,7 @@
  * through the catalog and read by icebird, an independent reader, against the warehouse.
  */
 import { DuckDBInstance } from '@duckdb/node-api';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -117,7 +118,6 @@ describe('--format iceberg --catalog (an Iceberg REST catalog)', () => {
             )!;
             expect(Math.min(...schema.fields.map((f) => f.id))).toBe(101);
             const manifestTable = `${fileURLToPath(String(lineItems.metadata.location))}/data`;
-            const { readdirSync } = await import('node:fs');
             const files = readdirSync(manifestTable, { recursive: true })
               .map(String)
               .filter((f) => f.endsWith('.parquet'));
@@ -142,6 +142,39 @@ describe('--format iceberg --catalog (an Iceberg REST catalog)', () => {
             expect(snapshots.at(-1)!.summary).toMatchObject({ operation: 'overwrite', [SUMMARY.source]: 'default' });
             // No commit twice.
             expect(new Set(commitIdsOf(catalog, 'line_items')).size).toBe(snapshots.length);
+
+            // Maintenance off: nothing expires, however short the retention.
+            emulator.restate();
+            const off = await run(
+              syncArgs(emulator.url, catalog, dir, ['--lookback-days', '7', '--iceberg-retention', '0s', '--iceberg-maintenance', 'off']),
+              ENV,
+            );
+            expect(off).toMatchObject({ code: 0 });
+            const kept = (catalog.table(NS, 'line_items')!.metadata.snapshots as unknown[]).length;
+            expect(kept).toBe(snapshots.length + 1);
+            // On: the snapshots past the retention expire, and the files only they reached go.
+            const dataFiles = () =>
+              readdirSync(manifestTable, { recursive: true })
+                .map(String)
+                .filter((f) => f.endsWith('.parquet')).length;
+            const filesBefore = dataFiles();
+            const on = await run(syncArgs(emulator.url, catalog, dir, ['--iceberg-retention', '0s']), ENV);
+            expect(on).toMatchObject({ code: 0 });
+            expect((catalog.table(NS, 'line_items')!.metadata.snapshots as unknown[]).length).toBeLessThan(kept);
+            expect(dataFiles()).toBeLessThan(filesBefore);
+            expectEqualToWarehouse(await differences(dir, catalog));
+
+            // The run's summary and status name the catalog, the namespace and each table's current snapshot.
+            const current = String(catalog.table(NS, 'line_items')!.metadata['current-snapshot-id']);
+            const summary = JSON.parse(on.stdout.trim().split('\n').at(-1)!) as {
+              lakeSnapshots: { where: string; snapshots: Record<string, number> };
+            };
+            expect(summary.lakeSnapshots.where).toContain('namespace finance.costs');
+            expect(String(summary.lakeSnapshots.snapshots.line_items)).toBe(current);
+            const status = await run(['status', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')], ENV);
+            expect(status.stdout).toMatch(
+              new RegExp(`line_items\\s+iceberg\\s+${catalog.url.replace(/[.]/g, '\\.')}.*namespace finance\\.costs\\s+${current}`),
+            );
           });
         });
       },
