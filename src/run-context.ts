@@ -13,6 +13,8 @@ import type { Logger } from './log.js';
 import { takeLeases, type Leases } from './outputs/leases.js';
 import { publishDestination, remoteWarehouse, type PublishDestination } from './outputs/publish.js';
 import { isS3Url } from './outputs/s3-url.js';
+import { refuseAdoptedTables } from './outputs/iceberg-catalog.js';
+import { ICEBERG_TABLES } from './storage/tables.js';
 import { catalogLakeTarget, outputTarget, type OutputTarget } from './outputs/target.js';
 import { acquireLock, dbLockPath, type Lock } from './state/lock.js';
 import { removeStateLeftovers } from './state/store.js';
@@ -88,6 +90,8 @@ export async function openRun(request: RunRequest): Promise<OpenRun> {
     // no bucket, access denied), a server that ignores conditional writes, another runner's lease.
     await lake?.check(runId);
     if (lake !== null && config.catalog === null) await checkLakeFormat(lake, config.format === 'iceberg' ? 'iceberg' : 'parquet');
+    if (lake !== null && config.catalog === null && config.format === 'iceberg')
+      await refuseAdoptedTables(lake, Object.keys(ICEBERG_TABLES));
     if (lake !== null && config.catalog !== null && config.out !== '' && !isS3Url(config.out))
       await checkLakeFormat(outputTarget(config.out, scratch), 'iceberg');
     leases = await takeLeases(

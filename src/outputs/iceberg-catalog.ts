@@ -50,6 +50,27 @@ export interface RestTablesOptions {
   vendedBucket?: (name: string, config: Record<string, string>) => Promise<Bucket | null>;
 }
 
+/** Beside a directory table a catalog adopted: which catalog holds it now. */
+export function catalogMarkerKey(table: string): string {
+  return `${table}/metadata/costsync-catalog.json`;
+}
+
+/**
+ * Refuses to commit directory versions of a table a catalog adopted (`register`): the catalog's commits
+ * are not versions a directory reader or writer sees, so a run without `--catalog` would fork the table.
+ */
+export async function refuseAdoptedTables(out: OutputTarget, tables: readonly string[]): Promise<void> {
+  for (const table of tables) {
+    const marker = await out.getText(catalogMarkerKey(table));
+    if (marker === null) continue;
+    const { catalog } = JSON.parse(marker) as { catalog: string };
+    throw new ConfigError(
+      `The Iceberg table at ${out.location(table)} is committed through a REST catalog (${catalog}) since it was registered there.`,
+      'Pass the same --catalog (and --catalog-warehouse, --catalog-namespace) as the run that registered it.',
+    );
+  }
+}
+
 /** The transaction endpoint, as the config's `endpoints` name it. */
 const TRANSACTIONS = 'POST /v1/{prefix}/transactions/commit';
 
@@ -126,6 +147,7 @@ export async function restTables(o: RestTablesOptions): Promise<IcebergCatalog> 
   const { client, namespace: ns } = o;
   if (!(await client.namespaceExists(ns))) await client.createNamespace(ns);
   const qualified = (table: string) => [...ns, table].join('.');
+  const where = `${client.describe()}, namespace ${ns.join('.')}`;
   const stores = new Map<string, OutputTarget>();
 
   /** The store at a table's location (kept per location and credentials: a client per bucket). */
@@ -186,6 +208,8 @@ export async function restTables(o: RestTablesOptions): Promise<IcebergCatalog> 
       if (existing !== null && existing.version > 0) {
         const registered = await client.registerTable(ns, table, o.out!.location(`${table}/${metadataKey(existing.version)}`));
         result = registered === 'exists' ? await client.loadTable(ns, table) : registered;
+        // From now on the catalog holds the table: a run without --catalog must not commit a directory version beside it.
+        await o.out!.putText(catalogMarkerKey(table), `${JSON.stringify({ catalog: where, table: qualified(table) })}\n`);
       } else {
         const { schema, spec, properties } = init();
         const location = expectedLocation(table);
@@ -216,7 +240,7 @@ export async function restTables(o: RestTablesOptions): Promise<IcebergCatalog> 
   const transactions = client.supports(TRANSACTIONS);
   return {
     kind: 'rest',
-    where: `${client.describe()}, namespace ${ns.join('.')}`,
+    where,
     name: (table) => `${qualified(table)} in ${client.describe()}`,
     transactions,
     load,

@@ -245,6 +245,14 @@ describe('--format iceberg --catalog (an Iceberg REST catalog)', () => {
           expect(ids.slice(0, directorySnapshots.length)).toEqual(directorySnapshots);
           expectEqualToWarehouse(await differences(dir, catalog));
 
+          // Without --catalog, the adopted tables are refused: a directory version would fork them.
+          const forked = await run(
+            syncCommand(emulator.url, dir, ['--format', 'iceberg', '--out', lake, '--start-date', SPAN.startDate, '--until', SPAN.endDate]),
+            ENV,
+          );
+          expect(forked.code).toBe(2);
+          expect(forked.stderr).toContain('is committed through a REST catalog');
+
           // Another --out than where the catalog's tables are: refused before anything is written.
           const elsewhere = await run(syncArgs(emulator.url, catalog, dir, ['--out', join(dir, 'other')]), ENV);
           expect(elsewhere.code).toBe(2);
