@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { SETTING_SPECS, envName, settingOptions } from '../dist/settings.js';
 import { ERRORS, ExitCode } from '../dist/errors.js';
 import { runCli } from '../dist/cli-app.js';
-import { connectionOptions } from '../dist/commands/common.js';
+import { checkOptions } from '../dist/commands/check.js';
 import { emulatorOptions } from '../dist/commands/emulator.js';
 import { notifyOptions } from '../dist/commands/notify.js';
 import { pushOptions, pushOtelOptions } from '../dist/commands/push.js';
@@ -32,7 +32,7 @@ const COMMAND_OPTIONS = {
   report: reportOptions,
   notify: notifyOptions,
   status: statusOptions,
-  check: connectionOptions,
+  check: checkOptions,
   emulator: emulatorOptions,
   demo: (y) => y,
 };
@@ -57,6 +57,14 @@ const OTHER_VARIABLES = [
   [
     'COSTSYNC_DUCKDB_MEMORY_LIMIT',
     "DuckDB's memory limit for runs that write the warehouse, as a DuckDB size (`256MB`, `1GB`); default and least `64MB`. A value that is not a size, or under 64MB, is refused with exit 2.",
+  ],
+  [
+    'COSTSYNC_CATALOG_TOKEN',
+    'With `--catalog`: a bearer token sent as it is on every catalog request (a secret, never logged). One way only: not with `COSTSYNC_CATALOG_CREDENTIAL` or `--catalog-sigv4`.',
+  ],
+  [
+    'COSTSYNC_CATALOG_CREDENTIAL',
+    'With `--catalog`: `client_id:client_secret`, exchanged for OAuth2 tokens at `--catalog-oauth-uri` (a secret, never logged).',
   ],
   ['COSTSYNC_DUCKDB_THREADS', 'DuckDB threads for runs that write the warehouse, 1 to 64; default 1.'],
   ['COSTSYNC_PUSH_MEMORY_LIMIT', "DuckDB's memory limit while `push` reads and checks files; default `256MB`."],
@@ -118,7 +126,7 @@ async function helpCommands() {
 
 function settingsPage(commands) {
   const settingDescribe = new Map(
-    [...optionsOf((y) => settingOptions(y, ['connection', 'rate', 'notify', 'sync', 'lease']))].map(([k, v]) => [k, v.describe]),
+    [...optionsOf((y) => settingOptions(y, ['connection', 'rate', 'notify', 'sync', 'lease', 'catalog']))].map(([k, v]) => [k, v.describe]),
   );
   const takenBy = (name) => commands.filter((c) => c.options.get(name)?.describe === settingDescribe.get(name)).map((c) => c.name);
   const values = (s) =>

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // Iceberg lake benchmarks. Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
-//   npm run bench:iceberg                 all three
-//   npm run bench:iceberg -- history      one of: throughput, commit, history
+//   npm run bench:iceberg                 all four
+//   npm run bench:iceberg -- catalog      one of: throughput, commit, history, catalog
 // Environment: BENCH_ICEBERG_ROWS (the throughput sync, default 400000), BENCH_ICEBERG_NIGHTS (default 100),
-// BENCH_ICEBERG_HISTORY_ROWS (the warehouse the nights restate, default 200000); BENCH_SMOKE=1: tiny sizes.
+// BENCH_ICEBERG_HISTORY_ROWS (the warehouse the nights restate, default 200000), BENCH_ICEBERG_CATALOG_ROWS_PER_DAY
+// (the catalog backfill's line items a day, default 5000), BENCH_ICEBERG_CATALOG_WINDOWS (its 30-day windows,
+// default 4); BENCH_SMOKE=1: tiny sizes.
 import { readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEmulator } from '../../dist/emulator/server.js';
@@ -11,6 +13,10 @@ import { runSync } from '../../dist/sync/runner.js';
 import { addDays } from '../../dist/dates.js';
 import { icebergLake } from '../../dist/outputs/iceberg.js';
 import { directoryTarget } from '../../dist/outputs/target.js';
+import { openRestTables } from '../../dist/outputs/iceberg-catalog.js';
+import { resolveSyncConfig } from '../../dist/config.js';
+import { openWorkingCopy } from '../../dist/storage/working-copy.js';
+import { startCatalogServer } from '../catalog/server.mjs';
 import { filledWorkingCopy, quietLogger, size, smoke, syncConfig, tempDir } from './common.mjs';
 
 const which = process.argv[2];
@@ -168,5 +174,206 @@ async function benchHistory() {
   );
 }
 
-const benches = { throughput: benchThroughput, commit: benchCommit, history: benchHistory };
+/** The catalog's client, as the bench signs in to the tests' catalog server. */
+const CATALOG_CLIENT = { id: 'bench', secret: 'bench-secret' };
+
+/** A sync's settings through the catalog at `url` (OAuth2 client credentials), or with no lake when `url` is null. */
+function catalogSyncConfig(flags, url) {
+  return resolveSyncConfig({
+    flags: {
+      'rate-limit': 1_000_000,
+      'log-format': 'json',
+      quiet: true,
+      ...flags,
+      ...(url !== null && { catalog: url, 'catalog-warehouse': 'bench', 'catalog-oauth-uri': `${url}/v1/oauth/tokens` }),
+    },
+    env: { COSTSYNC_API_KEY: 'demo-key', COSTSYNC_CATALOG_CREDENTIAL: `${CATALOG_CLIENT.id}:${CATALOG_CLIENT.secret}` },
+    file: {},
+    nowMs: fixedClock.now(),
+  });
+}
+
+/** `catalog` with its calls timed: every load, ensure and commit is a round trip (or more) to the catalog. */
+function timedCatalog(catalog) {
+  const spent = { ms: 0, calls: 0 };
+  const timed =
+    (fn) =>
+    async (...args) => {
+      const t0 = performance.now();
+      try {
+        return await fn(...args);
+      } finally {
+        spent.ms += performance.now() - t0;
+        spent.calls += 1;
+      }
+    };
+  return {
+    catalog: {
+      ...catalog,
+      load: timed(catalog.load),
+      ensure: timed(catalog.ensure),
+      commit: timed(catalog.commit),
+      commitAll: timed(catalog.commitAll),
+    },
+    spent,
+  };
+}
+
+/**
+ * A backfill of 30-day windows of line items through the tests' catalog server (loopback, OAuth2,
+ * transactions, idempotency keys), against the window's fetch at 60 requests a minute. End to end: the
+ * sync with no lake and through the catalog. Per window: the same warehouse commits replayed one window
+ * at a time, each followed by the lake's drain (what a sync does after a window's commit), through the
+ * catalog and into directory tables, with the catalog's calls timed apart from writing the files.
+ */
+async function benchCatalog() {
+  const rowsPerDay = Number(size('BENCH_ICEBERG_CATALOG_ROWS_PER_DAY', 5_000, 20));
+  const windows = Number(size('BENCH_ICEBERG_CATALOG_WINDOWS', 4, 2));
+  const days = windows * 30;
+  const first = addDays('2025-12-31', -(days - 1));
+  const emulator = await startEmulator({ port: 0, rateLimit: 0, rowsPerDay, startDate: first, endDate: '2025-12-31', clock: fixedClock });
+  const root = tempDir('costsync-bench-catalog-');
+  const server = await startCatalogServer({
+    root,
+    prefix: 'bench',
+    warehouse: 'bench',
+    transactions: true,
+    idempotencyKeyLifetime: 'PT30M',
+    auth: { kind: 'oauth', clients: [CATALOG_CLIENT] },
+  });
+  const flags = (dir) => ({
+    'base-url': emulator.url,
+    db: join(dir, 'b.duckdb'),
+    'state-dir': join(dir, 'state'),
+    streams: 'line_items',
+    until: '2025-12-31',
+    'start-date': first,
+    'window-days': 30,
+    reconcile: 'off',
+  });
+  const noLake = tempDir();
+  const e2e = {};
+  let fetchRequests = 0;
+  try {
+    // End to end. The first sync warms the emulator and the JIT: run it once unmeasured (not at the smoke size).
+    for (const [label, url] of [...(smoke ? [] : [['warm-up', null]]), ['no lake', null], ['catalog', server.url]]) {
+      const dir = label === 'no lake' ? noLake : tempDir();
+      try {
+        const before = emulator.requestLog.count({ route: 'line-items' });
+        const config = catalogSyncConfig({ ...flags(dir), 'catalog-namespace': 'e2e' }, url);
+        const t0 = performance.now();
+        await runSync({ config, logger: quietLogger });
+        e2e[label] = (performance.now() - t0) / 1000;
+        fetchRequests = emulator.requestLog.count({ route: 'line-items' }) - before;
+      } finally {
+        if (dir !== noLake) rmSync(dir, { recursive: true, force: true });
+      }
+    }
+    const perWindowFetchSecs = fetchRequests / windows;
+    const settings = catalogSyncConfig(flags(noLake), server.url).catalog;
+    const replays = {};
+    for (const kind of ['directory', 'catalog']) {
+      replays[kind] = await replayWindows(kind, join(noLake, 'b.duckdb'), first, windows, (namespace) => {
+        const timed = { spent: null };
+        const open = async () => {
+          const opened = await openRestTables(
+            { ...settings, namespace: [namespace] },
+            { env: settings.env, clock: realClock, logger: quietLogger, out: '', scratchRoot: join(root, 'scratch') },
+          );
+          const t = timedCatalog(opened);
+          timed.spent = t.spent;
+          return t.catalog;
+        };
+        return { open, timed, requests: () => server.requests.length };
+      });
+    }
+    for (const [w, c] of replays.catalog.windows.entries()) {
+      const d = replays.directory.windows[w];
+      console.log(
+        `catalog: window ${w + 1} of ${windows} (${c.dates} days, ${c.rows} line items): the lake's commit ${c.ms.toFixed(0)} ms through the catalog ` +
+          `(${c.catalogMs.toFixed(0)} ms in ${c.calls} catalog calls, ${c.requests} HTTP requests; the rest writes the data files, manifests and lists), ` +
+          `${d.ms.toFixed(0)} ms as directory tables; the window's fetch at 60 requests a minute ${perWindowFetchSecs.toFixed(0)} s ` +
+          `(${perWindowFetchSecs.toFixed(0)} requests): ratio ${((100 * c.ms) / 1000 / perWindowFetchSecs).toFixed(2)}%`,
+      );
+    }
+    const avg = (list, k) => list.reduce((a, x) => a + x[k], 0) / list.length;
+    const cms = avg(replays.catalog.windows, 'ms');
+    const catalogMs = avg(replays.catalog.windows, 'catalogMs');
+    console.log(
+      `catalog: a 30-day window of ${rowsPerDay * 30} line items: the lake's commit through the catalog ${cms.toFixed(0)} ms on average ` +
+        `(catalog calls ${catalogMs.toFixed(0)} ms of it; directory tables ${avg(replays.directory.windows, 'ms').toFixed(0)} ms), ` +
+        `the window's fetch at 60 requests a minute ${perWindowFetchSecs.toFixed(0)} s: ${((100 * cms) / 1000 / perWindowFetchSecs).toFixed(2)}% ` +
+        `(of which the catalog's calls ${((100 * catalogMs) / 1000 / perWindowFetchSecs).toFixed(2)}%); opening the catalog ${replays.catalog.startMs.toFixed(0)} ms once a run`,
+    );
+    console.log(
+      `catalog: end to end, ${windows} windows (${fetchRequests} line-item requests, no rate limit): ${e2e['no lake'].toFixed(1)} s with no lake, ` +
+        `${e2e.catalog.toFixed(1)} s through the catalog (the run's tables and expiry included)`,
+    );
+  } finally {
+    rmSync(noLake, { recursive: true, force: true });
+    await server.close();
+    await emulator.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+const realClock = { now: () => Date.now(), sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) };
+
+/**
+ * Replays the line items of the warehouse `from` into a new working copy one 30-day window at a time,
+ * each as the sync commits a window (its rows and their dates marked changed in one transaction), then
+ * times the lake's drain: into directory tables, or through the catalog `catalogOf` opens.
+ */
+async function replayWindows(kind, from, first, windows, catalogOf) {
+  const dir = tempDir();
+  const wh = await openWorkingCopy(join(dir, 'r.duckdb'), join(dir, 'state'), { lake: true });
+  const target = directoryTarget(join(dir, 'lake'));
+  const cat = kind === 'catalog' ? catalogOf(`replay_${Date.now()}`) : null;
+  const lake = icebergLake({
+    runId: `replay-${kind}`,
+    clock: realClock,
+    sources: ['default'],
+    retentionMs: 7 * DAY,
+    ...(cat !== null && { catalog: cat.open }),
+  });
+  try {
+    await wh.sql(`ATTACH '${from}' AS src (READ_ONLY)`);
+    // The first drain opens the catalog (config, token, namespace) and finds nothing to commit.
+    const s0 = performance.now();
+    await lake.drain(wh, target);
+    const startMs = performance.now() - s0;
+    const out = [];
+    for (let w = 0; w < windows; w++) {
+      const start = addDays(first, 30 * w);
+      const end = addDays(start, 29);
+      const inWindow = `FROM src.line_items WHERE usage_date BETWEEN DATE '${start}' AND DATE '${end}'`;
+      const [{ n: rows }] = await wh.sql(`SELECT count(*)::INTEGER AS n ${inWindow}`);
+      const dates = (await wh.sql(`SELECT DISTINCT CAST(usage_date AS VARCHAR) AS d ${inWindow} ORDER BY 1`)).map((r) => r.d);
+      await wh.transaction(async () => {
+        await wh.sql(`INSERT INTO line_items BY NAME SELECT * ${inWindow}`);
+        await wh.changed('line_items', 'default', dates);
+      });
+      const spentBefore = { ...(cat?.timed.spent ?? { ms: 0, calls: 0 }) };
+      const requestsBefore = cat?.requests() ?? 0;
+      const t0 = performance.now();
+      await lake.drain(wh, target);
+      const ms = performance.now() - t0;
+      const spent = cat?.timed.spent ?? { ms: 0, calls: 0 };
+      out.push({
+        dates: dates.length,
+        rows,
+        ms,
+        catalogMs: spent.ms - spentBefore.ms,
+        calls: spent.calls - spentBefore.calls,
+        requests: (cat?.requests() ?? 0) - requestsBefore,
+      });
+    }
+    return { startMs, windows: out };
+  } finally {
+    wh.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const benches = { throughput: benchThroughput, commit: benchCommit, history: benchHistory, catalog: benchCatalog };
 for (const [name, fn] of Object.entries(benches)) if (!which || which === name) await fn();

@@ -20,7 +20,7 @@ const PARTS: Record<string, string[]> = {
   'sources.bench.mjs': ['sources:', 'memory:', 'idle:'],
   'bucket.bench.mjs': ['publish:', 'lake:'],
   'query.bench.mjs': ['query:'],
-  'iceberg.bench.mjs': ['throughput:', 'commit:', 'history:'],
+  'iceberg.bench.mjs': ['throughput:', 'commit:', 'history:', 'catalog:'],
 };
 
 async function runScript(file: string): Promise<{ code: number | null; out: string; err: string }> {
