@@ -83,7 +83,10 @@ export async function openRun(request: RunRequest): Promise<OpenRun> {
       request.kind !== 'sync' || config.format === 'duckdb'
         ? null
         : config.catalog !== null
-          ? catalogLakeTarget(`${config.catalog.url} (namespace ${config.catalog.namespace.join('.')})`, scratch)
+          ? catalogLakeTarget(
+              `${config.catalog.url} (${config.catalog.warehouse === undefined ? '' : `warehouse ${config.catalog.warehouse}, `}namespace ${config.catalog.namespace.join('.')})`,
+              scratch,
+            )
           : outputTarget(config.out, scratch);
     if (request.kind === 'sync') removeStateLeftovers(config.stateDir);
     // Refused now, not half way through a backfill: a lake that cannot be written (no credentials,

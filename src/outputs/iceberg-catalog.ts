@@ -263,7 +263,10 @@ export async function restTables(o: RestTablesOptions): Promise<IcebergCatalog> 
  * entry with the longest prefix of `location`, else the load's `config` when it holds a key. Pure.
  */
 export function vendedConfig(result: LoadTableResult, location: string): Record<string, string> | null {
-  const entries = (result['storage-credentials'] ?? []).filter((c) => location.startsWith(c.prefix.replace(/\/+$/, '')));
+  // Only an entry with S3 keys lends them (another may be for another store, or name a role this client cannot assume).
+  const entries = (result['storage-credentials'] ?? []).filter(
+    (c) => location.startsWith(c.prefix.replace(/\/+$/, '')) && c.config['s3.access-key-id'] !== undefined,
+  );
   const best = entries.sort((a, b) => b.prefix.length - a.prefix.length)[0];
   if (best !== undefined) return best.config;
   const config = result.config ?? {};
@@ -395,7 +398,7 @@ export async function probeCatalog(
       return exists ? 'exists' : 'missing: the first sync creates it';
     });
     if (!exists) return probes;
-    const staged: { location: string | null } = { location: null };
+    const staged: { location: string | null; result: LoadTableResult | null } = { location: null, result: null };
     const probeName = `_costsync_check_${Math.floor(o.clock.now() / 1000)}`;
     await step('create table (staged: nothing committed)', async () => {
       const out = o.out === '' ? null : outputTarget(o.out, o.scratchRoot);
@@ -407,12 +410,23 @@ export async function probeCatalog(
       });
       if (created === 'exists') return 'allowed (a table of the probe name exists)';
       staged.location = created.metadata.location;
+      staged.result = created;
       return `allowed; tables go to ${staged.location.replace(/\/[^/]*$/, '/')}`;
     });
     if (staged.location === null) return probes;
     const at = staged.location;
     await step('write to the table location', async () => {
-      const target = at.startsWith('file:') ? directoryTarget(fileURLToPath(at)) : isS3Url(at) ? bucketTarget(at, o.scratchRoot) : null;
+      // With the credentials the catalog vended for the staged table, as a sync writes its tables.
+      const vended = staged.result === null ? null : vendedConfig(staged.result, at);
+      const bucket =
+        vended !== null && isS3Url(at)
+          ? (await import('./s3.js')).openVendedBucket(parseS3Url(at, 'the table location').bucket, vended)
+          : undefined;
+      const target = at.startsWith('file:')
+        ? directoryTarget(fileURLToPath(at))
+        : isS3Url(at)
+          ? bucketTarget(at, o.scratchRoot, bucket)
+          : null;
       if (target === null)
         throw new ConfigError(`The catalog places tables at ${at}, which costsync cannot write.`, 'Use a file:// or s3:// location.');
       await target.check(probeName);
