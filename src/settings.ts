@@ -124,7 +124,7 @@ export const SETTING_SPECS = [
     kind: 'string',
     group: 'catalog',
     describe:
-      'With --format iceberg: commit the tables through this Iceberg REST catalog (its base URL, e.g. https://host/api/catalog); --out is then where new tables go (else the catalog places them)',
+      'Commit the lake as Iceberg tables through this Iceberg REST catalog (its base URL, e.g. https://host/api/catalog; implies --format iceberg); --out is then where new tables go (else the catalog places them)',
   },
   {
     name: 'catalog-warehouse',
