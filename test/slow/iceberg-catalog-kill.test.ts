@@ -1,15 +1,18 @@
 /**
- * `--format iceberg --catalog URL` in a long kill loop (slow tier): a three-month backfill with
- * restatements between runs, through the tests' catalog server with faults mixed in (commits applied
- * then answered 500 or 503, refused with 409 or 503, tokens expired mid-run), each run SIGKILLed at a
- * seeded random event: a commit the catalog applied, a catalog or API request, a commit left
- * unanswered, costsync's `iceberg-commit` failpoint. Every run that finishes, and the plain run at the
- * end, leaves each table loaded through the catalog equal to the warehouse, with no commit twice.
+ * `--format iceberg --catalog URL` in long kill loops (slow tier), through the tests' catalog server.
+ * One runner: a three-month backfill with restatements between runs, faults mixed in (commits applied
+ * then answered 500 or 503, refused with 503 or 409, creates and loads failing, tokens expired mid-run),
+ * each run SIGKILLed at a seeded random event: a commit the catalog applied, a catalog or API request,
+ * a commit left unanswered, costsync's `iceberg-commit` failpoint. Every run that finishes, and the
+ * plain run at the end, leaves each table loaded through the catalog equal to the warehouse, with no
+ * commit twice. Three runners: their own sources on the same tables at once, one killed each round.
  *
- * COSTSYNC_CATALOG_KILL_SECONDS bounds the loop (default 120); COSTSYNC_KILL_SEED replays one.
+ * COSTSYNC_CATALOG_KILL_SECONDS bounds each loop (default 60); COSTSYNC_KILL_SEED replays one.
  */
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { SCOPES } from '../../src/api/types.js';
 import { createRng } from '../../src/emulator/rng.js';
 import type { CatalogFault, CatalogRequestRecord } from '../catalog/server.mjs';
 import {
@@ -23,7 +26,7 @@ import {
 import { CLI, killRunner, syncCommand, withEmulator, withTempDir } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
-const SECONDS = Number(process.env.COSTSYNC_CATALOG_KILL_SECONDS ?? 120);
+const SECONDS = Number(process.env.COSTSYNC_CATALOG_KILL_SECONDS ?? 60);
 const SEED = Number(process.env.COSTSYNC_KILL_SEED ?? 20261126);
 const SPAN = { startDate: '2025-04-01', endDate: '2025-06-30' } as const;
 
@@ -141,6 +144,105 @@ describe('--catalog in a long kill loop (slow tier)', () => {
                 `iceberg-catalog-kill: ${JSON.stringify(tally)}, ${ledger.count()} snapshots committed, ${catalog.requests.filter((r) => r.status === 409).length} 409s`,
               );
               expect(tally.killed).toBeGreaterThan(0);
+            });
+          });
+        },
+      );
+    },
+    (SECONDS + 120) * 1000,
+  );
+
+  it(
+    `three runners with their own sources sharing the catalog's tables, one of them SIGKILLed at a random point each round for ${SECONDS} s (seed ${SEED + 1}): the others exit 0, and after a plain round each source is exact, no commit twice`,
+    async () => {
+      const rng = createRng(SEED + 1);
+      const names = ['eu', 'us', 'apac'];
+      const key = (w: string) => ({ key: `k-${w}`, scopes: [...SCOPES], plan: 'business' as const, workspace: w });
+      await withEmulator(
+        {
+          ...SPAN,
+          rowsPerDay: 30,
+          anomaliesPerDay: 1,
+          clock,
+          restatement: { days: 20, changeRate: 0.3, deleteRate: 0.05, addRate: 0.1 },
+          keys: { keys: names.map(key), connections: [] },
+        },
+        async (emulator) => {
+          await withTempDir(async (dir) => {
+            await withKillCatalog(dir, async (catalog) => {
+              const config = join(dir, 'costsync.config.json');
+              writeFileSync(
+                config,
+                JSON.stringify({
+                  'rate-limit': 100000,
+                  sources: names.map((w) => ({ name: w, 'base-url': emulator.url, 'api-key-env': `KEY_${w.toUpperCase()}` })),
+                }),
+              );
+              const env = {
+                ...Object.fromEntries(names.map((w) => [`KEY_${w.toUpperCase()}`, `k-${w}`])),
+                TZ: 'UTC',
+                COSTSYNC_CATALOG_CREDENTIAL: CATALOG_ENV.COSTSYNC_CATALOG_CREDENTIAL,
+              };
+              const args = (w: string, retention: string) => [
+                CLI,
+                'sync',
+                '--config',
+                config,
+                '--source',
+                w,
+                '--db',
+                join(dir, w, 'c.duckdb'),
+                '--state-dir',
+                join(dir, w, 'state'),
+                ...catalogFlags(catalog),
+                '--start-date',
+                SPAN.startDate,
+                '--until',
+                SPAN.endDate,
+                '--window-days',
+                '7',
+                '--lookback-days',
+                '25',
+                '--iceberg-retention',
+                retention,
+                '--log-format',
+                'json',
+                '--quiet',
+              ];
+              const ledger = commitLedger(catalog);
+              const deadline = Date.now() + SECONDS * 1000;
+              let killed = 0;
+              for (let round = 0; round === 0 || Date.now() < deadline; round++) {
+                if (round > 0 && rng() < 0.4) emulator.restate();
+                const victim = names[Math.floor(rng() * names.length)]!;
+                const failpoint = rng() < 0.5;
+                const at = 1 + Math.floor(rng() * 12);
+                const retention = rng() < 0.3 ? '0' : '7d';
+                const label = `round ${round}: ${victim} killed at ${failpoint ? 'its iceberg-commit' : 'the catalog commit'} ${at}, retention ${retention}`;
+                const victimRunner = killRunner(failpoint ? { ...env, COSTSYNC_FAILPOINT: `iceberg-commit:${at}` } : env);
+                let commits = 0;
+                const onCommit = () => {
+                  if (!failpoint && ++commits === at) victimRunner.killNow();
+                };
+                catalog.events.on('commit', onCommit);
+                const results = await Promise.all(
+                  names.map(async (w) => ({ w, result: await (w === victim ? victimRunner : killRunner(env)).run(args(w, retention)) })),
+                );
+                catalog.events.off('commit', onCommit);
+                for (const { w, result } of results) {
+                  if (w === victim && result.signal === 'SIGKILL') killed += 1;
+                  else expect({ label, w, code: result.code, stderr: result.stderr }).toEqual({ label, w, code: 0, stderr: result.stderr });
+                }
+              }
+              const last = await Promise.all(names.map((w) => killRunner(env).run(args(w, '7d'))));
+              for (const r of last) expect(r.code, r.stderr).toBe(0);
+              for (const w of names) await expectCatalogEqualsWarehouse(catalog, join(dir, w, 'c.duckdb'), w, [w]);
+              expectNoCommitTwice(catalog, 'the last round');
+              expect(ledger.twice()).toEqual([]);
+              console.log(
+                `iceberg-catalog-kill (three runners): ${killed} killed, ${ledger.count()} snapshots committed, ${catalog.requests.filter((r) => r.status === 409).length} 409s`,
+              );
+              expect(killed).toBeGreaterThan(0);
             });
           });
         },
