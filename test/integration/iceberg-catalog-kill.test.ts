@@ -72,10 +72,10 @@ async function killThenRerun(label: string, arming: Arming, killed: (catalog: Ca
   });
 }
 
-/** Kills at the `n`th table commit the catalog applies (each table of a transaction counts). */
-const atCommit = (n: number) => (catalog: CatalogServer, killNow: () => void) => {
-  const listener = (e: { count: number }) => {
-    if (e.count === n) killNow();
+/** Kills at the first commit the catalog applies to `table` (line_items goes with focus, in one transaction). */
+const atCommit = (table: string) => (catalog: CatalogServer, killNow: () => void) => {
+  const listener = (e: { table: string }) => {
+    if (e.table === table) killNow();
   };
   catalog.events.on('commit', listener);
   return () => catalog.events.off('commit', listener);
@@ -84,7 +84,7 @@ const atCommit = (n: number) => (catalog: CatalogServer, killNow: () => void) =>
 // Concurrent: each test mostly waits on its processes.
 describe.concurrent('--catalog under SIGKILL', () => {
   it('killed right after the catalog applied line_items and focus in one transaction, before its answer left (the run never learned it landed): the rerun exits 0, the tables equal the warehouse, no commit twice', async () => {
-    await killThenRerun('after a transaction applied', { arm: atCommit(3) });
+    await killThenRerun('after a transaction applied', { arm: atCommit('line_items') });
   }, 60_000);
 
   it('killed while a table commit the catalog applied is left unanswered: the rerun exits 0, the tables equal the warehouse, no commit twice', async () => {
