@@ -104,7 +104,11 @@ export interface CatalogServer {
   port: number;
   /** Consumed in order, each by the first request it matches. */
   faults: CatalogFault[];
-  /** `'commit'` with a `CatalogCommitEvent` after each applied table commit (each table of a transaction). */
+  /**
+   * `'commit'` with a `CatalogCommitEvent` after each applied table commit (each table of a transaction),
+   * before its answer is sent; `'request'` with the `CatalogRequestRecord` once a request is answered (or
+   * left unanswered, status 0).
+   */
   events: EventEmitter;
   requests: CatalogRequestRecord[];
   /** Table commits applied so far. */

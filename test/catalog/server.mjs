@@ -1168,7 +1168,9 @@ export async function startCatalogServer(options) {
   const log = (/** @type {any} */ req, /** @type {URL} */ url, /** @type {number} */ status) => {
     const headers = { ...req.headers };
     for (const secret of ['authorization', 'x-amz-security-token']) if (headers[secret] !== undefined) headers[secret] = '[redacted]';
-    requests.push({ method: req.method, path: url.pathname + url.search, headers, status });
+    const record = { method: req.method, path: url.pathname + url.search, headers, status };
+    requests.push(record);
+    events.emit('request', record);
   };
 
   server.listen(options.port ?? 0, options.host ?? '127.0.0.1');

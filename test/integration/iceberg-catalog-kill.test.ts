@@ -1,0 +1,171 @@
+/**
+ * `--format iceberg --catalog URL` under SIGKILL, and runners racing on one catalog table: real
+ * processes (the built CLI) against the tests' catalog server and the emulator, both in this process,
+ * killed on the catalog's own events (a commit applied, a commit left unanswered) or at costsync's
+ * `iceberg-commit` failpoint. After each kill a plain run finishes, every table loaded through the
+ * catalog equals the warehouse, and no commit landed twice.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { SCOPES } from '../../src/api/types.js';
+import type { CatalogRequestRecord, CatalogServer } from '../catalog/server.mjs';
+import {
+  CATALOG_ENV,
+  catalogFlags,
+  commitLedger,
+  expectCatalogEqualsWarehouse,
+  expectNoCommitTwice,
+  withKillCatalog,
+} from '../catalog-kill.js';
+import { CLI, SPAN, cli, killRunner, syncCommand, withEmulator, withTempDir } from '../helpers.js';
+
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
+
+interface Arming {
+  /** Extra environment for the killed run (a failpoint). */
+  env?: Record<string, string>;
+  /** Arms the kill on the catalog's events; returns its disarm. */
+  arm?: (catalog: CatalogServer, killNow: () => void) => () => void;
+}
+
+/**
+ * A backfill through the catalog, SIGKILLed where `arming` says, then run again plainly: the rerun exits
+ * 0, every table equals the warehouse, and no commit landed twice. `killed` checks the catalog after the kill.
+ */
+async function killThenRerun(label: string, arming: Arming, killed: (catalog: CatalogServer) => void = () => undefined) {
+  await withEmulator({ ...SPAN, rowsPerDay: 20, anomaliesPerDay: 1, clock }, async (emulator) => {
+    await withTempDir(async (dir) => {
+      await withKillCatalog(dir, async (catalog) => {
+        const args = [
+          CLI,
+          ...syncCommand(emulator.url, dir, [
+            ...catalogFlags(catalog),
+            '--start-date',
+            SPAN.startDate,
+            '--until',
+            SPAN.endDate,
+            '--window-days',
+            '10',
+            '--rate-limit',
+            '100000',
+            '--log-format',
+            'json',
+            '--quiet',
+          ]),
+        ];
+        const ledger = commitLedger(catalog);
+        const runner = killRunner({ ...CATALOG_ENV, ...arming.env });
+        const disarm = arming.arm?.(catalog, () => runner.killNow()) ?? (() => undefined);
+        const first = await runner.run(args);
+        disarm();
+        expect(first.signal, first.stderr).toBe('SIGKILL');
+        killed(catalog);
+        const again = await killRunner(CATALOG_ENV).run(args);
+        expect(again.code, again.stderr).toBe(0);
+        await expectCatalogEqualsWarehouse(catalog, join(dir, 'c.duckdb'), label);
+        expectNoCommitTwice(catalog, label);
+        expect(ledger.count()).toBeGreaterThan(3);
+        expect(ledger.twice()).toEqual([]);
+      });
+    });
+  });
+}
+
+/** Kills at the first commit the catalog applies to `table` (line_items goes with focus, in one transaction). */
+const atCommit = (table: string) => (catalog: CatalogServer, killNow: () => void) => {
+  const listener = (e: { table: string }) => {
+    if (e.table === table) killNow();
+  };
+  catalog.events.on('commit', listener);
+  return () => catalog.events.off('commit', listener);
+};
+
+// Concurrent: each test mostly waits on its processes.
+describe.concurrent('--catalog under SIGKILL', () => {
+  it('killed right after the catalog applied line_items and focus in one transaction, before its answer left (the run never learned it landed): the rerun exits 0, the tables equal the warehouse, no commit twice', async () => {
+    await killThenRerun('after a transaction applied', { arm: atCommit('line_items') });
+  }, 60_000);
+
+  it('killed while a table commit the catalog applied is left unanswered: the rerun exits 0, the tables equal the warehouse, no commit twice', async () => {
+    await killThenRerun(
+      'while a commit was unanswered',
+      {
+        arm: (catalog, killNow) => {
+          catalog.faults.push({ route: 'commit', status: 200, when: 'hang-after' });
+          const listener = (r: CatalogRequestRecord) => {
+            if (r.status === 0) killNow();
+          };
+          catalog.events.on('request', listener);
+          return () => catalog.events.off('request', listener);
+        },
+      },
+      (catalog) => expect(catalog.faults).toEqual([]),
+    );
+  }, 60_000);
+
+  it('killed between a commit the catalog answered and its record in the warehouse (the iceberg-commit failpoint): the rerun exits 0, the tables equal the warehouse, no commit twice', async () => {
+    await killThenRerun('between a commit and its record', { env: { COSTSYNC_FAILPOINT: 'iceberg-commit:3' } }, (catalog) =>
+      // Each batch of a backfill commits: the third was applied before the kill.
+      expect(catalog.commits).toBeGreaterThanOrEqual(3),
+    );
+  }, 60_000);
+
+  it('four runners, each with its own warehouse and source, committing to the same catalog tables at once: all exit 0, some commits lost a race (409) and were made again, each source exact', async () => {
+    const names = ['eu', 'us', 'apac', 'latam'];
+    const key = (w: string) => ({ key: `k-${w}`, scopes: [...SCOPES], plan: 'business' as const, workspace: w });
+    await withEmulator(
+      { ...SPAN, rowsPerDay: 20, anomaliesPerDay: 1, clock, keys: { keys: names.map(key), connections: [] } },
+      async ({ url }) => {
+        await withTempDir(async (dir) => {
+          await withKillCatalog(dir, async (catalog) => {
+            const config = join(dir, 'costsync.config.json');
+            writeFileSync(
+              config,
+              JSON.stringify({
+                'rate-limit': 100000,
+                sources: names.map((w) => ({ name: w, 'base-url': url, 'api-key-env': `KEY_${w.toUpperCase()}` })),
+              }),
+            );
+            const env = {
+              ...Object.fromEntries(names.map((w) => [`KEY_${w.toUpperCase()}`, `k-${w}`])),
+              TZ: 'UTC',
+              COSTSYNC_CATALOG_CREDENTIAL: CATALOG_ENV.COSTSYNC_CATALOG_CREDENTIAL,
+            };
+            const runner = (w: string) => [
+              'sync',
+              '--config',
+              config,
+              '--source',
+              w,
+              '--db',
+              join(dir, w, 'c.duckdb'),
+              '--state-dir',
+              join(dir, w, 'state'),
+              ...catalogFlags(catalog),
+              '--start-date',
+              SPAN.startDate,
+              '--until',
+              SPAN.endDate,
+              '--window-days',
+              '10',
+              '--log-format',
+              'json',
+              '--quiet',
+            ];
+            const ledger = commitLedger(catalog);
+            const results = await Promise.all(names.map((w) => cli(runner(w), env)));
+            for (const r of results) expect(r.code, r.stderr).toBe(0);
+            // Seven tables, four runners, all at once: commits built on a base another runner moved are refused.
+            expect(catalog.requests.filter((r) => r.status === 409).length).toBeGreaterThan(0);
+            for (const w of names) await expectCatalogEqualsWarehouse(catalog, join(dir, w, 'c.duckdb'), w, [w]);
+            expectNoCommitTwice(catalog, 'four runners');
+            expect(ledger.twice()).toEqual([]);
+            // Every runner committed each of its tables: seven each.
+            expect(ledger.count()).toBe(4 * 7);
+          });
+        });
+      },
+    );
+  }, 60_000);
+});
