@@ -9,6 +9,9 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SUMMARY } from '../../src/iceberg/metadata.js';
+import { commitSource, partitionSpec } from '../../src/iceberg/table.js';
+import { evolveSchema } from '../../src/iceberg/schema.js';
+import { openRestTables } from '../../src/outputs/iceberg-catalog.js';
 import { startCatalogServer, type CatalogServer, type CatalogServerOptions } from '../catalog/server.mjs';
 import { catalogLocator, icebergDifferences } from '../iceberg.js';
 import { run, SPAN, syncCommand, withEmulator, withTempDir } from '../helpers.js';
@@ -296,4 +299,82 @@ describe('--format iceberg --catalog (an Iceberg REST catalog)', () => {
       });
     });
   }, 60_000);
+
+  it('four runners committing to one catalog table at once (in this process, each its own client): every commit lands, lost races rebuilt on the newest snapshot, each source exact', async () => {
+    await withTempDir(async (dir) => {
+      await withCatalog(dir, {}, async (catalog) => {
+        const columns = [
+          { name: 'id', type: 'VARCHAR' },
+          { name: 'source', type: 'VARCHAR' },
+        ];
+        const schema = evolveSchema(columns, null, 0).schema;
+        const init = () => ({ schema, spec: partitionSpec(schema, { source: 'source', month: null }), properties: {} });
+        const clock = { now: () => Date.now(), sleep: () => new Promise<void>((r) => setImmediate(r)) };
+        const open = () =>
+          openRestTables(
+            {
+              url: catalog.url,
+              warehouse: 'wh',
+              namespace: NS,
+              oauthUri: undefined,
+              oauthScope: 'catalog',
+              sigv4: undefined,
+              sigv4Region: undefined,
+              env: ENV,
+            },
+            { env: ENV, clock, logger: { warn: () => undefined, addSecret: () => undefined }, out: '', scratchRoot: join(dir, 'scratch') },
+          );
+        const runners = await Promise.all(['a', 'b', 'c', 'd'].map(async (source) => ({ source, tables: await open() })));
+        await runners[0]!.tables.ensure('t', init);
+        const commit = async ({ source, tables }: (typeof runners)[number], n: number) => {
+          const loaded = await tables.ensure('t', init);
+          const key = `t/data/source=${source}/${n}.parquet`;
+          await loaded.store.putBytes(key, Buffer.from('not read here'));
+          return commitSource(
+            tables,
+            't',
+            {
+              source,
+              columns,
+              partitioning: { source: 'source', month: null },
+              add: [
+                {
+                  content: 0,
+                  file_path: loaded.store.location(key),
+                  file_format: 'PARQUET',
+                  partition: { source },
+                  record_count: n,
+                  file_size_in_bytes: 13,
+                  column_sizes: null,
+                  value_counts: null,
+                  null_value_counts: null,
+                  nan_value_counts: null,
+                  lower_bounds: null,
+                  upper_bounds: null,
+                  key_metadata: null,
+                  split_offsets: null,
+                  equality_ids: null,
+                  sort_order_id: null,
+                },
+              ],
+              replaces: () => false,
+              summary: { [SUMMARY.commitId]: `${source}.${n}` },
+            },
+            clock,
+          );
+        };
+        try {
+          const results = await Promise.all(runners.flatMap((r) => [1, 2, 3].map((n) => commit(r, n))));
+          expect(results.every((r) => r.snapshotId !== null)).toBe(true);
+          expect(catalog.requests.filter((r) => r.status === 409).length).toBeGreaterThan(0);
+          const metadata = catalog.table(NS, 't')!.metadata as { snapshots: { summary: Record<string, string> }[] };
+          expect(metadata.snapshots).toHaveLength(12);
+          expect(metadata.snapshots.at(-1)!.summary['total-records']).toBe(String(4 * (1 + 2 + 3)));
+          expect(new Set(metadata.snapshots.map((s) => s.summary[SUMMARY.commitId])).size).toBe(12);
+        } finally {
+          for (const r of runners) await r.tables.close();
+        }
+      });
+    });
+  });
 });

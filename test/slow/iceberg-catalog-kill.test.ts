@@ -23,7 +23,7 @@ import {
   expectNoCommitTwice,
   withKillCatalog,
 } from '../catalog-kill.js';
-import { CLI, killRunner, syncCommand, withEmulator, withTempDir } from '../helpers.js';
+import { CLI, cli, killRunner, syncCommand, withEmulator, withTempDir } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const SECONDS = Number(process.env.COSTSYNC_CATALOG_KILL_SECONDS ?? 60);
@@ -250,4 +250,64 @@ describe('--catalog in a long kill loop (slow tier)', () => {
     },
     (SECONDS + 120) * 1000,
   );
+});
+
+describe('--catalog with runners racing', () => {
+  it('four runners, each with its own warehouse and source, committing to the same catalog tables at once: all exit 0, some commits lost a race (409) and were made again, each source exact', async () => {
+    const names = ['eu', 'us', 'apac', 'latam'];
+    const key = (w: string) => ({ key: `k-${w}`, scopes: [...SCOPES], plan: 'business' as const, workspace: w });
+    await withEmulator(
+      { ...SPAN, rowsPerDay: 20, anomaliesPerDay: 1, clock, keys: { keys: names.map(key), connections: [] } },
+      async ({ url }) => {
+        await withTempDir(async (dir) => {
+          await withKillCatalog(dir, async (catalog) => {
+            const config = join(dir, 'costsync.config.json');
+            writeFileSync(
+              config,
+              JSON.stringify({
+                'rate-limit': 100000,
+                sources: names.map((w) => ({ name: w, 'base-url': url, 'api-key-env': `KEY_${w.toUpperCase()}` })),
+              }),
+            );
+            const env = {
+              ...Object.fromEntries(names.map((w) => [`KEY_${w.toUpperCase()}`, `k-${w}`])),
+              TZ: 'UTC',
+              COSTSYNC_CATALOG_CREDENTIAL: CATALOG_ENV.COSTSYNC_CATALOG_CREDENTIAL,
+            };
+            const runner = (w: string) => [
+              'sync',
+              '--config',
+              config,
+              '--source',
+              w,
+              '--db',
+              join(dir, w, 'c.duckdb'),
+              '--state-dir',
+              join(dir, w, 'state'),
+              ...catalogFlags(catalog),
+              '--start-date',
+              SPAN.startDate,
+              '--until',
+              SPAN.endDate,
+              '--window-days',
+              '10',
+              '--log-format',
+              'json',
+              '--quiet',
+            ];
+            const ledger = commitLedger(catalog);
+            const results = await Promise.all(names.map((w) => cli(runner(w), env)));
+            for (const r of results) expect(r.code, r.stderr).toBe(0);
+            // Seven tables, four runners, all at once: commits built on a base another runner moved are refused.
+            expect(catalog.requests.filter((r) => r.status === 409).length).toBeGreaterThan(0);
+            for (const w of names) await expectCatalogEqualsWarehouse(catalog, join(dir, w, 'c.duckdb'), w, [w]);
+            expectNoCommitTwice(catalog, 'four runners');
+            expect(ledger.twice()).toEqual([]);
+            // Every runner committed each of its tables: seven each.
+            expect(ledger.count()).toBeGreaterThanOrEqual(4 * 7);
+          });
+        });
+      },
+    );
+  }, 60_000);
 });
