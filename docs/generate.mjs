@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { SETTING_SPECS, envName, settingOptions } from '../dist/settings.js';
 import { ERRORS, ExitCode } from '../dist/errors.js';
 import { runCli } from '../dist/cli-app.js';
-import { connectionOptions } from '../dist/commands/common.js';
+import { checkOptions } from '../dist/commands/check.js';
 import { emulatorOptions } from '../dist/commands/emulator.js';
 import { notifyOptions } from '../dist/commands/notify.js';
 import { pushOptions, pushOtelOptions } from '../dist/commands/push.js';
@@ -32,7 +32,7 @@ const COMMAND_OPTIONS = {
   report: reportOptions,
   notify: notifyOptions,
   status: statusOptions,
-  check: connectionOptions,
+  check: checkOptions,
   emulator: emulatorOptions,
   demo: (y) => y,
 };
@@ -118,7 +118,7 @@ async function helpCommands() {
 
 function settingsPage(commands) {
   const settingDescribe = new Map(
-    [...optionsOf((y) => settingOptions(y, ['connection', 'rate', 'notify', 'sync', 'lease']))].map(([k, v]) => [k, v.describe]),
+    [...optionsOf((y) => settingOptions(y, ['connection', 'rate', 'notify', 'sync', 'lease', 'catalog']))].map(([k, v]) => [k, v.describe]),
   );
   const takenBy = (name) => commands.filter((c) => c.options.get(name)?.describe === settingDescribe.get(name)).map((c) => c.name);
   const values = (s) =>
