@@ -2,7 +2,7 @@ import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/shards.js';
-import { SPAN, cli, queryDb, withEmulator, withTempDir, type CliResult } from '../helpers.js';
+import { SPAN, cli, queryDb, run, withEmulator, withTempDir, type CliResult } from '../helpers.js';
 import { useRgw } from '../s3.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -60,6 +60,23 @@ describe('shards: one config file, N runners', () => {
           seen.push(...synced);
         }
         expect(seen.sort()).toEqual([...NAMES].sort());
+        // The reading commands take the shard too, for the config file's {shard} paths.
+        const shard2 = NAMES.filter((n) => shardOf(n, 4) === 2).sort();
+        const query = await run(
+          ['query', 'SELECT DISTINCT source FROM line_items ORDER BY 1', '--config', config, '--shard', '2/4', '--format', 'csv'],
+          ENV,
+        );
+        expect(query.code, query.stderr).toBe(0);
+        expect(query.stdout.trim().split('\n').slice(1)).toEqual(shard2);
+        const status = await run(['status', '--config', config, '--shard-count', '4', '--format', 'json'], {
+          ...ENV,
+          JOB_COMPLETION_INDEX: '1',
+        });
+        expect(status.code, status.stderr).toBe(0);
+        expect((JSON.parse(status.stdout) as { sources: { name: string }[] }).sources.map((s) => s.name).sort()).toEqual(shard2);
+        const unsharded = await run(['query', 'SELECT 1', '--config', config], ENV);
+        expect(unsharded.code).toBe(2);
+        expect(unsharded.stderr).toContain('holds {shard}, but this run is not a shard');
       });
     });
   }, 120_000);
