@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/shards.js';
 import { SPAN, cli, queryDb, run, withEmulator, withTempDir, type CliResult } from '../helpers.js';
 import { useRgw } from '../s3.js';
+import { startCatalogServer } from '../catalog/server.mjs';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const NAMES = ['acme-eu', 'acme-us', 'acme-apac', 'globex', 'initech', 'umbrella', 'hooli', 'stark'];
@@ -150,4 +152,57 @@ describe('shards: one config file, N runners', () => {
       });
     });
   }, 120_000);
+
+  it("with a REST catalog and the tables in a bucket, a shard still takes its sources' leases under --out: refused (exit 5) while another machine holds one; an unsharded run leaves --out to the catalog", async () => {
+    await s3.createBucket('shards-b');
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const catalog = await startCatalogServer({
+          root: join(dir, 'warehouse'),
+          auth: { kind: 'bearer', token: 'shard-catalog-token' },
+          transactions: true,
+        });
+        try {
+          const env = { ...s3.env(), COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', COSTSYNC_CATALOG_TOKEN: 'shard-catalog-token' };
+          const now = new Date().toISOString();
+          const holder = { host: 'another-machine', pid: 4242, runId: 'run-of-the-old-layout', startedAt: now, renewedAt: now };
+          await s3.client.send(
+            new PutObjectCommand({ Bucket: 'shards-b', Key: 'tables/_costsync_lease.default.json', Body: JSON.stringify(holder) }),
+          );
+          const line = (more: string[]) => [
+            'sync',
+            '--base-url',
+            url,
+            '--db',
+            join(dir, 'costs-{shard}.duckdb'),
+            '--state-dir',
+            join(dir, 'state-{shard}'),
+            '--catalog',
+            catalog.url,
+            '--out',
+            's3://shards-b/tables',
+            '--start-date',
+            SPAN.startDate,
+            '--until',
+            SPAN.endDate,
+            '--rate-limit',
+            '100000',
+            '--streams',
+            'rollups',
+            ...more,
+          ];
+          const sharded = await cli(line(['--shard', '1/1']), env);
+          expect(sharded.code, sharded.stderr).toBe(5);
+          expect(sharded.stderr).toContain('CS_ERR_LEASE_HELD');
+          expect(sharded.stderr).toContain('run run-of-the-old-layout on another-machine');
+          expect(catalog.table(['costsync'], 'rollups_daily')).toBeNull();
+          // Unsharded, the catalog alone decides: the lease under --out is not looked at.
+          const unsharded = await cli(line(['--db', join(dir, 'costs.duckdb'), '--state-dir', join(dir, 'state')]), env);
+          expect(unsharded.code, unsharded.stderr).toBe(0);
+        } finally {
+          await catalog.close();
+        }
+      });
+    });
+  }, 60_000);
 });
