@@ -58,7 +58,16 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
   const config = loadConfig(args, io);
   // A shard that owns no source opens nothing (no lock, no warehouse, no lake): there is nothing to sync.
   if (config.shard !== undefined && config.sources?.length === 0) {
-    io.stdout(`${emptyShardText(config.shard)}\n`);
+    const text = emptyShardText(config.shard);
+    if (config.quiet) return ExitCode.OK;
+    if (config.logFormat === 'json') {
+      const line = createLogger({ format: 'json', write: (l) => io.stdout(`${l}\n`), now: io.now });
+      line.info(text, {
+        shard: `${config.shard.index}/${config.shard.count}`,
+        sources: 0,
+        sourcesBeforeSplit: config.shard.sourcesBeforeSplit,
+      });
+    } else io.stdout(`${text}\n`);
     return ExitCode.OK;
   }
   if (args['dry-run'] === true) {

@@ -97,6 +97,10 @@ describe('shards: one config file, N runners', () => {
       const byIndex = await cli(['sync', '--config', config, '--shard-count', '16'], { ...ENV, JOB_COMPLETION_INDEX: String(idle - 1) });
       expect(byIndex.code, byIndex.stderr).toBe(0);
       expect(byIndex.stdout).toBe(byFlag.stdout);
+      // In JSON logs, one line a log collector can read.
+      const json = await run(['sync', '--config', config, '--shard', `${idle}/16`, '--log-format', 'json'], ENV);
+      expect(json.code, json.stderr).toBe(0);
+      expect(JSON.parse(json.stdout)).toMatchObject({ level: 'info', shard: `${idle}/16`, sources: 0, sourcesBeforeSplit: 8 });
       expect(readdirSync(dir)).toEqual(before);
       // A bad index is refused with exit 2, naming the fix.
       const bad = await cli(['sync', '--config', config, '--shard-count', '16'], { ...ENV, JOB_COMPLETION_INDEX: '16' });
