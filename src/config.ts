@@ -5,6 +5,7 @@
  */
 import { isS3Url, parseS3Url } from './outputs/s3-url.js';
 import { selectSources, urlList, type SourceConfig } from './sources.js';
+import { SHARD_PLACEHOLDER, resolveShard, substituteShard, type Shard } from './shards.js';
 import { SETTINGS, camelToKebab, check, envName, parseDuration, specOf, type SettingName } from './settings.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -20,8 +21,10 @@ export interface SyncConfig {
   /** The first selected source's API and key (the only one's, without `sources`). */
   baseUrl: string;
   apiKey: string;
-  /** The sources to sync (after `--source`); absent means one `default` source from baseUrl and apiKey. */
+  /** The sources to sync (after `--source` and `--shard`); absent means one `default` source from baseUrl and apiKey. */
   sources?: SourceConfig[];
+  /** `--shard I/N` or `--shard-count N`: this run's shard, and how many sources it was chosen from (the selection before the split). */
+  shard?: Shard & { sourcesBeforeSplit: number; narrowedBySource: boolean };
   db: string;
   stateDir: string;
   streams: StreamName[];
@@ -286,7 +289,20 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
   const rateLimit = int('rate-limit');
   const notifyValue = pick('notify');
   const notify = notifyValue === undefined ? [] : urlList(notifyValue.value, notifyValue.from);
-  const chosen = selectSources(sources, pick('source'), rateLimit, needsApi);
+  const shard = resolveShard(pick('shard'), pick('shard-count'), env);
+  // {shard} names each shard's own files; anywhere else it would be taken literally, so it is refused.
+  for (const name of SETTINGS) {
+    const v = pick(name);
+    if (!SHARD_PATHS.includes(name) && v !== undefined && String(v.value).includes(SHARD_PLACEHOLDER)) {
+      bad(
+        v.from,
+        `holds ${SHARD_PLACEHOLDER}, which only --db, --state-dir and --out may hold (each shard's own warehouse, state and lake).`,
+        `Write ${v.from} without ${SHARD_PLACEHOLDER}.`,
+      );
+    }
+  }
+  const shardPath = (name: SettingName, value: string) => substituteShard(value, pick(name)?.from ?? `--${name}`, shard);
+  const chosen = selectSources(sources, pick('source'), rateLimit, needsApi, shard);
   const first = chosen[0];
   // DuckDB's tuning variables are read where the warehouse opens; a bad one is refused here, before
   // anything is created or fetched.
@@ -296,9 +312,17 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
   return {
     baseUrl: first?.baseUrl ?? '',
     apiKey: first?.apiKey ?? '',
-    ...(sources.fileSources !== undefined ? { sources: chosen } : {}),
-    db: location(str('db'), '--db'),
-    stateDir: str('state-dir'),
+    // A shard that owns none of the sources has an empty list, even without a "sources" list.
+    ...(sources.fileSources !== undefined || (shard !== null && chosen.length === 0) ? { sources: chosen } : {}),
+    ...(shard !== null && {
+      shard: {
+        ...shard,
+        sourcesBeforeSplit: sources.fileSources === undefined ? 1 : selectSources(sources, pick('source'), rateLimit, false).length,
+        narrowedBySource: pick('source') !== undefined,
+      },
+    }),
+    db: location(shardPath('db', str('db')), '--db'),
+    stateDir: shardPath('state-dir', str('state-dir')),
     streams,
     since,
     until,
@@ -317,7 +341,10 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     out:
       catalog !== null && pick('out') === undefined
         ? ''
-        : location(pick('out') === undefined && choice('format') === 'iceberg' ? ICEBERG_DEFAULT_OUT : str('out'), '--out'),
+        : location(
+            shardPath('out', pick('out') === undefined && choice('format') === 'iceberg' ? ICEBERG_DEFAULT_OUT : str('out')),
+            '--out',
+          ),
     catalog,
     icebergMaintenance:
       pick('iceberg-maintenance') === undefined ? catalog?.sigv4 !== 's3tables' : choice<'on' | 'off'>('iceberg-maintenance') === 'on',
@@ -339,6 +366,9 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     metricsFile: pick('metrics-file') === undefined ? undefined : str('metrics-file'),
   };
 }
+
+/** The settings whose paths may hold `{shard}`: each shard's own warehouse, state and lake. */
+const SHARD_PATHS: readonly SettingName[] = ['db', 'state-dir', 'out'];
 
 /** Where `--format iceberg` writes when `--out` is not given (`--format parquet`: `./costs-parquet`). */
 export const ICEBERG_DEFAULT_OUT = './costs-iceberg';

@@ -22,7 +22,7 @@ import { checkLakeFormat } from './outputs/iceberg.js';
 import type { Warehouse } from './storage/duckdb.js';
 import { openWorkingCopy } from './storage/working-copy.js';
 
-export type RunSettings = Pick<SyncConfig, 'db' | 'stateDir' | 'lease' | 'leaseTtlMs' | 'format' | 'out' | 'catalog'>;
+export type RunSettings = Pick<SyncConfig, 'db' | 'stateDir' | 'lease' | 'leaseTtlMs' | 'format' | 'out' | 'catalog' | 'shard'>;
 
 export interface RunRequest {
   config: RunSettings;
@@ -54,6 +54,18 @@ export function lockPaths(config: Pick<SyncConfig, 'stateDir' | 'db'>, kind: Run
   const state = resolve(config.stateDir, 'costsync.lock');
   if (isS3Url(config.db)) return [state];
   return kind === 'sync' ? [state, dbLockPath(config.db)] : [dbLockPath(config.db)];
+}
+
+/**
+ * Where the per-source lake leases go (null: none): `--out` when this run writes a lake of its own.
+ * With a catalog the lake is the catalog's and its commits are atomic, but they do not keep two runners
+ * off one source; a shard (which a rollout may run beside an old layout's shard owning the same source)
+ * takes them under `--out` when that is a bucket, the one place every shard shares. Pure.
+ */
+export function lakeLeasePlace(config: Pick<RunSettings, 'out' | 'catalog' | 'shard'>, writesLake: boolean): string | null {
+  if (!writesLake) return null;
+  if (config.catalog === null) return config.out;
+  return config.shard !== undefined && isS3Url(config.out) ? config.out : null;
 }
 
 /** Opens a run: everything before its first write, undone in reverse when any step fails. */
@@ -97,13 +109,7 @@ export async function openRun(request: RunRequest): Promise<OpenRun> {
       await refuseAdoptedTables(lake, Object.keys(ICEBERG_TABLES));
     if (lake !== null && config.catalog !== null && config.out !== '' && !isS3Url(config.out))
       await checkLakeFormat(outputTarget(config.out, scratch), 'iceberg');
-    leases = await takeLeases(
-      { ...config, out: lake !== null && config.catalog === null ? config.out : null },
-      request.sources,
-      runId,
-      clock,
-      logger,
-    );
+    leases = await takeLeases({ ...config, out: lakeLeasePlace(config, lake !== null) }, request.sources, runId, clock, logger);
     const db = publishDestination(config.db);
     const remote = remoteWarehouse(db);
     if (remote) remote.notice = (m) => logger.warn(m);

@@ -12,7 +12,7 @@ import { ConfigError } from './errors.js';
 export type SettingKind = 'string' | 'path' | 'int' | 'bool' | 'date' | 'duration' | 'choice' | 'list' | 'urls';
 /**
  * The groups a setting belongs to, and so the commands that take it: `connection` (every command that
- * talks to the API or the warehouse), `rate` (sync, push), `notify` (sync, notify), `lease` (sync, push),
+ * talks to the API or the warehouse; `--shard` is one, so each reads its shard's `{shard}` paths), `rate` (sync, push), `notify` (sync, notify), `lease` (sync, push),
  * `sync` (sync's own), `catalog` (sync, check: an Iceberg REST catalog's).
  */
 export type SettingGroup = 'connection' | 'rate' | 'notify' | 'sync' | 'lease' | 'catalog';
@@ -40,6 +40,22 @@ export const SETTING_SPECS = [
     group: 'connection',
     describe: 'Only these sources of the config file\'s "sources" (comma list)',
     defaultText: 'all',
+  },
+  {
+    name: 'shard',
+    kind: 'string',
+    group: 'connection',
+    describe:
+      "Be shard I of N (I/N, numbered from 1): only the config file's sources this shard owns (rendezvous hashing of their names); {shard} in --db, --state-dir and --out becomes I",
+    defaultText: 'none',
+  },
+  {
+    name: 'shard-count',
+    kind: 'int',
+    group: 'connection',
+    range: [1, 10_000],
+    describe: 'Be one of N shards, I being JOB_COMPLETION_INDEX + 1 (a Kubernetes Indexed Job); as --shard I/N otherwise',
+    defaultText: 'none',
   },
   { name: 'api-key-file', kind: 'path', group: 'connection', describe: 'File holding the API key (or COSTSYNC_API_KEY)' },
   {

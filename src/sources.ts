@@ -9,6 +9,7 @@ import type { ConfigSources } from './config.js';
 import { ConfigError } from './errors.js';
 import { parseWebhook } from './outputs/notify.js';
 import { camelToKebab, envName } from './settings.js';
+import { shardOf, type Shard } from './shards.js';
 
 /** One workspace to sync: its name (the `source` column), API and key, and its own rate limit. */
 export interface SourceConfig {
@@ -33,15 +34,18 @@ export function urlList(value: unknown, from: string): string[] {
 }
 
 /**
- * The sources to work on: the config file's `sources` (checked), narrowed by `--source`; without
- * `sources`, one named `default` from --base-url and the key. Keys are read only when `needsApi`.
+ * The sources to work on: the config file's `sources` (checked), narrowed by `--source`, then to those
+ * `shard` owns; without `sources`, one named `default` from --base-url and the key (none when another
+ * shard owns it). Keys are read only when `needsApi`, and only for the sources kept.
  */
 export function selectSources(
   sources: ConfigSources,
   only: { value: unknown; from: string } | undefined,
   rateLimit: number,
   needsApi: boolean,
+  shard: Shard | null = null,
 ): SourceConfig[] {
+  const owned = (name: string) => shard === null || shardOf(name, shard.count) === shard.index;
   const wanted =
     only === undefined
       ? null
@@ -56,7 +60,7 @@ export function selectSources(
         'Add a "sources" list to the config file, or leave out --source.',
       );
     }
-    if (!needsApi) return [];
+    if (!needsApi || !owned('default')) return [];
     const base = sources.flags['base-url'] ?? (sources.env.COSTSYNC_BASE_URL || undefined) ?? sources.file['base-url'];
     if (base === undefined) {
       throw new ConfigError(
@@ -111,7 +115,8 @@ export function selectSources(
       `The config file's sources are: ${all.map((s) => s.name).join(', ')}.`,
     );
   }
-  const chosen = wanted === null ? all : all.filter((s) => wanted.includes(s.name));
+  // A source's shard depends on its name alone, so narrowing by --source first changes no source's shard.
+  const chosen = (wanted === null ? all : all.filter((s) => wanted.includes(s.name))).filter((s) => owned(s.name));
   // The file's own top-level base-url is a default for its sources, as its other settings are; the
   // flag and its variable are not, so a shell's COSTSYNC_BASE_URL cannot move a listed workspace.
   const fileBase = sources.file['base-url'];

@@ -18,6 +18,7 @@ import { SCOPES } from '../src/api/types.js';
 import { startEmulator, type Emulator } from '../src/emulator/server.js';
 import { addDays, toDayNumber } from '../src/dates.js';
 import { manifestKey } from '../src/outputs/lake.js';
+import { shardOf } from '../src/shards.js';
 import { dbLockPath } from '../src/state/lock.js';
 import { CLI, lakeDifferences, queryDb } from './helpers.js';
 import { icebergDifferences } from './iceberg.js';
@@ -62,7 +63,15 @@ export interface SyncArgs {
   lake: LakeName | null;
   retention: '7d' | '0s';
   publishNow: boolean;
+  /** `--shard I/N`: the run syncs only the sources of `sources` this shard owns (none, some or all). */
+  shard: { index: number; count: number } | null;
   stop: Stop;
+}
+
+/** The sources a sync works on: those it names, less the ones another shard owns. */
+export function sourcesOf(args: Pick<SyncArgs, 'sources' | 'shard'>): SourceName[] {
+  const named = args.sources.split(',') as SourceName[];
+  return args.shard === null ? named : named.filter((s) => shardOf(s, args.shard!.count) === args.shard!.index);
 }
 
 /** What the test knows of the world besides the real files: enough to say what each command must do. */
@@ -281,7 +290,7 @@ async function checkAlways(world: World, stderr: string, ranTo: readonly ('a' | 
 
 /** After a run that exited 0: every date it had to sync equals the API now, and its lake equals the warehouse for its sources. */
 async function checkSynced(world: World, args: SyncArgs, published: Map<string, string>, stderr: string): Promise<void> {
-  const sources = args.sources.split(',') as SourceName[];
+  const sources = sourcesOf(args);
   const today = world.today;
   for (const source of args.streams === 'rollups,anomalies' ? [] : sources) {
     const from = [addDays(today, -(args.lookback - 1))];
@@ -366,6 +375,7 @@ export function syncLine(args: SyncArgs, today: string): string[] {
     'json',
   ];
   if (args.sources !== 'w1,w2') line.push('--source', args.sources);
+  if (args.shard !== null) line.push('--shard', `${args.shard.index}/${args.shard.count}`);
   if (args.since !== null) line.push('--since', addDays(today, -args.since));
   if (args.dropBefore !== null) line.push('--drop-before', addDays(today, -args.dropBefore));
   if (args.streams !== 'all') line.push('--streams', args.streams);
@@ -410,14 +420,23 @@ class SyncCommand implements Cmd {
     this.ranOn = model.today;
     const line = syncLine(this.args, model.today);
     world.log.push(`costsync ${line.join(' ')}${stopText(this.args.stop)}`);
+    const synced = sourcesOf(this.args);
+    const before = synced.length === 0 ? world.fingerprint() : '';
     const result = await world.cli(line, this.args.stop);
     const killed = result.signal === 'SIGKILL';
+    if (synced.length === 0) {
+      // A shard that owns none of the named sources: exit 0 before anything is opened, whatever would have stopped it.
+      if (result.code !== 0) fail(world, `a shard that owns no source exited ${result.code} (signal ${result.signal})`, result.stderr);
+      if (world.fingerprint() !== before) fail(world, 'a shard that owns no source changed files', result.stderr);
+      await checkAlways(world, result.stderr, []);
+      return;
+    }
     if (this.args.dropBefore !== null) {
       // The user named these dates: they may go (the drop runs first, so even a stopped run may have dropped them).
       const cut = addDays(model.today, -this.args.dropBefore);
       for (const key of [...world.everSynced]) {
         const [source, date] = key.split(' ') as [SourceName, string];
-        if (this.args.sources.includes(source) && date < cut && this.args.streams !== 'rollups,anomalies') world.everSynced.delete(key);
+        if (synced.includes(source) && date < cut && this.args.streams !== 'rollups,anomalies') world.everSynced.delete(key);
       }
     }
     if (!killed && result.code !== 0 && result.code !== 4)
@@ -550,6 +569,16 @@ export const syncArb: fc.Arbitrary<SyncArgs> = fc
     retention: fc.constantFrom('7d' as const, '0s' as const),
     publishNow: fc.boolean(),
     stop: stopArb,
+    // Of two sources, 3 shards leave one shard with none, 2 split them, 1 has both.
+    shard: fc.oneof(
+      { weight: 4, arbitrary: fc.constant(null) },
+      {
+        weight: 1,
+        arbitrary: fc
+          .integer({ min: 1, max: 3 })
+          .chain((count) => fc.record({ index: fc.integer({ min: 1, max: count }), count: fc.constant(count) })),
+      },
+    ),
   })
   .map((a) => (a.since !== null && a.dropBefore !== null && a.since > a.dropBefore ? { ...a, dropBefore: null } : a));
 

@@ -87,6 +87,12 @@ export function loadConfig(args: Record<string, unknown>, io: CommandIo, needsAp
 /** Commands that talk to one workspace (push, check) need one source: `--source NAME` when the config names several. */
 export function oneSource(config: SyncConfig, command: string): SyncConfig & { sourceName: string } {
   const sources = config.sources ?? [];
+  if (config.shard !== undefined && sources.length === 0) {
+    throw new ConfigError(
+      `Shard ${config.shard.index}/${config.shard.count} owns none of the sources selected; ${command} works on one.`,
+      'Pick the source with --source NAME and leave out --shard and --shard-count.',
+    );
+  }
   if (sources.length > 1) {
     throw new ConfigError(
       `The config file names ${sources.length} sources (${sources.map((s) => s.name).join(', ')}); ${command} works on one.`,

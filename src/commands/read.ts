@@ -12,7 +12,12 @@ export function warehouseOptions(yargs: Argv) {
       type: 'string',
       describe: 'DuckDB file, or s3://BUCKET/KEY.duckdb (downloaded once per version into a cache) [default ./costs.duckdb]',
     })
-    .option('config', { type: 'string', describe: 'Config file (default ./costsync.config.json when present)' });
+    .option('config', { type: 'string', describe: 'Config file (default ./costsync.config.json when present)' })
+    .option('shard', { type: 'string', describe: "Read shard I of N's warehouse (I/N): {shard} in --db becomes I [env COSTSYNC_SHARD]" })
+    .option('shard-count', {
+      type: 'number',
+      describe: 'Read the warehouse of shard JOB_COMPLETION_INDEX + 1 of N: {shard} in --db becomes it [env COSTSYNC_SHARD_COUNT]',
+    });
 }
 
 /** Opens `db` read-only: a local file, or a download of one in a bucket. A missing one is named, with how to make it. */
@@ -43,7 +48,7 @@ export async function runReadCommand(
 ): Promise<ExitCode> {
   let warehouse: ReadOnlyWarehouse | null = null;
   try {
-    const { db } = loadConfig({ db: args.db, config: args.config }, io, false);
+    const { db } = loadConfig({ db: args.db, config: args.config, shard: args.shard, 'shard-count': args['shard-count'] }, io, false);
     return await body(async () => (warehouse = await openToRead(db)));
   } catch (error) {
     io.stderr(`costsync: ${describeError(error)}\n`);

@@ -1,6 +1,7 @@
 /** `costsync sync`: resolves the configuration, runs the sync, prints what changed, picks the exit code. */
 import type { Argv } from 'yargs';
 import { ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
+import type { SyncConfig } from '../config.js';
 import { loadConfig, makeLogger, processIo, type CommandIo } from './common.js';
 import { createLogger } from '../log.js';
 import { settingOptions } from '../settings.js';
@@ -30,6 +31,15 @@ async function notifyDirectly(urls: string[], format: 'json' | 'slack', reason: 
   for (const r of await sendNow(urls, event, format)) if (r.error !== undefined) warn(`notification not sent: ${r.error}`);
 }
 
+/** What a shard that owns no source says. Pure. */
+export function emptyShardText(shard: NonNullable<SyncConfig['shard']>): string {
+  const n = shard.sourcesBeforeSplit;
+  const of = shard.narrowedBySource
+    ? `the ${n} source${n === 1 ? '' : 's'} --source names`
+    : `the config's ${n} source${n === 1 ? '' : 's'}`;
+  return `Shard ${shard.index}/${shard.count} owns none of ${of} (each source goes to one of the ${shard.count} shards by its name): nothing to sync.`;
+}
+
 /** The run's exit code: the worst of its sources' (a failure over a stop; among failures the highest code). */
 export function exitCodeOf(summary: RunSummary): ExitCode {
   if (summary.outcome === 'success') return ExitCode.OK;
@@ -46,6 +56,20 @@ export function exitCodeOf(summary: RunSummary): ExitCode {
 
 export async function runSyncCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   const config = loadConfig(args, io);
+  // A shard that owns no source opens nothing (no lock, no warehouse, no lake): there is nothing to sync.
+  if (config.shard !== undefined && config.sources?.length === 0) {
+    const text = emptyShardText(config.shard);
+    if (config.quiet) return ExitCode.OK;
+    if (config.logFormat === 'json') {
+      const line = createLogger({ format: 'json', write: (l) => io.stdout(`${l}\n`), now: io.now });
+      line.info(text, {
+        shard: `${config.shard.index}/${config.shard.count}`,
+        sources: 0,
+        sourcesBeforeSplit: config.shard.sourcesBeforeSplit,
+      });
+    } else io.stdout(`${text}\n`);
+    return ExitCode.OK;
+  }
   if (args['dry-run'] === true) {
     const plans = await planDryRun(config, io.now());
     io.stdout(config.logFormat === 'json' ? `${JSON.stringify({ dryRun: true, sources: plans })}\n` : dryRunText(plans, plans.length > 1));
