@@ -548,6 +548,10 @@ class SyncCommand implements Cmd {
   /** Whether it last ran through the catalog. */
   private viaCatalog = false;
   constructor(readonly args: SyncArgs) {}
+  /** What stops it: a kill at a catalog commit is none for a run that commits through no catalog. */
+  private get stop(): Stop {
+    return this.args.stop.kind === 'kill-catalog' && !this.viaCatalog ? { kind: 'none' } : this.args.stop;
+  }
   check(): boolean {
     return true;
   }
@@ -562,7 +566,7 @@ class SyncCommand implements Cmd {
     const expire = () => world.catalog.expireTokens();
     if (fault === 'token-expiry') world.catalog.events.once('commit', expire);
     else if (fault !== 'none') world.catalog.faults.push(catalogFault(fault, this.args.faultRoute));
-    const result = await world.cli(line, this.args.stop);
+    const result = await world.cli(line, this.stop);
     world.catalog.events.off('commit', expire);
     world.catalog.faults.splice(0);
     const killed = result.signal === 'SIGKILL';
@@ -576,13 +580,13 @@ class SyncCommand implements Cmd {
     }
     if (!killed && result.code !== 0 && result.code !== 4)
       fail(world, `sync exited ${result.code} (signal ${result.signal})`, result.stderr);
-    if (this.args.stop.kind === 'none' && result.code !== 0) fail(world, `a sync nothing stopped exited ${result.code}`, result.stderr);
+    if (this.stop.kind === 'none' && result.code !== 0) fail(world, `a sync nothing stopped exited ${result.code}`, result.stderr);
     const published = await checkAlways(world, result.stderr, killed ? [] : [this.args.state]);
     if (result.code === 0) await checkSynced(world, this.args, published, result.stderr, this.viaCatalog);
   }
   toString(): string {
     const line = syncLine(this.args, this.ranOn, this.viaCatalog ? '$CATALOG' : null);
-    return `${this.viaCatalog ? faultText(this.args) : ''}costsync ${line.join(' ')}${stopText(this.args.stop)}`;
+    return `${this.viaCatalog ? faultText(this.args) : ''}costsync ${line.join(' ')}${stopText(this.stop)}`;
   }
 }
 
@@ -729,7 +733,7 @@ export const syncArb: fc.Arbitrary<SyncArgs> = fc
     faultRoute: fc.constantFrom('commit' as const, 'transaction' as const),
   })
   .map((a) => (a.since !== null && a.dropBefore !== null && a.since > a.dropBefore ? { ...a, dropBefore: null } : a))
-  // Only a run that may go through the catalog is killed at a catalog commit.
+  // Only a run that may go through the catalog is killed at a catalog commit (`ice` does once registered).
   .map((a) => (a.stop.kind === 'kill-catalog' && a.lake !== 'cat' && a.lake !== 'ice' ? { ...a, stop: { kind: 'none' as const } } : a));
 
 export const commandArbs: fc.Arbitrary<Cmd>[] = [
