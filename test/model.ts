@@ -5,7 +5,13 @@
  * type; `COSTSYNC_MODEL_SEED`, `COSTSYNC_MODEL_PATH` and `COSTSYNC_MODEL_REPLAY` (printed with it) replay it.
  *
  * Kill points are events, never times: the Nth request the emulator answers (held until the process
- * is gone), or a named failpoint (`src/failpoints.ts`) the process dies at.
+ * is gone), the Nth table commit an Iceberg REST catalog applies, or a named failpoint
+ * (`src/failpoints.ts`) the process dies at.
+ *
+ * The world has an Iceberg REST catalog (`test/catalog/server.mjs`: a prefix, OAuth2, idempotency keys,
+ * transactions unless a command takes them away): the lake `cat` is its namespace `costsync`, whose
+ * tables the catalog places; the directory lake `ice` moves to its namespace `reg` (registered) at the
+ * first sync that names the catalog with `--out lake-ice`, and every later sync of `ice` goes through it.
  */
 import fc from 'fast-check';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -17,26 +23,47 @@ import { pathToFileURL } from 'node:url';
 import { SCOPES } from '../src/api/types.js';
 import { startEmulator, type Emulator } from '../src/emulator/server.js';
 import { addDays, toDayNumber } from '../src/dates.js';
+import { SUMMARY } from '../src/iceberg/metadata.js';
+import { ICEBERG_TABLES } from '../src/storage/tables.js';
 import { manifestKey } from '../src/outputs/lake.js';
 import { shardOf } from '../src/shards.js';
 import { dbLockPath } from '../src/state/lock.js';
 import { CLI, lakeDifferences, queryDb } from './helpers.js';
-import { icebergDifferences } from './iceberg.js';
+import { startCatalogServer, type CatalogFault, type CatalogServer } from './catalog/server.mjs';
+import { catalogLocator, icebergDifferences } from './iceberg.js';
 
 /** The emulator's last day of data; the model's "today" starts a few days before and moves towards it. */
 const END = '2026-06-30';
 const SPAN_DAYS = 120;
 const FIRST_TODAY = addDays(END, -4);
 
-export type LakeName = 'p1' | 'p2' | 'ice';
+export type LakeName = 'p1' | 'p2' | 'ice' | 'cat';
 /** The config file's two sources (two workspaces, a key each); a run syncs one or both (`--source`). */
 export type SourceName = 'w1' | 'w2';
 const SOURCES: readonly SourceName[] = ['w1', 'w2'];
+/** `cat` is the catalog's own namespace: no directory, the catalog places its tables. */
 const LAKES: Record<LakeName, { format: 'parquet' | 'iceberg'; dir: string }> = {
   p1: { format: 'parquet', dir: 'lake-p1' },
   p2: { format: 'parquet', dir: 'lake-p2' },
   ice: { format: 'iceberg', dir: 'lake-ice' },
+  cat: { format: 'iceberg', dir: '' },
 };
+
+/** The catalog's settings, as the printed command lines assume them. */
+const CATALOG = {
+  warehouse: 'wh',
+  prefix: 'ws/m',
+  client: 'costsync',
+  secret: 'model-secret-31c7',
+  /** The lake `cat`'s namespace, and the one the directory lake `ice` is registered in. */
+  namespaces: { cat: 'costsync', ice: 'reg' },
+} as const;
+
+/** What the catalog offers: transactions listed in `endpoints`, no transactions, or no `endpoints` at all (the document's default set, transactions in it). */
+export type CatalogOffer = 'transactions' | 'no-transactions' | 'omit-endpoints';
+
+/** A fault armed on the catalog before a sync: a change applied then answered 500, a 503, a 409, or every token expired at the first commit. */
+export type CatalogFaultKind = 'none' | 'applied-500' | '503' | '409' | 'token-expiry';
 
 /** How a run ends early: SIGKILL or SIGTERM at the Nth answered request, SIGKILL at a failpoint, or --max-runtime. */
 export type Stop =
@@ -47,7 +74,9 @@ export type Stop =
   /** Its reader goes away after N lines (`2>&1 | head -N`). */
   | { kind: 'head'; n: number }
   /** From the Nth request on the API answers nothing (as one answering in 45 s), and SIGTERM comes: the run must end anyway. */
-  | { kind: 'term-held'; n: number };
+  | { kind: 'term-held'; n: number }
+  /** SIGKILL as the catalog applies its Nth table commit of the run (before it answers). */
+  | { kind: 'kill-catalog'; n: number };
 
 export interface SyncArgs {
   state: 'a' | 'b';
@@ -66,6 +95,11 @@ export interface SyncArgs {
   /** `--shard I/N`: the run syncs only the sources of `sources` this shard owns (none, some or all). */
   shard: { index: number; count: number } | null;
   stop: Stop;
+  /** With `ice`: name the catalog (registering the directory tables); once it has, every sync of `ice` does. */
+  register: boolean;
+  /** With a lake through the catalog: a fault armed on it first (on a single-table commit or a transaction). */
+  fault: CatalogFaultKind;
+  faultRoute: 'commit' | 'transaction';
 }
 
 /** The sources a sync works on: those it names, less the ones another shard owns. */
@@ -77,12 +111,16 @@ export function sourcesOf(args: Pick<SyncArgs, 'sources' | 'shard'>): SourceName
 /** What the test knows of the world besides the real files: enough to say what each command must do. */
 export interface Model {
   today: string;
+  /** Whether the directory lake `ice` has gone to the catalog (a sync named the catalog with its --out). */
+  iceInCatalog: boolean;
 }
 
 /** The real side: a temp directory, the emulator, and what the invariants remember between steps. */
 export class World {
   readonly dir: string;
   emulator!: Emulator;
+  catalog!: CatalogServer;
+  catalogOffer: CatalogOffer = 'transactions';
   today = FIRST_TODAY;
   /** Every line-item content each source's date has had on the emulator (`<source> <date>`: its ids and amounts). */
   readonly history = new Map<string, Set<string>>();
@@ -136,10 +174,46 @@ export class World {
         sources: SOURCES.map((w) => ({ name: w, 'base-url': this.emulator.url, 'api-key-env': `KEY_${w.toUpperCase()}` })),
       }),
     );
+    await this.startCatalog(0);
     this.recordTruth();
   }
 
+  /** Starts the catalog on `port` (0: any), offering what `catalogOffer` says; its tables persist across restarts. */
+  async startCatalog(port: number): Promise<void> {
+    this.catalog = await startCatalogServer({
+      root: join(this.dir, 'catalog-wh'),
+      statePath: join(this.dir, 'catalog-state.json'),
+      port,
+      warehouse: CATALOG.warehouse,
+      prefix: CATALOG.prefix,
+      transactions: this.catalogOffer !== 'no-transactions',
+      ...(this.catalogOffer === 'omit-endpoints' && { endpoints: 'omit' as const }),
+      idempotencyKeyLifetime: 'PT30M',
+      auth: { kind: 'oauth', clients: [{ id: CATALOG.client, secret: CATALOG.secret }] },
+    });
+  }
+
+  /** The catalog again, at the same address, offering `offer`. */
+  async restartCatalog(offer: CatalogOffer): Promise<void> {
+    const port = this.catalog.port;
+    await this.catalog.close();
+    this.catalogOffer = offer;
+    await this.startCatalog(port);
+  }
+
+  /** A bearer token from the catalog's token endpoint, as an engine reading the tables gets one. */
+  async catalogHeaders(): Promise<Record<string, string>> {
+    const response = await fetch(`${this.catalog.url}/v1/oauth/tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `grant_type=client_credentials&client_id=${CATALOG.client}&client_secret=${CATALOG.secret}&scope=catalog`,
+    });
+    if (!response.ok) throw new Error(`the catalog refused the model's token request: ${response.status}`);
+    return { authorization: `Bearer ${((await response.json()) as { access_token: string }).access_token}` };
+  }
+
   async close(): Promise<void> {
+    await this.catalog?.close();
     await this.emulator?.close();
     rmSync(this.dir, { recursive: true, force: true });
   }
@@ -181,7 +255,14 @@ export class World {
 
   /** Runs the CLI with `args`, stopping it as `stop` says; its exit code and signal. */
   async cli(args: string[], stop: Stop = { kind: 'none' }): Promise<{ code: number | null; signal: string | null; stderr: string }> {
-    const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: this.dir, KEY_W1: 'key-w1', KEY_W2: 'key-w2', TZ: 'UTC' };
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '',
+      HOME: this.dir,
+      KEY_W1: 'key-w1',
+      KEY_W2: 'key-w2',
+      TZ: 'UTC',
+      COSTSYNC_CATALOG_CREDENTIAL: `${CATALOG.client}:${CATALOG.secret}`,
+    };
     if (stop.kind === 'failpoint') env.COSTSYNC_FAILPOINT = `${stop.name}:${stop.n}`;
     this.requests = 0;
     this.stopAt =
@@ -194,6 +275,13 @@ export class World {
             : null;
     const child = spawn(process.execPath, [CLI, ...args], { cwd: this.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
+    let catalogCommits = 0;
+    // The catalog has applied the commit and not answered yet: the run dies not knowing whether it landed.
+    const onCommit = () => {
+      if (stop.kind === 'kill-catalog' && ++catalogCommits === stop.n) child.kill('SIGKILL');
+    };
+    const catalogEvents = this.catalog.events;
+    catalogEvents.on('commit', onCommit);
     let stderr = '';
     let lines = 0;
     const read = (d: Buffer) => {
@@ -209,6 +297,7 @@ export class World {
     child.stderr.on('data', read);
     this.exited = once(child, 'exit');
     const [code, signal] = (await this.exited) as [number | null, string | null];
+    catalogEvents.off('commit', onCommit);
     this.child = null;
     this.stopAt = null;
     // The run ended while the API was silent (else it would never have): its answers go now, to nobody.
@@ -285,11 +374,26 @@ async function checkAlways(world: World, stderr: string, ranTo: readonly ('a' | 
       fail(world, `${date} was in the warehouse and is gone, though the API always had rows for it`, stderr);
   }
   for (const date of published.keys()) world.everSynced.add(date);
+  // A commit the catalog was left unsure of is settled, never made twice.
+  for (const namespace of Object.values(CATALOG.namespaces)) {
+    for (const table of Object.keys(ICEBERG_TABLES)) {
+      const snapshots = (world.catalog.table([namespace], table)?.metadata.snapshots ?? []) as { summary?: Record<string, string> }[];
+      const ids = snapshots.map((s) => s.summary?.[SUMMARY.commitId]).filter((id) => id !== undefined);
+      const twice = ids.find((id, i) => ids.indexOf(id) !== i);
+      if (twice !== undefined) fail(world, `the catalog's ${namespace}.${table} has two snapshots of the commit ${twice}`, stderr);
+    }
+  }
   return published;
 }
 
 /** After a run that exited 0: every date it had to sync equals the API now, and its lake equals the warehouse for its sources. */
-async function checkSynced(world: World, args: SyncArgs, published: Map<string, string>, stderr: string): Promise<void> {
+async function checkSynced(
+  world: World,
+  args: SyncArgs,
+  published: Map<string, string>,
+  stderr: string,
+  viaCatalog: boolean,
+): Promise<void> {
   const sources = sourcesOf(args);
   const today = world.today;
   for (const source of args.streams === 'rollups,anomalies' ? [] : sources) {
@@ -317,7 +421,20 @@ async function checkSynced(world: World, args: SyncArgs, published: Map<string, 
   }
   if (args.lake === null) return;
   const dir = world.lakeDir(args.lake);
-  if (LAKES[args.lake].format === 'parquet') {
+  if (viaCatalog) {
+    // Each table as an engine finds it: loaded through the catalog, read by icebird.
+    const namespace = CATALOG.namespaces[args.lake === 'cat' ? 'cat' : 'ice'];
+    const locate = catalogLocator(world.catalog.url, CATALOG.prefix, [namespace], await world.catalogHeaders());
+    const diff = await icebergDifferences(world.db, '', { sources, locate });
+    for (const [table, d] of Object.entries(diff)) {
+      if (d.missing !== 0 || d.extra !== 0)
+        fail(
+          world,
+          `exit 0, yet ${namespace}.${table} loaded through the catalog differs from the warehouse: ${JSON.stringify(d)}`,
+          stderr,
+        );
+    }
+  } else if (LAKES[args.lake].format === 'parquet') {
     const diff = await lakeDifferences(world.db, dir, sources);
     for (const [table, d] of Object.entries(diff)) {
       if (d.missing !== 0 || d.extra !== 0)
@@ -355,8 +472,11 @@ async function checkSynced(world: World, args: SyncArgs, published: Map<string, 
   }
 }
 
-/** The command line of a sync, as a person would type it (relative to the world's directory). */
-export function syncLine(args: SyncArgs, today: string): string[] {
+/**
+ * The command line of a sync, as a person would type it (relative to the world's directory); with
+ * `catalog` (its URL, or a placeholder to print), the lake goes through the catalog.
+ */
+export function syncLine(args: SyncArgs, today: string, catalog: string | null = null): string[] {
   const line = [
     'sync',
     '--db',
@@ -380,7 +500,12 @@ export function syncLine(args: SyncArgs, today: string): string[] {
   if (args.dropBefore !== null) line.push('--drop-before', addDays(today, -args.dropBefore));
   if (args.streams !== 'all') line.push('--streams', args.streams);
   if (args.fullRefresh) line.push('--full-refresh');
-  if (args.lake !== null) {
+  if (args.lake !== null && catalog !== null) {
+    const namespace = CATALOG.namespaces[args.lake === 'cat' ? 'cat' : 'ice'];
+    line.push('--catalog', catalog, '--catalog-warehouse', CATALOG.warehouse, '--catalog-namespace', namespace);
+    if (args.lake !== 'cat') line.push('--out', LAKES[args.lake].dir);
+    line.push('--iceberg-retention', args.retention);
+  } else if (args.lake !== null) {
     line.push('--format', LAKES[args.lake].format, '--out', LAKES[args.lake].dir);
     if (LAKES[args.lake].format === 'iceberg') line.push('--iceberg-retention', args.retention);
   }
@@ -404,7 +529,25 @@ function stopText(stop: Stop): string {
       return ` 2>&1 | head -${stop.n}`;
     case 'term-held':
       return `  # the API silent from request ${stop.n} on, SIGTERM then`;
+    case 'kill-catalog':
+      return `  # SIGKILL as the catalog applies its table commit ${stop.n}`;
   }
+}
+
+function faultText(args: SyncArgs): string {
+  switch (args.fault) {
+    case 'none':
+      return '';
+    case 'token-expiry':
+      return '# the catalog expires every token at its first commit\n  ';
+    default:
+      return `# the catalog answers the first ${args.faultRoute === 'commit' ? 'table commit' : 'transaction'} ${args.fault === 'applied-500' ? '500 after applying it' : `${args.fault} without applying it`}\n  `;
+  }
+}
+
+/** The fault `kind` as the catalog server takes it (token expiry is armed on its commit event instead). */
+function catalogFault(kind: Exclude<CatalogFaultKind, 'none' | 'token-expiry'>, route: 'commit' | 'transaction'): CatalogFault {
+  return kind === 'applied-500' ? { route, status: 500, when: 'after' } : { route, status: Number(kind), when: 'before' };
 }
 
 type Cmd = fc.AsyncCommand<Model, World>;
@@ -412,17 +555,32 @@ type Cmd = fc.AsyncCommand<Model, World>;
 class SyncCommand implements Cmd {
   /** The day it last ran on, for its printed command line. */
   private ranOn = '<today>';
+  /** Whether it last ran through the catalog. */
+  private viaCatalog = false;
   constructor(readonly args: SyncArgs) {}
+  /** What stops it: a kill at a catalog commit is none for a run that commits through no catalog. */
+  private get stop(): Stop {
+    return this.args.stop.kind === 'kill-catalog' && !this.viaCatalog ? { kind: 'none' } : this.args.stop;
+  }
   check(): boolean {
     return true;
   }
   async run(model: Model, world: World): Promise<void> {
     this.ranOn = model.today;
-    const line = syncLine(this.args, model.today);
-    world.log.push(`costsync ${line.join(' ')}${stopText(this.args.stop)}`);
+    this.viaCatalog = this.args.lake === 'cat' || (this.args.lake === 'ice' && (this.args.register || model.iceInCatalog));
+    // Once a sync has named the catalog for `ice` (even one killed mid-way), its tables are the catalog's.
+    if (this.viaCatalog && this.args.lake === 'ice') model.iceInCatalog = true;
+    const line = syncLine(this.args, model.today, this.viaCatalog ? world.catalog.url : null);
+    world.log.push(this.toString());
     const synced = sourcesOf(this.args);
     const before = synced.length === 0 ? world.fingerprint() : '';
-    const result = await world.cli(line, this.args.stop);
+    const fault = this.viaCatalog ? this.args.fault : 'none';
+    const expire = () => world.catalog.expireTokens();
+    if (fault === 'token-expiry') world.catalog.events.once('commit', expire);
+    else if (fault !== 'none') world.catalog.faults.push(catalogFault(fault, this.args.faultRoute));
+    const result = await world.cli(line, this.stop);
+    world.catalog.events.off('commit', expire);
+    world.catalog.faults.splice(0);
     const killed = result.signal === 'SIGKILL';
     if (synced.length === 0) {
       // A shard that owns none of the named sources: exit 0 before anything is opened, whatever would have stopped it.
@@ -441,12 +599,28 @@ class SyncCommand implements Cmd {
     }
     if (!killed && result.code !== 0 && result.code !== 4)
       fail(world, `sync exited ${result.code} (signal ${result.signal})`, result.stderr);
-    if (this.args.stop.kind === 'none' && result.code !== 0) fail(world, `a sync nothing stopped exited ${result.code}`, result.stderr);
+    if (this.stop.kind === 'none' && result.code !== 0) fail(world, `a sync nothing stopped exited ${result.code}`, result.stderr);
     const published = await checkAlways(world, result.stderr, killed ? [] : [this.args.state]);
-    if (result.code === 0) await checkSynced(world, this.args, published, result.stderr);
+    if (result.code === 0) await checkSynced(world, this.args, published, result.stderr, this.viaCatalog);
   }
   toString(): string {
-    return `costsync ${syncLine(this.args, this.ranOn).join(' ')}${stopText(this.args.stop)}`;
+    const line = syncLine(this.args, this.ranOn, this.viaCatalog ? '$CATALOG' : null);
+    return `${this.viaCatalog ? faultText(this.args) : ''}costsync ${line.join(' ')}${stopText(this.stop)}`;
+  }
+}
+
+/** The catalog is restarted (its tables kept) offering something else: transactions, none, or no `endpoints` list. */
+class CatalogOfferCommand implements Cmd {
+  constructor(readonly offer: CatalogOffer) {}
+  check(): boolean {
+    return true;
+  }
+  async run(_model: Model, world: World): Promise<void> {
+    await world.restartCatalog(this.offer);
+    world.log.push(this.toString());
+  }
+  toString(): string {
+    return `# the catalog restarts offering ${this.offer}`;
   }
 }
 
@@ -546,6 +720,7 @@ const stopArb: fc.Arbitrary<Stop> = fc.oneof(
   { weight: 1, arbitrary: fc.constant<Stop>({ kind: 'max-runtime' }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('head' as const), n: fc.integer({ min: 1, max: 6 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('term-held' as const), n: fc.integer({ min: 1, max: 10 }) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('kill-catalog' as const), n: fc.integer({ min: 1, max: 8 }) }) },
 );
 
 export const syncArb: fc.Arbitrary<SyncArgs> = fc
@@ -565,10 +740,16 @@ export const syncArb: fc.Arbitrary<SyncArgs> = fc
     ),
     fullRefresh: fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
     // COSTSYNC_MODEL_LAKES=0 leaves the lakes out, to look for what a lake's failure would hide.
-    lake: process.env.COSTSYNC_MODEL_LAKES === '0' ? fc.constant(null) : fc.constantFrom<LakeName | null>(null, 'p1', 'p2', 'ice'),
+    lake: process.env.COSTSYNC_MODEL_LAKES === '0' ? fc.constant(null) : fc.constantFrom<LakeName | null>(null, 'p1', 'p2', 'ice', 'cat'),
     retention: fc.constantFrom('7d' as const, '0s' as const),
     publishNow: fc.boolean(),
     stop: stopArb,
+    register: fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+    fault: fc.oneof(
+      { weight: 3, arbitrary: fc.constant('none' as const) },
+      { weight: 2, arbitrary: fc.constantFrom('applied-500' as const, '503' as const, '409' as const, 'token-expiry' as const) },
+    ),
+    faultRoute: fc.constantFrom('commit' as const, 'transaction' as const),
     // Of two sources, 3 shards leave one shard with none, 2 split them, 1 has both.
     shard: fc.oneof(
       { weight: 4, arbitrary: fc.constant(null) },
@@ -580,7 +761,9 @@ export const syncArb: fc.Arbitrary<SyncArgs> = fc
       },
     ),
   })
-  .map((a) => (a.since !== null && a.dropBefore !== null && a.since > a.dropBefore ? { ...a, dropBefore: null } : a));
+  .map((a) => (a.since !== null && a.dropBefore !== null && a.since > a.dropBefore ? { ...a, dropBefore: null } : a))
+  // Only a run that may go through the catalog is killed at a catalog commit (`ice` does once registered).
+  .map((a) => (a.stop.kind === 'kill-catalog' && a.lake !== 'cat' && a.lake !== 'ice' ? { ...a, stop: { kind: 'none' as const } } : a));
 
 export const commandArbs: fc.Arbitrary<Cmd>[] = [
   syncArb.map((a) => new SyncCommand(a)),
@@ -589,6 +772,7 @@ export const commandArbs: fc.Arbitrary<Cmd>[] = [
   fc.constant(new NewDayCommand()),
   fc.constant(new RestateCommand()),
   fc.integer({ min: 0, max: 6 }).map((back) => new EmptyDayCommand(back)),
+  fc.constantFrom<CatalogOffer>('transactions', 'no-transactions', 'omit-endpoints').map((offer) => new CatalogOfferCommand(offer)),
   fc
     .tuple(fc.integer({ min: 0, max: BAD_LINES.length - 1 }), fc.constantFrom('a' as const, 'b' as const))
     .map(([i, s]) => new BadCommand(i, s)),
@@ -617,7 +801,7 @@ export async function runModel(options: ModelRunOptions): Promise<fc.RunDetails<
       const world = new World();
       try {
         await world.start();
-        await fc.asyncModelRun(() => ({ model: { today: FIRST_TODAY }, real: world }), cmds);
+        await fc.asyncModelRun(() => ({ model: { today: FIRST_TODAY, iceInCatalog: false }, real: world }), cmds);
       } finally {
         await world.close();
       }
@@ -653,7 +837,8 @@ export function modelReport(details: fc.RunDetails<[Iterable<Cmd>]> & { sequence
   return [
     `The model found a failing sequence (seed ${details.seed}); replay it with`,
     `  ${vars.join(' ')} npx vitest run ${testFile}`,
-    `(in a fresh directory with costsync.config.json naming sources w1 and w2 of the emulator, data ${addDays(END, -(SPAN_DAYS - 1))}..${END}, 2 line items a day, restatements of the last 8 days)`,
+    `(in a fresh directory with costsync.config.json naming sources w1 and w2 of the emulator, data ${addDays(END, -(SPAN_DAYS - 1))}..${END}, 2 line items a day, restatements of the last 8 days;`,
+    `$CATALOG: node test/catalog/server.mjs --root catalog-wh --prefix ${CATALOG.prefix} --warehouse ${CATALOG.warehouse} --oauth ${CATALOG.client}:<secret> --transactions, and COSTSYNC_CATALOG_CREDENTIAL=${CATALOG.client}:<secret>)`,
     details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance),
   ].join('\n');
 }
