@@ -32,13 +32,11 @@ import {
 } from '../iceberg/schema.js';
 import {
   commitSources,
-  currentManifests,
   dataDir,
   directoryCatalog,
   expireTable,
   keyOf,
   liveFiles,
-  manifestSource,
   mendVersionHint,
   monthField,
   partitionSpec,
@@ -310,23 +308,54 @@ async function landed(catalog: IcebergCatalog, intent: ItemOf<'iceberg-commit'>)
 }
 
 /**
- * A warehouse pointed at a new lake (or a source new to it): each table a source has rows in but no
- * files for is marked pending whole, so the lake fills from the warehouse, a batch at a time.
+ * The dates to rewrite so a source's months in the lake hold what the warehouse holds: every date of a
+ * month whose row count differs from the rows its live files hold (the first day of a month only the lake
+ * has). Counts, not contents: what a run without this warehouse's changes wrote (another state directory's
+ * run that was killed before it published, a lake new to this warehouse) differs in rows. Pure.
  */
-async function fillNewSources(warehouse: Warehouse, catalog: IcebergCatalog, sources: readonly string[]): Promise<void> {
-  const queued = new Set((await pending(warehouse, 'partition')).map((p) => `${p.table}/${p.source}`));
+export function monthsToRewrite(
+  lakeRows: ReadonlyMap<number, number>,
+  warehouseDates: readonly { date: string; rows: number }[],
+): string[] {
+  const months = new Map<number, { rows: number; dates: string[] }>();
+  for (const { date, rows } of warehouseDates) {
+    const m = months.get(monthOrdinal(date)) ?? months.set(monthOrdinal(date), { rows: 0, dates: [] }).get(monthOrdinal(date))!;
+    m.rows += rows;
+    m.dates.push(date);
+  }
+  const dates: string[] = [];
+  for (const [month, { rows, dates: ds }] of months) if ((lakeRows.get(month) ?? 0) !== rows) dates.push(...ds);
+  for (const [month, rows] of lakeRows) if (!months.has(month) && rows > 0) dates.push(monthRange(month).start);
+  return dates.sort();
+}
+
+/**
+ * At the lake's start: each table's months of each source whose rows differ from the warehouse's are
+ * marked pending (a warehouse pointed at a new lake, a source new to it, or a lake another state
+ * directory's unpublished run changed), so the lake fills or mends from the warehouse, a batch at a time.
+ */
+async function markDifferingMonths(warehouse: Warehouse, catalog: IcebergCatalog, sources: readonly string[]): Promise<void> {
+  const queued = new Set((await pending(warehouse, 'partition')).map((p) => `${p.table}/${p.source}/${p.date}`));
   for (const [table, def] of Object.entries(ICEBERG_TABLES)) {
     if (RUN_TABLES.includes(table)) continue;
     const { metadata, store } = await catalog.load(table);
-    const present = new Set((await currentManifests(store, table, metadata)).map(manifestSource));
+    const field = monthField(def.month!);
     for (const source of sources) {
-      if (present.has(source) || queued.has(`${table}/${source}`)) continue;
-      const dates = await warehouse.sql<{ date: string }>(
-        `SELECT DISTINCT CAST(${def.date!} AS VARCHAR) AS date FROM ${table} WHERE ${quote(def.source)} = ${sqlString(source)}`,
+      const lakeRows = new Map<number, number>();
+      for (const f of await liveFiles(store, table, metadata, source)) {
+        const month = Number(f.partition[field]);
+        lakeRows.set(month, (lakeRows.get(month) ?? 0) + f.record_count);
+      }
+      const dates = await warehouse.sql<{ date: string; rows: number }>(
+        `SELECT CAST(${def.date!} AS VARCHAR) AS date, count(*) AS rows FROM ${table} WHERE ${quote(def.source)} = ${sqlString(source)} GROUP BY 1`,
       );
+      const differing = monthsToRewrite(
+        lakeRows,
+        dates.map((d) => ({ date: d.date, rows: Number(d.rows) })),
+      ).filter((date) => !queued.has(`${table}/${source}/${date}`));
       await markMany(
         warehouse,
-        dates.map(({ date }) => ({ kind: 'partition', table, source, date })),
+        differing.map((date) => ({ kind: 'partition', table, source, date })),
       );
     }
   }
@@ -397,7 +426,7 @@ export function icebergLake(run: IcebergRun) {
         await catchUp(warehouse, lakeName('iceberg', { url: cat.where }), run.sources);
         await recoverIntents(warehouse, cat, run.maintenance !== false);
         if (cat.kind === 'directory') for (const table of Object.keys(ICEBERG_TABLES)) await mendVersionHint(target, table);
-        await fillNewSources(warehouse, cat, run.sources);
+        await markDifferingMonths(warehouse, cat, run.sources);
       });
       started.add(cat);
     }

@@ -12,7 +12,8 @@ import { icebergLake } from '../../src/outputs/iceberg.js';
 import { directoryTarget, type OutputTarget } from '../../src/outputs/target.js';
 import { openWorkingCopy, workingCopyPath } from '../../src/storage/working-copy.js';
 import { icebergDifferences, icebergFileCheck, readIceberg } from '../iceberg.js';
-import { queryDb, run, SPAN, withEmulator, withTempDir, syncCommand } from '../helpers.js';
+import { cli, queryDb, run, SPAN, withEmulator, withTempDir, syncCommand } from '../helpers.js';
+import { monthsToRewrite } from '../../src/outputs/iceberg.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const ENV = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
@@ -643,5 +644,63 @@ describe('snapshot expiry with shards', () => {
         instance.closeSync();
       }
     });
+  });
+});
+
+describe('a lake another state directory changed', () => {
+  it('the months whose rows differ from the warehouse are rewritten: a run of another state directory that committed --drop-before to the lake and was killed before it published leaves nothing missing for the next run of the first', async () => {
+    await withEmulator({ ...SPAN, startDate: '2025-05-20', rowsPerDay: 10, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const lake = join(dir, 'lake');
+        const args = (state: string, extra: string[] = []) => [
+          ...syncCommand(url, dir, ['--format', 'iceberg', '--out', lake, '--start-date', '2025-05-20', '--until', SPAN.endDate]),
+          '--state-dir',
+          join(dir, state),
+          '--rate-limit',
+          '100000',
+          '--streams',
+          'line_items',
+          ...extra,
+        ];
+        expect(await cli(args('a'), { COSTSYNC_API_KEY: 'demo-key' })).toMatchObject({ code: 0 });
+        // The other state directory drops May's first days, commits that to the lake, and dies before it publishes;
+        // the next nightly's lookback changes only June.
+        const killed = await cli(args('b', ['--drop-before', '2025-05-25']), {
+          COSTSYNC_API_KEY: 'demo-key',
+          COSTSYNC_FAILPOINT: 'iceberg-commit:1',
+        });
+        expect(killed.signal).toBe('SIGKILL');
+        const [{ n }] = (await queryDb<{ n: number }>(
+          join(dir, 'c.duckdb'),
+          "SELECT count(*)::INTEGER AS n FROM line_items WHERE usage_date < DATE '2025-05-25'",
+        )) as [{ n: number }];
+        expect(n).toBe(50);
+        expect(await cli(args('a'), { COSTSYNC_API_KEY: 'demo-key' })).toMatchObject({ code: 0 });
+        expectEqualToWarehouse(
+          await icebergDifferences(join(dir, 'c.duckdb'), pathToFileURL(lake).href, { tables: ['line_items', 'focus'] }),
+        );
+      });
+    });
+  }, 60_000);
+
+  it('monthsToRewrite: every date of a month whose count differs, the first day of a month only the lake has (pure)', () => {
+    const june = (d: number) => `2025-06-${String(d).padStart(2, '0')}`;
+    const warehouse = [1, 2, 3].map((d) => ({ date: june(d), rows: 10 })).concat([{ date: '2025-07-01', rows: 5 }]);
+    // June: 30 here, 20 in the lake; July equal; May only in the lake.
+    const lake = new Map([
+      [665, 20],
+      [666, 5],
+      [664, 7],
+    ]);
+    expect(monthsToRewrite(lake, warehouse)).toEqual(['2025-05-01', june(1), june(2), june(3)]);
+    expect(
+      monthsToRewrite(
+        new Map([
+          [665, 30],
+          [666, 5],
+        ]),
+        warehouse,
+      ),
+    ).toEqual([]);
   });
 });
