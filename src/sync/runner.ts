@@ -21,6 +21,7 @@ import { CarriedCopy, SourceState, fileAndWarehouse, loadSourceState } from '../
 import { StateStore } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { derivedOutputs } from '../outputs/derived.js';
+import { seedFromLake } from '../outputs/lake-seed.js';
 import { SEVERITY_RANK, parseWebhook, type SendOptions, type Webhook } from '../outputs/notify.js';
 import { adoptCompacted } from '../storage/working-copy.js';
 import { openRun } from '../run-context.js';
@@ -171,6 +172,15 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     });
   try {
     const wh = run.warehouse;
+    // A source new to this warehouse whose rows are in a shared Parquet lake (moved from another runner)
+    // is read back first: the lake's start check would take their absence for deletions.
+    if (lake !== null && config.format === 'parquet')
+      await seedFromLake(
+        wh,
+        lake,
+        sources.map((s) => s.name),
+        logger,
+      );
     // "Running" rows need not reach readers at once: they go out with the run's first publish.
     await wh.transaction(
       async () => {

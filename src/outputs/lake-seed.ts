@@ -1,0 +1,230 @@
+/**
+ * A source that moves between runners sharing one Parquet lake resumes where it was (docs/moving-sources.md).
+ * After each run, the lake holds per source a state object (`_costsync_state.<source>.json`): the sync
+ * state the warehouse carried, and the dates the lake holds for each table, written only once the lake
+ * holds everything that state describes. A warehouse that knows nothing of a source whose rows are in
+ * the lake reads them back (`seedFromLake`) before the lake's start check could take their absence
+ * for deletions; with a complete state object it adopts the state too, so the run is a nightly.
+ */
+import { writeFileSync, mkdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { CarriedState } from '../state/carried.js';
+import { sqlString, type Warehouse } from '../storage/duckdb.js';
+import { RUN_TABLES, TABLES } from '../storage/tables.js';
+import type { OutputTarget } from './target.js';
+
+/** The state object of one source: beside its manifest, outside every table's prefix. Pure. */
+export function stateObjectKey(source: string): string {
+  return `_costsync_state.${source}.json`;
+}
+
+/** What a state object holds. */
+export interface LakeStateObject {
+  version: 1;
+  source: string;
+  run_id: string;
+  written_at: string;
+  /** The sync state the warehouse carried when the lake held all its rows. */
+  state: CarriedState;
+  /** Per table the warehouse stores, the dates whose partitions the lake holds. */
+  tables: Record<string, string[]>;
+}
+
+/** The tables whose rows a source's state describes: stored, not derived (focus is a view over line items). */
+export const SEEDED_TABLES: readonly { name: string; date: string; source: string }[] = TABLES.filter(
+  (t) => t.parquet === 'daily' && t.origin !== 'view',
+).map((t) => ({ name: t.name, date: t.date!, source: t.source }));
+
+/** The dates a state object lists that the lake's `keys` lack, as `table/date`. Pure. */
+export function missingPartitions(object: Pick<LakeStateObject, 'source' | 'tables'>, keys: ReadonlySet<string>): string[] {
+  const missing: string[] = [];
+  for (const [table, dates] of Object.entries(object.tables)) {
+    for (const date of dates) if (!keys.has(`${table}/source=${object.source}/date=${date}/data.parquet`)) missing.push(`${table}/${date}`);
+  }
+  return missing;
+}
+
+/**
+ * Writes the state object of each of `sources`: call with nothing committing (in `exclusive`) and only
+ * for sources none of whose partitions is pending, so the lake holds every row the state describes.
+ */
+export async function writeStateObjects(
+  warehouse: Warehouse,
+  target: OutputTarget,
+  run: { runId: string; now: () => number },
+  sources: readonly string[],
+): Promise<void> {
+  if (sources.length === 0) return;
+  const carried = new Map((await warehouse.query<{ source: string; state: string }>('state/carried_all')).map((r) => [r.source, r.state]));
+  const list = `(${sources.map(sqlString).join(', ')})`;
+  const dates = new Map<string, Record<string, string[]>>();
+  for (const { name, date, source } of SEEDED_TABLES) {
+    const rows = await warehouse.sql<{ source: string; dates: string[] }>(
+      `SELECT ${source} AS source, list_sort(list(DISTINCT strftime(${date}, '%Y-%m-%d'))) AS dates FROM ${name} WHERE ${source} IN ${list} GROUP BY ALL`,
+    );
+    for (const row of rows) (dates.get(row.source) ?? dates.set(row.source, {}).get(row.source)!)[name] = [...row.dates];
+  }
+  for (const source of sources) {
+    const state = carried.get(source);
+    // A source that never carried a state (nothing synced yet) has nothing to resume from.
+    if (state === undefined) continue;
+    const tables = Object.fromEntries(SEEDED_TABLES.map((t) => [t.name, dates.get(source)?.[t.name] ?? []]));
+    const body: LakeStateObject = {
+      version: 1,
+      source,
+      run_id: run.runId,
+      written_at: new Date(run.now()).toISOString(),
+      state: JSON.parse(state) as CarriedState,
+      tables,
+    };
+    await target.putText(stateObjectKey(source), `${JSON.stringify(body)}\n`);
+  }
+}
+
+/** What the seed tells the log. */
+export interface SeedLog {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+}
+
+/** What was read back for one source. */
+export interface SeededSource {
+  source: string;
+  /** Rows read back, per table. */
+  rows: Record<string, number>;
+  /** Whether its state was adopted (false: a backfill follows, over the rows read back). */
+  adopted: boolean;
+}
+
+/**
+ * At a run's start, before the lake's start check: each of `sources` that this warehouse holds no row
+ * and no state of, and that the lake holds partitions of, is read back from the lake (its stored tables'
+ * partitions and its run tables) in one transaction, nothing marked pending (the lake holds it already).
+ * Its state is adopted when its state object lists only partitions the lake holds; otherwise (no object,
+ * an unreadable one, a partition gone) the run backfills it with a warning, over what was read back, so
+ * nothing the lake had is lost.
+ */
+export async function seedFromLake(
+  warehouse: Warehouse,
+  target: OutputTarget,
+  sources: readonly string[],
+  log: SeedLog,
+): Promise<SeededSource[]> {
+  const known = new Set(
+    (
+      await warehouse.sql<{ source: string }>(
+        [
+          'SELECT source FROM _costsync_sync_state',
+          ...SEEDED_TABLES.map((t) => `SELECT DISTINCT ${t.source} AS source FROM ${t.name}`),
+        ].join(' UNION '),
+      )
+    ).map((r) => r.source),
+  );
+  const seeded: SeededSource[] = [];
+  for (const source of sources) {
+    if (known.has(source)) continue;
+    const keys = new Set<string>();
+    for (const table of [...SEEDED_TABLES.map((t) => t.name), ...RUN_TABLES])
+      for (const key of await target.list(`${table}/source=${source}/`)) if (key.endsWith('.parquet')) keys.add(key);
+    const partitions = [...keys].filter((k) => /\/date=\d{4}-\d{2}-\d{2}\/data\.parquet$/.test(k));
+    if (partitions.length === 0) continue;
+    const object = await readStateObject(target, source, log);
+    const scratch = target.scratch(`seed-${source}`);
+    let rows: Record<string, number>;
+    let missing: string[] = [];
+    let adopted = false;
+    try {
+      // Checked against what was downloaded: a partition gone since the listing counts as missing.
+      const files = await download(target, [...keys], scratch);
+      missing = object === null ? [] : missingPartitions(object, new Set(files.keys()));
+      adopted = object !== null && missing.length === 0;
+      rows = await insertRows(warehouse, source, files, adopted ? object : null);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+    seeded.push({ source, rows, adopted });
+    const counted = Object.entries(rows)
+      .map(([t, n]) => `${n} ${t}`)
+      .join(', ');
+    if (adopted) {
+      log.info(`${source}: read back from the lake at ${target.url} (${counted}); going on from the state the lake carries for it`, {
+        source,
+      });
+    } else {
+      const why =
+        object === null
+          ? `the lake holds no state for it (${stateObjectKey(source)})`
+          : `the lake lacks ${missing.length} partition(s) its state lists (${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', …' : ''})`;
+      log.warn(
+        `${source}: read back from the lake at ${target.url} (${counted}), but ${why}: backfilling it from the start date, over the rows read back`,
+        { source },
+      );
+    }
+  }
+  return seeded;
+}
+
+/** The source's state object, or null (none, or one this costsync cannot read: said in the log). */
+async function readStateObject(target: OutputTarget, source: string, log: SeedLog): Promise<LakeStateObject | null> {
+  const text = await target.getText(stateObjectKey(source));
+  if (text === null) return null;
+  try {
+    const object = JSON.parse(text) as LakeStateObject;
+    if (object.version === 1 && object.source === source && typeof object.state === 'object' && typeof object.tables === 'object')
+      return object;
+  } catch {
+    // Said below, as for an object of another version.
+  }
+  log.warn(`${source}: ${stateObjectKey(source)} in ${target.url} is not a state object this costsync reads; it is ignored`, { source });
+  return null;
+}
+
+/** Downloads `keys` into `scratch` (DuckDB reads them there, with or without a bucket): each key present, and its file. */
+async function download(target: OutputTarget, keys: readonly string[], scratch: string): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  for (const key of keys) {
+    const bytes = await target.getBytes(key);
+    if (bytes === null) continue;
+    const file = join(scratch, key);
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, bytes);
+    files.set(key, file);
+  }
+  return files;
+}
+
+/** Inserts the rows of `files` (by key) by column name, with the state when given, in one transaction. Returns the rows per table. */
+async function insertRows(
+  warehouse: Warehouse,
+  source: string,
+  files: ReadonlyMap<string, string>,
+  object: LakeStateObject | null,
+): Promise<Record<string, number>> {
+  const byTable = new Map<string, string[]>();
+  for (const [key, file] of files) {
+    const table = key.split('/')[0]!;
+    (byTable.get(table) ?? byTable.set(table, []).get(table)!).push(file);
+  }
+  const rows: Record<string, number> = {};
+  await warehouse.transaction(async () => {
+    for (const [table, paths] of byTable) {
+      const daily = !RUN_TABLES.includes(table);
+      const types = daily ? "{'source': VARCHAR, 'date': DATE}" : "{'source': VARCHAR}";
+      const from = `read_parquet([${paths.map(sqlString).join(', ')}], hive_partitioning = true, hive_types = ${types}, union_by_name = true)`;
+      const inFile = new Set((await warehouse.sql<{ column_name: string }>(`DESCRIBE SELECT * FROM ${from}`)).map((r) => r.column_name));
+      const columns = (
+        await warehouse.sql<{ c: string }>(
+          `SELECT column_name AS c FROM duckdb_columns() WHERE table_name = ${sqlString(table)} AND database_name = current_database() AND schema_name = current_schema() ORDER BY column_index`,
+        )
+      )
+        .map((r) => r.c)
+        .filter((c) => inFile.has(c))
+        .map((c) => `"${c}"`)
+        .join(', ');
+      const [inserted] = await warehouse.sql<{ Count: number }>(`INSERT INTO ${table} BY NAME SELECT ${columns} FROM ${from}`);
+      rows[table] = Number(inserted?.Count ?? 0);
+    }
+    if (object !== null) await warehouse.run('state/carry_insert', [source, JSON.stringify(object.state), object.written_at]);
+  });
+  return rows;
+}
