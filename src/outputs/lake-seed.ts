@@ -8,6 +8,7 @@
  */
 import { writeFileSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { mapAtMost } from '../at-most.js';
 import type { CarriedState } from '../state/carried.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { RUN_TABLES, TABLES } from '../storage/tables.js';
@@ -96,10 +97,16 @@ export interface SeededSource {
   adopted: boolean;
 }
 
+/** State objects read at once at a run's start: small GETs, one per source. */
+const OBJECTS_AT_ONCE = 8;
+
 /**
- * At a run's start, before the lake's start check: each of `sources` that this warehouse holds no row
- * and no state of, and that the lake holds partitions of, is read back from the lake (its stored tables'
- * partitions and its run tables) in one transaction, nothing marked pending (the lake holds it already).
+ * At a run's start, before the lake's start check, each of `sources` whose rows in the lake this
+ * warehouse lacks is read back from the lake (its stored tables' partitions and its run tables), in one
+ * transaction, with nothing marked pending (the lake holds it already):
+ * - a source this warehouse holds no row and no state of, and the lake holds partitions of (moved here);
+ * - a source whose state object was written by a run this warehouse does not know (it moved away and
+ *   back, or the warehouse is an older copy): its rows here are older than the lake's, and are replaced.
  * Its state is adopted when its state object lists only partitions the lake holds; otherwise (no object,
  * an unreadable one, a partition gone) the run backfills it with a warning, over what was read back, so
  * nothing the lake had is lost.
@@ -120,15 +127,24 @@ export async function seedFromLake(
       )
     ).map((r) => r.source),
   );
+  const objects = await mapAtMost(sources, OBJECTS_AT_ONCE, (source) => readStateObject(target, source, log));
   const seeded: SeededSource[] = [];
-  for (const source of sources) {
-    if (known.has(source)) continue;
+  for (const [i, source] of sources.entries()) {
+    const object = objects[i]!;
+    let stale = false;
+    if (known.has(source)) {
+      if (object === null) continue;
+      // Every run this warehouse made or read back is in its sync_runs: one it lacks ran elsewhere, later.
+      const [ours] = await warehouse.sql<{ n: number }>(
+        `SELECT count(*)::INT AS n FROM sync_runs WHERE source = ${sqlString(source)} AND run_id = ${sqlString(object.run_id)}`,
+      );
+      if (ours!.n > 0) continue;
+      stale = true;
+    }
     const keys = new Set<string>();
     for (const table of [...SEEDED_TABLES.map((t) => t.name), ...RUN_TABLES])
       for (const key of await target.list(`${table}/source=${source}/`)) if (key.endsWith('.parquet')) keys.add(key);
-    const partitions = [...keys].filter((k) => /\/date=\d{4}-\d{2}-\d{2}\/data\.parquet$/.test(k));
-    if (partitions.length === 0) continue;
-    const object = await readStateObject(target, source, log);
+    if (!stale && ![...keys].some((k) => /\/date=\d{4}-\d{2}-\d{2}\/data\.parquet$/.test(k))) continue;
     const scratch = target.scratch(`seed-${source}`);
     let rows: Record<string, number>;
     let missing: string[] = [];
@@ -138,7 +154,7 @@ export async function seedFromLake(
       const files = await download(target, [...keys], scratch);
       missing = object === null ? [] : missingPartitions(object, new Set(files.keys()));
       adopted = object !== null && missing.length === 0;
-      rows = await insertRows(warehouse, source, files, adopted ? object : null);
+      rows = await insertRows(warehouse, source, files, { state: adopted ? object : null, replace: stale });
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }
@@ -146,19 +162,17 @@ export async function seedFromLake(
     const counted = Object.entries(rows)
       .map(([t, n]) => `${n} ${t}`)
       .join(', ');
+    const what = stale
+      ? `its rows here are older than the lake's at ${target.url} (a run this warehouse does not know wrote them), replaced by the lake's (${counted})`
+      : `read back from the lake at ${target.url} (${counted})`;
     if (adopted) {
-      log.info(`${source}: read back from the lake at ${target.url} (${counted}); going on from the state the lake carries for it`, {
-        source,
-      });
+      log.info(`${source}: ${what}; going on from the state the lake carries for it`, { source });
     } else {
       const why =
         object === null
           ? `the lake holds no state for it (${stateObjectKey(source)})`
           : `the lake lacks ${missing.length} partition(s) its state lists (${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', …' : ''})`;
-      log.warn(
-        `${source}: read back from the lake at ${target.url} (${counted}), but ${why}: backfilling it from the start date, over the rows read back`,
-        { source },
-      );
+      log.warn(`${source}: ${what}, but ${why}: backfilling it from the start date, over the rows read back`, { source });
     }
   }
   return seeded;
@@ -193,12 +207,15 @@ async function download(target: OutputTarget, keys: readonly string[], scratch: 
   return files;
 }
 
-/** Inserts the rows of `files` (by key) by column name, with the state when given, in one transaction. Returns the rows per table. */
+/**
+ * Inserts the rows of `files` (by key) by column name, with the state when given, in one transaction;
+ * with `replace`, after deleting the source's rows and state. Returns the rows per table.
+ */
 async function insertRows(
   warehouse: Warehouse,
   source: string,
   files: ReadonlyMap<string, string>,
-  object: LakeStateObject | null,
+  how: { state: LakeStateObject | null; replace: boolean },
 ): Promise<Record<string, number>> {
   const byTable = new Map<string, string[]>();
   for (const [key, file] of files) {
@@ -207,6 +224,12 @@ async function insertRows(
   }
   const rows: Record<string, number> = {};
   await warehouse.transaction(async () => {
+    if (how.replace) {
+      for (const { name, source: column } of SEEDED_TABLES)
+        await warehouse.sql(`DELETE FROM ${name} WHERE ${column} = ${sqlString(source)}`);
+      for (const table of RUN_TABLES) await warehouse.sql(`DELETE FROM ${table} WHERE source = ${sqlString(source)}`);
+      await warehouse.sql(`DELETE FROM _costsync_sync_state WHERE source = ${sqlString(source)}`);
+    }
     for (const [table, paths] of byTable) {
       const daily = !RUN_TABLES.includes(table);
       const types = daily ? "{'source': VARCHAR, 'date': DATE}" : "{'source': VARCHAR}";
@@ -224,6 +247,7 @@ async function insertRows(
       const [inserted] = await warehouse.sql<{ Count: number }>(`INSERT INTO ${table} BY NAME SELECT ${columns} FROM ${from}`);
       rows[table] = Number(inserted?.Count ?? 0);
     }
+    const object = how.state;
     if (object !== null) await warehouse.run('state/carry_insert', [source, JSON.stringify(object.state), object.written_at]);
   });
   return rows;

@@ -17,6 +17,7 @@ const emulatorInput: EmulatorInput = {
   anomaliesPerDay: 2,
   clock,
   keys: { keys: [key('k-s', 's'), key('k-t', 't')], connections: [] },
+  restatement: { days: 5, changeRate: 0.5, deleteRate: 0.2 },
 };
 
 type Diff = Record<string, { rows: number; missing: number; extra: number }>;
@@ -65,9 +66,9 @@ async function lakeRuns(db: string, lake: string, source: string): Promise<strin
 
 describe('a source moved to another runner sharing the Parquet lake', () => {
   it("resumes where it was: the next run makes a nightly's requests, the lake's rows are unchanged, and the new warehouse holds its history", async () => {
-    await withEmulator(emulatorInput, async ({ url }) => {
+    await withEmulator(emulatorInput, async (emulator) => {
       await withTempDir(async (dir) => {
-        const { lake, a, b } = runners(url, dir);
+        const { lake, a, b } = runners(emulator.url, dir);
         await a.sync(['s', 't']);
         const nightly = await a.sync(['s', 't']);
         expect(existsSync(join(lake, stateObjectKey('s')))).toBe(true);
@@ -91,6 +92,17 @@ describe('a source moved to another runner sharing the Parquet lake', () => {
         expectSame(await lakeDifferences(a.db, lake, ['t']));
         expectSame(await lakeDifferences(b.db, lake, ['s']));
         expect(readdirSync(join(lake, 'line_items')).sort()).toEqual(['source=s', 'source=t']);
+
+        // Late data B syncs, then s moves back: A's rows of s are older than the lake's, and are replaced by them.
+        emulator.restate();
+        await b.sync(['s'], { lookbackDays: 5 });
+        const runsOfB = await lakeRuns(b.db, lake, 's');
+        // Lookback 0: the return fetches nothing restated, so only the lake can bring A up to date.
+        const back = await a.sync(['s', 't'], { lookbackDays: 0 });
+        expect(back.lines.join('\n')).toContain("s: its rows here are older than the lake's");
+        expectSame(await lakeDifferences(b.db, lake, ['s']));
+        expectSame(await lakeDifferences(a.db, lake, ['s', 't']));
+        expect(await lakeRuns(a.db, lake, 's')).toEqual(expect.arrayContaining(runsOfB));
       });
     });
   }, 30_000);

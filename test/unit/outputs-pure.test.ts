@@ -82,6 +82,7 @@ describe('which lake objects a runner owns (pure)', () => {
         'line_items/source=eu/date=2025-06-01/data.parquet',
         'line_items/data/source=us/usage_date_month=2025-06/x.parquet',
         '_costsync_manifest.eu.json',
+        '_costsync_state.us.json',
       ].every(owned),
     ).toBe(true);
     expect(
@@ -90,7 +91,28 @@ describe('which lake objects a runner owns (pure)', () => {
         'line_items/data/source=apac/x.parquet',
         'line_items/metadata/v3.metadata.json',
         '_costsync_manifest.apac.json',
+        '_costsync_state.apac.json',
       ].some(owned),
     ).toBe(false);
+  });
+});
+
+describe("a source's state object in the lake (pure)", () => {
+  it('names, per table, each date its state lists that the lake lacks', async () => {
+    const { missingPartitions, stateObjectKey } = await import('../../src/outputs/lake-seed.js');
+    expect(stateObjectKey('eu')).toBe('_costsync_state.eu.json');
+    const keys = new Set([
+      'line_items/source=eu/date=2025-06-01/data.parquet',
+      'line_items/source=eu/date=2025-06-03/data.parquet',
+      'anomalies/source=eu/date=2025-06-02/data.parquet',
+      // Another source's partition does not stand for this one's.
+      'anomalies/source=us/date=2025-06-03/data.parquet',
+    ]);
+    const object = {
+      source: 'eu',
+      tables: { line_items: ['2025-06-01', '2025-06-03'], anomalies: ['2025-06-02', '2025-06-03'], rollups_daily: [] },
+    };
+    expect(missingPartitions(object, keys)).toEqual(['anomalies/2025-06-03']);
+    expect(missingPartitions({ ...object, tables: { line_items: ['2025-06-01'] } }, keys)).toEqual([]);
   });
 });
