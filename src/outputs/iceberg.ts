@@ -49,10 +49,11 @@ import {
 import type { IcebergCatalog, LoadedTable, NewTable } from '../iceberg/catalog.js';
 import { ConfigError } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
-import { done, mark, markMany, pending, type ItemOf } from '../storage/outbox.js';
+import { done, mark, markMany, pending, sourcesBehind, type ItemOf } from '../storage/outbox.js';
 import { API_TABLES, ICEBERG_TABLES, RUN_TABLES, type IcebergTableDef } from '../storage/tables.js';
 import { PARQUET_OPTIONS, drainPending } from './lake.js';
 import { catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
+import { writeStateObjects } from './lake-seed.js';
 import type { OutputTarget } from './target.js';
 import { failpoint } from '../failpoints.js';
 
@@ -463,6 +464,16 @@ export function icebergLake(run: IcebergRun) {
       }
       // The Parquet lake's per-source manifests have no place in an Iceberg lake.
       for (const source of [null, ...run.sources]) await done(warehouse, { kind: 'manifest', source });
+      // Directory tables: the lake holds every row of these, so their state objects say where a runner taking one over goes on from.
+      if (cat.kind === 'directory') {
+        const behind = await sourcesBehind(warehouse);
+        await writeStateObjects(
+          warehouse,
+          target,
+          { runId: run.runId, now: () => run.clock.now() },
+          run.sources.filter((s) => !behind.has(s)),
+        );
+      }
       await markCaughtUp(warehouse, lakeName('iceberg', { url: cat.where }), run.sources);
     });
     return written;

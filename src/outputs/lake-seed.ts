@@ -6,9 +6,11 @@
  * the lake reads them back (`seedFromLake`) before the lake's start check could take their absence
  * for deletions; with a complete state object it adopts the state too, so the run is a nightly.
  */
-import { writeFileSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { mapAtMost } from '../at-most.js';
+import type { IcebergCatalog } from '../iceberg/catalog.js';
+import { keyOf, liveFiles } from '../iceberg/table.js';
 import type { CarriedState } from '../state/carried.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { RUN_TABLES, TABLES } from '../storage/tables.js';
@@ -36,13 +38,27 @@ export const SEEDED_TABLES: readonly { name: string; date: string; source: strin
   (t) => t.parquet === 'daily' && t.origin !== 'view',
 ).map((t) => ({ name: t.name, date: t.date!, source: t.source }));
 
-/** The dates a state object lists that the lake's `keys` lack, as `table/date`. Pure. */
-export function missingPartitions(object: Pick<LakeStateObject, 'source' | 'tables'>, keys: ReadonlySet<string>): string[] {
+/** The dates a state object lists that the rows read back lack, as `table/date`. Pure. */
+export function missingDates(listed: LakeStateObject['tables'], present: Readonly<Record<string, readonly string[]>>): string[] {
   const missing: string[] = [];
-  for (const [table, dates] of Object.entries(object.tables)) {
-    for (const date of dates) if (!keys.has(`${table}/source=${object.source}/date=${date}/data.parquet`)) missing.push(`${table}/${date}`);
+  for (const [table, dates] of Object.entries(listed)) {
+    const there = new Set(present[table] ?? []);
+    for (const date of dates) if (!there.has(date)) missing.push(`${table}/${date}`);
   }
   return missing;
+}
+
+/** The dates of each stored table's rows of each of `sources` (null: every source), by source. */
+async function datesOf(warehouse: Warehouse, sources: readonly string[] | null): Promise<Map<string, Record<string, string[]>>> {
+  const dates = new Map<string, Record<string, string[]>>();
+  for (const { name, date, source } of SEEDED_TABLES) {
+    const where = sources === null ? '' : `WHERE ${source} IN (${sources.map(sqlString).join(', ')})`;
+    const rows = await warehouse.sql<{ source: string; dates: string[] }>(
+      `SELECT ${source} AS source, list_sort(list(DISTINCT strftime(${date}, '%Y-%m-%d'))) AS dates FROM ${name} ${where} GROUP BY ALL`,
+    );
+    for (const row of rows) (dates.get(row.source) ?? dates.set(row.source, {}).get(row.source)!)[name] = [...row.dates];
+  }
+  return dates;
 }
 
 /**
@@ -57,14 +73,7 @@ export async function writeStateObjects(
 ): Promise<void> {
   if (sources.length === 0) return;
   const carried = new Map((await warehouse.query<{ source: string; state: string }>('state/carried_all')).map((r) => [r.source, r.state]));
-  const list = `(${sources.map(sqlString).join(', ')})`;
-  const dates = new Map<string, Record<string, string[]>>();
-  for (const { name, date, source } of SEEDED_TABLES) {
-    const rows = await warehouse.sql<{ source: string; dates: string[] }>(
-      `SELECT ${source} AS source, list_sort(list(DISTINCT strftime(${date}, '%Y-%m-%d'))) AS dates FROM ${name} WHERE ${source} IN ${list} GROUP BY ALL`,
-    );
-    for (const row of rows) (dates.get(row.source) ?? dates.set(row.source, {}).get(row.source)!)[name] = [...row.dates];
-  }
+  const dates = await datesOf(warehouse, sources);
   for (const source of sources) {
     const state = carried.get(source);
     // A source that never carried a state (nothing synced yet) has nothing to resume from.
@@ -88,6 +97,60 @@ export interface SeedLog {
   warn(message: string, fields?: Record<string, unknown>): void;
 }
 
+/** A file of a source's rows in the lake. */
+export interface LakeFile {
+  table: string;
+  /** Its key (relative to the lake), kept in the scratch directory's layout. */
+  key: string;
+  /** Its bytes (null: gone since it was listed). */
+  get: () => Promise<Buffer | null>;
+}
+
+/** A lake as the seed reads it: where its state objects are, and the files of a source's rows. */
+export interface SeedLake {
+  /** The lake's objects (the state objects) and its scratch directories. */
+  readonly target: OutputTarget;
+  /** Whether a file names its source (and date) in its path only, as hive partitioning has it. */
+  readonly hive: boolean;
+  /** The files holding `source`'s rows of the stored tables and the run tables. */
+  files(source: string): Promise<LakeFile[]>;
+}
+
+/** The Parquet lake: a source's partitions and its run tables' files. */
+export function parquetSeedLake(target: OutputTarget): SeedLake {
+  return {
+    target,
+    hive: true,
+    async files(source) {
+      const files: LakeFile[] = [];
+      for (const table of [...SEEDED_TABLES.map((t) => t.name), ...RUN_TABLES]) {
+        for (const key of await target.list(`${table}/source=${source}/`))
+          if (key.endsWith('.parquet')) files.push({ table, key, get: () => target.getBytes(key) });
+      }
+      return files;
+    },
+  };
+}
+
+/** Iceberg tables (directory tables at `target`): the data files a source has live in each table's current snapshot. */
+export function icebergSeedLake(target: OutputTarget, catalog: IcebergCatalog): SeedLake {
+  return {
+    target,
+    hive: false,
+    async files(source) {
+      const files: LakeFile[] = [];
+      for (const table of [...SEEDED_TABLES.map((t) => t.name), ...RUN_TABLES]) {
+        const { metadata, store } = await catalog.load(table);
+        for (const file of await liveFiles(store, table, metadata, source)) {
+          const key = keyOf(store, table, file.file_path);
+          files.push({ table, key, get: () => store.getBytes(key) });
+        }
+      }
+      return files;
+    },
+  };
+}
+
 /** What was read back for one source. */
 export interface SeededSource {
   source: string;
@@ -102,21 +165,22 @@ const OBJECTS_AT_ONCE = 8;
 
 /**
  * At a run's start, before the lake's start check, each of `sources` whose rows in the lake this
- * warehouse lacks is read back from the lake (its stored tables' partitions and its run tables), in one
+ * warehouse lacks is read back from the lake (its stored tables' rows and its run tables), in one
  * transaction, with nothing marked pending (the lake holds it already):
- * - a source this warehouse holds no row and no state of, and the lake holds partitions of (moved here);
+ * - a source this warehouse holds no row and no state of, and the lake holds rows of (moved here);
  * - a source whose state object was written by a run this warehouse does not know (it moved away and
  *   back, or the warehouse is an older copy): its rows here are older than the lake's, and are replaced.
- * Its state is adopted when its state object lists only partitions the lake holds; otherwise (no object,
- * an unreadable one, a partition gone) the run backfills it with a warning, over what was read back, so
- * nothing the lake had is lost.
+ * Its state is adopted when the rows read back cover every date its state object lists; otherwise (no
+ * object, an unreadable one, a partition gone) the run backfills it with a warning, over what was read
+ * back, so nothing the lake had is lost.
  */
 export async function seedFromLake(
   warehouse: Warehouse,
-  target: OutputTarget,
+  lake: SeedLake,
   sources: readonly string[],
   log: SeedLog,
 ): Promise<SeededSource[]> {
+  const { target } = lake;
   const known = new Set(
     (
       await warehouse.sql<{ source: string }>(
@@ -141,25 +205,18 @@ export async function seedFromLake(
       if (ours!.n > 0) continue;
       stale = true;
     }
-    const keys = new Set<string>();
-    for (const table of [...SEEDED_TABLES.map((t) => t.name), ...RUN_TABLES])
-      for (const key of await target.list(`${table}/source=${source}/`)) if (key.endsWith('.parquet')) keys.add(key);
-    if (!stale && ![...keys].some((k) => /\/date=\d{4}-\d{2}-\d{2}\/data\.parquet$/.test(k))) continue;
+    const files = await lake.files(source);
+    if (!stale && !files.some((f) => !RUN_TABLES.includes(f.table))) continue;
     const scratch = target.scratch(`seed-${source}`);
-    let rows: Record<string, number>;
-    let missing: string[] = [];
-    let adopted = false;
+    let read: { rows: Record<string, number>; missing: string[] };
     try {
-      // Checked against what was downloaded: a partition gone since the listing counts as missing.
-      const files = await download(target, [...keys], scratch);
-      missing = object === null ? [] : missingPartitions(object, new Set(files.keys()));
-      adopted = object !== null && missing.length === 0;
-      rows = await insertRows(warehouse, source, files, { state: adopted ? object : null, replace: stale });
+      read = await insertRows(warehouse, source, await download(files, scratch), { hive: lake.hive, object, replace: stale });
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }
-    seeded.push({ source, rows, adopted });
-    const counted = Object.entries(rows)
+    const adopted = object !== null && read.missing.length === 0;
+    seeded.push({ source, rows: read.rows, adopted });
+    const counted = Object.entries(read.rows)
       .map(([t, n]) => `${n} ${t}`)
       .join(', ');
     const what = stale
@@ -168,6 +225,7 @@ export async function seedFromLake(
     if (adopted) {
       log.info(`${source}: ${what}; going on from the state the lake carries for it`, { source });
     } else {
+      const { missing } = read;
       const why =
         object === null
           ? `the lake holds no state for it (${stateObjectKey(source)})`
@@ -193,36 +251,33 @@ async function readStateObject(target: OutputTarget, source: string, log: SeedLo
   return null;
 }
 
-/** Downloads `keys` into `scratch` (DuckDB reads them there, with or without a bucket): each key present, and its file. */
-async function download(target: OutputTarget, keys: readonly string[], scratch: string): Promise<Map<string, string>> {
-  const files = new Map<string, string>();
-  for (const key of keys) {
-    const bytes = await target.getBytes(key);
+/** Downloads `files` into `scratch` (DuckDB reads them there, with or without a bucket): each table's files. */
+async function download(files: readonly LakeFile[], scratch: string): Promise<Map<string, string[]>> {
+  const byTable = new Map<string, string[]>();
+  for (const { table, key, get } of files) {
+    const bytes = await get();
     if (bytes === null) continue;
     const file = join(scratch, key);
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, bytes);
-    files.set(key, file);
+    (byTable.get(table) ?? byTable.set(table, []).get(table)!).push(file);
   }
-  return files;
+  return byTable;
 }
 
 /**
- * Inserts the rows of `files` (by key) by column name, with the state when given, in one transaction;
- * with `replace`, after deleting the source's rows and state. Returns the rows per table.
+ * Inserts the rows of each table's files by column name, in one transaction (with `replace`, after
+ * deleting the source's rows and state), then the object's state when the rows cover every date it
+ * lists. Returns the rows per table, and the dates listed but not read back.
  */
 async function insertRows(
   warehouse: Warehouse,
   source: string,
-  files: ReadonlyMap<string, string>,
-  how: { state: LakeStateObject | null; replace: boolean },
-): Promise<Record<string, number>> {
-  const byTable = new Map<string, string[]>();
-  for (const [key, file] of files) {
-    const table = key.split('/')[0]!;
-    (byTable.get(table) ?? byTable.set(table, []).get(table)!).push(file);
-  }
+  byTable: ReadonlyMap<string, readonly string[]>,
+  how: { hive: boolean; object: LakeStateObject | null; replace: boolean },
+): Promise<{ rows: Record<string, number>; missing: string[] }> {
   const rows: Record<string, number> = {};
+  let missing: string[] = [];
   await warehouse.transaction(async () => {
     if (how.replace) {
       for (const { name, source: column } of SEEDED_TABLES)
@@ -231,9 +286,9 @@ async function insertRows(
       await warehouse.sql(`DELETE FROM _costsync_sync_state WHERE source = ${sqlString(source)}`);
     }
     for (const [table, paths] of byTable) {
-      const daily = !RUN_TABLES.includes(table);
-      const types = daily ? "{'source': VARCHAR, 'date': DATE}" : "{'source': VARCHAR}";
-      const from = `read_parquet([${paths.map(sqlString).join(', ')}], hive_partitioning = true, hive_types = ${types}, union_by_name = true)`;
+      const types = RUN_TABLES.includes(table) ? "{'source': VARCHAR}" : "{'source': VARCHAR, 'date': DATE}";
+      const hive = how.hive ? `hive_partitioning = true, hive_types = ${types}` : 'hive_partitioning = false';
+      const from = `read_parquet([${paths.map(sqlString).join(', ')}], ${hive}, union_by_name = true)`;
       const inFile = new Set((await warehouse.sql<{ column_name: string }>(`DESCRIBE SELECT * FROM ${from}`)).map((r) => r.column_name));
       const columns = (
         await warehouse.sql<{ c: string }>(
@@ -247,8 +302,10 @@ async function insertRows(
       const [inserted] = await warehouse.sql<{ Count: number }>(`INSERT INTO ${table} BY NAME SELECT ${columns} FROM ${from}`);
       rows[table] = Number(inserted?.Count ?? 0);
     }
-    const object = how.state;
-    if (object !== null) await warehouse.run('state/carry_insert', [source, JSON.stringify(object.state), object.written_at]);
+    const { object } = how;
+    if (object === null) return;
+    missing = missingDates(object.tables, (await datesOf(warehouse, [source])).get(source) ?? {});
+    if (missing.length === 0) await warehouse.run('state/carry_insert', [source, JSON.stringify(object.state), object.written_at]);
   });
-  return rows;
+  return { rows, missing };
 }

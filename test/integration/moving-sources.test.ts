@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import type { EmulatorInput } from '../../src/emulator/server.js';
@@ -7,6 +8,7 @@ import { stateObjectKey } from '../../src/outputs/lake-seed.js';
 import type { SourceConfig } from '../../src/sources.js';
 import { runSync, type RunSummary } from '../../src/sync/runner.js';
 import type { SyncConfig } from '../../src/config.js';
+import { icebergDifferences } from '../iceberg.js';
 import { FAST_CLIENT, SPAN, lakeDifferences, memoryLogger, queryDb, testSyncConfig, withEmulator, withTempDir } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
@@ -27,11 +29,11 @@ function expectSame(diff: Diff) {
 }
 
 /** Two runners (own warehouse and state dir each) sharing one Parquet lake. */
-function runners(url: string, dir: string) {
+function runners(url: string, dir: string, format: 'parquet' | 'iceberg' = 'parquet') {
   const source = (name: string): SourceConfig => ({ name, baseUrl: url, apiKey: `k-${name}`, rateLimit: 100_000 });
   const lake = join(dir, 'lake');
   const runner = (name: string) => {
-    const base = testSyncConfig(url, join(dir, name), { format: 'parquet', out: lake, windowDays: 30 });
+    const base = testSyncConfig(url, join(dir, name), { format, out: lake, windowDays: 30 });
     return {
       db: base.db,
       async sync(names: string[], over: Partial<SyncConfig> = {}) {
@@ -123,6 +125,24 @@ describe('a source moved to another runner sharing the Parquet lake', () => {
         // Nothing lost: the lake and B's warehouse again hold every row A had.
         expectSame(await lakeDifferences(a.db, lake, ['s']));
         expectSame(await lakeDifferences(b.db, lake, ['s']));
+      });
+    });
+  }, 30_000);
+
+  it('with Iceberg directory tables: the same, from the data files the source has live in each table', async () => {
+    await withEmulator(emulatorInput, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const { lake, a, b } = runners(url, dir, 'iceberg');
+        await a.sync(['s', 't']);
+        const nightly = await a.sync(['s', 't']);
+        const moved = await b.sync(['s']);
+        expect(requestsOf(moved.summary, 's')).toEqual(requestsOf(nightly.summary, 's'));
+        expectSame(await icebergDifferences(a.db, pathToFileURL(lake).href, { sources: ['s'] }));
+        expectSame(await icebergDifferences(b.db, pathToFileURL(lake).href, { sources: ['s'] }));
+        await a.sync(['t']);
+        await b.sync(['s']);
+        expectSame(await icebergDifferences(a.db, pathToFileURL(lake).href, { sources: ['t'] }));
+        expectSame(await icebergDifferences(b.db, pathToFileURL(lake).href, { sources: ['s'] }));
       });
     });
   }, 30_000);

@@ -98,21 +98,13 @@ describe('which lake objects a runner owns (pure)', () => {
 });
 
 describe("a source's state object in the lake (pure)", () => {
-  it('names, per table, each date its state lists that the lake lacks', async () => {
-    const { missingPartitions, stateObjectKey } = await import('../../src/outputs/lake-seed.js');
+  it('names, per table, each date its state lists that the rows read back lack', async () => {
+    const { missingDates, stateObjectKey } = await import('../../src/outputs/lake-seed.js');
     expect(stateObjectKey('eu')).toBe('_costsync_state.eu.json');
-    const keys = new Set([
-      'line_items/source=eu/date=2025-06-01/data.parquet',
-      'line_items/source=eu/date=2025-06-03/data.parquet',
-      'anomalies/source=eu/date=2025-06-02/data.parquet',
-      // Another source's partition does not stand for this one's.
-      'anomalies/source=us/date=2025-06-03/data.parquet',
-    ]);
-    const object = {
-      source: 'eu',
-      tables: { line_items: ['2025-06-01', '2025-06-03'], anomalies: ['2025-06-02', '2025-06-03'], rollups_daily: [] },
-    };
-    expect(missingPartitions(object, keys)).toEqual(['anomalies/2025-06-03']);
-    expect(missingPartitions({ ...object, tables: { line_items: ['2025-06-01'] } }, keys)).toEqual([]);
+    const listed = { line_items: ['2025-06-01', '2025-06-03'], anomalies: ['2025-06-02', '2025-06-03'], rollups_daily: [] };
+    const present = { line_items: ['2025-06-01', '2025-06-02', '2025-06-03'], anomalies: ['2025-06-02'] };
+    expect(missingDates(listed, present)).toEqual(['anomalies/2025-06-03']);
+    expect(missingDates({ line_items: ['2025-06-01'] }, present)).toEqual([]);
+    expect(missingDates({ rollups_daily: ['2025-06-01'] }, present)).toEqual(['rollups_daily/2025-06-01']);
   });
 });
