@@ -61,17 +61,26 @@ async function datesOf(warehouse: Warehouse, sources: readonly string[] | null):
   return dates;
 }
 
+/** With a catalog: the table whose properties hold the state objects (a commit of it ends every run). */
+export const STATE_TABLE = 'sync_runs';
+
+/** With a catalog: the property of `STATE_TABLE` holding a source's state object. Pure. */
+export function stateProperty(source: string): string {
+  return `costsync.state.${source}`;
+}
+
 /**
- * Writes the state object of each of `sources`: call with nothing committing (in `exclusive`) and only
- * for sources none of whose partitions is pending, so the lake holds every row the state describes.
+ * The state object (its text) of each of `sources` that carries a state: call with nothing committing (in
+ * `exclusive`) and only for sources none of whose partitions is pending, so the lake holds every row the
+ * state describes.
  */
-export async function writeStateObjects(
+export async function stateObjects(
   warehouse: Warehouse,
-  target: OutputTarget,
   run: { runId: string; now: () => number },
   sources: readonly string[],
-): Promise<void> {
-  if (sources.length === 0) return;
+): Promise<Map<string, string>> {
+  const objects = new Map<string, string>();
+  if (sources.length === 0) return objects;
   const carried = new Map((await warehouse.query<{ source: string; state: string }>('state/carried_all')).map((r) => [r.source, r.state]));
   const dates = await datesOf(warehouse, sources);
   for (const source of sources) {
@@ -87,8 +96,19 @@ export async function writeStateObjects(
       state: JSON.parse(state) as CarriedState,
       tables,
     };
-    await target.putText(stateObjectKey(source), `${JSON.stringify(body)}\n`);
+    objects.set(source, JSON.stringify(body));
   }
+  return objects;
+}
+
+/** Writes the state objects of `sources` beside their manifests (see `stateObjects` for when). */
+export async function writeStateObjects(
+  warehouse: Warehouse,
+  target: OutputTarget,
+  run: { runId: string; now: () => number },
+  sources: readonly string[],
+): Promise<void> {
+  for (const [source, text] of await stateObjects(warehouse, run, sources)) await target.putText(stateObjectKey(source), `${text}\n`);
 }
 
 /** What the seed tells the log. */
@@ -112,6 +132,8 @@ export interface SeedLake {
   readonly target: OutputTarget;
   /** Whether a file names its source (and date) in its path only, as hive partitioning has it. */
   readonly hive: boolean;
+  /** The text of `source`'s state object, or null. */
+  stateText(source: string): Promise<string | null>;
   /** The files holding `source`'s rows of the stored tables and the run tables. */
   files(source: string): Promise<LakeFile[]>;
 }
@@ -121,6 +143,7 @@ export function parquetSeedLake(target: OutputTarget): SeedLake {
   return {
     target,
     hive: true,
+    stateText: (source) => target.getText(stateObjectKey(source)),
     async files(source) {
       const files: LakeFile[] = [];
       for (const table of [...SEEDED_TABLES.map((t) => t.name), ...RUN_TABLES]) {
@@ -132,11 +155,20 @@ export function parquetSeedLake(target: OutputTarget): SeedLake {
   };
 }
 
-/** Iceberg tables (directory tables at `target`): the data files a source has live in each table's current snapshot. */
+/**
+ * Iceberg tables: the data files a source has live in each table's current snapshot. The state objects are
+ * beside directory tables, and a property of `STATE_TABLE` through a catalog.
+ */
 export function icebergSeedLake(target: OutputTarget, catalog: IcebergCatalog): SeedLake {
+  let properties: Promise<Record<string, string>> | undefined;
   return {
     target,
     hive: false,
+    async stateText(source) {
+      if (catalog.kind === 'directory') return target.getText(stateObjectKey(source));
+      properties ??= catalog.load(STATE_TABLE).then((t) => t.metadata?.properties ?? {});
+      return (await properties)[stateProperty(source)] ?? null;
+    },
     async files(source) {
       const files: LakeFile[] = [];
       for (const table of [...SEEDED_TABLES.map((t) => t.name), ...RUN_TABLES]) {
@@ -191,7 +223,7 @@ export async function seedFromLake(
       )
     ).map((r) => r.source),
   );
-  const objects = await mapAtMost(sources, OBJECTS_AT_ONCE, (source) => readStateObject(target, source, log));
+  const objects = await mapAtMost(sources, OBJECTS_AT_ONCE, (source) => readStateObject(lake, source, log));
   const seeded: SeededSource[] = [];
   for (const [i, source] of sources.entries()) {
     const object = objects[i]!;
@@ -228,7 +260,7 @@ export async function seedFromLake(
       const { missing } = read;
       const why =
         object === null
-          ? `the lake holds no state for it (${stateObjectKey(source)})`
+          ? 'the lake holds no state object for it'
           : `the lake lacks ${missing.length} partition(s) its state lists (${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', …' : ''})`;
       log.warn(`${source}: ${what}, but ${why}: backfilling it from the start date, over the rows read back`, { source });
     }
@@ -237,8 +269,8 @@ export async function seedFromLake(
 }
 
 /** The source's state object, or null (none, or one this costsync cannot read: said in the log). */
-async function readStateObject(target: OutputTarget, source: string, log: SeedLog): Promise<LakeStateObject | null> {
-  const text = await target.getText(stateObjectKey(source));
+async function readStateObject(lake: SeedLake, source: string, log: SeedLog): Promise<LakeStateObject | null> {
+  const text = await lake.stateText(source);
   if (text === null) return null;
   try {
     const object = JSON.parse(text) as LakeStateObject;
@@ -247,7 +279,7 @@ async function readStateObject(target: OutputTarget, source: string, log: SeedLo
   } catch {
     // Said below, as for an object of another version.
   }
-  log.warn(`${source}: ${stateObjectKey(source)} in ${target.url} is not a state object this costsync reads; it is ignored`, { source });
+  log.warn(`${source}: its state object in ${lake.target.url} is not one this costsync reads; it is ignored`, { source });
   return null;
 }
 

@@ -174,9 +174,9 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   try {
     const wh = run.warehouse;
     // A source new to this warehouse whose rows are in a shared lake (moved from another runner) is read
-    // back first: the lake's start check would take their absence for deletions. Not yet through a catalog.
-    if (lake !== null && config.catalog === null && config.format !== 'duckdb') {
-      const seedLake = config.format === 'iceberg' ? icebergSeedLake(lake, directoryCatalog(lake)) : parquetSeedLake(lake);
+    // back first: the lake's start check would take their absence for deletions.
+    if (lake !== null && config.format !== 'duckdb') {
+      const seedLake = config.format === 'parquet' ? parquetSeedLake(lake) : icebergSeedLake(lake, openedCatalog ?? directoryCatalog(lake));
       await seedFromLake(
         wh,
         seedLake,
