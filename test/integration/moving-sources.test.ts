@@ -1,61 +1,11 @@
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { SCOPES } from '../../src/api/types.js';
-import type { EmulatorInput } from '../../src/emulator/server.js';
 import { stateObjectKey } from '../../src/outputs/lake-seed.js';
-import type { SourceConfig } from '../../src/sources.js';
-import { runSync, type RunSummary } from '../../src/sync/runner.js';
-import type { SyncConfig } from '../../src/config.js';
-import { icebergDifferences } from '../iceberg.js';
-import { FAST_CLIENT, SPAN, lakeDifferences, memoryLogger, queryDb, testSyncConfig, withEmulator, withTempDir } from '../helpers.js';
+import { lakeDifferences, queryDb, withEmulator, withTempDir } from '../helpers.js';
+import { emulatorInput, expectSame, requestsOf, runners } from '../moving.js';
 
-const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
-const key = (k: string, workspace: string) => ({ key: k, scopes: [...SCOPES], plan: 'business' as const, workspace });
-const emulatorInput: EmulatorInput = {
-  ...SPAN,
-  rowsPerDay: 5,
-  anomaliesPerDay: 2,
-  clock,
-  keys: { keys: [key('k-s', 's'), key('k-t', 't')], connections: [] },
-  restatement: { days: 5, changeRate: 0.5, deleteRate: 0.2 },
-};
-
-type Diff = Record<string, { rows: number; missing: number; extra: number }>;
-function expectSame(diff: Diff) {
-  for (const [table, d] of Object.entries(diff)) expect({ table, ...d }).toEqual({ table, rows: d.rows, missing: 0, extra: 0 });
-  expect(diff.line_items!.rows).toBeGreaterThan(0);
-}
-
-/** Two runners (own warehouse and state dir each) sharing one Parquet lake. */
-function runners(url: string, dir: string, format: 'parquet' | 'iceberg' = 'parquet') {
-  const source = (name: string): SourceConfig => ({ name, baseUrl: url, apiKey: `k-${name}`, rateLimit: 100_000 });
-  const lake = join(dir, 'lake');
-  const runner = (name: string) => {
-    const base = testSyncConfig(url, join(dir, name), { format, out: lake, windowDays: 30 });
-    return {
-      db: base.db,
-      async sync(names: string[], over: Partial<SyncConfig> = {}) {
-        const logger = memoryLogger();
-        const summary = await runSync({
-          config: { ...base, sources: names.map(source), ...over },
-          logger,
-          clock,
-          clientOptions: FAST_CLIENT,
-        });
-        expect(summary.outcome, logger.lines.join('\n')).toBe('success');
-        return { summary, lines: logger.lines };
-      },
-    };
-  };
-  return { lake, a: runner('a'), b: runner('b') };
-}
-
-const requestsOf = (summary: RunSummary, source: string) => {
-  const part = summary.sources.find((s) => s.source === source)!;
-  return Object.fromEntries(Object.entries(part.streams).map(([stream, s]) => [stream, s.requests]));
-};
+// Iceberg tables and lakes in a bucket or behind a catalog: test/slow/moving-sources.test.ts.
 
 /** Every run id the lake's run table holds for `source`. */
 async function lakeRuns(db: string, lake: string, source: string): Promise<string[]> {
@@ -125,24 +75,6 @@ describe('a source moved to another runner sharing the Parquet lake', () => {
         // Nothing lost: the lake and B's warehouse again hold every row A had.
         expectSame(await lakeDifferences(a.db, lake, ['s']));
         expectSame(await lakeDifferences(b.db, lake, ['s']));
-      });
-    });
-  }, 30_000);
-
-  it('with Iceberg directory tables: the same, from the data files the source has live in each table', async () => {
-    await withEmulator(emulatorInput, async ({ url }) => {
-      await withTempDir(async (dir) => {
-        const { lake, a, b } = runners(url, dir, 'iceberg');
-        await a.sync(['s', 't']);
-        const nightly = await a.sync(['s', 't']);
-        const moved = await b.sync(['s']);
-        expect(requestsOf(moved.summary, 's')).toEqual(requestsOf(nightly.summary, 's'));
-        expectSame(await icebergDifferences(a.db, pathToFileURL(lake).href, { sources: ['s'] }));
-        expectSame(await icebergDifferences(b.db, pathToFileURL(lake).href, { sources: ['s'] }));
-        await a.sync(['t']);
-        await b.sync(['s']);
-        expectSame(await icebergDifferences(a.db, pathToFileURL(lake).href, { sources: ['t'] }));
-        expectSame(await icebergDifferences(b.db, pathToFileURL(lake).href, { sources: ['s'] }));
       });
     });
   }, 30_000);

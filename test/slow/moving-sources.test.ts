@@ -1,22 +1,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { SCOPES } from '../../src/api/types.js';
 import { stateObjectKey } from '../../src/outputs/lake-seed.js';
 import { startCatalogServer } from '../catalog/server.mjs';
 import { SPAN, cli, lakeDifferences, withEmulator, withTempDir } from '../helpers.js';
 import { catalogLocator, icebergDifferences } from '../iceberg.js';
 import { useRgw } from '../s3.js';
+import { clock, emulatorInput, expectSame, key, requestsOf, runners } from '../moving.js';
 
-const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const s3 = useRgw();
-const key = (k: string, workspace: string) => ({ key: k, scopes: [...SCOPES], plan: 'business' as const, workspace });
-
-type Diff = Record<string, { rows: number; missing: number; extra: number }>;
-function expectSame(diff: Diff) {
-  for (const [table, d] of Object.entries(diff)) expect({ table, ...d }).toEqual({ table, rows: d.rows, missing: 0, extra: 0 });
-  expect(diff.line_items!.rows).toBeGreaterThan(0);
-}
 
 /** A runner's sync of `names`: its own config file, warehouse (`<runner>/c.duckdb`) and state directory, then `args`. */
 async function syncAs(
@@ -141,4 +134,21 @@ describe('a source moved to another runner sharing a lake (slow tier)', () => {
       },
     );
   }, 300_000);
+  it("Iceberg directory tables: a nightly's requests, from the data files the source has live in each table", async () => {
+    await withEmulator(emulatorInput, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const { lake, a, b } = runners(url, dir, 'iceberg');
+        await a.sync(['s', 't']);
+        const nightly = await a.sync(['s', 't']);
+        const moved = await b.sync(['s']);
+        expect(requestsOf(moved.summary, 's')).toEqual(requestsOf(nightly.summary, 's'));
+        expectSame(await icebergDifferences(a.db, pathToFileURL(lake).href, { sources: ['s'] }));
+        expectSame(await icebergDifferences(b.db, pathToFileURL(lake).href, { sources: ['s'] }));
+        await a.sync(['t']);
+        await b.sync(['s']);
+        expectSame(await icebergDifferences(a.db, pathToFileURL(lake).href, { sources: ['t'] }));
+        expectSame(await icebergDifferences(b.db, pathToFileURL(lake).href, { sources: ['s'] }));
+      });
+    });
+  }, 30_000);
 });
