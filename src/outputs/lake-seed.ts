@@ -1,10 +1,11 @@
 /**
- * A source that moves between runners sharing one Parquet lake resumes where it was (docs/moving-sources.md).
- * After each run, the lake holds per source a state object (`_costsync_state.<source>.json`): the sync
- * state the warehouse carried, and the dates the lake holds for each table, written only once the lake
- * holds everything that state describes. A warehouse that knows nothing of a source whose rows are in
- * the lake reads them back (`seedFromLake`) before the lake's start check could take their absence
- * for deletions; with a complete state object it adopts the state too, so the run is a nightly.
+ * A source that moves between runners sharing one lake resumes where it was (docs/moving-sources.md).
+ * After each run, the lake holds per source a state object (`_costsync_state.<source>.json` under `--out`,
+ * or through a catalog a property of `sync_runs`): the sync state the warehouse carried, and the dates the
+ * lake holds for each table, written only once the lake holds everything that state describes. A
+ * warehouse that lacks a source's rows in the lake reads them back (`seedFromLake`) before the lake's
+ * start check could take their absence for deletions; with a complete state object it adopts the state
+ * too, so the run is a nightly.
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -16,7 +17,7 @@ import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { RUN_TABLES, TABLES } from '../storage/tables.js';
 import type { OutputTarget } from './target.js';
 
-/** The state object of one source: beside its manifest, outside every table's prefix. Pure. */
+/** The state object of one source under `--out`: beside its manifest, outside every table's prefix. Pure. */
 export function stateObjectKey(source: string): string {
   return `_costsync_state.${source}.json`;
 }
