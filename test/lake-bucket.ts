@@ -7,7 +7,7 @@ import type { S3Server } from './s3.js';
 
 /** Every object a lake of the `default` source may hold. */
 export const OBJECT =
-  /^((line_items|focus|rollups_daily|anomalies|anomaly_status_history)\/source=default\/date=\d{4}-\d{2}-\d{2}\/data\.parquet|(sync_runs|sync_run_streams)\/source=default\/data\.parquet|_costsync_manifest\.default\.json)$/;
+  /^((line_items|focus|rollups_daily|anomalies|anomaly_status_history)\/source=default\/date=\d{4}-\d{2}-\d{2}\/data\.parquet|(sync_runs|sync_run_streams)\/source=default\/data\.parquet|_costsync_(manifest|state)\.default\.json)$/;
 
 export function syncArgs(url: string, dir: string, bucket: string, more: string[] = []): string[] {
   return [

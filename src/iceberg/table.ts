@@ -41,7 +41,7 @@ import {
 import { evolveSchema, type IcebergSchema, type WarehouseColumn } from './schema.js';
 import { CostsyncError, InternalError } from '../errors.js';
 import type { IcebergCatalog, LoadedTable, TableCommit } from './catalog.js';
-import type { CommitOutcome } from './rest-types.js';
+import type { CommitOutcome, TableChange } from './rest-types.js';
 import { applyUpdates, expiryChange, snapshotChange } from './updates.js';
 import type { OutputTarget } from '../outputs/target.js';
 
@@ -239,6 +239,8 @@ export interface SourceChange {
   replaces(file: DataFile): boolean;
   /** Summary entries (`costsync.*`): the run, the commit id, the window. */
   summary: Record<string, string>;
+  /** Table properties the commit sets with its snapshot (a source's state object, with a catalog). */
+  properties?: Readonly<Record<string, string>>;
 }
 
 export interface CommitResult {
@@ -385,11 +387,17 @@ async function buildCommit(table: string, loaded: LoadedTable, change: SourceCha
     table,
     base: loaded,
     nowMs,
-    change: snapshotChange(metadata, snapshot, evolved.changed ? schema : null),
+    change: withProperties(snapshotChange(metadata, snapshot, evolved.changed ? schema : null), change.properties),
     snapshotId,
     written,
     ...(initial !== undefined && { initial }),
   };
+}
+
+/** `change`, also setting `properties` (none: as it is). Pure. */
+function withProperties(change: TableChange, properties: Readonly<Record<string, string>> | undefined): TableChange {
+  if (properties === undefined || Object.keys(properties).length === 0) return change;
+  return { ...change, updates: [...change.updates, { action: 'set-properties', updates: { ...properties } }] };
 }
 
 /**

@@ -47,10 +47,11 @@ import {
 import type { IcebergCatalog, LoadedTable, NewTable } from '../iceberg/catalog.js';
 import { ConfigError } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
-import { done, mark, markMany, pending, type ItemOf } from '../storage/outbox.js';
+import { done, mark, markMany, pending, sourcesBehind, type ItemOf } from '../storage/outbox.js';
 import { API_TABLES, ICEBERG_TABLES, RUN_TABLES, type IcebergTableDef } from '../storage/tables.js';
 import { PARQUET_OPTIONS, drainPending } from './lake.js';
 import { catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
+import { STATE_TABLE, stateObjects, stateProperty, writeStateObjects } from './lake-seed.js';
 import type { OutputTarget } from './target.js';
 import { failpoint } from '../failpoints.js';
 
@@ -229,6 +230,7 @@ async function prepareBatch(
   months: readonly number[] | null,
   commitId: string,
   window: string,
+  properties?: Readonly<Record<string, string>>,
 ): Promise<{ table: string; change: SourceChange; loaded: LoadedTable }> {
   const def = ICEBERG_TABLES[table]!;
   const columns = await columnsOf(warehouse, table);
@@ -270,6 +272,7 @@ async function prepareBatch(
       add,
       replaces: (f) => rewritten.some((month) => inMonth(f, month)),
       summary: { [SUMMARY.runId]: run.runId, [SUMMARY.commitId]: commitId, [SUMMARY.window]: window },
+      ...(properties !== undefined && { properties }),
     },
   };
 }
@@ -399,6 +402,7 @@ export function icebergLake(run: IcebergRun) {
     source: string,
     months: number[] | null,
     window: string,
+    properties?: Readonly<Record<string, string>>,
   ): Promise<ItemOf<'iceberg-commit'>[]> => {
     const intents = tables.map((table): ItemOf<'iceberg-commit'> => ({
       kind: 'iceberg-commit',
@@ -410,7 +414,7 @@ export function icebergLake(run: IcebergRun) {
     for (const intent of intents) await mark(warehouse, intent);
     const prepared = [];
     for (const intent of intents)
-      prepared.push(await prepareBatch(warehouse, cat, run, intent.table, source, months, intent.commitId, window));
+      prepared.push(await prepareBatch(warehouse, cat, run, intent.table, source, months, intent.commitId, window, properties));
     const results = await commitSources(cat, prepared, run.clock);
     failpoint('iceberg-commit');
     for (const [i, result] of results.entries()) await record(warehouse, tables[i]!, result.metadataLocation, result.snapshotId);
@@ -468,9 +472,17 @@ export function icebergLake(run: IcebergRun) {
     const written = await drain(warehouse, target);
     const cat = await open(target);
     await warehouse.exclusive(async () => {
+      const behind = await sourcesBehind(warehouse);
+      const upToDate = run.sources.filter((s) => !behind.has(s));
+      const stamp = { runId: run.runId, now: () => run.clock.now() };
+      // Through a catalog, each source's state object is a property of sync_runs, set by the commit of its run.
+      const states = cat.kind === 'rest' ? await stateObjects(warehouse, stamp, upToDate) : new Map<string, string>();
       for (const table of RUN_TABLES) {
         for (const source of run.sources) {
-          for (const intent of await commitUnderIntent(warehouse, cat, [table], source, null, 'run')) await done(warehouse, intent);
+          const state = table === STATE_TABLE ? states.get(source) : undefined;
+          const properties = state === undefined ? undefined : { [stateProperty(source)]: state };
+          for (const intent of await commitUnderIntent(warehouse, cat, [table], source, null, 'run', properties))
+            await done(warehouse, intent);
         }
       }
       if (run.maintenance !== false) {
@@ -492,6 +504,8 @@ export function icebergLake(run: IcebergRun) {
       }
       // The Parquet lake's per-source manifests have no place in an Iceberg lake.
       for (const source of [null, ...run.sources]) await done(warehouse, { kind: 'manifest', source });
+      // Directory tables: the lake holds every row of these, so their state objects say where a runner taking one over goes on from.
+      if (cat.kind === 'directory') await writeStateObjects(warehouse, target, stamp, upToDate);
       await markCaughtUp(warehouse, lakeName('iceberg', { url: cat.where }), run.sources);
     });
     return written;

@@ -7,7 +7,8 @@
  * or Trino never see a partial file. Everything is per source, so runners with disjoint sources
  * (shards) can share one `--out`: the run tables as `<table>/source=<name>/data.parquet`, and a
  * manifest per source (`_costsync_manifest.<name>.json`), written last, when none of the source's
- * partitions is pending.
+ * partitions is pending, beside its state object (`_costsync_state.<name>.json`, `lake-seed.ts`), which
+ * lets a source moved to another runner resume where it was.
  *
  * (The COPY statements are built per table, partition and path, so they are not in sql/.)
  */
@@ -18,6 +19,7 @@ import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { done, markMany, pending, sourcesBehind, type OutboxItem } from '../storage/outbox.js';
 import { LAKE_TABLES, RUN_TABLES } from '../storage/tables.js';
 import { catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
+import { writeStateObjects } from './lake-seed.js';
 import type { OutputTarget } from './target.js';
 
 /** The manifest of one source: a key with `manifest` in its name, outside every table's prefix. */
@@ -36,7 +38,7 @@ export function ownedBy(sources: readonly string[]): (key: string) => boolean {
   return (key) => {
     const partition = /^[a-z_]+\/(?:data\/)?source=([^/]+)\//.exec(key);
     if (partition) return names.has(partition[1]!);
-    const manifest = /^_costsync_manifest\.(.+)\.json$/.exec(key);
+    const manifest = /^_costsync_(?:manifest|state)\.(.+)\.json$/.exec(key);
     return manifest !== null && names.has(manifest[1]!);
   };
 }
@@ -230,8 +232,15 @@ export async function finishLake(
     if (!target.remote) for (const key of LEGACY_KEYS) await target.remove(key);
 
     const manifests = await pending(warehouse, 'manifest');
-    // Sources with a partition still pending: no manifest yet.
+    // Sources with a partition still pending: no manifest and no state object yet.
     const behind = await sourcesBehind(warehouse);
+    // The lake holds every row of these: their state objects say where a runner taking one over goes on from.
+    await writeStateObjects(
+      warehouse,
+      target,
+      run,
+      run.sources.filter((s) => !behind.has(s)),
+    );
     // An earlier version's one manifest for the whole lake (no source): now one per source of this run.
     const wholeLake = manifests.find((m) => m.source === null);
     const due = new Set(manifests.flatMap((m) => (m.source === null ? run.sources : [m.source])));

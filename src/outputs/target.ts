@@ -88,7 +88,7 @@ export function directoryTarget(dir: string): OutputTarget {
     async removeLeftovers() {
       let removed = 0;
       for (const name of namesIn(root)) {
-        if (name.startsWith(SCRATCH_PREFIX) || (name.startsWith('_costsync_manifest') && name.endsWith('.tmp'))) {
+        if (name.startsWith(SCRATCH_PREFIX) || (/^_costsync_(?:manifest|state)/.test(name) && name.endsWith('.tmp'))) {
           rmSync(join(root, name), { recursive: true, force: true });
           removed += 1;
         }

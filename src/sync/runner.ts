@@ -21,6 +21,8 @@ import { CarriedCopy, SourceState, fileAndWarehouse, loadSourceState } from '../
 import { StateStore } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { derivedOutputs } from '../outputs/derived.js';
+import { icebergSeedLake, parquetSeedLake, seedFromLake } from '../outputs/lake-seed.js';
+import { directoryCatalog } from '../iceberg/table.js';
 import { SEVERITY_RANK, parseWebhook, type SendOptions, type Webhook } from '../outputs/notify.js';
 import { adoptCompacted } from '../storage/working-copy.js';
 import { openRun } from '../run-context.js';
@@ -171,6 +173,17 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     });
   try {
     const wh = run.warehouse;
+    // A source new to this warehouse whose rows are in a shared lake (moved from another runner) is read
+    // back first: the lake's start check would take their absence for deletions.
+    if (lake !== null && config.format !== 'duckdb') {
+      const seedLake = config.format === 'parquet' ? parquetSeedLake(lake) : icebergSeedLake(lake, openedCatalog ?? directoryCatalog(lake));
+      await seedFromLake(
+        wh,
+        seedLake,
+        sources.map((s) => s.name),
+        logger,
+      );
+    }
     // "Running" rows need not reach readers at once: they go out with the run's first publish.
     await wh.transaction(
       async () => {

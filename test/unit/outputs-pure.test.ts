@@ -82,6 +82,7 @@ describe('which lake objects a runner owns (pure)', () => {
         'line_items/source=eu/date=2025-06-01/data.parquet',
         'line_items/data/source=us/usage_date_month=2025-06/x.parquet',
         '_costsync_manifest.eu.json',
+        '_costsync_state.us.json',
       ].every(owned),
     ).toBe(true);
     expect(
@@ -90,7 +91,20 @@ describe('which lake objects a runner owns (pure)', () => {
         'line_items/data/source=apac/x.parquet',
         'line_items/metadata/v3.metadata.json',
         '_costsync_manifest.apac.json',
+        '_costsync_state.apac.json',
       ].some(owned),
     ).toBe(false);
+  });
+});
+
+describe("a source's state object in the lake (pure)", () => {
+  it('names, per table, each date its state lists that the rows read back lack', async () => {
+    const { missingDates, stateObjectKey } = await import('../../src/outputs/lake-seed.js');
+    expect(stateObjectKey('eu')).toBe('_costsync_state.eu.json');
+    const listed = { line_items: ['2025-06-01', '2025-06-03'], anomalies: ['2025-06-02', '2025-06-03'], rollups_daily: [] };
+    const present = { line_items: ['2025-06-01', '2025-06-02', '2025-06-03'], anomalies: ['2025-06-02'] };
+    expect(missingDates(listed, present)).toEqual(['anomalies/2025-06-03']);
+    expect(missingDates({ line_items: ['2025-06-01'] }, present)).toEqual([]);
+    expect(missingDates({ rollups_daily: ['2025-06-01'] }, present)).toEqual(['rollups_daily/2025-06-01']);
   });
 });
