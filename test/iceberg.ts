@@ -8,7 +8,7 @@ import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/cli
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join as joinPath, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { decodeManifest, decodeManifestList } from '../src/iceberg/avro.js';
+import { decodeManifest, decodeManifestList, type DataFile, type PartitionValues } from '../src/iceberg/avro.js';
 import { currentSnapshot, type TableMetadata } from '../src/iceberg/metadata.js';
 import { openReadOnly } from '../src/storage/duckdb.js';
 import { ICEBERG_TABLES, RUN_TABLES } from '../src/storage/tables.js';
@@ -269,5 +269,27 @@ export function catalogLocator(
       metadataFileName: location.slice(location.lastIndexOf('/') + 1),
       ...(o.withMetadata === true && { metadata: body.metadata }),
     };
+  };
+}
+
+/** A data file as a manifest lists it, with no column statistics (for commits whose file is not read, or read whole). */
+export function bareDataFile(filePath: string, partition: PartitionValues, records: number, bytes: number): DataFile {
+  return {
+    content: 0,
+    file_path: filePath,
+    file_format: 'PARQUET',
+    partition,
+    record_count: records,
+    file_size_in_bytes: bytes,
+    column_sizes: null,
+    value_counts: null,
+    null_value_counts: null,
+    nan_value_counts: null,
+    lower_bounds: null,
+    upper_bounds: null,
+    key_metadata: null,
+    split_offsets: null,
+    equality_ids: null,
+    sort_order_id: null,
   };
 }

@@ -286,19 +286,10 @@ export interface OpenCatalogOptions {
   dispatcher?: Dispatcher;
 }
 
-/**
- * Connects to the catalog `settings` name (its config first, with the credentials the environment
- * gives) and returns its namespace's tables, with `close` for the client's connections.
- */
-export async function openRestTables(
-  settings: CatalogSettings,
-  o: OpenCatalogOptions,
-): Promise<IcebergCatalog & { close(): Promise<void> }> {
-  const [{ catalogAuth }, { RestCatalog, newIdempotencyKey }] = await Promise.all([
-    import('../iceberg/rest-auth.js'),
-    import('../iceberg/rest-client.js'),
-  ]);
-  const auth = catalogAuth({
+/** How requests to the catalog `settings` names are authorised (the environment's credentials). */
+async function authOf(settings: CatalogSettings, o: OpenCatalogOptions) {
+  const { catalogAuth } = await import('../iceberg/rest-auth.js');
+  return catalogAuth({
     catalogUrl: settings.url,
     env: o.env,
     oauthUri: settings.oauthUri,
@@ -309,6 +300,18 @@ export async function openRestTables(
     warn: (m) => o.logger.warn(m),
     addSecret: (s) => o.logger.addSecret(s),
   });
+}
+
+/**
+ * Connects to the catalog `settings` name (its config first, with the credentials the environment
+ * gives) and returns its namespace's tables, with `close` for the client's connections.
+ */
+export async function openRestTables(
+  settings: CatalogSettings,
+  o: OpenCatalogOptions,
+): Promise<IcebergCatalog & { close(): Promise<void> }> {
+  const { RestCatalog, newIdempotencyKey } = await import('../iceberg/rest-client.js');
+  const auth = await authOf(settings, o);
   const client = await RestCatalog.connect({
     url: settings.url,
     warehouse: settings.warehouse,
@@ -363,22 +366,13 @@ export async function probeCatalog(
       return false;
     }
   };
-  const [{ catalogAuth }, { RestCatalog }] = await Promise.all([import('../iceberg/rest-auth.js'), import('../iceberg/rest-client.js')]);
+  const { RestCatalog } = await import('../iceberg/rest-client.js');
+
   const opened: { client: RestCatalogClient | null } = { client: null };
   const ns = settings.namespace;
   try {
     const connected = await step('GET /v1/config', async () => {
-      const auth = catalogAuth({
-        catalogUrl: settings.url,
-        env: o.env,
-        oauthUri: settings.oauthUri,
-        oauthScope: settings.oauthScope,
-        sigv4: settings.sigv4,
-        sigv4Region: settings.sigv4Region,
-        clock: o.clock,
-        warn: (m) => o.logger.warn(m),
-        addSecret: (s) => o.logger.addSecret(s),
-      });
+      const auth = await authOf(settings, o);
       opened.client = await RestCatalog.connect({
         url: settings.url,
         warehouse: settings.warehouse,

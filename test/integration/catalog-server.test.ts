@@ -16,7 +16,7 @@ import { encodeManifest, encodeManifestList, type PartitionSpec } from '../../sr
 import type { IcebergSchema } from '../../src/iceberg/schema.js';
 import { startCatalogServer, type CatalogServer, type CatalogServerOptions } from '../catalog/server.mjs';
 import { withTempDir } from '../helpers.js';
-import { readIceberg } from '../iceberg.js';
+import { bareDataFile, readIceberg } from '../iceberg.js';
 
 const servers: CatalogServer[] = [];
 afterEach(async () => {
@@ -563,24 +563,12 @@ describe('the tests’ Iceberg REST catalog', () => {
             snapshot_id: snap['snapshot-id'],
             sequence_number: 1,
             file_sequence_number: 1,
-            data_file: {
-              content: 0,
-              file_path: `${metadata.location}/data/part-0.parquet`,
-              file_format: 'PARQUET',
-              partition: { source: 'acme', usage_date_month: 665 },
-              record_count: 2,
-              file_size_in_bytes: statSync(dataFile).size,
-              column_sizes: null,
-              value_counts: null,
-              null_value_counts: null,
-              nan_value_counts: null,
-              lower_bounds: null,
-              upper_bounds: null,
-              key_metadata: null,
-              split_offsets: null,
-              equality_ids: null,
-              sort_order_id: null,
-            },
+            data_file: bareDataFile(
+              `${metadata.location}/data/part-0.parquet`,
+              { source: 'acme', usage_date_month: 665 },
+              2,
+              statSync(dataFile).size,
+            ),
           },
         ],
         schema,

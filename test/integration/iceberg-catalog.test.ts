@@ -13,7 +13,7 @@ import { commitSource, partitionSpec } from '../../src/iceberg/table.js';
 import { evolveSchema } from '../../src/iceberg/schema.js';
 import { openRestTables } from '../../src/outputs/iceberg-catalog.js';
 import { startCatalogServer, type CatalogServer, type CatalogServerOptions } from '../catalog/server.mjs';
-import { catalogLocator, icebergDifferences } from '../iceberg.js';
+import { bareDataFile, catalogLocator, icebergDifferences } from '../iceberg.js';
 import { run, SPAN, syncCommand, withEmulator, withTempDir } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -337,26 +337,7 @@ describe('--format iceberg --catalog (an Iceberg REST catalog)', () => {
               source,
               columns,
               partitioning: { source: 'source', month: null },
-              add: [
-                {
-                  content: 0,
-                  file_path: loaded.store.location(key),
-                  file_format: 'PARQUET',
-                  partition: { source },
-                  record_count: n,
-                  file_size_in_bytes: 13,
-                  column_sizes: null,
-                  value_counts: null,
-                  null_value_counts: null,
-                  nan_value_counts: null,
-                  lower_bounds: null,
-                  upper_bounds: null,
-                  key_metadata: null,
-                  split_offsets: null,
-                  equality_ids: null,
-                  sort_order_id: null,
-                },
-              ],
+              add: [bareDataFile(loaded.store.location(key), { source }, n, 13)],
               replaces: () => false,
               summary: { [SUMMARY.commitId]: `${source}.${n}` },
             },

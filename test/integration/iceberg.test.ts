@@ -11,7 +11,7 @@ import { COMMIT_ATTEMPTS, commitSource, directoryCatalog, expireTable, loadTable
 import { icebergLake } from '../../src/outputs/iceberg.js';
 import { directoryTarget, type OutputTarget } from '../../src/outputs/target.js';
 import { openWorkingCopy, workingCopyPath } from '../../src/storage/working-copy.js';
-import { icebergDifferences, icebergFileCheck, readIceberg } from '../iceberg.js';
+import { bareDataFile, icebergDifferences, icebergFileCheck, readIceberg } from '../iceberg.js';
 import { cli, queryDb, run, SPAN, withEmulator, withTempDir, syncCommand } from '../helpers.js';
 import { monthsToRewrite } from '../../src/outputs/iceberg.js';
 
@@ -195,26 +195,7 @@ async function placeholderCommit(target: OutputTarget, table: string, source: st
         { name: 'source', type: 'VARCHAR' },
       ],
       partitioning: { source: 'source', month: null },
-      add: [
-        {
-          content: 0,
-          file_path: target.location(key),
-          file_format: 'PARQUET',
-          partition: { source },
-          record_count: n,
-          file_size_in_bytes: 13,
-          column_sizes: null,
-          value_counts: null,
-          null_value_counts: null,
-          nan_value_counts: null,
-          lower_bounds: null,
-          upper_bounds: null,
-          key_metadata: null,
-          split_offsets: null,
-          equality_ids: null,
-          sort_order_id: null,
-        },
-      ],
+      add: [bareDataFile(target.location(key), { source }, n, 13)],
       replaces: () => replace,
       summary: { [SUMMARY.commitId]: `${source}.${n}` },
     },
@@ -544,26 +525,7 @@ async function commitRows(db: DuckDBConnection, target: OutputTarget, lake: stri
         { name: 'source', type: 'VARCHAR' },
       ],
       partitioning: { source: 'source', month: null },
-      add: [
-        {
-          content: 0,
-          file_path: target.location(key),
-          file_format: 'PARQUET',
-          partition: { source },
-          record_count: ids.length,
-          file_size_in_bytes: statSync(join(lake, key)).size,
-          column_sizes: null,
-          value_counts: null,
-          null_value_counts: null,
-          nan_value_counts: null,
-          lower_bounds: null,
-          upper_bounds: null,
-          key_metadata: null,
-          split_offsets: null,
-          equality_ids: null,
-          sort_order_id: null,
-        },
-      ],
+      add: [bareDataFile(target.location(key), { source }, ids.length, statSync(join(lake, key)).size)],
       replaces: () => true,
       summary: { [SUMMARY.source]: source, [SUMMARY.commitId]: ids[0]! },
     },
