@@ -9,9 +9,11 @@ import { defineConfig } from 'vitest/config';
  */
 const UNIT = ['test/unit/**/*.test.ts'];
 const SLOW = ['test/chaos/**/*.test.ts', 'test/slow/**/*.test.ts'];
-/** The kill loops the fast tier runs with 3 kill points; the slow tier runs them again with 12. */
+/** The kill loops the fast tier runs with 3 kill points (but those SLOW_ONLY lists); the slow tier runs them again with 12. */
 const KILL_LOOPS = ['test/integration/sync-kill.test.ts', 'test/integration/sync-kill-outputs.test.ts'];
 const GLOBAL_SETUP = ['test/global-setup.ts'];
+/** Kill loops the slow tier runs with 12 kill points, and the fast tier not at all. */
+const SLOW_ONLY = ['test/integration/sync-kill-outputs.test.ts'];
 
 export default defineConfig({
   test: {
@@ -24,7 +26,10 @@ export default defineConfig({
     projects: [
       // Pure tests share their workers' modules (no isolation): they hold no state between files.
       { extends: true, test: { name: 'unit', include: UNIT, isolate: false } },
-      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...SLOW], globalSetup: GLOBAL_SETUP } },
+      {
+        extends: true,
+        test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...SLOW, ...SLOW_ONLY], globalSetup: GLOBAL_SETUP },
+      },
       {
         extends: true,
         test: { name: 'slow', include: [...SLOW, ...KILL_LOOPS], env: { COSTSYNC_SLOW_TIER: '1' }, globalSetup: GLOBAL_SETUP },

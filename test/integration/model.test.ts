@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { modelReport, runModel } from '../model.js';
 
 /**
- * The command surface as users combine it (test/model.ts): here, the short sequences that fit in about 6 s;
+ * The command surface as users combine it (test/model.ts): here, the short sequences that fit in about 3 s;
  * `npm run test:slow` runs longer ones for longer. `COSTSYNC_MODEL_SEED`, `COSTSYNC_MODEL_PATH` and
  * `COSTSYNC_MODEL_REPLAY` (all printed) replay a failure exactly.
  */
@@ -18,7 +18,7 @@ it('random sequences of syncs, kills, lakes, state directories, new and restated
     numRuns: 200,
     maxCommands: 6,
     short: true,
-    timeLimitMs: Number(process.env.COSTSYNC_MODEL_SECONDS ?? 6) * 1000,
+    timeLimitMs: Number(process.env.COSTSYNC_MODEL_SECONDS ?? 3) * 1000,
   });
   console.info(modelReport(details, 'test/integration/model.test.ts'));
   expect(details.failed, modelReport(details, 'test/integration/model.test.ts')).toBe(false);
