@@ -139,9 +139,16 @@ export async function currentManifests(store: IcebergStore, table: string, metad
 }
 
 /** The data files `source` has live in the current snapshot of `metadata`. */
-export async function liveFiles(store: IcebergStore, table: string, metadata: TableMetadata | null, source: string): Promise<DataFile[]> {
+export async function liveFiles(
+  store: IcebergStore,
+  table: string,
+  metadata: TableMetadata | null,
+  source: string,
+  /** The current snapshot's manifests, when the caller already read them (one list read for many sources). */
+  manifests?: readonly ManifestFile[],
+): Promise<DataFile[]> {
   const files: DataFile[] = [];
-  for (const m of (await currentManifests(store, table, metadata)).filter((x) => manifestSource(x) === source)) {
+  for (const m of (manifests ?? (await currentManifests(store, table, metadata))).filter((x) => manifestSource(x) === source)) {
     for (const e of await readManifest(store, table, m)) if (e.status !== 2) files.push(e.data_file);
   }
   return files;

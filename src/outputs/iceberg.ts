@@ -32,6 +32,7 @@ import {
 } from '../iceberg/schema.js';
 import {
   commitSources,
+  currentManifests,
   dataDir,
   directoryCatalog,
   expireTable,
@@ -343,9 +344,11 @@ async function markDifferingMonths(warehouse: Warehouse, catalog: IcebergCatalog
     if (RUN_TABLES.includes(table)) continue;
     const { metadata, store } = await catalog.load(table);
     const field = monthField(def.month!);
+    // The manifest list once a table, not once a source: a runner may own hundreds.
+    const manifests = await currentManifests(store, table, metadata);
     for (const source of sources) {
       const lakeRows = new Map<number, number>();
-      for (const f of await liveFiles(store, table, metadata, source)) {
+      for (const f of await liveFiles(store, table, metadata, source, manifests)) {
         const month = Number(f.partition[field]);
         lakeRows.set(month, (lakeRows.get(month) ?? 0) + f.record_count);
       }
