@@ -125,13 +125,18 @@ export async function startS3rver(
   };
 }
 
-/** What the proxy does with one request: forward it, or answer it with a fault. */
-export type Fault = 'slowdown' | 'reset' | 'deny' | null;
+/**
+ * What the proxy does with one request: forward it, or answer it with a fault. `lost`: forwarded and
+ * applied, then the connection reset instead of the answer (the SDK sends the request again).
+ */
+export type Fault = 'slowdown' | 'reset' | 'deny' | 'lost' | null;
 
 export interface S3Request {
   method: string;
   path: string;
   query: string;
+  /** A write with `If-None-Match` or `If-Match`. */
+  conditional: boolean;
 }
 
 /**
@@ -149,7 +154,12 @@ export async function faultProxy(
   let policy = decide;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://proxy');
-    const entry = { method: req.method ?? 'GET', path: decodeURIComponent(url.pathname), query: url.search };
+    const entry = {
+      method: req.method ?? 'GET',
+      path: decodeURIComponent(url.pathname),
+      query: url.search,
+      conditional: req.headers['if-none-match'] !== undefined || req.headers['if-match'] !== undefined,
+    };
     log.push(entry);
     const fault = policy(entry, log.length);
     const answer = (status: number, code: string) => {
@@ -166,6 +176,12 @@ export async function faultProxy(
     const headers = { ...req.headers };
     for (const name of options.dropHeaders ?? []) delete headers[name];
     const upstream = request(new URL(req.url ?? '/', target), { method: req.method, headers }, (up) => {
+      if (fault === 'lost') {
+        // The server has answered, so the write is applied: the client never hears of it.
+        up.resume();
+        req.socket.destroy();
+        return;
+      }
       const answered = { ...up.headers };
       if (options.shiftDateMs !== undefined && typeof answered.date === 'string')
         answered.date = new Date(Date.parse(answered.date) + options.shiftDateMs).toUTCString();

@@ -161,8 +161,16 @@ function damaged(store: IcebergStore, table: string, problem: string, fix: strin
   });
 }
 
+/**
+ * A file a snapshot names: read again before it is called missing (a read answered 404 by a gateway
+ * or a proxy that lost track of it once is not a damaged table).
+ */
+async function readNamed(store: IcebergStore, key: string): Promise<Buffer | null> {
+  return (await store.getBytes(key)) ?? (await store.getBytes(key));
+}
+
 async function readManifestList(store: IcebergStore, table: string, snapshot: Snapshot): Promise<ManifestFile[]> {
-  const bytes = await store.getBytes(keyOf(store, table, snapshot['manifest-list']));
+  const bytes = await readNamed(store, keyOf(store, table, snapshot['manifest-list']));
   if (bytes === null) {
     throw damaged(
       store,
@@ -175,7 +183,7 @@ async function readManifestList(store: IcebergStore, table: string, snapshot: Sn
 }
 
 async function readManifest(store: IcebergStore, table: string, m: ManifestFile): Promise<ManifestEntry[]> {
-  const bytes = await store.getBytes(keyOf(store, table, m.manifest_path));
+  const bytes = await readNamed(store, keyOf(store, table, m.manifest_path));
   if (bytes === null)
     throw damaged(
       store,
@@ -401,6 +409,30 @@ async function buildCommit(table: string, loaded: LoadedTable, change: SourceCha
   };
 }
 
+/**
+ * `buildCommit` on `loaded`, or on the table's newest metadata when a file `loaded` names is gone
+ * because the table moved on since it was read (another runner's expiry removed what only an older
+ * snapshot reached). A file missing from the newest metadata too is damage (`CS_ERR_LAKE_DAMAGED`).
+ */
+async function buildOnNewest(
+  catalog: IcebergCatalog,
+  table: string,
+  loaded: LoadedTable,
+  change: SourceChange,
+  nowMs: number,
+): Promise<BuiltCommit | null> {
+  for (let base = loaded, reads = 1; ; reads++) {
+    try {
+      return await buildCommit(table, base, change, nowMs);
+    } catch (error) {
+      if (!(error instanceof CostsyncError && error.code === 'CS_ERR_LAKE_DAMAGED') || reads >= COMMIT_ATTEMPTS) throw error;
+      const newest = await catalog.load(table);
+      if (newest.metadataLocation === base.metadataLocation) throw error;
+      base = newest;
+    }
+  }
+}
+
 /** `change`, also setting `properties` (none: as it is). Pure. */
 function withProperties(change: TableChange, properties: Readonly<Record<string, string>> | undefined): TableChange {
   if (properties === undefined || Object.keys(properties).length === 0) return change;
@@ -441,7 +473,7 @@ export async function commitSources(
     for (const item of remaining) {
       // The caller's load serves the first attempt; a lost race reloads.
       const loaded = attempt === 1 && item.loaded !== undefined ? item.loaded : await catalog.load(item.table);
-      const b = await buildCommit(item.table, loaded, item.change, clock.now());
+      const b = await buildOnNewest(catalog, item.table, loaded, item.change, clock.now());
       if (b === null) results.set(item.table, { metadataLocation: null, snapshotId: null, attempts: attempt });
       else built.push(b);
     }
@@ -454,19 +486,21 @@ export async function commitSources(
       }
       return items.map((i) => results.get(i.table)!);
     }
+    // Whether it was applied decides everything after: never committed twice, never lost. A conflict
+    // is read back too: a bucket's create whose answer was lost is refused when the SDK sends it again,
+    // so "another runner won" may be this attempt's own commit, made current.
     let settled: BuiltCommit[] = [];
-    if (outcome.kind === 'unknown') {
-      // Whether it was applied decides everything after: never committed twice, never lost.
-      for (const b of built) {
-        const now = await catalog.load(b.table);
-        if (now.metadata?.snapshots.some((s) => s['snapshot-id'] === b.snapshotId)) {
-          results.set(b.table, { metadataLocation: now.metadataLocation, snapshotId: b.snapshotId, attempts: attempt });
-          settled.push(b);
-        }
+    for (const b of built) {
+      const now = await catalog.load(b.table);
+      if (now.metadata?.snapshots.some((s) => s['snapshot-id'] === b.snapshotId)) {
+        results.set(b.table, { metadataLocation: now.metadataLocation, snapshotId: b.snapshotId, attempts: attempt });
+        settled.push(b);
+      } else if (outcome.kind === 'conflict') {
+        // Another runner committed first, and the newest metadata does not hold this snapshot: what
+        // this attempt wrote is referenced by nothing. (Left in place when unknown: a later run's
+        // orphan removal takes it.)
+        for (const key of b.written) await b.base.store.remove(key);
       }
-    } else {
-      // Another runner committed first: what this attempt wrote is referenced by nothing.
-      for (const b of built) for (const key of b.written) await b.base.store.remove(key);
     }
     remaining = remaining.filter((i) => !settled.some((b) => b.table === i.table));
     settled = [];
@@ -504,7 +538,11 @@ async function publishVersion(
   base: TableMetadata | null,
   next: TableMetadata,
 ): Promise<boolean> {
-  if (!(await store.createText(`${table}/${metadataKey(version + 1)}`, `${JSON.stringify(next, null, 1)}\n`))) return false;
+  const key = `${table}/${metadataKey(version + 1)}`;
+  const text = `${JSON.stringify(next, null, 1)}\n`;
+  // A create refused may have met this very commit (a retried write whose first answer was lost):
+  // the version is ours when it holds our metadata (a snapshot id no other writer has).
+  if (!(await store.createText(key, text)) && (await store.getText(key)) !== text) return false;
   // Bare digits, as the Java writer writes them: pyiceberg's StaticTable takes anything else as part of the file name.
   await store.putText(`${table}/metadata/version-hint.text`, String(version + 1));
   const kept = new Set(next['metadata-log'].map((e) => e['metadata-file']));

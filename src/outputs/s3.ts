@@ -6,6 +6,7 @@
  * standard strategy, bounded. Every failure becomes an `S3Error` naming the bucket, key and the IAM
  * action that was refused, never a credential.
  */
+import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream, statSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
@@ -42,6 +43,8 @@ export function partSize(env: NodeJS.ProcessEnv = process.env): number {
   return Number.isInteger(asked) && asked > 0 ? Math.max(MIN_PART_SIZE, asked) : 8 * 1024 * 1024;
 }
 export const PARTS_IN_PARALLEL = 4;
+/** The user metadata naming the `putFile` call that wrote an object (the SDK sends it as `x-amz-meta-costsync-write`). */
+const WRITE_ID = 'costsync-write';
 /** Whole uploads tried again after the SDK's own retries gave up (a reset during CompleteMultipartUpload, say). */
 const UPLOAD_ATTEMPTS = 3;
 
@@ -153,14 +156,19 @@ export function toS3Error(error: unknown, op: { action: S3Action; bucket: string
 /**
  * Whether the server honours conditional writes, tried on a probe object at `key` (created, then
  * removed): a second create with `If-None-Match: *` must be refused, and so must `If-Match` on a wrong
- * ETag. Some S3-compatible servers accept the headers and overwrite anyway. Returns what failed, or null.
+ * ETag. Some S3-compatible servers accept the headers and overwrite anyway. Each write's body is its
+ * own, so a create whose answer was lost and whose retry met it is settled as this probe's (`putIf`),
+ * never taken for a server that ignores the condition. Returns what failed, or null.
  */
 export async function conditionalWritesIgnored(bucket: Bucket, key: string): Promise<string | null> {
   await bucket.delete(key);
+  const body = (n: number) => JSON.stringify({ probe: n, write: randomUUID() });
   try {
-    if ((await bucket.putIf(key, '1', { ifNoneMatch: '*' })) === null) return 'a create with If-None-Match: * of an absent key was refused';
-    if ((await bucket.putIf(key, '2', { ifNoneMatch: '*' })) !== null) return 'a second create with If-None-Match: * overwrote the object';
-    if ((await bucket.putIf(key, '3', { ifMatch: '"00000000000000000000000000000000"' })) !== null)
+    if ((await bucket.putIf(key, body(1), { ifNoneMatch: '*' })) === null)
+      return 'a create with If-None-Match: * of an absent key was refused';
+    if ((await bucket.putIf(key, body(2), { ifNoneMatch: '*' })) !== null)
+      return 'a second create with If-None-Match: * overwrote the object';
+    if ((await bucket.putIf(key, body(3), { ifMatch: '"00000000000000000000000000000000"' })) !== null)
       return 'a write with If-Match on a wrong ETag overwrote the object';
     return null;
   } finally {
@@ -223,27 +231,40 @@ export class Bucket {
    * Uploads a local file as one complete object at `key`: a single PUT when it fits one part, else a
    * multipart upload (parts in parallel) that is aborted when it fails. Readers see the old object or
    * the new one, never a part. Returns the object's ETag (read back when the server gives none).
+   *
+   * The object carries an id of this call (`x-amz-meta-costsync-write`): an attempt that fails (its
+   * answer lost and the retry refused by the condition the first try met, say) is settled by reading
+   * it back, as `putIf` does, without downloading the file.
    */
   async putFile(key: string, file: string, conditions: { ifMatch?: string; ifNoneMatch?: string } = {}): Promise<string> {
+    const writeId = randomUUID();
     return pRetry(
       async () => {
-        const etag = await this.call('s3:PutObject', key, async () => {
-          const upload = new Upload({
-            client: this.client,
-            partSize: partSize(),
-            queueSize: PARTS_IN_PARALLEL,
-            leavePartsOnError: false,
-            params: {
-              Bucket: this.name,
-              Key: key,
-              Body: createReadStream(file),
-              ContentLength: statSync(file).size,
-              ...(conditions.ifMatch !== undefined && { IfMatch: conditions.ifMatch }),
-              ...(conditions.ifNoneMatch !== undefined && { IfNoneMatch: conditions.ifNoneMatch }),
-            },
+        let etag: string;
+        try {
+          etag = await this.call('s3:PutObject', key, async () => {
+            const upload = new Upload({
+              client: this.client,
+              partSize: partSize(),
+              queueSize: PARTS_IN_PARALLEL,
+              leavePartsOnError: false,
+              params: {
+                Bucket: this.name,
+                Key: key,
+                Body: createReadStream(file),
+                ContentLength: statSync(file).size,
+                Metadata: { [WRITE_ID]: writeId },
+                ...(conditions.ifMatch !== undefined && { IfMatch: conditions.ifMatch }),
+                ...(conditions.ifNoneMatch !== undefined && { IfNoneMatch: conditions.ifNoneMatch }),
+              },
+            });
+            return (await upload.done()).ETag ?? '';
           });
-          return (await upload.done()).ETag ?? '';
-        });
+        } catch (error) {
+          const now = await this.head(key);
+          if (now !== null && now.writeId === writeId) return now.etag;
+          throw error;
+        }
         // Some servers (Ceph) answer CompleteMultipartUpload with an empty ETag.
         return etag !== '' ? etag : ((await this.head(key))?.etag ?? '');
       },
@@ -255,6 +276,11 @@ export class Bucket {
    * Writes `text` at `key` only when the condition holds (`If-None-Match: *`: the key is absent;
    * `If-Match`: its ETag is still this one). Returns the new ETag, or null when the server refused
    * (412 Precondition Failed, or 409 when another conditional write raced this one).
+   *
+   * The SDK sends a write again when its answer is lost (a reset, a timeout, a 5xx); if the first try
+   * was applied, the retry meets it and is refused. So a refusal, or a failure, is settled by reading
+   * the object back: when it holds `text` (each caller's is unique: a run id, a snapshot id, a time),
+   * the write is this one's. A read that fails leaves it unknown, and throws: never taken for a refusal.
    */
   async putIf(key: string, text: string, condition: { ifNoneMatch: '*' } | { ifMatch: string }): Promise<string | null> {
     try {
@@ -270,6 +296,8 @@ export class Bucket {
       return out.ETag ?? (await this.head(key))?.etag ?? '';
     } catch (error) {
       const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      const now = await this.getText(key);
+      if (now !== null && now.text === text) return now.etag;
       if (status === 412 || status === 409) return null;
       throw toS3Error(error, { action: 's3:PutObject', bucket: this.name, key });
     }
@@ -337,11 +365,11 @@ export class Bucket {
     await this.call('s3:DeleteObject', key, () => this.client.send(new DeleteObjectCommand({ Bucket: this.name, Key: key })));
   }
 
-  /** The object's ETag and size, or null when there is none. */
-  async head(key: string): Promise<{ etag: string; size: number } | null> {
+  /** The object's ETag and size (and the id of the `putFile` that wrote it), or null when there is none. */
+  async head(key: string): Promise<{ etag: string; size: number; writeId: string | undefined } | null> {
     try {
       const out = await this.client.send(new HeadObjectCommand({ Bucket: this.name, Key: key }));
-      return { etag: out.ETag ?? '', size: out.ContentLength ?? 0 };
+      return { etag: out.ETag ?? '', size: out.ContentLength ?? 0, writeId: out.Metadata?.[WRITE_ID] };
     } catch (error) {
       if (isNotFound(error)) return null;
       throw toS3Error(error, { action: 's3:GetObject', bucket: this.name, key });
