@@ -49,6 +49,8 @@ export interface SyncConfig {
   catalog: CatalogSettings | null;
   /** `--iceberg-maintenance`: costsync expires snapshots and removes unreferenced files (off where a catalog does). */
   icebergMaintenance: boolean;
+  /** `--iceberg-repair`: a table missing a file its current snapshot names gets a new snapshot of what can be read. */
+  icebergRepair: boolean;
   logFormat: 'pretty' | 'json';
   quiet: boolean;
   /** Debug lines, and stacks with errors. */
@@ -348,6 +350,7 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     catalog,
     icebergMaintenance:
       pick('iceberg-maintenance') === undefined ? catalog?.sigv4 !== 's3tables' : choice<'on' | 'off'>('iceberg-maintenance') === 'on',
+    icebergRepair: bool('iceberg-repair'),
     logFormat: choice<'pretty' | 'json'>('log-format'),
     quiet: bool('quiet'),
     verbose: bool('verbose'),

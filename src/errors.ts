@@ -67,7 +67,7 @@ export const ERRORS = {
   CS_ERR_LAKE_DAMAGED: {
     exit: ExitCode.FAILED,
     summary:
-      'an Iceberg table in the lake lacks a file its metadata names, or was moved from where it was written (the table is named, with the fix)',
+      'an Iceberg table in the lake lacks a file its metadata names (read twice; --iceberg-repair mends it from what can be read and the warehouse), or was moved from where it was written (the table is named, with the fix)',
   },
   CS_ERR_LAKE_CONFLICT: {
     exit: ExitCode.FAILED,

@@ -194,6 +194,13 @@ export const SETTING_SPECS = [
       'With --format iceberg: expire snapshots past --iceberg-retention and remove unreferenced files (off where the catalog maintains tables itself)',
   },
   {
+    name: 'iceberg-repair',
+    kind: 'bool',
+    group: 'sync',
+    describe:
+      'With --format iceberg: a table missing a file its current snapshot names gets a new snapshot of what can still be read, its history kept; the missing rows are written again from the warehouse',
+  },
+  {
     name: 'anomaly-refresh-days',
     kind: 'int',
     group: 'sync',

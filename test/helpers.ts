@@ -170,6 +170,7 @@ export function testSyncConfig(url: string, dir: string, over: Partial<SyncConfi
     icebergRetentionMs: 7 * 86_400_000,
     catalog: null,
     icebergMaintenance: true,
+    icebergRepair: false,
     logFormat: 'json',
     quiet: true,
     verbose: false,

@@ -46,6 +46,8 @@ export const SUMMARY = {
   commitId: 'costsync.commit-id',
   source: 'costsync.source',
   window: 'costsync.window',
+  /** A repair's snapshot (`repairTable`): the snapshot it replaced, which could not be read whole. */
+  repairedFrom: 'costsync.repaired-from',
 } as const;
 
 /** A table with no snapshot yet. */

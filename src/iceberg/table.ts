@@ -154,7 +154,17 @@ export async function liveFiles(
   return files;
 }
 
-/** A table whose files are not where its metadata says: nothing costsync does mends it, a person does. */
+/** A file a snapshot names is missing, read twice: `repairTable` (`--iceberg-repair`) mends the table. */
+class MissingFileError extends CostsyncError {}
+
+/** A table that names a file it lacks (a second read confirmed it): the hint names the repair first. */
+function missing(store: IcebergStore, table: string, problem: string): CostsyncError {
+  return new MissingFileError('CS_ERR_LAKE_DAMAGED', `The Iceberg table at ${store.location(table)} ${problem}.`, {
+    hint: `Run the same sync with --iceberg-repair: it commits a new snapshot of the table from the files that can still be read (the earlier snapshots stay in its history), and the rows the missing file held are written again from the warehouse, each runner's for its own sources. Putting the file back from a copy mends it too.`,
+  });
+}
+
+/** A table whose files are not where its metadata says (moved or copied): a person points costsync at it. */
 function damaged(store: IcebergStore, table: string, problem: string, fix: string): CostsyncError {
   return new CostsyncError('CS_ERR_LAKE_DAMAGED', `The Iceberg table at ${store.location(table)} ${problem}.`, {
     hint: `${fix} Otherwise move the table's files (everything under ${store.location(table)}) aside, or delete them: the next sync writes the table again from the warehouse (its earlier snapshots are lost).`,
@@ -172,11 +182,10 @@ async function readNamed(store: IcebergStore, key: string): Promise<Buffer | nul
 async function readManifestList(store: IcebergStore, table: string, snapshot: Snapshot): Promise<ManifestFile[]> {
   const bytes = await readNamed(store, keyOf(store, table, snapshot['manifest-list']));
   if (bytes === null) {
-    throw damaged(
+    throw missing(
       store,
       table,
       `lacks ${snapshot['manifest-list']}, the manifest list of its snapshot ${snapshot['snapshot-id']}: it was deleted outside costsync`,
-      'Put the file back if you have a copy.',
     );
   }
   return decodeManifestList(bytes);
@@ -185,12 +194,7 @@ async function readManifestList(store: IcebergStore, table: string, snapshot: Sn
 async function readManifest(store: IcebergStore, table: string, m: ManifestFile): Promise<ManifestEntry[]> {
   const bytes = await readNamed(store, keyOf(store, table, m.manifest_path));
   if (bytes === null)
-    throw damaged(
-      store,
-      table,
-      `lacks ${m.manifest_path}, a manifest its snapshots name: it was deleted outside costsync`,
-      'Put the file back if you have a copy.',
-    );
+    throw missing(store, table, `lacks ${m.manifest_path}, a manifest its snapshots name: it was deleted outside costsync`);
   return decodeManifest(bytes);
 }
 
@@ -647,13 +651,6 @@ async function removeExpiredFiles(
   retained: readonly Snapshot[],
 ): Promise<number> {
   let complete = true;
-  const tryRead = async <T>(read: () => Promise<T>): Promise<T | null> => {
-    try {
-      return await read();
-    } catch {
-      return null;
-    }
-  };
   const retainedManifests = new Map<string, ManifestFile>();
   for (const list of await mapAtMost(retained, EXPIRY_READS, (s) => tryRead(() => readManifestList(store, table, s)))) {
     if (list === null) complete = false;
@@ -686,6 +683,131 @@ async function removeExpiredFiles(
     removed += 1;
   }
   return removed;
+}
+
+/** What `repairTable` did: the new snapshot, and the sources whose rows it leaves out (written again from their warehouses). */
+export interface Repair {
+  metadataLocation: string | null;
+  snapshotId: number;
+  /** The snapshot whose manifests the repair kept (null: none could be read). */
+  keptFrom: number | null;
+  /** The snapshots removed from the history: each names a file that is missing. */
+  removed: number[];
+  rewrite: string[];
+}
+
+/**
+ * A table whose current snapshot cannot be read (its manifest list, or a manifest it names, is
+ * missing after a second read) gets a new current snapshot of what can still be read: the manifests
+ * of the newest snapshot whose list can be read, less those missing and those of the sources that
+ * committed after it (theirs there are older than what was lost). Those sources' rows are left out:
+ * each runner writes its own again from its warehouse at its lake's start (the row counts differ).
+ * Snapshots that name a missing file leave the history in the same commit; every other stays, so
+ * time travel to them still reads. Null when the current snapshot reads whole.
+ */
+export async function repairTable(
+  catalog: IcebergCatalog,
+  table: string,
+  summary: { source: string; runId: string },
+  clock: Clock,
+): Promise<Repair | null> {
+  for (let attempt = 1; ; attempt++) {
+    const loaded = await catalog.load(table);
+    const { metadata, store } = loaded;
+    const current = metadata && currentSnapshot(metadata);
+    if (metadata === null || current === null) return null;
+    const present = new Map<string, boolean>();
+    const isPresent = async (location: string) => {
+      if (!present.has(location)) present.set(location, (await readNamed(store, keyOf(store, table, location))) !== null);
+      return present.get(location)!;
+    };
+    const lists = new Map<number, ManifestFile[] | null>();
+    const whole = async (snapshot: Snapshot) => {
+      const list = await unlessMissing(() => readManifestList(store, table, snapshot));
+      lists.set(snapshot['snapshot-id'], list);
+      for (const m of list ?? []) if (!(await isPresent(m.manifest_path))) return false;
+      return list !== null;
+    };
+    // The current snapshot first: a table that reads whole costs one list and its manifests' reads.
+    if (await whole(current)) return null;
+    const broken: number[] = [];
+    for (const snapshot of metadata.snapshots) if (snapshot === current || !(await whole(snapshot))) broken.push(snapshot['snapshot-id']);
+
+    // What each commit after the kept list changed is lost: its source's manifest there is older.
+    const rewrite = new Set<string>();
+    let kept: Snapshot | undefined = current;
+    while (kept !== undefined && !lists.get(kept['snapshot-id'])) {
+      rewrite.add(kept.summary[SUMMARY.source] ?? '');
+      const parent: number | undefined = kept['parent-snapshot-id'];
+      kept = metadata.snapshots.find((x) => x['snapshot-id'] === parent);
+    }
+    const source = (m: ManifestFile) => manifestSource(m) ?? '';
+    const candidates = kept === undefined ? [] : lists.get(kept['snapshot-id'])!;
+    for (const m of candidates) if (!(await isPresent(m.manifest_path))) rewrite.add(source(m));
+    const listed = rewrite.has('') ? [] : candidates.filter((m) => !rewrite.has(source(m)));
+    for (const m of candidates) if (!listed.includes(m)) rewrite.add(source(m));
+    rewrite.delete('');
+
+    const snapshotId = newSnapshotId();
+    const sequence = metadata['last-sequence-number'] + 1;
+    const listKey = `${table}/metadata/snap-${snapshotId}-${sourceTag(summary.source)}-${randomUUID()}.avro`;
+    await store.putBytes(
+      listKey,
+      await encodeManifestList(listed, { id: snapshotId, parentId: current['snapshot-id'], sequenceNumber: sequence }),
+    );
+    const snapshot: Snapshot = {
+      'snapshot-id': snapshotId,
+      'parent-snapshot-id': current['snapshot-id'],
+      'sequence-number': sequence,
+      'timestamp-ms': Math.max(clock.now(), metadata['last-updated-ms']),
+      'manifest-list': store.location(listKey),
+      summary: {
+        operation: 'overwrite',
+        'total-records': String(listed.reduce((n, m) => n + m.added_rows_count + m.existing_rows_count, 0)),
+        'total-data-files': String(listed.reduce((n, m) => n + m.added_files_count + m.existing_files_count, 0)),
+        [SUMMARY.source]: summary.source,
+        [SUMMARY.runId]: summary.runId,
+        [SUMMARY.commitId]: `${summary.runId}.repair`,
+        [SUMMARY.repairedFrom]: String(current['snapshot-id']),
+      },
+      'schema-id': metadata['current-schema-id'],
+    };
+    const change = snapshotChange(metadata, snapshot, null);
+    change.updates.push({ action: 'remove-snapshots', 'snapshot-ids': broken });
+    const outcome = await catalog.commit({ table, base: loaded, change, nowMs: clock.now() });
+    const after = outcome.kind === 'committed' ? null : await catalog.load(table);
+    if (outcome.kind === 'committed' || after?.metadata?.snapshots.some((x) => x['snapshot-id'] === snapshotId)) {
+      return {
+        metadataLocation: outcome.kind === 'committed' ? outcome.metadataLocation : after!.metadataLocation,
+        snapshotId,
+        keptFrom: kept?.['snapshot-id'] ?? null,
+        removed: broken,
+        rewrite: [...rewrite].sort(),
+      };
+    }
+    if (outcome.kind === 'conflict') await store.remove(listKey);
+    if (attempt >= COMMIT_ATTEMPTS) throw lostRaces(catalog, table, 'repairing', attempt);
+    await clock.sleep(backoffMs(attempt));
+  }
+}
+
+/** `read()`'s value, or null when a file it needs is missing (any other failure is thrown). */
+async function unlessMissing<T>(read: () => Promise<T>): Promise<T | null> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof MissingFileError) return null;
+    throw error;
+  }
+}
+
+/** `read()`'s value, or null when it fails. */
+async function tryRead<T>(read: () => Promise<T>): Promise<T | null> {
+  try {
+    return await read();
+  } catch {
+    return null;
+  }
 }
 
 /**

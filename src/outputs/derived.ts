@@ -42,6 +42,8 @@ export interface DerivedOutputsOptions {
   icebergRetentionMs?: number;
   /** `--iceberg-maintenance` (on by default). */
   icebergMaintenance?: boolean;
+  /** `--iceberg-repair`. */
+  icebergRepair?: boolean;
   /** With `--catalog`: opens the REST catalog the Iceberg tables are committed through. */
   icebergCatalog?: (() => Promise<IcebergCatalog>) | undefined;
   /** The steps that write each output; the real ones by default (tests pass their own to check the order). */
@@ -98,6 +100,8 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
           sources: o.sources,
           retentionMs: o.icebergRetentionMs ?? DEFAULT_RETENTION_MS,
           maintenance: o.icebergMaintenance ?? true,
+          repair: o.icebergRepair ?? false,
+          notice: (m) => logger.warn(m),
           ...(o.icebergCatalog !== undefined && { catalog: o.icebergCatalog }),
         })
       : null;

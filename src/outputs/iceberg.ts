@@ -42,6 +42,7 @@ import {
   monthField,
   partitionSpec,
   removeUnreferenced,
+  repairTable,
   type Partitioning,
   type SourceChange,
 } from '../iceberg/table.js';
@@ -97,6 +98,10 @@ export interface IcebergRun {
   retentionMs: number;
   /** Whether snapshots past the retention expire, and unreferenced files are removed (`--iceberg-maintenance`). */
   maintenance?: boolean;
+  /** `--iceberg-repair`: a table whose current snapshot cannot be read whole gets a new one of what can (`repairTable`). */
+  repair?: boolean;
+  /** Says what a repair did, for the log. */
+  notice?: (message: string) => void;
   /** Opens the REST catalog the tables are committed through (`--catalog`); none: directory tables at `--out`. */
   catalog?: () => Promise<IcebergCatalog>;
 }
@@ -424,6 +429,25 @@ export function icebergLake(run: IcebergRun) {
     return intents;
   };
 
+  /**
+   * `--iceberg-repair`: each table missing a file its current snapshot names gets a new snapshot of
+   * what can still be read; the rows left out are then this runner's to write again (its sources'
+   * counts differ, see `markDifferingMonths`), and every other runner's at its next run.
+   */
+  const repairTables = async (warehouse: Warehouse, cat: IcebergCatalog) => {
+    const [first] = run.sources;
+    if (first === undefined) return;
+    for (const table of Object.keys(ICEBERG_TABLES)) {
+      const repair = await repairTable(cat, table, { source: first, runId: run.runId }, run.clock);
+      if (repair === null) continue;
+      await record(warehouse, table, repair.metadataLocation, repair.snapshotId);
+      const others = repair.rewrite.filter((s) => !run.sources.includes(s));
+      run.notice?.(
+        `repaired the Iceberg table ${cat.name(table)}: snapshot ${repair.snapshotId} keeps ${repair.keptFrom === null ? 'no earlier manifest' : `the manifests of snapshot ${repair.keptFrom} that can be read`}, and the ${repair.removed.length} snapshot(s) naming a missing file left the history; ${repair.rewrite.length === 0 ? 'no source' : repair.rewrite.join(', ')} ${repair.rewrite.length === 1 ? 'is' : 'are'} written again from the warehouse${others.length > 0 ? ` (${others.join(', ')} by ${others.length === 1 ? 'its' : 'their'} own runner, at its next run)` : ''}`,
+      );
+    }
+  };
+
   /** Commits every pending batch; returns the number of dates written. */
   async function drain(warehouse: Warehouse, target: OutputTarget): Promise<number> {
     const cat = await open(target);
@@ -433,6 +457,7 @@ export function icebergLake(run: IcebergRun) {
         await catchUp(warehouse, lakeName('iceberg', { url: cat.where }), run.sources);
         await recoverIntents(warehouse, cat, run.maintenance !== false);
         if (cat.kind === 'directory') for (const table of Object.keys(ICEBERG_TABLES)) await mendVersionHint(target, table);
+        if (run.repair === true) await repairTables(warehouse, cat);
         await markDifferingMonths(warehouse, cat, run.sources);
       });
       started.add(cat);

@@ -169,6 +169,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       lakeFormat: config.format === 'iceberg' ? 'iceberg' : 'parquet',
       icebergRetentionMs: config.icebergRetentionMs,
       icebergMaintenance: config.icebergMaintenance,
+      icebergRepair: config.icebergRepair,
       icebergCatalog: openedCatalog === null ? undefined : async () => openedCatalog,
     });
   try {

@@ -1,5 +1,5 @@
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -7,7 +7,16 @@ import type { Clock } from '../../src/api/resilience.js';
 import { ExitCode } from '../../src/errors.js';
 import type { TableMetadata } from '../../src/iceberg/metadata.js';
 import { SUMMARY } from '../../src/iceberg/metadata.js';
-import { COMMIT_ATTEMPTS, commitSource, directoryCatalog, expireTable, loadTable, sourceTag } from '../../src/iceberg/table.js';
+import {
+  COMMIT_ATTEMPTS,
+  commitSource,
+  directoryCatalog,
+  expireTable,
+  liveFiles,
+  loadTable,
+  repairTable,
+  sourceTag,
+} from '../../src/iceberg/table.js';
 import { icebergLake } from '../../src/outputs/iceberg.js';
 import { directoryTarget, type OutputTarget } from '../../src/outputs/target.js';
 import { openWorkingCopy, workingCopyPath } from '../../src/storage/working-copy.js';
@@ -204,54 +213,98 @@ async function placeholderCommit(target: OutputTarget, table: string, source: st
 }
 
 describe('a damaged, moved or contended table', () => {
-  it('a deleted manifest list, or a lake moved elsewhere: the sync names the table and the fix (CS_ERR_LAKE_DAMAGED), and the table moved aside is written again from the warehouse', async () => {
-    await withEmulator({ ...SPAN, rowsPerDay: 10, anomaliesPerDay: 2, clock }, async ({ url }) =>
-      withTempDir(async (dir) => {
-        const lake = join(dir, 'lake');
-        expect(await run(syncArgs(url, dir), ENV)).toMatchObject({ code: 0 });
-        const lakeFellBehind = (stderr: string) =>
-          stderr
-            .split('\n')
-            .filter(Boolean)
-            .map((l) => JSON.parse(l) as { msg: string; code?: string })
-            .find((l) => l.msg.startsWith('the lake fell behind'));
+  it('a deleted manifest list, or a lake moved elsewhere: the sync names the table and the fix (CS_ERR_LAKE_DAMAGED); --iceberg-repair mends the table from what it can read and the warehouse, its readable history kept', async () => {
+    await withEmulator(
+      { ...SPAN, rowsPerDay: 10, anomaliesPerDay: 2, clock, restatement: { days: 5, changeRate: 0.5 } },
+      async (emulator) =>
+        withTempDir(async (dir) => {
+          const { url } = emulator;
+          const lake = join(dir, 'lake');
+          expect(await run(syncArgs(url, dir), ENV)).toMatchObject({ code: 0 });
+          emulator.restate();
+          expect(await run(syncArgs(url, dir, ['--since', SPAN.endDate]), ENV)).toMatchObject({ code: 0 });
+          const lakeFellBehind = (stderr: string) =>
+            stderr
+              .split('\n')
+              .filter(Boolean)
+              .map((l) => JSON.parse(l) as { msg: string; code?: string })
+              .find((l) => l.msg.startsWith('the lake fell behind'));
 
-        // A copy elsewhere: its metadata still names the files where they were written.
-        cpSync(lake, join(dir, 'moved'), { recursive: true });
-        const moved = await run(
-          syncArgs(url, dir).map((a) => (a === lake ? join(dir, 'moved') : a)),
-          ENV,
-        );
-        expect(moved.code).toBe(ExitCode.FAILED);
-        expect(lakeFellBehind(moved.stderr)).toMatchObject({ code: 'CS_ERR_LAKE_DAMAGED' });
-        expect(lakeFellBehind(moved.stderr)!.msg).toMatch(
-          new RegExp(
-            `The Iceberg table at ${pathToFileURL(join(dir, 'moved')).href}/\\w+ names ${pathToFileURL(lake).href}/\\S+, outside itself: it was moved or copied from where it was written\\.\\n  hint: Point --out at where the lake was written\\.`,
-          ),
-        );
+          // A copy elsewhere: its metadata still names the files where they were written.
+          cpSync(lake, join(dir, 'moved'), { recursive: true });
+          const moved = await run(
+            syncArgs(url, dir).map((a) => (a === lake ? join(dir, 'moved') : a)),
+            ENV,
+          );
+          expect(moved.code).toBe(ExitCode.FAILED);
+          expect(lakeFellBehind(moved.stderr)).toMatchObject({ code: 'CS_ERR_LAKE_DAMAGED' });
+          expect(lakeFellBehind(moved.stderr)!.msg).toMatch(
+            new RegExp(
+              `The Iceberg table at ${pathToFileURL(join(dir, 'moved')).href}/\\w+ names ${pathToFileURL(lake).href}/\\S+, outside itself: it was moved or copied from where it was written\\.\\n  hint: Point --out at where the lake was written\\.`,
+            ),
+          );
 
-        const table = pathToFileURL(join(lake, 'line_items')).href;
-        for (const file of readdirSync(join(lake, 'line_items', 'metadata')).filter((f) => f.startsWith('snap-')))
-          rmSync(join(lake, 'line_items', 'metadata', file));
-        const damaged = await run(syncArgs(url, dir), ENV);
-        expect(damaged.code).toBe(ExitCode.FAILED);
-        expect(lakeFellBehind(damaged.stderr)).toMatchObject({ code: 'CS_ERR_LAKE_DAMAGED' });
-        expect(lakeFellBehind(damaged.stderr)!.msg).toMatch(
-          new RegExp(
-            `The Iceberg table at ${table} lacks ${table}/metadata/snap-\\S+\\.avro, the manifest list of its snapshot \\d+: it was deleted outside costsync\\.`,
-          ),
-        );
-        expect(lakeFellBehind(damaged.stderr)!.msg).toContain(
-          `Otherwise move the table's files (everything under ${table}) aside, or delete them: the next sync writes the table again from the warehouse`,
-        );
-        // The fix the hint names works.
-        renameSync(join(lake, 'line_items'), join(dir, 'line_items.aside'));
-        const mended = await run(syncArgs(url, dir), ENV);
-        expect(mended.code, mended.stderr).toBe(0);
-        expectEqualToWarehouse(await icebergDifferences(join(dir, 'c.duckdb'), pathToFileURL(lake).href));
-      }),
+          const table = pathToFileURL(join(lake, 'line_items')).href;
+          const metadataOf = () => loadTable(directoryTarget(lake), 'line_items').then((t) => t.metadata!);
+          const before = await metadataOf();
+          const lost = before.snapshots.find((x) => x['snapshot-id'] === before['current-snapshot-id'])!;
+          expect(before.snapshots.length).toBeGreaterThan(1);
+          rmSync(new URL(lost['manifest-list']));
+          const damaged = await run(syncArgs(url, dir), ENV);
+          expect(damaged.code).toBe(ExitCode.FAILED);
+          expect(lakeFellBehind(damaged.stderr)).toMatchObject({ code: 'CS_ERR_LAKE_DAMAGED' });
+          expect(lakeFellBehind(damaged.stderr)!.msg).toMatch(
+            new RegExp(
+              `The Iceberg table at ${table} lacks ${table}/metadata/snap-\\S+\\.avro, the manifest list of its snapshot ${lost['snapshot-id']}: it was deleted outside costsync\\.\\n  hint: Run the same sync with --iceberg-repair: `,
+            ),
+          );
+          // The fix the hint names works: a new snapshot, the rows written again, the readable history kept.
+          const mended = await run(syncArgs(url, dir, ['--iceberg-repair']), ENV);
+          expect(mended.code, mended.stderr).toBe(0);
+          expect(mended.stderr).toContain('repaired the Iceberg table');
+          expectEqualToWarehouse(await icebergDifferences(join(dir, 'c.duckdb'), pathToFileURL(lake).href));
+          expect(await icebergFileCheck(lake, pathToFileURL(lake).href)).toMatchObject({ missing: [] });
+          const after = await metadataOf();
+          const ids = after.snapshots.map((x) => x['snapshot-id']);
+          expect(ids).not.toContain(lost['snapshot-id']);
+          for (const kept of before.snapshots.filter((x) => x !== lost)) expect(ids).toContain(kept['snapshot-id']);
+          expect(after.snapshots.some((x) => x.summary[SUMMARY.repairedFrom] === String(lost['snapshot-id']))).toBe(true);
+          // A table that reads whole is left as it is.
+          const again = await run(syncArgs(url, dir, ['--iceberg-repair']), ENV);
+          expect(again.code, again.stderr).toBe(0);
+          expect(again.stderr).not.toContain('repaired');
+        }),
     );
   }, 60_000);
+
+  it("repairTable: the current snapshot's list lost, of two sources committing in turn: the newest readable list's manifests kept but the source that committed after it, whose rows its runner writes again; only the snapshot naming the missing file leaves the history", async () => {
+    await withTempDir(async (dir) => {
+      const target = directoryTarget(join(dir, 'lake'));
+      const catalog = directoryCatalog(target);
+      const now: Clock = { now: () => Date.now(), sleep: async () => undefined };
+      for (const n of [1, 2]) for (const source of ['a', 'b']) await placeholderCommit(target, 't', source, n, now);
+      const before = (await loadTable(target, 't')).metadata!;
+      const lost = before.snapshots.at(-1)!;
+      expect(lost.summary[SUMMARY.source]).toBe('b');
+      expect(await repairTable(catalog, 't', { source: 'a', runId: 'r' }, now)).toBeNull();
+      const aBefore = (await liveFiles(target, 't', before, 'a')).map((f) => f.file_path).sort();
+      rmSync(new URL(lost['manifest-list']));
+      const repair = await repairTable(catalog, 't', { source: 'a', runId: 'r' }, now);
+      expect(repair).toMatchObject({ keptFrom: before.snapshots.at(-2)!['snapshot-id'], removed: [lost['snapshot-id']], rewrite: ['b'] });
+      const after = (await loadTable(target, 't')).metadata!;
+      expect(after.snapshots.map((x) => x['snapshot-id'])).toEqual(
+        [...before.snapshots.slice(0, -1), { 'snapshot-id': repair!.snapshotId }].map((x) => x['snapshot-id']),
+      );
+      // Source a's files as they were; b's left for its runner.
+      expect((await liveFiles(target, 't', after, 'a')).map((f) => f.file_path).sort()).toEqual(aBefore);
+      expect(aBefore).toHaveLength(2);
+      expect(await liveFiles(target, 't', after, 'b')).toEqual([]);
+      expect(await icebergFileCheck(join(dir, 'lake'), target.location(''), ['t'])).toMatchObject({ missing: [] });
+      // b's runner commits again on top.
+      await placeholderCommit(target, 't', 'b', 3, now);
+      expect((await liveFiles(target, 't', (await loadTable(target, 't')).metadata, 'b')).length).toBe(1);
+    });
+  });
 
   it('a commit or an expiry that loses every race gives up with CS_ERR_LAKE_CONFLICT, saying the change is pending', async () => {
     await withTempDir(async (dir) => {

@@ -1,0 +1,135 @@
+/**
+ * Three runners started at once, each with its own source and its warehouse published in the bucket,
+ * committing to one bucket's Iceberg tables through a proxy that applies a conditional write and then
+ * resets the connection instead of answering (the SDK sends it again, and the retry meets the object
+ * the first try made). A clean round counts the conditional writes; then each round loses every
+ * STRIDE-th of them, from a different offset, so every conditional write of a round (the probe, the
+ * leases, each table's metadata creates, the published warehouses) has its answer lost in turn.
+ * Every runner exits 0; every table equals each warehouse; no file a retained snapshot names is missing.
+ */
+import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { SCOPES } from '../../src/api/types.js';
+import { workingCopyPath } from '../../src/storage/working-copy.js';
+import { cli, tableDigest, withEmulator, withTempDir } from '../helpers.js';
+import { icebergDifferences, icebergFileCheck } from '../iceberg.js';
+import { faultProxy, useRgw, type Fault } from '../s3.js';
+
+const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
+const SPAN = { startDate: '2025-05-01', endDate: '2025-06-30' } as const;
+const s3 = useRgw();
+/** Rounds with lost answers: the Nth conditional write of a round is lost in the round whose offset is N mod STRIDE. */
+const STRIDE = Number(process.env.COSTSYNC_LOST_STRIDE ?? 5);
+
+describe('conditional writes whose answer was lost, three runners sharing a bucket (slow tier)', () => {
+  it(`every conditional write lost in turn (every ${STRIDE}th of a round, ${STRIDE} rounds): all exit 0, every table exact, nothing a snapshot names missing`, async () => {
+    const bucket = 'lost-runners';
+    await s3.createBucket(bucket);
+    const names = ['eu', 'us', 'apac'];
+    let lose: (n: number) => boolean = () => false;
+    let conditional = 0;
+    let lost = 0;
+    const proxy = await faultProxy(s3.endpoint, (req): Fault => {
+      if (!req.conditional) return null;
+      conditional += 1;
+      if (!lose(conditional)) return null;
+      lost += 1;
+      return 'lost';
+    });
+    const key = (w: string) => ({ key: `k-${w}`, scopes: [...SCOPES], plan: 'business' as const, workspace: w });
+    try {
+      await withEmulator(
+        {
+          ...SPAN,
+          rowsPerDay: 30,
+          clock,
+          anomaliesPerDay: 1,
+          restatement: { days: 40, changeRate: 0.3, deleteRate: 0.05, addRate: 0.1 },
+          keys: { keys: names.map(key), connections: [] },
+        },
+        async (emulator) => {
+          await withTempDir(async (dir) => {
+            const config = join(dir, 'costsync.config.json');
+            writeFileSync(
+              config,
+              JSON.stringify({
+                'rate-limit': 100000,
+                sources: names.map((w) => ({ name: w, 'base-url': emulator.url, 'api-key-env': `KEY_${w.toUpperCase()}` })),
+              }),
+            );
+            const env = {
+              ...Object.fromEntries(names.map((w) => [`KEY_${w.toUpperCase()}`, `k-${w}`])),
+              TZ: 'UTC',
+              ...s3.env(proxy.endpoint),
+            };
+            const db = (w: string) => `s3://${bucket}/wh/${w}.duckdb`;
+            const state = (w: string) => join(dir, w, 'state');
+            const runner = (w: string) =>
+              cli(
+                [
+                  'sync',
+                  '--config',
+                  config,
+                  '--source',
+                  w,
+                  '--db',
+                  db(w),
+                  '--state-dir',
+                  state(w),
+                  '--format',
+                  'iceberg',
+                  '--out',
+                  `s3://${bucket}/lake`,
+                  '--start-date',
+                  SPAN.startDate,
+                  '--until',
+                  SPAN.endDate,
+                  '--window-days',
+                  '10',
+                  '--lookback-days',
+                  '40',
+                  '--iceberg-retention',
+                  '0s',
+                  '--log-format',
+                  'json',
+                ],
+                env,
+              );
+            const round = async (label: string) => {
+              conditional = 0;
+              const results = await Promise.all(names.map(runner));
+              for (const [i, r] of results.entries())
+                expect({ label, runner: names[i], code: r.code }, r.stderr).toEqual({ label, runner: names[i], code: 0 });
+              for (const w of names) {
+                const work = workingCopyPath(state(w), db(w));
+                const diff = await icebergDifferences(work, `s3://${bucket}/lake`, { sources: [w], s3: s3.client });
+                for (const [table, d] of Object.entries(diff))
+                  expect({ label, w, table, ...d }).toEqual({ label, w, table, rows: d.rows, missing: 0, extra: 0 });
+                await s3.download(bucket, `wh/${w}.duckdb`, join(dir, label, `${w}.duckdb`));
+                expect(await tableDigest(join(dir, label, `${w}.duckdb`))).toEqual(await tableDigest(work));
+              }
+              await s3.download(bucket, 'lake/', join(dir, label, 'lake'));
+              expect((await icebergFileCheck(join(dir, label, 'lake'), `s3://${bucket}/lake`)).missing).toEqual([]);
+              return conditional;
+            };
+            const writes = await round('clean');
+            expect(writes).toBeGreaterThan(STRIDE * 3);
+            for (let offset = 0; offset < STRIDE; offset++) {
+              emulator.restate();
+              const before = lost;
+              lose = (n) => n % STRIDE === offset;
+              await round(`offset-${offset}`);
+              expect(lost - before).toBeGreaterThan(0);
+            }
+            console.log(
+              `lost-answers-runners: ${writes} conditional writes in the clean round, ${lost} answers lost over ${STRIDE} rounds`,
+            );
+          });
+        },
+      );
+    } finally {
+      await proxy.close();
+    }
+  }, 600_000);
+});
