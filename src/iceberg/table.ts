@@ -160,7 +160,7 @@ class MissingFileError extends CostsyncError {}
 /** A table that names a file it lacks (a second read confirmed it): the hint names the repair first. */
 function missing(store: IcebergStore, table: string, problem: string): CostsyncError {
   return new MissingFileError('CS_ERR_LAKE_DAMAGED', `The Iceberg table at ${store.location(table)} ${problem}.`, {
-    hint: `Run the same sync with --iceberg-repair: it commits a new snapshot of the table from the files that can still be read (the earlier snapshots stay in its history), and the rows the missing file held are written again from the warehouse, each runner's for its own sources. Putting the file back from a copy mends it too.`,
+    hint: `Run the same sync with --iceberg-repair: it commits a new snapshot of the table from the files that can still be read (every earlier snapshot that can still be read stays in its history), and the rows the missing file held are written again from the warehouse, each runner's for its own sources. Putting the file back from a copy mends it too.`,
   });
 }
 

@@ -441,9 +441,18 @@ export function icebergLake(run: IcebergRun) {
       const repair = await repairTable(cat, table, { source: first, runId: run.runId }, run.clock);
       if (repair === null) continue;
       await record(warehouse, table, repair.metadataLocation, repair.snapshotId);
+      const mine = repair.rewrite.filter((s) => run.sources.includes(s));
       const others = repair.rewrite.filter((s) => !run.sources.includes(s));
       run.notice?.(
-        `repaired the Iceberg table ${cat.name(table)}: snapshot ${repair.snapshotId} keeps ${repair.keptFrom === null ? 'no earlier manifest' : `the manifests of snapshot ${repair.keptFrom} that can be read`}, and the ${repair.removed.length} snapshot(s) naming a missing file left the history; ${repair.rewrite.length === 0 ? 'no source' : repair.rewrite.join(', ')} ${repair.rewrite.length === 1 ? 'is' : 'are'} written again from the warehouse${others.length > 0 ? ` (${others.join(', ')} by ${others.length === 1 ? 'its' : 'their'} own runner, at its next run)` : ''}`,
+        [
+          `repaired the Iceberg table ${cat.name(table)}: snapshot ${repair.snapshotId} keeps ${repair.keptFrom === null ? 'no earlier manifest' : `the manifests of snapshot ${repair.keptFrom} that can be read`}, and the ${repair.removed.length} snapshot(s) naming a missing file left the history`,
+          ...(mine.length > 0 ? [`the rows of ${mine.join(', ')} are written again from this warehouse`] : []),
+          ...(others.length > 0
+            ? [
+                `the rows of ${others.join(', ')} are left out until ${others.length === 1 ? 'its' : 'their'} own runner's next sync writes them again`,
+              ]
+            : []),
+        ].join('; '),
       );
     }
   };
