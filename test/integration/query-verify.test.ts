@@ -187,4 +187,27 @@ describe('costsync verify', () => {
       expect((await run(['verify', '--db', db, '--tolerance', '-1'])).code).toBe(ExitCode.USAGE);
     });
   });
+
+  it('a synced date whose line items are gone, and a date with rollups in one grouping and none in another, are differences', async () => {
+    await withDb(async (db) => {
+      await withWarehouse(db, async (wh) => {
+        await wh.sql(`DELETE FROM line_items WHERE usage_date = '2025-06-14'`);
+        await wh.sql(`DELETE FROM rollups_daily WHERE date = '2025-06-16' AND group_by = 'service'`);
+      });
+      const dirty = await run(['verify', '--db', db, '--format', 'json']);
+      expect(dirty.code).toBe(ExitCode.FAILED);
+      const report = JSON.parse(dirty.stdout) as { differences: { check: string; date: string; left_usd: number; right_usd: number }[] };
+      const checks = [...new Set(report.differences.map((d) => `${d.date} ${d.check}`))];
+      expect(checks).toEqual(['2025-06-14 line items vs provider rollup', '2025-06-16 provider vs service rollup totals']);
+      for (const d of report.differences) {
+        if (d.date === '2025-06-14') expect(d.left_usd).toBe(0);
+        else expect(d.right_usd).toBe(0);
+        expect(Math.abs(d.left_usd - d.right_usd)).toBeGreaterThan(0.01);
+      }
+      // The line items' date is still counted as compared: 30 synced dates.
+      expect((await run(['verify', '--db', db])).stdout).toMatch(
+        /30 date\(s\) of line items against rollups, 30 date\(s\) of rollup totals/,
+      );
+    });
+  });
 });
