@@ -429,7 +429,7 @@ async function buildOnNewest(
     try {
       return await buildCommit(table, base, change, nowMs);
     } catch (error) {
-      if (!(error instanceof CostsyncError && error.code === 'CS_ERR_LAKE_DAMAGED') || reads >= COMMIT_ATTEMPTS) throw error;
+      if (!(error instanceof MissingFileError) || reads >= COMMIT_ATTEMPTS) throw error;
       const newest = await catalog.load(table);
       if (newest.metadataLocation === base.metadataLocation) throw error;
       base = newest;
@@ -475,7 +475,8 @@ export async function commitSources(
   for (let attempt = 1; ; attempt++) {
     const built: BuiltCommit[] = [];
     for (const item of remaining) {
-      // The caller's load serves the first attempt; a lost race reloads.
+      // The caller's load serves the first attempt; a lost race reloads after its backoff (the read back
+      // that settled it is older by then, and building on it would lose the race again).
       const loaded = attempt === 1 && item.loaded !== undefined ? item.loaded : await catalog.load(item.table);
       const b = await buildOnNewest(catalog, item.table, loaded, item.change, clock.now());
       if (b === null) results.set(item.table, { metadataLocation: null, snapshotId: null, attempts: attempt });
