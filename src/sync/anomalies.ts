@@ -8,6 +8,7 @@ import type { AnomaliesQuery } from '../api/client.js';
 import { ANOMALY_STATUSES, SEVERITIES, type Anomaly } from '../api/types.js';
 import { addDays } from '../dates.js';
 import { appendRecords, type Column } from '../storage/columns.js';
+import type { ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
 
 export const ANOMALY_PAGE_LIMIT = 100;
@@ -163,6 +164,14 @@ export interface AnomalyRequest {
   startDate: string;
   refreshDays: number;
   fullRefresh: boolean;
+  /** With a full refresh: the first date of an alert the source has stored (null: none), where the refresh starts when earlier. */
+  storedFrom?: string | null;
+}
+
+/** What `anomalySince` needs of the warehouse for a full refresh: the source's first stored alert date. */
+export async function storedAnomaliesFrom(warehouse: Pick<ReadOnlyWarehouse, 'query'>, source: string): Promise<string | null> {
+  const [row] = await warehouse.query<{ first: string | null }>('sync/anomalies_stored_from', [source]);
+  return row?.first ?? null;
 }
 
 /**
@@ -174,7 +183,9 @@ export function anomalySince(watermark: string | null, req: AnomalyRequest, nowM
   const dayStart = (date: string) => Date.parse(`${date}T00:00:00Z`) - 1;
   const refresh = Date.parse(`${addDays(new Date(nowMs).toISOString().slice(0, 10), -req.refreshDays)}T00:00:00Z`) - 1;
   let from: number;
-  if (req.fullRefresh || watermark === null) from = dayStart(req.since ?? req.startDate);
+  // A full refresh covers what is stored, as the windowed streams' does.
+  const first = req.fullRefresh && req.storedFrom != null && req.storedFrom < req.startDate ? req.storedFrom : req.startDate;
+  if (req.fullRefresh || watermark === null) from = dayStart(req.since ?? first);
   else from = Math.min(Date.parse(watermark) - WATERMARK_OVERLAP_MS, refresh, req.since !== undefined ? dayStart(req.since) : Infinity);
   return new Date(from).toISOString();
 }
@@ -193,7 +204,8 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
   const stats = ctx.stats.anomalies;
   if (ctx.state.anomalies() === undefined) ctx.state.setAnomalies({ watermark: null, lastSuccessAt: null });
   const streamState = ctx.state.anomalies()!;
-  const since = anomalySince(streamState.watermark, req, ctx.clock.now());
+  const storedFrom = req.fullRefresh && req.since === undefined ? await storedAnomaliesFrom(warehouse, ctx.source) : null;
+  const since = anomalySince(streamState.watermark, { ...req, storedFrom }, ctx.clock.now());
   const known = await ctx.lookups.knownProviders(ctx.source);
   const label = `${sinceLabel(since)}..${req.until}`;
   ctx.progress.planned?.('anomalies', { windows: 1, from: sinceLabel(since), to: req.until, resumed: false });

@@ -21,7 +21,7 @@ import { StateStore, emptyWindowedState } from '../state/store.js';
 import { openReadOnly, type ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { workingCopyPath } from '../storage/working-copy.js';
 import { isS3Url } from '../outputs/s3-url.js';
-import { ANOMALY_PAGE_LIMIT, anomalySince, sinceLabel } from './anomalies.js';
+import { ANOMALY_PAGE_LIMIT, anomalySince, sinceLabel, storedAnomaliesFrom } from './anomalies.js';
 import { ROWS_PER_PAGE, dollarsPerRow, rowsOfDay, wantsRollupTotals, type DayBasis } from './estimate.js';
 import { GROUP_BYS, SEVERITIES } from '../api/types.js';
 import { LINE_ITEM_PAGE_LIMIT } from './streams.js';
@@ -261,6 +261,8 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
         startDate: config.startDate,
         refreshDays: config.anomalyRefreshDays,
         fullRefresh: config.fullRefresh,
+        storedFrom:
+          config.fullRefresh && config.since === undefined && warehouse !== null ? await storedAnomaliesFrom(warehouse, source.name) : null,
       },
       deps.nowMs,
     );

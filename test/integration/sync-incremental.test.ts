@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { runSync } from '../../src/sync/runner.js';
 import { withWarehouse } from '../../src/storage/duckdb.js';
 import {
+  run,
   emulatorLineItemIds,
   FAST_CLIENT,
   memoryLogger,
@@ -93,6 +94,47 @@ describe('incremental sync', () => {
           );
           expect(r!.n).toBe(0);
         });
+      });
+    });
+  });
+
+  it('a full refresh of anomalies starts at the first alert stored, before the start date (and the dry run says so)', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 5, anomaliesPerDay: 2, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const config = testSyncConfig(url, dir, { streams: ['anomalies'], startDate: '2025-06-20' });
+        const planned: string[] = [];
+        const progress = {
+          planned: (stream: string, info: { from: string; to: string }) => void planned.push(`${stream} ${info.from}..${info.to}`),
+        };
+        await runSync({ config: { ...config, since: '2025-06-01' }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, progress });
+        const [first] = await withWarehouse(config.db, (wh) =>
+          wh.sql<{ d: string }>("SELECT min(CAST(timezone('UTC', detected_date) AS DATE))::VARCHAR AS d FROM anomalies"),
+        );
+        expect(first!.d < '2025-06-20').toBe(true);
+        planned.length = 0;
+        await runSync({ config: { ...config, fullRefresh: true }, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, progress });
+        expect(planned).toEqual([`anomalies ${first!.d}..${SPAN.endDate}`]);
+        const dry = await run(
+          [
+            'sync',
+            '--base-url',
+            url,
+            '--db',
+            config.db,
+            '--state-dir',
+            config.stateDir,
+            '--streams',
+            'anomalies',
+            '--start-date',
+            '2025-06-20',
+            '--until',
+            SPAN.endDate,
+            '--full-refresh',
+            '--dry-run',
+          ],
+          { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' },
+        );
+        expect(dry.stdout + dry.stderr).toContain(`anomalies: ${first!.d}..`);
       });
     });
   });

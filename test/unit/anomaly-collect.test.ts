@@ -127,4 +127,18 @@ describe('anomalySince', () => {
     expect(anomalySince('2025-06-30T12:00:00Z', { ...req, since: '2025-01-01' }, now)).toBe('2024-12-31T23:59:59.999Z');
     expect(anomalySince('2025-06-30T12:00:00Z', { ...req, fullRefresh: true }, now)).toBe('2025-03-31T23:59:59.999Z');
   });
+  it('a full refresh covers every alert stored, from the first stored date when it is before the start date', () => {
+    expect(anomalySince('2025-06-30T12:00:00Z', { ...req, fullRefresh: true, storedFrom: '2025-01-01' }, now)).toBe(
+      '2024-12-31T23:59:59.999Z',
+    );
+    expect(anomalySince('2025-06-30T12:00:00Z', { ...req, fullRefresh: true, storedFrom: '2025-05-01' }, now)).toBe(
+      '2025-03-31T23:59:59.999Z',
+    );
+    expect(anomalySince('2025-06-30T12:00:00Z', { ...req, fullRefresh: true, storedFrom: null }, now)).toBe('2025-03-31T23:59:59.999Z');
+    // --since names the start, whatever is stored; without a full refresh what is stored does not move it.
+    expect(anomalySince('2025-06-30T12:00:00Z', { ...req, fullRefresh: true, since: '2025-03-01', storedFrom: '2025-01-01' }, now)).toBe(
+      '2025-02-28T23:59:59.999Z',
+    );
+    expect(anomalySince(null, { ...req, storedFrom: '2025-01-01' }, now)).toBe('2025-03-31T23:59:59.999Z');
+  });
 });
