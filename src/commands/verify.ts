@@ -5,7 +5,12 @@ import { formatTable } from '../table.js';
 import { verifyFocus, verifyWarehouse } from '../verify.js';
 import { choiceArg, dateArg } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
-import { processIo, type CommandIo } from './common.js';
+import { loadConfig, processIo, type CommandIo } from './common.js';
+import { createApiClient } from '../api/client.js';
+import { createRequestLimiter } from '../api/resilience.js';
+import { envName, specOf } from '../settings.js';
+import type { ReadOnlyWarehouse } from '../storage/duckdb.js';
+import { verifyAgainstApi } from '../verify-api.js';
 
 export function verifyOptions(yargs: Argv) {
   return warehouseOptions(yargs)
@@ -13,7 +18,57 @@ export function verifyOptions(yargs: Argv) {
     .option('from', { type: 'string', describe: 'First date to check (YYYY-MM-DD)' })
     .option('to', { type: 'string', describe: 'Last date to check (YYYY-MM-DD)' })
     .option('format', { type: 'string', describe: 'table or json [default table]' })
-    .option('focus', { type: 'boolean', describe: 'Check the focus view against the FOCUS 1.2 rules that apply instead' });
+    .option('focus', { type: 'boolean', describe: 'Check the focus view against the FOCUS 1.2 rules that apply instead' })
+    .option('api', {
+      type: 'boolean',
+      describe:
+        "Check the warehouse against the API's rollups instead (3 requests a source, over the dates synced; needs the key, rollups:read)",
+    })
+    .option('base-url', { type: 'string', describe: `With --api: ${specOf('base-url').describe} [env ${envName('base-url')}]` })
+    .option('api-key-file', { type: 'string', describe: `With --api: ${specOf('api-key-file').describe}` })
+    .option('source', { type: 'string', describe: `With --api: ${specOf('source').describe}` });
+}
+
+/** `verify --api`: each source's warehouse rows against the API's rollups; exit 1 on a difference, 3 for the key, 2 for the URL. */
+async function verifyApi(
+  args: Record<string, unknown>,
+  io: CommandIo,
+  open: () => Promise<ReadOnlyWarehouse>,
+  options: { tolerance: number; from: string | null; to: string | null; format: 'table' | 'json' },
+): Promise<ExitCode> {
+  // verify's --format is its output's, not the lake's.
+  const config = loadConfig({ ...args, format: undefined }, io);
+  const sources = config.sources ?? [{ name: 'default', baseUrl: config.baseUrl, apiKey: config.apiKey, rateLimit: config.rateLimit }];
+  const clients = sources.map((s) => ({
+    name: s.name,
+    client: createApiClient({
+      baseUrl: s.baseUrl,
+      apiKey: s.apiKey,
+      limiter: createRequestLimiter({ requestsPerMinute: s.rateLimit }),
+      retry: { retries: 2 },
+    }),
+  }));
+  try {
+    const named = config.sources !== undefined;
+    const report = await verifyAgainstApi(await open(), clients, {
+      ...options,
+      fixCommand: (source, from, to) => `costsync sync${named ? ` --source ${source}` : ''} --since ${from} --until ${to}`,
+    });
+    if (options.format === 'json') io.stdout(`${JSON.stringify(report, null, 2)}\n`);
+    else {
+      const scope = report.sources
+        .map((s) => `${s.source}: ${s.from === null ? 'nothing synced' : `${s.from}..${s.to}`}, ${s.requests} request(s)`)
+        .join('; ');
+      io.stdout(
+        report.differences.length === 0
+          ? `The warehouse equals the API's rollups, within $${options.tolerance} (${scope}).\n`
+          : `${formatTable(report.differences as unknown as Record<string, unknown>[])}\n\n${report.differences.length} difference(s) from the API above $${options.tolerance} (${scope}). To sync them again:\n${report.fixes.map((f) => `  ${f}`).join('\n')}\n`,
+      );
+    }
+    return report.differences.length === 0 ? ExitCode.OK : ExitCode.FAILED;
+  } finally {
+    for (const c of clients) await c.client.close();
+  }
 }
 
 export function runVerifyCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
@@ -27,6 +82,10 @@ export function runVerifyCommand(args: Record<string, unknown>, io: CommandIo = 
     const from = args.from === undefined ? null : dateArg('from', args.from);
     const to = args.to === undefined ? null : dateArg('to', args.to);
     const format = choiceArg('format', args.format ?? 'table', ['table', 'json'] as const);
+    if (args.api === true) {
+      if (args.focus === true) throw new ConfigError('--api and --focus check different things.', 'Run verify once with each.');
+      return verifyApi(args, io, open, { tolerance, from, to, format });
+    }
     if (args.focus === true) {
       const focus = await verifyFocus(await open(), { tolerance });
       if (format === 'json') io.stdout(`${JSON.stringify(focus, null, 2)}\n`);

@@ -211,3 +211,70 @@ describe('costsync verify', () => {
     });
   });
 });
+
+describe('costsync verify --api', () => {
+  it('equal to the API after a sync (3 requests); a restatement, a deleted day and a changed rollup are differences with the command that syncs them again, which mends them', async () => {
+    await withEmulator(
+      { ...SPAN, rowsPerDay: 20, clock, restatement: { days: 4, changeRate: 0.5, deleteRate: 0.1, addRate: 0.1 } },
+      async (emulator) =>
+        withTempDir(async (dir) => {
+          const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
+          const sync = (more: string[] = []) =>
+            run(
+              syncCommand(emulator.url, dir, [
+                '--start-date',
+                SPAN.startDate,
+                '--until',
+                SPAN.endDate,
+                '--rate-limit',
+                '100000',
+                '--quiet',
+                ...more,
+              ]),
+              env,
+            );
+          expect((await sync()).code).toBe(ExitCode.OK);
+          const db = join(dir, 'c.duckdb');
+          const verify = (more: string[] = []) => run(['verify', '--api', '--base-url', emulator.url, '--db', db, ...more], env);
+          const clean = await verify(['--format', 'json']);
+          expect(clean.code, clean.stderr).toBe(ExitCode.OK);
+          expect(JSON.parse(clean.stdout)).toMatchObject({
+            sources: [{ source: 'default', from: SPAN.startDate, to: SPAN.endDate, requests: 3 }],
+            differences: [],
+          });
+
+          emulator.restate();
+          await withWarehouse(db, async (wh) => {
+            await wh.sql(`DELETE FROM line_items WHERE usage_date = '2025-06-03'`);
+            await wh.sql(`UPDATE rollups_daily SET cost_usd = cost_usd + 2 WHERE date = '2025-06-05' AND group_by = 'category'`);
+          });
+          const dirty = await verify(['--format', 'json']);
+          expect(dirty.code).toBe(ExitCode.FAILED);
+          const report = JSON.parse(dirty.stdout) as { differences: { date: string; check: string }[]; fixes: string[] };
+          const dates = [...new Set(report.differences.map((d) => d.date))];
+          expect(dates).toContain('2025-06-03');
+          expect(dates).toContain('2025-06-05');
+          // The restated days (the last four) differ too, where the restatement moved a total by more than a cent.
+          expect(dates.every((d) => d === '2025-06-03' || d === '2025-06-05' || d >= '2025-06-27')).toBe(true);
+          expect(report.differences.filter((d) => d.date === '2025-06-05').map((d) => d.check)).toEqual(
+            expect.arrayContaining(['category']),
+          );
+          expect(report.fixes).toEqual([`costsync sync --since 2025-06-03 --until ${dates.at(-1)}`]);
+          const text = await verify();
+          expect(text.stdout).toContain('To sync them again:\n  costsync sync --since 2025-06-03');
+          // The command it names mends every difference.
+          expect((await sync(['--since', '2025-06-03'])).code).toBe(ExitCode.OK);
+          const mended = await verify();
+          expect(mended.code, mended.stdout).toBe(ExitCode.OK);
+          expect(mended.stdout).toMatch(
+            /^The warehouse equals the API's rollups, within \$0\.01 \(default: 2025-06-01\.\.2025-06-30, 3 request\(s\)\)\.\n$/,
+          );
+          // It writes nothing, and refuses a wrong key as sync does (exit 3).
+          expect((await run(['verify', '--api', '--base-url', emulator.url, '--db', db], { COSTSYNC_API_KEY: 'wrong' })).code).toBe(
+            ExitCode.AUTH,
+          );
+          expect((await run(['verify', '--api', '--focus', '--base-url', emulator.url, '--db', db], env)).code).toBe(ExitCode.USAGE);
+        }),
+    );
+  });
+});

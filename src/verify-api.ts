@@ -1,0 +1,164 @@
+/**
+ * `costsync verify --api`: the warehouse against what the API says now, per source, over the dates its
+ * streams say they synced. The rollups endpoint answers a whole range per grouping with no pages, so a
+ * source costs 3 requests (a range the server refuses is split in halves). Each stored rollup group is
+ * compared with the API's (a group on one side only counts $0 on the other), and the line items' sum
+ * per date and provider with the API's provider rollup. Writes nothing.
+ */
+import type { ApiClient } from './api/client.js';
+import { GROUP_BYS, type GroupBy, type RollupRow } from './api/types.js';
+import { addDays, toDayNumber } from './dates.js';
+import { ApiError } from './errors.js';
+import type { ReadOnlyWarehouse } from './storage/duckdb.js';
+
+export interface ApiDifference {
+  source: string;
+  date: string;
+  /** `provider`, `service`, `category` (a rollup group), or `line_items` (their sum against the provider rollup). */
+  check: string;
+  group: string;
+  stored_usd: number;
+  api_usd: number;
+  difference_usd: number;
+}
+
+export interface ApiVerifyReport {
+  tolerance: number;
+  /** Per source: the dates compared (null: nothing synced to compare) and the requests made. */
+  sources: { source: string; from: string | null; to: string | null; requests: number }[];
+  differences: ApiDifference[];
+  /** The commands that sync the differing dates again, one per source. */
+  fixes: string[];
+}
+
+/** A rollup group as one key: its grouping and the dimension fields the server filled. Pure. */
+export function groupKey(groupBy: string, row: Pick<RollupRow, 'provider_type' | 'service' | 'category'>): string {
+  return (
+    [row.provider_type, row.service, row.category]
+      .map((v) => v ?? '')
+      .join(' / ')
+      .replace(/^( \/ )+|( \/ )+$/g, '') || '(none)'
+  );
+}
+
+/** Amounts in micro-dollars, so sums and differences are exact at the API's precision. Pure. */
+export function micros(amount: number | string): bigint {
+  const [whole, fraction = ''] = (typeof amount === 'number' ? amount.toFixed(6) : amount).split('.');
+  const sign = whole!.startsWith('-') ? -1n : 1n;
+  return sign * (BigInt(whole!.replace('-', '') || '0') * 1_000_000n + BigInt(`${fraction}000000`.slice(0, 6)));
+}
+
+/**
+ * Per date and group, the differences above `tolerance` between `stored` and `api` amounts (micro-dollars),
+ * a key on one side only counting 0 on the other. Keys are `date|check|group`. Pure.
+ */
+export function compareAmounts(
+  source: string,
+  stored: ReadonlyMap<string, bigint>,
+  api: ReadonlyMap<string, bigint>,
+  tolerance: number,
+): ApiDifference[] {
+  const limit = micros(tolerance.toFixed(6));
+  const out: ApiDifference[] = [];
+  for (const key of new Set([...stored.keys(), ...api.keys()])) {
+    const s = stored.get(key) ?? 0n;
+    const a = api.get(key) ?? 0n;
+    const diff = s - a;
+    if ((diff < 0n ? -diff : diff) <= limit) continue;
+    const [date, check, group] = key.split('|') as [string, string, string];
+    out.push({ source, date, check, group, stored_usd: usd(s), api_usd: usd(a), difference_usd: usd(diff) });
+  }
+  return out.sort((x, y) => x.date.localeCompare(y.date) || x.check.localeCompare(y.check) || x.group.localeCompare(y.group));
+}
+
+const usd = (m: bigint) => Number(m) / 1_000_000;
+
+function add(map: Map<string, bigint>, key: string, amount: bigint): void {
+  map.set(key, (map.get(key) ?? 0n) + amount);
+}
+
+/** The API's rollups of `groupBy` over `from..to`, in one request, or halves of the range when the server refuses it. */
+export async function fetchRollups(client: ApiClient, from: string, to: string, groupBy: GroupBy, count: () => void): Promise<RollupRow[]> {
+  count();
+  try {
+    return await client.rollups({ startDate: from, endDate: to, groupBy });
+  } catch (error) {
+    // A range too long for the server is a 400; anything else (the key, the URL) is the answer.
+    if (from === to || !(error instanceof ApiError) || error.statusCode !== 400) throw error;
+    const mid = addDays(from, Math.floor((toDayNumber(to) - toDayNumber(from)) / 2));
+    return [
+      ...(await fetchRollups(client, from, mid, groupBy, count)),
+      ...(await fetchRollups(client, addDays(mid, 1), to, groupBy, count)),
+    ];
+  }
+}
+
+/** Compares each source's warehouse rows with the API's rollups (see the module's comment). */
+export async function verifyAgainstApi(
+  warehouse: ReadOnlyWarehouse,
+  sources: readonly { name: string; client: ApiClient }[],
+  options: {
+    tolerance: number;
+    from?: string | null;
+    to?: string | null;
+    fixCommand: (source: string, from: string, to: string) => string;
+  },
+): Promise<ApiVerifyReport> {
+  const report: ApiVerifyReport = { tolerance: options.tolerance, sources: [], differences: [], fixes: [] };
+  for (const { name, client } of sources) {
+    const [covered] = await warehouse.query<{
+      rollups_from: string | null;
+      rollups_to: string | null;
+      line_items_from: string | null;
+      line_items_to: string | null;
+    }>('verify/api_coverage', [name]);
+    const clip = (a: string | null, b: string | null | undefined, later: boolean) =>
+      a === null || b == null ? a : later === a < b ? b : a;
+    const from = clip(covered?.rollups_from ?? null, options.from, true);
+    const to = clip(covered?.rollups_to ?? null, options.to, false);
+    let requests = 0;
+    if (from === null || to === null || from > to) {
+      report.sources.push({ source: name, from: null, to: null, requests });
+      continue;
+    }
+    const stored = new Map<string, bigint>();
+    const api = new Map<string, bigint>();
+    const storedLines = new Map<string, bigint>();
+    const apiLines = new Map<string, bigint>();
+    const inLineItems = (date: string) =>
+      covered!.line_items_from !== null &&
+      covered!.line_items_to !== null &&
+      date >= covered!.line_items_from &&
+      date <= covered!.line_items_to;
+    for (const r of await warehouse.query<{
+      date: string;
+      group_by: string;
+      provider_type: string | null;
+      service: string | null;
+      category: string | null;
+      usd: string;
+    }>('verify/api_stored', [name, from, to])) {
+      if (r.group_by === 'line_items') {
+        if (inLineItems(r.date)) add(storedLines, `${r.date}|line_items|${r.provider_type ?? '(none)'}`, micros(r.usd));
+      } else add(stored, `${r.date}|${r.group_by}|${groupKey(r.group_by, r)}`, micros(r.usd));
+    }
+    for (const groupBy of GROUP_BYS) {
+      for (const row of await fetchRollups(client, from, to, groupBy, () => (requests += 1))) {
+        add(api, `${row.date}|${groupBy}|${groupKey(groupBy, row)}`, micros(row.cost_usd));
+        if (groupBy === 'provider' && inLineItems(row.date))
+          add(apiLines, `${row.date}|line_items|${row.provider_type ?? '(none)'}`, micros(row.cost_usd));
+      }
+    }
+    const found = [
+      ...compareAmounts(name, stored, api, options.tolerance),
+      ...compareAmounts(name, storedLines, apiLines, options.tolerance),
+    ];
+    report.sources.push({ source: name, from, to, requests });
+    if (found.length === 0) continue;
+    report.differences.push(...found);
+    const dates = found.map((d) => d.date).sort();
+    report.fixes.push(options.fixCommand(name, dates[0]!, dates.at(-1)!));
+  }
+  report.differences.sort((x, y) => x.date.localeCompare(y.date) || x.source.localeCompare(y.source) || x.check.localeCompare(y.check));
+  return report;
+}
