@@ -1,11 +1,10 @@
--- What `verify --api` compares for one source: the dates its rollups stream says it synced (else the
--- dates it stores), and its line items' (else none). $1 = source.
-WITH carried AS (
-  SELECT (state->'rollups'->>'syncedFrom')::DATE AS ro_from, (state->'rollups'->>'syncedThrough')::DATE AS ro_to,
-         (state->'line_items'->>'syncedFrom')::DATE AS li_from, (state->'line_items'->>'syncedThrough')::DATE AS li_to
-  FROM _costsync_sync_state WHERE source = $1
-), stored AS (SELECT min(date) AS ro_from, max(date) AS ro_to FROM rollups_daily WHERE source = $1)
-SELECT coalesce((SELECT ro_from FROM carried), (SELECT ro_from FROM stored))::VARCHAR AS rollups_from,
-       coalesce((SELECT ro_to FROM carried), (SELECT ro_to FROM stored))::VARCHAR AS rollups_to,
-       (SELECT li_from FROM carried)::VARCHAR AS line_items_from,
-       (SELECT li_to FROM carried)::VARCHAR AS line_items_to
+-- What `verify --api` compares for one source: the ranges its streams say they synced; for a warehouse
+-- that carries no state, the rollups' first..last stored date. $1 = source.
+WITH {{verify/covered}}
+SELECT covered_stream AS stream, r['from']::VARCHAR AS first, r['to']::VARCHAR AS last
+FROM covered WHERE covered_source = $1 AND r['from'] IS NOT NULL
+UNION ALL
+SELECT 'rollups', min(date)::VARCHAR, max(date)::VARCHAR FROM rollups_daily
+WHERE source = $1 AND NOT EXISTS (SELECT 1 FROM covered WHERE covered_source = $1 AND covered_stream = 'rollups')
+HAVING count(*) > 0
+ORDER BY 1, 2

@@ -1,12 +1,7 @@
 -- How many (source, date) pairs each reconciliation compared (the same pairs as differences.sql):
 -- line items against the provider rollup where both are stored or one is missing on a date its stream
 -- says it synced; the rollup groupings on every date with rollups. $1/$2 = first and last date (NULL: all).
-WITH covered AS (
-  SELECT source,
-         (state->'line_items'->>'syncedFrom')::DATE AS li_from, (state->'line_items'->>'syncedThrough')::DATE AS li_to,
-         (state->'rollups'->>'syncedFrom')::DATE AS ro_from, (state->'rollups'->>'syncedThrough')::DATE AS ro_to
-  FROM _costsync_sync_state
-), li AS (
+WITH {{verify/covered}}, li AS (
   SELECT DISTINCT source, usage_date AS date FROM line_items
   WHERE ($1::DATE IS NULL OR usage_date >= $1::DATE) AND ($2::DATE IS NULL OR usage_date <= $2::DATE)
 ), ro AS (
@@ -14,8 +9,7 @@ WITH covered AS (
   WHERE ($1::DATE IS NULL OR date >= $1::DATE) AND ($2::DATE IS NULL OR date <= $2::DATE) GROUP BY source, date
 ), compared AS (
   SELECT source, date FROM (SELECT source, date FROM li UNION SELECT source, date FROM ro WHERE has_provider)
-  LEFT JOIN covered USING (source)
-  WHERE ((source, date) IN (SELECT (source, date) FROM li) OR date BETWEEN covered.li_from AND covered.li_to)
-    AND ((source, date) IN (SELECT (source, date) FROM ro WHERE has_provider) OR date BETWEEN covered.ro_from AND covered.ro_to)
+  WHERE ((source, date) IN (SELECT (source, date) FROM li) OR EXISTS (SELECT 1 FROM covered c WHERE c.covered_source = source AND c.covered_stream = 'line_items' AND date BETWEEN c.r['from'] AND c.r['to']))
+    AND ((source, date) IN (SELECT (source, date) FROM ro WHERE has_provider) OR EXISTS (SELECT 1 FROM covered c WHERE c.covered_source = source AND c.covered_stream = 'rollups' AND date BETWEEN c.r['from'] AND c.r['to']))
 )
 SELECT (SELECT count(*) FROM compared) AS line_item_dates, (SELECT count(*) FROM ro) AS rollup_dates

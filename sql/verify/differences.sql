@@ -4,12 +4,7 @@
 -- difference, not a date left out); the rollup groupings' totals against each other on every date
 -- with rollups in any grouping (a grouping with none counts $0). Sums are exact (DECIMAL).
 -- $1 = tolerance in dollars, $2/$3 = first and last date (NULL: all).
-WITH covered AS (
-  SELECT source,
-         (state->'line_items'->>'syncedFrom')::DATE AS li_from, (state->'line_items'->>'syncedThrough')::DATE AS li_to,
-         (state->'rollups'->>'syncedFrom')::DATE AS ro_from, (state->'rollups'->>'syncedThrough')::DATE AS ro_to
-  FROM _costsync_sync_state
-), li AS (
+WITH {{verify/covered}}, li AS (
   SELECT source, usage_date AS date, provider_type AS provider, sum(net_amount_usd::DECIMAL(38, 6)) AS usd FROM line_items
   WHERE ($2::DATE IS NULL OR usage_date >= $2::DATE) AND ($3::DATE IS NULL OR usage_date <= $3::DATE) GROUP BY ALL
 ), ro AS (
@@ -23,9 +18,8 @@ WITH covered AS (
   SELECT 'line items vs provider rollup' AS "check", source, date, provider,
          coalesce(li.usd, 0) AS left_usd, coalesce(by_provider.usd, 0) AS right_usd
   FROM li FULL OUTER JOIN by_provider USING (source, date, provider)
-  LEFT JOIN covered USING (source)
-  WHERE ((source, date) IN (SELECT (source, date) FROM li_dates) OR date BETWEEN covered.li_from AND covered.li_to)
-    AND ((source, date) IN (SELECT (source, date) FROM ro_dates) OR date BETWEEN covered.ro_from AND covered.ro_to)
+  WHERE ((source, date) IN (SELECT (source, date) FROM li_dates) OR EXISTS (SELECT 1 FROM covered c WHERE c.covered_source = source AND c.covered_stream = 'line_items' AND date BETWEEN c.r['from'] AND c.r['to']))
+    AND ((source, date) IN (SELECT (source, date) FROM ro_dates) OR EXISTS (SELECT 1 FROM covered c WHERE c.covered_source = source AND c.covered_stream = 'rollups' AND date BETWEEN c.r['from'] AND c.r['to']))
 ), totals AS (
   SELECT source, date,
          coalesce(sum(cost_usd) FILTER (WHERE group_by = 'provider'), 0) AS provider_usd,

@@ -1,4 +1,5 @@
 /** `costsync status`: per stream, the watermark, last run, rows and windows pending. */
+import { coverageOf, formatRanges, gapsOf } from '../plan/coverage.js';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExitCode } from '../errors.js';
@@ -44,7 +45,13 @@ export interface StatusReport {
 /** A type, not an interface: it is printed as a table row (`formatTable` takes records). */
 export type StreamStatus = {
   stream: string;
+  /**
+   * A windowed stream's dates synced, as ranges (`a..b, c..d`: never a min..max across a gap), with
+   * `(unchecked)` after the one range an older costsync's min..max gave; the anomalies' latest alert.
+   */
   watermark: string | null;
+  /** The dates between a windowed stream's ranges. */
+  gaps: string | null;
   lastSuccessAt: string | null;
   /** Windows of the plan under way not yet stored. */
   windowsPending: number;
@@ -56,9 +63,12 @@ export type StreamStatus = {
 /** What a windowed stream's state says, for people: its watermark and its plan under way. Pure. */
 export function windowedStreamStatus(stream: string, st: WindowedStreamState): StreamStatus {
   const open = st.pending ? st.pending.windows.filter((w) => w.status !== 'done') : [];
+  const { ranges, checked } = coverageOf(st);
+  const gaps = gapsOf(ranges);
   return {
     stream,
-    watermark: st.syncedThrough === null ? null : `${st.syncedFrom}..${st.syncedThrough}`,
+    watermark: ranges.length === 0 ? null : `${formatRanges(ranges)}${checked ? '' : ' (unchecked)'}`,
+    gaps: gaps.length === 0 ? null : formatRanges(gaps),
     lastSuccessAt: st.lastSuccessAt,
     windowsPending: open.length,
     windowsFetched: open.filter((w) => w.fetched === true).length,
@@ -95,6 +105,7 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
       streams.push({
         stream: 'anomalies',
         watermark: state.streams.anomalies.watermark,
+        gaps: null,
         lastSuccessAt: state.streams.anomalies.lastSuccessAt,
         windowsPending: 0,
         windowsFetched: 0,

@@ -3,6 +3,7 @@
  * state and the run's request, in the manner of dlt's incremental cursors.
  */
 import { addDays, toDayNumber } from '../dates.js';
+import { addRange, coverageOf, coversRange, dropRangesAfter, dropRangesBefore } from './coverage.js';
 import type { PendingPlan, PlannedWindow, WindowedStreamState } from '../state/store.js';
 
 export interface WindowRequest {
@@ -116,6 +117,7 @@ export function mendFutureState(state: WindowedStreamState, today: string): { st
   if (through !== null && through > today) {
     mended.syncedThrough = today;
     if (mended.syncedFrom !== null && mended.syncedFrom > today) mended.syncedFrom = today;
+    if (mended.covered !== undefined) mended.covered = dropRangesAfter(mended.covered, today);
     parts.push(`the watermark ${through} is after today (${today}); it is now ${today}, so this run re-reads its lookback`);
   }
   if (state.pending !== null && pendingTo !== null && pendingTo > today) {
@@ -149,9 +151,16 @@ export function remainingWindows(plan: PendingPlan): PlannedWindow[] {
  * (a full refresh deletes nothing outside its plan, so what was synced before stays synced).
  */
 export function completePlan(state: WindowedStreamState, plan: PendingPlan, nowIso: string): WindowedStreamState {
+  const before = coverageOf(state);
+  const covered = addRange(before.ranges, { from: plan.from, to: plan.to });
+  // An older state's min..max is taken on trust until a full refresh has synced all of it again.
+  const unchecked =
+    !before.checked && !(plan.fullRefresh && before.ranges.every((r) => coversRange([{ from: plan.from, to: plan.to }], r)));
   return {
     syncedFrom: state.syncedFrom === null || plan.from < state.syncedFrom ? plan.from : state.syncedFrom,
     syncedThrough: state.syncedThrough === null || plan.to > state.syncedThrough ? plan.to : state.syncedThrough,
+    covered,
+    ...(unchecked && { coverageUnchecked: true }),
     lastSuccessAt: nowIso,
     pending: null,
   };
@@ -161,5 +170,11 @@ export function completePlan(state: WindowedStreamState, plan: PendingPlan, nowI
 export function dropBefore(state: WindowedStreamState, date: string): WindowedStreamState {
   if (state.syncedFrom === null || state.syncedFrom >= date) return state;
   const emptied = state.syncedThrough === null || state.syncedThrough < date;
-  return { ...state, syncedFrom: emptied ? null : date, ...(emptied && { syncedThrough: null }) };
+  const covered = state.covered === undefined ? {} : { covered: dropRangesBefore(state.covered, date) };
+  return {
+    ...state,
+    syncedFrom: emptied ? null : (covered.covered?.[0]?.from ?? date),
+    ...(emptied && { syncedThrough: null }),
+    ...covered,
+  };
 }

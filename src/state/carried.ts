@@ -12,7 +12,10 @@ export type CarriedState = SyncState['streams'];
 
 function carriedWindowed(stream: WindowedStreamState): WindowedStreamState {
   return {
-    syncedFrom: stream.syncedFrom, syncedThrough: stream.syncedThrough, lastSuccessAt: stream.lastSuccessAt,
+    syncedFrom: stream.syncedFrom, syncedThrough: stream.syncedThrough,
+    ...(stream.covered !== undefined && { covered: stream.covered.map((r) => ({ from: r.from, to: r.to })) }),
+    ...(stream.coverageUnchecked === true && { coverageUnchecked: true }),
+    lastSuccessAt: stream.lastSuccessAt,
     pending: stream.pending === null ? null : {
       from: stream.pending.from, to: stream.pending.to, fullRefresh: stream.pending.fullRefresh,
       windows: stream.pending.windows.map((w) => (w.status === 'done'

@@ -43,10 +43,23 @@ export interface PendingPlan {
   windows: PlannedWindow[];
 }
 
+/** Dates from `from` to `to`, both included (`YYYY-MM-DD`). */
+export interface DateRange {
+  from: string;
+  to: string;
+}
+
 export interface WindowedStreamState {
   /** Earliest and latest dates synced so far (the watermark). */
   syncedFrom: string | null;
   syncedThrough: string | null;
+  /**
+   * The dates synced, as ranges with their gaps (`plan/coverage.ts`). Absent in a state an older
+   * costsync wrote: then `syncedFrom..syncedThrough`, unchecked.
+   */
+  covered?: DateRange[];
+  /** The ranges began as an older state's min..max, which may hide gaps: until a full refresh covers them. */
+  coverageUnchecked?: boolean;
   lastSuccessAt: string | null;
   pending: PendingPlan | null;
 }

@@ -278,3 +278,34 @@ describe('costsync verify --api', () => {
     );
   });
 });
+
+describe('coverage with gaps', () => {
+  it('a range synced, then an earlier one: status shows both and the gap, never one min..max; verify --api compares only what was synced', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 5, clock }, async (emulator) =>
+      withTempDir(async (dir) => {
+        const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
+        const sync = (...more: string[]) => run(syncCommand(emulator.url, dir, ['--rate-limit', '100000', '--quiet', ...more]), env);
+        expect((await sync('--start-date', '2025-06-20', '--until', '2025-06-25')).code).toBe(ExitCode.OK);
+        expect((await sync('--since', '2025-06-02', '--until', '2025-06-05')).code).toBe(ExitCode.OK);
+        const status = await run(['status', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), '--format', 'json'], env);
+        const streams = (
+          JSON.parse(status.stdout) as { sources: { streams: { stream: string; watermark: string; gaps: string | null }[] }[] }
+        ).sources[0]!.streams;
+        for (const stream of ['line_items', 'rollups'])
+          expect(streams.find((s) => s.stream === stream)).toMatchObject({
+            watermark: '2025-06-02..2025-06-05, 2025-06-20..2025-06-25',
+            gaps: '2025-06-06..2025-06-19',
+          });
+        const text = await run(['status', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')], env);
+        expect(text.stdout).toContain('2025-06-02..2025-06-05, 2025-06-20..2025-06-25');
+        expect(text.stdout).not.toContain('2025-06-02..2025-06-25');
+        const verify = await run(['verify', '--api', '--base-url', emulator.url, '--db', join(dir, 'c.duckdb'), '--format', 'json'], env);
+        expect(verify.code, verify.stdout).toBe(ExitCode.OK);
+        expect(JSON.parse(verify.stdout)).toMatchObject({
+          sources: [{ from: '2025-06-02', to: '2025-06-25', requests: 3 }],
+          differences: [],
+        });
+      }),
+    );
+  });
+});

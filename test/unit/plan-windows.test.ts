@@ -109,6 +109,9 @@ describe('planRun', () => {
     expect(completePlan(synced('2025-06-20'), plan, 'now')).toEqual({
       syncedFrom: '2025-04-01',
       syncedThrough: '2025-06-30',
+      // The state's min..max (written without ranges) is one range, unchecked.
+      covered: [{ from: '2025-04-01', to: '2025-06-30' }],
+      coverageUnchecked: true,
       lastSuccessAt: 'now',
       pending: null,
     });

@@ -31,7 +31,8 @@ describe('status of a windowed stream (windowedStreamStatus)', () => {
     };
     expect(windowedStreamStatus('line_items', st)).toEqual({
       stream: 'line_items',
-      watermark: '2025-01-01..2025-11-30',
+      watermark: '2025-01-01..2025-11-30 (unchecked)',
+      gaps: null,
       lastSuccessAt: '2025-12-01T06:00:00Z',
       windowsPending: 3,
       windowsFetched: 1,
@@ -43,10 +44,28 @@ describe('status of a windowed stream (windowedStreamStatus)', () => {
     expect(windowedStreamStatus('rollups', { syncedFrom: null, syncedThrough: null, lastSuccessAt: null, pending: null })).toEqual({
       stream: 'rollups',
       watermark: null,
+      gaps: null,
       lastSuccessAt: null,
       windowsPending: 0,
       windowsFetched: 0,
       pendingRange: null,
+    });
+  });
+
+  it('ranges with their gaps, never a min..max across a gap', () => {
+    const st = {
+      syncedFrom: '2026-10-01',
+      syncedThrough: '2026-11-26',
+      covered: [
+        { from: '2026-10-01', to: '2026-10-05' },
+        { from: '2026-11-01', to: '2026-11-26' },
+      ],
+      lastSuccessAt: null,
+      pending: null,
+    };
+    expect(windowedStreamStatus('line_items', st)).toMatchObject({
+      watermark: '2026-10-01..2026-10-05, 2026-11-01..2026-11-26',
+      gaps: '2026-10-06..2026-10-31',
     });
   });
 });

@@ -44,7 +44,11 @@ describe('verify --api, the arithmetic', () => {
       rollups: async (q: { startDate: string; endDate: string }): Promise<RollupRow[]> => {
         asked.push(`${q.startDate}..${q.endDate}`);
         if (q.startDate < q.endDate && q.endDate > '2025-06-08')
-          throw new ApiError('CS_ERR_VALIDATION', 'range too long', { statusCode: 400, apiCode: 'VALIDATION_ERROR', path: '/rollups/daily' });
+          throw new ApiError('CS_ERR_VALIDATION', 'range too long', {
+            statusCode: 400,
+            apiCode: 'VALIDATION_ERROR',
+            path: '/rollups/daily',
+          });
         return [{ date: q.startDate, cost_usd: 1, provider_type: 'aws', service: null, category: null }];
       },
     } as unknown as ApiClient;
@@ -62,7 +66,8 @@ describe('verify --api, the arithmetic', () => {
     expect(requests).toBe(asked.length);
     expect(rows.map((r) => r.date)).toEqual(['2025-06-01', '2025-06-06', '2025-06-09', '2025-06-10']);
     const refused = {
-      rollups: async () => Promise.reject(new ApiError('CS_ERR_UNAUTHORIZED', 'no', { statusCode: 401, apiCode: 'UNAUTHORIZED', path: '/' })),
+      rollups: async () =>
+        Promise.reject(new ApiError('CS_ERR_UNAUTHORIZED', 'no', { statusCode: 401, apiCode: 'UNAUTHORIZED', path: '/' })),
     } as unknown as ApiClient;
     await expect(fetchRollups(refused, '2025-06-01', '2025-06-10', 'provider', () => undefined)).rejects.toMatchObject({ statusCode: 401 });
   });
