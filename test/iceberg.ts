@@ -9,7 +9,11 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join as joinPath, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeManifest, decodeManifestList, type DataFile, type PartitionValues } from '../src/iceberg/avro.js';
-import { currentSnapshot, type TableMetadata } from '../src/iceberg/metadata.js';
+import type { Clock } from '../src/api/resilience.js';
+import type { IcebergCatalog } from '../src/iceberg/catalog.js';
+import { SUMMARY, currentSnapshot, type TableMetadata } from '../src/iceberg/metadata.js';
+import { commitSource, directoryCatalog } from '../src/iceberg/table.js';
+import type { OutputTarget } from '../src/outputs/target.js';
 import { openReadOnly } from '../src/storage/duckdb.js';
 import { ICEBERG_TABLES, RUN_TABLES } from '../src/storage/tables.js';
 
@@ -292,4 +296,36 @@ export function bareDataFile(filePath: string, partition: PartitionValues, recor
     equality_ids: null,
     sort_order_id: null,
   };
+}
+
+/**
+ * A commit of one placeholder data file of `source` (never read) to the directory table `table`,
+ * replacing the source's files when `replace`; through `catalog` when given (one that misreports, say).
+ */
+export async function placeholderCommit(
+  target: OutputTarget,
+  table: string,
+  source: string,
+  n: number,
+  clock: Clock,
+  options: { replace?: boolean; catalog?: IcebergCatalog } = {},
+) {
+  const key = `${table}/data/source=${source}/${n}.parquet`;
+  await target.putBytes(key, Buffer.from('not read here'));
+  return commitSource(
+    options.catalog ?? directoryCatalog(target),
+    table,
+    {
+      source,
+      columns: [
+        { name: 'id', type: 'VARCHAR' },
+        { name: 'source', type: 'VARCHAR' },
+      ],
+      partitioning: { source: 'source', month: null },
+      add: [bareDataFile(target.location(key), { source }, n, 13)],
+      replaces: () => options.replace === true,
+      summary: { [SUMMARY.commitId]: `${source}.${n}` },
+    },
+    clock,
+  );
 }

@@ -207,3 +207,31 @@ export async function faultProxy(
     },
   };
 }
+
+/**
+ * A `faultProxy` that loses the answer of the conditional writes `lose` picks (counted from 1 since
+ * the last `reset()`): the write is applied, the connection reset instead of the answer.
+ */
+export async function lostAnswerProxy(target: string) {
+  let lose: (n: number) => boolean = () => false;
+  let conditional = 0;
+  let lost = 0;
+  const proxy = await faultProxy(target, (req): Fault => {
+    if (!req.conditional) return null;
+    conditional += 1;
+    if (!lose(conditional)) return null;
+    lost += 1;
+    return 'lost';
+  });
+  return {
+    endpoint: proxy.endpoint,
+    /** Which conditional writes lose their answer from now on, counted from 1 again. */
+    lose(which: (n: number) => boolean) {
+      lose = which;
+      conditional = 0;
+    },
+    /** Conditional writes since the last `lose`, and answers lost in all. */
+    counts: () => ({ conditional, lost }),
+    close: () => proxy.close(),
+  };
+}

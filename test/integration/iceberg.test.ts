@@ -20,7 +20,7 @@ import {
 import { icebergLake } from '../../src/outputs/iceberg.js';
 import { directoryTarget, type OutputTarget } from '../../src/outputs/target.js';
 import { openWorkingCopy, workingCopyPath } from '../../src/storage/working-copy.js';
-import { bareDataFile, icebergDifferences, icebergFileCheck, readIceberg } from '../iceberg.js';
+import { bareDataFile, icebergDifferences, icebergFileCheck, placeholderCommit, readIceberg } from '../iceberg.js';
 import { cli, queryDb, run, SPAN, withEmulator, withTempDir, syncCommand } from '../helpers.js';
 import { monthsToRewrite } from '../../src/outputs/iceberg.js';
 
@@ -188,28 +188,6 @@ function failingAfterCommit(target: OutputTarget): OutputTarget & { armed: boole
     return target.putText(key, text);
   };
   return wrapped;
-}
-
-/** A commit of one placeholder data file of `source` (never read), replacing the source's files when `replace`. */
-async function placeholderCommit(target: OutputTarget, table: string, source: string, n: number, clock: Clock, replace = false) {
-  const key = `${table}/data/source=${source}/${n}.parquet`;
-  await target.putBytes(key, Buffer.from('not read here'));
-  return commitSource(
-    directoryCatalog(target),
-    table,
-    {
-      source,
-      columns: [
-        { name: 'id', type: 'VARCHAR' },
-        { name: 'source', type: 'VARCHAR' },
-      ],
-      partitioning: { source: 'source', month: null },
-      add: [bareDataFile(target.location(key), { source }, n, 13)],
-      replaces: () => replace,
-      summary: { [SUMMARY.commitId]: `${source}.${n}` },
-    },
-    clock,
-  );
 }
 
 describe('a damaged, moved or contended table', () => {

@@ -11,14 +11,14 @@ import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/api/resilience.js';
 import { currentSnapshot, SUMMARY } from '../../src/iceberg/metadata.js';
 import type { IcebergCatalog } from '../../src/iceberg/catalog.js';
-import { commitSource, directoryCatalog, loadTable } from '../../src/iceberg/table.js';
+import { directoryCatalog, loadTable } from '../../src/iceberg/table.js';
 import { Bucket, conditionalWritesIgnored, createS3Client } from '../../src/outputs/s3.js';
 import { bucketTarget, directoryTarget, type OutputTarget } from '../../src/outputs/target.js';
 import { selfIdentity, type ProcessProbe } from '../../src/state/holder.js';
 import { Lease } from '../../src/state/lease.js';
 import { withTempDir } from '../helpers.js';
-import { bareDataFile, icebergFileCheck } from '../iceberg.js';
-import { faultProxy, useRgw, type Fault } from '../s3.js';
+import { icebergFileCheck, placeholderCommit } from '../iceberg.js';
+import { lostAnswerProxy, useRgw } from '../s3.js';
 
 const s3 = useRgw();
 const clock: Clock = { now: () => Date.now(), sleep: async () => undefined };
@@ -29,48 +29,19 @@ async function withLossyBucket<T>(
   lose: (n: number) => boolean,
   fn: (bucket: Bucket, lost: () => number) => Promise<T>,
 ): Promise<T> {
-  let conditional = 0;
-  let lost = 0;
-  const proxy = await faultProxy(s3.endpoint, (req): Fault => {
-    if (!req.conditional) return null;
-    conditional += 1;
-    if (!lose(conditional)) return null;
-    lost += 1;
-    return 'lost';
-  });
+  const proxy = await lostAnswerProxy(s3.endpoint);
+  proxy.lose(lose);
   const env = s3.env(proxy.endpoint);
   const client = createS3Client(env, {
     region: env.AWS_REGION,
     credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID!, secretAccessKey: env.AWS_SECRET_ACCESS_KEY! },
   });
   try {
-    return await fn(new Bucket(client, name), () => lost);
+    return await fn(new Bucket(client, name), () => proxy.counts().lost);
   } finally {
     client.destroy();
     await proxy.close();
   }
-}
-
-/** One placeholder data file of `source` committed to `table` (never read). */
-async function placeholderCommit(target: OutputTarget, table: string, source: string, n: number, catalog = directoryCatalog(target)) {
-  const key = `${table}/data/source=${source}/${n}.parquet`;
-  await target.putBytes(key, Buffer.from('not read here'));
-  return commitSource(
-    catalog,
-    table,
-    {
-      source,
-      columns: [
-        { name: 'id', type: 'VARCHAR' },
-        { name: 'source', type: 'VARCHAR' },
-      ],
-      partitioning: { source: 'source', month: null },
-      add: [bareDataFile(target.location(key), { source }, n, 13)],
-      replaces: () => false,
-      summary: { [SUMMARY.commitId]: `${source}.${n}` },
-    },
-    clock,
-  );
 }
 
 describe('a conditional write applied, its answer lost', () => {
@@ -147,7 +118,7 @@ describe('a conditional write applied, its answer lost', () => {
         async (bucket, lost) => {
           const target = bucketTarget('s3://lost-ice/lake', join(dir, 'scratch'), bucket);
           for (const n of [1, 2, 3]) {
-            const result = await placeholderCommit(target, 't', 'a', n);
+            const result = await placeholderCommit(target, 't', 'a', n, clock);
             expect(result).toMatchObject({ attempts: 1, metadataLocation: `s3://lost-ice/lake/t/metadata/v${n}.metadata.json` });
           }
           expect(lost()).toBe(3);
@@ -167,7 +138,7 @@ describe('a conditional write applied, its answer lost', () => {
       const inner = directoryTarget(join(dir, 'lake'));
       // What a bucket did before reads settled it: the create applied, then reported as taken.
       const lossy: OutputTarget = { ...inner, createText: async (key, text) => (await inner.createText(key, text)) && false };
-      for (const n of [1, 2]) expect(await placeholderCommit(lossy, 't', 'a', n)).toMatchObject({ attempts: 1 });
+      for (const n of [1, 2]) expect(await placeholderCommit(lossy, 't', 'a', n, clock)).toMatchObject({ attempts: 1 });
       const { version, metadata } = await loadTable(inner, 't');
       expect(version).toBe(2);
       expect(metadata!.snapshots).toHaveLength(2);
@@ -186,7 +157,7 @@ describe('a conditional write applied, its answer lost', () => {
           return outcome.kind === 'committed' ? { kind: 'conflict', message: 'the answer was lost' } : outcome;
         },
       };
-      for (const n of [1, 2]) expect(await placeholderCommit(target, 't', 'a', n, catalog)).toMatchObject({ attempts: 1 });
+      for (const n of [1, 2]) expect(await placeholderCommit(target, 't', 'a', n, clock, { catalog })).toMatchObject({ attempts: 1 });
       const { metadata } = await loadTable(target, 't');
       expect(metadata!.snapshots.map((s) => s.summary[SUMMARY.commitId])).toEqual(['a.1', 'a.2']);
       expect((await icebergFileCheck(join(dir, 'lake'), target.location(''), ['t'])).missing).toEqual([]);

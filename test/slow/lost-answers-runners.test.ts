@@ -14,7 +14,7 @@ import { SCOPES } from '../../src/api/types.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { cli, tableDigest, withEmulator, withTempDir } from '../helpers.js';
 import { icebergDifferences, icebergFileCheck } from '../iceberg.js';
-import { faultProxy, useRgw, type Fault } from '../s3.js';
+import { lostAnswerProxy, useRgw } from '../s3.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const SPAN = { startDate: '2025-06-01', endDate: '2025-06-30' } as const;
@@ -27,16 +27,7 @@ describe('conditional writes whose answer was lost, three runners sharing a buck
     const bucket = 'lost-runners';
     await s3.createBucket(bucket);
     const names = ['eu', 'us', 'apac'];
-    let lose: (n: number) => boolean = () => false;
-    let conditional = 0;
-    let lost = 0;
-    const proxy = await faultProxy(s3.endpoint, (req): Fault => {
-      if (!req.conditional) return null;
-      conditional += 1;
-      if (!lose(conditional)) return null;
-      lost += 1;
-      return 'lost';
-    });
+    const proxy = await lostAnswerProxy(s3.endpoint);
     const key = (w: string) => ({ key: `k-${w}`, scopes: [...SCOPES], plan: 'business' as const, workspace: w });
     try {
       await withEmulator(
@@ -98,8 +89,8 @@ describe('conditional writes whose answer was lost, three runners sharing a buck
               );
             // Each table read through icebird per source takes seconds: the first and the last rounds compare every
             // table's rows, the others line items and the run table (a lost commit shows there; a lost file, in the file check).
-            const round = async (label: string, everyTable: boolean) => {
-              conditional = 0;
+            const round = async (label: string, everyTable: boolean, lose: (n: number) => boolean) => {
+              proxy.lose(lose);
               const started = Date.now();
               const results = await Promise.all(names.map(runner));
               const ran = Date.now() - started;
@@ -120,19 +111,18 @@ describe('conditional writes whose answer was lost, three runners sharing a buck
               await s3.download(bucket, 'lake/', join(dir, label, 'lake'));
               expect((await icebergFileCheck(join(dir, label, 'lake'), `s3://${bucket}/lake`)).missing).toEqual([]);
               console.log(`${label}: runners ${ran} ms, checks ${Date.now() - started - ran} ms`);
-              return conditional;
+              return proxy.counts().conditional;
             };
-            const writes = await round('clean', true);
+            const writes = await round('clean', true, () => false);
             expect(writes).toBeGreaterThan(STRIDE * 3);
             for (let offset = 0; offset < STRIDE; offset++) {
               emulator.restate();
-              const before = lost;
-              lose = (n) => n % STRIDE === offset;
-              await round(`offset-${offset}`, offset === STRIDE - 1);
-              expect(lost - before).toBeGreaterThan(0);
+              const before = proxy.counts().lost;
+              await round(`offset-${offset}`, offset === STRIDE - 1, (n) => n % STRIDE === offset);
+              expect(proxy.counts().lost - before).toBeGreaterThan(0);
             }
             console.log(
-              `lost-answers-runners: ${writes} conditional writes in the clean round, ${lost} answers lost over ${STRIDE} rounds`,
+              `lost-answers-runners: ${writes} conditional writes in the clean round, ${proxy.counts().lost} answers lost over ${STRIDE} rounds`,
             );
           });
         },
