@@ -12,9 +12,18 @@
  * transactions unless a command takes them away): the lake `cat` is its namespace `costsync`, whose
  * tables the catalog places; the directory lake `ice` moves to its namespace `reg` (registered) at the
  * first sync that names the catalog with `--out lake-ice`, and every later sync of `ice` goes through it.
+ *
+ * It has a bucket too: the lake `s3` is an Iceberg lake at `s3://<bucket>/lake-s3`, a bucket of its own on
+ * the run's radosgw (`test/s3.ts`), which every run reaches through a fault proxy. There a write can lose
+ * its answer: the Nth PUT or POST of a run is applied and the connection reset instead of answered, so
+ * the SDK sends it again. That is no stop: a run nothing else disturbed must still exit 0, and the lake
+ * equal the warehouse with every file its snapshots name in place. Where no global setup started a
+ * gateway (another project, or outside vitest), the model runs without the bucket lake.
  */
 import fc from 'fast-check';
+import { DeleteObjectsCommand, DeleteBucketCommand } from '@aws-sdk/client-s3';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,23 +39,25 @@ import { shardOf } from '../src/shards.js';
 import { dbLockPath } from '../src/state/lock.js';
 import { CLI, lakeDifferences, queryDb } from './helpers.js';
 import { startCatalogServer, type CatalogFault, type CatalogServer } from './catalog/server.mjs';
-import { catalogLocator, icebergDifferences } from './iceberg.js';
+import { catalogLocator, icebergDifferences, icebergFileCheck } from './iceberg.js';
+import { faultProxy, startRgwIfAny, type S3Server } from './s3.js';
 
 /** The emulator's last day of data; the model's "today" starts a few days before and moves towards it. */
 const END = '2026-06-30';
 const SPAN_DAYS = 120;
 const FIRST_TODAY = addDays(END, -4);
 
-export type LakeName = 'p1' | 'p2' | 'ice' | 'cat';
+export type LakeName = 'p1' | 'p2' | 'ice' | 'cat' | 's3';
 /** The config file's two sources (two workspaces, a key each); a run syncs one or both (`--source`). */
 export type SourceName = 'w1' | 'w2';
 const SOURCES: readonly SourceName[] = ['w1', 'w2'];
-/** `cat` is the catalog's own namespace: no directory, the catalog places its tables. */
+/** `cat` is the catalog's own namespace: no directory, the catalog places its tables; `s3`'s is a prefix in the world's bucket. */
 const LAKES: Record<LakeName, { format: 'parquet' | 'iceberg'; dir: string }> = {
   p1: { format: 'parquet', dir: 'lake-p1' },
   p2: { format: 'parquet', dir: 'lake-p2' },
   ice: { format: 'iceberg', dir: 'lake-ice' },
   cat: { format: 'iceberg', dir: '' },
+  s3: { format: 'iceberg', dir: 'lake-s3' },
 };
 
 /** The catalog's settings, as the printed command lines assume them. */
@@ -100,6 +111,8 @@ export interface SyncArgs {
   /** With a lake through the catalog: a fault armed on it first (on a single-table commit or a transaction). */
   fault: CatalogFaultKind;
   faultRoute: 'commit' | 'transaction';
+  /** With `s3`: the run's Nth write to the bucket (a PUT or POST) is applied and its answer lost; the SDK sends it again. */
+  lostWrite: number | null;
 }
 
 /** The sources a sync works on: those it names, less the ones another shard owns. */
@@ -115,11 +128,19 @@ export interface Model {
   iceInCatalog: boolean;
 }
 
-/** The real side: a temp directory, the emulator, and what the invariants remember between steps. */
+/** The real side: a temp directory, the emulator, the bucket, and what the invariants remember between steps. */
 export class World {
   readonly dir: string;
   emulator!: Emulator;
   catalog!: CatalogServer;
+  /** The world's own bucket on the run's radosgw (null: no gateway, no bucket lake), and the proxy every run reaches it through. */
+  readonly bucket: string | null;
+  private proxy: Awaited<ReturnType<typeof faultProxy>> | null = null;
+  /** The running process's writes to the bucket (PUT and POST) so far, and which of them loses its answer. */
+  private bucketWrites = 0;
+  private lostWrite: number | null = null;
+  /** Where the proxy's log stood when the last run started: what follows is that run's. */
+  private bucketLogFrom = 0;
   catalogOffer: CatalogOffer = 'transactions';
   today = FIRST_TODAY;
   /** Every line-item content each source's date has had on the emulator (`<source> <date>`: its ids and amounts). */
@@ -135,8 +156,9 @@ export class World {
   private held: (() => void)[] = [];
   readonly log: string[] = [];
 
-  constructor() {
+  constructor(readonly s3: S3Server | null = null) {
     this.dir = mkdtempSync(join(tmpdir(), 'costsync-model-'));
+    this.bucket = s3 === null ? null : `model-${randomBytes(6).toString('hex')}`;
   }
 
   async start(): Promise<void> {
@@ -175,7 +197,28 @@ export class World {
       }),
     );
     await this.startCatalog(0);
+    if (this.s3 !== null && this.bucket !== null) {
+      await this.s3.createBucket(this.bucket);
+      this.proxy = await faultProxy(this.s3.endpoint, (req) => {
+        if (req.method !== 'PUT' && req.method !== 'POST') return null;
+        // Counted per run, the retry too: exactly one write of the run is lost.
+        return ++this.bucketWrites === this.lostWrite ? 'lost' : null;
+      });
+    }
     this.recordTruth();
+  }
+
+  /** The bucket lake's location, as its metadata names it. */
+  get bucketLake(): string {
+    if (this.bucket === null) throw new Error('this world has no bucket (no radosgw was started for the run)');
+    return `s3://${this.bucket}/${LAKES.s3.dir}`;
+  }
+
+  /** The requests of the last run that change the bucket (PUT, POST, DELETE). */
+  bucketChanges(): string[] {
+    return (this.proxy?.log.slice(this.bucketLogFrom) ?? [])
+      .filter((r) => r.method === 'PUT' || r.method === 'POST' || r.method === 'DELETE')
+      .map((r) => `${r.method} ${r.path}${r.query}`);
   }
 
   /** Starts the catalog on `port` (0: any), offering what `catalogOffer` says; its tables persist across restarts. */
@@ -215,7 +258,25 @@ export class World {
   async close(): Promise<void> {
     await this.catalog?.close();
     await this.emulator?.close();
+    await this.proxy?.close();
+    if (this.proxy !== null) await this.emptyBucket();
     rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** The bucket's objects and the bucket let go, so that the gateway's memory store holds only live worlds; best effort. */
+  private async emptyBucket(): Promise<void> {
+    const [s3, bucket] = [this.s3!, this.bucket!];
+    try {
+      const keys = await s3.keys(bucket);
+      for (let i = 0; i < keys.length; i += 1000) {
+        const batch = keys.slice(i, i + 1000).map((Key) => ({ Key }));
+        await s3.client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch, Quiet: true } }));
+      }
+      await s3.client.send(new DeleteBucketCommand({ Bucket: bucket }));
+    } catch (error) {
+      // Not the model's failure: a bucket left behind goes with the run's gateway.
+      console.warn(`the model's bucket ${bucket} was not removed: ${String(error)}`);
+    }
   }
 
   get db(): string {
@@ -254,7 +315,11 @@ export class World {
   }
 
   /** Runs the CLI with `args`, stopping it as `stop` says; its exit code and signal. */
-  async cli(args: string[], stop: Stop = { kind: 'none' }): Promise<{ code: number | null; signal: string | null; stderr: string }> {
+  async cli(
+    args: string[],
+    stop: Stop = { kind: 'none' },
+    lostWrite: number | null = null,
+  ): Promise<{ code: number | null; signal: string | null; stderr: string }> {
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '',
       HOME: this.dir,
@@ -262,7 +327,11 @@ export class World {
       KEY_W2: 'key-w2',
       TZ: 'UTC',
       COSTSYNC_CATALOG_CREDENTIAL: `${CATALOG.client}:${CATALOG.secret}`,
+      ...(this.proxy !== null && this.s3!.env(this.proxy.endpoint)),
     };
+    this.bucketWrites = 0;
+    this.lostWrite = lostWrite;
+    this.bucketLogFrom = this.proxy?.log.length ?? 0;
     if (stop.kind === 'failpoint') env.COSTSYNC_FAILPOINT = `${stop.name}:${stop.n}`;
     this.requests = 0;
     this.stopAt =
@@ -300,6 +369,7 @@ export class World {
     catalogEvents.off('commit', onCommit);
     this.child = null;
     this.stopAt = null;
+    this.lostWrite = null;
     // The run ended while the API was silent (else it would never have): its answers go now, to nobody.
     for (const release of this.held.splice(0)) release();
     return { code, signal, stderr };
@@ -434,6 +504,8 @@ async function checkSynced(
           stderr,
         );
     }
+  } else if (args.lake === 's3') {
+    await checkBucketLake(world, sources, stderr);
   } else if (LAKES[args.lake].format === 'parquet') {
     const diff = await lakeDifferences(world.db, dir, sources);
     for (const [table, d] of Object.entries(diff)) {
@@ -473,10 +545,49 @@ async function checkSynced(
 }
 
 /**
- * The command line of a sync, as a person would type it (relative to the world's directory); with
- * `catalog` (its URL, or a placeholder to print), the lake goes through the catalog.
+ * The bucket lake after a run that exited 0: read by icebird from the bucket, it equals the warehouse for
+ * `sources`, and every file a kept snapshot names is there (a killed run's unreferenced files may be).
  */
-export function syncLine(args: SyncArgs, today: string, catalog: string | null = null): string[] {
+async function checkBucketLake(world: World, sources: readonly SourceName[], stderr: string): Promise<void> {
+  const location = world.bucketLake;
+  const local = mkdtempSync(join(tmpdir(), 'costsync-model-lake-'));
+  try {
+    await world.s3!.download(world.bucket!, `${LAKES.s3.dir}/`, local);
+    const hint = (table: string) => join(local, table, 'metadata', 'version-hint.text');
+    const tables = Object.keys(ICEBERG_TABLES).filter((table) => existsSync(hint(table)));
+    for (const table of Object.keys(ICEBERG_TABLES)) {
+      const metadata = join(local, table, 'metadata');
+      if (!tables.includes(table) && existsSync(metadata) && readdirSync(metadata).some((f) => /^v\d+\.metadata\.json$/.test(f)))
+        fail(world, `exit 0, yet the bucket lake's ${table} has metadata and no version-hint.text`, stderr);
+    }
+    // Each table as readers find it, by its hint; one never committed (its sources had no rows of it) reads as empty.
+    const locate = async (table: string) =>
+      tables.includes(table)
+        ? { tableUrl: `${location}/${table}`, metadataFileName: `v${Number(readFileSync(hint(table), 'utf8').trim())}.metadata.json` }
+        : null;
+    const diff = await icebergDifferences(world.db, location, { sources, s3: world.s3!.client, locate });
+    for (const [table, d] of Object.entries(diff)) {
+      if (d.missing !== 0 || d.extra !== 0)
+        fail(world, `exit 0, yet the bucket lake differs from the warehouse in ${table}: ${JSON.stringify(d)}`, stderr);
+    }
+    const { missing } = await icebergFileCheck(local, location, tables);
+    if (missing.length > 0) fail(world, `exit 0, yet files the bucket lake's snapshots name are missing: ${missing.join(', ')}`, stderr);
+  } finally {
+    rmSync(local, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The command line of a sync, as a person would type it (relative to the world's directory); with
+ * `catalog` (its URL, or a placeholder to print), the lake goes through the catalog. `bucketLake` is
+ * where the lake `s3` is (or a placeholder to print).
+ */
+export function syncLine(
+  args: SyncArgs,
+  today: string,
+  catalog: string | null = null,
+  bucketLake = `s3://$BUCKET/${LAKES.s3.dir}`,
+): string[] {
   const line = [
     'sync',
     '--db',
@@ -506,7 +617,7 @@ export function syncLine(args: SyncArgs, today: string, catalog: string | null =
     if (args.lake !== 'cat') line.push('--out', LAKES[args.lake].dir);
     line.push('--iceberg-retention', args.retention);
   } else if (args.lake !== null) {
-    line.push('--format', LAKES[args.lake].format, '--out', LAKES[args.lake].dir);
+    line.push('--format', LAKES[args.lake].format, '--out', args.lake === 's3' ? bucketLake : LAKES[args.lake].dir);
     if (LAKES[args.lake].format === 'iceberg') line.push('--iceberg-retention', args.retention);
   }
   if (args.publishNow) line.push('--publish-interval', '0s');
@@ -532,6 +643,10 @@ function stopText(stop: Stop): string {
     case 'kill-catalog':
       return `  # SIGKILL as the catalog applies its table commit ${stop.n}`;
   }
+}
+
+function lostText(lostWrite: number | null): string {
+  return lostWrite === null ? '' : `  # the bucket applies this run's write ${lostWrite} (PUT or POST) and its answer is lost`;
 }
 
 function faultText(args: SyncArgs): string {
@@ -570,7 +685,12 @@ class SyncCommand implements Cmd {
     this.viaCatalog = this.args.lake === 'cat' || (this.args.lake === 'ice' && (this.args.register || model.iceInCatalog));
     // Once a sync has named the catalog for `ice` (even one killed mid-way), its tables are the catalog's.
     if (this.viaCatalog && this.args.lake === 'ice') model.iceInCatalog = true;
-    const line = syncLine(this.args, model.today, this.viaCatalog ? world.catalog.url : null);
+    const line = syncLine(
+      this.args,
+      model.today,
+      this.viaCatalog ? world.catalog.url : null,
+      this.args.lake === 's3' ? world.bucketLake : undefined,
+    );
     world.log.push(this.toString());
     const synced = sourcesOf(this.args);
     const before = synced.length === 0 ? world.fingerprint() : '';
@@ -578,7 +698,7 @@ class SyncCommand implements Cmd {
     const expire = () => world.catalog.expireTokens();
     if (fault === 'token-expiry') world.catalog.events.once('commit', expire);
     else if (fault !== 'none') world.catalog.faults.push(catalogFault(fault, this.args.faultRoute));
-    const result = await world.cli(line, this.stop);
+    const result = await world.cli(line, this.stop, this.args.lostWrite);
     world.catalog.events.off('commit', expire);
     world.catalog.faults.splice(0);
     const killed = result.signal === 'SIGKILL';
@@ -586,6 +706,8 @@ class SyncCommand implements Cmd {
       // A shard that owns none of the named sources: exit 0 before anything is opened, whatever would have stopped it.
       if (result.code !== 0) fail(world, `a shard that owns no source exited ${result.code} (signal ${result.signal})`, result.stderr);
       if (world.fingerprint() !== before) fail(world, 'a shard that owns no source changed files', result.stderr);
+      const changes = world.bucketChanges();
+      if (changes.length > 0) fail(world, `a shard that owns no source wrote to the bucket: ${changes.join(', ')}`, result.stderr);
       await checkAlways(world, result.stderr, []);
       return;
     }
@@ -599,13 +721,14 @@ class SyncCommand implements Cmd {
     }
     if (!killed && result.code !== 0 && result.code !== 4)
       fail(world, `sync exited ${result.code} (signal ${result.signal})`, result.stderr);
+    // A write whose answer was lost is no stop: the SDK sends it again, and the run recognises what it wrote.
     if (this.stop.kind === 'none' && result.code !== 0) fail(world, `a sync nothing stopped exited ${result.code}`, result.stderr);
     const published = await checkAlways(world, result.stderr, killed ? [] : [this.args.state]);
     if (result.code === 0) await checkSynced(world, this.args, published, result.stderr, this.viaCatalog);
   }
   toString(): string {
     const line = syncLine(this.args, this.ranOn, this.viaCatalog ? '$CATALOG' : null);
-    return `${this.viaCatalog ? faultText(this.args) : ''}costsync ${line.join(' ')}${stopText(this.stop)}`;
+    return `${this.viaCatalog ? faultText(this.args) : ''}costsync ${line.join(' ')}${stopText(this.stop)}${lostText(this.args.lostWrite)}`;
   }
 }
 
@@ -740,7 +863,8 @@ export const syncArb: fc.Arbitrary<SyncArgs> = fc
     ),
     fullRefresh: fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
     // COSTSYNC_MODEL_LAKES=0 leaves the lakes out, to look for what a lake's failure would hide.
-    lake: process.env.COSTSYNC_MODEL_LAKES === '0' ? fc.constant(null) : fc.constantFrom<LakeName | null>(null, 'p1', 'p2', 'ice', 'cat'),
+    lake:
+      process.env.COSTSYNC_MODEL_LAKES === '0' ? fc.constant(null) : fc.constantFrom<LakeName | null>(null, 'p1', 'p2', 'ice', 'cat', 's3'),
     retention: fc.constantFrom('7d' as const, '0s' as const),
     publishNow: fc.boolean(),
     stop: stopArb,
@@ -750,6 +874,7 @@ export const syncArb: fc.Arbitrary<SyncArgs> = fc
       { weight: 2, arbitrary: fc.constantFrom('applied-500' as const, '503' as const, '409' as const, 'token-expiry' as const) },
     ),
     faultRoute: fc.constantFrom('commit' as const, 'transaction' as const),
+    lostWrite: fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 30 }) }),
     // Of two sources, 3 shards leave one shard with none, 2 split them, 1 has both.
     shard: fc.oneof(
       { weight: 4, arbitrary: fc.constant(null) },
@@ -766,7 +891,10 @@ export const syncArb: fc.Arbitrary<SyncArgs> = fc
   // one such sequence would take all its seconds.
   .map((a) => (shortRun && a.windowDays === 1 && (a.since === null || a.since > 10) ? { ...a, windowDays: 7 as const } : a))
   // Only a run that may go through the catalog is killed at a catalog commit (`ice` does once registered).
-  .map((a) => (a.stop.kind === 'kill-catalog' && a.lake !== 'cat' && a.lake !== 'ice' ? { ...a, stop: { kind: 'none' as const } } : a));
+  .map((a) => (a.stop.kind === 'kill-catalog' && a.lake !== 'cat' && a.lake !== 'ice' ? { ...a, stop: { kind: 'none' as const } } : a))
+  // No gateway, no bucket lake (see `runModel`); only a run with the bucket lake loses a write's answer.
+  .map((a) => (a.lake === 's3' && !bucketLake ? { ...a, lake: null } : a))
+  .map((a) => (a.lake !== 's3' && a.lostWrite !== null ? { ...a, lostWrite: null } : a));
 
 export const commandArbs: fc.Arbitrary<Cmd>[] = [
   syncArb.map((a) => new SyncCommand(a)),
@@ -783,6 +911,8 @@ export const commandArbs: fc.Arbitrary<Cmd>[] = [
 
 /** Set by `runModel` for the commands it draws: see `ModelRunOptions.short`. */
 let shortRun = false;
+/** Set by `runModel`: whether the run's global setup started a radosgw for the bucket lake. */
+let bucketLake = false;
 
 export interface ModelRunOptions {
   /** The fast tier's run: no sequence backfills a day a window (many windows), so several fit in its seconds. */
@@ -803,10 +933,12 @@ export interface ModelRunOptions {
  * would cut it and count nothing). With `path`, replays that one failure of `seed`.
  */
 export async function runModel(options: ModelRunOptions): Promise<fc.RunDetails<[Iterable<Cmd>]> & { sequences: number }> {
+  // The bucket lake's gateway: the run's radosgw where the global setup started one, else no bucket lake.
+  const s3 = startRgwIfAny();
   const property = fc.asyncProperty(
     fc.commands(commandArbs, { maxCommands: options.maxCommands, ...(options.replay !== undefined && { replayPath: options.replay }) }),
     async (cmds) => {
-      const world = new World();
+      const world = new World(s3);
       try {
         await world.start();
         await fc.asyncModelRun(() => ({ model: { today: FIRST_TODAY, iceInCatalog: false }, real: world }), cmds);
@@ -816,13 +948,18 @@ export async function runModel(options: ModelRunOptions): Promise<fc.RunDetails<
     },
   );
   shortRun = options.short === true;
+  bucketLake = s3 !== null;
   const base = options.seed ?? Math.floor(Math.random() * 2 ** 31);
   const started = Date.now();
-  for (let i = 0; ; i++) {
-    const details = await fc.check(property, { numRuns: 1, seed: base + i, ...(options.path !== undefined && { path: options.path }) });
-    if (details.failed || options.path !== undefined || i + 1 >= options.numRuns || Date.now() - started >= options.timeLimitMs) {
-      return Object.assign(details, { sequences: i + 1 });
+  try {
+    for (let i = 0; ; i++) {
+      const details = await fc.check(property, { numRuns: 1, seed: base + i, ...(options.path !== undefined && { path: options.path }) });
+      if (details.failed || options.path !== undefined || i + 1 >= options.numRuns || Date.now() - started >= options.timeLimitMs) {
+        return Object.assign(details, { sequences: i + 1 });
+      }
     }
+  } finally {
+    s3?.stop();
   }
 }
 
@@ -847,7 +984,8 @@ export function modelReport(details: fc.RunDetails<[Iterable<Cmd>]> & { sequence
     `The model found a failing sequence (seed ${details.seed}); replay it with`,
     `  ${vars.join(' ')} npx vitest run ${testFile}`,
     `(in a fresh directory with costsync.config.json naming sources w1 and w2 of the emulator, data ${addDays(END, -(SPAN_DAYS - 1))}..${END}, 2 line items a day, restatements of the last 8 days;`,
-    `$CATALOG: node test/catalog/server.mjs --root catalog-wh --prefix ${CATALOG.prefix} --warehouse ${CATALOG.warehouse} --oauth ${CATALOG.client}:<secret> --transactions, and COSTSYNC_CATALOG_CREDENTIAL=${CATALOG.client}:<secret>)`,
+    `$CATALOG: node test/catalog/server.mjs --root catalog-wh --prefix ${CATALOG.prefix} --warehouse ${CATALOG.warehouse} --oauth ${CATALOG.client}:<secret> --transactions, and COSTSYNC_CATALOG_CREDENTIAL=${CATALOG.client}:<secret>;`,
+    `$BUCKET: a new bucket on an S3 server that honours conditional writes (radosgw), AWS_ENDPOINT_URL_S3 and its keys in the environment)`,
     details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance),
   ].join('\n');
 }

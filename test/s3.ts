@@ -37,6 +37,20 @@ export function useRgw(): S3Server {
   return s3;
 }
 
+/**
+ * The run's radosgw where a global setup started one (`startRgw`), or null: in a project without that
+ * setup (its `inject('rgw')` is undefined) or outside vitest's workers (where `inject` throws).
+ */
+export function startRgwIfAny(): S3Server | null {
+  let info: unknown;
+  try {
+    info = inject('rgw');
+  } catch {
+    return null;
+  }
+  return info === undefined ? null : startRgw();
+}
+
 /** The radosgw the run's global setup started (test/global-setup.ts): one for every file, buckets of their own. */
 export function startRgw(): S3Server {
   const info = inject('rgw');

@@ -68,7 +68,9 @@ osd op num threads per shard = 2
 
 [client.rgw]
 rgw data = ${dir}/rgw
-rgw frontends = beast endpoint=127.0.0.1:${rgwPort}
+# tcp_nodelay: the gateway writes an answer's head and body apart, and Nagle's algorithm held the body
+# until the client acknowledged the head, which Linux delays by 40 ms: a GET took 48 ms here, now 4.
+rgw frontends = beast endpoint=127.0.0.1:${rgwPort} tcp_nodelay=1
 rgw thread pool size = 64
 # The gateway asks the monitor for an encrypted session by default, which needs keys.
 ms mon client mode = crc
