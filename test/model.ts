@@ -19,6 +19,9 @@
  * the SDK sends it again. That is no stop: a run nothing else disturbed must still exit 0, and the lake
  * equal the warehouse with every file its snapshots name in place. Where no global setup started a
  * gateway (another project, or outside vitest), the model runs without the bucket lake.
+ *
+ * `verify --api` is a command too: it exits 0 or 1, and when it passes every date both windowed streams
+ * say they synced (their ranges, `plan/coverage.ts`) holds the API's line-item total per provider.
  */
 import fc from 'fast-check';
 import { DeleteObjectsCommand, DeleteBucketCommand } from '@aws-sdk/client-s3';
@@ -32,6 +35,8 @@ import { pathToFileURL } from 'node:url';
 import { SCOPES } from '../src/api/types.js';
 import { startEmulator, type Emulator } from '../src/emulator/server.js';
 import { addDays, toDayNumber } from '../src/dates.js';
+import { coverageOf } from '../src/plan/coverage.js';
+import type { WindowedStreamState } from '../src/state/store.js';
 import { SUMMARY } from '../src/iceberg/metadata.js';
 import { ICEBERG_TABLES } from '../src/storage/tables.js';
 import { manifestKey } from '../src/outputs/lake.js';
@@ -301,6 +306,18 @@ export class World {
       if (item) items.push(`${item.record.id}:${item.record.net_amount_usd}`);
     }
     return items.sort().join(',');
+  }
+
+  /** A source's date's line-item total per provider on the emulator now. */
+  providerTotals(source: SourceName, date: string): Map<string, number> {
+    const ds = this.emulator.datasetOf(source);
+    const day = toDayNumber(date);
+    const totals = new Map<string, number>();
+    for (let i = 0; i < ds.slots(day); i++) {
+      const item = ds.itemAt(day, i);
+      if (item) totals.set(item.record.provider_type, (totals.get(item.record.provider_type) ?? 0) + item.record.net_amount_usd);
+    }
+    return totals;
   }
 
   /** Remembers what every date up to the emulator's end holds now (after a restatement, say). */
@@ -778,6 +795,59 @@ class RestateCommand implements Cmd {
 }
 
 /** A provider withdraws a whole day, `back` days before today. */
+/**
+ * `verify --api` on the published warehouse: it exits 0 or 1 (2 with no warehouse yet), and when it
+ * passes, every date both windowed streams say they synced holds the API's line-item total per
+ * provider (it can be fooled only by changes that keep those totals, its stated blind spot).
+ */
+class VerifyApiCommand implements Cmd {
+  check(): boolean {
+    return true;
+  }
+  async run(_model: Model, world: World): Promise<void> {
+    world.log.push(this.toString());
+    const had = existsSync(world.db);
+    const result = await world.cli(['verify', '--api', '--db', 'costs.duckdb', '--rate-limit', '100000']);
+    if (!had) {
+      if (result.code !== 2) fail(world, `verify --api with no warehouse exited ${result.code}, not 2`, result.stderr);
+      return;
+    }
+    if (result.code !== 0 && result.code !== 1) fail(world, `verify --api exited ${result.code}`, result.stderr);
+    if (result.code !== 0) return;
+    const carried = await queryDb<{ source: SourceName; state: string }>(
+      world.db,
+      'SELECT source, state::VARCHAR AS state FROM _costsync_sync_state',
+    );
+    const stored = await queryDb<{ k: string; usd: number }>(
+      world.db,
+      "SELECT source || ' ' || usage_date::VARCHAR || ' ' || provider_type AS k, sum(net_amount_usd) AS usd FROM line_items GROUP BY ALL",
+    );
+    const storedUsd = new Map(stored.map((r) => [r.k, Number(r.usd)]));
+    for (const { source, state } of carried) {
+      const streams = JSON.parse(state) as Partial<Record<'line_items' | 'rollups', WindowedStreamState>>;
+      if (streams.line_items === undefined || streams.rollups === undefined) continue;
+      const rollups = coverageOf(streams.rollups).ranges;
+      for (const range of coverageOf(streams.line_items).ranges) {
+        for (let d = range.from; d <= range.to && d <= END; d = addDays(d, 1)) {
+          if (!rollups.some((r) => r.from <= d && d <= r.to)) continue;
+          for (const [provider, usd] of world.providerTotals(source, d)) {
+            const have = storedUsd.get(`${source} ${d} ${provider}`) ?? 0;
+            if (Math.abs(have - usd) > 0.011)
+              fail(
+                world,
+                `verify --api passed, yet ${source}'s ${d} holds $${have.toFixed(2)} of ${provider} and the API $${usd.toFixed(2)}`,
+                result.stderr,
+              );
+          }
+        }
+      }
+    }
+  }
+  toString(): string {
+    return 'costsync verify --api --db costs.duckdb --rate-limit 100000  # exit 0 only if every synced date equals the API';
+  }
+}
+
 class EmptyDayCommand implements Cmd {
   constructor(readonly back: number) {}
   check(): boolean {
@@ -903,6 +973,7 @@ export const commandArbs: fc.Arbitrary<Cmd>[] = [
   fc.constant(new NewDayCommand()),
   fc.constant(new RestateCommand()),
   fc.integer({ min: 0, max: 6 }).map((back) => new EmptyDayCommand(back)),
+  fc.constant(new VerifyApiCommand()),
   fc.constantFrom<CatalogOffer>('transactions', 'no-transactions', 'omit-endpoints').map((offer) => new CatalogOfferCommand(offer)),
   fc
     .tuple(fc.integer({ min: 0, max: BAD_LINES.length - 1 }), fc.constantFrom('a' as const, 'b' as const))

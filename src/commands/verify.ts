@@ -26,7 +26,8 @@ export function verifyOptions(yargs: Argv) {
     })
     .option('base-url', { type: 'string', describe: `With --api: ${specOf('base-url').describe} [env ${envName('base-url')}]` })
     .option('api-key-file', { type: 'string', describe: `With --api: ${specOf('api-key-file').describe}` })
-    .option('source', { type: 'string', describe: `With --api: ${specOf('source').describe}` });
+    .option('source', { type: 'string', describe: `With --api: ${specOf('source').describe}` })
+    .option('rate-limit', { type: 'number', describe: `With --api: ${specOf('rate-limit').describe} [default 60]` });
 }
 
 /** `verify --api`: each source's warehouse rows against the API's rollups; exit 1 on a difference, 3 for the key, 2 for the URL. */
