@@ -332,7 +332,14 @@ async function insertRows(
         .filter((c) => inFile.has(c))
         .map((c) => `"${c}"`)
         .join(', ');
-      const [inserted] = await warehouse.sql<{ Count: number }>(`INSERT INTO ${table} BY NAME SELECT ${columns} FROM ${from}`);
+      // A run of this source the warehouse already records (one that stopped before it stored any row,
+      // so the source looked new here) keeps its row: the lake's copy of the same run is not added twice.
+      const unknownRuns = RUN_TABLES.includes(table)
+        ? ` WHERE NOT EXISTS (SELECT 1 FROM ${table} AS here WHERE here.run_id = lake.run_id AND here.source = lake.source)`
+        : '';
+      const [inserted] = await warehouse.sql<{ Count: number }>(
+        `INSERT INTO ${table} BY NAME SELECT ${columns} FROM ${from} AS lake${unknownRuns}`,
+      );
       rows[table] = Number(inserted?.Count ?? 0);
     }
     const { object } = how;
