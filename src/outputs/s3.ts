@@ -261,7 +261,8 @@ export class Bucket {
             return (await upload.done()).ETag ?? '';
           });
         } catch (error) {
-          const now = await this.head(key);
+          // A read back that fails too settles nothing: the write's own error is the one to report.
+          const now = await this.head(key).catch(() => null);
           if (now !== null && now.writeId === writeId) return now.etag;
           throw error;
         }
