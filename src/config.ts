@@ -34,6 +34,8 @@ export interface SyncConfig {
   today?: string;
   startDate: string;
   lookbackDays: number;
+  /** `--recheck-days`: the recheck horizon (null: the default, `horizonStart`; 0: none). */
+  recheckDays: number | null;
   windowDays: number;
   fullRefresh: boolean;
   /** `--drop-before`: stored line items and rollups dated before it are deleted; nothing before it is synced. */
@@ -331,6 +333,7 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     today,
     startDate,
     lookbackDays: int('lookback-days'),
+    recheckDays: pick('recheck-days') === undefined ? null : int('recheck-days'),
     windowDays: int('window-days'),
     fullRefresh: bool('full-refresh'),
     dropBefore,

@@ -245,9 +245,21 @@ export function createProgress(options: ProgressOptions): Progress {
 
 /** The end-of-run table of what changed, per stream. */
 export function summaryTable(streams: Partial<Record<StreamName, StreamStats>>): string {
-  const head = ['stream', 'inserted', 'updated', 'deleted', 'pages', 'requests', 'retries', '429s', 'warnings'];
+  // `restated`: older dates the recheck found changed at the API, synced again / found (a stop leaves the rest for the next run).
+  const head = ['stream', 'inserted', 'updated', 'deleted', 'restated', 'pages', 'requests', 'retries', '429s', 'warnings'];
   const rows = Object.entries(streams).map(([name, s]) =>
-    [name, s.inserted, s.updated, s.deleted, s.pages, s.requests, s.retries, s.rateLimited, s.warnings.length].map(String),
+    [
+      name,
+      s.inserted,
+      s.updated,
+      s.deleted,
+      s.olderChanged === 0 && s.olderSynced === 0 ? '-' : `${s.olderSynced}/${s.olderChanged}`,
+      s.pages,
+      s.requests,
+      s.retries,
+      s.rateLimited,
+      s.warnings.length,
+    ].map(String),
   );
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const fmt = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');

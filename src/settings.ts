@@ -97,6 +97,15 @@ export const SETTING_SPECS = [
   { name: 'lookback-days', kind: 'int', group: 'sync', default: 3, range: [0, 365], describe: 'Days re-synced on every incremental run' },
   { name: 'window-days', kind: 'int', group: 'sync', default: 30, range: [1, 3660], describe: 'Days per unit of progress' },
   {
+    name: 'recheck-days',
+    kind: 'int',
+    group: 'sync',
+    range: [0, 3660],
+    defaultText: '45, or back to the first of the previous month when that is earlier',
+    describe:
+      "Days before the last date whose stored totals every incremental run compares with the API's rollups (3 requests a source), syncing again the dates that changed; 0: no recheck",
+  },
+  {
     name: 'full-refresh',
     kind: 'bool',
     group: 'sync',

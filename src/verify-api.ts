@@ -77,6 +77,61 @@ function add(map: Map<string, bigint>, key: string, amount: bigint): void {
   map.set(key, (map.get(key) ?? 0n) + amount);
 }
 
+/** A stored amount per date and group (`verify/api_stored`): a rollup group, or line items per provider (`group_by` = `line_items`). */
+export interface StoredAmount {
+  date: string;
+  group_by: string;
+  provider_type: string | null;
+  service: string | null;
+  category: string | null;
+  usd: string;
+}
+
+/** Which dates each comparison covers: rollup groups on `inRollups` dates, line items' sums on `inLineItems` dates. */
+export interface ComparedDates {
+  inRollups: (date: string) => boolean;
+  inLineItems: (date: string) => boolean;
+}
+
+/** The amounts of both sides, keyed `date|check|group` (micro-dollars): rollup groups, and line items against provider rollups. Pure. */
+export function amountsOf(
+  stored: readonly StoredAmount[],
+  api: ReadonlyMap<GroupBy, readonly RollupRow[]>,
+  dates: ComparedDates,
+): { stored: Map<string, bigint>; api: Map<string, bigint>; storedLines: Map<string, bigint>; apiLines: Map<string, bigint> } {
+  const out = {
+    stored: new Map<string, bigint>(),
+    api: new Map<string, bigint>(),
+    storedLines: new Map<string, bigint>(),
+    apiLines: new Map<string, bigint>(),
+  };
+  for (const r of stored) {
+    if (r.group_by === 'line_items') {
+      if (dates.inLineItems(r.date)) add(out.storedLines, `${r.date}|line_items|${r.provider_type ?? '(none)'}`, micros(r.usd));
+    } else if (dates.inRollups(r.date)) add(out.stored, `${r.date}|${r.group_by}|${groupKey(r.group_by, r)}`, micros(r.usd));
+  }
+  for (const [groupBy, rows] of api) {
+    for (const row of rows) {
+      if (groupBy === 'provider' && dates.inLineItems(row.date))
+        add(out.apiLines, `${row.date}|line_items|${row.provider_type ?? '(none)'}`, micros(row.cost_usd));
+      if (dates.inRollups(row.date)) add(out.api, `${row.date}|${groupBy}|${groupKey(groupBy, row)}`, micros(row.cost_usd));
+    }
+  }
+  return out;
+}
+
+/** Every difference above `tolerance` between the stored amounts and the API's rollups (see `amountsOf`). Pure. */
+export function differencesFromApi(
+  source: string,
+  stored: readonly StoredAmount[],
+  api: ReadonlyMap<GroupBy, readonly RollupRow[]>,
+  dates: ComparedDates,
+  tolerance: number,
+): ApiDifference[] {
+  const a = amountsOf(stored, api, dates);
+  return [...compareAmounts(source, a.stored, a.api, tolerance), ...compareAmounts(source, a.storedLines, a.apiLines, tolerance)];
+}
+
 /** The API's rollups of `groupBy` over `from..to`, in one request, or halves of the range when the server refuses it. */
 export async function fetchRollups(client: ApiClient, from: string, to: string, groupBy: GroupBy, count: () => void): Promise<RollupRow[]> {
   count();
@@ -131,35 +186,12 @@ export async function verifyAgainstApi(
       report.sources.push({ source: name, from: null, to: null, requests });
       continue;
     }
-    const stored = new Map<string, bigint>();
-    const api = new Map<string, bigint>();
-    const storedLines = new Map<string, bigint>();
-    const apiLines = new Map<string, bigint>();
-    for (const r of await warehouse.query<{
-      date: string;
-      group_by: string;
-      provider_type: string | null;
-      service: string | null;
-      category: string | null;
-      usd: string;
-    }>('verify/api_stored', [name, from, to])) {
-      if (r.group_by === 'line_items') {
-        if (inLineItems(r.date) && inRollups(r.date))
-          add(storedLines, `${r.date}|line_items|${r.provider_type ?? '(none)'}`, micros(r.usd));
-      } else if (inRollups(r.date)) add(stored, `${r.date}|${r.group_by}|${groupKey(r.group_by, r)}`, micros(r.usd));
-    }
-    for (const groupBy of GROUP_BYS) {
-      for (const row of await fetchRollups(client, from, to, groupBy, () => (requests += 1))) {
-        if (!inRollups(row.date)) continue;
-        add(api, `${row.date}|${groupBy}|${groupKey(groupBy, row)}`, micros(row.cost_usd));
-        if (groupBy === 'provider' && inLineItems(row.date))
-          add(apiLines, `${row.date}|line_items|${row.provider_type ?? '(none)'}`, micros(row.cost_usd));
-      }
-    }
-    const found = [
-      ...compareAmounts(name, stored, api, options.tolerance),
-      ...compareAmounts(name, storedLines, apiLines, options.tolerance),
-    ];
+    const storedRows = await warehouse.query<StoredAmount>('verify/api_stored', [name, from, to]);
+    const apiRows = new Map<GroupBy, RollupRow[]>();
+    for (const groupBy of GROUP_BYS) apiRows.set(groupBy, await fetchRollups(client, from, to, groupBy, () => (requests += 1)));
+    // Line items are compared where both streams synced the date (the API's provider rollups stand for them).
+    const compared = { inRollups, inLineItems: (date: string) => inLineItems(date) && inRollups(date) };
+    const found = differencesFromApi(name, storedRows, apiRows, compared, options.tolerance);
     report.sources.push({ source: name, from, to, requests });
     if (found.length === 0) continue;
     report.differences.push(...found);

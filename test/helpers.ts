@@ -160,6 +160,7 @@ export function testSyncConfig(url: string, dir: string, over: Partial<SyncConfi
     until: SPAN.endDate,
     startDate: SPAN.startDate,
     lookbackDays: 3,
+    recheckDays: null,
     windowDays: 7,
     fullRefresh: false,
     dropBefore: undefined,

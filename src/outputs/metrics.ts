@@ -25,7 +25,16 @@ export interface MetricFacts {
     notification_failures: number;
     last_success_s: number | null;
   }[];
-  streams: { source: string; stream: string; inserted: number; updated: number; deleted: number; responses: Record<string, number> }[];
+  streams: {
+    source: string;
+    stream: string;
+    inserted: number;
+    updated: number;
+    deleted: number;
+    older_changed: number;
+    older_synced: number;
+    responses: Record<string, number>;
+  }[];
   openAnomalies: { source: string; severity: string; n: number }[];
   latestSpend: { source: string; provider: string; day_s: number; cost_usd: number }[];
   /** Derived outputs still to write (lake, manifest, publish, notify). */
@@ -92,6 +101,16 @@ export function prometheusText(facts: MetricFacts): string {
       (['inserted', 'updated', 'deleted'] as const).map((c): [Record<string, string>, number] => [
         { source: s.source, stream: s.stream, change: c },
         s[c],
+      ]),
+    ),
+  );
+  metric(
+    'costsync_last_run_older_dates',
+    'Older dates (outside the lookback) the last run found changed at the API, and those it synced again, per stream.',
+    facts.streams.flatMap((s) =>
+      (['changed', 'synced'] as const).map((c): [Record<string, string>, number] => [
+        { source: s.source, stream: s.stream, dates: c },
+        Number(s[`older_${c}`]),
       ]),
     ),
   );

@@ -48,7 +48,7 @@ export function parseWebhook(url: string, from: string): Webhook {
 }
 
 export interface NotifyEvent {
-  kind: 'anomaly' | 'severity_rose' | 'status_changed' | 'run_failed' | 'run_stopped' | 'reconcile' | 'test';
+  kind: 'anomaly' | 'severity_rose' | 'status_changed' | 'run_failed' | 'run_stopped' | 'reconcile' | 'restated' | 'test';
   source: string;
   [field: string]: unknown;
 }
@@ -76,6 +76,8 @@ export function eventLine(e: NotifyEvent & { event_id?: string }): string {
       return `${where} costsync run ${String(e.run_id)} ${e.kind === 'run_failed' ? 'failed' : 'stopped early'} (exit ${String(e.exit_code)}): ${String(e.reason)}${e.fix ? ` Fix: ${String(e.fix)}` : ''}`;
     case 'reconcile':
       return `${where} data may be off: ${String(e.reason)}`;
+    case 'restated':
+      return `${where} ${String(e.changed)} older date(s) changed at the API since they were synced (${String(e.dates)}); ${String(e.synced)} synced again${e.synced === e.changed ? '' : ', the rest next run'}`;
     default:
       return `${where} ${String(e.text ?? 'test message from costsync: the webhook works')}`;
   }

@@ -23,6 +23,8 @@ export interface WindowRequest {
   storedFrom?: string | null | undefined;
   /** Today (UTC): a watermark or plan past it, written by an older costsync, is mended. Absent: no check. */
   today?: string | undefined;
+  /** Older dates the recheck found changed (`plan/horizon.ts`), newest first: synced again after the plan's own windows. */
+  recheck?: readonly DateWindow[] | undefined;
 }
 
 export interface DateWindow {
@@ -47,6 +49,13 @@ export function splitWindows(from: string, to: string, days: number): DateWindow
 
 function newWindows(from: string, to: string, days: number): PlannedWindow[] {
   return splitWindows(from, to, days).map((w) => ({ ...w, status: 'todo', cursor: null, page: 0, fetched: false }));
+}
+
+/** The recheck's windows that no window of `windows` overlaps, as planned windows. Pure. */
+function recheckWindows(req: WindowRequest, windows: readonly DateWindow[]): PlannedWindow[] {
+  return (req.recheck ?? [])
+    .filter((r) => !windows.some((w) => w.start <= r.end && w.end >= r.start))
+    .map((r) => ({ start: r.start, end: r.end, status: 'todo', cursor: null, page: 0, fetched: false, recheck: true }));
 }
 
 /**
@@ -93,13 +102,13 @@ export function planRun(state: WindowedStreamState, req: WindowRequest): { plan:
       windows.push(...newWindows(addDays(pending.to, 1), req.until, req.windowDays));
       to = req.until;
     }
+    windows.push(...recheckWindows(req, windows));
     return { plan: { ...pending, to, windows }, resumed: true };
   }
   const from = planStart(state, req);
-  return {
-    plan: { from, to: req.until, fullRefresh: req.fullRefresh, windows: newWindows(from, req.until, req.windowDays) },
-    resumed: false,
-  };
+  const windows = newWindows(from, req.until, req.windowDays);
+  windows.push(...recheckWindows(req, windows));
+  return { plan: { from, to: req.until, fullRefresh: req.fullRefresh, windows }, resumed: false };
 }
 
 /**
@@ -141,9 +150,13 @@ export function planStream(
   return { state, notice: mended?.notice ?? null, ...planRun(state, req) };
 }
 
-/** Windows still to replace, in date order. */
+/** Windows still to replace: the plan's own in date order, then the recheck's newest first. Pure. */
 export function remainingWindows(plan: PendingPlan): PlannedWindow[] {
-  return plan.windows.filter((w) => w.status !== 'done');
+  const todo = plan.windows.filter((w) => w.status !== 'done');
+  return [
+    ...todo.filter((w) => w.recheck !== true).sort((a, b) => a.start.localeCompare(b.start)),
+    ...todo.filter((w) => w.recheck === true).sort((a, b) => b.start.localeCompare(a.start)),
+  ];
 }
 
 /**
@@ -161,6 +174,7 @@ export function completePlan(state: WindowedStreamState, plan: PendingPlan, nowI
     syncedThrough: state.syncedThrough === null || plan.to > state.syncedThrough ? plan.to : state.syncedThrough,
     covered,
     ...(unchecked && { coverageUnchecked: true }),
+    ...(state.rechecked !== undefined && { rechecked: state.rechecked }),
     lastSuccessAt: nowIso,
     pending: null,
   };

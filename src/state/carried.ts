@@ -15,12 +15,14 @@ function carriedWindowed(stream: WindowedStreamState): WindowedStreamState {
     syncedFrom: stream.syncedFrom, syncedThrough: stream.syncedThrough,
     ...(stream.covered !== undefined && { covered: stream.covered.map((r) => ({ from: r.from, to: r.to })) }),
     ...(stream.coverageUnchecked === true && { coverageUnchecked: true }),
+    ...(stream.rechecked !== undefined && { rechecked: structuredClone(stream.rechecked) }),
     lastSuccessAt: stream.lastSuccessAt,
     pending: stream.pending === null ? null : {
       from: stream.pending.from, to: stream.pending.to, fullRefresh: stream.pending.fullRefresh,
-      windows: stream.pending.windows.map((w) => (w.status === 'done'
-        ? { start: w.start, end: w.end, status: 'done' as const, cursor: null, page: 0, fetched: false }
-        : { start: w.start, end: w.end, status: 'todo' as const, cursor: null, page: 0, fetched: false })),
+      windows: stream.pending.windows.map((w) => ({
+        start: w.start, end: w.end, status: w.status === 'done' ? ('done' as const) : ('todo' as const), cursor: null, page: 0, fetched: false,
+        ...(w.recheck === true && { recheck: true }),
+      })),
     },
   };
 }

@@ -97,6 +97,14 @@ export class SourceState {
     this.carriedChanged = true;
   }
 
+  /** The recheck's `dates` of `stream` are synced again: a disagreement they keep is the API's own from now on. */
+  rechecked(stream: 'line_items' | 'rollups', dates: readonly string[]): void {
+    const memory = this.state.streams[stream]?.rechecked;
+    if (memory === undefined) return;
+    for (const date of dates) if (memory[date] !== undefined) memory[date].synced = true;
+    this.carriedChanged = true;
+  }
+
   /** The API answered with this run's key and base URL: they are the source's identity from now on. */
   confirmIdentity(identity: SourceIdentity): void {
     this.state.source = identity;

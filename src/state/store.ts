@@ -33,6 +33,8 @@ export interface PlannedWindow {
   fetched: boolean;
   /** Whether two staged records may share an id (then the replace deduplicates). Absent: maybe. */
   unique?: boolean;
+  /** An older date the recheck found changed (`sync/recheck.ts`), synced again after the plan's own dates. */
+  recheck?: boolean;
 }
 
 /** A plan of windows being worked through: a first run, a backfill, or an incremental run. */
@@ -60,8 +62,20 @@ export interface WindowedStreamState {
   covered?: DateRange[];
   /** The ranges began as an older state's min..max, which may hide gaps: until a full refresh covers them. */
   coverageUnchecked?: boolean;
+  /**
+   * Dates the recheck found disagreeing with the API's provider rollups (line items only): the
+   * rollups' digest they were found with, whether the date was synced again since, and the stored
+   * sums' digest once it still disagreed after that. Such a date is not fetched again until either changes.
+   */
+  rechecked?: Record<string, RecheckedDate>;
   lastSuccessAt: string | null;
   pending: PendingPlan | null;
+}
+
+export interface RecheckedDate {
+  api: string;
+  synced?: boolean;
+  lines?: string;
 }
 
 export interface AnomalyStreamState {

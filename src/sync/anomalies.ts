@@ -166,6 +166,8 @@ export interface AnomalyRequest {
   fullRefresh: boolean;
   /** With a full refresh: the first date of an alert the source has stored (null: none), where the refresh starts when earlier. */
   storedFrom?: string | null;
+  /** The recheck horizon's first date (null: none): alerts detected since are read again, for status changes weeks later. */
+  horizonFrom?: string | null;
 }
 
 /** What `anomalySince` needs of the warehouse for a full refresh: the source's first stored alert date. */
@@ -186,7 +188,13 @@ export function anomalySince(watermark: string | null, req: AnomalyRequest, nowM
   // A full refresh covers what is stored, as the windowed streams' does.
   const first = req.fullRefresh && req.storedFrom != null && req.storedFrom < req.startDate ? req.storedFrom : req.startDate;
   if (req.fullRefresh || watermark === null) from = dayStart(req.since ?? first);
-  else from = Math.min(Date.parse(watermark) - WATERMARK_OVERLAP_MS, refresh, req.since !== undefined ? dayStart(req.since) : Infinity);
+  else
+    from = Math.min(
+      Date.parse(watermark) - WATERMARK_OVERLAP_MS,
+      refresh,
+      req.since !== undefined ? dayStart(req.since) : Infinity,
+      req.horizonFrom != null ? dayStart(req.horizonFrom) : Infinity,
+    );
   return new Date(from).toISOString();
 }
 

@@ -24,6 +24,11 @@ export interface StreamStats {
   rateLimited: number;
   /** Windows fetched again because their check against the rollups failed. */
   refetches: number;
+  /** Older dates (outside the plan's own) the recheck found changed at the API, and how many of them were synced again. */
+  olderChanged: number;
+  olderSynced: number;
+  /** The older dates found changed. */
+  olderDates: string[];
   /** Responses by HTTP status ("200", "429", …). */
   responses: Record<string, number>;
   warnings: string[];
@@ -39,6 +44,9 @@ export function emptyStats(): StreamStats {
     retries: 0,
     rateLimited: 0,
     refetches: 0,
+    olderChanged: 0,
+    olderSynced: 0,
+    olderDates: [],
     responses: {},
     warnings: [],
   };

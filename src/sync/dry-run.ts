@@ -27,6 +27,8 @@ import { GROUP_BYS, SEVERITIES } from '../api/types.js';
 import { LINE_ITEM_PAGE_LIMIT } from './streams.js';
 import type { StreamName } from './context.js';
 import { windowRequest } from './windowed.js';
+import { NO_RECHECK, compareScope, decideRecheck, describeChanges, recheckScope, recheckSettings, type RecheckWindows } from './recheck.js';
+import { changedWindows, horizonStart, summarizeDates } from '../plan/horizon.js';
 import { lineItemsPerDate } from './lookups.js';
 
 /** One stream's part of the plan. */
@@ -65,6 +67,11 @@ export interface SourcePlan {
   rateLimit: number;
   /** Requests this dry run made for the estimate, by endpoint. */
   dryRunRequests: { rollups: number; lineItems: number; anomalies: number };
+  /**
+   * The recheck of older stored dates (null: none, a full refresh or nothing stored in the horizon): the dates
+   * compared, the older dates found changed and why (the run syncs them again), or why it could not compare.
+   */
+  recheck: { range: string; requests: number; changed: { stream: string; dates: string; why: string }[]; failed: string | null } | null;
 }
 
 /**
@@ -142,6 +149,36 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
 
   const req = windowRequest(config);
   const plans: StreamPlan[] = [];
+  // The recheck the run makes first (3 requests), made now: its changed dates are part of the plan.
+  let found: RecheckWindows = NO_RECHECK;
+  let recheck: SourcePlan['recheck'] = null;
+  const settings = recheckSettings(config);
+  const scope = warehouse === null || config.dropBefore !== undefined ? null : recheckScope(state.streams, req, settings);
+  if (scope !== null && warehouse !== null) {
+    // The run makes the same requests: one a grouping compared (the provider view alone without the rollups stream).
+    const requests = config.streams.includes('rollups') ? GROUP_BYS.length : 1;
+    recheck = { range: `${scope.from}..${scope.to}`, requests, changed: [], failed: null };
+    try {
+      const comparison = await compareScope(api(), warehouse, source.name, scope, settings);
+      made.rollups += comparison.requests;
+      const decision = decideRecheck(comparison, scope, state.streams.line_items?.rechecked ?? {});
+      found = {
+        line_items: changedWindows(decision.changed.line_items, config.windowDays),
+        rollups: changedWindows(decision.changed.rollups, config.windowDays),
+      };
+      for (const stream of ['line_items', 'rollups'] as const) {
+        const dates = decision.changed[stream];
+        if (dates.length === 0) continue;
+        const why = comparison.differences.filter(
+          (d) => dates.includes(d.date) && (d.check === 'line_items') === (stream === 'line_items'),
+        );
+        recheck.changed.push({ stream, dates: summarizeDates(dates), why: describeChanges(why, 3) });
+      }
+    } catch (error) {
+      made.rollups += 1;
+      recheck.failed = firstLine(error);
+    }
+  }
   const specOf = { line_items: LINE_ITEMS, rollups: ROLLUPS_DAILY } as const;
   /** What the run deletes and replaces of a stream's stored dates, as a person reads it. */
   const replacedAndDropped = async (name: 'line_items' | 'rollups', plan: { from: string; to: string }) => {
@@ -165,6 +202,7 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
     const { notice, plan, resumed } = planStream(config.dropBefore === undefined ? saved : dropBefore(saved, config.dropBefore), {
       ...req,
       storedFrom,
+      recheck: found[name],
     });
     if (notice !== null) notices.push(`${name}: ${notice}`);
     return { plan, resumed, todo: remainingWindows(plan), ...(await replacedAndDropped(name, plan)) };
@@ -261,6 +299,7 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
         startDate: config.startDate,
         refreshDays: config.anomalyRefreshDays,
         fullRefresh: config.fullRefresh,
+        horizonFrom: horizonStart(config.until, config.recheckDays),
         storedFrom:
           config.fullRefresh && config.since === undefined && warehouse !== null ? await storedAnomaliesFrom(warehouse, source.name) : null,
       },
@@ -293,7 +332,7 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
             : `the first response is full (${ANOMALY_PAGE_LIMIT} alerts): split by severity, then further while a response is full; how far is not known before`,
     });
   }
-  const requests = plans.reduce((n, p) => n + (p.requests ?? p.minRequests), 0);
+  const requests = plans.reduce((n, p) => n + (p.requests ?? p.minRequests), 0) + (recheck?.requests ?? 0);
   return {
     source: source.name,
     streams: plans,
@@ -302,6 +341,7 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
     atLeast: plans.some((p) => p.requests === null),
     rateLimit: source.rateLimit,
     dryRunRequests: made,
+    recheck,
     seconds: Math.ceil((requests * 60) / source.rateLimit),
   };
 }
@@ -348,10 +388,17 @@ export function dryRunText(plans: readonly SourcePlan[], several: boolean): stri
         lines.push(`    replaced (--full-refresh): every stored date of ${s.replaces}; nothing outside it is deleted`);
       else if (s.refetches !== null) lines.push(`    fetched again (already stored; restated costs are re-read): ${s.refetches}`);
     }
+    if (p.recheck !== null) {
+      const r = p.recheck;
+      const head = `  recheck of ${r.range} (${r.requests} rollups request(s))`;
+      if (r.failed !== null) lines.push(`${head}: could not compare with the API's rollups (${r.failed}); the run would fail on it too`);
+      else if (r.changed.length === 0) lines.push(`${head}: every stored date equals the API's rollups`);
+      for (const c of r.changed) lines.push(`${head}: ${c.stream} synced again (changed at the API): ${c.dates} [${c.why}]`);
+    }
     const made = p.dryRunRequests;
     const madeParts = [
       [made.lineItems, 'line-items page'],
-      [made.rollups, 'provider-rollups request'],
+      [made.rollups, 'rollups request'],
       [made.anomalies, 'anomalies request'],
     ] as const;
     const madeText = madeParts

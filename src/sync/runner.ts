@@ -35,6 +35,8 @@ import { warehouseLookups, type SourceLookups } from './lookups.js';
 import { lineItemsStream, rollupsStream } from './streams.js';
 import { mapAtMost } from '../at-most.js';
 import { syncWindowedStream, windowRequest, type StreamOutcome } from './windowed.js';
+import { horizonStart, summarizeDates } from '../plan/horizon.js';
+import { NO_RECHECK, recheckSettings, recheckSource } from './recheck.js';
 
 export type RunOutcome = 'success' | 'stopped' | 'failed';
 
@@ -516,8 +518,13 @@ function sourceContext(
 function streamTasks(ctx: SyncContext, config: SyncConfig): Promise<StreamOutcome>[] {
   const windowReq = windowRequest(config);
   const tasks: Promise<StreamOutcome>[] = [];
-  if (config.streams.includes('line_items')) tasks.push(syncWindowedStream(lineItemsStream, ctx, windowReq));
-  if (config.streams.includes('rollups')) tasks.push(syncWindowedStream(rollupsStream, ctx, windowReq));
+  const windowed = config.streams.includes('line_items') || config.streams.includes('rollups');
+  // The recheck goes first: the windowed streams plan the older dates it finds changed after their own.
+  const recheck = windowed ? recheckSource(ctx, recheckSettings(config), windowReq) : Promise.resolve(NO_RECHECK);
+  if (config.streams.includes('line_items'))
+    tasks.push(recheck.then((found) => syncWindowedStream(lineItemsStream, ctx, { ...windowReq, recheck: found.line_items })));
+  if (config.streams.includes('rollups'))
+    tasks.push(recheck.then((found) => syncWindowedStream(rollupsStream, ctx, { ...windowReq, recheck: found.rollups })));
   if (config.streams.includes('anomalies')) {
     tasks.push(
       syncAnomalies(ctx, {
@@ -526,6 +533,7 @@ function streamTasks(ctx: SyncContext, config: SyncConfig): Promise<StreamOutcom
         startDate: config.startDate,
         refreshDays: config.anomalyRefreshDays,
         fullRefresh: config.fullRefresh,
+        horizonFrom: horizonStart(config.until, config.recheckDays),
       }),
     );
   }
@@ -578,7 +586,18 @@ export function combine(
   for (const part of parts) {
     for (const [name, s] of Object.entries(part.streams) as [StreamName, StreamStats][]) {
       const sum = (streams[name] ??= emptyStats());
-      for (const key of ['inserted', 'updated', 'deleted', 'pages', 'requests', 'retries', 'rateLimited', 'refetches'] as const)
+      for (const key of [
+        'inserted',
+        'updated',
+        'deleted',
+        'pages',
+        'requests',
+        'retries',
+        'rateLimited',
+        'refetches',
+        'olderChanged',
+        'olderSynced',
+      ] as const)
         sum[key] += s[key];
       for (const [status, n] of Object.entries(s.responses)) sum.responses[status] = (sum.responses[status] ?? 0) + n;
       sum.warnings.push(...s.warnings.map((w) => (parts.length > 1 ? `${part.source}: ${w}` : w)));
@@ -635,6 +654,16 @@ async function recordSource(
       for (const webhook of webhooks)
         await warehouse.run('notify/run_event', [id, webhook.id, summary.source, kind, JSON.stringify(event), endedAt]);
     }
+    // Older dates the API restated: worth telling whoever reads the numbers, whatever the outcome.
+    const changed = Object.values(summary.streams).reduce((n, s) => n + s.olderChanged, 0);
+    if (changed > 0) {
+      const synced = Object.values(summary.streams).reduce((n, s) => n + s.olderSynced, 0);
+      const dates = Object.values(summary.streams).flatMap((s) => s.olderDates);
+      const event = { kind: 'restated', source: summary.source, run_id: runId, changed, synced, dates: summarizeDates(dates) };
+      const id = eventId(runId, summary.source, 'restated');
+      for (const webhook of webhooks)
+        await warehouse.run('notify/run_event', [id, webhook.id, summary.source, 'restated', JSON.stringify(event), endedAt]);
+    }
     await warehouse.run('sync/run_finish', [
       runId,
       endedAt,
@@ -661,6 +690,8 @@ async function recordSource(
         s.refetches,
         summary.source,
         JSON.stringify(s.responses),
+        s.olderChanged,
+        s.olderSynced,
       ]);
     }
   });

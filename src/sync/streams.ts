@@ -31,8 +31,11 @@ export interface WindowedStreamSpec {
    * a slot there could hold every slot while the line items wait for one.
    */
   takesPageSlot: boolean;
-  /** The stream's own SQL files: the change counts, and the replace (with and without dedupe). The window count and delete are the table spec's templates. */
-  sql: { diff: string; insertWindow: string; insertUnique: string };
+  /**
+   * The stream's own SQL files: the change counts, and the replace (with and without dedupe); `moved`, for
+   * records with an id, deletes the window's new ids stored at other dates. The window count and delete are the table spec's templates.
+   */
+  sql: { diff: string; insertWindow: string; insertUnique: string; moved?: string };
   /** `admit`: waited on once the request may go (the run's page slots; see `takesPageSlot`). */
   fetchPage(
     client: ApiClient,
@@ -68,7 +71,12 @@ export const lineItemsStream: WindowedStreamSpec = {
   size: { estimate: 'daily-totals', amountField: 'net_amount_usd' },
   serverCursors: true,
   takesPageSlot: true,
-  sql: { diff: 'sync/line_items_diff', insertWindow: 'sync/line_items_insert_window', insertUnique: 'sync/line_items_insert_unique' },
+  sql: {
+    diff: 'sync/line_items_diff',
+    insertWindow: 'sync/line_items_insert_window',
+    insertUnique: 'sync/line_items_insert_unique',
+    moved: 'sync/line_items_delete_moved',
+  },
   check: {
     run: checkLineItemsWindow,
     sides: ['line items', 'provider rollup'],

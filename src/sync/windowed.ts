@@ -30,8 +30,12 @@ export type StreamOutcome = 'done' | 'stopped';
  */
 async function dayBasis(ctx: SyncContext, todo: readonly PlannedWindow[], resumed: boolean): Promise<DayBasis[]> {
   if (todo.length === 0) return [];
-  const from = todo[0]!.start;
-  const to = todo.at(-1)!.end;
+  // The recheck's windows come after the plan's own, newest first: the span is their earliest to latest.
+  const from = todo.map((w) => w.start).sort()[0]!;
+  const to = todo
+    .map((w) => w.end)
+    .sort()
+    .at(-1)!;
   const stored = await ctx.lookups.lineItemsPerDate(ctx.source, from, to);
   const usd = new Map<string, number>();
   if (wantsRollupTotals(todo.length, resumed, stored.size, ctx.progress.planned !== undefined)) {
@@ -229,13 +233,16 @@ async function storeWindow(
         before === 0
           ? { inserted: 0, updated: 0, deleted: 0 }
           : (await warehouse.query<{ inserted: number; updated: number; deleted: number }>(spec.sql.diff, params, names))[0]!;
+      // An id new to the window may be stored at another date (its usage date was corrected): it moves here.
+      const moved =
+        spec.sql.moved !== undefined && (before === 0 || counts.inserted > 0)
+          ? await warehouse.query<{ date: string }>(spec.sql.moved, params, names)
+          : [];
+      counts.deleted += moved.length;
+      const left = [...new Set(moved.map((r) => r.date))];
       if (before > 0) await warehouse.run('sync/window_delete', [window.start, window.end, ctx.source], names);
       const inserted = await warehouse.run(insertSql, params, names);
-      await warehouse.changed(
-        spec.table.table,
-        ctx.source,
-        days.map((d) => d.start),
-      );
+      await warehouse.changed(spec.table.table, ctx.source, [...days.map((d) => d.start), ...left]);
       await ctx.state.carry({ stream: spec.name, start: window.start, end: window.end });
       if (before === 0) counts.inserted = inserted;
       // A window stored although its two views disagree is worth telling someone, with the commit.
@@ -251,6 +258,13 @@ async function storeWindow(
     },
     { group: true },
   );
+  if (window.recheck === true) {
+    ctx.state.rechecked(
+      spec.name,
+      days.map((d) => d.start),
+    );
+    stats.olderSynced += days.length;
+  }
   ctx.state.done(window);
   await ctx.state.save();
   await spool.clear(dir);

@@ -320,7 +320,7 @@ describe('a closed pipe', () => {
 });
 
 describe('sync --dry-run', () => {
-  it('prints the plan with its requests and what the lookback re-reads, makes one rollups and one anomalies request, writes nothing; the estimate holds', async () => {
+  it("prints the plan with its requests, what the lookback re-reads and what the recheck compares, makes the recheck's, one rollups and one anomalies request, writes nothing; the estimate holds", async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 2500, clock }, async (emulator) => {
       await withTempDir(async (dir) => {
         expect((await run('sync', syncArgs(emulator.url, dir, { until: '2025-06-20', 'window-days': 10 }))).code).toBe(ExitCode.OK);
@@ -333,7 +333,11 @@ describe('sync --dry-run', () => {
         emulator.requestLog.reset();
         const dry = await run('sync', syncArgs(emulator.url, dir, { 'dry-run': true, 'window-days': 10, 'log-format': 'pretty' }));
         expect(dry.code, dry.stderr).toBe(ExitCode.OK);
-        expect(emulator.requestLog.recent().map((e) => e.route)).toEqual(['rollups', 'anomalies']);
+        // The recheck's three (the run makes them too), the estimate's one, the first anomalies request.
+        expect(emulator.requestLog.recent().map((e) => e.route)).toEqual(['rollups', 'rollups', 'rollups', 'rollups', 'anomalies']);
+        expect(dry.stdout).toMatch(
+          /recheck of 2025-06-01\.\.2025-06-17 \(3 rollups request\(s\)\): every stored date equals the API's rollups/,
+        );
         expect(dry.stdout).toMatch(/line_items: 2025-06-18\.\.2025-06-30, 2 window\(s\), about (\d+) request\(s\)/);
         expect(dry.stdout).toMatch(/fetched again \(already stored; restated costs are re-read\): 2025-06-18\.\.2025-06-20 \(3 days\)/);
         expect(dry.stdout).toMatch(/Dry run: nothing was written/);

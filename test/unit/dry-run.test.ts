@@ -46,6 +46,7 @@ describe('sync --dry-run estimates', () => {
       seconds: 120,
       rateLimit: 60,
       dryRunRequests: { rollups: 1, lineItems: 1, anomalies: 1 },
+      recheck: null,
       streams: [
         {
           stream: 'line_items',
@@ -79,11 +80,46 @@ describe('sync --dry-run estimates', () => {
     // A stream that is only its least makes the total a least too, said as one.
     expect(text).toMatch(/\n {2}at least 120 request\(s\) in all \(anomalies may take more; see above\): 2 min at 60 requests a minute\n/);
     expect(text).not.toMatch(/about 120/);
-    expect(text).toMatch(/this dry run made 1 line-items page, 1 provider-rollups request, 1 anomalies request for the estimate/);
+    expect(text).toMatch(/this dry run made 1 line-items page, 1 rollups request, 1 anomalies request for the estimate/);
     expect(dryRunText([{ ...plan, atLeast: false, streams: plan.streams.slice(0, 1) }], false)).toMatch(
       /\n {2}about 120 request\(s\) in all: 2 min/,
     );
     expect(text).toMatch(/Dry run: nothing was written/);
+    expect(text).not.toMatch(/recheck/);
+  });
+
+  it('lists the older dates the recheck found changed, and why; or that they all agree; or why it could not compare', () => {
+    const base = { source: 'default', notices: [], requests: 1, atLeast: false, seconds: 1, rateLimit: 60, streams: [] };
+    const made = { rollups: 3, lineItems: 0, anomalies: 0 };
+    const changed = dryRunText(
+      [
+        {
+          ...base,
+          dryRunRequests: made,
+          recheck: {
+            range: '2026-10-01..2026-11-22',
+            requests: 3,
+            changed: [{ stream: 'line_items', dates: '2026-10-22..2026-10-22', why: '2026-10-22 line_items aws: stored $1.00, API $2.00' }],
+            failed: null,
+          },
+        },
+      ],
+      false,
+    );
+    expect(changed).toMatch(
+      /recheck of 2026-10-01\.\.2026-11-22 \(3 rollups request\(s\)\): line_items synced again \(changed at the API\): 2026-10-22\.\.2026-10-22 \[2026-10-22 line_items aws: stored \$1\.00, API \$2\.00\]/,
+    );
+    expect(changed).toMatch(/this dry run made 3 rollups requests/);
+    const same = dryRunText(
+      [{ ...base, dryRunRequests: made, recheck: { range: '2026-10-01..2026-11-22', requests: 3, changed: [], failed: null } }],
+      false,
+    );
+    expect(same).toMatch(/recheck of 2026-10-01\.\.2026-11-22 \(3 rollups request\(s\)\): every stored date equals the API's rollups/);
+    const failed = dryRunText(
+      [{ ...base, dryRunRequests: made, recheck: { range: 'a..b', requests: 3, changed: [], failed: 'HTTP 403' } }],
+      false,
+    );
+    expect(failed).toMatch(/could not compare with the API's rollups \(HTTP 403\)/);
   });
 
   it('names what a full refresh replaces and what --drop-before deletes', () => {
@@ -95,6 +131,7 @@ describe('sync --dry-run estimates', () => {
       seconds: 10,
       rateLimit: 60,
       dryRunRequests: { rollups: 0, lineItems: 0, anomalies: 0 },
+      recheck: null,
       streams: [
         {
           stream: 'line_items',

@@ -48,7 +48,18 @@ describe('prometheusText', () => {
           last_success_s: null,
         },
       ],
-      streams: [{ source: 'acme "eu"', stream: 'line_items', inserted: 5, updated: 0, deleted: 1, responses: { 200: 6, 429: 1 } }],
+      streams: [
+        {
+          source: 'acme "eu"',
+          stream: 'line_items',
+          inserted: 5,
+          updated: 0,
+          deleted: 1,
+          older_changed: 2,
+          older_synced: 1,
+          responses: { 200: 6, 429: 1 },
+        },
+      ],
       openAnomalies: [{ source: 'acme "eu"', severity: 'high', n: 3 }],
       latestSpend: [],
       outboxPending: [{ output: 'publish', n: 1 }],
@@ -60,6 +71,8 @@ describe('prometheusText', () => {
     expect(lines).toContain('costsync_last_run_outcome{source="acme \\"eu\\"",outcome="success"} 0');
     expect(lines).toContain('costsync_last_run_requests{source="acme \\"eu\\"",endpoint="line_items",status="429"} 1');
     expect(lines).toContain('costsync_open_anomalies{source="acme \\"eu\\"",severity="low"} 0');
+    expect(lines).toContain('costsync_last_run_older_dates{source="acme \\"eu\\"",stream="line_items",dates="changed"} 2');
+    expect(lines).toContain('costsync_last_run_older_dates{source="acme \\"eu\\"",stream="line_items",dates="synced"} 1');
     expect(lines).toContain('costsync_outbox_pending{output="publish"} 1');
     // No last success yet, no spend: those metrics are absent, not zero.
     expect(text).not.toContain('costsync_last_success_timestamp_seconds');

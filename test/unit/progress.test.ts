@@ -162,9 +162,16 @@ describe('progress', () => {
   });
 
   it('prints what changed per stream', () => {
-    const table = summaryTable({ line_items: { ...emptyStats(), inserted: 4500, pages: 5, requests: 6, retries: 1 } });
-    expect(table.split('\n')[0]).toMatch(/^stream\s+inserted\s+updated\s+deleted\s+pages\s+requests\s+retries\s+429s\s+warnings$/);
-    expect(table.split('\n')[1]).toMatch(/^line_items\s+4500\s+0\s+0\s+5\s+6\s+1\s+0\s+0$/);
+    const table = summaryTable({
+      line_items: { ...emptyStats(), inserted: 4500, pages: 5, requests: 6, retries: 1 },
+      rollups: { ...emptyStats(), olderChanged: 3, olderSynced: 2 },
+    });
+    expect(table.split('\n')[0]).toMatch(
+      /^stream\s+inserted\s+updated\s+deleted\s+restated\s+pages\s+requests\s+retries\s+429s\s+warnings$/,
+    );
+    expect(table.split('\n')[1]).toMatch(/^line_items\s+4500\s+0\s+0\s+-\s+5\s+6\s+1\s+0\s+0$/);
+    // Older dates the recheck found changed: synced again / found.
+    expect(table.split('\n')[2]).toMatch(/^rollups\s+0\s+0\s+0\s+2\/3\s+0/);
   });
 
   it('ends a run of many sources with the outcomes counted, the sources that did not succeed named, and one table for all', () => {
@@ -182,7 +189,7 @@ describe('progress', () => {
       '',
       'all 30 sources',
     ]);
-    expect(text).toMatch(/^line_items\s+3000\s+0\s+0\s+1\s+1\s+0\s+0\s+0$/m);
+    expect(text).toMatch(/^line_items\s+3000\s+0\s+0\s+-\s+1\s+1\s+0\s+0\s+0$/m);
     expect(text).not.toMatch(/ws-3:|ws-0/);
     const many = runSummaryText(
       Array.from({ length: 30 }, (_, i) => ({ source: `ws-${i}`, outcome: 'failed', streams: stats(0) })),
