@@ -113,7 +113,7 @@ async function adoptRemote(remote: RemoteWarehouse, work: string): Promise<{ eta
   await recordPublishedEtag(work, etag);
   if (had)
     remote.notice?.(
-      `${remote.url} was published by another run since this working copy last matched it: the working copy was replaced by it (what this working copy held and had not published is fetched again from the API as needed)`,
+      `${remote.url} changed since this working copy last matched it (another runner published it, or it was changed by hand): the working copy was replaced by it; dates within the recheck horizon that differ from the API are fetched again (costsync verify --api finds older ones)`,
     );
   return { etag, downloaded: true };
 }
@@ -156,7 +156,7 @@ export async function openWorkingCopy(
     await adopt(db, work);
     adopted = true;
     notice?.(
-      `${db} was published by another run (another --state-dir) since this working copy last matched it: the working copy was replaced by it, and what only this working copy held is fetched again from the API as needed`,
+      `${db} changed since this working copy last matched it (a run with another --state-dir published it, or it was changed by hand): the working copy was replaced by it; dates within the recheck horizon that differ from the API are fetched again (costsync verify --api finds older ones)`,
     );
   }
   if (adopted && !remote) await recordPublishedEtag(work, fileEtag(db)!);

@@ -601,6 +601,7 @@ export function combine(
         sum[key] += s[key];
       for (const [status, n] of Object.entries(s.responses)) sum.responses[status] = (sum.responses[status] ?? 0) + n;
       sum.warnings.push(...s.warnings.map((w) => (parts.length > 1 ? `${part.source}: ${w}` : w)));
+      sum.olderDates.push(...s.olderDates.filter((d) => !sum.olderDates.includes(d)));
     }
   }
   const outcome = parts.reduce<RunOutcome>((worst, p) => (OUTCOME_RANK[p.outcome] > OUTCOME_RANK[worst] ? p.outcome : worst), 'success');

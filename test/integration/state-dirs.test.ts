@@ -26,15 +26,15 @@ describe('two state directories on one --db', () => {
         expect(await dates()).toEqual([{ lo: '2025-06-01', n: 30 * 20, runs: 2 }]);
         const before = emulator.requestLog.count({ route: 'line-items' });
         const log = await sync(a);
-        expect(log).toMatch(/published by another run \(another --state-dir\)/);
+        expect(log).toMatch(/changed since this working copy last matched it \(a run with another --state-dir published it, or it was changed by hand\)/);
         // The backfilled days and the other directory's run are still there.
         expect(await dates()).toEqual([{ lo: '2025-06-01', n: 30 * 20, runs: 3 }]);
         // A nightly's requests: the lookback, not the backfill again.
         const lineItemRequests = emulator.requestLog.count({ route: 'line-items' }) - before;
         expect(lineItemRequests).toBeLessThanOrEqual(2);
         // Nothing published since: the same directory goes on quietly; the other adopts this run's file in turn.
-        expect(await sync(a)).not.toMatch(/published by another run/);
-        expect(await sync(b)).toMatch(/published by another run/);
+        expect(await sync(a)).not.toMatch(/changed since this working copy last matched it/);
+        expect(await sync(b)).toMatch(/changed since this working copy last matched it/);
         expect(await dates()).toEqual([{ lo: '2025-06-01', n: 30 * 20, runs: 5 }]);
       });
     });
