@@ -33,15 +33,17 @@ export function runners(url: string, dir: string, format: 'parquet' | 'iceberg' 
     const base = testSyncConfig(url, join(dir, name), { format, out: lake, windowDays: 30 });
     return {
       db: base.db,
-      async sync(names: string[], over: Partial<SyncConfig> = {}) {
+      /** A run of `names` that ends with `outcome` (with `signal`: one stopped as SIGTERM stops it). */
+      async sync(names: string[], over: Partial<SyncConfig> = {}, how: { outcome?: RunSummary['outcome']; signal?: AbortSignal } = {}) {
         const logger = memoryLogger();
         const summary = await runSync({
           config: { ...base, sources: names.map(source), ...over },
           logger,
           clock,
           clientOptions: FAST_CLIENT,
+          signal: how.signal,
         });
-        expect(summary.outcome, logger.lines.join('\n')).toBe('success');
+        expect(summary.outcome, logger.lines.join('\n')).toBe(how.outcome ?? 'success');
         return { summary, lines: logger.lines };
       },
     };

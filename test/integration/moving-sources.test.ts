@@ -1,5 +1,5 @@
-import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { stateObjectKey } from '../../src/outputs/lake-seed.js';
 import { lakeDifferences, queryDb, withEmulator, withTempDir } from '../helpers.js';
@@ -75,6 +75,35 @@ describe('a source moved to another runner sharing the Parquet lake', () => {
         // Nothing lost: the lake and B's warehouse again hold every row A had.
         expectSame(await lakeDifferences(a.db, lake, ['s']));
         expectSame(await lakeDifferences(b.db, lake, ['s']));
+      });
+    });
+  }, 30_000);
+
+  it('a warehouse that records a run of a source but holds no row of it reads the source back without adding that run twice', async () => {
+    await withEmulator(emulatorInput, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const { lake, a, b } = runners(url, dir);
+        // A's run of s stops before s's turn: A and the lake record the run, but A holds no row and no state of s.
+        await a.sync(['s'], {}, { outcome: 'stopped', signal: AbortSignal.abort('stop requested') });
+        const [stopped] = await lakeRuns(a.db, lake, 's');
+        expect(await queryDb(a.db, 'SELECT run_id FROM sync_runs')).toEqual([{ run_id: stopped }]);
+        // B, a copy of A's warehouse, syncs s: the lake now holds s's rows, and both runs in its run table.
+        mkdirSync(dirname(b.db), { recursive: true });
+        copyFileSync(a.db, b.db);
+        await b.sync(['s']);
+        expect(await lakeRuns(b.db, lake, 's')).toContain(stopped);
+
+        // s looks new to A, which reads it back: the lake's copy of the stopped run is the one A records already.
+        const back = await a.sync(['s']);
+        expect(back.lines.join('\n')).toContain('s: read back from the lake');
+        // A records each run once: its stopped run, B's, and this one, as the lake's run table now has them.
+        const runs = (await queryDb<{ run_id: string }>(a.db, `SELECT run_id FROM sync_runs WHERE source = 's' ORDER BY run_id`)).map(
+          (r) => r.run_id,
+        );
+        expect(runs).toHaveLength(3);
+        expect(runs).toContain(stopped);
+        expect(await lakeRuns(a.db, lake, 's')).toEqual(runs);
+        expectSame(await lakeDifferences(a.db, lake, ['s']));
       });
     });
   }, 30_000);
