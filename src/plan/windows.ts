@@ -51,10 +51,10 @@ function newWindows(from: string, to: string, days: number): PlannedWindow[] {
   return splitWindows(from, to, days).map((w) => ({ ...w, status: 'todo', cursor: null, page: 0, fetched: false }));
 }
 
-/** The recheck's windows that no window of `windows` overlaps, as planned windows. Pure. */
-function recheckWindows(req: WindowRequest, windows: readonly DateWindow[]): PlannedWindow[] {
+/** The recheck's windows that no window still to fetch overlaps, as planned windows. Pure. */
+function recheckWindows(req: WindowRequest, windows: readonly PlannedWindow[]): PlannedWindow[] {
   return (req.recheck ?? [])
-    .filter((r) => !windows.some((w) => w.start <= r.end && w.end >= r.start))
+    .filter((r) => !windows.some((w) => w.status !== 'done' && w.start <= r.end && w.end >= r.start))
     .map((r) => ({ start: r.start, end: r.end, status: 'todo', cursor: null, page: 0, fetched: false, recheck: true }));
 }
 

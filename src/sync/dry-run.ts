@@ -153,7 +153,7 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
   let found: RecheckWindows = NO_RECHECK;
   let recheck: SourcePlan['recheck'] = null;
   const settings = recheckSettings(config);
-  const scope = warehouse === null || config.dropBefore !== undefined ? null : recheckScope(state.streams, req, settings);
+  const scope = warehouse === null ? null : recheckScope(state.streams, req, settings);
   if (scope !== null && warehouse !== null) {
     // The run makes the same requests: one a grouping compared (the provider view alone without the rollups stream).
     const requests = config.streams.includes('rollups') ? GROUP_BYS.length : 1;

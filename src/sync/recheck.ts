@@ -2,14 +2,14 @@
  * The recheck: on every incremental run, the dates a source has synced within the horizon
  * (`plan/horizon.ts`) are compared with the API's rollups, which answer any range in one response per
  * grouping, so a restatement weeks old is found for three requests a source. The dates that differ
- * are synced again after the lookback's own (`planRun`'s `recheck`). Dates the lookback syncs anyway
+ * are synced again after the lookback's own (`planRun`'s `recheck`). Dates this run fetches anyway
  * are not compared.
  */
 import { createHash } from 'node:crypto';
 import type { ApiClient } from '../api/client.js';
 import type { SyncConfig } from '../config.js';
 import { GROUP_BYS, type GroupBy, type RollupRow } from '../api/types.js';
-import { coverageOf } from '../plan/coverage.js';
+import { addRange, coverageOf } from '../plan/coverage.js';
 import { changedWindows, clipRanges, horizonStart, inRanges, subtractRange } from '../plan/horizon.js';
 import { planStream, type DateWindow, type WindowRequest } from '../plan/windows.js';
 import { emptyWindowedState, type DateRange, type RecheckedDate, type WindowedStreamState } from '../state/store.js';
@@ -54,14 +54,20 @@ export function recheckScope(
   req: WindowRequest,
   settings: Pick<RecheckSettings, 'streams' | 'recheckDays'>,
 ): RecheckScope | null {
-  const from = req.fullRefresh ? null : horizonStart(req.until, settings.recheckDays);
-  if (from === null) return null;
+  const horizon = req.fullRefresh ? null : horizonStart(req.until, settings.recheckDays);
+  if (horizon === null) return null;
+  // Nothing before --drop-before is synced again.
+  const from = req.dropBefore !== undefined && req.dropBefore > horizon ? req.dropBefore : horizon;
   const ranges: Record<Windowed, DateRange[]> = { line_items: [], rollups: [] };
   for (const stream of ['line_items', 'rollups'] as const) {
     if (!settings.streams.includes(stream)) continue;
     const { state, plan } = planStream(states[stream] ?? emptyWindowedState(), { ...req, recheck: [] });
-    let mine = clipRanges(coverageOf(state).ranges, from, req.until);
-    for (const w of plan.windows) mine = subtractRange(mine, { from: w.start, to: w.end });
+    // What is stored: the coverage, and the windows a plan under way has stored (covered once it completes).
+    let stored = coverageOf(state).ranges;
+    for (const w of plan.windows) if (w.status === 'done') stored = addRange(stored, { from: w.start, to: w.end });
+    let mine = clipRanges(stored, from, req.until);
+    // A window this run fetches needs no comparison; one an earlier run of the plan stored does (the API may have changed since).
+    for (const w of plan.windows) if (w.status !== 'done') mine = subtractRange(mine, { from: w.start, to: w.end });
     ranges[stream] = mine;
   }
   const all = [...ranges.line_items, ...ranges.rollups];

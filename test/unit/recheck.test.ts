@@ -67,6 +67,27 @@ describe('the recheck horizon (pure)', () => {
     expect(recheckScope({ line_items: synced('2026-06-01', '2026-11-26') }, req(), { streams: ['line_items'], recheckDays: 0 })).toBeNull();
     expect(recheckScope({}, req(), { streams: ['line_items', 'rollups'], recheckDays: null })).toBeNull();
     expect(recheckScope({ line_items: synced('2026-06-01', '2026-11-26') }, req(), { streams: ['rollups'], recheckDays: null })).toBeNull();
+    // Nothing before --drop-before.
+    const dropped = recheckScope({ line_items: synced('2026-06-01', '2026-11-26') }, req({ dropBefore: '2026-11-01' }), {
+      streams: ['line_items'],
+      recheckDays: null,
+    })!;
+    expect(dropped.ranges.line_items).toEqual([{ from: '2026-11-01', to: '2026-11-23' }]);
+    // A resumed plan's windows already stored are compared (the API may have changed since); those still to fetch are not.
+    const pending = {
+      from: '2026-10-10',
+      to: '2026-11-26',
+      fullRefresh: false,
+      windows: [
+        { start: '2026-10-10', end: '2026-11-08', status: 'done' as const, cursor: null, page: 0, fetched: false },
+        { start: '2026-11-09', end: '2026-11-26', status: 'todo' as const, cursor: null, page: 0, fetched: false },
+      ],
+    };
+    const resumed = recheckScope({ line_items: { ...synced('2026-06-01', '2026-10-09'), pending } }, req({ since: '2026-10-10' }), {
+      streams: ['line_items'],
+      recheckDays: null,
+    })!;
+    expect(resumed.ranges.line_items).toEqual([{ from: '2026-10-01', to: '2026-11-08' }]);
     // A backfill's own dates are not compared again.
     const backfill = recheckScope({ line_items: synced('2026-06-01', '2026-11-26') }, req({ since: '2026-11-01' }), {
       streams: ['line_items'],
