@@ -26,7 +26,9 @@ describe('two state directories on one --db', () => {
         expect(await dates()).toEqual([{ lo: '2025-06-01', n: 30 * 20, runs: 2 }]);
         const before = emulator.requestLog.count({ route: 'line-items' });
         const log = await sync(a);
-        expect(log).toMatch(/changed since this working copy last matched it \(a run with another --state-dir published it, or it was changed by hand\)/);
+        expect(log).toMatch(
+          /changed since this working copy last matched it \(a run with another --state-dir published it, or it was changed by hand\)/,
+        );
         // The backfilled days and the other directory's run are still there.
         expect(await dates()).toEqual([{ lo: '2025-06-01', n: 30 * 20, runs: 3 }]);
         // A nightly's requests: the lookback, not the backfill again.
