@@ -24,6 +24,7 @@
  * say they synced (their ranges, `plan/coverage.ts`) holds the API's line-item total per provider.
  */
 import fc from 'fast-check';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { DeleteObjectsCommand, DeleteBucketCommand } from '@aws-sdk/client-s3';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -36,7 +37,8 @@ import { SCOPES } from '../src/api/types.js';
 import { startEmulator, type Emulator } from '../src/emulator/server.js';
 import { addDays, toDayNumber } from '../src/dates.js';
 import { coverageOf } from '../src/plan/coverage.js';
-import type { WindowedStreamState } from '../src/state/store.js';
+import type { DateRange, WindowedStreamState } from '../src/state/store.js';
+import { horizonStart } from '../src/plan/horizon.js';
 import { SUMMARY } from '../src/iceberg/metadata.js';
 import { ICEBERG_TABLES } from '../src/storage/tables.js';
 import { manifestKey } from '../src/outputs/lake.js';
@@ -152,6 +154,8 @@ export class World {
   readonly history = new Map<string, Set<string>>();
   /** Source's dates (`<source> <date>`) the published warehouse has held at some point. */
   readonly everSynced = new Set<string>();
+  /** Source's dates whose line items were deleted from the published warehouse by hand, until a run brings them back. */
+  readonly handDeleted = new Set<string>();
   /** The process running now, and when to stop it. */
   private child: ChildProcess | null = null;
   private exited: Promise<unknown> | null = null;
@@ -473,6 +477,17 @@ async function checkAlways(world: World, stderr: string, ranTo: readonly ('a' | 
   return published;
 }
 
+/** The dates the published warehouse says a source's line items cover (its carried state). */
+async function coveredLineItems(world: World, source: SourceName): Promise<DateRange[]> {
+  const [row] = await queryDb<{ state: string }>(
+    world.db,
+    `SELECT state::VARCHAR AS state FROM _costsync_sync_state WHERE source = '${source}'`,
+  );
+  if (row === undefined) return [];
+  const streams = JSON.parse(row.state) as Partial<Record<'line_items', WindowedStreamState>>;
+  return streams.line_items === undefined ? [] : coverageOf(streams.line_items).ranges;
+}
+
 /** After a run that exited 0: every date it had to sync equals the API now, and its lake equals the warehouse for its sources. */
 async function checkSynced(
   world: World,
@@ -499,6 +514,23 @@ async function checkSynced(
           stderr,
         );
     }
+    // The recheck: every date the line items cover within the horizon equals the API too (not only the lookback's).
+    if (!args.fullRefresh) {
+      const cut = args.dropBefore === null ? null : addDays(today, -args.dropBefore);
+      const horizon = horizonStart(today, null)!;
+      for (const range of await coveredLineItems(world, source)) {
+        for (let d = range.from < horizon ? horizon : range.from; d <= range.to && d <= today; d = addDays(d, 1)) {
+          if (cut !== null && d < cut) continue;
+          const have = published.get(`${source} ${d}`) ?? '';
+          if (have !== world.truth(source, d))
+            fail(
+              world,
+              `exit 0, yet ${source}'s ${d} (covered, within the recheck horizon from ${horizon}) is ${have || '(none)'} in the warehouse and ${world.truth(source, d) || '(none)'} on the API`,
+              stderr,
+            );
+        }
+      }
+    }
     if (args.dropBefore !== null) {
       const kept = [...published.keys()].find(
         (k) => k.startsWith(`${source} `) && k.slice(source.length + 1) < addDays(today, -args.dropBefore!),
@@ -506,7 +538,12 @@ async function checkSynced(
       if (kept !== undefined) fail(world, `exit 0 with --drop-before, yet the warehouse still holds ${kept}`, stderr);
     }
   }
-  if (args.lake === null) return;
+  // A date deleted from the warehouse by hand is still in a lake (nothing told it) until a run brings the date back.
+  for (const key of [...world.handDeleted]) {
+    const [source, date] = key.split(' ') as [SourceName, string];
+    if ((published.get(key) ?? '') === world.truth(source, date)) world.handDeleted.delete(key);
+  }
+  if (args.lake === null || sources.some((source) => [...world.handDeleted].some((k) => k.startsWith(`${source} `)))) return;
   const dir = world.lakeDir(args.lake);
   if (viaCatalog) {
     // Each table as an engine finds it: loaded through the catalog, read by icebird.
@@ -823,6 +860,11 @@ class VerifyApiCommand implements Cmd {
       "SELECT source || ' ' || usage_date::VARCHAR || ' ' || provider_type AS k, sum(net_amount_usd) AS usd FROM line_items GROUP BY ALL",
     );
     const storedUsd = new Map(stored.map((r) => [r.k, Number(r.usd)]));
+    const rollups = await queryDb<{ k: string; usd: number }>(
+      world.db,
+      "SELECT source || ' ' || date::VARCHAR || ' ' || provider_type AS k, sum(cost_usd) AS usd FROM rollups_daily WHERE group_by = 'provider' GROUP BY ALL",
+    );
+    const storedRollups = new Map(rollups.map((r) => [r.k, Number(r.usd)]));
     for (const { source, state } of carried) {
       const streams = JSON.parse(state) as Partial<Record<'line_items' | 'rollups', WindowedStreamState>>;
       if (streams.line_items === undefined || streams.rollups === undefined) continue;
@@ -831,13 +873,18 @@ class VerifyApiCommand implements Cmd {
         for (let d = range.from; d <= range.to && d <= END; d = addDays(d, 1)) {
           if (!rollups.some((r) => r.from <= d && d <= r.to)) continue;
           for (const [provider, usd] of world.providerTotals(source, d)) {
-            const have = storedUsd.get(`${source} ${d} ${provider}`) ?? 0;
-            if (Math.abs(have - usd) > 0.011)
-              fail(
-                world,
-                `verify --api passed, yet ${source}'s ${d} holds $${have.toFixed(2)} of ${provider} and the API $${usd.toFixed(2)}`,
-                result.stderr,
-              );
+            for (const [what, held] of [
+              ['line items', storedUsd],
+              ['provider rollups', storedRollups],
+            ] as const) {
+              const have = held.get(`${source} ${d} ${provider}`) ?? 0;
+              if (Math.abs(have - usd) > 0.011)
+                fail(
+                  world,
+                  `verify --api passed, yet ${source}'s ${d} holds $${have.toFixed(2)} of ${provider} in its ${what} and the API $${usd.toFixed(2)}`,
+                  result.stderr,
+                );
+            }
           }
         }
       }
@@ -861,6 +908,39 @@ class EmptyDayCommand implements Cmd {
   }
   toString(): string {
     return `# the API empties the day ${this.back} days before today`;
+  }
+}
+
+/** A person deletes one date's line items of a source from the published warehouse (within the recheck horizon, past the lookback). */
+class DeleteByHandCommand implements Cmd {
+  constructor(
+    readonly source: SourceName,
+    readonly back: number,
+  ) {}
+  check(): boolean {
+    return true;
+  }
+  async run(model: Model, world: World): Promise<void> {
+    world.log.push(this.line(model.today));
+    if (!existsSync(world.db)) return;
+    const date = addDays(model.today, -this.back);
+    const instance = await DuckDBInstance.create(world.db);
+    const connection = await instance.connect();
+    try {
+      await connection.run(`DELETE FROM line_items WHERE source = '${this.source}' AND usage_date = '${date}'`);
+    } finally {
+      connection.closeSync();
+      instance.closeSync();
+    }
+    world.everSynced.delete(`${this.source} ${date}`);
+    world.handDeleted.add(`${this.source} ${date}`);
+    await checkAlways(world, '', []);
+  }
+  private line(today: string): string {
+    return `duckdb costs.duckdb "DELETE FROM line_items WHERE source = '${this.source}' AND usage_date = '${addDays(today, -this.back)}'"  # by hand`;
+  }
+  toString(): string {
+    return this.line('<today>');
   }
 }
 
@@ -974,6 +1054,9 @@ export const commandArbs: fc.Arbitrary<Cmd>[] = [
   fc.constant(new RestateCommand()),
   fc.integer({ min: 0, max: 6 }).map((back) => new EmptyDayCommand(back)),
   fc.constant(new VerifyApiCommand()),
+  fc
+    .tuple(fc.constantFrom<SourceName>('w1', 'w2'), fc.integer({ min: 4, max: 40 }))
+    .map(([source, back]) => new DeleteByHandCommand(source, back)),
   fc.constantFrom<CatalogOffer>('transactions', 'no-transactions', 'omit-endpoints').map((offer) => new CatalogOfferCommand(offer)),
   fc
     .tuple(fc.integer({ min: 0, max: BAD_LINES.length - 1 }), fc.constantFrom('a' as const, 'b' as const))
