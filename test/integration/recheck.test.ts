@@ -1,6 +1,7 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
@@ -10,7 +11,7 @@ import { openReadOnly } from '../../src/storage/duckdb.js';
 import { runSync } from '../../src/sync/runner.js';
 import { createApiClient } from '../../src/api/client.js';
 import { verifyAgainstApi } from '../../src/verify-api.js';
-import { FAST_CLIENT, fakeClock, memoryLogger, queryDb, testSyncConfig, withEmulator, withTempDir } from '../helpers.js';
+import { FAST_CLIENT, FAST_SEND, fakeClock, memoryLogger, queryDb, testSyncConfig, withEmulator, withTempDir } from '../helpers.js';
 
 // A nightly on 2025-06-30: the lookback is 06-28..06-30, the horizon 2025-05-01 (the previous month's first) to 06-27.
 const END = '2025-06-30';
@@ -22,7 +23,9 @@ function config(url: string, dir: string, over: Partial<SyncConfig> = {}): SyncC
 }
 
 async function sync(cfg: SyncConfig, logger = memoryLogger()) {
-  const summary = await runSync({ config: cfg, logger, clock, clientOptions: FAST_CLIENT });
+  // Each run a minute after the last, on the same day: the last run is the one the metrics show.
+  clock.advance(60_000);
+  const summary = await runSync({ config: cfg, logger, clock, clientOptions: FAST_CLIENT, sendOptions: FAST_SEND });
   return { summary, logger };
 }
 
@@ -125,7 +128,9 @@ describe('the recheck of older dates', () => {
           "UPDATE line_items SET net_amount_usd = net_amount_usd + 0.004 WHERE id = (SELECT min(id) FROM line_items WHERE usage_date = '2025-06-04')",
         ]);
         emulator.requestLog.reset();
-        const { summary, logger } = await sync(cfg);
+        // A webhook nobody answers: the event waits in the outbox, where it can be read.
+        const metricsFile = join(dir, 'costsync.prom');
+        const { summary, logger } = await sync({ ...cfg, notify: ['http://127.0.0.1:9/hook'], metricsFile }, memoryLogger());
         expect(summary.outcome).toBe('success');
         // What costsync knows: the file changed since its working copy matched it; not a guess at who changed it.
         expect(logger.lines.join('\n')).toMatch(
@@ -133,6 +138,24 @@ describe('the recheck of older dates', () => {
         );
         expect(summary.streams.line_items).toMatchObject({ olderChanged: 1, olderSynced: 1, olderDates: ['2025-06-10'] });
         expect(summary.streams.rollups).toMatchObject({ olderChanged: 1, olderSynced: 1, olderDates: ['2025-05-20'] });
+        // Said in the run's tables, its metrics and a notification.
+        expect(
+          await queryDb(
+            cfg.db,
+            'SELECT stream, older_changed::INT AS c, older_synced::INT AS s FROM sync_run_streams WHERE older_changed > 0 ORDER BY 1',
+          ),
+        ).toEqual([
+          { stream: 'line_items', c: 1, s: 1 },
+          { stream: 'rollups', c: 1, s: 1 },
+        ]);
+        expect(readFileSync(metricsFile, 'utf8')).toMatch(
+          /costsync_last_run_older_dates\{source="default",stream="line_items",dates="synced"\} 1/,
+        );
+        const [event] = await queryDb<{ event: string }>(
+          cfg.db,
+          "SELECT event::VARCHAR AS event FROM _costsync_notifications WHERE kind = 'restated'",
+        );
+        expect(JSON.parse(event!.event)).toMatchObject({ changed: 2, synced: 2, dates: '2025-05-20..2025-05-20, 2025-06-10..2025-06-10' });
         // At a nightly's cost: the lookback's page and the deleted day's (60 rows a day: one page each).
         expect(emulator.requestLog.count({ route: 'line-items' })).toBe(2);
         const api = await truth(emulator, dir);
