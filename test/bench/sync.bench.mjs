@@ -74,6 +74,68 @@ async function benchRequests() {
   }
 }
 
+/**
+ * A nightly's requests with the recheck: a backfill, a nightly over unchanged data, then one after the API
+ * restated older days (two runs of adjacent days). At the demo's volume with the default horizon, and at
+ * 500,000 rows a day over 10 days with a 9-day horizon (the recheck's cost does not depend on the
+ * horizon's length: one response per grouping).
+ */
+async function benchNightlyRequests() {
+  const cases = smoke
+    ? [{ rowsPerDay: 20, days: 50, recheckDays: null, changed: [10, 20, 21] }]
+    : [
+        { rowsPerDay: 500, days: 90, recheckDays: null, changed: [10, 20, 21] },
+        { rowsPerDay: 500_000, days: 10, recheckDays: 9, changed: [5, 7, 8] },
+      ];
+  for (const c of cases) {
+    const end = '2025-12-31';
+    const emulator = await startEmulator({
+      port: 0,
+      rateLimit: 0,
+      rowsPerDay: c.rowsPerDay,
+      anomaliesPerDay: 2,
+      startDate: addDays(end, -(c.days - 1)),
+      endDate: end,
+      clock: fixedClock,
+    });
+    const dir = tempDir();
+    try {
+      const flags = {
+        'base-url': emulator.url,
+        db: join(dir, 'b.duckdb'),
+        'state-dir': join(dir, 'state'),
+        until: end,
+        'start-date': addDays(end, -(c.days - 1)),
+        ...(c.recheckDays !== null && { 'recheck-days': c.recheckDays }),
+      };
+      const run = async () => {
+        emulator.requestLog.reset();
+        const summary = await runSync({ config: syncConfig(flags, fixedClock.now()), logger: quietLogger, clock: fixedClock });
+        if (summary.outcome !== 'success') throw new Error(`the benchmark's sync ended ${summary.outcome}`);
+        const by = (route) => emulator.requestLog.count({ route });
+        return {
+          total: emulator.requestLog.count(),
+          lineItems: by('line-items'),
+          rollups: by('rollups'),
+          anomalies: by('anomalies'),
+          summary,
+        };
+      };
+      await run();
+      const plain = await run();
+      for (const back of c.changed) emulator.restateDay(addDays(end, -back), { changeRate: 0.2, deleteRate: 0.05, addRows: 3 });
+      const changed = await run();
+      const text = (r) => `${r.total} requests (line items ${r.lineItems}, rollups ${r.rollups}, anomalies ${r.anomalies})`;
+      console.log(
+        `requests, nightly at ${c.rowsPerDay} rows a day over ${c.days} days (horizon ${c.recheckDays === null ? 'default' : `${c.recheckDays} days`}): unchanged ${text(plain)}; with ${c.changed.length} older days restated (2 runs of adjacent days) ${text(changed)}, ${changed.summary.streams.line_items.olderSynced} date(s) synced again`,
+      );
+    } finally {
+      await emulator.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+}
+
 async function benchRate() {
   const limit = 600;
   const emulator = await startEmulator({
@@ -370,7 +432,15 @@ async function benchMonthToLakes() {
   }
 }
 
-const benches = { requests: benchRequests, rate: benchRate, throughput: benchThroughput, memory: benchMemory };
+const benches = {
+  requests: async () => {
+    await benchRequests();
+    await benchNightlyRequests();
+  },
+  rate: benchRate,
+  throughput: benchThroughput,
+  memory: benchMemory,
+};
 for (const [name, fn] of Object.entries(benches)) {
   if (which && which !== name) continue;
   await fn();
