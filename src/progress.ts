@@ -200,13 +200,10 @@ export function createProgress(options: ProgressOptions): Progress {
       if (info.days !== undefined) p.days = info.days;
       if (info.windows === 0) p.doneMs = now();
       if (!options.live)
-        options.logger.info(`${stream}: ${info.resumed ? 'resuming' : 'syncing'} ${info.from}..${info.to} (${info.windows} window(s))`, {
-          stream,
-          windows: info.windows,
-          from: info.from,
-          to: info.to,
-          resumed: info.resumed,
-        });
+        options.logger.info(
+          `${stream}: ${info.resumed ? 'resuming' : 'syncing'} ${info.from}..${info.to} (${info.windows} window(s)${info.older ? `, then ${info.older} of older dates the API changed` : ''})`,
+          { stream, windows: info.windows, from: info.from, to: info.to, resumed: info.resumed, ...(info.older && { older: info.older }) },
+        );
     },
     page(stream, info) {
       const p = get(stream);

@@ -106,7 +106,7 @@ export function prometheusText(facts: MetricFacts): string {
   );
   metric(
     'costsync_last_run_older_dates',
-    'Older dates (outside the lookback) the last run found changed at the API, and those it synced again, per stream.',
+    'Older dates (outside the lookback) the last run found no longer equal to the API, and those it synced again, per stream.',
     facts.streams.flatMap((s) =>
       (['changed', 'synced'] as const).map((c): [Record<string, string>, number] => [
         { source: s.source, stream: s.stream, dates: c },

@@ -57,10 +57,11 @@ export interface ProgressListener {
   /**
    * A stream's plan. `pages` when its page count is known in advance (rollups: three a window);
    * `days` when it can be estimated (line items: what is known of each date before it is fetched).
+   * `older`: of the windows, those of older dates the recheck found changed (outside `from..to`).
    */
   planned?(
     stream: StreamName,
-    info: { windows: number; from: string; to: string; resumed: boolean; pages?: number; days?: DayBasis[] },
+    info: { windows: number; from: string; to: string; resumed: boolean; pages?: number; days?: DayBasis[]; older?: number },
   ): void;
   /** Pages fetched (one unless said), their rows, and their amount in dollars (line items). */
   page?(stream: StreamName, info: { rows: number; window: string; pages?: number; usd?: number }): void;

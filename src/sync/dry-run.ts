@@ -393,7 +393,7 @@ export function dryRunText(plans: readonly SourcePlan[], several: boolean): stri
       const head = `  recheck of ${r.range} (${r.requests} rollups request(s))`;
       if (r.failed !== null) lines.push(`${head}: could not compare with the API's rollups (${r.failed}); the run would fail on it too`);
       else if (r.changed.length === 0) lines.push(`${head}: every stored date equals the API's rollups`);
-      for (const c of r.changed) lines.push(`${head}: ${c.stream} synced again (changed at the API): ${c.dates} [${c.why}]`);
+      for (const c of r.changed) lines.push(`${head}: ${c.stream} synced again (no longer equal to the API): ${c.dates} [${c.why}]`);
     }
     const made = p.dryRunRequests;
     const madeParts = [

@@ -207,11 +207,14 @@ export async function recheckSource(ctx: SyncContext, settings: RecheckSettings,
     const why = describeChanges(
       comparison.differences.filter((d) => dates.includes(d.date) && (d.check === 'line_items') === (stream === 'line_items')),
     );
-    ctx.logger.info(`${stream}: ${dates.length} older date(s) changed at the API since they were synced; syncing them again: ${why}`, {
-      ...fields,
-      stream,
-      dates,
-    });
+    ctx.logger.info(
+      `${stream}: ${dates.length} older date(s) no longer equal the API (restated since they were synced, or changed here); syncing them again: ${why}`,
+      {
+        ...fields,
+        stream,
+        dates,
+      },
+    );
   }
   if (decision.accepted.length > 0) {
     warn(

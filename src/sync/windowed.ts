@@ -107,7 +107,15 @@ async function syncWindows(
   const announcing = (async () => {
     const size =
       'pagesPerWindow' in spec.size ? { pages: todo.length * spec.size.pagesPerWindow } : { days: await dayBasis(ctx, todo, resumed) };
-    ctx.progress.planned?.(spec.name, { windows: todo.length, from: plan.from, to: plan.to, resumed, ...size });
+    const older = todo.filter((w) => w.recheck === true).length;
+    ctx.progress.planned?.(spec.name, {
+      windows: todo.length,
+      from: plan.from,
+      to: plan.to,
+      resumed,
+      ...size,
+      ...(older > 0 && { older }),
+    });
   })();
   announcing.catch(() => undefined);
   ctx.logger.debug(`${spec.name}: ${resumed ? 'resuming' : 'planned'} ${plan.from}..${plan.to}, ${todo.length} window(s) to sync`, {

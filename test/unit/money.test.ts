@@ -100,7 +100,7 @@ describe('money is printed one way everywhere', () => {
   it('a restated event says how many older dates changed, which, and whether all were synced again', () => {
     const restated = { kind: 'restated' as const, source: 'eu', changed: 3, dates: '2025-06-01..2025-06-03' };
     expect(eventLine({ ...restated, synced: 3 })).toBe(
-      '[eu] 3 older date(s) changed at the API since they were synced (2025-06-01..2025-06-03); 3 synced again',
+      '[eu] 3 older date(s) no longer equal the API (2025-06-01..2025-06-03); 3 synced again',
     );
     expect(eventLine({ ...restated, synced: 1 })).toMatch(/; 1 synced again, the rest next run$/);
   });
