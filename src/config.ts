@@ -36,6 +36,8 @@ export interface SyncConfig {
   lookbackDays: number;
   /** `--recheck-days`: the recheck horizon (null: the default, `horizonStart`; 0: none). */
   recheckDays: number | null;
+  /** `--tolerance`: the largest difference per date and group, in dollars, the recheck does not count as a change. */
+  tolerance: number;
   windowDays: number;
   fullRefresh: boolean;
   /** `--drop-before`: stored line items and rollups dated before it are deleted; nothing before it is synced. */
@@ -191,6 +193,10 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     const { default: fallback, choices } = spec(name) as unknown as { default: T; choices: readonly T[] };
     return v === undefined ? fallback : check.choice(v.from, v.value, choices);
   };
+  const dollars = (name: SettingName): number => {
+    const v = pick(name);
+    return v === undefined ? Number(spec(name).default) : check.dollars(v.from, v.value);
+  };
   const duration = (name: SettingName): number | undefined => {
     const v = pick(name);
     const { default: fallback, minMs } = spec(name);
@@ -334,6 +340,7 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     startDate,
     lookbackDays: int('lookback-days'),
     recheckDays: pick('recheck-days') === undefined ? null : int('recheck-days'),
+    tolerance: dollars('tolerance'),
     windowDays: int('window-days'),
     fullRefresh: bool('full-refresh'),
     dropBefore,

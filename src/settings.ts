@@ -9,7 +9,7 @@ import type { Argv } from 'yargs';
 import { isCalendarDate } from './dates.js';
 import { ConfigError } from './errors.js';
 
-export type SettingKind = 'string' | 'path' | 'int' | 'bool' | 'date' | 'duration' | 'choice' | 'list' | 'urls';
+export type SettingKind = 'string' | 'path' | 'int' | 'dollars' | 'bool' | 'date' | 'duration' | 'choice' | 'list' | 'urls';
 /**
  * The groups a setting belongs to, and so the commands that take it: `connection` (every command that
  * talks to the API or the warehouse; `--shard` is one, so each reads its shard's `{shard}` paths), `rate` (sync, push), `notify` (sync, notify), `lease` (sync, push),
@@ -96,6 +96,14 @@ export const SETTING_SPECS = [
   },
   { name: 'lookback-days', kind: 'int', group: 'sync', default: 3, range: [0, 365], describe: 'Days re-synced on every incremental run' },
   { name: 'window-days', kind: 'int', group: 'sync', default: 30, range: [1, 3660], describe: 'Days per unit of progress' },
+  {
+    name: 'tolerance',
+    kind: 'dollars',
+    group: 'sync',
+    default: 0.01,
+    describe:
+      "Largest difference per date and group, in dollars, that the recheck does not count as a change (verify's --tolerance, the same default)",
+  },
   {
     name: 'recheck-days',
     kind: 'int',
@@ -316,7 +324,7 @@ export function settingOptions(yargs: Argv, groups: readonly SettingGroup[]): Ar
         ? { choices: spec.choices!, describe }
         : spec.kind === 'bool'
           ? { type: 'boolean', describe }
-          : spec.kind === 'int'
+          : spec.kind === 'int' || spec.kind === 'dollars'
             ? { type: 'number', describe }
             : spec.kind === 'urls'
               ? { type: 'string', array: true, describe }
@@ -355,6 +363,18 @@ export const check = {
       throw new ConfigError(
         `${from} must be a whole number from ${min} to ${max}; got ${got}.`,
         `For example ${from.startsWith('--') ? from : 'the value'} ${example}.`,
+      );
+    }
+    return n;
+  },
+  /** An amount of money, 0 or more (a tolerance): the same words for `sync --tolerance` and `verify --tolerance`. */
+  dollars(from: string, value: unknown): number {
+    const n = typeof value === 'string' && value.trim() === '' ? Number.NaN : Number(value);
+    if (!Number.isFinite(n) || n < 0) {
+      const got = typeof value === 'number' && Number.isNaN(value) ? 'something that is not a number' : JSON.stringify(value);
+      throw new ConfigError(
+        `${from} must be a number of dollars, 0 or more; got ${got}.`,
+        `For example ${from.startsWith('--') ? from : 'the value'} 0.01 (one cent).`,
       );
     }
     return n;

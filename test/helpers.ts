@@ -161,6 +161,7 @@ export function testSyncConfig(url: string, dir: string, over: Partial<SyncConfi
     startDate: SPAN.startDate,
     lookbackDays: 3,
     recheckDays: null,
+    tolerance: 0.01,
     windowDays: 7,
     fullRefresh: false,
     dropBefore: undefined,

@@ -8,7 +8,7 @@ import { runReadCommand, warehouseOptions } from './read.js';
 import { loadConfig, processIo, type CommandIo } from './common.js';
 import { createApiClient } from '../api/client.js';
 import { createRequestLimiter } from '../api/resilience.js';
-import { envName, specOf } from '../settings.js';
+import { check, envName, specOf } from '../settings.js';
 import type { ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { verifyAgainstApi } from '../verify-api.js';
 
@@ -74,12 +74,7 @@ async function verifyApi(
 
 export function runVerifyCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   return runReadCommand(args, io, async (open) => {
-    const tolerance = args.tolerance === undefined ? 0.01 : Number(args.tolerance);
-    if (!Number.isFinite(tolerance) || tolerance < 0)
-      throw new ConfigError(
-        `--tolerance must be a number of dollars, 0 or more; got ${JSON.stringify(args.tolerance)}.`,
-        'For example --tolerance 0.01 (one cent).',
-      );
+    const tolerance = args.tolerance === undefined ? 0.01 : check.dollars('--tolerance', args.tolerance);
     const from = args.from === undefined ? null : dateArg('from', args.from);
     const to = args.to === undefined ? null : dateArg('to', args.to);
     const format = choiceArg('format', args.format ?? 'table', ['table', 'json'] as const);

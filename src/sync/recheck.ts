@@ -37,12 +37,11 @@ export interface RecheckSettings {
   windowDays: number;
 }
 
-/** The largest difference per date and group that is not a change: `verify`'s default tolerance, one cent. */
-export const RECHECK_TOLERANCE = 0.01;
-
-/** The recheck's settings from a run's. Pure. */
-export function recheckSettings(config: Pick<SyncConfig, 'streams' | 'windowDays'> & { recheckDays?: number | null }): RecheckSettings {
-  return { streams: config.streams, recheckDays: config.recheckDays, tolerance: RECHECK_TOLERANCE, windowDays: config.windowDays };
+/** The recheck's settings from a run's (`tolerance` absent: verify's default, one cent). Pure. */
+export function recheckSettings(
+  config: Pick<SyncConfig, 'streams' | 'windowDays'> & { recheckDays?: number | null; tolerance?: number },
+): RecheckSettings {
+  return { streams: config.streams, recheckDays: config.recheckDays, tolerance: config.tolerance ?? 0.01, windowDays: config.windowDays };
 }
 
 /**
