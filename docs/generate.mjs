@@ -10,6 +10,7 @@ import { ERRORS, ExitCode } from '../dist/errors.js';
 import { runCli } from '../dist/cli-app.js';
 import { checkOptions } from '../dist/commands/check.js';
 import { emulatorOptions } from '../dist/commands/emulator.js';
+import { emulatorChangeOptions } from '../dist/commands/emulator-change.js';
 import { notifyOptions } from '../dist/commands/notify.js';
 import { pushOptions, pushOtelOptions } from '../dist/commands/push.js';
 import { queryOptions } from '../dist/commands/query.js';
@@ -35,6 +36,11 @@ const COMMAND_OPTIONS = {
   check: checkOptions,
   emulator: emulatorOptions,
   demo: (y) => y,
+};
+
+/** Each command's own commands' options, by their names in `costsync <command> --help` (checked against it below). */
+const SUBCOMMAND_OPTIONS = {
+  emulator: { change: emulatorChangeOptions },
 };
 
 /** What each exit code means: the one text of it (the errors that take each come from ERRORS). */
@@ -108,8 +114,8 @@ function optionsOf(declare) {
   return options;
 }
 
-/** The commands `costsync --help` lists, in its order. */
-async function helpCommands() {
+/** The commands `costsync --help` lists, in its order; with `command`, the commands `costsync <command> --help` lists. */
+async function helpCommands(command) {
   let text = '';
   const collect = (...parts) => (text += `${parts.join(' ')}\n`);
   const io = { env: {}, stdout: collect, stderr: collect, isTTY: false, now: () => Date.now(), columns: 1000 };
@@ -117,11 +123,12 @@ async function helpCommands() {
   const log = console.log;
   console.log = collect;
   try {
-    await runCli(['--help'], io);
+    await runCli(command === undefined ? ['--help'] : [command, '--help'], io);
   } finally {
     console.log = log;
   }
-  return [...text.matchAll(/^ {2}costsync (\S+)/gm)].map((m) => m[1]);
+  const prefix = command === undefined ? 'costsync ' : `costsync ${command} `;
+  return [...text.matchAll(new RegExp(`^ {2}${prefix}(\\S+)`, 'gm'))].map((m) => m[1]);
 }
 
 function settingsPage(commands) {
@@ -239,7 +246,19 @@ export async function referencePages() {
   }
   const missing = Object.keys(ExitCode).filter((name) => !(name in EXIT_MEANINGS));
   if (missing.length > 0) throw new Error(`docs/generate.mjs: EXIT_MEANINGS lacks ${missing.join(', ')}.`);
-  const commands = listed.map((name) => ({ name, options: optionsOf(COMMAND_OPTIONS[name]) }));
+  const commands = [];
+  for (const name of listed) {
+    commands.push({ name, options: optionsOf(COMMAND_OPTIONS[name]) });
+    const subcommands = SUBCOMMAND_OPTIONS[name] ?? {};
+    const listedSubcommands = await helpCommands(name);
+    const documented = Object.keys(subcommands);
+    if (listedSubcommands.join() !== documented.join()) {
+      throw new Error(
+        `docs/generate.mjs: SUBCOMMAND_OPTIONS.${name} must name the commands of costsync ${name} --help (${listedSubcommands.join(', ') || 'none'}; it names ${documented.join(', ') || 'none'}).`,
+      );
+    }
+    for (const sub of documented) commands.push({ name: `${name} ${sub}`, options: optionsOf(subcommands[sub]) });
+  }
   return {
     'docs/reference/settings.md': settingsPage(commands),
     'docs/reference/exit-codes.md': exitCodesPage(),

@@ -6,6 +6,7 @@
 import yargs, { type Argv } from 'yargs';
 import { checkOptions, runCheckCommand } from './commands/check.js';
 import { emulatorOptions, runEmulator } from './commands/emulator.js';
+import { emulatorChangeOptions, runEmulatorChange } from './commands/emulator-change.js';
 import { pushOptions, pushOtelOptions, runPushCommand, runPushOtelCommand } from './commands/push.js';
 import { queryOptions, runQueryCommand } from './commands/query.js';
 import { reportOptions, runReportCommand } from './commands/report.js';
@@ -86,8 +87,17 @@ export async function runCli(argv: string[], io: CommandIo): Promise<ExitCode> {
 
 type Run = (args: Record<string, unknown>, io: CommandIo) => Promise<ExitCode>;
 
-/** The commands, as data: how each is written, what it does, its options, and the function that runs it. */
-const COMMANDS: readonly { command: string; describe: string; options: (y: Argv) => Argv; run: Run }[] = [
+/** A command as data: how it is written, what it does, its options, the function that runs it, and its own commands. */
+interface Command {
+  command: string;
+  describe: string;
+  options: (y: Argv) => Argv;
+  run: Run;
+  subcommands?: readonly Command[];
+}
+
+/** The commands, as data. */
+const COMMANDS: readonly Command[] = [
   { command: 'sync', describe: 'Sync line items, rollups and anomalies into DuckDB', options: syncOptions, run: runSyncCommand },
   {
     command: 'push [files..]',
@@ -141,6 +151,14 @@ const COMMANDS: readonly { command: string; describe: string; options: (y: Argv)
       await runEmulator(args as never);
       return ExitCode.OK;
     },
+    subcommands: [
+      {
+        command: 'change <what> [date]',
+        describe: "Change old data of a running emulator: restate a day, move a line item to another date, set an alert's status",
+        options: emulatorChangeOptions,
+        run: runEmulatorChange,
+      },
+    ],
   },
   {
     command: 'demo',
@@ -180,17 +198,33 @@ export function withSuggestion(
   return `Unknown option${words.length > 1 ? 's' : ''} ${parts.join(', ')}.`;
 }
 
+/** Adds a command, and its own commands, to `parser`. */
+function register(parser: Argv, c: Command, io: CommandIo, done: (code: ExitCode) => void): Argv {
+  const builder = (y: Argv): Argv => {
+    let built = c.options(y);
+    if (c.subcommands) {
+      // yargs hands a command's options on to its subcommands unless told not to: `emulator change` must
+      // not take (or list in its --help) the flags of the server it talks to.
+      // (@types/yargs lacks global's second argument, which yargs' own documentation gives.)
+      const untyped = built as unknown as { getOptions(): { key: Record<string, unknown> }; global(keys: string[], global: boolean): Argv };
+      const own = Object.keys(untyped.getOptions().key).filter((k) => k !== 'help' && k !== 'version');
+      built = untyped.global(own, false);
+      for (const sub of c.subcommands) built = register(built, sub, io, done);
+    }
+    return built;
+  };
+  return parser.command(c.command, c.describe, builder, async (args) => {
+    done(await c.run(args, io));
+  });
+}
+
 function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => void) {
   let parser = yargs(argv)
     .scriptName('costsync')
     // A flag given twice: the last one wins, as in most CLIs.
     .parserConfiguration({ 'duplicate-arguments-array': false })
     .usage('$0 <command> [options]');
-  for (const c of COMMANDS) {
-    parser = parser.command(c.command, c.describe, c.options, async (args) => {
-      done(await c.run(args, io));
-    });
-  }
+  for (const c of COMMANDS) parser = register(parser, c, io, done);
   return (
     parser
       .demandCommand(1, 'Name a command; see --help.')

@@ -10,7 +10,9 @@ export function intArg(flag: string, value: unknown, min: number, max = Number.M
 export function rateArg(flag: string, value: unknown): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n < 0 || n > 1) {
-    throw new ConfigError(`--${flag} must be a fraction from 0 to 1; got ${JSON.stringify(value)}.`, `For 5% pass --${flag} 0.05.`);
+    // yargs hands a flag of type number that is not one over as NaN (JSON.stringify would say "null").
+    const got = typeof value === 'number' && Number.isNaN(value) ? 'something that is not a number' : JSON.stringify(value);
+    throw new ConfigError(`--${flag} must be a fraction from 0 to 1; got ${got}.`, `For 5% pass --${flag} 0.05.`);
   }
   return n;
 }

@@ -1,13 +1,14 @@
 /**
  * The emulator's data: line items, rollups and anomalies from a seeded generator, computed lazily.
  *
- * A generated line item is a pure function of (seed, day, index, restatement generation), so a page
- * costs O(limit) and memory stays flat whatever the span or rows per day. Rollups are sums over the
- * same rows (plus ingested ones) and are cached per day. Amounts are kept in integer micro-dollars
- * so that a rollup's `cost_usd` is exactly the sum of its line items rounded to micro-dollars.
+ * A generated line item is a pure function of (seed, day, index, restatement generation, the day's
+ * `restateDay` calls), so a page costs O(limit) and memory stays flat whatever the span or rows per
+ * day; the few rows that arrive late or move between days are kept as built. Rollups are sums over the
+ * same rows (plus ingested ones) and are cached per day and revision. Amounts are kept in integer
+ * micro-dollars so that a rollup's `cost_usd` is exactly the sum of its line items rounded to micro-dollars.
  */
-import type { Anomaly, GroupBy, LineItem, RollupRow } from '../api/types.js';
-import { fromDayNumber, toDayNumber } from '../dates.js';
+import { ANOMALY_STATUSES, type Anomaly, type AnomalyStatus, type GroupBy, type LineItem, type RollupRow } from '../api/types.js';
+import { fromDayNumber, toDayNumber, utcDate } from '../dates.js';
 import { ALERT_TYPES, FLAT_CUMULATIVE, FLAT_SERVICES, PROJECTS, USER_COUNT, categoryOf, userEmail } from './catalog.js';
 import { createRng, hashInts, hashString, pickWeighted, unit } from './rng.js';
 
@@ -20,6 +21,32 @@ export interface RestatementOptions {
   deleteRate: number;
   /** Rows added to each of those days per restatement, as a share of rows a day (late-arriving rows). */
   addRate?: number;
+}
+
+/** What `restateDay` does to one day, of any age: late changes a provider sends long after the fact. */
+export interface DayRestatement {
+  /** Share of the day's line items whose amount changes. */
+  changeRate: number;
+  /** Share of the day's line items that disappear. */
+  deleteRate: number;
+  /** Late rows that arrive for the day. */
+  addRows: number;
+}
+
+/** What one `restateDay` did: how many of the day's line items changed, disappeared and arrived. */
+export interface DayRestatementResult {
+  date: string;
+  changed: number;
+  deleted: number;
+  added: number;
+}
+
+/** A change to old data that cannot be made as asked (a day outside the span, an unknown id); the message names the fix. */
+export class DataChangeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DataChangeError';
+  }
 }
 
 export interface AnomalyBurst {
@@ -49,6 +76,19 @@ export interface StoredItem {
   micros: number;
 }
 
+/** Changes made to one day's data after the fact (`restateDay`, `moveLineItem`). */
+interface DayChanges {
+  /** Each `restateDay` of the day, in order: generated rows apply them as they are drawn. */
+  edits: { changeRate: number; deleteRate: number }[];
+  /** Generated slots whose row moved to another day. */
+  movedOut: Set<number>;
+  /**
+   * Late rows and rows moved in, built once (there are few); null where one was deleted or moved away,
+   * so that the rows after it keep their slots, as after a deleted generated row.
+   */
+  extra: (StoredItem | null)[];
+}
+
 interface DayAggregate {
   provider: Map<string, number>;
   service: Map<string, number>;
@@ -56,7 +96,7 @@ interface DayAggregate {
 }
 
 interface AnomalyBase {
-  record: Omit<Anomaly, 'status'>;
+  record: Omit<Anomaly, 'status'> & { id: string };
   detectedMs: number;
   /** Fixed status (bursts), or the status path over time. */
   fixedStatus?: string;
@@ -73,6 +113,12 @@ const SEVERITY_BY_DEVIATION: readonly [number, string][] = [
   [120, 'high'],
 ];
 const FINAL_STATUSES = ['resolved', 'resolved', 'false_positive', 'dismissed'] as const;
+/** Hash salts of `restateDay`: which rows an edit deletes or changes, their new amounts, the late rows. */
+const EDIT_SALT = 0xed17;
+const EDIT_AMOUNT_SALT = 0xed1a;
+const LATE_ROW_SALT = 0x1a7e;
+/** Most late rows one `restateDay` adds: as many as a day may have (the CLI's --rows-per-day limit). */
+const MAX_ADD_ROWS = 100_000;
 
 /** Rounds micro-dollars to dollars without floating-point drift in the last digit. */
 export function microsToUsd(micros: number): number {
@@ -93,6 +139,10 @@ export class Dataset {
   /** Days whose generated rows were all withdrawn (`emptyDay`). */
   private readonly emptied = new Set<number>();
   private anomalyCache: AnomalyBase[] | null = null;
+  /** Changes to days of any age (`restateDay`, `moveLineItem`), by day. */
+  private readonly changes = new Map<number, DayChanges>();
+  /** Statuses set after the fact (`setAnomalyStatus`), by anomaly id: they replace the status path. */
+  private readonly statusOverrides = new Map<string, AnomalyStatus>();
 
   constructor(options: DatasetOptions) {
     this.options = options;
@@ -108,7 +158,184 @@ export class Dataset {
   /** A provider withdraws a whole day: its generated rows disappear (their slots stay, as deleted rows do). */
   emptyDay(day: number): void {
     this.emptied.add(day);
+    // Late and moved-in rows are the provider's too: they go with the day.
+    this.changes.get(day)?.extra.fill(null);
+    this.bumpRevision(day);
+  }
+
+  /**
+   * Restates one day of any age, as a provider does long after the fact: each of its line items changes
+   * its amount (`changeRate`) or disappears (`deleteRate`), and `addRows` late rows arrive. Seeded by the
+   * day and the number of earlier calls on it, so the same calls give the same data and each call changes
+   * the day again. Rollups follow (the day's revision moves).
+   */
+  restateDay(day: number, restatement: DayRestatement): DayRestatementResult {
+    this.checkInSpan(day, 'date');
+    const { changeRate, deleteRate, addRows } = restatement;
+    for (const [name, rate] of [
+      ['changeRate', changeRate],
+      ['deleteRate', deleteRate],
+    ] as const) {
+      if (typeof rate !== 'number' || !Number.isFinite(rate) || rate < 0 || rate > 1) {
+        throw new DataChangeError(`${name} must be a fraction from 0 to 1; got ${JSON.stringify(rate) ?? String(rate)}. For 10% give 0.1.`);
+      }
+    }
+    if (changeRate + deleteRate > 1) {
+      throw new DataChangeError(
+        `changeRate ${changeRate} and deleteRate ${deleteRate} add up to more than 1: a row either changes or disappears, so keep their sum at most 1.`,
+      );
+    }
+    if (typeof addRows !== 'number' || !Number.isInteger(addRows) || addRows < 0 || addRows > MAX_ADD_ROWS) {
+      throw new DataChangeError(
+        `addRows must be a whole number from 0 to ${MAX_ADD_ROWS}; got ${JSON.stringify(addRows) ?? String(addRows)}.`,
+      );
+    }
+    const changes = this.changesOf(day);
+    const edit = changes.edits.length + 1;
+    const { seed } = this.options;
+    let changed = 0;
+    let deleted = 0;
+    // Counted over the rows as they are before this edit, with the draws `draw` will make for it.
+    const generated = this.generatedSlots(day);
+    for (let i = 0; i < generated; i++) {
+      if (this.draw(day, i) === null) continue;
+      const r = unit(hashInts(seed, day, i, edit, EDIT_SALT));
+      if (r < deleteRate) deleted += 1;
+      else if (r < deleteRate + changeRate) changed += 1;
+    }
+    // Late and moved-in rows are built already: the edit changes them here, once.
+    changes.extra.forEach((item, slot) => {
+      if (item === null) return;
+      const key = hashString(item.record.id);
+      const r = unit(hashInts(seed, day, key, edit, EDIT_SALT));
+      if (r < deleteRate) {
+        changes.extra[slot] = null;
+        deleted += 1;
+      } else if (r < deleteRate + changeRate) {
+        const was = Math.round(item.micros / MICROS_PER_CENT);
+        const cents = changedCents(was, unit(hashInts(seed, day, key, edit, EDIT_AMOUNT_SALT)));
+        const record: LineItem = { ...item.record, net_amount_usd: cents / 100 };
+        // Token counts follow the amount, as they do on generated rows (`build`).
+        for (const field of ['tokens_input', 'tokens_output'] as const) {
+          if (typeof record[field] === 'number') record[field] = Math.round((record[field] * cents) / was);
+        }
+        changes.extra[slot] = { record, micros: cents * MICROS_PER_CENT };
+        changed += 1;
+      }
+    });
+    changes.edits.push({ changeRate, deleteRate });
+    const compact = fromDayNumber(day).replaceAll('-', '');
+    for (let n = 0; n < addRows; n++) {
+      const rng = createRng(hashInts(seed, day, LATE_ROW_SALT, edit, n));
+      const { flat, cents, isCredit } = baseDraw(rng);
+      changes.extra.push(this.build(day, `li-${compact}-late${edit}-${n.toString().padStart(6, '0')}`, rng, flat, cents, isCredit));
+    }
+    this.bumpRevision(day);
+    return { date: fromDayNumber(day), changed, deleted, added: addRows };
+  }
+
+  /**
+   * Corrects one line item's usage date: it leaves `fromDay` and appears on `toDay` with the same id and
+   * amount. `id` picks it (a generated, late or moved-in row; rows that came through ingest are the
+   * pusher's to correct); without one, the day's first line item moves. Returns the id moved.
+   */
+  moveLineItem(fromDay: number, toDay: number, id?: string): string {
+    this.checkInSpan(fromDay, 'from');
+    this.checkInSpan(toDay, 'to');
+    const from = fromDayNumber(fromDay);
+    if (fromDay === toDay) throw new DataChangeError(`from and to are both ${from}: give two different dates.`);
+    const found = this.findProviderRow(fromDay, id);
+    if (found === null) {
+      const pushed = id !== undefined && this.ingested.get(fromDay)?.some((i) => i.record.id === id);
+      throw new DataChangeError(
+        id === undefined
+          ? `There are no line items on ${from} to move: pick a day that has some.`
+          : pushed
+            ? `Line item ${id} on ${from} came through ingest: push it again with its new date instead.`
+            : `There is no line item ${id} on ${from}: give the id of a line item the API serves for that date.`,
+      );
+    }
+    const changes = this.changesOf(fromDay);
+    if (found.extraSlot === null) changes.movedOut.add(found.slot);
+    else changes.extra[found.extraSlot] = null;
+    this.changesOf(toDay).extra.push({ record: { ...found.item.record, usage_date: fromDayNumber(toDay) }, micros: found.item.micros });
+    this.bumpRevision(fromDay);
+    this.bumpRevision(toDay);
+    return found.item.record.id;
+  }
+
+  /**
+   * Changes an alert's status after the fact (a 40-day-old alert resolved today): by id, or the oldest
+   * alert detected on a day. Only alerts detected by `nowMs` count. The status stays as set from then on.
+   * Returns the alert's id.
+   */
+  setAnomalyStatus(target: { id: string } | { day: number }, status: AnomalyStatus, nowMs = Infinity): string {
+    if (!ANOMALY_STATUSES.includes(status)) {
+      throw new DataChangeError(`status must be one of ${ANOMALY_STATUSES.join(', ')}; got ${JSON.stringify(status)}.`);
+    }
+    const detected = this.anomalyBases().filter((b) => b.detectedMs <= nowMs);
+    let base: AnomalyBase | undefined;
+    if ('id' in target) {
+      base = detected.find((b) => b.record.id === target.id);
+      if (!base) throw new DataChangeError(`There is no alert ${target.id} (detected by now): give the id of an alert the API serves.`);
+    } else {
+      this.checkInSpan(target.day, 'date');
+      const date = fromDayNumber(target.day);
+      for (const b of detected) {
+        if (utcDate(b.detectedMs) !== date) continue;
+        if (!base || b.detectedMs < base.detectedMs || (b.detectedMs === base.detectedMs && b.record.id < base.record.id)) base = b;
+      }
+      if (!base) throw new DataChangeError(`No alert was detected on ${date} (by now): pick another date, or give an alert's id.`);
+    }
+    this.statusOverrides.set(base.record.id, status);
+    return base.record.id;
+  }
+
+  /** One alert as the API shows it at `nowMs`, or null when there is none by that id (or not yet). */
+  anomaly(id: string, nowMs: number): Anomaly | null {
+    const base = this.anomalyBases().find((b) => b.record.id === id && b.detectedMs <= nowMs);
+    return base ? ({ ...base.record, status: this.statusOf(base, nowMs) } as Anomaly) : null;
+  }
+
+  private statusOf(base: AnomalyBase, nowMs: number): string {
+    return this.statusOverrides.get(base.record.id) ?? statusAt(base, nowMs);
+  }
+
+  private bumpRevision(day: number): void {
     this.dayRevision.set(day, (this.dayRevision.get(day) ?? 0) + 1);
+  }
+
+  private changesOf(day: number): DayChanges {
+    let changes = this.changes.get(day);
+    if (!changes) {
+      changes = { edits: [], movedOut: new Set(), extra: [] };
+      this.changes.set(day, changes);
+    }
+    return changes;
+  }
+
+  /** Refuses a day outside the span: the API serves no generated rows there, so the change would be lost. */
+  private checkInSpan(day: number, what: string): void {
+    if (day < this.startDay || day > this.endDay) {
+      throw new DataChangeError(
+        `${what} ${fromDayNumber(day)} is outside the emulator's data, ${this.options.startDate} to ${this.options.endDate}: pick a date in that span.`,
+      );
+    }
+  }
+
+  /** A live generated, late or moved-in row of a day (by id, or the first); `extraSlot` null for a generated one. */
+  private findProviderRow(day: number, id: string | undefined): { item: StoredItem; slot: number; extraSlot: number | null } | null {
+    const generated = this.generatedSlots(day);
+    for (let i = 0; i < generated; i++) {
+      const item = this.generate(day, i);
+      if (item !== null && (id === undefined || item.record.id === id)) return { item, slot: i, extraSlot: null };
+    }
+    const extra = this.changes.get(day)?.extra ?? [];
+    for (let slot = 0; slot < extra.length; slot++) {
+      const item = extra[slot];
+      if (item && (id === undefined || item.record.id === id)) return { item, slot, extraSlot: slot };
+    }
+    return null;
   }
 
   /** The first day that restatement touches. */
@@ -124,16 +351,18 @@ export class Dataset {
     return this.options.rowsPerDay + added;
   }
 
-  /** Slots on a day: generated rows first, then rows ingested for that date. */
+  /** Slots on a day: generated rows first, then late and moved-in rows, then rows ingested for that date. */
   slots(day: number): number {
-    return this.generatedSlots(day) + (this.ingested.get(day)?.length ?? 0);
+    return this.generatedSlots(day) + (this.changes.get(day)?.extra.length ?? 0) + (this.ingested.get(day)?.length ?? 0);
   }
 
-  /** The item in a slot, or null when restatement deleted it. */
+  /** The item in a slot, or null when a restatement deleted it (or it moved to another day). */
   itemAt(day: number, index: number): StoredItem | null {
     const generated = this.generatedSlots(day);
     if (index < generated) return this.generate(day, index);
-    return this.ingested.get(day)?.[index - generated] ?? null;
+    const extra = this.changes.get(day)?.extra ?? [];
+    if (index < generated + extra.length) return extra[index - generated] ?? null;
+    return this.ingested.get(day)?.[index - generated - extra.length] ?? null;
   }
 
   /** Every ingested line item, for tests and the request log. */
@@ -153,14 +382,12 @@ export class Dataset {
    */
   private draw(day: number, index: number): { rng: () => number; flat: number; cents: number; isCredit: boolean } | null {
     if (this.emptied.has(day)) return null;
+    const changes = this.changes.get(day);
+    if (changes?.movedOut.has(index)) return null;
     const { seed } = this.options;
     const rng = createRng(hashInts(seed, day, index));
-    const flat = pickWeighted(FLAT_CUMULATIVE, rng());
-    // Roughly log-normal amounts around the service's typical cost; a few credits.
-    const spread = Math.exp((rng() + rng() + rng() - 1.5) * 1.4);
-    let cents = Math.max(1, Math.round(FLAT_SERVICES[flat]!.service.baseCents * spread));
-    const isCredit = rng() < 0.015;
-    if (isCredit) cents = -cents;
+    const { flat, isCredit, cents: drawnCents } = baseDraw(rng);
+    let cents = drawnCents;
     if (day >= this.restateFromDay) {
       const { changeRate, deleteRate } = this.options.restatement;
       for (let g = 1; g <= this.generation; g++) {
@@ -172,22 +399,31 @@ export class Dataset {
         }
       }
     }
+    for (const [k, edit] of (changes?.edits ?? []).entries()) {
+      const r = unit(hashInts(seed, day, index, k + 1, EDIT_SALT));
+      if (r < edit.deleteRate) return null;
+      if (r < edit.deleteRate + edit.changeRate) cents = changedCents(cents, unit(hashInts(seed, day, index, k + 1, EDIT_AMOUNT_SALT)));
+    }
     return { rng, flat, cents, isCredit };
   }
 
   private generate(day: number, index: number): StoredItem | null {
     const drawn = this.draw(day, index);
     if (drawn === null) return null;
-    const { rng, cents, isCredit } = drawn;
-    const flat = FLAT_SERVICES[drawn.flat]!;
+    const id = `li-${fromDayNumber(day).replaceAll('-', '')}-${index.toString().padStart(6, '0')}`;
+    return this.build(day, id, drawn.rng, drawn.flat, drawn.cents, drawn.isCredit);
+  }
+
+  /** A line item from its amount draws: its other fields come from `rng`, after those. */
+  private build(day: number, id: string, rng: () => number, flatIndex: number, cents: number, isCredit: boolean): StoredItem {
+    const flat = FLAT_SERVICES[flatIndex]!;
     const project = PROJECTS[Math.floor(rng() * PROJECTS.length)]!;
     const user = userEmail(Math.floor(rng() * USER_COUNT));
     const currency = flat.provider.currencies[Math.floor(rng() * flat.provider.currencies.length)]!;
 
-    const date = fromDayNumber(day);
     const record: LineItem = {
-      id: `li-${date.replaceAll('-', '')}-${index.toString().padStart(6, '0')}`,
-      usage_date: date,
+      id,
+      usage_date: fromDayNumber(day),
       provider_type: flat.provider.slug,
       provider_service: flat.service.name,
       net_amount_usd: cents / 100,
@@ -254,6 +490,9 @@ export class Dataset {
     FLAT_SERVICES.forEach(({ provider, service }, i) => {
       if (seen[i] === 1) addItem(provider.slug, service.name, perService[i]!);
     });
+    for (const item of this.changes.get(day)?.extra ?? []) {
+      if (item) addItem(item.record.provider_type, item.record.provider_service, item.micros);
+    }
     for (const item of this.ingested.get(day) ?? []) addItem(item.record.provider_type, item.record.provider_service, item.micros);
     if (this.aggregates.size > 4096) this.aggregates.clear();
     this.aggregates.set(key, agg);
@@ -306,7 +545,7 @@ export class Dataset {
     const out: { anomaly: Anomaly; detectedMs: number }[] = [];
     for (const base of this.anomalyBases()) {
       if (base.detectedMs > nowMs) continue;
-      out.push({ anomaly: { ...base.record, status: statusAt(base, nowMs) } as Anomaly, detectedMs: base.detectedMs });
+      out.push({ anomaly: { ...base.record, status: this.statusOf(base, nowMs) } as Anomaly, detectedMs: base.detectedMs });
     }
     return out;
   }
@@ -339,6 +578,28 @@ export class Dataset {
     this.anomalyCache = bases;
     return bases;
   }
+}
+
+/**
+ * The draws that fix a row's service and amount, in the order every row makes them: roughly log-normal
+ * amounts around the service's typical cost, and a few credits.
+ */
+function baseDraw(rng: () => number): { flat: number; cents: number; isCredit: boolean } {
+  const flat = pickWeighted(FLAT_CUMULATIVE, rng());
+  const spread = Math.exp((rng() + rng() + rng() - 1.5) * 1.4);
+  let cents = Math.max(1, Math.round(FLAT_SERVICES[flat]!.service.baseCents * spread));
+  const isCredit = rng() < 0.015;
+  if (isCredit) cents = -cents;
+  return { flat, cents, isCredit };
+}
+
+/** A restated amount: 0.5x to 1.5x the old one (`u` in [0, 1)), never zero, never the same, same sign. */
+function changedCents(cents: number, u: number): number {
+  let next = Math.round(cents * (0.5 + u));
+  if (next === 0) next = Math.sign(cents);
+  // A change too small to show in cents would be no change at all.
+  if (next === cents) next += Math.sign(cents);
+  return next;
 }
 
 /** Alert types that describe cost above what was expected. */

@@ -22,5 +22,6 @@ export {
 } from './server.js';
 export { DEMO_CONNECTION, DEMO_KEY, defaultKeys, parseKeysConfig, type ConnectionConfig, type KeyConfig, type KeysConfig } from './keys.js';
 export { FAULT_KINDS, NO_FAULTS, type FaultKind, type FaultOptions, type ScriptedFault } from './faults.js';
-export type { AnomalyBurst, RestatementOptions } from './dataset.js';
+export { DataChangeError, type AnomalyBurst, type DayRestatement, type DayRestatementResult, type RestatementOptions } from './dataset.js';
+export { CHANGE_ACTIONS, CONTROL_PREFIX, type ChangeAction, type ChangeResult } from './changes.js';
 export type { LoggedRequest } from './request-log.js';

@@ -16,13 +16,22 @@ import {
   GROUP_BYS,
   SEVERITIES,
   type Anomaly,
+  type AnomalyStatus,
   type GroupBy,
   type LineItem,
   type Scope,
 } from '../api/types.js';
 import { addDays, isCalendarDate, toDayNumber, utcDate } from '../dates.js';
 import { CursorCodec, type CursorPayload } from './cursor.js';
-import { Dataset, type AnomalyBurst, type RestatementOptions } from './dataset.js';
+import { CHANGE_ACTIONS, CONTROL_PREFIX, DataChanges, parseChange, type ChangeAction } from './changes.js';
+import {
+  DataChangeError,
+  Dataset,
+  type AnomalyBurst,
+  type DayRestatement,
+  type DayRestatementResult,
+  type RestatementOptions,
+} from './dataset.js';
 import { FaultInjector, NO_FAULTS, type FaultKind, type FaultOptions } from './faults.js';
 import {
   IngestRequestError,
@@ -117,6 +126,19 @@ export interface Emulator {
   restate(): void;
   /** A day's generated line items are withdrawn (its rollups follow). */
   emptyDay(date: string): void;
+  /**
+   * Restates one day of any age (YYYY-MM-DD in the span): some line items change their amount, some
+   * disappear, `addRows` late rows arrive (defaults: 0.1, 0.05, 0); rollups follow. Each call changes
+   * the day again. Without `workspace`, every workspace's data; the counts are the default workspace's.
+   */
+  restateDay(date: string, change?: Partial<DayRestatement> & { workspace?: string }): DayRestatementResult;
+  /**
+   * Corrects one line item's usage date from `from` to `to`: the same id and amount, on the other day.
+   * `id` picks it; without one, the first line item of `from` moves. Returns the id moved.
+   */
+  moveLineItem(from: string, to: string, options?: { id?: string; workspace?: string }): string;
+  /** Sets an old alert's status, by id or as the oldest alert detected on `date`. Returns its id. */
+  setAnomalyStatus(target: { id: string } | { date: string }, status: AnomalyStatus, options?: { workspace?: string }): string;
   close(): Promise<void>;
 }
 
@@ -221,9 +243,15 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     if (!ds) {
       ds = new Dataset({ ...options, seed: hashString(`${options.seed}:${name}`) });
       workspaces.set(name, ds);
+      changes.replayOn(ds);
     }
     return ds;
   };
+  const changes = new DataChanges({
+    datasetOf,
+    all: () => [...workspaces.values()],
+    known: () => [...new Set(['default', ...options.keys.keys.flatMap((k) => (k.workspace ? [k.workspace] : [])), ...workspaces.keys()])],
+  });
   const faults = new FaultInjector(options.faults, options.faults.seed ?? options.seed);
   const requestLog = new RequestLog();
   const limiter = new SlidingWindowLimiter(options.rateLimit);
@@ -280,6 +308,11 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
       options.onRequest?.(entry);
       send(res, reply, fault);
     };
+
+    if (path === CONTROL_PREFIX || path.startsWith(`${CONTROL_PREFIX}/`)) {
+      routeName = path.slice(1);
+      return respond(await control(path, req));
+    }
 
     const matches = ROUTES.map((r) => ({ route: r, params: r.match(path) })).filter((m) => m.params !== null);
     if (matches.length === 0) {
@@ -356,6 +389,38 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
       else reply = fail(500, 'INTERNAL_ERROR', `Unexpected server error: ${(error as Error).message}`);
     }
     respond(reply, wireFault);
+  }
+
+  /**
+   * The control endpoints: a person (or `costsync emulator change`) changes old data while clients sync.
+   * They are the tester's hand, not the API under test: no key, no rate limit, no injected faults (a
+   * fault there would only make a test's setup flaky).
+   */
+  async function control(path: string, req: IncomingMessage): Promise<Reply> {
+    const action = path.slice(CONTROL_PREFIX.length + 1);
+    const paths = CHANGE_ACTIONS.map((a) => `${CONTROL_PREFIX}/${a}`).join(', ');
+    if (!CHANGE_ACTIONS.includes(action as ChangeAction)) {
+      await drain(req);
+      return fail(404, 'NOT_FOUND', `No control endpoint at ${path}. POST a JSON object to one of ${paths}.`);
+    }
+    if (req.method !== 'POST') {
+      await drain(req);
+      return { ...fail(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${path}; use POST.`), headers: { Allow: 'POST' } };
+    }
+    const body = await readBody(req, options.maxBodyBytes);
+    if (body === null) return invalid(`Request body exceeds ${options.maxBodyBytes} bytes: a change is a small JSON object.`);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body);
+    } catch (error) {
+      return invalid(`The body is not valid JSON (${(error as Error).message}). Send a JSON object.`);
+    }
+    try {
+      return ok(changes.apply(parseChange(action as ChangeAction, parsed), options.clock.now()));
+    } catch (error) {
+      if (error instanceof DataChangeError) return invalid(error.message);
+      throw error;
+    }
   }
 
   function tooLarge(message: string): Reply {
@@ -634,6 +699,9 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     emptyDay: (date: string) => {
       for (const ds of workspaces.values()) ds.emptyDay(toDayNumber(date));
     },
+    restateDay: (date, { workspace, ...rates } = {}) => changes.restateDay(date, rates, workspace),
+    moveLineItem: (from, to, { id, workspace } = {}) => changes.moveLineItem(from, to, id, workspace).id,
+    setAnomalyStatus: (target, status, { workspace } = {}) => changes.setAnomalyStatus(target, status, options.clock.now(), workspace).id,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
