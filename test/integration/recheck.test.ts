@@ -11,7 +11,17 @@ import { openReadOnly } from '../../src/storage/duckdb.js';
 import { runSync } from '../../src/sync/runner.js';
 import { createApiClient } from '../../src/api/client.js';
 import { verifyAgainstApi } from '../../src/verify-api.js';
-import { FAST_CLIENT, FAST_SEND, fakeClock, memoryLogger, queryDb, testSyncConfig, withEmulator, withTempDir } from '../helpers.js';
+import {
+  FAST_CLIENT,
+  FAST_SEND,
+  fakeClock,
+  lakeDifferences,
+  memoryLogger,
+  queryDb,
+  testSyncConfig,
+  withEmulator,
+  withTempDir,
+} from '../helpers.js';
 
 // A nightly on 2025-06-30: the lookback is 06-28..06-30, the horizon 2025-05-01 (the previous month's first) to 06-27.
 const END = '2025-06-30';
@@ -101,6 +111,52 @@ const plus = (date: string, usd: () => number) => (rows: RollupRecord[]) => {
 };
 
 describe('the recheck of older dates', () => {
+  it('after a backfill, the API restates old days, moves a line item and resolves an old alert: one plain nightly makes the warehouse and its lake equal the API, for a few more requests', async () => {
+    await withEmulator({ ...EMULATOR, anomaliesPerDay: 1 }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const cfg = config(emulator.url, dir, {
+          startDate: '2025-05-01',
+          streams: ['line_items', 'rollups', 'anomalies'],
+          format: 'parquet',
+        });
+        expect((await sync(cfg)).summary.outcome).toBe('success');
+        emulator.requestLog.reset();
+        const plain = await sync(cfg);
+        const nightly = {
+          lineItems: emulator.requestLog.count({ route: 'line-items' }),
+          rollups: emulator.requestLog.count({ route: 'rollups' }),
+        };
+        expect(plain.summary.streams.line_items!.olderChanged).toBe(0);
+        // The API changes older days (END is 2025-06-30).
+        emulator.restateDay('2025-06-10', { changeRate: 0.6, deleteRate: 0, addRows: 0 }); // 20 days back: amounts corrected
+        emulator.restateDay('2025-05-26', { changeRate: 0, deleteRate: 0.4, addRows: 0 }); // 35 days back: rows removed
+        emulator.restateDay('2025-06-18', { changeRate: 0, deleteRate: 0, addRows: 10 }); // 12 days back: late rows
+        const moved = emulator.moveLineItem('2025-06-05', '2025-06-29'); // 25 days back to yesterday
+        const resolved = emulator.setAnomalyStatus({ date: '2025-05-21' }, 'resolved'); // an alert 40 days old
+        emulator.requestLog.reset();
+        const { summary } = await sync(cfg);
+        expect(summary.outcome).toBe('success');
+        expect(summary.streams.line_items!.olderDates.sort()).toEqual(['2025-05-26', '2025-06-05', '2025-06-10', '2025-06-18']);
+        expect(summary.streams.line_items!.olderSynced).toBe(4);
+        // About a nightly's cost: one page for each changed day (60 rows a day), one check for each of its three runs of
+        // adjacent days, the recheck's 3 rollups requests and each changed day's rollups (2: the provider view is shared).
+        expect(emulator.requestLog.count({ route: 'line-items' })).toBe(nightly.lineItems + 4);
+        expect(emulator.requestLog.count({ route: 'rollups' })).toBeLessThanOrEqual(nightly.rollups + 3 + 4 + 4 * 2);
+        const api = await truth(emulator, dir);
+        for (const table of ['line_items', 'rollups_daily'] as const)
+          expect(await rowsOf(cfg.db, table, ">= '2025-05-01'"), table).toEqual(await rowsOf(api, table, ">= '2025-05-01'"));
+        // The moved line item is stored once, at its new date.
+        expect(await queryDb(cfg.db, `SELECT usage_date::VARCHAR AS d FROM line_items WHERE id = '${moved}'`)).toEqual([
+          { d: '2025-06-29' },
+        ]);
+        expect(await queryDb(cfg.db, `SELECT status FROM anomalies WHERE id = '${resolved}'`)).toEqual([{ status: 'resolved' }]);
+        // The lake follows through the outbox.
+        for (const [table, d] of Object.entries(await lakeDifferences(cfg.db, cfg.out)))
+          expect({ table, missing: d.missing, extra: d.extra }).toEqual({ table, missing: 0, extra: 0 });
+      });
+    });
+  });
+
   it('a day deleted from the published warehouse by hand, and a grouping of another, are fetched again by the next nightly; the blind spots stay as they are', async () => {
     await withEmulator(EMULATOR, async (emulator) => {
       await withTempDir(async (dir) => {
@@ -180,6 +236,24 @@ describe('the recheck of older dates', () => {
         } finally {
           wh.close();
         }
+      });
+    });
+  });
+
+  it('a line item moved into the lookback leaves its old date, even with the recheck off', async () => {
+    await withEmulator(EMULATOR, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const cfg = config(emulator.url, dir, { startDate: '2025-05-01', recheckDays: 0 });
+        expect((await sync(cfg)).summary.outcome).toBe('success');
+        const moved = emulator.moveLineItem('2025-06-05', '2025-06-29');
+        const { summary } = await sync(cfg);
+        expect(summary.outcome).toBe('success');
+        expect(summary.streams.line_items!.olderChanged).toBe(0);
+        expect(await queryDb(cfg.db, `SELECT usage_date::VARCHAR AS d FROM line_items WHERE id = '${moved}'`)).toEqual([
+          { d: '2025-06-29' },
+        ]);
+        // Counted where it went and where it left.
+        expect(summary.streams.line_items).toMatchObject({ inserted: 1, deleted: 1 });
       });
     });
   });
