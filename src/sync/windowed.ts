@@ -241,9 +241,10 @@ async function storeWindow(
         before === 0
           ? { inserted: 0, updated: 0, deleted: 0 }
           : (await warehouse.query<{ inserted: number; updated: number; deleted: number }>(spec.sql.diff, params, names))[0]!;
-      // An id new to the window may be stored at another date (its usage date was corrected): it moves here.
+      // An id new to a window already stored may be stored at another date (its usage date was corrected): it
+      // moves here. A window stored for the first time (a backfill) is not searched: the recheck finds the old date.
       const moved =
-        spec.sql.moved !== undefined && (before === 0 || counts.inserted > 0)
+        spec.sql.moved !== undefined && before > 0 && counts.inserted > 0
           ? await warehouse.query<{ date: string }>(spec.sql.moved, params, names)
           : [];
       counts.deleted += moved.length;
