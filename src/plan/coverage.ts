@@ -2,7 +2,7 @@
  * Which dates a windowed stream has synced, as ranges with their gaps: `--since 10-01 --until 10-05`
  * after `--start-date 11-01` covers two ranges, not `10-01..11-26`. Small pure functions over
  * `WindowedStreamState.covered`; a state an older costsync wrote has only its min..max, taken as one
- * range and called unchecked until a full refresh covers it.
+ * range and called unchecked until a full refresh, or a recheck that finds it whole, covers it.
  */
 import { addDays } from '../dates.js';
 import type { DateRange, WindowedStreamState } from '../state/store.js';

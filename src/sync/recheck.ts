@@ -22,6 +22,8 @@ type Windowed = 'line_items' | 'rollups';
 
 /** What a recheck compares: the horizon's first date and, per stream, the stored dates within it the lookback does not sync. */
 export interface RecheckScope {
+  /** The horizon's first date. */
+  horizon: string;
   from: string;
   to: string;
   ranges: Record<Windowed, DateRange[]>;
@@ -72,6 +74,7 @@ export function recheckScope(
   const all = [...ranges.line_items, ...ranges.rollups];
   if (all.length === 0) return null;
   return {
+    horizon,
     from: all.map((r) => r.from).sort()[0]!,
     to: all
       .map((r) => r.to)
@@ -164,6 +167,17 @@ export function decideRecheck(
   return { changed: { line_items: [...lineDates].sort(), rollups: [...rollupDates].sort() }, accepted, rechecked };
 }
 
+/**
+ * A stream state whose coverage an older costsync wrote as a min..max (which may hide gaps), once the recheck
+ * compared all of it with the API and found no date to sync again: its ranges are checked now. Null: unchanged. Pure.
+ */
+export function coverageChecked(state: WindowedStreamState, scope: RecheckScope, changed: readonly string[]): WindowedStreamState | null {
+  const { ranges, checked } = coverageOf(state);
+  if (checked || changed.length > 0 || !ranges.every((r) => r.from >= scope.horizon)) return null;
+  const { coverageUnchecked: _unchecked, ...rest } = state;
+  return { ...rest, covered: ranges.map((r) => ({ ...r })) };
+}
+
 /** One line per date that differs, for a person: `2026-10-12 rollups provider aws: stored $1.00, API $2.00`. Pure. */
 export function describeChanges(differences: readonly ApiDifference[], max = 5): string {
   const shown = differences
@@ -196,6 +210,12 @@ export async function recheckSource(ctx: SyncContext, settings: RecheckSettings,
   if (lineState !== undefined) {
     const { rechecked: _old, ...rest } = lineState;
     ctx.state.setWindowed('line_items', Object.keys(decision.rechecked).length > 0 ? { ...rest, rechecked: decision.rechecked } : rest);
+  }
+  for (const stream of ['line_items', 'rollups'] as const) {
+    const state = ctx.state.windowed(stream);
+    const checked =
+      state === undefined || !settings.streams.includes(stream) ? null : coverageChecked(state, scope, decision.changed[stream]);
+    if (checked !== null) ctx.state.setWindowed(stream, checked);
   }
   const fields = { source: ctx.source, from: scope.from, to: scope.to };
   for (const stream of ['line_items', 'rollups'] as const) {

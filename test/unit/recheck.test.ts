@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { changedWindows, clipRanges, horizonStart, subtractRange, summarizeDates } from '../../src/plan/horizon.js';
 import { planRun, remainingWindows, type WindowRequest } from '../../src/plan/windows.js';
-import { decideRecheck, recheckScope, type Comparison, type RecheckScope } from '../../src/sync/recheck.js';
+import { coverageChecked, decideRecheck, recheckScope, type Comparison, type RecheckScope } from '../../src/sync/recheck.js';
 import type { WindowedStreamState } from '../../src/state/store.js';
 import type { RollupRow } from '../../src/api/types.js';
 
@@ -145,6 +145,7 @@ describe('the recheck horizon (pure)', () => {
 });
 
 const scope: RecheckScope = {
+  horizon: '2026-10-01',
   from: '2026-10-01',
   to: '2026-10-31',
   ranges: { line_items: [{ from: '2026-10-01', to: '2026-10-31' }], rollups: [{ from: '2026-10-01', to: '2026-10-31' }] },
@@ -189,5 +190,19 @@ describe('what the recheck syncs again (pure)', () => {
     expect(decideRecheck(comparison('10.00', '0.00'), scope, kept.rechecked).changed.line_items).toEqual(['2026-10-05']);
     // The date agrees now: its memory goes.
     expect(decideRecheck(comparison('10.00', '10.00'), scope, kept.rechecked).rechecked).toEqual({});
+  });
+});
+
+describe('coverage an older costsync wrote (pure)', () => {
+  it('is checked once the recheck compared all of it and found nothing to sync again', () => {
+    // An older state: min..max only.
+    const older: WindowedStreamState = { syncedFrom: '2026-10-05', syncedThrough: '2026-10-30', lastSuccessAt: null, pending: null };
+    expect(coverageChecked(older, scope, [])).toMatchObject({ covered: [{ from: '2026-10-05', to: '2026-10-30' }] });
+    expect(coverageChecked(older, scope, [])!.coverageUnchecked).toBeUndefined();
+    // A date to sync again, or coverage older than the horizon: still unchecked.
+    expect(coverageChecked(older, scope, ['2026-10-07'])).toBeNull();
+    expect(coverageChecked({ ...older, syncedFrom: '2026-09-01' }, scope, [])).toBeNull();
+    // Coverage recorded as synced needs nothing.
+    expect(coverageChecked(synced('2026-10-05', '2026-10-30'), scope, [])).toBeNull();
   });
 });
