@@ -3,7 +3,7 @@ import type { Argv } from 'yargs';
 import { createApiClient, retryLine, type ClientEvent } from '../api/client.js';
 import { createRequestLimiter, systemClock } from '../api/resilience.js';
 import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
-import { parseMapping, versionArg, type ColumnMapping } from '../push/columns.js';
+import { MAP_EXAMPLE, parseMapping, versionArg, type ColumnMapping } from '../push/columns.js';
 import { openFileReader } from '../push/reader.js';
 import { DEFAULT_BATCH_SIZE, pushExitCode, runPush, type PushOptions, type PushSummary, type RowProblem } from '../push/push.js';
 import { runPushOtel } from '../push/otel.js';
@@ -13,7 +13,7 @@ import { logPublish, publish } from '../outputs/publish.js';
 import { openRun, type OpenRun } from '../run-context.js';
 import { newRunId } from '../run-id.js';
 import { formatTable } from '../table.js';
-import { intArg, readJsonFile } from './args.js';
+import { intArg, jsonArg } from './args.js';
 import { loadConfig, makeLogger, oneSource, processIo, type CommandIo } from './common.js';
 import { settingOptions } from '../settings.js';
 import { packageVersion } from '../paths.js';
@@ -26,7 +26,8 @@ export function pushOptions(yargs: Argv) {
     .option('connection', { type: 'string', describe: "The custom provider's connection id" })
     .option('map', {
       type: 'string',
-      describe: 'JSON column mapping: {"columns": {"source": "FocusColumn"}, "constants": {"FocusColumn": value}}',
+      describe:
+        'Column mapping, as inline JSON (quoted for the shell) or the path of a JSON file: {"columns": {"source": "FocusColumn"}, "constants": {"FocusColumn": value}}',
     })
     .option('profile-version', {
       type: 'string',
@@ -125,8 +126,11 @@ export function resolvePushOptions(
       `--vendor must be one word of letters and digits; got ${JSON.stringify(args.vendor)}.`,
       'For example --vendor acme, for columns such as x_acme_model.',
     );
-  const mapping: ColumnMapping =
-    args.map === undefined ? { columns: {}, constants: {} } : parseMapping(readJsonFile('map', String(args.map)), String(args.map));
+  let mapping: ColumnMapping = { columns: {}, constants: {} };
+  if (args.map !== undefined) {
+    const { value, where } = jsonArg('map', String(args.map), MAP_EXAMPLE);
+    mapping = parseMapping(value, where);
+  }
   const batchSize = args['batch-size'] === undefined ? DEFAULT_BATCH_SIZE : intArg('batch-size', args['batch-size'], 1, 100_000);
   return {
     connectionId,

@@ -124,12 +124,15 @@ export function canonicalColumn(name: string, vendor: string): { name: string; k
   return null;
 }
 
-/** Checks a parsed mapping file; throws ConfigError naming the bad entry. Pure. */
-export function parseMapping(value: unknown, path: string): ColumnMapping {
+/** An example of `--map`, for help and hints. */
+export const MAP_EXAMPLE = '{"columns": {"cost_usd": "BilledCost"}, "constants": {"ChargeCategory": "Usage"}}';
+
+/** Checks a parsed mapping (inline JSON or a file's, named by `where`); throws ConfigError naming the bad entry. Pure. */
+export function parseMapping(value: unknown, where: string): ColumnMapping {
   const bad = (problem: string): never => {
     throw new ConfigError(
-      `--map ${path}: ${problem}`,
-      'The file holds {"columns": {"source column": "FOCUS column", …}, "constants": {"FOCUS column": value, …}}.',
+      `--map ${where}: ${problem}`,
+      'A mapping is {"columns": {"source column": "FOCUS column", …}, "constants": {"FOCUS column": value, …}}.',
     );
   };
   if (typeof value !== 'object' || value === null || Array.isArray(value)) bad('must be a JSON object');

@@ -116,6 +116,24 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
     });
   });
 
+  it('--map takes the mapping as inline JSON, as its help says', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 1 }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const file = join(dir, 'bill.csv');
+        writeFileSync(file, 'day,cost_usd,what\n2025-06-01,12.5,Build farm\n2025-06-02,3,Build farm\n');
+        const map =
+          '{"columns": {"day": "ChargePeriodStart", "cost_usd": "BilledCost", "what": "ServiceName"}, "constants": {"ChargeCategory": "Usage"}}';
+        const result = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--map', map, file]), env);
+        expect(result.code, result.stderr).toBe(ExitCode.OK);
+        expect(summaryOf(result.stderr)).toMatchObject({ rowsRead: 2, sent: 2, accepted: 2 });
+        expect(emulator.dataset.ingestedRecords().map((r) => [r.usage_date, r.provider_service, r.net_amount_usd])).toEqual([
+          ['2025-06-01', 'Build farm', 12.5],
+          ['2025-06-02', 'Build farm', 3],
+        ]);
+      });
+    });
+  });
+
   it('dry run sends nothing; invalid rows stop the push with exit code 1 unless --skip-invalid', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 5 }, async (emulator) => {
       await withTempDir(async (dir) => {

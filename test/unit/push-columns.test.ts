@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/errors.js';
-import { canonicalColumn, lowestVersion, parseMapping, planColumns, versionArg } from '../../src/push/columns.js';
+import { jsonArg } from '../../src/commands/args.js';
+import { ConfigError, ExitCode } from '../../src/errors.js';
+import { MAP_EXAMPLE, canonicalColumn, lowestVersion, parseMapping, planColumns, versionArg } from '../../src/push/columns.js';
 import { contentId, lineOf, splitProblems, withId } from '../../src/push/push.js';
 
 const none = { columns: {}, constants: {} };
@@ -71,6 +72,55 @@ describe('push column planning', () => {
     expect(lowestVersion([...REQUIRED, 'x_service_model'], 'acme')).toBe('1');
     expect(versionArg(undefined)).toBeNull();
     expect(versionArg(1.1)).toBe('1.1');
+  });
+});
+
+describe('push --map: inline JSON or a file', () => {
+  /** A file reader over an in-memory directory: no file system. */
+  const files =
+    (contents: Record<string, string>) =>
+    (path: string): string => {
+      if (path in contents) return contents[path]!;
+      throw Object.assign(new Error(`ENOENT: ${path}`), { code: 'ENOENT' });
+    };
+  const failure = (fn: () => unknown): ConfigError => {
+    try {
+      fn();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).exitCode).toBe(ExitCode.USAGE);
+      return error as ConfigError;
+    }
+    throw new Error('no error');
+  };
+
+  it('takes a value starting with { (after blanks) as the JSON itself, and anything else as a file path', () => {
+    const read = files({ 'm.json': '{"columns": {"day": "ChargePeriodStart"}}' });
+    const inline = jsonArg('map', '  {"columns": {"cost_usd": "BilledCost"}}', MAP_EXAMPLE, read);
+    expect(inline).toEqual({ value: { columns: { cost_usd: 'BilledCost' } }, where: '(inline JSON)' });
+    expect(parseMapping(inline.value, inline.where)).toEqual({ columns: { cost_usd: 'BilledCost' }, constants: {} });
+    expect(jsonArg('map', 'm.json', MAP_EXAMPLE, read)).toEqual({ value: { columns: { day: 'ChargePeriodStart' } }, where: 'm.json' });
+    expect(failure(() => parseMapping([], '(inline JSON)')).message).toBe('--map (inline JSON): must be a JSON object');
+  });
+
+  it('refuses bad JSON, inline or in a file, naming where it stops and the fix', () => {
+    const read = files({ 'm.json': '{\n  "columns": {"cost": "BilledCost",}\n}' });
+    const file = failure(() => jsonArg('map', 'm.json', MAP_EXAMPLE, read));
+    expect(file.message).toMatch(/^--map m\.json: the file is not valid JSON: .* at line 2, column 36\.$/);
+    expect(file.hint).toMatch(/Fix the JSON in the file .*no trailing comma/);
+    const inline = failure(() => jsonArg('map', '{"columns": {"cost": BilledCost}}', MAP_EXAMPLE, read));
+    // V8 gives a position for some mistakes only; where it quotes the text instead, that is kept.
+    expect(inline.message).toMatch(/^--map: the inline JSON is not valid: Unexpected token 'B'.*BilledCost/);
+    expect(inline.hint).toContain(`in single quotes for the shell: --map '${MAP_EXAMPLE}'; or put it in a file`);
+    // What bash passes for --map {"columns": {"cost": "BilledCost"}} left unquoted.
+    const unquoted = failure(() => jsonArg('map', '{columns: {cost: BilledCost}}', MAP_EXAMPLE, read));
+    expect(unquoted.hint).toMatch(/lost their double quotes.*single quotes/);
+  });
+
+  it('names a path it cannot read, and says inline JSON is taken too', () => {
+    const error = failure(() => jsonArg('map', 'mapping.jsn', MAP_EXAMPLE, files({})));
+    expect(error.message).toBe('--map mapping.jsn: cannot read the file (ENOENT).');
+    expect(error.hint).toContain(`or the JSON itself starting with {, quoted for the shell: --map '${MAP_EXAMPLE}'`);
   });
 });
 
