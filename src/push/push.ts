@@ -68,6 +68,8 @@ export interface PushSummary {
   rejected: number;
   /** Rows sent in earlier runs (per the ledger) and not sent again. */
   alreadySent: number;
+  /** Valid rows whose ChargePeriodStart or ChargePeriodEnd has a time of day other than midnight UTC (sent as dates; warned). */
+  offMidnight: number;
   batches: number;
   requests: number;
   serverErrors: number;
@@ -102,6 +104,21 @@ export function pushKeys(parts: Record<string, unknown>, who: { source?: string 
   const hash = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex');
   const { base, ...rest } = parts;
   return [hash({ base, source: who.source ?? 'default', ...rest }), hash({ base, key: keyFingerprint(who.apiKey), ...rest })];
+}
+
+/** How many rows the warning about charge period times of day names. */
+export const OFF_MIDNIGHT_EXAMPLES = 5;
+
+/**
+ * The one warning of a push whose charge period values have a time of day: how many rows, what is sent
+ * instead, and the first few (`file:line Column "value"`). Pure.
+ */
+export function offMidnightLine(rows: number, examples: readonly string[]): string {
+  const more = rows > examples.length ? `, and ${rows - examples.length} more` : '';
+  return (
+    `${rows} row(s) have a ChargePeriodStart or ChargePeriodEnd with a time of day other than midnight UTC, which the API's calendar dates cannot hold: ` +
+    `ChargePeriodStart is sent as its UTC date, ChargePeriodEnd as the date of the next midnight: ${examples.join('; ')}${more}`
+  );
 }
 
 /** File row to line: CSV has a header line, JSON Lines one object a line, Parquet no lines. Pure. */
@@ -178,6 +195,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
     skipped: 0,
     rejected: 0,
     alreadySent: 0,
+    offMidnight: 0,
     batches: 0,
     requests: 0,
     serverErrors: 0,
@@ -211,25 +229,39 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
   summary.version = options.version ?? lowestVersion(used, options.vendor);
 
   // 2. Check every row of every file; nothing is sent until all are checked. A parallel count
-  // first; only a file with problems is read again in order, to name their lines.
+  // first; only a file with problems (or a charge period with a time of day, for the first few) is read
+  // again in order, to name their lines.
   const level = options.skipInvalid ? 'warn' : 'error';
+  const offMidnight: string[] = [];
   for (const { source, plan } of files) {
     const validation = validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, false);
-    const [counts] = await reader.all<{ rows: bigint | number; invalid: bigint | number }>(validationCountsSql(validation), source.path);
+    const [counts] = await reader.all<{ rows: bigint | number; invalid: bigint | number; off_midnight: bigint | number }>(
+      validationCountsSql(validation),
+      source.path,
+    );
     summary.rowsRead += Number(counts!.rows);
     summary.invalid += Number(counts!.invalid);
-    if (Number(counts!.invalid) === 0) continue;
+    summary.offMidnight += Number(counts!.off_midnight);
+    const invalid = Number(counts!.invalid) > 0;
+    if (!invalid && (Number(counts!.off_midnight) === 0 || offMidnight.length >= OFF_MIDNIGHT_EXAMPLES)) continue;
     let row = 0;
     await reader.scan(validation, source.path, (columns, rows) => {
-      const problems = columns[0]!;
+      const [problems, offs] = columns as [unknown[], unknown[]];
       for (let i = 0; i < rows; i++) {
         row += 1;
         const text = problems[i];
-        if (text === null || text === undefined) continue;
+        if (text === null || text === undefined) {
+          const off = offs[i];
+          if (off !== null && off !== undefined && offMidnight.length < OFF_MIDNIGHT_EXAMPLES)
+            offMidnight.push(`${source.path}:${lineOf(source.format, row) ?? `row ${row}`} ${String(off)}`);
+          continue;
+        }
         for (const { column, reason } of splitProblems(String(text))) {
           deps.onProblem?.({ file: source.path, row, line: lineOf(source.format, row), column, reason, level });
         }
       }
+      // Without problems to name, the first few examples are all the read is for.
+      return invalid || offMidnight.length < OFF_MIDNIGHT_EXAMPLES;
     });
   }
   summary.valid = summary.rowsRead - summary.invalid;
@@ -238,6 +270,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
     summary.outcome = 'invalid';
     return summary;
   }
+  if (summary.offMidnight > 0) logger.warn(offMidnightLine(summary.offMidnight, offMidnight), { rows: summary.offMidnight });
   if (options.dryRun) return summary;
 
   // 3. Send.
@@ -355,14 +388,15 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
     validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, true, plan.ownIdColumn),
     source.path,
     async (columns, rows) => {
-      const [problems, json, ownId] = columns as [unknown[], unknown[], unknown[] | undefined];
+      const [problems, , json, idJson, ownId] = columns as [unknown[], unknown[], unknown[], unknown[], unknown[] | undefined];
       for (let i = 0; i < rows; i++) {
         row += 1;
         if (problems[i] !== null) continue;
         let text = String(json[i]);
         // The file's own id when it has one; else the content hash (every row counts, sent or not, so ids do not shift on resume).
         if (plan.ownIdColumn === null || ownId?.[i] === null || ownId?.[i] === undefined) {
-          text = withId(text, idColumn, contentId(text, occurrences.next(text)));
+          const content = String(idJson[i]);
+          text = withId(text, idColumn, contentId(content, occurrences.next(content)));
         }
         if (row <= resumeAfter) {
           summary.alreadySent += 1;

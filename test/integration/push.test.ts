@@ -134,6 +134,43 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
     });
   });
 
+  it('ChargePeriodStart date-times reach a server that takes only calendar dates; a time of day is warned once, naming the first rows', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 1, ingestChargePeriodDates: 'date' }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const file = join(dir, 'hourly.csv');
+        const hours = Array.from(
+          { length: 8 },
+          (_, h) => `2025-06-03T${String(h + 1).padStart(2, '0')}:00:00Z,2025-06-04T00:00:00Z,1,GPU,Usage`,
+        );
+        writeFileSync(
+          file,
+          [
+            'ChargePeriodStart,ChargePeriodEnd,BilledCost,ServiceName,ChargeCategory',
+            '2025-06-01T00:00:00Z,2025-06-02T00:00:00Z,12.5,Build farm,Usage',
+            '2025-06-02T02:00:00+02:00,2025-06-03T00:00:00Z,3,Build farm,Usage',
+            ...hours,
+          ].join('\n'),
+        );
+        const result = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', file]), env);
+        expect(result.code, result.stderr).toBe(ExitCode.OK);
+        expect(summaryOf(result.stderr)).toMatchObject({ rowsRead: 10, sent: 10, accepted: 10, skipped: 0, offMidnight: 8 });
+        // 02:00+02:00 is midnight UTC: a date, and no warning.
+        expect(emulator.dataset.ingestedRecords().map((r) => r.usage_date)).toEqual([
+          '2025-06-01',
+          '2025-06-02',
+          ...hours.map(() => '2025-06-03'),
+        ]);
+        const warnings = result.stderr.split('\n').filter((l) => l.includes('time of day other than midnight UTC'));
+        expect(warnings).toHaveLength(1);
+        const { msg, level } = JSON.parse(warnings[0]!) as { msg: string; level: string };
+        expect(level).toBe('warn');
+        expect(msg).toMatch(/^8 row\(s\) have a ChargePeriodStart/);
+        expect(msg).toContain(`${file}:4 ChargePeriodStart "2025-06-03T01:00:00Z"; ${file}:5 ChargePeriodStart "2025-06-03T02:00:00Z"`);
+        expect(msg).toMatch(/:8 ChargePeriodStart "2025-06-03T05:00:00Z", and 3 more$/);
+      });
+    });
+  });
+
   it('dry run sends nothing; invalid rows stop the push with exit code 1 unless --skip-invalid', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 5 }, async (emulator) => {
       await withTempDir(async (dir) => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { jsonArg } from '../../src/commands/args.js';
 import { ConfigError, ExitCode } from '../../src/errors.js';
 import { MAP_EXAMPLE, canonicalColumn, lowestVersion, parseMapping, planColumns, versionArg } from '../../src/push/columns.js';
-import { contentId, lineOf, splitProblems, withId } from '../../src/push/push.js';
+import { OFF_MIDNIGHT_EXAMPLES, contentId, lineOf, offMidnightLine, splitProblems, withId } from '../../src/push/push.js';
 
 const none = { columns: {}, constants: {} };
 const REQUIRED = ['ChargePeriodStart', 'BilledCost', 'ServiceName', 'ChargeCategory'];
@@ -10,7 +10,7 @@ const REQUIRED = ['ChargePeriodStart', 'BilledCost', 'ServiceName', 'ChargeCateg
 describe('push column planning', () => {
   it('matches FOCUS and extension columns in any letter case, keeps x_ custom columns and ignores the rest', () => {
     expect(canonicalColumn('billedcost', 'service')).toEqual({ name: 'BilledCost', kind: 'number' });
-    expect(canonicalColumn('CHARGEPERIODSTART', 'service')).toEqual({ name: 'ChargePeriodStart', kind: 'time' });
+    expect(canonicalColumn('CHARGEPERIODSTART', 'service')).toEqual({ name: 'ChargePeriodStart', kind: 'date' });
     expect(canonicalColumn('X_ACME_TOKENS_INPUT', 'acme')).toEqual({ name: 'x_acme_tokens_input', kind: 'count' });
     expect(canonicalColumn('x_team_code', 'acme')).toEqual({ name: 'x_team_code', kind: 'string' });
     expect(canonicalColumn('Id', 'service')).toBeNull();
@@ -31,7 +31,7 @@ describe('push column planning', () => {
     const plan = planColumns('f.csv', ['cost', 'day', 'BilledCost', 'note'], mapping, 'service');
     expect(plan.targets).toEqual([
       { name: 'BilledCost', kind: 'number', from: { column: 'cost' } },
-      { name: 'ChargePeriodStart', kind: 'time', from: { column: 'day' } },
+      { name: 'ChargePeriodStart', kind: 'date', from: { column: 'day' } },
       { name: 'ServiceName', kind: 'string', from: { constant: 'Internal platform' } },
       { name: 'ChargeCategory', kind: 'category', from: { constant: 'usage' } },
     ]);
@@ -141,6 +141,19 @@ describe('push row helpers', () => {
       { column: 'Tags', reason: 'not a flat JSON object: [1]' },
     ]);
     expect([lineOf('csv', 1), lineOf('jsonl', 1), lineOf('parquet', 1)]).toEqual([2, 1, null]);
+  });
+});
+
+describe('push: the warning about charge period times of day', () => {
+  it('is one line: how many rows, what is sent instead, the first few rows, and how many more', () => {
+    const examples = ['a.csv:2 ChargePeriodStart "2025-06-01 10:00"', 'a.csv:3 ChargePeriodEnd "2025-06-02T01:00:00Z"'];
+    const line = offMidnightLine(7, examples);
+    expect(line).not.toContain('\n');
+    expect(line).toMatch(/^7 row\(s\) have a ChargePeriodStart or ChargePeriodEnd with a time of day other than midnight UTC/);
+    expect(line).toContain('ChargePeriodStart is sent as its UTC date, ChargePeriodEnd as the date of the next midnight');
+    expect(line).toMatch(/: a\.csv:2 ChargePeriodStart "2025-06-01 10:00"; a\.csv:3 ChargePeriodEnd "2025-06-02T01:00:00Z", and 5 more$/);
+    expect(offMidnightLine(2, examples)).toMatch(/"2025-06-02T01:00:00Z"$/);
+    expect(OFF_MIDNIGHT_EXAMPLES).toBeLessThanOrEqual(10);
   });
 });
 
