@@ -8,7 +8,7 @@ import { SCOPES } from '../../src/api/types.js';
 import type { KeysConfig } from '../../src/emulator/keys.js';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { CLI, cli, killRunner, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, cli, killRunner, queryDb, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
 const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
@@ -318,32 +318,81 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
     });
   });
 
-  it('SIGTERM finishes the batch in flight and exits 4; the next run goes on from there', async () => {
-    let child: ReturnType<typeof spawn> | null = null;
+  it('SIGTERM while the server holds an answer cuts the request and exits 4 at once; the next push sends the cut batch again with the same ids', async () => {
     let ingests = 0;
+    let hold = true;
+    let held: (() => void) | null = null;
+    let release: (() => void) | null = null;
+    let answeredToNobody: (() => void) | null = null;
     await withEmulator(
       {
         ...SPAN,
-        rowsPerDay: 5,
-        faults: { latencyMs: 50 },
+        rowsPerDay: 1,
+        // The second batch reaches the API, which does not answer (as one taking minutes) until the test lets it go.
+        beforeReply: async ({ route }) => {
+          if (route !== 'ingest-focus' || ++ingests !== 2 || !hold) return;
+          await new Promise<void>((resolve) => {
+            release = resolve;
+            held?.();
+          });
+        },
         onRequest: (e) => {
-          if (e.route === 'ingest-focus' && ++ingests === 2) child?.kill('SIGTERM');
+          if (e.route === 'ingest-focus' && ingests === 2) answeredToNobody?.();
         },
       },
       async (emulator) => {
         await withTempDir(async (dir) => {
-          const args = [CLI, ...pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '100', SAMPLE])];
-          child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
-          const [code] = (await once(child, 'exit')) as [number | null];
-          expect(code).toBe(ExitCode.STOPPED_EARLY);
-          const stoppedAt = (await ledger(join(dir, 'p.duckdb'))).length;
-          expect(stoppedAt).toBeGreaterThanOrEqual(2);
-          expect(stoppedAt).toBeLessThan(10);
-          child = null;
-          const rest = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '100', SAMPLE]), env);
-          expect(rest.code).toBe(ExitCode.OK);
-          expect(summaryOf(rest.stderr)).toMatchObject({ alreadySent: stoppedAt * 100, sent: 1000 - stoppedAt * 100 });
-          expect(emulator.dataset.ingestedRecords()).toHaveLength(1000);
+          // Rows without ids of their own: push makes them from the content, the same each time.
+          const file = join(dir, 'costs.csv');
+          const lines = Array.from(
+            { length: 40 },
+            (_, i) => `2025-06-${String((i % 30) + 1).padStart(2, '0')},${i + 1}.5,Build farm,Usage`,
+          );
+          writeFileSync(file, ['ChargePeriodStart,BilledCost,ServiceName,ChargeCategory', ...lines].join('\n'));
+          const args = pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '10', file]);
+          const child = spawn(process.execPath, [CLI, ...args], {
+            env: { PATH: process.env.PATH ?? '', ...env },
+            stdio: ['ignore', 'ignore', 'pipe'],
+          });
+          let stderr = '';
+          child.stderr.on('data', (d: Buffer) => {
+            stderr += d.toString();
+          });
+          const exited = once(child, 'exit');
+          await new Promise<void>((resolve) => {
+            held = resolve;
+          });
+          const signalled = Date.now();
+          child.kill('SIGTERM');
+          const [code] = (await exited) as [number | null];
+          expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
+          // The answer never came: the stop did not wait for it.
+          expect(Date.now() - signalled).toBeLessThan(10_000);
+          expect(stderr).toMatch(/rows 11-20: the stop cut their request before its answer/);
+          const db = join(dir, 'p.duckdb');
+          expect(
+            await queryDb(db, 'SELECT first_row, last_row, response IS NOT NULL AS answered FROM ingest_batches ORDER BY first_row'),
+          ).toEqual([
+            { first_row: 1, last_row: 10, answered: true },
+            { first_row: 11, last_row: 20, answered: false },
+          ]);
+
+          // The held request is answered to nobody: the server stored the cut batch after all.
+          hold = false;
+          const stored = new Promise<void>((resolve) => {
+            answeredToNobody = resolve;
+          });
+          release!();
+          await stored;
+          expect(emulator.dataset.ingestedRecords()).toHaveLength(20);
+
+          const rest = await run(args, env);
+          expect(rest.code, rest.stderr).toBe(ExitCode.OK);
+          // Rows 11-20 went again with the ids they had, so the server skipped them: delivered by the cut request.
+          expect(summaryOf(rest.stderr)).toMatchObject({ alreadySent: 10, sent: 30, accepted: 20, skipped: 0, deliveredBefore: 10 });
+          const records = emulator.dataset.ingestedRecords();
+          expect(records).toHaveLength(40);
+          expect(new Set(records.map((r) => r.id)).size).toBe(40);
         });
       },
     );
