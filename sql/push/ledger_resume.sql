@@ -1,2 +1,4 @@
--- The last file row a push with this key already had answered (0 when none). $1 = push key, $2 = the key costsync 0.1 gave the same push.
-SELECT coalesce(max(last_row), 0) AS last_row, count(*) AS batches FROM ingest_batches WHERE push_key IN ($1, $2)
+-- The last file row a push with this key already had answered (0 when none), and its answered requests
+-- (a request cut by a stop is recorded with a NULL response: not answered, so sent again).
+-- $1 = push key, $2 = the key costsync 0.1 gave the same push.
+SELECT coalesce(max(last_row), 0) AS last_row, count(*) AS batches FROM ingest_batches WHERE push_key IN ($1, $2) AND response IS NOT NULL

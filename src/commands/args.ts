@@ -43,3 +43,52 @@ export function readJsonFile(flag: string, path: string): unknown {
     throw new ConfigError(`--${flag} ${path}: not valid JSON (${(cause as Error).message}).`, 'Fix the JSON syntax in the file.', cause);
   }
 }
+
+/** Where JSON.parse stopped, as " at line L, column C" (from the position its message gives), or "". Pure. */
+export function jsonErrorPlace(text: string, message: string): string {
+  const m = /at position (\d+)/.exec(message);
+  if (!m) return '';
+  const before = text.slice(0, Number(m[1]));
+  const line = before.split('\n').length;
+  return ` at line ${line}, column ${before.length - before.lastIndexOf('\n')}`;
+}
+
+/**
+ * A flag that takes JSON inline or from a file (`--map`): a value that starts with `{` once trimmed is
+ * the JSON itself (no file name starts with one in practice), anything else a file's path. Returns the
+ * parsed value and how to name it in messages. `read` is the file reader (tests pass their own).
+ */
+export function jsonArg(
+  flag: string,
+  value: string,
+  example: string,
+  read: (path: string) => string = (path) => readFileSync(path, 'utf8'),
+): { value: unknown; where: string } {
+  const inline = value.trim().startsWith('{');
+  let text = value;
+  if (!inline) {
+    try {
+      text = read(value);
+    } catch (cause) {
+      throw new ConfigError(
+        `--${flag} ${value}: cannot read the file (${(cause as NodeJS.ErrnoException).code ?? 'error'}).`,
+        `--${flag} takes the path of a JSON file, or the JSON itself starting with {, quoted for the shell: --${flag} '${example}'.`,
+        cause,
+      );
+    }
+  }
+  try {
+    return { value: JSON.parse(text), where: inline ? '(inline JSON)' : value };
+  } catch (cause) {
+    const reason = `${(cause as Error).message.replace(/ in JSON at position \d+.*$/s, '')}${jsonErrorPlace(text, (cause as Error).message)}`;
+    // An unquoted value loses its double quotes to the shell: {"columns": …} arrives as {columns: …}.
+    const shellAte = inline && /^\s*\{\s*[A-Za-z_]/.test(text);
+    throw new ConfigError(
+      inline ? `--${flag}: the inline JSON is not valid: ${reason}.` : `--${flag} ${value}: the file is not valid JSON: ${reason}.`,
+      inline
+        ? `${shellAte ? 'Its names lost their double quotes, as the shell strips them from an unquoted value: put the whole value in single quotes' : 'Write it as JSON (names and strings in double quotes, no trailing comma), in single quotes for the shell'}: --${flag} '${example}'; or put it in a file and pass the file's path.`
+        : `Fix the JSON in the file (names and strings in double quotes, no trailing comma), for example ${example}.`,
+      cause,
+    );
+  }
+}

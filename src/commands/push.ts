@@ -3,7 +3,7 @@ import type { Argv } from 'yargs';
 import { createApiClient, retryLine, type ClientEvent } from '../api/client.js';
 import { createRequestLimiter, systemClock } from '../api/resilience.js';
 import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
-import { parseMapping, versionArg, type ColumnMapping } from '../push/columns.js';
+import { MAP_EXAMPLE, parseMapping, versionArg, type ColumnMapping } from '../push/columns.js';
 import { openFileReader } from '../push/reader.js';
 import { DEFAULT_BATCH_SIZE, pushExitCode, runPush, type PushOptions, type PushSummary, type RowProblem } from '../push/push.js';
 import { runPushOtel } from '../push/otel.js';
@@ -13,7 +13,7 @@ import { logPublish, publish } from '../outputs/publish.js';
 import { openRun, type OpenRun } from '../run-context.js';
 import { newRunId } from '../run-id.js';
 import { formatTable } from '../table.js';
-import { intArg, readJsonFile } from './args.js';
+import { intArg, jsonArg } from './args.js';
 import { loadConfig, makeLogger, oneSource, processIo, type CommandIo } from './common.js';
 import { settingOptions } from '../settings.js';
 import { packageVersion } from '../paths.js';
@@ -26,7 +26,8 @@ export function pushOptions(yargs: Argv) {
     .option('connection', { type: 'string', describe: "The custom provider's connection id" })
     .option('map', {
       type: 'string',
-      describe: 'JSON column mapping: {"columns": {"source": "FocusColumn"}, "constants": {"FocusColumn": value}}',
+      describe:
+        'Column mapping, as inline JSON (quoted for the shell) or the path of a JSON file: {"columns": {"source": "FocusColumn"}, "constants": {"FocusColumn": value}}',
     })
     .option('profile-version', {
       type: 'string',
@@ -95,6 +96,7 @@ function summaryText(s: PushSummary): string {
       skipped: s.skipped,
       rejected: s.rejected,
       'sent before': s.alreadySent,
+      'delivered before': s.deliveredBefore,
       batches: s.batches,
       requests: s.requests,
     },
@@ -125,8 +127,11 @@ export function resolvePushOptions(
       `--vendor must be one word of letters and digits; got ${JSON.stringify(args.vendor)}.`,
       'For example --vendor acme, for columns such as x_acme_model.',
     );
-  const mapping: ColumnMapping =
-    args.map === undefined ? { columns: {}, constants: {} } : parseMapping(readJsonFile('map', String(args.map)), String(args.map));
+  let mapping: ColumnMapping = { columns: {}, constants: {} };
+  if (args.map !== undefined) {
+    const { value, where } = jsonArg('map', String(args.map), MAP_EXAMPLE);
+    mapping = parseMapping(value, where);
+  }
   const batchSize = args['batch-size'] === undefined ? DEFAULT_BATCH_SIZE : intArg('batch-size', args['batch-size'], 1, 100_000);
   return {
     connectionId,
@@ -164,15 +169,22 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
   let ledger: OpenRun | null = null;
   let reader = null;
   let client = null;
-  const stopSignal = { stopped: false };
-  const onSignal = (signal: string) => () => {
-    stopSignal.stopped = true;
-    logger.warn(`${signal}: finishing the current batch, then stopping; run the same command again to go on`);
+  // One stop for the run, as sync's: it cuts the request in flight (the client was made with it) and
+  // drops the ones waiting in the limiter; push records a cut request as unanswered and ends.
+  const stop = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stop.signal.aborted) {
+      // A second Ctrl-C (or SIGTERM): at once. Answered batches are in the ledger's working copy, which the next run takes up.
+      logger.warn(`${signal} again: exiting now; the next push goes on from the batches recorded as answered`);
+      process.exit(ExitCode.STOPPED_EARLY);
+    }
+    logger.warn(
+      `${signal}: stopping now; a request in flight is cut and sent again, with the same ids, by the next push; ${signal === 'SIGINT' ? 'Ctrl-C' : 'the signal'} again exits at once`,
+    );
+    stop.abort(`${signal} received`);
   };
-  const onTerm = onSignal('SIGTERM');
-  const onInt = onSignal('SIGINT');
-  process.once('SIGTERM', onTerm);
-  process.once('SIGINT', onInt);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
   try {
     const dryRun = Boolean(args['dry-run']);
     config = sharedConfig(args, io, !dryRun);
@@ -188,13 +200,22 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     if (!dryRun) {
       ledger = await openLedger(config, 'costsync push', logger);
       const limiter = createRequestLimiter({ requestsPerMinute: config.rateLimit });
-      client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter, onEvent: logRetries(logger) });
+      // A request waiting for its turn (or out a 429 hold) is dropped at the stop, not sent after it.
+      if (stop.signal.aborted) limiter.dropWaiting();
+      else stop.signal.addEventListener('abort', () => limiter.dropWaiting(), { once: true });
+      client = createApiClient({
+        baseUrl: config.baseUrl,
+        apiKey: config.apiKey,
+        limiter,
+        signal: stop.signal,
+        onEvent: logRetries(logger),
+      });
     }
     const summary = await runPush({
       options,
       reader,
       logger,
-      stopSignal,
+      signal: stop.signal,
       ...(client ? { client } : {}),
       ...(ledger ? { warehouse: ledger.warehouse } : {}),
       // A row that fails the push is an error; one --skip-invalid leaves out, a warning.
@@ -213,10 +234,14 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
       logger.error(
         `${summary.invalid} of ${summary.rowsRead} row(s) failed the checks, listed above; nothing was sent. Fix them, or pass --skip-invalid to send the valid rows.`,
       );
+    } else if (summary.outcome === 'stopped') {
+      logger.warn(
+        dryRun
+          ? `Stopped early (${String(stop.signal.reason ?? 'stop requested')}) before every row was checked; nothing was sent.`
+          : `Stopped early (${String(stop.signal.reason ?? 'stop requested')}); the answered batches are recorded in ingest_batches: run the same command again to go on.`,
+      );
     } else if (dryRun) {
       logger.info(`Dry run: ${summary.valid} row(s) would be sent as profile version ${summary.version}; nothing was sent.`);
-    } else if (summary.outcome === 'stopped') {
-      logger.warn('Stopped early; what was sent is recorded in ingest_batches: run the same command again to go on.');
     } else {
       logger.info(`Done: push ${summary.pushId}, ${summary.batches} batch(es) recorded in ingest_batches.`);
     }
@@ -225,8 +250,8 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     logger.error(describeError(error, config ? [config.apiKey] : []), errorFields(error, config?.verbose ?? Boolean(args.verbose)));
     return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
   } finally {
-    process.off('SIGTERM', onTerm);
-    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
     reader?.close();
     await client?.close();
     await closeLedger(ledger, logger).catch((error: unknown) => {

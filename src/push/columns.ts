@@ -8,7 +8,7 @@ import { ConfigError } from '../errors.js';
 import { REQUIRED_INGEST_COLUMNS, extensionColumns } from '../focus/rules.js';
 
 /** How a column's value is checked and sent. */
-export type ValueKind = 'string' | 'number' | 'count' | 'time' | 'currency' | 'category' | 'tags';
+export type ValueKind = 'string' | 'number' | 'count' | 'time' | 'date' | 'date_end' | 'currency' | 'category' | 'tags';
 
 const NUMBER_COLUMNS = [
   'BilledCost',
@@ -24,7 +24,8 @@ const NUMBER_COLUMNS = [
   'PricingCurrencyEffectiveCost',
   'PricingCurrencyListUnitPrice',
 ];
-const TIME_COLUMNS = ['ChargePeriodStart', 'ChargePeriodEnd', 'BillingPeriodStart', 'BillingPeriodEnd'];
+/** Sent as date-times: the document names the billing period only among the "other FOCUS columns". */
+const TIME_COLUMNS = ['BillingPeriodStart', 'BillingPeriodEnd'];
 const CURRENCY_COLUMNS = ['BillingCurrency', 'PricingCurrency'];
 const STRING_COLUMNS = [
   'AvailabilityZone',
@@ -69,6 +70,9 @@ const STRING_COLUMNS = [
 /** Every FOCUS 1.2 column costsync knows, by its canonical name. */
 export const FOCUS_COLUMNS: ReadonlyMap<string, ValueKind> = new Map<string, ValueKind>([
   ...NUMBER_COLUMNS.map((c) => [c, 'number'] as const),
+  // The document: ChargePeriodStart is "a calendar date string"; the end is sent in the same form.
+  ['ChargePeriodStart', 'date'],
+  ['ChargePeriodEnd', 'date_end'],
   ...TIME_COLUMNS.map((c) => [c, 'time'] as const),
   ...CURRENCY_COLUMNS.map((c) => [c, 'currency'] as const),
   ...STRING_COLUMNS.map((c) => [c, 'string'] as const),
@@ -124,12 +128,15 @@ export function canonicalColumn(name: string, vendor: string): { name: string; k
   return null;
 }
 
-/** Checks a parsed mapping file; throws ConfigError naming the bad entry. Pure. */
-export function parseMapping(value: unknown, path: string): ColumnMapping {
+/** An example of `--map`, for help and hints. */
+export const MAP_EXAMPLE = '{"columns": {"cost_usd": "BilledCost"}, "constants": {"ChargeCategory": "Usage"}}';
+
+/** Checks a parsed mapping (inline JSON or a file's, named by `where`); throws ConfigError naming the bad entry. Pure. */
+export function parseMapping(value: unknown, where: string): ColumnMapping {
   const bad = (problem: string): never => {
     throw new ConfigError(
-      `--map ${path}: ${problem}`,
-      'The file holds {"columns": {"source column": "FOCUS column", …}, "constants": {"FOCUS column": value, …}}.',
+      `--map ${where}: ${problem}`,
+      'A mapping is {"columns": {"source column": "FOCUS column", …}, "constants": {"FOCUS column": value, …}}.',
     );
   };
   if (typeof value !== 'object' || value === null || Array.isArray(value)) bad('must be a JSON object');

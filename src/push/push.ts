@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import type { ApiClient } from '../api/client.js';
 import type { IngestResult, IngestVersion } from '../api/types.js';
-import { ApiError, ExitCode, InternalError } from '../errors.js';
+import { ApiError, ClientErrorCode, ExitCode, InternalError } from '../errors.js';
 import { keyFingerprint } from '../fingerprint.js';
 import { REQUIRED_INGEST_COLUMNS, extensionColumns } from '../focus/rules.js';
 import type { Logger } from '../log.js';
@@ -68,6 +68,13 @@ export interface PushSummary {
   rejected: number;
   /** Rows sent in earlier runs (per the ledger) and not sent again. */
   alreadySent: number;
+  /**
+   * Rows sent again because an earlier push's request carrying them was cut by a stop before its
+   * answer, which the server then skipped as rows it had: that request had delivered them.
+   */
+  deliveredBefore: number;
+  /** Valid rows whose ChargePeriodStart or ChargePeriodEnd has a time of day other than midnight UTC (sent as dates; warned). */
+  offMidnight: number;
   batches: number;
   requests: number;
   serverErrors: number;
@@ -84,7 +91,12 @@ export interface PushDeps {
   /** The warehouse holding the ledger; needed unless dry-run. */
   warehouse?: Warehouse;
   clock?: { now(): number };
-  stopSignal?: { stopped: boolean };
+  /**
+   * The run's stop (SIGTERM, SIGINT), the one the client was made with: once aborted, the request in
+   * flight is cut (recorded as unanswered, so the next push sends it again with the same ids), nothing
+   * more is sent, and the push ends with outcome 'stopped'.
+   */
+  signal?: AbortSignal;
   /** Each row problem, as found. */
   onProblem?: (problem: RowProblem) => void;
 }
@@ -102,6 +114,21 @@ export function pushKeys(parts: Record<string, unknown>, who: { source?: string 
   const hash = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex');
   const { base, ...rest } = parts;
   return [hash({ base, source: who.source ?? 'default', ...rest }), hash({ base, key: keyFingerprint(who.apiKey), ...rest })];
+}
+
+/** How many rows the warning about charge period times of day names. */
+export const OFF_MIDNIGHT_EXAMPLES = 5;
+
+/**
+ * The one warning of a push whose charge period values have a time of day: how many rows, what is sent
+ * instead, and the first few (`file:line Column "value"`). Pure.
+ */
+export function offMidnightLine(rows: number, examples: readonly string[]): string {
+  const more = rows > examples.length ? `, and ${rows - examples.length} more` : '';
+  return (
+    `${rows} row(s) have a ChargePeriodStart or ChargePeriodEnd with a time of day other than midnight UTC, which the API's calendar dates cannot hold: ` +
+    `ChargePeriodStart is sent as its UTC date, ChargePeriodEnd as the date of the next midnight: ${examples.join('; ')}${more}`
+  );
 }
 
 /** File row to line: CSV has a header line, JSON Lines one object a line, Parquet no lines. Pure. */
@@ -142,6 +169,26 @@ class OccurrenceCounter {
   }
 }
 
+/**
+ * How many rows of an answered request the server skipped as rows it already had from a request of
+ * this push that a stop cut before its answer (the same rows, so the same ids): delivered then. The
+ * server does not say which rows it skipped, so: the skipped rows beyond those its errors refuse, and
+ * at most the cut rows not refused (an error that names no row may be any row's). None when the
+ * request was not accepted, whose rows were skipped with it. Pure.
+ */
+export function skippedAsDelivered(result: IngestResult, fileRows: readonly number[], wasCut: (row: number) => boolean): number {
+  if (!result.accepted || result.skipped <= 0) return 0;
+  const named = new Set<number>();
+  let unnamed = 0;
+  for (const e of result.errors) {
+    const at = (e as { row?: unknown } | null)?.row;
+    if (typeof at === 'number' && Number.isInteger(at) && at >= 0 && at < fileRows.length) named.add(at);
+    else unnamed += 1;
+  }
+  const cut = fileRows.filter((row, i) => wasCut(row) && !named.has(i)).length - unnamed;
+  return Math.max(0, Math.min(cut, result.skipped - named.size - unnamed));
+}
+
 /** Adds the id member to a row's JSON object text. Pure. */
 export function withId(json: string, idColumn: string, id: string): string {
   return `${json.slice(0, -1)}${json.length > 2 ? ',' : ''}"${idColumn}":${JSON.stringify(id)}}`;
@@ -178,6 +225,8 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
     skipped: 0,
     rejected: 0,
     alreadySent: 0,
+    deliveredBefore: 0,
+    offMidnight: 0,
     batches: 0,
     requests: 0,
     serverErrors: 0,
@@ -211,33 +260,54 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
   summary.version = options.version ?? lowestVersion(used, options.vendor);
 
   // 2. Check every row of every file; nothing is sent until all are checked. A parallel count
-  // first; only a file with problems is read again in order, to name their lines.
+  // first; only a file with problems (or a charge period with a time of day, for the first few) is read
+  // again in order, to name their lines.
   const level = options.skipInvalid ? 'warn' : 'error';
+  const offMidnight: string[] = [];
   for (const { source, plan } of files) {
+    if (deps.signal?.aborted) break;
     const validation = validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, false);
-    const [counts] = await reader.all<{ rows: bigint | number; invalid: bigint | number }>(validationCountsSql(validation), source.path);
+    const [counts] = await reader.all<{ rows: bigint | number; invalid: bigint | number; off_midnight: bigint | number }>(
+      validationCountsSql(validation),
+      source.path,
+    );
     summary.rowsRead += Number(counts!.rows);
     summary.invalid += Number(counts!.invalid);
-    if (Number(counts!.invalid) === 0) continue;
+    summary.offMidnight += Number(counts!.off_midnight);
+    const invalid = Number(counts!.invalid) > 0;
+    if (!invalid && (Number(counts!.off_midnight) === 0 || offMidnight.length >= OFF_MIDNIGHT_EXAMPLES)) continue;
     let row = 0;
     await reader.scan(validation, source.path, (columns, rows) => {
-      const problems = columns[0]!;
+      const [problems, offs] = columns as [unknown[], unknown[]];
       for (let i = 0; i < rows; i++) {
         row += 1;
         const text = problems[i];
-        if (text === null || text === undefined) continue;
+        if (text === null || text === undefined) {
+          const off = offs[i];
+          if (off !== null && off !== undefined && offMidnight.length < OFF_MIDNIGHT_EXAMPLES)
+            offMidnight.push(`${source.path}:${lineOf(source.format, row) ?? `row ${row}`} ${String(off)}`);
+          continue;
+        }
         for (const { column, reason } of splitProblems(String(text))) {
           deps.onProblem?.({ file: source.path, row, line: lineOf(source.format, row), column, reason, level });
         }
       }
+      if (deps.signal?.aborted) return false;
+      // Without problems to name, the first few examples are all the read is for.
+      return invalid || offMidnight.length < OFF_MIDNIGHT_EXAMPLES;
     });
   }
   summary.valid = summary.rowsRead - summary.invalid;
   summary.rejected = summary.invalid;
+  if (deps.signal?.aborted) {
+    summary.outcome = 'stopped';
+    return summary;
+  }
   if (summary.invalid > 0 && !options.skipInvalid) {
     summary.outcome = 'invalid';
     return summary;
   }
+  if (summary.offMidnight > 0) logger.warn(offMidnightLine(summary.offMidnight, offMidnight), { rows: summary.offMidnight });
   if (options.dryRun) return summary;
 
   // 3. Send.
@@ -246,7 +316,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
   const lock = acquireLock(dbLockPath(warehouse.path), `costsync push (${pushId})`, new Date(clock.now()));
   try {
     for (const file of files) {
-      if (deps.stopSignal?.stopped) {
+      if (deps.signal?.aborted) {
         summary.outcome = 'stopped';
         break;
       }
@@ -290,12 +360,19 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
       `${source.path}: rows up to ${resumeAfter} were sent before (${done!.batches} batch(es) in ingest_batches); going on from there`,
     );
 
+  // Requests of this push cut by a stop before their answer: the server may hold their rows already.
+  const unanswered = (
+    await warehouse.query<{ first_row: number | bigint; last_row: number | bigint }>('push/ledger_unanswered', [pushKey, legacyKey])
+  ).map((r) => [Number(r.first_row), Number(r.last_row)] as const);
+  const wasCut = (row: number) => unanswered.some(([first, last]) => row >= first && row <= last);
+
   const head = `{${options.format === null ? `"format":${JSON.stringify(`${options.vendor}.focus`)},` : `"format":${JSON.stringify(options.format)},`}"version":${JSON.stringify(summary.version)},"rows":[`;
   const occurrences = new OccurrenceCounter();
   let batch: { rows: string[]; fileRows: number[] } = { rows: [], fileRows: [] };
   let stopped = false;
 
   const record = async (rows: string[], fileRows: number[], result: IngestResult) => {
+    const delivered = skippedAsDelivered(result, fileRows, wasCut);
     await warehouse.transaction(() =>
       warehouse.run('push/ledger_record', [
         summary.pushId,
@@ -321,8 +398,14 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
     summary.batches += 1;
     summary.sent += rows.length;
     summary.accepted += result.cost_line_item_count;
-    summary.skipped += result.skipped;
+    summary.skipped += result.skipped - delivered;
+    summary.deliveredBefore += delivered;
     summary.serverErrors += result.errors.length;
+    if (delivered > 0)
+      logger.info(
+        `${source.path} rows ${fileRows[0]}-${fileRows.at(-1)}: the server skipped ${delivered} row(s) it already had from a request an earlier push sent and a stop cut before its answer: delivered then`,
+        { batchId: result.batch_id },
+      );
     for (const e of result.errors) {
       const at = typeof (e as { row?: unknown }).row === 'number' ? fileRows[(e as { row: number }).row] : undefined;
       logger.warn(`${source.path}${at !== undefined ? ` row ${at}` : ''}: the server refused a row: ${JSON.stringify(e)}`, {
@@ -332,22 +415,55 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
     if (!result.accepted) logger.warn(`${source.path} rows ${fileRows[0]}-${fileRows.at(-1)}: batch ${result.batch_id} was not accepted`);
   };
 
-  const send = async (rows: string[], fileRows: number[]): Promise<void> => {
+  /** A request the stop cut: sent, perhaps stored, never answered. Recorded so the next push sends it again and knows why its rows may be skipped. */
+  const recordCut = async (rows: string[], fileRows: number[]) => {
+    await warehouse.transaction(() =>
+      warehouse.run('push/ledger_record', [
+        summary.pushId,
+        pushKey,
+        'focus',
+        options.connectionId,
+        source.path,
+        fileSha,
+        fileRows[0]!,
+        fileRows.at(-1)!,
+        rows.length,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        new Date(clock.now()).toISOString(),
+        options.source ?? 'default',
+      ]),
+    );
+    logger.warn(
+      `${source.path} rows ${fileRows[0]}-${fileRows.at(-1)}: the stop cut their request before its answer; whether the server stored them is unknown, so the next push sends them again with the same ids`,
+    );
+  };
+
+  /** Sends rows in one request (or halves, if the server finds it too large); false when the stop cut it. */
+  const send = async (rows: string[], fileRows: number[]): Promise<boolean> => {
     summary.requests += 1;
     let result: IngestResult;
     try {
       result = await client.ingestFocus(options.connectionId, `${head}${rows.join(',')}]}`);
     } catch (error) {
+      if (deps.signal?.aborted || (error instanceof ApiError && error.code === ClientErrorCode.ABORTED)) {
+        await recordCut(rows, fileRows);
+        return false;
+      }
       if (isTooLarge(error) && rows.length > 1) {
         const half = Math.ceil(rows.length / 2);
         logger.warn(`${source.path}: the server refused ${rows.length} rows in one request (${(error as Error).message}); sending halves`);
-        await send(rows.slice(0, half), fileRows.slice(0, half));
-        await send(rows.slice(half), fileRows.slice(half));
-        return;
+        return (await send(rows.slice(0, half), fileRows.slice(0, half))) && (await send(rows.slice(half), fileRows.slice(half)));
       }
       throw error;
     }
     await record(rows, fileRows, result);
+    return true;
   };
 
   let row = 0;
@@ -355,14 +471,15 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
     validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, true, plan.ownIdColumn),
     source.path,
     async (columns, rows) => {
-      const [problems, json, ownId] = columns as [unknown[], unknown[], unknown[] | undefined];
+      const [problems, , json, idJson, ownId] = columns as [unknown[], unknown[], unknown[], unknown[], unknown[] | undefined];
       for (let i = 0; i < rows; i++) {
         row += 1;
         if (problems[i] !== null) continue;
         let text = String(json[i]);
         // The file's own id when it has one; else the content hash (every row counts, sent or not, so ids do not shift on resume).
         if (plan.ownIdColumn === null || ownId?.[i] === null || ownId?.[i] === undefined) {
-          text = withId(text, idColumn, contentId(text, occurrences.next(text)));
+          const content = String(idJson[i]);
+          text = withId(text, idColumn, contentId(content, occurrences.next(content)));
         }
         if (row <= resumeAfter) {
           summary.alreadySent += 1;
@@ -373,8 +490,7 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
         if (batch.rows.length >= options.batchSize) {
           const full = batch;
           batch = { rows: [], fileRows: [] };
-          await send(full.rows, full.fileRows);
-          if (deps.stopSignal?.stopped) {
+          if (!(await send(full.rows, full.fileRows)) || deps.signal?.aborted) {
             stopped = true;
             return false;
           }
@@ -383,8 +499,8 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
       return true;
     },
   );
-  if (stopped) return 'stopped';
-  if (batch.rows.length > 0) await send(batch.rows, batch.fileRows);
+  if (stopped || deps.signal?.aborted) return 'stopped';
+  if (batch.rows.length > 0 && !(await send(batch.rows, batch.fileRows))) return 'stopped';
   return 'done';
 }
 

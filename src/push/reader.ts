@@ -29,25 +29,38 @@ interface KindSql {
   parse: string;
   problem: string;
   json: string;
+  /** The value as the row's content id hashes it (see push.ts contentId); the json unless the file says otherwise. */
+  id: string;
 }
+
+/** Kinds that read and check values as another kind does, and only send them differently: the sections they lack are its. */
+const KIND_BASE: Partial<Record<ValueKind, ValueKind>> = { date: 'time', date_end: 'time' };
 
 const kindCache = new Map<ValueKind, KindSql>();
 
-/** The three expressions of a value kind, from its `sql/push/kind_<kind>.sql` sections. */
+/** The expressions of a value kind, from its `sql/push/kind_<kind>.sql` sections. */
 function kindSql(kind: ValueKind): KindSql {
   let cached = kindCache.get(kind);
   if (!cached) {
     const text = loadSql(`push/kind_${kind}`);
-    const section = (name: string) => {
+    const base = KIND_BASE[kind];
+    const section = (name: string, fallback?: () => string) => {
       const m = new RegExp(`^-- ${name}:\\n([\\s\\S]*?)(?=^-- \\w+:|$(?![\\s\\S]))`, 'm').exec(text);
-      if (!m)
-        throw new InternalError(
-          `sql/push/kind_${kind}.sql has no "-- ${name}:" section.`,
-          'The sql/ files costsync was installed with are damaged or from another version: install costsync again.',
-        );
-      return m[1]!.trim();
+      if (m) return m[1]!.trim();
+      if (fallback) return fallback();
+      throw new InternalError(
+        `sql/push/kind_${kind}.sql has no "-- ${name}:" section.`,
+        'The sql/ files costsync was installed with are damaged or from another version: install costsync again.',
+      );
     };
-    cached = { parse: section('parse'), problem: section('problem'), json: section('json') };
+    const inherited = base === undefined ? undefined : (name: 'parse' | 'problem') => () => kindSql(base)[name];
+    const json = section('json');
+    cached = {
+      parse: section('parse', inherited?.('parse')),
+      problem: section('problem', inherited?.('problem')),
+      json,
+      id: section('id', () => json),
+    };
     kindCache.set(kind, cached);
   }
   return cached;
@@ -90,8 +103,10 @@ export interface SourceFile {
 
 /**
  * Builds the query that checks (and, with `withJson`, serializes) every row. Output columns:
- * `_problems` (VARCHAR, problems joined by chr(31), NULL for a valid row), `_json`, and `_own_id`
- * (the file's line-item id) when `ownIdColumn` is given.
+ * `_problems` (VARCHAR, problems joined by chr(31), NULL for a valid row), `_off_midnight` (the
+ * charge period bounds with a time of day other than midnight UTC, as read, or NULL), and with
+ * `withJson`: `_json` (what is sent), `_id_json` (what the content id hashes; NULL where the row has
+ * its own id), and `_own_id` (the file's line-item id) when `ownIdColumn` is given.
  */
 export function validationSql(
   source: SourceFile,
@@ -126,14 +141,32 @@ export function validationSql(
     const e = `p${idx.get('ChargePeriodEnd')}`;
     problems.push(`CASE WHEN ${e} <= ${s} THEN ${sqlString('ChargePeriodEnd: must be after ChargePeriodStart')} END`);
   }
-  const outputs = [`NULLIF(concat_ws(chr(31), ${problems.join(', ')}), '') AS _problems`];
+  // The charge period bounds whose time of day (UTC) is lost in the date sent, with the value as read.
+  const offMidnight = ['ChargePeriodStart', 'ChargePeriodEnd']
+    .filter((name) => idx.has(name))
+    .map((name) => {
+      const i = idx.get(name)!;
+      return `CASE WHEN epoch_us(p${i}) % 86400000000 <> 0 THEN ${sqlString(`${name} "`)} || left(v${i}, 40) || '"' END`;
+    });
+  const outputs = [
+    `NULLIF(concat_ws(chr(31), ${problems.join(', ')}), '') AS _problems`,
+    `${offMidnight.length === 0 ? 'NULL::VARCHAR' : `NULLIF(concat_ws(', ', ${offMidnight.join(', ')}), '')`} AS _off_midnight`,
+  ];
   if (withJson) {
     const sent = (i: number) => (i === effective && billed !== undefined ? `coalesce(p${i}, p${billed})` : `p${i}`);
-    const members = targets.map(
-      (t, i) => `CASE WHEN ${sent(i)} IS NOT NULL THEN ${sqlString(`"${t.name}":`)} || ${fill(kindSql(t.kind).json, { p: sent(i) })} END`,
-    );
-    outputs.push(`'{' || concat_ws(',', ${members.join(', ')}) || '}' AS _json`);
-    if (ownIdColumn !== null && idx.has(ownIdColumn)) outputs.push(`p${idx.get(ownIdColumn)} AS _own_id`);
+    const object = (form: 'json' | 'id') =>
+      `'{' || concat_ws(',', ${targets
+        .map(
+          (t, i) =>
+            `CASE WHEN ${sent(i)} IS NOT NULL THEN ${sqlString(`"${t.name}":`)} || ${fill(kindSql(t.kind)[form], { p: sent(i) })} END`,
+        )
+        .join(', ')}) || '}'`;
+    const ownId = ownIdColumn !== null && idx.has(ownIdColumn) ? `p${idx.get(ownIdColumn)}` : null;
+    outputs.push(`${object('json')} AS _json`);
+    // The content id hashes the row as costsync sent it before the charge period went as dates, so a
+    // row keeps its id across that change (a re-push is skipped, not stored twice). Only rows without their own id need it.
+    outputs.push(`${ownId === null ? object('id') : `CASE WHEN ${ownId} IS NULL THEN ${object('id')} END`} AS _id_json`);
+    if (ownId !== null) outputs.push(`${ownId} AS _own_id`);
   }
   const parts: Record<string, string> = {
     outputs: outputs.join(',\n       '),

@@ -66,7 +66,7 @@ async function withPushSetup<T>(fn: (ctx: { dir: string; reader: FileReader; war
 const HEADER = 'chargeperiodstart;ChargePeriodEnd;BILLEDCOST;ServiceName;ChargeCategory;BillingCurrency;Tags;RegionId';
 
 describe('push: checks and normalization (DuckDB readers, recorded requests)', () => {
-  it('sends aliases and any letter case canonical, dates as UTC seconds, currencies upper-case, NULL as absent', async () => {
+  it('sends aliases and any letter case canonical, the charge period as UTC dates, currencies upper-case, NULL as absent', async () => {
     await withPushSetup(async ({ dir, reader, warehouse }) => {
       const file = join(dir, 'costs.csv');
       writeFileSync(
@@ -86,15 +86,11 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       expect(rec.bodies[0]!.body.format).toBe('service.focus');
       const rows = rec.rows();
       expect(rows.map((r) => r.ChargeCategory)).toEqual(['Usage', 'Credit', 'Credit', 'Usage', 'Tax']);
-      expect(rows.map((r) => r.ChargePeriodStart)).toEqual([
-        '2025-06-01T00:00:00Z',
-        '2025-06-01T10:30:15Z',
-        '2025-06-01T10:00:00Z',
-        '2025-06-03T00:00:00Z',
-        '2025-06-03T00:00:00Z',
-      ]);
+      // 12:00+02:00 is 10:00 UTC: the UTC date. An end with a time of day goes as the next midnight's date.
+      expect(rows.map((r) => r.ChargePeriodStart)).toEqual(['2025-06-01', '2025-06-01', '2025-06-01', '2025-06-03', '2025-06-03']);
+      expect(rows[1]!.ChargePeriodEnd).toBe('2025-06-02');
       expect(rows[0]).toMatchObject({
-        ChargePeriodEnd: '2025-06-02T00:00:00Z',
+        ChargePeriodEnd: '2025-06-02',
         BilledCost: 1.5,
         EffectiveCost: 1.5,
         BillingCurrency: 'EUR',
@@ -108,6 +104,23 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       const again = recordingClient();
       await runPush({ options: options([file], { force: true }), reader, warehouse, client: again.client, logger: memoryLogger() });
       expect(again.rows().map((r) => r.x_service_line_item_id)).toEqual(rows.map((r) => r.x_service_line_item_id));
+    });
+  });
+
+  it('gives a row the content id it had when the charge period went as date-times, so a re-push is not stored twice', async () => {
+    await withPushSetup(async ({ dir, reader, warehouse }) => {
+      const file = join(dir, 'a.csv');
+      writeFileSync(
+        file,
+        'ChargePeriodStart,ChargePeriodEnd,BilledCost,ServiceName,ChargeCategory\n2025-06-01T10:30:00Z,2025-06-01T11:00:00Z,1.5,Svc,Usage\n2025-06-02,,2,Svc,Usage\n',
+      );
+      const rec = recordingClient();
+      await runPush({ options: options([file]), reader, warehouse, client: rec.client, logger: memoryLogger() });
+      // The ids costsync gave these rows when it sent "2025-06-01T10:30:00Z" and "2025-06-02T00:00:00Z".
+      expect(rec.rows().map((r) => [r.ChargePeriodStart, r.x_service_line_item_id])).toEqual([
+        ['2025-06-01', 'costsync-7c4505d7e7f61b50b7642bf2e25ca3ba'],
+        ['2025-06-02', 'costsync-4866d84dcdbe5bac65e6376996dc57f0'],
+      ]);
     });
   });
 
@@ -168,7 +181,7 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       });
       expect(skip).toMatchObject({ valid: 1, rejected: 10, sent: 1, outcome: 'success' });
       expect(rec.rows()).toHaveLength(1);
-      expect(rec.rows()[0]).toMatchObject({ ChargePeriodStart: '2025-06-01T00:00:00Z', x_service_tokens_input: 10 });
+      expect(rec.rows()[0]).toMatchObject({ ChargePeriodStart: '2025-06-01', x_service_tokens_input: 10 });
     });
   });
 
@@ -283,14 +296,14 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       }
       expect(sent[0]).toEqual([
         {
-          ChargePeriodStart: '2025-06-01T00:00:00Z',
+          ChargePeriodStart: '2025-06-01',
           BilledCost: 1.25,
           EffectiveCost: 1.25,
           ServiceName: 'Svc',
           ChargeCategory: 'Usage',
           Tags: { k: 'v' },
         },
-        { ChargePeriodStart: '2025-06-02T00:00:00Z', BilledCost: 2, EffectiveCost: 2, ServiceName: 'Svc', ChargeCategory: 'Credit' },
+        { ChargePeriodStart: '2025-06-02', BilledCost: 2, EffectiveCost: 2, ServiceName: 'Svc', ChargeCategory: 'Credit' },
       ]);
       expect(sent[1]).toEqual(sent[0]);
       expect(sent[2]).toEqual(sent[0]);

@@ -8,7 +8,7 @@ import { SCOPES } from '../../src/api/types.js';
 import type { KeysConfig } from '../../src/emulator/keys.js';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { CLI, cli, killRunner, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, cli, killRunner, queryDb, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
 const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
@@ -112,6 +112,61 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         expect(emulator.dataset.ingestedRecords()).toHaveLength(30);
         const s = summaryOf(result.stderr);
         expect(s).toMatchObject({ sent: 30, accepted: 20, skipped: 10, batches: 3 });
+      });
+    });
+  });
+
+  it('--map takes the mapping as inline JSON, as its help says', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 1 }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const file = join(dir, 'bill.csv');
+        writeFileSync(file, 'day,cost_usd,what\n2025-06-01,12.5,Build farm\n2025-06-02,3,Build farm\n');
+        const map =
+          '{"columns": {"day": "ChargePeriodStart", "cost_usd": "BilledCost", "what": "ServiceName"}, "constants": {"ChargeCategory": "Usage"}}';
+        const result = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--map', map, file]), env);
+        expect(result.code, result.stderr).toBe(ExitCode.OK);
+        expect(summaryOf(result.stderr)).toMatchObject({ rowsRead: 2, sent: 2, accepted: 2 });
+        expect(emulator.dataset.ingestedRecords().map((r) => [r.usage_date, r.provider_service, r.net_amount_usd])).toEqual([
+          ['2025-06-01', 'Build farm', 12.5],
+          ['2025-06-02', 'Build farm', 3],
+        ]);
+      });
+    });
+  });
+
+  it('ChargePeriodStart date-times reach a server that takes only calendar dates; a time of day is warned once, naming the first rows', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 1, ingestChargePeriodDates: 'date' }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const file = join(dir, 'hourly.csv');
+        const hours = Array.from(
+          { length: 8 },
+          (_, h) => `2025-06-03T${String(h + 1).padStart(2, '0')}:00:00Z,2025-06-04T00:00:00Z,1,GPU,Usage`,
+        );
+        writeFileSync(
+          file,
+          [
+            'ChargePeriodStart,ChargePeriodEnd,BilledCost,ServiceName,ChargeCategory',
+            '2025-06-01T00:00:00Z,2025-06-02T00:00:00Z,12.5,Build farm,Usage',
+            '2025-06-02T02:00:00+02:00,2025-06-03T00:00:00Z,3,Build farm,Usage',
+            ...hours,
+          ].join('\n'),
+        );
+        const result = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', file]), env);
+        expect(result.code, result.stderr).toBe(ExitCode.OK);
+        expect(summaryOf(result.stderr)).toMatchObject({ rowsRead: 10, sent: 10, accepted: 10, skipped: 0, offMidnight: 8 });
+        // 02:00+02:00 is midnight UTC: a date, and no warning.
+        expect(emulator.dataset.ingestedRecords().map((r) => r.usage_date)).toEqual([
+          '2025-06-01',
+          '2025-06-02',
+          ...hours.map(() => '2025-06-03'),
+        ]);
+        const warnings = result.stderr.split('\n').filter((l) => l.includes('time of day other than midnight UTC'));
+        expect(warnings).toHaveLength(1);
+        const { msg, level } = JSON.parse(warnings[0]!) as { msg: string; level: string };
+        expect(level).toBe('warn');
+        expect(msg).toMatch(/^8 row\(s\) have a ChargePeriodStart/);
+        expect(msg).toContain(`${file}:4 ChargePeriodStart "2025-06-03T01:00:00Z"; ${file}:5 ChargePeriodStart "2025-06-03T02:00:00Z"`);
+        expect(msg).toMatch(/:8 ChargePeriodStart "2025-06-03T05:00:00Z", and 3 more$/);
       });
     });
   });
@@ -263,32 +318,81 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
     });
   });
 
-  it('SIGTERM finishes the batch in flight and exits 4; the next run goes on from there', async () => {
-    let child: ReturnType<typeof spawn> | null = null;
+  it('SIGTERM while the server holds an answer cuts the request and exits 4 at once; the next push sends the cut batch again with the same ids', async () => {
     let ingests = 0;
+    let hold = true;
+    let held: (() => void) | null = null;
+    let release: (() => void) | null = null;
+    let answeredToNobody: (() => void) | null = null;
     await withEmulator(
       {
         ...SPAN,
-        rowsPerDay: 5,
-        faults: { latencyMs: 50 },
+        rowsPerDay: 1,
+        // The second batch reaches the API, which does not answer (as one taking minutes) until the test lets it go.
+        beforeReply: async ({ route }) => {
+          if (route !== 'ingest-focus' || ++ingests !== 2 || !hold) return;
+          await new Promise<void>((resolve) => {
+            release = resolve;
+            held?.();
+          });
+        },
         onRequest: (e) => {
-          if (e.route === 'ingest-focus' && ++ingests === 2) child?.kill('SIGTERM');
+          if (e.route === 'ingest-focus' && ingests === 2) answeredToNobody?.();
         },
       },
       async (emulator) => {
         await withTempDir(async (dir) => {
-          const args = [CLI, ...pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '100', SAMPLE])];
-          child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
-          const [code] = (await once(child, 'exit')) as [number | null];
-          expect(code).toBe(ExitCode.STOPPED_EARLY);
-          const stoppedAt = (await ledger(join(dir, 'p.duckdb'))).length;
-          expect(stoppedAt).toBeGreaterThanOrEqual(2);
-          expect(stoppedAt).toBeLessThan(10);
-          child = null;
-          const rest = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '100', SAMPLE]), env);
-          expect(rest.code).toBe(ExitCode.OK);
-          expect(summaryOf(rest.stderr)).toMatchObject({ alreadySent: stoppedAt * 100, sent: 1000 - stoppedAt * 100 });
-          expect(emulator.dataset.ingestedRecords()).toHaveLength(1000);
+          // Rows without ids of their own: push makes them from the content, the same each time.
+          const file = join(dir, 'costs.csv');
+          const lines = Array.from(
+            { length: 40 },
+            (_, i) => `2025-06-${String((i % 30) + 1).padStart(2, '0')},${i + 1}.5,Build farm,Usage`,
+          );
+          writeFileSync(file, ['ChargePeriodStart,BilledCost,ServiceName,ChargeCategory', ...lines].join('\n'));
+          const args = pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '10', file]);
+          const child = spawn(process.execPath, [CLI, ...args], {
+            env: { PATH: process.env.PATH ?? '', ...env },
+            stdio: ['ignore', 'ignore', 'pipe'],
+          });
+          let stderr = '';
+          child.stderr.on('data', (d: Buffer) => {
+            stderr += d.toString();
+          });
+          const exited = once(child, 'exit');
+          await new Promise<void>((resolve) => {
+            held = resolve;
+          });
+          const signalled = Date.now();
+          child.kill('SIGTERM');
+          const [code] = (await exited) as [number | null];
+          expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
+          // The answer never came: the stop did not wait for it.
+          expect(Date.now() - signalled).toBeLessThan(10_000);
+          expect(stderr).toMatch(/rows 11-20: the stop cut their request before its answer/);
+          const db = join(dir, 'p.duckdb');
+          expect(
+            await queryDb(db, 'SELECT first_row, last_row, response IS NOT NULL AS answered FROM ingest_batches ORDER BY first_row'),
+          ).toEqual([
+            { first_row: 1, last_row: 10, answered: true },
+            { first_row: 11, last_row: 20, answered: false },
+          ]);
+
+          // The held request is answered to nobody: the server stored the cut batch after all.
+          hold = false;
+          const stored = new Promise<void>((resolve) => {
+            answeredToNobody = resolve;
+          });
+          release!();
+          await stored;
+          expect(emulator.dataset.ingestedRecords()).toHaveLength(20);
+
+          const rest = await run(args, env);
+          expect(rest.code, rest.stderr).toBe(ExitCode.OK);
+          // Rows 11-20 went again with the ids they had, so the server skipped them: delivered by the cut request.
+          expect(summaryOf(rest.stderr)).toMatchObject({ alreadySent: 10, sent: 30, accepted: 20, skipped: 0, deliveredBefore: 10 });
+          const records = emulator.dataset.ingestedRecords();
+          expect(records).toHaveLength(40);
+          expect(new Set(records.map((r) => r.id)).size).toBe(40);
         });
       },
     );

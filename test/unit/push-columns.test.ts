@@ -1,7 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/errors.js';
-import { canonicalColumn, lowestVersion, parseMapping, planColumns, versionArg } from '../../src/push/columns.js';
-import { contentId, lineOf, splitProblems, withId } from '../../src/push/push.js';
+import type { IngestResult } from '../../src/api/types.js';
+import { jsonArg } from '../../src/commands/args.js';
+import { ConfigError, ExitCode } from '../../src/errors.js';
+import { MAP_EXAMPLE, canonicalColumn, lowestVersion, parseMapping, planColumns, versionArg } from '../../src/push/columns.js';
+import {
+  OFF_MIDNIGHT_EXAMPLES,
+  contentId,
+  lineOf,
+  offMidnightLine,
+  skippedAsDelivered,
+  splitProblems,
+  withId,
+} from '../../src/push/push.js';
 
 const none = { columns: {}, constants: {} };
 const REQUIRED = ['ChargePeriodStart', 'BilledCost', 'ServiceName', 'ChargeCategory'];
@@ -9,7 +19,7 @@ const REQUIRED = ['ChargePeriodStart', 'BilledCost', 'ServiceName', 'ChargeCateg
 describe('push column planning', () => {
   it('matches FOCUS and extension columns in any letter case, keeps x_ custom columns and ignores the rest', () => {
     expect(canonicalColumn('billedcost', 'service')).toEqual({ name: 'BilledCost', kind: 'number' });
-    expect(canonicalColumn('CHARGEPERIODSTART', 'service')).toEqual({ name: 'ChargePeriodStart', kind: 'time' });
+    expect(canonicalColumn('CHARGEPERIODSTART', 'service')).toEqual({ name: 'ChargePeriodStart', kind: 'date' });
     expect(canonicalColumn('X_ACME_TOKENS_INPUT', 'acme')).toEqual({ name: 'x_acme_tokens_input', kind: 'count' });
     expect(canonicalColumn('x_team_code', 'acme')).toEqual({ name: 'x_team_code', kind: 'string' });
     expect(canonicalColumn('Id', 'service')).toBeNull();
@@ -30,7 +40,7 @@ describe('push column planning', () => {
     const plan = planColumns('f.csv', ['cost', 'day', 'BilledCost', 'note'], mapping, 'service');
     expect(plan.targets).toEqual([
       { name: 'BilledCost', kind: 'number', from: { column: 'cost' } },
-      { name: 'ChargePeriodStart', kind: 'time', from: { column: 'day' } },
+      { name: 'ChargePeriodStart', kind: 'date', from: { column: 'day' } },
       { name: 'ServiceName', kind: 'string', from: { constant: 'Internal platform' } },
       { name: 'ChargeCategory', kind: 'category', from: { constant: 'usage' } },
     ]);
@@ -74,6 +84,55 @@ describe('push column planning', () => {
   });
 });
 
+describe('push --map: inline JSON or a file', () => {
+  /** A file reader over an in-memory directory: no file system. */
+  const files =
+    (contents: Record<string, string>) =>
+    (path: string): string => {
+      if (path in contents) return contents[path]!;
+      throw Object.assign(new Error(`ENOENT: ${path}`), { code: 'ENOENT' });
+    };
+  const failure = (fn: () => unknown): ConfigError => {
+    try {
+      fn();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).exitCode).toBe(ExitCode.USAGE);
+      return error as ConfigError;
+    }
+    throw new Error('no error');
+  };
+
+  it('takes a value starting with { (after blanks) as the JSON itself, and anything else as a file path', () => {
+    const read = files({ 'm.json': '{"columns": {"day": "ChargePeriodStart"}}' });
+    const inline = jsonArg('map', '  {"columns": {"cost_usd": "BilledCost"}}', MAP_EXAMPLE, read);
+    expect(inline).toEqual({ value: { columns: { cost_usd: 'BilledCost' } }, where: '(inline JSON)' });
+    expect(parseMapping(inline.value, inline.where)).toEqual({ columns: { cost_usd: 'BilledCost' }, constants: {} });
+    expect(jsonArg('map', 'm.json', MAP_EXAMPLE, read)).toEqual({ value: { columns: { day: 'ChargePeriodStart' } }, where: 'm.json' });
+    expect(failure(() => parseMapping([], '(inline JSON)')).message).toBe('--map (inline JSON): must be a JSON object');
+  });
+
+  it('refuses bad JSON, inline or in a file, naming where it stops and the fix', () => {
+    const read = files({ 'm.json': '{\n  "columns": {"cost": "BilledCost",}\n}' });
+    const file = failure(() => jsonArg('map', 'm.json', MAP_EXAMPLE, read));
+    expect(file.message).toMatch(/^--map m\.json: the file is not valid JSON: .* at line 2, column 36\.$/);
+    expect(file.hint).toMatch(/Fix the JSON in the file .*no trailing comma/);
+    const inline = failure(() => jsonArg('map', '{"columns": {"cost": BilledCost}}', MAP_EXAMPLE, read));
+    // V8 gives a position for some mistakes only; where it quotes the text instead, that is kept.
+    expect(inline.message).toMatch(/^--map: the inline JSON is not valid: Unexpected token 'B'.*BilledCost/);
+    expect(inline.hint).toContain(`in single quotes for the shell: --map '${MAP_EXAMPLE}'; or put it in a file`);
+    // What bash passes for --map {"columns": {"cost": "BilledCost"}} left unquoted.
+    const unquoted = failure(() => jsonArg('map', '{columns: {cost: BilledCost}}', MAP_EXAMPLE, read));
+    expect(unquoted.hint).toMatch(/lost their double quotes.*single quotes/);
+  });
+
+  it('names a path it cannot read, and says inline JSON is taken too', () => {
+    const error = failure(() => jsonArg('map', 'mapping.jsn', MAP_EXAMPLE, files({})));
+    expect(error.message).toBe('--map mapping.jsn: cannot read the file (ENOENT).');
+    expect(error.hint).toContain(`or the JSON itself starting with {, quoted for the shell: --map '${MAP_EXAMPLE}'`);
+  });
+});
+
 describe('push row helpers', () => {
   it('gives identical rows different, stable ids by occurrence', () => {
     const row = '{"BilledCost":1}';
@@ -91,6 +150,50 @@ describe('push row helpers', () => {
       { column: 'Tags', reason: 'not a flat JSON object: [1]' },
     ]);
     expect([lineOf('csv', 1), lineOf('jsonl', 1), lineOf('parquet', 1)]).toEqual([2, 1, null]);
+  });
+});
+
+describe('push: the warning about charge period times of day', () => {
+  it('is one line: how many rows, what is sent instead, the first few rows, and how many more', () => {
+    const examples = ['a.csv:2 ChargePeriodStart "2025-06-01 10:00"', 'a.csv:3 ChargePeriodEnd "2025-06-02T01:00:00Z"'];
+    const line = offMidnightLine(7, examples);
+    expect(line).not.toContain('\n');
+    expect(line).toMatch(/^7 row\(s\) have a ChargePeriodStart or ChargePeriodEnd with a time of day other than midnight UTC/);
+    expect(line).toContain('ChargePeriodStart is sent as its UTC date, ChargePeriodEnd as the date of the next midnight');
+    expect(line).toMatch(/: a\.csv:2 ChargePeriodStart "2025-06-01 10:00"; a\.csv:3 ChargePeriodEnd "2025-06-02T01:00:00Z", and 5 more$/);
+    expect(offMidnightLine(2, examples)).toMatch(/"2025-06-02T01:00:00Z"$/);
+    expect(OFF_MIDNIGHT_EXAMPLES).toBeLessThanOrEqual(10);
+  });
+});
+
+describe('push: rows of a request a stop cut, skipped when sent again', () => {
+  const answer = (over: Partial<IngestResult>): IngestResult => ({
+    accepted: true,
+    batch_id: 'b',
+    row_count: 4,
+    cost_line_item_count: 0,
+    skipped: 0,
+    errors: [],
+    ...over,
+  });
+  // File rows 11-14 sent again; 11-13 were in the request the stop cut.
+  const rows = [11, 12, 13, 14];
+  const cut = (row: number) => row >= 11 && row <= 13;
+
+  it('counts as delivered the skipped rows the cut request carried, never more than it carried nor more than were skipped', () => {
+    expect(skippedAsDelivered(answer({ skipped: 3, cost_line_item_count: 1 }), rows, cut)).toBe(3);
+    expect(skippedAsDelivered(answer({ skipped: 4 }), rows, cut)).toBe(3);
+    expect(skippedAsDelivered(answer({ skipped: 1, cost_line_item_count: 3 }), rows, cut)).toBe(1);
+    expect(skippedAsDelivered(answer({ skipped: 4 }), rows, () => false)).toBe(0);
+  });
+
+  it('does not count rows the server refused (named or not), nor any row of a request it did not accept', () => {
+    const refused = { row: 1, column: 'BilledCost', message: 'must be a number' };
+    // Row 12 refused by name: of 11 and 13, both skipped as duplicates.
+    expect(skippedAsDelivered(answer({ skipped: 3, errors: [refused] }), rows, cut)).toBe(2);
+    // An error that names no row may be any cut row's.
+    expect(skippedAsDelivered(answer({ skipped: 3, errors: ['row 1, BilledCost: must be a number'] }), rows, cut)).toBe(2);
+    expect(skippedAsDelivered(answer({ accepted: false, skipped: 4, errors: [refused] }), rows, cut)).toBe(0);
   });
 });
 
