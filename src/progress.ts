@@ -201,7 +201,7 @@ export function createProgress(options: ProgressOptions): Progress {
       if (info.windows === 0) p.doneMs = now();
       if (!options.live)
         options.logger.info(
-          `${stream}: ${info.resumed ? 'resuming' : 'syncing'} ${info.from}..${info.to} (${info.windows} window(s)${info.older ? `, then ${info.older} of older dates the API changed` : ''})`,
+          `${stream}: ${info.resumed ? 'resuming' : 'syncing'} ${info.from}..${info.to} (${info.windows - (info.older ?? 0)} window(s)${info.older ? `, then ${info.older} of older dates that no longer equal the API` : ''})`,
           { stream, windows: info.windows, from: info.from, to: info.to, resumed: info.resumed, ...(info.older && { older: info.older }) },
         );
     },

@@ -64,7 +64,10 @@ function dayCount(w: DateWindow): number {
   return (Date.parse(`${w.end}T00:00:00Z`) - Date.parse(`${w.start}T00:00:00Z`)) / 86_400_000 + 1;
 }
 
-/** Dates as ranges for a person: `2026-10-01..2026-10-03, 2026-10-12..2026-10-12`. Pure. */
+/** Dates as ranges for a person: `2026-10-01..2026-10-03, 2026-10-12`. Pure. */
 export function summarizeDates(dates: Iterable<string>): string {
-  return formatRanges([...new Set(dates)].reduce((ranges, d) => addRange(ranges, { from: d, to: d }), [] as DateRange[]));
+  return [...new Set(dates)]
+    .reduce((ranges, d) => addRange(ranges, { from: d, to: d }), [] as DateRange[])
+    .map((r) => (r.from === r.to ? r.from : formatRanges([r])))
+    .join(', ');
 }

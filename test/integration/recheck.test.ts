@@ -211,7 +211,7 @@ describe('the recheck of older dates', () => {
           cfg.db,
           "SELECT event::VARCHAR AS event FROM _costsync_notifications WHERE kind = 'restated'",
         );
-        expect(JSON.parse(event!.event)).toMatchObject({ changed: 2, synced: 2, dates: '2025-05-20..2025-05-20, 2025-06-10..2025-06-10' });
+        expect(JSON.parse(event!.event)).toMatchObject({ changed: 2, synced: 2, dates: '2025-05-20, 2025-06-10' });
         // At a nightly's cost: the lookback's page and the deleted day's (60 rows a day: one page each).
         expect(emulator.requestLog.count({ route: 'line-items' })).toBe(2);
         const api = await truth(emulator, dir);

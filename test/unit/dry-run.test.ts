@@ -99,7 +99,7 @@ describe('sync --dry-run estimates', () => {
           recheck: {
             range: '2026-10-01..2026-11-22',
             requests: 3,
-            changed: [{ stream: 'line_items', dates: '2026-10-22..2026-10-22', why: '2026-10-22 line_items aws: stored $1.00, API $2.00' }],
+            changed: [{ stream: 'line_items', dates: '2026-10-22', why: '2026-10-22 line_items aws: stored $1.00, API $2.00' }],
             failed: null,
           },
         },
@@ -107,7 +107,7 @@ describe('sync --dry-run estimates', () => {
       false,
     );
     expect(changed).toMatch(
-      /recheck of 2026-10-01\.\.2026-11-22 \(3 rollups request\(s\)\): line_items synced again \(no longer equal to the API\): 2026-10-22\.\.2026-10-22 \[2026-10-22 line_items aws: stored \$1\.00, API \$2\.00\]/,
+      /recheck of 2026-10-01\.\.2026-11-22 \(3 rollups request\(s\)\): line_items synced again \(no longer equal to the API\): 2026-10-22 \[2026-10-22 line_items aws: stored \$1\.00, API \$2\.00\]/,
     );
     expect(changed).toMatch(/this dry run made 3 rollups requests/);
     const same = dryRunText(

@@ -122,7 +122,7 @@ describe('the recheck horizon (pure)', () => {
       { start: '2026-10-03', end: '2026-10-03' },
       { start: '2026-10-01', end: '2026-10-02' },
     ]);
-    expect(summarizeDates(['2026-10-03', '2026-10-01', '2026-10-02', '2026-10-09'])).toBe('2026-10-01..2026-10-03, 2026-10-09..2026-10-09');
+    expect(summarizeDates(['2026-10-03', '2026-10-01', '2026-10-02', '2026-10-09'])).toBe('2026-10-01..2026-10-03, 2026-10-09');
   });
 
   it('plans the changed dates after the lookback, newest first, and a resumed plan keeps them once', () => {
