@@ -4,7 +4,7 @@
  */
 import type { Argv } from 'yargs';
 import type { Emulator, EmulatorInput, KeysConfig } from '../emulator/index.js';
-import { addDays } from '../dates.js';
+import { addDays, utcDate } from '../dates.js';
 import { choiceArg, dateArg, intArg, rateArg, readJsonFile } from './args.js';
 
 export function emulatorOptions(yargs: Argv) {
@@ -112,12 +112,10 @@ type EmulatorArgs = Awaited<ReturnType<typeof emulatorOptions>['argv']>;
 /** Turns command-line arguments into emulator options, checking each; `parseKeys` checks a --keys file's contents. */
 export function emulatorOptionsFromArgs(args: EmulatorArgs, parseKeys: (value: unknown, source: string) => KeysConfig): EmulatorInput {
   const endDate = args['end-date'] !== undefined ? dateArg('end-date', args['end-date']) : undefined;
+  // --days counts back from --end-date, or from today (UTC) without one; --start-date, given, wins.
+  const days = intArg('days', args.days, 1);
   const startDate =
-    args['start-date'] !== undefined
-      ? dateArg('start-date', args['start-date'])
-      : endDate !== undefined
-        ? addDays(endDate, -(intArg('days', args.days, 1) - 1))
-        : undefined;
+    args['start-date'] !== undefined ? dateArg('start-date', args['start-date']) : addDays(endDate ?? utcDate(Date.now()), -(days - 1));
   return {
     port: intArg('port', args.port, 0, 65535),
     host: args.host,

@@ -2,11 +2,12 @@ import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
+import { addDays, utcDate } from '../../src/dates.js';
 import { CLI, raw } from '../helpers.js';
 
 describe('costsync emulator (CLI)', () => {
-  it('prints its URL as the first line and serves the API until SIGTERM', async () => {
-    const child = spawn(process.execPath, [CLI, 'emulator', '--port', '0', '--seed', '3', '--rows-per-day', '10'], {
+  it('prints its URL as the first line and serves the API until SIGTERM; --days sets how far back its data goes', async () => {
+    const child = spawn(process.execPath, [CLI, 'emulator', '--port', '0', '--seed', '3', '--rows-per-day', '10', '--days', '730'], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const lines = createInterface({ input: child.stdout });
@@ -15,6 +16,12 @@ describe('costsync emulator (CLI)', () => {
     const res = await raw(first, '/api/v1/public/anomalies?limit=2');
     expect(res.status).toBe(200);
     expect(res.body.data).toHaveLength(2);
+    // 729 days back is the first day of data; the day before has none.
+    const day = (back: number) => addDays(utcDate(Date.now()), -back);
+    const items = async (date: string) =>
+      (await raw(first, `/api/v1/public/line-items?start_date=${date}&end_date=${date}&limit=5`)).body.data;
+    expect(await items(day(729))).toHaveLength(5);
+    expect(await items(day(730))).toHaveLength(0);
     child.kill('SIGTERM');
     const [code] = (await once(child, 'exit')) as [number];
     expect(code).toBe(0);
