@@ -224,14 +224,15 @@ export class Dataset {
       }
     });
     changes.edits.push({ changeRate, deleteRate });
-    const compact = fromDayNumber(day).replaceAll('-', '');
+    const date = fromDayNumber(day);
+    const compact = date.replaceAll('-', '');
     for (let n = 0; n < addRows; n++) {
       const rng = createRng(hashInts(seed, day, LATE_ROW_SALT, edit, n));
       const { flat, cents, isCredit } = baseDraw(rng);
-      changes.extra.push(this.build(day, `li-${compact}-late${edit}-${n.toString().padStart(6, '0')}`, rng, flat, cents, isCredit));
+      changes.extra.push(build(date, `li-${compact}-late${edit}-${n.toString().padStart(6, '0')}`, rng, flat, cents, isCredit));
     }
     this.bumpRevision(day);
-    return { date: fromDayNumber(day), changed, deleted, added: addRows };
+    return { date, changed, deleted, added: addRows };
   }
 
   /**
@@ -399,10 +400,13 @@ export class Dataset {
         }
       }
     }
-    for (const [k, edit] of (changes?.edits ?? []).entries()) {
-      const r = unit(hashInts(seed, day, index, k + 1, EDIT_SALT));
+    // A plain loop: this runs for every row a page or rollup draws, most of them on days never restated.
+    const edits = changes?.edits;
+    for (let k = 1; edits !== undefined && k <= edits.length; k++) {
+      const edit = edits[k - 1]!;
+      const r = unit(hashInts(seed, day, index, k, EDIT_SALT));
       if (r < edit.deleteRate) return null;
-      if (r < edit.deleteRate + edit.changeRate) cents = changedCents(cents, unit(hashInts(seed, day, index, k + 1, EDIT_AMOUNT_SALT)));
+      if (r < edit.deleteRate + edit.changeRate) cents = changedCents(cents, unit(hashInts(seed, day, index, k, EDIT_AMOUNT_SALT)));
     }
     return { rng, flat, cents, isCredit };
   }
@@ -410,35 +414,9 @@ export class Dataset {
   private generate(day: number, index: number): StoredItem | null {
     const drawn = this.draw(day, index);
     if (drawn === null) return null;
-    const id = `li-${fromDayNumber(day).replaceAll('-', '')}-${index.toString().padStart(6, '0')}`;
-    return this.build(day, id, drawn.rng, drawn.flat, drawn.cents, drawn.isCredit);
-  }
-
-  /** A line item from its amount draws: its other fields come from `rng`, after those. */
-  private build(day: number, id: string, rng: () => number, flatIndex: number, cents: number, isCredit: boolean): StoredItem {
-    const flat = FLAT_SERVICES[flatIndex]!;
-    const project = PROJECTS[Math.floor(rng() * PROJECTS.length)]!;
-    const user = userEmail(Math.floor(rng() * USER_COUNT));
-    const currency = flat.provider.currencies[Math.floor(rng() * flat.provider.currencies.length)]!;
-
-    const record: LineItem = {
-      id,
-      usage_date: fromDayNumber(day),
-      provider_type: flat.provider.slug,
-      provider_service: flat.service.name,
-      net_amount_usd: cents / 100,
-      currency_original: currency,
-      project_id: project,
-      user_email: user,
-      charge_category: isCredit ? 'Credit' : 'Usage',
-    };
-    if (flat.service.models) {
-      const models = flat.service.models;
-      record.model = models[Math.floor(rng() * models.length)]!;
-      record.tokens_input = Math.round(cents * (800 + rng() * 400));
-      record.tokens_output = Math.round(cents * (150 + rng() * 100));
-    }
-    return { record, micros: cents * MICROS_PER_CENT };
+    const date = fromDayNumber(day);
+    const id = `li-${date.replaceAll('-', '')}-${index.toString().padStart(6, '0')}`;
+    return build(date, id, drawn.rng, drawn.flat, drawn.cents, drawn.isCredit);
   }
 
   /**
@@ -578,6 +556,33 @@ export class Dataset {
     this.anomalyCache = bases;
     return bases;
   }
+}
+
+/** A line item from its amount draws: its other fields come from `rng`, after those. */
+function build(date: string, id: string, rng: () => number, flatIndex: number, cents: number, isCredit: boolean): StoredItem {
+  const flat = FLAT_SERVICES[flatIndex]!;
+  const project = PROJECTS[Math.floor(rng() * PROJECTS.length)]!;
+  const user = userEmail(Math.floor(rng() * USER_COUNT));
+  const currency = flat.provider.currencies[Math.floor(rng() * flat.provider.currencies.length)]!;
+
+  const record: LineItem = {
+    id,
+    usage_date: date,
+    provider_type: flat.provider.slug,
+    provider_service: flat.service.name,
+    net_amount_usd: cents / 100,
+    currency_original: currency,
+    project_id: project,
+    user_email: user,
+    charge_category: isCredit ? 'Credit' : 'Usage',
+  };
+  if (flat.service.models) {
+    const models = flat.service.models;
+    record.model = models[Math.floor(rng() * models.length)]!;
+    record.tokens_input = Math.round(cents * (800 + rng() * 400));
+    record.tokens_output = Math.round(cents * (150 + rng() * 100));
+  }
+  return { record, micros: cents * MICROS_PER_CENT };
 }
 
 /**
