@@ -177,8 +177,8 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
   };
   const int = (name: SettingName): number => {
     const v = pick(name);
-    const { default: fallback, range } = spec(name) as { default: number; range: readonly [number, number] };
-    return v === undefined ? fallback : check.int(v.from, v.value, range[0], range[1], fallback);
+    const { default: fallback, range, example } = spec(name) as { default: number; range: readonly [number, number]; example?: number };
+    return v === undefined ? fallback : check.int(v.from, v.value, range[0], range[1], example ?? fallback);
   };
   const bool = (name: SettingName): boolean => {
     const v = pick(name);

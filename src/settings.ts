@@ -30,6 +30,8 @@ export interface SettingSpec {
   minMs?: number;
   /** Shown instead of the default when the default is computed (`today, UTC`). */
   defaultText?: string;
+  /** A value for an error's hint, where the default is computed (none to show). */
+  example?: number;
 }
 
 export const SETTING_SPECS = [
@@ -109,6 +111,7 @@ export const SETTING_SPECS = [
     kind: 'int',
     group: 'sync',
     range: [0, 3660],
+    example: 45,
     defaultText: '45, or back to the first of the previous month when that is earlier',
     describe:
       "Days before the last date whose stored totals every incremental run compares with the API's rollups (3 requests a source), syncing again the dates that changed; 0: no recheck",

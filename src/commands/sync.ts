@@ -14,7 +14,7 @@ export function syncOptions(yargs: Argv): Argv {
   return settingOptions(yargs, ['connection', 'rate', 'notify', 'sync', 'lease', 'catalog']).option('dry-run', {
     type: 'boolean',
     describe:
-      'Print the plan (windows, requests expected, time at the rate limit, what the lookback re-reads); at most three requests (a line-items page when nothing stored prices them, the provider rollups, the first anomalies request), nothing written',
+      'Print the plan (windows, requests expected, time at the rate limit, what the lookback re-reads); the recheck (3 rollups requests, as the run makes them) and at most three more (a line-items page when nothing stored prices them, the provider rollups, the first anomalies request), nothing written',
   });
 }
 

@@ -25,6 +25,8 @@ export interface WindowRequest {
   today?: string | undefined;
   /** Older dates the recheck found changed (`plan/horizon.ts`), newest first: synced again after the plan's own windows. */
   recheck?: readonly DateWindow[] | undefined;
+  /** The recheck horizon's first date (null or absent: no recheck). */
+  horizon?: string | null | undefined;
 }
 
 export interface DateWindow {

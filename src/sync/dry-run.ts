@@ -42,6 +42,8 @@ export interface StreamPlan {
   requests: number | null;
   /** At least this many (one a window; anomalies: one, or five once the first response is full). */
   minRequests: number;
+  /** Of `windows`, those of older dates the recheck found no longer equal to the API (outside `range`). */
+  older?: number;
   /** Dates already stored that the run fetches again (the lookback), as `from..to (N days)`. */
   refetches: string | null;
   /** How the estimate was made, for a person. */
@@ -108,7 +110,7 @@ interface DryRunDeps {
 }
 
 /**
- * Plans one source. Makes at most three requests: a sample page of line items when the warehouse
+ * Plans one source. Makes the recheck's requests (3, as the run does), and at most three more: a sample page of line items when the warehouse
  * holds none to price them, the provider rollups of dates it does not hold, and the first anomalies request.
  */
 async function planSource(source: SourceConfig, deps: DryRunDeps): Promise<SourcePlan> {
@@ -245,7 +247,9 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
       made.rollups += 1;
       try {
         const usd = new Map<string, number>();
-        for (const r of await api().rollups({ startDate: unknown[0]!.date, endDate: unknown.at(-1)!.date, groupBy: 'provider' }))
+        // The recheck's older windows come after the plan's own: the span is the earliest to the latest date.
+        const dates = unknown.map((d) => d.date).sort();
+        for (const r of await api().rollups({ startDate: dates[0]!, endDate: dates.at(-1)!, groupBy: 'provider' }))
           usd.set(r.date, (usd.get(r.date) ?? 0) + Number(r.cost_usd));
         for (const d of unknown) d.usd = usd.get(d.date) ?? 0;
         basis = `${unknown.length === days.length ? '' : 'rows stored, and '}the provider rollups' dollars at ${priced} for ${unknown.length} date(s) not stored`;
@@ -263,6 +267,7 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
       stream: 'line_items',
       range: `${plan.from}..${plan.to}`,
       windows: todo.length,
+      older: todo.filter((w) => w.recheck === true).length,
       resumed,
       requests: pages === null ? null : pages + checks + estimate,
       minRequests: todo.length + checks + estimate,
@@ -281,6 +286,7 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
       stream: 'rollups',
       range: `${plan.from}..${plan.to}`,
       windows: todo.length,
+      older: todo.filter((w) => w.recheck === true).length,
       resumed,
       requests,
       minRequests: requests,
@@ -381,7 +387,7 @@ export function dryRunText(plans: readonly SourcePlan[], several: boolean): stri
     for (const s of p.streams) {
       const requests = s.requests === null ? `at least ${s.minRequests}` : `about ${s.requests}`;
       lines.push(
-        `  ${s.stream}: ${s.range}, ${s.windows} window(s)${s.resumed ? ' (resuming an unfinished plan)' : ''}, ${requests} request(s) [${s.basis}]`,
+        `  ${s.stream}: ${s.range}, ${s.windows - (s.older ?? 0)} window(s)${s.older ? `, then ${s.older} of older dates (below)` : ''}${s.resumed ? ' (resuming an unfinished plan)' : ''}, ${requests} request(s) [${s.basis}]`,
       );
       if (s.drops !== null) lines.push(`    deleted first (--drop-before): ${s.drops}`);
       if (s.replaces !== null)
@@ -392,7 +398,8 @@ export function dryRunText(plans: readonly SourcePlan[], several: boolean): stri
       const r = p.recheck;
       const head = `  recheck of ${r.range} (${r.requests} rollups request(s))`;
       if (r.failed !== null) lines.push(`${head}: could not compare with the API's rollups (${r.failed}); the run would fail on it too`);
-      else if (r.changed.length === 0) lines.push(`${head}: every stored date equals the API's rollups`);
+      else if (r.changed.length === 0)
+        lines.push(`${head}: every date it compared equals the API's rollups (dates this run syncs anyway are not compared)`);
       for (const c of r.changed) lines.push(`${head}: ${c.stream} synced again (no longer equal to the API): ${c.dates} [${c.why}]`);
     }
     const made = p.dryRunRequests;

@@ -14,7 +14,8 @@ import type { SyncConfig } from '../config.js';
 import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
 import { fileSpool, pageGlob, windowSpoolDir } from '../storage/spool.js';
 import { tableNames } from '../storage/tables.js';
-import type { SyncContext } from './context.js';
+import { warn, type SyncContext } from './context.js';
+import { horizonStart } from '../plan/horizon.js';
 import { wantsRollupTotals, type DayBasis } from './estimate.js';
 import type { ProviderRollupExchange } from './reconcile.js';
 import { storeNow } from './store-batch.js';
@@ -62,6 +63,7 @@ export function windowRequest(config: SyncConfig): WindowRequest {
     fullRefresh: config.fullRefresh,
     dropBefore: config.dropBefore,
     today: config.today,
+    horizon: config.fullRefresh ? null : horizonStart(config.until, config.recheckDays),
   };
 }
 
@@ -101,6 +103,13 @@ async function syncWindows(
     await (ctx.spool ?? fileSpool).clear(join(ctx.spoolDir, spec.name));
   }
   const todo = remainingWindows(plan);
+  // Older dates an earlier, stopped run found and did not finish: counted as found again here.
+  for (const w of todo) {
+    if (w.recheck !== true || (req.recheck ?? []).some((r) => r.start === w.start && r.end === w.end)) continue;
+    const dates = splitWindows(w.start, w.end, 1).map((d) => d.start);
+    ctx.stats[spec.name].olderChanged += dates.length;
+    ctx.stats[spec.name].olderDates.push(...dates);
+  }
   shared?.expect(todo);
   // The estimate (a warehouse query, perhaps one request) goes alongside the first pages, not before
   // them: with hundreds of sources, the query waits in the warehouse's queue for seconds.
@@ -137,7 +146,7 @@ async function syncWindows(
     if (!storeNow({ windows: waiting.length, rows, waitedMs }, { fetching, queued: queue.length }, limits)) return [];
     // Started together, so they reach the write queue together and share its group commit.
     const started = waiting.splice(0).map(({ window, fetched }) =>
-      storeWindow(spec, ctx, window, fetched).catch((error: unknown) => {
+      storeWindow(spec, ctx, window, fetched, req.horizon ?? null).catch((error: unknown) => {
         failure ??= error;
       }),
     );
@@ -221,6 +230,8 @@ async function storeWindow(
   ctx: SyncContext,
   window: PlannedWindow,
   { disagreement }: FetchedWindow,
+  /** The recheck horizon's first date (null: no recheck): older dates a moved row leaves are named in a warning. */
+  horizon: string | null,
 ): Promise<void> {
   const { warehouse } = ctx;
   const stats = ctx.stats[spec.name];
@@ -247,8 +258,10 @@ async function storeWindow(
         spec.sql.moved !== undefined && before > 0 && counts.inserted > 0
           ? await warehouse.query<{ date: string }>(spec.sql.moved, params, names)
           : [];
-      counts.deleted += moved.length;
-      const left = [...new Set(moved.map((r) => r.date))];
+      // A moved row is the same line item with another date: an update, not a new row and a deleted one.
+      counts.inserted -= moved.length;
+      counts.updated += moved.length;
+      const left = [...new Set(moved.map((r) => r.date))].sort();
       if (before > 0) await warehouse.run('sync/window_delete', [window.start, window.end, ctx.source], names);
       const inserted = await warehouse.run(insertSql, params, names);
       await warehouse.changed(spec.table.table, ctx.source, [...days.map((d) => d.start), ...left]);
@@ -262,11 +275,22 @@ async function storeWindow(
         for (const webhook of ctx.notify?.webhooks ?? [])
           await warehouse.run('notify/run_event', [id, webhook, ctx.source, 'reconcile', event, now]);
       }
-      return counts;
+      return { ...counts, left };
       // Windows finished together (other windows, other sources) share a commit: see `TransactionOptions.group`.
     },
     { group: true },
   );
+  // The dates the rows left keep rollups that counted them: within the horizon the recheck syncs them
+  // again (this run's or the next); an older one is named, with its fix.
+  const older = diff.left.filter((date) => horizon === null || date < horizon);
+  if (older.length > 0) {
+    warn(
+      ctx,
+      spec.name,
+      `${spec.name} ${label}: line item(s) moved here from ${older.join(', ')} (their usage date was corrected) and removed there; the rollups of those dates still count them, and no recheck reaches them: costsync sync --since ${older[0]} --until ${older.at(-1)} brings them up to date`,
+      { source: ctx.source, window: label, dates: older },
+    );
+  }
   if (window.recheck === true) {
     ctx.state.rechecked(
       spec.name,

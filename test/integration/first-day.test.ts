@@ -336,7 +336,7 @@ describe('sync --dry-run', () => {
         // The recheck's three (the run makes them too), the estimate's one, the first anomalies request.
         expect(emulator.requestLog.recent().map((e) => e.route)).toEqual(['rollups', 'rollups', 'rollups', 'rollups', 'anomalies']);
         expect(dry.stdout).toMatch(
-          /recheck of 2025-06-01\.\.2025-06-17 \(3 rollups request\(s\)\): every stored date equals the API's rollups/,
+          /recheck of 2025-06-01\.\.2025-06-17 \(3 rollups request\(s\)\): every date it compared equals the API's rollups \(dates this run syncs anyway are not compared\)/,
         );
         expect(dry.stdout).toMatch(/line_items: 2025-06-18\.\.2025-06-30, 2 window\(s\), about (\d+) request\(s\)/);
         expect(dry.stdout).toMatch(/fetched again \(already stored; restated costs are re-read\): 2025-06-18\.\.2025-06-20 \(3 days\)/);

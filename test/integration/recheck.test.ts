@@ -252,8 +252,12 @@ describe('the recheck of older dates', () => {
         expect(await queryDb(cfg.db, `SELECT usage_date::VARCHAR AS d FROM line_items WHERE id = '${moved}'`)).toEqual([
           { d: '2025-06-29' },
         ]);
-        // Counted where it went and where it left.
-        expect(summary.streams.line_items).toMatchObject({ inserted: 1, deleted: 1 });
+        // The same line item with another date: an update. No recheck reaches its old date, whose rollups
+        // still count it: the warning names the date and the fix.
+        expect(summary.streams.line_items).toMatchObject({ inserted: 0, updated: 1, deleted: 0 });
+        expect(summary.warnings.join('\n')).toMatch(
+          /moved here from 2025-06-05 .* costsync sync --since 2025-06-05 --until 2025-06-05 brings them up to date/,
+        );
       });
     });
   });

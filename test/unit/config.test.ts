@@ -59,6 +59,7 @@ describe('resolveSyncConfig', () => {
     [{ 'lookback-days': -1 }, /--lookback-days must be a whole number from 0 to 365/],
     [{ 'window-days': 0 }, /--window-days must be a whole number from 1/],
     [{ 'recheck-days': -1 }, /--recheck-days must be a whole number from 0 to 3660/],
+    [{ 'recheck-days': 1.5 }, /--recheck-days must be a whole number/],
     [{ tolerance: 'a cent' }, /--tolerance must be a number of dollars, 0 or more; got "a cent"/],
     [{ tolerance: Number.NaN }, /--tolerance must be a number of dollars, 0 or more; got something that is not a number/],
     [{ tolerance: -0.01 }, /--tolerance must be a number of dollars, 0 or more/],
@@ -84,6 +85,7 @@ describe('resolveSyncConfig', () => {
     expect((error as ConfigError).exitCode).toBe(2);
     expect((error as ConfigError).message).toMatch(message);
     expect((error as ConfigError).hint).toBeTruthy();
+    expect((error as ConfigError).hint).not.toMatch(/undefined/);
   });
 
   it('names the source of a bad value', () => {
