@@ -311,6 +311,16 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
       );
     }
   }
+  // --out only places a lake; without a lake format it would be ignored without a word (out's default is not the user's).
+  const outValue = pick('out');
+  if (outValue !== undefined && catalog === null && choice('format') === 'duckdb') {
+    const format = pick('format');
+    bad(
+      outValue.from,
+      `(${String(outValue.value)}) names a lake, but ${format?.from ?? '--format'} is duckdb${format === undefined ? ' (the default)' : ''}, which writes none.`,
+      `Add --format parquet or --format iceberg, or leave ${outValue.from} out.`,
+    );
+  }
   const shardPath = (name: SettingName, value: string) => substituteShard(value, pick(name)?.from ?? `--${name}`, shard);
   const chosen = selectSources(sources, pick('source'), rateLimit, needsApi, shard);
   const first = chosen[0];

@@ -4,11 +4,11 @@
  * what a killed run left) and the fence on the published warehouse. Callers get what they write to and
  * one `release`; what they do in between is theirs.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync, type Stats } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Clock } from './api/resilience.js';
 import type { SyncConfig } from './config.js';
-import { CostsyncError } from './errors.js';
+import { ConfigError, CostsyncError } from './errors.js';
 import type { Logger } from './log.js';
 import { takeLeases, type Leases } from './outputs/leases.js';
 import { publishDestination, remoteWarehouse, type PublishDestination } from './outputs/publish.js';
@@ -68,15 +68,37 @@ export function lakeLeasePlace(config: Pick<RunSettings, 'out' | 'catalog' | 'sh
   return config.shard !== undefined && isS3Url(config.out) ? config.out : null;
 }
 
+/**
+ * Refuses a local --db whose directory does not exist (exit 2): a typo there would otherwise create the
+ * directories and start a full first sync. The state directory is still created as needed.
+ */
+export function requireDbDirectory(db: string): void {
+  if (isS3Url(db)) return;
+  const dir = dirname(resolve(db));
+  let found: Stats | undefined;
+  try {
+    found = statSync(dir);
+  } catch {
+    // Missing, or a path through a file (ENOTDIR): either way there is no directory for the warehouse.
+  }
+  if (found === undefined || !found.isDirectory()) {
+    throw new ConfigError(
+      `--db ${db}: its directory ${dir} ${found === undefined ? 'does not exist' : 'is not a directory'}.`,
+      `Create the directory first (mkdir -p ${dir}), or fix the path in --db (or COSTSYNC_DB, or "db" in the config file).`,
+    );
+  }
+}
+
 /** Opens a run: everything before its first write, undone in reverse when any step fails. */
 export async function openRun(request: RunRequest): Promise<OpenRun> {
   const { config, runId, clock, logger } = request;
+  // The database's directory is the user's to make (a typo is refused, not created); the state directory is costsync's.
+  requireDbDirectory(config.db);
   try {
     if (request.kind === 'sync' || isS3Url(config.db)) mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
-    if (!isS3Url(config.db)) mkdirSync(dirname(resolve(config.db)), { recursive: true });
   } catch (cause) {
-    throw new CostsyncError('CS_ERR_STATE_IO', `Cannot create ${config.stateDir} or the database directory: ${(cause as Error).message}`, {
-      hint: 'Check that --state-dir and --db point at writable places.',
+    throw new CostsyncError('CS_ERR_STATE_IO', `Cannot create the state directory ${config.stateDir}: ${(cause as Error).message}`, {
+      hint: 'Check that --state-dir points at a writable place.',
       cause,
     });
   }

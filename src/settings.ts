@@ -65,7 +65,8 @@ export const SETTING_SPECS = [
     kind: 'path',
     group: 'connection',
     default: './costs.duckdb',
-    describe: 'The published DuckDB file people open (a path, or s3://BUCKET/KEY.duckdb); costsync writes a working copy in --state-dir',
+    describe:
+      'The published DuckDB file people open (a path in a directory that exists, or s3://BUCKET/KEY.duckdb); costsync writes a working copy in --state-dir',
   },
   { name: 'state-dir', kind: 'path', group: 'connection', default: './state', describe: 'State directory' },
   { name: 'log-format', kind: 'choice', group: 'connection', default: 'pretty', choices: ['pretty', 'json'], describe: 'Log format' },
@@ -145,7 +146,7 @@ export const SETTING_SPECS = [
     group: 'sync',
     default: './costs-parquet',
     defaultText: './costs-parquet, or ./costs-iceberg with --format iceberg',
-    describe: 'The lake: a directory, or s3://BUCKET/PREFIX',
+    describe: 'The lake, with --format parquet or iceberg (refused without one): a directory, or s3://BUCKET/PREFIX',
   },
   {
     name: 'iceberg-retention',

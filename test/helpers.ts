@@ -121,7 +121,7 @@ export async function withScriptedServer<T>(replies: ScriptedReply[], fn: (url: 
   }
 }
 
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SyncConfig } from '../src/config.js';
@@ -150,6 +150,8 @@ export async function inDirectory<T>(dir: string, fn: () => Promise<T>): Promise
 
 /** A sync config for tests: the emulator's key, files in `dir`, a fixed date range. */
 export function testSyncConfig(url: string, dir: string, over: Partial<SyncConfig> = {}): SyncConfig {
+  // A run refuses a --db whose directory does not exist (a typo): the test's directory is made here.
+  mkdirSync(dir, { recursive: true });
   return {
     baseUrl: url,
     apiKey: 'demo-key',
@@ -248,8 +250,16 @@ import { fileURLToPath } from 'node:url';
 /** The built CLI (`npm test` builds it first). */
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
+/** The warehouse `name` in `dir`, the directory made first: a run refuses a --db whose directory does not exist. */
+export function dbIn(dir: string, name = 'c.duckdb'): string {
+  mkdirSync(dir, { recursive: true });
+  return join(dir, name);
+}
+
 /** A sync's arguments against `url`, with its warehouse (`c.duckdb`) and `state/` in `dir`, then `extra`. */
 export function syncCommand(url: string, dir: string, extra: readonly string[] = []): string[] {
+  // A run refuses a --db whose directory does not exist (a typo): the test's directory is made here.
+  mkdirSync(dir, { recursive: true });
   return ['sync', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), ...extra];
 }
 

@@ -1,6 +1,6 @@
 /** `costsync sync`: resolves the configuration, runs the sync, prints what changed, picks the exit code. */
 import type { Argv } from 'yargs';
-import { ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
+import { ExitCode, describeError, errorFields, isCostsyncError, redact } from '../errors.js';
 import type { SyncConfig } from '../config.js';
 import { loadConfig, makeLogger, processIo, type CommandIo } from './common.js';
 import { createLogger } from '../log.js';
@@ -54,6 +54,40 @@ export function exitCodeOf(summary: RunSummary): ExitCode {
     : (Math.max(...codes) as ExitCode);
 }
 
+/**
+ * `sync --dry-run`: prints the plan. A source that could not be planned because of a setting (a wrong
+ * key, an unreachable URL) is logged as the run would log it, and the exit code is the run's: the worst.
+ */
+async function runDryRun(config: SyncConfig, io: CommandIo): Promise<ExitCode> {
+  const { plans, failed } = await planDryRun(config, io.now());
+  const several = plans.length + failed.length > 1;
+  const secrets = [config.apiKey, ...(config.sources ?? []).map((s) => s.apiKey)];
+  if (failed.length > 0) {
+    const logger = makeLogger(config, io);
+    for (const key of secrets) logger.addSecret(key);
+    for (const { source, error } of failed)
+      logger.error(`${several ? `${source}: ` : ''}${describeError(error, secrets)}`, { ...errorFields(error, config.verbose), source });
+  }
+  if (config.logFormat === 'json') {
+    const notPlanned = failed.map(({ source, error }) => ({
+      source,
+      code: error.code,
+      exitCode: error.exitCode,
+      message: redact(error.message, secrets),
+      ...(error.hint !== undefined && { hint: redact(error.hint, secrets) }),
+    }));
+    io.stdout(`${JSON.stringify({ dryRun: true, sources: plans, ...(failed.length > 0 && { failed: notPlanned }) })}\n`);
+  } else
+    io.stdout(
+      dryRunText(
+        plans,
+        several,
+        failed.map((f) => f.source),
+      ),
+    );
+  return failed.length === 0 ? ExitCode.OK : (Math.max(...failed.map((f) => f.error.exitCode)) as ExitCode);
+}
+
 export async function runSyncCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   const config = loadConfig(args, io);
   // A shard that owns no source opens nothing (no lock, no warehouse, no lake): there is nothing to sync.
@@ -70,11 +104,7 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
     } else io.stdout(`${text}\n`);
     return ExitCode.OK;
   }
-  if (args['dry-run'] === true) {
-    const plans = await planDryRun(config, io.now());
-    io.stdout(config.logFormat === 'json' ? `${JSON.stringify({ dryRun: true, sources: plans })}\n` : dryRunText(plans, plans.length > 1));
-    return ExitCode.OK;
-  }
+  if (args['dry-run'] === true) return runDryRun(config, io);
   const webhooks = [...config.notify, ...(config.sources ?? []).flatMap((s) => s.notify ?? [])];
   const secrets = [config.apiKey, ...(config.sources ?? []).map((s) => s.apiKey), ...webhooks];
   const logger = makeLogger(config, io);

@@ -21,6 +21,7 @@ import { StateStore, emptyWindowedState } from '../state/store.js';
 import { openReadOnly, type ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { workingCopyPath } from '../storage/working-copy.js';
 import { isS3Url } from '../outputs/s3-url.js';
+import { requireDbDirectory } from '../run-context.js';
 import { ANOMALY_PAGE_LIMIT, anomalySince, sinceLabel, storedAnomaliesFrom } from './anomalies.js';
 import { ROWS_PER_PAGE, dollarsPerRow, rowsOfDay, wantsRollupTotals, type DayBasis } from './estimate.js';
 import { GROUP_BYS, SEVERITIES } from '../api/types.js';
@@ -30,6 +31,7 @@ import { windowRequest } from './windowed.js';
 import { NO_RECHECK, compareScope, decideRecheck, describeChanges, recheckScope, recheckSettings, type RecheckWindows } from './recheck.js';
 import { changedWindows, horizonStart, summarizeDates } from '../plan/horizon.js';
 import { lineItemsPerDate } from './lookups.js';
+import { ExitCode, isCostsyncError, type CostsyncError } from '../errors.js';
 
 /** One stream's part of the plan. */
 export interface StreamPlan {
@@ -100,6 +102,20 @@ export function storedSpan(days: readonly DayBasis[]): string | null {
   const stored = days.filter((d) => d.storedRows !== null && d.storedRows > 0).map((d) => d.date);
   if (stored.length === 0) return null;
   return `${stored[0]}..${stored.at(-1)} (${stored.length} day${stored.length === 1 ? '' : 's'})`;
+}
+
+/**
+ * An error a setting causes (the key: exit 3; the base URL, a flag or a file: exit 2): the run would
+ * stop on it whatever its retries, so the dry run stops too instead of planning around it.
+ */
+export function isSettingError(error: unknown): error is CostsyncError {
+  return isCostsyncError(error) && (error.exitCode === ExitCode.AUTH || error.exitCode === ExitCode.USAGE);
+}
+
+/** A source the dry run could not plan, and why (an error the run would fail on the same way). */
+export interface SourceFailure {
+  source: string;
+  error: CostsyncError;
 }
 
 interface DryRunDeps {
@@ -177,6 +193,7 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
         recheck.changed.push({ stream, dates: summarizeDates(dates), why: describeChanges(why, 3) });
       }
     } catch (error) {
+      if (isSettingError(error)) throw error;
       made.rollups += 1;
       recheck.failed = firstLine(error);
     }
@@ -239,6 +256,7 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
         if (usdPerRow === null)
           basis = `not known before the run for ${unknown.length} date(s): the sample page of line items held no costs to price them`;
       } catch (error) {
+        if (isSettingError(error)) throw error;
         basis = `not known for ${unknown.length} date(s): a sample page of line items could not be read (${firstLine(error)})`;
       }
     }
@@ -254,6 +272,7 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
         for (const d of unknown) d.usd = usd.get(d.date) ?? 0;
         basis = `${unknown.length === days.length ? '' : 'rows stored, and '}the provider rollups' dollars at ${priced} for ${unknown.length} date(s) not stored`;
       } catch (error) {
+        if (isSettingError(error)) throw error;
         basis = `not known for ${unknown.length} date(s): the provider rollups could not be read (${firstLine(error)})`;
       }
     }
@@ -318,6 +337,7 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
     try {
       first = (await api().anomalies({ since, limit: ANOMALY_PAGE_LIMIT })).length;
     } catch (error) {
+      if (isSettingError(error)) throw error;
       failed = firstLine(error);
     }
     const plan = anomalyRequests(first);
@@ -362,24 +382,38 @@ export function anomalyRequests(firstResponse: number | null): { requests: numbe
   return { requests: null, minRequests: 1 + SEVERITIES.length };
 }
 
-/** Every selected source's plan. Reads the state and the published warehouse; writes nothing. */
-export async function planDryRun(config: SyncConfig, nowMs: number): Promise<SourcePlan[]> {
+/**
+ * Every selected source's plan, and the sources that could not be planned because of a setting (their
+ * runs would fail the same way). Reads the state and the published warehouse; writes nothing.
+ */
+export async function planDryRun(config: SyncConfig, nowMs: number): Promise<{ plans: SourcePlan[]; failed: SourceFailure[] }> {
   const sources: SourceConfig[] = config.sources ?? [
     { name: 'default', baseUrl: config.baseUrl, apiKey: config.apiKey, rateLimit: config.rateLimit },
   ];
+  // Refused as the run refuses it: a plan for a mistyped --db would be a first run's.
+  requireDbDirectory(config.db);
   // A warehouse in a bucket is not downloaded for a dry run: the state directory's view is used alone.
   const warehouse = !isS3Url(config.db) && existsSync(config.db) ? await openReadOnly(config.db) : null;
   try {
-    const out: SourcePlan[] = [];
-    for (const source of sources) out.push(await planSource(source, { config, nowMs, warehouse }));
-    return out;
+    const plans: SourcePlan[] = [];
+    const failed: SourceFailure[] = [];
+    for (const source of sources) {
+      try {
+        plans.push(await planSource(source, { config, nowMs, warehouse }));
+      } catch (error) {
+        // As in a run, one source's wrong key or URL does not keep the others from being planned.
+        if (!isSettingError(error)) throw error;
+        failed.push({ source: source.name, error });
+      }
+    }
+    return { plans, failed };
   } finally {
     warehouse?.close();
   }
 }
 
-/** The plan as a person reads it. Pure. */
-export function dryRunText(plans: readonly SourcePlan[], several: boolean): string {
+/** The plan as a person reads it; `failed` names the sources not planned (their errors are logged). Pure. */
+export function dryRunText(plans: readonly SourcePlan[], several: boolean, failed: readonly string[] = []): string {
   const lines: string[] = [];
   for (const p of plans) {
     if (several) lines.push(`Source ${p.source}:`);
@@ -419,6 +453,12 @@ export function dryRunText(plans: readonly SourcePlan[], several: boolean): stri
       : `about ${p.requests} request(s) in all`;
     lines.push(`  ${total}: ${formatDuration(p.seconds * 1000)} at ${p.rateLimit} requests a minute`);
   }
-  lines.push('Dry run: nothing was written. Run the same command without --dry-run to sync.');
+  if (failed.length === 0) lines.push('Dry run: nothing was written. Run the same command without --dry-run to sync.');
+  else
+    lines.push(
+      several
+        ? `Dry run: nothing was written. Not planned: ${failed.join(', ')}; their runs would fail the same way: fix what the errors name, then try the dry run again.`
+        : 'Dry run: nothing was written. It could not be planned; the run would fail the same way: fix what the error names, then try the dry run again.',
+    );
   return `${lines.join('\n')}\n`;
 }

@@ -78,7 +78,8 @@ async function benchThroughput() {
             'start-date': addDays('2025-12-31', -(days - 1)),
             'window-days': 7,
             format,
-            out: join(dir, 'lake'),
+            // --out names a lake: the warehouse alone (duckdb) takes none.
+            ...(format === 'duckdb' ? {} : { out: join(dir, 'lake') }),
             reconcile: 'off',
           },
           fixedClock.now(),

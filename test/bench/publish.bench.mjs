@@ -5,7 +5,7 @@
 //   npm run bench:publish -- nightly   the published file after ${nights} nightly runs with restatements vs a fresh sync
 // Environment: BENCH_PUBLISH_MILLIONS (default 1,5,20), BENCH_NIGHTLY_ROWS_PER_DAY (default 5000),
 // BENCH_NIGHTS (default 30), BENCH_DIR (the file system to measure on); BENCH_SMOKE=1: tiny sizes.
-import { rmSync, statSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEmulator } from '../../dist/emulator/server.js';
 import { runSync } from '../../dist/sync/runner.js';
@@ -55,18 +55,20 @@ async function benchNightly() {
     restatement: { days: 3, changeRate: 0.2, deleteRate: 0.05 },
   });
   const dir = tempDir();
-  const config = (sub, until) =>
-    syncConfig(
+  const config = (sub, until) => {
+    // A run refuses a --db whose directory does not exist.
+    mkdirSync(join(dir, sub), { recursive: true });
+    return syncConfig(
       {
         'base-url': emulator.url,
         db: join(dir, sub, 'costs.duckdb'),
         'state-dir': join(dir, sub, 'state'),
         until,
         'start-date': '2025-04-01',
-        out: join(dir, sub, 'pq'),
       },
       now,
     );
+  };
   try {
     let until = '2025-06-30';
     await runSync({ config: config('nightly', until), logger: quietLogger, clock });

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
@@ -12,6 +13,16 @@ const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key' };
 const syncArgs = (url: string, dir: string, extra: string[] = []) =>
   syncCommand(url, dir, ['--start-date', '2025-06-25', '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet', ...extra]);
+
+/** A loopback port nothing listens on (one the system just handed out, closed again). */
+async function closedPort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
 
 describe('bad input: a message naming the problem and the fix, exit code 2 (1 for I/O), nothing stored lost', () => {
   it('refuses bad flags and config values before doing anything', async () => {
@@ -28,6 +39,11 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
         ],
         [['--max-runtime', 'soon'], /--max-runtime must be a duration such as 90s, 30m or 2h/],
         [['--format', 'csv'], /Invalid values:[\s\S]*format[\s\S]*"duckdb", "parquet"/],
+        // --out alone would write no lake and say nothing: --format duckdb is the default.
+        [
+          ['--out', join(dir, 'lake2')],
+          /--out \(.*lake2\) names a lake, but --format is duckdb \(the default\), which writes none\.\n.*hint: Add --format parquet or --format iceberg/,
+        ],
         [
           ['--api-key', 'sk-1234'],
           /--api-key is not an option: a key on the command line is visible[\s\S]*hint: Set COSTSYNC_API_KEY[\s\S]*--api-key-file/,
@@ -152,6 +168,26 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
     });
   });
 
+  it('a --db whose directory does not exist (a typo): sync, its dry run and push refused with exit 2 naming it, nothing created', async () => {
+    await withTempDir(async (dir) => {
+      const db = join(dir, 'nonexistent', 'c.duckdb');
+      const state = ['--db', db, '--state-dir', join(dir, 'state')];
+      for (const args of [
+        ['sync', '--base-url', 'http://127.0.0.1:9', ...state],
+        ['sync', '--base-url', 'http://127.0.0.1:9', '--dry-run', ...state],
+        ['push', '--base-url', 'http://127.0.0.1:9', '--connection', 'demo-connection', ...state, join(dir, 'costs.csv')],
+      ]) {
+        const result = await run(args, env);
+        expect(result.code, args.join(' ')).toBe(ExitCode.USAGE);
+        expect(result.stderr, args.join(' ')).toContain(`--db ${db}: its directory ${join(dir, 'nonexistent')} does not exist.`);
+        expect(result.stderr, args.join(' ')).toContain(
+          `hint: Create the directory first (mkdir -p ${join(dir, 'nonexistent')}), or fix the path in --db`,
+        );
+      }
+      expect(readdirSync(dir)).toEqual([]);
+    });
+  });
+
   it('a state directory that cannot be created: exit 1 naming it and the fix', async () => {
     await withTempDir(async (dir) => {
       writeFileSync(join(dir, 'state'), 'a file where the directory should be');
@@ -160,8 +196,71 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
         env,
       );
       expect(result.code).toBe(ExitCode.FAILED);
-      expect(result.stderr).toMatch(/Cannot create .*state or the database directory: EEXIST/);
-      expect(result.stderr).toMatch(/hint: Check that --state-dir and --db point at writable places/);
+      expect(result.stderr).toMatch(/Cannot create the state directory .*state: EEXIST/);
+      expect(result.stderr).toMatch(/hint: Check that --state-dir points at a writable place/);
+    });
+  });
+});
+
+describe('sync --dry-run that cannot ask the API: the exit code, error and hint of the run it plans', () => {
+  it('a wrong key exits 3, an unreachable URL 2, several sources the worst of them with the others planned; nothing written, no "run without --dry-run"', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const closed = `http://127.0.0.1:${await closedPort()}`;
+        const wrongKey = await run(syncArgs(url, dir, ['--dry-run']), { COSTSYNC_API_KEY: 'wrong-key' });
+        expect(wrongKey.code).toBe(ExitCode.AUTH);
+        expect(wrongKey.stderr).toMatch(/UNAUTHORIZED \(401\)[^\n]*\n {2}hint: Check the key in COSTSYNC_API_KEY/);
+        const unreachable = await run(syncArgs(closed, dir, ['--dry-run']), env);
+        expect(unreachable.code).toBe(ExitCode.USAGE);
+        expect(unreachable.stderr).toContain(`Cannot reach the API at ${closed}: nothing accepts connections`);
+        expect(unreachable.stderr).toMatch(/\n {2}hint: Check --base-url/);
+        for (const result of [wrongKey, unreachable]) {
+          expect(result.stdout).not.toMatch(/without --dry-run/);
+          expect(result.stdout).toBe(
+            'Dry run: nothing was written. It could not be planned; the run would fail the same way: fix what the error names, then try the dry run again.\n',
+          );
+        }
+        const json = await run(syncArgs(url, dir, ['--dry-run', '--log-format', 'json']), { COSTSYNC_API_KEY: 'wrong-key' });
+        expect(json.code).toBe(ExitCode.AUTH);
+        expect(JSON.parse(json.stdout)).toMatchObject({
+          dryRun: true,
+          sources: [],
+          failed: [{ source: 'default', code: 'CS_ERR_UNAUTHORIZED', exitCode: 3, hint: expect.stringMatching(/COSTSYNC_API_KEY/) }],
+        });
+        expect(readdirSync(dir)).toEqual([]);
+
+        // Several sources: each planned on its own, the exit code the worst (3 over 2), as for a run.
+        const config = join(dir, 'costsync.config.json');
+        writeFileSync(
+          config,
+          JSON.stringify({
+            db: join(dir, 'c.duckdb'),
+            'state-dir': join(dir, 'state'),
+            sources: [
+              { name: 'good', 'base-url': url, 'api-key-env': 'GOOD_KEY' },
+              { name: 'eu', 'base-url': url, 'api-key-env': 'WRONG_KEY' },
+              { name: 'gone', 'base-url': closed, 'api-key-env': 'GOOD_KEY' },
+            ],
+          }),
+        );
+        const keys = { GOOD_KEY: 'demo-key', WRONG_KEY: 'wrong-key' };
+        const several = ['sync', '--config', config, '--start-date', '2025-06-25', '--until', SPAN.endDate, '--rate-limit', '100000'];
+        const dry = await run([...several, '--dry-run'], keys);
+        expect(dry.code).toBe(ExitCode.AUTH);
+        expect(dry.stdout).toMatch(/^Source good:\n {2}line_items: 2025-06-25\.\.2025-06-30/);
+        expect(dry.stdout).not.toMatch(/Source (eu|gone):/);
+        expect(dry.stdout).toMatch(/\nDry run: nothing was written\. Not planned: eu, gone; their runs would fail the same way/);
+        expect(dry.stdout).not.toMatch(/without --dry-run/);
+        expect(dry.stderr).toMatch(/eu: [^\n]*UNAUTHORIZED \(401\)/);
+        expect(dry.stderr).toMatch(/gone: Cannot reach the API/);
+        expect(readdirSync(dir)).toEqual(['costsync.config.json']);
+
+        // The real runs exit with the same codes.
+        expect((await run(syncArgs(url, dir), { COSTSYNC_API_KEY: 'wrong-key' })).code).toBe(wrongKey.code);
+        expect((await run(syncArgs(closed, dir), env)).code).toBe(unreachable.code);
+        expect((await run(several, keys)).code).toBe(dry.code);
+        expect(existsSync(join(dir, 'c.duckdb'))).toBe(true);
+      });
     });
   });
 });

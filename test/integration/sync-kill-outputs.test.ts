@@ -14,6 +14,7 @@ import {
   withTempDir,
   SPAN,
   type KillPoint,
+  dbIn,
 } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -34,7 +35,7 @@ describe('crash safety of the published file and the Parquet lake', () => {
             '--base-url',
             url,
             '--db',
-            join(dir, sub, 'c.duckdb'),
+            dbIn(join(dir, sub)),
             '--state-dir',
             join(dir, sub, 'state'),
             '--format',

@@ -23,7 +23,7 @@ import {
   expectNoCommitTwice,
   withKillCatalog,
 } from '../catalog-kill.js';
-import { CLI, cli, killRunner, syncCommand, withEmulator, withTempDir } from '../helpers.js';
+import { CLI, cli, killRunner, syncCommand, withEmulator, withTempDir, dbIn } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const SECONDS = Number(process.env.COSTSYNC_CATALOG_KILL_SECONDS ?? 60);
@@ -191,7 +191,7 @@ describe('--catalog in a long kill loop (slow tier)', () => {
                 '--source',
                 w,
                 '--db',
-                join(dir, w, 'c.duckdb'),
+                dbIn(join(dir, w)),
                 '--state-dir',
                 join(dir, w, 'state'),
                 ...catalogFlags(catalog),
@@ -281,7 +281,7 @@ describe('--catalog with runners racing', () => {
               '--source',
               w,
               '--db',
-              join(dir, w, 'c.duckdb'),
+              dbIn(join(dir, w)),
               '--state-dir',
               join(dir, w, 'state'),
               ...catalogFlags(catalog),

@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import { createRng } from '../../src/emulator/rng.js';
-import { CLI, SPAN, cli, killRunner, tableDigest, withEmulator, withTempDir, type KillPoint, syncCommand } from '../helpers.js';
+import { CLI, SPAN, cli, killRunner, tableDigest, withEmulator, withTempDir, type KillPoint, syncCommand, dbIn } from '../helpers.js';
 import { icebergDifferences, icebergFileCheck } from '../iceberg.js';
 import { faultProxy, useRgw } from '../s3.js';
 
@@ -30,7 +30,7 @@ describe('--format iceberg under SIGKILL (slow tier)', () => {
             '--base-url',
             url,
             '--db',
-            join(dir, sub, 'c.duckdb'),
+            dbIn(join(dir, sub)),
             '--state-dir',
             join(dir, sub, 'state'),
             '--format',
@@ -175,7 +175,7 @@ describe('--format iceberg under SIGKILL (slow tier)', () => {
               '--source',
               w,
               '--db',
-              join(dir, w, 'c.duckdb'),
+              dbIn(join(dir, w)),
               '--state-dir',
               join(dir, w, 'state'),
               '--format',

@@ -2,6 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { resolveSyncConfig, type ConfigSources } from '../../src/config.js';
 import { envName, parseDuration } from '../../src/settings.js';
 import { ConfigError } from '../../src/errors.js';
+import { requireDbDirectory } from '../../src/run-context.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const now = Date.parse('2025-07-01T23:30:00Z');
 const sources = (over: Partial<ConfigSources> = {}): ConfigSources => ({
@@ -74,6 +78,8 @@ describe('resolveSyncConfig', () => {
       { 'drop-before': '2025-06-01', since: '2025-05-01' },
       /--since \(2025-05-01\) is before --drop-before 2025-06-01: the run would sync dates it deletes/,
     ],
+    [{ out: 'tour/lake2' }, /--out \(tour\/lake2\) names a lake, but --format is duckdb \(the default\), which writes none/],
+    [{ out: 'tour/lake2', format: 'duckdb' }, /--out \(tour\/lake2\) names a lake, but --format is duckdb, which writes none/],
   ])('refuses %j with exit code 2 and a fix', (flags, message) => {
     let error: unknown;
     try {
@@ -88,6 +94,34 @@ describe('resolveSyncConfig', () => {
     expect((error as ConfigError).hint).not.toMatch(/undefined/);
   });
 
+  it('refuses an --out given without a lake format wherever it was given, naming --format; takes it with a lake format or a catalog', () => {
+    expect(() => resolveSyncConfig(sources({ env: { ...sources().env, COSTSYNC_OUT: 'lake' } }))).toThrow(
+      /COSTSYNC_OUT \(lake\) names a lake, but --format is duckdb \(the default\)/,
+    );
+    expect(() => resolveSyncConfig(sources({ file: { out: 'lake', format: 'duckdb' } }))).toThrow(
+      /"out" in the config file \(lake\) names a lake, but "format" in the config file is duckdb/,
+    );
+    let error: unknown;
+    try {
+      resolveSyncConfig(sources({ flags: { out: 'lake' } }));
+    } catch (e) {
+      error = e;
+    }
+    expect((error as ConfigError).hint).toBe('Add --format parquet or --format iceberg, or leave --out out.');
+    // --out's default is not the user's: a plain run is not refused for it.
+    expect(resolveSyncConfig(sources())).toMatchObject({ format: 'duckdb', out: './costs-parquet' });
+    expect(resolveSyncConfig(sources({ flags: { out: 'lake', format: 'parquet' } }))).toMatchObject({ format: 'parquet', out: 'lake' });
+    expect(resolveSyncConfig(sources({ file: { out: 'lake' }, env: { ...sources().env, COSTSYNC_FORMAT: 'iceberg' } }))).toMatchObject({
+      format: 'iceberg',
+      out: 'lake',
+    });
+    // A catalog makes the format iceberg, so its --out (where new tables go) needs no --format.
+    expect(resolveSyncConfig(sources({ flags: { out: 'lake', catalog: 'https://catalog.example.com/api' } }))).toMatchObject({
+      format: 'iceberg',
+      out: 'lake',
+    });
+  });
+
   it('names the source of a bad value', () => {
     expect(() =>
       resolveSyncConfig(sources({ env: { COSTSYNC_API_KEY: 'k', COSTSYNC_BASE_URL: 'https://a.b', COSTSYNC_RATE_LIMIT: 'fast' } })),
@@ -99,6 +133,36 @@ describe('resolveSyncConfig', () => {
     expect(() => resolveSyncConfig(sources({ env: {} }))).toThrow(/No base URL/);
     expect(() => resolveSyncConfig(sources({ env: { COSTSYNC_BASE_URL: 'https://a.b' } }))).toThrow(/No API key/);
     expect(resolveSyncConfig(sources({ env: {} }), false).db).toBe('./costs.duckdb');
+  });
+});
+
+describe('requireDbDirectory (at the start of a run that writes the warehouse)', () => {
+  it('refuses a local --db whose directory is missing or a file, naming it and the fix; takes an existing one and a bucket', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'costsync-db-dir-'));
+    try {
+      writeFileSync(join(dir, 'file'), '');
+      for (const [db, problem] of [
+        [join(dir, 'nonexistent', 'costs.duckdb'), 'does not exist'],
+        [join(dir, 'nonexistent', 'deeper', 'costs.duckdb'), 'does not exist'],
+        [join(dir, 'file', 'costs.duckdb'), 'is not a directory'],
+        [join(dir, 'file', 'deeper', 'costs.duckdb'), 'does not exist'],
+      ] as const) {
+        let error: unknown;
+        try {
+          requireDbDirectory(db);
+        } catch (e) {
+          error = e;
+        }
+        expect(error).toBeInstanceOf(ConfigError);
+        expect((error as ConfigError).exitCode).toBe(2);
+        expect((error as ConfigError).message).toBe(`--db ${db}: its directory ${join(db, '..')} ${problem}.`);
+        expect((error as ConfigError).hint).toMatch(/^Create the directory first \(mkdir -p .*\), or fix the path in --db/);
+      }
+      expect(() => requireDbDirectory(join(dir, 'costs.duckdb'))).not.toThrow();
+      expect(() => requireDbDirectory('s3://bucket/nonexistent/costs.duckdb')).not.toThrow();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

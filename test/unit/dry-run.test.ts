@@ -124,6 +124,29 @@ describe('sync --dry-run estimates', () => {
     expect(failed).toMatch(/could not compare with the API's rollups \(HTTP 403\)/);
   });
 
+  it('does not say to run without --dry-run when a source could not be planned: the run would fail the same way', () => {
+    const plan: SourcePlan = {
+      source: 'eu',
+      notices: [],
+      requests: 1,
+      atLeast: false,
+      seconds: 1,
+      rateLimit: 60,
+      dryRunRequests: { rollups: 0, lineItems: 0, anomalies: 1 },
+      recheck: null,
+      streams: [],
+    };
+    const alone = dryRunText([], false, ['default']);
+    expect(alone).toBe(
+      'Dry run: nothing was written. It could not be planned; the run would fail the same way: fix what the error names, then try the dry run again.\n',
+    );
+    const several = dryRunText([plan], true, ['us', 'apac']);
+    expect(several).toMatch(/^Source eu:\n/);
+    expect(several).toMatch(/\nDry run: nothing was written\. Not planned: us, apac; their runs would fail the same way/);
+    expect(several).not.toMatch(/without --dry-run/);
+    expect(dryRunText([plan], false)).toMatch(/Run the same command without --dry-run to sync\.\n$/);
+  });
+
   it('names what a full refresh replaces and what --drop-before deletes', () => {
     const plan: SourcePlan = {
       source: 'default',

@@ -149,7 +149,9 @@ describe('a sharded configuration', () => {
     expect(() => resolveSyncConfig(sources({ file: { 'base-url': 'https://api.example.com', db: 'c-{shard}.duckdb' } }))).toThrow(
       /"db" in the config file \(c-\{shard\}.duckdb\) holds \{shard\}, but this run is not a shard/,
     );
-    expect(() => resolveSyncConfig(sources({ env: { ...keys, COSTSYNC_OUT: 'lake-{shard}' } }))).toThrow(/COSTSYNC_OUT .* not a shard/);
+    expect(() => resolveSyncConfig(sources({ env: { ...keys, COSTSYNC_FORMAT: 'parquet', COSTSYNC_OUT: 'lake-{shard}' } }))).toThrow(
+      /COSTSYNC_OUT .* not a shard/,
+    );
   });
 });
 
