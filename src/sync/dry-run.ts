@@ -431,7 +431,8 @@ export function dryRunText(plans: readonly SourcePlan[], several: boolean, faile
     if (p.recheck !== null) {
       const r = p.recheck;
       const head = `  recheck of ${r.range} (${r.requests} rollups request(s))`;
-      if (r.failed !== null) lines.push(`${head}: could not compare with the API's rollups (${r.failed}); the run would fail on it too`);
+      if (r.failed !== null)
+        lines.push(`${head}: could not compare with the API's rollups (${r.failed}); the run fails on it too unless it has passed by then`);
       else if (r.changed.length === 0)
         lines.push(`${head}: every date it compared equals the API's rollups (dates this run syncs anyway are not compared)`);
       for (const c of r.changed) lines.push(`${head}: ${c.stream} synced again (no longer equal to the API): ${c.dates} [${c.why}]`);
