@@ -181,6 +181,9 @@ export const UNREACHABLE_CODES: Record<string, string> = {
   ECONNREFUSED: 'nothing accepts connections at that host and port',
   EHOSTUNREACH: 'the host cannot be reached',
   ENETUNREACH: 'the network cannot be reached',
+  // An https URL on a port that speaks plain http: the TLS handshake gets an HTTP answer.
+  ERR_SSL_WRONG_VERSION_NUMBER: 'the server there does not speak TLS (an https URL on a plain http port?)',
+  ERR_SSL_PACKET_LENGTH_TOO_LONG: 'the server there does not speak TLS (an https URL on a plain http port?)',
 };
 
 /** The errno code of a transport failure, looking through undici's wrappers. */
@@ -337,7 +340,9 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
             path: where,
             cause: error,
             exitCode: ExitCode.USAGE,
-            hint: `Check --base-url (or COSTSYNC_BASE_URL / "base-url" in the config file): ${origin} is what costsync was given.`,
+            hint: errno.startsWith('ERR_SSL_')
+              ? `Check the scheme and port of --base-url: ${origin} was given; a plain http server takes http:// (on a loopback address only), an https one its TLS port.`
+              : `Check --base-url (or COSTSYNC_BASE_URL / "base-url" in the config file): ${origin} is what costsync was given.`,
           },
         ));
       }

@@ -232,6 +232,26 @@ describe('a mistyped host, and retries said on the log', () => {
     });
   });
 
+  it('an https URL on a plain http port is exit 2 at once, with no retries, the hint naming http and https', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 1, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const result = await run('sync', syncArgs(url.replace('http:', 'https:'), dir, { 'rate-limit': 60 }));
+        expect(result.code).toBe(ExitCode.USAGE);
+        const lines = `${result.stderr}${result.stdout}`
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as Record<string, unknown>);
+        expect(lines.find((l) => l.level === 'error')).toMatchObject({
+          code: 'CS_ERR_UNREACHABLE',
+          msg: expect.stringMatching(
+            /does not speak TLS \(an https URL on a plain http port\?\)[\s\S]*a plain http server takes http:\/\//,
+          ),
+        });
+        expect(lines.find((l) => l.msg === 'sync finished')).toMatchObject({ retries: 0 });
+      });
+    });
+  });
+
   it('a retried request says so at info, with the attempts left', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock, faults: { errorRate: 0.3 } }, async ({ url }) => {
       await withTempDir(async (dir) => {
