@@ -371,9 +371,9 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
   let batch: { rows: string[]; fileRows: number[] } = { rows: [], fileRows: [] };
   let stopped = false;
 
-  const record = async (rows: string[], fileRows: number[], result: IngestResult) => {
-    const delivered = skippedAsDelivered(result, fileRows, wasCut);
-    await warehouse.transaction(() =>
+  /** A batch's ledger row: its answer's fields, or nulls for a request the stop cut before its answer. */
+  const ledgerRow = (rows: string[], fileRows: number[], result: IngestResult | null) =>
+    warehouse.transaction(() =>
       warehouse.run('push/ledger_record', [
         summary.pushId,
         pushKey,
@@ -384,17 +384,21 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
         fileRows[0]!,
         fileRows.at(-1)!,
         rows.length,
-        result.batch_id,
-        result.accepted,
-        result.row_count,
-        result.cost_line_item_count,
-        result.skipped,
-        JSON.stringify(result.errors),
-        JSON.stringify(result),
+        result?.batch_id ?? null,
+        result?.accepted ?? null,
+        result?.row_count ?? null,
+        result?.cost_line_item_count ?? null,
+        result?.skipped ?? null,
+        result === null ? null : JSON.stringify(result.errors),
+        result === null ? null : JSON.stringify(result),
         new Date(clock.now()).toISOString(),
         options.source ?? 'default',
       ]),
     );
+
+  const record = async (rows: string[], fileRows: number[], result: IngestResult) => {
+    const delivered = skippedAsDelivered(result, fileRows, wasCut);
+    await ledgerRow(rows, fileRows, result);
     summary.batches += 1;
     summary.sent += rows.length;
     summary.accepted += result.cost_line_item_count;
@@ -417,28 +421,7 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
 
   /** A request the stop cut: sent, perhaps stored, never answered. Recorded so the next push sends it again and knows why its rows may be skipped. */
   const recordCut = async (rows: string[], fileRows: number[]) => {
-    await warehouse.transaction(() =>
-      warehouse.run('push/ledger_record', [
-        summary.pushId,
-        pushKey,
-        'focus',
-        options.connectionId,
-        source.path,
-        fileSha,
-        fileRows[0]!,
-        fileRows.at(-1)!,
-        rows.length,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null,
-        new Date(clock.now()).toISOString(),
-        options.source ?? 'default',
-      ]),
-    );
+    await ledgerRow(rows, fileRows, null);
     logger.warn(
       `${source.path} rows ${fileRows[0]}-${fileRows.at(-1)}: the stop cut their request before its answer; whether the server stored them is unknown, so the next push sends them again with the same ids`,
     );
