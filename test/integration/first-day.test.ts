@@ -215,20 +215,22 @@ describe('stopping is bounded, whatever the stream', () => {
   });
 });
 
+/** A run's JSON log says the API is unreachable (`msg`), and made no retry. */
+function expectUnreachable(result: { stdout: string; stderr: string }, msg: RegExp): void {
+  const lines = `${result.stderr}${result.stdout}`
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  expect(lines.find((l) => l.level === 'error')).toMatchObject({ code: 'CS_ERR_UNREACHABLE', msg: expect.stringMatching(msg) });
+  expect(lines.find((l) => l.msg === 'sync finished')).toMatchObject({ retries: 0 });
+}
+
 describe('a mistyped host, and retries said on the log', () => {
   it('a refused connection at the first request is exit 2 at once, naming the host, with no retries', async () => {
     await withTempDir(async (dir) => {
       const result = await run('sync', syncArgs('http://127.0.0.1:9', dir, { 'rate-limit': 60 }));
       expect(result.code).toBe(ExitCode.USAGE);
-      const lines = `${result.stderr}${result.stdout}`
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as Record<string, unknown>);
-      expect(lines.find((l) => l.level === 'error')).toMatchObject({
-        code: 'CS_ERR_UNREACHABLE',
-        msg: expect.stringMatching(/Cannot reach the API at http:\/\/127\.0\.0\.1:9: nothing accepts connections/),
-      });
-      expect(lines.find((l) => l.msg === 'sync finished')).toMatchObject({ retries: 0 });
+      expectUnreachable(result, /Cannot reach the API at http:\/\/127\.0\.0\.1:9: nothing accepts connections/);
     });
   });
 
@@ -237,17 +239,7 @@ describe('a mistyped host, and retries said on the log', () => {
       await withTempDir(async (dir) => {
         const result = await run('sync', syncArgs(url.replace('http:', 'https:'), dir, { 'rate-limit': 60 }));
         expect(result.code).toBe(ExitCode.USAGE);
-        const lines = `${result.stderr}${result.stdout}`
-          .trim()
-          .split('\n')
-          .map((l) => JSON.parse(l) as Record<string, unknown>);
-        expect(lines.find((l) => l.level === 'error')).toMatchObject({
-          code: 'CS_ERR_UNREACHABLE',
-          msg: expect.stringMatching(
-            /does not speak TLS \(an https URL on a plain http port\?\)[\s\S]*a plain http server takes http:\/\//,
-          ),
-        });
-        expect(lines.find((l) => l.msg === 'sync finished')).toMatchObject({ retries: 0 });
+        expectUnreachable(result, /does not speak TLS \(an https URL on a plain http port\?\)[\s\S]*a plain http server takes http:\/\//);
       });
     });
   });
