@@ -164,7 +164,10 @@ export interface AnomalyRequest {
   startDate: string;
   refreshDays: number;
   fullRefresh: boolean;
-  /** With a full refresh: the first date of an alert the source has stored (null: none), where the refresh starts when earlier. */
+  /**
+   * The first date of an alert the source has stored (null: none): a full refresh starts there when earlier, and the
+   * horizon's re-read never before it.
+   */
   storedFrom?: string | null;
   /** The recheck horizon's first date (null: none): alerts detected since are read again, for status changes weeks later. */
   horizonFrom?: string | null;
@@ -193,7 +196,10 @@ export function anomalySince(watermark: string | null, req: AnomalyRequest, nowM
       Date.parse(watermark) - WATERMARK_OVERLAP_MS,
       refresh,
       req.since !== undefined ? dayStart(req.since) : Infinity,
-      req.horizonFrom != null ? dayStart(req.horizonFrom) : Infinity,
+      // The horizon's alerts are read again, never ones older than the source holds (nothing outside what it synced).
+      req.horizonFrom != null && req.storedFrom != null
+        ? dayStart(req.horizonFrom > req.storedFrom ? req.horizonFrom : req.storedFrom)
+        : Infinity,
     );
   return new Date(from).toISOString();
 }
@@ -212,7 +218,8 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
   const stats = ctx.stats.anomalies;
   if (ctx.state.anomalies() === undefined) ctx.state.setAnomalies({ watermark: null, lastSuccessAt: null });
   const streamState = ctx.state.anomalies()!;
-  const storedFrom = req.fullRefresh && req.since === undefined ? await storedAnomaliesFrom(warehouse, ctx.source) : null;
+  const storedFrom =
+    (req.fullRefresh && req.since === undefined) || req.horizonFrom != null ? await storedAnomaliesFrom(warehouse, ctx.source) : null;
   const since = anomalySince(streamState.watermark, { ...req, storedFrom }, ctx.clock.now());
   const known = await ctx.lookups.knownProviders(ctx.source);
   const label = `${sinceLabel(since)}..${req.until}`;

@@ -326,7 +326,9 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
         fullRefresh: config.fullRefresh,
         horizonFrom: horizonStart(config.until, config.recheckDays),
         storedFrom:
-          config.fullRefresh && config.since === undefined && warehouse !== null ? await storedAnomaliesFrom(warehouse, source.name) : null,
+          warehouse !== null && (config.since === undefined || !config.fullRefresh)
+            ? await storedAnomaliesFrom(warehouse, source.name)
+            : null,
       },
       deps.nowMs,
     );

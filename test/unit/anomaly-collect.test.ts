@@ -141,4 +141,13 @@ describe('anomalySince', () => {
     );
     expect(anomalySince(null, { ...req, storedFrom: '2025-01-01' }, now)).toBe('2025-03-31T23:59:59.999Z');
   });
+  it('reads the recheck horizon again, from its first instant, never before the first alert stored', () => {
+    const watermark = '2025-06-30T12:00:00Z';
+    expect(anomalySince(watermark, { ...req, horizonFrom: '2025-05-01', storedFrom: '2025-04-02' }, now)).toBe('2025-04-30T23:59:59.999Z');
+    // A source whose alerts start inside the horizon: from its first alert, not the horizon's start (nothing outside what it synced).
+    expect(anomalySince(watermark, { ...req, horizonFrom: '2025-05-01', storedFrom: '2025-05-20' }, now)).toBe('2025-05-19T23:59:59.999Z');
+    // Nothing stored, or no horizon: the refresh window alone.
+    expect(anomalySince(watermark, { ...req, horizonFrom: '2025-05-01', storedFrom: null }, now)).toBe('2025-05-31T23:59:59.999Z');
+    expect(anomalySince(watermark, { ...req, horizonFrom: null, storedFrom: '2025-04-02' }, now)).toBe('2025-05-31T23:59:59.999Z');
+  });
 });
