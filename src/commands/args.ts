@@ -1,5 +1,5 @@
 /** Checks for command-line-only values (the emulator's, the report's, push's), the same checks as the settings' (settings.ts). */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
 import { check } from '../settings.js';
 
@@ -91,4 +91,17 @@ export function jsonArg(
       cause,
     );
   }
+}
+
+/** A directory that must exist already (costsync writes into it and creates none on a typo). */
+export function existingDir(flag: string, value: string): string {
+  let isDir = false;
+  try {
+    isDir = statSync(value).isDirectory();
+  } catch {
+    // Missing: refused below.
+  }
+  if (!isDir)
+    throw new ConfigError(`--${flag} ${value}: not a directory.`, `Create it first (mkdir -p ${value}), or name a directory that exists.`);
+  return value;
 }

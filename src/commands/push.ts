@@ -4,6 +4,7 @@ import { createApiClient, retryLine, type ClientEvent } from '../api/client.js';
 import { createRequestLimiter, systemClock } from '../api/resilience.js';
 import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from '../errors.js';
 import { MAP_EXAMPLE, parseMapping, versionArg, type ColumnMapping } from '../push/columns.js';
+import { defaultKeyColumns, parseKeyColumns } from '../push/identity.js';
 import { openFileReader } from '../push/reader.js';
 import { DEFAULT_BATCH_SIZE, pushExitCode, runPush, type PushOptions, type PushSummary, type RowProblem } from '../push/push.js';
 import { runPushOtel } from '../push/otel.js';
@@ -13,7 +14,7 @@ import { logPublish, publish } from '../outputs/publish.js';
 import { openRun, type OpenRun } from '../run-context.js';
 import { newRunId } from '../run-id.js';
 import { formatTable } from '../table.js';
-import { intArg, jsonArg } from './args.js';
+import { existingDir, intArg, jsonArg } from './args.js';
 import { loadConfig, makeLogger, oneSource, processIo, type CommandIo } from './common.js';
 import { settingOptions } from '../settings.js';
 import { packageVersion } from '../paths.js';
@@ -37,9 +38,24 @@ export function pushOptions(yargs: Argv) {
     .option('format', { type: 'string', describe: 'Profile name [default <vendor>.focus]' })
     .option('batch-size', { type: 'number', describe: `Rows per request [default ${DEFAULT_BATCH_SIZE}]` })
     .option('dry-run', { type: 'boolean', describe: 'Check and report; send nothing' })
-    .option('skip-invalid', { type: 'boolean', describe: 'Send the valid rows and report the rest' })
+    .option('skip-invalid', {
+      type: 'boolean',
+      describe: 'Rows that fail the local checks: send the others and list these (exit 0) [default: send nothing, exit 1]',
+    })
+    .option('allow-undelivered', {
+      type: 'boolean',
+      describe: 'Rows the server refused, skipped or did not confirm: list them and exit 0 [default: exit 1]',
+    })
+    .option('key-columns', {
+      type: 'string',
+      describe: `What identifies a row without its own id: columns separated by commas, or "default" [default: the rule the connection's ledger records; for a new one: ${defaultKeyColumns('<vendor>').join(',')}]`,
+    })
+    .option('undelivered-dir', {
+      type: 'string',
+      describe: 'Where <file>.undelivered.<ext>, the rows not delivered with the reason per row, is written [default: beside each file]',
+    })
     .option('vendor', { type: 'string', describe: 'Vendor word in x_<vendor>_… columns [default service]' })
-    .option('force', { type: 'boolean', describe: 'Send again batches the ledger says were sent' });
+    .option('force', { type: 'boolean', describe: 'Send again the rows the ledger shows delivered' });
 }
 
 export function pushOtelOptions(yargs: Argv) {
@@ -90,17 +106,33 @@ function summaryText(s: PushSummary): string {
   return formatTable([
     {
       'rows read': s.rowsRead,
-      valid: s.valid,
+      'failed checks': s.invalid,
       sent: s.sent,
-      accepted: s.accepted,
-      skipped: s.skipped,
-      rejected: s.rejected,
-      'sent before': s.alreadySent,
-      'delivered before': s.deliveredBefore,
+      delivered: s.delivered,
+      corrected: s.corrected,
+      'already delivered': s.alreadyDelivered,
+      refused: s.refused,
+      'not applied': s.notApplied,
+      unconfirmed: s.unconfirmed,
       batches: s.batches,
       requests: s.requests,
     },
   ]);
+}
+
+const UNDELIVERED_HINT =
+  'Fix what each row\'s reason names and push that file; a correction the server did not apply goes as an Adjustment row of the difference under a new id (docs/focus-and-push.md, "Pushing the same data again"); pass --allow-undelivered to accept rows not delivered.';
+
+/** How many rows were not delivered, and why, in one clause. Pure. */
+export function undeliveredLine(s: PushSummary): string {
+  const parts = [
+    s.invalid > 0 ? `${s.invalid} failed the checks` : '',
+    s.refused > 0 ? `${s.refused} refused by the server` : '',
+    s.notApplied > 0 ? `${s.notApplied} correction(s) the server did not apply` : '',
+    s.unconfirmed > 0 ? `${s.unconfirmed} skipped by the server without naming them` : '',
+  ].filter(Boolean);
+  const total = s.invalid + s.refused + s.notApplied + s.unconfirmed;
+  return `${total} of ${s.rowsRead} row(s) read were not delivered (${parts.join(', ')})`;
 }
 
 /**
@@ -143,6 +175,9 @@ export function resolvePushOptions(
     batchSize,
     dryRun,
     skipInvalid: Boolean(args['skip-invalid']),
+    allowUndelivered: Boolean(args['allow-undelivered']),
+    keyColumns: args['key-columns'] === undefined ? null : parseKeyColumns(String(args['key-columns']), vendor),
+    undeliveredDir: args['undelivered-dir'] === undefined ? null : existingDir('undelivered-dir', String(args['undelivered-dir'])),
     force: Boolean(args.force),
     baseUrl: config.baseUrl,
     apiKey: config.apiKey,
@@ -230,10 +265,14 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     } else if (!config.quiet) {
       io.stderr(`\n${summaryText(summary)}\n`);
     }
+    const listed =
+      summary.undeliveredFiles.length > 0 ? ` They are in ${summary.undeliveredFiles.join(', ')}, with the reason per row.` : '';
     if (summary.outcome === 'invalid') {
       logger.error(
-        `${summary.invalid} of ${summary.rowsRead} row(s) failed the checks, listed above; nothing was sent. Fix them, or pass --skip-invalid to send the valid rows.`,
+        `${summary.invalid} of ${summary.rowsRead} row(s) failed the checks, listed above; nothing was sent.${listed} Fix them, or pass --skip-invalid to send the valid rows.`,
       );
+    } else if (summary.outcome === 'undelivered') {
+      logger.error(`Not done: ${undeliveredLine(summary)}.${listed} ${UNDELIVERED_HINT}`);
     } else if (summary.outcome === 'stopped') {
       logger.warn(
         dryRun
@@ -243,7 +282,20 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     } else if (dryRun) {
       logger.info(`Dry run: ${summary.valid} row(s) would be sent as profile version ${summary.version}; nothing was sent.`);
     } else {
-      logger.info(`Done: push ${summary.pushId}, ${summary.batches} batch(es) recorded in ingest_batches.`);
+      const left = summary.refused + summary.notApplied + summary.unconfirmed + (summary.invalid > 0 ? summary.invalid : 0);
+      if (left > 0) {
+        const accepted = [
+          summary.invalid > 0 ? '--skip-invalid' : '',
+          summary.refused + summary.notApplied + summary.unconfirmed > 0 ? '--allow-undelivered' : '',
+        ]
+          .filter(Boolean)
+          .join(' and ');
+        logger.warn(`Done, with rows not delivered as ${accepted} allows: ${undeliveredLine(summary)}.${listed}`);
+      } else {
+        logger.info(
+          `Done: push ${summary.pushId}: every row read is delivered (${summary.delivered} now, ${summary.alreadyDelivered} before); ${summary.batches} request(s) recorded in ingest_batches.`,
+        );
+      }
     }
     return pushExitCode(summary);
   } catch (error) {

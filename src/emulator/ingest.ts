@@ -55,11 +55,19 @@ export type ChargePeriodDates = 'date-or-time' | 'date';
  */
 export type DuplicateRows = 'skip' | 'replace';
 
+/**
+ * Rows a server turns away for reasons of its own that no client check can foresee (a service it does
+ * not know, a quota): `{ refuse }` names the row in `errors` with the message, as an invalid row;
+ * `'skip'` skips it without a word, counted in `skipped` only.
+ */
+export type IngestVerdict = (row: Record<string, unknown>) => { refuse: string } | 'skip' | null;
+
 export interface IngestRules {
   invalidRows: InvalidRows;
   duplicateRows: DuplicateRows;
   rowErrorShape: RowErrorShape;
   chargePeriodDates: ChargePeriodDates;
+  verdict?: IngestVerdict | undefined;
 }
 
 export interface RowError {
@@ -201,7 +209,13 @@ function shapeError(e: RowError, shape: RowErrorShape): unknown {
 export function ingestFocus(body: unknown, ctx: IngestContext): IngestResult {
   const rows = checkRequest(body, ctx.vendor, ctx.maxRows);
   const { rules } = ctx;
-  const problems = rows.map((row, index) => rowProblems(row, index, ctx.vendor, rules.chargePeriodDates));
+  const verdicts = rows.map((row) => (isObject(row) ? (rules.verdict?.(row) ?? null) : null));
+  const problems = rows.map((row, index) => {
+    const found = rowProblems(row, index, ctx.vendor, rules.chargePeriodDates);
+    const verdict = verdicts[index];
+    if (found.length === 0 && verdict !== null && verdict !== 'skip') found.push({ row: index, column: null, message: verdict!.refuse });
+    return found;
+  });
   const errors = problems.flat();
   const invalid = problems.filter((p) => p.length > 0).length;
   if (invalid > 0 && rules.invalidRows === 'refuse-request') {
@@ -224,6 +238,10 @@ export function ingestFocus(body: unknown, ctx: IngestContext): IngestResult {
   let skipped = invalid;
   rows.forEach((value, index) => {
     if (problems[index]!.length > 0) return;
+    if (verdicts[index] === 'skip') {
+      skipped += 1;
+      return;
+    }
     const row = value as Record<string, unknown>;
     const startMs = chargePeriodMs(row.ChargePeriodStart, rules.chargePeriodDates)!;
     const date = utcDate(startMs);

@@ -39,6 +39,7 @@ import {
   ingestFocus,
   type ChargePeriodDates,
   type DuplicateRows,
+  type IngestVerdict,
   type InvalidRows,
   type RowErrorShape,
 } from './ingest.js';
@@ -98,6 +99,8 @@ export interface EmulatorOptions {
   ingestRowErrorShape: RowErrorShape;
   /** What the charge period columns of an ingest row may hold. */
   ingestChargePeriodDates: ChargePeriodDates;
+  /** Rows the server refuses or skips for reasons of its own (tests only; see `IngestVerdict`). */
+  ingestVerdict?: IngestVerdict;
   /** For `group_by=service`, also fill `provider_type`. */
   serviceRollupFillsProvider: boolean;
   /** Chance that a continued page repeats the last records of the previous one. */
@@ -653,6 +656,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
           duplicateRows: options.ingestDuplicateRows,
           rowErrorShape: options.ingestRowErrorShape,
           chargePeriodDates: options.ingestChargePeriodDates,
+          verdict: options.ingestVerdict,
         },
       });
       return ok(result, {}, 202);

@@ -84,6 +84,7 @@ export async function runPushOtel(deps: {
         JSON.stringify(response ?? null),
         new Date(clock.now()).toISOString(),
         deps.source ?? 'default',
+        null,
       ]),
     );
     return { pushId, file, sent: true, response };

@@ -1,11 +1,13 @@
 /**
  * `costsync push`: checks FOCUS files row by row, then sends the valid rows in batches through the
- * same client as `sync`, recording each answered batch in `ingest_batches`. Every row carries a
- * line-item id (the file's own, or a hash of its content), so a re-sent batch creates nothing twice;
- * the ledger lets an interrupted push go on from the first batch not yet answered.
+ * same client as `sync`. Every row carries a line-item id (the file's own, or one its identity gives),
+ * and the ledger (`push_rows`) records what the server holds of each id, so a row delivered before is
+ * not sent again, a row with other values is a correction, and every row read ends delivered, already
+ * delivered, or in the file of rows not delivered with the reason.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, existsSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import type { IngestResult, IngestVersion } from '../api/types.js';
 import { ApiError, ClientErrorCode, ExitCode, InternalError } from '../errors.js';
@@ -17,23 +19,46 @@ import { acquireLock, dbLockPath } from '../state/lock.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { HashSet52, hash52 } from '../sync/id-set.js';
 import { lowestVersion, planColumns, type ColumnMapping, type ColumnPlan } from './columns.js';
-import { validationCountsSql, validationSql, type FileReader, type SourceFile } from './reader.js';
+import {
+  classifyRow,
+  defaultKeyColumns,
+  describeRule,
+  ledgerKey,
+  parseRule,
+  ruleText,
+  settleBatch,
+  type IdentityRule,
+  type LedgerEntry,
+  type RowClass,
+  type RowOutcome,
+} from './identity.js';
+import { validationCountsSql, validationSql, type FileReader, type RowIdentity, type SourceFile } from './reader.js';
 
 export const DEFAULT_BATCH_SIZE = 500;
+
+/** Columns of a file of rows not delivered (costsync's, added to the input's): not FOCUS, not sent, not warned about. */
+export const UNDELIVERED_COLUMNS = ['costsync_row', 'costsync_reason'] as const;
 
 export interface PushOptions {
   connectionId: string;
   files: string[];
   mapping: ColumnMapping;
-  /** `--version`; null picks the lowest that covers the columns used. */
+  /** `--profile-version`; null picks the lowest that covers the columns used. */
   version: IngestVersion | null;
   /** `--format`; null sends `<vendor>.focus`. */
   format: string | null;
   vendor: string;
   batchSize: number;
   dryRun: boolean;
+  /** Rows that fail the local checks are left out (and listed) without failing the push. */
   skipInvalid: boolean;
-  /** Send every batch again, even those the ledger says were answered. */
+  /** Rows the server refused, skipped or did not confirm are listed without failing the push. */
+  allowUndelivered: boolean;
+  /** `--key-columns`; null keeps the connection's rule (the default key for a new connection). */
+  keyColumns: string[] | null;
+  /** Where files of rows not delivered go; null: beside each input. */
+  undeliveredDir: string | null;
+  /** Send every row again, even those the ledger shows delivered. */
   force: boolean;
   baseUrl: string;
   apiKey: string;
@@ -56,30 +81,46 @@ export interface RowProblem {
 export interface PushSummary {
   pushId: string;
   version: IngestVersion;
+  /** What identifies rows without an id of their own, in words. */
+  identity: string;
   rowsRead: number;
   valid: number;
+  /** Rows that failed the local checks (values, or an id another row of the file has). */
   invalid: number;
   sent: number;
-  /** Cost line items the server created. */
+  /** Cost line items the server says it created. */
   accepted: number;
-  /** Rows the server skipped (duplicates of rows it had, or rows it refused). */
+  /** Rows the server says it skipped (rows it had, or refused). */
   skipped: number;
-  /** Rows not sent because they failed the checks. */
+  /** Rows not sent because they failed the checks (= invalid). */
   rejected: number;
-  /** Rows sent in earlier runs (per the ledger) and not sent again. */
-  alreadySent: number;
+  /** Rows this push delivered: stored, corrected, or held by the server from an earlier request. */
+  delivered: number;
+  /** Of those, corrections (an id delivered before with other values) the server applied. */
+  corrected: number;
+  /** Rows the ledger shows delivered with the same values: not sent again. */
+  alreadyDelivered: number;
   /**
-   * Rows sent again because an earlier push's request carrying them was cut by a stop before its
-   * answer, which the server then skipped as rows it had: that request had delivered them.
+   * Rows sent again because an earlier request carrying them got no answer (a stop cut it, or its
+   * answer was lost), which the server then skipped as rows it had: that request had delivered them.
    */
   deliveredBefore: number;
+  /** Rows the server refused (named in its errors, or in a request it did not accept). */
+  refused: number;
+  /** Corrections the server did not apply (it keeps the first values it stored for an id). */
+  notApplied: number;
+  /** Rows the server skipped without naming them, where what a skip means is not known. */
+  unconfirmed: number;
+  /** Files listing the rows not delivered, with the reason per row. */
+  undeliveredFiles: string[];
   /** Valid rows whose ChargePeriodStart or ChargePeriodEnd has a time of day other than midnight UTC (sent as dates; warned). */
   offMidnight: number;
   batches: number;
   requests: number;
   serverErrors: number;
   ignoredColumns: Record<string, string[]>;
-  outcome: 'success' | 'invalid' | 'stopped';
+  /** `undelivered`: the server did not take every row sent, and --allow-undelivered was not given. */
+  outcome: 'success' | 'invalid' | 'stopped' | 'undelivered';
 }
 
 export interface PushDeps {
@@ -101,9 +142,15 @@ export interface PushDeps {
   onProblem?: (problem: RowProblem) => void;
 }
 
+/** A file's rows not delivered: file row and reason. */
+type Undelivered = Map<number, string>;
+
 interface PreparedFile {
   source: SourceFile;
   plan: ColumnPlan;
+  /** Rows the local checks found sharing an id with another row: never sent. */
+  repeated: Set<number>;
+  undelivered: Undelivered;
 }
 
 /**
@@ -136,6 +183,12 @@ export function lineOf(format: SourceFile['format'], row: number): number | null
   return format === 'csv' ? row + 1 : format === 'jsonl' ? row : null;
 }
 
+/** A row's place in a file, for messages: `line 12` or `row 12`. Pure. */
+function placeOf(format: SourceFile['format'], row: number): string {
+  const line = lineOf(format, row);
+  return line === null ? `row ${row}` : `line ${line}`;
+}
+
 /** Splits `_problems` (joined by chr(31), each "Column: reason") into column and reason. Pure. */
 export function splitProblems(text: string): { column: string; reason: string }[] {
   return text.split('\u001f').map((p) => {
@@ -145,7 +198,7 @@ export function splitProblems(text: string): { column: string; reason: string }[
 }
 
 /**
- * A row's line-item id when the file has none: a hash of the row's content and of how many
+ * A row's line-item id under the content rule: a hash of the row's content and of how many
  * identical rows came before it in the file, so identical charges stay separate rows and the same
  * file always gives the same ids. Pure.
  */
@@ -169,29 +222,28 @@ class OccurrenceCounter {
   }
 }
 
-/**
- * How many rows of an answered request the server skipped as rows it already had from a request of
- * this push that a stop cut before its answer (the same rows, so the same ids): delivered then. The
- * server does not say which rows it skipped, so: the skipped rows beyond those its errors refuse, and
- * at most the cut rows not refused (an error that names no row may be any row's). None when the
- * request was not accepted, whose rows were skipped with it. Pure.
- */
-export function skippedAsDelivered(result: IngestResult, fileRows: readonly number[], wasCut: (row: number) => boolean): number {
-  if (!result.accepted || result.skipped <= 0) return 0;
-  const named = new Set<number>();
-  let unnamed = 0;
-  for (const e of result.errors) {
-    const at = (e as { row?: unknown } | null)?.row;
-    if (typeof at === 'number' && Number.isInteger(at) && at >= 0 && at < fileRows.length) named.add(at);
-    else unnamed += 1;
-  }
-  const cut = fileRows.filter((row, i) => wasCut(row) && !named.has(i)).length - unnamed;
-  return Math.max(0, Math.min(cut, result.skipped - named.size - unnamed));
-}
-
 /** Adds the id member to a row's JSON object text. Pure. */
 export function withId(json: string, idColumn: string, id: string): string {
   return `${json.slice(0, -1)}${json.length > 2 ? ',' : ''}"${idColumn}":${JSON.stringify(id)}}`;
+}
+
+/** Where the rows of `input` not delivered are written: `<name>.undelivered.<ext>` beside it, or in `dir`. Pure. */
+export function undeliveredPath(input: string, format: SourceFile['format'], dir: string | null): string {
+  const name = basename(input)
+    .replace(/\.(gz|zst)$/i, '')
+    .replace(/\.[^.]*$/, '');
+  return join(dir ?? dirname(input), `${name}.undelivered.${format}`);
+}
+
+/**
+ * The one line naming rows of a file that share an id, and the fix. Pure.
+ * `places` are the rows' places (`line 3`), `own` whether the id is the file's own column.
+ */
+export function repeatedIdReason(places: readonly string[], own: boolean, rule: IdentityRule, vendor: string): string {
+  const others = places.length > 3 ? `${places.slice(0, 3).join(', ')} and ${places.length - 3} more` : places.join(', ');
+  return own
+    ? `the same line-item id as ${others}: the server keeps one row per id, so neither is sent; give each row its own id`
+    : `the same identity as ${others} (${describeRule(rule, vendor)}): neither is sent, since a later push could not tell which is which; add a column that tells them apart to --key-columns, or give each row an id (x_…_line_item_id)`;
 }
 
 async function sha256File(path: string): Promise<string> {
@@ -209,6 +261,40 @@ function isTooLarge(error: unknown): boolean {
   );
 }
 
+/**
+ * The identity rule of this push: `--key-columns` when given, else the one the connection's ledger
+ * records (a connection an earlier costsync pushed to without one keeps that costsync's content ids),
+ * else the default key. Warned when it changes the rule rows were delivered under; `record` says the
+ * ledger must be told before anything is sent.
+ */
+async function identityRule(deps: PushDeps, key: string): Promise<{ rule: IdentityRule; record: boolean }> {
+  const { options, logger, warehouse } = deps;
+  const asked: IdentityRule | null = options.keyColumns === null ? null : { kind: 'key', columns: options.keyColumns };
+  const fresh: IdentityRule = asked ?? { kind: 'key', columns: defaultKeyColumns(options.vendor) };
+  if (options.dryRun || warehouse === undefined) return { rule: fresh, record: false };
+  const [row] = await warehouse.query<{ rule: string | null; earlier_batches: number; delivered_rows: number }>('push/identity_get', [
+    key,
+    options.connectionId,
+    options.source ?? 'default',
+  ]);
+  const legacy = row!.rule === null && row!.earlier_batches > 0;
+  const recorded: IdentityRule | null = row!.rule !== null ? parseRule(row!.rule) : legacy ? { kind: 'content' } : null;
+  const rule = asked ?? recorded ?? fresh;
+  const changed = recorded !== null && ruleText(rule) !== ruleText(recorded);
+  if (changed && (legacy || row!.delivered_rows > 0)) {
+    logger.warn(
+      `connection ${options.connectionId}: its ledger identifies rows by ${describeRule(recorded, options.vendor)}; --key-columns changes that to ${describeRule(rule, options.vendor)}. ` +
+        'Rows pushed before without an id of their own will be sent again as new rows (the server keeps both copies): push only what was not pushed before, or give rows their own ids.',
+    );
+  } else if (legacy && !changed) {
+    logger.warn(
+      `connection ${options.connectionId}: an earlier costsync pushed to it identifying rows by their whole content; kept, so those rows are not sent again as new ones. ` +
+        'Under it a re-export with other columns, column order or values pushes its rows again; to identify rows by their key instead, pass --key-columns default once (rows pushed before will then be sent again as new rows).',
+    );
+  }
+  return { rule, record: row!.rule === null || changed };
+}
+
 export async function runPush(deps: PushDeps): Promise<PushSummary> {
   const { options, reader, logger } = deps;
   const clock = deps.clock ?? { now: () => Date.now() };
@@ -217,6 +303,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
   const summary: PushSummary = {
     pushId,
     version: '1',
+    identity: '',
     rowsRead: 0,
     valid: 0,
     invalid: 0,
@@ -224,8 +311,14 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
     accepted: 0,
     skipped: 0,
     rejected: 0,
-    alreadySent: 0,
+    delivered: 0,
+    corrected: 0,
+    alreadyDelivered: 0,
     deliveredBefore: 0,
+    refused: 0,
+    notApplied: 0,
+    unconfirmed: 0,
+    undeliveredFiles: [],
     offMidnight: 0,
     batches: 0,
     requests: 0,
@@ -241,7 +334,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
     const source = await reader.describe(path);
     const plan = planColumns(
       path,
-      source.columns.map((c) => c.name),
+      source.columns.map((c) => c.name).filter((c) => !(UNDELIVERED_COLUMNS as readonly string[]).includes(c)),
       options.mapping,
       options.vendor,
     );
@@ -255,47 +348,88 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
       summary.ignoredColumns[path] = plan.ignored;
       logger.warn(`${path}: column(s) ${plan.ignored.join(', ')} are not FOCUS columns and are not sent; map them with --map to send them`);
     }
-    files.push({ source, plan });
+    files.push({ source, plan, repeated: new Set(), undelivered: new Map() });
   }
   summary.version = options.version ?? lowestVersion(used, options.vendor);
+  const key = ledgerKey({
+    baseUrl: options.baseUrl,
+    source: options.source ?? 'default',
+    connectionId: options.connectionId,
+    vendor: options.vendor,
+  });
+  const { rule, record: recordRule } = await identityRule(deps, key);
+  summary.identity = describeRule(rule, options.vendor);
+  const identityOf = (plan: ColumnPlan): RowIdentity => ({
+    ownIdColumn: plan.ownIdColumn,
+    keyColumns: rule.kind === 'key' ? rule.columns : null,
+  });
 
   // 2. Check every row of every file; nothing is sent until all are checked. A parallel count
   // first; only a file with problems (or a charge period with a time of day, for the first few) is read
   // again in order, to name their lines.
   const level = options.skipInvalid ? 'warn' : 'error';
   const offMidnight: string[] = [];
-  for (const { source, plan } of files) {
+  for (const file of files) {
     if (deps.signal?.aborted) break;
-    const validation = validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, false);
-    const [counts] = await reader.all<{ rows: bigint | number; invalid: bigint | number; off_midnight: bigint | number }>(
-      validationCountsSql(validation),
-      source.path,
-    );
+    const { source, plan } = file;
+    const validation = validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, false, identityOf(plan));
+    const [counts] = await reader.all<{
+      rows: bigint | number;
+      invalid: bigint | number;
+      off_midnight: bigint | number;
+      repeated: bigint | number;
+    }>(validationCountsSql(validation), source.path);
     summary.rowsRead += Number(counts!.rows);
     summary.invalid += Number(counts!.invalid);
     summary.offMidnight += Number(counts!.off_midnight);
     const invalid = Number(counts!.invalid) > 0;
-    if (!invalid && (Number(counts!.off_midnight) === 0 || offMidnight.length >= OFF_MIDNIGHT_EXAMPLES)) continue;
+    // Ids more than one row has: each such row is named, with the others.
+    const repeatedIds =
+      Number(counts!.repeated) > 0
+        ? new Set((await reader.all<{ id: bigint }>(repeatedIdsSql(validation), source.path)).map((r) => BigInt(r.id)))
+        : null;
+    if (!invalid && repeatedIds === null && (Number(counts!.off_midnight) === 0 || offMidnight.length >= OFF_MIDNIGHT_EXAMPLES)) continue;
+    const sharing = new Map<bigint, number[]>();
     let row = 0;
     await reader.scan(validation, source.path, (columns, rows) => {
-      const [problems, offs] = columns as [unknown[], unknown[]];
+      const [problems, offs, ids] = columns as [unknown[], unknown[], unknown[]];
       for (let i = 0; i < rows; i++) {
         row += 1;
         const text = problems[i];
         if (text === null || text === undefined) {
+          const id = ids[i];
+          if (repeatedIds !== null && typeof id === 'bigint' && repeatedIds.has(id)) {
+            const list = sharing.get(id) ?? [];
+            list.push(row);
+            sharing.set(id, list);
+          }
           const off = offs[i];
           if (off !== null && off !== undefined && offMidnight.length < OFF_MIDNIGHT_EXAMPLES)
             offMidnight.push(`${source.path}:${lineOf(source.format, row) ?? `row ${row}`} ${String(off)}`);
           continue;
         }
-        for (const { column, reason } of splitProblems(String(text))) {
+        const found = splitProblems(String(text));
+        file.undelivered.set(row, `failed the checks: ${found.map((p) => (p.column ? `${p.column}: ${p.reason}` : p.reason)).join('; ')}`);
+        for (const { column, reason } of found) {
           deps.onProblem?.({ file: source.path, row, line: lineOf(source.format, row), column, reason, level });
         }
       }
       if (deps.signal?.aborted) return false;
       // Without problems to name, the first few examples are all the read is for.
-      return invalid || offMidnight.length < OFF_MIDNIGHT_EXAMPLES;
+      return invalid || repeatedIds !== null || offMidnight.length < OFF_MIDNIGHT_EXAMPLES;
     });
+    for (const rowsOfId of sharing.values()) {
+      for (const at of rowsOfId) {
+        const places = rowsOfId.filter((r) => r !== at).map((r) => placeOf(source.format, r));
+        // Rows of a file with an id column share their own id (a row without one sharing a key with one that has it is named the same way).
+        const own = plan.ownIdColumn !== null;
+        const reason = repeatedIdReason(places, own, rule, options.vendor);
+        file.repeated.add(at);
+        file.undelivered.set(at, `failed the checks: ${reason}`);
+        deps.onProblem?.({ file: source.path, row: at, line: lineOf(source.format, at), column: '', reason, level });
+      }
+    }
+    summary.invalid += file.repeated.size;
   }
   summary.valid = summary.rowsRead - summary.invalid;
   summary.rejected = summary.invalid;
@@ -305,6 +439,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
   }
   if (summary.invalid > 0 && !options.skipInvalid) {
     summary.outcome = 'invalid';
+    if (!options.dryRun) await writeUndelivered(files, deps, summary);
     return summary;
   }
   if (summary.offMidnight > 0) logger.warn(offMidnightLine(summary.offMidnight, offMidnight), { rows: summary.offMidnight });
@@ -315,12 +450,19 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
   if (!client || !warehouse) throw new InternalError('runPush: a client and a warehouse are needed to send (only a dry run does without).');
   const lock = acquireLock(dbLockPath(warehouse.path), `costsync push (${pushId})`, new Date(clock.now()));
   try {
+    if (recordRule)
+      await warehouse.transaction(() =>
+        warehouse.run('push/identity_set', [
+          key,
+          options.connectionId,
+          options.source ?? 'default',
+          ruleText(rule),
+          pushId,
+          new Date(clock.now()).toISOString(),
+        ]),
+      );
     for (const file of files) {
-      if (deps.signal?.aborted) {
-        summary.outcome = 'stopped';
-        break;
-      }
-      if ((await sendFile(file, deps, summary, idColumn)) === 'stopped') {
+      if (deps.signal?.aborted || (await sendFile(file, deps, summary, { idColumn, key, identity: identityOf(file.plan) })) === 'stopped') {
         summary.outcome = 'stopped';
         break;
       }
@@ -328,18 +470,61 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
   } finally {
     lock.release();
   }
+  if (summary.outcome === 'stopped') return summary;
+  await writeUndelivered(files, deps, summary);
+  if (summary.refused + summary.notApplied + summary.unconfirmed > 0 && !options.allowUndelivered) summary.outcome = 'undelivered';
   return summary;
 }
 
-async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary, idColumn: string): Promise<'done' | 'stopped'> {
+/** The hashes of the ids more than one valid row of a file has. */
+function repeatedIdsSql(validation: string): string {
+  return `SELECT _row_hash AS id FROM (${validation}) WHERE _problems IS NULL AND _row_hash IS NOT NULL GROUP BY _row_hash HAVING count(*) > 1`;
+}
+
+/**
+ * Writes each file's rows not delivered, in its format, with `costsync_row` and `costsync_reason`;
+ * removes the file an earlier push left for an input whose rows are now all delivered.
+ */
+async function writeUndelivered(files: readonly PreparedFile[], deps: PushDeps, summary: PushSummary): Promise<void> {
+  for (const { source, undelivered } of files) {
+    const path = undeliveredPath(source.path, source.format, deps.options.undeliveredDir);
+    if (undelivered.size === 0) {
+      if (existsSync(path)) {
+        rmSync(path, { force: true });
+        deps.logger.info(`${path}: removed; every row of ${source.path} is delivered now`);
+      }
+      continue;
+    }
+    const rows = [...undelivered].sort(([a], [b]) => a - b).map(([row, reason]) => ({ row, reason }));
+    await deps.reader.writeRows(source, rows, path);
+    summary.undeliveredFiles.push(path);
+  }
+}
+
+interface Pending {
+  rows: string[];
+  fileRows: number[];
+  ids: string[];
+  values: string[];
+}
+
+const emptyPending = (): Pending => ({ rows: [], fileRows: [], ids: [], values: [] });
+
+async function sendFile(
+  file: PreparedFile,
+  deps: PushDeps,
+  summary: PushSummary,
+  context: { idColumn: string; key: string; identity: RowIdentity },
+): Promise<'done' | 'stopped'> {
   const { options, logger } = deps;
   const client = deps.client!;
   const warehouse = deps.warehouse!;
   const clock = deps.clock ?? { now: () => Date.now() };
   const { source, plan } = file;
+  const { idColumn, key } = context;
   const fileSha = await sha256File(source.path);
-  // Batches are comparable across runs when everything that shapes the rows is the same: the same
-  // source, not the same key, so a rotated key goes on. costsync 0.1 keyed by the key: read those too.
+  // Batches of an earlier costsync (before push_rows) go on by row range: the same file content,
+  // mapping and connection give the same rows. costsync 0.1 keyed by the key: read those too.
   const [pushKey, legacyKey] = pushKeys(
     {
       base: options.baseUrl,
@@ -357,10 +542,9 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
   const resumeAfter = options.force ? 0 : done!.last_row;
   if (resumeAfter > 0)
     logger.info(
-      `${source.path}: rows up to ${resumeAfter} were sent before (${done!.batches} batch(es) in ingest_batches); going on from there`,
+      `${source.path}: rows up to ${resumeAfter} were sent by an earlier costsync (${done!.batches} batch(es) in ingest_batches); going on from there`,
     );
-
-  // Requests of this push cut by a stop before their answer: the server may hold their rows already.
+  // Requests an earlier costsync recorded as cut by a stop, before push_rows: their rows may be held.
   const unanswered = (
     await warehouse.query<{ first_row: number | bigint; last_row: number | bigint }>('push/ledger_unanswered', [pushKey, legacyKey])
   ).map((r) => [Number(r.first_row), Number(r.last_row)] as const);
@@ -368,22 +552,22 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
 
   const head = `{${options.format === null ? `"format":${JSON.stringify(`${options.vendor}.focus`)},` : `"format":${JSON.stringify(options.format)},`}"version":${JSON.stringify(summary.version)},"rows":[`;
   const occurrences = new OccurrenceCounter();
-  let batch: { rows: string[]; fileRows: number[] } = { rows: [], fileRows: [] };
-  let stopped = false;
+  const waiting: Record<RowClass, Pending> = { new: emptyPending(), resend: emptyPending(), correction: emptyPending() };
+  const now = () => new Date(clock.now()).toISOString();
 
-  /** A batch's ledger row: its answer's fields, or nulls for a request the stop cut before its answer. */
-  const ledgerRow = (rows: string[], fileRows: number[], result: IngestResult | null) =>
-    warehouse.transaction(() =>
-      warehouse.run('push/ledger_record', [
+  /** One request's ledger rows, in one transaction: its answer (null: cut before it) and each row's outcome. */
+  const record = (batch: Pending, result: IngestResult | null, held: (string | null)[], pending: (string | null)[]) =>
+    warehouse.transaction(async () => {
+      await warehouse.run('push/ledger_record', [
         summary.pushId,
         pushKey,
         'focus',
         options.connectionId,
         source.path,
         fileSha,
-        fileRows[0]!,
-        fileRows.at(-1)!,
-        rows.length,
+        batch.fileRows[0]!,
+        batch.fileRows.at(-1)!,
+        batch.rows.length,
         result?.batch_id ?? null,
         result?.accepted ?? null,
         result?.row_count ?? null,
@@ -391,105 +575,244 @@ async function sendFile(file: PreparedFile, deps: PushDeps, summary: PushSummary
         result?.skipped ?? null,
         result === null ? null : JSON.stringify(result.errors),
         result === null ? null : JSON.stringify(result),
-        new Date(clock.now()).toISOString(),
+        now(),
         options.source ?? 'default',
-      ]),
-    );
+        true,
+      ]);
+      await warehouse.run('push/rows_record', [
+        key,
+        JSON.stringify(batch.ids),
+        JSON.stringify(held),
+        JSON.stringify(pending),
+        summary.pushId,
+        now(),
+      ]);
+    });
 
-  const record = async (rows: string[], fileRows: number[], result: IngestResult) => {
-    const delivered = skippedAsDelivered(result, fileRows, wasCut);
-    await ledgerRow(rows, fileRows, result);
+  const settle = async (cls: RowClass, batch: Pending, result: IngestResult, retried: boolean) => {
+    const outcomes = settleBatch(cls, batch.rows.length, result, retried);
+    // A row not delivered from a request that may have stored it (a resend, or an attempt whose answer was lost) stays pending.
+    const pending = cls === 'resend' || retried ? mayHold(cls, batch) : batch.ids.map(() => null);
+    await record(
+      batch,
+      result,
+      outcomes.map((o, i) => (o.delivered ? batch.values[i]! : null)),
+      outcomes.map((o, i) => (o.delivered ? null : pending[i]!)),
+    );
     summary.batches += 1;
-    summary.sent += rows.length;
+    summary.sent += batch.rows.length;
     summary.accepted += result.cost_line_item_count;
-    summary.skipped += result.skipped - delivered;
-    summary.deliveredBefore += delivered;
+    summary.skipped += result.skipped;
     summary.serverErrors += result.errors.length;
-    if (delivered > 0)
+    const range = `${source.path} rows ${batch.fileRows[0]}-${batch.fileRows.at(-1)}`;
+    const counts = new Map<string, number>();
+    outcomes.forEach((o: RowOutcome, i) => {
+      if (o.delivered) {
+        summary.delivered += 1;
+        if (o.how === 'corrected') summary.corrected += 1;
+        if (o.how === 'held') summary.deliveredBefore += 1;
+        return;
+      }
+      if (o.why === 'refused') summary.refused += 1;
+      else if (o.why === 'not-applied') summary.notApplied += 1;
+      else summary.unconfirmed += 1;
+      file.undelivered.set(batch.fileRows[i]!, o.reason);
+      if (o.why === 'refused')
+        logger.warn(`${source.path} ${placeOf(source.format, batch.fileRows[i]!)}: ${o.reason}`, { batchId: result.batch_id });
+      else counts.set(o.reason, (counts.get(o.reason) ?? 0) + 1);
+    });
+    for (const [reason, n] of counts) logger.warn(`${range}: ${n} row(s) not delivered: ${reason}`, { batchId: result.batch_id });
+    const held = outcomes.filter((o) => o.delivered && o.how === 'held').length;
+    if (held > 0)
       logger.info(
-        `${source.path} rows ${fileRows[0]}-${fileRows.at(-1)}: the server skipped ${delivered} row(s) it already had from a request an earlier push sent and a stop cut before its answer: delivered then`,
-        { batchId: result.batch_id },
+        `${range}: the server skipped ${held} row(s) it already had from an earlier request whose answer never came: delivered then`,
+        {
+          batchId: result.batch_id,
+        },
       );
-    for (const e of result.errors) {
-      const at = typeof (e as { row?: unknown }).row === 'number' ? fileRows[(e as { row: number }).row] : undefined;
-      logger.warn(`${source.path}${at !== undefined ? ` row ${at}` : ''}: the server refused a row: ${JSON.stringify(e)}`, {
-        batchId: result.batch_id,
-      });
-    }
-    if (!result.accepted) logger.warn(`${source.path} rows ${fileRows[0]}-${fileRows.at(-1)}: batch ${result.batch_id} was not accepted`);
   };
 
-  /** A request the stop cut: sent, perhaps stored, never answered. Recorded so the next push sends it again and knows why its rows may be skipped. */
-  const recordCut = async (rows: string[], fileRows: number[]) => {
-    await ledgerRow(rows, fileRows, null);
-    logger.warn(
-      `${source.path} rows ${fileRows[0]}-${fileRows.at(-1)}: the stop cut their request before its answer; whether the server stored them is unknown, so the next push sends them again with the same ids`,
-    );
-  };
+  /**
+   * What a request that gets no answer (a stop, a kill) may have stored: its rows' values, recorded as
+   * pending before it is sent, so the next push takes a skip of them as delivered. Not a correction's:
+   * a skip of one means the server kept the first values.
+   */
+  const mayHold = (cls: RowClass, batch: Pending) => batch.values.map((v) => (cls === 'correction' ? null : v));
 
   /** Sends rows in one request (or halves, if the server finds it too large); false when the stop cut it. */
-  const send = async (rows: string[], fileRows: number[]): Promise<boolean> => {
+  const send = async (cls: RowClass, batch: Pending): Promise<boolean> => {
     summary.requests += 1;
+    await warehouse.transaction(() =>
+      warehouse.run('push/rows_record', [
+        key,
+        JSON.stringify(batch.ids),
+        JSON.stringify(batch.ids.map(() => null)),
+        JSON.stringify(mayHold(cls, batch)),
+        summary.pushId,
+        now(),
+      ]),
+    );
+    const retriesBefore = client.stats?.retries ?? 0;
     let result: IngestResult;
     try {
-      result = await client.ingestFocus(options.connectionId, `${head}${rows.join(',')}]}`);
+      result = await client.ingestFocus(options.connectionId, `${head}${batch.rows.join(',')}]}`);
     } catch (error) {
       if (deps.signal?.aborted || (error instanceof ApiError && error.code === ClientErrorCode.ABORTED)) {
-        await recordCut(rows, fileRows);
+        // Sent, perhaps stored, never answered: the next push sends it again with the same ids, and a skip then means delivered.
+        await record(
+          batch,
+          null,
+          batch.ids.map(() => null),
+          mayHold(cls, batch),
+        );
+        logger.warn(
+          `${source.path} rows ${batch.fileRows[0]}-${batch.fileRows.at(-1)}: the stop cut their request before its answer; whether the server stored them is unknown, so the next push sends them again with the same ids`,
+        );
         return false;
       }
-      if (isTooLarge(error) && rows.length > 1) {
-        const half = Math.ceil(rows.length / 2);
-        logger.warn(`${source.path}: the server refused ${rows.length} rows in one request (${(error as Error).message}); sending halves`);
-        return (await send(rows.slice(0, half), fileRows.slice(0, half))) && (await send(rows.slice(half), fileRows.slice(half)));
+      if (isTooLarge(error) && batch.rows.length > 1) {
+        const half = Math.ceil(batch.rows.length / 2);
+        logger.warn(
+          `${source.path}: the server refused ${batch.rows.length} rows in one request (${(error as Error).message}); sending halves`,
+        );
+        const part = (from: number, to?: number): Pending => ({
+          rows: batch.rows.slice(from, to),
+          fileRows: batch.fileRows.slice(from, to),
+          ids: batch.ids.slice(from, to),
+          values: batch.values.slice(from, to),
+        });
+        return (await send(cls, part(0, half))) && (await send(cls, part(half)));
+      }
+      if (error instanceof ApiError && error.statusCode === 400) {
+        // The request refused as a whole (a server that refuses a request for one bad row, say): none of its rows is stored.
+        await refuseAll(batch, error);
+        return true;
       }
       throw error;
     }
-    await record(rows, fileRows, result);
+    // Another attempt of this request was made (a lost answer, a 5xx): the server may hold its rows from it.
+    await settle(cls, batch, result, (client.stats?.retries ?? 0) > retriesBefore);
     return true;
   };
 
+  /** A request the server refused whole (400): recorded as answered, each of its rows refused with the server's words. */
+  const refuseAll = async (batch: Pending, error: ApiError) => {
+    const reason = `refused by the server with its whole request (${error.apiCode ?? 'HTTP 400'}): ${error.message}`;
+    const answer = { accepted: false, status: 400, code: error.apiCode ?? null, message: error.message };
+    await warehouse.transaction(async () => {
+      await warehouse.run('push/ledger_record', [
+        summary.pushId,
+        pushKey,
+        'focus',
+        options.connectionId,
+        source.path,
+        fileSha,
+        batch.fileRows[0]!,
+        batch.fileRows.at(-1)!,
+        batch.rows.length,
+        null,
+        false,
+        null,
+        0,
+        batch.rows.length,
+        JSON.stringify([error.message]),
+        JSON.stringify(answer),
+        now(),
+        options.source ?? 'default',
+        true,
+      ]);
+      await warehouse.run('push/rows_record', [
+        key,
+        JSON.stringify(batch.ids),
+        JSON.stringify(batch.ids.map(() => null)),
+        JSON.stringify(batch.ids.map(() => null)),
+        summary.pushId,
+        now(),
+      ]);
+    });
+    summary.batches += 1;
+    summary.sent += batch.rows.length;
+    summary.refused += batch.rows.length;
+    for (const row of batch.fileRows) file.undelivered.set(row, reason);
+    logger.warn(`${source.path} rows ${batch.fileRows[0]}-${batch.fileRows.at(-1)}: ${batch.rows.length} row(s) not delivered: ${reason}`);
+  };
+
+  const flush = async (cls: RowClass, full: boolean): Promise<boolean> => {
+    const batch = waiting[cls];
+    if (batch.rows.length === 0 || (full && batch.rows.length < options.batchSize)) return true;
+    waiting[cls] = emptyPending();
+    return send(cls, batch);
+  };
+
   let row = 0;
+  let stopped = false;
   await deps.reader.scan(
-    validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, true, plan.ownIdColumn),
+    validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, true, context.identity),
     source.path,
     async (columns, rows) => {
-      const [problems, , json, idJson, ownId] = columns as [unknown[], unknown[], unknown[], unknown[], unknown[] | undefined];
+      const [problems, , , rowIds, json, idJson, values] = columns as [
+        unknown[],
+        unknown[],
+        unknown[],
+        unknown[],
+        unknown[],
+        unknown[],
+        unknown[],
+      ];
+      const chunk: { row: number; id: string; json: string; values: string }[] = [];
       for (let i = 0; i < rows; i++) {
         row += 1;
         if (problems[i] !== null) continue;
-        let text = String(json[i]);
-        // The file's own id when it has one; else the content hash (every row counts, sent or not, so ids do not shift on resume).
-        if (plan.ownIdColumn === null || ownId?.[i] === null || ownId?.[i] === undefined) {
+        let id = rowIds[i] as string | null;
+        if (id === null) {
+          // The content rule: every valid row counts, sent or not, so ids do not shift on resume.
           const content = String(idJson[i]);
-          text = withId(text, idColumn, contentId(content, occurrences.next(content)));
+          id = contentId(content, occurrences.next(content));
         }
+        if (file.repeated.has(row)) continue;
         if (row <= resumeAfter) {
-          summary.alreadySent += 1;
+          summary.alreadyDelivered += 1;
           continue;
         }
-        batch.rows.push(text);
-        batch.fileRows.push(row);
-        if (batch.rows.length >= options.batchSize) {
-          const full = batch;
-          batch = { rows: [], fileRows: [] };
-          if (!(await send(full.rows, full.fileRows)) || deps.signal?.aborted) {
-            stopped = true;
-            return false;
-          }
+        chunk.push({ row, id, json: String(json[i]), values: String(values[i]) });
+      }
+      if (chunk.length === 0) return true;
+      const ledger = new Map(
+        (
+          await warehouse.query<{ row_id: string; held_md5: string | null; pending_md5: string | null }>('push/rows_lookup', [
+            key,
+            JSON.stringify(chunk.map((c) => c.id)),
+          ])
+        ).map((r) => [r.row_id, { held: r.held_md5, pending: r.pending_md5 } satisfies LedgerEntry]),
+      );
+      for (const c of chunk) {
+        const entry = ledger.get(c.id) ?? (wasCut(c.row) ? { held: null, pending: c.values } : undefined);
+        const cls = classifyRow(c.values, entry, options.force);
+        if (cls === 'delivered') {
+          summary.alreadyDelivered += 1;
+          continue;
+        }
+        const batch = waiting[cls];
+        batch.rows.push(withId(c.json, idColumn, c.id));
+        batch.fileRows.push(c.row);
+        batch.ids.push(c.id);
+        batch.values.push(c.values);
+        if (!(await flush(cls, true)) || deps.signal?.aborted) {
+          stopped = true;
+          return false;
         }
       }
       return true;
     },
   );
   if (stopped || deps.signal?.aborted) return 'stopped';
-  if (batch.rows.length > 0 && !(await send(batch.rows, batch.fileRows))) return 'stopped';
+  for (const cls of ['new', 'resend', 'correction'] as const) if (!(await flush(cls, false))) return 'stopped';
   return 'done';
 }
 
 /** The exit code for a finished push. */
 export function pushExitCode(summary: PushSummary): ExitCode {
-  if (summary.outcome === 'invalid') return ExitCode.FAILED;
+  if (summary.outcome === 'invalid' || summary.outcome === 'undelivered') return ExitCode.FAILED;
   if (summary.outcome === 'stopped') return ExitCode.STOPPED_EARLY;
   return ExitCode.OK;
 }

@@ -3,7 +3,7 @@
  * streaming: rows come back in file order, a chunk at a time, so a file larger than memory works.
  * The checks are the per-kind expressions in `sql/push/kind_*.sql`, composed per column here.
  */
-import { statSync } from 'node:fs';
+import { renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection, type DuckDBResult } from '@duckdb/node-api';
 import { CHARGE_CATEGORIES, CHARGE_CATEGORY_ALIASES } from '../api/types.js';
@@ -31,6 +31,8 @@ interface KindSql {
   json: string;
   /** The value as the row's content id hashes it (see push.ts contentId); the json unless the file says otherwise. */
   id: string;
+  /** The value as identity and the ledger compare it (the same value in any spelling); the json unless the file says otherwise. */
+  canon: string;
 }
 
 /** Kinds that read and check values as another kind does, and only send them differently: the sections they lack are its. */
@@ -60,6 +62,7 @@ function kindSql(kind: ValueKind): KindSql {
       problem: section('problem', inherited?.('problem')),
       json,
       id: section('id', () => json),
+      canon: section('canon', () => json),
     };
     kindCache.set(kind, cached);
   }
@@ -101,19 +104,43 @@ export interface SourceFile {
   columns: { name: string; type: string }[];
 }
 
+/** How `validationSql` gives each row its `_row_id`: the file's id column, and the key columns of a key rule (null: none). */
+export interface RowIdentity {
+  ownIdColumn: string | null;
+  keyColumns: readonly string[] | null;
+}
+
+/**
+ * A key rule's text of a row: the key columns' names and values, each value as read and checked
+ * (instants in UTC, categories canonical, numbers as numbers), NULL for a column the file lacks or
+ * leaves empty. Its MD5 is the row's id, so the same charge gets the same id from any export of it.
+ */
+function keyTextSql(keyColumns: readonly string[], targets: readonly TargetColumn[], idx: ReadonlyMap<string, number>): string {
+  const values = keyColumns.map((name) => {
+    const i = idx.get(name);
+    if (i === undefined) return 'NULL::VARCHAR';
+    const kind = targets[i]!.kind;
+    // The instant, not the date sent: two charges of one day at different hours stay two.
+    return fill(kindSql(KIND_BASE[kind] ?? kind).canon, { p: `p${i}` });
+  });
+  return `(${sqlString(`${keyColumns.join(',')}\u001e`)} || to_json([${values.join(', ')}]::VARCHAR[])::VARCHAR)`;
+}
+
 /**
  * Builds the query that checks (and, with `withJson`, serializes) every row. Output columns:
  * `_problems` (VARCHAR, problems joined by chr(31), NULL for a valid row), `_off_midnight` (the
- * charge period bounds with a time of day other than midnight UTC, as read, or NULL), and with
- * `withJson`: `_json` (what is sent), `_id_json` (what the content id hashes; NULL where the row has
- * its own id), and `_own_id` (the file's line-item id) when `ownIdColumn` is given.
+ * charge period bounds with a time of day other than midnight UTC, as read, or NULL), `_row_hash` (a
+ * hash of `_row_id`, NULL where it is), and with `withJson`: `_row_id` (the row's own line-item id, else
+ * its key's id under a key rule, else NULL), `_json` (what is sent, without the id), `_id_json` (what the
+ * content id hashes, where `_row_id` is NULL) and `_values` (the MD5 of the values sent, by column name,
+ * so order and formatting do not change it).
  */
 export function validationSql(
   source: SourceFile,
   targets: readonly TargetColumn[],
   required: readonly string[],
   withJson: boolean,
-  ownIdColumn: string | null = null,
+  identity: RowIdentity = { ownIdColumn: null, keyColumns: null },
 ): string {
   const typeOf = new Map(source.columns.map((c) => [c.name, c.type]));
   const valueOf = (t: TargetColumn) =>
@@ -148,25 +175,31 @@ export function validationSql(
       const i = idx.get(name)!;
       return `CASE WHEN epoch_us(p${i}) % 86400000000 <> 0 THEN ${sqlString(`${name} "`)} || left(v${i}, 40) || '"' END`;
     });
+  const ownId = identity.ownIdColumn !== null && idx.has(identity.ownIdColumn) ? `p${idx.get(identity.ownIdColumn)}` : null;
+  const keyId = identity.keyColumns === null ? 'NULL::VARCHAR' : `'costsync-' || md5(${keyTextSql(identity.keyColumns, targets, idx)})`;
+  const rowId = ownId === null ? keyId : `coalesce(${ownId}, ${keyId})`;
   const outputs = [
     `NULLIF(concat_ws(chr(31), ${problems.join(', ')}), '') AS _problems`,
     `${offMidnight.length === 0 ? 'NULL::VARCHAR' : `NULLIF(concat_ws(', ', ${offMidnight.join(', ')}), '')`} AS _off_midnight`,
+    // A cheap hash of the id, for finding rows that share one (compared within one query only).
+    `CASE WHEN ${rowId} IS NOT NULL THEN hash(${rowId}) END AS _row_hash`,
   ];
   if (withJson) {
     const sent = (i: number) => (i === effective && billed !== undefined ? `coalesce(p${i}, p${billed})` : `p${i}`);
-    const object = (form: 'json' | 'id') =>
-      `'{' || concat_ws(',', ${targets
-        .map(
-          (t, i) =>
-            `CASE WHEN ${sent(i)} IS NOT NULL THEN ${sqlString(`"${t.name}":`)} || ${fill(kindSql(t.kind)[form], { p: sent(i) })} END`,
-        )
-        .join(', ')}) || '}'`;
-    const ownId = ownIdColumn !== null && idx.has(ownIdColumn) ? `p${idx.get(ownIdColumn)}` : null;
-    outputs.push(`${object('json')} AS _json`);
+    const sentValue = (t: TargetColumn, i: number, form: 'json' | 'id' | 'canon') => fill(kindSql(t.kind)[form], { p: sent(i) });
+    const member = (t: TargetColumn, i: number, form: 'json' | 'id' | 'canon') =>
+      `CASE WHEN ${sent(i)} IS NOT NULL THEN ${sqlString(`"${t.name}":`)} || ${sentValue(t, i, form)} END`;
+    // The id is added to what is sent by push (the row's own, or the one its identity gives).
+    const sentTargets = targets.map((t, i) => [t, i] as const).filter(([t]) => t.name !== identity.ownIdColumn);
+    const object = (form: 'json' | 'id' | 'canon', members: (readonly [TargetColumn, number])[]) =>
+      `'{' || concat_ws(',', ${members.map(([t, i]) => member(t, i, form)).join(', ')}) || '}'`;
+    outputs.push(`${rowId} AS _row_id`);
+    outputs.push(`${object('json', sentTargets)} AS _json`);
     // The content id hashes the row as costsync sent it before the charge period went as dates, so a
     // row keeps its id across that change (a re-push is skipped, not stored twice). Only rows without their own id need it.
-    outputs.push(`${ownId === null ? object('id') : `CASE WHEN ${ownId} IS NULL THEN ${object('id')} END`} AS _id_json`);
-    if (ownId !== null) outputs.push(`${ownId} AS _own_id`);
+    outputs.push(`CASE WHEN ${ownId ?? 'NULL'} IS NULL THEN ${object('id', sentTargets)} END AS _id_json`);
+    const byName = [...sentTargets].sort(([a], [b]) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    outputs.push(`md5(${object('canon', byName)}) AS _values`);
   }
   const parts: Record<string, string> = {
     outputs: outputs.join(',\n       '),
@@ -189,6 +222,11 @@ export interface FileReader {
   all<T = Record<string, unknown>>(sql: string, path: string): Promise<T[]>;
   /** Streams a query's rows in order; `onChunk` gets each chunk's columns as arrays, and stops the scan by returning false. */
   scan(sql: string, path: string, onChunk: (columns: unknown[][], rows: number) => Promise<boolean | void> | boolean | void): Promise<void>;
+  /**
+   * Writes the given rows of a file (1-based, in file order) to `path` in the file's format, as read,
+   * with `costsync_row` and `costsync_reason` added; through a temporary file renamed into place.
+   */
+  writeRows(source: SourceFile, rows: readonly { row: number; reason: string }[], path: string): Promise<void>;
   close(): void;
 }
 
@@ -298,6 +336,52 @@ export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Prom
         const columns: unknown[][] = [];
         for (let c = 0; c < width; c++) columns.push(chunk.getColumnValues(c));
         if ((await onChunk(columns, chunk.rowCount)) === false) break;
+      }
+    },
+    async writeRows(source, rows, path) {
+      const temporary = `${path}.tmp-${process.pid}`;
+      const numbered = `SELECT row_number() OVER () AS costsync_row, * FROM (${withoutComments(loadSql(`push/source_${source.format}`)).replace('$1', sqlString(source.path))})`;
+      const [setting] = (await connection.runAndReadAll("SELECT current_setting('threads') AS threads")).getRowObjectsJS();
+      try {
+        await connection.run('CREATE OR REPLACE TEMP TABLE costsync_undelivered (row BIGINT, reason VARCHAR)');
+        for (let at = 0; at < rows.length; at += 10_000) {
+          const part = rows.slice(at, at + 10_000);
+          await connection.run(
+            `INSERT INTO costsync_undelivered SELECT unnest(from_json($1::VARCHAR, '["BIGINT"]')), unnest(from_json($2::VARCHAR, '["VARCHAR"]'))`,
+            [JSON.stringify(part.map((r) => r.row)), JSON.stringify(part.map((r) => r.reason))],
+          );
+        }
+        // One thread numbers the rows in file order.
+        await connection.run('SET threads = 1');
+        const joined = `FROM (${numbered}) s JOIN costsync_undelivered u ON u.row = s.costsync_row ORDER BY s.costsync_row`;
+        if (source.format === 'jsonl') {
+          const lines = (
+            await connection.runAndReadAll(
+              `SELECT json_merge_patch(s._object, json_object('costsync_row', s.costsync_row, 'costsync_reason', u.reason))::VARCHAR AS line ${joined}`,
+            )
+          ).getRowObjectsJS();
+          writeFileSync(temporary, lines.map((l) => `${String(l.line)}\n`).join(''));
+        } else {
+          const format = source.format === 'csv' ? 'FORMAT csv, HEADER true' : 'FORMAT parquet';
+          await connection.run(
+            `COPY (SELECT s.* EXCLUDE (costsync_row), s.costsync_row, u.reason AS costsync_reason ${joined}) TO ${sqlString(temporary)} (${format})`,
+          );
+        }
+        renameSync(temporary, path);
+      } catch (cause) {
+        rmSync(temporary, { force: true });
+        throw new CostsyncError(
+          'CS_ERR_PUSH_WRITE',
+          `${path}: cannot write the rows not delivered: ${(cause as Error).message.split('\n')[0]}`,
+          {
+            exitCode: ExitCode.FAILED,
+            hint: 'Check that the directory exists and is writable, or name another with --undelivered-dir.',
+            cause,
+          },
+        );
+      } finally {
+        await connection.run(`SET threads = ${Number(setting!.threads)}`);
+        await connection.run('DROP TABLE IF EXISTS costsync_undelivered');
       }
     },
     close() {

@@ -17,12 +17,12 @@ import { BIN, quietLogger as quiet, size, tempDir } from './common.mjs';
 const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
 const which = process.argv[2];
 
-/** A FOCUS CSV of `rows` rows: the real sample, repeated with shifted costs so rows differ. */
+/** A FOCUS CSV of `rows` rows: the real sample, repeated with shifted costs and resource ids so rows and their keys differ. */
 async function makeCsv(dir, rows) {
   const path = join(dir, `focus-${rows}.csv`);
   const instance = await DuckDBInstance.create(':memory:');
   const conn = await instance.connect();
-  await conn.run(`COPY (SELECT s.* REPLACE (CAST(TRY_CAST(s.BilledCost AS DOUBLE) + r * 0.000001 AS VARCHAR) AS BilledCost)
+  await conn.run(`COPY (SELECT s.* REPLACE (CAST(TRY_CAST(s.BilledCost AS DOUBLE) + r * 0.000001 AS VARCHAR) AS BilledCost, coalesce(s.ResourceId, '') || '#' || r AS ResourceId)
     FROM read_csv('${SAMPLE}', all_varchar = true) s, range(${Math.ceil(rows / 1000)}) t(r)) TO '${path}' (HEADER, NULLSTR 'NULL')`);
   conn.closeSync();
   instance.closeSync();

@@ -15,6 +15,7 @@ function recordingClient(refuse: (rows: number) => Error | null = () => null) {
   const bodies: { connectionId: string; body: { format: string; version: string; rows: Record<string, unknown>[] } }[] = [];
   let batches = 0;
   const client = {
+    stats: { retries: 0 },
     async ingestFocus(connectionId: string, body: unknown): Promise<IngestResult> {
       const parsed = JSON.parse(String(body));
       const error = refuse(parsed.rows.length);
@@ -44,6 +45,9 @@ const options = (files: string[], over: Partial<PushOptions> = {}): PushOptions 
   batchSize: 500,
   dryRun: false,
   skipInvalid: false,
+  allowUndelivered: false,
+  keyColumns: null,
+  undeliveredDir: null,
   force: false,
   baseUrl: 'http://127.0.0.1:1',
   apiKey: 'test-key',
@@ -114,8 +118,14 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
         file,
         'ChargePeriodStart,ChargePeriodEnd,BilledCost,ServiceName,ChargeCategory\n2025-06-01T10:30:00Z,2025-06-01T11:00:00Z,1.5,Svc,Usage\n2025-06-02,,2,Svc,Usage\n',
       );
+      // A connection an earlier costsync pushed to (a batch without its rows in push_rows) keeps content ids.
+      await warehouse.sql(
+        "INSERT INTO ingest_batches (push_id, push_key, kind, connection_id, file, file_sha256, sent_at) VALUES ('p0', 'k0', 'focus', 'conn-1', 'old.csv', 'x', now())",
+      );
       const rec = recordingClient();
-      await runPush({ options: options([file]), reader, warehouse, client: rec.client, logger: memoryLogger() });
+      const logger = memoryLogger();
+      await runPush({ options: options([file]), reader, warehouse, client: rec.client, logger });
+      expect(logger.lines.join('\n')).toContain('an earlier costsync pushed to it identifying rows by their whole content; kept');
       // The ids costsync gave these rows when it sent "2025-06-01T10:30:00Z" and "2025-06-02T00:00:00Z".
       expect(rec.rows().map((r) => [r.ChargePeriodStart, r.x_service_line_item_id])).toEqual([
         ['2025-06-01', 'costsync-7c4505d7e7f61b50b7642bf2e25ca3ba'],
@@ -195,7 +205,7 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       const both = join(dir, 'both.csv');
       writeFileSync(
         both,
-        'ChargePeriodStart,BilledCost,EffectiveCost,ServiceName,ChargeCategory\n2025-06-01,twelve,,Svc,Usage\n2025-06-01,1,eleven,Svc,Usage\n2025-06-01,2,,Svc,Usage\n2025-06-01,3,2.5,Svc,Usage\n',
+        'ChargePeriodStart,BilledCost,EffectiveCost,ServiceName,ChargeCategory\n2025-06-01,twelve,,Svc,Usage\n2025-06-02,1,eleven,Svc,Usage\n2025-06-03,2,,Svc,Usage\n2025-06-04,3,2.5,Svc,Usage\n',
       );
       const problems: RowProblem[] = [];
       const rec = recordingClient();
@@ -289,11 +299,33 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
         '{"ChargePeriodStart":"2025-06-01","BilledCost":1.25,"ServiceName":"Svc","ChargeCategory":"usage","Tags":{"k":"v"}}\n{"ChargePeriodStart":"2025-06-02","BilledCost":2,"ServiceName":"Svc","ChargeCategory":"Credit"}\n',
       );
       const sent: Record<string, unknown>[][] = [];
+      const ids: unknown[][] = [];
       for (const file of [csv, parquet, jsonl]) {
         const rec = recordingClient();
-        await runPush({ options: options([file]), reader, warehouse, client: rec.client, logger: memoryLogger() });
+        // The same rows in another format are the same rows: delivered already, unless forced.
+        const first = file === csv;
+        const summary = await runPush({
+          options: options([file], { force: !first }),
+          reader,
+          warehouse,
+          client: rec.client,
+          logger: memoryLogger(),
+        });
+        if (first) {
+          const again = await runPush({
+            options: options([file]),
+            reader,
+            warehouse,
+            client: recordingClient().client,
+            logger: memoryLogger(),
+          });
+          expect(again).toMatchObject({ sent: 0, alreadyDelivered: 2 });
+        } else expect(summary).toMatchObject({ sent: 2, delivered: 2 });
+        ids.push(rec.rows().map((r) => r.x_service_line_item_id));
         sent.push(rec.rows().map(({ x_service_line_item_id: _id, ...r }) => r));
       }
+      expect(ids[1]).toEqual(ids[0]);
+      expect(ids[2]).toEqual(ids[0]);
       expect(sent[0]).toEqual([
         {
           ChargePeriodStart: '2025-06-01',
@@ -352,9 +384,15 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
         client: again.client,
         logger: memoryLogger(),
       });
-      expect(second).toMatchObject({ sent: 0, alreadySent: 7, requests: 0 });
-      // Interrupted after row 3: the next run sends rows 4..7 only.
-      await warehouse.sql('DELETE FROM ingest_batches WHERE first_row > 3');
+      expect(second).toMatchObject({ sent: 0, alreadyDelivered: 7, requests: 0 });
+      // Interrupted after row 3 (rows 4..7 never recorded): the next run sends rows 4..7 only.
+      const later = JSON.stringify(
+        rec
+          .rows()
+          .slice(3)
+          .map((r) => r.x_service_line_item_id),
+      );
+      await warehouse.sql(`DELETE FROM push_rows WHERE row_id IN (SELECT unnest(from_json('${later}', '["VARCHAR"]')))`);
       const resumed = await runPush({
         options: options([file], { batchSize: 3 }),
         reader,
@@ -362,7 +400,7 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
         client: again.client,
         logger: memoryLogger(),
       });
-      expect(resumed).toMatchObject({ sent: 4, alreadySent: 3 });
+      expect(resumed).toMatchObject({ sent: 4, alreadyDelivered: 3 });
       expect(again.rows().map((r) => r.BilledCost)).toEqual([4, 5, 6, 7]);
     });
   });
@@ -402,7 +440,7 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       expect(summary).toMatchObject({ sent: 2, accepted: 1, skipped: 1, serverErrors: 1, version: '1.2' });
       expect(sentRows[0]).toMatchObject({ x_acme_model: 'm1', x_acme_tokens_input: 100, x_service_model: 'ignored?' });
       expect(Object.keys(sentRows[0]!)).toContain('x_acme_line_item_id');
-      expect(logger.lines.some((l) => l.includes('row 2: the server refused a row') && l.includes('unknown model'))).toBe(true);
+      expect(logger.lines.some((l) => l.includes('v.csv line 3: refused by the server: x_acme_model: unknown model'))).toBe(true);
       const [stored] = await warehouse.sql<{ errors: string }>('SELECT errors::VARCHAR AS errors FROM ingest_batches');
       expect(JSON.parse(stored!.errors)).toEqual([serverError]);
     });

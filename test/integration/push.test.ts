@@ -346,7 +346,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
           const file = join(dir, 'costs.csv');
           const lines = Array.from(
             { length: 40 },
-            (_, i) => `2025-06-${String((i % 30) + 1).padStart(2, '0')},${i + 1}.5,Build farm,Usage`,
+            (_, i) => `${new Date(Date.UTC(2025, 5, 1 + i)).toISOString().slice(0, 10)},${i + 1}.5,Build farm,Usage`,
           );
           writeFileSync(file, ['ChargePeriodStart,BilledCost,ServiceName,ChargeCategory', ...lines].join('\n'));
           const args = pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '10', file]);
@@ -389,7 +389,14 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
           const rest = await run(args, env);
           expect(rest.code, rest.stderr).toBe(ExitCode.OK);
           // Rows 11-20 went again with the ids they had, so the server skipped them: delivered by the cut request.
-          expect(summaryOf(rest.stderr)).toMatchObject({ alreadySent: 10, sent: 30, accepted: 20, skipped: 0, deliveredBefore: 10 });
+          expect(summaryOf(rest.stderr)).toMatchObject({
+            alreadyDelivered: 10,
+            sent: 30,
+            accepted: 20,
+            skipped: 10,
+            deliveredBefore: 10,
+            delivered: 30,
+          });
           const records = emulator.dataset.ingestedRecords();
           expect(records).toHaveLength(40);
           expect(new Set(records.map((r) => r.id)).size).toBe(40);
@@ -413,7 +420,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         const sent = emulator.requestLog.count({ route: 'ingest-focus' });
         const rotated = await run(args, { COSTSYNC_API_KEY: 'new-key' });
         expect(rotated.code).toBe(0);
-        expect(summaryOf(rotated.stderr)).toMatchObject({ sent: 0, alreadySent: 30 });
+        expect(summaryOf(rotated.stderr)).toMatchObject({ sent: 0, alreadyDelivered: 30 });
         expect(emulator.requestLog.count({ route: 'ingest-focus' })).toBe(sent);
         // One ledger, keyed by the source: not one per key.
         const wh = await openReadOnly(join(dir, 'p.duckdb'));

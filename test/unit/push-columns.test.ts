@@ -1,17 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { IngestResult } from '../../src/api/types.js';
 import { jsonArg } from '../../src/commands/args.js';
 import { ConfigError, ExitCode } from '../../src/errors.js';
 import { MAP_EXAMPLE, canonicalColumn, lowestVersion, parseMapping, planColumns, versionArg } from '../../src/push/columns.js';
-import {
-  OFF_MIDNIGHT_EXAMPLES,
-  contentId,
-  lineOf,
-  offMidnightLine,
-  skippedAsDelivered,
-  splitProblems,
-  withId,
-} from '../../src/push/push.js';
+import { OFF_MIDNIGHT_EXAMPLES, contentId, lineOf, offMidnightLine, splitProblems, withId } from '../../src/push/push.js';
 
 const none = { columns: {}, constants: {} };
 const REQUIRED = ['ChargePeriodStart', 'BilledCost', 'ServiceName', 'ChargeCategory'];
@@ -163,37 +154,6 @@ describe('push: the warning about charge period times of day', () => {
     expect(line).toMatch(/: a\.csv:2 ChargePeriodStart "2025-06-01 10:00"; a\.csv:3 ChargePeriodEnd "2025-06-02T01:00:00Z", and 5 more$/);
     expect(offMidnightLine(2, examples)).toMatch(/"2025-06-02T01:00:00Z"$/);
     expect(OFF_MIDNIGHT_EXAMPLES).toBeLessThanOrEqual(10);
-  });
-});
-
-describe('push: rows of a request a stop cut, skipped when sent again', () => {
-  const answer = (over: Partial<IngestResult>): IngestResult => ({
-    accepted: true,
-    batch_id: 'b',
-    row_count: 4,
-    cost_line_item_count: 0,
-    skipped: 0,
-    errors: [],
-    ...over,
-  });
-  // File rows 11-14 sent again; 11-13 were in the request the stop cut.
-  const rows = [11, 12, 13, 14];
-  const cut = (row: number) => row >= 11 && row <= 13;
-
-  it('counts as delivered the skipped rows the cut request carried, never more than it carried nor more than were skipped', () => {
-    expect(skippedAsDelivered(answer({ skipped: 3, cost_line_item_count: 1 }), rows, cut)).toBe(3);
-    expect(skippedAsDelivered(answer({ skipped: 4 }), rows, cut)).toBe(3);
-    expect(skippedAsDelivered(answer({ skipped: 1, cost_line_item_count: 3 }), rows, cut)).toBe(1);
-    expect(skippedAsDelivered(answer({ skipped: 4 }), rows, () => false)).toBe(0);
-  });
-
-  it('does not count rows the server refused (named or not), nor any row of a request it did not accept', () => {
-    const refused = { row: 1, column: 'BilledCost', message: 'must be a number' };
-    // Row 12 refused by name: of 11 and 13, both skipped as duplicates.
-    expect(skippedAsDelivered(answer({ skipped: 3, errors: [refused] }), rows, cut)).toBe(2);
-    // An error that names no row may be any cut row's.
-    expect(skippedAsDelivered(answer({ skipped: 3, errors: ['row 1, BilledCost: must be a number'] }), rows, cut)).toBe(2);
-    expect(skippedAsDelivered(answer({ accepted: false, skipped: 4, errors: [refused] }), rows, cut)).toBe(0);
   });
 });
 

@@ -1,0 +1,250 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { describe, expect, it } from 'vitest';
+import type { EmulatorInput } from '../../src/emulator/server.js';
+import { ExitCode } from '../../src/errors.js';
+import { run, withEmulator, withTempDir, SPAN } from '../helpers.js';
+
+const env = { COSTSYNC_API_KEY: 'demo-key' };
+const CONNECTION = 'demo-connection';
+
+function pushArgs(url: string, dir: string, extra: string[]): string[] {
+  return [
+    'push',
+    '--base-url',
+    url,
+    '--db',
+    join(dir, 'p.duckdb'),
+    '--state-dir',
+    join(dir, 'state'),
+    '--log-format',
+    'json',
+    '--rate-limit',
+    '100000',
+    '--connection',
+    CONNECTION,
+    ...extra,
+  ];
+}
+
+function summaryOf(stderr: string): Record<string, unknown> {
+  const line = stderr.split('\n').find((l) => l.includes('"push finished"'));
+  if (!line) throw new Error(`no summary in:\n${stderr}`);
+  return JSON.parse(line) as Record<string, unknown>;
+}
+
+/** What the emulator holds of the connection: service, date and amount per stored row, sorted. */
+function held(emulator: { dataset: { ingestedRecords(): { provider_service: string; usage_date: string; net_amount_usd: number }[] } }) {
+  return emulator.dataset
+    .ingestedRecords()
+    .map((r) => `${r.usage_date} ${r.provider_service} ${r.net_amount_usd}`)
+    .sort();
+}
+
+async function sql(text: string): Promise<Record<string, unknown>[]> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const conn = await instance.connect();
+  try {
+    return (await conn.runAndReadAll(text)).getRowObjectsJS();
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+}
+
+const ROWS = [
+  ['2026-11-20', 'Build farm', 'Usage', '12.5'],
+  ['2026-11-20', 'Artifact store', 'Usage', '3'],
+  ['2026-11-21', 'Build farm', 'Usage', '7.25'],
+];
+const csv = (rows: string[][]) => ['ChargePeriodStart,ServiceName,ChargeCategory,BilledCost', ...rows.map((r) => r.join(','))].join('\n');
+
+async function withPush<T>(
+  input: EmulatorInput,
+  fn: (ctx: { url: string; dir: string; emulator: Parameters<typeof held>[0] }) => Promise<T>,
+) {
+  return withEmulator({ ...SPAN, rowsPerDay: 1, ...input }, (emulator) => withTempDir((dir) => fn({ url: emulator.url, dir, emulator })));
+}
+
+describe('push: row identity and an honest end (emulator over HTTP)', () => {
+  it('pushes the same rows once, whatever the column order, header case, format or number formatting', async () => {
+    await withPush({}, async ({ url, dir, emulator }) => {
+      const first = join(dir, 'costs.csv');
+      writeFileSync(first, csv(ROWS));
+      const reordered = join(dir, 'reordered.csv');
+      writeFileSync(
+        reordered,
+        [
+          'billedcost,SERVICENAME,chargecategory,ChargePeriodStart',
+          '12.50,Build farm,usage,2026-11-20T00:00:00Z',
+          '3.0,Artifact store,Usage,2026-11-20',
+          '7.250,Build farm,Usage,2026-11-21',
+        ].join('\n'),
+      );
+      const jsonl = join(dir, 'costs.jsonl');
+      writeFileSync(
+        jsonl,
+        ROWS.map(([d, s, c, b]) => JSON.stringify({ BilledCost: Number(b), ChargeCategory: c, ServiceName: s, ChargePeriodStart: d })).join(
+          '\n',
+        ),
+      );
+      const parquet = join(dir, 'costs.parquet');
+      await sql(
+        `COPY (SELECT ServiceName, CAST(BilledCost AS DOUBLE) AS BilledCost, CAST(ChargePeriodStart AS DATE) AS ChargePeriodStart, ChargeCategory FROM read_csv('${first}', all_varchar = true)) TO '${parquet}' (FORMAT parquet)`,
+      );
+
+      const pushed = await run(pushArgs(url, dir, [first]), env);
+      expect(pushed.code, pushed.stderr).toBe(ExitCode.OK);
+      expect(summaryOf(pushed.stderr)).toMatchObject({ delivered: 3, alreadyDelivered: 0 });
+      expect(pushed.stderr).toContain('every row read is delivered (3 now, 0 before)');
+      for (const file of [first, reordered, jsonl, parquet]) {
+        const again = await run(pushArgs(url, dir, [file]), env);
+        expect(again.code, again.stderr).toBe(ExitCode.OK);
+        expect(summaryOf(again.stderr), file).toMatchObject({ sent: 0, alreadyDelivered: 3 });
+      }
+      expect(held(emulator)).toEqual(['2026-11-20 Artifact store 3', '2026-11-20 Build farm 12.5', '2026-11-21 Build farm 7.25']);
+    });
+  });
+
+  it('a corrected row is a correction: applied where the server replaces, named with exit 1 where it keeps the first', async () => {
+    for (const duplicates of ['replace', 'skip'] as const) {
+      await withPush({ ingestDuplicateRows: duplicates }, async ({ url, dir, emulator }) => {
+        const file = join(dir, 'costs.csv');
+        writeFileSync(file, csv(ROWS));
+        expect((await run(pushArgs(url, dir, [file]), env)).code).toBe(ExitCode.OK);
+        // The month re-exported with one charge corrected and one removed.
+        writeFileSync(file, csv([ROWS[0]!, ['2026-11-21', 'Build farm', 'Usage', '9']]));
+        const corrected = await run(pushArgs(url, dir, [file]), env);
+        const undelivered = join(dir, 'costs.undelivered.csv');
+        if (duplicates === 'replace') {
+          expect(corrected.code, corrected.stderr).toBe(ExitCode.OK);
+          expect(summaryOf(corrected.stderr)).toMatchObject({ delivered: 1, corrected: 1, alreadyDelivered: 1, notApplied: 0 });
+          expect(held(emulator)).toEqual(['2026-11-20 Artifact store 3', '2026-11-20 Build farm 12.5', '2026-11-21 Build farm 9']);
+          expect(existsSync(undelivered)).toBe(false);
+        } else {
+          expect(corrected.code, corrected.stderr).toBe(ExitCode.FAILED);
+          expect(summaryOf(corrected.stderr)).toMatchObject({ delivered: 0, notApplied: 1, alreadyDelivered: 1, outcome: 'undelivered' });
+          expect(corrected.stderr).toContain('Not done: 1 of 2 row(s) read were not delivered (1 correction(s) the server did not apply)');
+          expect(held(emulator)).toEqual(['2026-11-20 Artifact store 3', '2026-11-20 Build farm 12.5', '2026-11-21 Build farm 7.25']);
+          const rows = await sql(`SELECT * FROM read_csv('${undelivered}', all_varchar = true)`);
+          expect(rows).toEqual([
+            {
+              ChargePeriodStart: '2026-11-21',
+              ServiceName: 'Build farm',
+              ChargeCategory: 'Usage',
+              BilledCost: '9',
+              costsync_row: '2',
+              costsync_reason: 'a correction the server did not apply: it keeps the values it stored first for this id',
+            },
+          ]);
+          const allowed = await run(pushArgs(url, dir, ['--allow-undelivered', file]), env);
+          expect(allowed.code, allowed.stderr).toBe(ExitCode.OK);
+          expect(allowed.stderr).toContain('Done, with rows not delivered as --allow-undelivered allows');
+        }
+      });
+    }
+  });
+
+  it('rows the server refuses or skips without a word, in either error shape and either handling of invalid rows, end with exit 1 and a file naming them', async () => {
+    for (const [invalidRows, rowErrorShape] of [
+      ['skip', 'object'],
+      ['skip', 'string'],
+      ['reject-batch', 'object'],
+    ] as const) {
+      const verdict = (row: Record<string, unknown>) =>
+        row.ServiceName === 'Artifact store' ? { refuse: 'unknown service' } : row.BilledCost === 7.25 ? ('skip' as const) : null;
+      await withPush(
+        { ingestInvalidRows: invalidRows, ingestRowErrorShape: rowErrorShape, ingestVerdict: verdict },
+        async ({ url, dir }) => {
+          const file = join(dir, 'costs.jsonl');
+          writeFileSync(
+            file,
+            ROWS.map(([d, s, c, b]) =>
+              JSON.stringify({ ChargePeriodStart: d, ServiceName: s, ChargeCategory: c, BilledCost: Number(b) }),
+            ).join('\n'),
+          );
+          const pushed = await run(pushArgs(url, dir, ['--undelivered-dir', dir, file]), env);
+          const label = `${invalidRows}/${rowErrorShape}`;
+          expect(pushed.code, `${label}\n${pushed.stderr}`).toBe(ExitCode.FAILED);
+          const lines = readFileSync(join(dir, 'costs.undelivered.jsonl'), 'utf8')
+            .trim()
+            .split('\n')
+            .map((l) => JSON.parse(l) as Record<string, unknown>);
+          if (invalidRows === 'reject-batch') {
+            expect(summaryOf(pushed.stderr), label).toMatchObject({ delivered: 0, refused: 3 });
+            expect(lines.map((l) => l.costsync_row)).toEqual([1, 2, 3]);
+            expect(lines[1]!.costsync_reason).toBe('refused by the server: unknown service');
+            expect(String(lines[0]!.costsync_reason)).toMatch(/^the server did not accept the request \(batch .+\) that carried it$/);
+          } else {
+            expect(summaryOf(pushed.stderr), label).toMatchObject({ delivered: 0, refused: 1, unconfirmed: 2 });
+            expect(lines.map((l) => [l.ServiceName, l.costsync_row, l.costsync_reason])).toEqual([
+              ['Build farm', 1, 'the server skipped 1 of these 2 rows without naming them'],
+              ['Artifact store', 2, 'refused by the server: unknown service'],
+              ['Build farm', 3, 'the server skipped 1 of these 2 rows without naming them'],
+            ]);
+          }
+        },
+      );
+    }
+  });
+
+  it('rows failing the local checks are listed in the file too; --skip-invalid accepts them, and a push that delivers every row removes the file', async () => {
+    await withPush({}, async ({ url, dir }) => {
+      const file = join(dir, 'costs.csv');
+      writeFileSync(file, csv([ROWS[0]!, ['2026-11-20', 'Build farm', 'Usage', 'twelve'], ROWS[2]!]));
+      const undelivered = join(dir, 'costs.undelivered.csv');
+      const refused = await run(pushArgs(url, dir, [file]), env);
+      expect(refused.code).toBe(ExitCode.FAILED);
+      expect(refused.stderr).toContain(`They are in ${undelivered}, with the reason per row.`);
+      const skipped = await run(pushArgs(url, dir, ['--skip-invalid', file]), env);
+      expect(skipped.code, skipped.stderr).toBe(ExitCode.OK);
+      expect(skipped.stderr).toContain(
+        'Done, with rows not delivered as --skip-invalid allows: 1 of 3 row(s) read were not delivered (1 failed the checks)',
+      );
+      expect(await sql(`SELECT costsync_row, costsync_reason FROM read_csv('${undelivered}', all_varchar = true)`)).toEqual([
+        { costsync_row: '2', costsync_reason: 'failed the checks: BilledCost: not a finite number: twelve' },
+      ]);
+      // Fixed, the file pushes its one row left, and the list is gone.
+      writeFileSync(file, csv(ROWS));
+      const fixed = await run(pushArgs(url, dir, [file]), env);
+      expect(fixed.code, fixed.stderr).toBe(ExitCode.OK);
+      expect(summaryOf(fixed.stderr)).toMatchObject({ delivered: 1, alreadyDelivered: 2 });
+      expect(existsSync(undelivered)).toBe(false);
+    });
+  });
+
+  it('refuses two rows with one identity naming both lines; --key-columns tells them apart, and changing the rule is warned', async () => {
+    await withPush({}, async ({ url, dir, emulator }) => {
+      const file = join(dir, 'teams.csv');
+      writeFileSync(
+        file,
+        [
+          'ChargePeriodStart,ServiceName,ChargeCategory,BilledCost,SubAccountId,x_team',
+          '2026-11-20,Build farm,Usage,5,acct-1,red',
+          '2026-11-20,Build farm,Usage,6,acct-1,blue',
+        ].join('\n'),
+      );
+      const refused = await run(pushArgs(url, dir, [file]), env);
+      expect(refused.code).toBe(ExitCode.FAILED);
+      expect(refused.stderr).toContain(`${file}:2: the same identity as line 3 (the default key columns (--key-columns default))`);
+      expect(refused.stderr).toContain(`${file}:3: the same identity as line 2`);
+      const keyed = await run(pushArgs(url, dir, ['--key-columns', 'ChargePeriodStart,ServiceName,SubAccountId,x_team', file]), env);
+      expect(keyed.code, keyed.stderr).toBe(ExitCode.OK);
+      // Nothing was delivered under the default key before: no rows to send twice, so no warning.
+      expect(keyed.stderr).not.toContain('--key-columns changes');
+      expect(held(emulator)).toEqual(['2026-11-20 Build farm 5', '2026-11-20 Build farm 6']);
+      // The connection keeps the rule its ledger records: the same file again is delivered already.
+      const again = await run(pushArgs(url, dir, [file]), env);
+      expect(summaryOf(again.stderr)).toMatchObject({ sent: 0, alreadyDelivered: 2 });
+      expect(again.stderr).not.toContain('--key-columns changes');
+      const back = await run(pushArgs(url, dir, ['--key-columns', 'default', file]), env);
+      expect(back.stderr).toContain(
+        'its ledger identifies rows by the key columns ChargePeriodStart, ServiceName, SubAccountId, x_team; --key-columns changes that to the default key columns (--key-columns default)',
+      );
+      const bad = await run(pushArgs(url, dir, ['--key-columns', 'ChargePeriodStart,Nope', file]), env);
+      expect(bad.code).toBe(ExitCode.USAGE);
+      expect(bad.stderr).toContain('--key-columns: \\"Nope\\" is not a FOCUS 1.2 column');
+    });
+  });
+});

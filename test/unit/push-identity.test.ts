@@ -1,0 +1,148 @@
+import { describe, expect, it } from 'vitest';
+import type { IngestResult } from '../../src/api/types.js';
+import { ConfigError } from '../../src/errors.js';
+import {
+  classifyRow,
+  defaultKeyColumns,
+  describeRule,
+  errorRow,
+  errorText,
+  ledgerKey,
+  parseKeyColumns,
+  parseRule,
+  ruleText,
+  settleBatch,
+} from '../../src/push/identity.js';
+import { repeatedIdReason, undeliveredPath } from '../../src/push/push.js';
+
+const answer = (over: Partial<IngestResult>): IngestResult => ({
+  accepted: true,
+  batch_id: 'b1',
+  row_count: 4,
+  cost_line_item_count: 4,
+  skipped: 0,
+  errors: [],
+  ...over,
+});
+const outcomes = (list: ReturnType<typeof settleBatch>) => list.map((o) => (o.delivered ? o.how : `${o.why}: ${o.reason}`));
+
+describe('push identity: the key and the rule', () => {
+  it('takes key columns in any letter case, or "default", and refuses unknown, repeated or id columns naming the fix', () => {
+    expect(parseKeyColumns(' chargeperiodstart, SERVICENAME ,x_team', 'service')).toEqual(['ChargePeriodStart', 'ServiceName', 'x_team']);
+    expect(parseKeyColumns('Default', 'acme')).toEqual(defaultKeyColumns('acme'));
+    expect(defaultKeyColumns('acme')).toContain('x_acme_model');
+    expect(defaultKeyColumns('acme')).not.toContain('BilledCost');
+    for (const [value, problem] of [
+      ['ChargePeriodStart,Nope', '"Nope" is not a FOCUS 1.2 column'],
+      ['ServiceName,servicename', '"ServiceName" is named twice'],
+      ['ServiceName,,ChargeCategory', 'has an empty name'],
+      ['x_service_line_item_id', 'is the line-item id'],
+    ] as const) {
+      const error = (() => {
+        try {
+          parseKeyColumns(value, 'service');
+        } catch (e) {
+          return e as ConfigError;
+        }
+        throw new Error(`accepted ${value}`);
+      })();
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.message).toContain(problem);
+      expect(error.hint).toContain('"default"');
+    }
+  });
+
+  it('records a rule as text and reads it back; names the default key briefly', () => {
+    const rule = { kind: 'key' as const, columns: ['ChargePeriodStart', 'ServiceName'] };
+    expect(parseRule(ruleText(rule))).toEqual(rule);
+    expect(parseRule(ruleText({ kind: 'content' }))).toEqual({ kind: 'content' });
+    expect(describeRule(rule, 'service')).toBe('the key columns ChargePeriodStart, ServiceName');
+    expect(describeRule({ kind: 'key', columns: defaultKeyColumns('service') }, 'service')).toBe(
+      'the default key columns (--key-columns default)',
+    );
+    expect(ledgerKey({ baseUrl: 'u', source: 's', connectionId: 'c', vendor: 'v' })).not.toBe(
+      ledgerKey({ baseUrl: 'u', source: 's', connectionId: 'c2', vendor: 'v' }),
+    );
+  });
+
+  it('classes a row against the ledger: delivered, new, a resend of a request without an answer, or a correction', () => {
+    expect(classifyRow('v1', undefined, false)).toBe('new');
+    expect(classifyRow('v1', { held: 'v1', pending: null }, false)).toBe('delivered');
+    expect(classifyRow('v1', { held: 'v1', pending: null }, true)).toBe('resend');
+    expect(classifyRow('v1', { held: null, pending: 'v1' }, false)).toBe('resend');
+    expect(classifyRow('v2', { held: 'v1', pending: null }, false)).toBe('correction');
+    expect(classifyRow('v2', { held: null, pending: 'v1' }, false)).toBe('new');
+  });
+
+  it('names where the file and rows sharing an id go', () => {
+    expect(undeliveredPath('/in/costs.csv.gz', 'csv', null)).toBe('/in/costs.undelivered.csv');
+    expect(undeliveredPath('/in/costs.parquet', 'parquet', '/out')).toBe('/out/costs.undelivered.parquet');
+    const rule = { kind: 'key' as const, columns: ['ServiceName'] };
+    expect(repeatedIdReason(['line 3'], false, rule, 'service')).toContain('the same identity as line 3 (the key columns ServiceName)');
+    expect(repeatedIdReason(['line 2', 'line 3', 'line 4', 'line 9'], true, rule, 'service')).toMatch(
+      /^the same line-item id as line 2, line 3, line 4 and 1 more: /,
+    );
+  });
+});
+
+describe('push identity: what an answer says about each row', () => {
+  it('reads the row an error names in either shape, and its text without the request row', () => {
+    expect(errorRow({ row: 2, column: 'BilledCost', message: 'x' }, 4)).toBe(2);
+    expect(errorRow('row 3, ChargeCategory: bad', 4)).toBe(3);
+    expect(errorRow({ row: '1' }, 4)).toBe(1);
+    expect([errorRow({ row: 4 }, 4), errorRow({ row: -1 }, 4), errorRow('rows failed', 4), errorRow(null, 4)]).toEqual([
+      null,
+      null,
+      null,
+      null,
+    ]);
+    expect(errorText('row 3, ChargeCategory: bad')).toBe('ChargeCategory: bad');
+    expect(errorText('row 1: unknown service')).toBe('unknown service');
+    expect(errorText({ row: 0, column: 'Tags', message: 'not an object' })).toBe('Tags: not an object');
+    expect(errorText({ code: 'E1' })).toBe('{"code":"E1"}');
+  });
+
+  it('delivers every row a request stored; names refused rows; a request not accepted delivers none', () => {
+    expect(outcomes(settleBatch('new', 4, answer({}), false))).toEqual(['stored', 'stored', 'stored', 'stored']);
+    expect(outcomes(settleBatch('correction', 4, answer({}), false))).toEqual(['corrected', 'corrected', 'corrected', 'corrected']);
+    const refused = answer({ cost_line_item_count: 3, skipped: 1, errors: [{ row: 1, column: 'BilledCost', message: 'bad' }] });
+    expect(outcomes(settleBatch('new', 4, refused, false))).toEqual([
+      'stored',
+      'refused: refused by the server: BilledCost: bad',
+      'stored',
+      'stored',
+    ]);
+    const rejected = outcomes(
+      settleBatch('new', 4, answer({ accepted: false, cost_line_item_count: 0, skipped: 4, errors: ['row 0: no'] }), false),
+    );
+    expect(rejected[0]).toBe('refused: refused by the server: no');
+    expect(rejected.slice(1)).toEqual(Array(3).fill('refused: the server did not accept the request (batch b1) that carried it'));
+  });
+
+  it('takes skips as held only where the class says so; otherwise names them unconfirmed, or corrections not applied', () => {
+    const allSkipped = answer({ cost_line_item_count: 0, skipped: 4 });
+    expect(outcomes(settleBatch('resend', 4, allSkipped, false))).toEqual(Array(4).fill('held'));
+    // A request retried after a lost answer: its first attempt stored them.
+    expect(outcomes(settleBatch('new', 4, allSkipped, true))).toEqual(Array(4).fill('held'));
+    expect(outcomes(settleBatch('correction', 4, allSkipped, false))[0]).toBe(
+      'not-applied: a correction the server did not apply: it keeps the values it stored first for this id',
+    );
+    expect(outcomes(settleBatch('new', 4, allSkipped, false))[0]).toMatch(/^unconfirmed: the server skipped it without naming why/);
+    const someSkipped = answer({ cost_line_item_count: 3, skipped: 1 });
+    expect(outcomes(settleBatch('new', 4, someSkipped, false))).toEqual(
+      Array(4).fill('unconfirmed: the server skipped 1 of these 4 rows without naming them'),
+    );
+    // An error naming no row among resent rows: which was refused is not known.
+    expect(outcomes(settleBatch('resend', 4, answer({ cost_line_item_count: 0, skipped: 4, errors: ['quota'] }), false))[0]).toMatch(
+      /^unconfirmed/,
+    );
+  });
+
+  it('confirms nothing from an answer whose counts do not add up to the rows sent', () => {
+    for (const over of [{ row_count: 3 }, { cost_line_item_count: 5 }, { cost_line_item_count: -1 }]) {
+      expect(outcomes(settleBatch('new', 4, answer(over), false))[0]).toMatch(
+        /^unconfirmed: the server's answer does not account for the rows sent \(4 sent;/,
+      );
+    }
+  });
+});
