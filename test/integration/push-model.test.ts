@@ -1,0 +1,24 @@
+import { expect, it } from 'vitest';
+import { pushModelReport, runPushModel } from '../push-model.js';
+
+/**
+ * `costsync push` as users combine it (test/push-model.ts): here, short sequences for about 12 s, with
+ * no process kills; `npm run test:slow` runs longer ones with kills. `COSTSYNC_PUSH_MODEL_SEED` and
+ * `COSTSYNC_PUSH_MODEL_PATH` (printed) replay a failure.
+ */
+// A fixed seed by default, so CI is the same every time; COSTSYNC_PUSH_MODEL_SEED=random explores.
+const seed = process.env.COSTSYNC_PUSH_MODEL_SEED === 'random' ? undefined : Number(process.env.COSTSYNC_PUSH_MODEL_SEED ?? 7);
+
+it('random exports, edits, formats, ingest modes, lost answers and fresh ledgers: no row doubled, every row accounted for', async () => {
+  const details = await runPushModel({
+    seed,
+    path: process.env.COSTSYNC_PUSH_MODEL_PATH,
+    numRuns: 100,
+    maxCommands: 8,
+    timeLimitMs: Number(process.env.COSTSYNC_PUSH_MODEL_SECONDS ?? 12) * 1000,
+    kills: false,
+  });
+  console.info(pushModelReport(details, 'test/integration/push-model.test.ts'));
+  expect(details.failed, pushModelReport(details, 'test/integration/push-model.test.ts')).toBe(false);
+  expect(details.sequences).toBeGreaterThan(0);
+}, 240_000);

@@ -1,0 +1,25 @@
+import { expect, it } from 'vitest';
+import { pushModelReport, runPushModel } from '../push-model.js';
+
+/** The push model for longer, with processes SIGKILLed at the Nth request (COSTSYNC_PUSH_MODEL_SECONDS, default 120). */
+// A fixed seed by default, so CI is the same every time; COSTSYNC_PUSH_MODEL_SEED=random explores.
+const seed = process.env.COSTSYNC_PUSH_MODEL_SEED === 'random' ? undefined : Number(process.env.COSTSYNC_PUSH_MODEL_SEED ?? 5150);
+const seconds = Number(process.env.COSTSYNC_PUSH_MODEL_SECONDS ?? 120);
+
+it(
+  'long push sequences with kills keep every invariant',
+  async () => {
+    const details = await runPushModel({
+      seed,
+      path: process.env.COSTSYNC_PUSH_MODEL_PATH,
+      numRuns: 10_000,
+      maxCommands: 14,
+      timeLimitMs: seconds * 1000,
+      kills: true,
+    });
+    console.info(pushModelReport(details, 'test/slow/push-model.test.ts'));
+    expect(details.failed, pushModelReport(details, 'test/slow/push-model.test.ts')).toBe(false);
+    expect(details.sequences).toBeGreaterThan(0);
+  },
+  (seconds + 600) * 1000,
+);
