@@ -10,6 +10,8 @@ function watchClosedPipes(): void {
     stream.on('error', (error: NodeJS.ErrnoException) => {
       if (!closedPipe(stream, error)) throw error;
     });
+    // A stream closed without a failed write (its reader gone, seen by the stream itself) is the same.
+    stream.on('close', () => closedPipe(stream, Object.assign(new Error('closed'), { code: 'EPIPE' })));
   }
 }
 

@@ -46,8 +46,15 @@ export function closedPipe(stream: NodeJS.WriteStream, error: NodeJS.ErrnoExcept
   return true;
 }
 
-const writeTo = (stream: NodeJS.WriteStream) => (text: string) => {
-  if (!closedStreams.has(stream)) stream.write(text);
+/**
+ * Writes to stdout or stderr. A pipe's write fails synchronously (its error event comes a tick later),
+ * so a closed pipe is told at once: the code after a log line must not start another API request.
+ */
+export const writeTo = (stream: NodeJS.WriteStream) => (text: string) => {
+  if (closedStreams.has(stream)) return;
+  stream.write(text);
+  const failed = stream.errored as NodeJS.ErrnoException | null;
+  if (failed !== null) closedPipe(stream, failed);
 };
 
 export const processIo = (): CommandIo => ({
