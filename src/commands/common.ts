@@ -53,7 +53,7 @@ export function closedPipe(stream: NodeJS.WriteStream, error: NodeJS.ErrnoExcept
 export const writeTo = (stream: NodeJS.WriteStream) => (text: string) => {
   if (closedStreams.has(stream)) return;
   stream.write(text);
-  const failed = stream.errored as NodeJS.ErrnoException | null;
+  const failed = stream.errored;
   if (failed !== null) closedPipe(stream, failed);
 };
 

@@ -129,7 +129,8 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
   /** Outputs the stop left with work pending (in the outbox, for the next run). */
   const abandoned = new Set<OutputName>();
   const abandon = (name: OutputName) => {
-    if (!abandoned.has(name)) logger.info(`stopping: the ${name} at ${where(name)} is left as it is; what is pending is written by the next run`);
+    if (!abandoned.has(name))
+      logger.info(`stopping: the ${name} at ${where(name)} is left as it is; what is pending is written by the next run`);
     abandoned.add(name);
   };
   /** Runs one output; a failure marks it behind (and it is not tried again until the end of the run). */
@@ -235,7 +236,8 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
           },
           true,
         );
-        if (!behind.has('lake') && !abandoned.has('lake')) logger.info(`the lake at ${o.lake.url} is up to date (this run wrote ${lakeWritten} ${lakeUnit})`);
+        if (!behind.has('lake') && !abandoned.has('lake'))
+          logger.info(`the lake at ${o.lake.url} is up to date (this run wrote ${lakeWritten} ${lakeUnit})`);
       }
       return behind.size > 0 ? outputsBehindError(behind, o.secrets) : null;
     },

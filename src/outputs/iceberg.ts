@@ -484,34 +484,34 @@ export function icebergLake(run: IcebergRun) {
     return drainPending(
       warehouse,
       async ({ table, source, dates }) => {
-      const def = ICEBERG_TABLES[table];
-      // An unknown table (a newer costsync's) has nothing to write here.
-      if (def === undefined) return { written: dates };
-      let batch = dates;
-      let months: number[] | null = null;
-      if (def.month !== null) {
-        months = [...new Set(dates.map(monthOrdinal))].sort((a, b) => a - b).slice(0, MONTHS_PER_COMMIT);
-        const chosen = new Set(months);
-        batch = dates.filter((d) => chosen.has(monthOrdinal(d)));
-      }
-      // With a catalog's transactions, line items and FOCUS change in one commit, so no reader sees one without the other.
-      const together = cat.transactions && COMMITTED_TOGETHER.includes(table) && months !== null;
-      const tables = together ? COMMITTED_TOGETHER : [table];
-      const intents = await commitUnderIntent(warehouse, cat, tables, source, months, `${batch[0]}..${batch.at(-1)}`);
-      // The dates are cleared before the intents: a crash between leaves the intents, which find the commit.
-      return {
-        written: batch,
-        cleared: async () => {
-          if (together) {
-            const chosen = new Set(months);
-            for (const p of await pending(warehouse, 'partition')) {
-              if (p.table !== table && tables.includes(p.table) && p.source === source && chosen.has(monthOrdinal(p.date)))
-                await done(warehouse, p);
+        const def = ICEBERG_TABLES[table];
+        // An unknown table (a newer costsync's) has nothing to write here.
+        if (def === undefined) return { written: dates };
+        let batch = dates;
+        let months: number[] | null = null;
+        if (def.month !== null) {
+          months = [...new Set(dates.map(monthOrdinal))].sort((a, b) => a - b).slice(0, MONTHS_PER_COMMIT);
+          const chosen = new Set(months);
+          batch = dates.filter((d) => chosen.has(monthOrdinal(d)));
+        }
+        // With a catalog's transactions, line items and FOCUS change in one commit, so no reader sees one without the other.
+        const together = cat.transactions && COMMITTED_TOGETHER.includes(table) && months !== null;
+        const tables = together ? COMMITTED_TOGETHER : [table];
+        const intents = await commitUnderIntent(warehouse, cat, tables, source, months, `${batch[0]}..${batch.at(-1)}`);
+        // The dates are cleared before the intents: a crash between leaves the intents, which find the commit.
+        return {
+          written: batch,
+          cleared: async () => {
+            if (together) {
+              const chosen = new Set(months);
+              for (const p of await pending(warehouse, 'partition')) {
+                if (p.table !== table && tables.includes(p.table) && p.source === source && chosen.has(monthOrdinal(p.date)))
+                  await done(warehouse, p);
+              }
             }
-          }
-          for (const intent of intents) await done(warehouse, intent);
-        },
-      };
+            for (const intent of intents) await done(warehouse, intent);
+          },
+        };
       },
       run.signal,
     );
