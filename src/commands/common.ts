@@ -39,11 +39,16 @@ const closedStreams = new Set<NodeJS.WriteStream>();
  */
 export function closedPipe(stream: NodeJS.WriteStream, error: NodeJS.ErrnoException): boolean {
   if (error.code !== 'EPIPE') return false;
+  streamClosed(stream);
+  return true;
+}
+
+/** stdout or stderr is closed (a failed write, or the stream's own `close`): as `closedPipe`. */
+export function streamClosed(stream: NodeJS.WriteStream): void {
   const first = !closedStreams.has(stream);
   closedStreams.add(stream);
   if (closedPipeHandler === null) process.exit(process.exitCode ?? 0);
   if (first) closedPipeHandler(stream === process.stdout ? 'stdout' : 'stderr');
-  return true;
 }
 
 /**
