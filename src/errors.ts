@@ -57,7 +57,10 @@ export const ERRORS = {
   CS_ERR_BAD_RECORD: { exit: ExitCode.FAILED, summary: 'a record in a response lacks a field the spec requires' },
   CS_ERR_RESPONSE_TOO_LARGE: { exit: ExitCode.FAILED, summary: 'a response larger than any page the API sends' },
   CS_ERR_RETRIES_EXHAUSTED: { exit: ExitCode.FAILED, summary: 'a request still failing after its retries; progress is kept' },
-  CS_ERR_ABORTED: { exit: ExitCode.STOPPED_EARLY, summary: 'a request not sent because the run is stopping' },
+  CS_ERR_ABORTED: {
+    exit: ExitCode.STOPPED_EARLY,
+    summary: 'a request, lake file or upload not started (or cut) because the run is stopping; what it was for is pending for the next run',
+  },
   CS_ERR_CURSOR_LOOP: { exit: ExitCode.FAILED, summary: 'the server returned a cursor it had already returned' },
   CS_ERR_RECONCILE: { exit: ExitCode.FAILED, summary: 'with --reconcile strict, a window whose line items and rollups still disagree' },
   CS_ERR_OUTPUT_BEHIND: {
@@ -151,6 +154,22 @@ export class FencedError extends CostsyncError {
 /** True for an error after which a run writes nothing more (see FencedError). */
 export function isFenced(error: unknown): error is FencedError {
   return error instanceof FencedError;
+}
+
+/**
+ * Thrown where a lake write (a file, an upload, a commit) would start once the run's stop is seen: the
+ * work stays pending in the outbox, and a stop must end the process within seconds, not after the lake.
+ */
+export function throwIfStopped(signal: AbortSignal | undefined, what: string): void {
+  if (signal?.aborted !== true) return;
+  throw new CostsyncError('CS_ERR_ABORTED', `${what}: not written, the run is stopping (${String(signal.reason)}).`, {
+    hint: 'Run the same command again: it writes what is pending first.',
+  });
+}
+
+/** True for the error of work cut short by the run's stop (an API request's or a lake write's). */
+export function isStopped(error: unknown): boolean {
+  return error instanceof CostsyncError && error.code === 'CS_ERR_ABORTED';
 }
 
 /** What an internal error's hint says, unless it knows better. */

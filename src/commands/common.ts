@@ -39,15 +39,27 @@ const closedStreams = new Set<NodeJS.WriteStream>();
  */
 export function closedPipe(stream: NodeJS.WriteStream, error: NodeJS.ErrnoException): boolean {
   if (error.code !== 'EPIPE') return false;
+  streamClosed(stream);
+  return true;
+}
+
+/** stdout or stderr is closed (a failed write, or the stream's own `close`): as `closedPipe`. */
+export function streamClosed(stream: NodeJS.WriteStream): void {
   const first = !closedStreams.has(stream);
   closedStreams.add(stream);
   if (closedPipeHandler === null) process.exit(process.exitCode ?? 0);
   if (first) closedPipeHandler(stream === process.stdout ? 'stdout' : 'stderr');
-  return true;
 }
 
-const writeTo = (stream: NodeJS.WriteStream) => (text: string) => {
-  if (!closedStreams.has(stream)) stream.write(text);
+/**
+ * Writes to stdout or stderr. A pipe's write fails synchronously (its error event comes a tick later),
+ * so a closed pipe is told at once: the code after a log line must not start another API request.
+ */
+export const writeTo = (stream: NodeJS.WriteStream) => (text: string) => {
+  if (closedStreams.has(stream)) return;
+  stream.write(text);
+  const failed = stream.errored;
+  if (failed !== null) closedPipe(stream, failed);
 };
 
 export const processIo = (): CommandIo => ({

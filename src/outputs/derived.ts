@@ -7,7 +7,7 @@
  * run finishes it first.
  */
 import type { Clock } from '../api/resilience.js';
-import { CostsyncError, ExitCode, describeError, errorFields, isFenced } from '../errors.js';
+import { CostsyncError, ExitCode, describeError, errorFields, isFenced, isStopped } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { DEFAULT_RETENTION_MS, icebergLake } from './iceberg.js';
@@ -46,6 +46,11 @@ export interface DerivedOutputsOptions {
   icebergRepair?: boolean;
   /** With `--catalog`: opens the REST catalog the Iceberg tables are committed through. */
   icebergCatalog?: (() => Promise<IcebergCatalog>) | undefined;
+  /**
+   * The run's stop: once aborted the lake starts nothing more (a file being written or uploaded is
+   * abandoned) and what is pending stays in the outbox for the next run; the run is then `stopped`.
+   */
+  signal?: AbortSignal | undefined;
   /** The steps that write each output; the real ones by default (tests pass their own to check the order). */
   steps?: Partial<OutputSteps>;
 }
@@ -102,6 +107,7 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
           maintenance: o.icebergMaintenance ?? true,
           repair: o.icebergRepair ?? false,
           notice: (m) => logger.warn(m),
+          signal: o.signal,
           ...(o.icebergCatalog !== undefined && { catalog: o.icebergCatalog }),
         })
       : null;
@@ -109,22 +115,36 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
   const lakeSteps: Partial<OutputSteps> =
     iceberg === null
       ? {}
-      : { fillLake: async () => undefined, drainLake: iceberg.drain, finishLake: (wh, target) => iceberg.finish(wh, target) };
+      : {
+          fillLake: async () => undefined,
+          drainLake: (wh, target) => iceberg.drain(wh, target),
+          finishLake: (wh, target) => iceberg.finish(wh, target),
+        };
   const step: OutputSteps = { ...REAL_STEPS, ...lakeSteps, ...o.steps };
   let lastPublish = clock.now();
   let compacted = false;
   const behind = new Map<OutputName, { where: string; error: unknown }>();
   const where = (name: OutputName) => (name === 'lake' ? o.lake!.url : o.db.kind === 'file' ? o.db.path : o.db.url);
 
+  /** Outputs the stop left with work pending (in the outbox, for the next run). */
+  const abandoned = new Set<OutputName>();
+  const abandon = (name: OutputName) => {
+    if (!abandoned.has(name))
+      logger.info(`stopping: the ${name} at ${where(name)} is left as it is; what is pending is written by the next run`);
+    abandoned.add(name);
+  };
   /** Runs one output; a failure marks it behind (and it is not tried again until the end of the run). */
   const attempt = async (name: OutputName, fn: () => Promise<void>, retry = false) => {
     if (behind.has(name) && !retry) return;
+    // A stop must end the process within seconds: a lake backfill's thousands of files wait for the next run.
+    if (name === 'lake' && o.signal?.aborted === true) return abandon(name);
     try {
       o.guard?.();
       await fn();
       behind.delete(name);
     } catch (error) {
       if (isFenced(error)) throw error;
+      if (isStopped(error) && o.signal?.aborted === true) return abandon(name);
       // With its own code: the run ends with CS_ERR_OUTPUT_BEHIND, whatever the cause.
       if (!behind.has(name))
         logger.warn(
@@ -153,7 +173,7 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
   /** What the lake's drains wrote in this run, for the line that says the lake is up to date. */
   let lakeWritten = 0;
   const lake = async () => {
-    const written = await step.drainLake(warehouse, o.lake!);
+    const written = await step.drainLake(warehouse, o.lake!, o.signal);
     lakeWritten += written;
     if (written > 0) logger.debug(`wrote ${written} ${lakeUnit} to ${o.lake!.url}`);
   };
@@ -206,12 +226,18 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
           'lake',
           async () => {
             lakeWritten += Number(
-              (await step.finishLake(warehouse, o.lake!, { runId: o.runId, now: () => clock.now(), sources: o.sources })) ?? 0,
+              (await step.finishLake(warehouse, o.lake!, {
+                runId: o.runId,
+                now: () => clock.now(),
+                sources: o.sources,
+                signal: o.signal,
+              })) ?? 0,
             );
           },
           true,
         );
-        if (!behind.has('lake')) logger.info(`the lake at ${o.lake.url} is up to date (this run wrote ${lakeWritten} ${lakeUnit})`);
+        if (!behind.has('lake') && !abandoned.has('lake'))
+          logger.info(`the lake at ${o.lake.url} is up to date (this run wrote ${lakeWritten} ${lakeUnit})`);
       }
       return behind.size > 0 ? outputsBehindError(behind, o.secrets) : null;
     },
@@ -238,6 +264,10 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
     /** With `--format iceberg`: each table's current snapshot, and where the tables are. */
     get lakeSnapshots(): { where: string | null; snapshots: Record<string, number | null> } | undefined {
       return iceberg === null ? undefined : { where: iceberg.where(), snapshots: iceberg.snapshots() };
+    },
+    /** The run's stop left an output with work pending: the run did not finish, whatever its sources did. */
+    get abandoned(): boolean {
+      return abandoned.size > 0;
     },
     /** The last publish rewrote the file compactly (free blocks had piled up): the working copy may take its place. */
     get compacted() {

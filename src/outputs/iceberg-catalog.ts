@@ -87,7 +87,7 @@ export function tableTarget(inner: OutputTarget, table: string): OutputTarget {
     url: inner.url,
     remote: inner.remote,
     scratch: (name) => inner.scratch(name),
-    putFile: (key, file) => inner.putFile(strip(key), file),
+    putFile: (key, file, signal) => inner.putFile(strip(key), file, signal),
     putText: (key, text) => inner.putText(strip(key), text),
     remove: (key) => inner.remove(strip(key)),
     list: async (prefix) => (await inner.list(strip(prefix))).map((k) => `${table}/${k}`),

@@ -47,7 +47,7 @@ import {
   type SourceChange,
 } from '../iceberg/table.js';
 import type { IcebergCatalog, LoadedTable, NewTable } from '../iceberg/catalog.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, throwIfStopped } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { done, mark, markMany, pending, sourcesBehind, type ItemOf } from '../storage/outbox.js';
 import { API_TABLES, ICEBERG_TABLES, RUN_TABLES, type IcebergTableDef } from '../storage/tables.js';
@@ -104,6 +104,11 @@ export interface IcebergRun {
   notice?: (message: string) => void;
   /** Opens the REST catalog the tables are committed through (`--catalog`); none: directory tables at `--out`. */
   catalog?: () => Promise<IcebergCatalog>;
+  /**
+   * The run's stop: once aborted no data file, upload or commit starts (CS_ERR_ABORTED); an intent left
+   * pending finds its files again next run, and removes those no commit names.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 async function columnsOf(warehouse: Warehouse, table: string): Promise<WarehouseColumn[]> {
@@ -134,7 +139,9 @@ async function writeDataFile(
   schema: IcebergSchema,
   columns: readonly WarehouseColumn[],
   live: readonly DataFile[],
+  signal?: AbortSignal,
 ): Promise<DataFile | 'unchanged' | null> {
+  throwIfStopped(signal, `the Iceberg table ${table}`);
   const scratch = target.scratch(`iceberg-${table}`);
   try {
     const file = join(scratch, 'data.parquet');
@@ -152,7 +159,7 @@ async function writeDataFile(
     if (stats === undefined || Number(stats.count) === 0) return null;
     if (await sameFile(target, table, file, Number(stats.count), Number(stats.file_size_bytes), live)) return 'unchanged';
     const key = `${table}/data/${dataDir(source)}/${month === null ? '' : `${monthField(def.month!)}=${monthLabel(month)}/`}${randomUUID()}.parquet`;
-    await target.putFile(key, file);
+    await target.putFile(key, file, signal);
     const dataFile: DataFile = {
       content: 0,
       file_path: target.location(key),
@@ -262,6 +269,7 @@ async function prepareBatch(
       schema,
       columns,
       live.filter((f) => inMonth(f, month)),
+      run.signal,
     );
     if (file === 'unchanged') continue;
     rewritten.push(month);
@@ -423,6 +431,7 @@ export function icebergLake(run: IcebergRun) {
     const prepared = [];
     for (const intent of intents)
       prepared.push(await prepareBatch(warehouse, cat, run, intent.table, source, months, intent.commitId, window, properties));
+    throwIfStopped(run.signal, `the commit of ${tables.join(', ')}`);
     const results = await commitSources(cat, prepared, run.clock);
     failpoint('iceberg-commit');
     for (const [i, result] of results.entries()) await record(warehouse, tables[i]!, result.metadataLocation, result.snapshotId);
@@ -459,6 +468,7 @@ export function icebergLake(run: IcebergRun) {
 
   /** Commits every pending batch; returns the number of dates written. */
   async function drain(warehouse: Warehouse, target: OutputTarget): Promise<number> {
+    throwIfStopped(run.signal, 'the Iceberg tables');
     const cat = await open(target);
     if (!started.has(cat)) {
       await warehouse.exclusive(async () => {
@@ -471,36 +481,40 @@ export function icebergLake(run: IcebergRun) {
       });
       started.add(cat);
     }
-    return drainPending(warehouse, async ({ table, source, dates }) => {
-      const def = ICEBERG_TABLES[table];
-      // An unknown table (a newer costsync's) has nothing to write here.
-      if (def === undefined) return { written: dates };
-      let batch = dates;
-      let months: number[] | null = null;
-      if (def.month !== null) {
-        months = [...new Set(dates.map(monthOrdinal))].sort((a, b) => a - b).slice(0, MONTHS_PER_COMMIT);
-        const chosen = new Set(months);
-        batch = dates.filter((d) => chosen.has(monthOrdinal(d)));
-      }
-      // With a catalog's transactions, line items and FOCUS change in one commit, so no reader sees one without the other.
-      const together = cat.transactions && COMMITTED_TOGETHER.includes(table) && months !== null;
-      const tables = together ? COMMITTED_TOGETHER : [table];
-      const intents = await commitUnderIntent(warehouse, cat, tables, source, months, `${batch[0]}..${batch.at(-1)}`);
-      // The dates are cleared before the intents: a crash between leaves the intents, which find the commit.
-      return {
-        written: batch,
-        cleared: async () => {
-          if (together) {
-            const chosen = new Set(months);
-            for (const p of await pending(warehouse, 'partition')) {
-              if (p.table !== table && tables.includes(p.table) && p.source === source && chosen.has(monthOrdinal(p.date)))
-                await done(warehouse, p);
+    return drainPending(
+      warehouse,
+      async ({ table, source, dates }) => {
+        const def = ICEBERG_TABLES[table];
+        // An unknown table (a newer costsync's) has nothing to write here.
+        if (def === undefined) return { written: dates };
+        let batch = dates;
+        let months: number[] | null = null;
+        if (def.month !== null) {
+          months = [...new Set(dates.map(monthOrdinal))].sort((a, b) => a - b).slice(0, MONTHS_PER_COMMIT);
+          const chosen = new Set(months);
+          batch = dates.filter((d) => chosen.has(monthOrdinal(d)));
+        }
+        // With a catalog's transactions, line items and FOCUS change in one commit, so no reader sees one without the other.
+        const together = cat.transactions && COMMITTED_TOGETHER.includes(table) && months !== null;
+        const tables = together ? COMMITTED_TOGETHER : [table];
+        const intents = await commitUnderIntent(warehouse, cat, tables, source, months, `${batch[0]}..${batch.at(-1)}`);
+        // The dates are cleared before the intents: a crash between leaves the intents, which find the commit.
+        return {
+          written: batch,
+          cleared: async () => {
+            if (together) {
+              const chosen = new Set(months);
+              for (const p of await pending(warehouse, 'partition')) {
+                if (p.table !== table && tables.includes(p.table) && p.source === source && chosen.has(monthOrdinal(p.date)))
+                  await done(warehouse, p);
+              }
             }
-          }
-          for (const intent of intents) await done(warehouse, intent);
-        },
-      };
-    });
+            for (const intent of intents) await done(warehouse, intent);
+          },
+        };
+      },
+      run.signal,
+    );
   }
   const started = new Set<IcebergCatalog>();
 
@@ -509,6 +523,7 @@ export function icebergLake(run: IcebergRun) {
     const written = await drain(warehouse, target);
     const cat = await open(target);
     await warehouse.exclusive(async () => {
+      throwIfStopped(run.signal, 'the Iceberg run tables');
       const behind = await sourcesBehind(warehouse);
       const upToDate = run.sources.filter((s) => !behind.has(s));
       const stamp = { runId: run.runId, now: () => run.clock.now() };
@@ -525,6 +540,7 @@ export function icebergLake(run: IcebergRun) {
       if (run.maintenance !== false) {
         for (const table of Object.keys(ICEBERG_TABLES)) {
           // An expiry killed half way leaves files only the intent's clean-up finds.
+          throwIfStopped(run.signal, `the expiry of ${table}`);
           const intent: ItemOf<'iceberg-expiry'> = { kind: 'iceberg-expiry', table, sources: run.sources, runId: run.runId };
           await mark(warehouse, intent);
           const expiry = await expireTable(cat, table, run.sources, run.retentionMs, run.clock);

@@ -15,6 +15,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { addDays } from '../dates.js';
+import { throwIfStopped } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { done, markMany, pending, sourcesBehind, type OutboxItem } from '../storage/outbox.js';
 import { LAKE_TABLES, RUN_TABLES } from '../storage/tables.js';
@@ -106,13 +107,17 @@ export const PARQUET_OPTIONS = "FORMAT parquet, ROW_GROUP_SIZE_BYTES '8MB', STRI
  * is one slot of the write queue: the COPY sees committed rows only, and a change committed meanwhile
  * cannot be cleared unwritten. Returns the number of partitions written.
  */
-export async function drainLake(warehouse: Warehouse, target: OutputTarget): Promise<number> {
-  return drainPending(warehouse, async ({ table, source, dates }) => {
-    const last = addDays(dates[0]!, DAYS_PER_BATCH - 1);
-    const batch = dates.filter((d) => d <= last);
-    if (LAKE_TABLES[table] !== undefined) await replacePartitions(warehouse, target, table, source, batch);
-    return { written: batch };
-  });
+export async function drainLake(warehouse: Warehouse, target: OutputTarget, signal?: AbortSignal): Promise<number> {
+  return drainPending(
+    warehouse,
+    async ({ table, source, dates }) => {
+      const last = addDays(dates[0]!, DAYS_PER_BATCH - 1);
+      const batch = dates.filter((d) => d <= last);
+      if (LAKE_TABLES[table] !== undefined) await replacePartitions(warehouse, target, table, source, batch, signal);
+      return { written: batch };
+    },
+    signal,
+  );
 }
 
 /** The pending partitions of one table and source. */
@@ -127,15 +132,19 @@ export interface PendingBatch {
  * Until nothing is pending: takes the first table and source with pending dates and hands them to
  * `write`, which writes some or all of them and returns those it wrote; they are cleared from the
  * outbox, then its `cleared` step runs (what must follow the clear). Each batch is one slot of the write queue, so a write sees committed rows only and a change
- * committed meanwhile cannot be cleared unwritten. Returns the number of dates written.
+ * committed meanwhile cannot be cleared unwritten. Returns the number of dates written. Once `signal`
+ * is aborted no batch starts (CS_ERR_ABORTED): what is pending stays in the outbox for the next run.
  */
 export async function drainPending(
   warehouse: Warehouse,
   write: (batch: PendingBatch) => Promise<{ written: string[]; cleared?: () => Promise<void> }>,
+  signal?: AbortSignal,
 ): Promise<number> {
   let written = 0;
   for (;;) {
+    throwIfStopped(signal, 'the lake');
     const count = await warehouse.exclusive(async () => {
+      throwIfStopped(signal, 'the lake');
       const partitions = await pending(warehouse, 'partition');
       if (partitions.length === 0) return 0;
       const { table, source } = partitions[0]!;
@@ -165,6 +174,7 @@ async function replacePartitions(
   table: string,
   source: string,
   dates: readonly string[],
+  signal?: AbortSignal,
 ): Promise<void> {
   const scratch = target.scratch(table);
   const { date: dateExpr, source: sourceColumn } = LAKE_TABLES[table]!;
@@ -180,12 +190,13 @@ async function replacePartitions(
     await warehouse.sql(`COPY (SELECT ${columns} FROM ${table} WHERE ${sourceColumn} = ${sqlString(source)}
       AND ${dateExpr} BETWEEN ${sqlString(dates[0]!)}::DATE AND ${sqlString(dates.at(-1)!)}::DATE) TO ${sqlString(rows)} (${PARQUET_OPTIONS})`);
     for (const date of dates) {
+      throwIfStopped(signal, `the lake partition ${partitionKey(table, source, date)}`);
       const file = join(scratch, `${date}.parquet`);
       // The partition columns are in the path, not in the file (as hive partitioning has it).
       const [written] = await warehouse.sql<{ Count: number }>(
         `COPY (SELECT * EXCLUDE (source, date) FROM read_parquet(${sqlString(rows)}) WHERE date = ${sqlString(date)}::DATE) TO ${sqlString(file)} (${PARQUET_OPTIONS})`,
       );
-      if (Number(written?.Count ?? 0) > 0) await target.putFile(partitionKey(table, source, date), file);
+      if (Number(written?.Count ?? 0) > 0) await target.putFile(partitionKey(table, source, date), file, signal);
       else await target.remove(partitionKey(table, source, date));
       rmSync(file, { force: true });
     }
@@ -209,10 +220,11 @@ export interface ManifestTable {
 export async function finishLake(
   warehouse: Warehouse,
   target: OutputTarget,
-  run: { runId: string; now: () => number; sources: readonly string[] },
+  run: { runId: string; now: () => number; sources: readonly string[]; signal?: AbortSignal | undefined },
 ): Promise<number> {
-  const written = await drainLake(warehouse, target);
+  const written = await drainLake(warehouse, target, run.signal);
   await warehouse.exclusive(async () => {
+    throwIfStopped(run.signal, 'the lake');
     const scratch = target.scratch('run-tables');
     try {
       for (const source of run.sources) {
@@ -222,7 +234,7 @@ export async function finishLake(
           await warehouse.sql(
             `COPY (SELECT * EXCLUDE (source) FROM ${table} WHERE source = ${sqlString(source)}) TO ${sqlString(file)} (${PARQUET_OPTIONS})`,
           );
-          await target.putFile(`${table}/source=${source}/data.parquet`, file);
+          await target.putFile(`${table}/source=${source}/data.parquet`, file, run.signal);
         }
       }
     } finally {
@@ -254,6 +266,7 @@ export async function finishLake(
         );
         tables[table] = row!;
       }
+      throwIfStopped(run.signal, `the manifest of ${source}`);
       const body = { source, run_id: run.runId, written_at: new Date(run.now()).toISOString(), tables };
       await target.putText(manifestKey(source), `${JSON.stringify(body, null, 2)}\n`);
       await done(warehouse, { kind: 'manifest', source });

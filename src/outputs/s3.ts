@@ -24,7 +24,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import pRetry from 'p-retry';
-import { CostsyncError, ExitCode, type ErrorCode } from '../errors.js';
+import { CostsyncError, ExitCode, throwIfStopped, type ErrorCode } from '../errors.js';
 import { bareEtag, s3Url } from './s3-url.js';
 
 /** The IAM actions costsync needs, named in errors so a person knows what to grant. */
@@ -212,6 +212,20 @@ export function openBucket(name: string): Bucket {
   return new Bucket(createS3Client(), name);
 }
 
+/**
+ * `client` with every request it sends cut once `signal` aborts: lib-storage's `Upload.abort()` only
+ * stops waiting, and leaves the part or PUT in flight running (and the process alive) until it ends.
+ */
+function cutBy(client: S3Client, signal: AbortSignal): S3Client {
+  return new Proxy(client, {
+    get(target, property, receiver) {
+      if (property !== 'send') return Reflect.get(target, property, receiver) as unknown;
+      return (command: Parameters<S3Client['send']>[0], options?: { abortSignal?: AbortSignal }) =>
+        target.send(command, { ...options, abortSignal: signal });
+    },
+  });
+}
+
 /** One bucket: the few operations costsync uses, each turning failures into an `S3Error`. */
 export class Bucket {
   constructor(
@@ -236,15 +250,41 @@ export class Bucket {
    * answer lost and the retry refused by the condition the first try met, say) is settled by reading
    * it back, as `putIf` does, without downloading the file.
    */
-  async putFile(key: string, file: string, conditions: { ifMatch?: string; ifNoneMatch?: string } = {}): Promise<string> {
+  async putFile(
+    key: string,
+    file: string,
+    conditions: { ifMatch?: string; ifNoneMatch?: string } = {},
+    signal?: AbortSignal,
+  ): Promise<string> {
     const writeId = randomUUID();
+    const what = `the upload of ${s3Url(this.name, key)}`;
+    try {
+      return await this.putFileOnce(key, file, conditions, writeId, signal);
+    } catch (error) {
+      if (signal?.aborted !== true) throw error;
+      // Cut by the run's stop: its multipart upload, if one was begun, is aborted now rather than left to the next run.
+      const uploads = await this.incompleteUploads(key).catch(() => []);
+      for (const u of uploads.filter((u) => u.key === key)) await this.abortUpload(u.key, u.uploadId).catch(() => undefined);
+      throwIfStopped(signal, what);
+      throw error;
+    }
+  }
+
+  private async putFileOnce(
+    key: string,
+    file: string,
+    conditions: { ifMatch?: string; ifNoneMatch?: string },
+    writeId: string,
+    signal: AbortSignal | undefined,
+  ): Promise<string> {
     return pRetry(
       async () => {
+        throwIfStopped(signal, `the upload of ${s3Url(this.name, key)}`);
         let etag: string;
         try {
           etag = await this.call('s3:PutObject', key, async () => {
             const upload = new Upload({
-              client: this.client,
+              client: signal === undefined ? this.client : cutBy(this.client, signal),
               partSize: partSize(),
               queueSize: PARTS_IN_PARALLEL,
               leavePartsOnError: false,
@@ -261,6 +301,7 @@ export class Bucket {
             return (await upload.done()).ETag ?? '';
           });
         } catch (error) {
+          if (signal?.aborted === true) throw error;
           // A read back that fails too settles nothing: the write's own error is the one to report.
           const now = await this.head(key).catch(() => null);
           if (now !== null && now.writeId === writeId) return now.etag;
@@ -269,7 +310,11 @@ export class Bucket {
         // Some servers (Ceph) answer CompleteMultipartUpload with an empty ETag.
         return etag !== '' ? etag : ((await this.head(key))?.etag ?? '');
       },
-      { retries: UPLOAD_ATTEMPTS - 1, minTimeout: 200, shouldRetry: (error) => !(error instanceof S3Error && isPermanent(error)) },
+      {
+        retries: UPLOAD_ATTEMPTS - 1,
+        minTimeout: 200,
+        shouldRetry: (error) => signal?.aborted !== true && !(error instanceof S3Error && isPermanent(error)),
+      },
     );
   }
 

@@ -11,7 +11,7 @@ import { createFileExclusive, namesIn, writeFileAtomic } from '../durable-file.j
 import type { Bucket } from './s3.js';
 import { isS3Url, loadBucket, parseS3Url, s3Url } from './s3-url.js';
 import { failpoint } from '../failpoints.js';
-import { InternalError } from '../errors.js';
+import { InternalError, throwIfStopped } from '../errors.js';
 
 export interface OutputTarget {
   /** What messages name: a directory, or `s3://bucket/prefix`. */
@@ -19,8 +19,11 @@ export interface OutputTarget {
   readonly remote: boolean;
   /** An empty directory for files about to be put (on disk: inside the target, so a put is a rename). */
   scratch(name: string): string;
-  /** Puts `file` at `key`, whole, and removes `file`. */
-  putFile(key: string, file: string): Promise<void>;
+  /**
+   * Puts `file` at `key`, whole, and removes `file`. Once `signal` is aborted nothing starts, and an
+   * upload under way is cut and its multipart upload aborted (CS_ERR_ABORTED): the caller removes `file`.
+   */
+  putFile(key: string, file: string, signal?: AbortSignal): Promise<void>;
   putText(key: string, text: string): Promise<void>;
   /** Removes `key` (on disk, also its directory once empty). */
   remove(key: string): Promise<void>;
@@ -58,7 +61,8 @@ export function directoryTarget(dir: string): OutputTarget {
     url: root,
     remote: false,
     scratch: (name) => emptyDir(join(root, `${SCRATCH_PREFIX}${name}-${process.pid}`)),
-    async putFile(key, file) {
+    async putFile(key, file, signal) {
+      throwIfStopped(signal, `the lake file ${key}`);
       const target = join(root, key);
       mkdirSync(dirname(target), { recursive: true });
       renameSync(file, target);
@@ -135,8 +139,9 @@ export function bucketTarget(url: string, scratchRoot: string, bucket?: Bucket):
     url: s3Url(location.bucket, prefix),
     remote: true,
     scratch: (name) => emptyDir(join(scratchRoot, `${name}-${process.pid}`)),
-    async putFile(key, file) {
-      await (await b()).putFile(prefix + key, file);
+    async putFile(key, file, signal) {
+      throwIfStopped(signal, `the lake object ${prefix + key}`);
+      await (await b()).putFile(prefix + key, file, {}, signal);
       failpoint('lake-put');
       rmSync(file, { force: true });
     },

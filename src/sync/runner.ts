@@ -173,6 +173,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       icebergMaintenance: config.icebergMaintenance,
       icebergRepair: config.icebergRepair,
       icebergCatalog: openedCatalog === null ? undefined : async () => openedCatalog,
+      signal: stop.signal,
     });
   try {
     const wh = run.warehouse;
@@ -197,15 +198,16 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       },
       { publish: false },
     );
+    // --max-runtime counts from here on too: a lake's backlog that a stopped run left is no exception.
+    const heap = deps.heap ?? v8HeapProbe;
+    stop.watch({ startedMs, maxRuntimeMs: config.maxRuntimeMs, heap, logger });
     // First finish what a killed or failed run left: Parquet partitions, then the published file.
     const outputs = outputsOf(wh);
     await outputs.resume();
 
     // Pages in memory are bounded by the heap, whatever the number of sources.
-    const heap = deps.heap ?? v8HeapProbe;
     const pageSlots = new PageSlots(slotsForHeap(heap().limit));
     const spoolSlots = new PageSlots(SPOOL_WAIT_PAGES);
-    stop.watch({ startedMs, maxRuntimeMs: config.maxRuntimeMs, heap, logger });
     const carried = new Map((await wh.query<{ source: string; state: string }>('state/carried_all')).map((r) => [r.source, r.state]));
     const lookups = warehouseLookups(wh);
     // Sources run side by side, each with its own key, limiter and state; one failing stops none of the
@@ -234,16 +236,21 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
     let summary = combine(runId, startedAt, clock, parts, stop.reason);
     const { memoryShort } = stop;
     if (memoryShort !== null) summary = { ...summary, outcome: 'failed', error: memoryError(memoryShort, sources.length) };
-    // Whatever the outcome, what was committed reaches the lake and the published file; an output
+    // What was committed reaches the lake and the published file (the lake only until a stop); an output
     // that could not be brought up to date fails the run (the sources that had not failed already).
-    const behind = await finishOutputs(outputs, async (error) => {
-      const failed = summary.sources.map((p) => (p.outcome === 'failed' ? p : { ...p, outcome: 'failed' as const, error }));
-      for (const part of failed) {
+    const rerecord = async (parts: SourceSummary[]) => {
+      for (const part of parts) {
         const source = sources.find((s) => s.name === part.source)!;
         await recordSource(wh, runId, clock, part, secrets, webhooksOf(config, source), false);
       }
-      summary = combine(runId, startedAt, clock, failed, stop.reason);
-    });
+      summary = combine(runId, startedAt, clock, parts, stop.reason);
+    };
+    const behind = await finishOutputs(
+      outputs,
+      (error) => rerecord(summary.sources.map((p) => (p.outcome === 'failed' ? p : { ...p, outcome: 'failed' as const, error }))),
+      // The stop left the lake unfinished: a source that got to its end did not finish the run's work.
+      () => rerecord(summary.sources.map((p) => (p.outcome === 'success' ? { ...p, outcome: 'stopped' as const } : p))),
+    );
     if (behind !== null && parts.every((p) => p.outcome === 'failed')) logger.error(describeError(behind, secrets));
     const lakeTables = outputs.lakeTables;
     if (lakeTables !== undefined && Object.keys(lakeTables).length > 0)
@@ -290,19 +297,22 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
 }
 
 /** The run's outputs, as `finishOutputs` brings them up to date. */
-type FinishingOutputs = Pick<ReturnType<typeof derivedOutputs>, 'finishLake' | 'deliver' | 'notify' | 'end'>;
+type FinishingOutputs = Pick<ReturnType<typeof derivedOutputs>, 'finishLake' | 'deliver' | 'notify' | 'end' | 'abandoned'>;
 
 /**
  * After the sources, whatever the outcome: what was committed reaches the lake and the published
  * file. An output that fell behind is recorded (`record`: the run failed, with its notification)
- * before the notifications go and the warehouse is published. Returns the error to end the run with, or null.
+ * before the notifications go and the warehouse is published; so is a lake the run's stop left
+ * unfinished (`stopped`: the run is then recorded as stopped). Returns the error to end the run with, or null.
  */
 export async function finishOutputs(
   outputs: FinishingOutputs,
   record: (error: CostsyncError) => Promise<void>,
+  stopped: () => Promise<void> = async () => undefined,
 ): Promise<CostsyncError | null> {
   const lakeBehind = await outputs.finishLake();
   if (lakeBehind !== null) await record(lakeBehind);
+  if (outputs.abandoned) await stopped();
   const publishBehind = await outputs.deliver();
   if (publishBehind !== null) {
     await record(publishBehind);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Sync benchmarks. Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
 //   npm run bench                 all four
-//   npm run bench -- rate         one of: requests, rate, throughput, memory
+//   npm run bench -- rate         one of: requests, rate, throughput, memory, stop
 // Environment: BENCH_MEMORY_ROWS (default 5000000), BENCH_MONTH_ROWS (default 3000000: the month the memory
 // benchmark writes to each lake format), BENCH_THROUGHPUT_ROWS (default 1000000); BENCH_SMOKE=1: tiny sizes.
 import { spawn } from 'node:child_process';
@@ -435,6 +435,102 @@ async function benchMonthToLakes() {
   }
 }
 
+/**
+ * Seconds from SIGTERM to exit while a lake is filled, per output: a warehouse synced without a lake,
+ * then the same sync with one (its lake filled first), SIGTERMed once it has run BENCH_STOP_AFTER_MS.
+ * A bucket only with BENCH_S3_ENDPOINT (and its keys); the catalog is the tests' catalog server.
+ */
+async function benchStop() {
+  const { startCatalogServer } = await import('../catalog/server.mjs');
+  const months = smoke ? 1 : 6;
+  const rowsPerDay = smoke ? 20 : 1000;
+  const emulator = await startEmulator({
+    port: 0,
+    rateLimit: 0,
+    rowsPerDay,
+    startDate: '2025-01-01',
+    endDate: '2025-12-31',
+    clock: fixedClock,
+  });
+  const afterMs = Number(process.env.BENCH_STOP_AFTER_MS ?? (smoke ? 1500 : 3000));
+  const start = addDays('2025-12-31', -(months * 30 - 1));
+  const env = { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
+  const s3 = process.env.BENCH_S3_ENDPOINT
+    ? {
+        AWS_ENDPOINT_URL_S3: process.env.BENCH_S3_ENDPOINT,
+        AWS_ACCESS_KEY_ID: process.env.BENCH_S3_KEY_ID,
+        AWS_SECRET_ACCESS_KEY: process.env.BENCH_S3_SECRET,
+        AWS_REGION: 'us-east-1',
+      }
+    : null;
+  const spawnRun = (args, extra = {}) => spawn(process.execPath, [BIN, ...args], { env: { ...env, ...extra }, stdio: 'ignore' });
+  try {
+    const dir = tempDir();
+    const catalog = await startCatalogServer({ root: join(dir, 'catalog') });
+    try {
+      const base = [
+        'sync',
+        '--base-url',
+        emulator.url,
+        '--db',
+        join(dir, 'b.duckdb'),
+        '--start-date',
+        start,
+        '--until',
+        '2025-12-31',
+        '--rate-limit',
+        '1000000',
+        '--quiet',
+      ];
+      const first = spawnRun([...base, '--state-dir', join(dir, 'state')]);
+      const [firstCode] = await once(first, 'exit');
+      const outputs = [
+        ['parquet directory', ['--format', 'parquet', '--out', join(dir, 'pq')], {}],
+        ['iceberg directory', ['--format', 'iceberg', '--out', join(dir, 'ice')], {}],
+        ['iceberg catalog', ['--format', 'iceberg', '--catalog', catalog.url], {}],
+        ...(s3 === null ? [] : [['parquet bucket', ['--format', 'parquet', '--out', `s3://bench-stop-${process.pid}/costs`], s3]]),
+      ];
+      if (s3 !== null) {
+        const { S3Client, CreateBucketCommand } = await import('@aws-sdk/client-s3');
+        const client = new S3Client({
+          endpoint: s3.AWS_ENDPOINT_URL_S3,
+          forcePathStyle: true,
+          region: 'us-east-1',
+          credentials: { accessKeyId: s3.AWS_ACCESS_KEY_ID, secretAccessKey: s3.AWS_SECRET_ACCESS_KEY },
+        });
+        await client.send(new CreateBucketCommand({ Bucket: `bench-stop-${process.pid}` }));
+      }
+      for (const [name, flags, extra] of outputs) {
+        // Each output from the same warehouse, so each fills its whole lake: a copy of the first run's.
+        const own = join(dir, name.replace(/ /g, '-'));
+        mkdirSync(own, { recursive: true });
+        const { copyFileSync } = await import('node:fs');
+        copyFileSync(join(dir, 'b.duckdb'), join(own, 'b.duckdb'));
+        const args = [
+          ...base.map((a) => (a === join(dir, 'b.duckdb') ? join(own, 'b.duckdb') : a)),
+          '--state-dir',
+          join(own, 'state'),
+          ...flags,
+        ];
+        const child = spawnRun(args, extra);
+        const exited = once(child, 'exit');
+        await new Promise((resolve) => setTimeout(resolve, afterMs));
+        const stopped = performance.now();
+        child.kill('SIGTERM');
+        const [code] = await exited;
+        console.log(
+          `stop: ${name}, ${months * 30 * rowsPerDay} line items (first run exit ${firstCode}), SIGTERM ${afterMs} ms into the lake's fill: exit ${code} ${((performance.now() - stopped) / 1000).toFixed(2)} s after the signal`,
+        );
+      }
+    } finally {
+      await catalog.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  } finally {
+    await emulator.close();
+  }
+}
+
 const benches = {
   requests: async () => {
     await benchRequests();
@@ -443,6 +539,7 @@ const benches = {
   rate: benchRate,
   throughput: benchThroughput,
   memory: benchMemory,
+  stop: benchStop,
 };
 for (const [name, fn] of Object.entries(benches)) {
   if (which && which !== name) continue;
