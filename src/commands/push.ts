@@ -254,7 +254,14 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
       ...(client ? { client } : {}),
       ...(ledger ? { warehouse: ledger.warehouse } : {}),
       // A row that fails the push is an error; one --skip-invalid leaves out, a warning.
-      onProblem: (p) => logger[p.level](problemLine(p), { file: p.file, row: p.row, line: p.line, column: p.column, reason: p.reason }),
+      onProblem: (p) =>
+        logger[p.level](problemLine(p), {
+          file: p.file,
+          row: p.row,
+          line: p.line,
+          ...(p.column !== '' && { column: p.column }),
+          reason: p.reason,
+        }),
     });
     // Published before the summary, so a failed publish is this command's failure.
     const done = ledger;

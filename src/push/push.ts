@@ -241,9 +241,10 @@ export function undeliveredPath(input: string, format: SourceFile['format'], dir
  */
 export function repeatedIdReason(places: readonly string[], own: boolean, rule: IdentityRule, vendor: string): string {
   const others = places.length > 3 ? `${places.slice(0, 3).join(', ')} and ${places.length - 3} more` : places.join(', ');
+  const idColumn = extensionColumns(vendor).lineItemId;
   return own
-    ? `the same line-item id as ${others}: the server keeps one row per id, so neither is sent; give each row its own id`
-    : `the same identity as ${others} (${describeRule(rule, vendor)}): neither is sent, since a later push could not tell which is which; add a column that tells them apart to --key-columns, or give each row an id (x_…_line_item_id)`;
+    ? `the same ${idColumn} as ${others}: the server keeps one row per id, so neither is sent; give each row its own id`
+    : `the same identity as ${others} under ${describeRule(rule, vendor)}, so neither is sent (a later push could not tell them apart); add a column that tells them apart to --key-columns, or give each row its own ${idColumn}`;
 }
 
 async function sha256File(path: string): Promise<string> {

@@ -227,7 +227,7 @@ describe('push: row identity and an honest end (emulator over HTTP)', () => {
       );
       const refused = await run(pushArgs(url, dir, [file]), env);
       expect(refused.code).toBe(ExitCode.FAILED);
-      expect(refused.stderr).toContain(`${file}:2: the same identity as line 3 (the default key columns (--key-columns default))`);
+      expect(refused.stderr).toContain(`${file}:2: the same identity as line 3 under the default key columns (--key-columns default), so neither is sent`);
       expect(refused.stderr).toContain(`${file}:3: the same identity as line 2`);
       const keyed = await run(pushArgs(url, dir, ['--key-columns', 'ChargePeriodStart,ServiceName,SubAccountId,x_team', file]), env);
       expect(keyed.code, keyed.stderr).toBe(ExitCode.OK);

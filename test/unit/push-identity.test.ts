@@ -78,9 +78,9 @@ describe('push identity: the key and the rule', () => {
     expect(undeliveredPath('/in/costs.csv.gz', 'csv', null)).toBe('/in/costs.undelivered.csv');
     expect(undeliveredPath('/in/costs.parquet', 'parquet', '/out')).toBe('/out/costs.undelivered.parquet');
     const rule = { kind: 'key' as const, columns: ['ServiceName'] };
-    expect(repeatedIdReason(['line 3'], false, rule, 'service')).toContain('the same identity as line 3 (the key columns ServiceName)');
+    expect(repeatedIdReason(['line 3'], false, rule, 'service')).toContain('the same identity as line 3 under the key columns ServiceName, so neither is sent');
     expect(repeatedIdReason(['line 2', 'line 3', 'line 4', 'line 9'], true, rule, 'service')).toMatch(
-      /^the same line-item id as line 2, line 3, line 4 and 1 more: /,
+      /^the same x_service_line_item_id as line 2, line 3, line 4 and 1 more: /,
     );
   });
 });
