@@ -77,7 +77,7 @@ export function eventLine(e: NotifyEvent & { event_id?: string }): string {
     case 'reconcile':
       return `${where} data may be off: ${String(e.reason)}`;
     case 'restated':
-      return `${where} ${String(e.changed)} older date(s) no longer equal the API (${String(e.dates)}); ${String(e.synced)} synced again${e.synced === e.changed ? '' : ', the rest next run'}`;
+      return `${where} ${String(e.changed)} older date(s) no longer equal the API (${String(e.dates)}); ${e.synced === e.changed ? `${String(e.synced)} synced again` : `at least ${String(e.synced)} synced again, the rest next run`}`;
     default:
       return `${where} ${String(e.text ?? 'test message from costsync: the webhook works')}`;
   }

@@ -71,3 +71,18 @@ export function summarizeDates(dates: Iterable<string>): string {
     .map((r) => (r.from === r.to ? r.from : formatRanges([r])))
     .join(', ');
 }
+
+/**
+ * A run's older dates found changed, over its streams (a date two streams found counts once), and how
+ * many were synced again: all of them when every stream synced all it found, else at least those no
+ * stream left (each date a stream left may be one another also found). Pure.
+ */
+export function restatedCounts(streams: readonly { olderChanged: number; olderSynced: number; olderDates: readonly string[] }[]): {
+  changed: number;
+  synced: number;
+  dates: string[];
+} {
+  const dates = [...new Set(streams.flatMap((s) => s.olderDates))].sort();
+  const left = streams.reduce((n, s) => n + Math.max(0, s.olderChanged - s.olderSynced), 0);
+  return { changed: dates.length, synced: Math.max(0, dates.length - left), dates };
+}

@@ -35,7 +35,7 @@ import { warehouseLookups, type SourceLookups } from './lookups.js';
 import { lineItemsStream, rollupsStream } from './streams.js';
 import { mapAtMost } from '../at-most.js';
 import { syncWindowedStream, windowRequest, type StreamOutcome } from './windowed.js';
-import { horizonStart, summarizeDates } from '../plan/horizon.js';
+import { horizonStart, restatedCounts, summarizeDates } from '../plan/horizon.js';
 import { NO_RECHECK, recheckSettings, recheckSource } from './recheck.js';
 
 export type RunOutcome = 'success' | 'stopped' | 'failed';
@@ -611,7 +611,7 @@ export function combine(
         sum[key] += s[key];
       for (const [status, n] of Object.entries(s.responses)) sum.responses[status] = (sum.responses[status] ?? 0) + n;
       sum.warnings.push(...s.warnings.map((w) => (parts.length > 1 ? `${part.source}: ${w}` : w)));
-      sum.olderDates.push(...s.olderDates.filter((d) => !sum.olderDates.includes(d)));
+      sum.olderDates = [...new Set([...sum.olderDates, ...s.olderDates])];
     }
   }
   const outcome = parts.reduce<RunOutcome>((worst, p) => (OUTCOME_RANK[p.outcome] > OUTCOME_RANK[worst] ? p.outcome : worst), 'success');
@@ -666,10 +666,8 @@ async function recordSource(
         await warehouse.run('notify/run_event', [id, webhook.id, summary.source, kind, JSON.stringify(event), endedAt]);
     }
     // Older dates the API restated: worth telling whoever reads the numbers, whatever the outcome.
-    const changed = Object.values(summary.streams).reduce((n, s) => n + s.olderChanged, 0);
+    const { changed, synced, dates } = restatedCounts(Object.values(summary.streams));
     if (changed > 0) {
-      const synced = Object.values(summary.streams).reduce((n, s) => n + s.olderSynced, 0);
-      const dates = Object.values(summary.streams).flatMap((s) => s.olderDates);
       const event = { kind: 'restated', source: summary.source, run_id: runId, changed, synced, dates: summarizeDates(dates) };
       const id = eventId(runId, summary.source, 'restated');
       for (const webhook of webhooks)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { changedWindows, clipRanges, horizonStart, subtractRange, summarizeDates } from '../../src/plan/horizon.js';
+import { changedWindows, clipRanges, horizonStart, restatedCounts, subtractRange, summarizeDates } from '../../src/plan/horizon.js';
 import { planRun, remainingWindows, type WindowRequest } from '../../src/plan/windows.js';
 import { coverageChecked, decideRecheck, recheckScope, type Comparison, type RecheckScope } from '../../src/sync/recheck.js';
 import type { WindowedStreamState } from '../../src/state/store.js';
@@ -204,5 +204,16 @@ describe('coverage an older costsync wrote (pure)', () => {
     expect(coverageChecked({ ...older, syncedFrom: '2026-09-01' }, scope, [])).toBeNull();
     // Coverage recorded as synced needs nothing.
     expect(coverageChecked(synced('2026-10-05', '2026-10-30'), scope, [])).toBeNull();
+  });
+});
+
+describe('the counts of the restated event (pure)', () => {
+  it('counts a date two streams found once, and says at least how many were synced again', () => {
+    const lineItems = { olderChanged: 2, olderSynced: 2, olderDates: ['2025-06-02', '2025-06-01'] };
+    const rollups = { olderChanged: 2, olderSynced: 2, olderDates: ['2025-06-01', '2025-06-03'] };
+    expect(restatedCounts([lineItems, rollups])).toEqual({ changed: 3, synced: 3, dates: ['2025-06-01', '2025-06-02', '2025-06-03'] });
+    // Rollups left one date for the next run: which, the counts do not say, so at least 2 of 3 were synced.
+    expect(restatedCounts([lineItems, { ...rollups, olderSynced: 1 }])).toMatchObject({ changed: 3, synced: 2 });
+    expect(restatedCounts([])).toEqual({ changed: 0, synced: 0, dates: [] });
   });
 });
