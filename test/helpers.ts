@@ -415,3 +415,28 @@ export function temporaryFiles(dir: string): string[] {
   walk(dir);
   return found;
 }
+
+/** `costsync push` arguments against `url`, the ledger in `dir`, JSON logs, no rate limit; `extra` adds flags and files. */
+export function pushArgs(url: string, dir: string, extra: string[]): string[] {
+  return [
+    'push',
+    '--base-url',
+    url,
+    '--db',
+    join(dir, 'p.duckdb'),
+    '--state-dir',
+    join(dir, 'state'),
+    '--log-format',
+    'json',
+    '--rate-limit',
+    '100000',
+    ...extra,
+  ];
+}
+
+/** The `push finished` summary of a push's JSON log. */
+export function pushSummary(stderr: string): Record<string, unknown> {
+  const line = stderr.split('\n').find((l) => l.includes('"push finished"'));
+  if (!line) throw new Error(`no summary in:\n${stderr}`);
+  return JSON.parse(line) as Record<string, unknown>;
+}

@@ -409,7 +409,13 @@ export async function runPushModel(options: PushModelOptions): Promise<fc.RunDet
   const started = Date.now();
   const base = options.seed ?? Math.floor(Math.random() * 2 ** 31);
   for (let i = 0; ; i++) {
-    const details = await fc.check(property, { numRuns: 1, seed: base + i, ...(options.path !== undefined && { path: options.path }) });
+    // A sequence once started finishes; shrinking a failure (whose every step spawns pushes) is bounded, keeping the smallest found by then.
+    const details = await fc.check(property, {
+      numRuns: 1,
+      seed: base + i,
+      interruptAfterTimeLimit: options.timeLimitMs + 120_000,
+      ...(options.path !== undefined && { path: options.path }),
+    });
     if (details.failed || options.path !== undefined || i + 1 >= options.numRuns || Date.now() - started >= options.timeLimitMs) {
       return Object.assign(details as unknown as fc.RunDetails<unknown[]>, { sequences: i + 1 });
     }

@@ -557,7 +557,7 @@ async function sendFile(
   const now = () => new Date(clock.now()).toISOString();
 
   /** One request's ledger rows, in one transaction: its answer (null: cut before it) and each row's outcome. */
-  const record = (batch: Pending, result: IngestResult | null, held: (string | null)[], pending: (string | null)[]) =>
+  const record = (batch: Pending, result: IngestResult | null, held: (string | null)[], pending: (string | null)[], response?: unknown) =>
     warehouse.transaction(async () => {
       await warehouse.run('push/ledger_record', [
         summary.pushId,
@@ -569,13 +569,13 @@ async function sendFile(
         batch.fileRows[0]!,
         batch.fileRows.at(-1)!,
         batch.rows.length,
-        result?.batch_id ?? null,
+        result?.batch_id || null,
         result?.accepted ?? null,
         result?.row_count ?? null,
         result?.cost_line_item_count ?? null,
         result?.skipped ?? null,
         result === null ? null : JSON.stringify(result.errors),
-        result === null ? null : JSON.stringify(result),
+        result === null ? null : JSON.stringify(response ?? result),
         now(),
         options.source ?? 'default',
         true,
@@ -699,38 +699,16 @@ async function sendFile(
   /** A request the server refused whole (400): recorded as answered, each of its rows refused with the server's words. */
   const refuseAll = async (batch: Pending, error: ApiError) => {
     const reason = `refused by the server with its whole request (${error.apiCode ?? 'HTTP 400'}): ${error.message}`;
-    const answer = { accepted: false, status: 400, code: error.apiCode ?? null, message: error.message };
-    await warehouse.transaction(async () => {
-      await warehouse.run('push/ledger_record', [
-        summary.pushId,
-        pushKey,
-        'focus',
-        options.connectionId,
-        source.path,
-        fileSha,
-        batch.fileRows[0]!,
-        batch.fileRows.at(-1)!,
-        batch.rows.length,
-        null,
-        false,
-        null,
-        0,
-        batch.rows.length,
-        JSON.stringify([error.message]),
-        JSON.stringify(answer),
-        now(),
-        options.source ?? 'default',
-        true,
-      ]);
-      await warehouse.run('push/rows_record', [
-        key,
-        JSON.stringify(batch.ids),
-        JSON.stringify(batch.ids.map(() => null)),
-        JSON.stringify(batch.ids.map(() => null)),
-        summary.pushId,
-        now(),
-      ]);
-    });
+    const none = batch.ids.map(() => null);
+    const refused = {
+      accepted: false,
+      batch_id: '',
+      row_count: batch.rows.length,
+      cost_line_item_count: 0,
+      skipped: batch.rows.length,
+      errors: [error.message],
+    };
+    await record(batch, refused, none, none, { status: 400, code: error.apiCode ?? null, message: error.message });
     summary.batches += 1;
     summary.sent += batch.rows.length;
     summary.refused += batch.rows.length;

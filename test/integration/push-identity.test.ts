@@ -4,35 +4,13 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import type { EmulatorInput } from '../../src/emulator/server.js';
 import { ExitCode } from '../../src/errors.js';
-import { run, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { pushArgs, pushSummary, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
 const env = { COSTSYNC_API_KEY: 'demo-key' };
 const CONNECTION = 'demo-connection';
 
-function pushArgs(url: string, dir: string, extra: string[]): string[] {
-  return [
-    'push',
-    '--base-url',
-    url,
-    '--db',
-    join(dir, 'p.duckdb'),
-    '--state-dir',
-    join(dir, 'state'),
-    '--log-format',
-    'json',
-    '--rate-limit',
-    '100000',
-    '--connection',
-    CONNECTION,
-    ...extra,
-  ];
-}
-
-function summaryOf(stderr: string): Record<string, unknown> {
-  const line = stderr.split('\n').find((l) => l.includes('"push finished"'));
-  if (!line) throw new Error(`no summary in:\n${stderr}`);
-  return JSON.parse(line) as Record<string, unknown>;
-}
+const push = (url: string, dir: string, extra: string[]) => pushArgs(url, dir, ['--connection', CONNECTION, ...extra]);
+const summaryOf = pushSummary;
 
 /** What the emulator holds of the connection: service, date and amount per stored row, sorted. */
 function held(emulator: { dataset: { ingestedRecords(): { provider_service: string; usage_date: string; net_amount_usd: number }[] } }) {
@@ -94,12 +72,12 @@ describe('push: row identity and an honest end (emulator over HTTP)', () => {
         `COPY (SELECT ServiceName, CAST(BilledCost AS DOUBLE) AS BilledCost, CAST(ChargePeriodStart AS DATE) AS ChargePeriodStart, ChargeCategory FROM read_csv('${first}', all_varchar = true)) TO '${parquet}' (FORMAT parquet)`,
       );
 
-      const pushed = await run(pushArgs(url, dir, [first]), env);
+      const pushed = await run(push(url, dir, [first]), env);
       expect(pushed.code, pushed.stderr).toBe(ExitCode.OK);
       expect(summaryOf(pushed.stderr)).toMatchObject({ delivered: 3, alreadyDelivered: 0 });
       expect(pushed.stderr).toContain('every row read is delivered (3 now, 0 before)');
       for (const file of [first, reordered, jsonl, parquet]) {
-        const again = await run(pushArgs(url, dir, [file]), env);
+        const again = await run(push(url, dir, [file]), env);
         expect(again.code, again.stderr).toBe(ExitCode.OK);
         expect(summaryOf(again.stderr), file).toMatchObject({ sent: 0, alreadyDelivered: 3 });
       }
@@ -112,10 +90,10 @@ describe('push: row identity and an honest end (emulator over HTTP)', () => {
       await withPush({ ingestDuplicateRows: duplicates }, async ({ url, dir, emulator }) => {
         const file = join(dir, 'costs.csv');
         writeFileSync(file, csv(ROWS));
-        expect((await run(pushArgs(url, dir, [file]), env)).code).toBe(ExitCode.OK);
+        expect((await run(push(url, dir, [file]), env)).code).toBe(ExitCode.OK);
         // The month re-exported with one charge corrected and one removed.
         writeFileSync(file, csv([ROWS[0]!, ['2026-11-21', 'Build farm', 'Usage', '9']]));
-        const corrected = await run(pushArgs(url, dir, [file]), env);
+        const corrected = await run(push(url, dir, [file]), env);
         const undelivered = join(dir, 'costs.undelivered.csv');
         if (duplicates === 'replace') {
           expect(corrected.code, corrected.stderr).toBe(ExitCode.OK);
@@ -138,7 +116,7 @@ describe('push: row identity and an honest end (emulator over HTTP)', () => {
               costsync_reason: 'a correction the server did not apply: it keeps the values it stored first for this id',
             },
           ]);
-          const allowed = await run(pushArgs(url, dir, ['--allow-undelivered', file]), env);
+          const allowed = await run(push(url, dir, ['--allow-undelivered', file]), env);
           expect(allowed.code, allowed.stderr).toBe(ExitCode.OK);
           expect(allowed.stderr).toContain('Done, with rows not delivered as --allow-undelivered allows');
         }
@@ -164,7 +142,7 @@ describe('push: row identity and an honest end (emulator over HTTP)', () => {
               JSON.stringify({ ChargePeriodStart: d, ServiceName: s, ChargeCategory: c, BilledCost: Number(b) }),
             ).join('\n'),
           );
-          const pushed = await run(pushArgs(url, dir, ['--undelivered-dir', dir, file]), env);
+          const pushed = await run(push(url, dir, ['--undelivered-dir', dir, file]), env);
           const label = `${invalidRows}/${rowErrorShape}`;
           expect(pushed.code, `${label}\n${pushed.stderr}`).toBe(ExitCode.FAILED);
           const lines = readFileSync(join(dir, 'costs.undelivered.jsonl'), 'utf8')
@@ -194,10 +172,10 @@ describe('push: row identity and an honest end (emulator over HTTP)', () => {
       const file = join(dir, 'costs.csv');
       writeFileSync(file, csv([ROWS[0]!, ['2026-11-20', 'Build farm', 'Usage', 'twelve'], ROWS[2]!]));
       const undelivered = join(dir, 'costs.undelivered.csv');
-      const refused = await run(pushArgs(url, dir, [file]), env);
+      const refused = await run(push(url, dir, [file]), env);
       expect(refused.code).toBe(ExitCode.FAILED);
       expect(refused.stderr).toContain(`They are in ${undelivered}, with the reason per row.`);
-      const skipped = await run(pushArgs(url, dir, ['--skip-invalid', file]), env);
+      const skipped = await run(push(url, dir, ['--skip-invalid', file]), env);
       expect(skipped.code, skipped.stderr).toBe(ExitCode.OK);
       expect(skipped.stderr).toContain(
         'Done, with rows not delivered as --skip-invalid allows: 1 of 3 row(s) read were not delivered (1 failed the checks)',
@@ -207,7 +185,7 @@ describe('push: row identity and an honest end (emulator over HTTP)', () => {
       ]);
       // Fixed, the file pushes its one row left, and the list is gone.
       writeFileSync(file, csv(ROWS));
-      const fixed = await run(pushArgs(url, dir, [file]), env);
+      const fixed = await run(push(url, dir, [file]), env);
       expect(fixed.code, fixed.stderr).toBe(ExitCode.OK);
       expect(summaryOf(fixed.stderr)).toMatchObject({ delivered: 1, alreadyDelivered: 2 });
       expect(existsSync(undelivered)).toBe(false);
@@ -225,24 +203,26 @@ describe('push: row identity and an honest end (emulator over HTTP)', () => {
           '2026-11-20,Build farm,Usage,6,acct-1,blue',
         ].join('\n'),
       );
-      const refused = await run(pushArgs(url, dir, [file]), env);
+      const refused = await run(push(url, dir, [file]), env);
       expect(refused.code).toBe(ExitCode.FAILED);
-      expect(refused.stderr).toContain(`${file}:2: the same identity as line 3 under the default key columns (--key-columns default), so neither is sent`);
+      expect(refused.stderr).toContain(
+        `${file}:2: the same identity as line 3 under the default key columns (--key-columns default), so neither is sent`,
+      );
       expect(refused.stderr).toContain(`${file}:3: the same identity as line 2`);
-      const keyed = await run(pushArgs(url, dir, ['--key-columns', 'ChargePeriodStart,ServiceName,SubAccountId,x_team', file]), env);
+      const keyed = await run(push(url, dir, ['--key-columns', 'ChargePeriodStart,ServiceName,SubAccountId,x_team', file]), env);
       expect(keyed.code, keyed.stderr).toBe(ExitCode.OK);
       // Nothing was delivered under the default key before: no rows to send twice, so no warning.
       expect(keyed.stderr).not.toContain('--key-columns changes');
       expect(held(emulator)).toEqual(['2026-11-20 Build farm 5', '2026-11-20 Build farm 6']);
       // The connection keeps the rule its ledger records: the same file again is delivered already.
-      const again = await run(pushArgs(url, dir, [file]), env);
+      const again = await run(push(url, dir, [file]), env);
       expect(summaryOf(again.stderr)).toMatchObject({ sent: 0, alreadyDelivered: 2 });
       expect(again.stderr).not.toContain('--key-columns changes');
-      const back = await run(pushArgs(url, dir, ['--key-columns', 'default', file]), env);
+      const back = await run(push(url, dir, ['--key-columns', 'default', file]), env);
       expect(back.stderr).toContain(
         'its ledger identifies rows by the key columns ChargePeriodStart, ServiceName, SubAccountId, x_team; --key-columns changes that to the default key columns (--key-columns default)',
       );
-      const bad = await run(pushArgs(url, dir, ['--key-columns', 'ChargePeriodStart,Nope', file]), env);
+      const bad = await run(push(url, dir, ['--key-columns', 'ChargePeriodStart,Nope', file]), env);
       expect(bad.code).toBe(ExitCode.USAGE);
       expect(bad.stderr).toContain('--key-columns: \\"Nope\\" is not a FOCUS 1.2 column');
     });

@@ -8,32 +8,13 @@ import { SCOPES } from '../../src/api/types.js';
 import type { KeysConfig } from '../../src/emulator/keys.js';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { CLI, cli, killRunner, queryDb, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, cli, killRunner, pushArgs, pushSummary, queryDb, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
 
 const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
 const env = { COSTSYNC_API_KEY: 'demo-key' };
-const pushArgs = (url: string, dir: string, extra: string[]) => [
-  'push',
-  '--base-url',
-  url,
-  '--db',
-  join(dir, 'p.duckdb'),
-  '--state-dir',
-  join(dir, 'state'),
-  '--log-format',
-  'json',
-  '--rate-limit',
-  '100000',
-  ...extra,
-];
-
 /** The `push finished` summary from JSON logs. */
-function summaryOf(stderr: string): Record<string, number> {
-  const line = stderr.split('\n').find((l) => l.includes('"push finished"'));
-  if (!line) throw new Error(`no summary in:\n${stderr}`);
-  return JSON.parse(line);
-}
+const summaryOf = (stderr: string) => pushSummary(stderr) as Record<string, number>;
 
 async function ledger(db: string) {
   const wh = await openReadOnly(db);
