@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { pushModelReport, runPushModel } from '../push-model.js';
 
 /**
- * `costsync push` as users combine it (test/push-model.ts): here, short sequences for about 12 s, with
+ * `costsync push` as users combine it (test/push-model.ts): here, short sequences for about 8 s, with
  * no process kills; `npm run test:slow` runs longer ones with kills. `COSTSYNC_PUSH_MODEL_SEED` and
  * `COSTSYNC_PUSH_MODEL_PATH` (printed) replay a failure.
  */
@@ -15,7 +15,7 @@ it('random exports, edits, formats, ingest modes, lost answers and fresh ledgers
     path: process.env.COSTSYNC_PUSH_MODEL_PATH,
     numRuns: 100,
     maxCommands: 8,
-    timeLimitMs: Number(process.env.COSTSYNC_PUSH_MODEL_SECONDS ?? 12) * 1000,
+    timeLimitMs: Number(process.env.COSTSYNC_PUSH_MODEL_SECONDS ?? 8) * 1000,
     kills: false,
   });
   console.info(pushModelReport(details, 'test/integration/push-model.test.ts'));
