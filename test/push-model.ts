@@ -40,9 +40,11 @@ export interface Modes {
   errors: RowErrorShape;
   invalid: InvalidRows;
   /**
-   * Whether the server also skips rows without a word for reasons of its own. Push takes a skip of
-   * rows sent again after a request whose answer never came as the server holding them (the id is its
-   * deduplication key), which such a server would make untrue: so its sequences lose no answer and kill nothing.
+   * Whether the server also skips rows without a word for reasons of its own, and pushes come from other
+   * ledgers (other --db) too. Push takes a skip of rows sent again after its own request whose answer
+   * never came as the server holding them (the id is its deduplication key), which such a server, or
+   * the same id pushed with other values through another ledger, would make untrue (docs/focus-and-push.md
+   * says so): so those sequences lose no answer and kill nothing, and the others keep to one ledger.
    */
   silent: boolean;
 }
@@ -209,8 +211,9 @@ class PushCommand implements fc.AsyncCommand<Model, World> {
   check = () => true;
   async run(_m: Model, world: World): Promise<void> {
     world.pushes += 1;
+    const flags = world.modes.silent ? { ...this.flags, loseAnswer: false, killAt: null } : { ...this.flags, fresh: false };
     const { path, charges } = await writeExport(world, this.shape, `export-${world.pushes}`);
-    const db = this.flags.fresh ? join(world.dir, `other-${world.pushes}`, 'p.duckdb') : join(world.dir, 'p.duckdb');
+    const db = flags.fresh ? join(world.dir, `other-${world.pushes}`, 'p.duckdb') : join(world.dir, 'p.duckdb');
     const args = [
       'push',
       '--base-url',
@@ -231,10 +234,9 @@ class PushCommand implements fc.AsyncCommand<Model, World> {
       ...(this.flags.allow ? ['--allow-undelivered'] : []),
       path,
     ];
-    if (this.flags.fresh) mkdirSync(join(db, '..'), { recursive: true });
-    const flags = world.modes.silent ? { ...this.flags, loseAnswer: false, killAt: null } : this.flags;
+    if (flags.fresh) mkdirSync(join(db, '..'), { recursive: true });
     if (flags.loseAnswer) world.emulator.faults.script({ kind: 'drop', pathPrefix: '/api/v1/public/ingest' });
-    world.log.push(`push ${this.toString()} (${charges.length} rows)`);
+    world.log.push(`push ${describeFlags(this.shape, flags)} (${charges.length} rows)`);
     let code: number | null;
     let stderr: string;
     if (flags.killAt !== null) {
@@ -253,9 +255,12 @@ class PushCommand implements fc.AsyncCommand<Model, World> {
     await checkPush(world, code, charges, path, this.shape.format, this.flags, stderr);
   }
   toString(): string {
-    const f = this.flags;
-    return `${this.shape.format}[${this.shape.order.join('')}${this.shape.upper ? ' UPPER' : ''}${this.shape.spelled ? ' spelled' : ''}${this.shape.reversed ? ' reversed' : ''}] batch ${f.batchSize}${f.skipInvalid ? ' --skip-invalid' : ''}${f.allow ? ' --allow-undelivered' : ''}${f.fresh ? ' fresh-db' : ''}${f.loseAnswer ? ' lose-answer' : ''}${f.killAt !== null ? ` kill@${f.killAt}` : ''}`;
+    return describeFlags(this.shape, this.flags);
   }
+}
+
+function describeFlags(shape: Shape, f: PushCommand['flags']): string {
+  return `${shape.format}[${shape.order.join('')}${shape.upper ? ' UPPER' : ''}${shape.spelled ? ' spelled' : ''}${shape.reversed ? ' reversed' : ''}] batch ${f.batchSize}${f.skipInvalid ? ' --skip-invalid' : ''}${f.allow ? ' --allow-undelivered' : ''}${f.fresh ? ' fresh-db' : ''}${f.loseAnswer ? ' lose-answer' : ''}${f.killAt !== null ? ` kill@${f.killAt}` : ''}`;
 }
 
 /** An edit of the export: amounts corrected, rows added, removed, or turned into rows the server treats otherwise. */

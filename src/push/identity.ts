@@ -110,9 +110,10 @@ export interface LedgerEntry {
 }
 
 /**
- * `new`: the ledger has no delivery of this id. `resend`: the same values went in a request whose
- * answer never came (or `--force` sends a delivered row again): a skip means the server holds them.
- * `correction`: the ledger shows this id delivered with other values.
+ * `new`: the ledger knows of no values the server may hold for this id. `resend`: the same values went
+ * in a request whose answer never came (or `--force` sends a delivered row again): a skip means the
+ * server holds them. `correction`: the server holds, or may hold, other values for this id (delivered
+ * before, or sent in a request whose answer never came): a skip means it kept those.
  */
 export type RowClass = 'new' | 'resend' | 'correction';
 
@@ -121,7 +122,7 @@ export function classifyRow(values: string, entry: LedgerEntry | undefined, forc
   if (entry === undefined) return 'new';
   if (entry.held === values) return force ? 'resend' : 'delivered';
   if (entry.pending === values) return 'resend';
-  return entry.held === null ? 'new' : 'correction';
+  return entry.held === null && entry.pending === null ? 'new' : 'correction';
 }
 
 /** The row (0-based, in the request) an `errors` element names, in either shape servers use; null when it names none. Pure. */

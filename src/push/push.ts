@@ -507,9 +507,11 @@ interface Pending {
   fileRows: number[];
   ids: string[];
   values: string[];
+  /** The pending values the ledger had for each row before this push (a correction keeps them). */
+  before: (string | null)[];
 }
 
-const emptyPending = (): Pending => ({ rows: [], fileRows: [], ids: [], values: [] });
+const emptyPending = (): Pending => ({ rows: [], fileRows: [], ids: [], values: [], before: [] });
 
 async function sendFile(
   file: PreparedFile,
@@ -593,7 +595,7 @@ async function sendFile(
   const settle = async (cls: RowClass, batch: Pending, result: IngestResult, retried: boolean) => {
     const outcomes = settleBatch(cls, batch.rows.length, result, retried);
     // A row not delivered from a request that may have stored it (a resend, or an attempt whose answer was lost) stays pending.
-    const pending = cls === 'resend' || retried ? mayHold(cls, batch) : batch.ids.map(() => null);
+    const pending = cls === 'resend' || cls === 'correction' || retried ? mayHold(cls, batch) : batch.ids.map(() => null);
     await record(
       batch,
       result,
@@ -636,9 +638,9 @@ async function sendFile(
   /**
    * What a request that gets no answer (a stop, a kill) may have stored: its rows' values, recorded as
    * pending before it is sent, so the next push takes a skip of them as delivered. Not a correction's:
-   * a skip of one means the server kept the first values.
+   * a skip of one means the server kept the values it had, which its pending values (if any) may still be.
    */
-  const mayHold = (cls: RowClass, batch: Pending) => batch.values.map((v) => (cls === 'correction' ? null : v));
+  const mayHold = (cls: RowClass, batch: Pending) => batch.values.map((v, i) => (cls === 'correction' ? batch.before[i]! : v));
 
   /** Sends rows in one request (or halves, if the server finds it too large); false when the stop cut it. */
   const send = async (cls: RowClass, batch: Pending): Promise<boolean> => {
@@ -681,6 +683,7 @@ async function sendFile(
           fileRows: batch.fileRows.slice(from, to),
           ids: batch.ids.slice(from, to),
           values: batch.values.slice(from, to),
+          before: batch.before.slice(from, to),
         });
         return (await send(cls, part(0, half))) && (await send(cls, part(half)));
       }
@@ -776,6 +779,7 @@ async function sendFile(
         batch.fileRows.push(c.row);
         batch.ids.push(c.id);
         batch.values.push(c.values);
+        batch.before.push(entry?.pending ?? null);
         if (!(await flush(cls, true)) || deps.signal?.aborted) {
           stopped = true;
           return false;
