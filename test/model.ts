@@ -83,11 +83,13 @@ export type CatalogOffer = 'transactions' | 'no-transactions' | 'omit-endpoints'
 /** A fault armed on the catalog before a sync: a change applied then answered 500, a 503, a 409, or every token expired at the first commit. */
 export type CatalogFaultKind = 'none' | 'applied-500' | '503' | '409' | 'token-expiry';
 
-/** How a run ends early: SIGKILL or SIGTERM at the Nth answered request, SIGKILL at a failpoint, or --max-runtime. */
+/** How a run ends early: SIGKILL or SIGTERM at the Nth answered request, SIGKILL or a stop at a failpoint, or --max-runtime. */
 export type Stop =
   | { kind: 'none' }
   | { kind: 'kill-request' | 'term-request'; n: number }
   | { kind: 'failpoint'; name: 'commit' | 'lake-put' | 'iceberg-commit' | 'publish'; n: number }
+  /** A stop (as SIGTERM) seen at the Nth lake file put or Iceberg commit: the lake is abandoned there, exit 4, or 0 if all was done. */
+  | { kind: 'term-at'; name: 'lake-put' | 'iceberg-commit'; n: number }
   | { kind: 'max-runtime' }
   /** Its reader goes away after N lines (`2>&1 | head -N`). */
   | { kind: 'head'; n: number }
@@ -354,6 +356,7 @@ export class World {
     this.lostWrite = lostWrite;
     this.bucketLogFrom = this.proxy?.log.length ?? 0;
     if (stop.kind === 'failpoint') env.COSTSYNC_FAILPOINT = `${stop.name}:${stop.n}`;
+    if (stop.kind === 'term-at') env.COSTSYNC_FAILPOINT = `${stop.name}:${stop.n}:stop`;
     this.requests = 0;
     this.stopAt =
       stop.kind === 'kill-request'
@@ -711,6 +714,8 @@ function stopText(stop: Stop): string {
       return `  # SIGTERM at the emulator's request ${stop.n}`;
     case 'failpoint':
       return `  # COSTSYNC_FAILPOINT=${stop.name}:${stop.n}`;
+    case 'term-at':
+      return `  # COSTSYNC_FAILPOINT=${stop.name}:${stop.n}:stop (a SIGTERM seen there)`;
     case 'head':
       return ` 2>&1 | head -${stop.n}`;
     case 'term-held':
@@ -1070,6 +1075,14 @@ const stopArb: fc.Arbitrary<Stop> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant('failpoint' as const),
       name: fc.constantFrom('commit' as const, 'lake-put' as const, 'iceberg-commit' as const, 'publish' as const),
+      n: fc.integer({ min: 1, max: 4 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('term-at' as const),
+      name: fc.constantFrom('lake-put' as const, 'iceberg-commit' as const),
       n: fc.integer({ min: 1, max: 4 }),
     }),
   },
