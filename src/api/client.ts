@@ -59,13 +59,97 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 export type ClientEvent =
   | { type: 'request'; method: string; path: string }
   | { type: 'response'; method: string; path: string; statusCode: number; ms: number }
+  /**
+   * Sent once a request failed and before it is sent again: `attempt` is the number of the request about
+   * to be sent (the first request is attempt 1), `retriesLeft` how many more may follow it.
+   */
   | { type: 'retry'; method: string; path: string; attempt: number; code: string; message: string; retriesLeft: number }
   | { type: 'rate_limited'; method: string; path: string; holdMs: number };
 
 /** The log line for a retry, the same for every command. */
 export function retryLine(event: Extract<ClientEvent, { type: 'retry' }>): string {
   const left = event.retriesLeft > 0 ? `, ${event.retriesLeft} more attempt(s) before giving up` : ', the last attempt';
-  return `retrying ${event.method} ${event.path} (attempt ${event.attempt + 1}${left}): ${event.message}`;
+  return `retrying ${event.method} ${event.path} (attempt ${event.attempt}${left}): ${event.message}`;
+}
+
+/** The error of a request the run's stop cut short or kept from being sent. */
+const aborted = (method: string, where: string, cause?: unknown) =>
+  new ApiError(ClientErrorCode.ABORTED, `${method} ${where} was not completed: the run is stopping`, { path: where, cause });
+
+export interface RetryContext {
+  method: string;
+  /** The path without its query, for events and errors. */
+  where: string;
+  policy: RetryPolicy;
+  stop: AbortSignal | undefined;
+  stats: ClientStats;
+  emit: (event: ClientEvent) => void;
+  /** Holds every request of the limiter for a 429's wait. */
+  holdFor: (ms: number) => void;
+}
+
+/**
+ * Runs `attempt` (one request each call) under the retry policy. Every count says the same thing: attempt
+ * N is the Nth request sent, in the `retry` event, its log line and CS_ERR_RETRIES_EXHAUSTED; a failure
+ * that is not followed by another request emits no `retry` event and is not counted as a retry.
+ */
+export async function withRetries<T>(attempt: () => Promise<T>, ctx: RetryContext): Promise<T> {
+  const { method, where, policy, stop, stats, emit } = ctx;
+  let rateLimitedCount = 0;
+  let sent = 0;
+  try {
+    return await pRetry(
+      () => {
+        sent += 1;
+        return attempt();
+      },
+      {
+        ...(stop !== undefined && { signal: stop }),
+        retries: policy.retries,
+        factor: policy.factor,
+        minTimeout: policy.minTimeoutMs,
+        maxTimeout: policy.maxTimeoutMs,
+        randomize: true,
+        // p-retry calls this after every failure, the last included, with the retries left before
+        // this one is consumed: another request follows only while some are left.
+        onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
+          if (isRateLimited(error)) {
+            rateLimitedCount += 1;
+            stats.rateLimited += 1;
+            const holdMs = error.retryAfterMs ?? 1000;
+            emit({ type: 'rate_limited', method, path: where, holdMs });
+            ctx.holdFor(holdMs);
+          } else if (isTransient(error) && retriesLeft > 0 && !stop?.aborted) {
+            stats.retries += 1;
+            emit({
+              type: 'retry',
+              method,
+              path: where,
+              attempt: attemptNumber + 1,
+              code: (error as ApiError).code,
+              message: error.message,
+              retriesLeft: retriesLeft - 1,
+            });
+          }
+        },
+        shouldConsumeRetry: ({ error }) => !isRateLimited(error),
+        shouldRetry: ({ error }) => (isRateLimited(error) ? rateLimitedCount <= policy.maxRateLimitRetries : isTransient(error)),
+      },
+    );
+  } catch (error) {
+    // A stop during a retry's wait ends the wait with the signal's reason.
+    if (stop?.aborted && !(error instanceof ApiError && error.code === ClientErrorCode.ABORTED)) throw aborted(method, where, error);
+    if (error instanceof ApiError && (isTransient(error) || isRateLimited(error)) && sent > 1) {
+      throw new ApiError(ClientErrorCode.RETRIES_EXHAUSTED, `${method} ${where} still failing after ${sent} attempts: ${error.message}`, {
+        path: where,
+        statusCode: error.statusCode,
+        apiCode: error.apiCode,
+        cause: error,
+        hint: 'The server or network kept failing; run again later (progress is kept).',
+      });
+    }
+    throw error;
+  }
 }
 
 export interface ClientStats {
@@ -299,9 +383,6 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   let unreachable: ApiError | null = null;
 
   const stop = options.signal;
-  /** The error of a request the run's stop cut short or kept from being sent. */
-  const aborted = (method: string, where: string, cause?: unknown) =>
-    new ApiError(ClientErrorCode.ABORTED, `${method} ${where} was not completed: the run is stopping`, { path: where, cause });
 
   /** Sends a request and waits for its status and headers; the body is read by `receive`, outside the limiter. */
   async function send(method: 'GET' | 'POST', path: string, body: string | undefined): Promise<Sent> {
@@ -410,82 +491,31 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     admit?: Admit,
   ): Promise<T> {
     const where = path.split('?')[0]!;
-    let rateLimitedCount = 0;
-    let attempts = 0;
-    try {
-      return await pRetry(
-        async () => {
-          attempts += 1;
-          let release: (() => void) | undefined;
-          try {
-            const sent = await limiter.schedule(async () => {
-              release = await admit?.();
-              return send(method, path, body);
-            });
-            // The body is read once the limiter has handed the response over (a turn of the event loop
-            // later, a long one with many sources), then parsed
-            // and handed to the caller in the turn its last bytes came: no parsed page waits through
-            // the hand-over while other pages are parsed.
-            const raw = await receive(sent);
-            return convert(judge(raw), raw.text);
-          } catch (error) {
-            release?.();
-            if ((error as Error | undefined)?.message === DROPPED_MESSAGE) {
-              if (unreachable !== null) throw unreachable;
-              throw aborted(method, where, error);
-            }
-            throw error;
+    return withRetries(
+      async () => {
+        let release: (() => void) | undefined;
+        try {
+          const sent = await limiter.schedule(async () => {
+            release = await admit?.();
+            return send(method, path, body);
+          });
+          // The body is read once the limiter has handed the response over (a turn of the event loop
+          // later, a long one with many sources), then parsed
+          // and handed to the caller in the turn its last bytes came: no parsed page waits through
+          // the hand-over while other pages are parsed.
+          const raw = await receive(sent);
+          return convert(judge(raw), raw.text);
+        } catch (error) {
+          release?.();
+          if ((error as Error | undefined)?.message === DROPPED_MESSAGE) {
+            if (unreachable !== null) throw unreachable;
+            throw aborted(method, where, error);
           }
-        },
-        {
-          ...(stop !== undefined && { signal: stop }),
-          retries: policy.retries,
-          factor: policy.factor,
-          minTimeout: policy.minTimeoutMs,
-          maxTimeout: policy.maxTimeoutMs,
-          randomize: true,
-          onFailedAttempt: ({ error, attemptNumber }) => {
-            if (isRateLimited(error)) {
-              rateLimitedCount += 1;
-              stats.rateLimited += 1;
-              const holdMs = error.retryAfterMs ?? 1000;
-              emit({ type: 'rate_limited', method, path: where, holdMs });
-              limiter.holdFor(holdMs);
-            } else if (isTransient(error)) {
-              stats.retries += 1;
-              emit({
-                type: 'retry',
-                method,
-                path: where,
-                attempt: attemptNumber,
-                code: (error as ApiError).code,
-                message: error.message,
-                retriesLeft: policy.retries - attemptNumber + 1,
-              });
-            }
-          },
-          shouldConsumeRetry: ({ error }) => !isRateLimited(error),
-          shouldRetry: ({ error }) => (isRateLimited(error) ? rateLimitedCount <= policy.maxRateLimitRetries : isTransient(error)),
-        },
-      );
-    } catch (error) {
-      // A stop during a retry's wait ends the wait with the signal's reason.
-      if (stop?.aborted && !(error instanceof ApiError && error.code === ClientErrorCode.ABORTED)) throw aborted(method, where, error);
-      if (error instanceof ApiError && (isTransient(error) || isRateLimited(error)) && attempts > 1) {
-        throw new ApiError(
-          ClientErrorCode.RETRIES_EXHAUSTED,
-          `${method} ${where} still failing after ${attempts} attempts: ${error.message}`,
-          {
-            path: where,
-            statusCode: error.statusCode,
-            apiCode: error.apiCode,
-            cause: error,
-            hint: 'The server or network kept failing; run again later (progress is kept).',
-          },
-        );
-      }
-      throw error;
-    }
+          throw error;
+        }
+      },
+      { method, where, policy, stop, stats, emit, holdFor: (ms) => limiter.holdFor(ms) },
+    );
   }
 
   const get = <T>(

@@ -10,9 +10,10 @@ import type { Clock } from '../api/resilience.js';
 import { CostsyncError, ExitCode, describeError, errorFields, isFenced, isStopped } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Warehouse } from '../storage/duckdb.js';
+import { mark } from '../storage/outbox.js';
 import { DEFAULT_RETENTION_MS, icebergLake } from './iceberg.js';
 import type { IcebergCatalog } from '../iceberg/catalog.js';
-import { drainLake, fillLake, finishLake, ownedBy } from './lake.js';
+import { drainLake, fillLake, finishLake, finishRunTables, ownedBy } from './lake.js';
 import { writeMetrics } from './metrics.js';
 import { DEFAULT_SEND, drainNotifications, type SendOptions, type Webhook } from './notify.js';
 import { logPublish, publish, type PublishDestination } from './publish.js';
@@ -60,12 +61,13 @@ export interface OutputSteps {
   fillLake: typeof fillLake;
   drainLake: typeof drainLake;
   finishLake: typeof finishLake;
+  finishRunTables: typeof finishRunTables;
   publish: typeof publish;
   drainNotifications: typeof drainNotifications;
   writeMetrics: typeof writeMetrics;
 }
 
-const REAL_STEPS: OutputSteps = { fillLake, drainLake, finishLake, publish, drainNotifications, writeMetrics };
+const REAL_STEPS: OutputSteps = { fillLake, drainLake, finishLake, finishRunTables, publish, drainNotifications, writeMetrics };
 
 /** Errors that end the run at once (exit 5) rather than leaving an output behind. */
 
@@ -119,6 +121,7 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
           fillLake: async () => undefined,
           drainLake: (wh, target) => iceberg.drain(wh, target),
           finishLake: (wh, target) => iceberg.finish(wh, target),
+          finishRunTables: (wh, target) => iceberg.finishRunTables(wh, target),
         };
   const step: OutputSteps = { ...REAL_STEPS, ...lakeSteps, ...o.steps };
   let lastPublish = clock.now();
@@ -188,7 +191,10 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
       warn: (m) => logger.warn(m),
     });
     await warehouse.transaction(async () => {
-      for (const [source, c] of counts) await warehouse.run('notify/record_run', [o.runId, source, c.sent, c.failed]);
+      for (const [source, c] of counts) {
+        await warehouse.run('notify/record_run', [o.runId, source, c.sent, c.failed]);
+        await mark(warehouse, { kind: 'run-tables', source });
+      }
     });
   };
 
@@ -249,6 +255,13 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
       await notify();
       await attempt('published warehouse', doPublish, true);
       return behind.has('published warehouse') ? outputsBehindError(behind, o.secrets) : null;
+    },
+    /**
+     * After the publish, the lake's run tables: then the run's rows in the lake are those of the
+     * warehouse and the published file. Not tried when the lake fell behind (they stay in the outbox).
+     */
+    async finishRunTables(): Promise<void> {
+      if (o.lake) await attempt('lake', () => step.finishRunTables(warehouse, o.lake!, { sources: o.sources, signal: o.signal }));
     },
     /** Sends the pending notifications. */
     notify,

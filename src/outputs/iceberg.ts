@@ -51,7 +51,7 @@ import { ConfigError, throwIfStopped } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { done, mark, markMany, pending, sourcesBehind, type ItemOf } from '../storage/outbox.js';
 import { API_TABLES, ICEBERG_TABLES, RUN_TABLES, type IcebergTableDef } from '../storage/tables.js';
-import { PARQUET_OPTIONS, drainPending } from './lake.js';
+import { PARQUET_OPTIONS, drainPending, runTablesDue } from './lake.js';
 import { catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
 import { STATE_TABLE, stateObjects, stateProperty, writeStateObjects } from './lake-seed.js';
 import type { OutputTarget } from './target.js';
@@ -518,25 +518,15 @@ export function icebergLake(run: IcebergRun) {
   }
   const started = new Set<IcebergCatalog>();
 
-  /** After the run: what is pending, each source's run tables, then snapshots past the retention expired. */
+  /** After the run: what is pending, then snapshots past the retention expired (the run tables follow the publish). */
   async function finish(warehouse: Warehouse, target: OutputTarget): Promise<number> {
     const written = await drain(warehouse, target);
     const cat = await open(target);
     await warehouse.exclusive(async () => {
-      throwIfStopped(run.signal, 'the Iceberg run tables');
+      throwIfStopped(run.signal, 'the Iceberg tables');
       const behind = await sourcesBehind(warehouse);
       const upToDate = run.sources.filter((s) => !behind.has(s));
       const stamp = { runId: run.runId, now: () => run.clock.now() };
-      // Through a catalog, each source's state object is a property of sync_runs, set by the commit of its run.
-      const states = cat.kind === 'rest' ? await stateObjects(warehouse, stamp, upToDate) : new Map<string, string>();
-      for (const table of RUN_TABLES) {
-        for (const source of run.sources) {
-          const state = table === STATE_TABLE ? states.get(source) : undefined;
-          const properties = state === undefined ? undefined : { [stateProperty(source)]: state };
-          for (const intent of await commitUnderIntent(warehouse, cat, [table], source, null, 'run', properties))
-            await done(warehouse, intent);
-        }
-      }
       if (run.maintenance !== false) {
         for (const table of Object.keys(ICEBERG_TABLES)) {
           // An expiry killed half way leaves files only the intent's clean-up finds.
@@ -564,9 +554,43 @@ export function icebergLake(run: IcebergRun) {
     return written;
   }
 
+  /**
+   * After the run's publish: each source's run tables whose rows changed (the outbox's `run-tables`), so
+   * the lake's sync_runs is the warehouse's and the published file's. Through a catalog, the source's
+   * state object is a property of sync_runs, set by this commit (for a source with no partition pending).
+   */
+  async function finishRunTables(warehouse: Warehouse, target: OutputTarget): Promise<void> {
+    const cat = await open(target);
+    await warehouse.exclusive(async () => {
+      const due = await runTablesDue(warehouse, run.sources);
+      if (due.length === 0) return;
+      const behind = await sourcesBehind(warehouse);
+      const stamp = { runId: run.runId, now: () => run.clock.now() };
+      const states =
+        cat.kind === 'rest'
+          ? await stateObjects(
+              warehouse,
+              stamp,
+              due.map((d) => d.source).filter((s) => !behind.has(s)),
+            )
+          : new Map<string, string>();
+      for (const item of due) {
+        for (const table of RUN_TABLES) {
+          throwIfStopped(run.signal, `the Iceberg ${table} of ${item.source}`);
+          const state = table === STATE_TABLE ? states.get(item.source) : undefined;
+          const properties = state === undefined ? undefined : { [stateProperty(item.source)]: state };
+          for (const intent of await commitUnderIntent(warehouse, cat, [table], item.source, null, 'run', properties))
+            await done(warehouse, intent);
+        }
+        await done(warehouse, item);
+      }
+    });
+  }
+
   return {
     drain,
     finish,
+    finishRunTables,
     /** Each table this run committed to, and its current metadata file. */
     tables: (): Record<string, string> =>
       Object.fromEntries([...current].map(([t, c]) => [t, c.file] as const).sort(([a], [b]) => a.localeCompare(b))),

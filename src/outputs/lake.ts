@@ -213,9 +213,9 @@ export interface ManifestTable {
 }
 
 /**
- * After a run: each of `sources`' run tables, then, for each source none of whose partitions is
- * pending, its manifest (written last, so a downstream job that sees it knows the source's part of
- * the lake matched the warehouse).
+ * After a run: for each source none of whose partitions is pending, its manifest (written last, so a
+ * downstream job that sees it knows the source's part of the lake matched the warehouse). The run
+ * tables follow the publish, in `finishRunTables`.
  */
 export async function finishLake(
   warehouse: Warehouse,
@@ -225,21 +225,6 @@ export async function finishLake(
   const written = await drainLake(warehouse, target, run.signal);
   await warehouse.exclusive(async () => {
     throwIfStopped(run.signal, 'the lake');
-    const scratch = target.scratch('run-tables');
-    try {
-      for (const source of run.sources) {
-        for (const table of RUN_TABLES) {
-          const file = join(scratch, `${table}-${source}.parquet`);
-          // The source is the partition: in the path, not in the file (as COPY … PARTITION_BY writes).
-          await warehouse.sql(
-            `COPY (SELECT * EXCLUDE (source) FROM ${table} WHERE source = ${sqlString(source)}) TO ${sqlString(file)} (${PARQUET_OPTIONS})`,
-          );
-          await target.putFile(`${table}/source=${source}/data.parquet`, file, run.signal);
-        }
-      }
-    } finally {
-      rmSync(scratch, { recursive: true, force: true });
-    }
     // Earlier versions wrote only local lakes; a bucket never holds these.
     if (!target.remote) for (const key of LEGACY_KEYS) await target.remove(key);
 
@@ -275,4 +260,41 @@ export async function finishLake(
     await markCaughtUp(warehouse, lakeName('parquet', target), run.sources);
   });
   return written;
+}
+
+/** The pending run tables of `sources` (this runner's), oldest first. */
+export async function runTablesDue(warehouse: Warehouse, sources: readonly string[]) {
+  return (await pending(warehouse, 'run-tables')).filter((p) => sources.includes(p.source));
+}
+
+/**
+ * After the run's publish: each source's run tables whose rows changed (the outbox's `run-tables`), whole,
+ * so the lake's sync_runs is the warehouse's and the published file's; each cleared once in place.
+ */
+export async function finishRunTables(
+  warehouse: Warehouse,
+  target: OutputTarget,
+  run: { sources: readonly string[]; signal?: AbortSignal | undefined },
+): Promise<void> {
+  await warehouse.exclusive(async () => {
+    const due = await runTablesDue(warehouse, run.sources);
+    if (due.length === 0) return;
+    const scratch = target.scratch('run-tables');
+    try {
+      for (const item of due) {
+        for (const table of RUN_TABLES) {
+          throwIfStopped(run.signal, `the lake's ${table} of ${item.source}`);
+          const file = join(scratch, `${table}-${item.source}.parquet`);
+          // The source is the partition: in the path, not in the file (as COPY … PARTITION_BY writes).
+          await warehouse.sql(
+            `COPY (SELECT * EXCLUDE (source) FROM ${table} WHERE source = ${sqlString(item.source)}) TO ${sqlString(file)} (${PARQUET_OPTIONS})`,
+          );
+          await target.putFile(`${table}/source=${item.source}/data.parquet`, file, run.signal);
+        }
+        await done(warehouse, item);
+      }
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
 }

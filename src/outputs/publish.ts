@@ -9,7 +9,7 @@
  * makes the next publish (this run's or the next run's) happen.
  */
 import { shortHash } from '../fingerprint.js';
-import { constants, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { constants, existsSync, mkdirSync, rmSync, statSync, truncateSync } from 'node:fs';
 import { copyFile, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
@@ -26,6 +26,20 @@ import { failpoint } from '../failpoints.js';
 
 /** Snapshots taken by this process, so no two share a name. */
 let snapshots = 0;
+
+/** Rounds of recording the published copy's size with a block to spare before giving up (one suffices: see takeSnapshot). */
+const PUBLISH_SIZE_ROUNDS = 4;
+
+/** The published copy outgrew every size recorded in it. */
+function sizeUnsettled(recorded: number, size: number): CostsyncError {
+  return new CostsyncError(
+    'CS_ERR_PUBLISH',
+    `The published copy grew past the size recorded in it (${recorded} recorded, ${size} on disk).`,
+    {
+      hint: 'Run again: the data is safe in the working copy, and the next run publishes it.',
+    },
+  );
+}
 
 /** Past this share of free blocks the working copy is published compacted (DuckDB rewrites it). */
 export const COMPACT_FREE_RATIO = 0.25;
@@ -206,13 +220,30 @@ async function takeSnapshot(
       await copyFile(warehouse.path, tmp, constants.COPYFILE_FICLONE);
       await warehouse.sql(`ATTACH ${sqlString(tmp)} AS ${alias}`);
     }
-    const bytes = statSync(tmp).size;
     const at = new Date(run.now()).toISOString();
     const seconds = (run.now() - started) / 1000;
+    // Recording the size changes the size (the updated row's blocks move, a block more or less, whatever
+    // the value), so no size recorded is sure to be the file's. Instead the record names the file's size
+    // with a block to spare, and the file is padded to it: DuckDB reads only the blocks its header names.
+    const [layout] = await warehouse.sql<{ block_size: number }>(
+      `SELECT block_size FROM pragma_database_size() WHERE database_name = ${sqlString(alias)}`,
+    );
+    const block = Number(layout?.block_size ?? 262_144);
+    let bytes = statSync(tmp).size + block;
     await warehouse.sql(`USE ${alias}`);
     if (run.runId !== null) await warehouse.run('publish/record', [run.runId, at, bytes, seconds]);
     await donePublishing(warehouse);
     await warehouse.sql(`USE ${self}`);
+    for (let round = 1; run.runId !== null; round++) {
+      await warehouse.sql(`CHECKPOINT ${alias}`);
+      const size = statSync(tmp).size;
+      if (size <= bytes) break;
+      if (round === PUBLISH_SIZE_ROUNDS) throw sizeUnsettled(bytes, size);
+      bytes = size + block;
+      await warehouse.sql(`USE ${alias}`);
+      await warehouse.run('publish/record_bytes', [run.runId, bytes]);
+      await warehouse.sql(`USE ${self}`);
+    }
     if (local) {
       if (run.runId !== null) await warehouse.run('publish/record', [run.runId, at, bytes, seconds]);
       await donePublishing(warehouse);
@@ -221,11 +252,14 @@ async function takeSnapshot(
       await mark(warehouse, { kind: 'upload' });
     }
     await warehouse.sql(`DETACH ${alias}`);
+    const size = statSync(tmp).size;
+    if (run.runId === null) bytes = size;
+    else if (size > bytes) throw sizeUnsettled(bytes, size);
+    else if (size < bytes) truncateSync(tmp, bytes);
     // A local publish renames this over --db, so it must be on disk first; a bucket's snapshot is only
     // read back for the upload (after a crash the outbox says to take a new one).
     if (local) await fsyncPath(tmp);
-    // The size said on the log is the file's as published: recording the publish in it grew it (a block or so) after `bytes` was taken.
-    return { bytes: statSync(tmp).size, method: compact ? 'compact' : 'copy', at, recordedSeconds: seconds };
+    return { bytes, method: compact ? 'compact' : 'copy', at, recordedSeconds: seconds };
   } catch (error) {
     await warehouse.sql(`USE ${self}`).catch(() => undefined);
     await warehouse.sql(`DETACH DATABASE IF EXISTS ${alias}`).catch(() => undefined);

@@ -16,6 +16,11 @@ export type OutboxItem =
   | { kind: 'iceberg-expiry'; table: string; sources: readonly string[]; runId: string }
   /** A Parquet lake's manifest of one source; null: an earlier version's one manifest of the whole lake. */
   | { kind: 'manifest'; source: string | null }
+  /**
+   * A source's rows of the run tables (sync_runs, …) changed since the lake's copy was written: written
+   * after the run's publish, so the lake holds the rows as the warehouse and the published file do.
+   */
+  | { kind: 'run-tables'; source: string }
   /** The working copy has commits the published warehouse lacks. */
   | { kind: 'publish' }
   /** A snapshot of the working copy is taken and its upload to the bucket is due. */
@@ -40,6 +45,7 @@ const STORED: Record<OutboxKind, string> = {
   'iceberg-commit': 'iceberg',
   'iceberg-expiry': 'iceberg',
   manifest: 'manifest',
+  'run-tables': 'run_tables',
   publish: 'publish',
   upload: 'publish',
 };
@@ -66,6 +72,8 @@ export function encode(item: OutboxItem): OutboxRow {
       return { kind, key: `${item.table}/${item.sources.join(',')}/${item.runId}${EXPIRE}/` };
     case 'manifest':
       return { kind, key: item.source ?? '' };
+    case 'run-tables':
+      return { kind, key: item.source };
     case 'publish':
       return { kind, key: '' };
     case 'upload':
@@ -94,6 +102,8 @@ export function decode(row: OutboxRow): OutboxItem | null {
     }
     case 'manifest':
       return { kind: 'manifest', source: row.key === '' ? null : row.key };
+    case 'run_tables':
+      return row.key === '' ? null : { kind: 'run-tables', source: row.key };
     case 'publish':
       return row.key === 'upload' ? { kind: 'upload' } : { kind: 'publish' };
     default:

@@ -20,6 +20,7 @@ import { newRunId } from '../run-id.js';
 import { CarriedCopy, SourceState, fileAndWarehouse, loadSourceState } from '../state/source-state.js';
 import { StateStore } from '../state/store.js';
 import type { Warehouse } from '../storage/duckdb.js';
+import { mark } from '../storage/outbox.js';
 import { derivedOutputs } from '../outputs/derived.js';
 import { icebergSeedLake, parquetSeedLake, seedFromLake } from '../outputs/lake-seed.js';
 import { directoryCatalog } from '../iceberg/table.js';
@@ -297,7 +298,10 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
 }
 
 /** The run's outputs, as `finishOutputs` brings them up to date. */
-type FinishingOutputs = Pick<ReturnType<typeof derivedOutputs>, 'finishLake' | 'deliver' | 'notify' | 'end' | 'abandoned'>;
+type FinishingOutputs = Pick<
+  ReturnType<typeof derivedOutputs>,
+  'finishLake' | 'deliver' | 'finishRunTables' | 'notify' | 'end' | 'abandoned'
+>;
 
 /**
  * After the sources, whatever the outcome: what was committed reaches the lake and the published
@@ -318,6 +322,11 @@ export async function finishOutputs(
     await record(publishBehind);
     await outputs.notify();
   }
+  // After the publish, which records itself in sync_runs: the lake's run tables then hold the same rows.
+  const stoppedBefore = outputs.abandoned;
+  await outputs.finishRunTables();
+  // A stop that left the run tables pending: the run did not finish its work (the next run writes them).
+  if (!stoppedBefore && outputs.abandoned) await stopped();
   return outputs.end();
 }
 
@@ -673,6 +682,8 @@ async function recordSource(
       for (const webhook of webhooks)
         await warehouse.run('notify/run_event', [id, webhook.id, summary.source, 'restated', JSON.stringify(event), endedAt]);
     }
+    // The lake's copy of these rows is written again after the run's publish (or by the next run).
+    await mark(warehouse, { kind: 'run-tables', source: summary.source });
     await warehouse.run('sync/run_finish', [
       runId,
       endedAt,

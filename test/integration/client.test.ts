@@ -178,7 +178,8 @@ describe('API client', () => {
         expect((error.cause as ApiError).code).toBe('CS_ERR_SERVER');
       });
       expect(requestLog.count({ route: 'anomalies' })).toBe(3);
-      expect(retried).toEqual(['CS_ERR_SERVER', 'CS_ERR_SERVER', 'CS_ERR_SERVER']);
+      // Two retries: the third failure is the last, with no retry after it.
+      expect(retried).toEqual(['CS_ERR_SERVER', 'CS_ERR_SERVER']);
     });
   });
 

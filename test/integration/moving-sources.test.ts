@@ -83,11 +83,13 @@ describe('a source moved to another runner sharing the Parquet lake', () => {
     await withEmulator(emulatorInput, async ({ url }) => {
       await withTempDir(async (dir) => {
         const { lake, a, b } = runners(url, dir);
-        // A's run of s stops before s's turn: A and the lake record the run, but A holds no row and no state of s.
+        // A's run of s stops before s's turn: A records the run, but holds no row and no state of s. The stop
+        // writes nothing to the lake: the run's rows of the run tables wait in A's outbox.
         await a.sync(['s'], {}, { outcome: 'stopped', signal: AbortSignal.abort('stop requested') });
-        const [stopped] = await lakeRuns(a.db, lake, 's');
-        expect(await queryDb(a.db, 'SELECT run_id FROM sync_runs')).toEqual([{ run_id: stopped }]);
-        // B, a copy of A's warehouse, syncs s: the lake now holds s's rows, and both runs in its run table.
+        expect(existsSync(join(lake, 'sync_runs/source=s/data.parquet'))).toBe(false);
+        const [{ run_id: stopped } = { run_id: '' }] = await queryDb<{ run_id: string }>(a.db, 'SELECT run_id FROM sync_runs');
+        expect(await queryDb(a.db, "SELECT key FROM _costsync_outbox WHERE kind = 'run_tables'")).toEqual([{ key: 's' }]);
+        // B, a copy of A's warehouse (its outbox too), syncs s: the lake now holds s's rows, and both runs in its run table.
         mkdirSync(dirname(b.db), { recursive: true });
         copyFileSync(a.db, b.db);
         await b.sync(['s']);

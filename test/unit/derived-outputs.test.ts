@@ -7,11 +7,15 @@ import type { Warehouse } from '../../src/storage/duckdb.js';
 import { memoryLogger } from '../helpers.js';
 
 /** Outputs with every step faked: what ran, in order; a step named in `failing` throws. */
-function outputs(failing: Partial<Record<keyof OutputSteps, Error>> = {}, options: { interval?: number; now?: () => number } = {}) {
+function outputs(
+  failing: Partial<Record<keyof OutputSteps, Error>> = {},
+  options: { interval?: number; now?: () => number; signal?: AbortSignal; during?: Partial<Record<keyof OutputSteps, () => void>> } = {},
+) {
   const calls: string[] = [];
   const fake = <K extends keyof OutputSteps>(name: K, result: unknown) =>
     (async () => {
       calls.push(name);
+      options.during?.[name]?.();
       const error: Error | undefined = failing[name];
       if (error) throw error;
       return result;
@@ -43,10 +47,12 @@ function outputs(failing: Partial<Record<keyof OutputSteps, Error>> = {}, option
     notifyFormat: 'json',
     metricsFile: '/m.prom',
     secrets: [],
+    signal: options.signal,
     steps: {
       fillLake: fake('fillLake', undefined),
       drainLake: fake('drainLake', 0),
       finishLake: fake('finishLake', undefined),
+      finishRunTables: fake('finishRunTables', undefined),
       publish: fake('publish', null),
       drainNotifications: fake('drainNotifications', new Map()),
       writeMetrics: fake('writeMetrics', undefined),
@@ -65,7 +71,7 @@ describe('the order of the derived outputs (no I/O)', () => {
     expect(calls).toEqual(['drainLake', 'publish']);
   });
 
-  it("finish: the lake's last partitions and manifests, the notifications, the publish, the metrics; nothing behind", async () => {
+  it("finish: the lake's last partitions and manifests, the notifications, the publish, the lake's run tables (after the publish records itself in them), the metrics; nothing behind", async () => {
     const { out, calls } = outputs();
     const recorded: CostsyncError[] = [];
     expect(
@@ -73,7 +79,7 @@ describe('the order of the derived outputs (no I/O)', () => {
         recorded.push(e);
       }),
     ).toBeNull();
-    expect(calls).toEqual(['finishLake', 'drainNotifications', 'record notifications', 'publish', 'writeMetrics']);
+    expect(calls).toEqual(['finishLake', 'drainNotifications', 'record notifications', 'publish', 'finishRunTables', 'writeMetrics']);
     expect(recorded).toEqual([]);
   });
 
@@ -104,11 +110,29 @@ describe('the order of the derived outputs (no I/O)', () => {
       'record behind',
       'drainNotifications',
       'record notifications',
+      'finishRunTables',
       'writeMetrics',
     ]);
     expect(error?.message).toContain('the published warehouse at /db/costs.duckdb (disk full)');
     const fenced = outputs({ publish: new FencedError('CS_ERR_LEASE_LOST', 'lost') });
     await expect(finishOutputs(fenced.out, async () => undefined)).rejects.toBeInstanceOf(FencedError);
     expect(fenced.calls).not.toContain('writeMetrics');
+  });
+
+  it("a stop during the publish leaves the lake's run tables in the outbox, and the run is recorded as stopped", async () => {
+    const stop = new AbortController();
+    const { out, calls } = outputs({}, { signal: stop.signal, during: { publish: () => stop.abort() } });
+    const error = await finishOutputs(
+      out,
+      async () => {
+        calls.push('record behind');
+      },
+      async () => {
+        calls.push('record stopped');
+      },
+    );
+    expect(calls).toEqual(['finishLake', 'drainNotifications', 'record notifications', 'publish', 'record stopped', 'writeMetrics']);
+    expect(out.abandoned).toBe(true);
+    expect(error).toBeNull();
   });
 });

@@ -33,6 +33,7 @@ const ITEMS: OutboxItem[] = [
   { kind: 'iceberg-expiry', table: 'line_items', sources: ['a', 'b_2'], runId: 'run-1' },
   { kind: 'manifest', source: 'acme-eu' },
   { kind: 'manifest', source: null },
+  { kind: 'run-tables', source: 'acme-eu' },
   { kind: 'publish' },
   { kind: 'upload' },
 ];
@@ -51,6 +52,8 @@ describe('the outbox (storage/outbox.ts): typed items, stored as (kind, key)', (
       { kind: 'iceberg', key: 'line_items/a,b_2/run-1.expire/' },
       { kind: 'manifest', key: 'acme-eu' },
       { kind: 'manifest', key: '' },
+      // New in this version: earlier versions leave the rows alone (and write their run tables at every finish).
+      { kind: 'run_tables', key: 'acme-eu' },
       { kind: 'publish', key: '' },
       { kind: 'publish', key: 'upload' },
     ]);
