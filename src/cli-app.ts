@@ -219,11 +219,13 @@ function register(parser: Argv, c: Command, io: CommandIo, done: (code: ExitCode
 }
 
 function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => void) {
-  let parser = yargs(argv)
-    .scriptName('costsync')
-    // A flag given twice: the last one wins, as in most CLIs.
-    .parserConfiguration({ 'duplicate-arguments-array': false })
-    .usage('$0 <command> [options]');
+  let parser = yargs(argv).scriptName('costsync').usage('$0 <command> [options]');
+  // A flag given twice: the last one wins, as in most CLIs. Done here, not with yargs'
+  // 'duplicate-arguments-array': false, which also kept only the last of a variadic positional (`push a.csv b.csv`).
+  parser = parser.middleware((args) => {
+    const arrays = new Set((parser as unknown as { getOptions(): { array: string[] } }).getOptions().array);
+    for (const [key, value] of Object.entries(args)) if (key !== '_' && Array.isArray(value) && !arrays.has(key)) args[key] = value.at(-1);
+  }, true);
   for (const c of COMMANDS) parser = register(parser, c, io, done);
   return (
     parser

@@ -1,6 +1,9 @@
--- The latest pushes (push and push-otel), newest first, for `costsync status`.
+-- The latest pushes (push and push-otel), newest first, for `costsync status`. unanswered: requests a
+-- stop cut before their answer (the next push sends their rows again); all_accepted counts answered ones.
 SELECT push_id, source, kind, connection_id, file, count(*) AS batches, sum(rows_sent) AS rows_sent,
-       sum(cost_line_item_count) AS created, sum(skipped) AS skipped, bool_and(accepted) AS all_accepted,
+       sum(cost_line_item_count) AS created, sum(skipped) AS skipped,
+       count(*) FILTER (WHERE response IS NULL) AS unanswered,
+       bool_and(accepted) FILTER (WHERE response IS NOT NULL) AS all_accepted,
        strftime(max(sent_at), '%Y-%m-%dT%H:%M:%SZ') AS last_sent_at
 FROM ingest_batches GROUP BY push_id, source, kind, connection_id, file
 ORDER BY last_sent_at DESC LIMIT 5

@@ -50,6 +50,11 @@ export function pushOptions(yargs: Argv) {
       type: 'string',
       describe: `What identifies a row without its own id: columns separated by commas, or "default" [default: the rule the connection's ledger records; for a new one: ${defaultKeyColumns('<vendor>').join(',')}]`,
     })
+    .option('rekey', {
+      type: 'boolean',
+      describe:
+        'With --key-columns: change the rule of a connection rows were delivered under (they get new ids; pushed again, they are stored again)',
+    })
     .option('undelivered-dir', {
       type: 'string',
       describe: 'Where <file>.undelivered.<ext>, the rows not delivered with the reason per row, is written [default: beside each file]',
@@ -177,6 +182,7 @@ export function resolvePushOptions(
     skipInvalid: Boolean(args['skip-invalid']),
     allowUndelivered: Boolean(args['allow-undelivered']),
     keyColumns: args['key-columns'] === undefined ? null : parseKeyColumns(String(args['key-columns']), vendor),
+    rekey: Boolean(args.rekey),
     undeliveredDir: args['undelivered-dir'] === undefined ? null : existingDir('undelivered-dir', String(args['undelivered-dir'])),
     force: Boolean(args.force),
     baseUrl: config.baseUrl,
@@ -220,6 +226,10 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // A reader that went away (`| head`) stops the push as SIGTERM does: never an exit 0 that did half the work.
+  const unwatchPipes = io.onClosedPipe?.((which) => {
+    if (!stop.signal.aborted) stop.abort(`${which} was closed`);
+  });
   try {
     const dryRun = Boolean(args['dry-run']);
     config = sharedConfig(args, io, !dryRun);
@@ -309,6 +319,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     logger.error(describeError(error, config ? [config.apiKey] : []), errorFields(error, config?.verbose ?? Boolean(args.verbose)));
     return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
   } finally {
+    unwatchPipes?.();
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
     reader?.close();

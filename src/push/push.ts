@@ -10,7 +10,7 @@ import { createReadStream, existsSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import type { IngestResult, IngestVersion } from '../api/types.js';
-import { ApiError, ClientErrorCode, ExitCode, InternalError } from '../errors.js';
+import { ApiError, ClientErrorCode, ConfigError, ExitCode, InternalError } from '../errors.js';
 import { keyFingerprint } from '../fingerprint.js';
 import { REQUIRED_INGEST_COLUMNS, extensionColumns } from '../focus/rules.js';
 import type { Logger } from '../log.js';
@@ -56,6 +56,8 @@ export interface PushOptions {
   allowUndelivered: boolean;
   /** `--key-columns`; null keeps the connection's rule (the default key for a new connection). */
   keyColumns: string[] | null;
+  /** `--rekey`: change the rule of a connection rows were delivered under (they would get new ids). */
+  rekey: boolean;
   /** Where files of rows not delivered go; null: beside each input. */
   undeliveredDir: string | null;
   /** Send every row again, even those the ledger shows delivered. */
@@ -231,7 +233,9 @@ export function withId(json: string, idColumn: string, id: string): string {
 export function undeliveredPath(input: string, format: SourceFile['format'], dir: string | null): string {
   const name = basename(input)
     .replace(/\.(gz|zst)$/i, '')
-    .replace(/\.[^.]*$/, '');
+    .replace(/\.[^.]*$/, '')
+    // A list pushed again is listed in its own place: it shrinks as its rows are delivered, and goes with the last.
+    .replace(/\.undelivered$/, '');
   return join(dir ?? dirname(input), `${name}.undelivered.${format}`);
 }
 
@@ -244,7 +248,7 @@ export function repeatedIdReason(places: readonly string[], own: boolean, rule: 
   const idColumn = extensionColumns(vendor).lineItemId;
   return own
     ? `the same ${idColumn} as ${others}: the server keeps one row per id, so neither is sent; give each row its own id`
-    : `the same identity as ${others} under ${describeRule(rule, vendor)}, so neither is sent (a later push could not tell them apart); add a column that tells them apart to --key-columns, or give each row its own ${idColumn}`;
+    : `the same identity as ${others} under ${describeRule(rule, vendor)}, so neither is sent (a later push could not tell them apart); give each row its own ${idColumn}, or (on a connection nothing was pushed to yet) add a column that tells them apart to --key-columns`;
 }
 
 async function sha256File(path: string): Promise<string> {
@@ -283,14 +287,18 @@ async function identityRule(deps: PushDeps, key: string): Promise<{ rule: Identi
   const rule = asked ?? recorded ?? fresh;
   const changed = recorded !== null && ruleText(rule) !== ruleText(recorded);
   if (changed && (legacy || row!.delivered_rows > 0)) {
-    logger.warn(
-      `connection ${options.connectionId}: its ledger identifies rows by ${describeRule(recorded, options.vendor)}; --key-columns changes that to ${describeRule(rule, options.vendor)}. ` +
-        'Rows pushed before without an id of their own will be sent again as new rows (the server keeps both copies): push only what was not pushed before, or give rows their own ids.',
-    );
+    const what = `connection ${options.connectionId}: its ledger identifies rows by ${describeRule(recorded, options.vendor)}; --key-columns would change that to ${describeRule(rule, options.vendor)}`;
+    const consequence = `rows pushed before without an id of their own (${legacy ? 'by an earlier costsync' : `${row!.delivered_rows} delivered`}) would get new ids, so pushing them again stores them again beside the old ones`;
+    if (!options.rekey)
+      throw new ConfigError(
+        `${what}: ${consequence}.`,
+        `Leave --key-columns out to keep the rule (rows that share an identity under it need their own ids), or pass --rekey too to change it for good, pushing only rows not pushed before.`,
+      );
+    logger.warn(`${what}, as --rekey asks: ${consequence}; the connection keeps the new rule from now on.`);
   } else if (legacy && !changed) {
     logger.warn(
       `connection ${options.connectionId}: an earlier costsync pushed to it identifying rows by their whole content; kept, so those rows are not sent again as new ones. ` +
-        'Under it a re-export with other columns, column order or values pushes its rows again; to identify rows by their key instead, pass --key-columns default once (rows pushed before will then be sent again as new rows).',
+        'Under it a re-export with other columns, column order or values pushes its rows again; to identify rows by their key instead, pass --key-columns default --rekey once (rows pushed before would then be stored again if pushed again).',
     );
   }
   return { rule, record: row!.rule === null || changed };
@@ -627,12 +635,9 @@ async function sendFile(
     for (const [reason, n] of counts) logger.warn(`${range}: ${n} row(s) not delivered: ${reason}`, { batchId: result.batch_id });
     const held = outcomes.filter((o) => o.delivered && o.how === 'held').length;
     if (held > 0)
-      logger.info(
-        `${range}: the server skipped ${held} row(s) it already had from an earlier request whose answer never came: delivered then`,
-        {
-          batchId: result.batch_id,
-        },
-      );
+      logger.info(`${range}: the server skipped ${held} row(s) it already held with these values from an earlier request: delivered`, {
+        batchId: result.batch_id,
+      });
   };
 
   /**

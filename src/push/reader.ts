@@ -340,7 +340,10 @@ export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Prom
     },
     async writeRows(source, rows, path) {
       const temporary = `${path}.tmp-${process.pid}`;
-      const numbered = `SELECT row_number() OVER () AS costsync_row, * FROM (${withoutComments(loadSql(`push/source_${source.format}`)).replace('$1', sqlString(source.path))})`;
+      // A list pushed again (its own costsync_row and costsync_reason) gets them anew.
+      const own = source.columns.map((c) => c.name).filter((n) => n === 'costsync_row' || n === 'costsync_reason');
+      const from = withoutComments(loadSql(`push/source_${source.format}`)).replace('$1', sqlString(source.path));
+      const numbered = `SELECT row_number() OVER () AS costsync_row, * ${own.length > 0 ? `EXCLUDE (${own.map(quoteIdent).join(', ')})` : ''} FROM (${from})`;
       const [setting] = (await connection.runAndReadAll("SELECT current_setting('threads') AS threads")).getRowObjectsJS();
       try {
         await connection.run('CREATE OR REPLACE TEMP TABLE costsync_undelivered (row BIGINT, reason VARCHAR)');

@@ -47,6 +47,7 @@ const options = (files: string[], over: Partial<PushOptions> = {}): PushOptions 
   skipInvalid: false,
   allowUndelivered: false,
   keyColumns: null,
+  rekey: false,
   undeliveredDir: null,
   force: false,
   baseUrl: 'http://127.0.0.1:1',

@@ -183,16 +183,20 @@ describe('push: row identity and an honest end (emulator over HTTP)', () => {
       expect(await sql(`SELECT costsync_row, costsync_reason FROM read_csv('${undelivered}', all_varchar = true)`)).toEqual([
         { costsync_row: '2', costsync_reason: 'failed the checks: BilledCost: not a finite number: twelve' },
       ]);
-      // Fixed, the file pushes its one row left, and the list is gone.
+      // The list, fixed and pushed, delivers its row and goes; so does the fixed original's push after it.
+      writeFileSync(undelivered, readFileSync(undelivered, 'utf8').replace('twelve', '12.5'));
+      const listFixed = await run(push(url, dir, [undelivered]), env);
+      expect(listFixed.code, listFixed.stderr).toBe(ExitCode.OK);
+      expect(summaryOf(listFixed.stderr)).toMatchObject({ delivered: 0, alreadyDelivered: 1 });
+      expect(existsSync(undelivered)).toBe(false);
       writeFileSync(file, csv(ROWS));
       const fixed = await run(push(url, dir, [file]), env);
       expect(fixed.code, fixed.stderr).toBe(ExitCode.OK);
       expect(summaryOf(fixed.stderr)).toMatchObject({ delivered: 1, alreadyDelivered: 2 });
-      expect(existsSync(undelivered)).toBe(false);
     });
   });
 
-  it('refuses two rows with one identity naming both lines; --key-columns tells them apart, and changing the rule is warned', async () => {
+  it('refuses two rows with one identity naming both lines; --key-columns tells them apart; changing the rule rows were delivered under needs --rekey', async () => {
     await withPush({}, async ({ url, dir, emulator }) => {
       const file = join(dir, 'teams.csv');
       writeFileSync(
@@ -209,19 +213,33 @@ describe('push: row identity and an honest end (emulator over HTTP)', () => {
         `${file}:2: the same identity as line 3 under the default key columns (--key-columns default), so neither is sent`,
       );
       expect(refused.stderr).toContain(`${file}:3: the same identity as line 2`);
+      // Every file named is read: the two rows above, then one more; a flag given twice, the last wins.
+      const more = join(dir, 'more.csv');
+      writeFileSync(more, 'ChargePeriodStart,ServiceName,ChargeCategory,BilledCost\n2026-11-22,Build farm,Usage,1');
+      const both = await run(push(url, dir, ['--dry-run', file, more, '--batch-size', '7', '--batch-size', '9']), env);
+      expect(summaryOf(both.stderr)).toMatchObject({ rowsRead: 3, invalid: 2 });
       const keyed = await run(push(url, dir, ['--key-columns', 'ChargePeriodStart,ServiceName,SubAccountId,x_team', file]), env);
       expect(keyed.code, keyed.stderr).toBe(ExitCode.OK);
       // Nothing was delivered under the default key before: no rows to send twice, so no warning.
-      expect(keyed.stderr).not.toContain('--key-columns changes');
+      expect(keyed.stderr).not.toContain('--key-columns would change');
       expect(held(emulator)).toEqual(['2026-11-20 Build farm 5', '2026-11-20 Build farm 6']);
       // The connection keeps the rule its ledger records: the same file again is delivered already.
       const again = await run(push(url, dir, [file]), env);
       expect(summaryOf(again.stderr)).toMatchObject({ sent: 0, alreadyDelivered: 2 });
-      expect(again.stderr).not.toContain('--key-columns changes');
+      expect(again.stderr).not.toContain('--key-columns would change');
+      // Changing it once rows were delivered would give them new ids: refused unless --rekey.
       const back = await run(push(url, dir, ['--key-columns', 'default', file]), env);
+      expect(back.code).toBe(ExitCode.USAGE);
       expect(back.stderr).toContain(
-        'its ledger identifies rows by the key columns ChargePeriodStart, ServiceName, SubAccountId, x_team; --key-columns changes that to the default key columns (--key-columns default)',
+        'its ledger identifies rows by the key columns ChargePeriodStart, ServiceName, SubAccountId, x_team; --key-columns would change that to the default key columns (--key-columns default): rows pushed before without an id of their own (2 delivered) would get new ids',
       );
+      expect(held(emulator)).toHaveLength(2);
+      const rekeyed = await run(
+        push(url, dir, ['--key-columns', 'ChargePeriodStart,ServiceName,SubAccountId,x_team,ChargeCategory', '--rekey', file]),
+        env,
+      );
+      expect(rekeyed.stderr).toContain('as --rekey asks');
+      expect(rekeyed.code).toBe(ExitCode.OK);
       const bad = await run(push(url, dir, ['--key-columns', 'ChargePeriodStart,Nope', file]), env);
       expect(bad.code).toBe(ExitCode.USAGE);
       expect(bad.stderr).toContain('--key-columns: \\"Nope\\" is not a FOCUS 1.2 column');

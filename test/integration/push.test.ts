@@ -55,6 +55,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
             batches: 2,
             rows_sent: 1000,
             created: 1000,
+            unanswered: 0,
             all_accepted: true,
           }),
         ]);
@@ -356,6 +357,10 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
           ).toEqual([
             { first_row: 1, last_row: 10, answered: true },
             { first_row: 11, last_row: 20, answered: false },
+          ]);
+          // status tells the cut request apart from the answered ones.
+          expect(await queryDb(db, (await import('../../src/storage/duckdb.js')).loadSql('status/last_pushes'))).toEqual([
+            expect.objectContaining({ batches: 2, unanswered: 1, all_accepted: true }),
           ]);
 
           // The held request is answered to nobody: the server stored the cut batch after all.

@@ -79,6 +79,7 @@ describe('push identity: the key and the rule', () => {
   it('names where the file and rows sharing an id go', () => {
     expect(undeliveredPath('/in/costs.csv.gz', 'csv', null)).toBe('/in/costs.undelivered.csv');
     expect(undeliveredPath('/in/costs.parquet', 'parquet', '/out')).toBe('/out/costs.undelivered.parquet');
+    expect(undeliveredPath('/in/costs.undelivered.csv', 'csv', null)).toBe('/in/costs.undelivered.csv');
     const rule = { kind: 'key' as const, columns: ['ServiceName'] };
     expect(repeatedIdReason(['line 3'], false, rule, 'service')).toContain(
       'the same identity as line 3 under the key columns ServiceName, so neither is sent',
