@@ -6,6 +6,7 @@ import { loadConfig, makeLogger, processIo, type CommandIo } from './common.js';
 import { createLogger } from '../log.js';
 import { settingOptions } from '../settings.js';
 import { sendNow } from '../outputs/notify.js';
+import { writeRefusedRunMetrics } from '../outputs/metrics.js';
 import { createProgress, runSummaryText } from '../progress.js';
 import { runSync, type RunSummary } from '../sync/runner.js';
 import { dryRunText, planDryRun } from '../sync/dry-run.js';
@@ -139,6 +140,7 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
     pipeClosed = true;
     if (!stop.signal.aborted) stop.abort(`${which} was closed`);
   });
+  const startedMs = io.now();
   try {
     const summary = await runSync({ config, logger, progress, signal: stop.signal });
     progress.finish();
@@ -199,6 +201,13 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
     const code = isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
     // Another run holds the warehouse: nothing can be recorded in its outbox, so say so directly (best effort).
     if (code === ExitCode.LOCKED) await notifyDirectly(webhooks, config.notifyFormat, describeError(error, secrets), (m) => logger.warn(m));
+    // The warehouse is another run's, but a collector still reads this run's outcome (the docs: after every run).
+    if (code === ExitCode.LOCKED && config.metricsFile !== undefined) {
+      const sources = config.sources?.map((s) => s.name) ?? ['default'];
+      await writeRefusedRunMetrics(config.metricsFile, { sources, startedS: startedMs / 1000, endedS: io.now() / 1000 }).catch(
+        (e: unknown) => logger.warn(`the metrics file ${config.metricsFile} could not be written: ${describeError(e, secrets)}`),
+      );
+    }
     return code;
   } finally {
     process.off('SIGTERM', onSignal);
