@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SETTING_SPECS, envName, settingOptions } from '../dist/settings.js';
 import { ERRORS, ExitCode } from '../dist/errors.js';
+import { OTHER_VARIABLES as COSTSYNC_VARIABLES, TEST_VARIABLES } from '../dist/env-vars.js';
 import { runCli } from '../dist/cli-app.js';
 import { checkOptions } from '../dist/commands/check.js';
 import { emulatorOptions } from '../dist/commands/emulator.js';
@@ -57,29 +58,9 @@ const EXIT_MEANINGS = {
     "another run holds the lock or the lease (named); a run lost its lease or found the published warehouse replaced by another run; or another program opened costsync's working copy (never for a reader of `--db`)",
 };
 
-/** Variables costsync reads that are not settings (settings each have their own COSTSYNC_<NAME>). */
+/** Variables costsync reads that are not settings: its own (src/env-vars.ts, the one registry of them), then others'. */
 const OTHER_VARIABLES = [
-  ['COSTSYNC_API_KEY', 'The API key (or put it alone in a file and pass `--api-key-file`); there is no flag for it.'],
-  [
-    'COSTSYNC_DUCKDB_MEMORY_LIMIT',
-    "DuckDB's memory limit for runs that write the warehouse, as a DuckDB size (`256MB`, `1GB`); default and least `64MB`. A value that is not a size, or under 64MB, is refused with exit 2.",
-  ],
-  [
-    'COSTSYNC_CATALOG_TOKEN',
-    'With `--catalog`: a bearer token sent as it is on every catalog request (a secret, never logged). One way only: not with `COSTSYNC_CATALOG_CREDENTIAL` or `--catalog-sigv4`.',
-  ],
-  [
-    'COSTSYNC_CATALOG_CREDENTIAL',
-    'With `--catalog`: `client_id:client_secret`, exchanged for OAuth2 tokens at `--catalog-oauth-uri` (a secret, never logged).',
-  ],
-  ['COSTSYNC_DUCKDB_THREADS', 'DuckDB threads for runs that write the warehouse, 1 to 64; default 1.'],
-  ['COSTSYNC_PUSH_MEMORY_LIMIT', "DuckDB's memory limit while `push` reads and checks files; default `256MB`."],
-  ['COSTSYNC_S3_PART_SIZE', 'Part size of multipart uploads to a bucket, in bytes, at least 5 MiB; default 8 MiB.'],
-  [
-    'COSTSYNC_CACHE_DIR',
-    'Where `query`, `verify`, `report` and `status` keep downloads of an `s3://` warehouse; default `$XDG_CACHE_HOME/costsync` or `~/.cache/costsync`.',
-  ],
-  ['COSTSYNC_FAILPOINT', 'Tests only: `NAME:N` makes the process kill itself at the Nth pass of a named crash point.'],
+  ...COSTSYNC_VARIABLES.map((v) => [v.name, v.describe]),
   [
     'AWS_REGION, AWS_PROFILE',
     "The bucket's region (required; any value for servers that ignore it) and the shared-config profile, as the AWS SDK reads them.",
@@ -193,6 +174,16 @@ function settingsPage(commands) {
     table(
       ['variable', 'what it does'],
       OTHER_VARIABLES.map(([name, what]) => [name.split(', ').map(code).join(', '), what]),
+    ),
+    '',
+    "## The tests' own variables",
+    '',
+    'costsync ignores these; the test suite reads them ([testing](../testing.md)). Any other `COSTSYNC_*` variable is warned',
+    'about at start-up, with the name it is closest to ("did you mean"): a misspelt one would otherwise be ignored without a word.',
+    '',
+    table(
+      ['variable', 'what it does'],
+      TEST_VARIABLES.map((v) => [code(v.name), v.describe]),
     ),
     '',
   ].join('\n');
