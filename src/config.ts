@@ -22,6 +22,8 @@ export interface SyncConfig {
   /** The first selected source's API and key (the only one's, without `sources`). */
   baseUrl: string;
   apiKey: string;
+  /** Where that key came from (`COSTSYNC_API_KEY`, `the key file P (--api-key-file)`): a refused key's hint names it. */
+  apiKeyFrom?: string;
   /** The sources to sync (after `--source` and `--shard`); absent means one `default` source from baseUrl and apiKey. */
   sources?: SourceConfig[];
   /** `--shard I/N` or `--shard-count N`: this run's shard, and how many sources it was chosen from (the selection before the split). */
@@ -351,6 +353,7 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
   return {
     baseUrl: first?.baseUrl ?? '',
     apiKey: first?.apiKey ?? '',
+    ...(first?.keyFrom !== undefined && { apiKeyFrom: first.keyFrom }),
     // A shard that owns none of the sources has an empty list, even without a "sources" list.
     ...(sources.fileSources !== undefined || (shard !== null && chosen.length === 0) ? { sources: chosen } : {}),
     ...(shard !== null && {

@@ -303,13 +303,37 @@ export function describeError(failure: unknown, secrets: readonly string[] = [])
   return redact(text, secrets);
 }
 
-/** Replaces every occurrence of each secret (of 4+ characters) with `[REDACTED]`. */
+/** Secrets shorter than this are not redacted at all (they would be found inside too much); see SHORT_SECRET. */
+const REDACT_MIN = 4;
+/** Secrets shorter than this are warned about at start-up: short enough to be an ordinary word in a message. */
+export const SHORT_SECRET = 8;
+
+/**
+ * Replaces each secret (of 4+ characters) with `[REDACTED]` where it stands as a whole token: not inside a
+ * longer word, so a short secret such as `wrong` does not garble "Unknown client or wrong secret" into
+ * nonsense elsewhere ("[REDACTED]ly"). Pure.
+ */
 export function redact(text: string, secrets: readonly string[]): string {
   let out = text;
   for (const secret of secrets) {
-    if (secret.length >= 4) out = out.split(secret).join('[REDACTED]');
+    if (secret.length < REDACT_MIN) continue;
+    const escaped = secret.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    out = out.replace(new RegExp(`(?<![A-Za-z0-9_])${escaped}(?![A-Za-z0-9_])`, 'g'), '[REDACTED]');
   }
   return out;
+}
+
+/**
+ * The start-up warning for each secret under 8 characters, named by where it came from (never by its
+ * value): whole-token redaction cannot tell it from an ordinary word, and one under 4 is not redacted. Pure.
+ */
+export function shortSecretWarnings(secrets: readonly { what: string; value: string }[]): string[] {
+  return secrets
+    .filter((s) => s.value !== '' && s.value.length < SHORT_SECRET)
+    .map(
+      (s) =>
+        `${s.what} is only ${s.value.length} characters long: use a secret of ${SHORT_SECRET} or more. costsync hides secrets in its logs and messages as whole words, and one this short ${s.value.length < REDACT_MIN ? 'is not hidden at all' : 'may be hidden where the same word means something else'}.`,
+    );
 }
 
 /**

@@ -2,7 +2,7 @@
 import type { Argv } from 'yargs';
 import { ExitCode, describeError, errorFields, isCostsyncError, redact } from '../errors.js';
 import type { SyncConfig } from '../config.js';
-import { loadConfig, makeLogger, processIo, type CommandIo } from './common.js';
+import { loadConfig, makeLogger, processIo, warnShortSecrets, type CommandIo } from './common.js';
 import { createLogger } from '../log.js';
 import { settingOptions } from '../settings.js';
 import { sendNow } from '../outputs/notify.js';
@@ -110,6 +110,7 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
   const secrets = [config.apiKey, ...(config.sources ?? []).map((s) => s.apiKey), ...webhooks];
   const logger = makeLogger(config, io);
   for (const key of secrets) logger.addSecret(key);
+  warnShortSecrets(config, logger);
   const live = config.logFormat === 'pretty' && io.isTTY && !config.quiet;
   const progress = createProgress({
     live,

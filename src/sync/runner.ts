@@ -111,7 +111,13 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const startedAt = new Date(startedMs).toISOString();
   const runId = newRunId(startedMs);
   const sources: SourceConfig[] = config.sources ?? [
-    { name: 'default', baseUrl: config.baseUrl, apiKey: config.apiKey, rateLimit: config.rateLimit },
+    {
+      name: 'default',
+      baseUrl: config.baseUrl,
+      apiKey: config.apiKey,
+      rateLimit: config.rateLimit,
+      ...(config.apiKeyFrom !== undefined && { keyFrom: config.apiKeyFrom }),
+    },
   ];
   const secrets = [
     ...sources.map((s) => s.apiKey),
@@ -375,6 +381,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     client = createApiClient({
       baseUrl: source.baseUrl,
       apiKey: source.apiKey,
+      ...(source.keyFrom !== undefined && { keyFrom: source.keyFrom }),
       limiter,
       clock,
       onEvent,
