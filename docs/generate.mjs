@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { SETTING_SPECS, envName, settingOptions } from '../dist/settings.js';
 import { ERRORS, ExitCode } from '../dist/errors.js';
 import { OTHER_VARIABLES as COSTSYNC_VARIABLES, TEST_VARIABLES } from '../dist/env-vars.js';
+import { leastDuration, limits } from '../dist/limits.js';
 import { runCli } from '../dist/cli-app.js';
 import { checkOptions } from '../dist/commands/check.js';
 import { emulatorOptions } from '../dist/commands/emulator.js';
@@ -124,7 +125,9 @@ function settingsPage(commands) {
         ? `${s.range[0].toLocaleString('en-US')} to ${s.range[1].toLocaleString('en-US')}`
         : s.kind === 'urls'
           ? 'URLs'
-          : s.kind;
+          : s.kind === 'duration'
+            ? `duration, at least ${leastDuration(s)}`
+            : s.kind;
   const settings = table(
     ['flag, config key', 'environment', 'default', 'values', 'commands', 'what it does'],
     SETTING_SPECS.map((s) => [
@@ -156,7 +159,12 @@ function settingsPage(commands) {
     'Every setting below is a flag, a key of the config file (`--config PATH`, default `./costsync.config.json` when present: a JSON',
     'object of settings by flag name) and an environment variable. A flag wins over the environment, which wins over the config file.',
     'The API key is never a flag or a config key: `COSTSYNC_API_KEY`, or `--api-key-file PATH` (a file holding only the key).',
-    'Durations are written with a unit (`90s`, `30m`, `2h`, `7d`; `0` alone means at once); dates are `YYYY-MM-DD`, in UTC.',
+    `Durations are written with a unit (\`90s\`, \`30m\`, \`2h\`, \`7d\`); \`0\` alone, meaning at once, only where a setting's least is 0 (${SETTING_SPECS.filter(
+      (s) => s.kind === 'duration' && (s.minMs ?? 0) === 0,
+    )
+      .map((s) => code(`--${s.name}`))
+      .join(', ')}); dates are \`YYYY-MM-DD\`, in UTC.`,
+    'Every default and limit, these and the built-in ones, is in one table: [defaults and limits](limits.md).',
     '',
     '## Settings',
     '',
@@ -184,6 +192,23 @@ function settingsPage(commands) {
     table(
       ['variable', 'what it does'],
       TEST_VARIABLES.map((v) => [code(v.name), v.describe]),
+    ),
+    '',
+  ].join('\n');
+}
+
+function limitsPage() {
+  return [
+    HEADER,
+    '# Defaults and limits',
+    '',
+    "Every default and limit the docs state, in one table read from the code: each setting's default and range, the",
+    "environment variables', and the built-in ones (with the constant that holds each). A test finds the built-in ones in",
+    'the pages that state them, so a page cannot keep an old value.',
+    '',
+    table(
+      ['what', 'value', 'in the code'],
+      limits().map((l) => [l.what, l.value, l.code]),
     ),
     '',
   ].join('\n');
@@ -253,6 +278,7 @@ export async function referencePages() {
   return {
     'docs/reference/settings.md': settingsPage(commands),
     'docs/reference/exit-codes.md': exitCodesPage(),
+    'docs/reference/limits.md': limitsPage(),
     'docs/reference/errors.md': errorsPage(),
   };
 }
