@@ -256,6 +256,8 @@ export function isDiskFull(error: unknown): boolean {
   return false;
 }
 
+const DISK_FULL = 'The disk is full: ';
+
 /** The hint of CS_ERR_DISK_FULL: the space a run needs, from the measured figure. */
 export const DISK_FULL_HINT = `Free space on the disk of --state-dir and --db (or move them to a larger one) and run again: progress up to here is saved. As measured (docs/benchmarks.md), a run needs about ${DISK_MB.keptPerMillionHeld} MB a million line items the warehouse holds (the published --db and its working copy), and while it fetches a window about ${DISK_MB.peakPerMillionFetched} MB a million line items in that window (a first run or a --since backfill; a smaller --window-days needs less).`;
 
@@ -266,7 +268,8 @@ export const DISK_FULL_HINT = `Free space on the disk of --state-dir and --db (o
 export function diskFullError(error: unknown): CostsyncError | null {
   if (!isDiskFull(error) || (error instanceof CostsyncError && error.code === 'CS_ERR_DISK_FULL')) return null;
   const message = error instanceof Error ? error.message.split('\n')[0]! : String(error);
-  return new CostsyncError('CS_ERR_DISK_FULL', `The disk is full: ${message.replace(/^(The disk is full: )+/, '')}`, {
+  // A message that quotes an inner full-disk error already says so: said once, where it happened.
+  return new CostsyncError('CS_ERR_DISK_FULL', message.includes(DISK_FULL) ? message : `${DISK_FULL}${message}`, {
     hint: DISK_FULL_HINT,
     cause: error,
   });

@@ -67,6 +67,9 @@ describe('every failure carries a registry code', () => {
       expect(describeError(failure)).toContain('hint: Free space on the disk of --state-dir and --db');
     }
     expect(diskFullError(new Error('Out of Memory Error: failed to allocate'))).toBeNull();
+    // An error quoting one already converted says it once.
+    const publish = new CostsyncError('CS_ERR_PUBLISH', `Cannot publish: ${diskFullError(duckdbFull)!.message}`);
+    expect(diskFullError(publish)!.message).toBe(`Cannot publish: The disk is full: ${duckdbFull.message}`);
   });
 
   it('never `code=undefined`: a system error is CS_ERR_STATE_IO, an error nothing classified CS_ERR_INTERNAL, a coded one keeps its code', () => {
