@@ -319,11 +319,22 @@ export const SHORT_SECRET = 8;
 export function redact(text: string, secrets: readonly string[]): string {
   let out = text;
   for (const secret of secrets) {
-    if (secret.length < REDACT_MIN) continue;
-    const escaped = secret.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    out = out.replace(new RegExp(`(?<![A-Za-z0-9_])${escaped}(?![A-Za-z0-9_])`, 'g'), '[REDACTED]');
+    if (secret.length < REDACT_MIN || !out.includes(secret)) continue;
+    out = out.replace(wholeToken(secret), '[REDACTED]');
   }
   return out;
+}
+
+/** Each secret's whole-token pattern, made once: every log line is redacted with every secret. */
+const tokenPatterns = new Map<string, RegExp>();
+function wholeToken(secret: string): RegExp {
+  let re = tokenPatterns.get(secret);
+  if (re === undefined) {
+    const escaped = secret.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    re = new RegExp(`(?<![A-Za-z0-9_])${escaped}(?![A-Za-z0-9_])`, 'g');
+    tokenPatterns.set(secret, re);
+  }
+  return re;
 }
 
 /**
