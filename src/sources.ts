@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { parseBaseUrl } from './api/client.js';
 import type { ConfigSources } from './config.js';
 import { ConfigError } from './errors.js';
+import { closest } from './did-you-mean.js';
 import { parseWebhook } from './outputs/notify.js';
 import { camelToKebab, envName } from './settings.js';
 import { shardOf, type Shard } from './shards.js';
@@ -98,8 +99,13 @@ export function selectSources(
         'Keep keys out of config files: use "api-key-file" (a file holding only the key) or "api-key-env" (the name of an environment variable).',
       );
     const unknown = Object.keys(raw).filter((k) => !SOURCE_FIELDS.includes(k));
-    if (unknown.length > 0)
-      throw new ConfigError(`${where} has unknown field(s): ${unknown.join(', ')}.`, `Known fields: ${SOURCE_FIELDS.join(', ')}.`);
+    if (unknown.length > 0) {
+      const named = unknown.map((k) => {
+        const meant = closest(k, SOURCE_FIELDS);
+        return meant === null ? k : `${k} (did you mean "${meant}"?)`;
+      });
+      throw new ConfigError(`${where} has unknown field(s): ${named.join(', ')}.`, `Known fields: ${SOURCE_FIELDS.join(', ')}.`);
+    }
     const name = raw.name;
     if (typeof name !== 'string' || !SOURCE_NAME_RE.test(name)) {
       throw new ConfigError(

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli-app.js';
-import { readConfigFile } from '../../src/config.js';
+import { readConfigFile, resolveSyncConfig } from '../../src/config.js';
 import { ConfigError, ExitCode } from '../../src/errors.js';
 import { knownVariables, unknownVariableText, unknownVariables } from '../../src/env-vars.js';
 
@@ -71,6 +71,18 @@ describe('the config file', () => {
     withFile('{"frobnicate": 3}', (path) => {
       expect(() => readConfigFile(path)).toThrow(/unknown setting "frobnicate"\.$/);
     });
+  });
+
+  it("a source's misspelt field names the field meant", () => {
+    const c = () =>
+      resolveSyncConfig({
+        flags: {},
+        env: {},
+        file: {},
+        fileSources: [{ name: 'eu', 'base-url': 'https://eu.example.com', 'api-key-fil': '/k', colour: 'red' }],
+        nowMs: Date.parse('2025-07-01T00:00:00Z'),
+      });
+    expect(c).toThrow('has unknown field(s): api-key-fil (did you mean "api-key-file"?), colour.');
   });
 
   it('the same through the command line: exit 2 and the words', async () => {
