@@ -6,7 +6,10 @@ import { loadConfig, makeLogger, processIo, warnShortSecrets, type CommandIo } f
 import { createLogger } from '../log.js';
 import { settingOptions } from '../settings.js';
 import { sendNow } from '../outputs/notify.js';
-import { writeRefusedRunMetrics } from '../outputs/metrics.js';
+import { gatherMetrics, prometheusText, writeRefusedRunMetrics } from '../outputs/metrics.js';
+import { isS3Url } from '../outputs/s3-url.js';
+import { openReadOnly } from '../storage/duckdb.js';
+import { existsSync } from 'node:fs';
 import { createProgress, runSummaryText } from '../progress.js';
 import { runSync, type RunSummary } from '../sync/runner.js';
 import { dryRunText, planDryRun } from '../sync/dry-run.js';
@@ -30,6 +33,17 @@ async function notifyDirectly(urls: string[], format: 'json' | 'slack', reason: 
     reason,
   };
   for (const r of await sendNow(urls, event, format)) if (r.error !== undefined) warn(`notification not sent: ${r.error}`);
+}
+
+/** The published warehouse's metrics (readers never wait on a run's lock), or null when there is no local one. */
+async function publishedMetrics(db: string): Promise<string | null> {
+  if (isS3Url(db) || !existsSync(db)) return null;
+  const wh = await openReadOnly(db);
+  try {
+    return prometheusText(await gatherMetrics(wh));
+  } finally {
+    wh.close();
+  }
 }
 
 /** What a shard that owns no source says. Pure. */
@@ -205,9 +219,9 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
     // The warehouse is another run's, but a collector still reads this run's outcome (the docs: after every run).
     if (code === ExitCode.LOCKED && config.metricsFile !== undefined) {
       const sources = config.sources?.map((s) => s.name) ?? ['default'];
-      await writeRefusedRunMetrics(config.metricsFile, { sources, startedS: startedMs / 1000, endedS: io.now() / 1000 }).catch(
-        (e: unknown) => logger.warn(`the metrics file ${config.metricsFile} could not be written: ${describeError(e, secrets)}`),
-      );
+      await writeRefusedRunMetrics(config.metricsFile, { sources, startedS: startedMs / 1000, endedS: io.now() / 1000 }, () =>
+        publishedMetrics(config.db),
+      ).catch((e: unknown) => logger.warn(`the metrics file ${config.metricsFile} could not be written: ${describeError(e, secrets)}`));
     }
     return code;
   } finally {

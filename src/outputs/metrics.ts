@@ -226,14 +226,19 @@ export function refusedRunText(previous: string | null, run: { sources: readonly
   return `${lines.join('\n')}\n`;
 }
 
-/** Writes the metrics file of a run refused by another's lock or lease, atomically, from the file already there. */
+/**
+ * Writes the metrics file of a run refused by another's lock or lease, atomically, from the file already
+ * there, or without one from `published` (the published warehouse's facts, which a refused run may read).
+ */
 export async function writeRefusedRunMetrics(
   path: string,
   run: { sources: readonly string[]; startedS: number; endedS: number },
+  published: () => Promise<string | null> = async () => null,
 ): Promise<void> {
-  const previous = await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return null;
-    throw error;
-  });
+  const previous =
+    (await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return null;
+      throw error;
+    })) ?? (await published().catch(() => null));
   await writeFileAtomic(path, refusedRunText(previous, run), { mode: 0o644 });
 }

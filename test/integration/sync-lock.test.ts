@@ -52,15 +52,22 @@ describe('run lock', () => {
         try {
           const refused = await run(args, env);
           expect(refused.code).toBe(ExitCode.LOCKED);
+          const after = readFileSync(metrics, 'utf8');
+          expect(sample(after, 'costsync_last_run_outcome', 'source="default",outcome="locked"')).toBe('1');
+          expect(sample(after, 'costsync_last_run_outcome', 'source="default",outcome="success"')).toBe('0');
+          expect(sample(after, 'costsync_last_success_timestamp_seconds', 'source="default"')).toBe(lastSuccess);
+          // Written by rename: no temporary file is left beside it.
+          expect(readdirSync(dir).filter((f) => f.startsWith('costsync.prom'))).toEqual(['costsync.prom']);
+
+          // With no file to carry it from, the last success is read from the published warehouse.
+          rmSync(metrics);
+          expect((await run(args, env)).code).toBe(ExitCode.LOCKED);
+          const fresh = readFileSync(metrics, 'utf8');
+          expect(sample(fresh, 'costsync_last_run_outcome', 'source="default",outcome="locked"')).toBe('1');
+          expect(sample(fresh, 'costsync_last_success_timestamp_seconds', 'source="default"')).toBe(lastSuccess);
         } finally {
           held.release();
         }
-        const after = readFileSync(metrics, 'utf8');
-        expect(sample(after, 'costsync_last_run_outcome', 'source="default",outcome="locked"')).toBe('1');
-        expect(sample(after, 'costsync_last_run_outcome', 'source="default",outcome="success"')).toBe('0');
-        expect(sample(after, 'costsync_last_success_timestamp_seconds', 'source="default"')).toBe(lastSuccess);
-        // Written by rename: no temporary file is left beside it.
-        expect(readdirSync(dir).filter((f) => f.startsWith('costsync.prom'))).toEqual(['costsync.prom']);
       });
     });
   });
