@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -56,6 +56,9 @@ describe('run lock', () => {
           expect(sample(after, 'costsync_last_run_outcome', 'source="default",outcome="locked"')).toBe('1');
           expect(sample(after, 'costsync_last_run_outcome', 'source="default",outcome="success"')).toBe('0');
           expect(sample(after, 'costsync_last_success_timestamp_seconds', 'source="default"')).toBe(lastSuccess);
+          // What node_exporter's collector accepts (each metric once, HELP and TYPE first).
+          const promtool = spawnSync('promtool', ['check', 'metrics'], { input: after, encoding: 'utf8' });
+          expect({ status: promtool.status, out: `${promtool.stdout}${promtool.stderr}` }).toEqual({ status: 0, out: '' });
           // Written by rename: no temporary file is left beside it.
           expect(readdirSync(dir).filter((f) => f.startsWith('costsync.prom'))).toEqual(['costsync.prom']);
 
