@@ -7,6 +7,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SETTING_SPECS, envName, settingOptions } from '../dist/settings.js';
 import { ERRORS, ExitCode } from '../dist/errors.js';
+import { OTHER_VARIABLES as COSTSYNC_VARIABLES, TEST_VARIABLES } from '../dist/env-vars.js';
+import { leastDuration, limits } from '../dist/limits.js';
 import { runCli } from '../dist/cli-app.js';
 import { checkOptions } from '../dist/commands/check.js';
 import { emulatorOptions } from '../dist/commands/emulator.js';
@@ -57,29 +59,9 @@ const EXIT_MEANINGS = {
     "another run holds the lock or the lease (named); a run lost its lease or found the published warehouse replaced by another run; or another program opened costsync's working copy (never for a reader of `--db`)",
 };
 
-/** Variables costsync reads that are not settings (settings each have their own COSTSYNC_<NAME>). */
+/** Variables costsync reads that are not settings: its own (src/env-vars.ts, the one registry of them), then others'. */
 const OTHER_VARIABLES = [
-  ['COSTSYNC_API_KEY', 'The API key (or put it alone in a file and pass `--api-key-file`); there is no flag for it.'],
-  [
-    'COSTSYNC_DUCKDB_MEMORY_LIMIT',
-    "DuckDB's memory limit for runs that write the warehouse, as a DuckDB size (`256MB`, `1GB`); default and least `64MB`. A value that is not a size, or under 64MB, is refused with exit 2.",
-  ],
-  [
-    'COSTSYNC_CATALOG_TOKEN',
-    'With `--catalog`: a bearer token sent as it is on every catalog request (a secret, never logged). One way only: not with `COSTSYNC_CATALOG_CREDENTIAL` or `--catalog-sigv4`.',
-  ],
-  [
-    'COSTSYNC_CATALOG_CREDENTIAL',
-    'With `--catalog`: `client_id:client_secret`, exchanged for OAuth2 tokens at `--catalog-oauth-uri` (a secret, never logged).',
-  ],
-  ['COSTSYNC_DUCKDB_THREADS', 'DuckDB threads for runs that write the warehouse, 1 to 64; default 1.'],
-  ['COSTSYNC_PUSH_MEMORY_LIMIT', "DuckDB's memory limit while `push` reads and checks files; default `256MB`."],
-  ['COSTSYNC_S3_PART_SIZE', 'Part size of multipart uploads to a bucket, in bytes, at least 5 MiB; default 8 MiB.'],
-  [
-    'COSTSYNC_CACHE_DIR',
-    'Where `query`, `verify`, `report` and `status` keep downloads of an `s3://` warehouse; default `$XDG_CACHE_HOME/costsync` or `~/.cache/costsync`.',
-  ],
-  ['COSTSYNC_FAILPOINT', 'Tests only: `NAME:N` makes the process kill itself at the Nth pass of a named crash point.'],
+  ...COSTSYNC_VARIABLES.map((v) => [v.name, v.describe]),
   [
     'AWS_REGION, AWS_PROFILE',
     "The bucket's region (required; any value for servers that ignore it) and the shared-config profile, as the AWS SDK reads them.",
@@ -143,7 +125,9 @@ function settingsPage(commands) {
         ? `${s.range[0].toLocaleString('en-US')} to ${s.range[1].toLocaleString('en-US')}`
         : s.kind === 'urls'
           ? 'URLs'
-          : s.kind;
+          : s.kind === 'duration'
+            ? `duration, at least ${leastDuration(s)}`
+            : s.kind;
   const settings = table(
     ['flag, config key', 'environment', 'default', 'values', 'commands', 'what it does'],
     SETTING_SPECS.map((s) => [
@@ -175,7 +159,12 @@ function settingsPage(commands) {
     'Every setting below is a flag, a key of the config file (`--config PATH`, default `./costsync.config.json` when present: a JSON',
     'object of settings by flag name) and an environment variable. A flag wins over the environment, which wins over the config file.',
     'The API key is never a flag or a config key: `COSTSYNC_API_KEY`, or `--api-key-file PATH` (a file holding only the key).',
-    'Durations are written with a unit (`90s`, `30m`, `2h`, `7d`; `0` alone means at once); dates are `YYYY-MM-DD`, in UTC.',
+    `Durations are written with a unit (\`90s\`, \`30m\`, \`2h\`, \`7d\`); \`0\` alone, meaning at once, only where a setting's least is 0 (${SETTING_SPECS.filter(
+      (s) => s.kind === 'duration' && (s.minMs ?? 0) === 0,
+    )
+      .map((s) => code(`--${s.name}`))
+      .join(', ')}); dates are \`YYYY-MM-DD\`, in UTC.`,
+    'Every default and limit, these and the built-in ones, is in one table: [defaults and limits](limits.md).',
     '',
     '## Settings',
     '',
@@ -193,6 +182,33 @@ function settingsPage(commands) {
     table(
       ['variable', 'what it does'],
       OTHER_VARIABLES.map(([name, what]) => [name.split(', ').map(code).join(', '), what]),
+    ),
+    '',
+    "## The tests' own variables",
+    '',
+    'costsync ignores these; the test suite reads them ([testing](../testing.md)). Any other `COSTSYNC_*` variable is warned',
+    'about at start-up, with the name it is closest to ("did you mean"): a misspelt one would otherwise be ignored without a word.',
+    '',
+    table(
+      ['variable', 'what it does'],
+      TEST_VARIABLES.map((v) => [code(v.name), v.describe]),
+    ),
+    '',
+  ].join('\n');
+}
+
+function limitsPage() {
+  return [
+    HEADER,
+    '# Defaults and limits',
+    '',
+    "Every default and limit the docs state, in one table read from the code: each setting's default and range, the",
+    "environment variables', and the built-in ones (with the constant that holds each). A test finds the built-in ones in",
+    'the pages that state them, so a page cannot keep an old value.',
+    '',
+    table(
+      ['what', 'value', 'in the code'],
+      limits().map((l) => [l.what, l.value, l.code]),
     ),
     '',
   ].join('\n');
@@ -262,6 +278,7 @@ export async function referencePages() {
   return {
     'docs/reference/settings.md': settingsPage(commands),
     'docs/reference/exit-codes.md': exitCodesPage(),
+    'docs/reference/limits.md': limitsPage(),
     'docs/reference/errors.md': errorsPage(),
   };
 }

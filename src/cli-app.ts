@@ -20,6 +20,7 @@ import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } fr
 import { SETTINGS, envName } from './settings.js';
 import { createLogger } from './log.js';
 import { closest } from './did-you-mean.js';
+import { unknownVariableText, unknownVariables } from './env-vars.js';
 
 /** What `--help` ends with: the exit codes and where settings come from. */
 const EPILOGUE = [
@@ -60,6 +61,14 @@ export function reportFailure(argv: readonly string[], error: unknown, io: Pick<
   }
 }
 
+/** Warns of each COSTSYNC_* variable costsync does not read (a misspelt one would be ignored without a word). */
+export function warnUnknownVariables(argv: readonly string[], io: Pick<CommandIo, 'env' | 'stderr'>): void {
+  const unknown = unknownVariables(io.env);
+  if (unknown.length === 0) return;
+  const logger = createLogger({ format: jsonErrors(argv, io.env) ? 'json' : 'pretty', write: (line) => io.stderr(`${line}\n`) });
+  for (const v of unknown) logger.warn(unknownVariableText(v));
+}
+
 /** Keys on the command line are refused with the reason, before yargs calls them unknown. */
 function refuseKeyFlag(argv: readonly string[]): void {
   if (argv.some((a) => a === '--api-key' || a.startsWith('--api-key='))) {
@@ -74,6 +83,7 @@ function refuseKeyFlag(argv: readonly string[]): void {
 export async function runCli(argv: string[], io: CommandIo): Promise<ExitCode> {
   let code: ExitCode = ExitCode.OK;
   try {
+    warnUnknownVariables(argv, io);
     refuseKeyFlag(argv);
     await buildParser(argv, io, (c) => {
       code = c;

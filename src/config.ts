@@ -11,6 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { addDays, utcDate } from './dates.js';
 import { ConfigError } from './errors.js';
+import { closest } from './did-you-mean.js';
 import { duckdbThreads, memoryLimit } from './storage/duckdb-settings.js';
 import { STREAM_NAMES, type StreamName } from './sync/context.js';
 
@@ -21,6 +22,8 @@ export interface SyncConfig {
   /** The first selected source's API and key (the only one's, without `sources`). */
   baseUrl: string;
   apiKey: string;
+  /** Where that key came from (`COSTSYNC_API_KEY`, `the key file P (--api-key-file)`): a refused key's hint names it. */
+  apiKeyFrom?: string;
   /** The sources to sync (after `--source` and `--shard`); absent means one `default` source from baseUrl and apiKey. */
   sources?: SourceConfig[];
   /** `--shard I/N` or `--shard-count N`: this run's shard, and how many sources it was chosen from (the selection before the split). */
@@ -107,9 +110,23 @@ export interface ConfigFile {
 export function readConfigFile(path: string | undefined, cwd = process.cwd()): ConfigFile {
   const file = path ?? (existsSync(resolve(cwd, 'costsync.config.json')) ? resolve(cwd, 'costsync.config.json') : null);
   if (file === null) return { path: null, values: {} };
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (cause) {
+    // A missing file is most often a typo in the path: say so, not how reading it failed.
+    const missing = (cause as NodeJS.ErrnoException).code === 'ENOENT';
+    throw new ConfigError(
+      missing ? `The config file ${file} was not found.` : `The config file ${file} cannot be read: ${(cause as Error).message}`,
+      missing
+        ? `Check the path given to --config (relative paths start from ${cwd}).`
+        : 'Make the file readable, or pass --config with another one.',
+      cause,
+    );
+  }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(readFileSync(file, 'utf8'));
+    parsed = JSON.parse(text);
   } catch (cause) {
     throw new ConfigError(
       `The config file ${file} cannot be read as JSON: ${(cause as Error).message}`,
@@ -138,7 +155,11 @@ export function readConfigFile(path: string | undefined, cwd = process.cwd()): C
       );
     }
     if (!(SETTINGS as readonly string[]).includes(key)) {
-      throw new ConfigError(`The config file ${file} has an unknown setting "${rawKey}".`, `Known settings: ${SETTINGS.join(', ')}.`);
+      const meant = closest(key, [...SETTINGS, 'sources']);
+      throw new ConfigError(
+        `The config file ${file} has an unknown setting "${rawKey}"${meant === null ? '' : ` (did you mean "${meant}"?)`}.`,
+        `Known settings: ${SETTINGS.join(', ')}, sources.`,
+      );
     }
     values[key as SettingName] = value;
   }
@@ -332,6 +353,7 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
   return {
     baseUrl: first?.baseUrl ?? '',
     apiKey: first?.apiKey ?? '',
+    ...(first?.keyFrom !== undefined && { apiKeyFrom: first.keyFrom }),
     // A shard that owns none of the sources has an empty list, even without a "sources" list.
     ...(sources.fileSources !== undefined || (shard !== null && chosen.length === 0) ? { sources: chosen } : {}),
     ...(shard !== null && {

@@ -115,6 +115,11 @@ export const ERRORS = {
     exit: ExitCode.USAGE,
     summary: 'the Iceberg REST catalog does not offer an endpoint costsync needs (named, from its config endpoints)',
   },
+  CS_ERR_DISK_FULL: {
+    exit: ExitCode.FAILED,
+    summary:
+      'the disk ran full (ENOSPC, DuckDB\'s "No space left on device"); progress up to it is saved, and the hint says how much space a run needs',
+  },
   CS_ERR_INTERNAL: {
     exit: ExitCode.FAILED,
     summary: 'a bug in costsync: a check that should never fail did (the message names it); please report it',
@@ -257,10 +262,59 @@ export function isCostsyncError(error: unknown): error is CostsyncError {
 }
 
 /**
+ * Disk a run takes, measured (`npm run bench -- disk`, docs/benchmarks.md): a backfill of a million line
+ * items in one window peaked at 489 MB (the pages spooled until the window is stored, the working copy, its
+ * WAL and the published --db) and left 50 MB (the published --db and its working copy).
+ */
+export const DISK_MB = { peakPerMillionFetched: 490, keptPerMillionHeld: 50 } as const;
+
+/** True when `error` or one of its causes is a full disk: Node's ENOSPC, or DuckDB's "No space left on device". Pure. */
+export function isDiskFull(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOSPC' || /No space left on device/i.test(e.message)) return true;
+  }
+  return false;
+}
+
+const DISK_FULL = 'The disk is full: ';
+
+/** The hint of CS_ERR_DISK_FULL: the space a run needs, from the measured figure. */
+export const DISK_FULL_HINT = `Free space on the disk of --state-dir and --db (or move them to a larger one) and run again: progress up to here is saved. As measured (docs/benchmarks.md), a run needs about ${DISK_MB.keptPerMillionHeld} MB a million line items the warehouse holds (the published --db and its working copy), and while it fetches a window about ${DISK_MB.peakPerMillionFetched} MB a million line items in that window (a first run or a --since backfill; a smaller --window-days needs less).`;
+
+/**
+ * A full disk as CS_ERR_DISK_FULL, with its hint; null for any other error. An error that already has a
+ * code of its own keeps its message: the disk is what to fix, whatever was being written. Pure.
+ */
+export function diskFullError(error: unknown): CostsyncError | null {
+  if (!isDiskFull(error) || (error instanceof CostsyncError && error.code === 'CS_ERR_DISK_FULL')) return null;
+  const message = error instanceof Error ? error.message.split('\n')[0]! : String(error);
+  // A message that quotes an inner full-disk error already says so: said once, where it happened.
+  return new CostsyncError('CS_ERR_DISK_FULL', message.includes(DISK_FULL) ? message : `${DISK_FULL}${message}`, {
+    hint: DISK_FULL_HINT,
+    cause: error,
+  });
+}
+
+/**
+ * The registry code of any failure: its own, CS_ERR_DISK_FULL for a full disk, CS_ERR_STATE_IO for another
+ * system error (EACCES, EIO…) and DuckDB's I/O errors, else CS_ERR_INTERNAL (an error costsync did not
+ * classify is its bug). Pure.
+ */
+export function codeOf(error: unknown): ErrorCode {
+  if (isDiskFull(error)) return 'CS_ERR_DISK_FULL';
+  if (error instanceof CostsyncError) return error.code;
+  const errno = (error as NodeJS.ErrnoException | null)?.code;
+  if ((typeof errno === 'string' && /^E[A-Z]+$/.test(errno)) || (error instanceof Error && /^IO Error/.test(error.message)))
+    return 'CS_ERR_STATE_IO';
+  return 'CS_ERR_INTERNAL';
+}
+
+/**
  * One line a person can read: message, then the hint. Used by the CLI and by logs.
  * `secrets` are scrubbed from the result, so a key echoed back inside a cause never escapes.
  */
-export function describeError(error: unknown, secrets: readonly string[] = []): string {
+export function describeError(failure: unknown, secrets: readonly string[] = []): string {
+  const error = diskFullError(failure) ?? failure;
   let text: string;
   if (error instanceof CostsyncError) {
     text = error.hint ? `${error.message}\n  hint: ${error.hint}` : error.message;
@@ -272,13 +326,48 @@ export function describeError(error: unknown, secrets: readonly string[] = []): 
   return redact(text, secrets);
 }
 
-/** Replaces every occurrence of each secret (of 4+ characters) with `[REDACTED]`. */
+/** Secrets shorter than this are not redacted at all (they would be found inside too much); see SHORT_SECRET. */
+const REDACT_MIN = 4;
+/** Secrets shorter than this are warned about at start-up: short enough to be an ordinary word in a message. */
+export const SHORT_SECRET = 8;
+
+/**
+ * Replaces each secret (of 4+ characters) with `[REDACTED]` where it stands as a whole token: not inside a
+ * longer word, so a short secret such as `wrong` does not garble "Unknown client or wrong secret" into
+ * nonsense elsewhere ("[REDACTED]ly"). Pure.
+ */
 export function redact(text: string, secrets: readonly string[]): string {
   let out = text;
   for (const secret of secrets) {
-    if (secret.length >= 4) out = out.split(secret).join('[REDACTED]');
+    if (secret.length < REDACT_MIN || !out.includes(secret)) continue;
+    out = out.replace(wholeToken(secret), '[REDACTED]');
   }
   return out;
+}
+
+/** Each secret's whole-token pattern, made once: every log line is redacted with every secret. */
+const tokenPatterns = new Map<string, RegExp>();
+function wholeToken(secret: string): RegExp {
+  let re = tokenPatterns.get(secret);
+  if (re === undefined) {
+    const escaped = secret.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    re = new RegExp(`(?<![A-Za-z0-9_])${escaped}(?![A-Za-z0-9_])`, 'g');
+    tokenPatterns.set(secret, re);
+  }
+  return re;
+}
+
+/**
+ * The start-up warning for each secret under 8 characters, named by where it came from (never by its
+ * value): whole-token redaction cannot tell it from an ordinary word, and one under 4 is not redacted. Pure.
+ */
+export function shortSecretWarnings(secrets: readonly { what: string; value: string }[]): string[] {
+  return secrets
+    .filter((s) => s.value !== '' && s.value.length < SHORT_SECRET)
+    .map(
+      (s) =>
+        `${s.what} is only ${s.value.length} characters long: use a secret of ${SHORT_SECRET} or more. costsync hides secrets in its logs and messages as whole words, and one this short ${s.value.length < REDACT_MIN ? 'is not hidden at all' : 'may be hidden where the same word means something else'}.`,
+    );
 }
 
 /**
@@ -286,7 +375,8 @@ export function redact(text: string, secrets: readonly string[]): string {
  * logger scrubs secrets from every line it writes, stacks included).
  */
 export function errorFields(error: unknown, verbose: boolean): Record<string, unknown> {
-  const fields: Record<string, unknown> = { code: (error as { code?: string } | null)?.code };
+  // Always a registry code: a failure nothing classified is one too (CS_ERR_INTERNAL), never `undefined`.
+  const fields: Record<string, unknown> = { code: codeOf(error) };
   if (verbose) {
     const stacks: string[] = [];
     for (let e: unknown = error; e instanceof Error && stacks.length < 5; e = e.cause) stacks.push(e.stack ?? e.message);

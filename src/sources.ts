@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { parseBaseUrl } from './api/client.js';
 import type { ConfigSources } from './config.js';
 import { ConfigError } from './errors.js';
+import { closest } from './did-you-mean.js';
 import { parseWebhook } from './outputs/notify.js';
 import { camelToKebab, envName } from './settings.js';
 import { shardOf, type Shard } from './shards.js';
@@ -17,6 +18,8 @@ export interface SourceConfig {
   baseUrl: string;
   apiKey: string;
   rateLimit: number;
+  /** Where its key came from (a refused key's hint names it): `the key file /etc/eu.key (source "eu"'s "api-key-file")`. */
+  keyFrom?: string;
   /** Webhooks of this source, besides the global `notify` ones. */
   notify?: string[];
 }
@@ -70,7 +73,8 @@ export function selectSources(
     }
     const baseUrl = String(base).replace(/\/+$/, '');
     parseBaseUrl(baseUrl);
-    return [{ name: 'default', baseUrl, apiKey: resolveApiKey(sources), rateLimit }];
+    const key = resolveApiKey(sources);
+    return [{ name: 'default', baseUrl, apiKey: key.value, keyFrom: key.from, rateLimit }];
   }
   const list = sources.fileSources;
   const fix =
@@ -95,8 +99,13 @@ export function selectSources(
         'Keep keys out of config files: use "api-key-file" (a file holding only the key) or "api-key-env" (the name of an environment variable).',
       );
     const unknown = Object.keys(raw).filter((k) => !SOURCE_FIELDS.includes(k));
-    if (unknown.length > 0)
-      throw new ConfigError(`${where} has unknown field(s): ${unknown.join(', ')}.`, `Known fields: ${SOURCE_FIELDS.join(', ')}.`);
+    if (unknown.length > 0) {
+      const named = unknown.map((k) => {
+        const meant = closest(k, SOURCE_FIELDS);
+        return meant === null ? k : `${k} (did you mean "${meant}"?)`;
+      });
+      throw new ConfigError(`${where} has unknown field(s): ${named.join(', ')}.`, `Known fields: ${SOURCE_FIELDS.join(', ')}.`);
+    }
     const name = raw.name;
     if (typeof name !== 'string' || !SOURCE_NAME_RE.test(name)) {
       throw new ConfigError(
@@ -142,8 +151,10 @@ export function selectSources(
     const baseUrl = base.trim().replace(/\/+$/, '');
     parseBaseUrl(baseUrl);
     let apiKey: string;
+    let keyFrom: string;
     if (typeof raw['api-key-file'] === 'string' && raw['api-key-env'] === undefined) {
       apiKey = readKeyFile(sources, raw['api-key-file'], where);
+      keyFrom = `the key file ${raw['api-key-file']} (source "${name}"'s "api-key-file" in the config file)`;
     } else if (typeof raw['api-key-env'] === 'string' && raw['api-key-file'] === undefined) {
       const value = sources.env[raw['api-key-env']];
       if (value === undefined || value.trim() === '') {
@@ -153,6 +164,7 @@ export function selectSources(
         );
       }
       apiKey = value.trim();
+      keyFrom = `the environment variable ${raw['api-key-env']} (source "${name}"'s "api-key-env" in the config file)`;
     } else {
       throw new ConfigError(`${where} needs exactly one of "api-key-file" and "api-key-env".`, fix);
     }
@@ -169,6 +181,7 @@ export function selectSources(
       name,
       baseUrl,
       apiKey,
+      keyFrom,
       rateLimit: own,
       ...(raw.notify !== undefined ? { notify: urlList(raw.notify, `${where}: "notify"`) } : {}),
     };
@@ -188,17 +201,23 @@ function readKeyFile(sources: ConfigSources, path: string, from: string): string
     );
   }
   const key = text.trim();
-  if (key === '' || /\s/.test(key))
-    throw new ConfigError(`${from}: the key file ${path} must hold the key alone, on one line.`, 'Write only the key into the file.');
+  // An empty file is a key not written yet (or truncated), not a file holding more than the key.
+  if (key === '')
+    throw new ConfigError(`${from}: the key file ${path} is empty.`, `Write the API key into ${path} (the key alone, on one line).`);
+  if (/\s/.test(key))
+    throw new ConfigError(
+      `${from}: the key file ${path} holds more than one word; it must hold the key alone, on one line.`,
+      'Write only the key into the file.',
+    );
   return key;
 }
 
-/** The key: `--api-key-file` wins over COSTSYNC_API_KEY, which wins over the file's "api-key-file". */
-function resolveApiKey(sources: ConfigSources): string {
-  const fromFile = (path: string, from: string) => readKeyFile(sources, path, from);
+/** The key and where it came from: `--api-key-file` wins over COSTSYNC_API_KEY, which wins over the file's "api-key-file". */
+function resolveApiKey(sources: ConfigSources): { value: string; from: string } {
+  const fromFile = (path: string, from: string) => ({ value: readKeyFile(sources, path, from), from: `the key file ${path} (${from})` });
   if (sources.flags['api-key-file'] !== undefined) return fromFile(String(sources.flags['api-key-file']), '--api-key-file');
   const envKey = sources.env.COSTSYNC_API_KEY;
-  if (envKey !== undefined && envKey.trim() !== '') return envKey.trim();
+  if (envKey !== undefined && envKey.trim() !== '') return { value: envKey.trim(), from: 'COSTSYNC_API_KEY' };
   const envFile = sources.env[envName('api-key-file')];
   if (envFile) return fromFile(envFile, envName('api-key-file'));
   if (sources.file['api-key-file'] !== undefined)

@@ -2,7 +2,7 @@
 -- type, so queries and dashboards written against FOCUS bind without edits. Derived from the line
 -- item where it has the fact, from the source (workspace) it came from, from the mappings kept as
 -- data (focus_map_providers, focus_map_services, focus_subcategories), and NULL where the API says
--- nothing (the README's table says which, why, and the specification's line each choice satisfies).
+-- nothing (docs/focus-and-push.md's table says which, why, and the specification's line each choice satisfies).
 -- Extra columns carry the x_ prefix the specification reserves.
 CREATE OR REPLACE VIEW focus AS
 WITH li AS (
@@ -98,4 +98,4 @@ SELECT
   currency_original AS x_currency_original,
   extra AS x_extra
 FROM li;
-COMMENT ON VIEW focus IS 'FOCUS 1.2: every column of the specification, one row per line item (see the README for where each comes from)';
+COMMENT ON VIEW focus IS 'FOCUS 1.2: every column of the specification, one row per line item (see docs/focus-and-push.md for where each comes from)';

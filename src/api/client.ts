@@ -166,6 +166,8 @@ export interface ApiClientOptions {
    * retry's wait ends, and nothing new is sent; each ends with CS_ERR_ABORTED.
    */
   signal?: AbortSignal;
+  /** Where the key came from, for the hint of a refused key (`source "eu"'s "api-key-file" /etc/eu.key`); the default names both ways. */
+  keyFrom?: string;
   /** How the key is sent; the API accepts both. */
   authHeader?: 'x-api-key' | 'bearer';
   /** The key's shared limiter; one is made from `requestsPerMinute` when absent. */
@@ -284,10 +286,16 @@ export function errnoOf(error: unknown): string | undefined {
   return undefined;
 }
 
-function hintFor(apiCode: ApiErrorCode, method: string, path: string, scope: string | undefined): string | undefined {
+export function hintFor(
+  apiCode: ApiErrorCode,
+  method: string,
+  path: string,
+  scope: string | undefined,
+  keyFrom?: string,
+): string | undefined {
   switch (apiCode) {
     case 'UNAUTHORIZED':
-      return 'Check the key in COSTSYNC_API_KEY or --api-key-file; a revoked or expired key needs a new one (workspace settings, API, Create key).';
+      return `Check the key in ${keyFrom ?? 'COSTSYNC_API_KEY or --api-key-file'}; a revoked or expired key needs a new one (workspace settings, API, Create key).`;
     case 'PLAN_RESTRICTED':
       return 'API access needs a Business plan or above: upgrade the workspace plan, or use a key from a workspace on such a plan.';
     case 'INVALID_SCOPE':
@@ -316,6 +324,7 @@ function apiErrorFrom(
   path: string,
   retryAfter: string | undefined,
   nowMs: number,
+  keyFrom?: string,
 ): ApiError {
   const apiCode = envelope?.error?.code;
   const message = envelope?.error?.message ?? `HTTP ${statusCode}`;
@@ -327,7 +336,7 @@ function apiErrorFrom(
     apiCode,
     path,
     exitCode: authLike ? ExitCode.AUTH : ExitCode.FAILED,
-    hint: known ? hintFor(known, method, path, scopeFor(path)) : undefined,
+    hint: known ? hintFor(known, method, path, scopeFor(path), keyFrom) : undefined,
     retryAfterMs: statusCode === 429 ? (retryAfterMs(retryAfter, message, nowMs) ?? 1000) : undefined,
   });
 }
@@ -463,7 +472,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       envelope = parseEnvelope(text, where, statusCode);
     } catch (error) {
       // A failed status with a non-JSON body (a proxy's HTML page, say) is judged by its status.
-      if (statusCode < 200 || statusCode >= 300) throw apiErrorFrom(statusCode, null, method, where, retryAfter, clock.now());
+      if (statusCode < 200 || statusCode >= 300)
+        throw apiErrorFrom(statusCode, null, method, where, retryAfter, clock.now(), options.keyFrom);
       throw error;
     }
     if (statusCode < 200 || statusCode >= 300 || envelope.error !== null) {
@@ -478,7 +488,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
           },
         );
       }
-      throw apiErrorFrom(statusCode, envelope, method, where, retryAfter, clock.now());
+      throw apiErrorFrom(statusCode, envelope, method, where, retryAfter, clock.now(), options.keyFrom);
     }
     return envelope;
   }

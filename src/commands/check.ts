@@ -10,7 +10,7 @@ import { catalogSecrets } from '../iceberg/rest-auth.js';
 import { settingOptions } from '../settings.js';
 import type { Argv } from 'yargs';
 import { formatTable } from '../table.js';
-import { loadConfig, oneSource, processIo, type CommandIo } from './common.js';
+import { loadConfig, makeLogger, oneSource, processIo, warnShortSecrets, type CommandIo } from './common.js';
 
 /** A connection id no workspace has: the ingest probe is refused before anything is stored. */
 export const PROBE_CONNECTION = 'costsync-check-probe';
@@ -30,6 +30,7 @@ export function checkOptions(yargs: Argv): Argv {
 export async function runCheckCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   const config = oneSource(loadConfig(args, io), 'check');
   const secrets = [config.apiKey, ...(config.catalog === null ? [] : catalogSecrets(config.catalog.env))];
+  warnShortSecrets(config, makeLogger(config, io));
   const limiter = createRequestLimiter({ requestsPerMinute: config.rateLimit });
   const client = createApiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, limiter, retry: { retries: 2 } });
   const today = utcDate(io.now());

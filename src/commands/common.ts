@@ -2,7 +2,8 @@
 import type { Argv } from 'yargs';
 import { readConfigFile, resolveSyncConfig, type SyncConfig } from '../config.js';
 import { SETTINGS, settingOptions, type SettingName } from '../settings.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, shortSecretWarnings } from '../errors.js';
+import { CATALOG_CREDENTIAL_ENV, CATALOG_TOKEN_ENV, catalogSecrets } from '../iceberg/rest-auth.js';
 import { createLogger, type Logger } from '../log.js';
 
 /** The options every command that talks to the API or the warehouse takes (settings.ts). */
@@ -122,4 +123,20 @@ export function makeLogger(config: Pick<SyncConfig, 'logFormat' | 'quiet' | 'api
     write: (line) => io.stderr(`${line}\n`),
     now: io.now,
   });
+}
+
+/** Warns, at start-up, of each secret of `config` short enough to be mistaken for a word (named by where it came from). */
+export function warnShortSecrets(config: SyncConfig, logger: Logger): void {
+  const keys = (config.sources ?? []).map((s) => ({ what: `The API key from ${s.keyFrom ?? `source "${s.name}"`}`, value: s.apiKey }));
+  const env = config.catalog?.env ?? {};
+  const [token, secret] = [env[CATALOG_TOKEN_ENV]?.trim(), catalogSecrets({ [CATALOG_CREDENTIAL_ENV]: env[CATALOG_CREDENTIAL_ENV] })[0]];
+  const catalog = [
+    ...(token ? [{ what: CATALOG_TOKEN_ENV, value: token }] : []),
+    ...(secret ? [{ what: `The client secret in ${CATALOG_CREDENTIAL_ENV}`, value: secret }] : []),
+  ];
+  const apiKey =
+    config.sources === undefined && config.apiKey !== ''
+      ? [{ what: `The API key from ${config.apiKeyFrom ?? 'COSTSYNC_API_KEY'}`, value: config.apiKey }]
+      : [];
+  for (const warning of shortSecretWarnings([...apiKey, ...keys, ...catalog])) logger.warn(warning);
 }

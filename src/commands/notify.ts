@@ -29,7 +29,13 @@ export async function runNotifyCommand(args: Record<string, unknown>, io: Comman
     event_id: `test-${io.now()}`,
     text: 'test message from costsync: this webhook works',
   };
-  const results = await sendNow(urls, event, config.notifyFormat);
+  // A test message is not queued: the way to try again is this command, not the next sync.
+  const results = await sendNow(
+    urls,
+    event,
+    config.notifyFormat,
+    'a test message is not kept for later: run costsync notify --test again once it is fixed',
+  );
   for (const r of results) io.stdout(`webhook ${r.id}: ${r.error === undefined ? 'sent' : `failed: ${r.error}`}\n`);
   return results.every((r) => r.error === undefined) ? ExitCode.OK : ExitCode.FAILED;
 }

@@ -2,10 +2,14 @@
 import type { Argv } from 'yargs';
 import { ExitCode, describeError, errorFields, isCostsyncError, redact } from '../errors.js';
 import type { SyncConfig } from '../config.js';
-import { loadConfig, makeLogger, processIo, type CommandIo } from './common.js';
+import { loadConfig, makeLogger, processIo, warnShortSecrets, type CommandIo } from './common.js';
 import { createLogger } from '../log.js';
 import { settingOptions } from '../settings.js';
 import { sendNow } from '../outputs/notify.js';
+import { gatherMetrics, prometheusText, writeRefusedRunMetrics } from '../outputs/metrics.js';
+import { isS3Url } from '../outputs/s3-url.js';
+import { openReadOnly } from '../storage/duckdb.js';
+import { existsSync } from 'node:fs';
 import { createProgress, runSummaryText } from '../progress.js';
 import { runSync, type RunSummary } from '../sync/runner.js';
 import { dryRunText, planDryRun } from '../sync/dry-run.js';
@@ -29,6 +33,17 @@ async function notifyDirectly(urls: string[], format: 'json' | 'slack', reason: 
     reason,
   };
   for (const r of await sendNow(urls, event, format)) if (r.error !== undefined) warn(`notification not sent: ${r.error}`);
+}
+
+/** The published warehouse's metrics (readers never wait on a run's lock), or null when there is no local one. */
+async function publishedMetrics(db: string): Promise<string | null> {
+  if (isS3Url(db) || !existsSync(db)) return null;
+  const wh = await openReadOnly(db);
+  try {
+    return prometheusText(await gatherMetrics(wh));
+  } finally {
+    wh.close();
+  }
 }
 
 /** What a shard that owns no source says. Pure. */
@@ -109,6 +124,7 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
   const secrets = [config.apiKey, ...(config.sources ?? []).map((s) => s.apiKey), ...webhooks];
   const logger = makeLogger(config, io);
   for (const key of secrets) logger.addSecret(key);
+  warnShortSecrets(config, logger);
   const live = config.logFormat === 'pretty' && io.isTTY && !config.quiet;
   const progress = createProgress({
     live,
@@ -139,6 +155,7 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
     pipeClosed = true;
     if (!stop.signal.aborted) stop.abort(`${which} was closed`);
   });
+  const startedMs = io.now();
   try {
     const summary = await runSync({ config, logger, progress, signal: stop.signal });
     progress.finish();
@@ -199,6 +216,13 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
     const code = isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;
     // Another run holds the warehouse: nothing can be recorded in its outbox, so say so directly (best effort).
     if (code === ExitCode.LOCKED) await notifyDirectly(webhooks, config.notifyFormat, describeError(error, secrets), (m) => logger.warn(m));
+    // The warehouse is another run's, but a collector still reads this run's outcome (the docs: after every run).
+    if (code === ExitCode.LOCKED && config.metricsFile !== undefined) {
+      const sources = config.sources?.map((s) => s.name) ?? ['default'];
+      await writeRefusedRunMetrics(config.metricsFile, { sources, startedS: startedMs / 1000, endedS: io.now() / 1000 }, () =>
+        publishedMetrics(config.db),
+      ).catch((e: unknown) => logger.warn(`the metrics file ${config.metricsFile} could not be written: ${describeError(e, secrets)}`));
+    }
     return code;
   } finally {
     process.off('SIGTERM', onSignal);

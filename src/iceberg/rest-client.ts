@@ -220,6 +220,22 @@ function errorOf(text: string): { type: string; message: string } | null {
   return type === '' && message === '' ? null : { type, message };
 }
 
+/**
+ * The hint for a refused `GET /v1/config`. An Iceberg error answer once a warehouse was asked for means the
+ * catalog is at --catalog and the warehouse is what it refused; a 404 without one means nothing at --catalog
+ * speaks Iceberg REST. Pure.
+ */
+export function configFailureHint(status: number, errorType: string | undefined, warehouse: string | undefined): string | undefined {
+  const answered = errorType !== undefined && errorType !== '';
+  if ((warehouse !== undefined && answered && [400, 403, 404].includes(status)) || (answered && /warehouse/i.test(errorType)))
+    return warehouse === undefined
+      ? 'Pass --catalog-warehouse: this catalog serves several warehouses and must be told which.'
+      : `Check --catalog-warehouse: the catalog at --catalog answered, but refused the warehouse "${warehouse}" (not one it knows, or not one these credentials may use).`;
+  if (status === 404) return 'Check --catalog: it is the base URL of an Iceberg REST catalog, the part before /v1/config.';
+  if (status === 400) return 'Pass --catalog-warehouse: the catalog may need to be told which warehouse to use.';
+  return undefined;
+}
+
 async function readLimited(body: Dispatcher.ResponseData['body']): Promise<string | null> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -603,15 +619,7 @@ export class RestCatalog {
       const call: Call = { method: 'GET', path: `/v1/config${query}`, action: 'read its configuration (GET /v1/config)', kind: 'read' };
       const answer = await http.settled(call);
       if (answer.status !== 200) {
-        throw http.failed(
-          call,
-          answer,
-          answer.status === 404
-            ? 'Check --catalog: it is the base URL of an Iceberg REST catalog, the part before /v1/config.'
-            : answer.status === 400
-              ? 'Check --catalog-warehouse: the catalog may not know that warehouse.'
-              : undefined,
-        );
+        throw http.failed(call, answer, configFailureHint(answer.status, errorOf(answer.text)?.type, o.warehouse));
       }
       const body = http.json(call, answer);
       return new RestCatalog(http, body as unknown as CatalogConfigResponse);

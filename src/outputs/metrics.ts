@@ -3,6 +3,7 @@
  * of each source, open anomalies, the latest day's spend), printed by `costsync status --format json`
  * and written after every run as Prometheus text for node_exporter's textfile collector.
  */
+import { readFile } from 'node:fs/promises';
 import { writeFileAtomic } from '../durable-file.js';
 
 interface Queryable {
@@ -52,7 +53,8 @@ export async function gatherMetrics(warehouse: Queryable): Promise<MetricFacts> 
   };
 }
 
-const OUTCOMES = ['success', 'stopped', 'failed', 'killed'];
+// `locked`: a run refused because another held the lock or lease (exit 5); it writes the file all the same.
+const OUTCOMES = ['success', 'stopped', 'failed', 'killed', 'locked'];
 const SEVERITIES = ['low', 'medium', 'high', 'critical'];
 
 function label(value: string): string {
@@ -173,4 +175,70 @@ export function prometheusText(facts: MetricFacts): string {
 /** Writes the metrics file atomically (a collector never reads half of it). */
 export async function writeMetrics(warehouse: Queryable, path: string): Promise<void> {
   await writeFileAtomic(path, prometheusText(await gatherMetrics(warehouse)), { mode: 0o644 });
+}
+
+/** The metrics that describe the last run only; the others (last success, anomalies, spend, outbox) outlive a refused run. */
+const RUN_METRIC = /^costsync_last_run_/;
+
+/** A metrics file's blocks (HELP, TYPE and samples) by metric name, in order. Pure. */
+export function metricBlocks(text: string): Map<string, string[]> {
+  const blocks = new Map<string, string[]>();
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    const name = /^# (?:HELP|TYPE) (\S+)/.exec(line)?.[1] ?? /^([a-zA-Z_:][a-zA-Z0-9_:]*)/.exec(line)?.[1];
+    if (name === undefined) continue;
+    blocks.set(name, [...(blocks.get(name) ?? []), line]);
+  }
+  return blocks;
+}
+
+/**
+ * The metrics file of a run refused at its start (outcome `locked`): the run's own gauges for each of its
+ * sources, and what the previous file said of the rest, carried over as it was (the last success's
+ * timestamp above all: an alert on its age must not fire, nor be silenced, because one run was refused). Pure.
+ */
+export function refusedRunText(previous: string | null, run: { sources: readonly string[]; startedS: number; endedS: number }): string {
+  const own = metricBlocks(
+    prometheusText({
+      runs: run.sources.map((source) => ({
+        source,
+        run_id: '',
+        outcome: 'locked',
+        started_s: run.startedS,
+        ended_s: run.endedS,
+        duration_s: run.endedS - run.startedS,
+        requests: 0,
+        retries: 0,
+        rate_limited: 0,
+        warnings: 0,
+        notifications_sent: 0,
+        notification_failures: 0,
+        last_success_s: null,
+      })),
+      streams: [],
+      openAnomalies: [],
+      latestSpend: [],
+      outboxPending: [],
+    }),
+  );
+  const lines = [...own].filter(([name]) => RUN_METRIC.test(name)).flatMap(([, block]) => block);
+  for (const [name, block] of metricBlocks(previous ?? '')) if (!RUN_METRIC.test(name)) lines.push(...block);
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Writes the metrics file of a run refused by another's lock or lease, atomically, from the file already
+ * there, or without one from `published` (the published warehouse's facts, which a refused run may read).
+ */
+export async function writeRefusedRunMetrics(
+  path: string,
+  run: { sources: readonly string[]; startedS: number; endedS: number },
+  published: () => Promise<string | null> = async () => null,
+): Promise<void> {
+  const previous =
+    (await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return null;
+      throw error;
+    })) ?? (await published().catch(() => null));
+  await writeFileAtomic(path, refusedRunText(previous, run), { mode: 0o644 });
 }

@@ -100,7 +100,12 @@ export interface SendOptions {
   timeoutMs: number;
   retries: number;
   minBackoffMs: number;
+  /** What becomes of the message when it fails, for the hint (default: the outbox sends it again next run). */
+  afterFailure?: string;
 }
+
+/** What a failed send's hint says becomes of its events, when they wait in the outbox. */
+const SENT_AGAIN = 'the events are sent again on the next run';
 
 export const DEFAULT_SEND: SendOptions = { format: 'json', timeoutMs: 10_000, retries: 3, minBackoffMs: 1_000 };
 
@@ -125,13 +130,13 @@ export async function postWebhook(target: Webhook, body: unknown, options: SendO
           'CS_ERR_NOTIFY',
           `The webhook ${target.id} did not answer: ${(cause as Error).name}${(cause as { code?: string }).code ? ` (${(cause as { code: string }).code})` : ''}.`,
           {
-            hint: 'Check that the receiver is up; the events are sent again on the next run.',
+            hint: `Check that the receiver is up; ${options.afterFailure ?? SENT_AGAIN}.`,
           },
         );
       }
       if (status < 200 || status >= 300) {
         throw new CostsyncError('CS_ERR_NOTIFY', `The webhook ${target.id} answered HTTP ${status}.`, {
-          hint: 'Check the webhook URL and the receiver; the events are sent again on the next run.',
+          hint: `Check the webhook URL and the receiver; ${options.afterFailure ?? SENT_AGAIN}.`,
         });
       }
     },
@@ -147,12 +152,13 @@ export async function sendNow(
   urls: readonly string[],
   event: NotifyEvent & { event_id: string },
   format: 'json' | 'slack',
+  afterFailure = 'this message is not kept: it is not sent again',
 ): Promise<{ id: string; error?: string }[]> {
   const results: { id: string; error?: string }[] = [];
   for (const url of new Set(urls)) {
     const target = parseWebhook(url, '--notify');
     try {
-      await postWebhook(target, messageBody([event], format), { ...DEFAULT_SEND, retries: 1 });
+      await postWebhook(target, messageBody([event], format), { ...DEFAULT_SEND, retries: 1, afterFailure });
       results.push({ id: target.id });
     } catch (error) {
       results.push({ id: target.id, error: describeError(error, [url]) });

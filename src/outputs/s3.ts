@@ -32,7 +32,8 @@ export type S3Action =
   's3:PutObject' | 's3:GetObject' | 's3:DeleteObject' | 's3:ListBucket' | 's3:AbortMultipartUpload' | 's3:ListBucketMultipartUploads';
 
 /** S3's smallest part (all but the last). */
-const MIN_PART_SIZE = 5 * 1024 * 1024;
+export const MIN_PART_SIZE = 5 * 1024 * 1024;
+export const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
 
 /**
  * Parts of a multipart upload: 8 MiB each (COSTSYNC_S3_PART_SIZE, in bytes, at least 5 MiB), 4 at a
@@ -40,7 +41,7 @@ const MIN_PART_SIZE = 5 * 1024 * 1024;
  */
 export function partSize(env: NodeJS.ProcessEnv = process.env): number {
   const asked = Number(env.COSTSYNC_S3_PART_SIZE);
-  return Number.isInteger(asked) && asked > 0 ? Math.max(MIN_PART_SIZE, asked) : 8 * 1024 * 1024;
+  return Number.isInteger(asked) && asked > 0 ? Math.max(MIN_PART_SIZE, asked) : DEFAULT_PART_SIZE;
 }
 export const PARTS_IN_PARALLEL = 4;
 /** The user metadata naming the `putFile` call that wrote an object (the SDK sends it as `x-amz-meta-costsync-write`). */

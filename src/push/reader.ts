@@ -249,10 +249,13 @@ export function noHeader(path: string, format: FileFormat, rows: number): Config
   );
 }
 
+/** DuckDB's memory limit while push reads and checks files, unless COSTSYNC_PUSH_MEMORY_LIMIT says otherwise. */
+export const PUSH_MEMORY_LIMIT = '256MB';
+
 export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Promise<FileReader> {
   const instance = await DuckDBInstance.create(':memory:', {
     ...DUCKDB_INSTANCE_OPTIONS,
-    memory_limit: env.COSTSYNC_PUSH_MEMORY_LIMIT ?? '256MB',
+    memory_limit: env.COSTSYNC_PUSH_MEMORY_LIMIT ?? PUSH_MEMORY_LIMIT,
     preserve_insertion_order: 'true',
   });
   const connection: DuckDBConnection = await instance.connect();
@@ -266,7 +269,7 @@ export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Prom
       {
         exitCode: memory ? ExitCode.FAILED : ExitCode.USAGE,
         hint: memory
-          ? "Raise the reader's memory limit with COSTSYNC_PUSH_MEMORY_LIMIT (default 256MB), for example 1GB."
+          ? `Raise the reader's memory limit with COSTSYNC_PUSH_MEMORY_LIMIT (default ${PUSH_MEMORY_LIMIT}), for example 1GB.`
           : 'Check that the file is CSV with a header row, Parquet, or JSON Lines, and that its extension says which.',
         cause,
       },

@@ -44,15 +44,18 @@ export function memoryLimit(env: NodeJS.ProcessEnv = process.env): string {
   return value;
 }
 
+/** COSTSYNC_DUCKDB_THREADS: its default (one thread keeps a sync within the memory limit) and most. */
+export const DUCKDB_THREADS = { default: 1, max: 64 } as const;
+
 /** DuckDB threads for syncs: COSTSYNC_DUCKDB_THREADS (1 to 64), else 1. */
 export function duckdbThreads(env: NodeJS.ProcessEnv = process.env): number {
   const value = env.COSTSYNC_DUCKDB_THREADS?.trim();
-  if (value === undefined || value === '') return 1;
+  if (value === undefined || value === '') return DUCKDB_THREADS.default;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 64) {
+  if (!Number.isInteger(n) || n < 1 || n > DUCKDB_THREADS.max) {
     throw new ConfigError(
-      `COSTSYNC_DUCKDB_THREADS=${value} is not a whole number from 1 to 64.`,
-      'Set a number of threads from 1 to 64, or unset it for 1.',
+      `COSTSYNC_DUCKDB_THREADS=${value} is not a whole number from 1 to ${DUCKDB_THREADS.max}.`,
+      `Set a number of threads from 1 to ${DUCKDB_THREADS.max}, or unset it for ${DUCKDB_THREADS.default}.`,
     );
   }
   return n;

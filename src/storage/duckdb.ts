@@ -7,7 +7,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBAppender, type DuckDBValue } from '@duckdb/node-api';
-import { CostsyncError, ExitCode, InternalError } from '../errors.js';
+import { CostsyncError, ExitCode, InternalError, diskFullError } from '../errors.js';
 import { asMemoryError, duckdbThreads, memoryLimit } from './duckdb-settings.js';
 import { writeQueue, type TransactionOptions } from './write-queue.js';
 import { SQL_DIR } from '../paths.js';
@@ -133,6 +133,9 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
     instance = await DuckDBInstance.create(path, DUCKDB_INSTANCE_OPTIONS);
     connection = await instance.connect();
   } catch (cause) {
+    // A full disk is not a bad --db: say what to free.
+    const full = diskFullError(cause);
+    if (full !== null) throw full;
     const message = (cause as Error).message;
     const locked = /lock/i.test(message);
     throw new CostsyncError(
@@ -151,7 +154,8 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
   }
   const due = encode({ kind: 'publish' });
   const writes = writeQueue(connection, {
-    asError: (error) => asMemoryError(error, limit),
+    // DuckDB's own errors with costsync's codes and fixes: a full disk, memory at its limit.
+    asError: (error) => diskFullError(error) ?? asMemoryError(error, limit),
     // Every transaction records that the published file is now behind (unless `publish: false`).
     publishMark: { text: loadSql('outbox/mark'), params: [due.kind, due.key] },
   });

@@ -139,6 +139,7 @@ async function planSource(source: SourceConfig, deps: DryRunDeps): Promise<Sourc
         (client.current ??= createApiClient({
           baseUrl: source.baseUrl,
           apiKey: source.apiKey,
+          ...(source.keyFrom !== undefined && { keyFrom: source.keyFrom }),
           retry: { retries: 2 },
           limiter: createRequestLimiter({ requestsPerMinute: source.rateLimit }),
         })),
@@ -390,7 +391,13 @@ export function anomalyRequests(firstResponse: number | null): { requests: numbe
  */
 export async function planDryRun(config: SyncConfig, nowMs: number): Promise<{ plans: SourcePlan[]; failed: SourceFailure[] }> {
   const sources: SourceConfig[] = config.sources ?? [
-    { name: 'default', baseUrl: config.baseUrl, apiKey: config.apiKey, rateLimit: config.rateLimit },
+    {
+      name: 'default',
+      baseUrl: config.baseUrl,
+      apiKey: config.apiKey,
+      rateLimit: config.rateLimit,
+      ...(config.apiKeyFrom !== undefined && { keyFrom: config.apiKeyFrom }),
+    },
   ];
   // Refused as the run refuses it: a plan for a mistyped --db would be a first run's.
   requireDbDirectory(config.db);

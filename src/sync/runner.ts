@@ -11,7 +11,7 @@ import { createRequestLimiter, systemClock, type Clock, type RequestLimiter } fr
 import { endpointOf, type Endpoint } from '../api/types.js';
 import type { SyncConfig } from '../config.js';
 import type { SourceConfig } from '../sources.js';
-import { CostsyncError, ExitCode, describeError, isCostsyncError, isFenced } from '../errors.js';
+import { CostsyncError, ExitCode, describeError, diskFullError, isCostsyncError, isFenced } from '../errors.js';
 import type { IcebergCatalog } from '../iceberg/catalog.js';
 import { openRestTables } from '../outputs/iceberg-catalog.js';
 import { catalogSecrets } from '../iceberg/rest-auth.js';
@@ -112,7 +112,13 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const startedAt = new Date(startedMs).toISOString();
   const runId = newRunId(startedMs);
   const sources: SourceConfig[] = config.sources ?? [
-    { name: 'default', baseUrl: config.baseUrl, apiKey: config.apiKey, rateLimit: config.rateLimit },
+    {
+      name: 'default',
+      baseUrl: config.baseUrl,
+      apiKey: config.apiKey,
+      rateLimit: config.rateLimit,
+      ...(config.apiKeyFrom !== undefined && { keyFrom: config.apiKeyFrom }),
+    },
   ];
   const secrets = [
     ...sources.map((s) => s.apiKey),
@@ -394,6 +400,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     client = createApiClient({
       baseUrl: source.baseUrl,
       apiKey: source.apiKey,
+      ...(source.keyFrom !== undefined && { keyFrom: source.keyFrom }),
       limiter,
       clock,
       onEvent,
@@ -587,7 +594,8 @@ function sourceSummary(
     retries: all.reduce((n, s) => n + s.retries, 0),
     rateLimited: all.reduce((n, s) => n + s.rateLimited, 0),
     warnings: all.flatMap((s) => s.warnings),
-    ...(error !== undefined ? { error } : {}),
+    // A full disk gets its code and the space a run needs, in the log, sync_runs and the notification alike.
+    ...(error !== undefined ? { error: diskFullError(error) ?? error } : {}),
   };
 }
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 // Sync benchmarks. Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
 //   npm run bench                 all four
-//   npm run bench -- rate         one of: requests, rate, throughput, memory, stop
+//   npm run bench -- rate         one of: requests, rate, throughput, memory, stop, disk
 // Environment: BENCH_MEMORY_ROWS (default 5000000), BENCH_MONTH_ROWS (default 3000000: the month the memory
-// benchmark writes to each lake format), BENCH_THROUGHPUT_ROWS (default 1000000); BENCH_SMOKE=1: tiny sizes.
+// benchmark writes to each lake format), BENCH_THROUGHPUT_ROWS (default 1000000), BENCH_DISK_ROWS (default 1000000);
+// BENCH_SMOKE=1: tiny sizes.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { lstatSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { request } from 'undici';
@@ -528,6 +529,70 @@ async function benchStop() {
     }
   } finally {
     await emulator.close();
+/** Bytes the files under `dir` take on disk (allocated blocks, so sparse files count as they are). */
+function diskBytes(dir) {
+  let total = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    try {
+      total += entry.isDirectory() ? diskBytes(path) : lstatSync(path).blocks * 512;
+    } catch {
+      // removed while being counted (a spool page, a temporary file)
+    }
+  }
+  return total;
+}
+
+/**
+ * The disk a sync takes, all streams, at default settings: the peak of everything under its directory
+ * (the published --db, the working copy and its WAL, the spool, DuckDB's temporary files) sampled every
+ * 50 ms while it runs, and what is left at the end. The figure behind CS_ERR_DISK_FULL's hint.
+ */
+async function benchDisk() {
+  const rows = Number(size('BENCH_DISK_ROWS', 1_000_000, 2_000));
+  const rowsPerDay = Math.min(100_000, rows);
+  const days = Math.ceil(rows / rowsPerDay);
+  const dir = tempDir();
+  const { url, stop } = await emulatorProcess([
+    '--rows-per-day',
+    String(rowsPerDay),
+    '--start-date',
+    '2025-10-01',
+    '--end-date',
+    '2025-12-31',
+  ]);
+  let peak = 0;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, diskBytes(dir));
+  }, 50);
+  try {
+    const { code, secs } = await timedRun([
+      'sync',
+      '--base-url',
+      url,
+      '--db',
+      join(dir, 'm.duckdb'),
+      '--state-dir',
+      join(dir, 'state'),
+      '--start-date',
+      addDays('2025-12-31', -(days - 1)),
+      '--until',
+      '2025-12-31',
+      '--rate-limit',
+      '1000000',
+      '--quiet',
+    ]);
+    clearInterval(sampler);
+    const end = diskBytes(dir);
+    peak = Math.max(peak, end);
+    const perMillion = (bytes) => ((bytes / 1e6) * (1_000_000 / (rowsPerDay * days))).toFixed(0);
+    console.log(
+      `disk: sync of ${rowsPerDay * days} line items (all streams), exit ${code}, ${secs.toFixed(0)} s, peak ${(peak / 1e6).toFixed(1)} MB (${perMillion(peak)} MB a million), at the end ${(end / 1e6).toFixed(1)} MB (${perMillion(end)} MB a million)`,
+    );
+  } finally {
+    clearInterval(sampler);
+    stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -540,6 +605,7 @@ const benches = {
   throughput: benchThroughput,
   memory: benchMemory,
   stop: benchStop,
+  disk: benchDisk,
 };
 for (const [name, fn] of Object.entries(benches)) {
   if (which && which !== name) continue;

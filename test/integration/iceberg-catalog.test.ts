@@ -273,6 +273,17 @@ describe('--format iceberg --catalog (an Iceberg REST catalog)', () => {
           expect(wrong.code).toBe(3);
           expect(wrong.stderr).toContain('CS_ERR_CATALOG_AUTH');
           expect(wrong.stdout + wrong.stderr).not.toContain('wrong-one-77');
+          // A warehouse the catalog does not know: the hint names --catalog-warehouse, not --catalog (issue 52 row 11).
+          const nope = await run(syncArgs(emulator.url, catalog, dir, ['--catalog-warehouse', 'nope']), ENV);
+          expect(nope.code).toBe(1);
+          expect(nope.stderr).toContain(
+            'Check --catalog-warehouse: the catalog at --catalog answered, but refused the warehouse \\"nope\\"',
+          );
+          expect(nope.stderr).not.toContain('Check --catalog:');
+          // A secret this short is warned about before anything else (it cannot be told from a word in messages).
+          const short = await run(syncArgs(emulator.url, catalog, dir), { ...ENV, COSTSYNC_CATALOG_CREDENTIAL: 'costsync:wrong' });
+          expect(short.code).toBe(3);
+          expect(short.stderr).toContain('The client secret in COSTSYNC_CATALOG_CREDENTIAL is only 5 characters long');
           expect(emulator.requestLog.total).toBe(0);
 
           const check = await run(

@@ -1,13 +1,14 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { CostsyncError, ExitCode } from '../../src/errors.js';
 import { acquireLock } from '../../src/state/lock.js';
 import { lockPaths } from '../../src/run-context.js';
 import { runSync } from '../../src/sync/runner.js';
-import { FAST_CLIENT, memoryLogger, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { FAST_CLIENT, memoryLogger, run, syncCommand, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
@@ -31,6 +32,45 @@ describe('run lock', () => {
           }
         }
         expect((await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
+      });
+    });
+  });
+
+  it('a run refused by the lock (exit 5) still writes --metrics-file: outcome locked, the last success carried over, atomically', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 5, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const metrics = join(dir, 'costsync.prom');
+        const args = syncCommand(url, dir, ['--start-date', SPAN.startDate, '--until', SPAN.endDate, '--metrics-file', metrics]);
+        const env = { COSTSYNC_API_KEY: 'demo-key' };
+        expect((await run(args, env)).code).toBe(0);
+        const sample = (text: string, name: string, labels: string) => new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1];
+        const before = readFileSync(metrics, 'utf8');
+        const lastSuccess = sample(before, 'costsync_last_success_timestamp_seconds', 'source="default"');
+        expect(Number(lastSuccess)).toBeGreaterThan(0);
+
+        const held = acquireLock(join(dir, 'state', 'costsync.lock'), 'test holder');
+        try {
+          const refused = await run(args, env);
+          expect(refused.code).toBe(ExitCode.LOCKED);
+          const after = readFileSync(metrics, 'utf8');
+          expect(sample(after, 'costsync_last_run_outcome', 'source="default",outcome="locked"')).toBe('1');
+          expect(sample(after, 'costsync_last_run_outcome', 'source="default",outcome="success"')).toBe('0');
+          expect(sample(after, 'costsync_last_success_timestamp_seconds', 'source="default"')).toBe(lastSuccess);
+          // What node_exporter's collector accepts (each metric once, HELP and TYPE first).
+          const promtool = spawnSync('promtool', ['check', 'metrics'], { input: after, encoding: 'utf8' });
+          expect({ status: promtool.status, out: `${promtool.stdout}${promtool.stderr}` }).toEqual({ status: 0, out: '' });
+          // Written by rename: no temporary file is left beside it.
+          expect(readdirSync(dir).filter((f) => f.startsWith('costsync.prom'))).toEqual(['costsync.prom']);
+
+          // With no file to carry it from, the last success is read from the published warehouse.
+          rmSync(metrics);
+          expect((await run(args, env)).code).toBe(ExitCode.LOCKED);
+          const fresh = readFileSync(metrics, 'utf8');
+          expect(sample(fresh, 'costsync_last_run_outcome', 'source="default",outcome="locked"')).toBe('1');
+          expect(sample(fresh, 'costsync_last_success_timestamp_seconds', 'source="default"')).toBe(lastSuccess);
+        } finally {
+          held.release();
+        }
       });
     });
   });

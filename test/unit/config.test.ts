@@ -186,8 +186,20 @@ describe('sources in the config file', () => {
   it('resolves each source with its own key and rate limit; --source picks some', () => {
     const c = resolveSyncConfig(sources({ fileSources: list, env: { US_KEY: 'k-us' }, file: { 'rate-limit': 30 } }));
     expect(c.sources).toEqual([
-      { name: 'acme-eu', baseUrl: 'https://eu.example.com', apiKey: 'k-file', rateLimit: 30 },
-      { name: 'acme_us', baseUrl: 'https://us.example.com', apiKey: 'k-us', rateLimit: 120 },
+      {
+        name: 'acme-eu',
+        baseUrl: 'https://eu.example.com',
+        apiKey: 'k-file',
+        keyFrom: 'the key file /keys/ok (source "acme-eu"\'s "api-key-file" in the config file)',
+        rateLimit: 30,
+      },
+      {
+        name: 'acme_us',
+        baseUrl: 'https://us.example.com',
+        apiKey: 'k-us',
+        keyFrom: 'the environment variable US_KEY (source "acme_us"\'s "api-key-env" in the config file)',
+        rateLimit: 120,
+      },
     ]);
     const one = resolveSyncConfig(sources({ fileSources: list, env: { US_KEY: 'k-us' }, flags: { source: 'acme_us' } }));
     expect(one.sources!.map((s) => s.name)).toEqual(['acme_us']);

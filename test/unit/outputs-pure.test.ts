@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
-import { prometheusText, type MetricFacts } from '../../src/outputs/metrics.js';
+import { metricBlocks, prometheusText, refusedRunText, type MetricFacts } from '../../src/outputs/metrics.js';
 import { toS3Error } from '../../src/outputs/s3.js';
 
 const op = { action: 's3:PutObject' as const, bucket: 'acme', key: 'costs/line_items/x.parquet' };
@@ -83,6 +83,53 @@ describe('prometheusText', () => {
         lines.findIndex((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `)),
       );
     }
+  });
+});
+
+describe('refusedRunText: the metrics file of a run refused by the lock', () => {
+  const previous = [
+    '# HELP costsync_last_run_timestamp_seconds When the last run of the source ended (Unix time).',
+    '# TYPE costsync_last_run_timestamp_seconds gauge',
+    'costsync_last_run_timestamp_seconds{source="default"} 100',
+    '# HELP costsync_last_success_timestamp_seconds When the last successful run of the source ended (Unix time).',
+    '# TYPE costsync_last_success_timestamp_seconds gauge',
+    'costsync_last_success_timestamp_seconds{source="default"} 100',
+    '# HELP costsync_last_run_outcome x',
+    '# TYPE costsync_last_run_outcome gauge',
+    'costsync_last_run_outcome{source="default",outcome="success"} 1',
+    '# HELP costsync_last_run_rows x',
+    '# TYPE costsync_last_run_rows gauge',
+    'costsync_last_run_rows{source="default",stream="line_items",change="inserted"} 5',
+    '# HELP costsync_open_anomalies x',
+    '# TYPE costsync_open_anomalies gauge',
+    'costsync_open_anomalies{source="default",severity="high"} 2',
+    '',
+  ].join('\n');
+
+  it("says locked for each source, and carries the last success and the warehouse's facts over; the last run's counts go", () => {
+    const text = refusedRunText(previous, { sources: ['default'], startedS: 200, endedS: 201 });
+    const lines = text.trimEnd().split('\n');
+    expect(lines).toContain('costsync_last_run_outcome{source="default",outcome="locked"} 1');
+    expect(lines).toContain('costsync_last_run_outcome{source="default",outcome="success"} 0');
+    expect(lines).toContain('costsync_last_run_timestamp_seconds{source="default"} 201');
+    expect(lines).toContain('costsync_last_run_duration_seconds{source="default"} 1');
+    expect(lines).toContain('costsync_last_success_timestamp_seconds{source="default"} 100');
+    expect(lines).toContain('costsync_open_anomalies{source="default",severity="high"} 2');
+    // The previous run's rows were not this run's: gone, not repeated.
+    expect(text).not.toContain('costsync_last_run_rows');
+    // Each metric once, HELP and TYPE first (the collector refuses a file with a metric twice).
+    const blocks = metricBlocks(text);
+    for (const [name, block] of blocks) {
+      expect(block[0], name).toMatch(new RegExp(`^# HELP ${name} `));
+      expect(block[1], name).toBe(`# TYPE ${name} gauge`);
+    }
+    expect(text.split('\n').filter((l) => l.startsWith('# TYPE ')).length).toBe(blocks.size);
+  });
+
+  it('with no file before it: the outcome, and no last success (absent, not 0)', () => {
+    const text = refusedRunText(null, { sources: ['eu', 'us'], startedS: 5, endedS: 5 });
+    expect(text).toContain('costsync_last_run_outcome{source="us",outcome="locked"} 1');
+    expect(text).not.toContain('costsync_last_success_timestamp_seconds');
   });
 });
 
