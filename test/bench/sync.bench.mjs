@@ -529,6 +529,9 @@ async function benchStop() {
     }
   } finally {
     await emulator.close();
+  }
+}
+
 /** Bytes the files under `dir` take on disk (allocated blocks, so sparse files count as they are). */
 function diskBytes(dir) {
   let total = 0;
