@@ -47,7 +47,11 @@ export function readJsonFile(flag: string, path: string): unknown {
 /** Where JSON.parse stopped, as " at line L, column C" (from the position its message gives), or "". Pure. */
 export function jsonErrorPlace(text: string, message: string): string {
   const m = /at position (\d+)/.exec(message);
-  if (!m) return '';
+  // Node names no position when the text ends first: that is the place.
+  if (!m)
+    return /Unexpected end/i.test(message)
+      ? ` at its end (line ${text.split('\n').length}): a closing brace, bracket or quote is missing`
+      : '';
   const before = text.slice(0, Number(m[1]));
   const line = before.split('\n').length;
   return ` at line ${line}, column ${before.length - before.lastIndexOf('\n')}`;

@@ -47,7 +47,7 @@ export function defaultKeyColumns(vendor: string): string[] {
   ];
 }
 
-/** `--key-columns`: `default`, or FOCUS and `x_` column names separated by commas, any letter case. Pure. */
+/** `--key-columns`: FOCUS and `x_` column names separated by commas, any letter case; `default` for the default key (alone or in the list). Pure. */
 export function parseKeyColumns(value: string, vendor: string): string[] {
   const text = value.trim();
   if (text.toLowerCase() === 'default') return defaultKeyColumns(vendor);
@@ -57,7 +57,8 @@ export function parseKeyColumns(value: string, vendor: string): string[] {
       `Name the columns that tell one charge from another, separated by commas (for example ChargePeriodStart,ServiceName,SubAccountId), or "default" for: ${defaultKeyColumns(vendor).join(',')}.`,
     );
   };
-  const names = text.split(',').map((n) => n.trim());
+  // `default` stands for the default key in a list too: `default,x_team` adds a column to it.
+  const names = text.split(',').flatMap((n) => (n.trim().toLowerCase() === 'default' ? defaultKeyColumns(vendor) : [n.trim()]));
   if (names.some((n) => n === '')) bad(`${JSON.stringify(value)} has an empty name`);
   const columns: string[] = [];
   for (const name of names) {

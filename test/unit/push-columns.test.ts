@@ -115,6 +115,9 @@ describe('push --map: inline JSON or a file', () => {
     // What bash passes for --map {"columns": {"cost": "BilledCost"}} left unquoted.
     const unquoted = failure(() => jsonArg('map', '{columns: {cost: BilledCost}}', MAP_EXAMPLE, read));
     expect(unquoted.hint).toMatch(/lost their double quotes.*single quotes/);
+    // Cut short: Node names no position, so the end is named.
+    const cut = failure(() => jsonArg('map', '{"columns": ', MAP_EXAMPLE, read));
+    expect(cut.message).toMatch(/at its end \(line 1\): a closing brace, bracket or quote is missing\.$/);
   });
 
   it('names a path it cannot read, and says inline JSON is taken too', () => {

@@ -30,6 +30,7 @@ describe('push identity: the key and the rule', () => {
   it('takes key columns in any letter case, or "default", and refuses unknown, repeated or id columns naming the fix', () => {
     expect(parseKeyColumns(' chargeperiodstart, SERVICENAME ,x_team', 'service')).toEqual(['ChargePeriodStart', 'ServiceName', 'x_team']);
     expect(parseKeyColumns('Default', 'acme')).toEqual(defaultKeyColumns('acme'));
+    expect(parseKeyColumns('default,x_team', 'acme')).toEqual([...defaultKeyColumns('acme'), 'x_team']);
     expect(defaultKeyColumns('acme')).toContain('x_acme_model');
     expect(defaultKeyColumns('acme')).not.toContain('BilledCost');
     for (const [value, problem] of [
