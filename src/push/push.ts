@@ -35,6 +35,8 @@ import {
 import { validationCountsSql, validationSql, type FileReader, type RowIdentity, type SourceFile } from './reader.js';
 
 export const DEFAULT_BATCH_SIZE = 500;
+/** How often a long push says how far it got. */
+export const PROGRESS_EVERY_MS = 30_000;
 
 /** Columns of a file of rows not delivered (costsync's, added to the input's): not FOCUS, not sent, not warned about. */
 export const UNDELIVERED_COLUMNS = ['costsync_row', 'costsync_reason'] as const;
@@ -563,6 +565,7 @@ async function sendFile(
 
   const head = `{${options.format === null ? `"format":${JSON.stringify(`${options.vendor}.focus`)},` : `"format":${JSON.stringify(options.format)},`}"version":${JSON.stringify(summary.version)},"rows":[`;
   const occurrences = new OccurrenceCounter();
+  let progressAt = clock.now();
   const waiting: Record<RowClass, Pending> = { new: emptyPending(), resend: emptyPending(), correction: emptyPending() };
   const now = () => new Date(clock.now()).toISOString();
 
@@ -600,6 +603,15 @@ async function sendFile(
       ]);
     });
 
+  /** A line every PROGRESS_EVERY_MS of a long push, so one running for minutes is never a silent one. */
+  const progress = () => {
+    if (clock.now() - progressAt < PROGRESS_EVERY_MS) return;
+    progressAt = clock.now();
+    logger.info(
+      `${source.path}: ${summary.delivered} row(s) delivered so far, ${summary.alreadyDelivered} delivered before, of ${summary.valid} valid; ${summary.requests} request(s)`,
+    );
+  };
+
   const settle = async (cls: RowClass, batch: Pending, result: IngestResult, retried: boolean) => {
     const outcomes = settleBatch(cls, batch.rows.length, result, retried);
     // A row not delivered from a request that may have stored it (a resend, or an attempt whose answer was lost) stays pending.
@@ -613,6 +625,7 @@ async function sendFile(
     summary.batches += 1;
     summary.sent += batch.rows.length;
     summary.accepted += result.cost_line_item_count;
+    progress();
     summary.skipped += result.skipped;
     summary.serverErrors += result.errors.length;
     const range = `${source.path} rows ${batch.fileRows[0]}-${batch.fileRows.at(-1)}`;

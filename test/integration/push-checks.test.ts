@@ -403,6 +403,18 @@ describe('push: checks and normalization (DuckDB readers, recorded requests)', (
       });
       expect(resumed).toMatchObject({ sent: 4, alreadyDelivered: 3 });
       expect(again.rows().map((r) => r.BilledCost)).toEqual([4, 5, 6, 7]);
+      // A push running for minutes says how far it got every 30 s (a clock 40 s on at each look).
+      let now = 0;
+      const slow = memoryLogger();
+      await runPush({
+        options: options([file], { batchSize: 3, force: true }),
+        reader,
+        warehouse,
+        client: recordingClient().client,
+        logger: slow,
+        clock: { now: () => (now += 40_000) },
+      });
+      expect(slow.lines.filter((l) => l.includes('row(s) delivered so far')).length).toBeGreaterThan(0);
     });
   });
 
