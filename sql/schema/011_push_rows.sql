@@ -6,6 +6,7 @@ CREATE TABLE IF NOT EXISTS push_rows (
   row_id      VARCHAR NOT NULL,      -- the x_<vendor>_line_item_id sent
   held_md5    VARCHAR,               -- the values the server holds as far as the ledger knows (NULL: none delivered)
   pending_md5 VARCHAR,               -- the values of a request cut before its answer (NULL: none)
+  settled_md5 VARCHAR,               -- values of a correction the server did not apply, settled by the user (--settle-corrections)
   push_id     VARCHAR NOT NULL,      -- the push that last changed the row
   updated_at  TIMESTAMPTZ NOT NULL,
   PRIMARY KEY (ledger_key, row_id)

@@ -50,6 +50,11 @@ export function pushOptions(yargs: Argv) {
       type: 'string',
       describe: `What identifies a row without its own id: columns separated by commas, or "default" [default: the rule the connection's ledger records; for a new one: ${defaultKeyColumns('<vendor>').join(',')}]`,
     })
+    .option('settle-corrections', {
+      type: 'boolean',
+      describe:
+        'Corrections the server does not apply (it keeps the first values): record them as settled, once you set the difference right with an Adjustment row, so pushes of the same values count them as delivered',
+    })
     .option('rekey', {
       type: 'boolean',
       describe:
@@ -118,6 +123,7 @@ function summaryText(s: PushSummary): string {
       'already delivered': s.alreadyDelivered,
       refused: s.refused,
       'not applied': s.notApplied,
+      settled: s.settled,
       unconfirmed: s.unconfirmed,
       batches: s.batches,
       requests: s.requests,
@@ -183,6 +189,7 @@ export function resolvePushOptions(
     allowUndelivered: Boolean(args['allow-undelivered']),
     keyColumns: args['key-columns'] === undefined ? null : parseKeyColumns(String(args['key-columns']), vendor),
     rekey: Boolean(args.rekey),
+    settleCorrections: Boolean(args['settle-corrections']),
     undeliveredDir: args['undelivered-dir'] === undefined ? null : existingDir('undelivered-dir', String(args['undelivered-dir'])),
     force: Boolean(args.force),
     baseUrl: config.baseUrl,
@@ -310,7 +317,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
         logger.warn(`Done, with rows not delivered as ${accepted} allows: ${undeliveredLine(summary)}.${listed}`);
       } else {
         logger.info(
-          `Done: push ${summary.pushId}: every row read is delivered (${summary.delivered} now, ${summary.alreadyDelivered} before); ${summary.batches} request(s) recorded in ingest_batches.`,
+          `Done: push ${summary.pushId}: every row read is delivered (${summary.delivered} now, ${summary.alreadyDelivered} before${summary.settled > 0 ? `; ${summary.settled} correction(s) the server keeps its first values for, settled` : ''}); ${summary.batches} request(s) recorded in ingest_batches.`,
         );
       }
     }

@@ -108,6 +108,8 @@ export interface LedgerEntry {
   held: string | null;
   /** The values of a request whose answer never came (cut by a stop), or null. */
   pending: string | null;
+  /** Values of a correction the server did not apply that the user settled (`--settle-corrections`), or null. */
+  settled?: string | null;
 }
 
 /**
@@ -118,9 +120,10 @@ export interface LedgerEntry {
  */
 export type RowClass = 'new' | 'resend' | 'correction';
 
-/** A row before it is sent: already delivered (not sent), or its class. Pure. */
-export function classifyRow(values: string, entry: LedgerEntry | undefined, force: boolean): 'delivered' | RowClass {
+/** A row before it is sent: already delivered or settled (not sent), or its class. Pure. */
+export function classifyRow(values: string, entry: LedgerEntry | undefined, force: boolean): 'delivered' | 'settled' | RowClass {
   if (entry === undefined) return 'new';
+  if (entry.settled === values && entry.held !== values) return 'settled';
   if (entry.held === values) return force ? 'resend' : 'delivered';
   if (entry.pending === values) return 'resend';
   return entry.held === null && entry.pending === null ? 'new' : 'correction';

@@ -60,6 +60,8 @@ export interface PushOptions {
   keyColumns: string[] | null;
   /** `--rekey`: change the rule of a connection rows were delivered under (they would get new ids). */
   rekey: boolean;
+  /** `--settle-corrections`: corrections the server does not apply are recorded as settled, not failures. */
+  settleCorrections: boolean;
   /** Where files of rows not delivered go; null: beside each input. */
   undeliveredDir: string | null;
   /** Send every row again, even those the ledger shows delivered. */
@@ -113,6 +115,8 @@ export interface PushSummary {
   refused: number;
   /** Corrections the server did not apply (it keeps the first values it stored for an id). */
   notApplied: number;
+  /** Corrections the server did not apply, settled by the user (`--settle-corrections`, now or before): not sent, not failures. */
+  settled: number;
   /** Rows the server skipped without naming them, where what a skip means is not known. */
   unconfirmed: number;
   /** Files listing the rows not delivered, with the reason per row. */
@@ -328,6 +332,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
     deliveredBefore: 0,
     refused: 0,
     notApplied: 0,
+    settled: 0,
     unconfirmed: 0,
     undeliveredFiles: [],
     offMidnight: 0,
@@ -630,11 +635,17 @@ async function sendFile(
     summary.serverErrors += result.errors.length;
     const range = `${source.path} rows ${batch.fileRows[0]}-${batch.fileRows.at(-1)}`;
     const counts = new Map<string, number>();
+    const settledNow: number[] = [];
     outcomes.forEach((o: RowOutcome, i) => {
       if (o.delivered) {
         summary.delivered += 1;
         if (o.how === 'corrected') summary.corrected += 1;
         if (o.how === 'held') summary.deliveredBefore += 1;
+        return;
+      }
+      if (o.why === 'not-applied' && options.settleCorrections) {
+        summary.settled += 1;
+        settledNow.push(i);
         return;
       }
       if (o.why === 'refused') summary.refused += 1;
@@ -646,6 +657,20 @@ async function sendFile(
       else counts.set(o.reason, (counts.get(o.reason) ?? 0) + 1);
     });
     for (const [reason, n] of counts) logger.warn(`${range}: ${n} row(s) not delivered: ${reason}`, { batchId: result.batch_id });
+    if (settledNow.length > 0) {
+      await warehouse.transaction(() =>
+        warehouse.run('push/rows_settle', [
+          key,
+          JSON.stringify(settledNow.map((i) => batch.ids[i])),
+          JSON.stringify(settledNow.map((i) => batch.values[i])),
+          summary.pushId,
+          now(),
+        ]),
+      );
+      logger.info(
+        `${range}: ${settledNow.length} correction(s) the server did not apply recorded as settled, as --settle-corrections asks; pushed again with these values they count as delivered`,
+      );
+    }
     const held = outcomes.filter((o) => o.delivered && o.how === 'held').length;
     if (held > 0)
       logger.info(`${range}: the server skipped ${held} row(s) it already held with these values from an earlier request: delivered`, {
@@ -779,17 +804,21 @@ async function sendFile(
       if (chunk.length === 0) return true;
       const ledger = new Map(
         (
-          await warehouse.query<{ row_id: string; held_md5: string | null; pending_md5: string | null }>('push/rows_lookup', [
-            key,
-            JSON.stringify(chunk.map((c) => c.id)),
-          ])
-        ).map((r) => [r.row_id, { held: r.held_md5, pending: r.pending_md5 } satisfies LedgerEntry]),
+          await warehouse.query<{ row_id: string; held_md5: string | null; pending_md5: string | null; settled_md5: string | null }>(
+            'push/rows_lookup',
+            [key, JSON.stringify(chunk.map((c) => c.id))],
+          )
+        ).map((r) => [r.row_id, { held: r.held_md5, pending: r.pending_md5, settled: r.settled_md5 } satisfies LedgerEntry]),
       );
       for (const c of chunk) {
         const entry = ledger.get(c.id) ?? (wasCut(c.row) ? { held: null, pending: c.values } : undefined);
         const cls = classifyRow(c.values, entry, options.force);
         if (cls === 'delivered') {
           summary.alreadyDelivered += 1;
+          continue;
+        }
+        if (cls === 'settled') {
+          summary.settled += 1;
           continue;
         }
         const batch = waiting[cls];

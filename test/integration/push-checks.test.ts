@@ -48,6 +48,7 @@ const options = (files: string[], over: Partial<PushOptions> = {}): PushOptions 
   allowUndelivered: false,
   keyColumns: null,
   rekey: false,
+  settleCorrections: false,
   undeliveredDir: null,
   force: false,
   baseUrl: 'http://127.0.0.1:1',

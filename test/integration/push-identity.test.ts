@@ -119,6 +119,25 @@ describe('push: row identity and an honest end (emulator over HTTP)', () => {
           const allowed = await run(push(url, dir, ['--allow-undelivered', file]), env);
           expect(allowed.code, allowed.stderr).toBe(ExitCode.OK);
           expect(allowed.stderr).toContain('Done, with rows not delivered as --allow-undelivered allows');
+          // The recipe: the difference as an Adjustment under a new id, then the correction settled once.
+          const adjustment = join(dir, 'adjustment.csv');
+          writeFileSync(adjustment, csv([['2026-11-21', 'Build farm', 'Adjustment', '1.75']]));
+          expect((await run(push(url, dir, [adjustment]), env)).code).toBe(ExitCode.OK);
+          const settled = await run(push(url, dir, ['--settle-corrections', file]), env);
+          expect(settled.code, settled.stderr).toBe(ExitCode.OK);
+          expect(summaryOf(settled.stderr)).toMatchObject({ settled: 1, notApplied: 0 });
+          // Each night's export after: nothing sent, exit 0; a new change to the row is a new correction.
+          const nightly = await run(push(url, dir, [file]), env);
+          expect(nightly.code, nightly.stderr).toBe(ExitCode.OK);
+          expect(summaryOf(nightly.stderr)).toMatchObject({ sent: 0, settled: 1, alreadyDelivered: 1 });
+          writeFileSync(file, csv([ROWS[0]!, ['2026-11-21', 'Build farm', 'Usage', '9.5']]));
+          expect((await run(push(url, dir, [file]), env)).code).toBe(ExitCode.FAILED);
+          expect(held(emulator)).toEqual([
+            '2026-11-20 Artifact store 3',
+            '2026-11-20 Build farm 12.5',
+            '2026-11-21 Build farm 1.75',
+            '2026-11-21 Build farm 7.25',
+          ]);
         }
       });
     }

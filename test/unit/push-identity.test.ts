@@ -75,6 +75,9 @@ describe('push identity: the key and the rule', () => {
     // Other values a request without an answer may have stored: a skip would mean the server kept those.
     expect(classifyRow('v2', { held: null, pending: 'v1' }, false)).toBe('correction');
     expect(classifyRow('v2', { held: null, pending: null }, false)).toBe('new');
+    // A correction the server kept its first values for, settled by the user: not sent while the row stays so.
+    expect(classifyRow('v2', { held: 'v1', pending: null, settled: 'v2' }, false)).toBe('settled');
+    expect(classifyRow('v3', { held: 'v1', pending: null, settled: 'v2' }, false)).toBe('correction');
   });
 
   it('names where the file and rows sharing an id go', () => {
