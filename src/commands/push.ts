@@ -317,7 +317,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
         logger.warn(`Done, with rows not delivered as ${accepted} allows: ${undeliveredLine(summary)}.${listed}`);
       } else {
         logger.info(
-          `Done: push ${summary.pushId}: every row read is delivered (${summary.delivered} now, ${summary.alreadyDelivered} before${summary.settled > 0 ? `; ${summary.settled} correction(s) the server keeps its first values for, settled` : ''}); ${summary.batches} request(s) recorded in ingest_batches.`,
+          `Done: push ${summary.pushId}: every row read is delivered${summary.settled > 0 ? ' or settled' : ''} (${summary.delivered} now, ${summary.alreadyDelivered} before${summary.settled > 0 ? `; ${summary.settled} correction(s) the server keeps its first values for, settled by --settle-corrections` : ''}); ${summary.batches} request(s) recorded in ingest_batches.`,
         );
       }
     }
