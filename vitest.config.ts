@@ -17,8 +17,9 @@ const SLOW_ONLY = ['test/integration/sync-kill-outputs.test.ts'];
 
 export default defineConfig({
   test: {
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // A spawned run's test takes 2-12 s alone; with three files at once on a loaded 2-core machine, up to 4 times that.
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
     pool: 'forks',
     // Three files at once on these 2-core machines: much of a test is waiting on a spawned process, a
     // socket or a bucket, so a third worker shortens the run (docs/benchmarks.md, "The test suite").
