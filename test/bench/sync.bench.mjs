@@ -439,7 +439,7 @@ async function benchMonthToLakes() {
 /**
  * Seconds from SIGTERM to exit while a lake is filled, per output: a warehouse synced without a lake,
  * then the same sync with one (its lake filled first), SIGTERMed once it has run BENCH_STOP_AFTER_MS.
- * A bucket only with BENCH_S3_ENDPOINT (and its keys); the catalog is the tests' catalog server.
+ * The bucket is BENCH_S3_ENDPOINT's (and its keys), else a radosgw started here; the catalog is the tests' catalog server.
  */
 async function benchStop() {
   const { startCatalogServer } = await import('../catalog/server.mjs');
@@ -456,6 +456,12 @@ async function benchStop() {
   const afterMs = Number(process.env.BENCH_STOP_AFTER_MS ?? (smoke ? 1500 : 3000));
   const start = addDays('2025-12-31', -(months * 30 - 1));
   const env = { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
+  // The bucket: the given S3 server (the test suite's, for the smoke run), else a radosgw of its own.
+  let gateway = null;
+  if (!process.env.BENCH_S3_ENDPOINT && !smoke) {
+    const { startRadosgw } = await import('../system/rgw.mjs');
+    gateway = await startRadosgw(tempDir(), { storeBytes: 2 ** 30 });
+  }
   const s3 = process.env.BENCH_S3_ENDPOINT
     ? {
         AWS_ENDPOINT_URL_S3: process.env.BENCH_S3_ENDPOINT,
@@ -463,7 +469,14 @@ async function benchStop() {
         AWS_SECRET_ACCESS_KEY: process.env.BENCH_S3_SECRET,
         AWS_REGION: 'us-east-1',
       }
-    : null;
+    : gateway !== null
+      ? {
+          AWS_ENDPOINT_URL_S3: gateway.endpoint,
+          AWS_ACCESS_KEY_ID: gateway.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: gateway.secretAccessKey,
+          AWS_REGION: 'us-east-1',
+        }
+      : null;
   const spawnRun = (args, extra = {}) => spawn(process.execPath, [BIN, ...args], { env: { ...env, ...extra }, stdio: 'ignore' });
   try {
     const dir = tempDir();
@@ -529,6 +542,7 @@ async function benchStop() {
     }
   } finally {
     await emulator.close();
+    await gateway?.stop();
   }
 }
 

@@ -1,10 +1,10 @@
 import { expect, it } from 'vitest';
 import { pushModelReport, runPushModel } from '../push-model.js';
 
-/** The push model for longer, with processes SIGKILLed at the Nth request (COSTSYNC_PUSH_MODEL_SECONDS, default 120). */
+/** The push model for longer, with processes SIGKILLed at the Nth request (COSTSYNC_PUSH_MODEL_SECONDS, default 60). */
 // A fixed seed by default, so CI is the same every time; COSTSYNC_PUSH_MODEL_SEED=random explores.
 const seed = process.env.COSTSYNC_PUSH_MODEL_SEED === 'random' ? undefined : Number(process.env.COSTSYNC_PUSH_MODEL_SEED ?? 5150);
-const seconds = Number(process.env.COSTSYNC_PUSH_MODEL_SECONDS ?? 120);
+const seconds = Number(process.env.COSTSYNC_PUSH_MODEL_SECONDS ?? 60);
 
 it(
   'long push sequences with kills keep every invariant',
