@@ -416,10 +416,10 @@ export function temporaryFiles(dir: string): string[] {
   return found;
 }
 
-/** `costsync push` arguments against `url`, the ledger in `dir`, JSON logs, no rate limit; `extra` adds flags and files. */
-export function pushArgs(url: string, dir: string, extra: string[]): string[] {
+/** `costsync push` (or `push-otel`) arguments against `url`, the ledger in `dir`, JSON logs, no rate limit; `extra` adds flags and files. */
+export function pushArgs(url: string, dir: string, extra: string[], command: 'push' | 'push-otel' = 'push'): string[] {
   return [
-    'push',
+    command,
     '--base-url',
     url,
     '--db',

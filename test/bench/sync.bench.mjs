@@ -341,12 +341,10 @@ async function timedRun(args) {
   return { code, secs, mb: kb / 1024 };
 }
 
-async function benchMemory() {
-  const rows = Number(size('BENCH_MEMORY_ROWS', 5_000_000, 2_000));
+/** An emulator process serving `rows` line items from 2025-10-01, at most 100,000 a day, and how it spreads them. */
+async function emulatorOf(rows) {
   const rowsPerDay = Math.min(100_000, rows);
   const days = Math.ceil(rows / rowsPerDay);
-  const dir = tempDir();
-  // The emulator in its own process, so only the sync's memory is measured.
   const { url, stop } = await emulatorProcess([
     '--rows-per-day',
     String(rowsPerDay),
@@ -355,6 +353,14 @@ async function benchMemory() {
     '--end-date',
     '2025-12-31',
   ]);
+  return { url, stop, rowsPerDay, days };
+}
+
+async function benchMemory() {
+  const rows = Number(size('BENCH_MEMORY_ROWS', 5_000_000, 2_000));
+  const dir = tempDir();
+  // The emulator in its own process, so only the sync's memory is measured.
+  const { url, stop, rowsPerDay, days } = await emulatorOf(rows);
   try {
     const { code, secs, mb } = await timedRun([
       'sync',
@@ -567,17 +573,8 @@ function diskBytes(dir) {
  */
 async function benchDisk() {
   const rows = Number(size('BENCH_DISK_ROWS', 1_000_000, 2_000));
-  const rowsPerDay = Math.min(100_000, rows);
-  const days = Math.ceil(rows / rowsPerDay);
   const dir = tempDir();
-  const { url, stop } = await emulatorProcess([
-    '--rows-per-day',
-    String(rowsPerDay),
-    '--start-date',
-    '2025-10-01',
-    '--end-date',
-    '2025-12-31',
-  ]);
+  const { url, stop, rowsPerDay, days } = await emulatorOf(rows);
   let peak = 0;
   const sampler = setInterval(() => {
     peak = Math.max(peak, diskBytes(dir));

@@ -263,18 +263,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
       await withTempDir(async (dir) => {
         const doc = join(dir, 'usage.json');
         writeFileSync(doc, JSON.stringify({ resourceMetrics: [{ scopeMetrics: [] }] }));
-        const otelArgs = (extra: string[]) => [
-          'push-otel',
-          '--base-url',
-          emulator.url,
-          '--db',
-          join(dir, 'p.duckdb'),
-          '--state-dir',
-          join(dir, 'state'),
-          '--log-format',
-          'json',
-          ...extra,
-        ];
+        const otelArgs = (extra: string[]) => pushArgs(emulator.url, dir, extra, 'push-otel');
         expect((await cli(otelArgs([doc]), env)).code).toBe(ExitCode.OK);
         const again = await run(otelArgs([doc]), env);
         expect(again.code).toBe(ExitCode.OK);
