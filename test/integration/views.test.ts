@@ -131,10 +131,11 @@ describe('analyst views (sql/views), created by every sync', () => {
 
   it('top movers, spend by project and by user, open anomalies and time to resolution', async () => {
     await withSyncedDb(async (db) => {
-      // One anomaly closed two days after detection, as a later run would record it.
+      // One anomaly the first sync saw open, seen resolved by a run a day later.
       await withWarehouse(db, (wh) =>
         wh.sql(`INSERT INTO anomaly_status_history
-        SELECT id, status, 'resolved', detected_date + INTERVAL 2 DAYS, 'r2', source FROM anomalies ORDER BY id LIMIT 1`),
+        SELECT id, status, 'resolved', TIMESTAMPTZ '2025-07-02 06:00:00+00', 'r2', source FROM anomalies
+        WHERE status IN ('new', 'acknowledged') ORDER BY id LIMIT 1`),
       );
       const wh = await openReadOnly(db);
       try {
@@ -174,8 +175,48 @@ describe('analyst views (sql/views), created by every sync', () => {
         for (const a of open) near(a.excess_usd, a.actual_cost - a.expected_cost);
         expect(open.map((a) => a.detected_date)).toEqual([...open.map((a) => a.detected_date)].sort().reverse());
 
-        const closed = await wh.sql<{ hours_to_resolution: number; closed_status: string }>('SELECT * FROM anomaly_resolution_times');
-        expect(closed.find((c) => c.hours_to_resolution === 48)).toMatchObject({ closed_status: 'resolved' });
+        // Only that one: the anomalies the first sync found already closed are not counted.
+        const closed = await wh.sql<{ hours: number; closed_status: string }>(
+          "SELECT closed_status, hours_to_resolution - epoch(TIMESTAMPTZ '2025-07-02 06:00:00+00' - detected_date) / 3600 AS hours FROM anomaly_resolution_times",
+        );
+        expect(closed).toHaveLength(1);
+        expect(closed[0]).toMatchObject({ closed_status: 'resolved' });
+        expect(Math.abs(closed[0]!.hours)).toBeLessThan(0.06);
+      } finally {
+        wh.close();
+      }
+    });
+  });
+
+  it('time to resolution counts only anomalies first seen open, to the first sync that saw them closed', async () => {
+    await withTempDir(async (dir) => {
+      const db = join(dir, 'anomalies.duckdb');
+      await withWarehouse(db, (wh) =>
+        wh.sql(`INSERT INTO anomalies (id, severity, detected_date, status, source) VALUES
+          ('open-then-resolved', 'high', '2025-06-01 00:00:00+00', 'resolved', 'default'),
+          ('open-then-dismissed-twice', 'low', '2025-06-01 00:00:00+00', 'dismissed', 'default'),
+          ('closed-when-first-seen', 'high', '2025-01-01 00:00:00+00', 'resolved', 'default'),
+          ('still-open', 'low', '2025-06-01 00:00:00+00', 'new', 'default');
+        INSERT INTO anomaly_status_history (anomaly_id, previous_status, status, observed_at, run_id, source) VALUES
+          ('open-then-resolved', NULL, 'new', '2025-06-02 00:00:00+00', 'r1', 'default'),
+          ('open-then-resolved', 'new', 'acknowledged', '2025-06-03 00:00:00+00', 'r2', 'default'),
+          ('open-then-resolved', 'acknowledged', 'resolved', '2025-06-04 00:00:00+00', 'r3', 'default'),
+          ('open-then-dismissed-twice', NULL, 'acknowledged', '2025-06-02 00:00:00+00', 'r1', 'default'),
+          ('open-then-dismissed-twice', 'acknowledged', 'dismissed', '2025-06-02 12:00:00+00', 'r2', 'default'),
+          ('open-then-dismissed-twice', 'dismissed', 'new', '2025-06-03 00:00:00+00', 'r3', 'default'),
+          ('open-then-dismissed-twice', 'new', 'dismissed', '2025-06-05 00:00:00+00', 'r4', 'default'),
+          ('closed-when-first-seen', NULL, 'resolved', '2025-06-02 00:00:00+00', 'r1', 'default'),
+          ('still-open', NULL, 'new', '2025-06-02 00:00:00+00', 'r1', 'default')`),
+      );
+      const wh = await openReadOnly(db);
+      try {
+        const rows = await wh.sql<{ anomaly_id: string; closed_status: string; hours_to_resolution: number }>(
+          'SELECT anomaly_id, closed_status, hours_to_resolution FROM anomaly_resolution_times ORDER BY anomaly_id',
+        );
+        expect(rows.map((r) => [r.anomaly_id, r.closed_status, r.hours_to_resolution])).toEqual([
+          ['open-then-dismissed-twice', 'dismissed', 36],
+          ['open-then-resolved', 'resolved', 72],
+        ]);
       } finally {
         wh.close();
       }
