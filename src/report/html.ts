@@ -1,5 +1,5 @@
 /** The report as one self-contained HTML page: inline CSS, inline SVG charts, no script, no network. */
-import { monthLabel, type ReportData } from './data.js';
+import { monthLabel, periodText, type ReportData } from './data.js';
 import { formatPercent, formatUsd } from '../money.js';
 
 const escape = (v: unknown) => String(v ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -46,7 +46,7 @@ export function reportHtml(data: ReportData, charts: { daily: string; services: 
   const trend = t.prior_7_days_usd ? (100 * ((t.last_7_days_usd ?? 0) - t.prior_7_days_usd)) / t.prior_7_days_usd : null;
   const mtd = data.monthToDate;
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Cloud spend ${escape(data.from)} to ${escape(data.to)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>Cloud spend, ${escape(periodText(data))}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#111827;margin:32px auto;max-width:980px;padding:0 16px}
@@ -57,8 +57,8 @@ table{border-collapse:collapse;width:100%;font-size:13px}th,td{border-bottom:1px
 td:nth-child(n+2){font-variant-numeric:tabular-nums}.chart svg{max-width:100%;height:auto}.empty{color:#6b7280}
 </style></head><body>
 <h1>Cloud spend</h1>
-<p class="sub">${data.source === null ? '' : `source ${escape(data.source)} · `}${escape(data.from)} to ${escape(data.to)} · generated ${escape(generatedAt)} by costsync</p>
-${t.days === 0 ? `<p class="empty" id="no-data">No spend is stored for ${escape(data.from)} to ${escape(data.to)}${data.source === null ? '' : ` (source ${escape(data.source)})`}: sync those dates, or pick another range.</p>\n` : ''}
+<p class="sub">${data.source === null ? '' : `source ${escape(data.source)} · `}${escape(periodText(data))} · generated ${escape(generatedAt)} by costsync</p>
+${t.days === 0 ? `<p class="empty" id="no-data">No spend is stored for ${escape(data.from === '' ? 'any date' : periodText(data))}${data.source === null ? '' : ` (source ${escape(data.source)})`}: sync those dates, or pick another range.</p>\n` : ''}
 <section class="kpis" id="kpis">
 <div class="kpi"><span>Total in the period</span><b id="total">${usd(t.total_usd)}</b><span>${t.days} day(s) with data</span></div>
 <div class="kpi"><span>Daily average</span><b>${usd(t.daily_average_usd)}</b></div>
