@@ -21,6 +21,8 @@ export interface ReportData {
     month_to_date_usd: number | null;
     same_days_last_month_usd: number | null;
     change_pct: number | null;
+    /** Why there is no change: those days are not all synced (the view's `no_change_reason`). */
+    no_change_reason: string | null;
   } | null;
   /**
    * Months with their change from the month before; none for a partial month (its data does not

@@ -260,7 +260,8 @@ async function refreshViews(sql: <T>(text: string, params?: DuckDBValue[]) => Pr
     .filter((f) => f.endsWith('.sql'))
     .sort()) {
     try {
-      await sql(readFileSync(join(dir, file), 'utf8'));
+      // Through loadSql, so a view can share a fragment (`{{verify/covered}}`: the dates synced).
+      await sql(loadSql(`views/${file.slice(0, -'.sql'.length)}`));
     } catch (error) {
       throw new CostsyncError('CS_ERR_MIGRATION', `View ${file} failed: ${(error as Error).message}`, { cause: error });
     }

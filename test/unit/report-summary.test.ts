@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { reportSummary } from '../../src/commands/report.js';
 import { periodText, unknownSourceError } from '../../src/report/data.js';
+import { monthToDateCard } from '../../src/report/html.js';
 
 const totals = { total_usd: null, days: 0, daily_average_usd: null, last_7_days_usd: null, prior_7_days_usd: null };
 
@@ -34,5 +35,21 @@ describe('report --source and empty reports', () => {
         daily: [{ date: '2025-06-01', provider: 'aws', cost_usd: 1 }],
       }),
     ).toBe('Report for 2025-06-01 to 2025-06-01: 1 provider-day(s), 0 open anomalies.\n');
+  });
+});
+
+describe("the report's month-to-date card", () => {
+  const mtd = { as_of: '2025-11-20', month_to_date_usd: 200, same_days_last_month_usd: 60, change_pct: null, no_change_reason: null };
+
+  it('shows the reason, not a coloured percentage, where those days are not all synced', () => {
+    const card = monthToDateCard({ ...mtd, no_change_reason: '6 of the 20 days 2025-10-01..2025-10-20 of last month are synced' });
+    expect(card).toMatch(/<b class="none">no change given<\/b>/);
+    expect(card).toMatch(/<span class="reason">6 of the 20 days 2025-10-01\.\.2025-10-20 of last month are synced<\/span>/);
+    expect(card).not.toMatch(/class="up"|class="down"|%/);
+  });
+
+  it('colours a rise red and a fall green', () => {
+    expect(monthToDateCard({ ...mtd, change_pct: 12.5 })).toMatch(/<b class="up">\+?12\.5%<\/b>/);
+    expect(monthToDateCard({ ...mtd, change_pct: -3 })).toMatch(/<b class="down">/);
   });
 });
