@@ -88,7 +88,16 @@ export const ERRORS = {
   CS_ERR_LEASE_HELD: { exit: ExitCode.LOCKED, summary: 'another runner holds the lease on the bucket (named)' },
   CS_ERR_LEASE_LOST: { exit: ExitCode.LOCKED, summary: "this run's lease was taken over; it writes nothing more" },
   CS_ERR_NOTIFY: { exit: ExitCode.FAILED, summary: 'a webhook did not take the message (never fails a sync; notify --test reports it)' },
+  CS_ERR_UNKNOWN_SOURCE: {
+    exit: ExitCode.USAGE,
+    summary: 'report --source names a source the warehouse holds nothing of (the ones it holds are named)',
+  },
   CS_ERR_QUERY: { exit: ExitCode.USAGE, summary: 'the SQL given to costsync query failed' },
+  CS_ERR_QUERY_REFUSED: {
+    exit: ExitCode.USAGE,
+    summary:
+      'costsync query runs only SELECT and EXPLAIN: the SQL would write a file, install, load or attach, or change a setting (the rule is named)',
+  },
   CS_ERR_QUERY_READ_ONLY: { exit: ExitCode.USAGE, summary: 'costsync query only reads; the SQL tried to write' },
   CS_ERR_PUSH_READ: { exit: ExitCode.USAGE, summary: 'a file given to push cannot be read' },
   CS_ERR_PUSH_WRITE: { exit: ExitCode.FAILED, summary: 'push cannot write the file of rows it did not deliver' },

@@ -1,6 +1,7 @@
 /** `costsync query`: read-only SQL against the warehouse, printed as a table, CSV or JSON. */
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
+import { StatementType } from '@duckdb/node-api';
 import { ConfigError, CostsyncError, ExitCode } from './errors.js';
 import { sqlString, type ReadOnlyWarehouse, type ResultTable } from './storage/duckdb.js';
 import { duckdbThreads, memoryLimit } from './storage/duckdb-settings.js';
@@ -47,11 +48,116 @@ function queryError(cause: unknown): CostsyncError {
   const extension = EXTENSION_NAMES.map((re) => re.exec(text)?.[1]).find((name) => name !== undefined);
   const hint =
     extension !== undefined
-      ? `costsync's DuckDB has the ${BUILT_IN_EXTENSIONS} extensions built in; any other, such as ${extension}, is downloaded from extensions.duckdb.org when first used, and here that failed (the reason is above). Where that site can be reached, costsync query "INSTALL ${extension}" installs it once for later queries; or export the rows with --out rows.parquet and read them with a tool that has ${extension}.`
+      ? `costsync's DuckDB has the ${BUILT_IN_EXTENSIONS} extensions built in, and costsync query installs no other (such as ${extension}): install it once with DuckDB itself (duckdb -c "INSTALL ${extension}") and costsync query loads it when a query needs it; or export the rows with --out rows.parquet and read them with a tool that has ${extension}.`
       : UNKNOWN_NAME.test(first)
         ? 'costsync query --list shows the tables and views with their columns.'
         : undefined;
   return new CostsyncError('CS_ERR_QUERY', `The query failed: ${text}`, { exitCode: ExitCode.USAGE, hint, cause });
+}
+
+/** The statements a user's SQL may hold: they read (SELECT, with WITH, FROM-first, DESCRIBE, SHOW, SUMMARIZE, VALUES, PRAGMA show_tables) or explain. */
+const ALLOWED_STATEMENTS: ReadonlySet<StatementType> = new Set([StatementType.SELECT, StatementType.EXPLAIN]);
+
+/** Statements that would change the warehouse (refused as read-only, as DuckDB's read-only mode does). */
+const WAREHOUSE_WRITES: ReadonlySet<StatementType> = new Set([
+  StatementType.INSERT,
+  StatementType.UPDATE,
+  StatementType.DELETE,
+  StatementType.MERGE_INTO,
+  StatementType.CREATE,
+  StatementType.CREATE_FUNC,
+  StatementType.DROP,
+  StatementType.ALTER,
+]);
+
+/** Why each other kind of statement is refused, named in the error. */
+const REFUSAL_RULES: Partial<Record<StatementType, string>> = {
+  [StatementType.COPY]:
+    'COPY writes (or loads) files; export a result with --out FILE, read a file with read_parquet, read_csv or read_json',
+  [StatementType.EXPORT]: 'EXPORT DATABASE writes files; export a result with --out FILE',
+  [StatementType.COPY_DATABASE]: 'COPY FROM DATABASE writes another database',
+  [StatementType.LOAD]:
+    'INSTALL and LOAD add code to DuckDB; install an extension with DuckDB itself, and costsync query loads it when a query needs it',
+  [StatementType.EXTENSION]: 'INSTALL and LOAD add code to DuckDB; install an extension with DuckDB itself',
+  [StatementType.UPDATE_EXTENSIONS]: 'UPDATE EXTENSIONS writes extension files; update them with DuckDB itself',
+  [StatementType.ATTACH]:
+    'ATTACH opens another database, which can then be written; read other files with read_parquet, read_csv or read_json',
+  [StatementType.DETACH]: 'DETACH changes the attached databases',
+  [StatementType.SET]:
+    'SET, RESET and USE change settings, some of which name files (extension_directory, temp_directory, secret_directory, profiling and log output)',
+  [StatementType.PRAGMA]: 'PRAGMA changes settings, some of which write files; SELECT * FROM pragma_… reads the same',
+  [StatementType.CALL]: 'CALL runs procedures (CHECKPOINT among them); SELECT * FROM the table function instead',
+};
+
+/**
+ * Why costsync query refuses a statement of this type, or null when it runs: what the user types reads
+ * the warehouse and files, and never writes a file, installs, loads, attaches or changes a setting
+ * (`query --out` is costsync's own write, made around a checked SELECT). Pure.
+ */
+export function refusedStatement(type: StatementType): { code: 'CS_ERR_QUERY_READ_ONLY' | 'CS_ERR_QUERY_REFUSED'; rule: string } | null {
+  if (ALLOWED_STATEMENTS.has(type)) return null;
+  if (WAREHOUSE_WRITES.has(type))
+    return { code: 'CS_ERR_QUERY_READ_ONLY', rule: `${StatementType[type]} changes the warehouse (CREATE SECRET included)` };
+  return {
+    code: 'CS_ERR_QUERY_REFUSED',
+    rule: REFUSAL_RULES[type] ?? `a ${StatementType[type]} statement is not a query; only SELECT and EXPLAIN run`,
+  };
+}
+
+/**
+ * Readies the connection for the user's SQL and checks it. DuckDB's guards first: extensions are no
+ * longer downloaded on first use and the configuration is locked, so nothing can change a setting
+ * afterwards. Then DuckDB's parser: SQL of SELECTs alone runs (reading files included). Anything else
+ * is prepared, never run, where it can touch no file, and refused by its type, naming the rule.
+ * `single`: `--out`, whose SQL is written into costsync's COPY and must be one SELECT.
+ */
+export async function checkUserSql(warehouse: ReadOnlyWarehouse, text: string, single: boolean): Promise<void> {
+  await warehouse.sql('SET autoinstall_known_extensions = false');
+  await warehouse.sql('SET lock_configuration = true');
+  let selects: boolean;
+  let types: ({ type: StatementType } | { error: string })[] = [];
+  try {
+    selects = await warehouse.onlySelects(text);
+    if (selects && !single) return;
+    types = await warehouse.statementTypes(text);
+  } catch (cause) {
+    throw queryError(cause);
+  }
+  if (single && types.length !== 1) {
+    throw refusal({ code: 'CS_ERR_QUERY_REFUSED', rule: `--out writes the result of one SELECT (got ${types.length} statements)` });
+  }
+  // SQL of SELECTs alone: one that does not bind here fails when run, with DuckDB's own message.
+  if (selects) return;
+  for (const statement of types) {
+    const refused =
+      'error' in statement
+        ? refusedUnbound(statement.error)
+        : single && statement.type !== StatementType.SELECT
+          ? (refusedStatement(statement.type) ?? { code: 'CS_ERR_QUERY_REFUSED' as const, rule: '--out writes the result of a SELECT' })
+          : refusedStatement(statement.type);
+    if (refused !== null) throw refusal(refused);
+  }
+}
+
+/**
+ * A statement other than SELECT that DuckDB could not prepare where no file can be touched: one that
+ * names a file (COPY, EXPORT DATABASE, CREATE SECRET), or one it cannot tell (refused: it is not a
+ * SELECT, and only SELECT and EXPLAIN run). Pure.
+ */
+export function refusedUnbound(error: string): { code: 'CS_ERR_QUERY_REFUSED'; rule: string } {
+  if (/file system operations are disabled/.test(error))
+    return {
+      code: 'CS_ERR_QUERY_REFUSED',
+      rule: `a statement other than SELECT reads or writes a file or directory (${error.replace(/ - file system.*$/, '')}); export a result with --out FILE, read a file with read_parquet, read_csv or read_json`,
+    };
+  return { code: 'CS_ERR_QUERY_REFUSED', rule: `only SELECT and EXPLAIN run, and DuckDB cannot tell what this statement is (${error})` };
+}
+
+function refusal(refused: { code: 'CS_ERR_QUERY_READ_ONLY' | 'CS_ERR_QUERY_REFUSED'; rule: string }): CostsyncError {
+  return new CostsyncError(refused.code, `costsync query only reads: ${refused.rule}.`, {
+    exitCode: ExitCode.USAGE,
+    hint: 'costsync query runs SELECT (and EXPLAIN) statements and reads files with read_parquet, read_csv or read_json; change the warehouse with costsync sync, or open it with DuckDB itself.',
+  });
 }
 
 /**
@@ -64,6 +170,7 @@ export async function writeQuery(
   format: OutputFormat,
   write: (text: string) => void,
 ): Promise<void> {
+  await checkUserSql(warehouse, text, false);
   let stream;
   try {
     stream = await warehouse.stream(text);
@@ -183,6 +290,8 @@ export async function exportQuery(warehouse: ReadOnlyWarehouse, text: string, fi
     await warehouse.sql(`SET threads = ${duckdbThreads()}`);
     await warehouse.sql(`SET memory_limit = '${memoryLimit()}'`);
     await warehouse.sql('SET preserve_insertion_order = false');
+    // After costsync's own settings, which the check then locks.
+    await checkUserSql(warehouse, select, true);
     const [row] = await warehouse.sql<{ Count: number }>(`COPY (${select}) TO ${sqlString(tmp)} (${options})`);
     await rename(tmp, target);
     return Number(row?.Count ?? 0);

@@ -1,6 +1,10 @@
--- Month to date against the same days of last month, as of the latest day with data, all sources or one. $1 = source (NULL: all).
+-- Month to date against the same days of last month, as of the last complete synced day, all sources or one. $1 = source (NULL: all).
+-- No change where any source's days are not all synced: `no_change_reason` says why (naming the source when there are several).
 SELECT strftime(max(as_of), '%Y-%m-%d') AS as_of, round(sum(month_to_date_usd), 2) AS month_to_date_usd,
        round(sum(same_days_last_month_usd), 2) AS same_days_last_month_usd,
-       round(100 * (sum(month_to_date_usd) - sum(same_days_last_month_usd)) / nullif(sum(same_days_last_month_usd), 0), 1) AS change_pct
+       CASE WHEN count(no_change_reason) = 0
+            THEN round(100 * (sum(month_to_date_usd) - sum(same_days_last_month_usd)) / nullif(sum(same_days_last_month_usd), 0), 1) END AS change_pct,
+       CASE WHEN count(*) = 1 THEN any_value(no_change_reason)
+            ELSE string_agg(source || ': ' || no_change_reason, '; ' ORDER BY source) END AS no_change_reason
 FROM month_to_date WHERE ($1::VARCHAR IS NULL OR source = $1)
 HAVING count(*) > 0

@@ -1,12 +1,46 @@
--- Is each source spending more this month than last? Month to date, as of its latest day with data, against the same days of last month.
+-- Is each source spending more this month than last? Days 1..d of d's month against days 1..d of the
+-- month before (clipped to its length: 31 March against 1..28 February), d being the last complete
+-- synced UTC day: the latest date synced (its streams' coverage, or data) before today and before the
+-- day of the source's latest sync. Where those days are not all synced (a first sync from the 15th,
+-- data for the 1st..5th only), the change is NULL and `no_change_reason` says why.
 CREATE OR REPLACE VIEW month_to_date AS
-WITH daily AS (SELECT source, date, sum(cost_usd) AS cost_usd FROM daily_spend_by_provider GROUP BY ALL),
-latest AS (SELECT source, max(date) AS as_of FROM daily GROUP BY source)
-SELECT source, as_of,
-       round(sum(cost_usd) FILTER (WHERE date BETWEEN date_trunc('month', as_of) AND as_of), 2) AS month_to_date_usd,
-       round(sum(cost_usd) FILTER (WHERE date BETWEEN date_trunc('month', as_of) - INTERVAL 1 MONTH AND as_of - INTERVAL 1 MONTH), 2) AS same_days_last_month_usd,
-       round(month_to_date_usd - same_days_last_month_usd, 2) AS change_usd,
-       round(100 * (month_to_date_usd - same_days_last_month_usd) / nullif(same_days_last_month_usd, 0), 1) AS change_pct
-FROM daily JOIN latest USING (source)
-GROUP BY source, as_of;
-COMMENT ON VIEW month_to_date IS 'Per source, month to date (as of its latest day with data) against the same days of last month';
+WITH {{verify/covered}}, daily AS (
+  SELECT source, date, sum(cost_usd) AS cost_usd FROM daily_spend_by_provider GROUP BY ALL
+), synced AS (
+  SELECT DISTINCT covered_source AS source, unnest(generate_series(c.r['from'], c.r['to'], INTERVAL 1 DAY))::DATE AS date
+  FROM covered c WHERE c.r['from'] IS NOT NULL AND c.r['to'] IS NOT NULL
+  UNION SELECT source, date FROM daily
+), last_run AS (
+  SELECT source, (max(started_at) AT TIME ZONE 'UTC')::DATE AS run_day FROM sync_runs GROUP BY source
+), latest AS (
+  SELECT s.source, max(s.date) AS as_of FROM synced s LEFT JOIN last_run l USING (source)
+  WHERE s.date < (now() AT TIME ZONE 'UTC')::DATE AND (l.run_day IS NULL OR s.date < l.run_day)
+    AND s.source IN (SELECT source FROM daily)
+  GROUP BY s.source
+), spans AS (
+  SELECT source, as_of, date_trunc('month', as_of)::DATE AS month_start,
+         (date_trunc('month', as_of) - INTERVAL 1 MONTH)::DATE AS previous_start, (as_of - INTERVAL 1 MONTH)::DATE AS previous_end
+  FROM latest
+), counted AS (
+  SELECT p.*,
+         (SELECT count(*) FROM synced s WHERE s.source = p.source AND s.date BETWEEN p.month_start AND p.as_of) AS month_synced,
+         (SELECT count(*) FROM synced s WHERE s.source = p.source AND s.date BETWEEN p.previous_start AND p.previous_end) AS previous_synced,
+         (SELECT sum(cost_usd) FROM daily d WHERE d.source = p.source AND d.date BETWEEN p.month_start AND p.as_of) AS month_usd,
+         (SELECT sum(cost_usd) FROM daily d WHERE d.source = p.source AND d.date BETWEEN p.previous_start AND p.previous_end) AS previous_usd
+  FROM spans p
+), reasoned AS (
+  SELECT *,
+         CASE WHEN month_synced < day(as_of)
+                THEN format('{} of the {} days {}..{} of this month are synced', month_synced, day(as_of), month_start, as_of)
+              WHEN previous_synced < day(previous_end)
+                THEN format('{} of the {} days {}..{} of last month are synced', previous_synced, day(previous_end), previous_start, previous_end)
+              WHEN coalesce(previous_usd, 0) = 0 THEN 'no spend on the same days of last month' END AS no_change_reason
+  FROM counted
+)
+SELECT source, as_of, round(coalesce(month_usd, 0), 2) AS month_to_date_usd,
+       round(coalesce(previous_usd, 0), 2) AS same_days_last_month_usd,
+       CASE WHEN no_change_reason IS NULL OR no_change_reason LIKE 'no spend%' THEN round(coalesce(month_usd, 0) - coalesce(previous_usd, 0), 2) END AS change_usd,
+       CASE WHEN no_change_reason IS NULL THEN round(100 * (month_usd - previous_usd) / previous_usd, 1) END AS change_pct,
+       previous_start AS same_days_from, previous_end AS same_days_to, no_change_reason
+FROM reasoned;
+COMMENT ON VIEW month_to_date IS 'Per source, days 1..d of this month against days 1..d of last month (d: the last complete synced UTC day); change NULL, with no_change_reason, where those days are not all synced';

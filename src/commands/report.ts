@@ -5,6 +5,7 @@ import { ConfigError, ExitCode } from '../errors.js';
 import { dateArg } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
 import { processIo, type CommandIo } from './common.js';
+import { periodText, type ReportData } from '../report/data.js';
 
 export function reportOptions(yargs: Argv) {
   return warehouseOptions(yargs)
@@ -30,13 +31,20 @@ export function runReportCommand(args: Record<string, unknown>, io: CommandIo = 
     const { writeReport } = await import('../report/report.js');
     const data = await writeReport(await open(), { out, from, to, source, now: new Date(io.now()) });
     io.stdout(`${out}\n`);
-    if (data.totals.days === 0)
-      io.stderr(
-        `warning: no spend is stored for ${data.from || '(any date)'} to ${data.to || '(any date)'}${source === null ? '' : ` (source ${source})`}; the report says so. Sync those dates, or pick another range.\n`,
-      );
-    io.stderr(
-      `Report for ${data.from} to ${data.to}: ${data.daily.length} provider-day(s), ${data.anomalies.length} open anomal${data.anomalies.length === 1 ? 'y' : 'ies'}.\n`,
-    );
+    io.stderr(reportSummary(data));
     return ExitCode.OK;
   });
+}
+
+/** What `report` says on stderr: the period and what it held, or plainly that it held nothing (never empty dates). Pure. */
+export function reportSummary(data: Pick<ReportData, 'from' | 'to' | 'source' | 'totals' | 'daily' | 'anomalies'>): string {
+  const where = data.source === null ? '' : ` (source ${data.source})`;
+  const anomalies = `${data.anomalies.length} open anomal${data.anomalies.length === 1 ? 'y' : 'ies'}`;
+  if (data.from === '' && data.to === '')
+    return `warning: the warehouse holds no spend yet${where}; the report says so. Run costsync sync first.\nReport: no dates with data, ${anomalies}.\n`;
+  const empty =
+    data.totals.days === 0
+      ? `warning: no spend is stored for ${periodText(data)}${where}; the report says so. Sync those dates, or pick another range.\n`
+      : '';
+  return `${empty}Report for ${periodText(data)}${where}: ${data.daily.length} provider-day(s), ${anomalies}.\n`;
 }

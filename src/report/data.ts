@@ -1,4 +1,6 @@
 /** What the spend report shows, read from the analyst views (`sql/report/*.sql`). */
+import { closest } from '../did-you-mean.js';
+import { CostsyncError, ExitCode } from '../errors.js';
 import { loadSql, type ReadOnlyWarehouse } from '../storage/duckdb.js';
 
 export interface ReportData {
@@ -19,6 +21,8 @@ export interface ReportData {
     month_to_date_usd: number | null;
     same_days_last_month_usd: number | null;
     change_pct: number | null;
+    /** Why there is no change: those days are not all synced (the view's `no_change_reason`). */
+    no_change_reason: string | null;
   } | null;
   /**
    * Months with their change from the month before; none for a partial month (its data does not
@@ -60,12 +64,44 @@ export function monthLabel(m: Pick<ReportData['monthly'][number], 'month' | 'is_
   return m.to_date ? `${m.month} (to date)` : m.is_partial ? `${m.month} (partial)` : m.month;
 }
 
+/**
+ * Why `--source` cannot be reported on, or null when it can: a source the warehouse holds nothing of
+ * would give an empty report with no dates, which reads as "no spend" rather than "mistyped". Pure.
+ */
+export function unknownSourceError(source: string | null, known: readonly string[]): CostsyncError | null {
+  if (source === null || known.includes(source)) return null;
+  const near = closest(source, known);
+  return new CostsyncError(
+    'CS_ERR_UNKNOWN_SOURCE',
+    known.length === 0
+      ? `--source ${source}: the warehouse holds no source yet (nothing has been synced into it).`
+      : `--source ${source}: the warehouse holds no source of that name; it holds ${known.join(', ')}.`,
+    {
+      exitCode: ExitCode.USAGE,
+      hint:
+        known.length === 0
+          ? 'Run costsync sync with the same --db first.'
+          : near !== null
+            ? `Did you mean --source ${near}?`
+            : 'Pass one of those, or leave out --source to report on all of them.',
+    },
+  );
+}
+
+/** The report's dates as people read them; a warehouse with no data at all has none. Pure. */
+export function periodText(data: Pick<ReportData, 'from' | 'to'>): string {
+  return data.from === '' && data.to === '' ? 'no dates (the warehouse holds no spend yet)' : `${data.from} to ${data.to}`;
+}
+
 export async function gatherReport(
   warehouse: ReadOnlyWarehouse,
   period: { from: string | null; to: string | null; source?: string | null },
 ): Promise<ReportData> {
   const rows = async <T>(name: string, params: (string | null)[]) => (await warehouse.table(loadSql(`report/${name}`), params)).rows as T[];
   const source = period.source ?? null;
+  const known = (await rows<{ source: string }>('sources', [])).map((r) => r.source);
+  const unknown = unknownSourceError(source, known);
+  if (unknown !== null) throw unknown;
   const [range] = await rows<{ from: string | null; to: string | null }>('period', [period.from, period.to, source]);
   const from = range!.from ?? period.from ?? '';
   const to = range!.to ?? period.to ?? '';

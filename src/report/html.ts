@@ -1,5 +1,5 @@
 /** The report as one self-contained HTML page: inline CSS, inline SVG charts, no script, no network. */
-import { monthLabel, type ReportData } from './data.js';
+import { monthLabel, periodText, type ReportData } from './data.js';
 import { formatPercent, formatUsd } from '../money.js';
 
 const escape = (v: unknown) => String(v ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -41,29 +41,41 @@ function anomalyTable(data: ReportData): string {
   return table(headers, rows, 'anomalies');
 }
 
+/**
+ * The month-to-date card: the change coloured as a rise or fall, or, where those days are not all
+ * synced, no change and the reason in plain text (a part month against a whole one is no rise). Pure.
+ */
+export function monthToDateCard(mtd: ReportData['monthToDate']): string {
+  const title = '<span>Month to date against the same days of last month</span>';
+  const amounts = `${usd(mtd?.month_to_date_usd)} vs ${usd(mtd?.same_days_last_month_usd)}${mtd ? `, as of ${escape(mtd.as_of)}` : ''}`;
+  if (mtd?.no_change_reason)
+    return `<div class="kpi" id="mtd">${title}<b class="none">no change given</b><span>${amounts}</span><span class="reason">${escape(mtd.no_change_reason)}</span></div>`;
+  return `<div class="kpi" id="mtd">${title}<b class="${(mtd?.change_pct ?? 0) > 0 ? 'up' : 'down'}">${pct(mtd?.change_pct)}</b><span>${amounts}</span></div>`;
+}
+
 export function reportHtml(data: ReportData, charts: { daily: string; services: string; monthly: string }, generatedAt: string): string {
   const t = data.totals;
   const trend = t.prior_7_days_usd ? (100 * ((t.last_7_days_usd ?? 0) - t.prior_7_days_usd)) / t.prior_7_days_usd : null;
   const mtd = data.monthToDate;
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Cloud spend ${escape(data.from)} to ${escape(data.to)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>Cloud spend, ${escape(periodText(data))}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#111827;margin:32px auto;max-width:980px;padding:0 16px}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:17px;margin:32px 0 8px}.sub{color:#6b7280;margin:0 0 20px}
 .kpis{display:grid;grid-template-columns:repeat(4,1fr);gap:12px}.kpi{border:1px solid #e5e7eb;border-radius:8px;padding:12px}
-.kpi b{display:block;font-size:22px}.kpi span{color:#6b7280;font-size:12px}.up{color:#dc2626}.down{color:#16a34a}
+.kpi b{display:block;font-size:22px}.kpi span{color:#6b7280;font-size:12px}.up{color:#dc2626}.down{color:#16a34a}.none{color:#6b7280}.kpi .reason{display:block}
 table{border-collapse:collapse;width:100%;font-size:13px}th,td{border-bottom:1px solid #e5e7eb;padding:5px 8px;text-align:left}
 td:nth-child(n+2){font-variant-numeric:tabular-nums}.chart svg{max-width:100%;height:auto}.empty{color:#6b7280}
 </style></head><body>
 <h1>Cloud spend</h1>
-<p class="sub">${data.source === null ? '' : `source ${escape(data.source)} · `}${escape(data.from)} to ${escape(data.to)} · generated ${escape(generatedAt)} by costsync</p>
-${t.days === 0 ? `<p class="empty" id="no-data">No spend is stored for ${escape(data.from)} to ${escape(data.to)}${data.source === null ? '' : ` (source ${escape(data.source)})`}: sync those dates, or pick another range.</p>\n` : ''}
+<p class="sub">${data.source === null ? '' : `source ${escape(data.source)} · `}${escape(periodText(data))} · generated ${escape(generatedAt)} by costsync</p>
+${t.days === 0 ? `<p class="empty" id="no-data">No spend is stored for ${escape(data.from === '' ? 'any date' : periodText(data))}${data.source === null ? '' : ` (source ${escape(data.source)})`}: sync those dates, or pick another range.</p>\n` : ''}
 <section class="kpis" id="kpis">
 <div class="kpi"><span>Total in the period</span><b id="total">${usd(t.total_usd)}</b><span>${t.days} day(s) with data</span></div>
 <div class="kpi"><span>Daily average</span><b>${usd(t.daily_average_usd)}</b></div>
 <div class="kpi"><span>Last 7 days against the 7 before</span><b class="${(trend ?? 0) > 0 ? 'up' : 'down'}">${pct(trend)}</b><span>${usd(t.last_7_days_usd)} vs ${usd(t.prior_7_days_usd)}</span></div>
-<div class="kpi"><span>Month to date against the same days of last month</span><b class="${(mtd?.change_pct ?? 0) > 0 ? 'up' : 'down'}">${pct(mtd?.change_pct)}</b><span>${usd(mtd?.month_to_date_usd)} vs ${usd(mtd?.same_days_last_month_usd)}${mtd ? `, as of ${escape(mtd.as_of)}` : ''}</span></div>
+${monthToDateCard(mtd)}
 </section>
 ${
   data.bySource.length > 1

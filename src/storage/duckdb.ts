@@ -6,7 +6,7 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { DuckDBConnection, DuckDBInstance, type DuckDBAppender, type DuckDBValue } from '@duckdb/node-api';
+import { DuckDBConnection, DuckDBInstance, type DuckDBAppender, type DuckDBValue, type StatementType } from '@duckdb/node-api';
 import { CostsyncError, ExitCode, InternalError, diskFullError } from '../errors.js';
 import { asMemoryError, duckdbThreads, memoryLimit } from './duckdb-settings.js';
 import { writeQueue, type TransactionOptions } from './write-queue.js';
@@ -260,7 +260,8 @@ async function refreshViews(sql: <T>(text: string, params?: DuckDBValue[]) => Pr
     .filter((f) => f.endsWith('.sql'))
     .sort()) {
     try {
-      await sql(readFileSync(join(dir, file), 'utf8'));
+      // Through loadSql, so a view can share a fragment (`{{verify/covered}}`: the dates synced).
+      await sql(loadSql(`views/${file.slice(0, -'.sql'.length)}`));
     } catch (error) {
       throw new CostsyncError('CS_ERR_MIGRATION', `View ${file} failed: ${(error as Error).message}`, { cause: error });
     }
@@ -289,6 +290,14 @@ export interface ReadOnlyWarehouse {
   /** The same, a chunk of rows at a time, so a large result never sits in memory whole. */
   stream(text: string): Promise<{ columns: ResultTable['columns']; batches: AsyncIterable<Record<string, unknown>[]> }>;
   query<T = Record<string, unknown>>(name: string, params?: DuckDBValue[], names?: Record<string, string>): Promise<T[]>;
+  /** Whether every statement of `text` is a SELECT, by DuckDB's parser alone (nothing bound or run); a syntax error counts as one, to fail when run. */
+  onlySelects(text: string): Promise<boolean>;
+  /**
+   * Each statement of `text` as DuckDB's binder sees it, prepared (never run) in a separate in-memory
+   * DuckDB that has this file attached read-only and file access and extension installs switched off,
+   * since binding can itself touch files (EXPORT DATABASE makes its directory): its type, or the error.
+   */
+  statementTypes(text: string): Promise<({ type: StatementType } | { error: string })[]>;
   close(): void;
 }
 
@@ -331,6 +340,37 @@ export async function openReadOnly(path: string): Promise<ReadOnlyWarehouse> {
       return { columns, batches: batches() };
     },
     query: (name, params, names) => sql(loadSql(name, names), params),
+    async onlySelects(text) {
+      const [row] = await sql<{ json: string }>('SELECT json_serialize_sql($1::VARCHAR) AS json', [text]);
+      const parsed = JSON.parse(row!.json) as { error?: boolean; error_type?: string };
+      return parsed.error !== true || parsed.error_type !== 'not implemented';
+    },
+    async statementTypes(text) {
+      const sandbox = await DuckDBInstance.create(':memory:', {
+        autoinstall_known_extensions: 'false',
+        autoload_known_extensions: 'false',
+      });
+      const box = await sandbox.connect();
+      try {
+        await box.run(`ATTACH ${sqlString(path)} AS warehouse (READ_ONLY)`);
+        await box.run('USE warehouse');
+        await box.run('SET enable_external_access = false');
+        await box.run('SET lock_configuration = true');
+        const extracted = await box.extractStatements(text);
+        const types: ({ type: StatementType } | { error: string })[] = [];
+        for (let i = 0; i < extracted.count; i++) {
+          try {
+            types.push({ type: (await extracted.prepare(i)).statementType });
+          } catch (error) {
+            types.push({ error: (error as Error).message.split('\n')[0]! });
+          }
+        }
+        return types;
+      } finally {
+        box.closeSync();
+        sandbox.closeSync();
+      }
+    },
     close: () => {
       connection.closeSync();
       instance.closeSync();

@@ -1,9 +1,9 @@
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { withWarehouse } from '../../src/storage/duckdb.js';
-import { cli, inDirectory, withEmulator, withScriptedServer, withTempDir, SPAN, run, syncCommand } from '../helpers.js';
+import { cli, inDirectory, withEmulator, withTempDir, SPAN, run, syncCommand } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -107,19 +107,70 @@ describe('costsync query errors', () => {
       expect(fn).toMatch(/Scalar Function with name lenght does not exist!\nDid you mean "length"\?/);
       expect(fn).not.toMatch(/--list/);
 
-      // An extension that is not built in, from a repository that refuses it (as extensions.duckdb.org is
-      // out of reach here): DuckDB's reason, and what is built in instead.
-      await withScriptedServer([{ status: 404, body: 'no such extension' }], async (url) => {
-        const extension = await query(
-          `SET extension_directory = '${join(dir, 'extensions')}'; SET autoinstall_extension_repository = '${url}'; SELECT * FROM read_xlsx('${join(dir, 'costs.xlsx')}')`,
-        );
-        expect(extension).toMatch(/required extension 'excel':\nFailed to download extension "excel" at URL "http:\/\/127\.0\.0\.1:\d+\//);
-        expect(extension).toMatch(/\(HTTP 404\)/);
-        expect(extension).toMatch(
-          /hint: costsync's DuckDB has the json, parquet and icu extensions built in; any other, such as excel, is downloaded/,
-        );
-        expect(extension).not.toMatch(/--list/);
-      });
+      // An extension that is not built in: costsync query installs none, so it says how to install one.
+      const extension = await query(`SELECT * FROM read_xlsx('${join(dir, 'costs.xlsx')}')`);
+      expect(extension).toMatch(/Extension "excel" is an existing extension\.\nInstall it first/);
+      expect(extension).toMatch(
+        /hint: costsync's DuckDB has the json, parquet and icu extensions built in, and costsync query installs no other \(such as excel\): install it once with DuckDB itself/,
+      );
+      expect(extension).not.toMatch(/--list/);
+    });
+  });
+});
+
+describe('costsync query writes no file, installs, loads and attaches nothing', () => {
+  it('refuses each such form with exit 2 naming the rule, touching no file; reads files, and --out writes', async () => {
+    await withTempDir(async (dir) => {
+      const db = join(dir, 'c.duckdb');
+      await withWarehouse(db, (wh) =>
+        wh.sql("INSERT INTO rollups_daily (date, group_by, provider_type, cost_usd) VALUES ('2025-06-01', 'provider', 'aws', 10)"),
+      );
+      const at = (name: string) => join(dir, name);
+      const refused: [string, RegExp][] = [
+        [`COPY (SELECT 1) TO '${at('copy.csv')}'`, /a statement other than SELECT reads or writes a file or directory .*copy\.csv/],
+        [`COPY rollups_daily TO '${at('table.csv')}'`, /a statement other than SELECT reads or writes a file or directory .*table\.csv/],
+        [`SELECT 1; COPY (SELECT 1) TO '${at('second.csv')}'`, /reads or writes a file or directory .*second\.csv/],
+        [`EXPORT DATABASE '${at('export')}'`, /reads or writes a file or directory .*export/],
+        ['INSTALL httpfs', /INSTALL and LOAD add code to DuckDB/],
+        ['LOAD httpfs', /INSTALL and LOAD add code to DuckDB/],
+        [`ATTACH '${at('other.duckdb')}' AS other`, /ATTACH opens another database/],
+        ["CREATE SECRET s (TYPE s3, KEY_ID 'k', SECRET 's')", /reads or writes a file or directory|CREATE changes the warehouse/],
+        [`SET extension_directory = '${at('ext')}'`, /SET, RESET and USE change settings/],
+        [`SET temp_directory = '${at('tmp')}'`, /SET, RESET and USE change settings/],
+        ['PRAGMA enable_profiling', /PRAGMA changes settings/],
+        ['CALL pragma_version()', /CALL runs procedures/],
+        ['DELETE FROM rollups_daily', /DELETE changes the warehouse/],
+      ];
+      for (const [sql, rule] of refused) {
+        const result = await run(['query', '--db', db, sql]);
+        expect(result.code, sql).toBe(ExitCode.USAGE);
+        expect(result.stderr, sql).toMatch(/costsync query only reads: /);
+        expect(result.stderr, sql).toMatch(rule);
+      }
+      expect(readdirSync(dir).sort()).toEqual(['c.duckdb']);
+
+      // Reading a file stays allowed (the README's tour reads the lake with read_parquet).
+      writeFileSync(at('costs.csv'), 'service,usd\nS3,1.5\n');
+      const read = await run(['query', '--db', db, '--format', 'json', `SELECT * FROM read_csv('${at('costs.csv')}')`]);
+      expect(read.code, read.stderr).toBe(ExitCode.OK);
+      expect(JSON.parse(read.stdout)).toEqual([{ service: 'S3', usd: 1.5 }]);
+      // --out is costsync's own write: it works, and what it wraps must be one SELECT.
+      const out = await run(['query', '--db', db, 'SELECT cost_usd FROM rollups_daily', '--out', at('out.csv')]);
+      expect(out.code, out.stderr).toBe(ExitCode.OK);
+      expect(readFileSync(at('out.csv'), 'utf8')).toBe('cost_usd\n10.0\n');
+      const smuggled = await run([
+        'query',
+        '--db',
+        db,
+        `SELECT 1) TO '${at('smuggled.csv')}' (FORMAT csv); SELECT (1`,
+        '--out',
+        at('o.csv'),
+      ]);
+      expect(smuggled.code).toBe(ExitCode.USAGE);
+      const two = await run(['query', '--db', db, 'SELECT 1; SELECT 2', '--out', at('o.csv')]);
+      expect(two.code).toBe(ExitCode.USAGE);
+      expect(two.stderr).toMatch(/--out writes the result of one SELECT \(got 2 statements\)/);
+      expect(existsSync(at('smuggled.csv')) || existsSync(at('o.csv'))).toBe(false);
     });
   });
 });

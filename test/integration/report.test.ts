@@ -4,7 +4,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
-import { openReadOnly } from '../../src/storage/duckdb.js';
+import { openReadOnly, withWarehouse } from '../../src/storage/duckdb.js';
 import { formatUsd } from '../../src/money.js';
 import { dailySpendSpec, monthlySpec, renderSvg, topServicesSpec } from '../../src/report/charts.js';
 import type { ReportData } from '../../src/report/data.js';
@@ -107,6 +107,20 @@ describe('costsync report', () => {
         expect(empty.code).toBe(ExitCode.OK);
         expect(empty.stderr).toMatch(/no spend is stored for 2024-01-01 to 2024-01-31/);
         expect(readFileSync(join(dir, 'e.html'), 'utf8')).toMatch(/id="no-data">No spend is stored for 2024-01-01 to 2024-01-31/);
+        // A source the warehouse does not hold is refused, naming the ones it does (not an empty report).
+        const nosuch = await run(['report', '--db', db, '--out', join(dir, 'n.html'), '--source', 'nosuch']);
+        expect(nosuch.code).toBe(ExitCode.USAGE);
+        expect(nosuch.stderr).toMatch(/--source nosuch: the warehouse holds no source of that name; it holds default\./);
+        expect(existsSync(join(dir, 'n.html'))).toBe(false);
+        // A warehouse with no data at all: said plainly, never "Report for  to :".
+        await withWarehouse(join(dir, 'none.duckdb'), async () => undefined);
+        const none = await run(['report', '--db', join(dir, 'none.duckdb'), '--out', join(dir, 'none.html')]);
+        expect(none.code, none.stderr).toBe(ExitCode.OK);
+        expect(none.stderr).toMatch(/the warehouse holds no spend yet/);
+        expect(none.stderr).not.toMatch(/ to :| to \(any date\)/);
+        expect(readFileSync(join(dir, 'none.html'), 'utf8')).toMatch(
+          /<title>Cloud spend, no dates \(the warehouse holds no spend yet\)<\/title>/,
+        );
       }),
     );
   });

@@ -131,10 +131,11 @@ describe('analyst views (sql/views), created by every sync', () => {
 
   it('top movers, spend by project and by user, open anomalies and time to resolution', async () => {
     await withSyncedDb(async (db) => {
-      // One anomaly closed two days after detection, as a later run would record it.
+      // One anomaly the first sync saw open, seen resolved by a run a day later.
       await withWarehouse(db, (wh) =>
         wh.sql(`INSERT INTO anomaly_status_history
-        SELECT id, status, 'resolved', detected_date + INTERVAL 2 DAYS, 'r2', source FROM anomalies ORDER BY id LIMIT 1`),
+        SELECT id, status, 'resolved', TIMESTAMPTZ '2025-07-02 06:00:00+00', 'r2', source FROM anomalies
+        WHERE status IN ('new', 'acknowledged') ORDER BY id LIMIT 1`),
       );
       const wh = await openReadOnly(db);
       try {
@@ -174,11 +175,139 @@ describe('analyst views (sql/views), created by every sync', () => {
         for (const a of open) near(a.excess_usd, a.actual_cost - a.expected_cost);
         expect(open.map((a) => a.detected_date)).toEqual([...open.map((a) => a.detected_date)].sort().reverse());
 
-        const closed = await wh.sql<{ hours_to_resolution: number; closed_status: string }>('SELECT * FROM anomaly_resolution_times');
-        expect(closed.find((c) => c.hours_to_resolution === 48)).toMatchObject({ closed_status: 'resolved' });
+        // Only that one: the anomalies the first sync found already closed are not counted.
+        const closed = await wh.sql<{ hours: number; closed_status: string }>(
+          "SELECT closed_status, hours_to_resolution - epoch(TIMESTAMPTZ '2025-07-02 06:00:00+00' - detected_date) / 3600 AS hours FROM anomaly_resolution_times",
+        );
+        expect(closed).toHaveLength(1);
+        expect(closed[0]).toMatchObject({ closed_status: 'resolved' });
+        expect(Math.abs(closed[0]!.hours)).toBeLessThan(0.06);
       } finally {
         wh.close();
       }
     });
   });
+
+  it('time to resolution counts only anomalies first seen open, to the first sync that saw them closed', async () => {
+    await withTempDir(async (dir) => {
+      const db = join(dir, 'anomalies.duckdb');
+      await withWarehouse(db, (wh) =>
+        wh.sql(`INSERT INTO anomalies (id, severity, detected_date, status, source) VALUES
+          ('open-then-resolved', 'high', '2025-06-01 00:00:00+00', 'resolved', 'default'),
+          ('open-then-dismissed-twice', 'low', '2025-06-01 00:00:00+00', 'dismissed', 'default'),
+          ('closed-when-first-seen', 'high', '2025-01-01 00:00:00+00', 'resolved', 'default'),
+          ('still-open', 'low', '2025-06-01 00:00:00+00', 'new', 'default');
+        INSERT INTO anomaly_status_history (anomaly_id, previous_status, status, observed_at, run_id, source) VALUES
+          ('open-then-resolved', NULL, 'new', '2025-06-02 00:00:00+00', 'r1', 'default'),
+          ('open-then-resolved', 'new', 'acknowledged', '2025-06-03 00:00:00+00', 'r2', 'default'),
+          ('open-then-resolved', 'acknowledged', 'resolved', '2025-06-04 00:00:00+00', 'r3', 'default'),
+          ('open-then-dismissed-twice', NULL, 'acknowledged', '2025-06-02 00:00:00+00', 'r1', 'default'),
+          ('open-then-dismissed-twice', 'acknowledged', 'dismissed', '2025-06-02 12:00:00+00', 'r2', 'default'),
+          ('open-then-dismissed-twice', 'dismissed', 'new', '2025-06-03 00:00:00+00', 'r3', 'default'),
+          ('open-then-dismissed-twice', 'new', 'dismissed', '2025-06-05 00:00:00+00', 'r4', 'default'),
+          ('closed-when-first-seen', NULL, 'resolved', '2025-06-02 00:00:00+00', 'r1', 'default'),
+          ('still-open', NULL, 'new', '2025-06-02 00:00:00+00', 'r1', 'default')`),
+      );
+      const wh = await openReadOnly(db);
+      try {
+        const rows = await wh.sql<{ anomaly_id: string; closed_status: string; hours_to_resolution: number }>(
+          'SELECT anomaly_id, closed_status, hours_to_resolution FROM anomaly_resolution_times ORDER BY anomaly_id',
+        );
+        expect(rows.map((r) => [r.anomaly_id, r.closed_status, r.hours_to_resolution])).toEqual([
+          ['open-then-dismissed-twice', 'dismissed', 36],
+          ['open-then-resolved', 'resolved', 72],
+        ]);
+      } finally {
+        wh.close();
+      }
+    });
+  });
+
+  it('month to date: days 1..d against days 1..d of last month (clipped), d the last complete synced day; NULL with a reason where those days are not all synced', async () => {
+    type Mtd = {
+      as_of: string;
+      month_to_date_usd: number;
+      same_days_last_month_usd: number;
+      change_pct: number | null;
+      same_days_to: string;
+      no_change_reason: string | null;
+    };
+    const mtd = async (name: string, fill: string, state?: string): Promise<Mtd> =>
+      withTempDir(async (dir) => {
+        const db = join(dir, `${name}.duckdb`);
+        await withWarehouse(db, async (wh) => {
+          await wh.sql(`INSERT INTO rollups_daily (date, group_by, provider_type, cost_usd) ${fill}`);
+          if (state !== undefined) await wh.sql('INSERT INTO _costsync_sync_state VALUES ($1, $2, now())', ['default', state]);
+        });
+        const wh = await openReadOnly(db);
+        try {
+          const rows = await wh.sql<Mtd>(
+            "SELECT strftime(as_of, '%Y-%m-%d') AS as_of, strftime(same_days_to, '%Y-%m-%d') AS same_days_to, * EXCLUDE (as_of, same_days_to) FROM month_to_date",
+          );
+          expect(rows, name).toHaveLength(1);
+          // The report's card reads the same numbers and the same reason.
+          const { monthToDate } = await gatherReport(wh, { from: null, to: null });
+          expect(monthToDate, name).toMatchObject({
+            change_pct: rows[0]!.change_pct,
+            no_change_reason: rows[0]!.no_change_reason,
+            as_of: rows[0]!.as_of,
+          });
+          return rows[0]!;
+        } finally {
+          wh.close();
+        }
+      });
+    const days = (from: string, to: string, usd = 10) =>
+      `SELECT d::DATE, 'provider', 'aws', ${usd} FROM range(DATE '${from}', DATE '${to}' + 1, INTERVAL 1 DAY) t(d)`;
+
+    // Data from 15 October: October's 1st..20th are not all synced, so no change (was +121.3%).
+    const fromMid = await mtd('from-15th', days('2025-10-15', '2025-11-20'));
+    expect(fromMid).toMatchObject({ as_of: '2025-11-20', month_to_date_usd: 200, same_days_last_month_usd: 60, change_pct: null });
+    expect(fromMid.no_change_reason).toBe('6 of the 20 days 2025-10-01..2025-10-20 of last month are synced');
+    // Data for 1..5 October only (was +428.5%).
+    const firstDays = await mtd('first-days', `${days('2025-10-01', '2025-10-05')} UNION ALL ${days('2025-11-01', '2025-11-20')}`);
+    expect(firstDays).toMatchObject({
+      change_pct: null,
+      no_change_reason: '5 of the 20 days 2025-10-01..2025-10-20 of last month are synced',
+    });
+    // The coverage the sync recorded counts: a synced day without spend is synced, and the change is given.
+    const covered = await mtd(
+      'covered',
+      `${days('2025-10-01', '2025-10-09', 5)} UNION ALL ${days('2025-10-11', '2025-10-20', 5)} UNION ALL ${days('2025-11-01', '2025-11-20')}`,
+      JSON.stringify({ rollups: { covered: [{ from: '2025-10-01', to: '2025-11-20' }] } }),
+    );
+    expect(covered).toMatchObject({ month_to_date_usd: 200, same_days_last_month_usd: 95, change_pct: 110.5, no_change_reason: null });
+    // One day of data: this month's days are not all synced either.
+    const oneDay = await mtd('one-day', days('2025-11-20', '2025-11-20'));
+    expect(oneDay).toMatchObject({
+      as_of: '2025-11-20',
+      change_pct: null,
+      no_change_reason: '1 of the 20 days 2025-11-01..2025-11-20 of this month are synced',
+    });
+    // 31 March against 1..28 February, both whole.
+    const clipped = await mtd('clipped', `${days('2025-02-01', '2025-02-28', 10)} UNION ALL ${days('2025-03-01', '2025-03-31', 20)}`);
+    expect(clipped).toMatchObject({
+      as_of: '2025-03-31',
+      same_days_to: '2025-02-28',
+      month_to_date_usd: 620,
+      same_days_last_month_usd: 280,
+      change_pct: 121.4,
+    });
+    // Today is not complete: d is yesterday at the latest.
+    const today = await mtd(
+      'today',
+      "SELECT d::DATE, 'provider', 'aws', 1 FROM range(current_date - 70, current_date + 1, INTERVAL 1 DAY) t(d)",
+    );
+    const [{ yesterday }] = (await queryYesterday()) as [{ yesterday: string }];
+    expect(today.as_of).toBe(yesterday);
+  });
 });
+
+/** Yesterday's UTC date, as DuckDB says it. */
+async function queryYesterday(): Promise<{ yesterday: string }[]> {
+  return withTempDir(async (dir) =>
+    withWarehouse(join(dir, 'y.duckdb'), (wh) =>
+      wh.sql<{ yesterday: string }>("SELECT strftime((now() AT TIME ZONE 'UTC')::DATE - 1, '%Y-%m-%d') AS yesterday"),
+    ),
+  );
+}
