@@ -142,8 +142,12 @@ export function undeliveredLine(s: PushSummary): string {
     s.notApplied > 0 ? `${s.notApplied} correction(s) the server did not apply` : '',
     s.unconfirmed > 0 ? `${s.unconfirmed} skipped by the server without naming them` : '',
   ].filter(Boolean);
-  const total = s.invalid + s.refused + s.notApplied + s.unconfirmed;
-  return `${total} of ${s.rowsRead} row(s) read were not delivered (${parts.join(', ')})`;
+  return `${undeliveredCount(s)} of ${s.rowsRead} row(s) read were not delivered (${parts.join(', ')})`;
+}
+
+/** Rows read and not delivered: failed the checks, refused, corrections not applied, unconfirmed. Pure. */
+function undeliveredCount(s: PushSummary): number {
+  return s.invalid + s.refused + s.notApplied + s.unconfirmed;
 }
 
 /**
@@ -306,11 +310,10 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
     } else if (dryRun) {
       logger.info(`Dry run: ${summary.valid} row(s) would be sent as profile version ${summary.version}; nothing was sent.`);
     } else {
-      const left = summary.refused + summary.notApplied + summary.unconfirmed + (summary.invalid > 0 ? summary.invalid : 0);
-      if (left > 0) {
+      if (undeliveredCount(summary) > 0) {
         const accepted = [
           summary.invalid > 0 ? '--skip-invalid' : '',
-          summary.refused + summary.notApplied + summary.unconfirmed > 0 ? '--allow-undelivered' : '',
+          undeliveredCount(summary) > summary.invalid ? '--allow-undelivered' : '',
         ]
           .filter(Boolean)
           .join(' and ');

@@ -130,7 +130,7 @@ function keyTextSql(keyColumns: readonly string[], targets: readonly TargetColum
  * Builds the query that checks (and, with `withJson`, serializes) every row. Output columns:
  * `_problems` (VARCHAR, problems joined by chr(31), NULL for a valid row), `_off_midnight` (the
  * charge period bounds with a time of day other than midnight UTC, as read, or NULL), `_row_hash` (a
- * hash of `_row_id`, NULL where it is), and with `withJson`: `_row_id` (the row's own line-item id, else
+ * hash of what `_row_id` is made of, the own id or the key, NULL where it is NULL), and with `withJson`: `_row_id` (the row's own line-item id, else
  * its key's id under a key rule, else NULL), `_json` (what is sent, without the id), `_id_json` (what the
  * content id hashes, where `_row_id` is NULL) and `_values` (the MD5 of the values sent, by column name,
  * so order and formatting do not change it).
@@ -176,13 +176,17 @@ export function validationSql(
       return `CASE WHEN epoch_us(p${i}) % 86400000000 <> 0 THEN ${sqlString(`${name} "`)} || left(v${i}, 40) || '"' END`;
     });
   const ownId = identity.ownIdColumn !== null && idx.has(identity.ownIdColumn) ? `p${idx.get(identity.ownIdColumn)}` : null;
-  const keyId = identity.keyColumns === null ? 'NULL::VARCHAR' : `'costsync-' || md5(${keyTextSql(identity.keyColumns, targets, idx)})`;
+  const keyText = identity.keyColumns === null ? null : keyTextSql(identity.keyColumns, targets, idx);
+  const keyId = keyText === null ? 'NULL::VARCHAR' : `'costsync-' || md5(${keyText})`;
   const rowId = ownId === null ? keyId : `coalesce(${ownId}, ${keyId})`;
+  // The checks compare ids by a hash of what they are made of: no MD5 a row until rows are sent.
+  const keyHash = keyText === null ? 'NULL::UBIGINT' : `hash(${keyText})`;
+  const rowHash = ownId === null ? keyHash : `CASE WHEN ${ownId} IS NOT NULL THEN hash(${ownId}) ELSE ${keyHash} END`;
   const outputs = [
     `NULLIF(concat_ws(chr(31), ${problems.join(', ')}), '') AS _problems`,
     `${offMidnight.length === 0 ? 'NULL::VARCHAR' : `NULLIF(concat_ws(', ', ${offMidnight.join(', ')}), '')`} AS _off_midnight`,
     // A cheap hash of the id, for finding rows that share one (compared within one query only).
-    `CASE WHEN ${rowId} IS NOT NULL THEN hash(${rowId}) END AS _row_hash`,
+    `${rowHash} AS _row_hash`,
   ];
   if (withJson) {
     const sent = (i: number) => (i === effective && billed !== undefined ? `coalesce(p${i}, p${billed})` : `p${i}`);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openWarehouse } from '../../src/storage/duckdb.js';
-import { SPAN, queryDb, withEmulator, withTempDir, run, syncCommand } from '../helpers.js';
+import { pushArgs, queryDb, run, SPAN, syncCommand, withEmulator, withTempDir } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
@@ -258,23 +258,7 @@ describe('the focus view (FOCUS 1.2)', () => {
     await withEmulator({ ...SPAN, rowsPerDay: 5, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
         const file = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
-        const pushed = await run(
-          [
-            'push',
-            '--base-url',
-            url,
-            '--db',
-            join(dir, 'p.duckdb'),
-            '--state-dir',
-            join(dir, 'state'),
-            '--rate-limit',
-            '100000',
-            '--connection',
-            'demo-connection',
-            file,
-          ],
-          env,
-        );
+        const pushed = await run(pushArgs(url, dir, ['--connection', 'demo-connection', file]), env);
         expect(pushed.code, pushed.stderr).toBe(0);
         const db = join(dir, 'c.duckdb');
         const sync = await run(
