@@ -17,9 +17,10 @@ const SLOW_ONLY = ['test/integration/sync-kill-outputs.test.ts'];
 
 export default defineConfig({
   test: {
-    // A spawned run's test takes 2-12 s alone; with three files at once on a loaded 2-core machine, up to 4 times that.
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // A guard against a hang, never the thing measured: a spawned run's test takes 2-30 s alone, and up to
+    // 4 times that with three files at once on a loaded 2-core machine.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     pool: 'forks',
     // Three files at once on these 2-core machines: much of a test is waiting on a spawned process, a
     // socket or a bucket, so a third worker shortens the run (docs/benchmarks.md, "The test suite").
@@ -29,7 +30,16 @@ export default defineConfig({
       { extends: true, test: { name: 'unit', include: UNIT, isolate: false } },
       {
         extends: true,
-        test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...SLOW, ...SLOW_ONLY], globalSetup: GLOBAL_SETUP },
+        test: {
+          name: 'fast',
+          include: ['test/**/*.test.ts'],
+          exclude: [...UNIT, ...SLOW, ...SLOW_ONLY],
+          globalSetup: GLOBAL_SETUP,
+          // A worker's files share its modules, as the unit tests do: importing costsync, DuckDB and the
+          // emulator again for each file cost about a sixth of the tier's CPU (docs/benchmarks.md, "The test suite").
+          // The tests keep no state in modules: each opens its own emulator, directories and databases.
+          isolate: false,
+        },
       },
       {
         extends: true,

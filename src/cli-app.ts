@@ -228,6 +228,16 @@ function register(parser: Argv, c: Command, io: CommandIo, done: (code: ExitCode
   });
 }
 
+/**
+ * yargs renders a command's whole help text as its handler starts, to print it should the handler
+ * fail later: about 0.3 s of CPU for each command run (docs/benchmarks.md, "Start-up"). Our `.fail()`
+ * prints no help, so that text is never read; `--help` renders its own when asked.
+ */
+function skipHelpCache(parser: Argv): void {
+  const internals = parser as unknown as { getInternalMethods(): { getUsageInstance(): { cacheHelpMessage(): void } } };
+  internals.getInternalMethods().getUsageInstance().cacheHelpMessage = () => undefined;
+}
+
 function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => void) {
   let parser = yargs(argv).scriptName('costsync').usage('$0 <command> [options]');
   // A flag given twice: the last one wins, as in most CLIs. Done here, not with yargs'
@@ -237,6 +247,7 @@ function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => vo
     for (const [key, value] of Object.entries(args)) if (key !== '_' && Array.isArray(value) && !arrays.has(key)) args[key] = value.at(-1);
   }, true);
   for (const c of COMMANDS) parser = register(parser, c, io, done);
+  skipHelpCache(parser);
   return (
     parser
       .demandCommand(1, 'Name a command; see --help.')

@@ -3,4 +3,4 @@ export * from './errors.js';
 export * from './api/types.js';
 export { createApiClient, parseBaseUrl, type ApiClient, type ApiClientOptions } from './api/client.js';
 export { keyFingerprint } from './fingerprint.js';
-export { createRequestLimiter, LimiterRegistry, systemClock, type Clock, type RequestLimiter } from './api/resilience.js';
+export { createRequestLimiter, systemClock, type Clock, type RequestLimiter } from './api/resilience.js';

@@ -1,6 +1,6 @@
 /**
  * The Cost Data API client: one typed method per endpoint over an undici pool. Every request goes
- * through the key's shared limiter and the retry policy; errors come back as ApiError with a
+ * through its source's limiter and the retry policy; errors come back as ApiError with a
  * stable code, the HTTP status, the API code, the request path and a hint.
  */
 import pRetry from 'p-retry';
@@ -170,7 +170,7 @@ export interface ApiClientOptions {
   keyFrom?: string;
   /** How the key is sent; the API accepts both. */
   authHeader?: 'x-api-key' | 'bearer';
-  /** The key's shared limiter; one is made from `requestsPerMinute` when absent. */
+  /** The source's limiter (one a source, shared by its streams); one is made from `requestsPerMinute` when absent. */
   limiter?: RequestLimiter;
   requestsPerMinute?: number;
   retry?: Partial<RetryPolicy>;
@@ -183,7 +183,7 @@ export interface ApiClientOptions {
 }
 
 /**
- * Waits, once the key's limiter lets a request go, until the caller may take in its response (see
+ * Waits, once the source's limiter lets a request go, until the caller may take in its response (see
  * sync/page-slots.ts), and resolves to the function that gives the room back. The client gives it
  * back itself when the attempt fails; after a success it is the caller's, who gives it back once
  * the response is dealt with.

@@ -1,6 +1,7 @@
 /**
- * Rate limiting and retries shared by every request: one Bottleneck limiter per API key, and a
- * p-retry policy that backs off on transient failures and holds the whole limiter on 429.
+ * Rate limiting and retries shared by every request: one Bottleneck limiter per source (a run
+ * makes one for each source it syncs, at that source's rate limit), and a p-retry policy that
+ * backs off on transient failures and holds the whole limiter on 429.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import Bottleneck from 'bottleneck';
@@ -112,27 +113,6 @@ export function createRequestLimiter(options: RequestLimiterOptions): RequestLim
       await stopping;
     },
   };
-}
-
-/** One limiter per API key fingerprint, so every client using a key shares its budget. */
-export class LimiterRegistry {
-  private readonly limiters = new Map<string, RequestLimiter>();
-
-  constructor(private readonly clock: Clock = systemClock) {}
-
-  get(keyFingerprint: string, requestsPerMinute: number): RequestLimiter {
-    let limiter = this.limiters.get(keyFingerprint);
-    if (!limiter) {
-      limiter = createRequestLimiter({ requestsPerMinute, clock: this.clock });
-      this.limiters.set(keyFingerprint, limiter);
-    }
-    return limiter;
-  }
-
-  async stopAll(): Promise<void> {
-    await Promise.all([...this.limiters.values()].map((l) => l.stop()));
-    this.limiters.clear();
-  }
 }
 
 export interface RetryPolicy {

@@ -1,6 +1,7 @@
 /**
- * FOCUS ingest rules from the spec, as small pure functions shared by the emulator (which enforces
- * them) and `push` (which checks rows before sending them).
+ * FOCUS ingest rules from the spec, as small pure functions `push` checks rows with before sending
+ * them. The emulator writes its own from the document (`src/emulator/ingest.ts`), so a mistake here
+ * is not repeated by the server the tests push to.
  */
 import { CHARGE_CATEGORIES, CHARGE_CATEGORY_ALIASES, type ChargeCategory } from '../api/types.js';
 import { isCalendarDate } from '../dates.js';

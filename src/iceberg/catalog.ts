@@ -1,7 +1,7 @@
 /**
  * Where a table's current metadata lives and how a commit swaps it: the one seam between the two kinds
  * of Iceberg table costsync writes. A directory table (`metadata/v<N>.metadata.json`, created only if
- * absent, then `version-hint.text`) applies a commit itself; a REST catalog (`rest-catalog.ts`) is sent
+ * absent, then `version-hint.text`) applies a commit itself; a REST catalog (`rest-client.ts`) is sent
  * it. Both take the same change (requirements, updates), and both hand out the store a table's files
  * (data files, manifests, manifest lists) are written to.
  */

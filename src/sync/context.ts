@@ -112,6 +112,8 @@ export interface SyncContext {
   source: string;
   /** True once --max-runtime passed or a stop signal came: finish the current step, then return. */
   shouldStop(): boolean;
+  /** Aborts when the run is told to stop: a pause ends at once instead of holding the stop up. */
+  signal?: AbortSignal;
   stats: Record<StreamName, StreamStats>;
   progress: ProgressListener;
   pace: Pace;

@@ -517,6 +517,7 @@ function sourceContext(
     source: source.name,
     stats: parts.stats,
     shouldStop: run.shouldStop,
+    signal: run.stop,
     progress: run.several ? perSource(source.name, deps.progress ?? {}) : (deps.progress ?? {}),
     pace: {
       concurrency: config.concurrency,

@@ -210,7 +210,7 @@ export async function fetchWindow(
     if (checked === 'stopped') return 'stopped';
     if (checked !== 'refetch') return { rows: paging.rows, disagreement: checked.disagreement };
     ctx.stats[spec.name].refetches += 1;
-    await ctx.clock.sleep(REFETCH_PAUSE_MS * attempt);
+    await ctx.clock.sleep(REFETCH_PAUSE_MS * attempt, ctx.signal);
     if (ctx.shouldStop()) return 'stopped';
     paging = await startOver(spec, ctx, window, place, true);
   }
@@ -296,7 +296,7 @@ async function afterFetchError(
 
 /**
  * Fetches the page at the paging's cursor and takes its records. The page holds one of the run's page
- * slots from when its key's limiter lets the request go (not while it waits there, or a few slots would
+ * slots from when its source's limiter lets the request go (not while it waits there, or a few slots would
  * hold back every source) until its records are taken: what then waits on the disk is bytes outside the heap.
  */
 async function fetchAndTake(

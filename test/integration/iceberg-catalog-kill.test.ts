@@ -84,7 +84,7 @@ const atCommit = (table: string) => (catalog: CatalogServer, killNow: () => void
 describe.concurrent('--catalog under SIGKILL', () => {
   it('killed right after the catalog applied line_items and focus in one transaction, before its answer left (the run never learned it landed): the rerun exits 0, the tables equal the warehouse, no commit twice', async () => {
     await killThenRerun('after a transaction applied', { arm: atCommit('line_items') });
-  }, 60_000);
+  });
 
   it('killed while a table commit the catalog applied is left unanswered: the rerun exits 0, the tables equal the warehouse, no commit twice', async () => {
     await killThenRerun(
@@ -101,12 +101,12 @@ describe.concurrent('--catalog under SIGKILL', () => {
       },
       (catalog) => expect(catalog.faults).toEqual([]),
     );
-  }, 60_000);
+  });
 
   it('killed between a commit the catalog answered and its record in the warehouse (the iceberg-commit failpoint): the rerun exits 0, the tables equal the warehouse, no commit twice', async () => {
     await killThenRerun('between a commit and its record', { env: { COSTSYNC_FAILPOINT: 'iceberg-commit:3' } }, (catalog) =>
       // Each batch of a backfill commits: the third was applied before the kill.
       expect(catalog.commits).toBeGreaterThanOrEqual(3),
     );
-  }, 60_000);
+  });
 });

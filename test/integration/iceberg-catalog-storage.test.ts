@@ -92,7 +92,7 @@ describe('Iceberg REST catalogs: SigV4, no transactions, vended credentials', ()
         }
       });
     });
-  }, 60_000);
+  });
 
   it('writes the tables in a bucket with the credentials the catalog vends (the process has none of its own); none is shown', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, anomaliesPerDay: 1, clock }, async (emulator) => {
@@ -136,5 +136,5 @@ describe('Iceberg REST catalogs: SigV4, no transactions, vended credentials', ()
         }
       });
     });
-  }, 60_000);
+  });
 });

@@ -182,7 +182,7 @@ describe('--format iceberg --catalog (an Iceberg REST catalog)', () => {
         });
       },
     );
-  }, 60_000);
+  });
 
   it('settles what a catalog leaves unknown: a transaction applied then answered 500, a commit refused with 409, a 503, a token expired mid-run: nothing is committed twice or lost', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 30, anomaliesPerDay: 1, clock }, async (emulator) => {
@@ -208,7 +208,7 @@ describe('--format iceberg --catalog (an Iceberg REST catalog)', () => {
         });
       });
     });
-  }, 60_000);
+  });
 
   it('adopts a directory lake by registering its tables (the upgrade path), then commits on top of them; --out elsewhere than a table is refused', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 30, anomaliesPerDay: 1, clock }, async (emulator) => {
@@ -263,7 +263,7 @@ describe('--format iceberg --catalog (an Iceberg REST catalog)', () => {
         });
       });
     });
-  }, 60_000);
+  });
 
   it('a refused credential ends the run at once (exit 3, before any API request, no secret shown); check probes the catalog', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 5, clock }, async (emulator) => {
@@ -309,7 +309,7 @@ describe('--format iceberg --catalog (an Iceberg REST catalog)', () => {
         });
       });
     });
-  }, 60_000);
+  });
 
   it('four runners committing to one catalog table at once (in this process, each its own client): every commit lands, lost races rebuilt on the newest snapshot, each source exact', async () => {
     await withTempDir(async (dir) => {

@@ -114,7 +114,7 @@ describe('--format iceberg (a directory)', () => {
         });
       },
     );
-  }, 60_000);
+  });
 
   it('a warehouse pointed at a new --out fills every table from itself, dates outside the lookback included', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 60, anomaliesPerDay: 2, clock }, async ({ url }) => {
@@ -150,7 +150,7 @@ describe('--format iceberg (a directory)', () => {
         expect(lakeTables.find((t) => t.table === 'focus')!.metadata_file).toBe(current('focus'));
       });
     });
-  }, 60_000);
+  });
 });
 
 describe('one --out, one format', () => {
@@ -171,7 +171,7 @@ describe('one --out, one format', () => {
         expect(back.stderr).toContain('holds Iceberg tables');
       });
     });
-  }, 60_000);
+  });
 });
 
 /** A lake whose next version-hint write fails: the commit has landed, the run fails before it records that. */
@@ -251,7 +251,7 @@ describe('a damaged, moved or contended table', () => {
           expect(again.stderr).not.toContain('repaired');
         }),
     );
-  }, 60_000);
+  });
 
   it("repairTable: the current snapshot's list lost, of two sources committing in turn: the newest readable list's manifests kept but the source that committed after it, whose rows its runner writes again; only the snapshot naming the missing file leaves the history", async () => {
     await withTempDir(async (dir) => {
@@ -389,7 +389,7 @@ describe('Iceberg commits through the outbox', () => {
         }
       });
     });
-  }, 60_000);
+  });
 
   it('a column added by a migration: the table gets a new schema id, the rewritten month holds it, older files read it as null', async () => {
     await withEmulator({ startDate: '2025-05-20', endDate: '2025-06-10', rowsPerDay: 20, clock }, async ({ url }) => {
@@ -425,7 +425,7 @@ describe('Iceberg commits through the outbox', () => {
         expect(june.every((r) => r.region === 'eu-west-1')).toBe(true);
       });
     });
-  }, 60_000);
+  });
 
   it('a lookback that changed nothing makes no snapshot, nor does the expiry after it; a batch rewrites only the months that changed; intents and dates are cleared either way', async () => {
     await withEmulator({ startDate: '2025-05-20', endDate: '2025-06-10', rowsPerDay: 20, clock }, async ({ url }) => {
@@ -511,7 +511,7 @@ describe('Iceberg commits through the outbox', () => {
         );
       });
     });
-  }, 60_000);
+  });
 
   it('four shards committing to one table at once: every commit lands (lost races retried on the newest metadata), each source exact', async () => {
     await withTempDir(async (dir) => {
@@ -672,7 +672,7 @@ describe('a lake another state directory changed', () => {
         );
       });
     });
-  }, 60_000);
+  });
 
   it('monthsToRewrite: every date of a month whose count differs, the first day of a month only the lake has (pure)', () => {
     const june = (d: number) => `2025-06-${String(d).padStart(2, '0')}`;

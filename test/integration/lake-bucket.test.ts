@@ -46,7 +46,7 @@ describe('the lake and the published warehouse in a bucket', () => {
     } finally {
       await proxy.close();
     }
-  }, 120_000);
+  });
 
   it("SIGKILLed while uploading the warehouse's parts (multipart): the next run aborts the incomplete upload, and the object is the working copy's data", async () => {
     await s3.createBucket('lake-f');
@@ -108,7 +108,7 @@ describe('the lake and the published warehouse in a bucket', () => {
     } finally {
       await proxy.close();
     }
-  }, 120_000);
+  });
 
   it('refused at the start, before any API request, when the bucket cannot work: access denied (exit 3) and a missing bucket (exit 2), each naming bucket, key and action', async () => {
     const proxy = await faultProxy(s3.endpoint, () => 'deny');

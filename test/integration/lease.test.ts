@@ -85,7 +85,7 @@ describe('a lease keeps runners on different machines apart', () => {
         expect(third.code, third.stderr).toBe(0);
       });
     });
-  }, 120_000);
+  });
 
   it('a runner SIGKILLed while holding the lease on another machine: refused while the lease is fresh, taken over once it is stale, naming the old holder; on this machine, at once', async () => {
     await s3.createBucket('lease-b');
@@ -128,7 +128,7 @@ describe('a lease keeps runners on different machines apart', () => {
         expect(next.stderr).toContain('its process on this machine is gone');
       });
     });
-  }, 120_000);
+  });
 
   it('a runner whose lease was taken over, and whose warehouse another run published meanwhile, does not overwrite it: exit 5', async () => {
     await s3.createBucket('lease-c');
@@ -179,7 +179,7 @@ describe('a lease keeps runners on different machines apart', () => {
         });
       },
     );
-  }, 120_000);
+  });
 
   it('a server that ignores conditional writes (s3rver) is refused at the start (exit 2) unless --lease off', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async (emulator) => {
@@ -199,7 +199,7 @@ describe('a lease keeps runners on different machines apart', () => {
         }
       });
     });
-  }, 120_000);
+  });
 
   it('push to an s3:// warehouse holds its lease too: refused (exit 5) while another machine holds it, then publishes', async () => {
     await s3.createBucket('lease-e');
@@ -239,7 +239,7 @@ describe('a lease keeps runners on different machines apart', () => {
         expect(await s3.keys('lease-e')).toEqual(['wh/costs.duckdb']);
       });
     });
-  }, 60_000);
+  });
 });
 
 /**
@@ -308,7 +308,7 @@ describe("a holder is known by its machine, boot, PID namespace and process; sta
     } finally {
       await held.stop();
     }
-  }, 60_000);
+  });
 
   it('a live holder whose clock runs 60 s behind keeps its fresh lease; once its process is gone (this machine), it is taken at once', async () => {
     await s3.createBucket('lease-clock');
@@ -334,5 +334,5 @@ describe("a holder is known by its machine, boot, PID namespace and process; sta
     });
     expect(notices[0]).toMatch(/took over the stale lease .* of run holder-run .*its process on this machine is gone/);
     await lease.release();
-  }, 60_000);
+  });
 });

@@ -53,7 +53,7 @@ describe('a heap that runs short', () => {
         });
       },
     );
-  }, 30_000);
+  });
 
   it("a statement past DuckDB's memory limit fails with costsync's memory error, and the warehouse goes on working", async () => {
     await withTempDir(async (dir) => {

@@ -57,7 +57,7 @@ describe('a source moved to another runner sharing the Parquet lake', () => {
         expect(await lakeRuns(a.db, lake, 's')).toEqual(expect.arrayContaining(runsOfB));
       });
     });
-  }, 30_000);
+  });
 
   it('a state object listing a partition the lake lacks: the rows that are there are read back, and a backfill with a warning restores the rest', async () => {
     await withEmulator(emulatorInput, async ({ url }) => {
@@ -77,7 +77,7 @@ describe('a source moved to another runner sharing the Parquet lake', () => {
         expectSame(await lakeDifferences(b.db, lake, ['s']));
       });
     });
-  }, 30_000);
+  });
 
   it('a warehouse that records a run of a source but holds no row of it reads the source back without adding that run twice', async () => {
     await withEmulator(emulatorInput, async ({ url }) => {
@@ -108,5 +108,5 @@ describe('a source moved to another runner sharing the Parquet lake', () => {
         expectSame(await lakeDifferences(a.db, lake, ['s']));
       });
     });
-  }, 30_000);
+  });
 });

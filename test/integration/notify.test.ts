@@ -175,7 +175,7 @@ describe('notifications', () => {
         });
       });
     });
-  }, 60_000);
+  });
 
   it('a failed run notifies with its exit code, reason and fix', async () => {
     const keys = { keys: [{ key: 'gone', scopes: [...SCOPES], plan: 'business' as const, revoked: true }], connections: [] };
@@ -271,5 +271,5 @@ describe('notifications', () => {
         });
       });
     });
-  }, 60_000);
+  });
 });

@@ -76,7 +76,7 @@ describe("an earlier version's outbox rows are read and acted on", () => {
         });
       });
     });
-  }, 60_000);
+  });
 
   it("Iceberg lake: its pending dates, stored under kind 'parquet', are committed (in either form); the manifests are cleared", async () => {
     await withEmulator(SOURCE, async ({ url }) => {
@@ -112,5 +112,5 @@ describe("an earlier version's outbox rows are read and acted on", () => {
         expect(existsSync(join(dir, 'lake', manifestKey('default')))).toBe(false);
       });
     });
-  }, 60_000);
+  });
 });

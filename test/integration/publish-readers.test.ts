@@ -128,7 +128,7 @@ describe('readers never wait', () => {
         });
       },
     );
-  }, 60_000);
+  });
 
   it('--publish-interval 0 publishes after every window, so a long run is readable while it runs', async () => {
     let hold: (() => Promise<void>) | null = null;
@@ -187,7 +187,7 @@ describe('readers never wait', () => {
         });
       },
     );
-  }, 60_000);
+  });
 
   it('push publishes its ledger while a reader holds --db', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
@@ -211,5 +211,5 @@ describe('readers never wait', () => {
         }
       });
     });
-  }, 60_000);
+  });
 });

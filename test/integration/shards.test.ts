@@ -49,7 +49,7 @@ describe('shards: one config file, N runners', () => {
         expect(unsharded.stderr).toContain('holds {shard}, but this run is not a shard');
       });
     });
-  }, 120_000);
+  });
 
   it('a shard that owns no source says so, exits 0 and creates nothing (no lock, no state, no warehouse); with --shard-count too', async () => {
     await withTempDir(async (dir) => {

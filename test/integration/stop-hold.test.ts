@@ -23,4 +23,4 @@ it('SIGTERM during a rate-limit hold ends the process at once, not when the hold
       expect(code).toBe(4);
     });
   });
-}, 20_000);
+});

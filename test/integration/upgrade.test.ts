@@ -89,7 +89,7 @@ describe('upgrade from a warehouse the previous version wrote', () => {
         expect(await queryDb(join(dir, 'fresh.duckdb'), withoutType)).toEqual(await queryDb(db, withoutType));
       });
     });
-  }, 60_000);
+  });
 
   it('picks up a working copy and state file the previous version wrote (schema 005, before the warehouse carried its state): nothing lost, a lookback, then the state carried', async () => {
     const PREVIOUS = fileURLToPath(new URL('../fixtures/prev-warehouse/', import.meta.url));
@@ -141,7 +141,7 @@ describe('upgrade from a warehouse the previous version wrote', () => {
         expect(emulator.requestLog.count({ route: 'line-items' })).toBe(1);
       });
     });
-  }, 60_000);
+  });
 
   it('finishes a window the previous version spooled (its pages as JSON lines) and was killed before storing: nothing fetched again, the same rows as a fresh sync', async () => {
     const SPOOLED = fileURLToPath(new URL('../fixtures/prev-spool/', import.meta.url));
@@ -200,5 +200,5 @@ describe('upgrade from a warehouse the previous version wrote', () => {
         expect((await tableDigest(db)).line_items).toEqual((await tableDigest(fresh)).line_items);
       });
     });
-  }, 60_000);
+  });
 });

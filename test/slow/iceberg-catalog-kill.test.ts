@@ -309,5 +309,5 @@ describe('--catalog with runners racing', () => {
         });
       },
     );
-  }, 60_000);
+  });
 });

@@ -45,5 +45,5 @@ describe("the lake and the published warehouse in a bucket, through the bucket's
     } finally {
       await proxy.close();
     }
-  }, 120_000);
+  });
 });

@@ -141,5 +141,5 @@ describe('the lake and the published warehouse in a bucket: long kill loops (slo
     } finally {
       for (const p of proxies) await p.close();
     }
-  }, 120_000);
+  });
 });

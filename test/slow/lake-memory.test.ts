@@ -79,7 +79,7 @@ describe("a month several times DuckDB's memory limit", () => {
       const diff = await lakeDifferences(db, out, undefined, TABLES);
       for (const table of TABLES) expect({ table, ...diff[table] }).toEqual({ table, rows: ROWS, missing: 0, extra: 0 });
     });
-  }, 120_000);
+  });
 
   it(`goes to Iceberg tables as one file for the month, exact, with DuckDB held to ${LIMIT}`, async () => {
     await withTempDir(async (dir) => {
@@ -109,5 +109,5 @@ describe("a month several times DuckDB's memory limit", () => {
         }).toEqual({ table, rows: ROWS, missing: 0, extra: 0 });
       }
     });
-  }, 120_000);
+  });
 });

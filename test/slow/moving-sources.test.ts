@@ -150,5 +150,5 @@ describe('a source moved to another runner sharing a lake (slow tier)', () => {
         expectSame(await icebergDifferences(b.db, pathToFileURL(lake).href, { sources: ['s'] }));
       });
     });
-  }, 30_000);
+  });
 });

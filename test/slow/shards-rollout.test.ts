@@ -61,7 +61,7 @@ describe('shards during a rollout', () => {
         expect((await s3.keys('shards-a', 'lake/')).filter((k) => k.includes('_costsync_lease'))).toEqual([]);
       });
     });
-  }, 120_000);
+  });
 
   it("with a REST catalog and the tables in a bucket, a shard still takes its sources' leases under --out: refused (exit 5) while another machine holds one; an unsharded run leaves --out to the catalog", async () => {
     await s3.createBucket('shards-b');
@@ -114,5 +114,5 @@ describe('shards during a rollout', () => {
         }
       });
     });
-  }, 60_000);
+  });
 });

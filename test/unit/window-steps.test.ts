@@ -44,6 +44,8 @@ interface Options {
   storeWaitMs?: number;
   /** How far the clock moves each time it is read (default: the cursor's save interval, so every page saves). */
   clockStepMs?: number;
+  /** A stop comes during the pause before a window is fetched again (through the run's signal, which the pause must take). */
+  stopDuringPause?: boolean;
 }
 
 const page = (ids: string[], nextCursor: string | null): FetchedPage => ({
@@ -161,6 +163,7 @@ async function runWindow(options: Options) {
     };
   }
   const window = () => state.streams.line_items?.pending?.windows[0];
+  const stop = new AbortController();
   const ctx: SyncContext = {
     client: {} as never,
     warehouse,
@@ -182,13 +185,18 @@ async function runWindow(options: Options) {
     logger: memoryLogger(),
     clock: {
       now: () => Date.parse('2025-01-08T00:00:00Z') + ticks++ * (options.clockStepMs ?? CURSOR_SAVE_MS),
-      sleep: async (ms) => {
+      sleep: async (ms, signal) => {
         steps.push(`pause ${ms} ms`);
+        if (options.stopDuringPause && signal === stop.signal) {
+          stop.abort();
+          steps.push('pause ended by the stop');
+        }
       },
     },
     runId: 'run-1',
     source: 'default',
-    shouldStop: () => options.stopAfterPages !== undefined && fetched >= options.stopAfterPages,
+    shouldStop: () => stop.signal.aborted || (options.stopAfterPages !== undefined && fetched >= options.stopAfterPages),
+    signal: stop.signal,
     stats: { line_items: emptyStats(), rollups: emptyStats(), anomalies: emptyStats() },
     progress: {},
     pace: {
@@ -383,6 +391,18 @@ describe("the windowed engine's steps (no I/O)", () => {
     ]);
     expect(steps.filter((s) => s === 'begin')).toHaveLength(1);
     expect(stats.refetches).toBe(1);
+  });
+
+  it("a stop during the pause before a window is fetched again ends the pause (it waits on the run's signal) and fetches nothing more", async () => {
+    const mismatch: Mismatch = { date: '2025-01-03', key: 'aws', left: 1, right: 2 };
+    const { steps, outcome } = await runWindow({
+      pages: [page(['a'], null), page(['a'], null)],
+      checks: [[mismatch], []],
+      stopDuringPause: true,
+    });
+    expect(outcome).toBe('stopped');
+    expect(steps.slice(steps.indexOf('check'))).toEqual(['check', `pause ${REFETCH_PAUSE_MS} ms`, 'pause ended by the stop']);
+    expect(steps).not.toContain('begin');
   });
 
   it('small fetched windows wait for each other and are stored together (one group commit) while the next ones are fetched; then each is marked done', async () => {
