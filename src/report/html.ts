@@ -71,7 +71,7 @@ export function recentCard(t: ReportData['totals']): string {
   const spans =
     t.recent_from === null
       ? ''
-      : `<span class="span">${escape(`${days(t.recent_from, t.recent_to)} vs ${days(t.before_from, t.before_to)}`)}</span>`;
+      : `<span class="span">${escape(days(t.recent_from, t.recent_to))}</span><span class="span">vs ${escape(days(t.before_from, t.before_to))}</span>`;
   const amounts = `<span>${usd(t.recent_usd)} vs ${usd(t.before_usd)}</span>`;
   if (t.change_pct === null)
     return `<div class="kpi" id="recent">${title}<b class="none">no change given</b>${amounts}${spans}<span class="reason">${escape(t.no_change_reason ?? '')}</span></div>`;
@@ -89,7 +89,7 @@ export function reportHtml(data: ReportData, charts: { daily: string; services: 
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#111827;margin:32px auto;max-width:980px;padding:0 16px}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:17px;margin:32px 0 8px}.sub{color:#6b7280;margin:0 0 20px}
 .kpis{display:grid;grid-template-columns:repeat(4,1fr);gap:12px}.kpi{border:1px solid #e5e7eb;border-radius:8px;padding:12px}
-.kpi b{display:block;font-size:22px}.kpi span{color:#6b7280;font-size:12px}.up{color:#dc2626}.down{color:#16a34a}.none{color:#6b7280}.kpi .reason,.kpi .span{display:block}
+.kpi b{display:block;font-size:22px}.kpi span{color:#6b7280;font-size:12px}.up{color:#dc2626}.down{color:#16a34a}.none{color:#6b7280}.kpi .reason,.kpi .span{display:block}.kpi .span{white-space:nowrap}
 table{border-collapse:collapse;width:100%;font-size:13px}th,td{border-bottom:1px solid #e5e7eb;padding:5px 8px;text-align:left}
 td:nth-child(n+2){font-variant-numeric:tabular-nums}.chart svg{max-width:100%;height:auto}.empty{color:#6b7280}
 </style></head><body>

@@ -581,12 +581,20 @@ describe('the report at one day, one month and a year', () => {
             expect(amount(await text('#average')), name).toBeCloseTo(want.average, 2);
             // The card covers min(7, the period's days) days, names them, and compares them with as many before.
             const recent = await text('#recent');
+            // Each span on its own line, never broken inside a date.
             expect(recent, name).toContain(
-              want.n === 1 ? 'Last day against the day before' : `Last ${want.n} days against the ${want.n} before`,
+              want.n === 1
+                ? `${to}\nvs ${want.before[0]}`
+                : `${want.recent[0]}..${want.recent[1]}\nvs ${want.before[0]}..${want.before[1]}`,
             );
-            expect(recent, name).toContain(
-              want.n === 1 ? `${to} vs ${want.before[0]}` : `${want.recent[0]}..${want.recent[1]} vs ${want.before[0]}..${want.before[1]}`,
+            const spanLines = await page.locator('#recent .span').evaluateAll((els) =>
+              els.map((e) => {
+                const range = e.ownerDocument.createRange();
+                range.selectNodeContents(e);
+                return range.getClientRects().length;
+              }),
             );
+            expect(spanLines, name).toEqual([1, 1]);
             const [shown, against] = /(\S+) vs (\S+)\n/.exec(recent)!.slice(1).map(amount) as [number, number];
             expect(shown, name).toBeCloseTo(want.recentUsd, 2);
             expect(against, name).toBeCloseTo(want.beforeUsd, 2);

@@ -130,7 +130,7 @@ describe("the report's card of its last days", () => {
       change_pct: -20,
     });
     expect(card).toMatch(/<span>Last day against the day before<\/span><b class="down">-20\.0%<\/b>/);
-    expect(card).toContain('<span class="span">2025-06-30 vs 2025-06-29</span>');
+    expect(card).toContain('<span class="span">2025-06-30</span><span class="span">vs 2025-06-29</span>');
   });
 
   it('with no data on the days before, gives no change and the reason, in grey (never a green dash)', () => {
@@ -145,7 +145,7 @@ describe("the report's card of its last days", () => {
     });
     expect(card).toMatch(/<span>Last 3 days against the 3 before<\/span><b class="none">no change given<\/b>/);
     expect(card).toContain('<span class="reason">0 of the 3 days 2025-06-25..2025-06-27 before them have data</span>');
-    expect(card).toContain('<span class="span">2025-06-28..2025-06-30 vs 2025-06-25..2025-06-27</span>');
+    expect(card).toContain('<span class="span">2025-06-28..2025-06-30</span><span class="span">vs 2025-06-25..2025-06-27</span>');
     expect(card).not.toMatch(/class="(up|down)"|<b[^>]*>–/);
   });
 
