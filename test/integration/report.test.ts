@@ -104,6 +104,15 @@ describe('costsync report', () => {
         expect(reversed.code).toBe(ExitCode.USAGE);
         expect(reversed.stderr).toMatch(/--from \(2025-06-30\) is after the last date 2025-06-01/);
         expect(existsSync(join(dir, 'r.html'))).toBe(false);
+        // A future --to is refused as sync refuses a future --until, naming today and the fix.
+        const future = await run(['report', '--db', db, '--out', join(dir, 'f.html'), '--to', '2999-01-01']);
+        expect(future.code).toBe(ExitCode.USAGE);
+        expect(future.stderr).toMatch(/--to \(2999-01-01\) is after today \(\d{4}-\d\d-\d\d, UTC\)[\s\S]*hint: Leave --to out/);
+        expect(existsSync(join(dir, 'f.html'))).toBe(false);
+        // A --from alone after the latest day with data is a period of that day, not one that ends before it starts.
+        const late = await run(['report', '--db', db, '--out', join(dir, 'l.html'), '--from', '2025-06-20']);
+        expect(late.code, late.stderr).toBe(ExitCode.OK);
+        expect(late.stderr).toMatch(/no spend is stored for 2025-06-20 to 2025-06-20/);
         const empty = await run(['report', '--db', db, '--out', join(dir, 'e.html'), '--from', '2024-01-01', '--to', '2024-01-31']);
         expect(empty.code).toBe(ExitCode.OK);
         expect(empty.stderr).toMatch(/no spend is stored for 2024-01-01 to 2024-01-31/);
