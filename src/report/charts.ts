@@ -354,13 +354,15 @@ export function monthTrend(m: ReportData['monthly'][number]): string {
  * also shows its run-rate (spend so far projected to the month's end) as a light bar behind it, labelled.
  */
 export function monthlySpec(data: ReportData): TopLevelSpec {
+  const runRate = (usd: number) => formatUsd(usd).replace(/\.\d\d$/, '');
   const months = data.monthly.map((m) => ({ ...m, month: monthLabel(m), trend: monthTrend(m) }));
   const projected = months
     .filter((m) => m.projected_usd !== null)
     .map((m) => ({
       month: m.month,
       projected_usd: m.projected_usd,
-      label: `run-rate ${formatUsd(m.projected_usd!).replace(/\.\d\d$/, '')}`,
+      // Past six months a band is narrower than the label on one line: two lines keep it over its own bar.
+      label: months.length > 6 ? ['run-rate', runRate(m.projected_usd!)] : `run-rate ${runRate(m.projected_usd!)}`,
     }));
   const x = {
     field: 'month',
@@ -392,7 +394,8 @@ export function monthlySpec(data: ReportData): TopLevelSpec {
       },
       {
         data: { values: projected },
-        mark: { type: 'text', dy: -6, fontSize: 10, color: '#4b5563' },
+        // Vega sets a text's first line on the baseline: two lines go up one more line to clear the bar.
+        mark: { type: 'text', baseline: 'bottom', dy: months.length > 6 ? -14 : -3, fontSize: 10, lineHeight: 11, color: '#4b5563' },
         encoding: { x, y: { field: 'projected_usd', type: 'quantitative' }, text: { field: 'label' } },
       },
       {

@@ -47,7 +47,7 @@ function anomalyTable(data: ReportData): string {
  */
 export function monthToDateCard(mtd: ReportData['monthToDate']): string {
   const title = '<span>Month to date against the same days of last month</span>';
-  const amounts = `${usd(mtd?.month_to_date_usd)} vs ${usd(mtd?.same_days_last_month_usd)}${mtd ? `, as of ${escape(mtd.as_of)}` : ''}`;
+  const amounts = `${usd(mtd?.month_to_date_usd)} vs ${usd(mtd?.same_days_last_month_usd)}${mtd ? `, as of <span class="date">${escape(mtd.as_of)}</span>` : ''}`;
   if (mtd?.no_change_reason)
     return `<div class="kpi" id="mtd">${title}<b class="none">no change given</b><span>${amounts}</span><span class="reason">${escape(mtd.no_change_reason)}</span></div>`;
   return `<div class="kpi" id="mtd">${title}<b class="${mtd?.change_pct == null ? 'none' : mtd.change_pct > 0 ? 'up' : 'down'}">${pct(mtd?.change_pct)}</b><span>${amounts}</span></div>`;
@@ -89,7 +89,7 @@ export function reportHtml(data: ReportData, charts: { daily: string; services: 
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#111827;margin:32px auto;max-width:980px;padding:0 16px}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:17px;margin:32px 0 8px}.sub{color:#6b7280;margin:0 0 20px}
 .kpis{display:grid;grid-template-columns:repeat(4,1fr);gap:12px}.kpi{border:1px solid #e5e7eb;border-radius:8px;padding:12px}
-.kpi b{display:block;font-size:22px}.kpi span{color:#6b7280;font-size:12px}.up{color:#dc2626}.down{color:#16a34a}.none{color:#6b7280}.kpi .reason,.kpi .span{display:block}.kpi .span{white-space:nowrap}
+.kpi b{display:block;font-size:22px}.kpi span{color:#6b7280;font-size:12px}.up{color:#dc2626}.down{color:#16a34a}.none{color:#6b7280}.kpi .reason,.kpi .span{display:block}.kpi .span,.kpi .date{white-space:nowrap}
 table{border-collapse:collapse;width:100%;font-size:13px}th,td{border-bottom:1px solid #e5e7eb;padding:5px 8px;text-align:left}
 td:nth-child(n+2){font-variant-numeric:tabular-nums}.chart svg{max-width:100%;height:auto}.empty{color:#6b7280}
 </style></head><body>
