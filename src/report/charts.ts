@@ -251,7 +251,10 @@ export function dailySpendSpec(data: ReportData): TopLevelSpec {
         width: WIDTH,
         height: { step: ANOMALY_ROW_PX },
         title: {
-          text: `Open anomalies by provider (${marks.length}; ${labelled === candidates ? `the ${labelled} largest` : `${labelled} of the ${candidates} largest`} labelled)`,
+          text:
+            marks.length === 0
+              ? 'Open anomalies by provider (none on these dates)'
+              : `Open anomalies by provider (${marks.length}; ${labelled === candidates ? `the ${labelled} largest` : `${labelled} of the ${candidates} largest`} labelled)`,
           subtitle: 'Shape, size and shade: severity. Solid: cost above expected; hollow: below.',
           subtitleFontSize: 11,
           subtitleColor: '#4b5563',

@@ -491,6 +491,7 @@ async function expectReadableLayout(page: Page, what: string): Promise<void> {
     y1: Math.max(...bands.map((b) => b.y1)),
   };
   const points = await boxes(page, '#chart-daily [aria-roledescription="point"]');
+  expect(points.length, `${what}: anomaly marks drawn`).toBeGreaterThan(0);
   for (const p of points) expect(inside(p, plot), `${what}: mark ${p.label} inside the plot`).toBe(true);
   // The bars share the anomaly panel's x: none reaches past either end of it.
   for (const bar of await boxes(page, '#chart-daily [aria-roledescription="bar"]')) {
@@ -498,6 +499,7 @@ async function expectReadableLayout(page: Page, what: string): Promise<void> {
   }
   const labels = await boxes(page, '#chart-daily [aria-roledescription="text mark"]');
   const leaders = await boxes(page, '#chart-daily .mark-rule.role-mark line');
+  expect(labels.length, `${what}: labels drawn`).toBeGreaterThan(0);
   expect(leaders).toHaveLength(labels.length);
   for (const [i, l] of labels.entries()) {
     for (const m of labels.slice(i + 1)) expect(meet(l, m), `${what}: ${l.text} / ${m.text}`).toBe(false);
@@ -579,8 +581,14 @@ describe('the report at one day, one month and a year', () => {
         expect(sync.code, sync.stderr).toBe(ExitCode.OK);
         const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
         try {
+          // The one day: the latest with the most open anomalies (and a day with data before it), so its marks and labels are drawn too.
+          const [{ day }] = (await queryDb<{ day: string }>(
+            db,
+            `SELECT strftime(detected_date::DATE, '%Y-%m-%d') AS day FROM open_anomalies WHERE detected_date::DATE > '${year.startDate}'::DATE + 14
+             GROUP BY 1 ORDER BY count(*) DESC, 1 DESC LIMIT 1`,
+          )) as [{ day: string }];
           for (const [name, from, to] of [
-            ['1day', '2025-06-20', '2025-06-20'],
+            ['1day', day, day],
             ['1month', '2025-05-21', '2025-06-20'],
             ['1year', year.startDate, year.endDate],
           ] as const) {
