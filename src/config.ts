@@ -227,28 +227,25 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
 
   const today = utcDate(sources.nowMs);
   const until = date('until') ?? today;
-  if (until > today) {
-    bad(
-      pick('until')!.from,
-      `(${until}) is after today (${today}, UTC): the API holds no costs for days that have not happened, and recording them as synced would make later nightly runs skip their lookback.`,
-      `Leave --until out (it defaults to today), or pass a date on or before ${today}.`,
-    );
-  }
+  check.notFuture(
+    pick('until')?.from ?? '--until',
+    until,
+    today,
+    'the API holds no costs for days that have not happened, and recording them as synced would make later nightly runs skip their lookback.',
+    `Leave --until out (it defaults to today), or pass a date on or before ${today}.`,
+  );
   const since = date('since');
   const startDate = date('start-date') ?? addDays(until < today ? until : today, -FIRST_RUN_DAYS);
-  if (since !== undefined && since > until) {
-    bad(
-      pick('since')!.from,
-      `(${since}) is after the last date ${until}.`,
-      'Pass a --since on or before --until (which defaults to today, UTC).',
-    );
-  }
+  if (since !== undefined)
+    check.notAfter(pick('since')!.from, since, until, 'Pass a --since on or before --until (which defaults to today, UTC).');
   const dropBefore = date('drop-before');
-  if (dropBefore !== undefined && dropBefore > until) {
-    bad(
+  if (dropBefore !== undefined) {
+    check.notAfter(
       pick('drop-before')!.from,
-      `(${dropBefore}) is after the last date ${until}: it would delete everything and sync nothing.`,
+      dropBefore,
+      until,
       'Pass a --drop-before on or before --until (which defaults to today, UTC).',
+      ': it would delete everything and sync nothing',
     );
   }
   if (dropBefore !== undefined && since !== undefined && since < dropBefore) {
@@ -258,8 +255,8 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
       `Pass a --since on or after ${dropBefore}, or leave it out.`,
     );
   }
-  if (startDate > until)
-    bad(pick('start-date')!.from, `(${startDate}) is after the last date ${until}.`, 'Pass a --start-date on or before --until.');
+  if (pick('start-date') !== undefined)
+    check.notAfter(pick('start-date')!.from, startDate, until, 'Pass a --start-date on or before --until.');
 
   const streamsValue = pick('streams');
   let streams: StreamName[] = [...STREAM_NAMES];

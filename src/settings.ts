@@ -395,6 +395,19 @@ export const check = {
     }
     return value;
   },
+  /**
+   * A last date (sync's --until, report's --to) not after `today`, UTC: no costs exist for days that
+   * have not happened. `why` says what taking one would do; `fix` how to pass a good one.
+   */
+  notFuture(from: string, date: string, today: string, why: string, fix: string): string {
+    if (date > today) throw new ConfigError(`${from} (${date}) is after today (${today}, UTC): ${why}`, fix);
+    return date;
+  },
+  /** A first date (sync's --since, --start-date and --drop-before, report's --from) on or before the last, `last`. */
+  notAfter(from: string, date: string, last: string, fix: string, why = ''): string {
+    if (date > last) throw new ConfigError(`${from} (${date}) is after the last date ${last}${why}.`, fix);
+    return date;
+  },
   choice<T extends string>(from: string, value: unknown, choices: readonly T[]): T {
     if (!choices.includes(value as T))
       throw new ConfigError(`${from} must be one of ${choices.join(', ')}; got ${JSON.stringify(value)}.`, `For example ${choices[0]}.`);

@@ -1,7 +1,9 @@
 /** `costsync report --out report.html [--from DATE] [--to DATE]`. */
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
-import { ConfigError, ExitCode } from '../errors.js';
+import { addDays, utcDate } from '../dates.js';
+import { ExitCode } from '../errors.js';
+import { check } from '../settings.js';
 import { dateArg } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
 import { processIo, type CommandIo } from './common.js';
@@ -11,21 +13,35 @@ export function reportOptions(yargs: Argv) {
   return warehouseOptions(yargs)
     .option('out', { type: 'string', describe: 'HTML file to write [default ./costsync-report.html]' })
     .option('from', { type: 'string', describe: 'First date (YYYY-MM-DD) [default 89 days before --to]' })
-    .option('to', { type: 'string', describe: 'Last date (YYYY-MM-DD) [default the latest day with data]' })
+    .option('to', { type: 'string', describe: 'Last date (YYYY-MM-DD); not after today [default the latest day with data]' })
     .option('source', { type: 'string', describe: 'Report on one source only [default all, with spend by source when there are several]' });
 }
 
 export function runReportCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   return runReadCommand(args, io, async (open) => {
     const out = resolve(typeof args.out === 'string' ? args.out : 'costsync-report.html');
-    const from = args.from === undefined ? null : dateArg('from', args.from);
-    const to = args.to === undefined ? null : dateArg('to', args.to);
-    if (from !== null && to !== null && from > to) {
-      throw new ConfigError(
-        `--from (${from}) is after --to (${to}).`,
-        'Pass a --from on or before --to, for example --from 2025-06-01 --to 2025-06-30.',
-      );
-    }
+    // The same checks as sync's --since/--until: a calendar date, none after today (UTC), the first on or before the last.
+    const today = utcDate(io.now());
+    const example = `for example --from ${addDays(today, -29)} --to ${today}`;
+    const to =
+      args.to === undefined
+        ? null
+        : check.notFuture(
+            '--to',
+            dateArg('to', args.to),
+            today,
+            'no costs exist for days that have not happened, so the report would show days with nothing as if nothing was spent.',
+            `Leave --to out (it defaults to the latest day with data), or pass a date on or before ${today}, ${example}.`,
+          );
+    const from =
+      args.from === undefined
+        ? null
+        : check.notAfter(
+            '--from',
+            dateArg('from', args.from),
+            to ?? today,
+            `Pass a --from on or before ${to === null ? 'today' : '--to'}, ${example}.`,
+          );
     const source = typeof args.source === 'string' && args.source !== '' ? args.source : null;
     // Loaded here: Vega and d3 would slow every other command's start and grow its heap.
     const { writeReport } = await import('../report/report.js');

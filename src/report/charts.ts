@@ -9,13 +9,16 @@ import { formatUsd } from '../money.js';
 import { SEVERITIES } from '../api/types.js';
 
 const WIDTH = 860;
+const DAY_MS = 86_400_000;
 /**
- * Severity in shades of one hue that no provider colour uses (providers take tableau10), so an
- * anomaly is never read as a provider; size carries severity too. Even the lightest stands out
- * from the white page (WCAG's 3:1 for graphics), and marks are opaque with a white edge, so
- * overlapping ones stay apart instead of fading.
+ * Severity told apart by shape first (a circle, square, diamond and cross read apart in any colour
+ * vision, where four violets did not), then by size and shade. The shade is one hue no provider colour
+ * uses (providers take tableau10), so an anomaly is never read as a provider; even the lightest stands
+ * out from the white page (WCAG's 3:1 for graphics). Direction is the fill: solid above expected,
+ * hollow below.
  */
 export const SEVERITY_STYLE = {
+  shapes: ['circle', 'square', 'diamond', 'cross'],
   colors: ['#8b5cf6', '#6d28d9', '#4c1d95', '#1e1b4b'],
   sizes: [60, 90, 140, 220],
   opacity: 1,
@@ -38,8 +41,12 @@ const LABEL_FONT_PX = 10;
 /** A label's box: wider than a 10 px sans-serif character averages, so an estimate never undercuts the drawn text. */
 const LABEL_CHAR_PX = 6.2;
 const LABEL_HEIGHT_PX = 12;
-/** Labels sit this far beside their mark, clear of the largest triangle. */
-const LABEL_GAP_PX = 9;
+/** Labels start this far beside their mark, clear of the largest one, joined to it by a leader line. */
+const LABEL_GAP_PX = 14;
+/** The x scale reaches this far past the first and last day, so a mark on either is drawn whole (the largest is 17 px wide). */
+const EDGE_PX = 12;
+/** Most tick labels on the time axis: a `Nov 26` is some 40 px, so these never touch across 860 px. */
+const MAX_TICKS = 14;
 /**
  * Where a label may go, best first: beside its mark, above or below the row's marks (never in the
  * next row, where it would read as that provider's), to the right or, near the right edge or when
@@ -51,6 +58,39 @@ const LABEL_SLOTS: readonly { side: 'right' | 'left'; dy: number }[] = [
   { side: 'left', dy: -11 },
   { side: 'left', dy: 11 },
 ];
+
+/**
+ * The daily charts' time axis for a period: a UTC scale from the first day's start to the last day's
+ * end, widened by EDGE_PX each side; `x` maps an instant to pixels. Ticks at noon of every `step` days
+ * (under the day's bar, `Nov 26`), or at the first of every `step` months (`Nov 2026`) for long periods,
+ * never more than MAX_TICKS, so no two are equal and none overlap, from one day to years. Pure.
+ */
+export function timeAxis(period: { from: string; to: string }): {
+  domain: [number, number];
+  values: number[];
+  format: string;
+  x: (ms: number) => number;
+} {
+  const start = Date.parse(`${period.from}T00:00:00Z`);
+  const end = Date.parse(`${period.to}T00:00:00Z`) + DAY_MS;
+  const pad = ((end - start) * EDGE_PX) / (WIDTH - 2 * EDGE_PX);
+  const domain: [number, number] = [start - pad, end + pad];
+  const x = (ms: number) => ((ms - domain[0]) / (domain[1] - domain[0])) * WIDTH;
+  const days = Math.round((end - start) / DAY_MS);
+  const dayStep = [1, 2, 3, 7, 14].find((step) => Math.ceil(days / step) <= MAX_TICKS);
+  if (dayStep !== undefined) {
+    const values = Array.from({ length: Math.ceil(days / dayStep) }, (_, i) => start + i * dayStep * DAY_MS + DAY_MS / 2);
+    return { domain, values, format: '%b %d', x };
+  }
+  const first = new Date(start);
+  const firstMonth = first.getUTCFullYear() * 12 + first.getUTCMonth() + (first.getUTCDate() === 1 ? 0 : 1);
+  const months: number[] = [];
+  for (let m = firstMonth; Date.UTC(Math.floor(m / 12), m % 12, 1) < end; m++) months.push(m);
+  const monthStep =
+    [1, 2, 3, 6, 12].find((step) => Math.ceil(months.length / step) <= MAX_TICKS) ?? 12 * Math.ceil(months.length / 12 / MAX_TICKS);
+  const values = months.filter((_, i) => i % monthStep === 0).map((m) => Date.UTC(Math.floor(m / 12), m % 12, 1));
+  return { domain, values, format: '%b %Y', x };
+}
 
 interface LabelBox {
   x0: number;
@@ -99,6 +139,8 @@ export function placeLabels(
 }
 
 export type AnomalyMark = ReportData['anomalies'][number] & {
+  /** Noon of the anomaly's day (ms, UTC): the middle of that day's bar. */
+  at: number;
   direction: string;
   label: string | null;
   side: 'right' | 'left' | null;
@@ -106,32 +148,27 @@ export type AnomalyMark = ReportData['anomalies'][number] & {
 };
 
 /**
- * The anomalies as the timeline draws them: one mark each, on its provider's row, pointing up for
- * cost above expected and down for below, the largest few labelled where their labels fit (with
- * several sources, a label names its source). `period` is the dates the x axis spans. Pure.
+ * The anomalies as the timeline draws them: one mark each, on its provider's row at the middle of its
+ * day, solid for cost above expected and hollow for below, the largest few labelled where their labels
+ * fit (with several sources, a label names its source). `period` is the dates the x axis spans. Pure.
  */
 export function anomalyMarks(anomalies: ReportData['anomalies'], period: { from: string; to: string }, several = false): AnomalyMark[] {
   const providers = [...new Set(anomalies.map((a) => a.provider))].sort();
-  const start = Date.parse(`${period.from}T00:00:00Z`);
-  // The axis ends with the last day's whole bar.
-  const span = Date.parse(`${period.to}T00:00:00Z`) + 86_400_000 - start;
+  const { x } = timeAxis(period);
+  const at = (a: ReportData['anomalies'][number]) => Date.parse(`${a.date}T12:00:00Z`);
   const keyOf = (a: ReportData['anomalies'][number]) => `${a.source}\u0000${a.id}`;
   const textOf = (a: ReportData['anomalies'][number]) =>
     `${several ? `${a.source}: ` : ''}${a.service} ${formatUsd(Math.round(a.excess_usd), { sign: true }).replace(/\.00$/, '')}`;
   const largest = [...anomalies].sort((a, b) => Math.abs(b.excess_usd) - Math.abs(a.excess_usd)).slice(0, LABELLED_ANOMALIES);
   const places = placeLabels(
-    largest.map((a) => ({
-      key: keyOf(a),
-      text: textOf(a),
-      row: providers.indexOf(a.provider),
-      x: span > 0 ? ((Date.parse(`${a.date}T00:00:00Z`) - start) / span) * WIDTH : 0,
-    })),
+    largest.map((a) => ({ key: keyOf(a), text: textOf(a), row: providers.indexOf(a.provider), x: x(at(a)) })),
     { width: WIDTH, rows: providers.length },
   );
   return anomalies.map((a) => {
     const place = places.get(keyOf(a));
     return {
       ...a,
+      at: at(a),
       direction: a.excess_usd >= 0 ? 'above expected' : 'below expected',
       label: place ? textOf(a) : null,
       side: place?.side ?? null,
@@ -141,16 +178,38 @@ export function anomalyMarks(anomalies: ReportData['anomalies'], period: { from:
 }
 
 /**
- * Daily spend stacked by provider; under it, on the same dates, the open anomalies: a row per
- * provider, a triangle per anomaly (up: above expected, down: below), sized and shaded by severity,
- * the largest few labelled. Readable at a hundred anomalies, where rules across the bars were not.
+ * Daily spend stacked by provider; under it, on the same dates, the open anomalies: a band per
+ * provider, a mark per anomaly (its shape, size and shade the severity; solid above expected, hollow
+ * below), the largest few labelled, each label in its provider's band with a leader line to its mark.
+ * Readable at a hundred anomalies, where rules across the bars were not.
  */
 export function dailySpendSpec(data: ReportData): TopLevelSpec {
   const marks = anomalyMarks(data.anomalies, data, data.bySource.length > 1 || new Set(data.anomalies.map((a) => a.source)).size > 1);
   const labelled = marks.filter((m) => m.label !== null).length;
   const candidates = Math.min(LABELLED_ANOMALIES, marks.length);
-  const providers = [...new Set(marks.map((m) => m.provider))].sort();
-  const x = { field: 'date', type: 'temporal', timeUnit: 'yearmonthdate', title: null, axis: { format: '%b %d' } } as const;
+  const providers = marks.length > 0 ? [...new Set(marks.map((m) => m.provider))].sort() : ['(none)'];
+  const axis = data.from === '' ? null : timeAxis(data);
+  // domainMin/domainMax, not domain: with x2 on the bars, Vega-Lite reads a domain two ways and warns.
+  const scale =
+    axis === null
+      ? { type: 'utc' }
+      : { type: 'utc', domainMin: Math.floor(axis.domain[0]), domainMax: Math.ceil(axis.domain[1]), nice: false };
+  const xAxis = axis === null ? { format: '%b %d' } : { values: axis.values, format: axis.format, labelOverlap: false };
+  const x = (field: string) => ({ field, type: 'temporal', title: null, scale, axis: xAxis }) as const;
+  const y = {
+    field: 'provider',
+    type: 'nominal',
+    title: null,
+    sort: providers,
+    scale: { paddingInner: 0, paddingOuter: 0 },
+    axis: { labelLimit: 0 },
+  } as const;
+  // Bars span their day, a pixel apart while days are wider than a few pixels.
+  const days = data.daily.map((d) => {
+    const start = Date.parse(`${d.date}T00:00:00Z`);
+    return { ...d, start, end: start + DAY_MS };
+  });
+  const gap = axis !== null && axis.x(DAY_MS) - axis.x(0) > 4 ? -1 : 0;
   // Each label where placeLabels put it; the first layer is a white halo, so a label stays legible over marks it crosses.
   const labels = (halo: boolean) => ({
     transform: [{ filter: 'datum.label != null' }],
@@ -164,8 +223,9 @@ export function dailySpendSpec(data: ReportData): TopLevelSpec {
       dy: { expr: 'datum.dy' },
       ...(halo ? { stroke: '#ffffff', strokeWidth: 3, strokeJoin: 'round', aria: false } : {}),
     },
-    encoding: { x, y: { field: 'provider', type: 'nominal', sort: providers }, text: { field: 'label' } },
+    encoding: { x: x('at'), y, text: { field: 'label' } },
   });
+  const severity = { field: 'severity', type: 'nominal', title: 'Severity', legend: LEGEND } as const;
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     description: 'Daily spend by provider, and the open anomalies per provider on the same dates',
@@ -173,60 +233,94 @@ export function dailySpendSpec(data: ReportData): TopLevelSpec {
       {
         width: WIDTH,
         height: 260,
-        data: { values: data.daily },
-        mark: { type: 'bar', tooltip: true },
+        data: { values: days },
+        mark: { type: 'bar', tooltip: true, x2Offset: gap },
         encoding: {
-          x,
+          x: x('start'),
+          x2: { field: 'end' },
           y: { field: 'cost_usd', type: 'quantitative', aggregate: 'sum', stack: 'zero', title: 'USD per day', axis: { format: '$,.0f' } },
           color: { field: 'provider', type: 'nominal', title: 'Provider', scale: { scheme: 'tableau10' }, legend: LEGEND },
+          tooltip: [
+            { field: 'date', type: 'nominal', title: 'Date' },
+            { field: 'cost_usd', type: 'quantitative', aggregate: 'sum', title: 'USD', format: '$,.2f' },
+            { field: 'provider', type: 'nominal', title: 'Provider' },
+          ],
         },
       },
       {
         width: WIDTH,
         height: { step: ANOMALY_ROW_PX },
         title: {
-          text: `Open anomalies by provider (${marks.length}; ${labelled === candidates ? `the ${labelled} largest` : `${labelled} of the ${candidates} largest`} labelled)`,
+          text:
+            marks.length === 0
+              ? 'Open anomalies by provider (none on these dates)'
+              : `Open anomalies by provider (${marks.length}; ${labelled === candidates ? `the ${labelled} largest` : `${labelled} of the ${candidates} largest`} labelled)`,
+          subtitle: 'Shape, size and shade: severity. Solid: cost above expected; hollow: below.',
+          subtitleFontSize: 11,
+          subtitleColor: '#4b5563',
           anchor: 'start',
           fontSize: 12,
           fontWeight: 'normal',
         },
-        data: {
-          values:
-            marks.length > 0
-              ? marks
-              : [{ date: data.to, provider: '(none)', severity: 'low', direction: 'above expected', label: null, side: null, dy: 0 }],
-        },
         layer: [
+          // A shaded band every other provider, so a label is seen to be inside its provider's row.
           {
-            mark: { type: 'point', filled: true, opacity: SEVERITY_STYLE.opacity, stroke: '#ffffff', strokeWidth: 0.75, tooltip: true },
+            data: { values: providers.map((provider, i) => ({ provider, band: i % 2, row: `${provider} row` })) },
+            mark: { type: 'rect' },
             encoding: {
-              x,
-              y: { field: 'provider', type: 'nominal', title: null, sort: providers, axis: { labelLimit: 0 } },
-              shape: {
-                field: 'direction',
-                type: 'nominal',
-                title: 'Anomaly',
-                scale: { domain: ['above expected', 'below expected'], range: ['triangle-up', 'triangle-down'] },
-                legend: LEGEND,
-              },
-              color: {
-                field: 'severity',
-                type: 'nominal',
-                title: 'Severity',
-                scale: { domain: [...SEVERITIES], range: [...SEVERITY_STYLE.colors] },
-                legend: LEGEND,
-              },
-              size: {
-                field: 'severity',
-                type: 'ordinal',
-                scale: { domain: [...SEVERITIES], range: [...SEVERITY_STYLE.sizes] },
-                legend: null,
-              },
-              ...(marks.length === 0 ? { opacity: { value: 0 } } : {}),
+              y,
+              description: { field: 'row' },
+              x: { value: 0 },
+              x2: { value: 'width' },
+              color: { condition: { test: 'datum.band == 0', value: '#f3f4f6' }, value: '#ffffff' },
             },
           },
-          labels(true),
-          labels(false),
+          {
+            data: { values: marks },
+            layer: [
+              // A leader line from each labelled mark to its label's near end.
+              {
+                transform: [{ filter: 'datum.label != null' }],
+                mark: {
+                  type: 'rule',
+                  color: '#6b7280',
+                  strokeWidth: 1,
+                  aria: false,
+                  x2Offset: { expr: `datum.side == 'left' ? ${-(LABEL_GAP_PX - 2)} : ${LABEL_GAP_PX - 2}` },
+                  y2Offset: { expr: 'datum.dy' },
+                },
+                encoding: { x: x('at'), x2: { field: 'at' }, y, y2: { field: 'provider' } },
+              },
+              {
+                mark: { type: 'point', filled: true, opacity: SEVERITY_STYLE.opacity, strokeWidth: 1.5, tooltip: true },
+                encoding: {
+                  x: x('at'),
+                  y,
+                  shape: { ...severity, scale: { domain: [...SEVERITIES], range: [...SEVERITY_STYLE.shapes] } },
+                  fill: { ...severity, scale: { domain: [...SEVERITIES], range: [...SEVERITY_STYLE.colors] } },
+                  stroke: { ...severity, scale: { domain: [...SEVERITIES], range: [...SEVERITY_STYLE.colors] } },
+                  size: { ...severity, type: 'ordinal', scale: { domain: [...SEVERITIES], range: [...SEVERITY_STYLE.sizes] } },
+                  // Legends come only for a quantitative opacity, so the title's subtitle says what the fill means.
+                  fillOpacity: {
+                    field: 'direction',
+                    type: 'ordinal',
+                    scale: { domain: ['above expected', 'below expected'], range: [1, 0] },
+                    legend: null,
+                  },
+                  tooltip: [
+                    { field: 'date', type: 'nominal', title: 'Detected' },
+                    { field: 'provider', type: 'nominal', title: 'Provider' },
+                    { field: 'service', type: 'nominal', title: 'Service' },
+                    { field: 'severity', type: 'nominal', title: 'Severity' },
+                    { field: 'direction', type: 'nominal', title: 'Anomaly' },
+                    { field: 'excess_usd', type: 'quantitative', title: 'Against expected', format: '$,.0f' },
+                  ],
+                },
+              },
+              labels(true),
+              labels(false),
+            ],
+          },
         ],
       },
     ],
@@ -263,19 +357,31 @@ export function monthTrend(m: ReportData['monthly'][number]): string {
  * also shows its run-rate (spend so far projected to the month's end) as a light bar behind it, labelled.
  */
 export function monthlySpec(data: ReportData): TopLevelSpec {
+  const runRate = (usd: number) => formatUsd(usd).replace(/\.\d\d$/, '');
   const months = data.monthly.map((m) => ({ ...m, month: monthLabel(m), trend: monthTrend(m) }));
   const projected = months
     .filter((m) => m.projected_usd !== null)
     .map((m) => ({
       month: m.month,
       projected_usd: m.projected_usd,
-      label: `run-rate ${formatUsd(m.projected_usd!).replace(/\.\d\d$/, '')}`,
+      // Past six months a band is narrower than the label on one line: two lines keep it over its own bar.
+      label: months.length > 6 ? ['run-rate', runRate(m.projected_usd!)] : `run-rate ${runRate(m.projected_usd!)}`,
     }));
   const x = {
     field: 'month',
     type: 'ordinal',
     title: null,
-    axis: { labelAngle: 0, labelLimit: 0 },
+    // Past six months, `2025-06 (to date)` is two lines: the month, then what it is, so labels never run into each other.
+    axis: {
+      labelAngle: 0,
+      labelLimit: 0,
+      ...(months.length > 6
+        ? {
+            labelExpr: "indexof(datum.label, ' (') > 0 ? [split(datum.label, ' (')[0], '(' + split(datum.label, ' (')[1]] : datum.label",
+            labelLineHeight: 12,
+          }
+        : {}),
+    },
     sort: months.map((m) => m.month),
   } as const;
   return {
@@ -291,7 +397,8 @@ export function monthlySpec(data: ReportData): TopLevelSpec {
       },
       {
         data: { values: projected },
-        mark: { type: 'text', dy: -6, fontSize: 10, color: '#4b5563' },
+        // Vega sets a text's first line on the baseline: two lines go up one more line to clear the bar.
+        mark: { type: 'text', baseline: 'bottom', dy: months.length > 6 ? -14 : -3, fontSize: 10, lineHeight: 11, color: '#4b5563' },
         encoding: { x, y: { field: 'projected_usd', type: 'quantitative' }, text: { field: 'label' } },
       },
       {

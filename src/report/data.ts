@@ -6,16 +6,29 @@ import { loadSql, type ReadOnlyWarehouse } from '../storage/duckdb.js';
 export interface ReportData {
   from: string;
   to: string;
+  /**
+   * The period's total and average; and its last `recent_days` days (min(7, the period's days)) against
+   * the as many days before them, with no change (and the reason) where one of those days has no data.
+   */
   totals: {
     total_usd: number | null;
     days: number;
     daily_average_usd: number | null;
-    last_7_days_usd: number | null;
-    prior_7_days_usd: number | null;
+    recent_days: number;
+    /** The spans' dates; null when the warehouse holds no spend at all. */
+    recent_from: string | null;
+    recent_to: string | null;
+    before_from: string | null;
+    before_to: string | null;
+    recent_usd: number | null;
+    before_usd: number | null;
+    change_pct: number | null;
+    no_change_reason: string | null;
   };
   daily: { date: string; provider: string; cost_usd: number }[];
   topServices: { service: string; cost_usd: number }[];
-  movers: { service: string; last_7_days_usd: number; prior_7_days_usd: number; change_usd: number; change_pct: number | null }[];
+  /** Services by their change over the same days as the totals' `recent_*` against `before_*`. */
+  movers: { service: string; recent_usd: number; before_usd: number; change_usd: number; change_pct: number | null }[];
   monthToDate: {
     as_of: string;
     month_to_date_usd: number | null;
@@ -113,7 +126,7 @@ export async function gatherReport(
     totals: (await rows<ReportData['totals']>('totals', span))[0]!,
     daily: await rows('daily_by_provider', span),
     topServices: await rows('top_services', span),
-    movers: await rows('top_movers', [source]),
+    movers: await rows('top_movers', span),
     monthToDate: (await rows<NonNullable<ReportData['monthToDate']>>('month_to_date', [source]))[0] ?? null,
     monthly: await rows('monthly', span),
     bySource: await rows('by_source', span),

@@ -45,17 +45,47 @@ function anomalyTable(data: ReportData): string {
  * The month-to-date card: the change coloured as a rise or fall, or, where those days are not all
  * synced, no change and the reason in plain text (a part month against a whole one is no rise). Pure.
  */
-export function monthToDateCard(mtd: ReportData['monthToDate']): string {
+export function monthToDateCard(mtd: ReportData['monthToDate'], reportTo = ''): string {
   const title = '<span>Month to date against the same days of last month</span>';
-  const amounts = `${usd(mtd?.month_to_date_usd)} vs ${usd(mtd?.same_days_last_month_usd)}${mtd ? `, as of ${escape(mtd.as_of)}` : ''}`;
+  const amounts = `${usd(mtd?.month_to_date_usd)} vs ${usd(mtd?.same_days_last_month_usd)}${mtd ? `, as of <span class="date">${escape(mtd.as_of)}</span>` : ''}`;
+  // The view is as of the last complete synced day: a report ending in another month says so, not silently mixing dates.
+  const other =
+    mtd && reportTo !== '' && reportTo.slice(0, 7) !== mtd.as_of.slice(0, 7)
+      ? `<span class="reason">the month of the last complete synced day, not of this report's dates (to ${escape(reportTo)})</span>`
+      : '';
   if (mtd?.no_change_reason)
-    return `<div class="kpi" id="mtd">${title}<b class="none">no change given</b><span>${amounts}</span><span class="reason">${escape(mtd.no_change_reason)}</span></div>`;
-  return `<div class="kpi" id="mtd">${title}<b class="${(mtd?.change_pct ?? 0) > 0 ? 'up' : 'down'}">${pct(mtd?.change_pct)}</b><span>${amounts}</span></div>`;
+    return `<div class="kpi" id="mtd">${title}<b class="none">no change given</b><span>${amounts}</span><span class="reason">${escape(mtd.no_change_reason)}</span>${other}</div>`;
+  return `<div class="kpi" id="mtd">${title}<b class="${mtd?.change_pct == null ? 'none' : mtd.change_pct > 0 ? 'up' : 'down'}">${pct(mtd?.change_pct)}</b><span>${amounts}</span>${other}</div>`;
+}
+
+/** Dates as `2025-06-24..2025-06-30`, or one date alone. Pure. */
+const days = (from: string | null, to: string | null) => (from === to ? (from ?? '') : `${from}..${to}`);
+
+/** "the last 7 days" / "the last day": the days the recent card and the movers cover, as people say them. Pure. */
+export function recentDaysText(n: number): { last: string; before: string } {
+  return n === 1 ? { last: 'Last day', before: 'the day before' } : { last: `Last ${n} days`, before: `the ${n} before` };
+}
+
+/**
+ * The card of the period's last n days (n = min(7, its days)) against the n before, naming both spans:
+ * a rise red, a fall green, and where one of those days has no data, no change and the reason. Pure.
+ */
+export function recentCard(t: ReportData['totals']): string {
+  const { last, before } = recentDaysText(t.recent_days);
+  const title = `<span>${last} against ${before}</span>`;
+  const spans =
+    t.recent_from === null
+      ? ''
+      : `<span class="span">${escape(days(t.recent_from, t.recent_to))}</span><span class="span">vs ${escape(days(t.before_from, t.before_to))}</span>`;
+  const amounts = `<span>${usd(t.recent_usd)} vs ${usd(t.before_usd)}</span>`;
+  if (t.change_pct === null)
+    return `<div class="kpi" id="recent">${title}<b class="none">no change given</b>${amounts}${spans}<span class="reason">${escape(t.no_change_reason ?? '')}</span></div>`;
+  return `<div class="kpi" id="recent">${title}<b class="${t.change_pct > 0 ? 'up' : 'down'}">${pct(t.change_pct)}</b>${amounts}${spans}</div>`;
 }
 
 export function reportHtml(data: ReportData, charts: { daily: string; services: string; monthly: string }, generatedAt: string): string {
   const t = data.totals;
-  const trend = t.prior_7_days_usd ? (100 * ((t.last_7_days_usd ?? 0) - t.prior_7_days_usd)) / t.prior_7_days_usd : null;
+  const { last, before } = recentDaysText(t.recent_days);
   const mtd = data.monthToDate;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Cloud spend, ${escape(periodText(data))}</title>
@@ -64,7 +94,7 @@ export function reportHtml(data: ReportData, charts: { daily: string; services: 
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#111827;margin:32px auto;max-width:980px;padding:0 16px}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:17px;margin:32px 0 8px}.sub{color:#6b7280;margin:0 0 20px}
 .kpis{display:grid;grid-template-columns:repeat(4,1fr);gap:12px}.kpi{border:1px solid #e5e7eb;border-radius:8px;padding:12px}
-.kpi b{display:block;font-size:22px}.kpi span{color:#6b7280;font-size:12px}.up{color:#dc2626}.down{color:#16a34a}.none{color:#6b7280}.kpi .reason{display:block}
+.kpi b{display:block;font-size:22px}.kpi span{color:#6b7280;font-size:12px}.up{color:#dc2626}.down{color:#16a34a}.none{color:#6b7280}.kpi .reason,.kpi .span{display:block}.kpi .span,.kpi .date{white-space:nowrap}
 table{border-collapse:collapse;width:100%;font-size:13px}th,td{border-bottom:1px solid #e5e7eb;padding:5px 8px;text-align:left}
 td:nth-child(n+2){font-variant-numeric:tabular-nums}.chart svg{max-width:100%;height:auto}.empty{color:#6b7280}
 </style></head><body>
@@ -73,9 +103,9 @@ td:nth-child(n+2){font-variant-numeric:tabular-nums}.chart svg{max-width:100%;he
 ${t.days === 0 ? `<p class="empty" id="no-data">No spend is stored for ${escape(data.from === '' ? 'any date' : periodText(data))}${data.source === null ? '' : ` (source ${escape(data.source)})`}: sync those dates, or pick another range.</p>\n` : ''}
 <section class="kpis" id="kpis">
 <div class="kpi"><span>Total in the period</span><b id="total">${usd(t.total_usd)}</b><span>${t.days} day(s) with data</span></div>
-<div class="kpi"><span>Daily average</span><b>${usd(t.daily_average_usd)}</b></div>
-<div class="kpi"><span>Last 7 days against the 7 before</span><b class="${(trend ?? 0) > 0 ? 'up' : 'down'}">${pct(trend)}</b><span>${usd(t.last_7_days_usd)} vs ${usd(t.prior_7_days_usd)}</span></div>
-${monthToDateCard(mtd)}
+<div class="kpi"><span>Daily average</span><b id="average">${usd(t.daily_average_usd)}</b></div>
+${recentCard(t)}
+${monthToDateCard(mtd, data.to)}
 </section>
 ${
   data.bySource.length > 1
@@ -91,10 +121,10 @@ ${table(
 <div class="chart" id="chart-daily">${charts.daily}</div>
 <h2>Top services</h2>
 <div class="chart" id="chart-services">${charts.services}</div>
-<h2>Top movers (last 7 days against the 7 before)</h2>
+<h2 id="movers-title">Top movers${t.recent_from === null ? '' : ` (${escape(`${last.toLowerCase()}, ${days(t.recent_from, t.recent_to)}, against ${before}, ${days(t.before_from, t.before_to)}`)})`}</h2>
 ${table(
-  ['Service', 'Last 7 days', 'Prior 7 days', 'Change', 'Change %'],
-  data.movers.map((m) => [m.service, usd(m.last_7_days_usd), usd(m.prior_7_days_usd), usd(m.change_usd), pct(m.change_pct)]),
+  ['Service', last, before[0]!.toUpperCase() + before.slice(1), 'Change', 'Change %'],
+  data.movers.map((m) => [m.service, usd(m.recent_usd), usd(m.before_usd), usd(m.change_usd), pct(m.change_pct)]),
   'movers',
 )}
 <h2>Month over month</h2>
