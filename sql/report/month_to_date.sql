@@ -1,4 +1,5 @@
--- Month to date against the same days of last month, as of the last complete synced day, all sources or one. $1 = source (NULL: all).
+-- Month to date against the same days of last month, as of the last complete synced day no later than the report's
+-- last date, all sources or one. $1 = source (NULL: all), $2 = the report's last date (NULL: none).
 -- No change where any source's days are not all synced: `no_change_reason` says why (naming the source when there are several).
 SELECT strftime(max(as_of), '%Y-%m-%d') AS as_of, round(sum(month_to_date_usd), 2) AS month_to_date_usd,
        round(sum(same_days_last_month_usd), 2) AS same_days_last_month_usd,
@@ -6,5 +7,5 @@ SELECT strftime(max(as_of), '%Y-%m-%d') AS as_of, round(sum(month_to_date_usd), 
             THEN round(100 * (sum(month_to_date_usd) - sum(same_days_last_month_usd)) / nullif(sum(same_days_last_month_usd), 0), 1) END AS change_pct,
        CASE WHEN count(*) = 1 THEN any_value(no_change_reason)
             ELSE string_agg(source || ': ' || no_change_reason, '; ' ORDER BY source) END AS no_change_reason
-FROM month_to_date WHERE ($1::VARCHAR IS NULL OR source = $1)
+FROM (WITH as_of_cap AS (SELECT $2::DATE AS d), {{verify/month_to_date}}) WHERE ($1::VARCHAR IS NULL OR source = $1)
 HAVING count(*) > 0

@@ -127,7 +127,8 @@ export async function gatherReport(
     daily: await rows('daily_by_provider', span),
     topServices: await rows('top_services', span),
     movers: await rows('top_movers', span),
-    monthToDate: (await rows<NonNullable<ReportData['monthToDate']>>('month_to_date', [source]))[0] ?? null,
+    // As of the report's last date when the last complete synced day is later: every card covers the report's dates.
+    monthToDate: (await rows<NonNullable<ReportData['monthToDate']>>('month_to_date', [source, to === '' ? null : to]))[0] ?? null,
     monthly: await rows('monthly', span),
     bySource: await rows('by_source', span),
     anomalies: await rows('open_anomalies', span),

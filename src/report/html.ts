@@ -45,17 +45,12 @@ function anomalyTable(data: ReportData): string {
  * The month-to-date card: the change coloured as a rise or fall, or, where those days are not all
  * synced, no change and the reason in plain text (a part month against a whole one is no rise). Pure.
  */
-export function monthToDateCard(mtd: ReportData['monthToDate'], reportTo = ''): string {
+export function monthToDateCard(mtd: ReportData['monthToDate']): string {
   const title = '<span>Month to date against the same days of last month</span>';
   const amounts = `${usd(mtd?.month_to_date_usd)} vs ${usd(mtd?.same_days_last_month_usd)}${mtd ? `, as of <span class="date">${escape(mtd.as_of)}</span>` : ''}`;
-  // The view is as of the last complete synced day: a report ending in another month says so, not silently mixing dates.
-  const other =
-    mtd && reportTo !== '' && reportTo.slice(0, 7) !== mtd.as_of.slice(0, 7)
-      ? `<span class="reason">the month of the last complete synced day, not of this report's dates (to ${escape(reportTo)})</span>`
-      : '';
   if (mtd?.no_change_reason)
-    return `<div class="kpi" id="mtd">${title}<b class="none">no change given</b><span>${amounts}</span><span class="reason">${escape(mtd.no_change_reason)}</span>${other}</div>`;
-  return `<div class="kpi" id="mtd">${title}<b class="${mtd?.change_pct == null ? 'none' : mtd.change_pct > 0 ? 'up' : 'down'}">${pct(mtd?.change_pct)}</b><span>${amounts}</span>${other}</div>`;
+    return `<div class="kpi" id="mtd">${title}<b class="none">no change given</b><span>${amounts}</span><span class="reason">${escape(mtd.no_change_reason)}</span></div>`;
+  return `<div class="kpi" id="mtd">${title}<b class="${mtd?.change_pct == null ? 'none' : mtd.change_pct > 0 ? 'up' : 'down'}">${pct(mtd?.change_pct)}</b><span>${amounts}</span></div>`;
 }
 
 /** Dates as `2025-06-24..2025-06-30`, or one date alone. Pure. */
@@ -96,7 +91,7 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:17px;margin:32px 0 8px}.sub{color:
 .kpis{display:grid;grid-template-columns:repeat(4,1fr);gap:12px}.kpi{border:1px solid #e5e7eb;border-radius:8px;padding:12px}
 .kpi b{display:block;font-size:22px}.kpi span{color:#6b7280;font-size:12px}.up{color:#dc2626}.down{color:#16a34a}.none{color:#6b7280}.kpi .reason,.kpi .span{display:block}.kpi .span,.kpi .date{white-space:nowrap}
 table{border-collapse:collapse;width:100%;font-size:13px}th,td{border-bottom:1px solid #e5e7eb;padding:5px 8px;text-align:left}
-td:nth-child(n+2){font-variant-numeric:tabular-nums}.chart svg{max-width:100%;height:auto}.empty{color:#6b7280}
+td:nth-child(n+2){font-variant-numeric:tabular-nums}.chart svg{max-width:100%;height:auto}.empty,.note{color:#6b7280}.note{font-size:13px;margin:-4px 0 8px}
 </style></head><body>
 <h1>Cloud spend</h1>
 <p class="sub">${data.source === null ? '' : `source ${escape(data.source)} · `}${escape(periodText(data))} · generated ${escape(generatedAt)} by costsync</p>
@@ -105,7 +100,7 @@ ${t.days === 0 ? `<p class="empty" id="no-data">No spend is stored for ${escape(
 <div class="kpi"><span>Total in the period</span><b id="total">${usd(t.total_usd)}</b><span>${t.days} day(s) with data</span></div>
 <div class="kpi"><span>Daily average</span><b id="average">${usd(t.daily_average_usd)}</b></div>
 ${recentCard(t)}
-${monthToDateCard(mtd, data.to)}
+${monthToDateCard(mtd)}
 </section>
 ${
   data.bySource.length > 1
@@ -128,6 +123,7 @@ ${table(
   'movers',
 )}
 <h2>Month over month</h2>
+<p class="note" id="monthly-note">Whole months, each of the months the report's dates fall in.</p>
 <div class="chart" id="chart-monthly">${charts.monthly}</div>
 ${table(
   ['Month', 'Spend', 'Run-rate (projected to month end)', 'Previous month', 'Change', 'Change %'],

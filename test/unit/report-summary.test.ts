@@ -152,12 +152,4 @@ describe("the report's card of its last days", () => {
   it('the month-to-date card with nothing to compare is grey too', () => {
     expect(monthToDateCard(null)).toMatch(/<b class="none">/);
   });
-
-  it("says when the month-to-date card's month is not the report's", () => {
-    const mtd = { as_of: '2025-06-20', month_to_date_usd: 200, same_days_last_month_usd: 100, change_pct: 100, no_change_reason: null };
-    expect(monthToDateCard(mtd, '2025-02-17')).toContain(
-      "the month of the last complete synced day, not of this report's dates (to 2025-02-17)",
-    );
-    expect(monthToDateCard(mtd, '2025-06-30')).not.toContain('not of this report');
-  });
 });
