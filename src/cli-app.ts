@@ -4,17 +4,7 @@
  * runs it for the process; tests run it in-process.
  */
 import yargs, { type Argv } from 'yargs';
-import { checkOptions, runCheckCommand } from './commands/check.js';
-import { emulatorOptions, runEmulator } from './commands/emulator.js';
-import { emulatorChangeOptions, runEmulatorChange } from './commands/emulator-change.js';
-import { pushOptions, pushOtelOptions, runPushCommand, runPushOtelCommand } from './commands/push.js';
-import { queryOptions, runQueryCommand } from './commands/query.js';
-import { reportOptions, runReportCommand } from './commands/report.js';
-import { runStatusCommand, statusOptions } from './commands/status.js';
-import { notifyOptions, runNotifyCommand } from './commands/notify.js';
-import { runVerifyCommand, verifyOptions } from './commands/verify.js';
 import type { CommandIo } from './commands/common.js';
-import { runSyncCommand, syncOptions } from './commands/sync.js';
 import { packageVersion } from './paths.js';
 import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from './errors.js';
 import { SETTINGS, envName } from './settings.js';
@@ -97,85 +87,130 @@ export async function runCli(argv: string[], io: CommandIo): Promise<ExitCode> {
 
 type Run = (args: Record<string, unknown>, io: CommandIo) => Promise<ExitCode>;
 
-/** A command as data: how it is written, what it does, its options, the function that runs it, and its own commands. */
+/** What a command's module gives: its options, and the function that runs it. */
+interface CommandParts {
+  options: (y: Argv) => Argv;
+  run: Run;
+}
+
+/**
+ * A command as data: how it is written, what it does, the module with its options and its run, and its
+ * own commands. The module is loaded only when its command is the one run: a process pays to load
+ * what it uses (`costsync --version` no DuckDB, `sync` no push or report; docs/benchmarks.md, "Start-up").
+ */
 interface Command {
   command: string;
   describe: string;
-  options: (y: Argv) => Argv;
-  run: Run;
+  load: () => Promise<CommandParts>;
   subcommands?: readonly Command[];
 }
 
 /** The commands, as data. */
 const COMMANDS: readonly Command[] = [
-  { command: 'sync', describe: 'Sync line items, rollups and anomalies into DuckDB', options: syncOptions, run: runSyncCommand },
+  {
+    command: 'sync',
+    describe: 'Sync line items, rollups and anomalies into DuckDB',
+    load: async () => {
+      const m = await import('./commands/sync.js');
+      return { options: m.syncOptions, run: m.runSyncCommand };
+    },
+  },
   {
     command: 'push [files..]',
     describe: 'Send FOCUS rows (CSV, Parquet, JSON Lines) to a custom provider connection',
-    options: pushOptions,
-    run: runPushCommand,
+    load: async () => {
+      const m = await import('./commands/push.js');
+      return { options: m.pushOptions, run: m.runPushCommand };
+    },
   },
   {
     command: 'push-otel <file>',
     describe: 'Send a JSON document to the OTel ingest endpoint',
-    options: pushOtelOptions,
-    run: runPushOtelCommand,
+    load: async () => {
+      const m = await import('./commands/push.js');
+      return { options: m.pushOtelOptions, run: m.runPushOtelCommand };
+    },
   },
   {
     command: 'query [sql]',
     describe: 'Run read-only SQL against the warehouse; --list shows tables and views',
-    options: queryOptions,
-    run: runQueryCommand,
+    load: async () => {
+      const m = await import('./commands/query.js');
+      return { options: m.queryOptions, run: m.runQueryCommand };
+    },
   },
   {
     command: 'verify',
     describe: 'Reconcile line items against rollups and the rollups against each other; exit 1 on a difference',
-    options: verifyOptions,
-    run: runVerifyCommand,
+    load: async () => {
+      const m = await import('./commands/verify.js');
+      return { options: m.verifyOptions, run: m.runVerifyCommand };
+    },
   },
-  { command: 'report', describe: 'Write a self-contained HTML spend report', options: reportOptions, run: runReportCommand },
+  {
+    command: 'report',
+    describe: 'Write a self-contained HTML spend report',
+    load: async () => {
+      const m = await import('./commands/report.js');
+      return { options: m.reportOptions, run: m.runReportCommand };
+    },
+  },
   {
     command: 'notify',
     describe: 'Check the webhooks: --test sends one sample message to each',
-    options: notifyOptions,
-    run: runNotifyCommand,
+    load: async () => {
+      const m = await import('./commands/notify.js');
+      return { options: m.notifyOptions, run: m.runNotifyCommand };
+    },
   },
   {
     command: 'status',
     describe: 'Show per source and stream the watermark, last run, rows and windows pending; --format json for scripts',
-    options: statusOptions,
-    run: runStatusCommand,
+    load: async () => {
+      const m = await import('./commands/status.js');
+      return { options: m.statusOptions, run: m.runStatusCommand };
+    },
   },
   {
     command: 'check',
     describe: 'Try the key on each endpoint and say which scopes and plan work (and, with --catalog, what the Iceberg catalog allows)',
-    options: checkOptions,
-    run: runCheckCommand,
+    load: async () => {
+      const m = await import('./commands/check.js');
+      return { options: m.checkOptions, run: m.runCheckCommand };
+    },
   },
   // Serves until stopped: its exit code is the process's.
   {
     command: 'emulator',
     describe: 'Serve the Cost Data API emulator on loopback',
-    options: emulatorOptions,
-    run: async (args) => {
-      await runEmulator(args as never);
-      return ExitCode.OK;
+    load: async () => {
+      const m = await import('./commands/emulator.js');
+      return {
+        options: m.emulatorOptions,
+        run: async (args) => {
+          await m.runEmulator(args as never);
+          return ExitCode.OK;
+        },
+      };
     },
     subcommands: [
       {
         command: 'change <what> [date]',
         describe: "Change old data of a running emulator: restate a day, move a line item to another date, set an alert's status",
-        options: emulatorChangeOptions,
-        run: runEmulatorChange,
+        load: async () => {
+          const m = await import('./commands/emulator-change.js');
+          return { options: m.emulatorChangeOptions, run: m.runEmulatorChange };
+        },
       },
     ],
   },
   {
     command: 'demo',
     describe: 'Start the emulator, sync 90 days into ./demo.duckdb, show spend and anomalies',
-    options: (y) => y,
-    // Loaded on demand, with the emulator it starts: neither belongs in the module graph of the other commands.
-    run: async (_args, io) => (await import('./commands/demo.js')).runDemo({}, io),
+    load: async () => {
+      const m = await import('./commands/demo.js');
+      return { options: (y) => y, run: async (_args, io) => m.runDemo({}, io) };
+    },
   },
 ];
 
@@ -210,8 +245,9 @@ export function withSuggestion(
 
 /** Adds a command, and its own commands, to `parser`. */
 function register(parser: Argv, c: Command, io: CommandIo, done: (code: ExitCode) => void): Argv {
-  const builder = (y: Argv): Argv => {
-    let built = c.options(y);
+  // yargs awaits a builder that returns a promise; it calls only the builder of the command being run.
+  const builder = async (y: Argv): Promise<Argv> => {
+    let built = (await c.load()).options(y);
     if (c.subcommands) {
       // yargs hands a command's options on to its subcommands unless told not to: `emulator change` must
       // not take (or list in its --help) the flags of the server it talks to.
@@ -224,7 +260,7 @@ function register(parser: Argv, c: Command, io: CommandIo, done: (code: ExitCode
     return built;
   };
   return parser.command(c.command, c.describe, builder, async (args) => {
-    done(await c.run(args, io));
+    done(await (await c.load()).run(args, io));
   });
 }
 

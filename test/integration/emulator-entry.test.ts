@@ -52,7 +52,7 @@ export async function load(url, context, next) { appendFileSync(log, url + '\\n'
 }
 
 describe('the emulator is an entry of its own, beside the product', () => {
-  it("a sync, and the emulator command's --help, load no module of the emulator", async () => {
+  it("a sync, and the emulator command's --help, load no module of the emulator; a command loads no other command's module", async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 5 }, async ({ url }) => {
       await withTempDir(async (dir) => {
         const sync = await loadedModules(dir, syncCommand(url, dir, ['--start-date', SPAN.startDate, '--until', SPAN.endDate]), {
@@ -63,6 +63,11 @@ describe('the emulator is an entry of its own, beside the product', () => {
         expect(sync.modules).toContain('sync/runner.js');
         expect(sync.modules.filter((m) => m.startsWith('emulator/'))).toEqual([]);
         expect(sync.modules).not.toContain('commands/demo.js');
+        // Each command's module loads when it runs, not with the others: a sync loads no push, report or query.
+        expect(sync.modules.filter((m) => /^(push|report)\/|^commands\/(push|report|query|verify|status|check)\.js$/.test(m))).toEqual([]);
+        const version = await loadedModules(dir, ['--version'], {});
+        expect(version.modules).toContain('cli-app.js');
+        expect(version.modules.filter((m) => m.startsWith('commands/') && m !== 'commands/common.js')).toEqual([]);
 
         const help = await loadedModules(dir, ['emulator', '--help'], {});
         expect(help.modules.filter((m) => m.startsWith('emulator/'))).toEqual([]);
