@@ -87,6 +87,8 @@ const REFUSAL_RULES: Partial<Record<StatementType, string>> = {
     'SET, RESET and USE change settings, some of which name files (extension_directory, temp_directory, secret_directory, profiling and log output)',
   [StatementType.PRAGMA]: 'PRAGMA changes settings, some of which write files; SELECT * FROM pragma_… reads the same',
   [StatementType.CALL]: 'CALL runs procedures (CHECKPOINT among them); SELECT * FROM the table function instead',
+  // DuckDB parses ANALYZE as a VACUUM statement.
+  [StatementType.VACUUM]: 'VACUUM and ANALYZE rewrite the warehouse or its statistics',
 };
 
 /**
@@ -97,7 +99,10 @@ const REFUSAL_RULES: Partial<Record<StatementType, string>> = {
 export function refusedStatement(type: StatementType): { code: 'CS_ERR_QUERY_READ_ONLY' | 'CS_ERR_QUERY_REFUSED'; rule: string } | null {
   if (ALLOWED_STATEMENTS.has(type)) return null;
   if (WAREHOUSE_WRITES.has(type))
-    return { code: 'CS_ERR_QUERY_READ_ONLY', rule: `${StatementType[type]} changes the warehouse (CREATE SECRET included)` };
+    return {
+      code: 'CS_ERR_QUERY_READ_ONLY',
+      rule: type === StatementType.CREATE ? "CREATE changes the warehouse, or DuckDB's secrets" : `${StatementType[type]} changes the warehouse`,
+    };
   return {
     code: 'CS_ERR_QUERY_REFUSED',
     rule: REFUSAL_RULES[type] ?? `a ${StatementType[type]} statement is not a query; only SELECT and EXPLAIN run`,
@@ -145,6 +150,8 @@ export async function checkUserSql(warehouse: ReadOnlyWarehouse, text: string, s
  * SELECT, and only SELECT and EXPLAIN run). Pure.
  */
 export function refusedUnbound(error: string): { code: 'CS_ERR_QUERY_REFUSED'; rule: string } {
+  if (/stored_secrets|secret_directory/.test(error))
+    return { code: 'CS_ERR_QUERY_REFUSED', rule: 'CREATE SECRET stores a secret in a file; give DuckDB secrets to DuckDB itself' };
   if (/file system operations are disabled/.test(error))
     return {
       code: 'CS_ERR_QUERY_REFUSED',

@@ -174,7 +174,7 @@ export async function runEmulator(
   out(emulator.url);
   const o = emulator.options;
   out(
-    `Cost Data API emulator: data ${o.startDate}..${o.endDate}, ${o.rowsPerDay} line items a day, rate limit ${o.rateLimit || 'off'}/min, seed ${o.seed}.`,
+    `Cost Data API emulator: data ${o.startDate}..${o.endDate}, ${o.rowsPerDay} line items a day, rate limit ${o.rateLimit ? `${o.rateLimit}/min` : 'off'}, seed ${o.seed}.`,
   );
   if (args.keys === undefined) out('Key: demo-key (every scope, business plan); connection: demo-connection (provider custom).');
   const stop = () => {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Sync benchmarks. Prints figures; asserts nothing. Run after `npm ci` (uses dist/):
-//   npm run bench                 all four
-//   npm run bench -- rate         one of: requests, rate, throughput, memory, stop, disk
+//   npm run bench                 all of them
+//   npm run bench -- rate         one of: startup, requests, rate, throughput, memory, stop, disk
 // Environment: BENCH_MEMORY_ROWS (default 5000000), BENCH_MONTH_ROWS (default 3000000: the month the memory
 // benchmark writes to each lake format), BENCH_THROUGHPUT_ROWS (default 1000000), BENCH_DISK_ROWS (default 1000000);
 // BENCH_SMOKE=1: tiny sizes.
@@ -610,7 +610,28 @@ async function benchDisk() {
   }
 }
 
+/** The CPU one process spends before it does anything: every scheduled run and every test pays it. */
+async function benchStartup() {
+  const runs = smoke ? 1 : 5;
+  const cpu = async (args) => {
+    const times = [];
+    for (let i = 0; i < runs; i++) {
+      const child = spawn('/usr/bin/time', ['-f', 'CPU_S=%U %S', BIN, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let err = '';
+      child.stderr.on('data', (d) => {
+        err += d;
+      });
+      await once(child, 'exit');
+      const [user, sys] = (/CPU_S=([\d.]+) ([\d.]+)/.exec(err) ?? []).slice(1).map(Number);
+      times.push(user + sys);
+    }
+    return times.sort((a, b) => a - b)[Math.floor(times.length / 2)].toFixed(2);
+  };
+  console.log(`startup: CPU of a process, median of ${runs}: costsync --version ${await cpu(['--version'])} s, costsync sync --help ${await cpu(['sync', '--help'])} s`);
+}
+
 const benches = {
+  startup: benchStartup,
   requests: async () => {
     await benchRequests();
     await benchNightlyRequests();
