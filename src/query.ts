@@ -101,7 +101,10 @@ export function refusedStatement(type: StatementType): { code: 'CS_ERR_QUERY_REA
   if (WAREHOUSE_WRITES.has(type))
     return {
       code: 'CS_ERR_QUERY_READ_ONLY',
-      rule: type === StatementType.CREATE ? "CREATE changes the warehouse, or DuckDB's secrets" : `${StatementType[type]} changes the warehouse`,
+      rule:
+        type === StatementType.CREATE
+          ? "CREATE changes the warehouse, or DuckDB's secrets"
+          : `${StatementType[type]} changes the warehouse`,
     };
   return {
     code: 'CS_ERR_QUERY_REFUSED',

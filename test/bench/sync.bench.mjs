@@ -627,7 +627,9 @@ async function benchStartup() {
     }
     return times.sort((a, b) => a - b)[Math.floor(times.length / 2)].toFixed(2);
   };
-  console.log(`startup: CPU of a process, median of ${runs}: costsync --version ${await cpu(['--version'])} s, costsync sync --help ${await cpu(['sync', '--help'])} s`);
+  console.log(
+    `startup: CPU of a process, median of ${runs}: costsync --version ${await cpu(['--version'])} s, costsync sync --help ${await cpu(['sync', '--help'])} s`,
+  );
 }
 
 const benches = {

@@ -14,7 +14,17 @@ const scripts = readdirSync(BENCH_DIR)
 
 /** The figure lines each script prints: one prefix per part it measures. */
 const PARTS: Record<string, string[]> = {
-  'sync.bench.mjs': ['startup:', 'requests:', 'rate:', 'throughput:', 'memory:', 'lake memory, iceberg:', 'lake memory, parquet:', 'stop:', 'disk:'],
+  'sync.bench.mjs': [
+    'startup:',
+    'requests:',
+    'rate:',
+    'throughput:',
+    'memory:',
+    'lake memory, iceberg:',
+    'lake memory, parquet:',
+    'stop:',
+    'disk:',
+  ],
   'push.bench.mjs': ['push speed:', 'push memory:'],
   'publish.bench.mjs': ['publish:', 'nightly:'],
   'sources.bench.mjs': ['sources:', 'memory:', 'idle:'],
