@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ExitCode } from '../../src/errors.js';
 import { SCOPES } from '../../src/api/types.js';
-import { withEmulator, withTempDir, SPAN, cli, run } from '../helpers.js';
+import { withEmulator, withTempDir, SPAN, cli, run, syncCommand } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
@@ -87,14 +87,7 @@ describe('status, check and parquet (CLI)', () => {
     await withEmulator({ ...SPAN, rowsPerDay: 40, clock }, async (emulator) => {
       await withTempDir(async (dir) => {
         const out = join(dir, 'pq');
-        const args = [
-          'sync',
-          '--base-url',
-          emulator.url,
-          '--db',
-          join(dir, 'c.duckdb'),
-          '--state-dir',
-          join(dir, 'state'),
+        const args = syncCommand(emulator.url, dir, [
           '--start-date',
           SPAN.startDate,
           '--until',
@@ -106,7 +99,7 @@ describe('status, check and parquet (CLI)', () => {
           '--out',
           out,
           '--quiet',
-        ];
+        ]);
         expect((await run(args, env)).code).toBe(0);
         expect(readdirSync(join(out, 'line_items'))).toEqual(['source=default']);
         expect(readdirSync(join(out, 'line_items', 'source=default'))).toHaveLength(30);

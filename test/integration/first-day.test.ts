@@ -23,6 +23,7 @@ import {
   withTempDir,
   SPAN,
   run as inProcess,
+  syncCommand,
 } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -111,14 +112,7 @@ describe('stopping is bounded, whatever the stream', () => {
       },
       async (emulator) => {
         await withTempDir(async (dir) => {
-          const args = [
-            'sync',
-            '--base-url',
-            emulator.url,
-            '--db',
-            join(dir, 'c.duckdb'),
-            '--state-dir',
-            join(dir, 'state'),
+          const args = syncCommand(emulator.url, dir, [
             '--start-date',
             SPAN.startDate,
             '--until',
@@ -127,7 +121,7 @@ describe('stopping is bounded, whatever the stream', () => {
             '600',
             '--log-format',
             'json',
-          ];
+          ]);
           const child = spawn(process.execPath, [CLI, ...args], {
             env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' },
             stdio: ['ignore', 'ignore', 'pipe'],
@@ -169,14 +163,7 @@ describe('stopping is bounded, whatever the stream', () => {
       },
       async (emulator) => {
         await withTempDir(async (dir) => {
-          const args = [
-            'sync',
-            '--base-url',
-            emulator.url,
-            '--db',
-            join(dir, 'c.duckdb'),
-            '--state-dir',
-            join(dir, 'state'),
+          const args = syncCommand(emulator.url, dir, [
             '--start-date',
             SPAN.startDate,
             '--until',
@@ -187,7 +174,7 @@ describe('stopping is bounded, whatever the stream', () => {
             '2s',
             '--log-format',
             'json',
-          ];
+          ]);
           const child = spawn(process.execPath, [CLI, ...args], {
             env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' },
             stdio: ['ignore', 'pipe', 'pipe'],
