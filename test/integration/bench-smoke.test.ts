@@ -58,8 +58,10 @@ describe('benchmarks at a tiny size', () => {
     expect(scripts).toEqual(Object.keys(PARTS).sort());
   });
 
+  // Side by side: the scripts mostly wait on the processes they start, and one file of seven scripts in a
+  // row would be the fast tier's longest by far. Their figures mean nothing at this size anyway.
   for (const file of scripts) {
-    it(`${file} runs and prints its figures`, async () => {
+    it.concurrent(`${file} runs and prints its figures`, async ({ expect }) => {
       const { code, out, err } = await runScript(file);
       expect(err.replace(/npm warn.*\n?/g, ''), `stderr of ${file}`).not.toMatch(/Error|at .*\.m?js:\d+/);
       expect(code, `${file} exit code; stderr: ${err}`).toBe(0);
