@@ -252,6 +252,8 @@ describe('analyst views (sql/views), created by every sync', () => {
             no_change_reason: rows[0]!.no_change_reason,
             as_of: rows[0]!.as_of,
           });
+          // The report with no --to ends on that same last complete day, never on today's unfinished one.
+          expect((await gatherReport(wh, { from: null, to: null })).to, name).toBe(rows[0]!.as_of);
           return rows[0]!;
         } finally {
           wh.close();
