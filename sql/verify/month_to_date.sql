@@ -33,8 +33,9 @@
               WHEN coalesce(previous_usd, 0) = 0 THEN 'no spend on the same days of last month' END AS no_change_reason
   FROM counted
 )
-SELECT source, as_of, round(coalesce(month_usd, 0), 2) AS month_to_date_usd,
-       round(coalesce(previous_usd, 0), 2) AS same_days_last_month_usd,
+-- A sum over days not all synced is NULL, not $0.00: those days' spend is unknown. A synced day without spend counts $0.
+SELECT source, as_of, CASE WHEN month_synced >= day(as_of) THEN round(coalesce(month_usd, 0), 2) END AS month_to_date_usd,
+       CASE WHEN previous_synced >= day(previous_end) THEN round(coalesce(previous_usd, 0), 2) END AS same_days_last_month_usd,
        CASE WHEN no_change_reason IS NULL OR no_change_reason LIKE 'no spend%' THEN round(coalesce(month_usd, 0) - coalesce(previous_usd, 0), 2) END AS change_usd,
        CASE WHEN no_change_reason IS NULL THEN round(100 * (month_usd - previous_usd) / previous_usd, 1) END AS change_pct,
        previous_start AS same_days_from, previous_end AS same_days_to, no_change_reason

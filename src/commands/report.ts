@@ -13,7 +13,10 @@ export function reportOptions(yargs: Argv) {
   return warehouseOptions(yargs)
     .option('out', { type: 'string', describe: 'HTML file to write [default ./costsync-report.html]' })
     .option('from', { type: 'string', describe: 'First date (YYYY-MM-DD) [default 89 days before --to]' })
-    .option('to', { type: 'string', describe: 'Last date (YYYY-MM-DD); not after today [default the latest day with data]' })
+    .option('to', {
+      type: 'string',
+      describe: 'Last date (YYYY-MM-DD); not after today [default the last complete day: the latest with data before today (UTC)]',
+    })
     .option('source', { type: 'string', describe: 'Report on one source only [default all, with spend by source when there are several]' });
 }
 
@@ -31,7 +34,7 @@ export function runReportCommand(args: Record<string, unknown>, io: CommandIo = 
             dateArg('to', args.to),
             today,
             'no costs exist for days that have not happened, so the report would show days with nothing as if nothing was spent.',
-            `Leave --to out (it defaults to the latest day with data), or pass a date on or before ${today}, ${example}.`,
+            `Leave --to out (it defaults to the last complete day with data), or pass a date on or before ${today}, ${example}.`,
           );
     const from =
       args.from === undefined

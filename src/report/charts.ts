@@ -138,6 +138,47 @@ export function placeLabels(
   return placed;
 }
 
+/** Largest distance a mark moves off its row's middle: the largest mark (some 15 px, stroke included) stays inside its 36 px row. */
+const DODGE_DY_PX = 9;
+/** Sideways steps a mark may take off its day, a few px, so it stays nearer its day than the next (at 90 days a day is some 9 px). */
+const DODGE_DX_PX = [0, -4, 4, -8, 8];
+/** Marks may overlap by this much and still read as two. */
+const DODGE_TOLERANCE_PX = 2;
+
+/**
+ * Moves marks apart that would be drawn on (or into) one another: marks of one provider on one day, or
+ * on neighbouring days when days are a few px wide. Each mark, in order, takes the first offset
+ * (the row's middle, then above or below it, then a few px sideways) where its box meets no mark placed
+ * before it in its row; with none free, the offset where it meets them least, so no two share a centre
+ * while any offset is left. `half` is half a mark's width in px. Pure.
+ */
+export function dodgeMarks(items: readonly { x: number; row: number; half: number }[]): { dx: number; dy: number }[] {
+  const candidates = DODGE_DX_PX.flatMap((dx) => [0, -DODGE_DY_PX, DODGE_DY_PX].map((dy) => ({ dx, dy })));
+  const placed: { x: number; y: number; half: number; row: number }[] = [];
+  return items.map((item) => {
+    // How far a mark at this offset reaches into those already placed in its row (0: apart).
+    const clash = (c: { dx: number; dy: number }) =>
+      placed
+        .filter((p) => p.row === item.row)
+        .reduce((sum, p) => {
+          const reach = p.half + item.half - DODGE_TOLERANCE_PX;
+          const ox = reach - Math.abs(p.x - (item.x + c.dx));
+          const oy = reach - Math.abs(p.y - c.dy);
+          // A shared centre is the worst: nothing of the mark beneath shows.
+          return sum + (ox > 0 && oy > 0 ? ox * oy + (ox === reach && oy === reach ? 1e6 : 0) : 0);
+        }, 0);
+    let best = candidates[0]!;
+    let least = Infinity;
+    for (const c of candidates) {
+      const score = clash(c);
+      if (score < least) [best, least] = [c, score];
+      if (score === 0) break;
+    }
+    placed.push({ x: item.x + best.dx, y: best.dy, half: item.half, row: item.row });
+    return best;
+  });
+}
+
 export type AnomalyMark = ReportData['anomalies'][number] & {
   /** Noon of the anomaly's day (ms, UTC): the middle of that day's bar. */
   at: number;
@@ -145,6 +186,9 @@ export type AnomalyMark = ReportData['anomalies'][number] & {
   label: string | null;
   side: 'right' | 'left' | null;
   dy: number;
+  /** The mark's offset from its day's middle and its row's, in px (dodgeMarks): the label and leader line follow it. */
+  mdx: number;
+  mdy: number;
 };
 
 /**
@@ -159,9 +203,20 @@ export function anomalyMarks(anomalies: ReportData['anomalies'], period: { from:
   const keyOf = (a: ReportData['anomalies'][number]) => `${a.source}\u0000${a.id}`;
   const textOf = (a: ReportData['anomalies'][number]) =>
     `${several ? `${a.source}: ` : ''}${a.service} ${formatUsd(Math.round(a.excess_usd), { sign: true }).replace(/\.00$/, '')}`;
+  const rank = (a: ReportData['anomalies'][number]) => (SEVERITIES as readonly string[]).indexOf(a.severity);
+  // The most severe first, so they keep the row's middle and the others move aside.
+  const bySeverity = [...anomalies].sort((a, b) => rank(b) - rank(a));
+  const offsets = dodgeMarks(
+    bySeverity.map((a) => ({
+      x: x(at(a)),
+      row: providers.indexOf(a.provider),
+      half: Math.sqrt(SEVERITY_STYLE.sizes[Math.max(0, rank(a))] ?? SEVERITY_STYLE.sizes[3]) / 2,
+    })),
+  );
+  const offset = new Map(bySeverity.map((a, i) => [keyOf(a), offsets[i]!]));
   const largest = [...anomalies].sort((a, b) => Math.abs(b.excess_usd) - Math.abs(a.excess_usd)).slice(0, LABELLED_ANOMALIES);
   const places = placeLabels(
-    largest.map((a) => ({ key: keyOf(a), text: textOf(a), row: providers.indexOf(a.provider), x: x(at(a)) })),
+    largest.map((a) => ({ key: keyOf(a), text: textOf(a), row: providers.indexOf(a.provider), x: x(at(a)) + offset.get(keyOf(a))!.dx })),
     { width: WIDTH, rows: providers.length },
   );
   return anomalies.map((a) => {
@@ -173,6 +228,8 @@ export function anomalyMarks(anomalies: ReportData['anomalies'], period: { from:
       label: place ? textOf(a) : null,
       side: place?.side ?? null,
       dy: place?.dy ?? 0,
+      mdx: offset.get(keyOf(a))!.dx,
+      mdy: offset.get(keyOf(a))!.dy,
     };
   });
 }
@@ -219,7 +276,7 @@ export function dailySpendSpec(data: ReportData): TopLevelSpec {
       fontSize: LABEL_FONT_PX,
       color: '#1f2937',
       align: { expr: "datum.side == 'left' ? 'right' : 'left'" },
-      dx: { expr: `datum.side == 'left' ? ${-LABEL_GAP_PX} : ${LABEL_GAP_PX}` },
+      dx: { expr: `datum.mdx + (datum.side == 'left' ? ${-LABEL_GAP_PX} : ${LABEL_GAP_PX})` },
       dy: { expr: 'datum.dy' },
       ...(halo ? { stroke: '#ffffff', strokeWidth: 3, strokeJoin: 'round', aria: false } : {}),
     },
@@ -286,13 +343,24 @@ export function dailySpendSpec(data: ReportData): TopLevelSpec {
                   color: '#6b7280',
                   strokeWidth: 1,
                   aria: false,
-                  x2Offset: { expr: `datum.side == 'left' ? ${-(LABEL_GAP_PX - 2)} : ${LABEL_GAP_PX - 2}` },
+                  xOffset: { expr: 'datum.mdx' },
+                  yOffset: { expr: 'datum.mdy' },
+                  x2Offset: { expr: `datum.mdx + (datum.side == 'left' ? ${-(LABEL_GAP_PX - 2)} : ${LABEL_GAP_PX - 2})` },
                   y2Offset: { expr: 'datum.dy' },
                 },
                 encoding: { x: x('at'), x2: { field: 'at' }, y, y2: { field: 'provider' } },
               },
               {
-                mark: { type: 'point', filled: true, opacity: SEVERITY_STYLE.opacity, strokeWidth: 1.5, tooltip: true },
+                // Moved apart where they would cover one another (dodgeMarks).
+                mark: {
+                  type: 'point',
+                  filled: true,
+                  opacity: SEVERITY_STYLE.opacity,
+                  strokeWidth: 1.5,
+                  tooltip: true,
+                  xOffset: { expr: 'datum.mdx' },
+                  yOffset: { expr: 'datum.mdy' },
+                },
                 encoding: {
                   x: x('at'),
                   y,
@@ -424,7 +492,11 @@ export function monthlySpec(data: ReportData): TopLevelSpec {
 export async function renderSvg(spec: TopLevelSpec): Promise<string> {
   const view = new View(parse(compile(spec).spec), { renderer: 'none' });
   try {
-    return await view.toSVG();
+    // Vega's tooltips need its script; a <title> in each anomaly mark is what a browser shows on hover without one.
+    return (await view.toSVG()).replace(
+      /<path (aria-label="([^"]*)"[^>]*aria-roledescription="point"[^>]*)\/>/g,
+      '<path $1><title>$2</title></path>',
+    );
   } finally {
     view.finalize();
   }

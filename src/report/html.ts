@@ -43,12 +43,17 @@ function anomalyTable(data: ReportData): string {
 
 /**
  * The month-to-date card: the change coloured as a rise or fall, or, where those days are not all
- * synced, no change and the reason in plain text (a part month against a whole one is no rise). Pure.
+ * synced, no change and the reason in plain text (a part month against a whole one is no rise); with no
+ * synced day up to the report's last date, says so rather than a bare "– vs –". Pure.
  */
-export function monthToDateCard(mtd: ReportData['monthToDate']): string {
+export function monthToDateCard(mtd: ReportData['monthToDate'], period?: Pick<ReportData, 'from' | 'to'>): string {
   const title = '<span>Month to date against the same days of last month</span>';
   const amounts = `${usd(mtd?.month_to_date_usd)} vs ${usd(mtd?.same_days_last_month_usd)}${mtd ? `, as of <span class="date">${escape(mtd.as_of)}</span>` : ''}`;
-  if (mtd?.no_change_reason)
+  if (mtd === null) {
+    const reason = period === undefined || period.to === '' ? 'no synced days yet' : `no synced days in ${period.from}..${period.to}`;
+    return `<div class="kpi" id="mtd">${title}<b class="none">no change given</b><span>${amounts}</span><span class="reason">${escape(reason)}</span></div>`;
+  }
+  if (mtd.no_change_reason)
     return `<div class="kpi" id="mtd">${title}<b class="none">no change given</b><span>${amounts}</span><span class="reason">${escape(mtd.no_change_reason)}</span></div>`;
   return `<div class="kpi" id="mtd">${title}<b class="${mtd?.change_pct == null ? 'none' : mtd.change_pct > 0 ? 'up' : 'down'}">${pct(mtd?.change_pct)}</b><span>${amounts}</span></div>`;
 }
@@ -100,7 +105,7 @@ ${t.days === 0 ? `<p class="empty" id="no-data">No spend is stored for ${escape(
 <div class="kpi"><span>Total in the period</span><b id="total">${usd(t.total_usd)}</b><span>${t.days} day(s) with data</span></div>
 <div class="kpi"><span>Daily average</span><b id="average">${usd(t.daily_average_usd)}</b></div>
 ${recentCard(t)}
-${monthToDateCard(mtd)}
+${monthToDateCard(mtd, data)}
 </section>
 ${
   data.bySource.length > 1

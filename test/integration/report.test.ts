@@ -336,6 +336,13 @@ describe('what a person sees in the report', () => {
     expect(title).not.toBeNull();
     expect(Number(title![2] ?? title![3])).toBe(labels.length);
     for (const l of labels) expect(l.text).toMatch(/^acme-(eu|us): /);
+    // Every mark says on hover, with no script, what it is: date, service, severity and amount.
+    const titles = [...svg.matchAll(/<path [^>]*aria-roledescription="point"[^>]*><title>([^<]*)<\/title><\/path>/g)].map((m) => m[1]!);
+    expect(titles).toHaveLength(data.anomalies.length);
+    for (const t of titles) {
+      for (const part of [/Detected: 2025-06-\d\d;/, /Service: [^;]+;/, /Severity: \w+;/, /Against expected: [-−]?\$[\d,]+/])
+        expect(t).toMatch(part);
+    }
   });
 
   it('every severity stands out from the page (3:1, as WCAG asks of graphics), the low one no smaller than a readable mark', () => {
@@ -492,6 +499,17 @@ async function expectReadableLayout(page: Page, what: string): Promise<void> {
   const points = await boxes(page, '#chart-daily [aria-roledescription="point"]');
   expect(points.length, `${what}: anomaly marks drawn`).toBeGreaterThan(0);
   for (const p of points) expect(inside(p, plot), `${what}: mark ${p.label} inside the plot`).toBe(true);
+  // Every open anomaly's mark seen: one per row of the table, none on another's centre, none covered by more than a sliver.
+  expect(points, what).toHaveLength(await page.locator('#anomalies tbody tr').count());
+  for (const [i, p] of points.entries()) {
+    for (const q of points.slice(i + 1)) {
+      const [pc, qc] = [p, q].map((b) => ({ x: (b.x0 + b.x1) / 2, y: (b.y0 + b.y1) / 2 }));
+      expect(Math.hypot(pc!.x - qc!.x, pc!.y - qc!.y), `${what}: ${p.label} / ${q.label}`).toBeGreaterThan(2);
+      const shared = Math.max(0, Math.min(p.x1, q.x1) - Math.max(p.x0, q.x0)) * Math.max(0, Math.min(p.y1, q.y1) - Math.max(p.y0, q.y0));
+      const smaller = Math.min((p.x1 - p.x0) * (p.y1 - p.y0), (q.x1 - q.x0) * (q.y1 - q.y0));
+      expect(shared / smaller, `${what}: ${p.label} / ${q.label}`).toBeLessThanOrEqual(0.35);
+    }
+  }
   // The bars share the anomaly panel's x: none reaches past either end of it.
   for (const bar of await boxes(page, '#chart-daily [aria-roledescription="bar"]')) {
     expect(bar.x0 >= plot.x0 - 0.5 && bar.x1 <= plot.x1 + 0.5, `${what}: bar ${bar.label}`).toBe(true);

@@ -252,6 +252,8 @@ describe('analyst views (sql/views), created by every sync', () => {
             no_change_reason: rows[0]!.no_change_reason,
             as_of: rows[0]!.as_of,
           });
+          // The report with no --to ends on that same last complete day, never on today's unfinished one.
+          expect((await gatherReport(wh, { from: null, to: null })).to, name).toBe(rows[0]!.as_of);
           return rows[0]!;
         } finally {
           wh.close();
@@ -262,8 +264,24 @@ describe('analyst views (sql/views), created by every sync', () => {
 
     // Data from 15 October: October's 1st..20th are not all synced, so no change (was +121.3%).
     const fromMid = await mtd('from-15th', days('2025-10-15', '2025-11-20'));
-    expect(fromMid).toMatchObject({ as_of: '2025-11-20', month_to_date_usd: 200, same_days_last_month_usd: 60, change_pct: null });
+    // Last month's days not all synced: their sum is unknown, NULL (was $60 of 6 days).
+    expect(fromMid).toMatchObject({ as_of: '2025-11-20', month_to_date_usd: 200, same_days_last_month_usd: null, change_pct: null });
     expect(fromMid.no_change_reason).toBe('6 of the 20 days 2025-10-01..2025-10-20 of last month are synced');
+    // Last month never synced (data from the 1st of this month): NULL, not $0.00.
+    const fromFirst = await mtd('from-1st', days('2025-11-01', '2025-11-20'));
+    expect(fromFirst).toMatchObject({ month_to_date_usd: 200, same_days_last_month_usd: null, change_pct: null });
+    expect(fromFirst.no_change_reason).toBe('0 of the 20 days 2025-10-01..2025-10-20 of last month are synced');
+    // A real zero stays zero: last month's days synced (the coverage the sync recorded), with no spend.
+    const zero = await mtd(
+      'zero',
+      days('2025-11-01', '2025-11-20'),
+      JSON.stringify({ rollups: { covered: [{ from: '2025-10-01', to: '2025-11-20' }] } }),
+    );
+    expect(zero).toMatchObject({
+      month_to_date_usd: 200,
+      same_days_last_month_usd: 0,
+      no_change_reason: 'no spend on the same days of last month',
+    });
     // Data for 1..5 October only (was +428.5%).
     const firstDays = await mtd('first-days', `${days('2025-10-01', '2025-10-05')} UNION ALL ${days('2025-11-01', '2025-11-20')}`);
     expect(firstDays).toMatchObject({
@@ -281,6 +299,7 @@ describe('analyst views (sql/views), created by every sync', () => {
     const oneDay = await mtd('one-day', days('2025-11-20', '2025-11-20'));
     expect(oneDay).toMatchObject({
       as_of: '2025-11-20',
+      month_to_date_usd: null,
       change_pct: null,
       no_change_reason: '1 of the 20 days 2025-11-01..2025-11-20 of this month are synced',
     });

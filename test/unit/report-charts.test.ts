@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SEVERITIES } from '../../src/api/types.js';
-import { SEVERITY_STYLE, anomalyMarks, dailySpendSpec, placeLabels, timeAxis } from '../../src/report/charts.js';
+import { SEVERITY_STYLE, anomalyMarks, dailySpendSpec, dodgeMarks, placeLabels, timeAxis } from '../../src/report/charts.js';
 import type { ReportData } from '../../src/report/data.js';
 
 interface Encoding {
@@ -68,6 +68,46 @@ describe('anomaly labels', () => {
       expect(place.box.y0, item.key).toBeGreaterThanOrEqual(item.row * 36);
       expect(place.box.y1, item.key).toBeLessThanOrEqual((item.row + 1) * 36);
     }
+  });
+});
+
+describe('anomaly marks', () => {
+  const apart = (a: { x: number; y: number; half: number }, b: { x: number; y: number; half: number }) =>
+    Math.abs(a.x - b.x) >= a.half + b.half - 2 || Math.abs(a.y - b.y) >= a.half + b.half - 2;
+
+  it('on one provider and day move apart, the first keeping its place, each inside its 36 px row', () => {
+    const items = [7.4, 4.7, 7.4].map((half) => ({ x: 400, row: 0, half }));
+    const offsets = dodgeMarks(items);
+    expect(offsets[0]).toEqual({ dx: 0, dy: 0 });
+    const at = items.map((item, i) => ({ x: item.x + offsets[i]!.dx, y: offsets[i]!.dy, half: item.half }));
+    expect(new Set(at.map((a) => `${a.x},${a.y}`)).size).toBe(3);
+    for (const a of at) expect(Math.abs(a.y) + a.half).toBeLessThanOrEqual(18);
+    for (const a of at) expect(Math.abs(a.x - 400)).toBeLessThanOrEqual(8);
+  });
+
+  it('on neighbouring days a few px apart (90 days) no longer run together; in other rows they stay put', () => {
+    const items = Array.from({ length: 6 }, (_, i) => ({ x: 100 + i * 9.3, row: 0, half: 5 }));
+    const offsets = dodgeMarks([...items, { x: 100, row: 1, half: 5 }]);
+    const at = items.map((item, i) => ({ x: item.x + offsets[i]!.dx, y: offsets[i]!.dy, half: item.half }));
+    for (const [i, a] of at.entries()) for (const b of at.slice(i + 1)) expect(apart(a, b), JSON.stringify([a, b])).toBe(true);
+    expect(offsets[6]).toEqual({ dx: 0, dy: 0 });
+  });
+
+  it('of one provider and day are all drawn apart, each label led to its own mark', () => {
+    const marks = anomalyMarks(
+      [
+        anomaly('a', '2025-06-02', 'aws', 10, 'medium'),
+        anomaly('b', '2025-06-02', 'aws', 900, 'critical'),
+        anomaly('c', '2025-06-02', 'aws', 800, 'critical'),
+      ],
+      data([]),
+    );
+    expect(new Set(marks.map((m) => `${m.mdx},${m.mdy}`)).size).toBe(3);
+    // The critical ones keep the middle and the nearest place; the medium one moves.
+    expect(marks.find((m) => m.id === 'b')).toMatchObject({ mdx: 0, mdy: 0 });
+    const spec = JSON.stringify(dailySpendSpec(data(marks)));
+    expect(spec).toContain('datum.mdx');
+    expect(spec).toContain('datum.mdy');
   });
 });
 

@@ -62,6 +62,16 @@ describe("the report's month-to-date card", () => {
     expect(card).not.toMatch(/class="up"|class="down"|%/);
   });
 
+  it('shows "–", not $0.00, for days not all synced', () => {
+    const card = monthToDateCard({
+      ...mtd,
+      same_days_last_month_usd: null,
+      no_change_reason: '0 of the 20 days 2025-10-01..2025-10-20 of last month are synced',
+    });
+    expect(card).toContain('$200.00 vs –');
+    expect(card).not.toContain('$0.00');
+  });
+
   it('colours a rise red and a fall green', () => {
     expect(monthToDateCard({ ...mtd, change_pct: 12.5 })).toMatch(/<b class="up">\+?12\.5%<\/b>/);
     expect(monthToDateCard({ ...mtd, change_pct: -3 })).toMatch(/<b class="down">/);
@@ -151,5 +161,10 @@ describe("the report's card of its last days", () => {
 
   it('the month-to-date card with nothing to compare is grey too', () => {
     expect(monthToDateCard(null)).toMatch(/<b class="none">/);
+    // With no synced day at all, it says why rather than a bare "– vs –".
+    expect(monthToDateCard(null, { from: '2025-01-01', to: '2025-01-31' })).toContain(
+      '<span class="reason">no synced days in 2025-01-01..2025-01-31</span>',
+    );
+    expect(monthToDateCard(null, { from: '', to: '' })).toContain('<span class="reason">no synced days yet</span>');
   });
 });
