@@ -43,7 +43,8 @@ export function runReportCommand(args: Record<string, unknown>, io: CommandIo = 
             '--from',
             dateArg('from', args.from),
             to ?? today,
-            `Pass a --from on or before ${to === null ? 'today' : '--to'}, ${example}.`,
+            // The example keeps the --to the user gave: only --from was wrong.
+            `Pass a --from on or before ${to === null ? 'today' : '--to'}, for example --from ${addDays(to ?? today, -29)} --to ${to ?? today}.`,
           );
     const source = typeof args.source === 'string' && args.source !== '' ? args.source : null;
     // Loaded here: Vega and d3 would slow every other command's start and grow its heap.
