@@ -12,4 +12,8 @@
  * (glibc's default is 8 arenas a core).
  */
 process.env.UV_THREADPOOL_SIZE ??= '1';
+// Node 22.1+ keeps the compiled modules on disk (in the temp dir, or NODE_COMPILE_CACHE): a run starts
+// without compiling costsync and its libraries again. Where the cache cannot be written, Node goes on without it.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+(require('node:module') as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 void import('./cli.js');

@@ -64,7 +64,7 @@ export interface SyncConfig {
   verbose: boolean;
   anomalyRefreshDays: number;
   concurrency: number;
-  /** Sources syncing at once (0: 40 for each CPU core, `sourcesAtOnce`); the others wait their turn. */
+  /** Sources syncing at once (0: `SOURCES_PER_CORE` for each CPU core, `sourcesAtOnce`); the others wait their turn. */
   sourcesAtOnce: number;
   /** Check each fetched window against its rollups: `on` re-fetches and warns, `strict` fails, `off` skips. */
   reconcile: 'on' | 'strict' | 'off';

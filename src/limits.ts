@@ -19,12 +19,11 @@ import { DEFAULT_RECHECK_DAYS } from './plan/horizon.js';
 import { PUSH_MEMORY_LIMIT } from './push/reader.js';
 import { DEFAULT_BATCH_SIZE } from './push/push.js';
 import { MAX_TABLE_ROWS } from './query.js';
-import { SETTING_SPECS, envName, type SettingSpec } from './settings.js';
+import { SETTING_SPECS, SOURCES_PER_CORE, envName, type SettingSpec } from './settings.js';
 import { MAX_SHARDS } from './shards.js';
 import { DUCKDB_THREADS, MIN_MEMORY_LIMIT } from './storage/duckdb-settings.js';
 import { ANOMALY_PAGE_LIMIT } from './sync/anomalies.js';
 import { MAX_FETCH_ATTEMPTS } from './sync/reconcile.js';
-import { SOURCES_PER_CORE } from './sync/runner.js';
 import { LINE_ITEM_PAGE_LIMIT } from './sync/streams.js';
 import { CURSOR_SAVE_MS, CURSOR_SAVE_PAGES, MAX_WINDOW_RESTARTS } from './sync/window-fetch.js';
 
@@ -156,7 +155,7 @@ const BUILT_IN: readonly Limit[] = [
   {
     what: 'sources syncing at once with --sources-at-once 0',
     value: `${SOURCES_PER_CORE} a CPU core`,
-    code: 'SOURCES_PER_CORE in src/sync/runner.ts',
+    code: 'SOURCES_PER_CORE in src/settings.ts',
   },
   {
     what: 'webhook sends',

@@ -34,6 +34,12 @@ export interface SettingSpec {
   example?: number;
 }
 
+/**
+ * Sources syncing at once for each CPU core when --sources-at-once is 0: as many as one core keeps at
+ * their keys' full budget (docs/benchmarks.md, "Several sources"); more only share the same throughput.
+ */
+export const SOURCES_PER_CORE = 30;
+
 export const SETTING_SPECS = [
   { name: 'base-url', kind: 'string', group: 'connection', describe: 'API base URL', defaultText: 'none' },
   {
@@ -236,9 +242,8 @@ export const SETTING_SPECS = [
     group: 'sync',
     default: 0,
     range: [0, 100_000],
-    defaultText: '0 (40 a CPU core)',
-    describe:
-      'Sources of the config file\'s "sources" syncing at once; the others wait their turn (0: 40 for each CPU core, enough to keep every key at its rate limit in bounded memory)',
+    defaultText: `0 (${SOURCES_PER_CORE} a CPU core)`,
+    describe: `Sources of the config file's "sources" syncing at once; the others wait their turn (0: ${SOURCES_PER_CORE} for each CPU core, as many as a core keeps at their keys' full rate limit, in bounded memory)`,
   },
   {
     name: 'notify-severity',

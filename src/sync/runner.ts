@@ -38,6 +38,7 @@ import { mapAtMost } from '../at-most.js';
 import { syncWindowedStream, windowRequest, type StreamOutcome } from './windowed.js';
 import { horizonStart, restatedCounts, summarizeDates } from '../plan/horizon.js';
 import { NO_RECHECK, recheckSettings, recheckSource } from './recheck.js';
+import { SOURCES_PER_CORE } from '../settings.js';
 
 export type RunOutcome = 'success' | 'stopped' | 'failed';
 
@@ -359,17 +360,10 @@ interface SourceRun {
   lookups: SourceLookups;
 }
 
-/**
- * Sources a run syncs at once: the setting, or for 0, `SOURCES_PER_CORE` for each core. Pure.
- * One process keeps about 50 keys a core at their full budget; more at once only share the same
- * throughput in more memory, and 40 a core keeps 200 sources within the memory target
- * (docs/benchmarks.md, "Several sources").
- */
+/** Sources a run syncs at once: the setting, or for 0, `SOURCES_PER_CORE` for each core. Pure. */
 export function sourcesAtOnce(setting: number, cores: number): number {
   return setting > 0 ? setting : SOURCES_PER_CORE * Math.max(1, cores);
 }
-
-export const SOURCES_PER_CORE = 40;
 
 /** One source's part of a run: its state, key, limiter and streams. Never throws: a failure is its outcome. */
 async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceSummary> {

@@ -12,7 +12,7 @@ import { createLogger } from '../../dist/log.js';
 
 export const smoke = process.env.BENCH_SMOKE === '1';
 /** The executable users run (`costsync`, `npx costsync`), with the process settings it makes. */
-export const BIN = fileURLToPath(new URL('../../dist/bin.cjs', import.meta.url));
+export const BIN = process.env.BENCH_BIN ?? fileURLToPath(new URL('../../dist/bin.cjs', import.meta.url));
 export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 export const quietLogger = createLogger({ format: 'json', level: 'error', write: () => undefined });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { mapAtMost } from '../../src/at-most.js';
-import { SOURCES_PER_CORE, sourcesAtOnce } from '../../src/sync/runner.js';
+import { SOURCES_PER_CORE } from '../../src/settings.js';
+import { sourcesAtOnce } from '../../src/sync/runner.js';
 
 /** A call that ends when the test says so, counting how many are in flight. */
 function gate() {
@@ -80,7 +81,7 @@ describe('mapAtMost', () => {
 });
 
 describe('sourcesAtOnce', () => {
-  it('is the setting when one is given, else 40 for each core (at least one core)', () => {
+  it('is the setting when one is given, else SOURCES_PER_CORE for each core (at least one core)', () => {
     expect(sourcesAtOnce(7, 2)).toBe(7);
     expect(sourcesAtOnce(0, 2)).toBe(2 * SOURCES_PER_CORE);
     expect(sourcesAtOnce(0, 8)).toBe(8 * SOURCES_PER_CORE);

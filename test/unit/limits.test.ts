@@ -9,7 +9,7 @@ import { leastDuration, limits } from '../../src/limits.js';
 import { DEFAULT_RETENTION_MS } from '../../src/outputs/iceberg.js';
 import { DEFAULT_RECHECK_DAYS } from '../../src/plan/horizon.js';
 import { SETTING_SPECS, parseDuration, specOf, type SettingSpec } from '../../src/settings.js';
-import { SOURCES_PER_CORE } from '../../src/sync/runner.js';
+import { SOURCES_PER_CORE } from '../../src/settings.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** A page's text with its line breaks and runs of spaces as one space: prose wraps anywhere. */
