@@ -12,8 +12,16 @@ const SLOW = ['test/chaos/**/*.test.ts', 'test/slow/**/*.test.ts'];
 /** The kill loops the fast tier runs with 3 kill points (but those SLOW_ONLY lists); the slow tier runs them again with 12. */
 const KILL_LOOPS = ['test/integration/sync-kill.test.ts', 'test/integration/sync-kill-outputs.test.ts'];
 const GLOBAL_SETUP = ['test/global-setup.ts'];
-/** Kill loops the slow tier runs with 12 kill points, and the fast tier not at all. */
-const SLOW_ONLY = ['test/integration/sync-kill-outputs.test.ts'];
+/**
+ * Files of test/integration/ the slow tier runs and the fast tier not at all: the output kill loops (12 kill
+ * points), and two whose cases the slow tier's own files cover again at more points (test/slow/moving-sources,
+ * test/slow/iceberg-catalog-kill), kept out of `npm test` for its 3 minutes.
+ */
+const SLOW_ONLY = [
+  'test/integration/sync-kill-outputs.test.ts',
+  'test/integration/moving-sources.test.ts',
+  'test/integration/iceberg-catalog-kill.test.ts',
+];
 
 export default defineConfig({
   test: {
@@ -43,7 +51,12 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: 'slow', include: [...SLOW, ...KILL_LOOPS], env: { COSTSYNC_SLOW_TIER: '1' }, globalSetup: GLOBAL_SETUP },
+        test: {
+          name: 'slow',
+          include: [...SLOW, ...KILL_LOOPS, ...SLOW_ONLY],
+          env: { COSTSYNC_SLOW_TIER: '1' },
+          globalSetup: GLOBAL_SETUP,
+        },
       },
     ],
   },
