@@ -6,11 +6,11 @@
 import { isS3Url, parseS3Url } from './outputs/s3-url.js';
 import { selectSources, urlList, type SourceConfig } from './sources.js';
 import { SHARD_PLACEHOLDER, resolveShard, substituteShard, type Shard } from './shards.js';
-import { SETTINGS, camelToKebab, check, envName, parseDuration, specOf, type SettingName } from './settings.js';
+import { SETTINGS, camelToKebab, check, envName, parseDuration, specOf, type SETTING_SPECS, type SettingName } from './settings.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { addDays, utcDate } from './dates.js';
-import { ConfigError } from './errors.js';
+import { ConfigError, InternalError } from './errors.js';
 import { closest } from './did-you-mean.js';
 import { duckdbThreads, memoryLimit } from './storage/duckdb-settings.js';
 import { STREAM_NAMES, type StreamName } from './sync/context.js';
@@ -178,6 +178,63 @@ export interface ConfigSources {
 }
 
 /** Resolves and checks every setting. Needs a key and a base URL only when `needsApi`. */
+type SpecNamed<N extends SettingName> = Extract<(typeof SETTING_SPECS)[number], { name: N }>;
+type Camel<S extends string> = S extends `${infer Head}-${infer Tail}` ? `${Head}${Capitalize<Camel<Tail>>}` : S;
+/** A setting's value as its kind reads it: a duration in ms, a choice one of its choices. */
+type KindValue<S> = S extends { kind: 'int' | 'dollars' | 'duration' }
+  ? number
+  : S extends { kind: 'bool' }
+    ? boolean
+    : S extends { kind: 'choice'; choices: readonly (infer C)[] }
+      ? C
+      : never;
+/** The SyncConfig field a setting fills: its name in camelCase, with `Ms` after a duration's. */
+type FieldName<N extends SettingName> = SpecNamed<N> extends { kind: 'duration' } ? `${Camel<N>}Ms` : Camel<N>;
+type PlainFields<Names extends SettingName> = { [N in Names as FieldName<N>]: KindValue<SpecNamed<N>> };
+
+/**
+ * Settings whose SyncConfig field follows from the spec alone (name, kind, default, range, choices): each
+ * is read in one loop below, so adding one is a line in SETTING_SPECS and its name here. The others
+ * need more than their own value (dates checked against each other, paths with {shard}, the catalog).
+ */
+const PLAIN_SETTINGS = [
+  'lookback-days',
+  'tolerance',
+  'window-days',
+  'full-refresh',
+  'iceberg-retention',
+  'iceberg-repair',
+  'log-format',
+  'quiet',
+  'verbose',
+  'anomaly-refresh-days',
+  'concurrency',
+  'sources-at-once',
+  'publish-interval',
+  'lease',
+  'lease-ttl',
+  'reconcile',
+  'notify-severity',
+  'notify-status-changes',
+  'notify-max-age',
+  'notify-format',
+] as const satisfies readonly SettingName[];
+
+// Each plain setting's field is one SyncConfig declares, of the type it declares: tsc fails here otherwise.
+type PlainConfig = PlainFields<(typeof PLAIN_SETTINGS)[number]>;
+const plainFieldsFit: PlainConfig extends Pick<SyncConfig, keyof PlainConfig & keyof SyncConfig>
+  ? Exclude<keyof PlainConfig, keyof SyncConfig> extends never
+    ? true
+    : false
+  : false = true;
+void plainFieldsFit;
+
+/** A setting's field name in SyncConfig (`FieldName`). Pure. */
+export function fieldName(name: SettingName): string {
+  const camel = name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+  return specOf(name).kind === 'duration' ? `${camel}Ms` : camel;
+}
+
 export function resolveSyncConfig(sources: ConfigSources, needsApi = true): SyncConfig {
   const { flags, env, file } = sources;
   const pick = (name: SettingName): { value: unknown; from: string } | undefined => {
@@ -346,8 +403,26 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
   // anything is created or fetched.
   memoryLimit(env);
   duckdbThreads(env);
+  const byKind = (name: SettingName): unknown => {
+    switch (spec(name).kind) {
+      case 'int':
+        return int(name);
+      case 'dollars':
+        return dollars(name);
+      case 'bool':
+        return bool(name);
+      case 'choice':
+        return choice(name);
+      case 'duration':
+        return duration(name);
+      default:
+        throw new InternalError(`${name}: a ${spec(name).kind} setting is not read by its kind alone`);
+    }
+  };
+  const plain = Object.fromEntries(PLAIN_SETTINGS.map((name) => [fieldName(name), byKind(name)])) as PlainConfig;
 
   return {
+    ...plain,
     baseUrl: first?.baseUrl ?? '',
     apiKey: first?.apiKey ?? '',
     ...(first?.keyFrom !== undefined && { apiKeyFrom: first.keyFrom }),
@@ -367,16 +442,11 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     until,
     today,
     startDate,
-    lookbackDays: int('lookback-days'),
     recheckDays: pick('recheck-days') === undefined ? null : int('recheck-days'),
-    tolerance: dollars('tolerance'),
-    windowDays: int('window-days'),
-    fullRefresh: bool('full-refresh'),
     dropBefore,
     rateLimit: first?.rateLimit ?? rateLimit,
     maxRuntimeMs: duration('max-runtime'),
     format: catalog !== null ? 'iceberg' : choice<'duckdb' | 'parquet' | 'iceberg'>('format'),
-    icebergRetentionMs: duration('iceberg-retention')!,
     // Each format its own default folder, so switching formats never mixes two lakes in one; with a
     // catalog, no default: the catalog places the tables.
     out:
@@ -389,22 +459,7 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     catalog,
     icebergMaintenance:
       pick('iceberg-maintenance') === undefined ? catalog?.sigv4 !== 's3tables' : choice<'on' | 'off'>('iceberg-maintenance') === 'on',
-    icebergRepair: bool('iceberg-repair'),
-    logFormat: choice<'pretty' | 'json'>('log-format'),
-    quiet: bool('quiet'),
-    verbose: bool('verbose'),
-    anomalyRefreshDays: int('anomaly-refresh-days'),
-    concurrency: int('concurrency'),
-    sourcesAtOnce: int('sources-at-once'),
-    publishIntervalMs: duration('publish-interval')!,
-    lease: choice<'on' | 'off'>('lease'),
-    leaseTtlMs: duration('lease-ttl')!,
-    reconcile: choice<'on' | 'strict' | 'off'>('reconcile'),
     notify,
-    notifySeverity: choice<'low' | 'medium' | 'high' | 'critical'>('notify-severity'),
-    notifyStatusChanges: bool('notify-status-changes'),
-    notifyMaxAgeMs: duration('notify-max-age')!,
-    notifyFormat: choice<'json' | 'slack'>('notify-format'),
     metricsFile: pick('metrics-file') === undefined ? undefined : str('metrics-file'),
   };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { resolveSyncConfig, type ConfigSources } from '../../src/config.js';
-import { envName, parseDuration } from '../../src/settings.js';
+import { fieldName, resolveSyncConfig, type ConfigSources } from '../../src/config.js';
+import { SETTING_SPECS, envName, parseDuration, specOf } from '../../src/settings.js';
 import { ConfigError } from '../../src/errors.js';
 import { requireDbDirectory } from '../../src/run-context.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,6 +20,44 @@ const sources = (over: Partial<ConfigSources> = {}): ConfigSources => ({
           throw Object.assign(new Error('nope'), { code: 'ENOENT' });
         })(),
   ...over,
+});
+
+describe('settings read by their kind alone', () => {
+  it('a field is the name in camelCase, with Ms after a duration', () => {
+    expect(fieldName('lookback-days')).toBe('lookbackDays');
+    expect(fieldName('lease-ttl')).toBe('leaseTtlMs');
+    expect(fieldName('quiet')).toBe('quiet');
+  });
+
+  it("each int, dollars, bool, choice and duration setting with a default takes it when not set, and a flag's value when set", () => {
+    const defaults = resolveSyncConfig(sources()) as unknown as Record<string, unknown>;
+    const read = (name: string, value: unknown) =>
+      (resolveSyncConfig(sources({ flags: { [name]: value } })) as unknown as Record<string, unknown>)[fieldName(name as never)];
+    let checked = 0;
+    for (const spec of SETTING_SPECS) {
+      const field = fieldName(spec.name);
+      if (!(field in defaults)) continue;
+      const s = specOf(spec.name);
+      if (s.kind === 'bool') {
+        expect(defaults[field], spec.name).toBe(false);
+        expect(read(spec.name, true), spec.name).toBe(true);
+      } else if (s.kind === 'choice' && s.default !== undefined) {
+        expect(defaults[field], spec.name).toBe(s.default);
+        const other = s.choices!.find((c) => c !== s.default)!;
+        expect(read(spec.name, other), spec.name).toBe(other);
+      } else if (s.kind === 'duration' && s.default !== undefined) {
+        expect(defaults[field], spec.name).toBe(parseDuration(String(s.default)));
+        expect(read(spec.name, '3h'), spec.name).toBe(3 * 3_600_000);
+      } else if ((s.kind === 'int' || s.kind === 'dollars') && s.default !== undefined && spec.name !== 'rate-limit') {
+        expect(defaults[field], spec.name).toBe(Number(s.default));
+        const value = s.range ? s.range[0] + 1 : 5;
+        expect(read(spec.name, value), spec.name).toBe(value);
+      } else continue;
+      checked += 1;
+    }
+    // Every plain setting is among them (a new one of these kinds is checked without a line here).
+    expect(checked).toBeGreaterThanOrEqual(19);
+  });
 });
 
 describe('resolveSyncConfig', () => {
