@@ -10,7 +10,7 @@ import { formatUsd } from '../../src/money.js';
 import { dailySpendSpec, monthlySpec, renderSvg, topServicesSpec } from '../../src/report/charts.js';
 import type { ReportData } from '../../src/report/data.js';
 import { reportHtml } from '../../src/report/html.js';
-import { cli, inDirectory, queryDb, run, withEmulator, withTempDir, SPAN, syncCommand } from '../helpers.js';
+import { inDirectory, queryDb, run, withEmulator, withTempDir, SPAN, syncCommand } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const CHROMIUM = process.env.COSTSYNC_CHROMIUM ?? '/usr/bin/chromium';
@@ -27,7 +27,7 @@ async function withReport<T>(fn: (ctx: { db: string; html: string; path: string;
       );
       expect(sync.code, sync.stderr).toBe(ExitCode.OK);
       const path = join(dir, 'report.html');
-      const report = await cli(['report', '--db', db, '--out', path, '--from', '2025-06-01', '--to', '2025-06-30']);
+      const report = await run(['report', '--db', db, '--out', path, '--from', '2025-06-01', '--to', '2025-06-30']);
       expect(report.code, report.stderr).toBe(ExitCode.OK);
       return fn({ db, html: readFileSync(path, 'utf8'), path, stdout: report.stdout });
     }),
@@ -618,7 +618,7 @@ describe('the report at one day, one month and a year', () => {
             ['1year', year.startDate, year.endDate],
           ] as const) {
             const path = join(dir, `${name}.html`);
-            const report = await cli(['report', '--db', db, '--out', path, '--from', from, '--to', to]);
+            const report = await run(['report', '--db', db, '--out', path, '--from', from, '--to', to]);
             expect(report.code, report.stderr).toBe(ExitCode.OK);
             // Nothing but the summary on stderr: no Vega-Lite warning about the specs.
             expect(report.stderr, name).not.toMatch(/WARN/);
