@@ -26,7 +26,7 @@ import { icebergSeedLake, parquetSeedLake, seedFromLake } from '../outputs/lake-
 import { directoryCatalog } from '../iceberg/table.js';
 import { SEVERITY_RANK, parseWebhook, type SendOptions, type Webhook } from '../outputs/notify.js';
 import { adoptCompacted } from '../storage/working-copy.js';
-import { openRun } from '../run-context.js';
+import { openRun, type OpenRun } from '../run-context.js';
 import { syncAnomalies } from './anomalies.js';
 import { RunStop, memoryError, v8HeapProbe, type HeapProbe } from './run-stop.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
@@ -105,202 +105,270 @@ function streamOfPath(path: string): StreamName | null {
   return endpoint === null ? null : STREAM_OF_ENDPOINT[endpoint];
 }
 
-export async function runSync(deps: SyncDeps): Promise<RunSummary> {
-  const { config, logger } = deps;
-  const clock = deps.clock ?? systemClock;
-  const stop = new RunStop(clock, deps.signal);
-  const startedMs = clock.now();
-  const startedAt = new Date(startedMs).toISOString();
-  const runId = newRunId(startedMs);
-  const sources: SourceConfig[] = config.sources ?? [
-    {
-      name: 'default',
-      baseUrl: config.baseUrl,
-      apiKey: config.apiKey,
-      rateLimit: config.rateLimit,
-      ...(config.apiKeyFrom !== undefined && { keyFrom: config.apiKeyFrom }),
-    },
-  ];
-  const secrets = [
+/** The sources a run syncs: the config file's, or the one the flags name. Pure. */
+function runSources(config: SyncConfig): SourceConfig[] {
+  return (
+    config.sources ?? [
+      {
+        name: 'default',
+        baseUrl: config.baseUrl,
+        apiKey: config.apiKey,
+        rateLimit: config.rateLimit,
+        ...(config.apiKeyFrom !== undefined && { keyFrom: config.apiKeyFrom }),
+      },
+    ]
+  );
+}
+
+/** Every secret the run holds (keys, webhook URLs, the catalog's credentials), for the logger to hide. Pure. */
+function runSecrets(config: SyncConfig, sources: readonly SourceConfig[]): string[] {
+  return [
     ...sources.map((s) => s.apiKey),
     ...config.notify,
     ...sources.flatMap((s) => s.notify ?? []),
     ...(config.catalog === null ? [] : catalogSecrets(config.catalog.env)),
   ];
-  for (const key of secrets) logger.addSecret(key);
+}
 
-  const run = await openRun({
-    config,
-    runId,
-    command: `costsync sync (run ${runId})`,
-    clock,
-    logger,
-    sources: sources.map((s) => s.name),
-    kind: 'sync',
-  });
-  const { db, lake, leases } = run;
-  let warehouse: Warehouse | null = run.warehouse;
-  // The catalog is asked first, before any request to the API: a wrong URL or credential ends the run at once.
-  let catalog: (IcebergCatalog & { close?: () => Promise<void> }) | null = null;
+/** What every step of a sync run shares once it is open. */
+interface OpenSync {
+  deps: SyncDeps;
+  clock: Clock;
+  stop: RunStop;
+  runId: string;
+  startedMs: number;
+  startedAt: string;
+  sources: SourceConfig[];
+  secrets: string[];
+  run: OpenRun;
+  catalog: (IcebergCatalog & { close?: () => Promise<void> }) | null;
+}
+
+/**
+ * A sync run in named steps: open (the lock, the warehouse, the lake, the catalog), the sources' runs,
+ * the outputs and the run records, then close, in one `finally` whatever happened.
+ */
+export async function runSync(deps: SyncDeps): Promise<RunSummary> {
+  const { config, logger } = deps;
+  const clock = deps.clock ?? systemClock;
+  const stop = new RunStop(clock, deps.signal);
+  const startedMs = clock.now();
+  const runId = newRunId(startedMs);
+  const sources = runSources(config);
+  const secrets = runSecrets(config, sources);
+  for (const key of secrets) logger.addSecret(key);
+  let run: OpenRun;
   try {
-    if (deps.icebergCatalog !== undefined) catalog = await deps.icebergCatalog();
-    else if (config.catalog !== null && lake !== null)
-      catalog = await openRestTables(config.catalog, {
-        env: config.catalog.env,
-        clock,
-        // Not the run's stop: a stopped run still brings the lake up to date, as with directory tables.
-        logger,
-        out: config.out,
-        scratchRoot: resolve(config.stateDir, 'lake-scratch'),
-      });
-  } catch (error) {
-    stop.dispose();
-    warehouse.close();
-    await run.release();
-    throw error;
-  }
-  const openedCatalog = catalog;
-  const outputsOf = (wh: Warehouse) =>
-    derivedOutputs({
-      warehouse: wh,
+    run = await openRun({
+      config,
       runId,
+      command: `costsync sync (run ${runId})`,
       clock,
       logger,
       sources: sources.map((s) => s.name),
-      lake,
-      db,
-      publishIntervalMs: config.publishIntervalMs,
-      webhooks: [...new Map(sources.flatMap((s) => webhooksOf(config, s)).map((t) => [t.id, t])).values()],
-      notifyFormat: config.notifyFormat,
-      sendOptions: deps.sendOptions,
-      metricsFile: config.metricsFile,
-      secrets,
-      guard: () => leases?.check(),
-      lakeFormat: config.format === 'iceberg' ? 'iceberg' : 'parquet',
-      icebergRetentionMs: config.icebergRetentionMs,
-      icebergMaintenance: config.icebergMaintenance,
-      icebergRepair: config.icebergRepair,
-      icebergCatalog: openedCatalog === null ? undefined : async () => openedCatalog,
-      signal: stop.signal,
+      kind: 'sync',
     });
-  try {
-    const wh = run.warehouse;
-    // A source new to this warehouse whose rows are in a shared lake (moved from another runner) is read
-    // back first: the lake's start check would take their absence for deletions.
-    if (lake !== null && config.format !== 'duckdb') {
-      const seedLake = config.format === 'parquet' ? parquetSeedLake(lake) : icebergSeedLake(lake, openedCatalog ?? directoryCatalog(lake));
-      await seedFromLake(
-        wh,
-        seedLake,
-        sources.map((s) => s.name),
-        logger,
-      );
-    }
-    // "Running" rows need not reach readers at once: they go out with the run's first publish.
-    await wh.transaction(
-      async () => {
-        await wh.run('sync/runs_mark_abandoned');
-        for (const source of sources) {
-          await wh.run('sync/run_start', [runId, startedAt, config.streams.join(','), config.since ?? null, config.until, source.name]);
-        }
-      },
-      { publish: false },
-    );
-    // --max-runtime counts from here on too: a lake's backlog that a stopped run left is no exception.
-    const heap = deps.heap ?? v8HeapProbe;
-    stop.watch({ startedMs, maxRuntimeMs: config.maxRuntimeMs, heap, logger });
-    // First finish what a killed or failed run left: Parquet partitions, then the published file.
-    const outputs = outputsOf(wh);
-    await outputs.resume();
-
-    // Pages in memory are bounded by the heap, whatever the number of sources.
-    const pageSlots = new PageSlots(slotsForHeap(heap().limit));
-    const spoolSlots = new PageSlots(SPOOL_WAIT_PAGES);
-    const carried = new Map((await wh.query<{ source: string; state: string }>('state/carried_all')).map((r) => [r.source, r.state]));
-    const lookups = warehouseLookups(wh);
-    // Sources run side by side, each with its own key, limiter and state; one failing stops none of the
-    // others. Past --sources-at-once, the others wait their turn: beyond what the machine's cores can
-    // parse and store, more at once only share the same throughput among more keys, in more memory.
-    const atOnce = sourcesAtOnce(config.sourcesAtOnce, availableParallelism());
-    if (sources.length > atOnce)
-      logger.info(`${sources.length} sources, ${atOnce} at once (--sources-at-once); the others wait their turn`);
-    const parts = await mapAtMost(sources, atOnce, (source) =>
-      syncSource(source, {
-        deps,
-        clock,
-        runId,
-        warehouse: wh,
-        shouldStop: stop.shouldStop,
-        stop: stop.signal,
-        addLimiter: stop.addLimiter,
-        afterCommit: () => outputs.afterCommit(),
-        several: sources.length > 1,
-        pageSlots,
-        spoolSlots,
-        carried,
-        lookups,
-      }),
-    );
-    let summary = combine(runId, startedAt, clock, parts, stop.reason);
-    const { memoryShort } = stop;
-    if (memoryShort !== null) summary = { ...summary, outcome: 'failed', error: memoryError(memoryShort, sources.length) };
-    // What was committed reaches the lake and the published file (the lake only until a stop); an output
-    // that could not be brought up to date fails the run (the sources that had not failed already).
-    const rerecord = async (parts: SourceSummary[]) => {
-      for (const part of parts) {
-        const source = sources.find((s) => s.name === part.source)!;
-        await recordSource(wh, runId, clock, part, secrets, webhooksOf(config, source), false);
-      }
-      summary = combine(runId, startedAt, clock, parts, stop.reason);
-    };
-    const behind = await finishOutputs(
-      outputs,
-      (error) => rerecord(summary.sources.map((p) => (p.outcome === 'failed' ? p : { ...p, outcome: 'failed' as const, error }))),
-      // The stop left the lake unfinished: a source that got to its end did not finish the run's work.
-      () => rerecord(summary.sources.map((p) => (p.outcome === 'success' ? { ...p, outcome: 'stopped' as const } : p))),
-    );
-    if (behind !== null && parts.every((p) => p.outcome === 'failed')) logger.error(describeError(behind, secrets));
-    const lakeTables = outputs.lakeTables;
-    if (lakeTables !== undefined && Object.keys(lakeTables).length > 0)
-      summary = { ...summary, lakeTables, ...(outputs.lakeSnapshots !== undefined && { lakeSnapshots: outputs.lakeSnapshots }) };
-    // Nothing was written since the last publish: when it compacted, the working copy takes its place.
-    if (behind === null && outputs.compacted) {
-      wh.close();
-      warehouse = null;
-      await adoptCompacted(config.db, wh.path)
-        .then(() =>
-          logger.info(
-            `the working copy under --state-dir was replaced by the compact copy just published as ${config.db} (it had grown with freed space)`,
-          ),
-        )
-        .catch((error: unknown) =>
-          logger.warn(`the working copy was not rebuilt (it stays as it was, with its data): ${describeError(error, secrets)}`),
-        );
-    }
-    return summary;
   } catch (error) {
-    if (warehouse) {
-      for (const source of sources) {
-        await recordSource(
-          warehouse,
-          runId,
-          clock,
-          sourceSummary(source.name, 'failed', {}, error),
-          secrets,
-          webhooksOf(config, source),
-        ).catch(() => undefined);
-      }
-      // A run fenced off (its lease taken over) writes nothing more; others bring their outputs up to date.
-      if (!isFenced(error)) {
-        await finishOutputs(outputsOf(warehouse), async () => undefined).catch((e: unknown) => logger.error(describeError(e, secrets)));
-      }
+    stop.dispose();
+    throw error;
+  }
+  const open: OpenSync = {
+    deps,
+    clock,
+    stop,
+    runId,
+    startedMs,
+    startedAt: new Date(startedMs).toISOString(),
+    sources,
+    secrets,
+    run,
+    catalog: null,
+  };
+  // The working copy, until a compacted publish replaces it (then it is closed already).
+  let warehouse: Warehouse | null = run.warehouse;
+  let opened = false;
+  try {
+    // The catalog is asked first, before any request to the API: a wrong URL or credential ends the run at once.
+    open.catalog = await openCatalog(open);
+    opened = true;
+    const summary = await syncOpened(open);
+    if (summary.compacted) {
+      run.warehouse.close();
+      warehouse = null;
+      await adoptWorkingCopy(open);
     }
+    return summary.summary;
+  } catch (error) {
+    // A run that got as far as its sources records them as failed, and brings its outputs up to date.
+    if (opened && warehouse) await recordFailure(open, warehouse, error);
     throw error;
   } finally {
     stop.dispose();
     warehouse?.close();
-    await catalog?.close?.().catch(() => undefined);
+    await open.catalog?.close?.().catch(() => undefined);
     await run.release();
+  }
+}
+
+/** With --catalog (or a test's), the REST catalog the Iceberg tables are committed through; else null. */
+async function openCatalog({ deps, clock, run }: OpenSync): Promise<OpenSync['catalog']> {
+  const { config, logger } = deps;
+  if (deps.icebergCatalog !== undefined) return deps.icebergCatalog();
+  if (config.catalog === null || run.lake === null) return null;
+  return openRestTables(config.catalog, {
+    env: config.catalog.env,
+    clock,
+    // Not the run's stop: a stopped run still brings the lake up to date, as with directory tables.
+    logger,
+    out: config.out,
+    scratchRoot: resolve(config.stateDir, 'lake-scratch'),
+  });
+}
+
+/** The run's derived outputs over `wh`: the lake, the published file, notifications and metrics. */
+function outputsOf({ deps, clock, runId, sources, secrets, run, catalog, stop }: OpenSync, wh: Warehouse) {
+  const { config, logger } = deps;
+  return derivedOutputs({
+    warehouse: wh,
+    runId,
+    clock,
+    logger,
+    sources: sources.map((s) => s.name),
+    lake: run.lake,
+    db: run.db,
+    publishIntervalMs: config.publishIntervalMs,
+    webhooks: [...new Map(sources.flatMap((s) => webhooksOf(config, s)).map((t) => [t.id, t])).values()],
+    notifyFormat: config.notifyFormat,
+    sendOptions: deps.sendOptions,
+    metricsFile: config.metricsFile,
+    secrets,
+    guard: () => run.leases?.check(),
+    lakeFormat: config.format === 'iceberg' ? 'iceberg' : 'parquet',
+    icebergRetentionMs: config.icebergRetentionMs,
+    icebergMaintenance: config.icebergMaintenance,
+    icebergRepair: config.icebergRepair,
+    icebergCatalog: catalog === null ? undefined : async () => catalog,
+    signal: stop.signal,
+  });
+}
+
+/**
+ * The run once open: a moved source read back from the lake, the run's start recorded, what an earlier
+ * run left finished, each source's run, then the outputs brought up to date and the run records written.
+ * `compacted`: the publish compacted, so the working copy is to be replaced (after it is closed).
+ */
+async function syncOpened(open: OpenSync): Promise<{ summary: RunSummary; compacted: boolean }> {
+  const { deps, clock, stop, runId, startedMs, startedAt, sources, secrets, run, catalog } = open;
+  const { config, logger } = deps;
+  const wh = run.warehouse;
+  const { lake } = run;
+  // A source new to this warehouse whose rows are in a shared lake (moved from another runner) is read
+  // back first: the lake's start check would take their absence for deletions.
+  if (lake !== null && config.format !== 'duckdb') {
+    const seedLake = config.format === 'parquet' ? parquetSeedLake(lake) : icebergSeedLake(lake, catalog ?? directoryCatalog(lake));
+    await seedFromLake(
+      wh,
+      seedLake,
+      sources.map((s) => s.name),
+      logger,
+    );
+  }
+  // "Running" rows need not reach readers at once: they go out with the run's first publish.
+  await wh.transaction(
+    async () => {
+      await wh.run('sync/runs_mark_abandoned');
+      for (const source of sources) {
+        await wh.run('sync/run_start', [runId, startedAt, config.streams.join(','), config.since ?? null, config.until, source.name]);
+      }
+    },
+    { publish: false },
+  );
+  // --max-runtime counts from here on too: a lake's backlog that a stopped run left is no exception.
+  const heap = deps.heap ?? v8HeapProbe;
+  stop.watch({ startedMs, maxRuntimeMs: config.maxRuntimeMs, heap, logger });
+  // First finish what a killed or failed run left: Parquet partitions, then the published file.
+  const outputs = outputsOf(open, wh);
+  await outputs.resume();
+
+  // Pages in memory are bounded by the heap, whatever the number of sources.
+  const pageSlots = new PageSlots(slotsForHeap(heap().limit));
+  const spoolSlots = new PageSlots(SPOOL_WAIT_PAGES);
+  const carried = new Map((await wh.query<{ source: string; state: string }>('state/carried_all')).map((r) => [r.source, r.state]));
+  const lookups = warehouseLookups(wh);
+  // Sources run side by side, each with its own key, limiter and state; one failing stops none of the
+  // others. Past --sources-at-once, the others wait their turn: beyond what the machine's cores can
+  // parse and store, more at once only share the same throughput among more keys, in more memory.
+  const atOnce = sourcesAtOnce(config.sourcesAtOnce, availableParallelism());
+  if (sources.length > atOnce) logger.info(`${sources.length} sources, ${atOnce} at once (--sources-at-once); the others wait their turn`);
+  const parts = await mapAtMost(sources, atOnce, (source) =>
+    syncSource(source, {
+      deps,
+      clock,
+      runId,
+      warehouse: wh,
+      shouldStop: stop.shouldStop,
+      stop: stop.signal,
+      addLimiter: stop.addLimiter,
+      afterCommit: () => outputs.afterCommit(),
+      several: sources.length > 1,
+      pageSlots,
+      spoolSlots,
+      carried,
+      lookups,
+    }),
+  );
+  let summary = combine(runId, startedAt, clock, parts, stop.reason);
+  const { memoryShort } = stop;
+  if (memoryShort !== null) summary = { ...summary, outcome: 'failed', error: memoryError(memoryShort, sources.length) };
+  // What was committed reaches the lake and the published file (the lake only until a stop); an output
+  // that could not be brought up to date fails the run (the sources that had not failed already).
+  const rerecord = async (parts: SourceSummary[]) => {
+    for (const part of parts) {
+      const source = sources.find((s) => s.name === part.source)!;
+      await recordSource(wh, runId, clock, part, secrets, webhooksOf(config, source), false);
+    }
+    summary = combine(runId, startedAt, clock, parts, stop.reason);
+  };
+  const behind = await finishOutputs(
+    outputs,
+    (error) => rerecord(summary.sources.map((p) => (p.outcome === 'failed' ? p : { ...p, outcome: 'failed' as const, error }))),
+    // The stop left the lake unfinished: a source that got to its end did not finish the run's work.
+    () => rerecord(summary.sources.map((p) => (p.outcome === 'success' ? { ...p, outcome: 'stopped' as const } : p))),
+  );
+  if (behind !== null && parts.every((p) => p.outcome === 'failed')) logger.error(describeError(behind, secrets));
+  const lakeTables = outputs.lakeTables;
+  if (lakeTables !== undefined && Object.keys(lakeTables).length > 0)
+    summary = { ...summary, lakeTables, ...(outputs.lakeSnapshots !== undefined && { lakeSnapshots: outputs.lakeSnapshots }) };
+  // Nothing was written since the last publish: when it compacted, the working copy takes its place.
+  return { summary, compacted: behind === null && outputs.compacted };
+}
+
+/** The compact copy just published replaces the working copy (closed by now); a failure keeps the working copy as it was. */
+async function adoptWorkingCopy({ deps, run, secrets }: OpenSync): Promise<void> {
+  const { config, logger } = deps;
+  await adoptCompacted(config.db, run.warehouse.path)
+    .then(() =>
+      logger.info(
+        `the working copy under --state-dir was replaced by the compact copy just published as ${config.db} (it had grown with freed space)`,
+      ),
+    )
+    .catch((error: unknown) =>
+      logger.warn(`the working copy was not rebuilt (it stays as it was, with its data): ${describeError(error, secrets)}`),
+    );
+}
+
+/** A run that failed: each source recorded as failed, and (unless the run was fenced off) its outputs brought up to date. */
+async function recordFailure(open: OpenSync, warehouse: Warehouse, error: unknown): Promise<void> {
+  const { deps, clock, runId, sources, secrets } = open;
+  const { config, logger } = deps;
+  for (const source of sources) {
+    await recordSource(warehouse, runId, clock, sourceSummary(source.name, 'failed', {}, error), secrets, webhooksOf(config, source)).catch(
+      () => undefined,
+    );
+  }
+  // A run fenced off (its lease taken over) writes nothing more; others bring their outputs up to date.
+  if (!isFenced(error)) {
+    await finishOutputs(outputsOf(open, warehouse), async () => undefined).catch((e: unknown) => logger.error(describeError(e, secrets)));
   }
 }
 
