@@ -5,13 +5,13 @@
  */
 import { ApiError, ClientErrorCode } from '../errors.js';
 import { isCalendarDate } from '../dates.js';
+import { fieldChecks, type FieldCheck } from '../storage/tables.js';
 import type { Anomaly, Envelope, IngestResult, LineItem, LineItemPage, RollupRow } from './types.js';
 
 export const BAD_RECORD = 'CS_ERR_BAD_RECORD';
 
-type FieldKind = 'string' | 'string?' | 'number' | 'date' | 'timestamp' | 'dim';
 /** Field checks as a list, built once: this runs for every record received. */
-type Fields = readonly (readonly [string, FieldKind])[];
+type Fields = readonly (readonly [string, FieldCheck])[];
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -115,35 +115,12 @@ function checkArray(data: unknown, path: string, what: string): unknown[] {
   return data;
 }
 
-const LINE_ITEM_FIELDS: Fields = [
-  ['id', 'string'],
-  ['usage_date', 'date'],
-  ['provider_type', 'string'],
-  ['provider_service', 'string?'],
-  ['net_amount_usd', 'number'],
-  ['currency_original', 'string?'],
-  ['project_id', 'string?'],
-  ['user_email', 'string?'],
-];
-const ROLLUP_FIELDS: Fields = [
-  ['date', 'date'],
-  ['cost_usd', 'number'],
-  ['provider_type', 'dim'],
-  ['service', 'dim'],
-  ['category', 'dim'],
-];
-const ANOMALY_FIELDS: Fields = [
-  ['id', 'string'],
-  ['provider_type', 'string?'],
-  ['service', 'string?'],
-  ['detected_date', 'timestamp'],
-  ['actual_cost', 'number'],
-  ['expected_cost', 'number'],
-  ['deviation_percent', 'number'],
-  ['severity', 'string'],
-  ['alert_type', 'string?'],
-  ['status', 'string'],
-];
+// The fields and their checks are the table registry's (storage/tables.ts), declared with the columns they fill.
+const LINE_ITEM_FIELDS: Fields = fieldChecks('line_items');
+const ROLLUP_FIELDS: Fields = fieldChecks('rollups_daily');
+const ANOMALY_FIELDS: Fields = fieldChecks('anomalies');
+/** A rollup's dimensions: a grouping leaves the others out, and they are stored as null. */
+const ROLLUP_DIMS: readonly string[] = ROLLUP_FIELDS.filter(([, check]) => check === 'dim').map(([field]) => field);
 
 /**
  * A line-item page. `has_more` decides; when a server leaves it out, a non-empty cursor means
@@ -172,12 +149,11 @@ export function toLineItemPage(envelope: Envelope<unknown>, path: string): LineI
 export function toRollups(envelope: Envelope<unknown>, path: string): RollupRow[] {
   const data = checkArray(envelope.data, path, 'rollup row');
   data.forEach((r, i) => checkFields(r, ROLLUP_FIELDS, 'rollup row', i, path));
-  return (data as Record<string, unknown>[]).map((r) => ({
-    ...r,
-    provider_type: (r.provider_type ?? null) as string | null,
-    service: (r.service ?? null) as string | null,
-    category: (r.category ?? null) as string | null,
-  })) as RollupRow[];
+  return (data as Record<string, unknown>[]).map((r) => {
+    const row = { ...r };
+    for (const dim of ROLLUP_DIMS) row[dim] = r[dim] ?? null;
+    return row;
+  }) as RollupRow[];
 }
 
 export function toAnomalies(envelope: Envelope<unknown>, path: string): Anomaly[] {

@@ -1,84 +1,18 @@
 /**
- * What `push` sends, declared as data: the FOCUS 1.2 columns with the kind of value each holds,
- * the extension columns, and pure functions that match a file's columns to them and pick the
- * profile version. No I/O.
+ * What `push` sends, declared as data: the FOCUS 1.2 columns with the kind of value each holds
+ * (`focus/columns.ts`), the extension columns, and pure functions that match a file's columns to them
+ * and pick the profile version. No I/O.
  */
 import { INGEST_VERSIONS, type IngestVersion } from '../api/types.js';
 import { ConfigError } from '../errors.js';
+import { FOCUS_1_2_COLUMNS } from '../focus/columns.js';
 import { REQUIRED_INGEST_COLUMNS, extensionColumns } from '../focus/rules.js';
 
 /** How a column's value is checked and sent. */
 export type ValueKind = 'string' | 'number' | 'count' | 'time' | 'date' | 'date_end' | 'currency' | 'category' | 'tags';
 
-const NUMBER_COLUMNS = [
-  'BilledCost',
-  'EffectiveCost',
-  'ListCost',
-  'ContractedCost',
-  'ListUnitPrice',
-  'ContractedUnitPrice',
-  'ConsumedQuantity',
-  'PricingQuantity',
-  'CommitmentDiscountQuantity',
-  'PricingCurrencyContractedUnitPrice',
-  'PricingCurrencyEffectiveCost',
-  'PricingCurrencyListUnitPrice',
-];
-/** Sent as date-times: the document names the billing period only among the "other FOCUS columns". */
-const TIME_COLUMNS = ['BillingPeriodStart', 'BillingPeriodEnd'];
-const CURRENCY_COLUMNS = ['BillingCurrency', 'PricingCurrency'];
-const STRING_COLUMNS = [
-  'AvailabilityZone',
-  'BillingAccountId',
-  'BillingAccountName',
-  'BillingAccountType',
-  'CapacityReservationId',
-  'CapacityReservationStatus',
-  'ChargeClass',
-  'ChargeDescription',
-  'ChargeFrequency',
-  'CommitmentDiscountCategory',
-  'CommitmentDiscountId',
-  'CommitmentDiscountName',
-  'CommitmentDiscountStatus',
-  'CommitmentDiscountType',
-  'CommitmentDiscountUnit',
-  'ConsumedUnit',
-  'InvoiceId',
-  'InvoiceIssuerName',
-  'PricingCategory',
-  'PricingUnit',
-  'ProviderName',
-  'PublisherName',
-  'RegionId',
-  'RegionName',
-  'ResourceId',
-  'ResourceName',
-  'ResourceType',
-  'ServiceCategory',
-  'ServiceName',
-  'ServiceSubcategory',
-  'SkuId',
-  'SkuMeter',
-  'SkuPriceDetails',
-  'SkuPriceId',
-  'SubAccountId',
-  'SubAccountName',
-  'SubAccountType',
-];
-
-/** Every FOCUS 1.2 column costsync knows, by its canonical name. */
-export const FOCUS_COLUMNS: ReadonlyMap<string, ValueKind> = new Map<string, ValueKind>([
-  ...NUMBER_COLUMNS.map((c) => [c, 'number'] as const),
-  // The document: ChargePeriodStart is "a calendar date string"; the end is sent in the same form.
-  ['ChargePeriodStart', 'date'],
-  ['ChargePeriodEnd', 'date_end'],
-  ...TIME_COLUMNS.map((c) => [c, 'time'] as const),
-  ...CURRENCY_COLUMNS.map((c) => [c, 'currency'] as const),
-  ...STRING_COLUMNS.map((c) => [c, 'string'] as const),
-  ['ChargeCategory', 'category'],
-  ['Tags', 'tags'],
-]);
+/** Every FOCUS 1.2 column costsync knows, by its canonical name (declared in `focus/columns.ts`). */
+export const FOCUS_COLUMNS: ReadonlyMap<string, ValueKind> = new Map(FOCUS_1_2_COLUMNS.map((c) => [c.name, c.push]));
 
 /** A FOCUS (or extension) column to send, and where its value comes from. */
 export interface TargetColumn {

@@ -1,7 +1,16 @@
 /** Columns declared as data, and the Appender writer that follows the declaration. */
 import type { DuckDBAppender } from '@duckdb/node-api';
+import type { SpoolColumn } from './spool.js';
 
 export type ColumnKind = 'varchar' | 'date' | 'double' | 'timestamptz';
+
+/** How the Appender writes a column of each DuckDB type the registry declares (storage/tables.ts). */
+export const APPENDER_KINDS: Readonly<Record<SpoolColumn['type'], ColumnKind>> = {
+  VARCHAR: 'varchar',
+  DATE: 'date',
+  DOUBLE: 'double',
+  TIMESTAMPTZ: 'timestamptz',
+};
 
 export interface Column {
   name: string;

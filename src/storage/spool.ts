@@ -17,8 +17,8 @@ export const PAGE_FILE_RE = /^(\d{6})\.json$/;
 
 export interface SpoolColumn {
   name: string;
-  /** DuckDB type the loader reads the field as. */
-  type: 'VARCHAR' | 'DATE' | 'DOUBLE';
+  /** DuckDB type the loader reads the field as (the anomalies' detection time is staged by the Appender, not spooled). */
+  type: 'VARCHAR' | 'DATE' | 'DOUBLE' | 'TIMESTAMPTZ';
 }
 
 /**

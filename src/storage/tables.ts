@@ -3,7 +3,9 @@
  * date and source columns, what it derives from, and how each lake writes it. Everything that lists
  * tables reads it: the windowed streams' spool and SQL (`TableSpec`), the names SQL templates may take,
  * `Warehouse.changed`, the Parquet lake, the Iceberg lake and the check that a `--out` holds one format.
- * A test compares each spec with `DESCRIBE` of its table.
+ * The API tables' columns are declared here with the API field each comes from and its check
+ * (`api/validate.ts` reads them); test/unit/table-declared-once.test.ts fails when a migration, a sync SQL
+ * file or a wire type lists them otherwise.
  */
 import type { SpoolColumn } from './spool.js';
 
@@ -18,15 +20,28 @@ export type TableOrigin =
   /** One row per run and source (`sync_runs`, `sync_run_streams`). */
   | 'run';
 
+/** What `api/validate.ts` checks an API field for (`checkFields`). */
+export type FieldCheck = 'string' | 'string?' | 'number' | 'date' | 'timestamp' | 'dim';
+
+/** A column of a table synced from the API. */
+export interface ApiColumn extends SpoolColumn {
+  /** The API record's field its value comes from; null for one costsync fills (rollups' `group_by`: the request's). */
+  field: string | null;
+  /** What the field is checked for as it arrives; null with no field. */
+  check: FieldCheck | null;
+}
+
 export interface TableDef {
   name: string;
   origin: TableOrigin;
   /**
-   * The API's fields, as spooled and stored in the table's order (then `extra` and `source`), for the
-   * windowed streams; otherwise the table is as the migrations (`schema`, sql/schema/) or its view
-   * (`view`, sql/views/) make it.
+   * An API table's columns in the table's order, before `extra` (the fields the API sent beyond these),
+   * `own` and `source`; for the windowed streams, also what is spooled. Otherwise the table is as the
+   * migrations (`schema`, sql/schema/) or its view (`view`, sql/views/) make it.
    */
-  columns: readonly SpoolColumn[] | 'schema' | 'view';
+  columns: readonly ApiColumn[] | 'schema' | 'view';
+  /** Columns costsync keeps of its own, after `extra` and before `source` (anomalies' first and last sighting). */
+  own?: readonly SpoolColumn[];
   /** SQL giving a row's date: windows, full refreshes, partitions and manifests go by it. Null: written whole. */
   date: string | null;
   /** The column naming a row's source. */
@@ -46,15 +61,55 @@ export interface TableDef {
   icebergMonth: string | null;
 }
 
-/** Fields as `name type` pairs, in the table's order. Pure. */
-function fields(text: string): SpoolColumn[] {
-  return text
-    .trim()
-    .split(/,\s*/)
-    .map((pair) => {
-      const [name, type] = pair.split(' ') as [string, SpoolColumn['type']];
-      return { name, type };
-    });
+/** A column as declared: its name (the API's field of that name), its DuckDB type, the field's check (null: no field). */
+type ColumnDecl = readonly [name: string, type: SpoolColumn['type'], check: FieldCheck | null];
+
+/** Declarations as columns. Pure. */
+function apiColumns(decls: readonly ColumnDecl[]): ApiColumn[] {
+  return decls.map(([name, type, check]) => ({ name, type, field: check === null ? null : name, check }));
+}
+
+// Declared `as const`, so the wire types' fields can be checked against them at compile time (`ApiFields`).
+const LINE_ITEM_COLUMNS = [
+  ['id', 'VARCHAR', 'string'],
+  ['usage_date', 'DATE', 'date'],
+  ['provider_type', 'VARCHAR', 'string'],
+  ['provider_service', 'VARCHAR', 'string?'],
+  ['net_amount_usd', 'DOUBLE', 'number'],
+  ['currency_original', 'VARCHAR', 'string?'],
+  ['project_id', 'VARCHAR', 'string?'],
+  ['user_email', 'VARCHAR', 'string?'],
+] as const satisfies readonly ColumnDecl[];
+
+const ROLLUP_COLUMNS = [
+  ['date', 'DATE', 'date'],
+  ['group_by', 'VARCHAR', null],
+  ['provider_type', 'VARCHAR', 'dim'],
+  ['service', 'VARCHAR', 'dim'],
+  ['category', 'VARCHAR', 'dim'],
+  ['cost_usd', 'DOUBLE', 'number'],
+] as const satisfies readonly ColumnDecl[];
+
+const ANOMALY_COLUMNS = [
+  ['id', 'VARCHAR', 'string'],
+  ['provider_type', 'VARCHAR', 'string?'],
+  ['service', 'VARCHAR', 'string?'],
+  ['detected_date', 'TIMESTAMPTZ', 'timestamp'],
+  ['actual_cost', 'DOUBLE', 'number'],
+  ['expected_cost', 'DOUBLE', 'number'],
+  ['deviation_percent', 'DOUBLE', 'number'],
+  ['severity', 'VARCHAR', 'string'],
+  ['alert_type', 'VARCHAR', 'string?'],
+  ['status', 'VARCHAR', 'string'],
+] as const satisfies readonly ColumnDecl[];
+
+type FieldNames<D extends readonly ColumnDecl[]> = Extract<D[number], readonly [string, string, FieldCheck]>[0];
+
+/** The API fields of each API table, as types: the wire types (`api/types.ts`) are checked against them. */
+export interface ApiFields {
+  line_items: FieldNames<typeof LINE_ITEM_COLUMNS>;
+  rollups_daily: FieldNames<typeof ROLLUP_COLUMNS>;
+  anomalies: FieldNames<typeof ANOMALY_COLUMNS>;
 }
 
 /**
@@ -65,8 +120,7 @@ export const TABLES: readonly TableDef[] = [
   {
     name: 'line_items',
     origin: 'api',
-    columns: fields(`id VARCHAR, usage_date DATE, provider_type VARCHAR, provider_service VARCHAR, net_amount_usd DOUBLE,
-      currency_original VARCHAR, project_id VARCHAR, user_email VARCHAR`),
+    columns: apiColumns(LINE_ITEM_COLUMNS),
     date: 'usage_date',
     source: 'source',
     substitutable: true,
@@ -88,7 +142,7 @@ export const TABLES: readonly TableDef[] = [
   {
     name: 'rollups_daily',
     origin: 'api',
-    columns: fields('date DATE, group_by VARCHAR, provider_type VARCHAR, service VARCHAR, category VARCHAR, cost_usd DOUBLE'),
+    columns: apiColumns(ROLLUP_COLUMNS),
     date: 'date',
     source: 'source',
     substitutable: true,
@@ -98,7 +152,11 @@ export const TABLES: readonly TableDef[] = [
   {
     name: 'anomalies',
     origin: 'api',
-    columns: 'schema',
+    columns: apiColumns(ANOMALY_COLUMNS),
+    own: [
+      { name: 'first_seen_at', type: 'TIMESTAMPTZ' },
+      { name: 'last_seen_at', type: 'TIMESTAMPTZ' },
+    ],
     date: 'CAST(detected_date AS DATE)',
     source: 'source',
     substitutable: true,
@@ -186,9 +244,18 @@ export interface TableSpec {
   columns: readonly SpoolColumn[];
 }
 
+/** An API table's declared columns. */
+export function apiColumnsOf(table: keyof ApiFields): readonly ApiColumn[] {
+  return tableDef(table)!.columns as readonly ApiColumn[];
+}
+
+/** An API table's fields and what each is checked for, in the table's order (`api/validate.ts`). */
+export function fieldChecks(table: keyof ApiFields): (readonly [string, FieldCheck])[] {
+  return apiColumnsOf(table).flatMap((c) => (c.field === null || c.check === null ? [] : [[c.field, c.check] as const]));
+}
+
 function windowedSpec(table: TableSpec['table']): TableSpec {
-  const def = tableDef(table)!;
-  return { table, dateField: def.date!, columns: def.columns as readonly SpoolColumn[] };
+  return { table, dateField: tableDef(table)!.date!, columns: apiColumnsOf(table) };
 }
 
 export const LINE_ITEMS: TableSpec = windowedSpec('line_items');

@@ -7,8 +7,9 @@
 import type { AnomaliesQuery } from '../api/client.js';
 import { ANOMALY_STATUSES, SEVERITIES, type Anomaly } from '../api/types.js';
 import { addDays } from '../dates.js';
-import { appendRecords, type Column } from '../storage/columns.js';
+import { APPENDER_KINDS, appendRecords, type Column } from '../storage/columns.js';
 import type { ReadOnlyWarehouse } from '../storage/duckdb.js';
+import { apiColumnsOf } from '../storage/tables.js';
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
 
 export const ANOMALY_PAGE_LIMIT = 100;
@@ -145,18 +146,8 @@ export async function collectAnomalies(
   return { records, pages, unreachable, stopped };
 }
 
-const COLUMNS: readonly Column[] = [
-  { name: 'id', kind: 'varchar' },
-  { name: 'provider_type', kind: 'varchar' },
-  { name: 'service', kind: 'varchar' },
-  { name: 'detected_date', kind: 'timestamptz' },
-  { name: 'actual_cost', kind: 'double' },
-  { name: 'expected_cost', kind: 'double' },
-  { name: 'deviation_percent', kind: 'double' },
-  { name: 'severity', kind: 'varchar' },
-  { name: 'alert_type', kind: 'varchar' },
-  { name: 'status', kind: 'varchar' },
-];
+/** The staged columns: the registry's, as the Appender writes them. */
+const COLUMNS: readonly Column[] = apiColumnsOf('anomalies').map((c) => ({ name: c.name, kind: APPENDER_KINDS[c.type] }));
 
 export interface AnomalyRequest {
   since?: string | undefined;

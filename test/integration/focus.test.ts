@@ -2,79 +2,15 @@ import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { FOCUS_1_2_COLUMNS } from '../../src/focus/columns.js';
 import { openWarehouse } from '../../src/storage/duckdb.js';
 import { pushArgs, queryDb, run, SPAN, syncCommand, withEmulator, withTempDir } from '../helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
 
-/**
- * Every FOCUS 1.2 column with its data type, from the specification's column pages
- * (FOCUS_Spec, specification/columns/*.md: Decimal, Date/Time, String, Key-Value Format), as DuckDB
- * types: Decimal → DECIMAL, Date/Time → TIMESTAMP WITH TIME ZONE (UTC), String → VARCHAR,
- * Key-Value Format → JSON.
- */
-const DECIMAL = 'DECIMAL(38,10)';
-const DATETIME = 'TIMESTAMP WITH TIME ZONE';
-const FOCUS_1_2: Record<string, string> = {
-  AvailabilityZone: 'VARCHAR',
-  BilledCost: DECIMAL,
-  BillingAccountId: 'VARCHAR',
-  BillingAccountName: 'VARCHAR',
-  BillingAccountType: 'VARCHAR',
-  BillingCurrency: 'VARCHAR',
-  BillingPeriodEnd: DATETIME,
-  BillingPeriodStart: DATETIME,
-  CapacityReservationId: 'VARCHAR',
-  CapacityReservationStatus: 'VARCHAR',
-  ChargeCategory: 'VARCHAR',
-  ChargeClass: 'VARCHAR',
-  ChargeDescription: 'VARCHAR',
-  ChargeFrequency: 'VARCHAR',
-  ChargePeriodEnd: DATETIME,
-  ChargePeriodStart: DATETIME,
-  CommitmentDiscountCategory: 'VARCHAR',
-  CommitmentDiscountId: 'VARCHAR',
-  CommitmentDiscountName: 'VARCHAR',
-  CommitmentDiscountQuantity: DECIMAL,
-  CommitmentDiscountStatus: 'VARCHAR',
-  CommitmentDiscountType: 'VARCHAR',
-  CommitmentDiscountUnit: 'VARCHAR',
-  ConsumedQuantity: DECIMAL,
-  ConsumedUnit: 'VARCHAR',
-  ContractedCost: DECIMAL,
-  ContractedUnitPrice: DECIMAL,
-  EffectiveCost: DECIMAL,
-  InvoiceId: 'VARCHAR',
-  InvoiceIssuerName: 'VARCHAR',
-  ListCost: DECIMAL,
-  ListUnitPrice: DECIMAL,
-  PricingCategory: 'VARCHAR',
-  PricingCurrency: 'VARCHAR',
-  PricingCurrencyContractedUnitPrice: DECIMAL,
-  PricingCurrencyEffectiveCost: DECIMAL,
-  PricingCurrencyListUnitPrice: DECIMAL,
-  PricingQuantity: DECIMAL,
-  PricingUnit: 'VARCHAR',
-  ProviderName: 'VARCHAR',
-  PublisherName: 'VARCHAR',
-  RegionId: 'VARCHAR',
-  RegionName: 'VARCHAR',
-  ResourceId: 'VARCHAR',
-  ResourceName: 'VARCHAR',
-  ResourceType: 'VARCHAR',
-  ServiceCategory: 'VARCHAR',
-  ServiceName: 'VARCHAR',
-  ServiceSubcategory: 'VARCHAR',
-  SkuId: 'VARCHAR',
-  SkuMeter: 'VARCHAR',
-  SkuPriceDetails: 'JSON',
-  SkuPriceId: 'VARCHAR',
-  SubAccountId: 'VARCHAR',
-  SubAccountName: 'VARCHAR',
-  SubAccountType: 'VARCHAR',
-  Tags: 'JSON',
-};
+/** Every FOCUS 1.2 column with its data type as DuckDB's, as declared once (focus/columns.ts). */
+const FOCUS_1_2: Record<string, string> = Object.fromEntries(FOCUS_1_2_COLUMNS.map((c) => [c.name, c.type]));
 
 /** Representative FOCUS queries (cost by service, sub-account, billing period; credits; tags), as written against any FOCUS dataset. */
 const FOCUS_QUERIES = [

@@ -1,0 +1,87 @@
+/**
+ * The FOCUS 1.2 columns, declared once: each one's name, its data type as DuckDB's (from the
+ * specification's column pages: Decimal, Date/Time in UTC, String, Key-Value Format) and the kind of value
+ * `push` checks and sends it as. The `focus` view (sql/views/060_focus.sql) has these columns in this
+ * order, then `x_` extras; `push` matches a file's columns to them (`push/columns.ts`).
+ * test/unit/table-declared-once.test.ts fails when the view or the SQL naming them disagrees.
+ */
+import type { ValueKind } from '../push/columns.js';
+
+/** FOCUS's data types as DuckDB types. */
+const DECIMAL = 'DECIMAL(38,10)';
+const DATETIME = 'TIMESTAMP WITH TIME ZONE';
+
+export type FocusType = typeof DECIMAL | typeof DATETIME | 'VARCHAR' | 'JSON';
+
+export interface FocusColumn {
+  name: string;
+  type: FocusType;
+  /** How `push` checks and sends a value of it. */
+  push: ValueKind;
+}
+
+/** Every FOCUS 1.2 column, by its canonical name, in the specification's (alphabetical) order. */
+export const FOCUS_1_2_COLUMNS: readonly FocusColumn[] = (
+  [
+    ['AvailabilityZone', 'VARCHAR', 'string'],
+    ['BilledCost', DECIMAL, 'number'],
+    ['BillingAccountId', 'VARCHAR', 'string'],
+    ['BillingAccountName', 'VARCHAR', 'string'],
+    ['BillingAccountType', 'VARCHAR', 'string'],
+    ['BillingCurrency', 'VARCHAR', 'currency'],
+    // The document names the billing period only among the "other FOCUS columns": sent as date-times.
+    ['BillingPeriodEnd', DATETIME, 'time'],
+    ['BillingPeriodStart', DATETIME, 'time'],
+    ['CapacityReservationId', 'VARCHAR', 'string'],
+    ['CapacityReservationStatus', 'VARCHAR', 'string'],
+    ['ChargeCategory', 'VARCHAR', 'category'],
+    ['ChargeClass', 'VARCHAR', 'string'],
+    ['ChargeDescription', 'VARCHAR', 'string'],
+    ['ChargeFrequency', 'VARCHAR', 'string'],
+    // The document: ChargePeriodStart is "a calendar date string"; the end is sent in the same form.
+    ['ChargePeriodEnd', DATETIME, 'date_end'],
+    ['ChargePeriodStart', DATETIME, 'date'],
+    ['CommitmentDiscountCategory', 'VARCHAR', 'string'],
+    ['CommitmentDiscountId', 'VARCHAR', 'string'],
+    ['CommitmentDiscountName', 'VARCHAR', 'string'],
+    ['CommitmentDiscountQuantity', DECIMAL, 'number'],
+    ['CommitmentDiscountStatus', 'VARCHAR', 'string'],
+    ['CommitmentDiscountType', 'VARCHAR', 'string'],
+    ['CommitmentDiscountUnit', 'VARCHAR', 'string'],
+    ['ConsumedQuantity', DECIMAL, 'number'],
+    ['ConsumedUnit', 'VARCHAR', 'string'],
+    ['ContractedCost', DECIMAL, 'number'],
+    ['ContractedUnitPrice', DECIMAL, 'number'],
+    ['EffectiveCost', DECIMAL, 'number'],
+    ['InvoiceId', 'VARCHAR', 'string'],
+    ['InvoiceIssuerName', 'VARCHAR', 'string'],
+    ['ListCost', DECIMAL, 'number'],
+    ['ListUnitPrice', DECIMAL, 'number'],
+    ['PricingCategory', 'VARCHAR', 'string'],
+    ['PricingCurrency', 'VARCHAR', 'currency'],
+    ['PricingCurrencyContractedUnitPrice', DECIMAL, 'number'],
+    ['PricingCurrencyEffectiveCost', DECIMAL, 'number'],
+    ['PricingCurrencyListUnitPrice', DECIMAL, 'number'],
+    ['PricingQuantity', DECIMAL, 'number'],
+    ['PricingUnit', 'VARCHAR', 'string'],
+    ['ProviderName', 'VARCHAR', 'string'],
+    ['PublisherName', 'VARCHAR', 'string'],
+    ['RegionId', 'VARCHAR', 'string'],
+    ['RegionName', 'VARCHAR', 'string'],
+    ['ResourceId', 'VARCHAR', 'string'],
+    ['ResourceName', 'VARCHAR', 'string'],
+    ['ResourceType', 'VARCHAR', 'string'],
+    ['ServiceCategory', 'VARCHAR', 'string'],
+    ['ServiceName', 'VARCHAR', 'string'],
+    ['ServiceSubcategory', 'VARCHAR', 'string'],
+    ['SkuId', 'VARCHAR', 'string'],
+    ['SkuMeter', 'VARCHAR', 'string'],
+    // Key-Value Format in the view; a file's value is sent as the text it holds.
+    ['SkuPriceDetails', 'JSON', 'string'],
+    ['SkuPriceId', 'VARCHAR', 'string'],
+    ['SubAccountId', 'VARCHAR', 'string'],
+    ['SubAccountName', 'VARCHAR', 'string'],
+    ['SubAccountType', 'VARCHAR', 'string'],
+    ['Tags', 'JSON', 'tags'],
+  ] as const
+).map(([name, type, push]) => ({ name, type, push }));
