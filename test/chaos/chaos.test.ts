@@ -24,7 +24,7 @@ import {
   SPAN,
   type KillPoint,
   syncCommand,
-} from '../helpers.js';
+} from '../support/helpers.js';
 
 const SEED = Number(process.env.COSTSYNC_CHAOS_SEED ?? 20251121);
 const SECONDS = Number(process.env.COSTSYNC_CHAOS_SECONDS ?? 0);

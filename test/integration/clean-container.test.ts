@@ -2,8 +2,8 @@ import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { addDays } from '../../src/dates.js';
-import { CLI, SPAN, cli, killRunner, tableDigest, withEmulator, withTempDir } from '../helpers.js';
-import { useRgw } from '../s3.js';
+import { CLI, SPAN, cli, killRunner, tableDigest, withEmulator, withTempDir } from '../support/helpers.js';
+import { useRgw } from '../support/s3.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 

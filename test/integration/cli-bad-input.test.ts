@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
-import { run, tableDigest, withEmulator, withTempDir, SPAN, syncCommand } from '../helpers.js';
+import { run, tableDigest, withEmulator, withTempDir, SPAN, syncCommand } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key' };

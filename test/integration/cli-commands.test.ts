@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ExitCode } from '../../src/errors.js';
 import { SCOPES } from '../../src/api/types.js';
-import { withEmulator, withTempDir, SPAN, cli, run, syncCommand } from '../helpers.js';
+import { withEmulator, withTempDir, SPAN, cli, run, syncCommand } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { CLI, cli, run, tableDigest, withEmulator, withTempDir, SPAN, syncCommand } from '../helpers.js';
+import { CLI, cli, run, tableDigest, withEmulator, withTempDir, SPAN, syncCommand } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 

@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DISK_MB } from '../../src/errors.js';
-import { CLI, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, withEmulator, withTempDir, SPAN } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 

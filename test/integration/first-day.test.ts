@@ -24,7 +24,7 @@ import {
   SPAN,
   run as inProcess,
   syncCommand,
-} from '../helpers.js';
+} from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 

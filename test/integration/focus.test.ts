@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openWarehouse } from '../../src/storage/duckdb.js';
-import { pushArgs, queryDb, run, SPAN, syncCommand, withEmulator, withTempDir } from '../helpers.js';
+import { pushArgs, queryDb, run, SPAN, syncCommand, withEmulator, withTempDir } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };

@@ -16,8 +16,8 @@ import {
   expectCatalogEqualsWarehouse,
   expectNoCommitTwice,
   withKillCatalog,
-} from '../catalog-kill.js';
-import { CLI, SPAN, killRunner, syncCommand, withEmulator, withTempDir } from '../helpers.js';
+} from '../support/catalog-kill.js';
+import { CLI, SPAN, killRunner, syncCommand, withEmulator, withTempDir } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 

@@ -6,9 +6,9 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startCatalogServer, type CatalogServer } from '../catalog/server.mjs';
-import { icebergDifferences } from '../iceberg.js';
-import { cli, SPAN, syncCommand, withEmulator, withTempDir } from '../helpers.js';
-import { useRgw } from '../s3.js';
+import { icebergDifferences } from '../support/iceberg.js';
+import { cli, SPAN, syncCommand, withEmulator, withTempDir } from '../support/helpers.js';
+import { useRgw } from '../support/s3.js';
 
 const s3 = useRgw();
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };

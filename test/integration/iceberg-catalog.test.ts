@@ -13,8 +13,8 @@ import { commitSource, partitionSpec } from '../../src/iceberg/table.js';
 import { evolveSchema } from '../../src/iceberg/schema.js';
 import { openRestTables } from '../../src/outputs/iceberg-catalog.js';
 import { startCatalogServer, type CatalogServer, type CatalogServerOptions } from '../catalog/server.mjs';
-import { bareDataFile, catalogLocator, icebergDifferences } from '../iceberg.js';
-import { run, SPAN, syncCommand, withEmulator, withTempDir } from '../helpers.js';
+import { bareDataFile, catalogLocator, icebergDifferences } from '../support/iceberg.js';
+import { run, SPAN, syncCommand, withEmulator, withTempDir } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const SECRET = 'sEcReT-4f9a1c';

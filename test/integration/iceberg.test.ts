@@ -20,8 +20,8 @@ import {
 import { icebergLake } from '../../src/outputs/iceberg.js';
 import { directoryTarget, type OutputTarget } from '../../src/outputs/target.js';
 import { openWorkingCopy, workingCopyPath } from '../../src/storage/working-copy.js';
-import { bareDataFile, icebergDifferences, icebergFileCheck, placeholderCommit, readIceberg } from '../iceberg.js';
-import { cli, queryDb, run, SPAN, withEmulator, withTempDir, syncCommand } from '../helpers.js';
+import { bareDataFile, icebergDifferences, icebergFileCheck, placeholderCommit, readIceberg } from '../support/iceberg.js';
+import { cli, queryDb, run, SPAN, withEmulator, withTempDir, syncCommand } from '../support/helpers.js';
 import { monthsToRewrite } from '../../src/outputs/iceberg.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };

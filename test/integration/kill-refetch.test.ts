@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, killRunner, queryDb, SPAN, withEmulator, withTempDir } from '../helpers.js';
+import { CLI, killRunner, queryDb, SPAN, withEmulator, withTempDir } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 

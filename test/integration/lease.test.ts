@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
-import { CLI, SPAN, cli, killRunner, withEmulator, withTempDir, type CliResult } from '../helpers.js';
+import { CLI, SPAN, cli, killRunner, withEmulator, withTempDir, type CliResult } from '../support/helpers.js';
 import { Bucket } from '../../src/outputs/s3.js';
 import { Lease } from '../../src/state/lease.js';
-import { faultProxy, useRgw, startS3rver } from '../s3.js';
+import { faultProxy, useRgw, startS3rver } from '../support/s3.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 

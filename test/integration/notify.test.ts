@@ -18,7 +18,7 @@ import {
   SPAN,
   queryDb,
   FAST_SEND,
-} from '../helpers.js';
+} from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-06-30T12:00:00Z'), sleep: async () => undefined };
 const source = { ...SPAN, rowsPerDay: 20, anomaliesPerDay: 12, clock };

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { withWarehouse } from '../../src/storage/duckdb.js';
-import { cli, inDirectory, withEmulator, withTempDir, SPAN, run, syncCommand } from '../helpers.js';
+import { cli, inDirectory, withEmulator, withTempDir, SPAN, run, syncCommand } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 

@@ -10,7 +10,7 @@ import { formatUsd } from '../../src/money.js';
 import { dailySpendSpec, monthlySpec, renderSvg, topServicesSpec } from '../../src/report/charts.js';
 import type { ReportData } from '../../src/report/data.js';
 import { reportHtml } from '../../src/report/html.js';
-import { cli, inDirectory, queryDb, run, withEmulator, withTempDir, SPAN, syncCommand } from '../helpers.js';
+import { cli, inDirectory, queryDb, run, withEmulator, withTempDir, SPAN, syncCommand } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const CHROMIUM = process.env.COSTSYNC_CHROMIUM ?? '/usr/bin/chromium';

@@ -5,7 +5,7 @@ import { SCOPES } from '../../src/api/types.js';
 import type { SourceConfig } from '../../src/sources.js';
 import type { EmulatorInput } from '../../src/emulator/server.js';
 import { runSync } from '../../src/sync/runner.js';
-import { FAST_CLIENT, memoryLogger, run, testSyncConfig, withEmulator, withTempDir, SPAN, queryDb } from '../helpers.js';
+import { FAST_CLIENT, memoryLogger, run, testSyncConfig, withEmulator, withTempDir, SPAN, queryDb } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 const key = (k: string, workspace: string, extra: Record<string, unknown> = {}) => ({

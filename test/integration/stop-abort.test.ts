@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, queryDb, SPAN, withEmulator, withTempDir } from '../helpers.js';
+import { CLI, queryDb, SPAN, withEmulator, withTempDir } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 

@@ -15,7 +15,7 @@ import {
   SPAN,
   type KillPoint,
   dbIn,
-} from '../helpers.js';
+} from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 /** Kill points: 3 in `npm test`, 12 in `npm run test:slow` (vitest.config.ts), 30 in `npm run test:chaos`. */

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/emulator/rng.js';
-import { CLI, killRunner, tableDigest, withEmulator, withTempDir, SPAN, type KillPoint, dbIn } from '../helpers.js';
+import { CLI, killRunner, tableDigest, withEmulator, withTempDir, SPAN, type KillPoint, dbIn } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 /** Kill points: 3 in `npm test`, 12 in `npm run test:slow` (vitest.config.ts), 30 in `npm run test:chaos`. */

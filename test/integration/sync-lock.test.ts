@@ -7,7 +7,7 @@ import { CostsyncError, ExitCode } from '../../src/errors.js';
 import { acquireLock } from '../../src/state/lock.js';
 import { lockPaths } from '../../src/run-context.js';
 import { runSync } from '../../src/sync/runner.js';
-import { FAST_CLIENT, memoryLogger, run, syncCommand, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { FAST_CLIENT, memoryLogger, run, syncCommand, testSyncConfig, withEmulator, withTempDir, SPAN } from '../support/helpers.js';
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 

@@ -15,7 +15,7 @@ import {
   withScriptedServer,
   withTempDir,
   SPAN,
-} from '../helpers.js';
+} from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 const base = { ...SPAN, rowsPerDay: 400, clock };

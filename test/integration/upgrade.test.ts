@@ -8,7 +8,7 @@ import { keyFingerprint } from '../../src/fingerprint.js';
 import { legacyStateFileName, stateFileName } from '../../src/state/store.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { cli, emulatorLineItemIds, queryDb, run, tableDigest, withEmulator, withTempDir } from '../helpers.js';
+import { cli, emulatorLineItemIds, queryDb, run, tableDigest, withEmulator, withTempDir } from '../support/helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/v0.1-warehouse/', import.meta.url));
 // The emulator the fixture was synced from (test/fixtures/README.md).

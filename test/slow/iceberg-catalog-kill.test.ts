@@ -22,8 +22,8 @@ import {
   expectCatalogEqualsWarehouse,
   expectNoCommitTwice,
   withKillCatalog,
-} from '../catalog-kill.js';
-import { CLI, cli, killRunner, syncCommand, withEmulator, withTempDir, dbIn } from '../helpers.js';
+} from '../support/catalog-kill.js';
+import { CLI, cli, killRunner, syncCommand, withEmulator, withTempDir, dbIn } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const SECONDS = Number(process.env.COSTSYNC_CATALOG_KILL_SECONDS ?? 60);

@@ -4,9 +4,9 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import { createRng } from '../../src/emulator/rng.js';
-import { CLI, SPAN, cli, killRunner, tableDigest, withEmulator, withTempDir, type KillPoint, syncCommand, dbIn } from '../helpers.js';
-import { icebergDifferences, icebergFileCheck } from '../iceberg.js';
-import { faultProxy, useRgw } from '../s3.js';
+import { CLI, SPAN, cli, killRunner, tableDigest, withEmulator, withTempDir, type KillPoint, syncCommand, dbIn } from '../support/helpers.js';
+import { icebergDifferences, icebergFileCheck } from '../support/iceberg.js';
+import { faultProxy, useRgw } from '../support/s3.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const s3 = useRgw();

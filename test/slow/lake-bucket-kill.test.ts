@@ -4,9 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/emulator/rng.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { SCOPES } from '../../src/api/types.js';
-import { CLI, SPAN, cli, killRunner, lakeDifferences, withEmulator, withTempDir } from '../helpers.js';
-import { faultProxy, useRgw } from '../s3.js';
-import { expectBucketExact, syncArgs } from '../lake-bucket.js';
+import { CLI, SPAN, cli, killRunner, lakeDifferences, withEmulator, withTempDir } from '../support/helpers.js';
+import { faultProxy, useRgw } from '../support/s3.js';
+import { expectBucketExact, syncArgs } from '../support/lake-bucket.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const s3 = useRgw();

@@ -12,9 +12,9 @@ import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
-import { cli, tableDigest, withEmulator, withTempDir } from '../helpers.js';
-import { icebergDifferences, icebergFileCheck } from '../iceberg.js';
-import { lostAnswerProxy, useRgw } from '../s3.js';
+import { cli, tableDigest, withEmulator, withTempDir } from '../support/helpers.js';
+import { icebergDifferences, icebergFileCheck } from '../support/iceberg.js';
+import { lostAnswerProxy, useRgw } from '../support/s3.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const SPAN = { startDate: '2025-06-01', endDate: '2025-06-30' } as const;

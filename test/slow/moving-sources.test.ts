@@ -4,10 +4,10 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { stateObjectKey } from '../../src/outputs/lake-seed.js';
 import { startCatalogServer } from '../catalog/server.mjs';
-import { SPAN, cli, lakeDifferences, withEmulator, withTempDir } from '../helpers.js';
-import { catalogLocator, icebergDifferences } from '../iceberg.js';
-import { useRgw } from '../s3.js';
-import { clock, emulatorInput, expectSame, key, requestsOf, runners } from '../moving.js';
+import { SPAN, cli, lakeDifferences, withEmulator, withTempDir } from '../support/helpers.js';
+import { catalogLocator, icebergDifferences } from '../support/iceberg.js';
+import { useRgw } from '../support/s3.js';
+import { clock, emulatorInput, expectSame, key, requestsOf, runners } from '../support/moving.js';
 
 const s3 = useRgw();
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import { addDays } from '../../src/dates.js';
 import { createRng } from '../../src/emulator/rng.js';
-import { CLI, killRunner, tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, killRunner, tableDigest, withEmulator, withTempDir, SPAN } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 /** Kill points: 12 here (the slow tier), or COSTSYNC_KILLS. */

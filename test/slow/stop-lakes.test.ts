@@ -10,11 +10,11 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CATALOG_ENV, catalogFlags, expectCatalogEqualsWarehouse, withKillCatalog } from '../catalog-kill.js';
+import { CATALOG_ENV, catalogFlags, expectCatalogEqualsWarehouse, withKillCatalog } from '../support/catalog-kill.js';
 import type { CatalogServer } from '../catalog/server.mjs';
-import { cli, lakeDifferences, queryDb, SPAN, temporaryFiles, withEmulator, withTempDir } from '../helpers.js';
-import { icebergDifferences } from '../iceberg.js';
-import { useRgw } from '../s3.js';
+import { cli, lakeDifferences, queryDb, SPAN, temporaryFiles, withEmulator, withTempDir } from '../support/helpers.js';
+import { icebergDifferences } from '../support/iceberg.js';
+import { useRgw } from '../support/s3.js';
 
 const s3 = useRgw();
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };

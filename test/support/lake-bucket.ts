@@ -1,7 +1,7 @@
 /** What the bucket lake tests share: the sync's arguments, and the check that a bucket equals the working copy. */
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { workingCopyPath } from '../src/storage/working-copy.js';
+import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { SPAN, lakeDifferences, tableDigest } from './helpers.js';
 import type { S3Server } from './s3.js';
 

@@ -1,7 +1,7 @@
 /** Shared test helpers: an emulator on port 0 that always closes, a fake clock, raw HTTP. */
 import { request } from 'undici';
-import { startEmulator, type Emulator, type EmulatorInput } from '../src/emulator/server.js';
-import type { Clock } from '../src/api/resilience.js';
+import { startEmulator, type Emulator, type EmulatorInput } from '../../src/emulator/server.js';
+import type { Clock } from '../../src/api/resilience.js';
 
 /** Runs `fn` against a fresh emulator on a free loopback port, closing it afterwards. */
 export async function withEmulator<T>(options: EmulatorInput, fn: (emulator: Emulator) => Promise<T>): Promise<T> {
@@ -124,8 +124,8 @@ export async function withScriptedServer<T>(replies: ScriptedReply[], fn: (url: 
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SyncConfig } from '../src/config.js';
-import { createLogger, type Logger } from '../src/log.js';
+import type { SyncConfig } from '../../src/config.js';
+import { createLogger, type Logger } from '../../src/log.js';
 
 /** A temporary directory that is removed after `fn`. */
 export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
@@ -206,7 +206,7 @@ export const FAST_CLIENT = { retry: { retries: 6, minTimeoutMs: 1, maxTimeoutMs:
 /** Webhook sends for tests: short timeouts and backoff. */
 export const FAST_SEND = { timeoutMs: 300, retries: 2, minBackoffMs: 5 };
 
-import { openReadOnly } from '../src/storage/duckdb.js';
+import { openReadOnly } from '../../src/storage/duckdb.js';
 
 /** The rows of a read-only query against a DuckDB file (opened and closed around it). */
 export async function queryDb<T = Record<string, unknown>>(db: string, sql: string): Promise<T[]> {
@@ -248,7 +248,7 @@ import { once as onceEvent } from 'node:events';
 import { fileURLToPath } from 'node:url';
 
 /** The built CLI (`npm test` builds it first). */
-export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
 /** The warehouse `name` in `dir`, the directory made first: a run refuses a --db whose directory does not exist. */
 export function dbIn(dir: string, name = 'c.duckdb'): string {
@@ -276,7 +276,7 @@ export interface CliResult {
  * DuckDB again. Tests that need a real process (signals, kills, pipes, the executable) use `cli`.
  */
 export async function run(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  const { runCli } = await import('../src/cli-app.js');
+  const { runCli } = await import('../../src/cli-app.js');
   let stdout = '';
   let stderr = '';
   const io = {
@@ -354,7 +354,7 @@ export function killRunner(env: Record<string, string>, counts: (entry: { route:
 }
 
 import { existsSync, readdirSync } from 'node:fs';
-import { LAKE_TABLES } from '../src/storage/tables.js';
+import { LAKE_TABLES } from '../../src/storage/tables.js';
 
 /**
  * Per lake table (or those of `tables`), rows in the DuckDB file but not in the Parquet tree (`missing`)
