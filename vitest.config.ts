@@ -11,7 +11,7 @@ const UNIT = ['test/unit/**/*.test.ts'];
 const SLOW = ['test/chaos/**/*.test.ts', 'test/slow/**/*.test.ts'];
 /** The kill loops the fast tier runs with 3 kill points (but those SLOW_ONLY lists); the slow tier runs them again with 12. */
 const KILL_LOOPS = ['test/integration/sync-kill.test.ts', 'test/integration/sync-kill-outputs.test.ts'];
-const GLOBAL_SETUP = ['test/global-setup.ts'];
+const GLOBAL_SETUP = ['test/support/global-setup.ts'];
 /**
  * Files of test/integration/ the slow tier runs and the fast tier not at all: the output kill loops (12 kill
  * points), and two whose cases the slow tier's own files cover again at more points (test/slow/moving-sources,

@@ -24,7 +24,8 @@ import {
   SPAN,
   type KillPoint,
   syncCommand,
-} from '../helpers.js';
+  spanFlags,
+} from '../support/helpers.js';
 
 const SEED = Number(process.env.COSTSYNC_CHAOS_SEED ?? 20251121);
 const SECONDS = Number(process.env.COSTSYNC_CHAOS_SECONDS ?? 0);
@@ -188,15 +189,7 @@ describe(`chaos (seed ${SEED}, ${SECONDS} s)`, () => {
         do {
           pair += 1;
           await withTempDir(async (dir) => {
-            const args = syncCommand(url, dir, [
-              '--start-date',
-              SPAN.startDate,
-              '--until',
-              SPAN.endDate,
-              '--rate-limit',
-              '100000',
-              '--quiet',
-            ]);
+            const args = syncCommand(url, dir, [...spanFlags(), '--quiet']);
             const [a, b] = await Promise.all([cli(args, { COSTSYNC_API_KEY: 'demo-key' }), cli(args, { COSTSYNC_API_KEY: 'demo-key' })]);
             expect([a.code, b.code].sort(), `pair ${pair}: ${a.stderr}${b.stderr}`).toEqual([ExitCode.OK, ExitCode.LOCKED]);
             const digest = await tableDigest(join(dir, 'c.duckdb'));

@@ -5,7 +5,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it, vi } from 'vitest';
-import { inDirectory, run, withTempDir } from '../helpers.js';
+import { inDirectory, run, withTempDir } from '../support/helpers.js';
 
 const BIN = fileURLToPath(new URL('../../dist/bin.cjs', import.meta.url));
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {

@@ -5,7 +5,7 @@ import { carriedState, type CarriedState } from '../../src/state/carried.js';
 import { StateStore } from '../../src/state/store.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { runSync } from '../../src/sync/runner.js';
-import { FAST_CLIENT, memoryLogger, queryDb, testSyncConfig, withScriptedServer, withTempDir } from '../helpers.js';
+import { FAST_CLIENT, memoryLogger, queryDb, testSyncConfig, withScriptedServer, withTempDir } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-06-03T06:00:00Z'), sleep: async () => undefined };
 const item = (id: string, date: string) => ({

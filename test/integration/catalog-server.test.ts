@@ -15,8 +15,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { encodeManifest, encodeManifestList, type PartitionSpec } from '../../src/iceberg/avro.js';
 import type { IcebergSchema } from '../../src/iceberg/schema.js';
 import { startCatalogServer, type CatalogServer, type CatalogServerOptions } from '../catalog/server.mjs';
-import { withTempDir } from '../helpers.js';
-import { bareDataFile, readIceberg } from '../iceberg.js';
+import { withTempDir } from '../support/helpers.js';
+import { bareDataFile, readIceberg } from '../support/iceberg.js';
 
 const servers: CatalogServer[] = [];
 afterEach(async () => {

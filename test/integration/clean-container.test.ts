@@ -2,8 +2,8 @@ import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { addDays } from '../../src/dates.js';
-import { CLI, SPAN, cli, killRunner, tableDigest, withEmulator, withTempDir } from '../helpers.js';
-import { useRgw } from '../s3.js';
+import { CLI, SPAN, backfillFlags, cli, killRunner, syncCommandFor, tableDigest, withEmulator, withTempDir } from '../support/helpers.js';
+import { useRgw } from '../support/s3.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -16,25 +16,8 @@ describe('nightly runs from a clean container: the warehouse carries its state',
     await withEmulator({ ...SPAN, rowsPerDay: 200, clock, anomaliesPerDay: 3, onRequest: (e) => onRequest(e) }, async (emulator) => {
       await withTempDir(async (dir) => {
         const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', ...s3.env() };
-        const args = (db: string, stateDir: string, until: string) => [
-          'sync',
-          '--base-url',
-          emulator.url,
-          '--db',
-          db,
-          '--state-dir',
-          stateDir,
-          '--start-date',
-          SPAN.startDate,
-          '--until',
-          until,
-          '--window-days',
-          '10',
-          '--rate-limit',
-          '100000',
-          '--log-format',
-          'json',
-        ];
+        const args = (db: string, stateDir: string, until: string) =>
+          syncCommandFor(emulator.url, db, stateDir, backfillFlags(10, { span: { startDate: SPAN.startDate, endDate: until } }));
         const kept = join(dir, 'kept-state');
         const keptDb = join(dir, 'kept.duckdb');
         const cleanDb = 's3://nightly/wh/costs.duckdb';

@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
-import { run, tableDigest, withEmulator, withTempDir, SPAN, syncCommand } from '../helpers.js';
+import { run, tableDigest, withEmulator, withTempDir, SPAN, syncCommand } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key' };
@@ -50,10 +50,7 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
         ],
       ];
       for (const [flags, message] of cases) {
-        const result = await run(
-          ['sync', '--base-url', 'http://127.0.0.1:9', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), ...flags],
-          env,
-        );
+        const result = await run(syncCommand('http://127.0.0.1:9', dir, flags), env);
         expect(result.code, flags.join(' ')).toBe(ExitCode.USAGE);
         expect(result.stderr, flags.join(' ')).toMatch(message);
       }
@@ -191,10 +188,7 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
   it('a state directory that cannot be created: exit 1 naming it and the fix', async () => {
     await withTempDir(async (dir) => {
       writeFileSync(join(dir, 'state'), 'a file where the directory should be');
-      const result = await run(
-        ['sync', '--base-url', 'http://127.0.0.1:9', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')],
-        env,
-      );
+      const result = await run(syncCommand('http://127.0.0.1:9', dir), env);
       expect(result.code).toBe(ExitCode.FAILED);
       expect(result.stderr).toMatch(/Cannot create the state directory .*state: EEXIST/);
       expect(result.stderr).toMatch(/hint: Check that --state-dir points at a writable place/);

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ExitCode } from '../../src/errors.js';
 import { SCOPES } from '../../src/api/types.js';
-import { withEmulator, withTempDir, SPAN, cli, run, syncCommand } from '../helpers.js';
+import { withEmulator, withTempDir, SPAN, cli, run, syncCommand, spanFlags } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
@@ -29,22 +29,7 @@ describe('status, check and parquet (CLI)', () => {
         const before = await run(['status', ...common]);
         expect(before.code).toBe(0);
         expect(before.stdout).toMatch(/No sync state/);
-        const sync = await run(
-          [
-            'sync',
-            '--base-url',
-            url,
-            ...common,
-            '--start-date',
-            SPAN.startDate,
-            '--until',
-            SPAN.endDate,
-            '--rate-limit',
-            '100000',
-            '--quiet',
-          ],
-          env,
-        );
+        const sync = await run(syncCommand(url, dir, [...spanFlags(), '--quiet']), env);
         expect(sync.code).toBe(0);
         const pretty = await cli(['status', ...common]);
         expect(pretty.stdout).toMatch(/line_items\s+2025-06-01\.\.2025-06-30/);
@@ -87,19 +72,7 @@ describe('status, check and parquet (CLI)', () => {
     await withEmulator({ ...SPAN, rowsPerDay: 40, clock }, async (emulator) => {
       await withTempDir(async (dir) => {
         const out = join(dir, 'pq');
-        const args = syncCommand(emulator.url, dir, [
-          '--start-date',
-          SPAN.startDate,
-          '--until',
-          SPAN.endDate,
-          '--rate-limit',
-          '100000',
-          '--format',
-          'parquet',
-          '--out',
-          out,
-          '--quiet',
-        ]);
+        const args = syncCommand(emulator.url, dir, [...spanFlags(), '--format', 'parquet', '--out', out, '--quiet']);
         expect((await run(args, env)).code).toBe(0);
         expect(readdirSync(join(out, 'line_items'))).toEqual(['source=default']);
         expect(readdirSync(join(out, 'line_items', 'source=default'))).toHaveLength(30);

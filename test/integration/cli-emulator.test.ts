@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { addDays, utcDate } from '../../src/dates.js';
-import { CLI, raw } from '../helpers.js';
+import { CLI, raw } from '../support/helpers.js';
 
 describe('costsync emulator (CLI)', () => {
   it('prints its URL as the first line and serves the API until SIGTERM; --days sets how far back its data goes', async () => {

@@ -1,5 +1,3 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,22 +5,11 @@ import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { CLI, cli, run, tableDigest, withEmulator, withTempDir, SPAN, syncCommand } from '../helpers.js';
+import { backfillFlags, cli, run, startCli, tableDigest, withEmulator, withTempDir, SPAN, syncCommand } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
-const syncArgs = (url: string, dir: string, extra: string[] = []) =>
-  syncCommand(url, dir, [
-    '--start-date',
-    SPAN.startDate,
-    '--until',
-    SPAN.endDate,
-    '--rate-limit',
-    '100000',
-    '--log-format',
-    'json',
-    ...extra,
-  ]);
+const syncArgs = (url: string, dir: string, extra: string[] = []) => syncCommand(url, dir, [...backfillFlags(), ...extra]);
 
 describe('costsync sync (CLI)', () => {
   it('syncs with JSON logs and exit code 0, the same tables whatever the machine time zone', async () => {
@@ -196,16 +183,9 @@ describe('costsync sync (CLI) under SIGTERM', () => {
       async ({ url }) => {
         await withTempDir(async (dir) => {
           const args = syncArgs(url, dir, ['--streams', 'line_items', '--window-days', '2', '--concurrency', '1']);
-          const child = spawn(process.execPath, [CLI, ...args], {
-            env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' },
-            stdio: ['ignore', 'ignore', 'pipe'],
-          });
-          let stderr = '';
-          child.stderr.on('data', (d: Buffer) => {
-            stderr += d;
-          });
+          const { child, result } = startCli(args, { COSTSYNC_API_KEY: 'demo-key' });
           onThird = () => child.kill('SIGTERM');
-          const [code] = (await once(child, 'exit')) as [number];
+          const { code, stderr } = await result;
           expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
           expect(stderr).toMatch(/SIGTERM/);
           const rest = await cli(args, { COSTSYNC_API_KEY: 'demo-key' });

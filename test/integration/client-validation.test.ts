@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createApiClient } from '../../src/api/client.js';
 import { ApiError } from '../../src/errors.js';
-import { withScriptedServer, type ScriptedReply } from '../helpers.js';
+import { withScriptedServer, type ScriptedReply } from '../support/helpers.js';
 
 const item = {
   id: 'a',

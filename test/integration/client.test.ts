@@ -3,7 +3,7 @@ import { createApiClient, type ApiClientOptions } from '../../src/api/client.js'
 import { createRequestLimiter } from '../../src/api/resilience.js';
 import { SCOPES } from '../../src/api/types.js';
 import { ApiError, ConfigError, ExitCode } from '../../src/errors.js';
-import { fakeClock, withEmulator, SPAN } from '../helpers.js';
+import { fakeClock, withEmulator, SPAN } from '../support/helpers.js';
 
 const FAST_RETRY = { retries: 4, minTimeoutMs: 1, maxTimeoutMs: 5 };
 

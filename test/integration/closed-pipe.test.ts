@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, queryDb, SPAN, withEmulator, withTempDir, syncCommand } from '../helpers.js';
+import { CLI, queryDb, SPAN, withEmulator, withTempDir, syncCommand, backfillFlags } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -26,18 +26,7 @@ describe('a closed stdout or stderr', () => {
   it('`sync … 2>&1 | head -3` stops the run as SIGTERM does: exit 4, never 0; the run recorded as stopped, the lock released; the next run goes on', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async (emulator) => {
       await withTempDir(async (dir) => {
-        const args = syncCommand(emulator.url, dir, [
-          '--start-date',
-          SPAN.startDate,
-          '--until',
-          SPAN.endDate,
-          '--window-days',
-          '1',
-          '--rate-limit',
-          '100000',
-          '--log-format',
-          'json',
-        ]);
+        const args = syncCommand(emulator.url, dir, [...backfillFlags(1)]);
         const cut = await throughHead(args, 3);
         expect(cut.out.trim().split('\n')).toHaveLength(3);
         expect(cut.code).toBe(4);

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runDemo } from '../../src/commands/demo.js';
-import { tableDigest, withTempDir } from '../helpers.js';
+import { tableDigest, withTempDir } from '../support/helpers.js';
 
 describe('costsync demo', () => {
   it('syncs from its own emulator into a fresh database and shows spend and open anomalies', async () => {

@@ -3,11 +3,10 @@
 // its own (unshare -m, as the lock tests use unshare), under the process that syncs.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DISK_MB } from '../../src/errors.js';
-import { CLI, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, withEmulator, withTempDir, SPAN, syncCommand, backfillFlags } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -16,9 +15,8 @@ describe('a full disk', () => {
     await withEmulator({ ...SPAN, rowsPerDay: 2_000, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
         const disk = join(dir, 'disk');
-        mkdirSync(disk);
-        const sync = [CLI, 'sync', '--base-url', url, '--db', join(disk, 'c.duckdb'), '--state-dir', join(disk, 'state')];
-        const args = [...sync, '--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--log-format', 'json'];
+        const sync = [CLI, ...syncCommand(url, disk)];
+        const args = [...sync, ...backfillFlags()];
         const child = spawn(
           'unshare',
           ['-m', 'sh', '-c', 'mount -t tmpfs -o size=4m tmpfs "$0" && exec "$@"', disk, process.execPath, ...args],

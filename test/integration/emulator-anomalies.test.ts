@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { raw, withEmulator } from '../helpers.js';
+import { raw, withEmulator } from '../support/helpers.js';
 
 const span = { startDate: '2025-04-01', endDate: '2025-06-30', anomaliesPerDay: 4 };
 const clock = { now: () => Date.parse('2025-07-01T00:00:00Z') };

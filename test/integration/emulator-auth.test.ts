@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
-import { raw, withEmulator, SPAN } from '../helpers.js';
+import { raw, withEmulator, SPAN } from '../support/helpers.js';
 
 const LINE_ITEMS = `/api/v1/public/line-items?start_date=${SPAN.startDate}&end_date=${SPAN.startDate}&limit=1`;
 const keys = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Anomaly, LineItem } from '../../src/api/types.js';
-import { cli, raw, run, withEmulator } from '../helpers.js';
+import { cli, raw, run, withEmulator } from '../support/helpers.js';
 
 // Data 2025-04-01..2025-06-30 seen on 2025-07-01: the days changed below are 40 to 90 days old.
 const options = {

@@ -4,7 +4,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { SPAN, syncCommand, withEmulator, withTempDir } from '../helpers.js';
+import { SPAN, syncCommand, withEmulator, withTempDir } from '../support/helpers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = join(ROOT, 'dist', 'bin.cjs');

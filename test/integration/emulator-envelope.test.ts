@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { raw, withEmulator, SPAN } from '../helpers.js';
+import { raw, withEmulator, SPAN } from '../support/helpers.js';
 
 describe('emulator envelope and routing', () => {
   it('wraps unknown paths, wrong methods and unparsable bodies in the envelope', async () => {

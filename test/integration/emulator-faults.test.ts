@@ -1,6 +1,6 @@
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { raw, withEmulator, SPAN } from '../helpers.js';
+import { raw, withEmulator, SPAN } from '../support/helpers.js';
 
 const PATH = `/api/v1/public/line-items?start_date=${SPAN.startDate}&end_date=${SPAN.startDate}`;
 

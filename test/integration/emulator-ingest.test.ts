@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { raw, withEmulator, SPAN } from '../helpers.js';
+import { raw, withEmulator, SPAN } from '../support/helpers.js';
 
 const post = (url: string, body: unknown, connection = 'demo-connection') =>
   raw(url, `/api/v1/public/ingest/focus/${connection}`, {

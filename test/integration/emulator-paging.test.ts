@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { raw, withEmulator, SPAN } from '../helpers.js';
+import { raw, withEmulator, SPAN } from '../support/helpers.js';
 
 const path = (q: string) => `/api/v1/public/line-items?${q}`;
 

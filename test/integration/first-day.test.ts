@@ -24,7 +24,9 @@ import {
   SPAN,
   run as inProcess,
   syncCommand,
-} from '../helpers.js';
+  spanFlags,
+  startCli,
+} from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -33,6 +35,10 @@ function run(command: 'sync' | 'status', flags: Record<string, unknown>, env: Re
   const argv = Object.entries(flags).flatMap(([k, v]) => (v === true ? [`--${k}`] : [`--${k}`, String(v)]));
   return inProcess([command, ...argv], env);
 }
+
+/** A spawned sync of SPAN at 600 requests a minute (so a signal or a deadline lands mid-run), then `more`, with JSON logs. */
+const rateLimited = (url: string, dir: string, more: string[] = []) =>
+  syncCommand(url, dir, [...spanFlags(undefined, { rateLimit: false }), '--rate-limit', '600', ...more, '--log-format', 'json']);
 
 const syncArgs = (url: string, dir: string, over: Record<string, unknown> = {}) => ({
   'base-url': url,
@@ -112,26 +118,10 @@ describe('stopping is bounded, whatever the stream', () => {
       },
       async (emulator) => {
         await withTempDir(async (dir) => {
-          const args = syncCommand(emulator.url, dir, [
-            '--start-date',
-            SPAN.startDate,
-            '--until',
-            SPAN.endDate,
-            '--rate-limit',
-            '600',
-            '--log-format',
-            'json',
-          ]);
-          const child = spawn(process.execPath, [CLI, ...args], {
-            env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' },
-            stdio: ['ignore', 'ignore', 'pipe'],
-          });
-          let stderr = '';
-          child.stderr.on('data', (d: Buffer) => {
-            stderr += d;
-          });
+          const args = rateLimited(emulator.url, dir);
+          const { child, result } = startCli(args, { COSTSYNC_API_KEY: 'demo-key' });
           stop = () => child.kill('SIGTERM');
-          const [code] = (await once(child, 'exit')) as [number | null];
+          const { code, stderr } = await result;
           expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
           expect(atSignal).toBeGreaterThan(0);
           // At most the request in flight, and one the limiter had just released.
@@ -163,31 +153,8 @@ describe('stopping is bounded, whatever the stream', () => {
       },
       async (emulator) => {
         await withTempDir(async (dir) => {
-          const args = syncCommand(emulator.url, dir, [
-            '--start-date',
-            SPAN.startDate,
-            '--until',
-            SPAN.endDate,
-            '--rate-limit',
-            '600',
-            '--max-runtime',
-            '2s',
-            '--log-format',
-            'json',
-          ]);
-          const child = spawn(process.execPath, [CLI, ...args], {
-            env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key' },
-            stdio: ['ignore', 'pipe', 'pipe'],
-          });
-          let stderr = '';
-          let stdout = '';
-          child.stderr.on('data', (d: Buffer) => {
-            stderr += d;
-          });
-          child.stdout.on('data', (d: Buffer) => {
-            stdout += d;
-          });
-          const [code] = (await once(child, 'exit')) as [number | null];
+          const args = rateLimited(emulator.url, dir, ['--max-runtime', '2s']);
+          const { code, stderr, stdout } = await startCli(args, { COSTSYNC_API_KEY: 'demo-key' }).result;
           expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
           // The summary (on stdout) says why it stopped.
           expect(JSON.parse(stdout)).toMatchObject({ msg: 'sync finished', stopReason: '--max-runtime of 2 s reached' });

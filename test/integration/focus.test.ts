@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { FOCUS_1_2_COLUMNS } from '../../src/focus/columns.js';
 import { openWarehouse } from '../../src/storage/duckdb.js';
-import { pushArgs, queryDb, run, SPAN, syncCommand, withEmulator, withTempDir } from '../helpers.js';
+import { pushArgs, queryDb, run, SPAN, syncCommand, withEmulator, withTempDir, spanFlags } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
@@ -25,10 +25,7 @@ async function synced<T>(fn: (db: string, dir: string) => Promise<T>): Promise<T
   return withEmulator({ ...SPAN, rowsPerDay: 80, clock }, async ({ url }) =>
     withTempDir(async (dir) => {
       const db = join(dir, 'c.duckdb');
-      const sync = await run(
-        syncCommand(url, dir, ['--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet']),
-        env,
-      );
+      const sync = await run(syncCommand(url, dir, [...spanFlags(), '--quiet']), env);
       expect(sync.code, sync.stderr).toBe(0);
       return fn(db, dir);
     }),
@@ -197,10 +194,7 @@ describe('the focus view (FOCUS 1.2)', () => {
         const pushed = await run(pushArgs(url, dir, ['--connection', 'demo-connection', file]), env);
         expect(pushed.code, pushed.stderr).toBe(0);
         const db = join(dir, 'c.duckdb');
-        const sync = await run(
-          syncCommand(url, dir, ['--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet']),
-          env,
-        );
+        const sync = await run(syncCommand(url, dir, [...spanFlags(), '--quiet']), env);
         expect(sync.code, sync.stderr).toBe(0);
         // The API's net amount is the row's EffectiveCost (BilledCost when it has none); categories as the spec's rules store them.
         const expected = await queryDb<{ d: string; service: string; category: string; cost: number }>(

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openWarehouse, type Warehouse } from '../../src/storage/duckdb.js';
 import { MAX_GROUP } from '../../src/storage/write-queue.js';
-import { withTempDir } from '../helpers.js';
+import { withTempDir } from '../support/helpers.js';
 
 /** A warehouse in a temp dir with a table `t (n INTEGER)`, closed however the test ends. */
 async function withTable(fn: (wh: Warehouse) => Promise<void>): Promise<void> {

@@ -16,8 +16,8 @@ import {
   expectCatalogEqualsWarehouse,
   expectNoCommitTwice,
   withKillCatalog,
-} from '../catalog-kill.js';
-import { CLI, SPAN, killRunner, syncCommand, withEmulator, withTempDir } from '../helpers.js';
+} from '../support/catalog-kill.js';
+import { CLI, SPAN, killRunner, syncCommand, withEmulator, withTempDir, backfillFlags } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -36,23 +36,7 @@ async function killThenRerun(label: string, arming: Arming, killed: (catalog: Ca
   await withEmulator({ ...SPAN, rowsPerDay: 20, anomaliesPerDay: 1, clock }, async (emulator) => {
     await withTempDir(async (dir) => {
       await withKillCatalog(dir, async (catalog) => {
-        const args = [
-          CLI,
-          ...syncCommand(emulator.url, dir, [
-            ...catalogFlags(catalog),
-            '--start-date',
-            SPAN.startDate,
-            '--until',
-            SPAN.endDate,
-            '--window-days',
-            '10',
-            '--rate-limit',
-            '100000',
-            '--log-format',
-            'json',
-            '--quiet',
-          ]),
-        ];
+        const args = [CLI, ...syncCommand(emulator.url, dir, [...catalogFlags(catalog), ...backfillFlags(10), '--quiet'])];
         const ledger = commitLedger(catalog);
         const runner = killRunner({ ...CATALOG_ENV, ...arming.env });
         const disarm = arming.arm?.(catalog, () => runner.killNow()) ?? (() => undefined);

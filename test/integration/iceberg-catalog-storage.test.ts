@@ -6,28 +6,16 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startCatalogServer, type CatalogServer } from '../catalog/server.mjs';
-import { icebergDifferences } from '../iceberg.js';
-import { cli, SPAN, syncCommand, withEmulator, withTempDir } from '../helpers.js';
-import { useRgw } from '../s3.js';
+import { icebergDifferences } from '../support/iceberg.js';
+import { backfillFlags, cli, SPAN, syncCommand, withEmulator, withTempDir } from '../support/helpers.js';
+import { useRgw } from '../support/s3.js';
 
 const s3 = useRgw();
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const NS = ['costsync'];
 
 function args(emulatorUrl: string, dir: string, catalogUrl: string, extra: string[]): string[] {
-  return syncCommand(emulatorUrl, dir, [
-    '--catalog',
-    catalogUrl,
-    '--start-date',
-    SPAN.startDate,
-    '--until',
-    SPAN.endDate,
-    '--rate-limit',
-    '100000',
-    '--log-format',
-    'json',
-    ...extra,
-  ]);
+  return syncCommand(emulatorUrl, dir, ['--catalog', catalogUrl, ...backfillFlags(), ...extra]);
 }
 
 /** Each table as the catalog's loadTable holds it (its metadata, wherever its file is). */

@@ -13,8 +13,8 @@ import { commitSource, partitionSpec } from '../../src/iceberg/table.js';
 import { evolveSchema } from '../../src/iceberg/schema.js';
 import { openRestTables } from '../../src/outputs/iceberg-catalog.js';
 import { startCatalogServer, type CatalogServer, type CatalogServerOptions } from '../catalog/server.mjs';
-import { bareDataFile, catalogLocator, icebergDifferences } from '../iceberg.js';
-import { run, SPAN, syncCommand, withEmulator, withTempDir } from '../helpers.js';
+import { bareDataFile, catalogLocator, icebergDifferences } from '../support/iceberg.js';
+import { run, SPAN, syncCommand, withEmulator, withTempDir, backfillFlags, spanFlags } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const SECRET = 'sEcReT-4f9a1c';
@@ -29,16 +29,7 @@ function syncArgs(emulatorUrl: string, catalog: CatalogServer, dir: string, extr
     'wh',
     '--catalog-namespace',
     NS.join('.'),
-    '--start-date',
-    SPAN.startDate,
-    '--until',
-    SPAN.endDate,
-    '--window-days',
-    '7',
-    '--rate-limit',
-    '100000',
-    '--log-format',
-    'json',
+    ...backfillFlags(7),
     ...extra,
   ]);
 }
@@ -215,23 +206,9 @@ describe('--format iceberg --catalog (an Iceberg REST catalog)', () => {
       await withTempDir(async (dir) => {
         const lake = join(dir, 'lake');
         // First as directory tables, as an earlier costsync wrote them.
-        expect(
-          await run(
-            syncCommand(emulator.url, dir, [
-              '--format',
-              'iceberg',
-              '--out',
-              lake,
-              '--start-date',
-              SPAN.startDate,
-              '--until',
-              SPAN.endDate,
-              '--rate-limit',
-              '100000',
-            ]),
-            ENV,
-          ),
-        ).toMatchObject({ code: 0 });
+        expect(await run(syncCommand(emulator.url, dir, ['--format', 'iceberg', '--out', lake, ...spanFlags()]), ENV)).toMatchObject({
+          code: 0,
+        });
         const { readFileSync } = await import('node:fs');
         const directorySnapshots = (
           JSON.parse(readFileSync(join(lake, 'line_items', 'metadata', 'v1.metadata.json'), 'utf8')) as {

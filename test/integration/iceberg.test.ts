@@ -20,8 +20,8 @@ import {
 import { icebergLake } from '../../src/outputs/iceberg.js';
 import { directoryTarget, type OutputTarget } from '../../src/outputs/target.js';
 import { openWorkingCopy, workingCopyPath } from '../../src/storage/working-copy.js';
-import { bareDataFile, icebergDifferences, icebergFileCheck, placeholderCommit, readIceberg } from '../iceberg.js';
-import { cli, queryDb, run, SPAN, withEmulator, withTempDir, syncCommand } from '../helpers.js';
+import { bareDataFile, icebergDifferences, icebergFileCheck, placeholderCommit, readIceberg } from '../support/iceberg.js';
+import { cli, queryDb, run, SPAN, withEmulator, withTempDir, syncCommand, backfillFlags } from '../support/helpers.js';
 import { monthsToRewrite } from '../../src/outputs/iceberg.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -31,16 +31,7 @@ const ENV = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
 function syncArgs(url: string, dir: string, extra: string[] = [], warehouseOnly = false): string[] {
   return syncCommand(url, dir, [
     ...(warehouseOnly ? [] : ['--format', 'iceberg', '--out', join(dir, 'lake')]),
-    '--start-date',
-    SPAN.startDate,
-    '--until',
-    SPAN.endDate,
-    '--window-days',
-    '7',
-    '--rate-limit',
-    '100000',
-    '--log-format',
-    'json',
+    ...backfillFlags(7),
     '--quiet',
     ...extra,
   ]);

@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/emulator/rng.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
-import { CLI, SPAN, cli, killRunner, tableDigest, withEmulator, withTempDir } from '../helpers.js';
-import { faultProxy, useRgw } from '../s3.js';
-import { expectBucketExact, syncArgs } from '../lake-bucket.js';
+import { CLI, SPAN, backfillFlags, cli, killRunner, tableDigest, withEmulator, withTempDir } from '../support/helpers.js';
+import { faultProxy, useRgw } from '../support/s3.js';
+import { bucketSyncCommand, expectBucketExact, syncArgs } from '../support/lake-bucket.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const s3 = useRgw();
@@ -61,26 +61,7 @@ describe('the lake and the published warehouse in a bucket', () => {
       await withEmulator({ ...SPAN, rowsPerDay: 3000, clock }, async ({ url }) => {
         await withTempDir(async (dir) => {
           const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', COSTSYNC_S3_PART_SIZE: String(5 * 2 ** 20), ...s3.env(proxy.endpoint) };
-          const args = [
-            CLI,
-            'sync',
-            '--base-url',
-            url,
-            '--db',
-            's3://lake-f/wh/costs.duckdb',
-            '--state-dir',
-            join(dir, 'state'),
-            '--streams',
-            'line_items',
-            '--start-date',
-            SPAN.startDate,
-            '--until',
-            SPAN.endDate,
-            '--rate-limit',
-            '100000',
-            '--log-format',
-            'json',
-          ];
+          const args = [CLI, ...bucketSyncCommand(url, 'lake-f', join(dir, 'state'), ['--streams', 'line_items', ...backfillFlags()])];
           const runner = killRunner(env, (e) => e.route === 's3 part');
           onRequest = runner.onRequest;
           let killed = 0;

@@ -4,8 +4,17 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { manifestKey } from '../../src/outputs/lake.js';
 import { runSync } from '../../src/sync/runner.js';
-import { FAST_CLIENT, lakeDifferences, memoryLogger, queryDb, SPAN, testSyncConfig, withEmulator, withTempDir } from '../helpers.js';
-import { icebergDifferences } from '../iceberg.js';
+import {
+  FAST_CLIENT,
+  lakeDifferences,
+  memoryLogger,
+  queryDb,
+  SPAN,
+  testSyncConfig,
+  withEmulator,
+  withTempDir,
+} from '../support/helpers.js';
+import { icebergDifferences } from '../support/iceberg.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 const RESTATE = { days: 5, changeRate: 0.5, deleteRate: 0.2 };

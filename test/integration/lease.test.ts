@@ -5,34 +5,29 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
-import { CLI, SPAN, cli, killRunner, withEmulator, withTempDir, type CliResult } from '../helpers.js';
+import {
+  CLI,
+  IN_OTHER_PID_NAMESPACE,
+  SPAN,
+  cli,
+  killRunner,
+  startCli,
+  withEmulator,
+  withTempDir,
+  type CliResult,
+  backfillFlags,
+} from '../support/helpers.js';
 import { Bucket } from '../../src/outputs/s3.js';
 import { Lease } from '../../src/state/lease.js';
-import { faultProxy, useRgw, startS3rver } from '../s3.js';
+import { faultProxy, useRgw, startS3rver } from '../support/s3.js';
+import { bucketSyncCommand } from '../support/lake-bucket.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
 const s3 = useRgw();
 
 function args(url: string, dir: string, bucket: string, state: string, more: string[] = []): string[] {
-  return [
-    'sync',
-    '--base-url',
-    url,
-    '--db',
-    `s3://${bucket}/wh/costs.duckdb`,
-    '--state-dir',
-    join(dir, state),
-    '--start-date',
-    SPAN.startDate,
-    '--until',
-    SPAN.endDate,
-    '--window-days',
-    '10',
-    '--log-format',
-    'json',
-    ...more,
-  ];
+  return bucketSyncCommand(url, bucket, join(dir, state), [...backfillFlags(10, { rateLimit: false }), ...more]);
 }
 
 async function getText(bucket: string, key: string): Promise<string> {
@@ -41,23 +36,6 @@ async function getText(bucket: string, key: string): Promise<string> {
 
 async function putText(bucket: string, key: string, text: string): Promise<void> {
   await s3.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: text }));
-}
-
-/** Starts the CLI and returns its result once it exits. */
-function start(argv: string[], env: Record<string, string>): Promise<CliResult> {
-  const child = spawn(process.execPath, [CLI, ...argv], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => {
-    stdout += d;
-  });
-  child.stderr.on('data', (d: Buffer) => {
-    stderr += d;
-  });
-  return once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as string | null, stdout, stderr }));
 }
 
 describe('a lease keeps runners on different machines apart', () => {
@@ -169,7 +147,10 @@ describe('a lease keeps runners on different machines apart', () => {
             await putText('lease-c', 'wh/costs.duckdb', "the other run's warehouse");
             done();
           };
-          const run = start(args(url, dir, 'lease-c', 'a', ['--rate-limit', '600', '--publish-interval', '0', '--lease-ttl', '3s']), env);
+          const run = startCli(
+            args(url, dir, 'lease-c', 'a', ['--rate-limit', '600', '--publish-interval', '0', '--lease-ttl', '3s']),
+            env,
+          ).result;
           await tookOver;
           const result = await run;
           expect(result.code, result.stderr).toBe(5);
@@ -247,7 +228,7 @@ describe('a lease keeps runners on different machines apart', () => {
  * namespace (`unshare`) or on a clock that runs behind (`faketime`). It prints its identity once it holds,
  * and lets go when its stdin closes.
  */
-async function holder(what: 'lease' | 'lock', target: string, wrap: string[], env: Record<string, string> = {}) {
+async function holder(what: 'lease' | 'lock', target: string, wrap: readonly string[], env: Record<string, string> = {}) {
   const dist = new URL('../../dist/', import.meta.url).href;
   const script =
     what === 'lock'
@@ -276,22 +257,10 @@ async function holder(what: 'lease' | 'lock', target: string, wrap: string[], en
   };
 }
 
-/** Runs `command` in a new PID namespace whose next pid is above any on this machine (pid_max here is 32768). */
-const inOtherPidNamespace = [
-  'unshare',
-  '--pid',
-  '--fork',
-  '--mount-proc',
-  'sh',
-  '-c',
-  'echo 77777 > /proc/sys/kernel/ns_last_pid; "$@"; exit $?',
-  'holder',
-];
-
 describe("a holder is known by its machine, boot, PID namespace and process; staleness by the bucket's clock", () => {
   it('a live holder in another PID namespace of this host keeps its lease (it waits for the TTL, not taken at once)', async () => {
     await s3.createBucket('lease-ns');
-    const held = await holder('lease', 'lease-ns/costs.duckdb.lease', inOtherPidNamespace, s3.env());
+    const held = await holder('lease', 'lease-ns/costs.duckdb.lease', IN_OTHER_PID_NAMESPACE, s3.env());
     try {
       // Its pid does not exist in this namespace: the previous version concluded "its process is gone".
       expect(held.pid).toBeGreaterThan(32768);

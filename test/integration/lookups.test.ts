@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { withWarehouse, type Warehouse } from '../../src/storage/duckdb.js';
 import { warehouseLookups } from '../../src/sync/lookups.js';
-import { withTempDir } from '../helpers.js';
+import { withTempDir } from '../support/helpers.js';
 
 /** The warehouse, counting the named queries it runs. */
 function counting(warehouse: Warehouse): { warehouse: Warehouse; counts: Map<string, number> } {

@@ -16,9 +16,9 @@ import { Bucket, conditionalWritesIgnored, createS3Client } from '../../src/outp
 import { bucketTarget, directoryTarget, type OutputTarget } from '../../src/outputs/target.js';
 import { selfIdentity, type ProcessProbe } from '../../src/state/holder.js';
 import { Lease } from '../../src/state/lease.js';
-import { withTempDir } from '../helpers.js';
-import { icebergFileCheck, placeholderCommit } from '../iceberg.js';
-import { lostAnswerProxy, useRgw } from '../s3.js';
+import { withTempDir } from '../support/helpers.js';
+import { icebergFileCheck, placeholderCommit } from '../support/iceberg.js';
+import { lostAnswerProxy, useRgw } from '../support/s3.js';
 
 const s3 = useRgw();
 const clock: Clock = { now: () => Date.now(), sleep: async () => undefined };

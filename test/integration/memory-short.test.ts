@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { runSync } from '../../src/sync/runner.js';
 import { openWarehouse } from '../../src/storage/duckdb.js';
 import { CostsyncError } from '../../src/errors.js';
-import { FAST_CLIENT, SPAN, memoryLogger, queryDb, testSyncConfig, withEmulator, withTempDir } from '../helpers.js';
+import { FAST_CLIENT, SPAN, memoryLogger, queryDb, testSyncConfig, withEmulator, withTempDir } from '../support/helpers.js';
 
 describe('a heap that runs short', () => {
   it('stops the run cleanly with CS_ERR_MEMORY (exit 1) and its progress saved, and the next run goes on from it', async () => {

@@ -1,8 +1,8 @@
 import { expect, it } from 'vitest';
-import { modelReport, runModel } from '../model.js';
+import { modelReport, runModel } from '../support/model.js';
 
 /**
- * The command surface as users combine it (test/model.ts): here, the short sequences that fit in about 3 s;
+ * The command surface as users combine it (test/support/model.ts): here, the short sequences that fit in about 3 s;
  * `npm run test:slow` runs longer ones for longer. `COSTSYNC_MODEL_SEED`, `COSTSYNC_MODEL_PATH` and
  * `COSTSYNC_MODEL_REPLAY` (all printed) replay a failure exactly.
  */

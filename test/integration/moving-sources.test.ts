@@ -2,8 +2,8 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync 
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { stateObjectKey } from '../../src/outputs/lake-seed.js';
-import { lakeDifferences, queryDb, withEmulator, withTempDir } from '../helpers.js';
-import { emulatorInput, expectSame, requestsOf, runners } from '../moving.js';
+import { lakeDifferences, queryDb, withEmulator, withTempDir } from '../support/helpers.js';
+import { emulatorInput, expectSame, requestsOf, runners } from '../support/moving.js';
 
 // Iceberg tables and lakes in a bucket or behind a catalog: test/slow/moving-sources.test.ts.
 

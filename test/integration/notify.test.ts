@@ -18,7 +18,9 @@ import {
   SPAN,
   queryDb,
   FAST_SEND,
-} from '../helpers.js';
+  syncCommand,
+  spanFlags,
+} from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-06-30T12:00:00Z'), sleep: async () => undefined };
 const source = { ...SPAN, rowsPerDay: 20, anomaliesPerDay: 12, clock };
@@ -137,20 +139,7 @@ describe('notifications', () => {
         await withTempDir(async (dir) => {
           const args = [
             CLI,
-            'sync',
-            '--base-url',
-            url,
-            '--db',
-            join(dir, 'c.duckdb'),
-            '--state-dir',
-            join(dir, 'state'),
-            '--rate-limit',
-            '100000',
-            '--notify',
-            receiver.url,
-            '--notify-severity',
-            'low',
-            '--quiet',
+            ...syncCommand(url, dir, ['--rate-limit', '100000', '--notify', receiver.url, '--notify-severity', 'low', '--quiet']),
           ];
           // The receiver takes the first message and never answers: the sync is killed mid-send.
           receiver.replies = ['hang', 200];
@@ -204,12 +193,7 @@ describe('notifications', () => {
           const sync = [
             'sync',
             ...base,
-            '--start-date',
-            SPAN.startDate,
-            '--until',
-            SPAN.endDate,
-            '--rate-limit',
-            '100000',
+            ...spanFlags(),
             '--notify',
             receiver.url,
             '--notify-max-age',

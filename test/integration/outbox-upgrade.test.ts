@@ -6,8 +6,8 @@ import { icebergLake } from '../../src/outputs/iceberg.js';
 import { drainLake, finishLake, manifestKey } from '../../src/outputs/lake.js';
 import { directoryTarget } from '../../src/outputs/target.js';
 import { openWorkingCopy, workingCopyPath } from '../../src/storage/working-copy.js';
-import { icebergDifferences } from '../iceberg.js';
-import { lakeDifferences, run, syncCommand, withEmulator, withTempDir } from '../helpers.js';
+import { icebergDifferences } from '../support/iceberg.js';
+import { lakeDifferences, run, syncCommand, withEmulator, withTempDir } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-06-11T06:00:00Z') };
 const ENV = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };

@@ -3,7 +3,7 @@ import { createLogger } from '../../src/log.js';
 import { createProgress, type ProgressFigures } from '../../src/progress.js';
 import { runSync } from '../../src/sync/runner.js';
 import type { ProgressListener } from '../../src/sync/context.js';
-import { FAST_CLIENT, memoryLogger, testSyncConfig, withEmulator, withTempDir } from '../helpers.js';
+import { FAST_CLIENT, memoryLogger, testSyncConfig, withEmulator, withTempDir } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 

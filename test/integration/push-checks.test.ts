@@ -8,7 +8,7 @@ import { ApiError, ConfigError, describeError } from '../../src/errors.js';
 import { openFileReader, type FileReader } from '../../src/push/reader.js';
 import { runPush, type PushOptions, type RowProblem } from '../../src/push/push.js';
 import { openWarehouse, type Warehouse } from '../../src/storage/duckdb.js';
-import { memoryLogger, withTempDir } from '../helpers.js';
+import { memoryLogger, withTempDir } from '../support/helpers.js';
 
 /** A client that records each ingest body and accepts every row; `refuse` scripts failures. */
 function recordingClient(refuse: (rows: number) => Error | null = () => null) {

@@ -4,7 +4,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import type { EmulatorInput } from '../../src/emulator/server.js';
 import { ExitCode } from '../../src/errors.js';
-import { pushArgs, pushSummary, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { pushArgs, pushSummary, run, withEmulator, withTempDir, SPAN } from '../support/helpers.js';
 
 const env = { COSTSYNC_API_KEY: 'demo-key' };
 const CONNECTION = 'demo-connection';

@@ -1,8 +1,8 @@
 import { expect, it } from 'vitest';
-import { pushModelReport, runPushModel } from '../push-model.js';
+import { pushModelReport, runPushModel } from '../support/push-model.js';
 
 /**
- * `costsync push` as users combine it (test/push-model.ts): here, short sequences for about 8 s, with
+ * `costsync push` as users combine it (test/support/push-model.ts): here, short sequences for about 8 s, with
  * no process kills; `npm run test:slow` runs longer ones with kills. `COSTSYNC_PUSH_MODEL_SEED` and
  * `COSTSYNC_PUSH_MODEL_PATH` (printed) replay a failure.
  */

@@ -1,5 +1,3 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,7 +6,19 @@ import { SCOPES } from '../../src/api/types.js';
 import type { KeysConfig } from '../../src/emulator/keys.js';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { CLI, cli, killRunner, pushArgs, pushSummary, queryDb, run, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import {
+  CLI,
+  cli,
+  killRunner,
+  pushArgs,
+  pushSummary,
+  queryDb,
+  run,
+  startCli,
+  withEmulator,
+  withTempDir,
+  SPAN,
+} from '../support/helpers.js';
 
 const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
@@ -321,21 +331,13 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
           );
           writeFileSync(file, ['ChargePeriodStart,BilledCost,ServiceName,ChargeCategory', ...lines].join('\n'));
           const args = pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '10', file]);
-          const child = spawn(process.execPath, [CLI, ...args], {
-            env: { PATH: process.env.PATH ?? '', ...env },
-            stdio: ['ignore', 'ignore', 'pipe'],
-          });
-          let stderr = '';
-          child.stderr.on('data', (d: Buffer) => {
-            stderr += d.toString();
-          });
-          const exited = once(child, 'exit');
+          const { child, result } = startCli(args, env);
           await new Promise<void>((resolve) => {
             held = resolve;
           });
           const signalled = Date.now();
           child.kill('SIGTERM');
-          const [code] = (await exited) as [number | null];
+          const { code, stderr } = await result;
           expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
           // The answer never came: the stop did not wait for it.
           expect(Date.now() - signalled).toBeLessThan(10_000);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { withWarehouse } from '../../src/storage/duckdb.js';
-import { cli, inDirectory, withEmulator, withTempDir, SPAN, run, syncCommand } from '../helpers.js';
+import { cli, inDirectory, withEmulator, withTempDir, SPAN, run, syncCommand, spanFlags } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -12,10 +12,7 @@ async function withDb<T>(fn: (db: string) => Promise<T>): Promise<T> {
   return withEmulator({ ...SPAN, rowsPerDay: 40, clock }, async ({ url }) =>
     withTempDir(async (dir) => {
       const db = join(dir, 'c.duckdb');
-      const sync = await run(
-        syncCommand(url, dir, ['--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet']),
-        { COSTSYNC_API_KEY: 'demo-key' },
-      );
+      const sync = await run(syncCommand(url, dir, [...spanFlags(), '--quiet']), { COSTSYNC_API_KEY: 'demo-key' });
       expect(sync.code, sync.stderr).toBe(ExitCode.OK);
       return fn(db);
     }),
@@ -273,20 +270,7 @@ describe('costsync verify --api', () => {
       async (emulator) =>
         withTempDir(async (dir) => {
           const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
-          const sync = (more: string[] = []) =>
-            run(
-              syncCommand(emulator.url, dir, [
-                '--start-date',
-                SPAN.startDate,
-                '--until',
-                SPAN.endDate,
-                '--rate-limit',
-                '100000',
-                '--quiet',
-                ...more,
-              ]),
-              env,
-            );
+          const sync = (more: string[] = []) => run(syncCommand(emulator.url, dir, [...spanFlags(), '--quiet', ...more]), env);
           expect((await sync()).code).toBe(ExitCode.OK);
           const db = join(dir, 'c.duckdb');
           const verify = (more: string[] = []) => run(['verify', '--api', '--base-url', emulator.url, '--db', db, ...more], env);

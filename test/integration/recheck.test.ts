@@ -21,7 +21,7 @@ import {
   testSyncConfig,
   withEmulator,
   withTempDir,
-} from '../helpers.js';
+} from '../support/helpers.js';
 
 // A nightly on 2025-06-30: the lookback is 06-28..06-30, the horizon 2025-05-01 (the previous month's first) to 06-27.
 const END = '2025-06-30';

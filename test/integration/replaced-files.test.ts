@@ -2,7 +2,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { openWarehouse } from '../../src/storage/duckdb.js';
-import { withTempDir } from '../helpers.js';
+import { withTempDir } from '../support/helpers.js';
 
 // The Parquet lake writes each batch's rows to the same scratch path in a fresh directory, then reads
 // each date back; spooled pages are replaced at their paths too. With DuckDB's external file cache on,

@@ -10,7 +10,7 @@ import { formatUsd } from '../../src/money.js';
 import { dailySpendSpec, monthlySpec, renderSvg, topServicesSpec } from '../../src/report/charts.js';
 import type { ReportData } from '../../src/report/data.js';
 import { reportHtml } from '../../src/report/html.js';
-import { inDirectory, queryDb, run, withEmulator, withTempDir, SPAN, syncCommand } from '../helpers.js';
+import { inDirectory, queryDb, run, withEmulator, withTempDir, SPAN, syncCommand, spanFlags } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const CHROMIUM = process.env.COSTSYNC_CHROMIUM ?? '/usr/bin/chromium';
@@ -21,10 +21,7 @@ async function withReport<T>(fn: (ctx: { db: string; html: string; path: string;
   return withEmulator({ ...SPAN, rowsPerDay: 60, anomaliesPerDay: 3, clock }, async ({ url }) =>
     withTempDir(async (dir) => {
       const db = join(dir, 'c.duckdb');
-      const sync = await run(
-        syncCommand(url, dir, ['--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--quiet']),
-        { COSTSYNC_API_KEY: 'demo-key' },
-      );
+      const sync = await run(syncCommand(url, dir, [...spanFlags(), '--quiet']), { COSTSYNC_API_KEY: 'demo-key' });
       expect(sync.code, sync.stderr).toBe(ExitCode.OK);
       const path = join(dir, 'report.html');
       const report = await run(['report', '--db', db, '--out', path, '--from', '2025-06-01', '--to', '2025-06-30']);

@@ -4,8 +4,8 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { RUN_TABLES } from '../../src/storage/tables.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
-import { icebergDifferences } from '../iceberg.js';
-import { queryDb, run, SPAN, syncCommand, withEmulator, withTempDir } from '../helpers.js';
+import { icebergDifferences } from '../support/iceberg.js';
+import { queryDb, run, SPAN, syncCommand, withEmulator, withTempDir } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const ENV = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };

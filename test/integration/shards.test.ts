@@ -2,8 +2,8 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/shards.js';
-import { SPAN, cli, run, withEmulator, withTempDir } from '../helpers.js';
-import { ENV, NAMES, clock, syncedSources, writeConfig } from '../shards.js';
+import { SPAN, cli, run, withEmulator, withTempDir } from '../support/helpers.js';
+import { ENV, NAMES, clock, syncedSources, writeConfig } from '../support/shards.js';
 
 /** The runners of two layouts during a rollout, kept apart by leases: test/slow/shards-rollout.test.ts. */
 describe('shards: one config file, N runners', () => {

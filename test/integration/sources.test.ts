@@ -5,7 +5,17 @@ import { SCOPES } from '../../src/api/types.js';
 import type { SourceConfig } from '../../src/sources.js';
 import type { EmulatorInput } from '../../src/emulator/server.js';
 import { runSync } from '../../src/sync/runner.js';
-import { FAST_CLIENT, memoryLogger, run, testSyncConfig, withEmulator, withTempDir, SPAN, queryDb } from '../helpers.js';
+import {
+  FAST_CLIENT,
+  memoryLogger,
+  run,
+  syncStoppedAt,
+  testSyncConfig,
+  withEmulator,
+  withTempDir,
+  SPAN,
+  queryDb,
+} from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 const key = (k: string, workspace: string, extra: Record<string, unknown> = {}) => ({
@@ -15,6 +25,24 @@ const key = (k: string, workspace: string, extra: Record<string, unknown> = {}) 
   workspace,
   ...extra,
 });
+/** The three workspaces' sources (`acme-eu`, `acme-us`, `acme-apac`) at `url`, each with its own key. */
+function acmeSources(url: string): SourceConfig[] {
+  return ['eu', 'us', 'apac'].map((w) => ({ name: `acme-${w}`, baseUrl: url, apiKey: `k-${w}`, rateLimit: 100_000 }));
+}
+
+/** The warehouse `db` holds each of the three sources' 3,000 line items. */
+async function expectEverySourceWhole(db: string) {
+  const perSource = await queryDb<{ source: string; n: number }>(
+    db,
+    'SELECT source, count(*)::INT AS n FROM line_items GROUP BY source ORDER BY source',
+  );
+  expect(perSource).toEqual([
+    { source: 'acme-apac', n: 3000 },
+    { source: 'acme-eu', n: 3000 },
+    { source: 'acme-us', n: 3000 },
+  ]);
+}
+
 const workspaces: EmulatorInput = {
   ...SPAN,
   rowsPerDay: 100,
@@ -30,12 +58,7 @@ describe('several sources in one warehouse', () => {
   it('three workspaces on one emulator sync side by side into one warehouse; the same ids in two sources are different rows', async () => {
     await withEmulator(workspaces, async (emulator) => {
       await withTempDir(async (dir) => {
-        const sources: SourceConfig[] = ['eu', 'us', 'apac'].map((w) => ({
-          name: `acme-${w}`,
-          baseUrl: emulator.url,
-          apiKey: `k-${w}`,
-          rateLimit: 100_000,
-        }));
+        const sources = acmeSources(emulator.url);
         const config = testSyncConfig(emulator.url, dir, { sources, windowDays: 10 });
         const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
         expect(summary.outcome).toBe('success');
@@ -101,12 +124,7 @@ describe('several sources in one warehouse', () => {
   it('--sources-at-once 1: each source syncs in its turn (no key asks while another source is syncing), every one in full', async () => {
     await withEmulator(workspaces, async (emulator) => {
       await withTempDir(async (dir) => {
-        const sources: SourceConfig[] = ['eu', 'us', 'apac'].map((w) => ({
-          name: `acme-${w}`,
-          baseUrl: emulator.url,
-          apiKey: `k-${w}`,
-          rateLimit: 100_000,
-        }));
+        const sources = acmeSources(emulator.url);
         const config = testSyncConfig(emulator.url, dir, { sources, windowDays: 10, sourcesAtOnce: 1 });
         const logger = memoryLogger();
         const summary = await runSync({ config, logger, clock, clientOptions: FAST_CLIENT });
@@ -123,15 +141,7 @@ describe('several sources in one warehouse', () => {
           .filter((w) => w !== undefined);
         expect(order.length).toBeGreaterThan(9);
         expect(order.filter((w, i) => w !== order[i - 1])).toEqual(['eu', 'us', 'apac']);
-        const perSource = await queryDb<{ source: string; n: number }>(
-          config.db,
-          'SELECT source, count(*)::INT AS n FROM line_items GROUP BY source ORDER BY source',
-        );
-        expect(perSource).toEqual([
-          { source: 'acme-apac', n: 3000 },
-          { source: 'acme-eu', n: 3000 },
-          { source: 'acme-us', n: 3000 },
-        ]);
+        await expectEverySourceWhole(config.db);
       });
     });
   });
@@ -139,27 +149,9 @@ describe('several sources in one warehouse', () => {
   it('a stop while the first source syncs leaves those still waiting their turn untouched (recorded as stopped); the next run syncs every one', async () => {
     await withEmulator(workspaces, async (emulator) => {
       await withTempDir(async (dir) => {
-        const sources: SourceConfig[] = ['eu', 'us', 'apac'].map((w) => ({
-          name: `acme-${w}`,
-          baseUrl: emulator.url,
-          apiKey: `k-${w}`,
-          rateLimit: 100_000,
-        }));
+        const sources = acmeSources(emulator.url);
         const config = testSyncConfig(emulator.url, dir, { sources, windowDays: 10, sourcesAtOnce: 1 });
-        const stop = new AbortController();
-        let pages = 0;
-        const first = await runSync({
-          config,
-          logger: memoryLogger(),
-          clock,
-          clientOptions: FAST_CLIENT,
-          signal: stop.signal,
-          progress: {
-            page: () => {
-              if (++pages === 2) stop.abort('test stop');
-            },
-          },
-        });
+        const { summary: first } = await syncStoppedAt(config, clock, 2);
         expect(first.sources.map((s) => [s.source, s.outcome])).toEqual([
           ['acme-eu', 'stopped'],
           ['acme-us', 'stopped'],
@@ -184,15 +176,7 @@ describe('several sources in one warehouse', () => {
         ]);
         const again = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT });
         expect(again.sources.map((s) => s.outcome)).toEqual(['success', 'success', 'success']);
-        const perSource = await queryDb<{ source: string; n: number }>(
-          config.db,
-          'SELECT source, count(*)::INT AS n FROM line_items GROUP BY source ORDER BY source',
-        );
-        expect(perSource).toEqual([
-          { source: 'acme-apac', n: 3000 },
-          { source: 'acme-eu', n: 3000 },
-          { source: 'acme-us', n: 3000 },
-        ]);
+        await expectEverySourceWhole(config.db);
       });
     });
   });
@@ -277,24 +261,10 @@ describe('several sources in one warehouse', () => {
       await withTempDir(async (dir) => {
         const source = (apiKey: string): SourceConfig[] => [{ name: 'acme-eu', baseUrl: emulator.url, apiKey, rateLimit: 100_000 }];
         const base = testSyncConfig(emulator.url, dir, { streams: ['line_items'], windowDays: 30, concurrency: 1, reconcile: 'off' });
-        const stop = new AbortController();
-        let pages = 0;
-        const first = await runSync({
-          config: { ...base, sources: source('k-eu') },
-          logger: memoryLogger(),
-          clock,
-          clientOptions: FAST_CLIENT,
-          signal: stop.signal,
-          progress: {
-            page: () => {
-              if (++pages === 12) stop.abort('test stop');
-            },
-          },
-        });
+        const { summary: first, pages: kept } = await syncStoppedAt({ ...base, sources: source('k-eu') }, clock, 12);
         expect(first.outcome).toBe('stopped');
         // The stop came after the 12th page was saved. A page asked for meanwhile is kept when its answer
         // came before the stop dropped the request, and asked for again otherwise: the pages kept decide.
-        const kept = pages;
         expect(kept).toBeGreaterThanOrEqual(12);
         expect(kept).toBeLessThanOrEqual(13);
         const fetchedBefore = emulator.requestLog.count({ route: 'line-items' });

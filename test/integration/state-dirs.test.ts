@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runSync } from '../../src/sync/runner.js';
-import { FAST_CLIENT, memoryLogger, queryDb, SPAN, testSyncConfig, withEmulator, withTempDir } from '../helpers.js';
+import { FAST_CLIENT, memoryLogger, queryDb, SPAN, testSyncConfig, withEmulator, withTempDir } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, queryDb, SPAN, withEmulator, withTempDir } from '../helpers.js';
+import { CLI, backfillFlags, queryDb, SPAN, syncCommand, withEmulator, withTempDir } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -30,24 +30,7 @@ describe('a stop never waits on the network', () => {
         },
         async (emulator) => {
           await withTempDir(async (dir) => {
-            const args = [
-              CLI,
-              'sync',
-              '--base-url',
-              emulator.url,
-              '--db',
-              join(dir, 'c.duckdb'),
-              '--state-dir',
-              join(dir, 'state'),
-              '--start-date',
-              SPAN.startDate,
-              '--until',
-              SPAN.endDate,
-              '--rate-limit',
-              '100000',
-              '--log-format',
-              'json',
-            ];
+            const args = [CLI, ...syncCommand(emulator.url, dir, backfillFlags())];
             const env = { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
             const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
             const exited = once(child, 'exit');

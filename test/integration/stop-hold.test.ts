@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { expect, it } from 'vitest';
-import { CLI, syncCommand, withEmulator, withTempDir } from '../helpers.js';
+import { CLI, syncCommand, withEmulator, withTempDir } from '../support/helpers.js';
 
 // A sync told by the API to hold its requests for 50 s, then stopped: the run returned at once, but
 // the hold's timer kept the process alive until the hold ended (a pod's grace period is 30 s).

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { runSync } from '../../src/sync/runner.js';
 import { withWarehouse } from '../../src/storage/duckdb.js';
-import { FAST_CLIENT, memoryLogger, testSyncConfig, withEmulator, withTempDir } from '../helpers.js';
+import { FAST_CLIENT, memoryLogger, testSyncConfig, withEmulator, withTempDir } from '../support/helpers.js';
 
 const span = { startDate: '2025-03-01', endDate: '2025-06-30', anomaliesPerDay: 6, rowsPerDay: 5 };
 

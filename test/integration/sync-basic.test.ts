@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { runSync } from '../../src/sync/runner.js';
 import { withWarehouse } from '../../src/storage/duckdb.js';
-import { FAST_CLIENT, memoryLogger, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { FAST_CLIENT, memoryLogger, testSyncConfig, withEmulator, withTempDir, SPAN } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 

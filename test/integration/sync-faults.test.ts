@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { runSync } from '../../src/sync/runner.js';
-import { FAST_CLIENT, fakeClock, memoryLogger, tableDigest, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { FAST_CLIENT, fakeClock, memoryLogger, tableDigest, testSyncConfig, withEmulator, withTempDir, SPAN } from '../support/helpers.js';
 
 const fixed = Date.parse('2025-07-01T06:00:00Z');
 const base = { ...SPAN, rowsPerDay: 300 };

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ApiError } from '../../src/errors.js';
 import { runSync, type RunSummary } from '../../src/sync/runner.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { FAST_CLIENT, memoryLogger, testSyncConfig, withScriptedServer, withTempDir, type ScriptedReply } from '../helpers.js';
+import { FAST_CLIENT, memoryLogger, testSyncConfig, withScriptedServer, withTempDir, type ScriptedReply } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-06-03T06:00:00Z'), sleep: async () => undefined };
 const item = (id: string, date = '2025-06-02') => ({

@@ -11,7 +11,7 @@ import {
   withEmulator,
   withTempDir,
   SPAN,
-} from '../helpers.js';
+} from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 

@@ -7,7 +7,17 @@ import { CostsyncError, ExitCode } from '../../src/errors.js';
 import { acquireLock } from '../../src/state/lock.js';
 import { lockPaths } from '../../src/run-context.js';
 import { runSync } from '../../src/sync/runner.js';
-import { FAST_CLIENT, memoryLogger, run, syncCommand, testSyncConfig, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import {
+  FAST_CLIENT,
+  IN_OTHER_PID_NAMESPACE,
+  memoryLogger,
+  run,
+  syncCommand,
+  testSyncConfig,
+  withEmulator,
+  withTempDir,
+  SPAN,
+} from '../support/helpers.js';
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 
@@ -143,26 +153,11 @@ describe('run lock', () => {
         const lock = acquireLock(process.env.TARGET, 'holder in a container');
         console.log(process.pid);
         process.stdin.resume(); process.stdin.on('end', () => { lock.release(); process.exit(0); });`;
-      const child = spawn(
-        'unshare',
-        [
-          '--pid',
-          '--fork',
-          '--mount-proc',
-          'sh',
-          '-c',
-          'echo 77777 > /proc/sys/kernel/ns_last_pid; "$@"; exit $?',
-          'holder',
-          process.execPath,
-          '--input-type=module',
-          '-e',
-          script,
-        ],
-        {
-          env: { PATH: process.env.PATH ?? '', TARGET: path },
-          stdio: ['pipe', 'pipe', 'inherit'],
-        },
-      );
+      const [unshare, ...namespace] = IN_OTHER_PID_NAMESPACE;
+      const child = spawn(unshare!, [...namespace, process.execPath, '--input-type=module', '-e', script], {
+        env: { PATH: process.env.PATH ?? '', TARGET: path },
+        stdio: ['pipe', 'pipe', 'inherit'],
+      });
       const [pid] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
       try {
         // No such pid in this namespace: the previous version took the lock over.

@@ -6,7 +6,7 @@ import { runSync } from '../../src/sync/runner.js';
 import type { SyncConfig } from '../../src/config.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import { MAX_FETCH_ATTEMPTS } from '../../src/sync/reconcile.js';
-import { FAST_CLIENT, memoryLogger, tableDigest, testSyncConfig, withEmulator, withTempDir, FAST_SEND } from '../helpers.js';
+import { FAST_CLIENT, memoryLogger, tableDigest, testSyncConfig, withEmulator, withTempDir, FAST_SEND } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 /** Ten days that restatement may touch, 500 line items a day: one window of five 1000-row pages. */

@@ -15,7 +15,8 @@ import {
   withScriptedServer,
   withTempDir,
   SPAN,
-} from '../helpers.js';
+  syncStoppedAt,
+} from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 const base = { ...SPAN, rowsPerDay: 400, clock };
@@ -25,20 +26,7 @@ describe('stopping and resuming', () => {
     await withEmulator(base, async (emulator) => {
       await withTempDir(async (dir) => {
         const config = testSyncConfig(emulator.url, dir, { windowDays: 15, concurrency: 1 });
-        const stop = new AbortController();
-        let pages = 0;
-        const first = await runSync({
-          config,
-          logger: memoryLogger(),
-          clock,
-          clientOptions: FAST_CLIENT,
-          signal: stop.signal,
-          progress: {
-            page: (stream) => {
-              if (stream === 'line_items' && ++pages === 3) stop.abort('test stop');
-            },
-          },
-        });
+        const { summary: first } = await syncStoppedAt(config, clock, 3, 'line_items');
         expect(first.outcome).toBe('stopped');
         const warehouse = basename(workingCopyPath(config.stateDir, config.db), '.duckdb');
         const state = new StateStore(
@@ -89,20 +77,7 @@ describe('stopping and resuming', () => {
             (await queryDb<{ state: string }>(wh, "SELECT state::VARCHAR AS state FROM _costsync_sync_state WHERE source = 'default'"))[0]!
               .state,
           ) as unknown;
-        const stop = new AbortController();
-        let pages = 0;
-        const first = await runSync({
-          config,
-          logger: memoryLogger(),
-          clock,
-          clientOptions: FAST_CLIENT,
-          signal: stop.signal,
-          progress: {
-            page: (stream) => {
-              if (stream === 'line_items' && ++pages === 2) stop.abort('test stop');
-            },
-          },
-        });
+        const { summary: first } = await syncStoppedAt(config, clock, 2, 'line_items');
         expect(first.outcome).toBe('stopped');
         const stopped = store().load();
         expect(stopped.streams.line_items!.pending).not.toBeNull();

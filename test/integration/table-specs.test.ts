@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadSql, withWarehouse } from '../../src/storage/duckdb.js';
 import { LAKE_TABLES, TABLES, TABLE_SPECS, spoolColumnsStruct, tableNames } from '../../src/storage/tables.js';
 import { lineItemsStream, rollupsStream } from '../../src/sync/streams.js';
-import { withTempDir } from '../helpers.js';
+import { withTempDir } from '../support/helpers.js';
 
 describe('one table spec per windowed stream (storage/tables.ts)', () => {
   it('each spec is its table as the migrations make it: the fields, then extra and source, by name and type', async () => {

@@ -8,7 +8,17 @@ import { keyFingerprint } from '../../src/fingerprint.js';
 import { legacyStateFileName, stateFileName } from '../../src/state/store.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { cli, emulatorLineItemIds, queryDb, run, tableDigest, withEmulator, withTempDir } from '../helpers.js';
+import {
+  cli,
+  emulatorLineItemIds,
+  queryDb,
+  run,
+  spanFlags,
+  syncCommandFor,
+  tableDigest,
+  withEmulator,
+  withTempDir,
+} from '../support/helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/v0.1-warehouse/', import.meta.url));
 // The emulator the fixture was synced from (test/fixtures/README.md).
@@ -35,24 +45,8 @@ describe('upgrade from a warehouse the previous version wrote', () => {
         const old = await tableDigest(db);
         expect(old.line_items!.rows).toBe(40 * 30);
 
-        const args = (target: string, states: string) => [
-          'sync',
-          '--base-url',
-          emulator.url,
-          '--db',
-          target,
-          '--state-dir',
-          states,
-          '--start-date',
-          source.startDate,
-          '--until',
-          source.endDate,
-          '--window-days',
-          '7',
-          '--rate-limit',
-          '100000',
-          '--quiet',
-        ];
+        const args = (target: string, states: string) =>
+          syncCommandFor(emulator.url, target, states, [...spanFlags(7, { span: source }), '--quiet']);
         emulator.requestLog.reset();
         expect((await run(args(db, stateDir), env)).code).toBe(0);
         // An incremental run: only the 3-day lookback (120 rows, one page), not the 30 days again.
@@ -106,24 +100,7 @@ describe('upgrade from a warehouse the previous version wrote', () => {
         const before = await tableDigest(work);
         expect(before.line_items!.rows).toBe(40 * 30);
 
-        const args = (states: string) => [
-          'sync',
-          '--base-url',
-          emulator.url,
-          '--db',
-          db,
-          '--state-dir',
-          states,
-          '--start-date',
-          source.startDate,
-          '--until',
-          source.endDate,
-          '--window-days',
-          '7',
-          '--rate-limit',
-          '100000',
-          '--quiet',
-        ];
+        const args = (states: string) => syncCommandFor(emulator.url, db, states, [...spanFlags(7, { span: source }), '--quiet']);
         emulator.requestLog.reset();
         const nightly = await cli(args(stateDir), env);
         expect(nightly.code, nightly.stderr).toBe(0);
@@ -149,26 +126,20 @@ describe('upgrade from a warehouse the previous version wrote', () => {
     const made = { ...source, rowsPerDay: 400 };
     await withEmulator(made, async (emulator) => {
       await withTempDir(async (dir) => {
-        const args = (db: string, states: string) => [
-          'sync',
-          '--base-url',
-          emulator.url,
-          '--db',
-          db,
-          '--state-dir',
-          states,
-          '--start-date',
-          '2025-06-01',
-          '--until',
-          '2025-06-06',
-          '--window-days',
-          '3',
-          '--concurrency',
-          '1',
-          '--rate-limit',
-          '100000',
-          '--quiet',
-        ];
+        const args = (db: string, states: string) =>
+          syncCommandFor(emulator.url, db, states, [
+            '--start-date',
+            '2025-06-01',
+            '--until',
+            '2025-06-06',
+            '--window-days',
+            '3',
+            '--concurrency',
+            '1',
+            '--rate-limit',
+            '100000',
+            '--quiet',
+          ]);
         const db = join(dir, 'costs.duckdb');
         const stateDir = join(dir, 'state');
         const work = workingCopyPath(stateDir, db);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { openReadOnly, withWarehouse } from '../../src/storage/duckdb.js';
 import { gatherReport } from '../../src/report/data.js';
 import { monthTrend } from '../../src/report/charts.js';
-import { FAST_CLIENT, memoryLogger, testSyncConfig, withEmulator, withTempDir } from '../helpers.js';
+import { FAST_CLIENT, memoryLogger, testSyncConfig, withEmulator, withTempDir } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
 const span = { startDate: '2025-05-01', endDate: '2025-06-30' };

@@ -9,10 +9,8 @@
  *
  * COSTSYNC_CATALOG_KILL_SECONDS bounds each loop (default 60); COSTSYNC_KILL_SEED replays one.
  */
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SCOPES } from '../../src/api/types.js';
 import { createRng } from '../../src/emulator/rng.js';
 import type { CatalogFault, CatalogRequestRecord } from '../catalog/server.mjs';
 import {
@@ -22,13 +20,17 @@ import {
   expectCatalogEqualsWarehouse,
   expectNoCommitTwice,
   withKillCatalog,
-} from '../catalog-kill.js';
-import { CLI, cli, killRunner, syncCommand, withEmulator, withTempDir, dbIn } from '../helpers.js';
+} from '../support/catalog-kill.js';
+import { CLI, cli, killRunner, syncCommand, withEmulator, withTempDir, backfillFlags } from '../support/helpers.js';
+import { sourceSyncCommand, sourcesConfig, withKillRig, workspaceKeys } from '../support/kill-loop.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const SECONDS = Number(process.env.COSTSYNC_CATALOG_KILL_SECONDS ?? 60);
 const SEED = Number(process.env.COSTSYNC_KILL_SEED ?? 20261126);
 const SPAN = { startDate: '2025-04-01', endDate: '2025-06-30' } as const;
+
+/** The restatements both loops meet between runs (the emulator's `restate()`). */
+const RESTATEMENT = { days: 20, changeRate: 0.3, deleteRate: 0.05, addRate: 0.1 };
 
 type KillKind = 'commit' | 'catalog-request' | 'api-request' | 'unanswered' | 'failpoint';
 const KINDS: readonly KillKind[] = ['commit', 'catalog-request', 'api-request', 'unanswered', 'failpoint'];
@@ -47,6 +49,24 @@ const FAULTS: readonly CatalogFault[] = [
   { route: 'load', status: 503, when: 'before' },
 ];
 
+/** Both loops' backfill: weekly windows, a lookback over the restated days, `retention`, and `rateLimit` lifted or not. */
+const loopFlags = (retention: string, rateLimit: boolean) => [
+  '--start-date',
+  SPAN.startDate,
+  '--until',
+  SPAN.endDate,
+  '--window-days',
+  '7',
+  '--lookback-days',
+  '25',
+  '--iceberg-retention',
+  retention,
+  ...(rateLimit ? ['--rate-limit', '100000'] : []),
+  '--log-format',
+  'json',
+  '--quiet',
+];
+
 describe('--catalog in a long kill loop (slow tier)', () => {
   it(
     `a backfill with restatements through a faulty catalog, SIGKILLed at random events for ${SECONDS} s (seed ${SEED}): every finished run and the last leave the tables equal to the warehouse, no commit twice`,
@@ -54,99 +74,73 @@ describe('--catalog in a long kill loop (slow tier)', () => {
       console.log(`iceberg-catalog-kill: seed ${SEED}, ${SECONDS} s`);
       const rng = createRng(SEED);
       const pick = <T>(items: readonly T[]): T => items[Math.floor(rng() * items.length)]!;
-      const runner = killRunner(CATALOG_ENV);
-      await withEmulator(
-        {
-          ...SPAN,
-          rowsPerDay: 60,
-          anomaliesPerDay: 2,
-          clock,
-          restatement: { days: 20, changeRate: 0.3, deleteRate: 0.05, addRate: 0.1 },
-          onRequest: runner.onRequest,
-        },
-        async (emulator) => {
-          await withTempDir(async (dir) => {
-            await withKillCatalog(dir, async (catalog) => {
-              const db = join(dir, 'c.duckdb');
-              // Retention 0 expires every snapshot but the current ones: the expiry and its file removal get killed too.
-              const args = (retention: string) => [
-                CLI,
-                ...syncCommand(emulator.url, dir, [
-                  ...catalogFlags(catalog),
-                  '--start-date',
-                  SPAN.startDate,
-                  '--until',
-                  SPAN.endDate,
-                  '--window-days',
-                  '7',
-                  '--lookback-days',
-                  '25',
-                  '--iceberg-retention',
-                  retention,
-                  '--rate-limit',
-                  '100000',
-                  '--log-format',
-                  'json',
-                  '--quiet',
-                ]),
-              ];
-              const ledger = commitLedger(catalog);
-              const deadline = Date.now() + SECONDS * 1000;
-              const tally = { killed: 0, finished: 0 };
-              for (let i = 0; i === 0 || Date.now() < deadline; i++) {
-                if (i > 0 && rng() < 0.4) emulator.restate();
-                const kind = pick(KINDS);
-                const at = 1 + Math.floor(rng() * (kind === 'catalog-request' ? 60 : kind === 'api-request' ? 30 : 10));
-                const retention = rng() < 0.3 ? '0' : '7d';
-                const faults: CatalogFault[] = [];
-                for (let f = Math.floor(rng() * 4); f > 0; f--) faults.push({ ...pick(FAULTS) });
-                if (kind === 'unanswered')
-                  faults.splice(Math.floor(rng() * (faults.length + 1)), 0, {
-                    route: pick(['commit', 'transaction'] as const),
-                    status: 200,
-                    when: 'hang-after',
-                  });
-                const expireAt = rng() < 0.5 ? 1 + Math.floor(rng() * 8) : 0;
-                const label = `run ${i}: kill at ${kind} ${at}, retention ${retention}, faults ${JSON.stringify(faults)}, tokens expire at commit ${expireAt}`;
-                catalog.faults.splice(0, catalog.faults.length, ...faults);
-                let commits = 0;
-                let requests = 0;
-                const onCommit = () => {
-                  commits += 1;
-                  if (commits === expireAt) catalog.expireTokens();
-                  if (kind === 'commit' && commits === at) runner.killNow();
-                };
-                const onRequest = (r: CatalogRequestRecord) => {
-                  requests += 1;
-                  if ((kind === 'catalog-request' && requests === at) || (kind === 'unanswered' && r.status === 0)) runner.killNow();
-                };
-                catalog.events.on('commit', onCommit);
-                catalog.events.on('request', onRequest);
-                const killer = kind === 'failpoint' ? killRunner({ ...CATALOG_ENV, COSTSYNC_FAILPOINT: `iceberg-commit:${at}` }) : runner;
-                const result = await killer.run(args(retention), kind === 'api-request' ? { atRequest: at } : {});
-                catalog.events.off('commit', onCommit);
-                catalog.events.off('request', onRequest);
-                if (result.signal === 'SIGKILL') tally.killed += 1;
-                else {
-                  expect({ label, code: result.code, stderr: result.stderr }).toEqual({ label, code: 0, stderr: result.stderr });
-                  tally.finished += 1;
-                  await expectCatalogEqualsWarehouse(catalog, db, label);
-                  expectNoCommitTwice(catalog, label);
-                }
+      await withKillRig(
+        { ...SPAN, rowsPerDay: 60, anomaliesPerDay: 2, clock, restatement: RESTATEMENT },
+        async ({ emulator, dir, runner }) => {
+          await withKillCatalog(dir, async (catalog) => {
+            const db = join(dir, 'c.duckdb');
+            // Retention 0 expires every snapshot but the current ones: the expiry and its file removal get killed too.
+            const args = (retention: string) => [
+              CLI,
+              ...syncCommand(emulator.url, dir, [...catalogFlags(catalog), ...loopFlags(retention, true)]),
+            ];
+            const ledger = commitLedger(catalog);
+            const deadline = Date.now() + SECONDS * 1000;
+            const tally = { killed: 0, finished: 0 };
+            for (let i = 0; i === 0 || Date.now() < deadline; i++) {
+              if (i > 0 && rng() < 0.4) emulator.restate();
+              const kind = pick(KINDS);
+              const at = 1 + Math.floor(rng() * (kind === 'catalog-request' ? 60 : kind === 'api-request' ? 30 : 10));
+              const retention = rng() < 0.3 ? '0' : '7d';
+              const faults: CatalogFault[] = [];
+              for (let f = Math.floor(rng() * 4); f > 0; f--) faults.push({ ...pick(FAULTS) });
+              if (kind === 'unanswered')
+                faults.splice(Math.floor(rng() * (faults.length + 1)), 0, {
+                  route: pick(['commit', 'transaction'] as const),
+                  status: 200,
+                  when: 'hang-after',
+                });
+              const expireAt = rng() < 0.5 ? 1 + Math.floor(rng() * 8) : 0;
+              const label = `run ${i}: kill at ${kind} ${at}, retention ${retention}, faults ${JSON.stringify(faults)}, tokens expire at commit ${expireAt}`;
+              catalog.faults.splice(0, catalog.faults.length, ...faults);
+              let commits = 0;
+              let requests = 0;
+              const onCommit = () => {
+                commits += 1;
+                if (commits === expireAt) catalog.expireTokens();
+                if (kind === 'commit' && commits === at) runner.killNow();
+              };
+              const onRequest = (r: CatalogRequestRecord) => {
+                requests += 1;
+                if ((kind === 'catalog-request' && requests === at) || (kind === 'unanswered' && r.status === 0)) runner.killNow();
+              };
+              catalog.events.on('commit', onCommit);
+              catalog.events.on('request', onRequest);
+              const killer = kind === 'failpoint' ? killRunner({ ...CATALOG_ENV, COSTSYNC_FAILPOINT: `iceberg-commit:${at}` }) : runner;
+              const result = await killer.run(args(retention), kind === 'api-request' ? { atRequest: at } : {});
+              catalog.events.off('commit', onCommit);
+              catalog.events.off('request', onRequest);
+              if (result.signal === 'SIGKILL') tally.killed += 1;
+              else {
+                expect({ label, code: result.code, stderr: result.stderr }).toEqual({ label, code: 0, stderr: result.stderr });
+                tally.finished += 1;
+                await expectCatalogEqualsWarehouse(catalog, db, label);
+                expectNoCommitTwice(catalog, label);
               }
-              catalog.faults.splice(0);
-              const last = await runner.run(args('7d'));
-              expect(last.code, last.stderr).toBe(0);
-              await expectCatalogEqualsWarehouse(catalog, db, 'the last run');
-              expectNoCommitTwice(catalog, 'the last run');
-              expect(ledger.twice()).toEqual([]);
-              console.log(
-                `iceberg-catalog-kill: ${JSON.stringify(tally)}, ${ledger.count()} snapshots committed, ${catalog.requests.filter((r) => r.status === 409).length} 409s`,
-              );
-              expect(tally.killed).toBeGreaterThan(0);
-            });
+            }
+            catalog.faults.splice(0);
+            const last = await runner.run(args('7d'));
+            expect(last.code, last.stderr).toBe(0);
+            await expectCatalogEqualsWarehouse(catalog, db, 'the last run');
+            expectNoCommitTwice(catalog, 'the last run');
+            expect(ledger.twice()).toEqual([]);
+            console.log(
+              `iceberg-catalog-kill: ${JSON.stringify(tally)}, ${ledger.count()} snapshots committed, ${catalog.requests.filter((r) => r.status === 409).length} 409s`,
+            );
+            expect(tally.killed).toBeGreaterThan(0);
           });
         },
+        { env: CATALOG_ENV },
       );
     },
     (SECONDS + 120) * 1000,
@@ -157,57 +151,24 @@ describe('--catalog in a long kill loop (slow tier)', () => {
     async () => {
       const rng = createRng(SEED + 1);
       const names = ['eu', 'us', 'apac'];
-      const key = (w: string) => ({ key: `k-${w}`, scopes: [...SCOPES], plan: 'business' as const, workspace: w });
       await withEmulator(
         {
           ...SPAN,
           rowsPerDay: 30,
           anomaliesPerDay: 1,
           clock,
-          restatement: { days: 20, changeRate: 0.3, deleteRate: 0.05, addRate: 0.1 },
-          keys: { keys: names.map(key), connections: [] },
+          restatement: RESTATEMENT,
+          keys: workspaceKeys(names),
         },
         async (emulator) => {
           await withTempDir(async (dir) => {
             await withKillCatalog(dir, async (catalog) => {
-              const config = join(dir, 'costsync.config.json');
-              writeFileSync(
-                config,
-                JSON.stringify({
-                  'rate-limit': 100000,
-                  sources: names.map((w) => ({ name: w, 'base-url': emulator.url, 'api-key-env': `KEY_${w.toUpperCase()}` })),
-                }),
-              );
-              const env = {
-                ...Object.fromEntries(names.map((w) => [`KEY_${w.toUpperCase()}`, `k-${w}`])),
-                TZ: 'UTC',
+              const { config, env } = sourcesConfig(dir, emulator.url, names, {
                 COSTSYNC_CATALOG_CREDENTIAL: CATALOG_ENV.COSTSYNC_CATALOG_CREDENTIAL,
-              };
+              });
               const args = (w: string, retention: string) => [
                 CLI,
-                'sync',
-                '--config',
-                config,
-                '--source',
-                w,
-                '--db',
-                dbIn(join(dir, w)),
-                '--state-dir',
-                join(dir, w, 'state'),
-                ...catalogFlags(catalog),
-                '--start-date',
-                SPAN.startDate,
-                '--until',
-                SPAN.endDate,
-                '--window-days',
-                '7',
-                '--lookback-days',
-                '25',
-                '--iceberg-retention',
-                retention,
-                '--log-format',
-                'json',
-                '--quiet',
+                ...sourceSyncCommand(config, w, join(dir, w), [...catalogFlags(catalog), ...loopFlags(retention, false)]),
               ];
               const ledger = commitLedger(catalog);
               const deadline = Date.now() + SECONDS * 1000;
@@ -255,59 +216,28 @@ describe('--catalog in a long kill loop (slow tier)', () => {
 describe('--catalog with runners racing', () => {
   it('four runners, each with its own warehouse and source, committing to the same catalog tables at once: all exit 0, some commits lost a race (409) and were made again, each source exact', async () => {
     const names = ['eu', 'us', 'apac', 'latam'];
-    const key = (w: string) => ({ key: `k-${w}`, scopes: [...SCOPES], plan: 'business' as const, workspace: w });
-    await withEmulator(
-      { ...SPAN, rowsPerDay: 20, anomaliesPerDay: 1, clock, keys: { keys: names.map(key), connections: [] } },
-      async ({ url }) => {
-        await withTempDir(async (dir) => {
-          await withKillCatalog(dir, async (catalog) => {
-            const config = join(dir, 'costsync.config.json');
-            writeFileSync(
-              config,
-              JSON.stringify({
-                'rate-limit': 100000,
-                sources: names.map((w) => ({ name: w, 'base-url': url, 'api-key-env': `KEY_${w.toUpperCase()}` })),
-              }),
-            );
-            const env = {
-              ...Object.fromEntries(names.map((w) => [`KEY_${w.toUpperCase()}`, `k-${w}`])),
-              TZ: 'UTC',
-              COSTSYNC_CATALOG_CREDENTIAL: CATALOG_ENV.COSTSYNC_CATALOG_CREDENTIAL,
-            };
-            const runner = (w: string) => [
-              'sync',
-              '--config',
-              config,
-              '--source',
-              w,
-              '--db',
-              dbIn(join(dir, w)),
-              '--state-dir',
-              join(dir, w, 'state'),
+    await withEmulator({ ...SPAN, rowsPerDay: 20, anomaliesPerDay: 1, clock, keys: workspaceKeys(names) }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        await withKillCatalog(dir, async (catalog) => {
+          const { config, env } = sourcesConfig(dir, url, names, { COSTSYNC_CATALOG_CREDENTIAL: CATALOG_ENV.COSTSYNC_CATALOG_CREDENTIAL });
+          const runner = (w: string) =>
+            sourceSyncCommand(config, w, join(dir, w), [
               ...catalogFlags(catalog),
-              '--start-date',
-              SPAN.startDate,
-              '--until',
-              SPAN.endDate,
-              '--window-days',
-              '10',
-              '--log-format',
-              'json',
+              ...backfillFlags(10, { span: SPAN, rateLimit: false }),
               '--quiet',
-            ];
-            const ledger = commitLedger(catalog);
-            const results = await Promise.all(names.map((w) => cli(runner(w), env)));
-            for (const r of results) expect(r.code, r.stderr).toBe(0);
-            // Seven tables, four runners, all at once: commits built on a base another runner moved are refused.
-            expect(catalog.requests.filter((r) => r.status === 409).length).toBeGreaterThan(0);
-            for (const w of names) await expectCatalogEqualsWarehouse(catalog, join(dir, w, 'c.duckdb'), w, [w]);
-            expectNoCommitTwice(catalog, 'four runners');
-            expect(ledger.twice()).toEqual([]);
-            // Every runner committed each of its tables: seven each.
-            expect(ledger.count()).toBeGreaterThanOrEqual(4 * 7);
-          });
+            ]);
+          const ledger = commitLedger(catalog);
+          const results = await Promise.all(names.map((w) => cli(runner(w), env)));
+          for (const r of results) expect(r.code, r.stderr).toBe(0);
+          // Seven tables, four runners, all at once: commits built on a base another runner moved are refused.
+          expect(catalog.requests.filter((r) => r.status === 409).length).toBeGreaterThan(0);
+          for (const w of names) await expectCatalogEqualsWarehouse(catalog, join(dir, w, 'c.duckdb'), w, [w]);
+          expectNoCommitTwice(catalog, 'four runners');
+          expect(ledger.twice()).toEqual([]);
+          // Every runner committed each of its tables: seven each.
+          expect(ledger.count()).toBeGreaterThanOrEqual(4 * 7);
         });
-      },
-    );
+      });
+    });
   });
 });

@@ -1,16 +1,35 @@
-import { mkdirSync, watch, writeFileSync } from 'node:fs';
+import { mkdirSync, watch } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { SCOPES } from '../../src/api/types.js';
 import { createRng } from '../../src/emulator/rng.js';
-import { CLI, SPAN, cli, killRunner, tableDigest, withEmulator, withTempDir, type KillPoint, syncCommand, dbIn } from '../helpers.js';
-import { icebergDifferences, icebergFileCheck } from '../iceberg.js';
-import { faultProxy, useRgw } from '../s3.js';
+import {
+  CLI,
+  SPAN,
+  cli,
+  killRunner,
+  tableDigest,
+  withEmulator,
+  withTempDir,
+  type KillPoint,
+  syncCommand,
+  backfillFlags,
+} from '../support/helpers.js';
+import { icebergDifferences, icebergFileCheck } from '../support/iceberg.js';
+import {
+  alternatingPoint,
+  killCount,
+  killRuns,
+  sourceSyncCommand,
+  sourcesConfig,
+  withKillRig,
+  workspaceKeys,
+} from '../support/kill-loop.js';
+import { faultProxy, useRgw } from '../support/s3.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const s3 = useRgw();
-const KILLS = Number(process.env.COSTSYNC_KILLS ?? 8);
+const KILLS = killCount(8);
 
 function expectExact(diff: Record<string, { rows: number; missing: number; extra: number }>, label: string) {
   for (const [table, d] of Object.entries(diff))
@@ -21,67 +40,39 @@ describe('--format iceberg under SIGKILL (slow tier)', () => {
   it(
     `a directory lake, SIGKILLed at ${KILLS} points (random ones, and right after a data file or a metadata file appears): the tables equal the warehouse, no referenced file missing, no unreferenced file left`,
     async () => {
-      const runner = killRunner({ COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' });
-      await withEmulator({ ...SPAN, rowsPerDay: 200, clock, anomaliesPerDay: 4, onRequest: runner.onRequest }, async ({ url }) => {
-        await withTempDir(async (dir) => {
-          const args = (sub: string) => [
-            CLI,
-            'sync',
-            '--base-url',
-            url,
-            '--db',
-            dbIn(join(dir, sub)),
-            '--state-dir',
-            join(dir, sub, 'state'),
-            '--format',
-            'iceberg',
-            '--out',
-            join(dir, sub, 'lake'),
-            '--start-date',
-            SPAN.startDate,
-            '--until',
-            SPAN.endDate,
-            '--window-days',
-            '3',
-            '--rate-limit',
-            '100000',
-            '--log-format',
-            'json',
-            '--quiet',
-          ];
-          const run = (sub: string, point: KillPoint = {}) => runner.run(args(sub), point);
-          expect(await run('clean')).toMatchObject({ code: 0 });
-          const expected = await tableDigest(join(dir, 'clean', 'c.duckdb'));
-          const rng = createRng(20261124);
-          let killed = 0;
-          // A third of the kills land right after a file appears in the lake: a data file (written, not
-          // yet committed) or a metadata file (committed, not yet recorded in the outbox).
-          mkdirSync(join(dir, 'crashy', 'lake'), { recursive: true });
-          let watchFor: RegExp | null = null;
-          const watcher = watch(join(dir, 'crashy', 'lake'), { recursive: true }, (_event, name) => {
-            if (watchFor !== null && name !== null && watchFor.test(String(name))) runner.killNow();
-          });
-          try {
-            for (let i = 0; i < KILLS; i++) {
-              watchFor = i % 3 === 1 ? /data\/.*\.parquet$/ : i % 3 === 2 ? /\/v\d+\.metadata\.json$/ : null;
-              const point =
-                i % 3 === 0 ? (i % 2 === 0 ? { atRequest: 1 + Math.floor(rng() * 20) } : { afterMs: 150 + Math.floor(rng() * 1200) }) : {};
-              const result = await run('crashy', point);
-              if (result.signal === 'SIGKILL') killed += 1;
-              else expect(result.code, result.stderr).toBe(0);
-            }
-          } finally {
-            watcher.close();
-          }
-          expect(killed).toBeGreaterThan(KILLS / 2);
-          const last = await run('crashy');
-          expect(last.code, last.stderr).toBe(0);
-          const db = join(dir, 'crashy', 'c.duckdb');
-          expect(await tableDigest(db)).toEqual(expected);
-          const lake = join(dir, 'crashy', 'lake');
-          expectExact(await icebergDifferences(db, pathToFileURL(lake).href), 'directory');
-          expect(await icebergFileCheck(lake, pathToFileURL(lake).href)).toEqual({ missing: [], unreferenced: [] });
+      await withKillRig({ ...SPAN, rowsPerDay: 200, clock, anomaliesPerDay: 4 }, async ({ url, dir, runner }) => {
+        const args = (sub: string) => [
+          CLI,
+          ...syncCommand(url, join(dir, sub), ['--format', 'iceberg', '--out', join(dir, sub, 'lake'), ...backfillFlags(3), '--quiet']),
+        ];
+        const run = (sub: string, point: KillPoint = {}) => runner.run(args(sub), point);
+        expect(await run('clean')).toMatchObject({ code: 0 });
+        const expected = await tableDigest(join(dir, 'clean', 'c.duckdb'));
+        const rng = createRng(20261124);
+        let killed: number;
+        // A third of the kills land right after a file appears in the lake: a data file (written, not
+        // yet committed) or a metadata file (committed, not yet recorded in the outbox).
+        mkdirSync(join(dir, 'crashy', 'lake'), { recursive: true });
+        let watchFor: RegExp | null = null;
+        const watcher = watch(join(dir, 'crashy', 'lake'), { recursive: true }, (_event, name) => {
+          if (watchFor !== null && name !== null && watchFor.test(String(name))) runner.killNow();
         });
+        try {
+          killed = await killRuns(KILLS, (i) => {
+            watchFor = i % 3 === 1 ? /data\/.*\.parquet$/ : i % 3 === 2 ? /\/v\d+\.metadata\.json$/ : null;
+            return run('crashy', i % 3 === 0 ? alternatingPoint(rng, i, [1, 20], [150, 1200]) : {});
+          });
+        } finally {
+          watcher.close();
+        }
+        expect(killed).toBeGreaterThan(KILLS / 2);
+        const last = await run('crashy');
+        expect(last.code, last.stderr).toBe(0);
+        const db = join(dir, 'crashy', 'c.duckdb');
+        expect(await tableDigest(db)).toEqual(expected);
+        const lake = join(dir, 'crashy', 'lake');
+        expectExact(await icebergDifferences(db, pathToFileURL(lake).href), 'directory');
+        expect(await icebergFileCheck(lake, pathToFileURL(lake).href)).toEqual({ missing: [], unreferenced: [] });
       });
     },
     60_000 + KILLS * 10_000,
@@ -105,22 +96,7 @@ describe('--format iceberg under SIGKILL (slow tier)', () => {
       await withEmulator({ ...SPAN, rowsPerDay: 100, clock, anomaliesPerDay: 3 }, async ({ url }) => {
         await withTempDir(async (dir) => {
           const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', ...s3.env(proxy.endpoint) };
-          const args = syncCommand(url, dir, [
-            '--format',
-            'iceberg',
-            '--out',
-            's3://ice-a/costs',
-            '--start-date',
-            SPAN.startDate,
-            '--until',
-            SPAN.endDate,
-            '--window-days',
-            '5',
-            '--rate-limit',
-            '100000',
-            '--log-format',
-            'json',
-          ]);
+          const args = syncCommand(url, dir, ['--format', 'iceberg', '--out', 's3://ice-a/costs', ...backfillFlags(5)]);
           const runner = killRunner(env);
           onRequest = runner.onRequest;
           killNow = () => runner.killNow();
@@ -148,64 +124,33 @@ describe('--format iceberg under SIGKILL (slow tier)', () => {
   it('four shards commit to the same bucket tables at once, one killed and restarted: every run exits 0, each source exact', async () => {
     await s3.createBucket('ice-b');
     const names = ['eu', 'us', 'apac', 'latam'];
-    const key = (w: string) => ({ key: `k-${w}`, scopes: [...SCOPES], plan: 'business' as const, workspace: w });
     const proxy = await faultProxy(s3.endpoint);
     try {
-      await withEmulator(
-        { ...SPAN, rowsPerDay: 60, clock, anomaliesPerDay: 2, keys: { keys: names.map(key), connections: [] } },
-        async ({ url }) => {
-          await withTempDir(async (dir) => {
-            const config = join(dir, 'costsync.config.json');
-            writeFileSync(
-              config,
-              JSON.stringify({
-                'rate-limit': 100000,
-                sources: names.map((w) => ({ name: w, 'base-url': url, 'api-key-env': `KEY_${w.toUpperCase()}` })),
-              }),
-            );
-            const env = {
-              ...Object.fromEntries(names.map((w) => [`KEY_${w.toUpperCase()}`, `k-${w}`])),
-              TZ: 'UTC',
-              ...s3.env(proxy.endpoint),
-            };
-            const shard = (w: string) => [
-              'sync',
-              '--config',
-              config,
-              '--source',
-              w,
-              '--db',
-              dbIn(join(dir, w)),
-              '--state-dir',
-              join(dir, w, 'state'),
+      await withEmulator({ ...SPAN, rowsPerDay: 60, clock, anomaliesPerDay: 2, keys: workspaceKeys(names) }, async ({ url }) => {
+        await withTempDir(async (dir) => {
+          const { config, env } = sourcesConfig(dir, url, names, s3.env(proxy.endpoint));
+          const shard = (w: string) =>
+            sourceSyncCommand(config, w, join(dir, w), [
               '--format',
               'iceberg',
               '--out',
               's3://ice-b/costs',
-              '--start-date',
-              SPAN.startDate,
-              '--until',
-              SPAN.endDate,
-              '--window-days',
-              '5',
-              '--log-format',
-              'json',
-            ];
-            const runner = killRunner(env, () => false);
-            const killed = runner.run([CLI, ...shard('latam')], { afterMs: 900 });
-            const results = await Promise.all(names.slice(0, 3).map((w) => cli(shard(w), env)));
-            for (const r of results) expect(r.code, r.stderr).toBe(0);
-            await killed;
-            const again = await cli(shard('latam'), env);
-            expect(again.code, again.stderr).toBe(0);
-            for (const w of names) {
-              expectExact(await icebergDifferences(join(dir, w, 'c.duckdb'), 's3://ice-b/costs', { sources: [w], s3: s3.client }), w);
-            }
-            await s3.download('ice-b', 'costs/', join(dir, 'lake'));
-            expect(await icebergFileCheck(join(dir, 'lake'), 's3://ice-b/costs')).toEqual({ missing: [], unreferenced: [] });
-          });
-        },
-      );
+              ...backfillFlags(5, { rateLimit: false }),
+            ]);
+          const runner = killRunner(env, () => false);
+          const killed = runner.run([CLI, ...shard('latam')], { afterMs: 900 });
+          const results = await Promise.all(names.slice(0, 3).map((w) => cli(shard(w), env)));
+          for (const r of results) expect(r.code, r.stderr).toBe(0);
+          await killed;
+          const again = await cli(shard('latam'), env);
+          expect(again.code, again.stderr).toBe(0);
+          for (const w of names) {
+            expectExact(await icebergDifferences(join(dir, w, 'c.duckdb'), 's3://ice-b/costs', { sources: [w], s3: s3.client }), w);
+          }
+          await s3.download('ice-b', 'costs/', join(dir, 'lake'));
+          expect(await icebergFileCheck(join(dir, 'lake'), 's3://ice-b/costs')).toEqual({ missing: [], unreferenced: [] });
+        });
+      });
     } finally {
       await proxy.close();
     }

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SPAN, cli, withEmulator, withTempDir } from '../helpers.js';
-import { faultProxy, useRgw } from '../s3.js';
-import { expectBucketExact, syncArgs } from '../lake-bucket.js';
+import { SPAN, cli, withEmulator, withTempDir } from '../support/helpers.js';
+import { faultProxy, useRgw } from '../support/s3.js';
+import { expectBucketExact, syncArgs } from '../support/lake-bucket.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const s3 = useRgw();

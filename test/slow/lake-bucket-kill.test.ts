@@ -1,12 +1,11 @@
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/emulator/rng.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
-import { SCOPES } from '../../src/api/types.js';
-import { CLI, SPAN, cli, killRunner, lakeDifferences, withEmulator, withTempDir } from '../helpers.js';
-import { faultProxy, useRgw } from '../s3.js';
-import { expectBucketExact, syncArgs } from '../lake-bucket.js';
+import { CLI, SPAN, cli, killRunner, lakeDifferences, spanFlags, withEmulator, withTempDir } from '../support/helpers.js';
+import { faultProxy, useRgw } from '../support/s3.js';
+import { expectBucketExact, syncArgs } from '../support/lake-bucket.js';
+import { sourcesConfig, workspaceKeys } from '../support/kill-loop.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const s3 = useRgw();
@@ -50,14 +49,7 @@ describe('the lake and the published warehouse in a bucket: long kill loops (slo
 
   it("two shards with disjoint sources write one prefix at once, one killed and restarted: each source exact, neither touches the other's objects", async () => {
     await s3.createBucket('lake-d');
-    const key = (k: string, workspace: string) => ({ key: k, scopes: [...SCOPES], plan: 'business' as const, workspace });
-    const emulator = {
-      ...SPAN,
-      rowsPerDay: 60,
-      clock,
-      anomaliesPerDay: 2,
-      keys: { keys: [key('k-eu', 'eu'), key('k-us', 'us'), key('k-apac', 'apac')], connections: [] },
-    };
+    const emulator = { ...SPAN, rowsPerDay: 60, clock, anomaliesPerDay: 2, keys: workspaceKeys(['eu', 'us', 'apac']) };
     // One proxy per shard, so each shard's requests are its own.
     const proxies = [await faultProxy(s3.endpoint), await faultProxy(s3.endpoint)];
     let onRequest = (_entry: { route: string }) => undefined as void;
@@ -68,15 +60,7 @@ describe('the lake and the published warehouse in a bucket: long kill loops (slo
     try {
       await withEmulator(emulator, async ({ url }) => {
         await withTempDir(async (dir) => {
-          const config = join(dir, 'costsync.config.json');
-          writeFileSync(
-            config,
-            JSON.stringify({
-              'rate-limit': 100000,
-              sources: ['eu', 'us', 'apac'].map((w) => ({ name: w, 'base-url': url, 'api-key-env': `KEY_${w.toUpperCase()}` })),
-            }),
-          );
-          const keys = { KEY_EU: 'k-eu', KEY_US: 'k-us', KEY_APAC: 'k-apac', TZ: 'UTC' };
+          const { config, env: keys } = sourcesConfig(dir, url, ['eu', 'us', 'apac']);
           const shard = (n: number, sources: string) => [
             'sync',
             '--config',
@@ -91,12 +75,7 @@ describe('the lake and the published warehouse in a bucket: long kill loops (slo
             'parquet',
             '--out',
             's3://lake-d/costs',
-            '--start-date',
-            SPAN.startDate,
-            '--until',
-            SPAN.endDate,
-            '--window-days',
-            '10',
+            ...spanFlags(10, { rateLimit: false }),
             '--publish-interval',
             '0',
             '--log-format',

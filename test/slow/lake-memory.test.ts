@@ -4,8 +4,8 @@ import { icebergLake } from '../../src/outputs/iceberg.js';
 import { drainLake } from '../../src/outputs/lake.js';
 import { directoryTarget } from '../../src/outputs/target.js';
 import { openReadOnly, openWarehouse, sqlString, type Warehouse } from '../../src/storage/duckdb.js';
-import { icebergLiveFiles } from '../iceberg.js';
-import { lakeDifferences, withTempDir } from '../helpers.js';
+import { icebergLiveFiles } from '../support/iceberg.js';
+import { lakeDifferences, withTempDir } from '../support/helpers.js';
 
 /** Line items in one month, a thirtieth of them each day. */
 const ROWS = 120_000;

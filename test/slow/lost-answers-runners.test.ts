@@ -8,13 +8,12 @@
  * Every runner exits 0; every table equals each warehouse; no file a retained snapshot names is missing.
  */
 import { join } from 'node:path';
-import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { SCOPES } from '../../src/api/types.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
-import { cli, tableDigest, withEmulator, withTempDir } from '../helpers.js';
-import { icebergDifferences, icebergFileCheck } from '../iceberg.js';
-import { lostAnswerProxy, useRgw } from '../s3.js';
+import { cli, spanFlags, tableDigest, withEmulator, withTempDir } from '../support/helpers.js';
+import { icebergDifferences, icebergFileCheck } from '../support/iceberg.js';
+import { lostAnswerProxy, useRgw } from '../support/s3.js';
+import { sourcesConfig, workspaceKeys } from '../support/kill-loop.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const SPAN = { startDate: '2025-06-01', endDate: '2025-06-30' } as const;
@@ -28,7 +27,6 @@ describe('conditional writes whose answer was lost, three runners sharing a buck
     await s3.createBucket(bucket);
     const names = ['eu', 'us', 'apac'];
     const proxy = await lostAnswerProxy(s3.endpoint);
-    const key = (w: string) => ({ key: `k-${w}`, scopes: [...SCOPES], plan: 'business' as const, workspace: w });
     try {
       await withEmulator(
         {
@@ -37,23 +35,11 @@ describe('conditional writes whose answer was lost, three runners sharing a buck
           clock,
           anomaliesPerDay: 1,
           restatement: { days: 30, changeRate: 0.3, deleteRate: 0.05, addRate: 0.1 },
-          keys: { keys: names.map(key), connections: [] },
+          keys: workspaceKeys(names),
         },
         async (emulator) => {
           await withTempDir(async (dir) => {
-            const config = join(dir, 'costsync.config.json');
-            writeFileSync(
-              config,
-              JSON.stringify({
-                'rate-limit': 100000,
-                sources: names.map((w) => ({ name: w, 'base-url': emulator.url, 'api-key-env': `KEY_${w.toUpperCase()}` })),
-              }),
-            );
-            const env = {
-              ...Object.fromEntries(names.map((w) => [`KEY_${w.toUpperCase()}`, `k-${w}`])),
-              TZ: 'UTC',
-              ...s3.env(proxy.endpoint),
-            };
+            const { config, env } = sourcesConfig(dir, emulator.url, names, s3.env(proxy.endpoint));
             const db = (w: string) => `s3://${bucket}/wh/${w}.duckdb`;
             const state = (w: string) => join(dir, w, 'state');
             const runner = (w: string) =>
@@ -72,12 +58,7 @@ describe('conditional writes whose answer was lost, three runners sharing a buck
                   'iceberg',
                   '--out',
                   `s3://${bucket}/lake`,
-                  '--start-date',
-                  SPAN.startDate,
-                  '--until',
-                  SPAN.endDate,
-                  '--window-days',
-                  '10',
+                  ...spanFlags(10, { span: SPAN, rateLimit: false }),
                   '--lookback-days',
                   '30',
                   '--iceberg-retention',

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { modelReport, runModel } from '../model.js';
+import { modelReport, runModel } from '../support/model.js';
 
 /** The model-based test for longer: more and longer sequences (COSTSYNC_MODEL_SECONDS, default 240). */
 // A fixed seed by default, so CI is the same every time; COSTSYNC_MODEL_SEED=random explores.

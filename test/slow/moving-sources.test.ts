@@ -4,10 +4,10 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { stateObjectKey } from '../../src/outputs/lake-seed.js';
 import { startCatalogServer } from '../catalog/server.mjs';
-import { SPAN, cli, lakeDifferences, withEmulator, withTempDir } from '../helpers.js';
-import { catalogLocator, icebergDifferences } from '../iceberg.js';
-import { useRgw } from '../s3.js';
-import { clock, emulatorInput, expectSame, key, requestsOf, runners } from '../moving.js';
+import { SPAN, cli, lakeDifferences, withEmulator, withTempDir, backfillFlags } from '../support/helpers.js';
+import { catalogLocator, icebergDifferences } from '../support/iceberg.js';
+import { useRgw } from '../support/s3.js';
+import { clock, emulatorInput, expectSame, key, requestsOf, runners } from '../support/moving.js';
 
 const s3 = useRgw();
 
@@ -25,25 +25,7 @@ async function syncAs(
   const sources = names.map((n) => ({ name: n, 'base-url': emulator.url, 'api-key-env': `KEY_${n.toUpperCase()}` }));
   writeFileSync(config, JSON.stringify({ sources, db: join(dir, runner, 'c.duckdb'), 'state-dir': join(dir, runner, 'state') }));
   emulator.requestLog.reset();
-  const result = await cli(
-    [
-      'sync',
-      '--config',
-      config,
-      '--start-date',
-      SPAN.startDate,
-      '--until',
-      SPAN.endDate,
-      '--window-days',
-      '10',
-      '--rate-limit',
-      '100000',
-      '--log-format',
-      'json',
-      ...args,
-    ],
-    { TZ: 'UTC', KEY_S: 'k-s', KEY_T: 'k-t', ...env },
-  );
+  const result = await cli(['sync', '--config', config, ...backfillFlags(10), ...args], { TZ: 'UTC', KEY_S: 'k-s', KEY_T: 'k-t', ...env });
   expect(result.code, result.stderr).toBe(0);
   const requests = (w: string) => emulator.requestLog.recent().filter((r) => r.workspace === w).length;
   return { stderr: result.stderr, requests };

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { pushModelReport, runPushModel } from '../push-model.js';
+import { pushModelReport, runPushModel } from '../support/push-model.js';
 
 /** The push model for longer, with processes SIGKILLed at the Nth request (COSTSYNC_PUSH_MODEL_SECONDS, default 60). */
 // A fixed seed by default, so CI is the same every time; COSTSYNC_PUSH_MODEL_SEED=random explores.

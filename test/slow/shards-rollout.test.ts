@@ -8,9 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { shardOf } from '../../src/shards.js';
 import { startCatalogServer } from '../catalog/server.mjs';
-import { SPAN, cli, withEmulator, withTempDir, type CliResult } from '../helpers.js';
-import { useRgw } from '../s3.js';
-import { ENV, NAMES, clock, syncedSources, writeConfig } from '../shards.js';
+import { SPAN, cli, withEmulator, withTempDir, type CliResult, spanFlags } from '../support/helpers.js';
+import { useRgw } from '../support/s3.js';
+import { ENV, NAMES, clock, syncedSources, writeConfig } from '../support/shards.js';
 
 const s3 = useRgw();
 
@@ -91,12 +91,7 @@ describe('shards during a rollout', () => {
             catalog.url,
             '--out',
             's3://shards-b/tables',
-            '--start-date',
-            SPAN.startDate,
-            '--until',
-            SPAN.endDate,
-            '--rate-limit',
-            '100000',
+            ...spanFlags(),
             '--streams',
             'rollups',
             ...more,

@@ -1,14 +1,14 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SCOPES } from '../../src/api/types.js';
 import { addDays } from '../../src/dates.js';
 import { createRng } from '../../src/emulator/rng.js';
-import { CLI, killRunner, tableDigest, withEmulator, withTempDir, SPAN } from '../helpers.js';
+import { CLI, tableDigest, SPAN } from '../support/helpers.js';
+import { alternatingPoint, cleanThenKilled, killCount, withKillRig, workspaceKeys } from '../support/kill-loop.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 /** Kill points: 12 here (the slow tier), or COSTSYNC_KILLS. */
-const KILLS = Number(process.env.COSTSYNC_KILLS ?? 12);
+const KILLS = killCount(12);
 const SEED = Number(process.env.COSTSYNC_KILL_SEED ?? 20251121);
 
 // Grouped commits under kills, in the slow tier: `npm test` checks the grouping itself
@@ -21,13 +21,10 @@ describe('crash safety of grouped window commits (slow tier)', () => {
       const START = addDays(SPAN.endDate, -9);
       const env: Record<string, string> = { TZ: 'UTC' };
       for (const w of names) env[`KEY_${w.toUpperCase()}`] = `k-${w}`;
-      const runner = killRunner(env, (entry) => entry.route === 'line-items');
-      const keys = {
-        keys: names.map((w) => ({ key: `k-${w}`, scopes: [...SCOPES], plan: 'business' as const, workspace: w })),
-        connections: [],
-      };
-      await withEmulator({ ...SPAN, rowsPerDay: 150, clock, anomaliesPerDay: 2, keys, onRequest: runner.onRequest }, async ({ url }) => {
-        await withTempDir(async (dir) => {
+      await withKillRig(
+        { ...SPAN, rowsPerDay: 150, clock, anomaliesPerDay: 2, keys: workspaceKeys(names) },
+        async (rig) => {
+          const { url, dir } = rig;
           // Ten one-day windows, four at a time for each of three sources: stores finish together and share
           // commits (a run of this makes about 40 commits for its 60 windows, 20 carries and 3 sources' runs).
           const args = (sub: string) => {
@@ -61,26 +58,14 @@ describe('crash safety of grouped window commits (slow tier)', () => {
               '--quiet',
             ];
           };
-          const clean = await runner.run(args('clean'));
-          expect(clean.code, clean.stderr).toBe(0);
-          const expected = await tableDigest(join(dir, 'clean', 'c.duckdb'));
-          expect(expected.line_items!.rows).toBe(3 * 150 * 10);
-
           const rng = createRng(SEED + 1);
-          let killed = 0;
-          for (let i = 0; i < KILLS; i++) {
-            // 30 line-item requests a run (one page a window).
-            const kill = i % 2 === 0 ? { atRequest: 2 + Math.floor(rng() * 27) } : { afterMs: 200 + Math.floor(rng() * 700) };
-            const result = await runner.run(args('crashy'), kill);
-            if (result.signal === 'SIGKILL') killed += 1;
-            else expect(result.code, result.stderr).toBe(0);
-          }
-          const last = await runner.run(args('crashy'));
-          expect(last.code, last.stderr).toBe(0);
-          expect(killed).toBeGreaterThan(KILLS / 2);
+          // 30 line-item requests a run (one page a window).
+          const expected = await cleanThenKilled(rig, args, KILLS, (i) => alternatingPoint(rng, i, [2, 27], [200, 700]));
+          expect(expected.line_items!.rows).toBe(3 * 150 * 10);
           expect(await tableDigest(join(dir, 'crashy', 'c.duckdb'))).toEqual(expected);
-        });
-      });
+        },
+        { env, counts: (entry) => entry.route === 'line-items' },
+      );
     },
     60_000 + KILLS * 8_000,
   );

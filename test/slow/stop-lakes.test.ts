@@ -10,11 +10,21 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CATALOG_ENV, catalogFlags, expectCatalogEqualsWarehouse, withKillCatalog } from '../catalog-kill.js';
+import { CATALOG_ENV, catalogFlags, expectCatalogEqualsWarehouse, withKillCatalog } from '../support/catalog-kill.js';
 import type { CatalogServer } from '../catalog/server.mjs';
-import { cli, lakeDifferences, queryDb, SPAN, temporaryFiles, withEmulator, withTempDir } from '../helpers.js';
-import { icebergDifferences } from '../iceberg.js';
-import { useRgw } from '../s3.js';
+import {
+  cli,
+  lakeDifferences,
+  queryDb,
+  SPAN,
+  temporaryFiles,
+  withEmulator,
+  withTempDir,
+  backfillFlags,
+  syncCommand,
+} from '../support/helpers.js';
+import { icebergDifferences } from '../support/iceberg.js';
+import { useRgw } from '../support/s3.js';
 
 const s3 = useRgw();
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -86,8 +96,8 @@ describe('a stop while the lake is written (issue 52 rows 1-3)', () => {
           if (kind === 'parquet bucket') await s3.createBucket(bucket);
           await withKillCatalog(dir, async (catalog) => {
             const db = join(dir, 'c.duckdb');
-            const base = ['sync', '--base-url', emulator.url, '--db', db, '--state-dir', join(dir, 'state')];
-            const span = ['--start-date', SPAN.startDate, '--until', SPAN.endDate, '--rate-limit', '100000', '--log-format', 'json'];
+            const base = syncCommand(emulator.url, dir);
+            const span = backfillFlags();
             const lake = lakeOf(kind, dir, catalog, bucket);
             const first = await cli([...base, ...span], lake.env);
             expect(first.code, first.stderr).toBe(0);

@@ -10,7 +10,7 @@ import {
   type RestCatalogOptions,
 } from '../../src/iceberg/rest-client.js';
 import type { AuthRequest, CatalogAuth, TableChange } from '../../src/iceberg/rest-types.js';
-import { fakeClock } from '../helpers.js';
+import { fakeClock } from '../support/helpers.js';
 
 const ORIGIN = 'https://catalog.test';
 const TOKEN = 'tok-0123456789abcdef';

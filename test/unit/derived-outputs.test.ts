@@ -4,7 +4,7 @@ import { derivedOutputs, type OutputSteps } from '../../src/outputs/derived.js';
 import { finishOutputs } from '../../src/sync/runner.js';
 import type { OutputTarget } from '../../src/outputs/target.js';
 import type { Warehouse } from '../../src/storage/duckdb.js';
-import { memoryLogger } from '../helpers.js';
+import { memoryLogger } from '../support/helpers.js';
 
 /** Outputs with every step faked: what ran, in order; a step named in `failing` throws. */
 function outputs(

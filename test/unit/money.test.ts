@@ -4,6 +4,9 @@ import { formatTable } from '../../src/table.js';
 import { eventLine } from '../../src/outputs/notify.js';
 import { describeMismatches } from '../../src/sync/reconcile.js';
 
+/** An anomaly event as notifications carry it; each test sets its costs. */
+const ANOMALY = { kind: 'anomaly' as const, source: 'a', severity: 'high', provider: 'aws', service: 'ec2', detected_at: 'x' };
+
 describe('money is printed one way everywhere', () => {
   it('two decimals, thousands grouped, the sign before the dollar', () => {
     expect(formatUsd(37158)).toBe('$37,158.00');
@@ -63,35 +66,13 @@ describe('money is printed one way everywhere', () => {
     expect(formatPercent(-0.01)).toBe('0.0%');
     expect(formatPercent(null)).toBe('–');
     expect(formatPercent(Number.NaN)).toBe('–');
-    expect(
-      eventLine({
-        kind: 'anomaly',
-        source: 'a',
-        severity: 'high',
-        provider: 'aws',
-        service: 'ec2',
-        actual_cost: 2320,
-        expected_cost: 1000,
-        deviation_percent: 132,
-        detected_at: 'x',
-      }),
-    ).toContain('expected (+132.0%)');
+    expect(eventLine({ ...ANOMALY, actual_cost: 2320, expected_cost: 1000, deviation_percent: 132 })).toContain('expected (+132.0%)');
   });
 
   it('notifications and window warnings use the same form', () => {
-    expect(
-      eventLine({
-        kind: 'anomaly',
-        source: 'a',
-        severity: 'high',
-        provider: 'aws',
-        service: 'ec2',
-        actual_cost: 1200,
-        expected_cost: 800.5,
-        deviation_percent: 50,
-        detected_at: 'x',
-      }),
-    ).toContain('$1,200.00 vs $800.50 expected');
+    expect(eventLine({ ...ANOMALY, actual_cost: 1200, expected_cost: 800.5, deviation_percent: 50 })).toContain(
+      '$1,200.00 vs $800.50 expected',
+    );
     expect(describeMismatches([{ date: '2025-06-01', key: 'aws', left: 1000, right: null }], ['line items', 'provider rollup'])).toBe(
       '2025-06-01 aws: line items $1,000.00, provider rollup none',
     );

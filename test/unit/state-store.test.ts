@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { STATE_VERSION, StateStore, legacyStateFileName, removeStateLeftovers, stateFileName } from '../../src/state/store.js';
 import { tmpName } from '../../src/durable-file.js';
-import { withTempDir } from '../helpers.js';
+import { withTempDir } from '../support/helpers.js';
 
 const source = { name: 'default', baseUrl: 'https://api.example.com', keyFingerprint: 'abc123' };
 const WAREHOUSE = 'costs-0123abcd';

@@ -10,7 +10,7 @@ import { defaultKeyColumns } from '../../src/push/identity.js';
 import { SQL_DIR } from '../../src/paths.js';
 import { withWarehouse, type Warehouse } from '../../src/storage/duckdb.js';
 import { apiColumnsOf, tableDef, type ApiColumn, type ApiFields, type FieldCheck } from '../../src/storage/tables.js';
-import { withTempDir } from '../helpers.js';
+import { withTempDir } from '../support/helpers.js';
 
 /**
  * A table is declared once (storage/tables.ts; the FOCUS columns in focus/columns.ts). The places that

@@ -11,7 +11,7 @@ import { syncWindowedStream } from '../../src/sync/windowed.js';
 import { CURSOR_SAVE_MS, CURSOR_SAVE_PAGES } from '../../src/sync/window-fetch.js';
 import { SourceState } from '../../src/state/source-state.js';
 import type { PlannedWindow, SyncState } from '../../src/state/store.js';
-import { memoryLogger } from '../helpers.js';
+import { memoryLogger } from '../support/helpers.js';
 
 /** One window, 2025-01-01..2025-01-07, fetched in one plan. */
 const REQUEST = { startDate: '2025-01-01', until: '2025-01-07', lookbackDays: 0, windowDays: 7, fullRefresh: false };

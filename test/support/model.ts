@@ -14,7 +14,7 @@
  * first sync that names the catalog with `--out lake-ice`, and every later sync of `ice` goes through it.
  *
  * It has a bucket too: the lake `s3` is an Iceberg lake at `s3://<bucket>/lake-s3`, a bucket of its own on
- * the run's radosgw (`test/s3.ts`), which every run reaches through a fault proxy. There a write can lose
+ * the run's radosgw (`test/support/s3.ts`), which every run reaches through a fault proxy. There a write can lose
  * its answer: the Nth PUT or POST of a run is applied and the connection reset instead of answered, so
  * the SDK sends it again. That is no stop: a run nothing else disturbed must still exit 0, and the lake
  * equal the warehouse with every file its snapshots name in place. Where no global setup started a
@@ -33,19 +33,19 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { SCOPES } from '../src/api/types.js';
-import { startEmulator, type Emulator } from '../src/emulator/server.js';
-import { addDays, toDayNumber } from '../src/dates.js';
-import { coverageOf } from '../src/plan/coverage.js';
-import type { DateRange, WindowedStreamState } from '../src/state/store.js';
-import { horizonStart } from '../src/plan/horizon.js';
-import { SUMMARY } from '../src/iceberg/metadata.js';
-import { ICEBERG_TABLES } from '../src/storage/tables.js';
-import { manifestKey } from '../src/outputs/lake.js';
-import { shardOf } from '../src/shards.js';
-import { dbLockPath } from '../src/state/lock.js';
+import { SCOPES } from '../../src/api/types.js';
+import { startEmulator, type Emulator } from '../../src/emulator/server.js';
+import { addDays, toDayNumber } from '../../src/dates.js';
+import { coverageOf } from '../../src/plan/coverage.js';
+import type { DateRange, WindowedStreamState } from '../../src/state/store.js';
+import { horizonStart } from '../../src/plan/horizon.js';
+import { SUMMARY } from '../../src/iceberg/metadata.js';
+import { ICEBERG_TABLES } from '../../src/storage/tables.js';
+import { manifestKey } from '../../src/outputs/lake.js';
+import { shardOf } from '../../src/shards.js';
+import { dbLockPath } from '../../src/state/lock.js';
 import { CLI, lakeDifferences, queryDb } from './helpers.js';
-import { startCatalogServer, type CatalogFault, type CatalogServer } from './catalog/server.mjs';
+import { startCatalogServer, type CatalogFault, type CatalogServer } from '../catalog/server.mjs';
 import { catalogLocator, icebergDifferences, icebergFileCheck } from './iceberg.js';
 import { faultProxy, startRgwIfAny, type S3Server } from './s3.js';
 

@@ -8,14 +8,14 @@ import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/cli
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join as joinPath, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { decodeManifest, decodeManifestList, type DataFile, type PartitionValues } from '../src/iceberg/avro.js';
-import type { Clock } from '../src/api/resilience.js';
-import type { IcebergCatalog } from '../src/iceberg/catalog.js';
-import { SUMMARY, currentSnapshot, type TableMetadata } from '../src/iceberg/metadata.js';
-import { commitSource, directoryCatalog } from '../src/iceberg/table.js';
-import type { OutputTarget } from '../src/outputs/target.js';
-import { openReadOnly } from '../src/storage/duckdb.js';
-import { ICEBERG_TABLES, RUN_TABLES } from '../src/storage/tables.js';
+import { decodeManifest, decodeManifestList, type DataFile, type PartitionValues } from '../../src/iceberg/avro.js';
+import type { Clock } from '../../src/api/resilience.js';
+import type { IcebergCatalog } from '../../src/iceberg/catalog.js';
+import { SUMMARY, currentSnapshot, type TableMetadata } from '../../src/iceberg/metadata.js';
+import { commitSource, directoryCatalog } from '../../src/iceberg/table.js';
+import type { OutputTarget } from '../../src/outputs/target.js';
+import { openReadOnly } from '../../src/storage/duckdb.js';
+import { ICEBERG_TABLES, RUN_TABLES } from '../../src/storage/tables.js';
 
 type Fetch = typeof globalThis.fetch;
 

@@ -1,7 +1,7 @@
 /** Shared test helpers: an emulator on port 0 that always closes, a fake clock, raw HTTP. */
 import { request } from 'undici';
-import { startEmulator, type Emulator, type EmulatorInput } from '../src/emulator/server.js';
-import type { Clock } from '../src/api/resilience.js';
+import { startEmulator, type Emulator, type EmulatorInput } from '../../src/emulator/server.js';
+import type { Clock } from '../../src/api/resilience.js';
 
 /** Runs `fn` against a fresh emulator on a free loopback port, closing it afterwards. */
 export async function withEmulator<T>(options: EmulatorInput, fn: (emulator: Emulator) => Promise<T>): Promise<T> {
@@ -124,8 +124,8 @@ export async function withScriptedServer<T>(replies: ScriptedReply[], fn: (url: 
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SyncConfig } from '../src/config.js';
-import { createLogger, type Logger } from '../src/log.js';
+import type { SyncConfig } from '../../src/config.js';
+import { createLogger, type Logger } from '../../src/log.js';
 
 /** A temporary directory that is removed after `fn`. */
 export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
@@ -195,6 +195,30 @@ export function testSyncConfig(url: string, dir: string, over: Partial<SyncConfi
   };
 }
 
+/**
+ * Runs `config` in this process and stops it (as SIGINT does) once `stopAt` pages (of `stream` only, when
+ * given) have been saved. Returns the run's summary and the pages saved by its end, the stop's included.
+ */
+export async function syncStoppedAt(config: SyncConfig, clock: Clock, stopAt: number, stream?: string) {
+  // Loaded here, as `run` loads the CLI: the pure tests that import these helpers never load the runner.
+  const { runSync } = await import('../../src/sync/runner.js');
+  const stop = new AbortController();
+  let pages = 0;
+  const summary = await runSync({
+    config,
+    logger: memoryLogger(),
+    clock,
+    clientOptions: FAST_CLIENT,
+    signal: stop.signal,
+    progress: {
+      page: (saved) => {
+        if ((stream === undefined || saved === stream) && ++pages === stopAt) stop.abort('test stop');
+      },
+    },
+  });
+  return { summary, pages };
+}
+
 /** A logger that keeps its lines, for assertions. */
 export function memoryLogger(): Logger & { lines: string[] } {
   const lines: string[] = [];
@@ -206,7 +230,7 @@ export const FAST_CLIENT = { retry: { retries: 6, minTimeoutMs: 1, maxTimeoutMs:
 /** Webhook sends for tests: short timeouts and backoff. */
 export const FAST_SEND = { timeoutMs: 300, retries: 2, minBackoffMs: 5 };
 
-import { openReadOnly } from '../src/storage/duckdb.js';
+import { openReadOnly } from '../../src/storage/duckdb.js';
 
 /** The rows of a read-only query against a DuckDB file (opened and closed around it). */
 export async function queryDb<T = Record<string, unknown>>(db: string, sql: string): Promise<T[]> {
@@ -248,7 +272,7 @@ import { once as onceEvent } from 'node:events';
 import { fileURLToPath } from 'node:url';
 
 /** The built CLI (`npm test` builds it first). */
-export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
 /** The warehouse `name` in `dir`, the directory made first: a run refuses a --db whose directory does not exist. */
 export function dbIn(dir: string, name = 'c.duckdb'): string {
@@ -260,7 +284,35 @@ export function dbIn(dir: string, name = 'c.duckdb'): string {
 export function syncCommand(url: string, dir: string, extra: readonly string[] = []): string[] {
   // A run refuses a --db whose directory does not exist (a typo): the test's directory is made here.
   mkdirSync(dir, { recursive: true });
-  return ['sync', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), ...extra];
+  return syncCommandFor(url, join(dir, 'c.duckdb'), join(dir, 'state'), extra);
+}
+
+/** A sync's arguments against `url` with the warehouse `db` (a path or an s3:// URL) and `stateDir` as they are, then `extra`. */
+export function syncCommandFor(url: string, db: string, stateDir: string, extra: readonly string[] = []): string[] {
+  return ['sync', '--base-url', url, '--db', db, '--state-dir', stateDir, ...extra];
+}
+
+type Span = { startDate: string; endDate: string };
+
+/**
+ * A sync of `span` (SPAN by default) in windows of `windowDays` days (omitted: the default size) and, unless
+ * `rateLimit` is false, with a rate limit the emulator never reaches (the default one would make a test wait).
+ */
+export function spanFlags(windowDays?: number, options: { span?: Span; rateLimit?: boolean } = {}): string[] {
+  const { span = SPAN, rateLimit = true } = options;
+  return [
+    '--start-date',
+    span.startDate,
+    '--until',
+    span.endDate,
+    ...(windowDays === undefined ? [] : ['--window-days', String(windowDays)]),
+    ...(rateLimit ? ['--rate-limit', '100000'] : []),
+  ];
+}
+
+/** `spanFlags` with JSON logs: the backfill most spawned runs make. */
+export function backfillFlags(windowDays?: number, options: { span?: Span; rateLimit?: boolean } = {}): string[] {
+  return [...spanFlags(windowDays, options), '--log-format', 'json'];
 }
 
 export interface CliResult {
@@ -276,7 +328,7 @@ export interface CliResult {
  * DuckDB again. Tests that need a real process (signals, kills, pipes, the executable) use `cli`.
  */
 export async function run(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  const { runCli } = await import('../src/cli-app.js');
+  const { runCli } = await import('../../src/cli-app.js');
   let stdout = '';
   let stderr = '';
   const io = {
@@ -294,10 +346,13 @@ export async function run(args: string[], env: Record<string, string> = {}): Pro
   return { code, signal: null, stdout, stderr };
 }
 
-/** Runs the built CLI with a clean environment plus `env`. */
-export async function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+/**
+ * Starts the built CLI with PATH and `env` as its whole environment: the child (for a test to signal) and
+ * its result once it exits, with what it wrote.
+ */
+export function startCli(args: string[], env: Record<string, string> = {}) {
   const child = spawn(process.execPath, [CLI, ...args], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -308,9 +363,29 @@ export async function cli(args: string[], env: Record<string, string> = {}): Pro
   child.stderr.on('data', (d: Buffer) => {
     stderr += d;
   });
-  const [code, signal] = (await onceEvent(child, 'exit')) as [number | null, string | null];
-  return { code, signal, stdout, stderr };
+  const result = onceEvent(child, 'exit').then(([code, signal]): CliResult => ({ code, signal, stdout, stderr }));
+  return { child, result };
 }
+
+/** Runs the built CLI with a clean environment (PATH, HOME) plus `env`. */
+export async function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return await startCli(args, { HOME: process.env.HOME ?? '', ...env }).result;
+}
+
+/**
+ * A command line's prefix that runs the rest in a new PID namespace whose next pid is above any on this
+ * machine (pid_max here is 32768): a holder there has a pid this namespace does not have.
+ */
+export const IN_OTHER_PID_NAMESPACE: readonly string[] = [
+  'unshare',
+  '--pid',
+  '--fork',
+  '--mount-proc',
+  'sh',
+  '-c',
+  'echo 77777 > /proc/sys/kernel/ns_last_pid; "$@"; exit $?',
+  'holder',
+];
 
 /** Where a kill test SIGKILLs a run: at its Nth counted request, or after a delay (landing anywhere). */
 export interface KillPoint {
@@ -354,7 +429,7 @@ export function killRunner(env: Record<string, string>, counts: (entry: { route:
 }
 
 import { existsSync, readdirSync } from 'node:fs';
-import { LAKE_TABLES } from '../src/storage/tables.js';
+import { LAKE_TABLES } from '../../src/storage/tables.js';
 
 /**
  * Per lake table (or those of `tables`), rows in the DuckDB file but not in the Parquet tree (`missing`)

@@ -1,11 +1,11 @@
 /** What the tests of a source moved between runners share: two in-process runners on one lake, and the checks. */
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { SCOPES } from '../src/api/types.js';
-import type { SyncConfig } from '../src/config.js';
-import type { EmulatorInput } from '../src/emulator/server.js';
-import type { SourceConfig } from '../src/sources.js';
-import { runSync, type RunSummary } from '../src/sync/runner.js';
+import { SCOPES } from '../../src/api/types.js';
+import type { SyncConfig } from '../../src/config.js';
+import type { EmulatorInput } from '../../src/emulator/server.js';
+import type { SourceConfig } from '../../src/sources.js';
+import { runSync, type RunSummary } from '../../src/sync/runner.js';
 import { FAST_CLIENT, SPAN, memoryLogger, testSyncConfig } from './helpers.js';
 
 export const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };

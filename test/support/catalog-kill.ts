@@ -5,9 +5,9 @@
  */
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { SUMMARY } from '../src/iceberg/metadata.js';
-import { ICEBERG_TABLES } from '../src/storage/tables.js';
-import { startCatalogServer, type CatalogCommitEvent, type CatalogServer } from './catalog/server.mjs';
+import { SUMMARY } from '../../src/iceberg/metadata.js';
+import { ICEBERG_TABLES } from '../../src/storage/tables.js';
+import { startCatalogServer, type CatalogCommitEvent, type CatalogServer } from '../catalog/server.mjs';
 import { catalogLocator, icebergDifferences } from './iceberg.js';
 
 const SECRET = 'kIlL-sEcReT-51';

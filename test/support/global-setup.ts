@@ -1,15 +1,15 @@
 /**
  * Before the tests that need them: the system programs they run, installed or named (test/system/tools.ts);
  * then Ceph's radosgw, started once for the whole run (test/system/rgw.mjs), for every test file that
- * needs a real S3 server: they `inject('rgw')` its endpoint and keys (see `test/s3.ts`), and each uses
+ * needs a real S3 server: they `inject('rgw')` its endpoint and keys (see `test/support/s3.ts`), and each uses
  * buckets of its own. The unit tests' project has no global setup and needs none of this.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { startRadosgw, type Radosgw } from './system/rgw.mjs';
-import { ToolsMissing, ensureTools } from './system/tools.js';
+import { startRadosgw, type Radosgw } from '../system/rgw.mjs';
+import { ToolsMissing, ensureTools } from '../system/tools.js';
 
 export interface RgwInfo {
   endpoint: string;

@@ -51,7 +51,7 @@ export function startRgwIfAny(): S3Server | null {
   return info === undefined ? null : startRgw();
 }
 
-/** The radosgw the run's global setup started (test/global-setup.ts): one for every file, buckets of their own. */
+/** The radosgw the run's global setup started (test/support/global-setup.ts): one for every file, buckets of their own. */
 export function startRgw(): S3Server {
   const info = inject('rgw');
   const endpoint = info.endpoint;

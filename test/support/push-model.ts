@@ -17,9 +17,9 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { startEmulator, type Emulator } from '../src/emulator/server.js';
-import type { DuplicateRows, InvalidRows, RowErrorShape, ChargePeriodDates } from '../src/emulator/ingest.js';
-import { ExitCode } from '../src/errors.js';
+import { startEmulator, type Emulator } from '../../src/emulator/server.js';
+import type { DuplicateRows, InvalidRows, RowErrorShape, ChargePeriodDates } from '../../src/emulator/ingest.js';
+import { ExitCode } from '../../src/errors.js';
 import { CLI, killRunner, run } from './helpers.js';
 
 const ENV = { COSTSYNC_API_KEY: 'demo-key' };
