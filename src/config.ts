@@ -235,6 +235,21 @@ export function fieldName(name: SettingName): string {
   return specOf(name).kind === 'duration' ? `${camel}Ms` : camel;
 }
 
+/** The sources a run syncs: the config file's, or the one the flags name (`default`). Pure. */
+export function configSources(config: SyncConfig): SourceConfig[] {
+  return (
+    config.sources ?? [
+      {
+        name: 'default',
+        baseUrl: config.baseUrl,
+        apiKey: config.apiKey,
+        rateLimit: config.rateLimit,
+        ...(config.apiKeyFrom !== undefined && { keyFrom: config.apiKeyFrom }),
+      },
+    ]
+  );
+}
+
 export function resolveSyncConfig(sources: ConfigSources, needsApi = true): SyncConfig {
   const { flags, env, file } = sources;
   const pick = (name: SettingName): { value: unknown; from: string } | undefined => {

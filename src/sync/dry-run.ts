@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import { createApiClient, type ApiClient } from '../api/client.js';
 import { createRequestLimiter } from '../api/resilience.js';
-import type { SyncConfig } from '../config.js';
+import { configSources, type SyncConfig } from '../config.js';
 import type { SourceConfig } from '../sources.js';
 import { formatDuration } from '../dates.js';
 import { keyFingerprint } from '../fingerprint.js';
@@ -390,15 +390,7 @@ export function anomalyRequests(firstResponse: number | null): { requests: numbe
  * runs would fail the same way). Reads the state and the published warehouse; writes nothing.
  */
 export async function planDryRun(config: SyncConfig, nowMs: number): Promise<{ plans: SourcePlan[]; failed: SourceFailure[] }> {
-  const sources: SourceConfig[] = config.sources ?? [
-    {
-      name: 'default',
-      baseUrl: config.baseUrl,
-      apiKey: config.apiKey,
-      rateLimit: config.rateLimit,
-      ...(config.apiKeyFrom !== undefined && { keyFrom: config.apiKeyFrom }),
-    },
-  ];
+  const sources = configSources(config);
   // Refused as the run refuses it: a plan for a mistyped --db would be a first run's.
   requireDbDirectory(config.db);
   // A warehouse in a bucket is not downloaded for a dry run: the state directory's view is used alone.

@@ -9,7 +9,7 @@ import { createApiClient, retryLine, type ApiClient, type ApiClientOptions, type
 import { eventId, keyFingerprint } from '../fingerprint.js';
 import { createRequestLimiter, systemClock, type Clock, type RequestLimiter } from '../api/resilience.js';
 import { endpointOf, type Endpoint } from '../api/types.js';
-import type { SyncConfig } from '../config.js';
+import { configSources, type SyncConfig } from '../config.js';
 import type { SourceConfig } from '../sources.js';
 import { CostsyncError, ExitCode, describeError, diskFullError, isCostsyncError, isFenced } from '../errors.js';
 import type { IcebergCatalog } from '../iceberg/catalog.js';
@@ -105,21 +105,6 @@ function streamOfPath(path: string): StreamName | null {
   return endpoint === null ? null : STREAM_OF_ENDPOINT[endpoint];
 }
 
-/** The sources a run syncs: the config file's, or the one the flags name. Pure. */
-function runSources(config: SyncConfig): SourceConfig[] {
-  return (
-    config.sources ?? [
-      {
-        name: 'default',
-        baseUrl: config.baseUrl,
-        apiKey: config.apiKey,
-        rateLimit: config.rateLimit,
-        ...(config.apiKeyFrom !== undefined && { keyFrom: config.apiKeyFrom }),
-      },
-    ]
-  );
-}
-
 /** Every secret the run holds (keys, webhook URLs, the catalog's credentials), for the logger to hide. Pure. */
 function runSecrets(config: SyncConfig, sources: readonly SourceConfig[]): string[] {
   return [
@@ -154,7 +139,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
   const stop = new RunStop(clock, deps.signal);
   const startedMs = clock.now();
   const runId = newRunId(startedMs);
-  const sources = runSources(config);
+  const sources = configSources(config);
   const secrets = runSecrets(config, sources);
   for (const key of secrets) logger.addSecret(key);
   let run: OpenRun;
