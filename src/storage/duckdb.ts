@@ -5,8 +5,9 @@
  * BEGIN/COMMIT; the tuning variables are checked in `duckdb-settings.ts`.
  */
 import { readFileSync, readdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { DuckDBConnection, DuckDBInstance, type DuckDBAppender, type DuckDBValue, type StatementType } from '@duckdb/node-api';
+import { DuckDBConnection, DuckDBInstance, listValue, type DuckDBAppender, type DuckDBValue, type StatementType } from '@duckdb/node-api';
 import { CostsyncError, ExitCode, InternalError, diskFullError } from '../errors.js';
 import { asMemoryError, duckdbThreads, memoryLimit } from './duckdb-settings.js';
 import { writeQueue, type TransactionOptions } from './write-queue.js';
@@ -253,19 +254,52 @@ async function migrate(sql: <T>(text: string, params?: DuckDBValue[]) => Promise
   }
 }
 
-/** (Re)creates the analyst views of `sql/views/*.sql`, in file order (later views build on earlier ones). */
+/**
+ * Creates the analyst views of `sql/views/*.sql`, in file order (later views build on earlier ones),
+ * unless the warehouse holds each of them as this costsync's SQL made them (the digest in
+ * `_costsync_views`): creating them again at every open was a fifth of a small run's DuckDB work.
+ */
 async function refreshViews(sql: <T>(text: string, params?: DuckDBValue[]) => Promise<T[]>): Promise<void> {
-  const dir = join(SQL_DIR, 'views');
-  for (const file of readdirSync(dir)
-    .filter((f) => f.endsWith('.sql'))
-    .sort()) {
-    try {
-      // Through loadSql, so a view can share a fragment (`{{verify/covered}}`: the dates synced).
-      await sql(loadSql(`views/${file.slice(0, -'.sql'.length)}`));
-    } catch (error) {
-      throw new CostsyncError('CS_ERR_MIGRATION', `View ${file} failed: ${(error as Error).message}`, { cause: error });
+  const views = viewDefinitions();
+  const digest = createHash('sha256')
+    .update(views.map((v) => v.text).join('\n;\n'))
+    .digest('hex');
+  const [held] = await sql<{ same: boolean; present: number }>(
+    `SELECT (SELECT count(*) FROM _costsync_views WHERE digest = $1) = 1 AND (SELECT count(*) FROM _costsync_views) = 1 AS same,
+            (SELECT count(*) FROM duckdb_views() WHERE NOT internal AND database_name = current_database() AND schema_name = 'main'
+               AND list_contains($2::VARCHAR[], view_name)) AS present`,
+    [digest, listValue(views.map((v) => v.name))],
+  );
+  if (held?.same === true && Number(held.present) === views.length) return;
+  await sql('BEGIN TRANSACTION');
+  try {
+    for (const view of views) {
+      try {
+        await sql(view.text);
+      } catch (error) {
+        throw new CostsyncError('CS_ERR_MIGRATION', `View ${view.file} failed: ${(error as Error).message}`, { cause: error });
+      }
     }
+    await sql('DELETE FROM _costsync_views');
+    await sql('INSERT INTO _costsync_views VALUES ($1)', [digest]);
+    await sql('COMMIT');
+  } catch (error) {
+    await sql('ROLLBACK');
+    throw error;
   }
+}
+
+/** Each file of `sql/views/`: the view it creates, and its SQL through loadSql (a view can share a fragment: `{{verify/covered}}`). */
+function viewDefinitions(): { file: string; name: string; text: string }[] {
+  return readdirSync(join(SQL_DIR, 'views'))
+    .filter((f) => f.endsWith('.sql'))
+    .sort()
+    .map((file) => {
+      const text = loadSql(`views/${file.slice(0, -'.sql'.length)}`);
+      const name = /CREATE OR REPLACE VIEW (\w+)/i.exec(text)?.[1];
+      if (name === undefined) throw new InternalError(`sql/views/${file} creates no view (CREATE OR REPLACE VIEW name AS …).`);
+      return { file, name, text };
+    });
 }
 
 /** A query's result for people and files: column names and types, values as JSON (numbers as numbers). */

@@ -322,6 +322,30 @@ describe('analyst views (sql/views), created by every sync', () => {
   });
 });
 
+describe('views kept across opens', () => {
+  it("an open leaves the views as they are when they are this costsync's, and creates them again when one is missing or its SQL changed", async () => {
+    await withTempDir(async (dir) => {
+      const db = join(dir, 'v.duckdb');
+      const definition = (wh: { sql: <T>(text: string) => Promise<T[]> }) =>
+        wh.sql<{ sql: string }>("SELECT sql FROM duckdb_views() WHERE view_name = 'monthly_spend'");
+      const original = await withWarehouse(db, definition);
+      // Changed by hand: an open that finds the digest unchanged keeps the change (it created nothing).
+      await withWarehouse(db, (wh) => wh.sql('CREATE OR REPLACE VIEW monthly_spend AS SELECT 1 AS x'));
+      expect((await withWarehouse(db, definition))[0]!.sql).toContain('1 AS x');
+      // A view missing: all of them are created again.
+      await withWarehouse(db, (wh) => wh.sql('DROP VIEW focus'));
+      expect(await withWarehouse(db, definition)).toEqual(original);
+      expect(await withWarehouse(db, (wh) => wh.sql("SELECT 1 FROM duckdb_views() WHERE view_name = 'focus'"))).toHaveLength(1);
+      // Another costsync's views (another digest): created again from this one's SQL.
+      await withWarehouse(db, async (wh) => {
+        await wh.sql('CREATE OR REPLACE VIEW monthly_spend AS SELECT 2 AS x');
+        await wh.sql("UPDATE _costsync_views SET digest = 'an older costsync'");
+      });
+      expect(await withWarehouse(db, definition)).toEqual(original);
+    });
+  });
+});
+
 /** Yesterday's UTC date, as DuckDB says it. */
 async function queryYesterday(): Promise<{ yesterday: string }[]> {
   return withTempDir(async (dir) =>

@@ -271,8 +271,11 @@ import { spawn } from 'node:child_process';
 import { once as onceEvent } from 'node:events';
 import { fileURLToPath } from 'node:url';
 
-/** The built CLI (`npm test` builds it first). */
-export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+/**
+ * The built executable (`npm test` builds it first), run as `node <it>`: the entry users run, with its
+ * thread pool and compile cache (a spawned run starts about a tenth of a second sooner than from cli.js).
+ */
+export const CLI = fileURLToPath(new URL('../../dist/bin.cjs', import.meta.url));
 
 /** The warehouse `name` in `dir`, the directory made first: a run refuses a --db whose directory does not exist. */
 export function dbIn(dir: string, name = 'c.duckdb'): string {
