@@ -24,9 +24,19 @@ export function toDayNumber(date: string): number {
   return Date.parse(`${date}T00:00:00Z`) / DAY_MS;
 }
 
+/** Day numbers' texts already made: the emulator and the sync's window arithmetic ask for the same few days over and over. */
+const dayTexts = new Map<number, string>();
+
 /** `YYYY-MM-DD` for a day number. */
 export function fromDayNumber(day: number): string {
-  return new Date(day * DAY_MS).toISOString().slice(0, 10);
+  let text = dayTexts.get(day);
+  if (text === undefined) {
+    text = new Date(day * DAY_MS).toISOString().slice(0, 10);
+    // Bounded: a long-lived process (the emulator, a backfill of decades) keeps at most this many.
+    if (dayTexts.size >= 100_000) dayTexts.clear();
+    dayTexts.set(day, text);
+  }
+  return text;
 }
 
 /** The date `days` after `date` (negative goes back). */
