@@ -7,17 +7,15 @@
  * and writes nothing: no state directory, no lock, no working copy.
  */
 import { existsSync } from 'node:fs';
-import { basename } from 'node:path';
 import { createApiClient, type ApiClient } from '../api/client.js';
 import { createRequestLimiter } from '../api/resilience.js';
 import { configSources, type SyncConfig } from '../config.js';
 import type { SourceConfig } from '../sources.js';
 import { formatDuration } from '../dates.js';
-import { keyFingerprint } from '../fingerprint.js';
 import { dropBefore, planStream, remainingWindows, splitWindows } from '../plan/windows.js';
 import { LINE_ITEMS, ROLLUPS_DAILY, tableNames } from '../storage/tables.js';
-import { loadSourceState } from '../state/source-state.js';
-import { StateStore, emptyWindowedState } from '../state/store.js';
+import { openSourceStore } from '../state/source-state.js';
+import { emptyWindowedState } from '../state/store.js';
 import { openReadOnly, type ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { workingCopyPath } from '../storage/working-copy.js';
 import { isS3Url } from '../outputs/s3-url.js';
@@ -154,15 +152,13 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
   const made = { rollups: 0, lineItems: 0, anomalies: 0 };
   const firstLine = (error: unknown) => (error as Error).message.split('\n')[0] ?? '';
   const notices: string[] = [];
-  const identity = { name: source.name, baseUrl: source.baseUrl, keyFingerprint: keyFingerprint(source.apiKey) };
-  const store = new StateStore(config.stateDir, identity, basename(workingCopyPath(config.stateDir, config.db), '.duckdb'));
   let carried: string | null = null;
   if (warehouse !== null) {
     // A warehouse from before the carried state (schema 006) carries none.
     const rows = await warehouse.query<{ state: string }>('state/carried', [source.name]).catch(() => []);
     carried = rows[0]?.state ?? null;
   }
-  const loaded = loadSourceState(store, carried, source.name);
+  const loaded = openSourceStore(config.stateDir, workingCopyPath(config.stateDir, config.db), source, carried);
   notices.push(...loaded.warnings, ...loaded.info);
   const { state } = loaded;
 

@@ -4,9 +4,9 @@
  * and brings the outputs up to date.
  */
 import { availableParallelism } from 'node:os';
-import { basename, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { createApiClient, retryLine, type ApiClient, type ApiClientOptions, type ClientEvent } from '../api/client.js';
-import { eventId, keyFingerprint } from '../fingerprint.js';
+import { eventId } from '../fingerprint.js';
 import { createRequestLimiter, systemClock, type Clock, type RequestLimiter } from '../api/resilience.js';
 import { endpointOf, type Endpoint } from '../api/types.js';
 import { configSources, type SyncConfig } from '../config.js';
@@ -17,8 +17,7 @@ import { openRestTables } from '../outputs/iceberg-catalog.js';
 import { catalogSecrets } from '../iceberg/rest-auth.js';
 import type { Logger } from '../log.js';
 import { newRunId } from '../run-id.js';
-import { CarriedCopy, SourceState, fileAndWarehouse, loadSourceState } from '../state/source-state.js';
-import { StateStore } from '../state/store.js';
+import { CarriedCopy, SourceState, fileAndWarehouse, openSourceStore } from '../state/source-state.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { mark } from '../storage/outbox.js';
 import { derivedOutputs } from '../outputs/derived.js';
@@ -482,10 +481,8 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
 function openSourceState(source: SourceConfig, run: SourceRun) {
   const { clock, warehouse } = run;
   const { config, logger } = run.deps;
-  const identity = { name: source.name, baseUrl: source.baseUrl, keyFingerprint: keyFingerprint(source.apiKey) };
-  const store = new StateStore(config.stateDir, identity, basename(warehouse.path, '.duckdb'));
   const row = run.carried.get(source.name) ?? null;
-  const loaded = loadSourceState(store, row, source.name);
+  const { store, identity, ...loaded } = openSourceStore(config.stateDir, warehouse.path, source, row);
   for (const notice of loaded.warnings) logger.warn(notice, { source: source.name });
   // An empty --state-dir going on from the warehouse is the documented clean-container case: worth a line, not a warning.
   for (const notice of loaded.info) logger.info(notice, { source: source.name });
