@@ -20,14 +20,21 @@ import { openReadOnly, type ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { workingCopyPath } from '../storage/working-copy.js';
 import { isS3Url } from '../outputs/s3-url.js';
 import { requireDbDirectory } from '../run-context.js';
-import { ANOMALY_PAGE_LIMIT, anomalySince, sinceLabel, storedAnomaliesFrom } from './anomalies.js';
+import {
+  ANOMALY_PAGE_LIMIT,
+  anomalyQueryStart,
+  anomalyRequest,
+  estimateAnomalyRequests,
+  sinceLabel,
+  storedAnomaliesFrom,
+} from './anomalies.js';
 import { ROWS_PER_PAGE, dollarsPerRow, rowsOfDay, wantsRollupTotals, type DayBasis } from './estimate.js';
-import { GROUP_BYS, SEVERITIES } from '../api/types.js';
+import { GROUP_BYS } from '../api/types.js';
 import { LINE_ITEM_PAGE_LIMIT } from './streams.js';
 import type { StreamName } from './context.js';
 import { windowRequest } from './windowed.js';
 import { NO_RECHECK, compareScope, decideRecheck, describeChanges, recheckScope, recheckSettings, type RecheckWindows } from './recheck.js';
-import { changedWindows, horizonStart, summarizeDates } from '../plan/horizon.js';
+import { changedWindows, summarizeDates } from '../plan/horizon.js';
 import { lineItemsPerDate } from './lookups.js';
 import { ExitCode, isCostsyncError, type CostsyncError } from '../errors.js';
 
@@ -313,48 +320,32 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
     });
   }
   if (config.streams.includes('anomalies')) {
-    const since = anomalySince(
+    const since = await anomalyQueryStart(
       state.streams.anomalies?.watermark ?? null,
-      {
-        since: config.since,
-        until: config.until,
-        startDate: config.startDate,
-        refreshDays: config.anomalyRefreshDays,
-        fullRefresh: config.fullRefresh,
-        horizonFrom: horizonStart(config.until, config.recheckDays),
-        storedFrom:
-          warehouse !== null && (config.since === undefined || !config.fullRefresh)
-            ? await storedAnomaliesFrom(warehouse, source.name)
-            : null,
-      },
+      anomalyRequest(config),
+      async () => (warehouse === null ? null : storedAnomaliesFrom(warehouse, source.name)),
       deps.nowMs,
     );
     // The run's first request, made now: one that is not full is the whole collection.
     made.anomalies += 1;
-    let first: number | null = null;
-    let failed = '';
+    let first: { alerts: number } | { failed: string };
     try {
-      first = (await api().anomalies({ since, limit: ANOMALY_PAGE_LIMIT })).length;
+      first = { alerts: (await api().anomalies({ since, limit: ANOMALY_PAGE_LIMIT })).length };
     } catch (error) {
       if (isSettingError(error)) throw error;
-      failed = firstLine(error);
+      first = { failed: firstLine(error) };
     }
-    const plan = anomalyRequests(first);
+    const { basis, ...estimate } = estimateAnomalyRequests(first);
     plans.push({
       stream: 'anomalies',
       range: `${sinceLabel(since)}..${config.until}`,
       windows: 1,
       resumed: false,
-      ...plan,
+      ...estimate,
       refetches: null,
       replaces: null,
       drops: null,
-      basis:
-        first === null
-          ? `the first request could not be made (${failed}); more when a response is full`
-          : first < ANOMALY_PAGE_LIMIT
-            ? `${first} alert(s): one response holds them`
-            : `the first response is full (${ANOMALY_PAGE_LIMIT} alerts): split by severity, then further while a response is full; how far is not known before`,
+      basis,
     });
   }
   const requests = plans.reduce((n, p) => n + (p.requests ?? p.minRequests), 0) + (recheck?.requests ?? 0);
@@ -369,16 +360,6 @@ async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () =>
     recheck,
     seconds: Math.ceil((requests * 60) / source.rateLimit),
   };
-}
-
-/**
- * The anomalies requests a run makes, from the size of the first response (null: not known): one
- * when it is not full; else at least one more a severity, as the collection splits a full response. Pure.
- */
-export function anomalyRequests(firstResponse: number | null): { requests: number | null; minRequests: number } {
-  if (firstResponse === null) return { requests: null, minRequests: 1 };
-  if (firstResponse < ANOMALY_PAGE_LIMIT) return { requests: 1, minRequests: 1 };
-  return { requests: null, minRequests: 1 + SEVERITIES.length };
 }
 
 /**

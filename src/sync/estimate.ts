@@ -25,6 +25,13 @@ export interface Observed {
   pagesOfDaysDone: number;
 }
 
+/** The requests a run is expected to make for a stream, told before it runs (`sync --dry-run`). */
+export interface RequestEstimate {
+  /** null when nothing tells (then `minRequests` is all that is known). */
+  requests: number | null;
+  minRequests: number;
+}
+
 export const ROWS_PER_PAGE = 1000;
 
 /** Plans of at least this many windows (backfills) always spend one request on the estimate. */

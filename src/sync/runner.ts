@@ -26,7 +26,7 @@ import { directoryCatalog } from '../iceberg/table.js';
 import { SEVERITY_RANK, parseWebhook, type SendOptions, type Webhook } from '../outputs/notify.js';
 import { adoptCompacted } from '../storage/working-copy.js';
 import { openRun, type OpenRun } from '../run-context.js';
-import { syncAnomalies } from './anomalies.js';
+import { anomalyRequest, syncAnomalies } from './anomalies.js';
 import { RunStop, memoryError, v8HeapProbe, type HeapProbe } from './run-stop.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
 import { PageSlots, SPOOL_WAIT_PAGES, slotsForHeap } from './page-slots.js';
@@ -35,7 +35,7 @@ import { warehouseLookups, type SourceLookups } from './lookups.js';
 import { lineItemsStream, rollupsStream } from './streams.js';
 import { mapAtMost } from '../at-most.js';
 import { syncWindowedStream, windowRequest, type StreamOutcome } from './windowed.js';
-import { horizonStart, restatedCounts, summarizeDates } from '../plan/horizon.js';
+import { restatedCounts, summarizeDates } from '../plan/horizon.js';
 import { NO_RECHECK, recheckSettings, recheckSource } from './recheck.js';
 import { SOURCES_PER_CORE } from '../settings.js';
 
@@ -596,18 +596,7 @@ function streamTasks(ctx: SyncContext, config: SyncConfig): Promise<StreamOutcom
     tasks.push(recheck.then((found) => syncWindowedStream(lineItemsStream, ctx, { ...windowReq, recheck: found.line_items })));
   if (config.streams.includes('rollups'))
     tasks.push(recheck.then((found) => syncWindowedStream(rollupsStream, ctx, { ...windowReq, recheck: found.rollups })));
-  if (config.streams.includes('anomalies')) {
-    tasks.push(
-      syncAnomalies(ctx, {
-        since: config.since,
-        until: config.until,
-        startDate: config.startDate,
-        refreshDays: config.anomalyRefreshDays,
-        fullRefresh: config.fullRefresh,
-        horizonFrom: horizonStart(config.until, config.recheckDays),
-      }),
-    );
-  }
+  if (config.streams.includes('anomalies')) tasks.push(syncAnomalies(ctx, anomalyRequest(config)));
   return tasks;
 }
 

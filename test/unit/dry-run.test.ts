@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { anomalyRequests, dryRunText, expectedLineItemPages, storedSpan, type SourcePlan } from '../../src/sync/dry-run.js';
+import { anomalyRequests } from '../../src/sync/anomalies.js';
+import { dryRunText, expectedLineItemPages, storedSpan, type SourcePlan } from '../../src/sync/dry-run.js';
 import { dollarsPerRow } from '../../src/sync/estimate.js';
 
 const day = (date: string, storedRows: number | null, usd: number | null = null) => ({ date, storedRows, usd });
