@@ -51,6 +51,29 @@ export function wantsRollupTotals(windows: number, resumed: boolean, storedDates
 }
 
 /**
+ * The pages of the windows to fetch (each given by its dates): rows stored for a date, else its rollup
+ * dollars at the dollars per row; null when some date has neither. A window takes its rows' pages, the
+ * last one part full, and one request when it is empty. Pure.
+ */
+export function expectedPages(
+  windows: readonly (readonly DayBasis[])[],
+  usdPerRow: number | null,
+  rowsPerPage: number = ROWS_PER_PAGE,
+): number | null {
+  let pages = 0;
+  for (const days of windows) {
+    let rows = 0;
+    for (const day of days) {
+      const n = rowsOfDay(day, usdPerRow);
+      if (n === null) return null;
+      rows += n;
+    }
+    pages += Math.max(1, Math.ceil(rows / rowsPerPage));
+  }
+  return pages;
+}
+
+/**
  * The dollars a line item averages over a page's amounts, to price dates by their rollup totals;
  * null when the page holds no rows or no net cost (nothing to divide by). Pure.
  */

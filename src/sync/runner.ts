@@ -32,7 +32,7 @@ import { emptyStats, type ProgressListener, type StreamName, type StreamStats, t
 import { PageSlots, SPOOL_WAIT_PAGES, slotsForHeap } from './page-slots.js';
 import { ProviderRollupExchange } from './reconcile.js';
 import { warehouseLookups, type SourceLookups } from './lookups.js';
-import { lineItemsStream, rollupsStream } from './streams.js';
+import { lineItemsStream, rollupsStream, runChecks } from './streams.js';
 import { mapAtMost } from '../at-most.js';
 import { syncWindowedStream, windowRequest, type StreamOutcome } from './windowed.js';
 import { restatedCounts, summarizeDates } from '../plan/horizon.js';
@@ -548,7 +548,7 @@ function sourceContext(
 ): SyncContext {
   const { deps, clock } = run;
   const { config } = deps;
-  const bothChecked = config.reconcile !== 'off' && config.streams.includes('line_items') && config.streams.includes('rollups');
+  const bothChecked = runChecks(config).providerRollupsShared;
   return {
     client: parts.client,
     warehouse: run.warehouse,

@@ -1,22 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { anomalyRequests } from '../../src/sync/anomalies.js';
-import { dryRunText, expectedLineItemPages, storedSpan, type SourcePlan } from '../../src/sync/dry-run.js';
-import { dollarsPerRow } from '../../src/sync/estimate.js';
+import { dryRunText, storedSpan, type SourcePlan } from '../../src/sync/dry-run.js';
+import { dollarsPerRow, expectedPages } from '../../src/sync/estimate.js';
 
 const day = (date: string, storedRows: number | null, usd: number | null = null) => ({ date, storedRows, usd });
 
 describe('sync --dry-run estimates', () => {
   it('counts pages from stored rows, else rollup dollars at the dollars per row; unknown without either', () => {
     // A window of 2,500 stored rows is 3 pages; one of 1,500 priced rows ($3,000 at $2 a row) is 2.
-    expect(expectedLineItemPages([[day('2025-06-01', 2500)], [day('2025-06-02', null, 3000)]], 2)).toBe(5);
-    expect(expectedLineItemPages([[day('2025-06-01', 2500), day('2025-06-02', null)]], 2)).toBeNull();
-    expect(expectedLineItemPages([[day('2025-06-01', null, 100)]], null)).toBeNull();
+    expect(expectedPages([[day('2025-06-01', 2500)], [day('2025-06-02', null, 3000)]], 2)).toBe(5);
+    expect(expectedPages([[day('2025-06-01', 2500), day('2025-06-02', null)]], 2)).toBeNull();
+    expect(expectedPages([[day('2025-06-01', null, 100)]], null)).toBeNull();
   });
 
   it("counts each window's pages whole: a part page a window, and one request for an empty window", () => {
     // Three days of 200 rows in one window are one page, not a page and a half.
-    expect(expectedLineItemPages([[day('2025-06-01', 200), day('2025-06-02', 200), day('2025-06-03', 200)]], null)).toBe(1);
-    expect(expectedLineItemPages([[day('2025-06-01', 6000)], [day('2025-06-02', null, 0)]], 2)).toBe(7);
+    expect(expectedPages([[day('2025-06-01', 200), day('2025-06-02', 200), day('2025-06-03', 200)]], null)).toBe(1);
+    expect(expectedPages([[day('2025-06-01', 6000)], [day('2025-06-02', null, 0)]], 2)).toBe(7);
   });
 
   it("prices line items at a sample page's dollars per row, none when the page holds no cost", () => {
