@@ -4,9 +4,12 @@
  * to the file with the warehouse's copy following (`CarriedCopy`).
  */
 import { existsSync } from 'node:fs';
+import { basename } from 'node:path';
 import { coalesce } from '../coalesce.js';
+import { keyFingerprint } from '../fingerprint.js';
+import type { SourceConfig } from '../sources.js';
 import { CarriedText, carriedState, reconcileCarried, type CarriedState, type CarriedWindow } from './carried.js';
-import type { AnomalyStreamState, PlannedWindow, SourceIdentity, StateStore, SyncState, WindowedStreamState } from './store.js';
+import { StateStore, type AnomalyStreamState, type PlannedWindow, type SourceIdentity, type SyncState, type WindowedStreamState } from './store.js';
 
 /** A source's state as loaded, and what loading found worth telling (`info`: the clean-container case, a line rather than a warning). */
 export interface LoadedState {
@@ -27,6 +30,28 @@ export function loadSourceState(store: StateStore, carried: string | null, sourc
   const info: string[] = [];
   if (notice !== null) (fileExisted ? warnings : info).push(notice);
   return { state, warnings, info };
+}
+
+/** A source's state as loaded, with the store it came from and the identity (name, URL, key) it is kept under. */
+export interface OpenedSourceStore extends LoadedState {
+  store: StateStore;
+  identity: SourceIdentity;
+}
+
+/**
+ * Opens a source's state: its store under `stateDir`, kept apart per working copy (`workingCopy`, its path)
+ * and per source identity, loaded through `loadSourceState`. The runner and the dry run both open it here,
+ * so a dry run plans from the very state file the run would go on from.
+ */
+export function openSourceStore(
+  stateDir: string,
+  workingCopy: string,
+  source: Pick<SourceConfig, 'name' | 'baseUrl' | 'apiKey'>,
+  carried: string | null,
+): OpenedSourceStore {
+  const identity = { name: source.name, baseUrl: source.baseUrl, keyFingerprint: keyFingerprint(source.apiKey) };
+  const store = new StateStore(stateDir, identity, basename(workingCopy, '.duckdb'));
+  return { ...loadSourceState(store, carried, source.name), store, identity };
 }
 
 /** How far a window's fetch got, saved once its last page is spooled. */

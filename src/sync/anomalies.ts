@@ -6,11 +6,14 @@
  */
 import type { AnomaliesQuery } from '../api/client.js';
 import { ANOMALY_STATUSES, SEVERITIES, type Anomaly } from '../api/types.js';
+import type { SyncConfig } from '../config.js';
 import { addDays } from '../dates.js';
+import { horizonStart } from '../plan/horizon.js';
 import { APPENDER_KINDS, appendRecords, type Column } from '../storage/columns.js';
 import type { ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { apiColumnsOf } from '../storage/tables.js';
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
+import type { RequestEstimate } from './estimate.js';
 
 export const ANOMALY_PAGE_LIMIT = 100;
 /** Re-read this much before the watermark, for alerts that arrive late with an earlier timestamp. */
@@ -164,6 +167,18 @@ export interface AnomalyRequest {
   horizonFrom?: string | null;
 }
 
+/** The anomaly request from a run's settings: the run and its dry run alike. Pure. */
+export function anomalyRequest(config: SyncConfig): AnomalyRequest {
+  return {
+    since: config.since,
+    until: config.until,
+    startDate: config.startDate,
+    refreshDays: config.anomalyRefreshDays,
+    fullRefresh: config.fullRefresh,
+    horizonFrom: horizonStart(config.until, config.recheckDays),
+  };
+}
+
 /** What `anomalySince` needs of the warehouse for a full refresh: the source's first stored alert date. */
 export async function storedAnomaliesFrom(warehouse: Pick<ReadOnlyWarehouse, 'query'>, source: string): Promise<string | null> {
   const [row] = await warehouse.query<{ first: string | null }>('sync/anomalies_stored_from', [source]);
@@ -196,6 +211,46 @@ export function anomalySince(watermark: string | null, req: AnomalyRequest, nowM
 }
 
 /**
+ * Where a run's anomaly query starts (`anomalySince`), asking `storedFrom` for the source's first stored alert
+ * only when it may count: a full refresh from the first date, or the horizon's re-read. The run and its dry run alike.
+ */
+export async function anomalyQueryStart(
+  watermark: string | null,
+  req: AnomalyRequest,
+  storedFrom: () => Promise<string | null>,
+  nowMs: number,
+): Promise<string> {
+  const needed = (req.fullRefresh && req.since === undefined) || req.horizonFrom != null;
+  return anomalySince(watermark, { ...req, storedFrom: needed ? await storedFrom() : null }, nowMs);
+}
+
+/**
+ * The anomalies requests a run makes, from the size of the first response (null: not known): one
+ * when it is not full; else at least one more a severity, as `collectAnomalies` splits a full response. Pure.
+ */
+export function anomalyRequests(firstResponse: number | null): RequestEstimate {
+  if (firstResponse === null) return { requests: null, minRequests: 1 };
+  if (firstResponse < ANOMALY_PAGE_LIMIT) return { requests: 1, minRequests: 1 };
+  return { requests: null, minRequests: 1 + SEVERITIES.length };
+}
+
+/**
+ * What the anomalies stream would do, from its first response (`failed`: why it could not be made): its
+ * requests (`anomalyRequests`) and how that is known, for a person. `sync --dry-run` asks this. Pure.
+ */
+export function estimateAnomalyRequests(first: { alerts: number } | { failed: string }): RequestEstimate & { basis: string } {
+  if ('failed' in first)
+    return { ...anomalyRequests(null), basis: `the first request could not be made (${first.failed}); more when a response is full` };
+  return {
+    ...anomalyRequests(first.alerts),
+    basis:
+      first.alerts < ANOMALY_PAGE_LIMIT
+        ? `${first.alerts} alert(s): one response holds them`
+        : `the first response is full (${ANOMALY_PAGE_LIMIT} alerts): split by severity, then further while a response is full; how far is not known before`,
+  };
+}
+
+/**
  * The start of an anomaly query as a person reads it: `since` is exclusive, so one millisecond before
  * midnight is that next date (`2026-08-27`, not `2026-08-26T23:59:59.999Z`); other times to the second. Pure.
  */
@@ -209,9 +264,7 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
   const stats = ctx.stats.anomalies;
   if (ctx.state.anomalies() === undefined) ctx.state.setAnomalies({ watermark: null, lastSuccessAt: null });
   const streamState = ctx.state.anomalies()!;
-  const storedFrom =
-    (req.fullRefresh && req.since === undefined) || req.horizonFrom != null ? await storedAnomaliesFrom(warehouse, ctx.source) : null;
-  const since = anomalySince(streamState.watermark, { ...req, storedFrom }, ctx.clock.now());
+  const since = await anomalyQueryStart(streamState.watermark, req, () => storedAnomaliesFrom(warehouse, ctx.source), ctx.clock.now());
   const known = await ctx.lookups.knownProviders(ctx.source);
   const label = `${sinceLabel(since)}..${req.until}`;
   ctx.progress.planned?.('anomalies', { windows: 1, from: sinceLabel(since), to: req.until, resumed: false });

@@ -1,35 +1,41 @@
 /**
  * `sync --dry-run`: what a run would do, before it spends a day's quota. Plans each source's windows
- * exactly as a run would (same state, same carried state, same mending), estimates the requests
- * from what is known (rows the warehouse holds per date; with one provider-rollups request, the
- * dollars of dates it does not hold, at the warehouse's own dollars per row, or with no rows stored
- * at a sample page's; with the first anomalies request, whether alerts take one request or several),
+ * exactly as a run would (the state opened as the run opens it, same carried state, same mending),
+ * reads what is known of their dates (rows the warehouse holds per date; with one provider-rollups
+ * request, the dollars of dates it does not hold, at the warehouse's own dollars per row, or with no
+ * rows stored at a sample page's; with the first anomalies request, whether alerts take one request or
+ * several), asks each stream how many requests that makes (`estimateRequests`, `estimateAnomalyRequests`),
  * and writes nothing: no state directory, no lock, no working copy.
  */
 import { existsSync } from 'node:fs';
-import { basename } from 'node:path';
 import { createApiClient, type ApiClient } from '../api/client.js';
 import { createRequestLimiter } from '../api/resilience.js';
 import { configSources, type SyncConfig } from '../config.js';
 import type { SourceConfig } from '../sources.js';
 import { formatDuration } from '../dates.js';
-import { keyFingerprint } from '../fingerprint.js';
-import { dropBefore, planStream, remainingWindows, splitWindows } from '../plan/windows.js';
-import { LINE_ITEMS, ROLLUPS_DAILY, tableNames } from '../storage/tables.js';
-import { loadSourceState } from '../state/source-state.js';
-import { StateStore, emptyWindowedState } from '../state/store.js';
+import { dropBefore, planStream, remainingWindows, splitWindows, type DateWindow } from '../plan/windows.js';
+import { tableNames } from '../storage/tables.js';
+import { openSourceStore } from '../state/source-state.js';
+import { emptyWindowedState, type PendingPlan, type PlannedWindow, type SyncState } from '../state/store.js';
 import { openReadOnly, type ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { workingCopyPath } from '../storage/working-copy.js';
 import { isS3Url } from '../outputs/s3-url.js';
 import { requireDbDirectory } from '../run-context.js';
-import { ANOMALY_PAGE_LIMIT, anomalySince, sinceLabel, storedAnomaliesFrom } from './anomalies.js';
-import { ROWS_PER_PAGE, dollarsPerRow, rowsOfDay, wantsRollupTotals, type DayBasis } from './estimate.js';
-import { GROUP_BYS, SEVERITIES } from '../api/types.js';
-import { LINE_ITEM_PAGE_LIMIT } from './streams.js';
+import {
+  ANOMALY_PAGE_LIMIT,
+  anomalyQueryStart,
+  anomalyRequest,
+  estimateAnomalyRequests,
+  sinceLabel,
+  storedAnomaliesFrom,
+} from './anomalies.js';
+import { dollarsPerRow, type DayBasis } from './estimate.js';
+import { GROUP_BYS } from '../api/types.js';
+import { lineItemsStream, rollupsStream, runChecks, type RunChecks, type WindowedStreamSpec } from './streams.js';
 import type { StreamName } from './context.js';
 import { windowRequest } from './windowed.js';
 import { NO_RECHECK, compareScope, decideRecheck, describeChanges, recheckScope, recheckSettings, type RecheckWindows } from './recheck.js';
-import { changedWindows, horizonStart, summarizeDates } from '../plan/horizon.js';
+import { changedWindows, summarizeDates } from '../plan/horizon.js';
 import { lineItemsPerDate } from './lookups.js';
 import { ExitCode, isCostsyncError, type CostsyncError } from '../errors.js';
 
@@ -78,25 +84,6 @@ export interface SourcePlan {
   recheck: { range: string; requests: number; changed: { stream: string; dates: string; why: string }[]; failed: string | null } | null;
 }
 
-/**
- * Line items' expected pages for the windows to fetch (each given by its dates): rows stored for a
- * date, else its rollup dollars at the dollars per row; null when some date has neither. A window
- * takes its rows' pages, the last one part full, and one request when it is empty. Pure.
- */
-export function expectedLineItemPages(windows: readonly (readonly DayBasis[])[], usdPerRow: number | null): number | null {
-  let pages = 0;
-  for (const days of windows) {
-    let rows = 0;
-    for (const day of days) {
-      const n = rowsOfDay(day, usdPerRow);
-      if (n === null) return null;
-      rows += n;
-    }
-    pages += Math.max(1, Math.ceil(rows / ROWS_PER_PAGE));
-  }
-  return pages;
-}
-
 /** The dates of `[from, to]` that the warehouse already holds (their count and span), for the lookback line. Pure. */
 export function storedSpan(days: readonly DayBasis[]): string | null {
   const stored = days.filter((d) => d.storedRows !== null && d.storedRows > 0).map((d) => d.date);
@@ -125,6 +112,37 @@ interface DryRunDeps {
   warehouse: ReadOnlyWarehouse | null;
 }
 
+/** What the steps of one source's plan share. */
+interface SourceStep extends DryRunDeps {
+  source: SourceConfig;
+  /** The source's client, made at its first request. */
+  api: () => ApiClient;
+  /** The state the run would go on from. */
+  state: SyncState;
+  notices: string[];
+  /** Requests this dry run made, by endpoint. */
+  made: SourcePlan['dryRunRequests'];
+}
+
+/** A windowed stream's windows as the run would plan them, and what it deletes and replaces first. */
+export interface PlannedStream {
+  plan: Pick<PendingPlan, 'from' | 'to'>;
+  resumed: boolean;
+  /** The windows to fetch, in the run's order. */
+  todo: readonly Pick<PlannedWindow, 'start' | 'end' | 'recheck'>[];
+  replaces: string | null;
+  drops: string | null;
+}
+
+/** What the dry run read of the windows' dates, for the stream to count its requests from. */
+export interface KnownDays {
+  /** Each window to fetch, as what is known of its dates. */
+  days: DayBasis[][];
+  usdPerRow: number | null;
+  /** How the dates were read, for a person (when the stream's count does not say it itself). */
+  basis: string;
+}
+
 /**
  * Plans one source. Makes the recheck's requests (3, as the run does), and at most three more: a sample page of line items when the warehouse
  * holds none to price them, the provider rollups of dates it does not hold, and the first anomalies request.
@@ -149,240 +167,246 @@ async function planSource(source: SourceConfig, deps: DryRunDeps): Promise<Sourc
   }
 }
 
+/** One source's plan in the run's order: its state, the recheck, each windowed stream, the anomalies, the totals. */
 async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () => ApiClient): Promise<SourcePlan> {
-  const { config, warehouse } = deps;
-  const made = { rollups: 0, lineItems: 0, anomalies: 0 };
-  const firstLine = (error: unknown) => (error as Error).message.split('\n')[0] ?? '';
-  const notices: string[] = [];
-  const identity = { name: source.name, baseUrl: source.baseUrl, keyFingerprint: keyFingerprint(source.apiKey) };
-  const store = new StateStore(config.stateDir, identity, basename(workingCopyPath(config.stateDir, config.db), '.duckdb'));
+  const step: SourceStep = { ...deps, source, api, ...(await loadState(source, deps)), made: { rollups: 0, lineItems: 0, anomalies: 0 } };
+  const { found, recheck } = await recheckFirst(step);
+  const plans: StreamPlan[] = [];
+  for (const spec of [lineItemsStream, rollupsStream]) {
+    if (!step.config.streams.includes(spec.name)) continue;
+    const planned = await planWindows(spec, step, found[spec.name]);
+    // A stream sized by its daily totals needs its dates read; one of fixed pages a window needs only their count.
+    const known = 'estimate' in spec.size ? await dailyTotals(spec, step, planned.todo) : unreadDays(planned.todo);
+    plans.push(windowedStreamPlan(spec, planned, known, runChecks(step.config)));
+  }
+  if (step.config.streams.includes('anomalies')) plans.push(await anomaliesPlan(step));
+  return sourcePlan(step, plans, recheck);
+}
+
+/** The first line of an error's message, for a plan's line. */
+const firstLine = (error: unknown) => (error as Error).message.split('\n')[0] ?? '';
+
+/** The state the run would go on from, loaded as the run loads it (with the state the published warehouse carries), and what loading told. */
+async function loadState(source: SourceConfig, { config, warehouse }: DryRunDeps): Promise<{ state: SyncState; notices: string[] }> {
   let carried: string | null = null;
   if (warehouse !== null) {
     // A warehouse from before the carried state (schema 006) carries none.
     const rows = await warehouse.query<{ state: string }>('state/carried', [source.name]).catch(() => []);
     carried = rows[0]?.state ?? null;
   }
-  const loaded = loadSourceState(store, carried, source.name);
-  notices.push(...loaded.warnings, ...loaded.info);
-  const { state } = loaded;
+  const loaded = openSourceStore(config.stateDir, workingCopyPath(config.stateDir, config.db), source, carried);
+  return { state: loaded.state, notices: [...loaded.warnings, ...loaded.info] };
+}
 
-  const req = windowRequest(config);
-  const plans: StreamPlan[] = [];
-  // The recheck the run makes first (3 requests), made now: its changed dates are part of the plan.
-  let found: RecheckWindows = NO_RECHECK;
-  let recheck: SourcePlan['recheck'] = null;
+/** The recheck the run makes first (3 requests), made now: its changed dates are part of the plan. */
+async function recheckFirst(step: SourceStep): Promise<{ found: RecheckWindows; recheck: SourcePlan['recheck'] }> {
+  const { config, warehouse, source, state } = step;
   const settings = recheckSettings(config);
-  const scope = warehouse === null ? null : recheckScope(state.streams, req, settings);
-  if (scope !== null && warehouse !== null) {
-    // The run makes the same requests: one a grouping compared (the provider view alone without the rollups stream).
-    const requests = config.streams.includes('rollups') ? GROUP_BYS.length : 1;
-    recheck = { range: `${scope.from}..${scope.to}`, requests, changed: [], failed: null };
-    try {
-      const comparison = await compareScope(api(), warehouse, source.name, scope, settings);
-      made.rollups += comparison.requests;
-      const decision = decideRecheck(comparison, scope, state.streams.line_items?.rechecked ?? {});
-      found = {
-        line_items: changedWindows(decision.changed.line_items, config.windowDays),
-        rollups: changedWindows(decision.changed.rollups, config.windowDays),
-      };
-      for (const stream of ['line_items', 'rollups'] as const) {
-        const dates = decision.changed[stream];
-        if (dates.length === 0) continue;
-        const why = comparison.differences.filter(
-          (d) => dates.includes(d.date) && (d.check === 'line_items') === (stream === 'line_items'),
-        );
-        recheck.changed.push({ stream, dates: summarizeDates(dates), why: describeChanges(why, 3) });
-      }
-    } catch (error) {
-      if (isSettingError(error)) throw error;
-      made.rollups += 1;
-      recheck.failed = firstLine(error);
+  const scope = warehouse === null ? null : recheckScope(state.streams, windowRequest(config), settings);
+  if (scope === null || warehouse === null) return { found: NO_RECHECK, recheck: null };
+  // The run makes the same requests: one a grouping compared (the provider view alone without the rollups stream).
+  const requests = config.streams.includes('rollups') ? GROUP_BYS.length : 1;
+  const recheck: NonNullable<SourcePlan['recheck']> = { range: `${scope.from}..${scope.to}`, requests, changed: [], failed: null };
+  try {
+    const comparison = await compareScope(step.api(), warehouse, source.name, scope, settings);
+    step.made.rollups += comparison.requests;
+    const decision = decideRecheck(comparison, scope, state.streams.line_items?.rechecked ?? {});
+    const found = {
+      line_items: changedWindows(decision.changed.line_items, config.windowDays),
+      rollups: changedWindows(decision.changed.rollups, config.windowDays),
+    };
+    for (const stream of ['line_items', 'rollups'] as const) {
+      const dates = decision.changed[stream];
+      if (dates.length === 0) continue;
+      const why = comparison.differences.filter((d) => dates.includes(d.date) && (d.check === 'line_items') === (stream === 'line_items'));
+      recheck.changed.push({ stream, dates: summarizeDates(dates), why: describeChanges(why, 3) });
     }
+    return { found, recheck };
+  } catch (error) {
+    if (isSettingError(error)) throw error;
+    step.made.rollups += 1;
+    return { found: NO_RECHECK, recheck: { ...recheck, failed: firstLine(error) } };
   }
-  const specOf = { line_items: LINE_ITEMS, rollups: ROLLUPS_DAILY } as const;
-  /** What the run deletes and replaces of a stream's stored dates, as a person reads it. */
-  const replacedAndDropped = async (name: 'line_items' | 'rollups', plan: { from: string; to: string }) => {
-    if (warehouse === null) return { replaces: null, drops: null };
-    const names = tableNames(specOf[name]);
-    let drops: string | null = null;
-    if (config.dropBefore !== undefined) {
-      const [d] = await warehouse.query<{ n: number; dates: string[] }>('sync/drop_before_count', [config.dropBefore, source.name], names);
-      const dates = [...(d?.dates ?? [])].sort();
-      drops = Number(d?.n ?? 0) === 0 ? 'nothing stored before it' : `${Number(d!.n)} row(s) dated ${dates[0]}..${dates.at(-1)}`;
-    }
-    return { replaces: config.fullRefresh ? `${plan.from}..${plan.to}` : null, drops };
-  };
-  const planned = async (name: 'line_items' | 'rollups') => {
-    const storedFrom =
-      config.fullRefresh && warehouse !== null
-        ? ((await warehouse.query<{ first: string | null }>('sync/stored_from', [source.name], tableNames(specOf[name])))[0]?.first ?? null)
-        : null;
-    // A drop first moves the watermark, as the run does.
-    const saved = state.streams[name] ?? emptyWindowedState();
-    const { notice, plan, resumed } = planStream(config.dropBefore === undefined ? saved : dropBefore(saved, config.dropBefore), {
-      ...req,
-      storedFrom,
-      recheck: found[name],
-    });
-    if (notice !== null) notices.push(`${name}: ${notice}`);
-    return { plan, resumed, todo: remainingWindows(plan), ...(await replacedAndDropped(name, plan)) };
-  };
+}
 
-  if (config.streams.includes('line_items')) {
-    const { plan, resumed, todo, replaces, drops } = await planned('line_items');
-    const byWindow = todo.map((w) =>
-      splitWindows(w.start, w.end, 1).map(({ start: date }): DayBasis => ({ date, usd: null, storedRows: null })),
-    );
-    const days = byWindow.flat();
-    let usdPerRow: number | null = null;
-    if (warehouse !== null && days.length > 0) {
-      const [stored] = await lineItemsPerDate(
-        (name, params) => warehouse.query(name, params),
-        [{ source: source.name, from: days[0]!.date, to: days.at(-1)!.date }],
-      );
-      for (const d of days) d.storedRows = stored!.get(d.date) ?? null;
-      const [avg] = await warehouse.query<{ usd_per_row: number | null }>('sync/line_items_usd_per_row', [source.name]);
-      usdPerRow = avg?.usd_per_row ?? null;
-    }
-    const unknown = days.filter((d) => d.storedRows === null);
-    let basis = days.length === 0 ? 'nothing to fetch' : unknown.length === 0 ? 'rows the warehouse holds for these dates' : '';
-    let priced = `the warehouse's $${(usdPerRow ?? 0).toFixed(2)} a row`;
-    if (unknown.length > 0 && usdPerRow === null) {
-      // No stored rows to price the dates (a first run): the first page of the first window gives the dollars per line item.
-      made.lineItems += 1;
-      try {
-        const sample = await api().lineItems({ startDate: todo[0]!.start, endDate: todo[0]!.end, limit: LINE_ITEM_PAGE_LIMIT });
-        usdPerRow = dollarsPerRow(sample.data.map((r) => Number(r.net_amount_usd)));
-        priced = `$${(usdPerRow ?? 0).toFixed(2)} a row (a sample page of ${sample.data.length} line items)`;
-        if (usdPerRow === null)
-          basis = `not known before the run for ${unknown.length} date(s): the sample page of line items held no costs to price them`;
-      } catch (error) {
-        if (isSettingError(error)) throw error;
-        basis = `not known for ${unknown.length} date(s): a sample page of line items could not be read (${firstLine(error)})`;
-      }
-    }
-    if (unknown.length > 0 && usdPerRow !== null) {
-      // The dollars of the dates not stored, priced at the dollars per row.
-      made.rollups += 1;
-      try {
-        const usd = new Map<string, number>();
-        // The recheck's older windows come after the plan's own: the span is the earliest to the latest date.
-        const dates = unknown.map((d) => d.date).sort();
-        for (const r of await api().rollups({ startDate: dates[0]!, endDate: dates.at(-1)!, groupBy: 'provider' }))
-          usd.set(r.date, (usd.get(r.date) ?? 0) + Number(r.cost_usd));
-        for (const d of unknown) d.usd = usd.get(d.date) ?? 0;
-        basis = `${unknown.length === days.length ? '' : 'rows stored, and '}the provider rollups' dollars at ${priced} for ${unknown.length} date(s) not stored`;
-      } catch (error) {
-        if (isSettingError(error)) throw error;
-        basis = `not known for ${unknown.length} date(s): the provider rollups could not be read (${firstLine(error)})`;
-      }
-    }
-    const pages = expectedLineItemPages(byWindow, usdPerRow);
-    // Each window is checked against its provider rollups before it commits (one request each).
-    const checks = config.reconcile === 'off' ? 0 : todo.length;
-    // The run's progress display asks the provider rollups once for its own estimate.
-    const storedDates = days.filter((d) => d.storedRows !== null && d.storedRows > 0).length;
-    const estimate = wantsRollupTotals(todo.length, resumed, storedDates) ? 1 : 0;
-    plans.push({
-      stream: 'line_items',
-      range: `${plan.from}..${plan.to}`,
-      windows: todo.length,
-      older: todo.filter((w) => w.recheck === true).length,
-      resumed,
-      requests: pages === null ? null : pages + checks + estimate,
-      minRequests: todo.length + checks + estimate,
-      refetches: storedSpan(days),
-      basis,
-      replaces,
-      drops,
-    });
+/** A windowed stream's windows as the run plans them (a drop first moves the watermark, as the run does), with what it deletes and replaces. */
+async function planWindows(spec: WindowedStreamSpec, step: SourceStep, recheck: readonly DateWindow[]): Promise<PlannedStream> {
+  const { config, warehouse, source, state } = step;
+  const names = tableNames(spec.table);
+  const storedFrom =
+    config.fullRefresh && warehouse !== null
+      ? ((await warehouse.query<{ first: string | null }>('sync/stored_from', [source.name], names))[0]?.first ?? null)
+      : null;
+  const saved = state.streams[spec.name] ?? emptyWindowedState();
+  const { notice, plan, resumed } = planStream(config.dropBefore === undefined ? saved : dropBefore(saved, config.dropBefore), {
+    ...windowRequest(config),
+    storedFrom,
+    recheck,
+  });
+  if (notice !== null) step.notices.push(`${spec.name}: ${notice}`);
+  let drops: string | null = null;
+  if (warehouse !== null && config.dropBefore !== undefined) {
+    const [d] = await warehouse.query<{ n: number; dates: string[] }>('sync/drop_before_count', [config.dropBefore, source.name], names);
+    const dates = [...(d?.dates ?? [])].sort();
+    drops = Number(d?.n ?? 0) === 0 ? 'nothing stored before it' : `${Number(d!.n)} row(s) dated ${dates[0]}..${dates.at(-1)}`;
   }
-  if (config.streams.includes('rollups')) {
-    const { plan, resumed, todo, replaces, drops } = await planned('rollups');
-    // The provider view comes from the line items' check when both streams run with checks.
-    const perWindow = GROUP_BYS.length - (config.reconcile !== 'off' && config.streams.includes('line_items') ? 1 : 0);
-    const requests = todo.length * perWindow;
-    plans.push({
-      stream: 'rollups',
-      range: `${plan.from}..${plan.to}`,
-      windows: todo.length,
-      older: todo.filter((w) => w.recheck === true).length,
-      resumed,
-      requests,
-      minRequests: requests,
-      refetches: null,
-      basis: `${perWindow} request(s) a window`,
-      replaces,
-      drops,
-    });
+  const replaces = warehouse !== null && config.fullRefresh ? `${plan.from}..${plan.to}` : null;
+  return { plan, resumed, todo: remainingWindows(plan), replaces, drops };
+}
+
+/** Each window's dates, nothing known of them. Pure. */
+function unreadDays(todo: PlannedStream['todo']): KnownDays {
+  const days = todo.map((w) => splitWindows(w.start, w.end, 1).map(({ start: date }): DayBasis => ({ date, usd: null, storedRows: null })));
+  return { days, usdPerRow: null, basis: '' };
+}
+
+/**
+ * What is known of the dates of a stream sized by its daily totals (the line items): rows the warehouse
+ * holds a date, else the provider rollups' dollars at the dollars a row, the warehouse's or, with none
+ * stored, a sample page's. Makes at most two requests.
+ */
+async function dailyTotals(spec: WindowedStreamSpec, step: SourceStep, todo: PlannedStream['todo']): Promise<KnownDays> {
+  const known = unreadDays(todo);
+  const days = known.days.flat();
+  const usdPerRow = step.warehouse !== null && days.length > 0 ? await readStoredRows(step, step.warehouse, days) : null;
+  const unknown = days.filter((d) => d.storedRows === null);
+  const price: Pricing = {
+    usdPerRow,
+    priced: `the warehouse's $${(usdPerRow ?? 0).toFixed(2)} a row`,
+    basis: days.length === 0 ? 'nothing to fetch' : unknown.length === 0 ? 'rows the warehouse holds for these dates' : '',
+  };
+  if (unknown.length > 0 && price.usdPerRow === null) await priceBySample(spec, step, todo[0]!, unknown.length, price);
+  if (unknown.length > 0 && price.usdPerRow !== null) await priceByRollups(step, unknown, days.length, price);
+  return { days: known.days, usdPerRow: price.usdPerRow, basis: price.basis };
+}
+
+/** How the dates not stored are priced, as far as it got. */
+interface Pricing {
+  usdPerRow: number | null;
+  /** The dollars a row and where they come from, for a person. */
+  priced: string;
+  basis: string;
+}
+
+/** Fills in the rows the warehouse holds for each date; the dollars its line items average (null: none stored). */
+async function readStoredRows(step: SourceStep, warehouse: ReadOnlyWarehouse, days: DayBasis[]): Promise<number | null> {
+  const [stored] = await lineItemsPerDate(
+    (name, params) => warehouse.query(name, params),
+    [{ source: step.source.name, from: days[0]!.date, to: days.at(-1)!.date }],
+  );
+  for (const d of days) d.storedRows = stored!.get(d.date) ?? null;
+  const [avg] = await warehouse.query<{ usd_per_row: number | null }>('sync/line_items_usd_per_row', [step.source.name]);
+  return avg?.usd_per_row ?? null;
+}
+
+/** No stored rows to price the dates (a first run): the first page of the first window, fetched as the stream fetches it, gives the dollars a row. */
+async function priceBySample(
+  spec: WindowedStreamSpec,
+  step: SourceStep,
+  window: DateWindow,
+  unknown: number,
+  price: Pricing,
+): Promise<void> {
+  const { size } = spec;
+  if (!('amountField' in size)) return;
+  step.made.lineItems += 1;
+  try {
+    const sample = await spec.fetchPage(step.api(), window, null);
+    price.usdPerRow = dollarsPerRow(sample.records.map((r) => Number(r[size.amountField])));
+    price.priced = `$${(price.usdPerRow ?? 0).toFixed(2)} a row (a sample page of ${sample.records.length} line items)`;
+    if (price.usdPerRow === null)
+      price.basis = `not known before the run for ${unknown} date(s): the sample page of line items held no costs to price them`;
+  } catch (error) {
+    if (isSettingError(error)) throw error;
+    price.basis = `not known for ${unknown} date(s): a sample page of line items could not be read (${firstLine(error)})`;
   }
-  if (config.streams.includes('anomalies')) {
-    const since = anomalySince(
-      state.streams.anomalies?.watermark ?? null,
-      {
-        since: config.since,
-        until: config.until,
-        startDate: config.startDate,
-        refreshDays: config.anomalyRefreshDays,
-        fullRefresh: config.fullRefresh,
-        horizonFrom: horizonStart(config.until, config.recheckDays),
-        storedFrom:
-          warehouse !== null && (config.since === undefined || !config.fullRefresh)
-            ? await storedAnomaliesFrom(warehouse, source.name)
-            : null,
-      },
-      deps.nowMs,
-    );
-    // The run's first request, made now: one that is not full is the whole collection.
-    made.anomalies += 1;
-    let first: number | null = null;
-    let failed = '';
-    try {
-      first = (await api().anomalies({ since, limit: ANOMALY_PAGE_LIMIT })).length;
-    } catch (error) {
-      if (isSettingError(error)) throw error;
-      failed = firstLine(error);
-    }
-    const plan = anomalyRequests(first);
-    plans.push({
-      stream: 'anomalies',
-      range: `${sinceLabel(since)}..${config.until}`,
-      windows: 1,
-      resumed: false,
-      ...plan,
-      refetches: null,
-      replaces: null,
-      drops: null,
-      basis:
-        first === null
-          ? `the first request could not be made (${failed}); more when a response is full`
-          : first < ANOMALY_PAGE_LIMIT
-            ? `${first} alert(s): one response holds them`
-            : `the first response is full (${ANOMALY_PAGE_LIMIT} alerts): split by severity, then further while a response is full; how far is not known before`,
-    });
+}
+
+/** The dollars of the dates not stored (one provider-rollups request), priced at the dollars a row. */
+async function priceByRollups(step: SourceStep, unknown: DayBasis[], all: number, price: Pricing): Promise<void> {
+  step.made.rollups += 1;
+  try {
+    const usd = new Map<string, number>();
+    // The recheck's older windows come after the plan's own: the span is the earliest to the latest date.
+    const dates = unknown.map((d) => d.date).sort();
+    for (const r of await step.api().rollups({ startDate: dates[0]!, endDate: dates.at(-1)!, groupBy: 'provider' }))
+      usd.set(r.date, (usd.get(r.date) ?? 0) + Number(r.cost_usd));
+    for (const d of unknown) d.usd = usd.get(d.date) ?? 0;
+    price.basis = `${unknown.length === all ? '' : 'rows stored, and '}the provider rollups' dollars at ${price.priced} for ${unknown.length} date(s) not stored`;
+  } catch (error) {
+    if (isSettingError(error)) throw error;
+    price.basis = `not known for ${unknown.length} date(s): the provider rollups could not be read (${firstLine(error)})`;
   }
+}
+
+/**
+ * A windowed stream's part of the plan: its windows, and the requests the stream itself says they take
+ * (`estimateRequests`) from what was read of their dates. Pure.
+ */
+export function windowedStreamPlan(spec: WindowedStreamSpec, planned: PlannedStream, known: KnownDays, run: RunChecks): StreamPlan {
+  const { todo, plan, resumed } = planned;
+  const { basis, ...estimate } = spec.estimateRequests({ days: known.days, usdPerRow: known.usdPerRow, resumed }, run);
+  return {
+    stream: spec.name,
+    range: `${plan.from}..${plan.to}`,
+    windows: todo.length,
+    older: todo.filter((w) => w.recheck === true).length,
+    resumed,
+    requests: estimate.requests,
+    minRequests: estimate.minRequests,
+    refetches: storedSpan(known.days.flat()),
+    basis: basis ?? known.basis,
+    replaces: planned.replaces,
+    drops: planned.drops,
+  };
+}
+
+/** The anomalies' part of the plan: where the run's query starts, and its first request, made now (one not full is the whole collection). */
+async function anomaliesPlan(step: SourceStep): Promise<StreamPlan> {
+  const { config, warehouse, source, state } = step;
+  const since = await anomalyQueryStart(
+    state.streams.anomalies?.watermark ?? null,
+    anomalyRequest(config),
+    async () => (warehouse === null ? null : storedAnomaliesFrom(warehouse, source.name)),
+    step.nowMs,
+  );
+  step.made.anomalies += 1;
+  let first: { alerts: number } | { failed: string };
+  try {
+    first = { alerts: (await step.api().anomalies({ since, limit: ANOMALY_PAGE_LIMIT })).length };
+  } catch (error) {
+    if (isSettingError(error)) throw error;
+    first = { failed: firstLine(error) };
+  }
+  const { basis, ...estimate } = estimateAnomalyRequests(first);
+  return {
+    stream: 'anomalies',
+    range: `${sinceLabel(since)}..${config.until}`,
+    windows: 1,
+    resumed: false,
+    ...estimate,
+    refetches: null,
+    replaces: null,
+    drops: null,
+    basis,
+  };
+}
+
+/** The source's plan from its streams': the requests in all (a stream not known counts its least) and their time at the rate limit. Pure. */
+function sourcePlan(step: SourceStep, plans: StreamPlan[], recheck: SourcePlan['recheck']): SourcePlan {
+  const { source } = step;
   const requests = plans.reduce((n, p) => n + (p.requests ?? p.minRequests), 0) + (recheck?.requests ?? 0);
   return {
     source: source.name,
     streams: plans,
-    notices,
+    notices: step.notices,
     requests,
     atLeast: plans.some((p) => p.requests === null),
     rateLimit: source.rateLimit,
-    dryRunRequests: made,
+    dryRunRequests: step.made,
     recheck,
     seconds: Math.ceil((requests * 60) / source.rateLimit),
   };
-}
-
-/**
- * The anomalies requests a run makes, from the size of the first response (null: not known): one
- * when it is not full; else at least one more a severity, as the collection splits a full response. Pure.
- */
-export function anomalyRequests(firstResponse: number | null): { requests: number | null; minRequests: number } {
-  if (firstResponse === null) return { requests: null, minRequests: 1 };
-  if (firstResponse < ANOMALY_PAGE_LIMIT) return { requests: 1, minRequests: 1 };
-  return { requests: null, minRequests: 1 + SEVERITIES.length };
 }
 
 /**

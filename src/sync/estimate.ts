@@ -25,6 +25,13 @@ export interface Observed {
   pagesOfDaysDone: number;
 }
 
+/** The requests a run is expected to make for a stream, told before it runs (`sync --dry-run`). */
+export interface RequestEstimate {
+  /** null when nothing tells (then `minRequests` is all that is known). */
+  requests: number | null;
+  minRequests: number;
+}
+
 export const ROWS_PER_PAGE = 1000;
 
 /** Plans of at least this many windows (backfills) always spend one request on the estimate. */
@@ -41,6 +48,29 @@ export const BACKFILL_WINDOWS = 3;
 export function wantsRollupTotals(windows: number, resumed: boolean, storedDates: number, watched = true): boolean {
   if (windows === 0 || !watched) return false;
   return windows >= BACKFILL_WINDOWS || (!resumed && storedDates === 0);
+}
+
+/**
+ * The pages of the windows to fetch (each given by its dates): rows stored for a date, else its rollup
+ * dollars at the dollars per row; null when some date has neither. A window takes its rows' pages, the
+ * last one part full, and one request when it is empty. Pure.
+ */
+export function expectedPages(
+  windows: readonly (readonly DayBasis[])[],
+  usdPerRow: number | null,
+  rowsPerPage: number = ROWS_PER_PAGE,
+): number | null {
+  let pages = 0;
+  for (const days of windows) {
+    let rows = 0;
+    for (const day of days) {
+      const n = rowsOfDay(day, usdPerRow);
+      if (n === null) return null;
+      rows += n;
+    }
+    pages += Math.max(1, Math.ceil(rows / rowsPerPage));
+  }
+  return pages;
 }
 
 /**

@@ -4,9 +4,9 @@
  * and brings the outputs up to date.
  */
 import { availableParallelism } from 'node:os';
-import { basename, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { createApiClient, retryLine, type ApiClient, type ApiClientOptions, type ClientEvent } from '../api/client.js';
-import { eventId, keyFingerprint } from '../fingerprint.js';
+import { eventId } from '../fingerprint.js';
 import { createRequestLimiter, systemClock, type Clock, type RequestLimiter } from '../api/resilience.js';
 import { endpointOf, type Endpoint } from '../api/types.js';
 import { configSources, type SyncConfig } from '../config.js';
@@ -17,8 +17,7 @@ import { openRestTables } from '../outputs/iceberg-catalog.js';
 import { catalogSecrets } from '../iceberg/rest-auth.js';
 import type { Logger } from '../log.js';
 import { newRunId } from '../run-id.js';
-import { CarriedCopy, SourceState, fileAndWarehouse, loadSourceState } from '../state/source-state.js';
-import { StateStore } from '../state/store.js';
+import { CarriedCopy, SourceState, fileAndWarehouse, openSourceStore } from '../state/source-state.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { mark } from '../storage/outbox.js';
 import { derivedOutputs } from '../outputs/derived.js';
@@ -27,16 +26,16 @@ import { directoryCatalog } from '../iceberg/table.js';
 import { SEVERITY_RANK, parseWebhook, type SendOptions, type Webhook } from '../outputs/notify.js';
 import { adoptCompacted } from '../storage/working-copy.js';
 import { openRun, type OpenRun } from '../run-context.js';
-import { syncAnomalies } from './anomalies.js';
+import { anomalyRequest, syncAnomalies } from './anomalies.js';
 import { RunStop, memoryError, v8HeapProbe, type HeapProbe } from './run-stop.js';
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
 import { PageSlots, SPOOL_WAIT_PAGES, slotsForHeap } from './page-slots.js';
 import { ProviderRollupExchange } from './reconcile.js';
 import { warehouseLookups, type SourceLookups } from './lookups.js';
-import { lineItemsStream, rollupsStream } from './streams.js';
+import { lineItemsStream, rollupsStream, runChecks } from './streams.js';
 import { mapAtMost } from '../at-most.js';
 import { syncWindowedStream, windowRequest, type StreamOutcome } from './windowed.js';
-import { horizonStart, restatedCounts, summarizeDates } from '../plan/horizon.js';
+import { restatedCounts, summarizeDates } from '../plan/horizon.js';
 import { NO_RECHECK, recheckSettings, recheckSource } from './recheck.js';
 import { SOURCES_PER_CORE } from '../settings.js';
 
@@ -482,10 +481,8 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
 function openSourceState(source: SourceConfig, run: SourceRun) {
   const { clock, warehouse } = run;
   const { config, logger } = run.deps;
-  const identity = { name: source.name, baseUrl: source.baseUrl, keyFingerprint: keyFingerprint(source.apiKey) };
-  const store = new StateStore(config.stateDir, identity, basename(warehouse.path, '.duckdb'));
   const row = run.carried.get(source.name) ?? null;
-  const loaded = loadSourceState(store, row, source.name);
+  const { store, identity, ...loaded } = openSourceStore(config.stateDir, warehouse.path, source, row);
   for (const notice of loaded.warnings) logger.warn(notice, { source: source.name });
   // An empty --state-dir going on from the warehouse is the documented clean-container case: worth a line, not a warning.
   for (const notice of loaded.info) logger.info(notice, { source: source.name });
@@ -551,7 +548,7 @@ function sourceContext(
 ): SyncContext {
   const { deps, clock } = run;
   const { config } = deps;
-  const bothChecked = config.reconcile !== 'off' && config.streams.includes('line_items') && config.streams.includes('rollups');
+  const bothChecked = runChecks(config).providerRollupsShared;
   return {
     client: parts.client,
     warehouse: run.warehouse,
@@ -599,18 +596,7 @@ function streamTasks(ctx: SyncContext, config: SyncConfig): Promise<StreamOutcom
     tasks.push(recheck.then((found) => syncWindowedStream(lineItemsStream, ctx, { ...windowReq, recheck: found.line_items })));
   if (config.streams.includes('rollups'))
     tasks.push(recheck.then((found) => syncWindowedStream(rollupsStream, ctx, { ...windowReq, recheck: found.rollups })));
-  if (config.streams.includes('anomalies')) {
-    tasks.push(
-      syncAnomalies(ctx, {
-        since: config.since,
-        until: config.until,
-        startDate: config.startDate,
-        refreshDays: config.anomalyRefreshDays,
-        fullRefresh: config.fullRefresh,
-        horizonFrom: horizonStart(config.until, config.recheckDays),
-      }),
-    );
-  }
+  if (config.streams.includes('anomalies')) tasks.push(syncAnomalies(ctx, anomalyRequest(config)));
   return tasks;
 }
 

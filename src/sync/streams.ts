@@ -1,18 +1,45 @@
 /**
- * The windowed streams, declared as data: their tables, columns, SQL and how to fetch a page.
+ * The windowed streams, declared as data: their tables, columns, SQL, how to fetch a page, and the
+ * requests a plan of windows takes (asked by `sync --dry-run`).
  * Rollups page through the three `group_by` values, so both streams share one engine.
  */
 import type { Admit, ApiClient } from '../api/client.js';
 import { GROUP_BYS } from '../api/types.js';
+import type { SyncConfig } from '../config.js';
 import type { SqlNames } from '../storage/duckdb.js';
 import { LINE_ITEMS, ROLLUPS_DAILY, type TableSpec } from '../storage/tables.js';
 import type { StreamName, SyncContext } from './context.js';
+import { expectedPages, wantsRollupTotals, type DayBasis, type RequestEstimate } from './estimate.js';
 import { checkLineItemsWindow, checkRollupsWindow, type Mismatch, type ProviderRollupExchange, type Total } from './reconcile.js';
 
 export interface FetchedPage {
   records: Record<string, unknown>[];
   /** Cursor for the next page; null when the window is complete. */
   nextCursor: string | null;
+}
+
+/** What is known of a stream's windows still to fetch, before the run: what the stream counts its requests from. */
+export interface WindowsToFetch {
+  /** Each window, as what is known of its dates (rows stored, the provider rollups' dollars). */
+  days: readonly (readonly DayBasis[])[];
+  /** The dollars a line item averages, to price dates by their rollup dollars; null: not known. */
+  usdPerRow: number | null;
+  /** The plan goes on from an unfinished one. */
+  resumed: boolean;
+}
+
+/** How a run checks its windows, from its settings. */
+export interface RunChecks {
+  /** Each window is checked against the API's rollups before it commits (`--reconcile` not off). */
+  checked: boolean;
+  /** The line items' checks fetch the provider rollups and the rollups stream takes them (both streams synced and checked). */
+  providerRollupsShared: boolean;
+}
+
+/** How a run's settings check its windows: the run and its dry run alike. Pure. */
+export function runChecks(config: Pick<SyncConfig, 'reconcile' | 'streams'>): RunChecks {
+  const checked = config.reconcile !== 'off';
+  return { checked, providerRollupsShared: checked && config.streams.includes('line_items') && config.streams.includes('rollups') };
 }
 
 export interface WindowedStreamSpec {
@@ -60,6 +87,11 @@ export interface WindowedStreamSpec {
     /** This stream's checks fetch the provider rollups that the rollups stream then reuses. */
     deliversProviderRollups: boolean;
   };
+  /**
+   * The requests a run makes for `windows` (its pages, checks and estimate), and how that is known for a person
+   * (null: from what was read of the dates). `sync --dry-run` asks the stream rather than restating it. Pure.
+   */
+  estimateRequests(windows: WindowsToFetch, run: RunChecks): RequestEstimate & { basis: string | null };
 }
 
 export const LINE_ITEM_PAGE_LIMIT = 1000;
@@ -93,6 +125,19 @@ export const lineItemsStream: WindowedStreamSpec = {
     });
     return { records: page.data, nextCursor: page.hasMore ? page.nextCursor : null };
   },
+  estimateRequests({ days, usdPerRow, resumed }, run) {
+    const pages = expectedPages(days, usdPerRow, LINE_ITEM_PAGE_LIMIT);
+    // Each window's check fetches its provider rollups (one request).
+    const checks = run.checked ? days.length : 0;
+    // The run's progress display asks the provider rollups once for its own estimate (windowed.ts, `dayBasis`).
+    const storedDates = days.flat().filter((d) => d.storedRows !== null && d.storedRows > 0).length;
+    const estimate = wantsRollupTotals(days.length, resumed, storedDates) ? 1 : 0;
+    return {
+      requests: pages === null ? null : pages + checks + estimate,
+      minRequests: days.length + checks + estimate,
+      basis: null,
+    };
+  },
 };
 
 export const rollupsStream: WindowedStreamSpec = {
@@ -116,5 +161,13 @@ export const rollupsStream: WindowedStreamSpec = {
       records,
       nextCursor: index + 1 < GROUP_BYS.length ? String(index + 1) : null,
     };
+  },
+  estimateRequests({ days }, run) {
+    // Its pages a window as `size` declares them, less the provider view when the line items' check fetched it (fetchPage).
+    // (A stream sized otherwise would count its least, one a window.)
+    const pages = 'pagesPerWindow' in this.size ? this.size.pagesPerWindow : 1;
+    const perWindow = pages - (run.providerRollupsShared ? 1 : 0);
+    const requests = days.length * perWindow;
+    return { requests, minRequests: requests, basis: `${perWindow} request(s) a window` };
   },
 };

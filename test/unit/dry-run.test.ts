@@ -1,21 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { anomalyRequests, dryRunText, expectedLineItemPages, storedSpan, type SourcePlan } from '../../src/sync/dry-run.js';
-import { dollarsPerRow } from '../../src/sync/estimate.js';
+import { anomalyRequests } from '../../src/sync/anomalies.js';
+import { dryRunText, storedSpan, windowedStreamPlan, type KnownDays, type PlannedStream, type SourcePlan } from '../../src/sync/dry-run.js';
+import { dollarsPerRow, expectedPages } from '../../src/sync/estimate.js';
+import { lineItemsStream, rollupsStream, type WindowedStreamSpec } from '../../src/sync/streams.js';
 
 const day = (date: string, storedRows: number | null, usd: number | null = null) => ({ date, storedRows, usd });
 
 describe('sync --dry-run estimates', () => {
   it('counts pages from stored rows, else rollup dollars at the dollars per row; unknown without either', () => {
     // A window of 2,500 stored rows is 3 pages; one of 1,500 priced rows ($3,000 at $2 a row) is 2.
-    expect(expectedLineItemPages([[day('2025-06-01', 2500)], [day('2025-06-02', null, 3000)]], 2)).toBe(5);
-    expect(expectedLineItemPages([[day('2025-06-01', 2500), day('2025-06-02', null)]], 2)).toBeNull();
-    expect(expectedLineItemPages([[day('2025-06-01', null, 100)]], null)).toBeNull();
+    expect(expectedPages([[day('2025-06-01', 2500)], [day('2025-06-02', null, 3000)]], 2)).toBe(5);
+    expect(expectedPages([[day('2025-06-01', 2500), day('2025-06-02', null)]], 2)).toBeNull();
+    expect(expectedPages([[day('2025-06-01', null, 100)]], null)).toBeNull();
   });
 
   it("counts each window's pages whole: a part page a window, and one request for an empty window", () => {
     // Three days of 200 rows in one window are one page, not a page and a half.
-    expect(expectedLineItemPages([[day('2025-06-01', 200), day('2025-06-02', 200), day('2025-06-03', 200)]], null)).toBe(1);
-    expect(expectedLineItemPages([[day('2025-06-01', 6000)], [day('2025-06-02', null, 0)]], 2)).toBe(7);
+    expect(expectedPages([[day('2025-06-01', 200), day('2025-06-02', 200), day('2025-06-03', 200)]], null)).toBe(1);
+    expect(expectedPages([[day('2025-06-01', 6000)], [day('2025-06-02', null, 0)]], 2)).toBe(7);
   });
 
   it("prices line items at a sample page's dollars per row, none when the page holds no cost", () => {
@@ -175,5 +177,88 @@ describe('sync --dry-run estimates', () => {
     const text = dryRunText([plan], false);
     expect(text).toMatch(/deleted first \(--drop-before\): 40 row\(s\) dated 2025-01-01\.\.2025-01-31/);
     expect(text).toMatch(/replaced \(--full-refresh\): every stored date of 2025-02-01\.\.2025-06-30; nothing outside it is deleted/);
+  });
+});
+
+describe("sync --dry-run asks each stream's spec for its requests", () => {
+  // Two windows of three days each, the second one of older dates the recheck found; nothing read of them.
+  const planned: PlannedStream = {
+    plan: { from: '2025-06-01', to: '2025-06-03' },
+    resumed: false,
+    todo: [
+      { start: '2025-06-01', end: '2025-06-03' },
+      { start: '2025-05-01', end: '2025-05-03', recheck: true },
+    ],
+    replaces: null,
+    drops: null,
+  };
+  const unread: KnownDays = {
+    days: [
+      ['2025-06-01', '2025-06-02', '2025-06-03'],
+      ['2025-05-01', '2025-05-02', '2025-05-03'],
+    ].map((dates) => dates.map((date) => day(date, null))),
+    usdPerRow: null,
+    basis: '',
+  };
+  const checked = { checked: true, providerRollupsShared: true };
+  const unchecked = { checked: false, providerRollupsShared: false };
+  // The plan is made from the spec alone: a spec that fetched anything would fail the test.
+  const noFetch = (): never => {
+    throw new Error('the dry run fetched a page');
+  };
+
+  it("counts a fixed-page stream's requests from the pages a window its spec declares", () => {
+    const rollups = windowedStreamPlan({ ...rollupsStream, fetchPage: noFetch }, planned, unread, checked);
+    expect(rollups).toMatchObject({ stream: 'rollups', windows: 2, older: 1, requests: 4, minRequests: 4, basis: '2 request(s) a window' });
+    // A spec of five pages a window (one of them the line items' check's when both are checked) changes the count.
+    const five: WindowedStreamSpec = { ...rollupsStream, size: { pagesPerWindow: 5 }, fetchPage: noFetch };
+    expect(windowedStreamPlan(five, planned, unread, checked)).toMatchObject({ requests: 8, basis: '4 request(s) a window' });
+    expect(windowedStreamPlan(five, planned, unread, unchecked)).toMatchObject({ requests: 10, minRequests: 10 });
+  });
+
+  it("takes a new stream's count and basis from its own estimateRequests, 'at least' when it cannot tell", () => {
+    const asked: unknown[] = [];
+    const spec: WindowedStreamSpec = {
+      ...rollupsStream,
+      fetchPage: noFetch,
+      estimateRequests: (windows, run) => {
+        asked.push({ windows: windows.days.length, resumed: windows.resumed, run });
+        return { requests: null, minRequests: 7 * windows.days.length, basis: 'seven a window at least' };
+      },
+    };
+    const plan = windowedStreamPlan(spec, { ...planned, resumed: true }, unread, unchecked);
+    expect(asked).toEqual([{ windows: 2, resumed: true, run: unchecked }]);
+    expect(plan).toMatchObject({ requests: null, minRequests: 14, basis: 'seven a window at least' });
+    const text = dryRunText(
+      [
+        {
+          source: 'default',
+          streams: [plan],
+          notices: [],
+          requests: 14,
+          atLeast: true,
+          seconds: 14,
+          rateLimit: 60,
+          dryRunRequests: { rollups: 0, lineItems: 0, anomalies: 0 },
+          recheck: null,
+        },
+      ],
+      false,
+    );
+    expect(text).toMatch(
+      /rollups: 2025-06-01\.\.2025-06-03, 1 window\(s\), then 1 of older dates \(below\) \(resuming an unfinished plan\), at least 14 request\(s\) \[seven a window at least\]/,
+    );
+  });
+
+  it("counts line items' pages from the dates' rows, with a check a window, and keeps what was read as the basis", () => {
+    // 2,500 stored rows on the first window's date (3 pages); $1,000 of rollups at $2 a row on the older one's (1 page).
+    const known: KnownDays = {
+      days: [[day('2025-06-01', 2500)], [day('2025-05-01', null, 1000)]],
+      usdPerRow: 2,
+      basis: 'rows stored, and the rollups',
+    };
+    const plan = windowedStreamPlan({ ...lineItemsStream, fetchPage: noFetch }, planned, known, checked);
+    expect(plan).toMatchObject({ requests: 4 + 2, minRequests: 2 + 2, basis: known.basis, refetches: '2025-06-01..2025-06-01 (1 day)' });
+    expect(windowedStreamPlan({ ...lineItemsStream, fetchPage: noFetch }, planned, known, unchecked)).toMatchObject({ requests: 4 });
   });
 });

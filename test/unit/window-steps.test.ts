@@ -94,6 +94,8 @@ async function runWindow(options: Options) {
       fetched += 1;
       return answer;
     },
+    // Only the dry run asks it.
+    estimateRequests: () => ({ requests: null, minRequests: 0, basis: null }),
   };
   let firstWritten = (): void => undefined;
   const firstWrite = new Promise<void>((resolve) => {
