@@ -86,7 +86,11 @@ export interface SourcePlan {
 
 /** The dates of `[from, to]` that the warehouse already holds (their count and span), for the lookback line. Pure. */
 export function storedSpan(days: readonly DayBasis[]): string | null {
-  const stored = days.filter((d) => d.storedRows !== null && d.storedRows > 0).map((d) => d.date);
+  // Sorted: the recheck's older windows come after the plan's own, newest first.
+  const stored = days
+    .filter((d) => d.storedRows !== null && d.storedRows > 0)
+    .map((d) => d.date)
+    .sort();
   if (stored.length === 0) return null;
   return `${stored[0]}..${stored.at(-1)} (${stored.length} day${stored.length === 1 ? '' : 's'})`;
 }
@@ -290,9 +294,11 @@ interface Pricing {
 
 /** Fills in the rows the warehouse holds for each date; the dollars its line items average (null: none stored). */
 async function readStoredRows(step: SourceStep, warehouse: ReadOnlyWarehouse, days: DayBasis[]): Promise<number | null> {
+  // From the earliest date to the latest: the recheck's older windows come after the plan's own, newest first.
+  const dates = days.map((d) => d.date).sort();
   const [stored] = await lineItemsPerDate(
     (name, params) => warehouse.query(name, params),
-    [{ source: step.source.name, from: days[0]!.date, to: days.at(-1)!.date }],
+    [{ source: step.source.name, from: dates[0]!, to: dates.at(-1)! }],
   );
   for (const d of days) d.storedRows = stored!.get(d.date) ?? null;
   const [avg] = await warehouse.query<{ usd_per_row: number | null }>('sync/line_items_usd_per_row', [step.source.name]);

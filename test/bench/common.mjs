@@ -40,15 +40,19 @@ export function syncConfig(flags, nowMs = Date.now()) {
   });
 }
 
-/** Fills a working copy with `rows` line items shaped like the API's (ids, dates, providers, amounts, extra). */
+/**
+ * Fills a working copy with `rows` line items shaped like the API's (ids, dates, providers, amounts, extra),
+ * spread over the `days` (default a year) up to 2025-12-31.
+ */
 export async function filledWorkingCopy(dir, rows, options = {}) {
+  const { days = 365, ...open } = options;
   const db = join(dir, 'costs.duckdb');
-  const wh = await openWorkingCopy(db, join(dir, 'state'), options);
+  const wh = await openWorkingCopy(db, join(dir, 'state'), open);
   await wh.sql("SET memory_limit = '1GB'");
   await wh.transaction(async () => {
     await wh.sql(`
       INSERT INTO line_items BY NAME
-      SELECT 'li_' || md5(i::VARCHAR)[1:20] AS id, DATE '2025-01-01' + (i % 365)::INTEGER AS usage_date,
+      SELECT 'li_' || md5(i::VARCHAR)[1:20] AS id, DATE '2025-12-31' - (i % ${days})::INTEGER AS usage_date,
              ['aws','gcp','azure','snowflake','datadog','openai','anthropic'][1 + i % 7] AS provider_type,
              'service-' || (i % 97) AS provider_service, round(random() * 100, 6) AS net_amount_usd, 'USD' AS currency_original,
              'proj-' || (i % 500) AS project_id, 'user' || (i % 2000) || '@example.com' AS user_email,

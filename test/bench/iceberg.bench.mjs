@@ -109,7 +109,7 @@ async function benchThroughput() {
  */
 async function nightly(nights, rows, onNight) {
   const dir = tempDir();
-  const { wh } = await filledWorkingCopy(dir, rows, { lake: true });
+  const { wh } = await filledWorkingCopy(dir, rows, { lake: true, days: HISTORY_DAYS });
   const target = directoryTarget(join(dir, 'lake'));
   let now = Date.parse('2026-01-01T03:00:00Z');
   const clock = { now: () => now, sleep: async () => undefined };
@@ -141,6 +141,10 @@ async function nightly(nights, rows, onNight) {
   }
 }
 
+/** The days the history's rows spread over, up to 2025-12-31: a year, or at the smoke size November and December (a month's file each). */
+const HISTORY_DAYS = smoke ? 61 : 365;
+const HISTORY_MONTHS = smoke ? 2 : 12;
+
 async function benchCommit() {
   const rows = Number(size('BENCH_ICEBERG_HISTORY_ROWS', 200_000, 500));
   const nights = smoke ? 1 : 10;
@@ -166,12 +170,12 @@ async function benchHistory() {
     }
   });
   console.log(
-    `history: filled ${rows} line items (a year of days) and their focus rows from the warehouse in ${fillSecs.toFixed(1)} s; 7-day retention, a 3-day restatement every night`,
+    `history: filled ${rows} line items (${HISTORY_DAYS} days) and their focus rows from the warehouse in ${fillSecs.toFixed(1)} s; 7-day retention, a 3-day restatement every night`,
   );
   // Without the file-per-source-and-month rule (a file per commit, as appends of each window leave),
   // a table's live files would grow by one per night; with it they stay one per source and month.
   console.log(
-    `history: without compaction line_items would hold ${12 + nights} live files after ${nights} nights; with a file per source and month it holds 12 live files`,
+    `history: without compaction line_items would hold ${HISTORY_MONTHS + nights} live files after ${nights} nights; with a file per source and month it holds ${HISTORY_MONTHS} live files`,
   );
 }
 

@@ -172,8 +172,8 @@ async function benchRate(n = Number(size('BENCH_SOURCES', 20, 2))) {
 }
 
 async function benchMemory() {
-  const rows = Number(size('BENCH_SOURCE_ROWS', 1_000_000, 3_000));
-  for (const n of [1, 5]) {
+  const rows = Number(size('BENCH_SOURCE_ROWS', 1_000_000, 600));
+  for (const n of smoke ? [1, 2] : [1, 5]) {
     const emulator = await startEmulator({
       port: 0,
       rateLimit: 0,

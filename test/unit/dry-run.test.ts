@@ -37,6 +37,8 @@ describe('sync --dry-run estimates', () => {
   it('names the stored dates the lookback fetches again', () => {
     expect(storedSpan([day('2025-06-28', 40), day('2025-06-29', 40), day('2025-06-30', null)])).toBe('2025-06-28..2025-06-29 (2 days)');
     expect(storedSpan([day('2025-06-30', null)])).toBeNull();
+    // The recheck's older windows come after the plan's own: the span still runs from the earliest date.
+    expect(storedSpan([day('2025-06-29', 40), day('2025-06-30', 40), day('2025-06-01', 5)])).toBe('2025-06-01..2025-06-30 (3 days)');
   });
 
   it('prints each stream, the total at the rate limit, and that nothing was written', () => {
