@@ -4,11 +4,14 @@ import { join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { cli, withEmulator, withTempDir, SPAN, syncCommand } from '../support/helpers.js';
+import { run, withEmulator, withTempDir, SPAN, syncCommand } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
 const FIXTURE = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
+
+// The syncs, pushes and queries run in this process (`run`): what matters is that the readers are other
+// processes, holding the published file open while costsync writes.
 
 /**
  * Another OS process (a notebook, a BI tool) that opens `db` read-only and keeps it open, answering
@@ -100,19 +103,19 @@ describe('readers never wait', () => {
               '100000',
               '--quiet',
             ]);
-          expect((await cli(args('2025-06-15'), env)).code).toBe(0);
+          expect((await run(args('2025-06-15'), env)).code).toBe(0);
           const holder = await readerProcess(db);
           try {
             expect(await holder.value(COUNT)).toBe(String(200 * 15));
             hold = async () => {
               // Mid-run: a new reader and `costsync query` both open --db and see the last complete snapshot.
               seen.reader = await readOnce(db, COUNT);
-              const query = await cli(['query', COUNT, '--db', db, '--format', 'json']);
+              const query = await run(['query', COUNT, '--db', db, '--format', 'json']);
               seen.queryCode = query.code;
               seen.query = query.stdout;
             };
             lineItemRequests = 0;
-            const second = await cli(args(SPAN.endDate), env);
+            const second = await run(args(SPAN.endDate), env);
             expect(second.code).toBe(0);
             expect(seen.reader).toBe(String(200 * 15));
             expect(seen.queryCode).toBe(0);
@@ -149,7 +152,7 @@ describe('readers never wait', () => {
           hold = async () => {
             midRun = await readOnce(db, COUNT);
           };
-          const result = await cli(
+          const result = await run(
             syncCommand(url, dir, [
               '--start-date',
               SPAN.startDate,
@@ -195,12 +198,12 @@ describe('readers never wait', () => {
         const db = join(dir, 'c.duckdb');
         const common = ['--base-url', url, '--db', db, '--state-dir', join(dir, 'state'), '--quiet'];
         expect(
-          (await cli(['sync', ...common, '--start-date', '2025-06-28', '--until', SPAN.endDate, '--rate-limit', '100000'], env)).code,
+          (await run(['sync', ...common, '--start-date', '2025-06-28', '--until', SPAN.endDate, '--rate-limit', '100000'], env)).code,
         ).toBe(0);
         const holder = await readerProcess(db);
         try {
           expect(await holder.value('SELECT count(*) FROM ingest_batches')).toBe('0');
-          const push = await cli(['push', ...common, '--connection', 'demo-connection', FIXTURE], env);
+          const push = await run(['push', ...common, '--connection', 'demo-connection', FIXTURE], env);
           expect(push.code).toBe(0);
           expect(await holder.value('SELECT count(*) FROM ingest_batches')).toBe('0');
           expect(Number(await readOnce(db, 'SELECT count(*) FROM ingest_batches'))).toBeGreaterThan(0);

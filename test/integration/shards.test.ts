@@ -57,12 +57,12 @@ describe('shards: one config file, N runners', () => {
       const idle = Array.from({ length: 16 }, (_, i) => i + 1).find((i) => !NAMES.some((n) => shardOf(n, 16) === i))!;
       const config = writeConfig(dir, 'http://127.0.0.1:9');
       const before = readdirSync(dir);
-      const byFlag = await cli(['sync', '--config', config, '--shard', `${idle}/16`], ENV);
+      const byFlag = await run(['sync', '--config', config, '--shard', `${idle}/16`], ENV);
       expect(byFlag.code, byFlag.stderr).toBe(0);
       expect(byFlag.stdout).toBe(
         `Shard ${idle}/16 owns none of the config's 8 sources (each source goes to one of the 16 shards by its name): nothing to sync.\n`,
       );
-      const byIndex = await cli(['sync', '--config', config, '--shard-count', '16'], { ...ENV, JOB_COMPLETION_INDEX: String(idle - 1) });
+      const byIndex = await run(['sync', '--config', config, '--shard-count', '16'], { ...ENV, JOB_COMPLETION_INDEX: String(idle - 1) });
       expect(byIndex.code, byIndex.stderr).toBe(0);
       expect(byIndex.stdout).toBe(byFlag.stdout);
       // In JSON logs, one line a log collector can read.
@@ -71,7 +71,7 @@ describe('shards: one config file, N runners', () => {
       expect(JSON.parse(json.stdout)).toMatchObject({ level: 'info', shard: `${idle}/16`, sources: 0, sourcesBeforeSplit: 8 });
       expect(readdirSync(dir)).toEqual(before);
       // A bad index is refused with exit 2, naming the fix.
-      const bad = await cli(['sync', '--config', config, '--shard-count', '16'], { ...ENV, JOB_COMPLETION_INDEX: '16' });
+      const bad = await run(['sync', '--config', config, '--shard-count', '16'], { ...ENV, JOB_COMPLETION_INDEX: '16' });
       expect(bad.code).toBe(2);
       expect(bad.stderr).toContain('JOB_COMPLETION_INDEX must be a whole number from 0 to 15');
     });
