@@ -644,7 +644,7 @@ describe('a lake another state directory changed', () => {
           'line_items',
           ...extra,
         ];
-        expect(await cli(args('a'), { COSTSYNC_API_KEY: 'demo-key' })).toMatchObject({ code: 0 });
+        expect(await run(args('a'), { COSTSYNC_API_KEY: 'demo-key' })).toMatchObject({ code: 0 });
         // The other state directory drops May's first days, commits that to the lake, and dies before it publishes;
         // the next nightly's lookback changes only June.
         const killed = await cli(args('b', ['--drop-before', '2025-05-25']), {
@@ -657,7 +657,7 @@ describe('a lake another state directory changed', () => {
           "SELECT count(*)::INTEGER AS n FROM line_items WHERE usage_date < DATE '2025-05-25'",
         )) as [{ n: number }];
         expect(n).toBe(50);
-        expect(await cli(args('a'), { COSTSYNC_API_KEY: 'demo-key' })).toMatchObject({ code: 0 });
+        expect(await run(args('a'), { COSTSYNC_API_KEY: 'demo-key' })).toMatchObject({ code: 0 });
         expectEqualToWarehouse(
           await icebergDifferences(join(dir, 'c.duckdb'), pathToFileURL(lake).href, { tables: ['line_items', 'focus'] }),
         );

@@ -8,7 +8,6 @@ import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import {
   CLI,
-  cli,
   killRunner,
   pushArgs,
   pushSummary,
@@ -115,7 +114,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         writeFileSync(file, 'day,cost_usd,what\n2025-06-01,12.5,Build farm\n2025-06-02,3,Build farm\n');
         const map =
           '{"columns": {"day": "ChargePeriodStart", "cost_usd": "BilledCost", "what": "ServiceName"}, "constants": {"ChargeCategory": "Usage"}}';
-        const result = await cli(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--map', map, file]), env);
+        const result = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--map', map, file]), env);
         expect(result.code, result.stderr).toBe(ExitCode.OK);
         expect(summaryOf(result.stderr)).toMatchObject({ rowsRead: 2, sent: 2, accepted: 2 });
         expect(emulator.dataset.ingestedRecords().map((r) => [r.usage_date, r.provider_service, r.net_amount_usd])).toEqual([
@@ -274,7 +273,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         const doc = join(dir, 'usage.json');
         writeFileSync(doc, JSON.stringify({ resourceMetrics: [{ scopeMetrics: [] }] }));
         const otelArgs = (extra: string[]) => pushArgs(emulator.url, dir, extra, 'push-otel');
-        expect((await cli(otelArgs([doc]), env)).code).toBe(ExitCode.OK);
+        expect((await run(otelArgs([doc]), env)).code).toBe(ExitCode.OK);
         const again = await run(otelArgs([doc]), env);
         expect(again.code).toBe(ExitCode.OK);
         expect(again.stderr).toMatch(/sent before.*--force/);

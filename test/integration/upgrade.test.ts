@@ -9,7 +9,6 @@ import { legacyStateFileName, stateFileName } from '../../src/state/store.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import {
-  cli,
   emulatorLineItemIds,
   queryDb,
   run,
@@ -102,7 +101,7 @@ describe('upgrade from a warehouse the previous version wrote', () => {
 
         const args = (states: string) => syncCommandFor(emulator.url, db, states, [...spanFlags(7, { span: source }), '--quiet']);
         emulator.requestLog.reset();
-        const nightly = await cli(args(stateDir), env);
+        const nightly = await run(args(stateDir), env);
         expect(nightly.code, nightly.stderr).toBe(0);
         // A nightly run: the 3-day lookback only.
         expect(emulator.requestLog.count({ route: 'line-items' })).toBe(1);
@@ -158,7 +157,7 @@ describe('upgrade from a warehouse the previous version wrote', () => {
           writeFileSync(join(pages, page), text);
         }
 
-        const resumed = await cli(args(db, stateDir), env);
+        const resumed = await run(args(db, stateDir), env);
         expect(resumed.code, resumed.stderr).toBe(0);
         // Only the second window's two pages: the first was stored from the previous version's files.
         expect(emulator.requestLog.count({ route: 'line-items' })).toBe(2);
@@ -166,7 +165,7 @@ describe('upgrade from a warehouse the previous version wrote', () => {
         expect(ids.map((r) => r.id)).toEqual(emulatorLineItemIds(emulator, '2025-06-01', '2025-06-06'));
 
         const fresh = join(dir, 'fresh.duckdb');
-        const again = await cli(args(fresh, join(dir, 'fresh-state')), env);
+        const again = await run(args(fresh, join(dir, 'fresh-state')), env);
         expect(again.code, again.stderr).toBe(0);
         expect((await tableDigest(db)).line_items).toEqual((await tableDigest(fresh)).line_items);
       });
