@@ -5,7 +5,9 @@
  */
 import { existsSync } from 'node:fs';
 import { coalesce } from '../coalesce.js';
+import { InternalError } from '../errors.js';
 import { CarriedText, carriedState, reconcileCarried, type CarriedState, type CarriedWindow } from './carried.js';
+import { sameWindow, windowAdvanced, windowDone, windowRestarted, type WindowProgress } from '../plan/windows.js';
 import type { AnomalyStreamState, PlannedWindow, SourceIdentity, StateStore, SyncState, WindowedStreamState } from './store.js';
 
 /** A source's state as loaded, and what loading found worth telling (`info`: the clean-container case, a line rather than a warning). */
@@ -29,14 +31,7 @@ export function loadSourceState(store: StateStore, carried: string | null, sourc
   return { state, warnings, info };
 }
 
-/** How far a window's fetch got, saved once its last page is spooled. */
-export interface WindowProgress {
-  status: 'active';
-  cursor: string | null;
-  page: number;
-  fetched: boolean;
-  unique?: boolean;
-}
+type Windowed = 'line_items' | 'rollups';
 
 /** Where a source's state is kept: its file, and the warehouse's carried copy. */
 export interface StateHome {
@@ -61,7 +56,7 @@ export class SourceState {
     return this.state;
   }
 
-  windowed(stream: 'line_items' | 'rollups'): WindowedStreamState | undefined {
+  windowed(stream: Windowed): WindowedStreamState | undefined {
     return this.state.streams[stream];
   }
 
@@ -69,7 +64,7 @@ export class SourceState {
     return this.state.streams.anomalies;
   }
 
-  setWindowed(stream: 'line_items' | 'rollups', value: WindowedStreamState): void {
+  setWindowed(stream: Windowed, value: WindowedStreamState): void {
     this.state.streams[stream] = value;
     this.carriedChanged = true;
   }
@@ -79,30 +74,41 @@ export class SourceState {
     this.carriedChanged = true;
   }
 
-  /** A page of `window` is spooled: its cursor goes on from here (mid-window progress is not carried). */
-  advance(window: PlannedWindow, progress: WindowProgress): void {
-    Object.assign(window, progress);
+  /** A page of `window` is spooled: its cursor goes on from here (mid-window progress is not carried). The window's new value. */
+  advance(stream: Windowed, window: PlannedWindow, progress: WindowProgress): PlannedWindow {
+    return this.replaceWindow(stream, windowAdvanced(window, progress));
   }
 
-  /** `window` is fetched again from its first page. */
-  restart(window: PlannedWindow): void {
-    Object.assign(window, { status: 'active', cursor: null, page: 0, fetched: false });
-    delete window.unique;
+  /** `window` is fetched again from its first page. The window's new value. */
+  restart(stream: Windowed, window: PlannedWindow): PlannedWindow {
+    return this.replaceWindow(stream, windowRestarted(window));
   }
 
-  /** `window`'s rows are committed. */
-  done(window: PlannedWindow): void {
-    Object.assign(window, { status: 'done', cursor: null });
-    delete window.unique;
+  /** `window`'s rows are committed. The window's new value. */
+  done(stream: Windowed, window: PlannedWindow): PlannedWindow {
     this.carriedChanged = true;
+    return this.replaceWindow(stream, windowDone(window));
   }
 
   /** The recheck's `dates` of `stream` are synced again: a disagreement they keep is the API's own from now on. */
-  rechecked(stream: 'line_items' | 'rollups', dates: readonly string[]): void {
-    const memory = this.state.streams[stream]?.rechecked;
+  rechecked(stream: Windowed, dates: readonly string[]): void {
+    const current = this.state.streams[stream];
+    const memory = current?.rechecked;
     if (memory === undefined) return;
-    for (const date of dates) if (memory[date] !== undefined) memory[date].synced = true;
+    const synced = Object.fromEntries(
+      Object.entries(memory).map(([date, entry]) => [date, dates.includes(date) ? { ...entry, synced: true } : entry]),
+    );
+    this.state.streams[stream] = { ...current!, rechecked: synced };
     this.carriedChanged = true;
+  }
+
+  /** Puts `window` in place of the plan's window of the same dates: the plan is replaced, never changed. */
+  private replaceWindow(stream: Windowed, window: PlannedWindow): PlannedWindow {
+    const current = this.state.streams[stream];
+    const plan = current?.pending;
+    if (plan == null || !plan.windows.some((w) => sameWindow(w, window))) throw new InternalError(`${stream} has no planned window ${window.start}..${window.end}`);
+    this.state.streams[stream] = { ...current!, pending: { ...plan, windows: plan.windows.map((w) => (sameWindow(w, window) ? window : w)) } };
+    return window;
   }
 
   /** The API answered with this run's key and base URL: they are the source's identity from now on. */

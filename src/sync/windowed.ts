@@ -135,7 +135,7 @@ async function syncWindows(
   let stopped = false;
   const queue = [...todo];
   // Fetched windows wait here to be stored together (see store-batch.ts) while the workers go on fetching.
-  const waiting: { window: PlannedWindow; fetched: FetchedWindow; since: number }[] = [];
+  const waiting: { fetched: FetchedWindow; since: number }[] = [];
   let fetching = 0;
   const stores: Promise<void>[] = [];
   /** Starts storing the waiting windows if it is time (`storeNow`); the stores started. */
@@ -145,8 +145,8 @@ async function syncWindows(
     const limits = { maxWaitMs: ctx.pace.storeWaitMs ?? Infinity, ending };
     if (!storeNow({ windows: waiting.length, rows, waitedMs }, { fetching, queued: queue.length }, limits)) return [];
     // Started together, so they reach the write queue together and share its group commit.
-    const started = waiting.splice(0).map(({ window, fetched }) =>
-      storeWindow(spec, ctx, window, fetched, req.horizon ?? null).catch((error: unknown) => {
+    const started = waiting.splice(0).map(({ fetched }) =>
+      storeWindow(spec, ctx, fetched, req.horizon ?? null).catch((error: unknown) => {
         failure ??= error;
       }),
     );
@@ -161,7 +161,7 @@ async function syncWindows(
       try {
         const fetched = await fetchWindow(spec, ctx, window, windowPlace(spec, ctx, window));
         if (fetched === 'stopped') stopped = true;
-        else waiting.push({ window, fetched, since: ctx.clock.now() });
+        else waiting.push({ fetched, since: ctx.clock.now() });
       } catch (error) {
         failure ??= error;
       } finally {
@@ -179,7 +179,8 @@ async function syncWindows(
   await announcing;
   // eslint-disable-next-line @typescript-eslint/only-throw-error -- a caught error, rethrown as it came
   if (failure !== null) throw failure;
-  if (stopped || plan.windows.some((w) => w.status !== 'done')) return 'stopped';
+  // The plan is data: the state holds its windows as they went on.
+  if (stopped || ctx.state.windowed(spec.name)!.pending!.windows.some((w) => w.status !== 'done')) return 'stopped';
 
   ctx.state.setWindowed(spec.name, completePlan(ctx.state.windowed(spec.name)!, plan, new Date(ctx.clock.now()).toISOString()));
   await ctx.state.save();
@@ -228,8 +229,7 @@ function windowPlace(spec: WindowedStreamSpec, ctx: SyncContext, window: Planned
 async function storeWindow(
   spec: WindowedStreamSpec,
   ctx: SyncContext,
-  window: PlannedWindow,
-  { disagreement }: FetchedWindow,
+  { window, disagreement }: FetchedWindow,
   /** The recheck horizon's first date (null: no recheck): older dates a moved row leaves are named in a warning. */
   horizon: string | null,
 ): Promise<void> {
@@ -298,7 +298,7 @@ async function storeWindow(
     );
     stats.olderSynced += days.length;
   }
-  ctx.state.done(window);
+  ctx.state.done(spec.name, window);
   await ctx.state.save();
   await spool.clear(dir);
   stats.inserted += diff.inserted;
