@@ -7,7 +7,8 @@ import { existsSync } from 'node:fs';
 import { coalesce } from '../coalesce.js';
 import { InternalError } from '../errors.js';
 import { CarriedText, carriedState, reconcileCarried, type CarriedState, type CarriedWindow } from './carried.js';
-import { sameWindow, windowAdvanced, windowDone, windowRestarted, type WindowProgress } from '../plan/windows.js';
+import { sameWindow } from '../plan/windows.js';
+import type { Warehouse } from '../storage/duckdb.js';
 import type { AnomalyStreamState, PlannedWindow, SourceIdentity, StateStore, SyncState, WindowedStreamState } from './store.js';
 
 /** A source's state as loaded, and what loading found worth telling (`info`: the clean-container case, a line rather than a warning). */
@@ -41,7 +42,23 @@ export interface StateHome {
   carry(state: SyncState, done: CarriedWindow): Promise<void>;
 }
 
-/** A source's state, changed only through these methods, so that only a change the warehouse carries makes it compare its copy. */
+/**
+ * A change to a source's progress, as `SourceState.checkpoint` records it: new values (see
+ * `windowAdvanced`, `windowRestarted`, `windowDone`, `completePlan` in plan/windows.ts), never edits.
+ */
+export type ProgressChange =
+  /** A window's new value, in place of the plan's window of the same dates. */
+  | { readonly stream: Windowed; readonly window: PlannedWindow }
+  /** A windowed stream's new state: its plan, its completion, what the recheck found. */
+  | { readonly stream: Windowed; readonly state: WindowedStreamState }
+  /** The recheck's `synced` dates of the stream are synced again: a disagreement they keep is the API's own from now on. */
+  | { readonly stream: Windowed; readonly synced: readonly string[] }
+  | { readonly stream: 'anomalies'; readonly state: AnomalyStreamState };
+
+/**
+ * A source's progress, with one owner: read it here, change it only through `checkpoint`, which records
+ * the change in the state file and has the warehouse's copy follow (only when something it carries changed).
+ */
 export class SourceState {
   /** Something carried (a plan, a window done, a watermark) changed since the last save. */
   private carriedChanged = true;
@@ -51,7 +68,7 @@ export class SourceState {
     private readonly home: StateHome,
   ) {}
 
-  /** The state as it stands: read it here, change it through the methods. */
+  /** The state as it stands: read it here, change it through `checkpoint`. */
   get current(): Readonly<SyncState> {
     return this.state;
   }
@@ -64,37 +81,36 @@ export class SourceState {
     return this.state.streams.anomalies;
   }
 
-  setWindowed(stream: Windowed, value: WindowedStreamState): void {
-    this.state.streams[stream] = value;
-    this.carriedChanged = true;
+  /**
+   * Applies `changes`, in order, and records them in every home they must reach: the state file at once,
+   * the warehouse's copy following in the background. Call only once the data they describe is durable:
+   * a page spooled, a window's rows committed.
+   */
+  async checkpoint(...changes: readonly ProgressChange[]): Promise<void> {
+    for (const change of changes) this.apply(change);
+    const changed = this.carriedChanged;
+    this.carriedChanged = false;
+    await this.home.save(this.state, changed);
   }
 
-  setAnomalies(value: AnomalyStreamState): void {
-    this.state.streams.anomalies = value;
-    this.carriedChanged = true;
+  private apply(change: ProgressChange): void {
+    if (change.stream === 'anomalies') {
+      this.state.streams.anomalies = change.state;
+      this.carriedChanged = true;
+    } else if ('window' in change) {
+      this.replaceWindow(change.stream, change.window);
+      // Mid-window progress (a cursor, a restart) is not carried; a window done is.
+      if (change.window.status === 'done') this.carriedChanged = true;
+    } else if ('state' in change) {
+      this.state.streams[change.stream] = change.state;
+      this.carriedChanged = true;
+    } else this.synced(change.stream, change.synced);
   }
 
-  /** A page of `window` is spooled: its cursor goes on from here (mid-window progress is not carried). The window's new value. */
-  advance(stream: Windowed, window: PlannedWindow, progress: WindowProgress): PlannedWindow {
-    return this.replaceWindow(stream, windowAdvanced(window, progress));
-  }
-
-  /** `window` is fetched again from its first page. The window's new value. */
-  restart(stream: Windowed, window: PlannedWindow): PlannedWindow {
-    return this.replaceWindow(stream, windowRestarted(window));
-  }
-
-  /** `window`'s rows are committed. The window's new value. */
-  done(stream: Windowed, window: PlannedWindow): PlannedWindow {
-    this.carriedChanged = true;
-    return this.replaceWindow(stream, windowDone(window));
-  }
-
-  /** The recheck's `dates` of `stream` are synced again: a disagreement they keep is the API's own from now on. */
-  rechecked(stream: Windowed, dates: readonly string[]): void {
+  private synced(stream: Windowed, dates: readonly string[]): void {
     const current = this.state.streams[stream];
     const memory = current?.rechecked;
-    if (memory === undefined) return;
+    if (memory === undefined || dates.length === 0) return;
     const synced = Object.fromEntries(
       Object.entries(memory).map(([date, entry]) => [date, dates.includes(date) ? { ...entry, synced: true } : entry]),
     );
@@ -103,24 +119,17 @@ export class SourceState {
   }
 
   /** Puts `window` in place of the plan's window of the same dates: the plan is replaced, never changed. */
-  private replaceWindow(stream: Windowed, window: PlannedWindow): PlannedWindow {
+  private replaceWindow(stream: Windowed, window: PlannedWindow): void {
     const current = this.state.streams[stream];
     const plan = current?.pending;
-    if (plan == null || !plan.windows.some((w) => sameWindow(w, window))) throw new InternalError(`${stream} has no planned window ${window.start}..${window.end}`);
+    if (plan == null || !plan.windows.some((w) => sameWindow(w, window)))
+      throw new InternalError(`${stream} has no planned window ${window.start}..${window.end}`);
     this.state.streams[stream] = { ...current!, pending: { ...plan, windows: plan.windows.map((w) => (sameWindow(w, window) ? window : w)) } };
-    return window;
   }
 
-  /** The API answered with this run's key and base URL: they are the source's identity from now on. */
+  /** The API answered with this run's key and base URL: they are the source's identity from now on (saved with the next checkpoint). */
   confirmIdentity(identity: SourceIdentity): void {
     this.state.source = identity;
-  }
-
-  /** Saves the state; call only after the data it describes is committed. */
-  async save(): Promise<void> {
-    const changed = this.carriedChanged;
-    this.carriedChanged = false;
-    await this.home.save(this.state, changed);
   }
 
   /** Writes the carried state as if `done` were finished: call inside the transaction that commits it. */
@@ -129,7 +138,7 @@ export class SourceState {
   }
 }
 
-/** The warehouse as the carried copy needs it: a narrow view, so this module opens nothing. */
+/** The warehouse as the carried copy needs it: a narrow view, so this module opens nothing (the runner opens it). */
 export interface CarriedStore {
   /** Replaces the source's carried text, inside the transaction under way. */
   write(text: string): Promise<void>;
@@ -137,6 +146,22 @@ export interface CarriedStore {
   onSettle(fn: (committed: boolean) => void): void;
   /** Runs `fn` in a transaction of its own. */
   transaction(fn: () => Promise<void>): Promise<void>;
+}
+
+/** The warehouse's table of carried states (`sql/state/`) as `source`'s carried copy writes it. */
+export function carriedIn(
+  warehouse: Pick<Warehouse, 'run' | 'onSettle' | 'transaction'>,
+  source: string,
+  now: () => Date,
+): CarriedStore {
+  return {
+    async write(text) {
+      const params = [source, text, now().toISOString()];
+      if ((await warehouse.run('state/carry_update', params)) === 0) await warehouse.run('state/carry_insert', params);
+    },
+    onSettle: (fn) => warehouse.onSettle(fn),
+    transaction: (fn) => warehouse.transaction(fn),
+  };
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { ApiError, CostsyncError } from '../errors.js';
 import { DROPPED_MESSAGE } from '../api/resilience.js';
-import type { WindowProgress } from '../plan/windows.js';
+import { windowAdvanced, windowRestarted, type WindowProgress } from '../plan/windows.js';
 import type { PlannedWindow } from '../state/store.js';
 import { spoolPage, type Spool } from '../storage/spool.js';
 import { tableNames } from '../storage/tables.js';
@@ -233,8 +233,8 @@ async function startOver(
   trackIds: boolean,
 ): Promise<AtPage> {
   await place.spool.clear(place.dir);
-  const restarted = ctx.state.restart(spec.name, window);
-  await ctx.state.save();
+  const restarted = windowRestarted(window);
+  await ctx.state.checkpoint({ stream: spec.name, window: restarted });
   return { window: restarted, paging: freshPaging(spec, trackIds) };
 }
 
@@ -381,8 +381,9 @@ class SpoolWriter {
   /** The same, short of the last page. */
   private before: Promise<void> = this.writing;
   private failure: { error: unknown } | null = null;
-  /** Pages written since the cursor was last saved, and when it was. */
+  /** Pages written since the cursor was last saved, the progress after the last of them, and when it was saved. */
   private unsaved = 0;
+  private latest: WindowProgress | null = null;
   private savedAt: number;
 
   constructor(
@@ -398,6 +399,18 @@ class SpoolWriter {
   /** The window started over from its first page (once every page handed over is written): `window` is its state now. */
   restarted(window: PlannedWindow): void {
     this.window = window;
+    // The pages written before the restart are gone: their progress is never recorded.
+    this.unsaved = 0;
+    this.latest = null;
+  }
+
+  /** Records the progress after the last page written: the window's new value, in the state file. */
+  private async record(): Promise<void> {
+    const progress = this.latest!;
+    this.unsaved = 0;
+    this.latest = null;
+    this.window = windowAdvanced(this.window, progress);
+    await this.ctx.state.checkpoint({ stream: this.spec.name, window: this.window });
   }
 
   /** Settles once at most the last page handed over is being written (never rejects: see `throwFailure`). */
@@ -431,11 +444,10 @@ class SpoolWriter {
         if (this.failure !== null) return;
         await place.spool.writePage(place.dir, progress.page, spooled.data!);
         spooled.data = null;
-        this.window = ctx.state.advance(spec.name, this.window, progress);
+        this.latest = progress;
         this.unsaved += 1;
         if (cursorSaveDue(this.unsaved, ctx.clock.now() - this.savedAt, progress.fetched)) {
-          this.unsaved = 0;
-          await ctx.state.save();
+          await this.record();
           this.savedAt = ctx.clock.now();
         }
         ctx.stats[spec.name].pages += 1;
@@ -452,10 +464,7 @@ class SpoolWriter {
   /** Every page written, and the cursor after the last one saved. */
   async end(): Promise<void> {
     await this.writing;
-    if (this.unsaved > 0) {
-      this.unsaved = 0;
-      await this.ctx.state.save();
-    }
+    if (this.unsaved > 0) await this.record();
   }
 }
 

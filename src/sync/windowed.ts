@@ -9,9 +9,9 @@
 import { eventId } from '../fingerprint.js';
 import { join } from 'node:path';
 import { CostsyncError } from '../errors.js';
-import { completePlan, dropBefore, planStream, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
+import { completePlan, dropBefore, planStream, remainingWindows, splitWindows, windowDone, type WindowRequest } from '../plan/windows.js';
 import type { SyncConfig } from '../config.js';
-import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
+import { emptyWindowedState, type PlannedWindow, type WindowedStreamState } from '../state/store.js';
 import { fileSpool, pageGlob, windowSpoolDir } from '../storage/spool.js';
 import { tableNames } from '../storage/tables.js';
 import { warn, type SyncContext } from './context.js';
@@ -84,20 +84,14 @@ async function syncWindows(
   shared: ProviderRollupExchange | undefined,
 ): Promise<StreamOutcome> {
   const { warehouse } = ctx;
-  if (req.dropBefore !== undefined) await dropStored(spec, ctx, req.dropBefore);
+  const saved = req.dropBefore !== undefined ? await dropStored(spec, ctx, req.dropBefore) : ctx.state.windowed(spec.name);
   const names = tableNames(spec.table);
   const storedFrom = req.fullRefresh
     ? ((await warehouse.query<{ first: string | null }>('sync/stored_from', [ctx.source], names))[0]?.first ?? null)
     : null;
-  const {
-    state: streamState,
-    notice,
-    plan,
-    resumed,
-  } = planStream(ctx.state.windowed(spec.name) ?? emptyWindowedState(), { ...req, storedFrom });
+  const { state: streamState, notice, plan, resumed } = planStream(saved ?? emptyWindowedState(), { ...req, storedFrom });
   if (notice !== null) ctx.logger.warn(`${spec.name}: ${notice}`, { source: ctx.source, stream: spec.name });
-  ctx.state.setWindowed(spec.name, { ...streamState, pending: plan });
-  await ctx.state.save();
+  await ctx.state.checkpoint({ stream: spec.name, state: { ...streamState, pending: plan } });
   if (!resumed) {
     // Pages of an abandoned plan are of no use now.
     await (ctx.spool ?? fileSpool).clear(join(ctx.spoolDir, spec.name));
@@ -182,16 +176,19 @@ async function syncWindows(
   // The plan is data: the state holds its windows as they went on.
   if (stopped || ctx.state.windowed(spec.name)!.pending!.windows.some((w) => w.status !== 'done')) return 'stopped';
 
-  ctx.state.setWindowed(spec.name, completePlan(ctx.state.windowed(spec.name)!, plan, new Date(ctx.clock.now()).toISOString()));
-  await ctx.state.save();
+  await ctx.state.checkpoint({
+    stream: spec.name,
+    state: completePlan(ctx.state.windowed(spec.name)!, plan, new Date(ctx.clock.now()).toISOString()),
+  });
   return 'done';
 }
 
 /**
  * `--drop-before`: deletes the source's rows dated before `date`, with their derived outputs marked
- * in the same transaction, and moves the stream's watermark past them. Run again, it deletes nothing.
+ * in the same transaction; the stream's state with its watermark past them, recorded with the plan that
+ * follows. Run again, it deletes nothing.
  */
-async function dropStored(spec: WindowedStreamSpec, ctx: SyncContext, date: string): Promise<void> {
+async function dropStored(spec: WindowedStreamSpec, ctx: SyncContext, date: string): Promise<WindowedStreamState | undefined> {
   const { warehouse } = ctx;
   const names = tableNames(spec.table);
   const deleted = await warehouse.transaction(async () => {
@@ -210,7 +207,7 @@ async function dropStored(spec: WindowedStreamSpec, ctx: SyncContext, date: stri
     await ctx.afterCommit?.();
   }
   const state = ctx.state.windowed(spec.name);
-  if (state !== undefined) ctx.state.setWindowed(spec.name, dropBefore(state, date));
+  return state === undefined ? undefined : dropBefore(state, date);
 }
 
 /** A window's name in messages, its spool directory, and the spool's file operations. */
@@ -291,15 +288,9 @@ async function storeWindow(
       { source: ctx.source, window: label, dates: older },
     );
   }
-  if (window.recheck === true) {
-    ctx.state.rechecked(
-      spec.name,
-      days.map((d) => d.start),
-    );
-    stats.olderSynced += days.length;
-  }
-  ctx.state.done(spec.name, window);
-  await ctx.state.save();
+  const synced = window.recheck === true ? days.map((d) => d.start) : [];
+  stats.olderSynced += synced.length;
+  await ctx.state.checkpoint({ stream: spec.name, synced }, { stream: spec.name, window: windowDone(window) });
   await spool.clear(dir);
   stats.inserted += diff.inserted;
   stats.updated += diff.updated;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { windowAdvanced, windowDone, windowRestarted } from '../../src/plan/windows.js';
 import { carriedState } from '../../src/state/carried.js';
 import { CarriedCopy, SourceState, type CarriedStore } from '../../src/state/source-state.js';
 import type { PlannedWindow, SyncState } from '../../src/state/store.js';
@@ -25,7 +26,7 @@ function stateWithWindows(): { state: SyncState; windows: PlannedWindow[] } {
 }
 
 describe("a source's state, changed through its owner (no I/O)", () => {
-  it('tells the file whether something the warehouse carries changed since the last save: a plan or a window done, not a cursor', async () => {
+  it('tells the file whether something the warehouse carries changed since the last checkpoint: a plan or a window done, not a cursor', async () => {
     const { state, windows } = stateWithWindows();
     const saves: boolean[] = [];
     const owner = new SourceState(state, {
@@ -34,17 +35,14 @@ describe("a source's state, changed through its owner (no I/O)", () => {
       },
       carry: async () => undefined,
     });
-    await owner.save();
-    let first = owner.advance('line_items', windows[0]!, { status: 'active', cursor: 'c1', page: 1, fetched: false });
-    await owner.save();
-    first = owner.advance('line_items', first, { status: 'active', cursor: null, page: 2, fetched: true, unique: true });
-    await owner.save();
-    owner.done('line_items', first);
-    await owner.save();
-    owner.restart('line_items', windows[1]!);
-    await owner.save();
-    owner.setAnomalies({ watermark: null, lastSuccessAt: null });
-    await owner.save();
+    await owner.checkpoint();
+    let first = windowAdvanced(windows[0]!, { status: 'active', cursor: 'c1', page: 1, fetched: false });
+    await owner.checkpoint({ stream: 'line_items', window: first });
+    first = windowAdvanced(first, { status: 'active', cursor: null, page: 2, fetched: true, unique: true });
+    await owner.checkpoint({ stream: 'line_items', window: first });
+    await owner.checkpoint({ stream: 'line_items', window: windowDone(first) });
+    await owner.checkpoint({ stream: 'line_items', window: windowRestarted(windows[1]!) });
+    await owner.checkpoint({ stream: 'anomalies', state: { watermark: null, lastSuccessAt: null } });
     expect(saves).toEqual([true, false, false, true, false, true]);
     // Windows are values: the state holds their new values, the caller's stay as they were.
     const [done, restarted] = owner.current.streams.line_items!.pending!.windows;
