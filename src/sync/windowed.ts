@@ -237,46 +237,42 @@ async function storeWindow(
   const params = [pageGlob(dir), window.start, window.end, ctx.source];
   const names = tableNames(spec.table);
   const insertSql = window.unique === true ? spec.sql.insertUnique : spec.sql.insertWindow;
-  const diff = await warehouse.transaction(
-    async () => {
-      const [{ n: before }] = (await warehouse.query<{ n: number }>(
-        'sync/window_count',
-        [window.start, window.end, ctx.source],
-        names,
-      )) as [{ n: number }];
-      // A window the table has no rows for (a first sync, a backfill) needs no comparison.
-      const counts =
-        before === 0
-          ? { inserted: 0, updated: 0, deleted: 0 }
-          : (await warehouse.query<{ inserted: number; updated: number; deleted: number }>(spec.sql.diff, params, names))[0]!;
-      // An id new to a window already stored may be stored at another date (its usage date was corrected): it
-      // moves here. A window stored for the first time (a backfill) is not searched: the recheck finds the old date.
-      const moved =
-        spec.sql.moved !== undefined && before > 0 && counts.inserted > 0
-          ? await warehouse.query<{ date: string }>(spec.sql.moved, params, names)
-          : [];
-      // A moved row is the same line item with another date: an update, not a new row and a deleted one.
-      counts.inserted -= moved.length;
-      counts.updated += moved.length;
-      const left = [...new Set(moved.map((r) => r.date))].sort();
-      if (before > 0) await warehouse.run('sync/window_delete', [window.start, window.end, ctx.source], names);
-      const inserted = await warehouse.run(insertSql, params, names);
-      await warehouse.changed(spec.table.table, ctx.source, [...days.map((d) => d.start), ...left]);
-      await ctx.state.carry({ stream: spec.name, start: window.start, end: window.end });
-      if (before === 0) counts.inserted = inserted;
-      // A window stored although its two views disagree is worth telling someone, with the commit.
-      if (disagreement !== null) {
-        const event = JSON.stringify({ kind: 'reconcile', source: ctx.source, stream: spec.name, window: label, reason: disagreement });
-        const id = eventId(ctx.runId, ctx.source, spec.name, label);
-        const now = new Date(ctx.clock.now()).toISOString();
-        for (const webhook of ctx.notify?.webhooks ?? [])
-          await warehouse.run('notify/run_event', [id, webhook, ctx.source, 'reconcile', event, now]);
-      }
-      return { ...counts, left };
-      // Windows finished together (other windows, other sources) share a commit: see `TransactionOptions.group`.
-    },
-    { group: true },
-  );
+  // Windows finished together (other windows, other sources) share a commit, so this body may run twice:
+  // what it keeps outside the warehouse (the carried copy's text) is told of a rollback (`CarriedCopy`).
+  const diff = await warehouse.transactionMayRepeat(async () => {
+    const [{ n: before }] = (await warehouse.query<{ n: number }>('sync/window_count', [window.start, window.end, ctx.source], names)) as [
+      { n: number },
+    ];
+    // A window the table has no rows for (a first sync, a backfill) needs no comparison.
+    const counts =
+      before === 0
+        ? { inserted: 0, updated: 0, deleted: 0 }
+        : (await warehouse.query<{ inserted: number; updated: number; deleted: number }>(spec.sql.diff, params, names))[0]!;
+    // An id new to a window already stored may be stored at another date (its usage date was corrected): it
+    // moves here. A window stored for the first time (a backfill) is not searched: the recheck finds the old date.
+    const moved =
+      spec.sql.moved !== undefined && before > 0 && counts.inserted > 0
+        ? await warehouse.query<{ date: string }>(spec.sql.moved, params, names)
+        : [];
+    // A moved row is the same line item with another date: an update, not a new row and a deleted one.
+    counts.inserted -= moved.length;
+    counts.updated += moved.length;
+    const left = [...new Set(moved.map((r) => r.date))].sort();
+    if (before > 0) await warehouse.run('sync/window_delete', [window.start, window.end, ctx.source], names);
+    const inserted = await warehouse.run(insertSql, params, names);
+    await warehouse.changed(spec.table.table, ctx.source, [...days.map((d) => d.start), ...left]);
+    await ctx.state.carry({ stream: spec.name, start: window.start, end: window.end });
+    if (before === 0) counts.inserted = inserted;
+    // A window stored although its two views disagree is worth telling someone, with the commit.
+    if (disagreement !== null) {
+      const event = JSON.stringify({ kind: 'reconcile', source: ctx.source, stream: spec.name, window: label, reason: disagreement });
+      const id = eventId(ctx.runId, ctx.source, spec.name, label);
+      const now = new Date(ctx.clock.now()).toISOString();
+      for (const webhook of ctx.notify?.webhooks ?? [])
+        await warehouse.run('notify/run_event', [id, webhook, ctx.source, 'reconcile', event, now]);
+    }
+    return { ...counts, left };
+  });
   // The dates the rows left keep rollups that counted them: within the horizon the recheck syncs them
   // again (this run's or the next); an older one is named, with its fix.
   const older = diff.left.filter((date) => horizon === null || date < horizon);
