@@ -8,7 +8,7 @@ import { coalesce } from '../coalesce.js';
 import { InternalError } from '../errors.js';
 import { CarriedText, carriedState, reconcileCarried, type CarriedState, type CarriedWindow } from './carried.js';
 import { sameWindow } from '../plan/windows.js';
-import type { Warehouse } from '../storage/duckdb.js';
+import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import type { AnomalyStreamState, PlannedWindow, SourceIdentity, StateStore, SyncState, WindowedStreamState } from './store.js';
 
 /** A source's state as loaded, and what loading found worth telling (`info`: the clean-container case, a line rather than a warning). */
@@ -225,6 +225,20 @@ export class CarriedCopy {
     this.store.onSettle((committed) => this.text.settled(committed));
   }
 }
+
+/**
+ * The lake seed's writes of a source's carried copy (`seedFromLake`, outputs/lake-seed.ts), inside the
+ * transaction that reads the source's rows back at a run's start, before the source's state is opened:
+ * the copy goes with the rows it described, and a lake's state object is adopted once its rows are back.
+ */
+export const carriedFromLake = {
+  async drop(warehouse: Pick<Warehouse, 'sql'>, source: string): Promise<void> {
+    await warehouse.sql(`DELETE FROM _costsync_sync_state WHERE source = ${sqlString(source)}`);
+  },
+  async adopt(warehouse: Pick<Warehouse, 'run'>, source: string, state: CarriedState, writtenAt: string): Promise<void> {
+    await warehouse.run('state/carry_insert', [source, JSON.stringify(state), writtenAt]);
+  },
+};
 
 /** A source's state kept in its file, with the warehouse's copy following (see `CarriedCopy`). */
 export function fileAndWarehouse(store: StateStore, copy: CarriedCopy, now: () => Date): StateHome {
