@@ -132,7 +132,10 @@ export class SourceState {
     this.state.source = identity;
   }
 
-  /** Writes the carried state as if `done` were finished: call inside the transaction that commits it. */
+  /**
+   * Writes the carried state as if `done` were finished: call inside the transaction that commits it, whose
+   * body may run twice (`BodyMayRunTwice`): `CarriedCopy` forgets what a rolled-back run of it wrote.
+   */
   carry(done: CarriedWindow): Promise<void> {
     return this.home.carry(this.state, done);
   }
