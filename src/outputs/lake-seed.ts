@@ -13,6 +13,7 @@ import { mapAtMost } from '../at-most.js';
 import type { IcebergCatalog } from '../iceberg/catalog.js';
 import { keyOf, liveFiles } from '../iceberg/table.js';
 import type { CarriedState } from '../state/carried.js';
+import { carriedFromLake } from '../state/source-state.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { RUN_TABLES, TABLES } from '../storage/tables.js';
 import type { OutputTarget } from './target.js';
@@ -316,7 +317,7 @@ async function insertRows(
       for (const { name, source: column } of SEEDED_TABLES)
         await warehouse.sql(`DELETE FROM ${name} WHERE ${column} = ${sqlString(source)}`);
       for (const table of RUN_TABLES) await warehouse.sql(`DELETE FROM ${table} WHERE source = ${sqlString(source)}`);
-      await warehouse.sql(`DELETE FROM _costsync_sync_state WHERE source = ${sqlString(source)}`);
+      await carriedFromLake.drop(warehouse, source);
     }
     for (const [table, paths] of byTable) {
       const types = RUN_TABLES.includes(table) ? "{'source': VARCHAR}" : "{'source': VARCHAR, 'date': DATE}";
@@ -345,7 +346,7 @@ async function insertRows(
     const { object } = how;
     if (object === null) return;
     missing = missingDates(object.tables, (await datesOf(warehouse, [source])).get(source) ?? {});
-    if (missing.length === 0) await warehouse.run('state/carry_insert', [source, JSON.stringify(object.state), object.written_at]);
+    if (missing.length === 0) await carriedFromLake.adopt(warehouse, source, object.state, object.written_at);
   });
   return { rows, missing };
 }

@@ -161,6 +161,37 @@ export function remainingWindows(plan: PendingPlan): PlannedWindow[] {
   ];
 }
 
+/** How far a window's fetch got, once its last page is spooled. */
+export interface WindowProgress {
+  readonly status: 'active';
+  readonly cursor: string | null;
+  readonly page: number;
+  readonly fetched: boolean;
+  readonly unique?: boolean;
+}
+
+/** `window` once a page is spooled: its cursor goes on from `progress`. Pure. */
+export function windowAdvanced(window: PlannedWindow, progress: WindowProgress): PlannedWindow {
+  return { ...window, ...progress };
+}
+
+/** `window` to be fetched again from its first page. Pure. */
+export function windowRestarted(window: PlannedWindow): PlannedWindow {
+  const { unique: _unique, ...rest } = window;
+  return { ...rest, status: 'active', cursor: null, page: 0, fetched: false };
+}
+
+/** `window` once its rows are committed. Pure. */
+export function windowDone(window: PlannedWindow): PlannedWindow {
+  const { unique: _unique, ...rest } = window;
+  return { ...rest, status: 'done', cursor: null };
+}
+
+/** Whether two windows are the same dates of a plan (a window's identity: its progress changes, its dates never). Pure. */
+export function sameWindow(a: DateWindow, b: DateWindow): boolean {
+  return a.start === b.start && a.end === b.end;
+}
+
 /**
  * The stream state once every window of `plan` is replaced: the watermarks widen to cover the plan
  * (a full refresh deletes nothing outside its plan, so what was synced before stays synced).

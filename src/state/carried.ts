@@ -40,11 +40,18 @@ export function carriedState(state: SyncState, done: readonly CarriedWindow[] = 
     const stream = state.streams[name];
     if (stream === undefined) continue;
     const carried = carriedWindowed(stream);
-    for (const d of done) {
-      if (d.stream !== name || carried.pending === null) continue;
-      for (const w of carried.pending.windows) if (w.start === d.start && w.end === d.end) w.status = 'done';
-    }
-    out[name] = carried;
+    const committing = done.filter((d) => d.stream === name);
+    const isCommitting = (w: { start: string; end: string }) => committing.some((d) => d.start === w.start && d.end === w.end);
+    out[name] =
+      carried.pending === null || committing.length === 0
+        ? carried
+        : {
+            ...carried,
+            pending: {
+              ...carried.pending,
+              windows: carried.pending.windows.map((w) => (isCommitting(w) ? { ...w, status: 'done' as const } : w)),
+            },
+          };
   }
   if (state.streams.anomalies !== undefined) out.anomalies = { ...state.streams.anomalies };
   return out;

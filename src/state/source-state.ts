@@ -6,8 +6,11 @@
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import { coalesce } from '../coalesce.js';
+import { InternalError } from '../errors.js';
 import { keyFingerprint } from '../fingerprint.js';
+import { sameWindow } from '../plan/windows.js';
 import type { SourceConfig } from '../sources.js';
+import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { CarriedText, carriedState, reconcileCarried, type CarriedState, type CarriedWindow } from './carried.js';
 import { StateStore, type AnomalyStreamState, type PlannedWindow, type SourceIdentity, type SyncState, type WindowedStreamState } from './store.js';
 
@@ -54,14 +57,7 @@ export function openSourceStore(
   return { ...loadSourceState(store, carried, source.name), store, identity };
 }
 
-/** How far a window's fetch got, saved once its last page is spooled. */
-export interface WindowProgress {
-  status: 'active';
-  cursor: string | null;
-  page: number;
-  fetched: boolean;
-  unique?: boolean;
-}
+type Windowed = 'line_items' | 'rollups';
 
 /** Where a source's state is kept: its file, and the warehouse's carried copy. */
 export interface StateHome {
@@ -71,7 +67,23 @@ export interface StateHome {
   carry(state: SyncState, done: CarriedWindow): Promise<void>;
 }
 
-/** A source's state, changed only through these methods, so that only a change the warehouse carries makes it compare its copy. */
+/**
+ * A change to a source's progress, as `SourceState.checkpoint` records it: new values (see
+ * `windowAdvanced`, `windowRestarted`, `windowDone`, `completePlan` in plan/windows.ts), never edits.
+ */
+export type ProgressChange =
+  /** A window's new value, in place of the plan's window of the same dates. */
+  | { readonly stream: Windowed; readonly window: PlannedWindow }
+  /** A windowed stream's new state: its plan, its completion, what the recheck found. */
+  | { readonly stream: Windowed; readonly state: WindowedStreamState }
+  /** The recheck's `synced` dates of the stream are synced again: a disagreement they keep is the API's own from now on. */
+  | { readonly stream: Windowed; readonly synced: readonly string[] }
+  | { readonly stream: 'anomalies'; readonly state: AnomalyStreamState };
+
+/**
+ * A source's progress, with one owner: read it here, change it only through `checkpoint`, which records
+ * the change in the state file and has the warehouse's copy follow (only when something it carries changed).
+ */
 export class SourceState {
   /** Something carried (a plan, a window done, a watermark) changed since the last save. */
   private carriedChanged = true;
@@ -81,12 +93,12 @@ export class SourceState {
     private readonly home: StateHome,
   ) {}
 
-  /** The state as it stands: read it here, change it through the methods. */
+  /** The state as it stands: read it here, change it through `checkpoint`. */
   get current(): Readonly<SyncState> {
     return this.state;
   }
 
-  windowed(stream: 'line_items' | 'rollups'): WindowedStreamState | undefined {
+  windowed(stream: Windowed): WindowedStreamState | undefined {
     return this.state.streams[stream];
   }
 
@@ -94,61 +106,67 @@ export class SourceState {
     return this.state.streams.anomalies;
   }
 
-  setWindowed(stream: 'line_items' | 'rollups', value: WindowedStreamState): void {
-    this.state.streams[stream] = value;
-    this.carriedChanged = true;
-  }
-
-  setAnomalies(value: AnomalyStreamState): void {
-    this.state.streams.anomalies = value;
-    this.carriedChanged = true;
-  }
-
-  /** A page of `window` is spooled: its cursor goes on from here (mid-window progress is not carried). */
-  advance(window: PlannedWindow, progress: WindowProgress): void {
-    Object.assign(window, progress);
-  }
-
-  /** `window` is fetched again from its first page. */
-  restart(window: PlannedWindow): void {
-    Object.assign(window, { status: 'active', cursor: null, page: 0, fetched: false });
-    delete window.unique;
-  }
-
-  /** `window`'s rows are committed. */
-  done(window: PlannedWindow): void {
-    Object.assign(window, { status: 'done', cursor: null });
-    delete window.unique;
-    this.carriedChanged = true;
-  }
-
-  /** The recheck's `dates` of `stream` are synced again: a disagreement they keep is the API's own from now on. */
-  rechecked(stream: 'line_items' | 'rollups', dates: readonly string[]): void {
-    const memory = this.state.streams[stream]?.rechecked;
-    if (memory === undefined) return;
-    for (const date of dates) if (memory[date] !== undefined) memory[date].synced = true;
-    this.carriedChanged = true;
-  }
-
-  /** The API answered with this run's key and base URL: they are the source's identity from now on. */
-  confirmIdentity(identity: SourceIdentity): void {
-    this.state.source = identity;
-  }
-
-  /** Saves the state; call only after the data it describes is committed. */
-  async save(): Promise<void> {
+  /**
+   * Applies `changes`, in order, and records them in every home they must reach: the state file at once,
+   * the warehouse's copy following in the background. Call only once the data they describe is durable:
+   * a page spooled, a window's rows committed.
+   */
+  async checkpoint(...changes: readonly ProgressChange[]): Promise<void> {
+    for (const change of changes) this.apply(change);
     const changed = this.carriedChanged;
     this.carriedChanged = false;
     await this.home.save(this.state, changed);
   }
 
-  /** Writes the carried state as if `done` were finished: call inside the transaction that commits it. */
+  private apply(change: ProgressChange): void {
+    if (change.stream === 'anomalies') {
+      this.state.streams.anomalies = change.state;
+      this.carriedChanged = true;
+    } else if ('window' in change) {
+      this.replaceWindow(change.stream, change.window);
+      // Mid-window progress (a cursor, a restart) is not carried; a window done is.
+      if (change.window.status === 'done') this.carriedChanged = true;
+    } else if ('state' in change) {
+      this.state.streams[change.stream] = change.state;
+      this.carriedChanged = true;
+    } else this.synced(change.stream, change.synced);
+  }
+
+  private synced(stream: Windowed, dates: readonly string[]): void {
+    const current = this.state.streams[stream];
+    const memory = current?.rechecked;
+    if (memory === undefined || dates.length === 0) return;
+    const synced = Object.fromEntries(
+      Object.entries(memory).map(([date, entry]) => [date, dates.includes(date) ? { ...entry, synced: true } : entry]),
+    );
+    this.state.streams[stream] = { ...current!, rechecked: synced };
+    this.carriedChanged = true;
+  }
+
+  /** Puts `window` in place of the plan's window of the same dates: the plan is replaced, never changed. */
+  private replaceWindow(stream: Windowed, window: PlannedWindow): void {
+    const current = this.state.streams[stream];
+    const plan = current?.pending;
+    if (plan == null || !plan.windows.some((w) => sameWindow(w, window)))
+      throw new InternalError(`${stream} has no planned window ${window.start}..${window.end}`);
+    this.state.streams[stream] = { ...current!, pending: { ...plan, windows: plan.windows.map((w) => (sameWindow(w, window) ? window : w)) } };
+  }
+
+  /** The API answered with this run's key and base URL: they are the source's identity from now on (saved with the next checkpoint). */
+  confirmIdentity(identity: SourceIdentity): void {
+    this.state.source = identity;
+  }
+
+  /**
+   * Writes the carried state as if `done` were finished: call inside the transaction that commits it, whose
+   * body may run twice (`BodyMayRunTwice`): `CarriedCopy` forgets what a rolled-back run of it wrote.
+   */
   carry(done: CarriedWindow): Promise<void> {
     return this.home.carry(this.state, done);
   }
 }
 
-/** The warehouse as the carried copy needs it: a narrow view, so this module opens nothing. */
+/** The warehouse as the carried copy needs it: a narrow view, so this module opens nothing (the runner opens it). */
 export interface CarriedStore {
   /** Replaces the source's carried text, inside the transaction under way. */
   write(text: string): Promise<void>;
@@ -156,6 +174,22 @@ export interface CarriedStore {
   onSettle(fn: (committed: boolean) => void): void;
   /** Runs `fn` in a transaction of its own. */
   transaction(fn: () => Promise<void>): Promise<void>;
+}
+
+/** The warehouse's table of carried states (`sql/state/`) as `source`'s carried copy writes it. */
+export function carriedIn(
+  warehouse: Pick<Warehouse, 'run' | 'onSettle' | 'transaction'>,
+  source: string,
+  now: () => Date,
+): CarriedStore {
+  return {
+    async write(text) {
+      const params = [source, text, now().toISOString()];
+      if ((await warehouse.run('state/carry_update', params)) === 0) await warehouse.run('state/carry_insert', params);
+    },
+    onSettle: (fn) => warehouse.onSettle(fn),
+    transaction: (fn) => warehouse.transaction(fn),
+  };
 }
 
 /**
@@ -219,6 +253,20 @@ export class CarriedCopy {
     this.store.onSettle((committed) => this.text.settled(committed));
   }
 }
+
+/**
+ * The lake seed's writes of a source's carried copy (`seedFromLake`, outputs/lake-seed.ts), inside the
+ * transaction that reads the source's rows back at a run's start, before the source's state is opened:
+ * the copy goes with the rows it described, and a lake's state object is adopted once its rows are back.
+ */
+export const carriedFromLake = {
+  async drop(warehouse: Pick<Warehouse, 'sql'>, source: string): Promise<void> {
+    await warehouse.sql(`DELETE FROM _costsync_sync_state WHERE source = ${sqlString(source)}`);
+  },
+  async adopt(warehouse: Pick<Warehouse, 'run'>, source: string, state: CarriedState, writtenAt: string): Promise<void> {
+    await warehouse.run('state/carry_insert', [source, JSON.stringify(state), writtenAt]);
+  },
+};
 
 /** A source's state kept in its file, with the warehouse's copy following (see `CarriedCopy`). */
 export function fileAndWarehouse(store: StateStore, copy: CarriedCopy, now: () => Date): StateHome {

@@ -20,29 +20,29 @@ export function unusableStateHint(path: string): string {
   return `Move it aside (mv ${path} ${path}.bad) and run again: costsync goes on from the state the warehouse carries (no --full-refresh needed; the DuckDB tables are kept).`;
 }
 
-/** One date window of a plan, and how far it got. */
+/** One date window of a plan, and how far it got: a value, replaced (never changed) as the window goes on. */
 export interface PlannedWindow {
-  start: string;
-  end: string;
-  status: 'todo' | 'active' | 'done';
+  readonly start: string;
+  readonly end: string;
+  readonly status: 'todo' | 'active' | 'done';
   /** Cursor to send for the next page (null: the first page, or none left once `fetched`). */
-  cursor: string | null;
+  readonly cursor: string | null;
   /** Number of the last page committed to staging (0: none yet). */
-  page: number;
+  readonly page: number;
   /** Every page is staged; only the replace remains. */
-  fetched: boolean;
+  readonly fetched: boolean;
   /** Whether two staged records may share an id (then the replace deduplicates). Absent: maybe. */
-  unique?: boolean;
+  readonly unique?: boolean;
   /** An older date the recheck found changed (`sync/recheck.ts`), synced again after the plan's own dates. */
-  recheck?: boolean;
+  readonly recheck?: boolean;
 }
 
-/** A plan of windows being worked through: a first run, a backfill, or an incremental run. */
+/** A plan of windows being worked through: a first run, a backfill, or an incremental run. Data: a new plan replaces it. */
 export interface PendingPlan {
-  from: string;
-  to: string;
-  fullRefresh: boolean;
-  windows: PlannedWindow[];
+  readonly from: string;
+  readonly to: string;
+  readonly fullRefresh: boolean;
+  readonly windows: readonly PlannedWindow[];
 }
 
 /** Dates from `from` to `to`, both included (`YYYY-MM-DD`). */

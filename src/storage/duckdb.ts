@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, listValue, type DuckDBAppender, type DuckDBValue, type StatementType } from '@duckdb/node-api';
 import { CostsyncError, ExitCode, InternalError, diskFullError } from '../errors.js';
 import { asMemoryError, duckdbThreads, memoryLimit } from './duckdb-settings.js';
-import { writeQueue, type TransactionOptions } from './write-queue.js';
+import { writeQueue, type BodyMayRunTwice, type TransactionOptions } from './write-queue.js';
 import { SQL_DIR } from '../paths.js';
 import { encode, markMany, type OutboxItem } from './outbox.js';
 import { SUBSTITUTABLE, changesWith } from './tables.js';
@@ -75,6 +75,11 @@ export interface Warehouse {
    * (`publish: false` for bookkeeping that readers need not see at once).
    */
   transaction<T>(fn: () => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /**
+   * As `transaction`, sharing one commit with other such transactions waiting at the same time; the body
+   * runs again on its own should the shared commit fail (`BodyMayRunTwice`).
+   */
+  transactionMayRepeat<T>(body: BodyMayRunTwice<T>, options?: TransactionOptions): Promise<T>;
   /**
    * Inside a transaction: runs `fn` once that transaction has committed (`true`) or rolled back
    * (`false`), for what a caller keeps about work in flight: the windows a grouped commit is storing,
@@ -191,6 +196,7 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
     sql,
     lake,
     transaction: writes.transaction,
+    transactionMayRepeat: writes.transactionMayRepeat,
     onSettle: writes.onSettle,
     exclusive: writes.exclusive,
     afterQueued: writes.afterQueued,

@@ -11,14 +11,15 @@ import { failpoint } from '../failpoints.js';
 export interface TransactionOptions {
   /** false: bookkeeping readers need not see at once (the published file is not marked behind). */
   publish?: boolean;
-  /**
-   * May share one transaction with other grouped work waiting for the queue at the same time (a group
-   * commit, at most `MAX_GROUP` of them); should the shared one fail, each runs again on its own, so a
-   * failure is only its own. Window stores: together they pass DuckDB's 122,880-row row group, so their
-   * rows go straight to the database file instead of the WAL first and the checkpoint after.
-   */
-  group?: boolean;
 }
+
+/**
+ * The body of a transaction that may share one commit with other such bodies waiting for the queue at
+ * the same time (a group commit, at most `MAX_GROUP` of them; see `transactionMayRepeat`). Should the
+ * shared one fail, it is rolled back and each body RUNS AGAIN on its own, so a failure is only its own:
+ * whatever a body keeps outside the warehouse must be undone by an `onSettle` hook told of the rollback.
+ */
+export type BodyMayRunTwice<T> = () => Promise<T>;
 
 /**
  * Grouped transactions sharing one commit, at most. Eight one-day windows of 30,000 rows pass a row
@@ -65,6 +66,12 @@ export interface WriteQueue {
   /** Runs one statement of the connection in its turn (see the rollback below). */
   statement: <T>(run: () => Promise<T>) => Promise<T>;
   transaction: <T>(fn: () => Promise<T>, options?: TransactionOptions) => Promise<T>;
+  /**
+   * A transaction that may share its commit with others (see `BodyMayRunTwice`). Window stores: together
+   * they pass DuckDB's 122,880-row row group, so their rows go straight to the database file instead of
+   * the WAL first and the checkpoint after.
+   */
+  transactionMayRepeat: <T>(body: BodyMayRunTwice<T>, options?: TransactionOptions) => Promise<T>;
   onSettle: (fn: (committed: boolean) => void) => void;
   exclusive: <T>(fn: () => Promise<T>) => Promise<T>;
   afterQueued: <T>(fn: () => Promise<T>) => Promise<T>;
@@ -140,8 +147,8 @@ export function writeQueue(connection: Pick<DuckDBConnection, 'run'>, options: W
       for (const hook of hooks) hook(committed);
     }
   };
-  /** Grouped transactions waiting for the queue (see `TransactionOptions.group`). */
-  const grouped: { fn: () => Promise<unknown>; publish: boolean; resolve: (value: unknown) => void; reject: (error: unknown) => void }[] =
+  /** Grouped transactions waiting for the queue (see `transactionMayRepeat`). */
+  const grouped: { fn: BodyMayRunTwice<unknown>; publish: boolean; resolve: (value: unknown) => void; reject: (error: unknown) => void }[] =
     [];
   const runGroup = async (): Promise<void> => {
     const jobs = grouped.splice(0, MAX_GROUP);
@@ -169,14 +176,13 @@ export function writeQueue(connection: Pick<DuckDBConnection, 'run'>, options: W
 
   return {
     statement,
-    transaction: <T>(fn: () => Promise<T>, txOptions?: TransactionOptions) => {
-      const publish = txOptions?.publish !== false;
-      if (txOptions?.group !== true) return queue(async () => (await inTransaction([fn], publish))[0] as T);
-      return new Promise<T>((resolve, reject) => {
-        grouped.push({ fn, publish, resolve: resolve as (value: unknown) => void, reject });
+    transaction: <T>(fn: () => Promise<T>, txOptions?: TransactionOptions) =>
+      queue(async () => (await inTransaction([fn], txOptions?.publish !== false))[0] as T),
+    transactionMayRepeat: <T>(body: BodyMayRunTwice<T>, txOptions?: TransactionOptions) =>
+      new Promise<T>((resolve, reject) => {
+        grouped.push({ fn: body, publish: txOptions?.publish !== false, resolve: resolve as (value: unknown) => void, reject });
         if (grouped.length === 1) void queue(runGroup);
-      });
-    },
+      }),
     onSettle: (fn) => {
       settleHooks.push(fn);
     },

@@ -262,7 +262,9 @@ export function sinceLabel(since: string): string {
 export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Promise<'done' | 'stopped'> {
   const { warehouse } = ctx;
   const stats = ctx.stats.anomalies;
-  if (ctx.state.anomalies() === undefined) ctx.state.setAnomalies({ watermark: null, lastSuccessAt: null });
+  // A first sync records the stream at once, as every later one finds it (status shows it from then on).
+  if (ctx.state.anomalies() === undefined)
+    await ctx.state.checkpoint({ stream: 'anomalies', state: { watermark: null, lastSuccessAt: null } });
   const streamState = ctx.state.anomalies()!;
   const since = await anomalyQueryStart(streamState.watermark, req, () => storedAnomaliesFrom(warehouse, ctx.source), ctx.clock.now());
   const known = await ctx.lookups.knownProviders(ctx.source);
@@ -348,11 +350,10 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
     (max, a) => (max === null || ms(a.detected_date) > ms(max) ? a.detected_date : max),
     streamState.watermark,
   );
-  ctx.state.setAnomalies({
-    watermark: newest === null ? null : new Date(ms(newest)).toISOString(),
-    lastSuccessAt: now,
+  await ctx.state.checkpoint({
+    stream: 'anomalies',
+    state: { watermark: newest === null ? null : new Date(ms(newest)).toISOString(), lastSuccessAt: now },
   });
-  await ctx.state.save();
   ctx.progress.windowDone?.('anomalies', { window: label, ...diff });
   return 'done';
 }

@@ -6,6 +6,7 @@
  * are not compared.
  */
 import { createHash } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import type { ApiClient } from '../api/client.js';
 import type { SyncConfig } from '../config.js';
 import { GROUP_BYS, type GroupBy, type RollupRow } from '../api/types.js';
@@ -207,16 +208,23 @@ export async function recheckSource(ctx: SyncContext, settings: RecheckSettings,
     throw error;
   }
   const decision = decideRecheck(comparison, scope, lineState?.rechecked ?? {});
+  const found: Record<Windowed, WindowedStreamState | undefined> = { line_items: lineState, rollups: ctx.state.windowed('rollups') };
   if (lineState !== undefined) {
     const { rechecked: _old, ...rest } = lineState;
-    ctx.state.setWindowed('line_items', Object.keys(decision.rechecked).length > 0 ? { ...rest, rechecked: decision.rechecked } : rest);
+    found.line_items = Object.keys(decision.rechecked).length > 0 ? { ...rest, rechecked: decision.rechecked } : rest;
   }
   for (const stream of ['line_items', 'rollups'] as const) {
-    const state = ctx.state.windowed(stream);
+    const state = found[stream];
     const checked =
       state === undefined || !settings.streams.includes(stream) ? null : coverageChecked(state, scope, decision.changed[stream]);
-    if (checked !== null) ctx.state.setWindowed(stream, checked);
+    if (checked !== null) found[stream] = checked;
   }
+  // What the recheck learnt (its memory, coverage now checked), recorded when it changed anything.
+  const changes = (['line_items', 'rollups'] as const).flatMap((stream) => {
+    const state = found[stream];
+    return state === undefined || isDeepStrictEqual(state, ctx.state.windowed(stream)) ? [] : [{ stream, state }];
+  });
+  if (changes.length > 0) await ctx.state.checkpoint(...changes);
   const fields = { source: ctx.source, from: scope.from, to: scope.to };
   for (const stream of ['line_items', 'rollups'] as const) {
     const dates = decision.changed[stream];

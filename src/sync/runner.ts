@@ -17,7 +17,7 @@ import { openRestTables } from '../outputs/iceberg-catalog.js';
 import { catalogSecrets } from '../iceberg/rest-auth.js';
 import type { Logger } from '../log.js';
 import { newRunId } from '../run-id.js';
-import { CarriedCopy, SourceState, fileAndWarehouse, openSourceStore } from '../state/source-state.js';
+import { CarriedCopy, SourceState, carriedIn, fileAndWarehouse, openSourceStore } from '../state/source-state.js';
 import type { Warehouse } from '../storage/duckdb.js';
 import { mark } from '../storage/outbox.js';
 import { derivedOutputs } from '../outputs/derived.js';
@@ -486,22 +486,9 @@ function openSourceState(source: SourceConfig, run: SourceRun) {
   for (const notice of loaded.warnings) logger.warn(notice, { source: source.name });
   // An empty --state-dir going on from the warehouse is the documented clean-container case: worth a line, not a warning.
   for (const notice of loaded.info) logger.info(notice, { source: source.name });
-  const copy = new CarriedCopy(
-    {
-      async write(text) {
-        const params = [source.name, text, new Date(clock.now()).toISOString()];
-        if ((await warehouse.run('state/carry_update', params)) === 0) await warehouse.run('state/carry_insert', params);
-      },
-      onSettle: (fn) => warehouse.onSettle(fn),
-      transaction: (fn) => warehouse.transaction(fn),
-    },
-    loaded.state,
-    row !== null,
-  );
-  const state = new SourceState(
-    loaded.state,
-    fileAndWarehouse(store, copy, () => new Date(clock.now())),
-  );
+  const now = () => new Date(clock.now());
+  const copy = new CarriedCopy(carriedIn(warehouse, source.name, now), loaded.state, row !== null);
+  const state = new SourceState(loaded.state, fileAndWarehouse(store, copy, now));
   return { state, identity, carried: { copy, spoolDir: store.spoolDir } };
 }
 

@@ -6,8 +6,8 @@
  */
 import { ApiError, CostsyncError } from '../errors.js';
 import { DROPPED_MESSAGE } from '../api/resilience.js';
+import { windowAdvanced, windowRestarted, type WindowProgress } from '../plan/windows.js';
 import type { PlannedWindow } from '../state/store.js';
-import type { WindowProgress } from '../state/source-state.js';
 import { spoolPage, type Spool } from '../storage/spool.js';
 import { tableNames } from '../storage/tables.js';
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
@@ -40,6 +40,8 @@ export interface WindowPlace {
 
 /** A window whose pages are all spooled, its state saved as fetched: what its store needs to know. */
 export interface FetchedWindow {
+  /** The window as its state now says (fetched, and whether its ids are unique). */
+  window: PlannedWindow;
   /** Rows fetched in this run; null when earlier runs fetched some (a resumed window). */
   rows: number | null;
   /** Why the window is stored although its two views disagree, if they do. */
@@ -200,20 +202,26 @@ export async function fetchWindow(
     // Pages an earlier version spooled, in the form this one reads.
     await place.spool.upgradePages(place.dir);
   }
-  let paging = resumedPaging(spec, window);
+  let at: AtPage = { window, paging: resumedPaging(spec, window) };
   const restarts = { left: MAX_WINDOW_RESTARTS };
   for (let attempt = 1; ; attempt++) {
-    const paged = await fetchPages(spec, ctx, window, place, paging, restarts);
+    const paged = await fetchPages(spec, ctx, place, at, restarts);
     if (paged === 'stopped') return 'stopped';
-    paging = paged;
-    const checked = await checkWindow(spec, ctx, window, place, paging, attempt);
+    at = paged;
+    const checked = await checkWindow(spec, ctx, at.window, place, at.paging, attempt);
     if (checked === 'stopped') return 'stopped';
-    if (checked !== 'refetch') return { rows: paging.rows, disagreement: checked.disagreement };
+    if (checked !== 'refetch') return { window: at.window, rows: at.paging.rows, disagreement: checked.disagreement };
     ctx.stats[spec.name].refetches += 1;
     await ctx.clock.sleep(REFETCH_PAUSE_MS * attempt, ctx.signal);
     if (ctx.shouldStop()) return 'stopped';
-    paging = await startOver(spec, ctx, window, place, true);
+    at = await startOver(spec, ctx, at.window, place, true);
   }
+}
+
+/** A window as its state says, and the paging that goes on from it. */
+interface AtPage {
+  window: PlannedWindow;
+  paging: Paging;
 }
 
 /** Drops what was fetched of the window, so it is fetched again from its first page. */
@@ -223,11 +231,11 @@ async function startOver(
   window: PlannedWindow,
   place: WindowPlace,
   trackIds: boolean,
-): Promise<Paging> {
+): Promise<AtPage> {
   await place.spool.clear(place.dir);
-  ctx.state.restart(window);
-  await ctx.state.save();
-  return freshPaging(spec, trackIds);
+  const restarted = windowRestarted(window);
+  await ctx.state.checkpoint({ stream: spec.name, window: restarted });
+  return { window: restarted, paging: freshPaging(spec, trackIds) };
 }
 
 /**
@@ -239,12 +247,12 @@ async function startOver(
 async function fetchPages(
   spec: WindowedStreamSpec,
   ctx: SyncContext,
-  window: PlannedWindow,
   place: WindowPlace,
-  start: Paging,
+  start: AtPage,
   restarts: { left: number },
-): Promise<Paging | 'stopped'> {
-  let paging = start;
+): Promise<AtPage | 'stopped'> {
+  let { paging } = start;
+  const { window } = start;
   const writer = new SpoolWriter(spec, ctx, window, place);
   const spoolSlots = spec.takesPageSlot ? ctx.pace.spoolSlots : undefined;
   try {
@@ -254,9 +262,10 @@ async function fetchPages(
       if (ctx.shouldStop()) return 'stopped';
       const got = await fetchAndTake(spec, ctx, window, paging);
       if ('error' in got) {
-        const next = await afterFetchError(spec, ctx, window, place, { paging, writer, restarts, error: got.error });
+        const next = await afterFetchError(spec, ctx, place, { paging, writer, restarts, error: got.error });
         if (next === 'stopped') return 'stopped';
-        paging = next;
+        paging = next.paging;
+        writer.restarted(next.window);
         continue;
       }
       checkTaken(spec, ctx, place.label, got.taken);
@@ -271,17 +280,16 @@ async function fetchPages(
     await writer.end();
   }
   writer.throwFailure();
-  return paging;
+  return { window: writer.window, paging };
 }
 
 /** A page's request failed: 'stopped' when a stop cut it; the window started over when the server refused its cursor; else the error. */
 async function afterFetchError(
   spec: WindowedStreamSpec,
   ctx: SyncContext,
-  window: PlannedWindow,
   place: WindowPlace,
   { paging, writer, restarts, error }: { paging: Paging; writer: SpoolWriter; restarts: { left: number }; error: unknown },
-): Promise<Paging | 'stopped'> {
+): Promise<AtPage | 'stopped'> {
   await writer.idle();
   if (isDroppedRequest(error) && ctx.shouldStop()) return 'stopped';
   if (!(spec.serverCursors && paging.cursor !== null && isRejectedCursor(error) && restarts.left > 0)) throw error;
@@ -291,7 +299,7 @@ async function afterFetchError(
     window: place.label,
   });
   // The pages before the restart were never seen, so uniqueness is not claimed.
-  return startOver(spec, ctx, window, place, false);
+  return startOver(spec, ctx, writer.window, place, false);
 }
 
 /**
@@ -373,17 +381,36 @@ class SpoolWriter {
   /** The same, short of the last page. */
   private before: Promise<void> = this.writing;
   private failure: { error: unknown } | null = null;
-  /** Pages written since the cursor was last saved, and when it was. */
+  /** Pages written since the cursor was last saved, the progress after the last of them, and when it was saved. */
   private unsaved = 0;
+  private latest: WindowProgress | null = null;
   private savedAt: number;
 
   constructor(
     private readonly spec: WindowedStreamSpec,
     private readonly ctx: SyncContext,
-    private readonly window: PlannedWindow,
+    /** The window as the state says, after the pages written so far. */
+    public window: PlannedWindow,
     private readonly place: WindowPlace,
   ) {
     this.savedAt = ctx.clock.now();
+  }
+
+  /** The window started over from its first page (once every page handed over is written): `window` is its state now. */
+  restarted(window: PlannedWindow): void {
+    this.window = window;
+    // The pages written before the restart are gone: their progress is never recorded.
+    this.unsaved = 0;
+    this.latest = null;
+  }
+
+  /** Records the progress after the last page written: the window's new value, in the state file. */
+  private async record(): Promise<void> {
+    const progress = this.latest!;
+    this.unsaved = 0;
+    this.latest = null;
+    this.window = windowAdvanced(this.window, progress);
+    await this.ctx.state.checkpoint({ stream: this.spec.name, window: this.window });
   }
 
   /** Settles once at most the last page handed over is being written (never rejects: see `throwFailure`). */
@@ -417,11 +444,10 @@ class SpoolWriter {
         if (this.failure !== null) return;
         await place.spool.writePage(place.dir, progress.page, spooled.data!);
         spooled.data = null;
-        this.ctx.state.advance(this.window, progress);
+        this.latest = progress;
         this.unsaved += 1;
         if (cursorSaveDue(this.unsaved, ctx.clock.now() - this.savedAt, progress.fetched)) {
-          this.unsaved = 0;
-          await ctx.state.save();
+          await this.record();
           this.savedAt = ctx.clock.now();
         }
         ctx.stats[spec.name].pages += 1;
@@ -438,10 +464,7 @@ class SpoolWriter {
   /** Every page written, and the cursor after the last one saved. */
   async end(): Promise<void> {
     await this.writing;
-    if (this.unsaved > 0) {
-      this.unsaved = 0;
-      await this.ctx.state.save();
-    }
+    if (this.unsaved > 0) await this.record();
   }
 }
 

@@ -9,9 +9,9 @@
 import { eventId } from '../fingerprint.js';
 import { join } from 'node:path';
 import { CostsyncError } from '../errors.js';
-import { completePlan, dropBefore, planStream, remainingWindows, splitWindows, type WindowRequest } from '../plan/windows.js';
+import { completePlan, dropBefore, planStream, remainingWindows, splitWindows, windowDone, type WindowRequest } from '../plan/windows.js';
 import type { SyncConfig } from '../config.js';
-import { emptyWindowedState, type PlannedWindow } from '../state/store.js';
+import { emptyWindowedState, type PlannedWindow, type WindowedStreamState } from '../state/store.js';
 import { fileSpool, pageGlob, windowSpoolDir } from '../storage/spool.js';
 import { tableNames } from '../storage/tables.js';
 import { warn, type SyncContext } from './context.js';
@@ -84,20 +84,14 @@ async function syncWindows(
   shared: ProviderRollupExchange | undefined,
 ): Promise<StreamOutcome> {
   const { warehouse } = ctx;
-  if (req.dropBefore !== undefined) await dropStored(spec, ctx, req.dropBefore);
+  const saved = req.dropBefore !== undefined ? await dropStored(spec, ctx, req.dropBefore) : ctx.state.windowed(spec.name);
   const names = tableNames(spec.table);
   const storedFrom = req.fullRefresh
     ? ((await warehouse.query<{ first: string | null }>('sync/stored_from', [ctx.source], names))[0]?.first ?? null)
     : null;
-  const {
-    state: streamState,
-    notice,
-    plan,
-    resumed,
-  } = planStream(ctx.state.windowed(spec.name) ?? emptyWindowedState(), { ...req, storedFrom });
+  const { state: streamState, notice, plan, resumed } = planStream(saved ?? emptyWindowedState(), { ...req, storedFrom });
   if (notice !== null) ctx.logger.warn(`${spec.name}: ${notice}`, { source: ctx.source, stream: spec.name });
-  ctx.state.setWindowed(spec.name, { ...streamState, pending: plan });
-  await ctx.state.save();
+  await ctx.state.checkpoint({ stream: spec.name, state: { ...streamState, pending: plan } });
   if (!resumed) {
     // Pages of an abandoned plan are of no use now.
     await (ctx.spool ?? fileSpool).clear(join(ctx.spoolDir, spec.name));
@@ -135,7 +129,7 @@ async function syncWindows(
   let stopped = false;
   const queue = [...todo];
   // Fetched windows wait here to be stored together (see store-batch.ts) while the workers go on fetching.
-  const waiting: { window: PlannedWindow; fetched: FetchedWindow; since: number }[] = [];
+  const waiting: { fetched: FetchedWindow; since: number }[] = [];
   let fetching = 0;
   const stores: Promise<void>[] = [];
   /** Starts storing the waiting windows if it is time (`storeNow`); the stores started. */
@@ -145,8 +139,8 @@ async function syncWindows(
     const limits = { maxWaitMs: ctx.pace.storeWaitMs ?? Infinity, ending };
     if (!storeNow({ windows: waiting.length, rows, waitedMs }, { fetching, queued: queue.length }, limits)) return [];
     // Started together, so they reach the write queue together and share its group commit.
-    const started = waiting.splice(0).map(({ window, fetched }) =>
-      storeWindow(spec, ctx, window, fetched, req.horizon ?? null).catch((error: unknown) => {
+    const started = waiting.splice(0).map(({ fetched }) =>
+      storeWindow(spec, ctx, fetched, req.horizon ?? null).catch((error: unknown) => {
         failure ??= error;
       }),
     );
@@ -161,7 +155,7 @@ async function syncWindows(
       try {
         const fetched = await fetchWindow(spec, ctx, window, windowPlace(spec, ctx, window));
         if (fetched === 'stopped') stopped = true;
-        else waiting.push({ window, fetched, since: ctx.clock.now() });
+        else waiting.push({ fetched, since: ctx.clock.now() });
       } catch (error) {
         failure ??= error;
       } finally {
@@ -179,18 +173,22 @@ async function syncWindows(
   await announcing;
   // eslint-disable-next-line @typescript-eslint/only-throw-error -- a caught error, rethrown as it came
   if (failure !== null) throw failure;
-  if (stopped || plan.windows.some((w) => w.status !== 'done')) return 'stopped';
+  // The plan is data: the state holds its windows as they went on.
+  if (stopped || ctx.state.windowed(spec.name)!.pending!.windows.some((w) => w.status !== 'done')) return 'stopped';
 
-  ctx.state.setWindowed(spec.name, completePlan(ctx.state.windowed(spec.name)!, plan, new Date(ctx.clock.now()).toISOString()));
-  await ctx.state.save();
+  await ctx.state.checkpoint({
+    stream: spec.name,
+    state: completePlan(ctx.state.windowed(spec.name)!, plan, new Date(ctx.clock.now()).toISOString()),
+  });
   return 'done';
 }
 
 /**
  * `--drop-before`: deletes the source's rows dated before `date`, with their derived outputs marked
- * in the same transaction, and moves the stream's watermark past them. Run again, it deletes nothing.
+ * in the same transaction; the stream's state with its watermark past them, recorded with the plan that
+ * follows. Run again, it deletes nothing.
  */
-async function dropStored(spec: WindowedStreamSpec, ctx: SyncContext, date: string): Promise<void> {
+async function dropStored(spec: WindowedStreamSpec, ctx: SyncContext, date: string): Promise<WindowedStreamState | undefined> {
   const { warehouse } = ctx;
   const names = tableNames(spec.table);
   const deleted = await warehouse.transaction(async () => {
@@ -209,7 +207,7 @@ async function dropStored(spec: WindowedStreamSpec, ctx: SyncContext, date: stri
     await ctx.afterCommit?.();
   }
   const state = ctx.state.windowed(spec.name);
-  if (state !== undefined) ctx.state.setWindowed(spec.name, dropBefore(state, date));
+  return state === undefined ? undefined : dropBefore(state, date);
 }
 
 /** A window's name in messages, its spool directory, and the spool's file operations. */
@@ -228,8 +226,7 @@ function windowPlace(spec: WindowedStreamSpec, ctx: SyncContext, window: Planned
 async function storeWindow(
   spec: WindowedStreamSpec,
   ctx: SyncContext,
-  window: PlannedWindow,
-  { disagreement }: FetchedWindow,
+  { window, disagreement }: FetchedWindow,
   /** The recheck horizon's first date (null: no recheck): older dates a moved row leaves are named in a warning. */
   horizon: string | null,
 ): Promise<void> {
@@ -240,46 +237,42 @@ async function storeWindow(
   const params = [pageGlob(dir), window.start, window.end, ctx.source];
   const names = tableNames(spec.table);
   const insertSql = window.unique === true ? spec.sql.insertUnique : spec.sql.insertWindow;
-  const diff = await warehouse.transaction(
-    async () => {
-      const [{ n: before }] = (await warehouse.query<{ n: number }>(
-        'sync/window_count',
-        [window.start, window.end, ctx.source],
-        names,
-      )) as [{ n: number }];
-      // A window the table has no rows for (a first sync, a backfill) needs no comparison.
-      const counts =
-        before === 0
-          ? { inserted: 0, updated: 0, deleted: 0 }
-          : (await warehouse.query<{ inserted: number; updated: number; deleted: number }>(spec.sql.diff, params, names))[0]!;
-      // An id new to a window already stored may be stored at another date (its usage date was corrected): it
-      // moves here. A window stored for the first time (a backfill) is not searched: the recheck finds the old date.
-      const moved =
-        spec.sql.moved !== undefined && before > 0 && counts.inserted > 0
-          ? await warehouse.query<{ date: string }>(spec.sql.moved, params, names)
-          : [];
-      // A moved row is the same line item with another date: an update, not a new row and a deleted one.
-      counts.inserted -= moved.length;
-      counts.updated += moved.length;
-      const left = [...new Set(moved.map((r) => r.date))].sort();
-      if (before > 0) await warehouse.run('sync/window_delete', [window.start, window.end, ctx.source], names);
-      const inserted = await warehouse.run(insertSql, params, names);
-      await warehouse.changed(spec.table.table, ctx.source, [...days.map((d) => d.start), ...left]);
-      await ctx.state.carry({ stream: spec.name, start: window.start, end: window.end });
-      if (before === 0) counts.inserted = inserted;
-      // A window stored although its two views disagree is worth telling someone, with the commit.
-      if (disagreement !== null) {
-        const event = JSON.stringify({ kind: 'reconcile', source: ctx.source, stream: spec.name, window: label, reason: disagreement });
-        const id = eventId(ctx.runId, ctx.source, spec.name, label);
-        const now = new Date(ctx.clock.now()).toISOString();
-        for (const webhook of ctx.notify?.webhooks ?? [])
-          await warehouse.run('notify/run_event', [id, webhook, ctx.source, 'reconcile', event, now]);
-      }
-      return { ...counts, left };
-      // Windows finished together (other windows, other sources) share a commit: see `TransactionOptions.group`.
-    },
-    { group: true },
-  );
+  // Windows finished together (other windows, other sources) share a commit, so this body may run twice:
+  // what it keeps outside the warehouse (the carried copy's text) is told of a rollback (`CarriedCopy`).
+  const diff = await warehouse.transactionMayRepeat(async () => {
+    const [{ n: before }] = (await warehouse.query<{ n: number }>('sync/window_count', [window.start, window.end, ctx.source], names)) as [
+      { n: number },
+    ];
+    // A window the table has no rows for (a first sync, a backfill) needs no comparison.
+    const counts =
+      before === 0
+        ? { inserted: 0, updated: 0, deleted: 0 }
+        : (await warehouse.query<{ inserted: number; updated: number; deleted: number }>(spec.sql.diff, params, names))[0]!;
+    // An id new to a window already stored may be stored at another date (its usage date was corrected): it
+    // moves here. A window stored for the first time (a backfill) is not searched: the recheck finds the old date.
+    const moved =
+      spec.sql.moved !== undefined && before > 0 && counts.inserted > 0
+        ? await warehouse.query<{ date: string }>(spec.sql.moved, params, names)
+        : [];
+    // A moved row is the same line item with another date: an update, not a new row and a deleted one.
+    counts.inserted -= moved.length;
+    counts.updated += moved.length;
+    const left = [...new Set(moved.map((r) => r.date))].sort();
+    if (before > 0) await warehouse.run('sync/window_delete', [window.start, window.end, ctx.source], names);
+    const inserted = await warehouse.run(insertSql, params, names);
+    await warehouse.changed(spec.table.table, ctx.source, [...days.map((d) => d.start), ...left]);
+    await ctx.state.carry({ stream: spec.name, start: window.start, end: window.end });
+    if (before === 0) counts.inserted = inserted;
+    // A window stored although its two views disagree is worth telling someone, with the commit.
+    if (disagreement !== null) {
+      const event = JSON.stringify({ kind: 'reconcile', source: ctx.source, stream: spec.name, window: label, reason: disagreement });
+      const id = eventId(ctx.runId, ctx.source, spec.name, label);
+      const now = new Date(ctx.clock.now()).toISOString();
+      for (const webhook of ctx.notify?.webhooks ?? [])
+        await warehouse.run('notify/run_event', [id, webhook, ctx.source, 'reconcile', event, now]);
+    }
+    return { ...counts, left };
+  });
   // The dates the rows left keep rollups that counted them: within the horizon the recheck syncs them
   // again (this run's or the next); an older one is named, with its fix.
   const older = diff.left.filter((date) => horizon === null || date < horizon);
@@ -291,15 +284,9 @@ async function storeWindow(
       { source: ctx.source, window: label, dates: older },
     );
   }
-  if (window.recheck === true) {
-    ctx.state.rechecked(
-      spec.name,
-      days.map((d) => d.start),
-    );
-    stats.olderSynced += days.length;
-  }
-  ctx.state.done(window);
-  await ctx.state.save();
+  const synced = window.recheck === true ? days.map((d) => d.start) : [];
+  stats.olderSynced += synced.length;
+  await ctx.state.checkpoint({ stream: spec.name, synced }, { stream: spec.name, window: windowDone(window) });
   await spool.clear(dir);
   stats.inserted += diff.inserted;
   stats.updated += diff.updated;

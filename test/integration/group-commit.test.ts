@@ -33,13 +33,10 @@ describe('grouped transactions (a group commit of the window stores waiting toge
     await withTable(async (wh) => {
       const { release, held } = holdQueue(wh);
       const stores = [1, 2, 3].map((n) =>
-        wh.transaction(
-          async () => {
-            await wh.sql('INSERT INTO t VALUES ($1)', [n]);
-            return { n, tx: await txid(wh) };
-          },
-          { group: true },
-        ),
+        wh.transactionMayRepeat(async () => {
+          await wh.sql('INSERT INTO t VALUES ($1)', [n]);
+          return { n, tx: await txid(wh) };
+        }),
       );
       release();
       await held;
@@ -48,7 +45,7 @@ describe('grouped transactions (a group commit of the window stores waiting toge
       expect(new Set(results.map((r) => r.tx)).size).toBe(1);
       expect(await wh.sql('SELECT n FROM t ORDER BY n')).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
       // One waiting alone has its own.
-      const alone = await wh.transaction(async () => txid(wh), { group: true });
+      const alone = await wh.transactionMayRepeat(async () => txid(wh));
       expect(alone).not.toBe(results[0]!.tx);
     });
   });
@@ -58,15 +55,12 @@ describe('grouped transactions (a group commit of the window stores waiting toge
       const { release, held } = holdQueue(wh);
       const runs: number[] = [];
       const stores = [1, 2, 3].map((n) =>
-        wh.transaction(
-          async () => {
-            runs.push(n);
-            await wh.sql('INSERT INTO t VALUES ($1)', [n]);
-            if (n === 2) throw new Error('window 2 cannot be stored');
-            return n;
-          },
-          { group: true },
-        ),
+        wh.transactionMayRepeat(async () => {
+          runs.push(n);
+          await wh.sql('INSERT INTO t VALUES ($1)', [n]);
+          if (n === 2) throw new Error('window 2 cannot be stored');
+          return n;
+        }),
       );
       release();
       await held;
@@ -84,15 +78,12 @@ describe('grouped transactions (a group commit of the window stores waiting toge
       const events: string[] = [];
       const { release, held } = holdQueue(wh);
       const stores = [1, 2].map((n) =>
-        wh.transaction(
-          async () => {
-            wh.onSettle((committed) => events.push(`${committed ? 'committed' : 'rolled back'} ${n}`));
-            events.push(`stored ${n}`);
-            if (n === 2 && events.filter((e) => e === 'stored 2').length === 1) throw new Error('first try fails');
-            return n;
-          },
-          { group: true },
-        ),
+        wh.transactionMayRepeat(async () => {
+          wh.onSettle((committed) => events.push(`${committed ? 'committed' : 'rolled back'} ${n}`));
+          events.push(`stored ${n}`);
+          if (n === 2 && events.filter((e) => e === 'stored 2').length === 1) throw new Error('first try fails');
+          return n;
+        }),
       );
       release();
       await held;
@@ -116,13 +107,10 @@ describe('grouped transactions (a group commit of the window stores waiting toge
       const { release, held } = holdQueue(wh);
       const count = MAX_GROUP * 2 + 1;
       const stores = Array.from({ length: count }, (_, n) =>
-        wh.transaction(
-          async () => {
-            await wh.sql('INSERT INTO t VALUES ($1)', [n]);
-            return txid(wh);
-          },
-          { group: true },
-        ),
+        wh.transactionMayRepeat(async () => {
+          await wh.sql('INSERT INTO t VALUES ($1)', [n]);
+          return txid(wh);
+        }),
       );
       release();
       await held;

@@ -6,18 +6,7 @@ import { SCOPES } from '../../src/api/types.js';
 import type { KeysConfig } from '../../src/emulator/keys.js';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import {
-  CLI,
-  killRunner,
-  pushArgs,
-  pushSummary,
-  queryDb,
-  run,
-  startCli,
-  withEmulator,
-  withTempDir,
-  SPAN,
-} from '../support/helpers.js';
+import { CLI, killRunner, pushArgs, pushSummary, queryDb, run, startCli, withEmulator, withTempDir, SPAN } from '../support/helpers.js';
 
 const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));

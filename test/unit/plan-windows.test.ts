@@ -86,9 +86,15 @@ describe('planRun', () => {
   });
 
   it('resumes an unfinished plan, keeping its windows and progress, and extends it to --until', () => {
-    const first = planRun(emptyWindowedState(), req({ since: '2025-06-01', until: '2025-06-20', windowDays: 10 })).plan;
-    first.windows[0]!.status = 'done';
-    first.windows[1] = { ...first.windows[1]!, status: 'active', cursor: 'c', page: 2 };
+    const planned = planRun(emptyWindowedState(), req({ since: '2025-06-01', until: '2025-06-20', windowDays: 10 })).plan;
+    // A plan is data: its progress is a new plan.
+    const first = {
+      ...planned,
+      windows: [
+        { ...planned.windows[0]!, status: 'done' as const },
+        { ...planned.windows[1]!, status: 'active' as const, cursor: 'c', page: 2 },
+      ],
+    };
     const state = { ...emptyWindowedState(), pending: first };
     const { plan, resumed } = planRun(state, req({ until: '2025-06-25', windowDays: 7 }));
     expect(resumed).toBe(true);

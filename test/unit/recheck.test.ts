@@ -137,8 +137,8 @@ describe('the recheck horizon (pure)', () => {
       ['2026-10-05', '2026-10-06', true],
     ]);
     // Stopped after the lookback: the next run resumes, the recheck finds the same dates, each is planned once.
-    plan.windows[0]!.status = 'done';
-    const resumed = planRun({ ...synced('2026-06-01', '2026-11-25'), pending: plan }, req({ recheck }));
+    const stopped = { ...plan, windows: plan.windows.map((w, i) => (i === 0 ? { ...w, status: 'done' as const } : w)) };
+    const resumed = planRun({ ...synced('2026-06-01', '2026-11-25'), pending: stopped }, req({ recheck }));
     expect(resumed.resumed).toBe(true);
     expect(remainingWindows(resumed.plan).map((w) => w.start)).toEqual(['2026-11-01', '2026-10-05']);
   });

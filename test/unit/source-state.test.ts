@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { windowAdvanced, windowDone, windowRestarted } from '../../src/plan/windows.js';
 import { carriedState } from '../../src/state/carried.js';
 import { CarriedCopy, SourceState, type CarriedStore } from '../../src/state/source-state.js';
 import type { PlannedWindow, SyncState } from '../../src/state/store.js';
@@ -25,7 +26,7 @@ function stateWithWindows(): { state: SyncState; windows: PlannedWindow[] } {
 }
 
 describe("a source's state, changed through its owner (no I/O)", () => {
-  it('tells the file whether something the warehouse carries changed since the last save: a plan or a window done, not a cursor', async () => {
+  it('tells the file whether something the warehouse carries changed since the last checkpoint: a plan or a window done, not a cursor', async () => {
     const { state, windows } = stateWithWindows();
     const saves: boolean[] = [];
     const owner = new SourceState(state, {
@@ -34,22 +35,32 @@ describe("a source's state, changed through its owner (no I/O)", () => {
       },
       carry: async () => undefined,
     });
-    await owner.save();
-    owner.advance(windows[0]!, { status: 'active', cursor: 'c1', page: 1, fetched: false });
-    await owner.save();
-    owner.advance(windows[0]!, { status: 'active', cursor: null, page: 2, fetched: true, unique: true });
-    await owner.save();
-    owner.done(windows[0]!);
-    await owner.save();
-    owner.restart(windows[1]!);
-    await owner.save();
-    owner.setAnomalies({ watermark: null, lastSuccessAt: null });
-    await owner.save();
+    await owner.checkpoint();
+    let first = windowAdvanced(windows[0]!, { status: 'active', cursor: 'c1', page: 1, fetched: false });
+    await owner.checkpoint({ stream: 'line_items', window: first });
+    first = windowAdvanced(first, { status: 'active', cursor: null, page: 2, fetched: true, unique: true });
+    await owner.checkpoint({ stream: 'line_items', window: first });
+    await owner.checkpoint({ stream: 'line_items', window: windowDone(first) });
+    await owner.checkpoint({ stream: 'line_items', window: windowRestarted(windows[1]!) });
+    await owner.checkpoint({ stream: 'anomalies', state: { watermark: null, lastSuccessAt: null } });
     expect(saves).toEqual([true, false, false, true, false, true]);
-    expect(windows[0]).toEqual({ start: '2025-06-01', end: '2025-06-10', status: 'done', cursor: null, page: 2, fetched: true });
-    expect(windows[1]).toMatchObject({ status: 'active', cursor: null, page: 0, fetched: false });
+    // Windows are values: the state holds their new values, the caller's stay as they were.
+    const [done, restarted] = owner.current.streams.line_items!.pending!.windows;
+    expect(done).toEqual({ start: '2025-06-01', end: '2025-06-10', status: 'done', cursor: null, page: 2, fetched: true });
+    expect(restarted).toMatchObject({ status: 'active', cursor: null, page: 0, fetched: false });
+    expect(windows[0]).toMatchObject({ status: 'todo', page: 0 });
   });
 });
+
+/** The state with window `i` of its line items done, as its owner replaces it (a new plan, never a changed one). */
+function markDone(state: SyncState, i: number): void {
+  const stream = state.streams.line_items!;
+  const plan = stream.pending!;
+  state.streams.line_items = {
+    ...stream,
+    pending: { ...plan, windows: plan.windows.map((w, j) => (j === i ? { ...w, status: 'done' as const } : w)) },
+  };
+}
 
 /** A warehouse's carried copy, faked: what it wrote, and transactions settled by the test. */
 function fakeStore() {
@@ -86,11 +97,11 @@ describe('the copy of the state the warehouse carries (no I/O)', () => {
     await copy.carry(done);
     expect(writes).toHaveLength(2);
     settle(true);
-    windows[0]!.status = 'done';
+    markDone(state, 0);
     // The warehouse holds this state already: nothing more is written.
     await copy.settle();
     expect(writes).toHaveLength(2);
-    windows[1]!.status = 'done';
+    markDone(state, 1);
     await copy.settle();
     expect(writes).toHaveLength(3);
     expect(JSON.parse(writes[2]!)).toEqual(carriedState(state));

@@ -131,6 +131,9 @@ async function runWindow(options: Options) {
         inTransaction = false;
       }
     },
+    transactionMayRepeat<T>(fn: () => Promise<T>): Promise<T> {
+      return warehouse.transaction(fn);
+    },
     async query(name: string) {
       if (name === 'sync/window_count') return [{ n: options.rowsBefore ?? 0 }];
       if (name === 'diff') return [{ inserted: 1, updated: 2, deleted: 0 }];
