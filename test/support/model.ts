@@ -44,7 +44,8 @@ import { ICEBERG_TABLES } from '../../src/storage/tables.js';
 import { manifestKey } from '../../src/outputs/lake.js';
 import { shardOf } from '../../src/shards.js';
 import { dbLockPath } from '../../src/state/lock.js';
-import { CLI, lakeDifferences, queryDb } from './helpers.js';
+import { formatUsd } from '../../src/money.js';
+import { CLI, lakeDifferences, queryDb, run } from './helpers.js';
 import { startCatalogServer, type CatalogFault, type CatalogServer } from '../catalog/server.mjs';
 import { catalogLocator, icebergDifferences, icebergFileCheck } from './iceberg.js';
 import { faultProxy, startRgwIfAny, type S3Server } from './s3.js';
@@ -921,6 +922,51 @@ class VerifyApiCommand implements Cmd {
   }
 }
 
+/**
+ * What an analyst runs on the published warehouse, whatever state the runs before left it in: `query`
+ * answers with what the file holds (exit 2 with no warehouse yet), and `report`'s total for the last 30
+ * days is the file's daily spend over them, as the `daily_spend_by_provider` view says.
+ */
+class ReadCommand implements Cmd {
+  check(): boolean {
+    return true;
+  }
+  async run(model: Model, world: World): Promise<void> {
+    world.log.push(this.toString());
+    const had = existsSync(world.db);
+    const env = { TZ: 'UTC', HOME: world.dir };
+    const sql =
+      'SELECT source, count(*)::INTEGER AS n, round(sum(net_amount_usd), 2)::DOUBLE AS usd FROM line_items GROUP BY source ORDER BY source';
+    const query = await run(['query', sql, '--db', world.db, '--format', 'json'], env);
+    const from = addDays(model.today, -30);
+    const to = addDays(model.today, -1);
+    const out = join(world.dir, 'report.html');
+    const report = await run(['report', '--db', world.db, '--out', out, '--from', from, '--to', to], env);
+    if (!had) {
+      if (query.code !== 2 || report.code !== 2)
+        fail(world, `query and report with no warehouse exited ${query.code} and ${report.code}, not 2`, query.stderr + report.stderr);
+      return;
+    }
+    if (query.code !== 0) fail(world, `query exited ${query.code}`, query.stderr);
+    const direct = await queryDb(world.db, sql);
+    if (JSON.stringify(JSON.parse(query.stdout)) !== JSON.stringify(direct))
+      fail(world, `query answered ${query.stdout.trim()}, the published file holds ${JSON.stringify(direct)}`, query.stderr);
+    if (report.code !== 0) fail(world, `report exited ${report.code}`, report.stderr);
+    const [{ usd }] = (await queryDb<{ usd: number | null }>(
+      world.db,
+      `SELECT round(sum(cost_usd), 2)::DOUBLE AS usd FROM daily_spend_by_provider WHERE date BETWEEN DATE '${from}' AND DATE '${to}'`,
+    )) as [{ usd: number | null }];
+    const html = readFileSync(out, 'utf8');
+    const total = /<b id="total">([^<]*)<\/b>/.exec(html)?.[1];
+    if (usd !== null && total !== formatUsd(usd))
+      fail(world, `report's total is ${total}, the published file's daily spend ${formatUsd(usd)}`, report.stderr);
+    rmSync(out, { force: true });
+  }
+  toString(): string {
+    return 'costsync query "SELECT source, count(*), sum(net_amount_usd) FROM line_items GROUP BY source" --db costs.duckdb; costsync report --db costs.duckdb --from today-30 --to today-1  # what the file holds';
+  }
+}
+
 class EmptyDayCommand implements Cmd {
   constructor(readonly back: number) {}
   check(): boolean {
@@ -1150,6 +1196,7 @@ export const commandArbs: fc.Arbitrary<Cmd>[] = [
   fc.constant(new RestateCommand()),
   fc.integer({ min: 0, max: 6 }).map((back) => new EmptyDayCommand(back)),
   fc.constant(new VerifyApiCommand()),
+  fc.constant(new ReadCommand()),
   fc.integer({ min: 4, max: 50 }).map((back) => new RestateOldDayCommand(back)),
   fc
     .tuple(fc.integer({ min: 4, max: 50 }), fc.integer({ min: 0, max: 50 }))
