@@ -74,8 +74,7 @@ export interface TakeOptions {
 
 /**
  * Looks at a page's records once, synchronously: dates outside the window, a repeated cursor, the ids'
- * hashes, the rows and amount for progress, the check's totals, and what to spool (the records are the
- * spool's afterwards: see `spoolPage`).
+ * hashes, the rows and amount for progress, the check's totals, and what to spool (`spoolPage`).
  */
 export function takePage(page: FetchedPage, { spec, window, seenCursors, idHashes = null, totals = null }: TakeOptions): TakenPage {
   const { dateField } = spec.table;
@@ -198,7 +197,7 @@ export async function fetchWindow(
     // Pages written after the last saved cursor are fetched again: drop them first.
     if (!window.fetched) place.spool.dropPagesAfter(place.dir, window.page);
     // Pages an earlier version spooled, in the form this one reads.
-    await place.spool.upgradePages(place.dir);
+    await place.spool.upgradePages(place.dir, spec.table.columns);
   }
   let paging = resumedPaging(spec, window);
   const restarts = { left: MAX_WINDOW_RESTARTS };
