@@ -22,7 +22,7 @@ export function sqlString(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
 }
 
-/** Names substituted into SQL templates: tables, a date column, a `read_json` column struct (see storage/tables.ts). */
+/** Names substituted into SQL templates: tables, a date column, the columns of spooled rows (see storage/tables.ts). */
 export interface SqlNames {
   stage?: string;
   table?: string;
@@ -35,7 +35,7 @@ const NAME_CHECKS: Record<keyof SqlNames, (value: string) => boolean> = {
   stage: (v) => SUBSTITUTABLE.has(v),
   table: (v) => SUBSTITUTABLE.has(v),
   date: (v) => /^[a-z_]+$/.test(v),
-  columns: (v) => /^\{[a-z_]+: '[A-Z]+'(, [a-z_]+: '[A-Z]+')*\}$/.test(v),
+  columns: (v) => /^CAST\(r\[\d+\] AS [A-Z]+\) AS [a-z_]+(, CAST\(r\[\d+\] AS [A-Z]+\) AS [a-z_]+)*$/.test(v),
 };
 
 /**

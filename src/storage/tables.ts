@@ -263,12 +263,17 @@ export const ROLLUPS_DAILY: TableSpec = windowedSpec('rollups_daily');
 
 export const TABLE_SPECS: readonly TableSpec[] = [LINE_ITEMS, ROLLUPS_DAILY];
 
-/** The `read_json` column struct of a table's spooled pages: the line's place `o`, the fields, `extra`. Pure. */
-export function spoolColumnsStruct(spec: TableSpec): string {
-  return `{${[{ name: 'o', type: 'INTEGER' }, ...spec.columns, { name: 'extra', type: 'JSON' }].map((c) => `${c.name}: '${c.type}'`).join(', ')}}`;
+/**
+ * The columns of a table's spooled rows (`spoolPage`: `[o, ...fields, extra]`, read by `read_json` as
+ * text values `r`): each value cast to its column's type and named. Pure.
+ */
+export function spoolColumnsSelect(spec: TableSpec): string {
+  return [{ name: 'o', type: 'INTEGER' }, ...spec.columns, { name: 'extra', type: 'JSON' }]
+    .map((c, i) => `CAST(r[${i + 1}] AS ${c.type}) AS ${c.name}`)
+    .join(', ');
 }
 
 /** The names a table's SQL templates take (`$table`, `$date`, `$columns`; see `loadSql`). Pure. */
 export function tableNames(spec: TableSpec): { table: string; date: string; columns: string } {
-  return { table: spec.table, date: spec.dateField, columns: spoolColumnsStruct(spec) };
+  return { table: spec.table, date: spec.dateField, columns: spoolColumnsSelect(spec) };
 }

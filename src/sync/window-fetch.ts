@@ -76,8 +76,7 @@ export interface TakeOptions {
 
 /**
  * Looks at a page's records once, synchronously: dates outside the window, a repeated cursor, the ids'
- * hashes, the rows and amount for progress, the check's totals, and what to spool (the records are the
- * spool's afterwards: see `spoolPage`).
+ * hashes, the rows and amount for progress, the check's totals, and what to spool (`spoolPage`).
  */
 export function takePage(page: FetchedPage, { spec, window, seenCursors, idHashes = null, totals = null }: TakeOptions): TakenPage {
   const { dateField } = spec.table;
@@ -85,12 +84,27 @@ export function takePage(page: FetchedPage, { spec, window, seenCursors, idHashe
   const paged = totals === null ? undefined : spec.check.paged;
   let outside = 0;
   let usd = 0;
+  // The totals' keys of the date at hand, by the record's key: a page's records mostly share a date and a few keys.
+  const keys = new Map<unknown, string>();
+  let keysDate = '';
   for (const r of page.records) {
     const date = r[dateField];
     const inside = typeof date === 'string' && date >= window.start && date <= window.end;
     if (!inside) outside += 1;
     if (amountField !== null && typeof r[amountField] === 'number') usd += r[amountField];
-    if (paged !== undefined && inside) addTotal(totals!, date, r[paged.keyField], r[paged.amountField]);
+    if (paged !== undefined && inside) {
+      if (date !== keysDate) {
+        keys.clear();
+        keysDate = date;
+      }
+      const key = r[paged.keyField];
+      let k = keys.get(key);
+      if (k === undefined) {
+        k = totalKey(date, key);
+        keys.set(key, k);
+      }
+      addTotal(totals!, k, r[paged.amountField]);
+    }
   }
   let loop = false;
   if (page.nextCursor !== null && spec.serverCursors) {
@@ -112,9 +126,8 @@ export function takePage(page: FetchedPage, { spec, window, seenCursors, idHashe
   };
 }
 
-/** Adds an amount to its date and key (a missing amount counts nothing, as SQL's sum skips NULL). */
-function addTotal(totals: Map<string, number>, date: string, key: unknown, amount: unknown): void {
-  const k = totalKey(date, key);
+/** Adds an amount to its date and key (`totalKey`; a missing amount counts nothing, as SQL's sum skips NULL). */
+function addTotal(totals: Map<string, number>, k: string, amount: unknown): void {
   totals.set(k, (totals.get(k) ?? 0) + (typeof amount === 'number' ? amount : 0));
 }
 
@@ -200,7 +213,7 @@ export async function fetchWindow(
     // Pages written after the last saved cursor are fetched again: drop them first.
     if (!window.fetched) place.spool.dropPagesAfter(place.dir, window.page);
     // Pages an earlier version spooled, in the form this one reads.
-    await place.spool.upgradePages(place.dir);
+    await place.spool.upgradePages(place.dir, spec.table.columns);
   }
   let at: AtPage = { window, paging: resumedPaging(spec, window) };
   const restarts = { left: MAX_WINDOW_RESTARTS };

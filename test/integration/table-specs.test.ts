@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadSql, withWarehouse } from '../../src/storage/duckdb.js';
-import { LAKE_TABLES, TABLES, TABLE_SPECS, spoolColumnsStruct, tableNames } from '../../src/storage/tables.js';
+import { LAKE_TABLES, TABLES, TABLE_SPECS, spoolColumnsSelect, tableNames } from '../../src/storage/tables.js';
 import { lineItemsStream, rollupsStream } from '../../src/sync/streams.js';
 import { withTempDir } from '../support/helpers.js';
 
@@ -35,18 +35,22 @@ describe('one table spec per windowed stream (storage/tables.ts)', () => {
     );
   });
 
-  it("drives the streams, the read_json struct, the window SQL and the lake's partition date", () => {
+  it("drives the streams, the spooled columns, the window SQL and the lake's partition date", () => {
     expect([lineItemsStream.table, rollupsStream.table]).toEqual(TABLE_SPECS);
     for (const spec of TABLE_SPECS) {
       expect(LAKE_TABLES[spec.table]!.date).toBe(spec.dateField);
       const names = tableNames(spec);
       expect(loadSql('sync/window_delete', names)).toContain(`DELETE FROM ${spec.table} WHERE ${spec.dateField} BETWEEN`);
-      expect(spoolColumnsStruct(spec)).toBe(
-        `{o: 'INTEGER', ${spec.columns.map((c) => `${c.name}: '${c.type}'`).join(', ')}, extra: 'JSON'}`,
+      expect(spoolColumnsSelect(spec)).toBe(
+        [
+          'CAST(r[1] AS INTEGER) AS o',
+          ...spec.columns.map((c, i) => `CAST(r[${i + 2}] AS ${c.type}) AS ${c.name}`),
+          `CAST(r[${spec.columns.length + 2}] AS JSON) AS extra`,
+        ].join(', '),
       );
     }
     expect(loadSql('sync/line_items_insert_window', tableNames(TABLE_SPECS[0]!))).toContain(
-      `columns = ${spoolColumnsStruct(TABLE_SPECS[0]!)}`,
+      `SELECT ${spoolColumnsSelect(TABLE_SPECS[0]!)}, filename`,
     );
     // Only names of these shapes are written into SQL.
     expect(() => loadSql('sync/window_count', { table: 'line_items; DROP TABLE x' })).toThrow(/not a substitutable table/);
