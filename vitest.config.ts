@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { LongestFirstSequencer } from './test/support/sequencer.js';
 
 /**
  * Three projects. `unit`: the pure tests, with no global setup (`npm run test:unit`, seconds, nothing to
@@ -30,6 +31,8 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // The longest files first, even on a clean clone with no durations cached (test/support/sequencer.ts).
+    sequence: { sequencer: LongestFirstSequencer },
     // Three files at once on these 2-core machines: much of a test is waiting on a spawned process, a
     // socket or a bucket, so a third worker shortens the run (docs/benchmarks.md, "The test suite").
     maxWorkers: 3,

@@ -470,7 +470,7 @@ async function benchStop() {
     endDate: '2025-12-31',
     clock: fixedClock,
   });
-  const afterMs = Number(process.env.BENCH_STOP_AFTER_MS ?? (smoke ? 1500 : 3000));
+  const afterMs = Number(process.env.BENCH_STOP_AFTER_MS ?? (smoke ? 600 : 3000));
   const start = addDays('2025-12-31', -(months * 30 - 1));
   const env = { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
   // The bucket: the given S3 server (the test suite's, for the smoke run), else a radosgw of its own.
