@@ -262,21 +262,27 @@ async function migrate(sql: <T>(text: string, params?: DuckDBValue[]) => Promise
 
 /**
  * Creates the analyst views of `sql/views/*.sql`, in file order (later views build on earlier ones),
- * unless the warehouse holds each of them as this costsync's SQL made them (the digest in
- * `_costsync_views`): creating them again at every open was a fifth of a small run's DuckDB work.
+ * unless the warehouse holds each of them as this costsync made them: creating them at every open was a
+ * fifth of a small run's DuckDB work. `_costsync_views` keeps the digest of their SQL files, and from the
+ * first open after they were made, of the views as DuckDB then holds them (DuckDB renders a view's SQL
+ * differently once the file is opened again): a view missing, changed by hand or made again by another
+ * version of costsync is made again.
  */
 async function refreshViews(sql: <T>(text: string, params?: DuckDBValue[]) => Promise<T[]>): Promise<void> {
   const views = viewDefinitions();
-  const digest = createHash('sha256')
-    .update(views.map((v) => v.text).join('\n;\n'))
-    .digest('hex');
-  const [held] = await sql<{ same: boolean; present: number }>(
-    `SELECT (SELECT count(*) FROM _costsync_views WHERE digest = $1) = 1 AND (SELECT count(*) FROM _costsync_views) = 1 AS same,
-            (SELECT count(*) FROM duckdb_views() WHERE NOT internal AND database_name = current_database() AND schema_name = 'main'
-               AND list_contains($2::VARCHAR[], view_name)) AS present`,
-    [digest, listValue(views.map((v) => v.name))],
+  const files = sha256(views.map((v) => v.text).join('\n;\n'));
+  const [held] = await sql<{ present: number; text: string | null }>(
+    `SELECT count(*)::INTEGER AS present, string_agg(view_name || chr(10) || sql || chr(10) || coalesce(comment, ''), chr(10) ORDER BY view_name) AS text
+     FROM duckdb_views() WHERE NOT internal AND database_name = current_database() AND schema_name = 'main' AND list_contains($1::VARCHAR[], view_name)`,
+    [listValue(views.map((v) => v.name))],
   );
-  if (held?.same === true && Number(held.present) === views.length) return;
+  const seen = `${files} ${sha256(held?.text ?? '')}`;
+  const stored = (await sql<{ digest: string }>('SELECT digest FROM _costsync_views')).map((r) => r.digest);
+  if (stored.length === 1 && stored[0] === seen) return;
+  if (stored.length === 1 && stored[0] === files && held?.present === views.length) {
+    await sql('UPDATE _costsync_views SET digest = $1', [seen]);
+    return;
+  }
   await sql('BEGIN TRANSACTION');
   try {
     for (const view of views) {
@@ -287,12 +293,16 @@ async function refreshViews(sql: <T>(text: string, params?: DuckDBValue[]) => Pr
       }
     }
     await sql('DELETE FROM _costsync_views');
-    await sql('INSERT INTO _costsync_views VALUES ($1)', [digest]);
+    await sql('INSERT INTO _costsync_views VALUES ($1)', [files]);
     await sql('COMMIT');
   } catch (error) {
     await sql('ROLLBACK');
     throw error;
   }
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
 }
 
 /** Each file of `sql/views/`: the view it creates, and its SQL through loadSql (a view can share a fragment: `{{verify/covered}}`). */
