@@ -5,12 +5,12 @@
  * BEGIN/COMMIT; the tuning variables are checked in `duckdb-settings.ts`.
  */
 import { readFileSync, readdirSync } from 'node:fs';
-import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, listValue, type DuckDBAppender, type DuckDBValue, type StatementType } from '@duckdb/node-api';
 import { CostsyncError, ExitCode, InternalError, diskFullError } from '../errors.js';
 import { asMemoryError, duckdbThreads, memoryLimit } from './duckdb-settings.js';
 import { writeQueue, type BodyMayRunTwice, type TransactionOptions } from './write-queue.js';
+import { shortHash } from '../fingerprint.js';
 import { SQL_DIR } from '../paths.js';
 import { encode, markMany, type OutboxItem } from './outbox.js';
 import { SUBSTITUTABLE, changesWith } from './tables.js';
@@ -270,13 +270,13 @@ async function migrate(sql: <T>(text: string, params?: DuckDBValue[]) => Promise
  */
 async function refreshViews(sql: <T>(text: string, params?: DuckDBValue[]) => Promise<T[]>): Promise<void> {
   const views = viewDefinitions();
-  const files = sha256(views.map((v) => v.text).join('\n;\n'));
+  const files = shortHash(views.map((v) => v.text).join('\n;\n'), 64);
   const [held] = await sql<{ present: number; text: string | null }>(
     `SELECT count(*)::INTEGER AS present, string_agg(view_name || chr(10) || sql || chr(10) || coalesce(comment, ''), chr(10) ORDER BY view_name) AS text
      FROM duckdb_views() WHERE NOT internal AND database_name = current_database() AND schema_name = 'main' AND list_contains($1::VARCHAR[], view_name)`,
     [listValue(views.map((v) => v.name))],
   );
-  const seen = `${files} ${sha256(held?.text ?? '')}`;
+  const seen = `${files} ${shortHash(held?.text ?? '', 64)}`;
   const stored = (await sql<{ digest: string }>('SELECT digest FROM _costsync_views')).map((r) => r.digest);
   if (stored.length === 1 && stored[0] === seen) return;
   if (stored.length === 1 && stored[0] === files && held?.present === views.length) {
@@ -299,10 +299,6 @@ async function refreshViews(sql: <T>(text: string, params?: DuckDBValue[]) => Pr
     await sql('ROLLBACK');
     throw error;
   }
-}
-
-function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
 }
 
 /** Each file of `sql/views/`: the view it creates, and its SQL through loadSql (a view can share a fragment: `{{verify/covered}}`). */
