@@ -113,8 +113,23 @@ export async function mendVersionHint(store: IcebergStore, table: string): Promi
   const hinted = parseVersionHint(await store.getText(`${table}/metadata/version-hint.text`));
   const { version } = await loadTable(store, table);
   if (version === 0 || version === hinted) return false;
-  await store.putText(`${table}/metadata/version-hint.text`, String(version));
+  await writeVersionHint(store, table, version);
   return true;
+}
+
+/**
+ * Points the hint at `version`, then at any newer version another writer created meanwhile: that
+ * writer's hint may have been written before this one, and readers follow the last hint written alone
+ * (left on an older version, they would read snapshots whose files an expiry has since deleted).
+ * The last writer always looks after its write, so the last hint names the newest version.
+ */
+async function writeVersionHint(store: IcebergStore, table: string, version: number): Promise<void> {
+  for (let hinted = 0; hinted !== version;) {
+    // Bare digits, as the Java writer writes them: pyiceberg's StaticTable takes anything else as part of the file name.
+    await store.putText(`${table}/metadata/version-hint.text`, String(version));
+    hinted = version;
+    while ((await store.getText(`${table}/${metadataKey(version + 1)}`)) !== null) version += 1;
+  }
 }
 
 /**
@@ -548,8 +563,7 @@ async function publishVersion(
   // A create refused may have met this very commit (a retried write whose first answer was lost):
   // the version is ours when it holds our metadata (a snapshot id no other writer has).
   if (!(await store.createText(key, text)) && (await store.getText(key)) !== text) return false;
-  // Bare digits, as the Java writer writes them: pyiceberg's StaticTable takes anything else as part of the file name.
-  await store.putText(`${table}/metadata/version-hint.text`, String(version + 1));
+  await writeVersionHint(store, table, version + 1);
   const kept = new Set(next['metadata-log'].map((e) => e['metadata-file']));
   for (const e of base?.['metadata-log'] ?? []) {
     if (!kept.has(e['metadata-file'])) await store.remove(keyOf(store, table, e['metadata-file']));

@@ -331,6 +331,30 @@ describe('the version hint', () => {
       expect(readFileSync(hint, 'utf8')).toBe('3');
     });
   });
+
+  it("names the newest version when a runner's hint lands after another runner's newer commit and hint", async () => {
+    await withTempDir(async (dir) => {
+      const target = directoryTarget(join(dir, 'lake'));
+      const hint = join(dir, 'lake', 't', 'metadata', 'version-hint.text');
+      const now = { now: () => Date.now(), sleep: async () => undefined };
+      await placeholderCommit(target, 't', 'a', 1, now);
+      // Runner a creates v2; before its hint is written, runner b creates v3 and writes its hint.
+      const slow = Object.create(target) as OutputTarget;
+      let overtaken = false;
+      slow.putText = async (key, text) => {
+        if (!overtaken && key.endsWith('version-hint.text')) {
+          overtaken = true;
+          await placeholderCommit(target, 't', 'b', 1, now);
+          expect(readFileSync(hint, 'utf8')).toBe('3');
+        }
+        return target.putText(key, text);
+      };
+      await placeholderCommit(slow, 't', 'a', 2, now);
+      expect(overtaken).toBe(true);
+      expect(readFileSync(hint, 'utf8')).toBe('3');
+      expect(metadataOf(join(dir, 'lake'), 't').snapshots.map((s) => s.summary[SUMMARY.commitId])).toEqual(['a.1', 'a.2', 'b.1']);
+    });
+  });
 });
 
 describe('Iceberg commits through the outbox', () => {
