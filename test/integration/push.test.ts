@@ -240,9 +240,8 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         await withTempDir(async (dir) => {
           const args = [CLI, ...pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '50', '--quiet', SAMPLE])];
           const run = (at: number) => runner.run(args, { atRequest: at });
-          let killed = 0;
-          for (const at of [3, 1, 5, 2]) if ((await run(at)).signal === 'SIGKILL') killed += 1;
-          expect(killed).toBeGreaterThanOrEqual(3);
+          // Two points here; the chaos test (slow tier) kills at six random ones, and the push model between its steps.
+          for (const at of [3, 1]) expect((await run(at)).signal).toBe('SIGKILL');
           const last = await run(Infinity);
           expect(last.code).toBe(ExitCode.OK);
           expect(emulator.dataset.ingestedRecords()).toHaveLength(1000);

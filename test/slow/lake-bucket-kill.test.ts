@@ -2,9 +2,20 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/emulator/rng.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
-import { CLI, SPAN, cli, killRunner, lakeDifferences, spanFlags, withEmulator, withTempDir } from '../support/helpers.js';
+import {
+  CLI,
+  SPAN,
+  backfillFlags,
+  cli,
+  killRunner,
+  lakeDifferences,
+  spanFlags,
+  tableDigest,
+  withEmulator,
+  withTempDir,
+} from '../support/helpers.js';
 import { faultProxy, useRgw } from '../support/s3.js';
-import { expectBucketExact, syncArgs } from '../support/lake-bucket.js';
+import { bucketSyncCommand, expectBucketExact, syncArgs } from '../support/lake-bucket.js';
 import { sourcesConfig, workspaceKeys } from '../support/kill-loop.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -119,6 +130,49 @@ describe('the lake and the published warehouse in a bucket: long kill loops (slo
       });
     } finally {
       for (const p of proxies) await p.close();
+    }
+  });
+
+  it("SIGKILLed while uploading the warehouse's parts (multipart): the next run aborts the incomplete upload, and the object is the working copy's data", async () => {
+    await s3.createBucket('lake-f');
+    const rng = createRng(7);
+    let onRequest = (_entry: { route: string }) => undefined as void;
+    const proxy = await faultProxy(s3.endpoint, (req) => {
+      onRequest({ route: req.query.includes('partNumber=') ? 's3 part' : `s3 ${req.method}` });
+      return null;
+    });
+    try {
+      // About 6 MB of warehouse: two parts of at least 5 MiB (S3's smallest).
+      await withEmulator({ ...SPAN, rowsPerDay: 3000, clock }, async ({ url }) => {
+        await withTempDir(async (dir) => {
+          const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', COSTSYNC_S3_PART_SIZE: String(5 * 2 ** 20), ...s3.env(proxy.endpoint) };
+          const args = [CLI, ...bucketSyncCommand(url, 'lake-f', join(dir, 'state'), ['--streams', 'line_items', ...backfillFlags()])];
+          const runner = killRunner(env, (e) => e.route === 's3 part');
+          onRequest = runner.onRequest;
+          let killed = 0;
+          for (let i = 0; i < 3; i++) {
+            const result = await runner.run(args, { atRequest: 1 + Math.floor(rng() * 2) });
+            if (result.signal !== 'SIGKILL') {
+              expect(result.code, result.stderr).toBe(0);
+              continue;
+            }
+            killed += 1;
+            // Each run aborts what the last one left, then leaves its own.
+            expect(await s3.incompleteUploads('lake-f')).toEqual(['wh/costs.duckdb']);
+          }
+          expect(killed).toBeGreaterThan(0);
+          const last = await runner.run(args);
+          expect(last.code, last.stderr).toBe(0);
+          expect(await s3.incompleteUploads('lake-f')).toEqual([]);
+          expect(proxy.log.some((r) => r.query.includes('partNumber=2'))).toBe(true);
+          await s3.download('lake-f', 'wh/', join(dir, 'published'));
+          expect(await tableDigest(join(dir, 'published', 'costs.duckdb'))).toEqual(
+            await tableDigest(workingCopyPath(join(dir, 'state'), 's3://lake-f/wh/costs.duckdb')),
+          );
+        });
+      });
+    } finally {
+      await proxy.close();
     }
   });
 });
