@@ -319,7 +319,6 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
       ctx.source,
       dates.map((r) => r.d),
     );
-    await warehouse.changed('anomaly_status_history', ctx.source, [now.slice(0, 10)]);
     // Notifications are recorded with the change that causes them (before the upsert: it compares with what is stored).
     for (const webhook of ctx.notify?.webhooks ?? []) {
       await warehouse.run('notify/anomaly_events', [
@@ -331,7 +330,9 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
         webhook,
       ]);
     }
-    await warehouse.run('sync/anomalies_record_history', [now, ctx.runId, ctx.source]);
+    // History rows are added (dated today) only for alerts that are new or whose status changed.
+    if ((await warehouse.run('sync/anomalies_record_history', [now, ctx.runId, ctx.source])) > 0)
+      await warehouse.changed('anomaly_status_history', ctx.source, [now.slice(0, 10)]);
     const [counts] = await warehouse.query<{ inserted: number; updated: number; deleted: number }>('sync/anomalies_diff', [ctx.source]);
     await warehouse.run('sync/anomalies_upsert', [now, ctx.source]);
     await warehouse.run('sync/stage_clear_all', [], { stage: '_stage_anomalies' });

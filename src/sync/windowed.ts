@@ -258,11 +258,16 @@ async function storeWindow(
     counts.inserted -= moved.length;
     counts.updated += moved.length;
     const left = [...new Set(moved.map((r) => r.date))].sort();
-    if (before > 0) await warehouse.run('sync/window_delete', [window.start, window.end, ctx.source], names);
-    const inserted = await warehouse.run(insertSql, params, names);
-    await warehouse.changed(spec.table.table, ctx.source, [...days.map((d) => d.start), ...left]);
+    // A window stored as the API has it (most of a nightly's lookback) is left as it is: rewriting it
+    // would change nothing, and its dates would be marked changed for every lake.
+    const unchanged = before > 0 && counts.inserted === 0 && counts.updated === 0 && counts.deleted === 0;
+    if (!unchanged) {
+      if (before > 0) await warehouse.run('sync/window_delete', [window.start, window.end, ctx.source], names);
+      const inserted = await warehouse.run(insertSql, params, names);
+      await warehouse.changed(spec.table.table, ctx.source, [...days.map((d) => d.start), ...left]);
+      if (before === 0) counts.inserted = inserted;
+    }
     await ctx.state.carry({ stream: spec.name, start: window.start, end: window.end });
-    if (before === 0) counts.inserted = inserted;
     // A window stored although its two views disagree is worth telling someone, with the commit.
     if (disagreement !== null) {
       const event = JSON.stringify({ kind: 'reconcile', source: ctx.source, stream: spec.name, window: label, reason: disagreement });
