@@ -8,8 +8,8 @@ const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () =
 
 describe('a compact warehouse', () => {
   it('when free blocks pile up (--drop-before dropped most rows), the publish rewrites compactly and the working copy takes its place, data intact', async () => {
-    // Two of DuckDB's row groups (122,880 rows each): the dropped rows free the first one's blocks whole.
-    await withEmulator({ ...SPAN, rowsPerDay: 5_000, clock, anomaliesPerDay: 0 }, async ({ url }) => {
+    // Several of DuckDB's row groups (122,880 rows each): the dropped rows free whole row groups' blocks.
+    await withEmulator({ ...SPAN, rowsPerDay: 10_000, clock, anomaliesPerDay: 0 }, async ({ url }) => {
       await withTempDir(async (dir) => {
         const config = testSyncConfig(url, dir, { streams: ['line_items'], windowDays: 10 });
         const work = workingCopyPath(config.stateDir, config.db);
@@ -32,7 +32,7 @@ describe('a compact warehouse', () => {
           expect(size!.free / size!.total, file).toBeLessThan(0.1);
         }
         const [{ n }] = (await queryDb<{ n: number }>(config.db, 'SELECT count(*)::INT AS n FROM line_items')) as [{ n: number }];
-        expect(n).toBe(3 * 5_000);
+        expect(n).toBe(3 * 10_000);
         // The rebuilt working copy is a working copy like any other: the next run goes on from it.
         const digest = await tableDigest(config.db);
         expect(
