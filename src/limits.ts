@@ -13,7 +13,7 @@ import { COMMIT_ATTEMPTS } from './iceberg/table.js';
 import { METADATA_FILES_KEPT } from './iceberg/metadata.js';
 import { DEFAULT_CATALOG_TIMEOUT_MS } from './iceberg/rest-client.js';
 import { DEFAULT_SEND, EVENTS_PER_MESSAGE } from './outputs/notify.js';
-import { COMPACT_FREE_RATIO } from './outputs/publish.js';
+import { COMPACT_FREE_RATIO, COMPACT_MIN_FREE_BYTES } from './outputs/publish.js';
 import { DEFAULT_PART_SIZE, MIN_PART_SIZE, PARTS_IN_PARALLEL } from './outputs/s3.js';
 import { DEFAULT_RECHECK_DAYS } from './plan/horizon.js';
 import { PUSH_MEMORY_LIMIT } from './push/reader.js';
@@ -165,8 +165,8 @@ const BUILT_IN: readonly Limit[] = [
   },
   {
     what: 'a publish rewrites the file compactly instead of copying it',
-    value: `when more than ${COMPACT_FREE_RATIO * 100}% of the working copy's blocks are free`,
-    code: 'COMPACT_FREE_RATIO in src/outputs/publish.ts',
+    value: `when more than ${COMPACT_FREE_RATIO * 100}% of the working copy's blocks are free, and they hold at least ${COMPACT_MIN_FREE_BYTES / 1024 / 1024} MiB`,
+    code: 'COMPACT_FREE_RATIO, COMPACT_MIN_FREE_BYTES in src/outputs/publish.ts',
   },
   {
     what: 'disk a run needs',

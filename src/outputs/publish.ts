@@ -43,6 +43,17 @@ function sizeUnsettled(recorded: number, size: number): CostsyncError {
 
 /** Past this share of free blocks the working copy is published compacted (DuckDB rewrites it). */
 export const COMPACT_FREE_RATIO = 0.25;
+/**
+ * And only when the free blocks hold at least this much: a small warehouse frees a few blocks a run (its
+ * run records rewritten), and rewriting it whole each time costs more than the copy of those bytes.
+ */
+export const COMPACT_MIN_FREE_BYTES = 4 * 1024 * 1024;
+
+/** Whether a publish should rewrite the working copy compactly, from its blocks in use and free. Pure. */
+export function shouldCompact(size: { total_blocks: number; free_blocks: number; block_size: number } | undefined): boolean {
+  if (size === undefined || size.total_blocks <= 0) return false;
+  return size.free_blocks / size.total_blocks > COMPACT_FREE_RATIO && size.free_blocks * size.block_size >= COMPACT_MIN_FREE_BYTES;
+}
 
 /** Where the warehouse is published: a file, or an object in a bucket. */
 export type PublishDestination =
@@ -203,10 +214,8 @@ async function takeSnapshot(
 ): Promise<{ bytes: number; method: PublishResult['method']; at: string; recordedSeconds: number }> {
   const started = run.now();
   await warehouse.sql('CHECKPOINT');
-  const [size] = await warehouse.query<{ total_blocks: number; free_blocks: number }>('publish/database_size');
-  const compact =
-    method === 'compact' ||
-    (method === 'auto' && size !== undefined && size.total_blocks > 0 && size.free_blocks / size.total_blocks > COMPACT_FREE_RATIO);
+  const [size] = await warehouse.query<{ total_blocks: number; free_blocks: number; block_size: number }>('publish/database_size');
+  const compact = method === 'compact' || (method === 'auto' && shouldCompact(size));
   const alias = '_costsync_publish';
   const self = await currentDatabase(warehouse);
   try {
