@@ -10,7 +10,6 @@ import { DuckDBConnection, DuckDBInstance, listValue, type DuckDBAppender, type 
 import { CostsyncError, ExitCode, InternalError, diskFullError } from '../errors.js';
 import { asMemoryError, duckdbThreads, memoryLimit } from './duckdb-settings.js';
 import { writeQueue, type BodyMayRunTwice, type TransactionOptions } from './write-queue.js';
-import { preparedStatements } from './prepared.js';
 import { shortHash } from '../fingerprint.js';
 import { SQL_DIR } from '../paths.js';
 import { encode, markMany, type OutboxItem } from './outbox.js';
@@ -160,16 +159,15 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
     );
   }
   const due = encode({ kind: 'publish' });
-  const statements = preparedStatements(connection);
-  const writes = writeQueue(statements, {
+  const writes = writeQueue(connection, {
     // DuckDB's own errors with costsync's codes and fixes: a full disk, memory at its limit.
     asError: (error) => diskFullError(error) ?? asMemoryError(error, limit),
     // Every transaction records that the published file is now behind (unless `publish: false`).
     publishMark: { text: loadSql('outbox/mark'), params: [due.kind, due.key] },
   });
-  const exec = (text: string, params?: DuckDBValue[]) => writes.statement(() => statements.run(text, params));
+  const exec = (text: string, params?: DuckDBValue[]) => writes.statement(() => connection.run(text, params));
   const sql = async <T>(text: string, params?: DuckDBValue[]): Promise<T[]> => {
-    const reader = await writes.statement(() => statements.read(text, params));
+    const reader = await writes.statement(() => connection.runAndReadAll(text, params));
     return reader.getRowObjectsJS().map((r) => toPlain(r as Record<string, unknown>)) as T[];
   };
   await sql("SET TimeZone = 'UTC'");
@@ -233,7 +231,6 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
         }
       }),
     close: () => {
-      statements.close();
       connection.closeSync();
       instance.closeSync();
     },
