@@ -49,8 +49,15 @@ export const COMPACT_FREE_RATIO = 0.25;
  */
 export const COMPACT_MIN_FREE_BYTES = 4 * 1024 * 1024;
 
+/** The working copy's blocks, as `publish/database_size` reads them. */
+export interface DatabaseSize {
+  total_blocks: number;
+  free_blocks: number;
+  block_size: number;
+}
+
 /** Whether a publish should rewrite the working copy compactly, from its blocks in use and free. Pure. */
-export function shouldCompact(size: { total_blocks: number; free_blocks: number; block_size: number } | undefined): boolean {
+export function shouldCompact(size: DatabaseSize | undefined): boolean {
   if (size === undefined || size.total_blocks <= 0) return false;
   return size.free_blocks / size.total_blocks > COMPACT_FREE_RATIO && size.free_blocks * size.block_size >= COMPACT_MIN_FREE_BYTES;
 }
@@ -214,7 +221,7 @@ async function takeSnapshot(
 ): Promise<{ bytes: number; method: PublishResult['method']; at: string; recordedSeconds: number }> {
   const started = run.now();
   await warehouse.sql('CHECKPOINT');
-  const [size] = await warehouse.query<{ total_blocks: number; free_blocks: number; block_size: number }>('publish/database_size');
+  const [size] = await warehouse.query<DatabaseSize>('publish/database_size');
   const compact = method === 'compact' || (method === 'auto' && shouldCompact(size));
   const alias = '_costsync_publish';
   const self = await currentDatabase(warehouse);

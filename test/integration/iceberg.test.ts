@@ -309,12 +309,17 @@ describe('a damaged, moved or contended table', () => {
 });
 
 describe('the version hint', () => {
+  /** A directory lake in `dir` whose table `t` holds source a's first commit, and where its hint is. */
+  const firstCommit = async (dir: string) => {
+    const target = directoryTarget(join(dir, 'lake'));
+    const now = { now: () => Date.now(), sleep: async () => undefined };
+    await placeholderCommit(target, 't', 'a', 1, now);
+    return { target, now, hint: join(dir, 'lake', 't', 'metadata', 'version-hint.text') };
+  };
+
   it('holds the bare version number, as the Java writer writes it; a hint ending in a newline (older lakes) still loads', async () => {
     await withTempDir(async (dir) => {
-      const target = directoryTarget(join(dir, 'lake'));
-      const hint = join(dir, 'lake', 't', 'metadata', 'version-hint.text');
-      const now = { now: () => Date.now(), sleep: async () => undefined };
-      await placeholderCommit(target, 't', 'a', 1, now);
+      const { target, now, hint } = await firstCommit(dir);
       expect(readFileSync(hint, 'utf8')).toBe('1');
       await placeholderCommit(target, 't', 'a', 2, now);
       expect(readFileSync(hint, 'utf8')).toBe('2');
@@ -334,10 +339,7 @@ describe('the version hint', () => {
 
   it("names the newest version when a runner's hint lands after another runner's newer commit and hint", async () => {
     await withTempDir(async (dir) => {
-      const target = directoryTarget(join(dir, 'lake'));
-      const hint = join(dir, 'lake', 't', 'metadata', 'version-hint.text');
-      const now = { now: () => Date.now(), sleep: async () => undefined };
-      await placeholderCommit(target, 't', 'a', 1, now);
+      const { target, now, hint } = await firstCommit(dir);
       // Runner a creates v2; before its hint is written, runner b creates v3 and writes its hint.
       const slow = Object.create(target) as OutputTarget;
       let overtaken = false;
