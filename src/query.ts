@@ -1,11 +1,15 @@
 /** `costsync query`: read-only SQL against the warehouse, printed as a table, CSV or JSON. */
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
-import { StatementType } from '@duckdb/node-api';
+import type { StatementType as StatementTypes } from '@duckdb/node-api';
+import { duckdbApi } from './cjs-libraries.js';
 import { ConfigError, CostsyncError, ExitCode } from './errors.js';
 import { sqlString, type ReadOnlyWarehouse, type ResultTable } from './storage/duckdb.js';
 import { duckdbThreads, memoryLimit } from './storage/duckdb-settings.js';
 import { formatTable } from './table.js';
+
+const StatementType = duckdbApi().StatementType;
+type StatementType = StatementTypes;
 
 export type OutputFormat = 'table' | 'csv' | 'json';
 

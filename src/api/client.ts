@@ -4,7 +4,8 @@
  * stable code, the HTTP status, the API code, the request path and a hint.
  */
 import pRetry from 'p-retry';
-import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { undici } from '../cjs-libraries.js';
 import {
   API_ERROR_CODES,
   ApiError,
@@ -344,6 +345,7 @@ function apiErrorFrom(
 /** Classifies an undici/network failure. */
 function transportError(error: unknown, method: string, path: string, secrets: string[], deadline?: AbortSignal): ApiError {
   const e = error as { code?: string; message?: string };
+  const undiciErrors = undici().errors;
   const timeout =
     error instanceof undiciErrors.HeadersTimeoutError ||
     error instanceof undiciErrors.BodyTimeoutError ||
@@ -377,7 +379,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   const maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const limiter = options.limiter ?? createRequestLimiter({ requestsPerMinute: options.requestsPerMinute ?? 60, clock });
   const ownsLimiter = options.limiter === undefined;
-  const pool = new Pool(origin, {
+  const pool = new (undici().Pool)(origin, {
     connections: options.connections ?? 8,
     keepAliveTimeout: 30_000,
     connect: { timeout: timeouts.connectMs },

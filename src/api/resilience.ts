@@ -4,7 +4,7 @@
  * backs off on transient failures and holds the whole limiter on 429.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import Bottleneck from 'bottleneck';
+import { bottleneck as bottleneckLibrary } from '../cjs-libraries.js';
 import { ApiError, CostsyncError } from '../errors.js';
 
 /** Time source and waiting, injectable so tests never wait on the wall clock. */
@@ -66,7 +66,7 @@ export const DROPPED_MESSAGE = 'costsync: request dropped, the run is stopping';
  */
 export function createRequestLimiter(options: RequestLimiterOptions): RequestLimiter {
   const clock = options.clock ?? systemClock;
-  const bottleneck = new Bottleneck({
+  const bottleneck = new (bottleneckLibrary())({
     minTime: spacingMs(options.requestsPerMinute),
     maxConcurrent: options.maxConcurrent ?? 8,
   });

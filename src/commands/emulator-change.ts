@@ -5,7 +5,7 @@
  * without restarting the emulator (which would lose the data's other changes).
  */
 import type { Argv } from 'yargs';
-import { request } from 'undici';
+import { undici } from '../cjs-libraries.js';
 import { ANOMALY_STATUSES, type AnomalyStatus } from '../api/types.js';
 import { UNREACHABLE_CODES, errnoOf } from '../api/client.js';
 import { closest } from '../did-you-mean.js';
@@ -180,7 +180,7 @@ export async function runEmulatorChange(args: Record<string, unknown>, io: Comma
   let status: number;
   let text: string;
   try {
-    const res = await request(url, {
+    const res = await undici().request(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),

@@ -2,7 +2,8 @@
  * Manifests and manifest lists: Avro object container files in the shapes the Iceberg spec (format
  * version 2) gives, with its field ids, written and read through `avsc`.
  */
-import avro from 'avsc';
+import type avro from 'avsc';
+import { avsc } from '../cjs-libraries.js';
 import type { IcebergSchema } from './schema.js';
 
 /** A partition spec's field, as the table metadata holds it. */
@@ -191,7 +192,7 @@ export const MANIFEST_FILE_SCHEMA = {
 function encode(schema: object, records: readonly object[], metadata: Record<string, string>): Promise<Buffer> {
   return new Promise((resolvePromise, reject) => {
     // Given the schema itself (not a Type), the header keeps it as written: with its field ids.
-    const encoder = new avro.streams.BlockEncoder(
+    const encoder = new (avsc().streams.BlockEncoder)(
       schema as avro.Schema,
       {
         codec: 'deflate',
@@ -211,7 +212,7 @@ function decode<T>(bytes: Buffer): Promise<{ records: T[]; metadata: Record<stri
   return new Promise((resolvePromise, reject) => {
     const records: T[] = [];
     let metadata: Record<string, string> = {};
-    const decoder = new avro.streams.BlockDecoder();
+    const decoder = new (avsc().streams.BlockDecoder)();
     decoder.on('metadata', (_type: unknown, _codec: unknown, header: { meta: Record<string, Buffer> }) => {
       metadata = Object.fromEntries(Object.entries(header.meta).map(([k, v]) => [k, v.toString()]));
     });

@@ -6,7 +6,8 @@
  * reloading the table.
  */
 import { randomBytes } from 'node:crypto';
-import { Agent, request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { undici } from '../cjs-libraries.js';
 import { retryAfterMs, type Clock } from '../api/resilience.js';
 import { ConfigError, CostsyncError, redact, type CostsyncErrorOptions, type ErrorCode } from '../errors.js';
 import type {
@@ -270,7 +271,7 @@ class CatalogHttp {
     this.base = parseCatalogUrl(o.url);
     this.timeoutMs = o.requestTimeoutMs ?? DEFAULT_CATALOG_TIMEOUT_MS;
     this.ownsDispatcher = o.dispatcher === undefined;
-    this.dispatcher = o.dispatcher ?? new Agent({ connect: { timeout: 10_000 }, keepAliveTimeout: 10_000 });
+    this.dispatcher = o.dispatcher ?? new (undici().Agent)({ connect: { timeout: 10_000 }, keepAliveTimeout: 10_000 });
   }
 
   describe(): string {
@@ -361,7 +362,7 @@ class CatalogHttp {
     // A commit in flight is let finish (within its deadline): cut, it could neither be known applied nor not.
     const signal = call.kind === 'commit' || stop === undefined ? deadline : AbortSignal.any([deadline, stop]);
     try {
-      const response = await request(url, {
+      const response = await undici().request(url, {
         method: call.method,
         headers: { ...headers, ...auth },
         ...(call.body !== undefined && { body: call.body }),

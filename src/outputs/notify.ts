@@ -7,7 +7,7 @@
  */
 import { shortHash } from '../fingerprint.js';
 import pRetry from 'p-retry';
-import { request } from 'undici';
+import { undici } from '../cjs-libraries.js';
 import { isLoopbackHost } from '../api/client.js';
 import { ConfigError, CostsyncError, describeError } from '../errors.js';
 import type { Warehouse } from '../storage/duckdb.js';
@@ -115,7 +115,7 @@ export async function postWebhook(target: Webhook, body: unknown, options: SendO
     async () => {
       let status: number;
       try {
-        const res = await request(target.url, {
+        const res = await undici().request(target.url, {
           method: 'POST',
           body: JSON.stringify(body),
           headers: { 'content-type': 'application/json' },

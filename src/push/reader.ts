@@ -5,7 +5,8 @@
  */
 import { renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { extname } from 'node:path';
-import { DuckDBInstance, type DuckDBConnection, type DuckDBResult } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBResult } from '@duckdb/node-api';
+import { duckdbApi } from '../cjs-libraries.js';
 import { CHARGE_CATEGORIES, CHARGE_CATEGORY_ALIASES } from '../api/types.js';
 import { ConfigError, CostsyncError, ExitCode, InternalError } from '../errors.js';
 import { DUCKDB_INSTANCE_OPTIONS, loadSql, sqlString } from '../storage/duckdb.js';
@@ -257,7 +258,7 @@ export function noHeader(path: string, format: FileFormat, rows: number): Config
 export const PUSH_MEMORY_LIMIT = '256MB';
 
 export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Promise<FileReader> {
-  const instance = await DuckDBInstance.create(':memory:', {
+  const instance = await duckdbApi().DuckDBInstance.create(':memory:', {
     ...DUCKDB_INSTANCE_OPTIONS,
     memory_limit: env.COSTSYNC_PUSH_MEMORY_LIMIT ?? PUSH_MEMORY_LIMIT,
     preserve_insertion_order: 'true',

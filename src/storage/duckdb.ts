@@ -6,7 +6,8 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { DuckDBConnection, DuckDBInstance, listValue, type DuckDBAppender, type DuckDBValue, type StatementType } from '@duckdb/node-api';
+import type { DuckDBAppender, DuckDBConnection, DuckDBInstance, DuckDBValue, StatementType } from '@duckdb/node-api';
+import { duckdbApi } from '../cjs-libraries.js';
 import { CostsyncError, ExitCode, InternalError, diskFullError } from '../errors.js';
 import { asMemoryError, duckdbThreads, memoryLimit } from './duckdb-settings.js';
 import { writeQueue, type BodyMayRunTwice, type TransactionOptions } from './write-queue.js';
@@ -14,6 +15,8 @@ import { shortHash } from '../fingerprint.js';
 import { SQL_DIR } from '../paths.js';
 import { encode, markMany, type OutboxItem } from './outbox.js';
 import { SUBSTITUTABLE, changesWith } from './tables.js';
+
+const duckdb = duckdbApi();
 
 const sqlCache = new Map<string, string>();
 
@@ -136,7 +139,7 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
   let instance: DuckDBInstance;
   let connection: DuckDBConnection;
   try {
-    instance = await DuckDBInstance.create(path, DUCKDB_INSTANCE_OPTIONS);
+    instance = await duckdb.DuckDBInstance.create(path, DUCKDB_INSTANCE_OPTIONS);
     connection = await instance.connect();
   } catch (cause) {
     // A full disk is not a bad --db: say what to free.
@@ -274,7 +277,7 @@ async function refreshViews(sql: <T>(text: string, params?: DuckDBValue[]) => Pr
   const [held] = await sql<{ present: number; text: string | null }>(
     `SELECT count(*)::INTEGER AS present, string_agg(view_name || chr(10) || sql || chr(10) || coalesce(comment, ''), chr(10) ORDER BY view_name) AS text
      FROM duckdb_views() WHERE NOT internal AND database_name = current_database() AND schema_name = 'main' AND list_contains($1::VARCHAR[], view_name)`,
-    [listValue(views.map((v) => v.name))],
+    [duckdb.listValue(views.map((v) => v.name))],
   );
   const seen = `${files} ${shortHash(held?.text ?? '', 64)}`;
   const stored = (await sql<{ digest: string }>('SELECT digest FROM _costsync_views')).map((r) => r.digest);
@@ -352,7 +355,7 @@ export async function openReadOnly(path: string): Promise<ReadOnlyWarehouse> {
   let instance: DuckDBInstance;
   let connection: DuckDBConnection;
   try {
-    instance = await DuckDBInstance.create(path, { ...DUCKDB_INSTANCE_OPTIONS, access_mode: 'READ_ONLY' });
+    instance = await duckdb.DuckDBInstance.create(path, { ...DUCKDB_INSTANCE_OPTIONS, access_mode: 'READ_ONLY' });
     connection = await instance.connect();
   } catch (cause) {
     const message = (cause as Error).message.split('\n')[0]!;
@@ -392,7 +395,7 @@ export async function openReadOnly(path: string): Promise<ReadOnlyWarehouse> {
       return parsed.error !== true || parsed.error_type !== 'not implemented';
     },
     async statementTypes(text) {
-      const sandbox = await DuckDBInstance.create(':memory:', {
+      const sandbox = await duckdb.DuckDBInstance.create(':memory:', {
         autoinstall_known_extensions: 'false',
         autoload_known_extensions: 'false',
       });
