@@ -1,2 +1,3 @@
--- A partition changed: its earlier change is superseded. $1 = table, $2 = source, $3 = dates, comma-separated.
-DELETE FROM _costsync_partition_changes WHERE tbl = $1 AND source = $2 AND date IN (SELECT unnest(string_split($3, ','))::DATE)
+-- Partitions changed: their earlier changes are superseded. $1 = tables, $2 = source, $3 = dates; both lists comma-separated.
+DELETE FROM _costsync_partition_changes
+WHERE source = $2 AND tbl IN (SELECT unnest(string_split($1, ','))) AND date IN (SELECT unnest(string_split($3, ','))::DATE)

@@ -49,7 +49,7 @@ import {
 import type { IcebergCatalog, LoadedTable, NewTable } from '../iceberg/catalog.js';
 import { ConfigError, throwIfStopped } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
-import { done, mark, markMany, pending, sourcesBehind, type ItemOf } from '../storage/outbox.js';
+import { done, doneMany, mark, markMany, pending, sourcesBehind, type ItemOf } from '../storage/outbox.js';
 import { API_TABLES, ICEBERG_TABLES, RUN_TABLES, type IcebergTableDef } from '../storage/tables.js';
 import { PARQUET_OPTIONS, drainPending, runTablesDue } from './lake.js';
 import { catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
@@ -304,10 +304,10 @@ async function recoverIntents(warehouse: Warehouse, catalog: IcebergCatalog, rem
       // An expiry cleaned up for every source it names, and committed nothing.
       if (intent.kind === 'iceberg-commit' && (await landed(catalog, intent))) {
         const months = intent.months === null ? null : new Set(intent.months);
-        for (const p of await pending(warehouse, 'partition')) {
-          if (p.table === table && p.source === intent.source && (months === null || months.has(monthOrdinal(p.date))))
-            await done(warehouse, p);
-        }
+        const landedDates = (await pending(warehouse, 'partition')).filter(
+          (p) => p.table === table && p.source === intent.source && (months === null || months.has(monthOrdinal(p.date))),
+        );
+        await doneMany(warehouse, landedDates);
       }
       // Without maintenance, the catalog removes what no snapshot references.
       for (const source of !removeOrphans ? [] : intent.kind === 'iceberg-commit' ? [intent.source] : intent.sources)
@@ -504,12 +504,12 @@ export function icebergLake(run: IcebergRun) {
           cleared: async () => {
             if (together) {
               const chosen = new Set(months);
-              for (const p of await pending(warehouse, 'partition')) {
-                if (p.table !== table && tables.includes(p.table) && p.source === source && chosen.has(monthOrdinal(p.date)))
-                  await done(warehouse, p);
-              }
+              const written = (await pending(warehouse, 'partition')).filter(
+                (p) => p.table !== table && tables.includes(p.table) && p.source === source && chosen.has(monthOrdinal(p.date)),
+              );
+              await doneMany(warehouse, written);
             }
-            for (const intent of intents) await done(warehouse, intent);
+            await doneMany(warehouse, intents);
           },
         };
       },
@@ -546,7 +546,10 @@ export function icebergLake(run: IcebergRun) {
           current.set(table, { file: loaded.metadataLocation, snapshotId: mainSnapshot(loaded.metadata) });
       }
       // The Parquet lake's per-source manifests have no place in an Iceberg lake.
-      for (const source of [null, ...run.sources]) await done(warehouse, { kind: 'manifest', source });
+      await doneMany(
+        warehouse,
+        [null, ...run.sources].map((source) => ({ kind: 'manifest', source })),
+      );
       // Directory tables: the lake holds every row of these, so their state objects say where a runner taking one over goes on from.
       if (cat.kind === 'directory') await writeStateObjects(warehouse, target, stamp, upToDate);
       await markCaughtUp(warehouse, lakeName('iceberg', { url: cat.where }), run.sources);

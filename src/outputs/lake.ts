@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { addDays } from '../dates.js';
 import { throwIfStopped } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
-import { done, markMany, pending, sourcesBehind, type OutboxItem } from '../storage/outbox.js';
+import { done, doneMany, markMany, pending, sourcesBehind, type OutboxItem } from '../storage/outbox.js';
 import { LAKE_TABLES, RUN_TABLES } from '../storage/tables.js';
 import { catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
 import { writeStateObjects } from './lake-seed.js';
@@ -153,7 +153,10 @@ export async function drainPending(
       const dates = [...new Set(batch.map((p) => p.date))].sort();
       const { written: wrote, cleared } = await write({ table, source, dates });
       const clear = new Set(wrote);
-      for (const p of batch) if (clear.has(p.date)) await done(warehouse, p);
+      await doneMany(
+        warehouse,
+        batch.filter((p) => clear.has(p.date)),
+      );
       await cleared?.();
       return wrote.length;
     });

@@ -208,10 +208,8 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
       // A view over the table (focus over line_items) changes with it.
       const tables = changesWith(table);
       // Recorded with or without a lake: a lake this run does not write catches up from it later.
-      for (const t of tables) {
-        await exec(loadSql('lake/change_clear'), [t, source, dates.join(',')]);
-        await exec(loadSql('lake/change_record'), [t, source, dates.join(',')]);
-      }
+      await exec(loadSql('lake/change_clear'), [tables.join(','), source, dates.join(',')]);
+      await exec(loadSql('lake/change_record'), [tables.join(','), source, dates.join(',')]);
       if (!lake) return;
       // One statement for the window's partitions (a statement a date was 60 for a month of line items and focus).
       const outbox = {

@@ -139,12 +139,20 @@ export async function mark(store: OutboxStore, item: OutboxItem): Promise<void> 
 
 /** Records `items` as pending (idempotent), one statement per stored kind. */
 export async function markMany(store: OutboxStore, items: readonly OutboxItem[]): Promise<void> {
+  for (const [kind, keys] of keysByKind(items.map(encode))) await store.run('outbox/mark_many', [kind, keys]);
+}
+
+/** Clears `items` (as `done` does each), one statement per stored kind: a lake's batch clears a statement, not one a date. */
+export async function doneMany(store: OutboxStore, items: readonly (OutboxItem | Pending)[]): Promise<void> {
+  const rows = items.map((item) => ('row' in item ? item.row : encode(item)));
+  for (const [kind, keys] of keysByKind(rows)) await store.run('outbox/done_many', [kind, keys]);
+}
+
+/** Stored rows grouped by kind, each kind's keys one a line (no key holds a line break). */
+function keysByKind(rows: readonly OutboxRow[]): Map<string, string> {
   const byKind = new Map<string, string[]>();
-  for (const item of items) {
-    const { kind, key } = encode(item);
-    (byKind.get(kind) ?? byKind.set(kind, []).get(kind)!).push(key);
-  }
-  for (const [kind, keys] of byKind) await store.run('outbox/mark_many', [kind, keys.join('\n')]);
+  for (const { kind, key } of rows) (byKind.get(kind) ?? byKind.set(kind, []).get(kind)!).push(key);
+  return new Map([...byKind].map(([kind, keys]) => [kind, keys.join('\n')]));
 }
 
 /** Clears `item`: the row it was read from, or this version's form of it. */
