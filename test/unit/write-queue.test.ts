@@ -1,0 +1,88 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { writeQueue, type WriteQueue } from '../../src/storage/write-queue.js';
+
+/** A connection that records its statements; `FAIL` aborts the open transaction, as a DuckDB runtime error does. */
+function fakeConnection() {
+  const ran: string[] = [];
+  let aborted = false;
+  return {
+    ran,
+    run: (text: string) => {
+      ran.push(text);
+      if (text === 'FAIL') aborted = true;
+      if (text === 'FAIL' || (aborted && text === 'SELECT 1')) return Promise.reject(new Error(`${text} failed`));
+      if (text === 'ROLLBACK') aborted = false;
+      return Promise.resolve(undefined as never);
+    },
+  };
+}
+
+function queueOn(connection: ReturnType<typeof fakeConnection>): WriteQueue {
+  return writeQueue(connection, { asError: (e) => e, publishMark: { text: 'MARK', params: [] } });
+}
+
+const exec = (q: WriteQueue, connection: ReturnType<typeof fakeConnection>, text: string) => q.statement(() => connection.run(text));
+
+describe('the write queue (storage/write-queue.ts)', () => {
+  it("a failed transaction's later statements fail instead of running outside it; another caller's statement meanwhile runs", async () => {
+    const connection = fakeConnection();
+    const q = queueOn(connection);
+    let failed!: () => void;
+    const hasFailed = new Promise<void>((resolve) => (failed = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const tx = q.transaction(async () => {
+      await exec(q, connection, 'FAIL').catch(() => undefined);
+      failed();
+      await released;
+      await exec(q, connection, 'OWN WRITE');
+    });
+    const settled = tx.then(
+      () => 'committed',
+      () => 'failed',
+    );
+    await hasFailed;
+    // Another source's read, from outside the transaction while it is still open.
+    await exec(q, connection, 'OTHER READ');
+    release();
+    expect(await settled).toBe('failed');
+    expect(connection.ran).toContain('OTHER READ');
+    expect(connection.ran).not.toContain('OWN WRITE');
+    expect(connection.ran).not.toContain('COMMIT');
+  });
+
+  it("a transaction of one queue inside another's body: each queue knows its own statements", async () => {
+    const a = fakeConnection();
+    const b = fakeConnection();
+    const qa = queueOn(a);
+    const qb = queueOn(b);
+    const inner = qa.transaction(async () => {
+      await qb.transaction(async () => {
+        await exec(qb, b, 'B WRITE');
+        await exec(qa, a, 'FAIL').catch(() => undefined);
+        // Still the outer transaction's own statement: it fails rather than run on its own.
+        await expect(exec(qa, a, 'A WRITE')).rejects.toThrow();
+      });
+    });
+    await expect(inner).rejects.toThrow();
+    expect(b.ran).toEqual(['BEGIN TRANSACTION', 'B WRITE', 'MARK', 'COMMIT']);
+    expect(a.ran).not.toContain('A WRITE');
+  });
+
+  it('every AsyncLocalStorage in src/ is made once, at module level: before Node 24 each live one slows every await', () => {
+    const files = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+      );
+    const made = files('src').flatMap((file) =>
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((line) => line.includes('new AsyncLocalStorage'))
+        .map((line) => ({ file, atModuleLevel: /^(export )?const \w+ = new AsyncLocalStorage/.test(line) })),
+    );
+    expect(made.length).toBeGreaterThan(0);
+    expect(made.filter((m) => !m.atModuleLevel)).toEqual([]);
+  });
+});
