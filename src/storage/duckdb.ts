@@ -242,22 +242,29 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
 async function migrate(sql: <T>(text: string, params?: DuckDBValue[]) => Promise<T[]>): Promise<void> {
   await sql(`CREATE TABLE IF NOT EXISTS _costsync_migrations (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMPTZ)`);
   const applied = new Set((await sql<{ version: number }>('SELECT version FROM _costsync_migrations')).map((r) => r.version));
-  const files = readdirSync(join(SQL_DIR, 'schema'))
+  const due = readdirSync(join(SQL_DIR, 'schema'))
     .filter((f) => /^\d+_.*\.sql$/.test(f))
-    .sort();
-  for (const file of files) {
-    const version = Number(file.split('_')[0]);
-    if (applied.has(version)) continue;
-    const text = readFileSync(join(SQL_DIR, 'schema', file), 'utf8');
-    await sql('BEGIN TRANSACTION');
-    try {
-      await sql(text);
-      await sql('INSERT INTO _costsync_migrations VALUES ($1, $2, now())', [version, file]);
-      await sql('COMMIT');
-    } catch (error) {
-      await sql('ROLLBACK');
-      throw new CostsyncError('CS_ERR_MIGRATION', `Migration ${file} failed: ${(error as Error).message}`, { cause: error });
+    .sort()
+    .map((file) => ({ file, version: Number(file.split('_')[0]) }))
+    .filter(({ version }) => !applied.has(version));
+  if (due.length === 0) return;
+  // Every pending migration in one transaction: a new warehouse is made in one commit, not one a
+  // migration, and a failed migration leaves the schema as it was.
+  await sql('BEGIN TRANSACTION');
+  let current = due[0]!.file;
+  try {
+    for (const { file } of due) {
+      current = file;
+      await sql(readFileSync(join(SQL_DIR, 'schema', file), 'utf8'));
     }
+    await sql('INSERT INTO _costsync_migrations SELECT unnest($1::INTEGER[]), unnest($2::VARCHAR[]), now()', [
+      duckdb.listValue(due.map((m) => m.version)),
+      duckdb.listValue(due.map((m) => m.file)),
+    ]);
+    await sql('COMMIT');
+  } catch (error) {
+    await sql('ROLLBACK');
+    throw new CostsyncError('CS_ERR_MIGRATION', `Migration ${current} failed: ${(error as Error).message}`, { cause: error });
   }
 }
 
