@@ -412,14 +412,7 @@ async function benchMonthToLakes() {
   const days = smoke ? 3 : 30;
   const last = addDays('2025-11-01', days - 1);
   const rowsPerDay = Math.min(100_000, Math.ceil(Number(size('BENCH_MONTH_ROWS', 3_000_000, 2_000)) / 30));
-  const { url, stop } = await emulatorProcess([
-    '--rows-per-day',
-    String(rowsPerDay),
-    '--start-date',
-    '2025-11-01',
-    '--end-date',
-    last,
-  ]);
+  const { url, stop } = await emulatorProcess(['--rows-per-day', String(rowsPerDay), '--start-date', '2025-11-01', '--end-date', last]);
   try {
     for (const format of ['iceberg', 'parquet']) {
       const dir = tempDir();
