@@ -1,8 +1,7 @@
 /**
  * The CommonJS libraries costsync runs on, loaded with `require`. Imported from an ES module, a CommonJS
- * package's files are each parsed again to find their export names, which cost every process about
- * 100 ms of its start for DuckDB's and undici's many files (docs/benchmarks.md, "Start-up").
- * Each getter loads its library on first use, so a command loads only what it needs.
+ * package's files are each parsed again to find their export names: with each library loaded only on
+ * first use, a process starts on about 0.2 s less CPU (docs/benchmarks.md, "Start-up").
  */
 import { createRequire } from 'node:module';
 import type * as DuckDBApi from '@duckdb/node-api';
