@@ -44,6 +44,17 @@ export function memoryLimit(env: NodeJS.ProcessEnv = process.env): string {
   return value;
 }
 
+/**
+ * Whether committed rows DuckDB holds in memory (tag `IN_MEMORY_TABLE` of `duckdb_memory()`: commits
+ * smaller than a row group, kept until a checkpoint writes them to the file) should be checkpointed
+ * now: past a quarter of the memory limit. A run checkpoints rarely (`checkpoint_threshold`), and with
+ * 400 sources their rollups and the line items' partial row groups grew to fill the 64 MB limit, after
+ * which every window store ran out of memory. Pure.
+ */
+export function checkpointDue(inMemoryTableBytes: number, limitBytes: number): boolean {
+  return inMemoryTableBytes > limitBytes / 4;
+}
+
 /** COSTSYNC_DUCKDB_THREADS: its default (one thread keeps a sync within the memory limit) and most. */
 export const DUCKDB_THREADS = { default: 1, max: 64 } as const;
 

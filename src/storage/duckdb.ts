@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { DuckDBAppender, DuckDBConnection, DuckDBInstance, DuckDBValue, StatementType } from '@duckdb/node-api';
 import { duckdbApi } from '../cjs-libraries.js';
 import { CostsyncError, ExitCode, InternalError, diskFullError } from '../errors.js';
-import { asMemoryError, duckdbThreads, memoryLimit } from './duckdb-settings.js';
+import { asMemoryError, checkpointDue, duckdbThreads, memoryLimit, sizeInBytes } from './duckdb-settings.js';
 import { writeQueue, type BodyMayRunTwice, type TransactionOptions } from './write-queue.js';
 import { shortHash } from '../fingerprint.js';
 import { SQL_DIR } from '../paths.js';
@@ -167,6 +167,10 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
     asError: (error) => diskFullError(error) ?? asMemoryError(error, limit),
     // Every transaction records that the published file is now behind (unless `publish: false`).
     publishMark: { text: loadSql('outbox/mark'), params: [due.kind, due.key] },
+    afterGroupCommit: async () => {
+      const [held] = await sql<{ bytes: number }>(loadSql('storage/in_memory_table_bytes'));
+      if (checkpointDue(held?.bytes ?? 0, sizeInBytes(limit) ?? 0)) await exec('CHECKPOINT');
+    },
   });
   const exec = (text: string, params?: DuckDBValue[]) => writes.statement(() => connection.run(text, params));
   const sql = async <T>(text: string, params?: DuckDBValue[]): Promise<T[]> => {

@@ -60,6 +60,11 @@ export interface WriteQueueOptions {
   asError: (error: unknown) => unknown;
   /** Run at the end of every transaction but `publish: false` ones: the published file is now behind. */
   publishMark: { text: string; params: DuckDBValue[] };
+  /**
+   * Run in the queue's turn after grouped transactions (window stores) commit, outside any
+   * transaction: the warehouse checkpoints there when committed rows crowd DuckDB's memory.
+   */
+  afterGroupCommit?: () => Promise<void>;
 }
 
 export interface WriteQueue {
@@ -160,6 +165,14 @@ export function writeQueue(connection: Pick<DuckDBConnection, 'run'>, options: W
   const runGroup = async (): Promise<void> => {
     const jobs = grouped.splice(0, MAX_GROUP);
     if (grouped.length > 0) void queue(runGroup);
+    try {
+      await commitGroup(jobs);
+    } finally {
+      // Its failure is the warehouse's to report at the next statement, not the stored windows'.
+      await options.afterGroupCommit?.().catch(() => undefined);
+    }
+  };
+  const commitGroup = async (jobs: typeof grouped): Promise<void> => {
     if (jobs.length > 1) {
       try {
         const results = await inTransaction(

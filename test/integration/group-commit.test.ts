@@ -216,3 +216,25 @@ describe('a statement that fails while a transaction is open', () => {
     });
   });
 });
+
+describe('committed rows DuckDB holds in memory', () => {
+  it('are checkpointed once past a quarter of the memory limit, so small window stores never fill it', async () => {
+    await withTable(async (wh) => {
+      const held = async () => Number((await wh.query<{ bytes: number }>('storage/in_memory_table_bytes'))[0]!.bytes);
+      const limit = 64e6;
+      let most = 0;
+      // Commits far below a row group, as 400 sources' rollups windows are: DuckDB keeps their rows in
+      // memory until a checkpoint: 60 of them held 39 MB of the 64 MB limit.
+      for (let commit = 0; commit < 60; commit++) {
+        await wh.transactionMayRepeat(() =>
+          wh.sql(`INSERT INTO t SELECT i FROM range(${commit * 100_000}, ${(commit + 1) * 100_000}) r(i)`),
+        );
+        most = Math.max(most, await held());
+      }
+      expect(most).toBeGreaterThan(0);
+      // At most a quarter of the limit, and one commit's rows past it.
+      expect(most).toBeLessThan(limit / 4 + 2e6);
+      expect(await wh.sql('SELECT count(*)::INTEGER AS n FROM t')).toEqual([{ n: 60 * 100_000 }]);
+    });
+  });
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, CostsyncError } from '../../src/errors.js';
-import { MIN_MEMORY_LIMIT, asMemoryError, duckdbThreads, memoryLimit, sizeInBytes } from '../../src/storage/duckdb-settings.js';
+import { MIN_MEMORY_LIMIT, asMemoryError, checkpointDue, duckdbThreads, memoryLimit, sizeInBytes } from '../../src/storage/duckdb-settings.js';
 
 describe("DuckDB's tuning variables", () => {
   it('reads sizes in DuckDB units (MB is 1000², MiB 1024²)', () => {
@@ -65,5 +65,15 @@ describe("DuckDB's out-of-memory error", () => {
     const other = new Error('Binder Error: column "x" not found');
     expect(asMemoryError(other, '64MB')).toBe(other);
     expect(asMemoryError('text', '64MB')).toBe('text');
+  });
+});
+
+describe('a checkpoint for committed rows held in memory', () => {
+  it('is due past a quarter of the memory limit, and not at or below it', () => {
+    const limit = sizeInBytes(MIN_MEMORY_LIMIT)!;
+    expect(checkpointDue(0, limit)).toBe(false);
+    expect(checkpointDue(limit / 4, limit)).toBe(false);
+    expect(checkpointDue(limit / 4 + 1, limit)).toBe(true);
+    expect(checkpointDue(16e6, sizeInBytes('256MB')!)).toBe(false);
   });
 });
