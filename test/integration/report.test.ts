@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { chromium, type Page } from 'playwright-core';
-import { describe, expect, it } from 'vitest';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly, withWarehouse } from '../../src/storage/duckdb.js';
 import { addDays, daysInclusive } from '../../src/dates.js';
@@ -15,6 +15,22 @@ import { inDirectory, queryDb, run, withEmulator, withTempDir, SPAN, syncCommand
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const CHROMIUM = process.env.COSTSYNC_CHROMIUM ?? '/usr/bin/chromium';
 const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/', import.meta.url));
+
+/** One Chromium for this file's tests, launched at first use and closed after them: a launch costs about a second of CPU. */
+let chromiumBrowser: Promise<Browser> | undefined;
+function sharedChromium(): Promise<Browser> {
+  chromiumBrowser ??= chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  return chromiumBrowser;
+}
+afterAll(async () => {
+  // A launch that failed has failed its tests already.
+  await (await chromiumBrowser?.catch(() => undefined))?.close();
+});
+
+/** Closes the pages (each in its own context) a test opened, leaving the shared browser for the next. */
+async function closePages(browser: Browser): Promise<void> {
+  await Promise.all(browser.contexts().map((context) => context.close()));
+}
 
 /** A synced warehouse of June 2025 and its report, written by the CLI. */
 async function withReport<T>(fn: (ctx: { db: string; html: string; path: string; stdout: string }) => Promise<T>): Promise<T> {
@@ -132,7 +148,7 @@ describe('costsync report', () => {
   it('renders in headless Chromium with a series per provider and the open anomalies on the timeline', async () => {
     await withReport(async ({ db, path }) => {
       const expected = await expectedSeries(db);
-      const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+      const browser = await sharedChromium();
       try {
         const page = await browser.newPage({ viewport: { width: 1100, height: 1500 } });
         await page.goto(pathToFileURL(path).href);
@@ -174,7 +190,7 @@ describe('costsync report', () => {
         await page.screenshot({ path: join(ARTIFACTS, 'report.png'), fullPage: true });
         expect(existsSync(join(ARTIFACTS, 'report.png'))).toBe(true);
       } finally {
-        await browser.close();
+        await closePages(browser);
       }
     });
   });
@@ -405,7 +421,7 @@ describe('what a person sees in the report', () => {
     await withTempDir(async (dir) => {
       const path = join(dir, 'crowded.html');
       writeFileSync(path, reportHtml(data, { daily, services, monthly }, '2025-07-01 06:00 UTC'));
-      const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+      const browser = await sharedChromium();
       try {
         const page = await browser.newPage({ viewport: { width: 1400, height: 1500 } });
         await page.goto(pathToFileURL(path).href);
@@ -429,7 +445,7 @@ describe('what a person sees in the report', () => {
         mkdirSync(ARTIFACTS, { recursive: true });
         await page.locator('#chart-daily').screenshot({ path: join(ARTIFACTS, 'report-crowded-labels.png') });
       } finally {
-        await browser.close();
+        await closePages(browser);
       }
     });
   });
@@ -601,7 +617,7 @@ describe('the report at one day, one month and a year', () => {
           },
         );
         expect(sync.code, sync.stderr).toBe(ExitCode.OK);
-        const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+        const browser = await sharedChromium();
         try {
           // The one day: the latest with the most open anomalies (and a day with data before it), so its marks and labels are drawn too.
           const [{ day }] = (await queryDb<{ day: string }>(
@@ -668,7 +684,7 @@ describe('the report at one day, one month and a year', () => {
             await page.close();
           }
         } finally {
-          await browser.close();
+          await closePages(browser);
         }
       }),
     );
