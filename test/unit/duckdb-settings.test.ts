@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, CostsyncError } from '../../src/errors.js';
-import { MIN_MEMORY_LIMIT, asMemoryError, checkpointDue, duckdbThreads, memoryLimit, sizeInBytes } from '../../src/storage/duckdb-settings.js';
+import {
+  MIN_MEMORY_LIMIT,
+  asMemoryError,
+  checkpointDue,
+  duckdbThreads,
+  memoryLimit,
+  sizeInBytes,
+} from '../../src/storage/duckdb-settings.js';
 
 describe("DuckDB's tuning variables", () => {
   it('reads sizes in DuckDB units (MB is 1000², MiB 1024²)', () => {
