@@ -165,33 +165,39 @@ export function writeQueue(connection: Pick<DuckDBConnection, 'run'>, options: W
   const runGroup = async (): Promise<void> => {
     const jobs = grouped.splice(0, MAX_GROUP);
     if (grouped.length > 0) void queue(runGroup);
-    try {
-      await commitGroup(jobs);
-    } finally {
-      // Its failure is the warehouse's to report at the next statement, not the stored windows'.
-      await options.afterGroupCommit?.().catch(() => undefined);
-    }
+    const outcomes = await commitGroup(jobs);
+    // Before the callers hear of their commit: one may close the warehouse at once, and a statement
+    // on a closed connection crashes the process. Its failure is the warehouse's to report at the next
+    // statement, not the stored windows'.
+    await options.afterGroupCommit?.().catch(() => undefined);
+    jobs.forEach((job, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) job.resolve(outcome.value);
+      else job.reject(outcome.error);
+    });
   };
-  const commitGroup = async (jobs: typeof grouped): Promise<void> => {
+  type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+  const commitGroup = async (jobs: typeof grouped): Promise<Outcome[]> => {
     if (jobs.length > 1) {
       try {
         const results = await inTransaction(
           jobs.map((j) => j.fn),
           jobs.some((j) => j.publish),
         );
-        jobs.forEach((j, i) => j.resolve(results[i]));
-        return;
+        return results.map((value) => ({ ok: true, value }));
       } catch {
         // Rolled back: each runs again on its own below, so a failure is only its own.
       }
     }
+    const outcomes: Outcome[] = [];
     for (const job of jobs) {
       try {
-        job.resolve((await inTransaction([job.fn], job.publish))[0]);
+        outcomes.push({ ok: true, value: (await inTransaction([job.fn], job.publish))[0] });
       } catch (error) {
-        job.reject(error);
+        outcomes.push({ ok: false, error });
       }
     }
+    return outcomes;
   };
 
   return {

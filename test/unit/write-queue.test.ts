@@ -26,6 +26,30 @@ function queueOn(connection: ReturnType<typeof fakeConnection>): WriteQueue {
 const exec = (q: WriteQueue, connection: ReturnType<typeof fakeConnection>, text: string) => q.statement(() => connection.run(text));
 
 describe('the write queue (storage/write-queue.ts)', () => {
+  it('runs the work after a group commit before any of its transactions is told it committed (a caller may close the warehouse at once)', async () => {
+    const connection = fakeConnection();
+    const q = writeQueue(connection, {
+      asError: (e) => e,
+      publishMark: { text: 'MARK', params: [] },
+      afterGroupCommit: async () => {
+        await q.statement(() => connection.run('AFTER'));
+      },
+    });
+    const heard: string[] = [];
+    const stores = ['A', 'B'].map((name) =>
+      q
+        .transactionMayRepeat(async () => {
+          await q.statement(() => connection.run(`INSERT ${name}`));
+        })
+        .then(() => heard.push(`${name} told; statements so far: ${connection.ran.join(', ')}`)),
+    );
+    await Promise.all(stores);
+    expect(heard).toEqual([
+      'A told; statements so far: BEGIN TRANSACTION, INSERT A, INSERT B, MARK, COMMIT, AFTER',
+      'B told; statements so far: BEGIN TRANSACTION, INSERT A, INSERT B, MARK, COMMIT, AFTER',
+    ]);
+  });
+
   it("a failed transaction's later statements fail instead of running outside it; another caller's statement meanwhile runs", async () => {
     const connection = fakeConnection();
     const q = queueOn(connection);
