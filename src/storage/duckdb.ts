@@ -136,6 +136,8 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
   // Read first: a bad value is refused before any file is opened.
   const limit = memoryLimit();
   const threads = duckdbThreads();
+  // memoryLimit() returned a size sizeInBytes reads.
+  const limitBytes = sizeInBytes(limit)!;
   let instance: DuckDBInstance;
   let connection: DuckDBConnection;
   try {
@@ -169,7 +171,7 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
     publishMark: { text: loadSql('outbox/mark'), params: [due.kind, due.key] },
     afterGroupCommit: async () => {
       const [held] = await sql<{ bytes: number }>(loadSql('storage/in_memory_table_bytes'));
-      if (checkpointDue(held?.bytes ?? 0, sizeInBytes(limit) ?? 0)) await exec('CHECKPOINT');
+      if (checkpointDue(held?.bytes ?? 0, limitBytes)) await exec('CHECKPOINT');
     },
   });
   const exec = (text: string, params?: DuckDBValue[]) => writes.statement(() => connection.run(text, params));

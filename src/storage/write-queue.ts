@@ -166,35 +166,33 @@ export function writeQueue(connection: Pick<DuckDBConnection, 'run'>, options: W
     const jobs = grouped.splice(0, MAX_GROUP);
     if (grouped.length > 0) void queue(runGroup);
     const outcomes = await commitGroup(jobs);
-    // Before the callers hear of their commit: one may close the warehouse at once, and a statement
-    // on a closed connection crashes the process. Its failure is the warehouse's to report at the next
-    // statement, not the stored windows'.
+    // Before the callers hear of their commit: one may close the warehouse at once, under a statement
+    // still running. Its failure is the warehouse's to report at the next statement, not the stored windows'.
     await options.afterGroupCommit?.().catch(() => undefined);
     jobs.forEach((job, i) => {
       const outcome = outcomes[i]!;
-      if (outcome.ok) job.resolve(outcome.value);
-      else job.reject(outcome.error);
+      if (outcome.status === 'fulfilled') job.resolve(outcome.value);
+      else job.reject(outcome.reason);
     });
   };
-  type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
-  const commitGroup = async (jobs: typeof grouped): Promise<Outcome[]> => {
+  const commitGroup = async (jobs: typeof grouped): Promise<PromiseSettledResult<unknown>[]> => {
     if (jobs.length > 1) {
       try {
         const results = await inTransaction(
           jobs.map((j) => j.fn),
           jobs.some((j) => j.publish),
         );
-        return results.map((value) => ({ ok: true, value }));
+        return results.map((value) => ({ status: 'fulfilled', value }));
       } catch {
         // Rolled back: each runs again on its own below, so a failure is only its own.
       }
     }
-    const outcomes: Outcome[] = [];
+    const outcomes: PromiseSettledResult<unknown>[] = [];
     for (const job of jobs) {
       try {
-        outcomes.push({ ok: true, value: (await inTransaction([job.fn], job.publish))[0] });
-      } catch (error) {
-        outcomes.push({ ok: false, error });
+        outcomes.push({ status: 'fulfilled', value: (await inTransaction([job.fn], job.publish))[0] });
+      } catch (reason) {
+        outcomes.push({ status: 'rejected', reason });
       }
     }
     return outcomes;
