@@ -38,6 +38,36 @@ export function totalsOf(totals: ReadonlyMap<string, number>): Total[] {
   });
 }
 
+/**
+ * A window's check totals gathered while its pages come, so the check need not read the spool back. Records
+ * of a stream with ids (known unique) each add; records of a stream without them are keyed by the fields its
+ * staging deduplicates on, and a later one replaces an earlier one, as the staging keeps the last (`put`).
+ */
+export class PagedTotals {
+  private readonly sums = new Map<string, number>();
+  private readonly latest = new Map<string, { key: string; amount: number }>();
+
+  /** Adds an amount to its date and key (`totalKey`; a missing amount counts nothing, as SQL's sum skips NULL). */
+  add(key: string, amount: unknown): void {
+    this.sums.set(key, (this.sums.get(key) ?? 0) + (typeof amount === 'number' ? amount : 0));
+  }
+
+  /** The amount of the record whose deduplicating fields are `distinct`, replacing any earlier such record's. */
+  put(distinct: string, key: string, amount: unknown): void {
+    this.latest.set(distinct, { key, amount: typeof amount === 'number' ? amount : 0 });
+  }
+
+  get size(): number {
+    return this.sums.size + this.latest.size;
+  }
+
+  totals(): Total[] {
+    const sums = new Map(this.sums);
+    for (const { key, amount } of this.latest.values()) sums.set(key, (sums.get(key) ?? 0) + amount);
+    return totalsOf(sums);
+  }
+}
+
 /** A date and key whose two amounts differ beyond rounding; null: the key is absent from that side. */
 export interface Mismatch {
   date: string;
@@ -167,8 +197,11 @@ export async function checkRollupsWindow(
   window: { start: string; end: string },
   dir: string,
   names: SqlNames,
+  paged?: readonly Total[],
 ): Promise<Mismatch[]> {
-  const totals = await ctx.warehouse.query<Total>('sync/rollups_window_totals', [pageGlob(dir), window.start, window.end], names);
+  // Totals gathered while the pages came, when this run fetched them all; else read from the spool.
+  const totals =
+    paged ?? (await ctx.warehouse.query<Total>('sync/rollups_window_totals', [pageGlob(dir), window.start, window.end], names));
   const view = (groupBy: string) => totals.filter((t) => t.key === groupBy).map((t) => ({ date: t.date, key: 'total', amount: t.amount }));
   const provider = view('provider');
   return [

@@ -81,8 +81,12 @@ export interface WindowedStreamSpec {
       names: SqlNames,
       paged?: readonly Total[],
     ): Promise<Mismatch[]>;
-    /** The fields whose amount per date and key the check compares, summed while the pages come so the check need not read the spool. */
-    paged?: { keyField: string; amountField: string };
+    /**
+     * The fields whose amount per date and key the check compares, summed while the pages come so the check
+     * need not read the spool. `distinctBy`, for a stream without ids: the fields its staging deduplicates
+     * on (the last record of each wins), so a repeated record replaces rather than adds.
+     */
+    paged?: { keyField: string; amountField: string; distinctBy?: readonly string[] };
     sides: [string, string];
     /** This stream's checks fetch the provider rollups that the rollups stream then reuses. */
     deliversProviderRollups: boolean;
@@ -148,7 +152,13 @@ export const rollupsStream: WindowedStreamSpec = {
   serverCursors: false,
   takesPageSlot: false,
   sql: { diff: 'sync/rollups_diff', insertWindow: 'sync/rollups_insert_window', insertUnique: 'sync/rollups_insert_window' },
-  check: { run: checkRollupsWindow, sides: ['provider view', 'other view'], deliversProviderRollups: false },
+  check: {
+    run: checkRollupsWindow,
+    sides: ['provider view', 'other view'],
+    deliversProviderRollups: false,
+    // As sql/sync/rollups_staged.sql partitions its rows (a test holds the two together).
+    paged: { keyField: 'group_by', amountField: 'cost_usd', distinctBy: ['date', 'group_by', 'provider_type', 'service', 'category'] },
+  },
   async fetchPage(client, window, cursor, shared) {
     // The "cursor" is the index of the next group_by.
     const index = cursor === null ? 0 : Number(cursor);

@@ -12,7 +12,7 @@ import { spoolPage, type Spool } from '../storage/spool.js';
 import { tableNames } from '../storage/tables.js';
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
 import { IdHashes, hash52 } from './id-set.js';
-import { MAX_FETCH_ATTEMPTS, REFETCH_PAUSE_MS, describeMismatches, totalKey, totalsOf } from './reconcile.js';
+import { MAX_FETCH_ATTEMPTS, PagedTotals, REFETCH_PAUSE_MS, describeMismatches, totalKey } from './reconcile.js';
 import type { FetchedPage, WindowedStreamSpec } from './streams.js';
 
 /** Ids tracked per window to prove them unique; past this the window is simply deduplicated, so memory stays flat. */
@@ -71,7 +71,7 @@ export interface TakeOptions {
   /** Hashes of the ids seen so far, the page's added (null: ids not tracked). */
   idHashes?: IdHashes | null;
   /** Amounts per date and the check's key (see `check.paged`), the page's added (null: not summed). */
-  totals?: Map<string, number> | null;
+  totals?: PagedTotals | null;
 }
 
 /**
@@ -103,7 +103,8 @@ export function takePage(page: FetchedPage, { spec, window, seenCursors, idHashe
         k = totalKey(date, key);
         keys.set(key, k);
       }
-      addTotal(totals!, k, r[paged.amountField]);
+      if (paged.distinctBy === undefined) totals!.add(k, r[paged.amountField]);
+      else totals!.put(JSON.stringify(paged.distinctBy.map((f) => r[f] ?? null)), k, r[paged.amountField]);
     }
   }
   let loop = false;
@@ -126,14 +127,9 @@ export function takePage(page: FetchedPage, { spec, window, seenCursors, idHashe
   };
 }
 
-/** Adds an amount to its date and key (`totalKey`; a missing amount counts nothing, as SQL's sum skips NULL). */
-function addTotal(totals: Map<string, number>, k: string, amount: unknown): void {
-  totals.set(k, (totals.get(k) ?? 0) + (typeof amount === 'number' ? amount : 0));
-}
-
 const EMPTY = new Uint8Array(0);
 
-/** What a window's fetch knows between its pages. Invariant: not `unique`, no `idHashes` and no `totals`. */
+/** What a window's fetch knows between its pages. Invariant: for a stream with ids, not `unique` means no `idHashes` and no `totals`. */
 export interface Paging {
   /** The cursor to send next, the pages spooled, and whether the last one came. */
   cursor: string | null;
@@ -150,8 +146,11 @@ export interface Paging {
   idHashes: IdHashes | null;
   /** Every id came once so far. */
   unique: boolean;
-  /** The check's totals summed while the pages come: exact only while every id comes once. */
-  totals: Map<string, number> | null;
+  /**
+   * The check's totals gathered while the pages come, exact while not null: from the window's first page
+   * in this run, and for a stream with ids, while every id came once.
+   */
+  totals: PagedTotals | null;
 }
 
 /** Paging from a window's first page; `trackIds`: its ids are tracked to prove them unique. Pure. */
@@ -174,7 +173,9 @@ export function resumedPaging(spec: WindowedStreamSpec, window: PlannedWindow): 
 
 function tracking(spec: WindowedStreamSpec, trackIds: boolean): Pick<Paging, 'idHashes' | 'unique' | 'totals'> {
   const track = trackIds && spec.idField !== null;
-  return { idHashes: track ? new IdHashes() : null, unique: track, totals: track && spec.check.paged ? new Map() : null };
+  // Without ids, records are summed as the staging deduplicates them (`distinctBy`), which needs no ids.
+  const sums = spec.check.paged !== undefined && (track || (trackIds && spec.check.paged.distinctBy !== undefined));
+  return { idHashes: track ? new IdHashes() : null, unique: track, totals: sums ? new PagedTotals() : null };
 }
 
 /** The paging after a taken page, and the window's progress to save once that page is spooled. Pure but for reading the id set. */
@@ -497,7 +498,7 @@ async function checkWindow(
   const { label } = place;
   let mismatches;
   try {
-    const paged = paging.unique && paging.totals !== null ? totalsOf(paging.totals) : undefined;
+    const paged = paging.totals?.totals();
     mismatches = await spec.check.run(ctx, window, place.dir, tableNames(spec.table), paged);
   } catch (error) {
     // The window's pages are spooled and its cursor saved: the next run checks and stores it.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { PlannedWindow } from '../../src/state/store.js';
+import { PagedTotals } from '../../src/sync/reconcile.js';
 import { lineItemsStream, rollupsStream } from '../../src/sync/streams.js';
 import {
   CURSOR_SAVE_MS,
@@ -16,12 +17,16 @@ const WINDOW: PlannedWindow = { start: '2025-01-01', end: '2025-01-07', status: 
 const item = (id: string) => ({ id, usage_date: '2025-01-02', provider_type: 'aws', net_amount_usd: 1 });
 
 describe("a window's paging, step by step (pure)", () => {
-  it('a window from its first page tracks its ids and sums the check totals; rollups (no id) track nothing', () => {
+  it('a window from its first page tracks its ids and sums the check totals; rollups (no id) sum their totals only', () => {
     const fresh = resumedPaging(lineItemsStream, WINDOW);
     expect(fresh).toMatchObject({ cursor: null, page: 0, fetched: false, rows: 0, unique: true });
     expect(fresh.idHashes).not.toBeNull();
-    expect(fresh.totals).toBeInstanceOf(Map);
-    expect(resumedPaging(rollupsStream, WINDOW)).toMatchObject({ unique: false, idHashes: null, totals: null, rows: 0 });
+    expect(fresh.totals).toBeInstanceOf(PagedTotals);
+    const rollups = resumedPaging(rollupsStream, WINDOW);
+    expect(rollups).toMatchObject({ unique: false, idHashes: null, rows: 0 });
+    expect(rollups.totals).toBeInstanceOf(PagedTotals);
+    // Past its first page, the earlier pages' rows are unknown: the check reads the spool.
+    expect(resumedPaging(rollupsStream, { ...WINDOW, status: 'active', cursor: '1', page: 1 }).totals).toBeNull();
   });
 
   it("a resumed window goes on from its saved cursor; its earlier pages' ids and rows are unknown, so nothing is claimed", () => {
