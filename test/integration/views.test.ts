@@ -246,14 +246,14 @@ describe('analyst views (sql/views), created by every sync', () => {
           );
           expect(rows, name).toHaveLength(1);
           // The report's card reads the same numbers and the same reason.
-          const { monthToDate } = await gatherReport(wh, { from: null, to: null });
-          expect(monthToDate, name).toMatchObject({
+          const report = await gatherReport(wh, { from: null, to: null });
+          expect(report.monthToDate, name).toMatchObject({
             change_pct: rows[0]!.change_pct,
             no_change_reason: rows[0]!.no_change_reason,
             as_of: rows[0]!.as_of,
           });
           // The report with no --to ends on that same last complete day, never on today's unfinished one.
-          expect((await gatherReport(wh, { from: null, to: null })).to, name).toBe(rows[0]!.as_of);
+          expect(report.to, name).toBe(rows[0]!.as_of);
           return rows[0]!;
         } finally {
           wh.close();
