@@ -71,7 +71,11 @@ const OTHER_VARIABLES = [
     "Credentials, or any other source of the AWS SDK's default chain (SSO, web identity, container and instance metadata).",
   ],
   ['AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL', 'Another S3-compatible server (MinIO, Ceph, R2, GCS), addressed path-style.'],
-  ['UV_THREADPOOL_SIZE', 'libuv threads; the executable sets 1 unless this is set.'],
+  ['UV_THREADPOOL_SIZE', 'libuv threads; the executable sets 2 unless this is set (one for DuckDB, one for file I/O).'],
+  [
+    'DUCKDB_JE_MALLOC_CONF',
+    'Options of the allocator DuckDB is built with; the executable sets `narenas:1` (one arena) unless this is set.',
+  ],
 ];
 
 const cell = (text) => String(text).replaceAll('|', '\\|').replaceAll('\n', ' ');

@@ -26,9 +26,10 @@ const clock = { now: () => Date.now() };
 
 /** Runs the executable with a config file of `n` sources; returns wall seconds, peak RSS and CPU seconds (sampled from /proc). */
 async function syncSources(emulatorUrl, dir, n, extra) {
-  // COSTSYNC_DUCKDB_MEMORY_LIMIT passes through, to try another limit.
-  const limit = process.env.COSTSYNC_DUCKDB_MEMORY_LIMIT;
-  const env = { PATH: process.env.PATH, TZ: 'UTC', ...(limit ? { COSTSYNC_DUCKDB_MEMORY_LIMIT: limit } : {}) };
+  // DuckDB's memory limit, the libuv pool and DuckDB's allocator options pass through, to try others.
+  const env = { PATH: process.env.PATH, TZ: 'UTC' };
+  for (const name of ['COSTSYNC_DUCKDB_MEMORY_LIMIT', 'UV_THREADPOOL_SIZE', 'DUCKDB_JE_MALLOC_CONF'])
+    if (process.env[name]) env[name] = process.env[name];
   const sources = Array.from({ length: n }, (_, i) => {
     env[`KEY_${i}`] = `bench-key-${i}`;
     return { name: `ws-${i}`, 'base-url': emulatorUrl, 'api-key-env': `KEY_${i}` };

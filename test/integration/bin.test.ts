@@ -1,6 +1,8 @@
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -100,6 +102,35 @@ describe('the costsync executable', () => {
     } finally {
       child.kill('SIGTERM');
       await once(child, 'exit');
+    }
+  });
+
+  it('runs DuckDB and the file I/O on two libuv threads unless the caller sets UV_THREADPOOL_SIZE', async () => {
+    // A server that takes the sync's first request and never answers: by then the sync has used the pool.
+    const server = createServer(() => undefined);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const { UV_THREADPOOL_SIZE: _callers, ...callerEnv } = process.env;
+    const workers = async (env: Record<string, string>) =>
+      withTempDir(async (dir) => {
+        const asked = once(server, 'request');
+        const args = ['sync', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')];
+        const child = spawn(BIN, args, { stdio: 'ignore', env: { ...callerEnv, COSTSYNC_API_KEY: 'k', ...env } });
+        try {
+          await asked;
+          const tasks = readdirSync(`/proc/${child.pid}/task`);
+          return tasks.filter((t) => readFileSync(`/proc/${child.pid}/task/${t}/comm`, 'utf8').trim() === 'libuv-worker').length;
+        } finally {
+          child.kill('SIGKILL');
+          await once(child, 'exit');
+        }
+      });
+    try {
+      expect(await workers({})).toBe(2);
+      expect(await workers({ UV_THREADPOOL_SIZE: '3' })).toBe(3);
+    } finally {
+      server.closeAllConnections();
+      server.close();
     }
   });
 });
