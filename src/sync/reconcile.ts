@@ -6,8 +6,6 @@
  * restated data skips or repeats rows) or dropped rows: the window is fetched again.
  */
 import type { RollupRow } from '../api/types.js';
-import type { SqlNames } from '../storage/duckdb.js';
-import { pageGlob } from '../storage/spool.js';
 import type { SyncContext } from './context.js';
 import { formatUsd } from '../money.js';
 
@@ -172,19 +170,18 @@ export class ProviderRollupExchange {
   }
 }
 
+/** A window's totals for its check: gathered while its pages came when exact, else read back from its spool. */
+export type WindowTotals = () => Promise<readonly Total[]>;
+
 /** Checks a fetched line-items window against its provider rollups, fetched now (after the last page). */
 export async function checkLineItemsWindow(
   ctx: SyncContext,
   window: { start: string; end: string },
-  dir: string,
-  names: SqlNames,
-  paged?: readonly Total[],
+  windowTotals: WindowTotals,
 ): Promise<Mismatch[]> {
   const rows = await ctx.client.rollups({ startDate: window.start, endDate: window.end, groupBy: 'provider' });
   ctx.checks.providerRollups?.deliver(window, rows);
-  // Totals summed while the pages came, when exact (every id once); else read from the spool.
-  const items =
-    paged ?? (await ctx.warehouse.query<Total>('sync/line_items_window_totals', [pageGlob(dir), window.start, window.end], names));
+  const items = await windowTotals();
   const rollups = rows
     .filter((r) => r.date >= window.start && r.date <= window.end)
     .map((r) => ({ date: r.date, key: r.provider_type ?? '', amount: Number(r.cost_usd) }));
@@ -193,15 +190,11 @@ export async function checkLineItemsWindow(
 
 /** Checks that a fetched rollups window's three views agree in total per date (provider against service and category). */
 export async function checkRollupsWindow(
-  ctx: SyncContext,
-  window: { start: string; end: string },
-  dir: string,
-  names: SqlNames,
-  paged?: readonly Total[],
+  _ctx: SyncContext,
+  _window: { start: string; end: string },
+  windowTotals: WindowTotals,
 ): Promise<Mismatch[]> {
-  // Totals gathered while the pages came, when this run fetched them all; else read from the spool.
-  const totals =
-    paged ?? (await ctx.warehouse.query<Total>('sync/rollups_window_totals', [pageGlob(dir), window.start, window.end], names));
+  const totals = await windowTotals();
   const view = (groupBy: string) => totals.filter((t) => t.key === groupBy).map((t) => ({ date: t.date, key: 'total', amount: t.amount }));
   const provider = view('provider');
   return [

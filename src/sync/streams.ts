@@ -6,11 +6,10 @@
 import type { Admit, ApiClient } from '../api/client.js';
 import { GROUP_BYS } from '../api/types.js';
 import type { SyncConfig } from '../config.js';
-import type { SqlNames } from '../storage/duckdb.js';
 import { LINE_ITEMS, ROLLUPS_DAILY, type TableSpec } from '../storage/tables.js';
 import type { StreamName, SyncContext } from './context.js';
 import { expectedPages, wantsRollupTotals, type DayBasis, type RequestEstimate } from './estimate.js';
-import { checkLineItemsWindow, checkRollupsWindow, type Mismatch, type ProviderRollupExchange, type Total } from './reconcile.js';
+import { checkLineItemsWindow, checkRollupsWindow, type Mismatch, type ProviderRollupExchange, type WindowTotals } from './reconcile.js';
 
 export interface FetchedPage {
   records: Record<string, unknown>[];
@@ -73,14 +72,9 @@ export interface WindowedStreamSpec {
   ): Promise<FetchedPage>;
   /** The check a fetched window must pass before it commits (see reconcile.ts), and what its two sides are. */
   check: {
-    /** `paged`: the window's totals gathered while its pages came (see `paged` below), when they are known to be exact. */
-    run(
-      ctx: SyncContext,
-      window: { start: string; end: string },
-      spoolDir: string,
-      names: SqlNames,
-      paged?: readonly Total[],
-    ): Promise<Mismatch[]>;
+    run(ctx: SyncContext, window: { start: string; end: string }, windowTotals: WindowTotals): Promise<Mismatch[]>;
+    /** The SQL that reads a window's totals back from its spool, when they were not gathered as its pages came (`paged`). */
+    spoolTotals: string;
     /**
      * The fields whose amount per date and key the check compares, summed while the pages come so the check
      * need not read the spool. `distinctBy`, for a stream without ids: the fields its staging deduplicates
@@ -115,6 +109,7 @@ export const lineItemsStream: WindowedStreamSpec = {
   },
   check: {
     run: checkLineItemsWindow,
+    spoolTotals: 'sync/line_items_window_totals',
     sides: ['line items', 'provider rollup'],
     deliversProviderRollups: true,
     paged: { keyField: 'provider_type', amountField: 'net_amount_usd' },
@@ -154,6 +149,7 @@ export const rollupsStream: WindowedStreamSpec = {
   sql: { diff: 'sync/rollups_diff', insertWindow: 'sync/rollups_insert_window', insertUnique: 'sync/rollups_insert_window' },
   check: {
     run: checkRollupsWindow,
+    spoolTotals: 'sync/rollups_window_totals',
     sides: ['provider view', 'other view'],
     deliversProviderRollups: false,
     // As sql/sync/rollups_staged.sql partitions its rows (a test holds the two together).

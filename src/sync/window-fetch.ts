@@ -8,11 +8,11 @@ import { ApiError, CostsyncError } from '../errors.js';
 import { DROPPED_MESSAGE } from '../api/resilience.js';
 import { windowAdvanced, windowRestarted, type WindowProgress } from '../plan/windows.js';
 import type { PlannedWindow } from '../state/store.js';
-import { spoolPage, type Spool } from '../storage/spool.js';
+import { pageGlob, spoolPage, type Spool } from '../storage/spool.js';
 import { tableNames } from '../storage/tables.js';
 import { isDroppedRequest, warn, type SyncContext } from './context.js';
 import { IdHashes, hash52 } from './id-set.js';
-import { MAX_FETCH_ATTEMPTS, PagedTotals, REFETCH_PAUSE_MS, describeMismatches, totalKey } from './reconcile.js';
+import { MAX_FETCH_ATTEMPTS, PagedTotals, REFETCH_PAUSE_MS, describeMismatches, totalKey, type Total } from './reconcile.js';
 import type { FetchedPage, WindowedStreamSpec } from './streams.js';
 
 /** Ids tracked per window to prove them unique; past this the window is simply deduplicated, so memory stays flat. */
@@ -499,7 +499,9 @@ async function checkWindow(
   let mismatches;
   try {
     const paged = paging.totals?.totals();
-    mismatches = await spec.check.run(ctx, window, place.dir, tableNames(spec.table), paged);
+    const spooled = [pageGlob(place.dir), window.start, window.end];
+    const windowTotals = async () => paged ?? (await ctx.warehouse.query<Total>(spec.check.spoolTotals, spooled, tableNames(spec.table)));
+    mismatches = await spec.check.run(ctx, window, windowTotals);
   } catch (error) {
     // The window's pages are spooled and its cursor saved: the next run checks and stores it.
     if (isDroppedRequest(error) && ctx.shouldStop()) return 'stopped';

@@ -62,6 +62,8 @@ async function runWindow(options: Options) {
   const answers = [...options.pages];
   const checks = [...(options.checks ?? [])];
   let fetched = 0;
+  // The check read its totals back from the spool (they were not gathered as the pages came).
+  let spoolRead = false;
   const spec: WindowedStreamSpec = {
     name: 'line_items',
     table: LINE_ITEMS,
@@ -71,10 +73,13 @@ async function runWindow(options: Options) {
     takesPageSlot: true,
     sql: { diff: 'diff', insertWindow: 'insert deduplicated', insertUnique: 'insert unique' },
     check: {
-      run: async (_ctx, _window, _dir, _names, paged) => {
-        steps.push(paged === undefined ? 'check' : `check paged ${paged.map((t) => `${t.date}/${t.key}=${t.amount}`).join(' ')}`);
+      run: async (_ctx, _window, windowTotals) => {
+        spoolRead = false;
+        const totals = await windowTotals();
+        steps.push(spoolRead ? 'check' : `check paged ${totals.map((t) => `${t.date}/${t.key}=${t.amount}`).join(' ')}`);
         return checks.shift() ?? [];
       },
+      spoolTotals: 'spool totals',
       sides: ['line items', 'provider rollup'],
       deliversProviderRollups: false,
       ...(options.pagedCheck ? { paged: { keyField: 'provider_type', amountField: 'net_amount_usd' } } : {}),
@@ -137,6 +142,10 @@ async function runWindow(options: Options) {
     async query(name: string) {
       if (name === 'sync/window_count') return [{ n: options.rowsBefore ?? 0 }];
       if (name === 'diff') return [{ inserted: 1, updated: 2, deleted: 0 }];
+      if (name === 'spool totals') {
+        spoolRead = true;
+        return [];
+      }
       throw new Error(`unexpected query ${name}`);
     },
     // An insert reports the rows it inserted, as DuckDB does.
