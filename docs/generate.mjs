@@ -71,7 +71,7 @@ const OTHER_VARIABLES = [
     "Credentials, or any other source of the AWS SDK's default chain (SSO, web identity, container and instance metadata).",
   ],
   ['AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL', 'Another S3-compatible server (MinIO, Ceph, R2, GCS), addressed path-style.'],
-  ['UV_THREADPOOL_SIZE', 'libuv threads; the executable sets 2 unless this is set (one for DuckDB, one for file I/O).'],
+  ['UV_THREADPOOL_SIZE', 'libuv threads; the executable sets 2 unless this is set, so file I/O goes on while DuckDB runs a statement.'],
   [
     'DUCKDB_JE_MALLOC_CONF',
     'Options of the allocator DuckDB is built with; the executable sets `narenas:1` (one arena) unless this is set.',

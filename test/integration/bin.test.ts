@@ -116,13 +116,19 @@ describe('the costsync executable', () => {
         const asked = once(server, 'request');
         const args = ['sync', '--base-url', url, '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')];
         const child = spawn(BIN, args, { stdio: 'ignore', env: { ...callerEnv, COSTSYNC_API_KEY: 'k', ...env } });
+        const exited = once(child, 'exit');
         try {
-          await asked;
+          // A sync that ends before asking anything fails here at once, not at the test's timeout.
+          const ended = exited.then(([code]) => {
+            throw new Error(`the sync exited (${String(code)}) before its first request`);
+          });
+          ended.catch(() => undefined);
+          await Promise.race([asked, ended]);
           const tasks = readdirSync(`/proc/${child.pid}/task`);
           return tasks.filter((t) => readFileSync(`/proc/${child.pid}/task/${t}/comm`, 'utf8').trim() === 'libuv-worker').length;
         } finally {
           child.kill('SIGKILL');
-          await once(child, 'exit');
+          await exited;
         }
       });
     try {
