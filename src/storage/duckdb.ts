@@ -141,7 +141,17 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
   let instance: DuckDBInstance;
   let connection: DuckDBConnection;
   try {
-    instance = await duckdb.DuckDBInstance.create(path, DUCKDB_INSTANCE_OPTIONS);
+    instance = await duckdb.DuckDBInstance.create(path, {
+      ...DUCKDB_INSTANCE_OPTIONS,
+      // Staging churns (pages in, window replaced, pages out); checkpointing at every 16 MB of WAL
+      // rewrote the file over and over. Checkpoint rarely during a run, and once at close.
+      checkpoint_threshold: '1GB',
+      // Keep memory flat however large a window is: DuckDB spills to disk past this.
+      memory_limit: limit,
+      preserve_insertion_order: 'false',
+      // DuckDB's JSON reader takes large buffers per thread: one thread keeps a sync within the limit.
+      threads: String(threads),
+    });
     connection = await instance.connect();
   } catch (cause) {
     // A full disk is not a bad --db: say what to free.
@@ -179,15 +189,8 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
     const reader = await writes.statement(() => connection.runAndReadAll(text, params));
     return reader.getRowObjectsJS().map((r) => toPlain(r as Record<string, unknown>)) as T[];
   };
+  // A setting of the ICU extension, which loads only once the instance is open.
   await sql("SET TimeZone = 'UTC'");
-  // Staging churns (pages in, window replaced, pages out); checkpointing at every 16 MB of WAL
-  // rewrote the file over and over. Checkpoint rarely during a run, and once at close.
-  await sql("SET checkpoint_threshold = '1GB'");
-  // Keep memory flat however large a window is: DuckDB spills to disk past this.
-  await sql(`SET memory_limit = '${limit}'`);
-  await sql('SET preserve_insertion_order = false');
-  // DuckDB's JSON reader takes large buffers per thread: one thread keeps a sync within the limit.
-  await sql(`SET threads = ${threads}`);
   await migrate(sql);
   await refreshViews(sql);
   for (const file of readdirSync(join(SQL_DIR, 'temp'))

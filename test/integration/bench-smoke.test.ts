@@ -58,22 +58,18 @@ describe('benchmarks at a tiny size', () => {
     expect(scripts).toEqual(Object.keys(PARTS).sort());
   });
 
-  // Side by side: the scripts mostly wait on the processes they start, and one file of seven scripts in a
-  // row would be the fast tier's longest by far. Their figures mean nothing at this size anyway.
+  // One after another: side by side the file ends sooner but takes more CPU (docs/benchmarks.md, "The test
+  // suite"), and the fast tier on two cores is short of CPU, not of time to wait in.
   for (const file of scripts) {
-    it.concurrent(
-      `${file} runs and prints its figures`,
-      async ({ expect }) => {
-        const { code, out, err } = await runScript(file);
-        expect(err.replace(/npm warn.*\n?/g, ''), `stderr of ${file}`).not.toMatch(/Error|at .*\.m?js:\d+/);
-        expect(code, `${file} exit code; stderr: ${err}`).toBe(0);
-        for (const prefix of PARTS[file] ?? []) {
-          const line = out.split('\n').find((l) => l.startsWith(prefix));
-          expect(line, `${file} printed no "${prefix}" line; stdout:\n${out}`).toBeDefined();
-          expect(line).toMatch(/\d/);
-        }
-      },
-      180_000,
-    );
+    it(`${file} runs and prints its figures`, async () => {
+      const { code, out, err } = await runScript(file);
+      expect(err.replace(/npm warn.*\n?/g, ''), `stderr of ${file}`).not.toMatch(/Error|at .*\.m?js:\d+/);
+      expect(code, `${file} exit code; stderr: ${err}`).toBe(0);
+      for (const prefix of PARTS[file] ?? []) {
+        const line = out.split('\n').find((l) => l.startsWith(prefix));
+        expect(line, `${file} printed no "${prefix}" line; stdout:\n${out}`).toBeDefined();
+        expect(line).toMatch(/\d/);
+      }
+    }, 180_000);
   }
 });
