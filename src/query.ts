@@ -5,7 +5,7 @@ import type { StatementType as StatementTypes } from '@duckdb/node-api';
 import { duckdbApi } from './cjs-libraries.js';
 import { ConfigError, CostsyncError, ExitCode } from './errors.js';
 import { sqlString, type ReadOnlyWarehouse, type ResultTable } from './storage/duckdb.js';
-import { duckdbThreads, memoryLimit } from './storage/duckdb-settings.js';
+import { boundedSettings } from './storage/duckdb-settings.js';
 import { formatTable } from './table.js';
 
 const StatementType = duckdbApi().StatementType;
@@ -301,9 +301,7 @@ export async function exportQuery(warehouse: ReadOnlyWarehouse, text: string, fi
   try {
     // As a sync does: one thread, DuckDB's memory bounded (it spills), no order kept across threads, so
     // memory stays flat whatever the size of the result (a Parquet writer buffers a row group per thread).
-    await warehouse.sql(`SET threads = ${duckdbThreads()}`);
-    await warehouse.sql(`SET memory_limit = '${memoryLimit()}'`);
-    await warehouse.sql('SET preserve_insertion_order = false');
+    for (const [name, value] of Object.entries(boundedSettings())) await warehouse.sql(`SET ${name} = ${sqlString(value)}`);
     // After costsync's own settings, which the check then locks.
     await checkUserSql(warehouse, select, true);
     const [row] = await warehouse.sql<{ Count: number }>(`COPY (${select}) TO ${sqlString(tmp)} (${options})`);

@@ -44,6 +44,21 @@ export function memoryLimit(env: NodeJS.ProcessEnv = process.env): string {
   return value;
 }
 
+/** The settings that keep DuckDB's memory flat whatever the size of the work, as DuckDB's options take them. */
+export type BoundedSettings = {
+  /** DuckDB spills to disk past it. */
+  memory_limit: string;
+  /** One by default: DuckDB's JSON reader and each Parquet writer take buffers per thread. */
+  threads: string;
+  /** So that a writer need not hold rows back to keep their order across threads. */
+  preserve_insertion_order: 'false';
+};
+
+/** `BoundedSettings` from COSTSYNC_DUCKDB_MEMORY_LIMIT and COSTSYNC_DUCKDB_THREADS: a sync's and `query --out`'s. Pure. */
+export function boundedSettings(env: NodeJS.ProcessEnv = process.env): BoundedSettings {
+  return { memory_limit: memoryLimit(env), threads: String(duckdbThreads(env)), preserve_insertion_order: 'false' };
+}
+
 /**
  * Whether committed rows DuckDB holds in memory (tag `IN_MEMORY_TABLE` of `duckdb_memory()`: commits
  * smaller than a row group, kept until a checkpoint writes them to the file) should be checkpointed

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { DuckDBAppender, DuckDBConnection, DuckDBInstance, DuckDBValue, StatementType } from '@duckdb/node-api';
 import { duckdbApi } from '../cjs-libraries.js';
 import { CostsyncError, ExitCode, InternalError, diskFullError } from '../errors.js';
-import { asMemoryError, checkpointDue, duckdbThreads, memoryLimit, sizeInBytes } from './duckdb-settings.js';
+import { asMemoryError, boundedSettings, checkpointDue, sizeInBytes } from './duckdb-settings.js';
 import { writeQueue, type BodyMayRunTwice, type TransactionOptions } from './write-queue.js';
 import { shortHash } from '../fingerprint.js';
 import { SQL_DIR } from '../paths.js';
@@ -134,9 +134,9 @@ export interface OpenOptions {
 /** Opens (creating if needed) the DuckDB file and applies pending migrations. */
 export async function openWarehouse(path: string, options: OpenOptions = {}): Promise<Warehouse> {
   // Read first: a bad value is refused before any file is opened.
-  const limit = memoryLimit();
-  const threads = duckdbThreads();
-  // memoryLimit() returned a size sizeInBytes reads.
+  const bounded = boundedSettings();
+  const limit = bounded.memory_limit;
+  // boundedSettings() checked the limit: a size sizeInBytes reads.
   const limitBytes = sizeInBytes(limit)!;
   let instance: DuckDBInstance;
   let connection: DuckDBConnection;
@@ -146,11 +146,8 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
       // Staging churns (pages in, window replaced, pages out); checkpointing at every 16 MB of WAL
       // rewrote the file over and over. Checkpoint rarely during a run, and once at close.
       checkpoint_threshold: '1GB',
-      // Keep memory flat however large a window is: DuckDB spills to disk past this.
-      memory_limit: limit,
-      preserve_insertion_order: 'false',
-      // DuckDB's JSON reader takes large buffers per thread: one thread keeps a sync within the limit.
-      threads: String(threads),
+      // Memory flat however large a window is.
+      ...bounded,
     });
     connection = await instance.connect();
   } catch (cause) {

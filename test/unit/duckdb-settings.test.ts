@@ -3,6 +3,7 @@ import { ConfigError, CostsyncError } from '../../src/errors.js';
 import {
   MIN_MEMORY_LIMIT,
   asMemoryError,
+  boundedSettings,
   checkpointDue,
   duckdbThreads,
   memoryLimit,
@@ -49,6 +50,16 @@ describe("DuckDB's tuning variables", () => {
         new RegExp(`COSTSYNC_DUCKDB_THREADS=${bad} is not a whole number from 1 to 64`),
       );
     }
+  });
+
+  it('gives a sync and `query --out` the memory limit, the threads and no insertion order, as DuckDB takes options', () => {
+    expect(boundedSettings({})).toEqual({ memory_limit: '64MB', threads: '1', preserve_insertion_order: 'false' });
+    expect(boundedSettings({ COSTSYNC_DUCKDB_MEMORY_LIMIT: '1GiB', COSTSYNC_DUCKDB_THREADS: '4' })).toEqual({
+      memory_limit: '1GiB',
+      threads: '4',
+      preserve_insertion_order: 'false',
+    });
+    expect(() => boundedSettings({ COSTSYNC_DUCKDB_THREADS: '0' })).toThrow(ConfigError);
   });
 });
 
