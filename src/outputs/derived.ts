@@ -10,7 +10,7 @@ import type { Clock } from '../api/resilience.js';
 import { CostsyncError, ExitCode, describeError, errorFields, isFenced, isStopped } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Warehouse } from '../storage/duckdb.js';
-import { mark } from '../storage/outbox.js';
+import { markMany } from '../storage/outbox.js';
 import { DEFAULT_RETENTION_MS, icebergLake } from './iceberg.js';
 import type { IcebergCatalog } from '../iceberg/catalog.js';
 import { drainLake, fillLake, finishLake, finishRunTables, ownedBy } from './lake.js';
@@ -191,10 +191,11 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
       warn: (m) => logger.warn(m),
     });
     await warehouse.transaction(async () => {
-      for (const [source, c] of counts) {
-        await warehouse.run('notify/record_run', [o.runId, source, c.sent, c.failed]);
-        await mark(warehouse, { kind: 'run-tables', source });
-      }
+      for (const [source, c] of counts) await warehouse.run('notify/record_run', [o.runId, source, c.sent, c.failed]);
+      await markMany(
+        warehouse,
+        [...counts.keys()].map((source) => ({ kind: 'run-tables', source })),
+      );
     });
   };
 

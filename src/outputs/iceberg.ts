@@ -427,7 +427,8 @@ export function icebergLake(run: IcebergRun) {
       commitId: nextCommitId(),
       months,
     }));
-    for (const intent of intents) await mark(warehouse, intent);
+    // One statement: the batch's intents are recorded together or not at all.
+    await markMany(warehouse, intents);
     const prepared = [];
     for (const intent of intents)
       prepared.push(await prepareBatch(warehouse, cat, run, intent.table, source, months, intent.commitId, window, properties));
