@@ -347,6 +347,15 @@ export function monthsToRewrite(
 }
 
 /**
+ * A table written one file a source (no month partition): all its dates when the lake's rows of the
+ * source differ in count from the warehouse's, else none. Pure.
+ */
+export function sourceToRewrite(lakeRows: number, warehouseDates: readonly { date: string; rows: number }[]): string[] {
+  const rows = warehouseDates.reduce((n, d) => n + d.rows, 0);
+  return rows === lakeRows ? [] : warehouseDates.map((d) => d.date).sort();
+}
+
+/**
  * At the lake's start: each table's months of each source whose rows differ from the warehouse's are
  * marked pending (a warehouse pointed at a new lake, a source new to it, or a lake another state
  * directory's unpublished run changed), so the lake fills or mends from the warehouse, a batch at a time.
@@ -356,22 +365,26 @@ async function markDifferingMonths(warehouse: Warehouse, catalog: IcebergCatalog
   for (const [table, def] of Object.entries(ICEBERG_TABLES)) {
     if (RUN_TABLES.includes(table)) continue;
     const { metadata, store } = await catalog.load(table);
-    const field = monthField(def.month!);
+    const field = def.month === null ? null : monthField(def.month);
     // The manifest list once a table, not once a source: a runner may own hundreds.
     const manifests = await currentManifests(store, table, metadata);
     for (const source of sources) {
       const lakeRows = new Map<number, number>();
+      let lakeTotal = 0;
       for (const f of await liveFiles(store, table, metadata, source, manifests)) {
+        lakeTotal += f.record_count;
+        if (field === null) continue;
         const month = Number(f.partition[field]);
         lakeRows.set(month, (lakeRows.get(month) ?? 0) + f.record_count);
       }
       const dates = await warehouse.sql<{ date: string; rows: number }>(
         `SELECT CAST(${def.date!} AS VARCHAR) AS date, count(*) AS rows FROM ${table} WHERE ${quote(def.source)} = ${sqlString(source)} GROUP BY 1`,
       );
-      const differing = monthsToRewrite(
-        lakeRows,
-        dates.map((d) => ({ date: d.date, rows: Number(d.rows) })),
-      ).filter((date) => !queued.has(`${table}/${source}/${date}`));
+      const counted = dates.map((d) => ({ date: d.date, rows: Number(d.rows) }));
+      // A table with no month partition (anomalies) is compared whole: its files name no month.
+      const differing = (field === null ? sourceToRewrite(lakeTotal, counted) : monthsToRewrite(lakeRows, counted)).filter(
+        (date) => !queued.has(`${table}/${source}/${date}`),
+      );
       await markMany(
         warehouse,
         differing.map((date) => ({ kind: 'partition', table, source, date })),

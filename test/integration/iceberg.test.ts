@@ -22,7 +22,7 @@ import { directoryTarget, type OutputTarget } from '../../src/outputs/target.js'
 import { openWorkingCopy, workingCopyPath } from '../../src/storage/working-copy.js';
 import { bareDataFile, icebergDifferences, icebergFileCheck, placeholderCommit, readIceberg } from '../support/iceberg.js';
 import { cli, queryDb, run, SPAN, withEmulator, withTempDir, syncCommand, backfillFlags } from '../support/helpers.js';
-import { monthsToRewrite } from '../../src/outputs/iceberg.js';
+import { monthsToRewrite, sourceToRewrite } from '../../src/outputs/iceberg.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const ENV = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
@@ -691,6 +691,22 @@ describe('a lake another state directory changed', () => {
     });
   });
 
+  it('a second run over a lake holding anomalies leaves nothing pending: the tables with no month partition are compared whole, and no key it cannot read is recorded', async () => {
+    await withEmulator({ ...SPAN, startDate: '2025-06-20', rowsPerDay: 5, anomaliesPerDay: 2, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const args = syncArgs(url, dir, ['--start-date', '2025-06-20', '--until', SPAN.endDate]);
+        for (let i = 0; i < 2; i++) expect(await run(args, ENV)).toMatchObject({ code: 0 });
+        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: true });
+        try {
+          expect(await wh.sql('SELECT kind, key FROM _costsync_outbox')).toEqual([]);
+          expect(Number((await wh.sql<{ n: number }>('SELECT count(*) AS n FROM anomalies'))[0]!.n)).toBeGreaterThan(0);
+        } finally {
+          wh.close();
+        }
+      });
+    });
+  });
+
   it('monthsToRewrite: every date of a month whose count differs, the first day of a month only the lake has (pure)', () => {
     const june = (d: number) => `2025-06-${String(d).padStart(2, '0')}`;
     const warehouse = [1, 2, 3].map((d) => ({ date: june(d), rows: 10 })).concat([{ date: '2025-07-01', rows: 5 }]);
@@ -710,5 +726,15 @@ describe('a lake another state directory changed', () => {
         warehouse,
       ),
     ).toEqual([]);
+  });
+
+  it('sourceToRewrite: a table with no month partition, every date when the count of the source differs, none when it is equal (pure)', () => {
+    const rows = [
+      { date: '2025-06-02', rows: 3 },
+      { date: '2025-05-30', rows: 2 },
+    ];
+    expect(sourceToRewrite(5, rows)).toEqual([]);
+    expect(sourceToRewrite(4, rows)).toEqual(['2025-05-30', '2025-06-02']);
+    expect(sourceToRewrite(0, [])).toEqual([]);
   });
 });
