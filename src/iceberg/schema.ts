@@ -122,6 +122,18 @@ function decimalBytes(text: string, scale: number): Buffer {
   return bytes;
 }
 
+/** The UTC date a `date` or `timestamptz` bound (Iceberg's single-value binary form) falls on, or null for another type. Pure. */
+export function boundDate(type: IcebergType, bytes: Buffer): string | null {
+  const ms =
+    type === 'date' && bytes.length === 4
+      ? bytes.readInt32LE() * DAY_MS
+      : type === 'timestamptz' && bytes.length === 8
+        ? Number(bytes.readBigInt64LE() / 1000n)
+        : NaN;
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? null : date.toISOString().slice(0, 10);
+}
+
 /**
  * A column statistic (as DuckDB's `RETURN_STATS` prints it) in Iceberg's single-value binary form,
  * or null when it cannot serve as a bound. Strings get none: DuckDB may shorten a string statistic,

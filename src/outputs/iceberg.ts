@@ -23,6 +23,7 @@ import type { DataFile } from '../iceberg/avro.js';
 import { SUMMARY, currentSchema, type TableMetadata } from '../iceberg/metadata.js';
 import {
   boundBytes,
+  boundDate,
   evolveSchema,
   monthLabel,
   monthOrdinal,
@@ -346,13 +347,29 @@ export function monthsToRewrite(
   return dates.sort();
 }
 
+/** A date that stands for a source's whole file when its lake files give none (a file another writer wrote without bounds). */
+const ANY_DATE = '1970-01-01';
+
 /**
- * A table written one file a source (no month partition): all its dates when the lake's rows of the
- * source differ in count from the warehouse's, else none. Pure.
+ * A table written one file a source (no month partition), where any pending date rewrites the whole
+ * file: all the warehouse's dates of the source when the lake's rows differ from them in count, and the
+ * lake's earliest date when the warehouse holds none (rows only the lake has); else none. Pure.
  */
-export function sourceToRewrite(lakeRows: number, warehouseDates: readonly { date: string; rows: number }[]): string[] {
+export function sourceToRewrite(
+  lake: { rows: number; earliest: string | null },
+  warehouseDates: readonly { date: string; rows: number }[],
+): string[] {
   const rows = warehouseDates.reduce((n, d) => n + d.rows, 0);
-  return rows === lakeRows ? [] : warehouseDates.map((d) => d.date).sort();
+  if (rows === lake.rows) return [];
+  return warehouseDates.length > 0 ? warehouseDates.map((d) => d.date).sort() : [lake.earliest ?? ANY_DATE];
+}
+
+/** The earliest date `files` hold in `column`, from their lower bounds; null when none has one. */
+function earliestDate(files: readonly DataFile[], metadata: TableMetadata | null, column: string | null): string | null {
+  const field = metadata === null || column === null ? undefined : currentSchema(metadata).fields.find((f) => f.name === column);
+  if (field === undefined) return null;
+  const dates = files.flatMap((f) => (f.lower_bounds ?? []).filter((b) => b.key === field.id).map((b) => boundDate(field.type, b.value)));
+  return dates.filter((d) => d !== null).sort()[0] ?? null;
 }
 
 /**
@@ -371,7 +388,8 @@ async function markDifferingMonths(warehouse: Warehouse, catalog: IcebergCatalog
     for (const source of sources) {
       const lakeRows = new Map<number, number>();
       let lakeTotal = 0;
-      for (const f of await liveFiles(store, table, metadata, source, manifests)) {
+      const files = await liveFiles(store, table, metadata, source, manifests);
+      for (const f of files) {
         lakeTotal += f.record_count;
         if (field === null) continue;
         const month = Number(f.partition[field]);
@@ -382,9 +400,14 @@ async function markDifferingMonths(warehouse: Warehouse, catalog: IcebergCatalog
       );
       const counted = dates.map((d) => ({ date: d.date, rows: Number(d.rows) }));
       // A table with no month partition (anomalies) is compared whole: its files name no month.
-      const differing = (field === null ? sourceToRewrite(lakeTotal, counted) : monthsToRewrite(lakeRows, counted)).filter(
-        (date) => !queued.has(`${table}/${source}/${date}`),
-      );
+      const differing = (
+        field === null
+          ? sourceToRewrite(
+              { rows: lakeTotal, earliest: counted.length > 0 ? null : earliestDate(files, metadata, def.dateColumn) },
+              counted,
+            )
+          : monthsToRewrite(lakeRows, counted)
+      ).filter((date) => !queued.has(`${table}/${source}/${date}`));
       await markMany(
         warehouse,
         differing.map((date) => ({ kind: 'partition', table, source, date })),

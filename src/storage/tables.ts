@@ -220,11 +220,21 @@ export interface IcebergTableDef {
   date: string | null;
   /** The column the month partition takes; null: one file per source (small tables). */
   month: string | null;
+  /** The column `date` is taken from (its bounds in a data file give the file's dates); null: written whole. */
+  dateColumn: string | null;
 }
 
 /** Every table of the Iceberg lake. */
 export const ICEBERG_TABLES: Readonly<Record<string, IcebergTableDef>> = Object.fromEntries(
-  TABLES.map((t) => [t.name, { source: t.source, date: t.date, month: t.icebergMonth }]),
+  TABLES.map((t) => [
+    t.name,
+    {
+      source: t.source,
+      date: t.date,
+      month: t.icebergMonth,
+      dateColumn: t.date === null ? null : (/^CAST\((\w+) AS DATE\)$/.exec(t.date)?.[1] ?? t.date),
+    },
+  ]),
 );
 
 /** The tables every lake of a sync holds, by which a `--out` shows its format. */

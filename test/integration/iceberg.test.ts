@@ -691,7 +691,7 @@ describe('a lake another state directory changed', () => {
     });
   });
 
-  it('a second run over a lake holding anomalies leaves nothing pending: the tables with no month partition are compared whole, and no key it cannot read is recorded', async () => {
+  it('a second run over a lake holding anomalies leaves nothing pending: the tables with no month partition are compared whole, and no key it cannot read is recorded; anomalies only the lake holds are removed', async () => {
     await withEmulator({ ...SPAN, startDate: '2025-06-20', rowsPerDay: 5, anomaliesPerDay: 2, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
         const args = syncArgs(url, dir, ['--start-date', '2025-06-20', '--until', SPAN.endDate]);
@@ -700,9 +700,16 @@ describe('a lake another state directory changed', () => {
         try {
           expect(await wh.sql('SELECT kind, key FROM _costsync_outbox')).toEqual([]);
           expect(Number((await wh.sql<{ n: number }>('SELECT count(*) AS n FROM anomalies'))[0]!.n)).toBeGreaterThan(0);
+          // The warehouse holds none of the source's anomalies, the lake all of them (what another state directory's killed run leaves).
+          await wh.sql('DELETE FROM anomalies');
         } finally {
           wh.close();
         }
+        expect(await run([...args, '--streams', 'line_items'], ENV)).toMatchObject({ code: 0 });
+        // The current snapshot holds no row (icebird reads no snapshot without a data manifest).
+        const metadata = metadataOf(join(dir, 'lake'), 'anomalies');
+        const current = metadata.snapshots.find((x) => x['snapshot-id'] === metadata['current-snapshot-id']);
+        expect(current?.summary['total-records']).toBe('0');
       });
     });
   });
@@ -728,13 +735,16 @@ describe('a lake another state directory changed', () => {
     ).toEqual([]);
   });
 
-  it('sourceToRewrite: a table with no month partition, every date when the count of the source differs, none when it is equal (pure)', () => {
+  it("sourceToRewrite: a table with no month partition, every date when the count of the source differs, the lake's earliest when the warehouse has none, none when it is equal (pure)", () => {
     const rows = [
       { date: '2025-06-02', rows: 3 },
       { date: '2025-05-30', rows: 2 },
     ];
-    expect(sourceToRewrite(5, rows)).toEqual([]);
-    expect(sourceToRewrite(4, rows)).toEqual(['2025-05-30', '2025-06-02']);
-    expect(sourceToRewrite(0, [])).toEqual([]);
+    expect(sourceToRewrite({ rows: 5, earliest: null }, rows)).toEqual([]);
+    expect(sourceToRewrite({ rows: 4, earliest: '2025-01-01' }, rows)).toEqual(['2025-05-30', '2025-06-02']);
+    expect(sourceToRewrite({ rows: 0, earliest: null }, [])).toEqual([]);
+    // Rows only the lake has: its earliest date, or any date when its files give none (the whole file is rewritten).
+    expect(sourceToRewrite({ rows: 3, earliest: '2025-04-07' }, [])).toEqual(['2025-04-07']);
+    expect(sourceToRewrite({ rows: 3, earliest: null }, [])).toHaveLength(1);
   });
 });

@@ -41,4 +41,26 @@ describe("the outbox's SQL on a warehouse (sql/outbox/)", () => {
       }
     });
   });
+
+  it("migration 013 removes the keys earlier versions recorded that no version reads ('<table>/<source>/0NaN-NaN-01'), and nothing else", async () => {
+    await withTempDir(async (dir) => {
+      const path = join(dir, 'o.duckdb');
+      let wh = await openWarehouse(path);
+      try {
+        // As a warehouse before 013 holds them: the junk beside readable dates of the same tables.
+        await wh.sql(`INSERT INTO _costsync_outbox VALUES
+          ('parquet', 'anomalies/default/0NaN-NaN-01', now()), ('parquet', 'anomaly_status_history/a/0NaN-NaN-01', now()),
+          ('parquet', 'anomalies/default/2025-06-01', now()), ('run_tables', 'a', now())`);
+        await wh.sql('DELETE FROM _costsync_migrations WHERE version = 13');
+      } finally {
+        wh.close();
+      }
+      wh = await openWarehouse(path);
+      try {
+        expect(await rows(wh)).toEqual(['parquet anomalies/default/2025-06-01', 'run_tables a']);
+      } finally {
+        wh.close();
+      }
+    });
+  });
 });

@@ -22,7 +22,7 @@ import type { OutputTarget } from '../../src/outputs/target.js';
 /** A snapshot committed as a catalog applies it. */
 const withSnapshot = (m: TableMetadata, s: Snapshot, previousFile: string | null) =>
   applyUpdates(m, snapshotChange(m, s, null).updates, { previousFile, nowMs: s['timestamp-ms'] });
-import { boundBytes, evolveSchema, icebergType, monthLabel, monthOrdinal, monthRange } from '../../src/iceberg/schema.js';
+import { boundBytes, boundDate, evolveSchema, icebergType, monthLabel, monthOrdinal, monthRange } from '../../src/iceberg/schema.js';
 import { backoffMs, parseVersionHint, partitionSpec } from '../../src/iceberg/table.js';
 
 const COLUMNS = [
@@ -82,6 +82,15 @@ describe('Iceberg schemas from the warehouse (pure)', () => {
     expect(boundBytes('decimal(38, 2)', '-1.29')).toEqual(Buffer.from([0xff, 0x7f]));
     expect(boundBytes('decimal(38, 2)', '1.28')).toEqual(Buffer.from([0x00, 0x80]));
     expect(boundBytes('string', 'abc')).toBeNull();
+  });
+
+  it('the date a bound falls on (UTC), read back from the form boundBytes writes; another type or a broken bound gives none', () => {
+    expect(boundDate('date', boundBytes('date', '2025-06-30')!)).toBe('2025-06-30');
+    expect(boundDate('timestamptz', boundBytes('timestamptz', '2025-06-30 23:59:59.999+00')!)).toBe('2025-06-30');
+    expect(boundDate('timestamptz', boundBytes('timestamptz', '2025-07-01 01:00:00+02')!)).toBe('2025-06-30');
+    expect(boundDate('double', boundBytes('double', '2.5')!)).toBeNull();
+    expect(boundDate('timestamptz', Buffer.from([1, 2, 3]))).toBeNull();
+    expect(boundDate('timestamptz', Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]))).toBeNull();
   });
 });
 
