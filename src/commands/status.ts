@@ -176,7 +176,8 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
   if (report.tables.length > 0) {
     io.stdout(`Database ${config.db}\n${formatTable(report.tables)}\n\nLast runs\n${formatTable(report.runs)}\n`);
     if (report.pushes.length > 0) io.stdout(`\nLast pushes\n${formatTable(report.pushes)}\n`);
-    if (report.lakeTables.length > 0) io.stdout(`\nLake tables\n${formatTable(report.lakeTables)}\n`);
+    if (report.lakeTables.length > 0)
+      io.stdout(`\nLake tables (the run tables: as the run before committed them)\n${formatTable(report.lakeTables)}\n`);
   } else {
     io.stdout(`No database at ${config.db} yet.\n`);
   }

@@ -427,7 +427,7 @@ export function icebergLake(run: IcebergRun) {
   /** Each table's current metadata file, as this run last wrote it, with its current snapshot. */
   const current = new Map<string, { file: string; snapshotId: number | null }>();
   /** Records a table's new metadata file in the warehouse (for status) and for the run's summary. */
-  const record = async (warehouse: Warehouse, table: string, file: string | null, snapshotId: number | null) => {
+  const record = async (warehouse: Warehouse, table: string, file: string | null, snapshotId: number | null, at = run.clock.now()) => {
     if (file === null) return;
     current.set(table, { file, snapshotId });
     await warehouse.run('lake/record_table', [
@@ -435,7 +435,7 @@ export function icebergLake(run: IcebergRun) {
       'iceberg',
       file,
       snapshotId,
-      new Date(run.clock.now()).toISOString(),
+      new Date(at).toISOString(),
       catalog?.kind === 'rest' ? catalog.where : null,
     ]);
   };
@@ -575,12 +575,23 @@ export function icebergLake(run: IcebergRun) {
           await done(warehouse, intent);
         }
       }
-      // Tables this run did not change are named in its summary too, as they are.
+      // Tables this run did not change are named in its summary and recorded too, as they are in this lake
+      // (committed when their snapshot was): a record of another --out, or of a table this lake lacks, is no longer true.
       for (const table of Object.keys(ICEBERG_TABLES)) {
         if (current.has(table)) continue;
         const loaded = await cat.load(table);
-        if (loaded.metadataLocation !== null)
-          current.set(table, { file: loaded.metadataLocation, snapshotId: mainSnapshot(loaded.metadata) });
+        if (loaded.metadataLocation === null) await warehouse.run('lake/forget_table', [table]);
+        else {
+          const snapshotId = mainSnapshot(loaded.metadata);
+          const snapshot = loaded.metadata?.snapshots.find((x) => x['snapshot-id'] === snapshotId);
+          await record(
+            warehouse,
+            table,
+            loaded.metadataLocation,
+            snapshotId,
+            snapshot?.['timestamp-ms'] ?? loaded.metadata?.['last-updated-ms'],
+          );
+        }
       }
       // The Parquet lake's per-source manifests have no place in an Iceberg lake.
       await doneMany(

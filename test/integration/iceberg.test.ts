@@ -23,6 +23,7 @@ import { openWorkingCopy, workingCopyPath } from '../../src/storage/working-copy
 import { bareDataFile, icebergDifferences, icebergFileCheck, placeholderCommit, readIceberg } from '../support/iceberg.js';
 import { cli, queryDb, run, SPAN, withEmulator, withTempDir, syncCommand, backfillFlags } from '../support/helpers.js';
 import { monthsToRewrite, sourceToRewrite } from '../../src/outputs/iceberg.js';
+import { ICEBERG_TABLES } from '../../src/storage/tables.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const ENV = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
@@ -710,6 +711,31 @@ describe('a lake another state directory changed', () => {
         const metadata = metadataOf(join(dir, 'lake'), 'anomalies');
         const current = metadata.snapshots.find((x) => x['snapshot-id'] === metadata['current-snapshot-id']);
         expect(current?.summary['total-records']).toBe('0');
+      });
+    });
+  });
+
+  it("status's record of the lake's tables names this run's lake: after a run into another --out, every table is recorded as it is in the lake the last run wrote", async () => {
+    await withEmulator({ ...SPAN, startDate: '2025-06-20', rowsPerDay: 5, anomaliesPerDay: 2, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const into = (lake: string) =>
+          syncCommand(url, dir, [
+            '--format',
+            'iceberg',
+            '--out',
+            join(dir, lake),
+            ...backfillFlags(7),
+            '--start-date',
+            '2025-06-20',
+            '--quiet',
+          ]);
+        for (const lake of ['lake', 'lake2', 'lake']) expect(await run(into(lake), ENV)).toMatchObject({ code: 0 });
+        const recorded = await queryDb<{ t: string; f: string }>(
+          join(dir, 'c.duckdb'),
+          'SELECT table_name AS t, metadata_file AS f FROM _costsync_lake_tables',
+        );
+        expect(recorded.map((r) => r.t).sort()).toEqual(Object.keys(ICEBERG_TABLES).sort());
+        for (const { t, f } of recorded) expect({ t, f }).toEqual({ t, f: expect.stringContaining(`${join(dir, 'lake')}/${t}/metadata/`) });
       });
     });
   });
