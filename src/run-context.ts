@@ -135,7 +135,11 @@ export async function openRun(request: RunRequest): Promise<OpenRun> {
     const db = publishDestination(config.db);
     const remote = remoteWarehouse(db);
     if (remote) remote.notice = (m) => logger.warn(m);
-    const warehouse = await openWorkingCopy(config.db, config.stateDir, { lake: lake !== null, remote, notice: (m) => logger.warn(m) });
+    const warehouse = await openWorkingCopy(config.db, config.stateDir, {
+      lake: lake === null ? undefined : config.format === 'iceberg' ? 'iceberg' : 'parquet',
+      remote,
+      notice: (m) => logger.warn(m),
+    });
     // Every publish is conditional on the warehouse this run started from.
     if (leases !== null && db.kind === 'bucket') db.fence = { etag: remote?.startEtag ?? null };
     return { warehouse, db, lake, leases, release };

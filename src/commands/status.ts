@@ -143,7 +143,7 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
         "SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = '_costsync_lake_tables'",
       )) as [{ n: number }];
       if (n > 0) lakeTables = await wh.query('status/lake_tables');
-      metrics = await gatherMetrics(wh);
+      metrics = await gatherMetrics(wh, 'published');
     } finally {
       wh.close();
     }

@@ -40,7 +40,7 @@ async function publishedMetrics(db: string): Promise<string | null> {
   if (isS3Url(db) || !existsSync(db)) return null;
   const wh = await openReadOnly(db);
   try {
-    return prometheusText(await gatherMetrics(wh));
+    return prometheusText(await gatherMetrics(wh, 'published'));
   } finally {
     wh.close();
   }

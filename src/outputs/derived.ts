@@ -268,7 +268,8 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
     notify,
     /** Last, the metrics. Returns the error to end the run with when an output is behind, or null. */
     async end(): Promise<CostsyncError | null> {
-      if (o.metricsFile !== undefined) await step.writeMetrics(warehouse, o.metricsFile);
+      if (o.metricsFile !== undefined)
+        await step.writeMetrics(warehouse, o.metricsFile, o.lake === null ? null : (o.lakeFormat ?? 'parquet'));
       return behind.size > 0 ? outputsBehindError(behind, o.secrets) : null;
     },
     /** With `--format iceberg`: each table's current metadata file (for the run's summary). */

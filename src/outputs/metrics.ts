@@ -5,9 +5,11 @@
  */
 import { readFile } from 'node:fs/promises';
 import { writeFileAtomic } from '../durable-file.js';
+import type { LakeFormat } from '../storage/duckdb.js';
+import { storedKinds, type OutboxKind } from '../storage/outbox.js';
 
 interface Queryable {
-  query<T = Record<string, unknown>>(name: string, params?: never[]): Promise<T[]>;
+  query<T = Record<string, unknown>>(name: string, params?: string[]): Promise<T[]>;
 }
 
 export interface MetricFacts {
@@ -42,14 +44,35 @@ export interface MetricFacts {
   outboxPending: { output: string; n: number }[];
 }
 
-export async function gatherMetrics(warehouse: Queryable): Promise<MetricFacts> {
+/**
+ * Whose pending work the outbox figures count: the lake a run writes (null: none), read from its working
+ * copy at its end; or `published`, the published file (status, a refused run), whatever lake wrote it.
+ */
+export type PendingScope = LakeFormat | null | 'published';
+
+/** The outbox items counted as the lake's and the manifests' pending work. Pure. */
+export function pendingKinds(scope: PendingScope): { lake: OutboxKind[]; manifest: OutboxKind[] } {
+  const partitions: OutboxKind[] = ['partition', 'iceberg-commit', 'iceberg-expiry'];
+  // A run with no lake still marks its run tables, for a lake a later run writes: nothing waits on this run.
+  if (scope === null) return { lake: [], manifest: [] };
+  // The file is published before the run's run tables reach the lake, so it always holds their mark.
+  if (scope === 'published') return { lake: partitions, manifest: ['manifest'] };
+  return { lake: [...partitions, 'run-tables'], manifest: scope === 'parquet' ? ['manifest'] : [] };
+}
+
+/** The facts of the warehouse, its pending work counted as `scope` says. */
+export async function gatherMetrics(warehouse: Queryable, scope: PendingScope): Promise<MetricFacts> {
+  const kinds = pendingKinds(scope);
   const streams = await warehouse.query<Omit<MetricFacts['streams'][number], 'responses'> & { responses: string }>('metrics/streams');
   return {
     runs: await warehouse.query('metrics/runs'),
     streams: streams.map((s) => ({ ...s, responses: JSON.parse(s.responses) as Record<string, number> })),
     openAnomalies: await warehouse.query('metrics/open_anomalies'),
     latestSpend: await warehouse.query('metrics/latest_spend'),
-    outboxPending: await warehouse.query('metrics/outbox_pending'),
+    outboxPending: await warehouse.query('metrics/outbox_pending', [
+      storedKinds(kinds.lake).join(','),
+      storedKinds(kinds.manifest).join(','),
+    ]),
   };
 }
 
@@ -166,15 +189,15 @@ export function prometheusText(facts: MetricFacts): string {
   );
   metric(
     'costsync_outbox_pending',
-    'Derived outputs committed but not yet in place (lake partitions, manifests, the published warehouse, notifications); the next run finishes them.',
+    "Derived outputs committed but not yet in place (the run's lake's partitions, commits and run tables, a Parquet lake's manifests, the published warehouse, notifications); the next run finishes them.",
     facts.outboxPending.map((p) => [{ output: p.output }, p.n]),
   );
   return `${out.join('\n')}\n`;
 }
 
 /** Writes the metrics file atomically (a collector never reads half of it). */
-export async function writeMetrics(warehouse: Queryable, path: string): Promise<void> {
-  await writeFileAtomic(path, prometheusText(await gatherMetrics(warehouse)), { mode: 0o644 });
+export async function writeMetrics(warehouse: Queryable, path: string, lake: LakeFormat | null): Promise<void> {
+  await writeFileAtomic(path, prometheusText(await gatherMetrics(warehouse, lake)), { mode: 0o644 });
 }
 
 /** The metrics that describe the last run only; the others (last success, anomalies, spend, outbox) outlive a refused run. */

@@ -102,11 +102,11 @@ export interface Warehouse {
   /**
    * Tells the warehouse that `dates` of `source` in `table` changed, inside the transaction that
    * changes them: the change is numbered (for lakes that catch up later, `outputs/lake-catch-up.ts`),
-   * and with a lake, their partitions (and the lake's manifest) are recorded as pending.
+   * and with a lake, their partitions (and a Parquet lake's manifest) are recorded as pending.
    */
   changed(table: string, source: string, dates: readonly string[]): Promise<void>;
-  /** Whether changes are recorded for a Parquet lake. */
-  readonly lake: boolean;
+  /** The lake whose pending partitions changes are recorded for, or null. */
+  readonly lake: LakeFormat | null;
   /** Appends rows to a table with the Appender, inside whatever transaction is open. */
   append(table: string, write: (appender: DuckDBAppender) => void): Promise<void>;
   close(): void;
@@ -124,9 +124,11 @@ function toPlain(row: Record<string, unknown>): Record<string, unknown> {
  */
 export const DUCKDB_INSTANCE_OPTIONS: Readonly<Record<string, string>> = { enable_external_file_cache: 'false' };
 
+export type LakeFormat = 'parquet' | 'iceberg';
+
 export interface OpenOptions {
-  /** Record changed partitions for a Parquet lake (`--format parquet`). */
-  lake?: boolean;
+  /** Record changed partitions as pending for a lake of this format (`--out`); a Parquet lake's manifests too. */
+  lake?: LakeFormat;
   /** What a lock error says: the file is costsync's private working copy, published as this file. */
   workingCopyOf?: string;
 }
@@ -195,7 +197,7 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
     .sort()) {
     await sql(readFileSync(join(SQL_DIR, 'temp', file), 'utf8'));
   }
-  const lake = options.lake === true;
+  const lake = options.lake ?? null;
 
   return {
     path,
@@ -216,7 +218,7 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
       // Recorded with or without a lake: a lake this run does not write catches up from it later.
       await exec(loadSql('lake/change_clear'), [tables.join(','), source, dates.join(',')]);
       await exec(loadSql('lake/change_record'), [tables.join(','), source, dates.join(',')]);
-      if (!lake) return;
+      if (lake === null) return;
       // One statement for the window's partitions (a statement a date was 60 for a month of line items and focus).
       const outbox = {
         run: async (name: string, params?: DuckDBValue[]) => (await exec(loadSql(name), params)).rowsChanged,
@@ -224,7 +226,8 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
       };
       await markMany(outbox, [
         ...tables.flatMap((t) => dates.map((date): OutboxItem => ({ kind: 'partition', table: t, source, date }))),
-        { kind: 'manifest', source },
+        // An Iceberg lake has no manifests: its commits say what it holds.
+        ...(lake === 'parquet' ? [{ kind: 'manifest', source } as const] : []),
       ]);
     },
     append: (table, write) =>

@@ -131,6 +131,11 @@ export async function pending<K extends OutboxKind>(store: OutboxStore, ...kinds
   return items;
 }
 
+/** The stored kinds of `kinds`, for SQL that counts rows by kind. Pure. */
+export function storedKinds(kinds: readonly OutboxKind[]): string[] {
+  return [...new Set(kinds.map((k) => STORED[k]))];
+}
+
 /** Records `item` as pending (idempotent). */
 export async function mark(store: OutboxStore, item: OutboxItem): Promise<void> {
   const { kind, key } = encode(item);

@@ -21,7 +21,18 @@ import { icebergLake } from '../../src/outputs/iceberg.js';
 import { directoryTarget, type OutputTarget } from '../../src/outputs/target.js';
 import { openWorkingCopy, workingCopyPath } from '../../src/storage/working-copy.js';
 import { bareDataFile, icebergDifferences, icebergFileCheck, placeholderCommit, readIceberg } from '../support/iceberg.js';
-import { cli, queryDb, run, SPAN, withEmulator, withTempDir, syncCommand, backfillFlags } from '../support/helpers.js';
+import {
+  cli,
+  queryDb,
+  run,
+  SPAN,
+  withEmulator,
+  withTempDir,
+  syncCommand,
+  backfillFlags,
+  syncStoppedAt,
+  testSyncConfig,
+} from '../support/helpers.js';
 import { monthsToRewrite, sourceToRewrite } from '../../src/outputs/iceberg.js';
 import { ICEBERG_TABLES } from '../../src/storage/tables.js';
 
@@ -367,7 +378,7 @@ describe('Iceberg commits through the outbox', () => {
         expect(await run(syncArgs(url, dir, ['--streams', 'rollups'], true), ENV)).toMatchObject({ code: 0 });
         const lake = join(dir, 'lake');
         const target = directoryTarget(lake);
-        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: true });
+        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: 'iceberg' });
         try {
           const first = icebergLake({
             runId: 'run-a',
@@ -415,7 +426,7 @@ describe('Iceberg commits through the outbox', () => {
         const args = syncArgs(url, dir, ['--streams', 'line_items', '--start-date', '2025-05-20', '--until', '2025-06-10']);
         expect(await run(args, ENV)).toMatchObject({ code: 0 });
         const target = directoryTarget(join(dir, 'lake'));
-        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: true });
+        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: 'iceberg' });
         try {
           await wh.sql('ALTER TABLE line_items ADD COLUMN region VARCHAR');
           await wh.transaction(async () => {
@@ -468,7 +479,7 @@ describe('Iceberg commits through the outbox', () => {
             sources: ['default'],
             retentionMs: 86_400_000,
           });
-        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: true });
+        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: 'iceberg' });
         const pending = async (kind: string) => (await wh.query<{ key: string }>('outbox/pending', [kind])).map((r) => r.key);
         try {
           // A lookback refetches its days and marks them changed, with the same rows.
@@ -697,7 +708,7 @@ describe('a lake another state directory changed', () => {
       await withTempDir(async (dir) => {
         const args = syncArgs(url, dir, ['--start-date', '2025-06-20', '--until', SPAN.endDate]);
         for (let i = 0; i < 2; i++) expect(await run(args, ENV)).toMatchObject({ code: 0 });
-        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: true });
+        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: 'iceberg' });
         try {
           expect(await wh.sql('SELECT kind, key FROM _costsync_outbox')).toEqual([]);
           expect(Number((await wh.sql<{ n: number }>('SELECT count(*) AS n FROM anomalies'))[0]!.n)).toBeGreaterThan(0);
@@ -711,6 +722,40 @@ describe('a lake another state directory changed', () => {
         const metadata = metadataOf(join(dir, 'lake'), 'anomalies');
         const current = metadata.snapshots.find((x) => x['snapshot-id'] === metadata['current-snapshot-id']);
         expect(current?.summary['total-records']).toBe('0');
+      });
+    });
+  });
+
+  it("the metrics count an Iceberg lake's pending work as the lake's: a stopped run's run tables under lake, no manifest (an Iceberg lake has none); a complete run leaves none, nor does a run with no lake", async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 10, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const metrics = join(dir, 'costsync.prom');
+        const pending = () =>
+          Object.fromEntries(
+            [...readFileSync(metrics, 'utf8').matchAll(/costsync_outbox_pending\{output="(\w+)"\} (\d+)/g)].map((m) => [
+              m[1],
+              Number(m[2]),
+            ]),
+          );
+        const config = testSyncConfig(url, dir, { format: 'iceberg', out: join(dir, 'lake'), metricsFile: metrics, windowDays: 3 });
+        const { summary } = await syncStoppedAt(config, { ...clock, sleep: async () => undefined }, 2, 'line_items');
+        expect(summary.outcome).toBe('stopped');
+        const stopped = pending();
+        expect(stopped.manifest).toBe(0);
+        expect(stopped.lake).toBeGreaterThan(0);
+        const wh = await openWorkingCopy(config.db, config.stateDir);
+        try {
+          const kinds = await wh.sql<{ kind: string }>('SELECT DISTINCT kind FROM _costsync_outbox ORDER BY kind');
+          expect(kinds.map((k) => k.kind)).not.toContain('manifest');
+          expect(kinds.map((k) => k.kind)).toContain('run_tables');
+        } finally {
+          wh.close();
+        }
+        expect(await run(syncArgs(url, dir, ['--metrics-file', metrics]), ENV)).toMatchObject({ code: 0 });
+        expect(pending()).toEqual({ lake: 0, manifest: 0, notify: 0, publish: 0 });
+        // With no lake, the run tables' mark waits for a lake a later run writes: no work of this run's.
+        expect(await run(syncArgs(url, dir, ['--metrics-file', metrics], true), ENV)).toMatchObject({ code: 0 });
+        expect(pending()).toEqual({ lake: 0, manifest: 0, notify: 0, publish: 0 });
       });
     });
   });

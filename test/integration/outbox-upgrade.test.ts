@@ -35,7 +35,7 @@ function syncArgs(url: string, dir: string, format: 'parquet' | 'iceberg'): stri
  * no catch-up finds it). The lake matches the warehouse again only if the rows are read and acted on.
  */
 async function restateWithOldRows(dir: string, rows: [string, string][]): Promise<void> {
-  const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: true });
+  const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: 'parquet' });
   try {
     expect(await wh.sql("SELECT kind, key FROM _costsync_outbox WHERE kind <> 'publish'")).toEqual([]);
     await wh.sql("UPDATE line_items SET net_amount_usd = net_amount_usd + 1 WHERE usage_date = DATE '2025-06-05'");
@@ -59,7 +59,7 @@ describe("an earlier version's outbox rows are read and acted on", () => {
         const db = workingCopyPath(join(dir, 'state'), join(dir, 'c.duckdb'));
         expect((await lakeDifferences(db, lake, undefined, ['line_items'])).line_items!.missing).toBe(20);
 
-        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: true });
+        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: 'parquet' });
         const target = directoryTarget(lake);
         try {
           expect(await drainLake(wh, target)).toBe(1);
@@ -91,7 +91,7 @@ describe("an earlier version's outbox rows are read and acted on", () => {
         const lakeUrl = pathToFileURL(join(dir, 'lake')).href;
         expect((await icebergDifferences(db, lakeUrl, { tables: ['line_items'] })).line_items!.missing).toBe(20);
 
-        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: true });
+        const wh = await openWorkingCopy(join(dir, 'c.duckdb'), join(dir, 'state'), { lake: 'parquet' });
         try {
           const lake = icebergLake({
             runId: 'run-new',

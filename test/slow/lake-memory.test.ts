@@ -19,7 +19,7 @@ const TABLES = ['line_items', 'focus'];
 /** A warehouse with `ROWS` line items of June 2025 shaped like the API's, every date pending for the lake. */
 async function monthOfLineItems(dir: string): Promise<{ db: string; wh: Warehouse }> {
   const db = join(dir, 'w.duckdb');
-  const wh = await openWarehouse(db, { lake: true });
+  const wh = await openWarehouse(db, { lake: 'parquet' });
   await wh.transaction(async () => {
     await wh.sql(`
       INSERT INTO line_items BY NAME

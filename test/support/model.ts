@@ -420,7 +420,8 @@ export class World {
       for (const e of readdirSync(dir, { withFileTypes: true })) {
         const path = join(dir, e.name);
         if (e.isDirectory()) walk(path);
-        else {
+        // A shard that owns no source writes its metrics file (saying so), and nothing else.
+        else if (!e.name.endsWith('.prom')) {
           const s = statSync(path);
           out.push(`${relative(this.dir, path)} ${s.size} ${s.mtimeMs}`);
         }
@@ -517,6 +518,15 @@ async function coveredLineItems(world: World, source: SourceName): Promise<DateR
   if (row === undefined) return [];
   const streams = JSON.parse(row.state) as Partial<Record<'line_items', WindowedStreamState>>;
   return streams.line_items === undefined ? [] : coverageOf(streams.line_items).ranges;
+}
+
+/** After a run of every source that exited 0: its metrics say no output waits (no lake work, manifest or publish). */
+function checkNothingPending(world: World, args: SyncArgs, stderr: string): void {
+  const text = readFileSync(join(world.dir, metricsFile(args.state)), 'utf8');
+  const waiting = [...text.matchAll(/^costsync_outbox_pending\{output="(\w+)"\} (\d+)$/gm)].filter(
+    (m) => m[1] !== 'notify' && m[2] !== '0',
+  );
+  if (waiting.length > 0) fail(world, `exit 0, yet the metrics say outputs wait: ${waiting.map((m) => m[0]).join(', ')}`, stderr);
 }
 
 /** After a run that exited 0: every date it had to sync equals the API now, and its lake equals the warehouse for its sources. */
@@ -667,6 +677,11 @@ async function checkBucketLake(world: World, sources: readonly SourceName[], std
  * `catalog` (its URL, or a placeholder to print), the lake goes through the catalog. `bucketLake` is
  * where the lake `s3` is (or a placeholder to print).
  */
+/** Where a state directory's syncs write their metrics (in the world's directory). */
+function metricsFile(state: SyncArgs['state']): string {
+  return `metrics-${state}.prom`;
+}
+
 export function syncLine(
   args: SyncArgs,
   today: string,
@@ -689,6 +704,8 @@ export function syncLine(
     '100000',
     '--log-format',
     'json',
+    '--metrics-file',
+    metricsFile(args.state),
   ];
   if (args.sources !== 'w1,w2') line.push('--source', args.sources);
   if (args.shard !== null) line.push('--shard', `${args.shard.index}/${args.shard.count}`);
@@ -812,6 +829,8 @@ class SyncCommand implements Cmd {
     if (this.stop.kind === 'none' && result.code !== 0) fail(world, `a sync nothing stopped exited ${result.code}`, result.stderr);
     const published = await checkAlways(world, result.stderr, killed ? [] : [this.args.state]);
     if (result.code === 0) await checkSynced(world, this.args, published, result.stderr, this.viaCatalog);
+    if (result.code === 0 && this.args.sources === 'w1,w2' && this.args.shard === null)
+      checkNothingPending(world, this.args, result.stderr);
   }
   toString(): string {
     const line = syncLine(this.args, this.ranOn, this.viaCatalog ? '$CATALOG' : null);

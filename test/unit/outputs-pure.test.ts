@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
-import { metricBlocks, prometheusText, refusedRunText, type MetricFacts } from '../../src/outputs/metrics.js';
+import { metricBlocks, pendingKinds, prometheusText, refusedRunText, type MetricFacts } from '../../src/outputs/metrics.js';
 import { toS3Error } from '../../src/outputs/s3.js';
 
 const op = { action: 's3:PutObject' as const, bucket: 'acme', key: 'costs/line_items/x.parquet' };
@@ -83,6 +83,16 @@ describe('prometheusText', () => {
         lines.findIndex((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `)),
       );
     }
+  });
+});
+
+describe("pendingKinds: whose outbox rows count as each output's pending work", () => {
+  it("a run's lake counts its partitions, commits and run tables, manifests only a Parquet lake's; a run with no lake counts none; the published file leaves out the run tables it always holds", () => {
+    const partitions = ['partition', 'iceberg-commit', 'iceberg-expiry'];
+    expect(pendingKinds('parquet')).toEqual({ lake: [...partitions, 'run-tables'], manifest: ['manifest'] });
+    expect(pendingKinds('iceberg')).toEqual({ lake: [...partitions, 'run-tables'], manifest: [] });
+    expect(pendingKinds(null)).toEqual({ lake: [], manifest: [] });
+    expect(pendingKinds('published')).toEqual({ lake: partitions, manifest: ['manifest'] });
   });
 });
 
