@@ -224,6 +224,7 @@ export function withSuggestion(
   argv: readonly string[],
   commands: readonly string[] = [],
 ): string {
+  if (message.startsWith('Invalid values:')) return choiceMessage(message);
   const unknown = /^Unknown arguments?: (.+)$/.exec(message);
   if (unknown === null) return message;
   // yargs names each unknown flag twice, as written and in camelCase.
@@ -241,6 +242,23 @@ export function withSuggestion(
     return meant === null ? written : `${written} (did you mean --${meant}?)`;
   });
   return `Unknown option${words.length > 1 ? 's' : ''} ${parts.join(', ')}.`;
+}
+
+/**
+ * yargs' message for a value outside an option's choices, in costsync's words: the flag as written, what
+ * was given, and the values it takes. yargs writes each value as JSON, one "Argument:" line per option. Pure.
+ */
+function choiceMessage(message: string): string {
+  const lines = [...message.matchAll(/^\s*Argument: ([\w-]+), Given: (.*), Choices: (.*)$/gm)];
+  if (lines.length === 0) return message;
+  const values = (list: string) => JSON.parse(`[${list}]`) as unknown[];
+  return lines
+    .map(([, name, given, choices]) => {
+      const allowed = values(choices!).map(String);
+      const list = allowed.length > 1 ? `${allowed.slice(0, -1).join(', ')} or ${allowed.at(-1)}` : allowed.join('');
+      return `--${name} ${values(given!).map(String).join(', ')} is not one of its values: use ${list}.`;
+    })
+    .join('\n');
 }
 
 /** Adds a command, and its own commands, to `parser`. */
@@ -274,6 +292,8 @@ function skipHelpCache(parser: Argv): void {
   internals.getInternalMethods().getUsageInstance().cacheHelpMessage = () => undefined;
 }
 
+const COMMAND_NAMES = COMMANDS.map((c) => c.command.split(' ')[0]!);
+
 function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => void) {
   let parser = yargs(argv).scriptName('costsync').usage('$0 <command> [options]');
   // A flag given twice: the last one wins, as in most CLIs. Done here, not with yargs'
@@ -294,13 +314,10 @@ function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => vo
         throw (
           error ??
           new ConfigError(
-            withSuggestion(
-              message,
-              known,
-              argv,
-              COMMANDS.map((c) => c.command.split(' ')[0]!),
-            ),
-            'Run costsync --help for the commands and their options.',
+            withSuggestion(message, known, argv, COMMAND_NAMES),
+            COMMAND_NAMES.includes(argv[0] ?? '')
+              ? `Run costsync ${argv[0]} --help for its options and their values.`
+              : 'Run costsync --help for the commands and their options.',
           )
         );
       })

@@ -27,6 +27,9 @@ const EXTENSION_NAMES = [
   /exists in the (\w+) extension/,
 ];
 
+/** SQL DuckDB could not parse (its message names the place). */
+const PARSER_ERROR = /Parser Error:/;
+
 /** An unknown table, view or column: what `--list` answers. */
 const UNKNOWN_NAME =
   /^(Catalog Error: (Table|View) with name .* does not exist|Binder Error: (Referenced (column|table) .* not found|Column .* does not exist|Table .* does not have a column|Values list .* does not have a column))/;
@@ -55,7 +58,9 @@ function queryError(cause: unknown): CostsyncError {
       ? `costsync's DuckDB has the ${BUILT_IN_EXTENSIONS} extensions built in, and costsync query installs no other (such as ${extension}): install it once with DuckDB itself (duckdb -c "INSTALL ${extension}") and costsync query loads it when a query needs it; or export the rows with --out rows.parquet and read them with a tool that has ${extension}.`
       : UNKNOWN_NAME.test(first)
         ? 'costsync query --list shows the tables and views with their columns.'
-        : undefined;
+        : PARSER_ERROR.test(first)
+          ? 'DuckDB could not read the SQL where the caret points: look there for a misspelt keyword, a missing comma or an unclosed quote; in a shell, quote the whole query in single quotes.'
+          : undefined;
   return new CostsyncError('CS_ERR_QUERY', `The query failed: ${text}`, { exitCode: ExitCode.USAGE, hint, cause });
 }
 

@@ -38,7 +38,10 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
           /--streams names unknown stream\(s\): costs.*\n.*hint: Use a comma list of line_items,rollups,anomalies/,
         ],
         [['--max-runtime', 'soon'], /--max-runtime must be a duration such as 90s, 30m or 2h/],
-        [['--format', 'csv'], /Invalid values:[\s\S]*format[\s\S]*"duckdb", "parquet"/],
+        [
+          ['--format', 'csv'],
+          /--format csv is not one of its values: use duckdb, parquet or iceberg\.\n.*hint: Run costsync sync --help for its options/,
+        ],
         // --out alone would write no lake and say nothing: --format duckdb is the default.
         [
           ['--out', join(dir, 'lake2')],

@@ -103,6 +103,9 @@ describe('costsync query errors', () => {
       const fn = await query("SELECT lenght('costsync')");
       expect(fn).toMatch(/Scalar Function with name lenght does not exist!\nDid you mean "length"\?/);
       expect(fn).not.toMatch(/--list/);
+      const typo = await query('SELEC 1');
+      expect(typo).toMatch(/Parser Error: syntax error at or near "SELEC"/);
+      expect(typo).toMatch(/hint: DuckDB could not read the SQL where the caret points/);
 
       // An extension that is not built in: costsync query installs none, so it says how to install one.
       const extension = await query(`SELECT * FROM read_xlsx('${join(dir, 'costs.xlsx')}')`);

@@ -30,6 +30,19 @@ describe('did you mean', () => {
     expect(withSuggestion('Not enough arguments', known, [])).toBe('Not enough arguments');
   });
 
+  it("rewrites yargs' message for a value outside the choices: the flag, the value given and the values it takes", () => {
+    expect(withSuggestion('Invalid values:\n  Argument: format, Given: "csv", Choices: "duckdb", "parquet", "iceberg"', [], ['sync'])).toBe(
+      '--format csv is not one of its values: use duckdb, parquet or iceberg.',
+    );
+    expect(
+      withSuggestion(
+        'Invalid values:\n  Argument: a, Given: 3, Choices: 1, 2\n  Argument: log-format, Given: "xml", Choices: "json"',
+        [],
+        [],
+      ),
+    ).toBe('--a 3 is not one of its values: use 1 or 2.\n--log-format xml is not one of its values: use json.');
+  });
+
   it('names the command a misspelt one is closest to', () => {
     const commands = ['sync', 'status', 'query', 'report'];
     expect(withSuggestion('Unknown argument: synk', [], ['synk'], commands)).toBe('Unknown command synk (did you mean sync?).');
