@@ -12,7 +12,10 @@ import { periodText, type ReportData } from '../report/data.js';
 export function reportOptions(yargs: Argv) {
   return warehouseOptions(yargs)
     .option('out', { type: 'string', describe: 'HTML file to write [default ./costsync-report.html]' })
-    .option('from', { type: 'string', describe: 'First date (YYYY-MM-DD) [default 89 days before --to]' })
+    .option('from', {
+      type: 'string',
+      describe: 'First date (YYYY-MM-DD) [default 89 days before --to, or the first date with data when later]',
+    })
     .option('to', {
       type: 'string',
       describe: 'Last date (YYYY-MM-DD); not after today [default the last complete day: the latest with data before today (UTC)]',

@@ -172,13 +172,13 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
     publishing = next;
     return next;
   };
-  const lakeUnit = iceberg === null ? 'Parquet partition(s)' : 'date(s) to Iceberg tables';
+  const lakeUnit = iceberg === null ? 'Parquet partition(s)' : 'date(s), counted once in each Iceberg table they changed';
   /** What the lake's drains wrote in this run, for the line that says the lake is up to date. */
   let lakeWritten = 0;
   const lake = async () => {
     const written = await step.drainLake(warehouse, o.lake!, o.signal);
     lakeWritten += written;
-    if (written > 0) logger.debug(`wrote ${written} ${lakeUnit} to ${o.lake!.url}`);
+    if (written > 0) logger.debug(`${o.lake!.url}: wrote ${written} ${lakeUnit}`);
   };
   // Pending notifications of every source (a killed run's too); a failure is a warning, never the run's.
   const notify = async () => {

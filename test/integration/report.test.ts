@@ -105,6 +105,8 @@ describe('costsync report', () => {
         const [{ usd }] = (await queryDb<{ usd: number }>(db, 'SELECT sum(net_amount_usd) AS usd FROM line_items')) as [{ usd: number }];
         const report = await run(['report', '--db', db, '--out', join(dir, 'mid.html')]);
         expect(report.code, report.stderr).toBe(ExitCode.OK);
+        // With no --from, the period starts at the first date with data, not 89 days back over days with none.
+        expect(report.stderr).toMatch(/Report for 2025-06-01 to 2025-06-15:/);
         // June holds 15 days of data: its run-rate is their spend at that pace for 30 days, labelled as such.
         const html = readFileSync(join(dir, 'mid.html'), 'utf8');
         const row = /<tr><td>2025-06 \(to date\), through 2025-06-15<\/td><td>([^<]+)<\/td><td>([^<]+)<\/td>/.exec(html)!;
