@@ -86,8 +86,17 @@ export function currentSchema(m: TableMetadata): IcebergSchema {
   return m.schemas.find((s) => s['schema-id'] === m['current-schema-id'])!;
 }
 
+/** The snapshot `main` points at (its ref, else `current-snapshot-id`, which the spec keeps equal); null: none yet, or no table. */
+export function mainSnapshotId(m: TableMetadata | null): number | null {
+  // Format v1 metadata, as older writers leave it, may have no refs.
+  const refs = m?.refs;
+  const id = refs?.main?.['snapshot-id'] ?? m?.['current-snapshot-id'];
+  return id === undefined || id === -1 ? null : id;
+}
+
 export function currentSnapshot(m: TableMetadata): Snapshot | null {
-  return m.snapshots.find((s) => s['snapshot-id'] === m['current-snapshot-id']) ?? null;
+  const id = mainSnapshotId(m);
+  return m.snapshots.find((s) => s['snapshot-id'] === id) ?? null;
 }
 
 /**
@@ -99,7 +108,7 @@ export function expireSnapshots(m: TableMetadata, nowMs: number, retentionMs: nu
   const cutoff = nowMs - retentionMs;
   const older = m.snapshots.filter((s) => s['timestamp-ms'] < cutoff).sort((a, b) => a['timestamp-ms'] - b['timestamp-ms']);
   const keepAtCutoff = older.at(-1)?.['snapshot-id'];
-  const expired = older.filter((s) => s['snapshot-id'] !== keepAtCutoff && s['snapshot-id'] !== m['current-snapshot-id']);
+  const expired = older.filter((s) => s['snapshot-id'] !== keepAtCutoff && s['snapshot-id'] !== mainSnapshotId(m));
   if (expired.length === 0) return { metadata: m, expired };
   return { metadata: withoutSnapshots(m, new Set(expired.map((s) => s['snapshot-id']))), expired };
 }

@@ -32,6 +32,7 @@ import {
   currentSchema,
   currentSnapshot,
   expireSnapshots,
+  mainSnapshotId,
   metadataKey,
   metadataVersion,
   newTableMetadata,
@@ -637,17 +638,12 @@ export async function expireTable(
       return {
         removed: await removeExpiredFiles(loaded.store, table, mine, retained ?? (await catalog.load(table)).metadata?.snapshots ?? []),
         metadataLocation: outcome.kind === 'committed' ? outcome.metadataLocation : after!.metadataLocation,
-        snapshotId: mainSnapshotOf(outcome.kind === 'committed' ? outcome.metadata : after!.metadata),
+        snapshotId: mainSnapshotId(outcome.kind === 'committed' ? outcome.metadata : after!.metadata),
       };
     }
     if (attempt >= COMMIT_ATTEMPTS) throw lostRaces(catalog, table, 'expiring the snapshots of', attempt);
     await clock.sleep(backoffMs(attempt));
   }
-}
-
-function mainSnapshotOf(m: TableMetadata | null): number | null {
-  const id = m?.['current-snapshot-id'];
-  return id === undefined || id === -1 ? null : id;
 }
 
 /** Manifest lists and manifests read at once while an expiry works out what is still reachable. */

@@ -4,7 +4,7 @@
  * their own commits with it, so both kinds of table take the same change.
  */
 import { InternalError } from '../errors.js';
-import { METADATA_FILES_KEPT, withoutSnapshots, type Snapshot, type TableMetadata } from './metadata.js';
+import { METADATA_FILES_KEPT, mainSnapshotId, withoutSnapshots, type Snapshot, type TableMetadata } from './metadata.js';
 import type { IcebergSchema } from './schema.js';
 import type { TableChange, TableRequirement, TableUpdate } from './rest-types.js';
 
@@ -50,12 +50,6 @@ export function expiryChange(base: TableMetadata, ids: readonly number[]): Table
     ],
     updates: [{ action: 'remove-snapshots', 'snapshot-ids': [...ids] }],
   };
-}
-
-/** The snapshot `main` points at (null: none yet). */
-export function mainSnapshotId(m: TableMetadata): number | null {
-  const id = m.refs.main?.['snapshot-id'] ?? m['current-snapshot-id'];
-  return id === -1 ? null : id;
 }
 
 /**

@@ -20,7 +20,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../api/resilience.js';
 import type { DataFile } from '../iceberg/avro.js';
-import { SUMMARY, currentSchema, type TableMetadata } from '../iceberg/metadata.js';
+import { SUMMARY, currentSchema, mainSnapshotId, type TableMetadata } from '../iceberg/metadata.js';
 import {
   boundBytes,
   boundDate,
@@ -582,7 +582,7 @@ export function icebergLake(run: IcebergRun) {
         const loaded = await cat.load(table);
         if (loaded.metadataLocation === null) await warehouse.run('lake/forget_table', [table]);
         else {
-          const snapshotId = mainSnapshot(loaded.metadata);
+          const snapshotId = mainSnapshotId(loaded.metadata);
           const snapshot = loaded.metadata?.snapshots.find((x) => x['snapshot-id'] === snapshotId);
           await record(
             warehouse,
@@ -651,9 +651,4 @@ export function icebergLake(run: IcebergRun) {
     /** Where the tables are: the lake's directory, or the catalog and namespace. */
     where: () => catalog?.where ?? null,
   };
-}
-
-function mainSnapshot(m: TableMetadata | null): number | null {
-  const id = m?.['current-snapshot-id'];
-  return id === undefined || id === -1 ? null : id;
 }

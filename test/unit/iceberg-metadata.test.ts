@@ -8,7 +8,9 @@ import {
   type PartitionSpec,
 } from '../../src/iceberg/avro.js';
 import {
+  currentSnapshot,
   expireSnapshots,
+  mainSnapshotId,
   metadataVersion,
   newTableMetadata,
   withoutSnapshots,
@@ -125,6 +127,18 @@ describe('table metadata (pure)', () => {
     expect(two['snapshot-log'].map((e) => e['snapshot-id'])).toEqual([11, 22]);
     expect(two['metadata-log']).toEqual([{ 'timestamp-ms': 2_000, 'metadata-file': 'file:///lake/t/metadata/v1.metadata.json' }]);
     expect(metadataVersion('file:///lake/t/metadata/v12.metadata.json')).toBe(12);
+  });
+
+  it("main's snapshot: its ref, else current-snapshot-id (format v1 metadata has no refs); none for -1, a table with no snapshot or no table", () => {
+    const two = withSnapshot(withSnapshot(base, snap(11, 2_000, 1), null), snap(22, 3_000, 2), null);
+    expect(mainSnapshotId(two)).toBe(22);
+    expect(currentSnapshot(two)?.['snapshot-id']).toBe(22);
+    const { refs: _refs, ...v1 } = two;
+    expect(mainSnapshotId(v1 as TableMetadata)).toBe(22);
+    expect(currentSnapshot({ ...two, refs: { main: { 'snapshot-id': 11, type: 'branch' } } })?.['snapshot-id']).toBe(11);
+    expect(mainSnapshotId(base)).toBeNull();
+    expect(mainSnapshotId({ ...two, refs: {}, 'current-snapshot-id': -1 })).toBeNull();
+    expect(mainSnapshotId(null)).toBeNull();
   });
 
   it('a commit states what it was built on: the table, main (null before any snapshot), and with a new schema the schema and last column id it extends', () => {
