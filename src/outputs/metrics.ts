@@ -189,7 +189,7 @@ export function prometheusText(facts: MetricFacts): string {
   );
   metric(
     'costsync_outbox_pending',
-    "Derived outputs committed but not yet in place (the run's lake's partitions, commits and run tables, a Parquet lake's manifests, the published warehouse, notifications); the next run finishes them.",
+    "Derived outputs committed but not yet in place (the run's lake's partitions, commits and run tables, a Parquet lake's manifests, the published warehouse, notifications); the next run with the same outputs finishes them.",
     facts.outboxPending.map((p) => [{ output: p.output }, p.n]),
   );
   return `${out.join('\n')}\n`;

@@ -56,6 +56,8 @@ export interface StreamPlan {
   refetches: string | null;
   /** How the estimate was made, for a person. */
   basis: string;
+  /** Which of the requests go to another endpoint than the stream's own (its checks'), for a person. */
+  endpoints?: string;
   /** With --full-refresh: the stored dates the run replaces, as `from..to`. */
   replaces: string | null;
   /** With --drop-before: what the run deletes, as `N row(s) dated from..to`. */
@@ -351,7 +353,7 @@ async function priceByRollups(step: SourceStep, unknown: DayBasis[], all: number
  */
 export function windowedStreamPlan(spec: WindowedStreamSpec, planned: PlannedStream, known: KnownDays, run: RunChecks): StreamPlan {
   const { todo, plan, resumed } = planned;
-  const { basis, ...estimate } = spec.estimateRequests({ days: known.days, usdPerRow: known.usdPerRow, resumed }, run);
+  const { basis, endpoints, ...estimate } = spec.estimateRequests({ days: known.days, usdPerRow: known.usdPerRow, resumed }, run);
   return {
     stream: spec.name,
     range: `${plan.from}..${plan.to}`,
@@ -362,6 +364,7 @@ export function windowedStreamPlan(spec: WindowedStreamSpec, planned: PlannedStr
     minRequests: estimate.minRequests,
     refetches: storedSpan(known.days.flat()),
     basis: basis ?? known.basis,
+    ...(endpoints !== undefined && { endpoints }),
     replaces: planned.replaces,
     drops: planned.drops,
   };
@@ -452,7 +455,7 @@ export function dryRunText(plans: readonly SourcePlan[], several: boolean, faile
     for (const s of p.streams) {
       const requests = s.requests === null ? `at least ${s.minRequests}` : `about ${s.requests}`;
       lines.push(
-        `  ${s.stream}: ${s.range}, ${s.windows - (s.older ?? 0)} window(s)${s.older ? `, then ${s.older} of older dates (below)` : ''}${s.resumed ? ' (resuming an unfinished plan)' : ''}, ${requests} request(s) [${s.basis}]`,
+        `  ${s.stream}: ${s.range}, ${s.windows - (s.older ?? 0)} window(s)${s.older ? `, then ${s.older} of older dates (below)` : ''}${s.resumed ? ' (resuming an unfinished plan)' : ''}, ${requests} request(s)${s.endpoints === undefined ? '' : ` (${s.endpoints})`} [${s.basis}]`,
       );
       if (s.drops !== null) lines.push(`    deleted first (--drop-before): ${s.drops}`);
       if (s.replaces !== null)

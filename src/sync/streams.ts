@@ -89,7 +89,7 @@ export interface WindowedStreamSpec {
    * The requests a run makes for `windows` (its pages, checks and estimate), and how that is known for a person
    * (null: from what was read of the dates). `sync --dry-run` asks the stream rather than restating it. Pure.
    */
-  estimateRequests(windows: WindowsToFetch, run: RunChecks): RequestEstimate & { basis: string | null };
+  estimateRequests(windows: WindowsToFetch, run: RunChecks): RequestEstimate & { basis: string | null; endpoints?: string };
 }
 
 export const LINE_ITEM_PAGE_LIMIT = 1000;
@@ -135,6 +135,10 @@ export const lineItemsStream: WindowedStreamSpec = {
       requests: pages === null ? null : pages + checks + estimate,
       minRequests: days.length + checks + estimate,
       basis: null,
+      // Counted with this stream, though they go to the rollups endpoint: a reader of the API's logs looks for them there.
+      ...(checks + estimate > 0 && {
+        endpoints: `${checks + estimate} of them to the rollups endpoint: ${[checks > 0 ? `${checks} for the windows' checks` : '', estimate > 0 ? '1 for the progress estimate' : ''].filter(Boolean).join(', ')}`,
+      }),
     };
   },
 };
@@ -174,6 +178,10 @@ export const rollupsStream: WindowedStreamSpec = {
     const pages = 'pagesPerWindow' in this.size ? this.size.pagesPerWindow : 1;
     const perWindow = pages - (run.providerRollupsShared ? 1 : 0);
     const requests = days.length * perWindow;
-    return { requests, minRequests: requests, basis: `${perWindow} request(s) a window` };
+    return {
+      requests,
+      minRequests: requests,
+      basis: `${perWindow} request(s) a window${run.providerRollupsShared ? ": the provider view comes with the line items' check" : ''}`,
+    };
   },
 };

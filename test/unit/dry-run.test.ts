@@ -211,11 +211,48 @@ describe("sync --dry-run asks each stream's spec for its requests", () => {
 
   it("counts a fixed-page stream's requests from the pages a window its spec declares", () => {
     const rollups = windowedStreamPlan({ ...rollupsStream, fetchPage: noFetch }, planned, unread, checked);
-    expect(rollups).toMatchObject({ stream: 'rollups', windows: 2, older: 1, requests: 4, minRequests: 4, basis: '2 request(s) a window' });
+    expect(rollups).toMatchObject({
+      stream: 'rollups',
+      windows: 2,
+      older: 1,
+      requests: 4,
+      minRequests: 4,
+      basis: "2 request(s) a window: the provider view comes with the line items' check",
+    });
     // A spec of five pages a window (one of them the line items' check's when both are checked) changes the count.
     const five: WindowedStreamSpec = { ...rollupsStream, size: { pagesPerWindow: 5 }, fetchPage: noFetch };
-    expect(windowedStreamPlan(five, planned, unread, checked)).toMatchObject({ requests: 8, basis: '4 request(s) a window' });
-    expect(windowedStreamPlan(five, planned, unread, unchecked)).toMatchObject({ requests: 10, minRequests: 10 });
+    expect(windowedStreamPlan(five, planned, unread, checked)).toMatchObject({ requests: 8 });
+    expect(windowedStreamPlan(five, planned, unread, unchecked)).toMatchObject({
+      requests: 10,
+      minRequests: 10,
+      basis: '5 request(s) a window',
+    });
+  });
+
+  it("says which of the line items' requests go to the rollups endpoint (each window's check, the progress estimate)", () => {
+    const items = windowedStreamPlan({ ...lineItemsStream, fetchPage: noFetch }, planned, unread, checked);
+    expect(items).toMatchObject({
+      requests: null,
+      minRequests: 5,
+      endpoints: "3 of them to the rollups endpoint: 2 for the windows' checks, 1 for the progress estimate",
+    });
+    const plan: SourcePlan = {
+      source: 'default',
+      streams: [items],
+      notices: [],
+      requests: 5,
+      atLeast: true,
+      seconds: 5,
+      rateLimit: 60,
+      dryRunRequests: { rollups: 0, lineItems: 0, anomalies: 0 },
+      recheck: null,
+    };
+    expect(dryRunText([plan], false)).toContain(
+      "at least 5 request(s) (3 of them to the rollups endpoint: 2 for the windows' checks, 1 for the progress estimate)",
+    );
+    expect(windowedStreamPlan({ ...lineItemsStream, fetchPage: noFetch }, planned, unread, unchecked).endpoints).toBe(
+      '1 of them to the rollups endpoint: 1 for the progress estimate',
+    );
   });
 
   it("takes a new stream's count and basis from its own estimateRequests, 'at least' when it cannot tell", () => {
