@@ -152,7 +152,8 @@ export const SETTING_SPECS = [
     group: 'sync',
     default: './costs-parquet',
     defaultText: './costs-parquet, or ./costs-iceberg with --format iceberg',
-    describe: 'The lake, with --format parquet or iceberg (refused without one): a directory, or s3://BUCKET/PREFIX',
+    describe:
+      'The lake --format parquet or iceberg writes (refused with --format duckdb, which writes none): a directory, or s3://BUCKET/PREFIX',
   },
   {
     name: 'iceberg-retention',
