@@ -19,7 +19,7 @@ import { catalogLakeTarget, outputTarget, type OutputTarget } from './outputs/ta
 import { acquireLock, dbLockPath, type Lock } from './state/lock.js';
 import { removeStateLeftovers } from './state/store.js';
 import { checkLakeFormat } from './outputs/iceberg.js';
-import type { Warehouse } from './storage/duckdb.js';
+import type { LakeFormat, Warehouse } from './storage/duckdb.js';
 import { openWorkingCopy } from './storage/working-copy.js';
 
 export type RunSettings = Pick<SyncConfig, 'db' | 'stateDir' | 'lease' | 'leaseTtlMs' | 'format' | 'out' | 'catalog' | 'shard'>;
@@ -126,7 +126,8 @@ export async function openRun(request: RunRequest): Promise<OpenRun> {
     // Refused now, not half way through a backfill: a lake that cannot be written (no credentials,
     // no bucket, access denied), a server that ignores conditional writes, another runner's lease.
     await lake?.check(runId);
-    if (lake !== null && config.catalog === null) await checkLakeFormat(lake, config.format === 'iceberg' ? 'iceberg' : 'parquet');
+    const lakeFormat: LakeFormat = config.format === 'iceberg' ? 'iceberg' : 'parquet';
+    if (lake !== null && config.catalog === null) await checkLakeFormat(lake, lakeFormat);
     if (lake !== null && config.catalog === null && config.format === 'iceberg')
       await refuseAdoptedTables(lake, Object.keys(ICEBERG_TABLES));
     if (lake !== null && config.catalog !== null && config.out !== '' && !isS3Url(config.out))
@@ -136,7 +137,7 @@ export async function openRun(request: RunRequest): Promise<OpenRun> {
     const remote = remoteWarehouse(db);
     if (remote) remote.notice = (m) => logger.warn(m);
     const warehouse = await openWorkingCopy(config.db, config.stateDir, {
-      lake: lake === null ? undefined : config.format === 'iceberg' ? 'iceberg' : 'parquet',
+      lake: lake === null ? undefined : lakeFormat,
       remote,
       notice: (m) => logger.warn(m),
     });

@@ -108,7 +108,8 @@ export function expireSnapshots(m: TableMetadata, nowMs: number, retentionMs: nu
   const cutoff = nowMs - retentionMs;
   const older = m.snapshots.filter((s) => s['timestamp-ms'] < cutoff).sort((a, b) => a['timestamp-ms'] - b['timestamp-ms']);
   const keepAtCutoff = older.at(-1)?.['snapshot-id'];
-  const expired = older.filter((s) => s['snapshot-id'] !== keepAtCutoff && s['snapshot-id'] !== mainSnapshotId(m));
+  const main = mainSnapshotId(m);
+  const expired = older.filter((s) => s['snapshot-id'] !== keepAtCutoff && s['snapshot-id'] !== main);
   if (expired.length === 0) return { metadata: m, expired };
   return { metadata: withoutSnapshots(m, new Set(expired.map((s) => s['snapshot-id']))), expired };
 }

@@ -9,7 +9,7 @@
 import type { Clock } from '../api/resilience.js';
 import { CostsyncError, ExitCode, describeError, errorFields, isFenced, isStopped } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Warehouse } from '../storage/duckdb.js';
+import type { LakeFormat, Warehouse } from '../storage/duckdb.js';
 import { markMany } from '../storage/outbox.js';
 import { DEFAULT_RETENTION_MS, icebergLake } from './iceberg.js';
 import type { IcebergCatalog } from '../iceberg/catalog.js';
@@ -38,7 +38,7 @@ export interface DerivedOutputsOptions {
   /** Throws when this run may no longer write (its lease was taken over): called before every write. */
   guard?: () => void;
   /** How the lake is written (`--format`); parquet by default. */
-  lakeFormat?: 'parquet' | 'iceberg';
+  lakeFormat?: LakeFormat;
   /** `--iceberg-retention`. */
   icebergRetentionMs?: number;
   /** `--iceberg-maintenance` (on by default). */

@@ -49,7 +49,7 @@ import {
 } from '../iceberg/table.js';
 import type { IcebergCatalog, LoadedTable, NewTable } from '../iceberg/catalog.js';
 import { ConfigError, throwIfStopped } from '../errors.js';
-import { sqlString, type Warehouse } from '../storage/duckdb.js';
+import { sqlString, type LakeFormat, type Warehouse } from '../storage/duckdb.js';
 import { done, doneMany, mark, markMany, pending, sourcesBehind, type ItemOf } from '../storage/outbox.js';
 import { API_TABLES, ICEBERG_TABLES, RUN_TABLES, type IcebergTableDef } from '../storage/tables.js';
 import { PARQUET_OPTIONS, drainPending, runTablesDue } from './lake.js';
@@ -63,7 +63,7 @@ import { failpoint } from '../failpoints.js';
  * table folders would be read twice by engines that list hive partitions, and a Parquet lake's files
  * under an Iceberg table are referenced by no snapshot.
  */
-export async function checkLakeFormat(target: OutputTarget, format: 'parquet' | 'iceberg'): Promise<void> {
+export async function checkLakeFormat(target: OutputTarget, format: LakeFormat): Promise<void> {
   if (format === 'iceberg') {
     for (const table of API_TABLES) {
       if ((await target.list(`${table}/source=`)).length > 0) {

@@ -5,12 +5,12 @@
  * mark are marked pending; once a source has nothing pending, its mark moves to its latest change.
  * So a run without --format, or with another --out, never leaves this lake behind unknowingly.
  */
-import type { Warehouse } from '../storage/duckdb.js';
+import type { LakeFormat, Warehouse } from '../storage/duckdb.js';
 import { markMany, sourcesBehind } from '../storage/outbox.js';
 import type { OutputTarget } from './target.js';
 
 /** How the marks name a lake: its format and where it is. Pure. */
-export function lakeName(format: 'parquet' | 'iceberg', target: Pick<OutputTarget, 'url'>): string {
+export function lakeName(format: LakeFormat, target: Pick<OutputTarget, 'url'>): string {
   return `${format}:${target.url}`;
 }
 
