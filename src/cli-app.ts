@@ -165,7 +165,8 @@ const COMMANDS: readonly Command[] = [
   },
   {
     command: 'status',
-    describe: 'Show per source and stream the watermark, last run, rows and windows pending; --format json for scripts',
+    describe:
+      'Show per source and stream the watermark, last run, rows and windows pending, and which lake is behind; --format json for scripts',
     load: async () => {
       const m = await import('./commands/status.js');
       return { options: m.statusOptions, run: m.runStatusCommand };
@@ -261,6 +262,17 @@ function choiceMessage(message: string): string {
     .join('\n');
 }
 
+/** The last value `argv` gives option `key` (`--key v` or `--key=v`; a camelCase key as its kebab-case flag), or undefined. Pure. */
+export function asWritten(argv: readonly string[], key: string): string | undefined {
+  const flag = `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+  let value: string | undefined;
+  argv.forEach((a, i) => {
+    if (a.startsWith(`${flag}=`)) value = a.slice(flag.length + 1);
+    else if (a === flag && i + 1 < argv.length) value = argv[i + 1];
+  });
+  return value;
+}
+
 /** Adds a command, and its own commands, to `parser`. */
 function register(parser: Argv, c: Command, io: CommandIo, done: (code: ExitCode) => void): Argv {
   // yargs awaits a builder that returns a promise; it calls only the builder of the command being run.
@@ -300,7 +312,11 @@ function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => vo
   // 'duplicate-arguments-array': false, which also kept only the last of a variadic positional (`push a.csv b.csv`).
   parser = parser.middleware((args) => {
     const arrays = new Set((parser as unknown as { getOptions(): { array: string[] } }).getOptions().array);
-    for (const [key, value] of Object.entries(args)) if (key !== '_' && Array.isArray(value) && !arrays.has(key)) args[key] = value.at(-1);
+    for (const [key, value] of Object.entries(args)) {
+      if (key !== '_' && Array.isArray(value) && !arrays.has(key)) args[key] = value.at(-1);
+      // yargs makes a number option's value that is not a number NaN: the check's error then shows what was written.
+      if (typeof args[key] === 'number' && Number.isNaN(args[key])) args[key] = asWritten(argv, key) ?? args[key];
+    }
   }, true);
   for (const c of COMMANDS) parser = register(parser, c, io, done);
   skipHelpCache(parser);

@@ -37,10 +37,26 @@ export interface StatusReport {
   pushes: Record<string, unknown>[];
   /** With --format iceberg: each lake table's current metadata file, as the warehouse last committed it. */
   lakeTables: Record<string, unknown>[];
+  /**
+   * Each lake this warehouse has written, per source: how many partitions the warehouse wrote since the
+   * lake last caught up (0: it holds all the warehouse does), so a lake that runs without it left behind is named.
+   */
+  lakes: LakeStatus[];
   /** What the metrics file holds: each source's last run, open anomalies, the latest day's spend. */
   metrics: MetricFacts | null;
   database: string;
 }
+
+/** A type, not an interface: it is printed as a table row (`formatTable` takes records). */
+export type LakeStatus = {
+  lake: string;
+  format: string;
+  source: string;
+  /** Partitions the warehouse wrote since the lake last caught up: the next run with this lake writes them. */
+  partitions_behind: number;
+  /** Their first and last dates (`a..b`), or empty. */
+  dates: string;
+};
 
 /** A type, not an interface: it is printed as a table row (`formatTable` takes records). */
 export type StreamStatus = {
@@ -125,6 +141,7 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
   let runs: Record<string, unknown>[] = [];
   let pushes: Record<string, unknown>[] = [];
   let lakeTables: Record<string, unknown>[] = [];
+  let lakes: LakeStatus[] = [];
   let metrics: MetricFacts | null = null;
   const file = isS3Url(db)
     ? await readableCopy(db).catch((error: unknown) => {
@@ -138,17 +155,31 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
       tables = await wh.query('status/table_counts');
       runs = await wh.query('status/last_runs');
       pushes = await wh.query('status/last_pushes');
-      // A warehouse an older costsync published has no such table.
-      const [{ n }] = (await wh.sql<{ n: number }>(
-        "SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = '_costsync_lake_tables'",
-      )) as [{ n: number }];
-      if (n > 0) lakeTables = await wh.query('status/lake_tables');
+      // A warehouse an older costsync published may have neither table.
+      const held = new Set(
+        (
+          await wh.sql<{ name: string }>(
+            "SELECT table_name AS name FROM duckdb_tables() WHERE table_name IN ('_costsync_lake_tables', '_costsync_lake_marks')",
+          )
+        ).map((t) => t.name),
+      );
+      if (held.has('_costsync_lake_tables')) lakeTables = await wh.query('status/lake_tables');
+      if (held.has('_costsync_lake_marks')) lakes = await wh.query<LakeStatus>('status/lakes');
       metrics = await gatherMetrics(wh, 'published');
     } finally {
       wh.close();
     }
   }
-  return { sources, tables, runs, pushes, lakeTables, metrics, database: db };
+  return { sources, tables, runs, pushes, lakeTables, lakes, metrics, database: db };
+}
+
+/** What to do about lakes that are behind the warehouse. Pure. */
+export function lakesBehindNote(behind: readonly LakeStatus[]): string {
+  // A catalog's lake is named by its URL (and warehouse, namespace): a directory's or a bucket's by its place.
+  const options = (l: LakeStatus) => (/^https?:\/\//.test(l.lake) ? `the catalog ${l.lake}` : `--format ${l.format} --out ${l.lake}`);
+  const names = [...new Set(behind.map(options))];
+  const which = names.length === 1 ? names[0] : `each of ${names.join('; ')}`;
+  return `A lake is behind the warehouse (a run with it stopped, or runs without it wrote since): the next sync with ${which} writes them.`;
 }
 
 export async function runStatusCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
@@ -176,6 +207,10 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
   if (report.tables.length > 0) {
     io.stdout(`Database ${config.db}\n${formatTable(report.tables)}\n\nLast runs\n${formatTable(report.runs)}\n`);
     if (report.pushes.length > 0) io.stdout(`\nLast pushes\n${formatTable(report.pushes)}\n`);
+    if (report.lakes.length > 0)
+      io.stdout(`\nLakes (partitions the warehouse wrote since each lake last caught up)\n${formatTable(report.lakes)}\n`);
+    const behind = report.lakes.filter((l) => l.partitions_behind > 0);
+    if (behind.length > 0) io.stdout(`${lakesBehindNote(behind)}\n`);
     if (report.lakeTables.length > 0)
       io.stdout(`\nLake tables (the run tables: as the run before committed them)\n${formatTable(report.lakeTables)}\n`);
   } else {

@@ -16,6 +16,7 @@ export function lakeName(format: LakeFormat, target: Pick<OutputTarget, 'url'>):
 
 /** Marks pending every partition of `sources` changed after `lake`'s mark. */
 export async function catchUp(warehouse: Warehouse, lake: string, sources: readonly string[]): Promise<void> {
+  await warehouse.run('lake/mark_known', [lake, JSON.stringify(sources)]);
   const changed = await warehouse.query<{ table: string; source: string; date: string }>('lake/changed_since_mark', [
     lake,
     JSON.stringify(sources),

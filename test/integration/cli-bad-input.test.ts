@@ -32,6 +32,9 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
         [['--since', '2025-06-10', '--until', '2025-06-01'], /--since \(2025-06-10\) is after the last date 2025-06-01/],
         [['--lookback-days', '-1'], /--lookback-days must be a whole number from 0 to 365; got -1/],
         [['--window-days', '0'], /--window-days must be a whole number from 1 to 3660/],
+        // A number option's value as written, not as yargs' NaN.
+        [['--window-days', '7d'], /--window-days must be a whole number from 1 to 3660; got "7d"/],
+        [['--concurrency=x'], /--concurrency must be a whole number from 1 to 64; got "x"/],
         [['--rate-limit', '-5'], /--rate-limit must be a whole number/],
         [
           ['--streams', 'line_items,costs'],

@@ -34,6 +34,7 @@ import {
   testSyncConfig,
 } from '../support/helpers.js';
 import { monthsToRewrite, sourceToRewrite } from '../../src/outputs/iceberg.js';
+import { gatherStatus } from '../../src/commands/status.js';
 import { ICEBERG_TABLES } from '../../src/storage/tables.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -737,12 +738,25 @@ describe('a lake another state directory changed', () => {
               Number(m[2]),
             ]),
           );
-        const config = testSyncConfig(url, dir, { format: 'iceberg', out: join(dir, 'lake'), metricsFile: metrics, windowDays: 3 });
+        // The warehouse and state directory the spawned runs below (syncArgs) use.
+        const config = testSyncConfig(url, dir, {
+          db: join(dir, 'c.duckdb'),
+          format: 'iceberg',
+          out: join(dir, 'lake'),
+          metricsFile: metrics,
+          windowDays: 3,
+        });
         const { summary } = await syncStoppedAt(config, { ...clock, sleep: async () => undefined }, 2, 'line_items');
         expect(summary.outcome).toBe('stopped');
         const stopped = pending();
         expect(stopped.manifest).toBe(0);
         expect(stopped.lake).toBeGreaterThan(0);
+        // Status names the lake, stopped in its first run, as behind the warehouse; once caught up, as not.
+        const lakes = async () =>
+          (await gatherStatus(config.db, config.stateDir)).lakes.map((l) => ({ ...l, behind: l.partitions_behind > 0 }));
+        expect(await lakes()).toEqual([
+          expect.objectContaining({ lake: join(dir, 'lake'), format: 'iceberg', source: 'default', behind: true }),
+        ]);
         const wh = await openWorkingCopy(config.db, config.stateDir);
         try {
           const kinds = await wh.sql<{ kind: string }>('SELECT DISTINCT kind FROM _costsync_outbox ORDER BY kind');
@@ -753,6 +767,7 @@ describe('a lake another state directory changed', () => {
         }
         expect(await run(syncArgs(url, dir, ['--metrics-file', metrics]), ENV)).toMatchObject({ code: 0 });
         expect(pending()).toEqual({ lake: 0, manifest: 0, notify: 0, publish: 0 });
+        expect(await lakes()).toEqual([expect.objectContaining({ lake: join(dir, 'lake'), partitions_behind: 0, dates: '' })]);
         // With no lake, the run tables' mark waits for a lake a later run writes: no work of this run's.
         expect(await run(syncArgs(url, dir, ['--metrics-file', metrics], true), ENV)).toMatchObject({ code: 0 });
         expect(pending()).toEqual({ lake: 0, manifest: 0, notify: 0, publish: 0 });

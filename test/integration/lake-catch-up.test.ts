@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { gatherStatus } from '../../src/commands/status.js';
 import { manifestKey } from '../../src/outputs/lake.js';
 import { runSync } from '../../src/sync/runner.js';
 import {
@@ -44,7 +45,7 @@ describe('a lake that runs did not write catches up', () => {
     });
   });
 
-  it('two Parquet lakes and a run with neither: each lake catches up on what it missed (a restatement synced elsewhere)', async () => {
+  it('two Parquet lakes and a run with neither: each lake catches up on what it missed (a restatement synced elsewhere), and status says which lake is behind', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 5, clock, restatement: RESTATE }, async (emulator) => {
       await withTempDir(async (dir) => {
         const config = testSyncConfig(emulator.url, dir, { windowDays: 30 });
@@ -52,17 +53,32 @@ describe('a lake that runs did not write catches up', () => {
         const p2 = { ...config, format: 'parquet' as const, out: join(dir, 'p2') };
         const sync = async (c: typeof config) =>
           expect((await runSync({ config: c, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
+        // What status says of each lake: the partitions the warehouse wrote since it last caught up.
+        const behind = async () =>
+          Object.fromEntries((await gatherStatus(config.db, config.stateDir)).lakes.map((l) => [l.lake, l.partitions_behind]));
         await sync(p1);
+        expect(await behind()).toEqual({ [p1.out]: 0 });
         await sync(p2);
+        // The run into p2 stored the anomalies again (their last_seen_at moves), which p1 does not hold.
+        const afterP2 = await behind();
+        expect(afterP2[p2.out]).toBe(0);
+        expect(afterP2[p1.out]).toBeGreaterThan(0);
         emulator.restate();
         await sync(config);
+        const afterNeither = await behind();
+        expect(afterNeither[p1.out]).toBeGreaterThan(afterP2[p1.out]!);
+        expect(afterNeither[p2.out]).toBeGreaterThan(0);
         emulator.restate();
         await sync(p2);
+        expect((await behind())[p2.out]).toBe(0);
+        expect((await behind())[p1.out]).toBeGreaterThanOrEqual(afterNeither[p1.out]!);
         // Lookback 0: this run fetches nothing restated; the lake catches up from the warehouse alone.
         await sync({ ...p1, lookbackDays: 0 });
         expectSame(await lakeDifferences(config.db, p1.out));
+        expect((await behind())[p1.out]).toBe(0);
         await sync({ ...p2, lookbackDays: 0 });
         expectSame(await lakeDifferences(config.db, p2.out));
+        expect((await behind())[p2.out]).toBe(0);
       });
     });
   });

@@ -42,6 +42,7 @@ import { horizonStart } from '../../src/plan/horizon.js';
 import { SUMMARY } from '../../src/iceberg/metadata.js';
 import { ICEBERG_TABLES } from '../../src/storage/tables.js';
 import { manifestKey } from '../../src/outputs/lake.js';
+import { gatherStatus } from '../../src/commands/status.js';
 import { decode, type OutboxRow } from '../../src/storage/outbox.js';
 import { shardOf } from '../../src/shards.js';
 import { dbLockPath } from '../../src/state/lock.js';
@@ -529,6 +530,18 @@ function checkNothingPending(world: World, args: SyncArgs, stderr: string): void
   if (waiting.length > 0) fail(world, `exit 0, yet the metrics say outputs wait: ${waiting.map((m) => m[0]).join(', ')}`, stderr);
 }
 
+/** After a run of every source into a lake (not through the catalog) that exited 0: status says that lake holds all the warehouse does. */
+async function checkLakeCaughtUp(world: World, args: SyncArgs, stderr: string): Promise<void> {
+  if (args.lake === null) return;
+  const where = args.lake === 's3' ? world.bucketLake : world.lakeDir(args.lake);
+  // A bucket lake is named as its prefix, with the trailing slash.
+  const lakes = (await gatherStatus(world.db, world.dir)).lakes;
+  const said = lakes.filter((l) => l.lake.replace(/\/$/, '') === where);
+  const caughtUp = said.filter((l) => l.partitions_behind === 0).map((l) => l.source);
+  for (const source of sourcesOf(args))
+    if (!caughtUp.includes(source)) fail(world, `exit 0 with ${where}, yet status says of the lakes: ${JSON.stringify(lakes)}`, stderr);
+}
+
 /** After a run that exited 0: every date it had to sync equals the API now, and its lake equals the warehouse for its sources. */
 async function checkSynced(
   world: World,
@@ -829,8 +842,10 @@ class SyncCommand implements Cmd {
     if (this.stop.kind === 'none' && result.code !== 0) fail(world, `a sync nothing stopped exited ${result.code}`, result.stderr);
     const published = await checkAlways(world, result.stderr, killed ? [] : [this.args.state]);
     if (result.code === 0) await checkSynced(world, this.args, published, result.stderr, this.viaCatalog);
-    if (result.code === 0 && this.args.sources === 'w1,w2' && this.args.shard === null)
+    if (result.code === 0 && this.args.sources === 'w1,w2' && this.args.shard === null) {
       checkNothingPending(world, this.args, result.stderr);
+      if (!this.viaCatalog) await checkLakeCaughtUp(world, this.args, result.stderr);
+    }
   }
   toString(): string {
     const line = syncLine(this.args, this.ranOn, this.viaCatalog ? '$CATALOG' : null);

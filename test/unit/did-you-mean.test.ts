@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { withSuggestion } from '../../src/cli-app.js';
+import { asWritten, withSuggestion } from '../../src/cli-app.js';
 import { closest, editDistance } from '../../src/did-you-mean.js';
 
 describe('did you mean', () => {
@@ -47,5 +47,13 @@ describe('did you mean', () => {
     const commands = ['sync', 'status', 'query', 'report'];
     expect(withSuggestion('Unknown argument: synk', [], ['synk'], commands)).toBe('Unknown command synk (did you mean sync?).');
     expect(withSuggestion('Unknown argument: zzzzzz', [], ['zzzzzz'], commands)).toBe('Unknown command zzzzzz.');
+  });
+
+  it("finds a flag's value as written (asWritten): the last one given, with a space or =, a camelCase key as its flag", () => {
+    expect(asWritten(['sync', '--window-days', '7d'], 'window-days')).toBe('7d');
+    expect(asWritten(['sync', '--window-days', '7d'], 'windowDays')).toBe('7d');
+    expect(asWritten(['sync', '--window-days=3x', '--window-days', 'abc'], 'window-days')).toBe('abc');
+    expect(asWritten(['sync', '--window-days'], 'window-days')).toBeUndefined();
+    expect(asWritten(['sync', '--window-days-x', '1'], 'window-days')).toBeUndefined();
   });
 });

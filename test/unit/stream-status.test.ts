@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { windowedStreamStatus } from '../../src/commands/status.js';
+import { lakesBehindNote, windowedStreamStatus, type LakeStatus } from '../../src/commands/status.js';
 import type { PlannedWindow } from '../../src/state/store.js';
 
 const w = (start: string, status: PlannedWindow['status'], fetched: boolean): PlannedWindow => ({
@@ -67,5 +67,25 @@ describe('status of a windowed stream (windowedStreamStatus)', () => {
       watermark: '2026-10-01..2026-10-05, 2026-11-01..2026-11-26',
       gaps: '2026-10-06..2026-10-31',
     });
+  });
+});
+
+describe("status's note on lakes behind the warehouse (lakesBehindNote)", () => {
+  const lake = (l: string, format: string, source: string): LakeStatus => ({ lake: l, format, source, partitions_behind: 3, dates: '' });
+
+  it('names the options of the one sync that brings a lake up to date, once for all its sources', () => {
+    const note = lakesBehindNote([lake('/data/lake', 'parquet', 'a'), lake('/data/lake', 'parquet', 'b')]);
+    expect(note).toContain('the next sync with --format parquet --out /data/lake writes them.');
+    expect(note.match(/--out/g)).toHaveLength(1);
+  });
+
+  it("names each lake behind, and a catalog's lake by its catalog rather than an --out", () => {
+    const note = lakesBehindNote([
+      lake('s3://bucket/lake', 'iceberg', 'a'),
+      lake('https://catalog.example/api (warehouse w), namespace costsync', 'iceberg', 'a'),
+    ]);
+    expect(note).toContain(
+      'each of --format iceberg --out s3://bucket/lake; the catalog https://catalog.example/api (warehouse w), namespace costsync',
+    );
   });
 });
