@@ -1,7 +1,7 @@
 /** `costsync status`: per stream, the watermark, last run, rows and windows pending. */
 import { coverageOf, formatRanges, gapsOf } from '../plan/coverage.js';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { ExitCode } from '../errors.js';
 import { unusableStateHint, type SyncState, type WindowedStreamState } from '../state/store.js';
 import { openReadOnly } from '../storage/duckdb.js';
@@ -56,6 +56,8 @@ export type LakeStatus = {
   partitions_behind: number;
   /** Their first and last dates (`a..b`), or empty. */
   dates: string;
+  /** A directory lake: whether it is on this machine's disk (a deleted one is written whole by its next run); null for a bucket or a catalog. */
+  on_disk: boolean | null;
 };
 
 /** A type, not an interface: it is printed as a table row (`formatTable` takes records). */
@@ -164,7 +166,11 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
         ).map((t) => t.name),
       );
       if (held.has('_costsync_lake_tables')) lakeTables = await wh.query('status/lake_tables');
-      if (held.has('_costsync_lake_marks')) lakes = await wh.query<LakeStatus>('status/lakes');
+      if (held.has('_costsync_lake_marks'))
+        lakes = (await wh.query<Omit<LakeStatus, 'on_disk'>>('status/lakes')).map((l) => ({
+          ...l,
+          on_disk: isAbsolute(l.lake) ? existsSync(l.lake) : null,
+        }));
       metrics = await gatherMetrics(wh, 'published');
     } finally {
       wh.close();
@@ -173,13 +179,26 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
   return { sources, tables, runs, pushes, lakeTables, lakes, metrics, database: db };
 }
 
-/** What to do about lakes that are behind the warehouse. Pure. */
-export function lakesBehindNote(behind: readonly LakeStatus[]): string {
+/** What to do about lakes that are behind the warehouse, or not on this machine's disk: one line each kind, or none. Pure. */
+export function lakesBehindNote(lakes: readonly LakeStatus[]): string[] {
   // A catalog's lake is named by its URL (and warehouse, namespace): a directory's or a bucket's by its place.
   const options = (l: LakeStatus) => (/^https?:\/\//.test(l.lake) ? `the catalog ${l.lake}` : `--format ${l.format} --out ${l.lake}`);
-  const names = [...new Set(behind.map(options))];
-  const which = names.length === 1 ? names[0] : `each of ${names.join('; ')}`;
-  return `A lake is behind the warehouse (a run with it stopped, or runs without it wrote since): the next sync with ${which} writes them.`;
+  const which = (some: readonly LakeStatus[]) => {
+    const names = [...new Set(some.map(options))];
+    return names.length === 1 ? names[0]! : `each of ${names.join('; ')}`;
+  };
+  const notes: string[] = [];
+  const gone = lakes.filter((l) => l.on_disk === false);
+  const behind = lakes.filter((l) => l.partitions_behind > 0 && l.on_disk !== false);
+  if (behind.length > 0)
+    notes.push(
+      `A lake is behind the warehouse (a run with it stopped, or runs without it wrote since): the next sync with ${which(behind)} writes them.`,
+    );
+  if (gone.length > 0)
+    notes.push(
+      `A lake is not on this machine's disk (deleted, moved, or written from another machine): the next sync with ${which(gone)} there writes it whole.`,
+    );
+  return notes;
 }
 
 export async function runStatusCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
@@ -209,8 +228,7 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
     if (report.pushes.length > 0) io.stdout(`\nLast pushes\n${formatTable(report.pushes)}\n`);
     if (report.lakes.length > 0)
       io.stdout(`\nLakes (partitions the warehouse wrote since each lake last caught up)\n${formatTable(report.lakes)}\n`);
-    const behind = report.lakes.filter((l) => l.partitions_behind > 0);
-    if (behind.length > 0) io.stdout(`${lakesBehindNote(behind)}\n`);
+    for (const note of lakesBehindNote(report.lakes)) io.stdout(`${note}\n`);
     if (report.lakeTables.length > 0)
       io.stdout(`\nLake tables (the run tables: as the run before committed them)\n${formatTable(report.lakeTables)}\n`);
   } else {

@@ -71,21 +71,38 @@ describe('status of a windowed stream (windowedStreamStatus)', () => {
 });
 
 describe("status's note on lakes behind the warehouse (lakesBehindNote)", () => {
-  const lake = (l: string, format: string, source: string): LakeStatus => ({ lake: l, format, source, partitions_behind: 3, dates: '' });
+  const lake = (l: string, format: string, source: string, onDisk: boolean | null = true): LakeStatus => ({
+    lake: l,
+    format,
+    source,
+    partitions_behind: 3,
+    dates: '',
+    on_disk: onDisk,
+  });
 
   it('names the options of the one sync that brings a lake up to date, once for all its sources', () => {
-    const note = lakesBehindNote([lake('/data/lake', 'parquet', 'a'), lake('/data/lake', 'parquet', 'b')]);
+    const [note, ...more] = lakesBehindNote([lake('/data/lake', 'parquet', 'a'), lake('/data/lake', 'parquet', 'b')]);
+    expect(more).toEqual([]);
     expect(note).toContain('the next sync with --format parquet --out /data/lake writes them.');
     expect(note.match(/--out/g)).toHaveLength(1);
   });
 
   it("names each lake behind, and a catalog's lake by its catalog rather than an --out", () => {
-    const note = lakesBehindNote([
-      lake('s3://bucket/lake', 'iceberg', 'a'),
-      lake('https://catalog.example/api (warehouse w), namespace costsync', 'iceberg', 'a'),
+    const [note] = lakesBehindNote([
+      lake('s3://bucket/lake', 'iceberg', 'a', null),
+      lake('https://catalog.example/api (warehouse w), namespace costsync', 'iceberg', 'a', null),
     ]);
     expect(note).toContain(
       'each of --format iceberg --out s3://bucket/lake; the catalog https://catalog.example/api (warehouse w), namespace costsync',
     );
+  });
+
+  it('says a directory lake not on this disk is written whole by its next run, apart from the lakes behind; nothing when all hold what the warehouse does', () => {
+    const notes = lakesBehindNote([lake('/gone', 'parquet', 'a', false), lake('/here', 'iceberg', 'a')]);
+    expect(notes).toHaveLength(2);
+    expect(notes[0]).toContain('--format iceberg --out /here writes them');
+    expect(notes[1]).toContain("not on this machine's disk");
+    expect(notes[1]).toContain('--format parquet --out /gone there writes it whole');
+    expect(lakesBehindNote([{ ...lake('/here', 'parquet', 'a'), partitions_behind: 0 }])).toEqual([]);
   });
 });
