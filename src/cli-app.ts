@@ -7,7 +7,7 @@ import yargs, { type Argv } from 'yargs';
 import type { CommandIo } from './commands/common.js';
 import { packageVersion } from './paths.js';
 import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from './errors.js';
-import { SETTINGS, envName } from './settings.js';
+import { SETTINGS, decimal, envName } from './settings.js';
 import { createLogger } from './log.js';
 import { closest } from './did-you-mean.js';
 import { unknownVariableText, unknownVariables } from './env-vars.js';
@@ -314,8 +314,12 @@ function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => vo
     const arrays = new Set((parser as unknown as { getOptions(): { array: string[] } }).getOptions().array);
     for (const [key, value] of Object.entries(args)) {
       if (key !== '_' && Array.isArray(value) && !arrays.has(key)) args[key] = value.at(-1);
-      // yargs makes a number option's value that is not a number NaN: the check's error then shows what was written.
-      if (typeof args[key] === 'number' && Number.isNaN(args[key])) args[key] = asWritten(argv, key) ?? args[key];
+      // yargs makes a number option's value NaN when it is not a number, 0 when empty and 16 for 0x10: a value
+      // not written as a decimal goes to the option's check as written, which refuses it by name.
+      if (typeof args[key] === 'number') {
+        const written = asWritten(argv, key);
+        if (written !== undefined && Number.isNaN(decimal(written))) args[key] = written;
+      }
     }
   }, true);
   for (const c of COMMANDS) parser = register(parser, c, io, done);

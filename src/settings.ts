@@ -361,12 +361,21 @@ export function parseDuration(text: string): number | null {
 }
 
 /**
+ * A number as written in decimal (`12`, `-3`, `0.05`), or NaN: `''`, `0x10`, `1e3` and `7d` are not taken
+ * for numbers, as `Number()` would take the first three. Pure.
+ */
+export function decimal(value: unknown): number {
+  if (typeof value === 'number') return value;
+  return typeof value === 'string' && /^\s*[+-]?(\d+(\.\d*)?|\.\d+)\s*$/.test(value) ? Number(value) : Number.NaN;
+}
+
+/**
  * The value checks every setting and command-line flag shares: each names where the value came from
  * (`--flag`, `COSTSYNC_FLAG`, `"flag" in the config file`) and the fix, as a ConfigError (exit 2). Pure.
  */
 export const check = {
   int(from: string, value: unknown, min: number, max: number, example: number): number {
-    const n = Number(value);
+    const n = decimal(value);
     if (!Number.isInteger(n) || n < min || n > max) {
       // yargs hands a flag of type number that is not one over as NaN (JSON.stringify would say "null").
       const got = typeof value === 'number' && Number.isNaN(value) ? 'something that is not a number' : JSON.stringify(value);
@@ -379,7 +388,7 @@ export const check = {
   },
   /** An amount of money, 0 or more (a tolerance): the same words for `sync --tolerance` and `verify --tolerance`. */
   dollars(from: string, value: unknown): number {
-    const n = typeof value === 'string' && value.trim() === '' ? Number.NaN : Number(value);
+    const n = decimal(value);
     if (!Number.isFinite(n) || n < 0) {
       const got = typeof value === 'number' && Number.isNaN(value) ? 'something that is not a number' : JSON.stringify(value);
       throw new ConfigError(

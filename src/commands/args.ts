@@ -1,14 +1,15 @@
 /** Checks for command-line-only values (the emulator's, the report's, push's), the same checks as the settings' (settings.ts). */
 import { readFileSync, statSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
-import { check } from '../settings.js';
+import { check, decimal } from '../settings.js';
 
-export function intArg(flag: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  return check.int(`--${flag}`, value, min, max, min);
+/** A whole number from `min` to `max`; `example` is what the error suggests (the option's default, say). */
+export function intArg(flag: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER, example = min): number {
+  return check.int(`--${flag}`, value, min, max, example);
 }
 
 export function rateArg(flag: string, value: unknown): number {
-  const n = Number(value);
+  const n = decimal(value);
   if (!Number.isFinite(n) || n < 0 || n > 1) {
     // yargs hands a flag of type number that is not one over as NaN (JSON.stringify would say "null").
     const got = typeof value === 'number' && Number.isNaN(value) ? 'something that is not a number' : JSON.stringify(value);

@@ -113,21 +113,21 @@ type EmulatorArgs = Awaited<ReturnType<typeof emulatorOptions>['argv']>;
 export function emulatorOptionsFromArgs(args: EmulatorArgs, parseKeys: (value: unknown, source: string) => KeysConfig): EmulatorInput {
   const endDate = args['end-date'] !== undefined ? dateArg('end-date', args['end-date']) : undefined;
   // --days counts back from --end-date, or from today (UTC) without one; --start-date, given, wins.
-  const days = intArg('days', args.days, 1);
+  const days = intArg('days', args.days, 1, 36_600, 120);
   const startDate =
     args['start-date'] !== undefined ? dateArg('start-date', args['start-date']) : addDays(endDate ?? utcDate(Date.now()), -(days - 1));
   return {
-    port: intArg('port', args.port, 0, 65535),
+    port: intArg('port', args.port, 0, 65535, 8787),
     host: args.host,
-    seed: intArg('seed', args.seed, 0),
+    seed: intArg('seed', args.seed, 0, Number.MAX_SAFE_INTEGER, 1),
     ...(startDate !== undefined ? { startDate } : {}),
     ...(endDate !== undefined ? { endDate } : {}),
-    rowsPerDay: intArg('rows-per-day', args['rows-per-day'], 0, 100_000),
-    anomaliesPerDay: intArg('anomalies-per-day', args['anomalies-per-day'], 0, 1000),
+    rowsPerDay: intArg('rows-per-day', args['rows-per-day'], 0, 100_000, 200),
+    anomaliesPerDay: intArg('anomalies-per-day', args['anomalies-per-day'], 0, 1000, 3),
     anomalyOrder: choiceArg('anomaly-order', args['anomaly-order'], ['asc', 'desc', 'unordered'] as const),
     lineItemOrder: args['line-item-order'],
     lastPageCursor: args['last-page-cursor'],
-    rateLimit: intArg('rate-limit', args['rate-limit'], 0),
+    rateLimit: intArg('rate-limit', args['rate-limit'], 0, 1_000_000, 60),
     retryAfterHeader: args['retry-after'],
     ...(args.keys !== undefined ? { keys: parseKeys(readJsonFile('keys', args.keys), args.keys) } : {}),
     vendor: args.vendor,

@@ -52,10 +52,13 @@ export type LakeStatus = {
   lake: string;
   format: string;
   source: string;
-  /** Partitions the warehouse wrote since the lake last caught up: the next run with this lake writes them. */
-  partitions_behind: number;
-  /** Their first and last dates (`a..b`), or empty. */
-  dates: string;
+  /**
+   * Partitions the warehouse wrote since the lake last caught up, which the next run with this lake writes:
+   * what runs without it changed, and all a stopped run of its own was to write (some may be there already).
+   */
+  partitions_to_write: number;
+  /** Their first and last dates (`a..b`), or null. */
+  dates: string | null;
   /** A directory lake: whether it is on this machine's disk (a deleted one is written whole by its next run); null for a bucket or a catalog. */
   on_disk: boolean | null;
 };
@@ -179,26 +182,26 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
   return { sources, tables, runs, pushes, lakeTables, lakes, metrics, database: db };
 }
 
-/** What to do about lakes that are behind the warehouse, or not on this machine's disk: one line each kind, or none. Pure. */
+/** What to do about each lake that has not caught up with the warehouse, or is not on this machine's disk: a line each. Pure. */
 export function lakesBehindNote(lakes: readonly LakeStatus[]): string[] {
   // A catalog's lake is named by its URL (and warehouse, namespace): a directory's or a bucket's by its place.
-  const options = (l: LakeStatus) => (/^https?:\/\//.test(l.lake) ? `the catalog ${l.lake}` : `--format ${l.format} --out ${l.lake}`);
-  const which = (some: readonly LakeStatus[]) => {
-    const names = [...new Set(some.map(options))];
-    return names.length === 1 ? names[0]! : `each of ${names.join('; ')}`;
-  };
-  const notes: string[] = [];
-  const gone = lakes.filter((l) => l.on_disk === false);
-  const behind = lakes.filter((l) => l.partitions_behind > 0 && l.on_disk !== false);
-  if (behind.length > 0)
-    notes.push(
-      `A lake is behind the warehouse (a run with it stopped, or runs without it wrote since): the next sync with ${which(behind)} writes them.`,
-    );
-  if (gone.length > 0)
-    notes.push(
-      `A lake is not on this machine's disk (deleted, moved, or written from another machine): the next sync with ${which(gone)} there writes it whole.`,
-    );
-  return notes;
+  const sync = (l: LakeStatus) =>
+    /^https?:\/\//.test(l.lake) ? 'sync through that catalog' : `sync with --format ${l.format} --out ${l.lake}`;
+  const notes = new Map<string, string>();
+  for (const l of lakes) {
+    if (notes.has(l.lake)) continue;
+    if (l.on_disk === false)
+      notes.set(
+        l.lake,
+        `Lake ${l.lake} is not on this machine's disk (deleted, moved, or written from another machine): a ${sync(l)} here writes it whole.`,
+      );
+    else if (lakes.some((o) => o.lake === l.lake && o.partitions_to_write > 0))
+      notes.set(
+        l.lake,
+        `Lake ${l.lake} has not caught up with the warehouse (a run into it stopped, or runs without it wrote since): the next ${sync(l)} writes what it lacks.`,
+      );
+  }
+  return [...notes.values()];
 }
 
 export async function runStatusCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
@@ -227,10 +230,14 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
     io.stdout(`Database ${config.db}\n${formatTable(report.tables)}\n\nLast runs\n${formatTable(report.runs)}\n`);
     if (report.pushes.length > 0) io.stdout(`\nLast pushes\n${formatTable(report.pushes)}\n`);
     if (report.lakes.length > 0)
-      io.stdout(`\nLakes (partitions the warehouse wrote since each lake last caught up)\n${formatTable(report.lakes)}\n`);
+      io.stdout(
+        `\nLakes (per source, the partitions written to the warehouse since the lake last caught up)\n${formatTable(report.lakes)}\n`,
+      );
     for (const note of lakesBehindNote(report.lakes)) io.stdout(`${note}\n`);
     if (report.lakeTables.length > 0)
-      io.stdout(`\nLake tables (the run tables: as the run before committed them)\n${formatTable(report.lakeTables)}\n`);
+      io.stdout(
+        `\nIceberg lake tables (each one's snapshot as this warehouse last committed it; sync_runs and sync_run_streams as of the run before)\n${formatTable(report.lakeTables)}\n`,
+      );
   } else {
     io.stdout(`No database at ${config.db} yet.\n`);
   }

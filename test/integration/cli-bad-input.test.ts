@@ -35,6 +35,9 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
         // A number option's value as written, not as yargs' NaN.
         [['--window-days', '7d'], /--window-days must be a whole number from 1 to 3660; got "7d"/],
         [['--concurrency=x'], /--concurrency must be a whole number from 1 to 64; got "x"/],
+        // Not taken for 0 and 16, as yargs' number parsing would.
+        [['--lookback-days', ''], /--lookback-days must be a whole number from 0 to 365; got ""/],
+        [['--anomaly-refresh-days', '0x10'], /--anomaly-refresh-days must be a whole number from 0 to 3660; got "0x10"/],
         [['--rate-limit', '-5'], /--rate-limit must be a whole number/],
         [
           ['--streams', 'line_items,costs'],

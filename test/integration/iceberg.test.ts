@@ -753,7 +753,7 @@ describe('a lake another state directory changed', () => {
         expect(stopped.lake).toBeGreaterThan(0);
         // Status names the lake, stopped in its first run, as behind the warehouse; once caught up, as not.
         const lakes = async () =>
-          (await gatherStatus(config.db, config.stateDir)).lakes.map((l) => ({ ...l, behind: l.partitions_behind > 0 }));
+          (await gatherStatus(config.db, config.stateDir)).lakes.map((l) => ({ ...l, behind: l.partitions_to_write > 0 }));
         expect(await lakes()).toEqual([
           expect.objectContaining({ lake: join(dir, 'lake'), format: 'iceberg', source: 'default', behind: true }),
         ]);
@@ -767,7 +767,7 @@ describe('a lake another state directory changed', () => {
         }
         expect(await run(syncArgs(url, dir, ['--metrics-file', metrics]), ENV)).toMatchObject({ code: 0 });
         expect(pending()).toEqual({ lake: 0, manifest: 0, notify: 0, publish: 0 });
-        expect(await lakes()).toEqual([expect.objectContaining({ lake: join(dir, 'lake'), partitions_behind: 0, dates: '' })]);
+        expect(await lakes()).toEqual([expect.objectContaining({ lake: join(dir, 'lake'), partitions_to_write: 0, dates: null })]);
         // With no lake, the run tables' mark waits for a lake a later run writes: no work of this run's.
         expect(await run(syncArgs(url, dir, ['--metrics-file', metrics], true), ENV)).toMatchObject({ code: 0 });
         expect(pending()).toEqual({ lake: 0, manifest: 0, notify: 0, publish: 0 });

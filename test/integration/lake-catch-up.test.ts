@@ -55,7 +55,7 @@ describe('a lake that runs did not write catches up', () => {
           expect((await runSync({ config: c, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
         // What status says of each lake: the partitions the warehouse wrote since it last caught up.
         const behind = async () =>
-          Object.fromEntries((await gatherStatus(config.db, config.stateDir)).lakes.map((l) => [l.lake, l.partitions_behind]));
+          Object.fromEntries((await gatherStatus(config.db, config.stateDir)).lakes.map((l) => [l.lake, l.partitions_to_write]));
         await sync(p1);
         expect(await behind()).toEqual({ [p1.out]: 0 });
         await sync(p2);

@@ -537,7 +537,7 @@ async function checkLakeCaughtUp(world: World, args: SyncArgs, stderr: string): 
   // A bucket lake is named as its prefix, with the trailing slash.
   const lakes = (await gatherStatus(world.db, world.dir)).lakes;
   const said = lakes.filter((l) => l.lake.replace(/\/$/, '') === where);
-  const caughtUp = said.filter((l) => l.partitions_behind === 0).map((l) => l.source);
+  const caughtUp = said.filter((l) => l.partitions_to_write === 0).map((l) => l.source);
   for (const source of sourcesOf(args))
     if (!caughtUp.includes(source)) fail(world, `exit 0 with ${where}, yet status says of the lakes: ${JSON.stringify(lakes)}`, stderr);
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fieldName, resolveSyncConfig, type ConfigSources } from '../../src/config.js';
-import { SETTING_SPECS, envName, parseDuration, specOf } from '../../src/settings.js';
+import { SETTING_SPECS, decimal, envName, parseDuration, specOf } from '../../src/settings.js';
 import { ConfigError } from '../../src/errors.js';
 import { requireDbDirectory } from '../../src/run-context.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -102,6 +102,11 @@ describe('resolveSyncConfig', () => {
     [{ 'window-days': 0 }, /--window-days must be a whole number from 1/],
     [{ 'recheck-days': -1 }, /--recheck-days must be a whole number from 0 to 3660/],
     [{ 'recheck-days': 1.5 }, /--recheck-days must be a whole number/],
+    // Not decimal: Number() would take '' for 0, 0x10 for 16 and 1e1 for 10.
+    [{ 'recheck-days': '' }, /--recheck-days must be a whole number from 0 to 3660; got ""/],
+    [{ 'window-days': '0x10' }, /--window-days must be a whole number from 1 to 3660; got "0x10"/],
+    [{ 'window-days': '1e1' }, /--window-days must be a whole number from 1 to 3660; got "1e1"/],
+    [{ tolerance: ' ' }, /--tolerance must be a number of dollars, 0 or more; got " "/],
     [{ tolerance: 'a cent' }, /--tolerance must be a number of dollars, 0 or more; got "a cent"/],
     [{ tolerance: Number.NaN }, /--tolerance must be a number of dollars, 0 or more; got something that is not a number/],
     [{ tolerance: -0.01 }, /--tolerance must be a number of dollars, 0 or more/],
@@ -349,5 +354,15 @@ describe('--out by format', () => {
     expect(resolveSyncConfig(sources({ flags: { format: 'iceberg' } })).icebergRetentionMs).toBe(7 * 86_400_000);
     expect(resolveSyncConfig(sources({ flags: { 'iceberg-retention': '35d' } })).icebergRetentionMs).toBe(35 * 86_400_000);
     expect(() => resolveSyncConfig(sources({ flags: { format: 'delta' } }))).toThrow(ConfigError);
+  });
+});
+
+describe('decimal: a number only as written in decimal', () => {
+  it('takes whole numbers, signs and fractions, as strings or numbers', () => {
+    expect([decimal('12'), decimal(' -3 '), decimal('0.05'), decimal('.5'), decimal(7)]).toEqual([12, -3, 0.05, 0.5, 7]);
+  });
+  it('takes no empty, hexadecimal, exponent or unit-bearing text for a number', () => {
+    for (const text of ['', ' ', '0x10', '1e3', '7d', 'Infinity', '1_000', null, true])
+      expect(Number.isNaN(decimal(text)), String(text)).toBe(true);
   });
 });

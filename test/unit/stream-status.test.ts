@@ -70,39 +70,39 @@ describe('status of a windowed stream (windowedStreamStatus)', () => {
   });
 });
 
-describe("status's note on lakes behind the warehouse (lakesBehindNote)", () => {
-  const lake = (l: string, format: string, source: string, onDisk: boolean | null = true): LakeStatus => ({
+describe("status's note on lakes that have not caught up with the warehouse (lakesBehindNote)", () => {
+  const lake = (l: string, format: string, source: string, onDisk: boolean | null = true, toWrite = 3): LakeStatus => ({
     lake: l,
     format,
     source,
-    partitions_behind: 3,
-    dates: '',
+    partitions_to_write: toWrite,
+    dates: toWrite > 0 ? '2025-06-01..2025-06-03' : null,
     on_disk: onDisk,
   });
 
-  it('names the options of the one sync that brings a lake up to date, once for all its sources', () => {
-    const [note, ...more] = lakesBehindNote([lake('/data/lake', 'parquet', 'a'), lake('/data/lake', 'parquet', 'b')]);
-    expect(more).toEqual([]);
-    expect(note).toContain('the next sync with --format parquet --out /data/lake writes them.');
-    expect(note.match(/--out/g)).toHaveLength(1);
+  it('one line a lake, naming the sync that brings it up to date, once for all its sources', () => {
+    const notes = lakesBehindNote([lake('/data/lake', 'parquet', 'a'), lake('/data/lake', 'parquet', 'b', true, 0)]);
+    expect(notes).toEqual([
+      'Lake /data/lake has not caught up with the warehouse (a run into it stopped, or runs without it wrote since): the next sync with --format parquet --out /data/lake writes what it lacks.',
+    ]);
   });
 
-  it("names each lake behind, and a catalog's lake by its catalog rather than an --out", () => {
-    const [note] = lakesBehindNote([
-      lake('s3://bucket/lake', 'iceberg', 'a', null),
+  it("a line for each lake behind, a catalog's lake named by its catalog rather than an --out; none for a lake that holds all", () => {
+    const notes = lakesBehindNote([
+      lake('s3://bucket/lake/', 'iceberg', 'a', null),
       lake('https://catalog.example/api (warehouse w), namespace costsync', 'iceberg', 'a', null),
+      lake('/up/to/date', 'parquet', 'a', true, 0),
     ]);
-    expect(note).toContain(
-      'each of --format iceberg --out s3://bucket/lake; the catalog https://catalog.example/api (warehouse w), namespace costsync',
+    expect(notes).toHaveLength(2);
+    expect(notes[0]).toContain('the next sync with --format iceberg --out s3://bucket/lake/ writes what it lacks');
+    expect(notes[1]).toMatch(
+      /^Lake https:\/\/catalog.example\/api \(warehouse w\), namespace costsync has not caught up .*the next sync through that catalog writes/,
     );
   });
 
-  it('says a directory lake not on this disk is written whole by its next run, apart from the lakes behind; nothing when all hold what the warehouse does', () => {
-    const notes = lakesBehindNote([lake('/gone', 'parquet', 'a', false), lake('/here', 'iceberg', 'a')]);
-    expect(notes).toHaveLength(2);
-    expect(notes[0]).toContain('--format iceberg --out /here writes them');
-    expect(notes[1]).toContain("not on this machine's disk");
-    expect(notes[1]).toContain('--format parquet --out /gone there writes it whole');
-    expect(lakesBehindNote([{ ...lake('/here', 'parquet', 'a'), partitions_behind: 0 }])).toEqual([]);
+  it('says a directory lake not on this disk is written whole by a sync here', () => {
+    expect(lakesBehindNote([lake('/gone', 'parquet', 'a', false, 0)])).toEqual([
+      "Lake /gone is not on this machine's disk (deleted, moved, or written from another machine): a sync with --format parquet --out /gone here writes it whole.",
+    ]);
   });
 });
