@@ -234,7 +234,8 @@ export const SETTING_SPECS = [
     group: 'sync',
     default: 30,
     range: [0, 3660],
-    describe: 'Days of anomalies re-read every run for status changes',
+    describe:
+      'Days of anomalies re-read every run for status changes; those since the recheck horizon (--recheck-days) are re-read whatever this says',
   },
   { name: 'concurrency', kind: 'int', group: 'sync', default: 4, range: [1, 64], describe: 'Windows fetched at once per stream' },
   {

@@ -8,6 +8,8 @@ import { settingOptions } from '../settings.js';
 import { sendNow } from '../outputs/notify.js';
 import { gatherMetrics, prometheusText, writeRefusedRunMetrics } from '../outputs/metrics.js';
 import { isS3Url } from '../outputs/s3-url.js';
+import { checkLakeFormat } from '../outputs/iceberg.js';
+import { directoryTarget } from '../outputs/target.js';
 import { openReadOnly } from '../storage/duckdb.js';
 import { existsSync } from 'node:fs';
 import { createProgress, runSummaryText } from '../progress.js';
@@ -74,6 +76,9 @@ export function exitCodeOf(summary: RunSummary): ExitCode {
  * key, an unreachable URL) is logged as the run would log it, and the exit code is the run's: the worst.
  */
 async function runDryRun(config: SyncConfig, io: CommandIo): Promise<ExitCode> {
+  // Refused as the run would be: a directory lake that holds the other format (a bucket's is the run's to check).
+  if (config.format !== 'duckdb' && config.catalog === null && !isS3Url(config.out))
+    await checkLakeFormat(directoryTarget(config.out), config.format === 'iceberg' ? 'iceberg' : 'parquet');
   const { plans, failed } = await planDryRun(config, io.now());
   const several = plans.length + failed.length > 1;
   const secrets = [config.apiKey, ...(config.sources ?? []).map((s) => s.apiKey)];

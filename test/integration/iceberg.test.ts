@@ -158,7 +158,7 @@ describe('--format iceberg (a directory)', () => {
 });
 
 describe('one --out, one format', () => {
-  it('a Parquet lake is refused to --format iceberg and Iceberg tables to --format parquet (exit 2, naming the fix), nothing written', async () => {
+  it('a Parquet lake is refused to --format iceberg and Iceberg tables to --format parquet (exit 2, naming the fix; the dry run too), nothing written', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
       await withTempDir(async (dir) => {
         expect(await run(syncArgs(url, dir, ['--format', 'parquet', '--streams', 'line_items']), ENV)).toMatchObject({ code: 0 });
@@ -173,6 +173,10 @@ describe('one --out, one format', () => {
         const back = await run(syncArgs(url, other, ['--format', 'parquet', '--streams', 'line_items']), ENV);
         expect(back.code).toBe(2);
         expect(back.stderr).toContain('holds Iceberg tables');
+        // The dry run refuses it too, rather than print a plan the run then refuses.
+        const dry = await run(syncArgs(url, other, ['--format', 'parquet', '--streams', 'line_items', '--dry-run']), ENV);
+        expect(dry).toMatchObject({ code: 2, stdout: '' });
+        expect(dry.stderr).toContain('holds Iceberg tables');
       });
     });
   });
