@@ -1,2 +1,2 @@
--- Forgets lake $1's mark for source $2 (before the new one is recorded).
-DELETE FROM _costsync_lake_marks WHERE lake = $1 AND source = $2
+-- Forgets lake $1's marks of sources $2 (a JSON list), before the new ones are recorded.
+DELETE FROM _costsync_lake_marks WHERE lake = $1 AND source IN (SELECT unnest(from_json($2, '["VARCHAR"]')))

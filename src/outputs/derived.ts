@@ -175,8 +175,19 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
   const lakeUnit = iceberg === null ? 'Parquet partition(s)' : 'date(s), counted once in each Iceberg table they changed';
   /** What the lake's drains wrote in this run, for the line that says the lake is up to date. */
   let lakeWritten = 0;
+  /**
+   * Whether the lake has been filled and caught up in this run: until it has, no drain runs, for a drain
+   * that empties the outbox moves the lake's marks past what runs without it changed.
+   */
+  let filled = false;
+  const fill = async () => {
+    if (filled) return;
+    await step.fillLake(warehouse, o.lake!, o.sources);
+    filled = true;
+  };
   const lake = async () => {
-    const written = await step.drainLake(warehouse, o.lake!, o.signal);
+    await fill();
+    const written = await step.drainLake(warehouse, o.lake!, o.signal, o.sources);
     lakeWritten += written;
     if (written > 0) logger.debug(`${o.lake!.url}: wrote ${written} ${lakeUnit}`);
   };
@@ -206,7 +217,6 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
         await attempt('lake', async () => {
           const aborted = await o.lake!.removeLeftovers(ownedBy(o.sources));
           if (aborted > 0) logger.info(`aborted ${aborted} incomplete upload(s) a killed run left in ${o.lake!.url}`);
-          await step.fillLake(warehouse, o.lake!, o.sources);
           await lake();
         });
       }
@@ -232,6 +242,7 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
         await attempt(
           'lake',
           async () => {
+            await fill();
             lakeWritten += Number(
               (await step.finishLake(warehouse, o.lake!, {
                 runId: o.runId,

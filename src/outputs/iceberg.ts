@@ -551,6 +551,8 @@ export function icebergLake(run: IcebergRun) {
         };
       },
       run.signal,
+      // Caught up in this drain's first call (above), so a drain that leaves nothing pending moves the marks.
+      () => markCaughtUp(warehouse, lakeName('iceberg', { url: cat.where }), run.sources),
     );
   }
   const started = new Set<IcebergCatalog>();

@@ -2,7 +2,8 @@
  * A lake that runs did not write catches up. Every change to a partition is numbered in the warehouse
  * (`Warehouse.changed`, with a lake or without), and each lake keeps, per source, the number of the
  * last change it holds (its mark). At a lake's first drain of a run, the partitions changed after its
- * mark are marked pending; once a source has nothing pending, its mark moves to its latest change.
+ * mark are marked pending; after that, whenever a drain leaves a source nothing pending (in the same
+ * slot of the write queue, so no commit comes between), its mark moves to its latest change.
  * So a run without --format, or with another --out, never leaves this lake behind unknowingly.
  */
 import type { LakeFormat, Warehouse } from '../storage/duckdb.js';
@@ -27,12 +28,11 @@ export async function catchUp(warehouse: Warehouse, lake: string, sources: reado
   );
 }
 
-/** Moves `lake`'s mark of each of `sources` that has no partition pending to its latest change. */
+/** Moves `lake`'s mark of each of `sources` that has no partition pending to its latest change (two statements whatever their number). */
 export async function markCaughtUp(warehouse: Warehouse, lake: string, sources: readonly string[]): Promise<void> {
   const behind = await sourcesBehind(warehouse);
-  for (const source of sources) {
-    if (behind.has(source)) continue;
-    await warehouse.run('lake/mark_clear', [lake, source]);
-    await warehouse.run('lake/mark_record', [lake, source]);
-  }
+  const caughtUp = JSON.stringify(sources.filter((s) => !behind.has(s)));
+  if (caughtUp === '[]') return;
+  await warehouse.run('lake/mark_clear', [lake, caughtUp]);
+  await warehouse.run('lake/mark_record', [lake, caughtUp]);
 }

@@ -107,7 +107,17 @@ export const PARQUET_OPTIONS = "FORMAT parquet, ROW_GROUP_SIZE_BYTES '8MB', STRI
  * is one slot of the write queue: the COPY sees committed rows only, and a change committed meanwhile
  * cannot be cleared unwritten. Returns the number of partitions written.
  */
-export async function drainLake(warehouse: Warehouse, target: OutputTarget, signal?: AbortSignal): Promise<number> {
+/**
+ * Writes every pending partition. With `sources` (a run's, once `fillLake` has caught the lake up), a drain
+ * that leaves nothing pending moves the lake's marks of those sources, so a stop later in the run leaves
+ * its next run only what is still pending and what runs without the lake change.
+ */
+export async function drainLake(
+  warehouse: Warehouse,
+  target: OutputTarget,
+  signal?: AbortSignal,
+  sources?: readonly string[],
+): Promise<number> {
   return drainPending(
     warehouse,
     async ({ table, source, dates }) => {
@@ -117,6 +127,7 @@ export async function drainLake(warehouse: Warehouse, target: OutputTarget, sign
       return { written: batch };
     },
     signal,
+    sources && (() => markCaughtUp(warehouse, lakeName('parquet', target), sources)),
   );
 }
 
@@ -139,6 +150,7 @@ export async function drainPending(
   warehouse: Warehouse,
   write: (batch: PendingBatch) => Promise<{ written: string[]; cleared?: () => Promise<void> }>,
   signal?: AbortSignal,
+  caughtUp?: () => Promise<void>,
 ): Promise<number> {
   let written = 0;
   for (;;) {
@@ -146,6 +158,8 @@ export async function drainPending(
     const count = await warehouse.exclusive(async () => {
       throwIfStopped(signal, 'the lake');
       const partitions = await pending(warehouse, 'partition');
+      // Nothing pending, in the same slot as no commit can enter: the lake holds every change so far.
+      if (partitions.length === 0 && written > 0) await caughtUp?.();
       if (partitions.length === 0) return 0;
       const { table, source } = partitions[0]!;
       // An earlier version's form of a partition may be pending beside this version's: both are cleared.

@@ -83,6 +83,42 @@ describe('a lake that runs did not write catches up', () => {
     });
   });
 
+  it('a lake run stopped late leaves its next run what the stop left, not what its drains wrote: status counts no more, and the next run makes the lake whole', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 5, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const lake = join(dir, 'lake');
+        const config = testSyncConfig(url, dir, { windowDays: 1, format: 'parquet', out: lake });
+        // Stopped once 20 line-item windows are stored and in the lake (each window's drain comes before its progress line).
+        const stop = new AbortController();
+        let stored = 0;
+        const summary = await runSync({
+          config,
+          logger: memoryLogger(),
+          clock: { ...clock, sleep: async () => undefined },
+          clientOptions: FAST_CLIENT,
+          signal: stop.signal,
+          progress: {
+            windowDone: (stream) => {
+              if (stream === 'line_items' && ++stored === 20) stop.abort('test stop');
+            },
+          },
+        });
+        expect(summary.outcome).toBe('stopped');
+        const [{ changed }] = (await queryDb<{ changed: number }>(
+          config.db,
+          'SELECT count(*)::INTEGER AS changed FROM _costsync_partition_changes',
+        )) as [{ changed: number }];
+        const [said] = (await gatherStatus(config.db, config.stateDir)).lakes;
+        expect(said).toMatchObject({ lake, source: 'default' });
+        expect(changed).toBeGreaterThan(0);
+        expect(said!.partitions_to_write).toBeLessThan(changed!);
+        expect((await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
+        expectSame(await lakeDifferences(config.db, lake));
+        expect((await gatherStatus(config.db, config.stateDir)).lakes).toMatchObject([{ lake, partitions_to_write: 0 }]);
+      });
+    });
+  });
+
   it('an Iceberg lake catches up on a restatement synced without it', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 5, clock, restatement: RESTATE }, async (emulator) => {
       await withTempDir(async (dir) => {

@@ -79,7 +79,15 @@ describe('the order of the derived outputs (no I/O)', () => {
         recorded.push(e);
       }),
     ).toBeNull();
-    expect(calls).toEqual(['finishLake', 'drainNotifications', 'record notifications', 'publish', 'finishRunTables', 'writeMetrics']);
+    expect(calls).toEqual([
+      'fillLake',
+      'finishLake',
+      'drainNotifications',
+      'record notifications',
+      'publish',
+      'finishRunTables',
+      'writeMetrics',
+    ]);
     expect(recorded).toEqual([]);
   });
 
@@ -90,11 +98,32 @@ describe('the order of the derived outputs (no I/O)', () => {
       calls.push('record behind');
       recorded.push(e.code);
     });
-    expect(calls).toEqual(['finishLake', 'record behind', 'drainNotifications', 'record notifications', 'publish', 'writeMetrics']);
+    expect(calls).toEqual([
+      'fillLake',
+      'finishLake',
+      'record behind',
+      'drainNotifications',
+      'record notifications',
+      'publish',
+      'writeMetrics',
+    ]);
     expect(error).toMatchObject({
       code: 'CS_ERR_OUTPUT_BEHIND',
       message: expect.stringContaining('the lake at file:///lake (bucket refused)'),
     });
+  });
+
+  it("no lake partition is written, nor a lake's marks moved, before the lake is filled and caught up in this run: a fill that failed at the start is tried again first at the finish, and a failed one leaves the lake behind", async () => {
+    const { out, calls } = outputs({ fillLake: new Error('bucket unreachable') });
+    await out.resume();
+    await out.afterCommit();
+    expect(calls).toEqual(['lake leftovers', 'fillLake', 'publish']);
+    calls.length = 0;
+    const error = await finishOutputs(out, async () => {
+      calls.push('record behind');
+    });
+    expect(calls).toEqual(['fillLake', 'record behind', 'drainNotifications', 'record notifications', 'publish', 'writeMetrics']);
+    expect(error).toMatchObject({ code: 'CS_ERR_OUTPUT_BEHIND' });
   });
 
   it('a publish that fell behind is recorded and its notification sent after it; a fenced run stops at once', async () => {
@@ -103,6 +132,7 @@ describe('the order of the derived outputs (no I/O)', () => {
       calls.push('record behind');
     });
     expect(calls).toEqual([
+      'fillLake',
       'finishLake',
       'drainNotifications',
       'record notifications',
@@ -131,7 +161,15 @@ describe('the order of the derived outputs (no I/O)', () => {
         calls.push('record stopped');
       },
     );
-    expect(calls).toEqual(['finishLake', 'drainNotifications', 'record notifications', 'publish', 'record stopped', 'writeMetrics']);
+    expect(calls).toEqual([
+      'fillLake',
+      'finishLake',
+      'drainNotifications',
+      'record notifications',
+      'publish',
+      'record stopped',
+      'writeMetrics',
+    ]);
     expect(out.abandoned).toBe(true);
     expect(error).toBeNull();
   });
