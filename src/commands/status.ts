@@ -183,7 +183,7 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
 }
 
 /** What to do about each lake that has not caught up with the warehouse, or is not on this machine's disk: a line each. Pure. */
-export function lakesBehindNote(lakes: readonly LakeStatus[]): string[] {
+export function lakeNotes(lakes: readonly LakeStatus[]): string[] {
   // A catalog's lake is named by its URL (and warehouse, namespace): a directory's or a bucket's by its place.
   const sync = (l: LakeStatus) =>
     /^https?:\/\//.test(l.lake) ? 'sync through that catalog' : `sync with --format ${l.format} --out ${l.lake}`;
@@ -233,7 +233,7 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
       io.stdout(
         `\nLakes (per source, the partitions written to the warehouse since the lake last caught up)\n${formatTable(report.lakes)}\n`,
       );
-    for (const note of lakesBehindNote(report.lakes)) io.stdout(`${note}\n`);
+    for (const note of lakeNotes(report.lakes)) io.stdout(`${note}\n`);
     if (report.lakeTables.length > 0)
       io.stdout(
         `\nIceberg lake tables (each one's snapshot as this warehouse last committed it; sync_runs and sync_run_streams as of the run before)\n${formatTable(report.lakeTables)}\n`,

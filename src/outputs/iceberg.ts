@@ -53,7 +53,7 @@ import { sqlString, type LakeFormat, type Warehouse } from '../storage/duckdb.js
 import { done, doneMany, mark, markMany, pending, sourcesBehind, type ItemOf } from '../storage/outbox.js';
 import { API_TABLES, ICEBERG_TABLES, RUN_TABLES, type IcebergTableDef } from '../storage/tables.js';
 import { PARQUET_OPTIONS, drainPending, runTablesDue } from './lake.js';
-import { catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
+import { NONE_BEHIND, catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
 import { STATE_TABLE, stateObjects, stateProperty, writeStateObjects } from './lake-seed.js';
 import type { OutputTarget } from './target.js';
 import { failpoint } from '../failpoints.js';
@@ -552,7 +552,7 @@ export function icebergLake(run: IcebergRun) {
       },
       run.signal,
       // Caught up in this drain's first call (above), so a drain that leaves nothing pending moves the marks.
-      () => markCaughtUp(warehouse, lakeName('iceberg', { url: cat.where }), run.sources),
+      () => markCaughtUp(warehouse, lakeName('iceberg', { url: cat.where }), run.sources, NONE_BEHIND),
     );
   }
   const started = new Set<IcebergCatalog>();

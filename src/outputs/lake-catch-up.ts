@@ -28,9 +28,20 @@ export async function catchUp(warehouse: Warehouse, lake: string, sources: reado
   );
 }
 
-/** Moves `lake`'s mark of each of `sources` that has no partition pending to its latest change (two statements whatever their number). */
-export async function markCaughtUp(warehouse: Warehouse, lake: string, sources: readonly string[]): Promise<void> {
-  const behind = await sourcesBehind(warehouse);
+/** What a drain that found nothing pending knows without asking the outbox again. */
+export const NONE_BEHIND: ReadonlySet<string> = new Set();
+
+/**
+ * Moves `lake`'s mark of each of `sources` that has no partition pending to its latest change (two statements
+ * whatever their number); `known`, the sources behind when the caller has just read it, saves reading the outbox again.
+ */
+export async function markCaughtUp(
+  warehouse: Warehouse,
+  lake: string,
+  sources: readonly string[],
+  known?: ReadonlySet<string>,
+): Promise<void> {
+  const behind = known ?? (await sourcesBehind(warehouse));
   const caughtUp = JSON.stringify(sources.filter((s) => !behind.has(s)));
   if (caughtUp === '[]') return;
   await warehouse.run('lake/mark_clear', [lake, caughtUp]);

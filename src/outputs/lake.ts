@@ -19,7 +19,7 @@ import { throwIfStopped } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { done, doneMany, markMany, pending, sourcesBehind, type OutboxItem } from '../storage/outbox.js';
 import { LAKE_TABLES, RUN_TABLES } from '../storage/tables.js';
-import { catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
+import { NONE_BEHIND, catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
 import { writeStateObjects } from './lake-seed.js';
 import type { OutputTarget } from './target.js';
 
@@ -105,12 +105,9 @@ export const PARQUET_OPTIONS = "FORMAT parquet, ROW_GROUP_SIZE_BYTES '8MB', STRI
 /**
  * Writes every pending partition, then clears it from the outbox. Each batch (one table and source)
  * is one slot of the write queue: the COPY sees committed rows only, and a change committed meanwhile
- * cannot be cleared unwritten. Returns the number of partitions written.
- */
-/**
- * Writes every pending partition. With `sources` (a run's, once `fillLake` has caught the lake up), a drain
- * that leaves nothing pending moves the lake's marks of those sources, so a stop later in the run leaves
- * its next run only what is still pending and what runs without the lake change.
+ * cannot be cleared unwritten. Returns the number of partitions written. With `sources` (a run's, once
+ * `fillLake` has caught the lake up), a drain that leaves nothing pending moves the lake's marks of those
+ * sources, so a stop later in the run leaves its next run only what is still pending.
  */
 export async function drainLake(
   warehouse: Warehouse,
@@ -127,7 +124,7 @@ export async function drainLake(
       return { written: batch };
     },
     signal,
-    sources && (() => markCaughtUp(warehouse, lakeName('parquet', target), sources)),
+    sources && (() => markCaughtUp(warehouse, lakeName('parquet', target), sources, NONE_BEHIND)),
   );
 }
 
@@ -145,6 +142,7 @@ export interface PendingBatch {
  * outbox, then its `cleared` step runs (what must follow the clear). Each batch is one slot of the write queue, so a write sees committed rows only and a change
  * committed meanwhile cannot be cleared unwritten. Returns the number of dates written. Once `signal`
  * is aborted no batch starts (CS_ERR_ABORTED): what is pending stays in the outbox for the next run.
+ * `caughtUp` runs, in the slot that found nothing pending, once this call has written something.
  */
 export async function drainPending(
   warehouse: Warehouse,

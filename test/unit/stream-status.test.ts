@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lakesBehindNote, windowedStreamStatus, type LakeStatus } from '../../src/commands/status.js';
+import { lakeNotes, windowedStreamStatus, type LakeStatus } from '../../src/commands/status.js';
 import type { PlannedWindow } from '../../src/state/store.js';
 
 const w = (start: string, status: PlannedWindow['status'], fetched: boolean): PlannedWindow => ({
@@ -70,7 +70,7 @@ describe('status of a windowed stream (windowedStreamStatus)', () => {
   });
 });
 
-describe("status's note on lakes that have not caught up with the warehouse (lakesBehindNote)", () => {
+describe("status's note on lakes that have not caught up with the warehouse (lakeNotes)", () => {
   const lake = (l: string, format: string, source: string, onDisk: boolean | null = true, toWrite = 3): LakeStatus => ({
     lake: l,
     format,
@@ -81,14 +81,14 @@ describe("status's note on lakes that have not caught up with the warehouse (lak
   });
 
   it('one line a lake, naming the sync that brings it up to date, once for all its sources', () => {
-    const notes = lakesBehindNote([lake('/data/lake', 'parquet', 'a'), lake('/data/lake', 'parquet', 'b', true, 0)]);
+    const notes = lakeNotes([lake('/data/lake', 'parquet', 'a'), lake('/data/lake', 'parquet', 'b', true, 0)]);
     expect(notes).toEqual([
       'Lake /data/lake has not caught up with the warehouse (a run into it stopped, or runs without it wrote since): the next sync with --format parquet --out /data/lake writes what it lacks.',
     ]);
   });
 
   it("a line for each lake behind, a catalog's lake named by its catalog rather than an --out; none for a lake that holds all", () => {
-    const notes = lakesBehindNote([
+    const notes = lakeNotes([
       lake('s3://bucket/lake/', 'iceberg', 'a', null),
       lake('https://catalog.example/api (warehouse w), namespace costsync', 'iceberg', 'a', null),
       lake('/up/to/date', 'parquet', 'a', true, 0),
@@ -101,7 +101,7 @@ describe("status's note on lakes that have not caught up with the warehouse (lak
   });
 
   it('says a directory lake not on this disk is written whole by a sync here', () => {
-    expect(lakesBehindNote([lake('/gone', 'parquet', 'a', false, 0)])).toEqual([
+    expect(lakeNotes([lake('/gone', 'parquet', 'a', false, 0)])).toEqual([
       "Lake /gone is not on this machine's disk (deleted, moved, or written from another machine): a sync with --format parquet --out /gone here writes it whole.",
     ]);
   });
