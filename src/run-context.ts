@@ -38,6 +38,8 @@ export interface RunRequest {
    * `ledger` (the push commands): the database's lock only (the state directory's when --db is in a bucket), no lake.
    */
   kind: 'sync' | 'ledger';
+  /** Where a bucket's endpoint, region and keys come from (the command's environment); process.env by default. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface OpenRun {
@@ -92,6 +94,7 @@ export function requireDbDirectory(db: string): void {
 /** Opens a run: everything before its first write, undone in reverse when any step fails. */
 export async function openRun(request: RunRequest): Promise<OpenRun> {
   const { config, runId, clock, logger } = request;
+  const env = request.env ?? process.env;
   // The database's directory is the user's to make (a typo is refused, not created); the state directory is costsync's.
   requireDbDirectory(config.db);
   try {
@@ -121,7 +124,7 @@ export async function openRun(request: RunRequest): Promise<OpenRun> {
               `${config.catalog.url} (${config.catalog.warehouse === undefined ? '' : `warehouse ${config.catalog.warehouse}, `}namespace ${config.catalog.namespace.join('.')})`,
               scratch,
             )
-          : outputTarget(config.out, scratch);
+          : outputTarget(config.out, scratch, env);
     if (request.kind === 'sync') removeStateLeftovers(config.stateDir);
     // Refused now, not half way through a backfill: a lake that cannot be written (no credentials,
     // no bucket, access denied), a server that ignores conditional writes, another runner's lease.
@@ -131,9 +134,9 @@ export async function openRun(request: RunRequest): Promise<OpenRun> {
     if (lake !== null && config.catalog === null && config.format === 'iceberg')
       await refuseAdoptedTables(lake, Object.keys(ICEBERG_TABLES));
     if (lake !== null && config.catalog !== null && config.out !== '' && !isS3Url(config.out))
-      await checkLakeFormat(outputTarget(config.out, scratch), 'iceberg');
-    leases = await takeLeases({ ...config, out: lakeLeasePlace(config, lake !== null) }, request.sources, runId, clock, logger);
-    const db = publishDestination(config.db);
+      await checkLakeFormat(outputTarget(config.out, scratch, env), 'iceberg');
+    leases = await takeLeases({ ...config, out: lakeLeasePlace(config, lake !== null) }, request.sources, runId, clock, logger, env);
+    const db = publishDestination(config.db, undefined, env);
     const remote = remoteWarehouse(db);
     if (remote) remote.notice = (m) => logger.warn(m);
     const warehouse = await openWorkingCopy(config.db, config.stateDir, {

@@ -83,6 +83,7 @@ export async function runCheckCommand(args: Record<string, unknown>, io: Command
       ? null
       : await probeCatalog(config.catalog, {
           env: config.catalog.env,
+          awsEnv: io.env,
           clock: { now: io.now, sleep: async () => undefined },
           logger: { warn: (m) => io.stderr(`warning: ${m}\n`), addSecret: (s) => secrets.push(s) },
           out: config.out,

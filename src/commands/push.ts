@@ -85,9 +85,9 @@ function sharedConfig(args: Record<string, unknown>, io: CommandIo, needsApi: bo
  * --db in a bucket under the warehouse's lease: `openRun`) and publish it over --db when they are done,
  * whatever the outcome.
  */
-function openLedger(config: SyncConfig, command: string, logger: Logger): Promise<OpenRun> {
+function openLedger(config: SyncConfig, command: string, logger: Logger, env: NodeJS.ProcessEnv): Promise<OpenRun> {
   const runId = newRunId(Date.now());
-  return openRun({ config, runId, command, clock: systemClock, logger, sources: [], kind: 'ledger' });
+  return openRun({ config, runId, command, clock: systemClock, logger, sources: [], kind: 'ledger', env });
 }
 
 async function closeLedger(ledger: OpenRun | null, logger: Logger): Promise<void> {
@@ -254,7 +254,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
 
     reader = await openFileReader(io.env);
     if (!dryRun) {
-      ledger = await openLedger(config, 'costsync push', logger);
+      ledger = await openLedger(config, 'costsync push', logger, io.env);
       const limiter = createRequestLimiter({ requestsPerMinute: config.rateLimit });
       // A request waiting for its turn (or out a 429 hold) is dropped at the stop, not sent after it.
       if (stop.signal.aborted) limiter.dropWaiting();
@@ -350,7 +350,7 @@ export async function runPushOtelCommand(args: Record<string, unknown>, io: Comm
     logger = makeLogger(config, io);
     if (typeof args.file !== 'string' || args.file === '')
       throw new ConfigError('No file to send.', 'Name a JSON document: costsync push-otel usage.json');
-    ledger = await openLedger(config, 'costsync push-otel', logger);
+    ledger = await openLedger(config, 'costsync push-otel', logger, io.env);
     client = createApiClient({
       baseUrl: config.baseUrl,
       apiKey: config.apiKey,

@@ -21,9 +21,9 @@ export function warehouseOptions(yargs: Argv) {
 }
 
 /** Opens `db` read-only: a local file, or a download of one in a bucket. A missing one is named, with how to make it. */
-async function openToRead(db: string): Promise<ReadOnlyWarehouse> {
+async function openToRead(db: string, env: NodeJS.ProcessEnv): Promise<ReadOnlyWarehouse> {
   // A warehouse in a bucket is read from a cached download (fetched again only when it changed).
-  const file = await readableCopy(db);
+  const file = await readableCopy(db, { env });
   if (!existsSync(file)) {
     throw new CostsyncError(
       'CS_ERR_DB_MISSING',
@@ -49,7 +49,7 @@ export async function runReadCommand(
   let warehouse: ReadOnlyWarehouse | null = null;
   try {
     const { db } = loadConfig({ db: args.db, config: args.config, shard: args.shard, 'shard-count': args['shard-count'] }, io, false);
-    return await body(async () => (warehouse = await openToRead(db)));
+    return await body(async () => (warehouse = await openToRead(db, io.env)));
   } catch (error) {
     io.stderr(`costsync: ${describeError(error)}\n`);
     return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;

@@ -98,7 +98,7 @@ export function windowedStreamStatus(stream: string, st: WindowedStreamState): S
 }
 
 /** Gathers the report: state files in the state directory, and the database read-only. */
-export async function gatherStatus(db: string, stateDir: string): Promise<StatusReport> {
+export async function gatherStatus(db: string, stateDir: string, env: NodeJS.ProcessEnv = process.env): Promise<StatusReport> {
   const files = existsSync(stateDir)
     ? readdirSync(stateDir)
         .filter((f) => /^costsync-state-.*\.json$/.test(f))
@@ -149,7 +149,7 @@ export async function gatherStatus(db: string, stateDir: string): Promise<Status
   let lakes: LakeStatus[] = [];
   let metrics: MetricFacts | null = null;
   const file = isS3Url(db)
-    ? await readableCopy(db).catch((error: unknown) => {
+    ? await readableCopy(db, { env }).catch((error: unknown) => {
         if ((error as { code?: string }).code === 'CS_ERR_DB_MISSING') return null;
         throw error;
       })
@@ -208,7 +208,7 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
   // `--format` here is the output's, not sync's.
   const { format: _format, ...settings } = args;
   const config = loadConfig(settings, io, false);
-  const report = await gatherStatus(config.db, config.stateDir);
+  const report = await gatherStatus(config.db, config.stateDir, io.env);
   // A state file that cannot be read is reported, with the rest; the exit code says something needs a look.
   const code = report.sources.some((s) => s.problem !== undefined) ? ExitCode.FAILED : ExitCode.OK;
   if (config.logFormat === 'json' || args.format === 'json') {

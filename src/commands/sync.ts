@@ -162,7 +162,7 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
   });
   const startedMs = io.now();
   try {
-    const summary = await runSync({ config, logger, progress, signal: stop.signal });
+    const summary = await runSync({ config, logger, progress, signal: stop.signal, env: io.env });
     progress.finish();
     for (const part of summary.sources.filter((s) => s.outcome === 'failed')) {
       const prefix = summary.sources.length > 1 ? `${part.source}: ` : '';

@@ -19,7 +19,7 @@ import type { Clock } from '../api/resilience.js';
 import type { Logger } from '../log.js';
 import type { CatalogSettings } from '../config.js';
 import type { RestCatalog as RestCatalogClient } from '../iceberg/rest-client.js';
-import { isS3Url, parseS3Url } from './s3-url.js';
+import { awsSettingsOf, isS3Url, parseS3Url } from './s3-url.js';
 import type { Bucket } from './s3.js';
 
 /** What this needs of the REST client (`iceberg/rest-client.ts`). */
@@ -275,6 +275,8 @@ export function vendedConfig(result: LoadTableResult, location: string): Record<
 
 export interface OpenCatalogOptions {
   env: NodeJS.ProcessEnv;
+  /** Where buckets' endpoint, region and keys (and SigV4's keys) come from: the command's environment; process.env by default. */
+  awsEnv?: NodeJS.ProcessEnv | undefined;
   clock: Clock;
   signal?: AbortSignal | undefined;
   logger: Pick<Logger, 'warn' | 'addSecret'>;
@@ -289,7 +291,9 @@ export interface OpenCatalogOptions {
 /** How requests to the catalog `settings` names are authorised (the environment's credentials). */
 async function authOf(settings: CatalogSettings, o: OpenCatalogOptions) {
   const { catalogAuth } = await import('../iceberg/rest-auth.js');
+  const keys = awsSettingsOf(o.awsEnv ?? process.env).credentials;
   return catalogAuth({
+    ...(keys !== undefined && { credentials: async () => keys }),
     catalogUrl: settings.url,
     env: o.env,
     oauthUri: settings.oauthUri,
@@ -325,11 +329,11 @@ export async function openRestTables(
     const tables = await restTables({
       client,
       namespace: settings.namespace,
-      out: o.out === '' ? null : outputTarget(o.out, o.scratchRoot),
+      out: o.out === '' ? null : outputTarget(o.out, o.scratchRoot, o.awsEnv),
       scratchRoot: o.scratchRoot,
       tables: Object.keys(ICEBERG_TABLES),
       newKey: () => newIdempotencyKey(o.clock.now()),
-      vendedBucket: async (name, config) => (await import('./s3.js')).openVendedBucket(name, config),
+      vendedBucket: async (name, config) => (await import('./s3.js')).openVendedBucket(name, config, o.awsEnv),
     });
     return { ...tables, close: () => client.close() };
   } catch (error) {
@@ -395,7 +399,7 @@ export async function probeCatalog(
     const staged: { location: string | null; result: LoadTableResult | null } = { location: null, result: null };
     const probeName = `_costsync_check_${Math.floor(o.clock.now() / 1000)}`;
     await step('create table (staged: nothing committed)', async () => {
-      const out = o.out === '' ? null : outputTarget(o.out, o.scratchRoot);
+      const out = o.out === '' ? null : outputTarget(o.out, o.scratchRoot, o.awsEnv);
       const created = await c.createTable(ns, {
         name: probeName,
         ...(out !== null && { location: out.location(probeName).replace(/\/+$/, '') }),
@@ -414,12 +418,12 @@ export async function probeCatalog(
       const vended = staged.result === null ? null : vendedConfig(staged.result, at);
       const bucket =
         vended !== null && isS3Url(at)
-          ? (await import('./s3.js')).openVendedBucket(parseS3Url(at, 'the table location').bucket, vended)
+          ? (await import('./s3.js')).openVendedBucket(parseS3Url(at, 'the table location').bucket, vended, o.awsEnv)
           : undefined;
       const target = at.startsWith('file:')
         ? directoryTarget(fileURLToPath(at))
         : isS3Url(at)
-          ? bucketTarget(at, o.scratchRoot, bucket)
+          ? bucketTarget(at, o.scratchRoot, bucket, o.awsEnv)
           : null;
       if (target === null)
         throw new ConfigError(`The catalog places tables at ${at}, which costsync cannot write.`, 'Use a file:// or s3:// location.');

@@ -33,6 +33,7 @@ export async function takeLeases(
   runId: string,
   clock: Clock,
   logger: Pick<Logger, 'warn'>,
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<Leases | null> {
   const dbInBucket = isS3Url(config.db);
   const lakeInBucket = config.out !== null && isS3Url(config.out);
@@ -48,7 +49,7 @@ export async function takeLeases(
     const prefix = key === '' || key.endsWith('/') ? key : `${key}/`;
     for (const source of [...sources].sort()) places.push({ bucket, key: `${prefix}_costsync_lease.${source}.json` });
   }
-  const first = await loadBucket(places[0]!.bucket);
+  const first = await loadBucket(places[0]!.bucket, env);
   const ignored = await conditionalWritesIgnored(first, `${places[0]!.key}.probe-${runId}`);
   if (ignored !== null) {
     throw new CostsyncError(
@@ -66,7 +67,7 @@ export async function takeLeases(
   };
   try {
     for (const place of places) {
-      const bucket = place.bucket === first.name ? first : await loadBucket(place.bucket);
+      const bucket = place.bucket === first.name ? first : await loadBucket(place.bucket, env);
       held.push(
         await Lease.acquire(bucket, place.key, { ttlMs: config.leaseTtlMs, now: () => clock.now(), runId, notice: (m) => logger.warn(m) }),
       );

@@ -78,11 +78,11 @@ export type PublishDestination =
       fence?: { etag: string | null };
     };
 
-export function publishDestination(db: string, bucket?: Bucket): PublishDestination {
+export function publishDestination(db: string, bucket?: Bucket, env: NodeJS.ProcessEnv = process.env): PublishDestination {
   if (!isS3Url(db)) return { kind: 'file', path: resolve(db) };
   const { bucket: name, key } = parseS3Url(db, '--db');
   let opened: Promise<Bucket> | undefined = bucket && Promise.resolve(bucket);
-  return { kind: 'bucket', bucket: () => (opened ??= loadBucket(name)), key, url: s3Url(name, key) };
+  return { kind: 'bucket', bucket: () => (opened ??= loadBucket(name, env)), key, url: s3Url(name, key) };
 }
 
 /** The published warehouse in a bucket, for `openWorkingCopy` to adopt when there is no working copy. */
@@ -297,8 +297,12 @@ export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
  * A local file to read `db` from: `db` itself, or for `s3://…` a download kept in the cache under
  * the object's ETag, so an unchanged warehouse is downloaded once (older downloads of it are removed).
  */
-export async function readableCopy(db: string, options: { cache?: string; bucket?: Bucket } = {}): Promise<string> {
-  const to = publishDestination(db, options.bucket);
+export async function readableCopy(
+  db: string,
+  options: { cache?: string; bucket?: Bucket; env?: NodeJS.ProcessEnv } = {},
+): Promise<string> {
+  const env = options.env ?? process.env;
+  const to = publishDestination(db, options.bucket, env);
   if (to.kind === 'file') return to.path;
   const bucket = await to.bucket();
   const head = await bucket.head(to.key);
@@ -308,7 +312,7 @@ export async function readableCopy(db: string, options: { cache?: string; bucket
       hint: 'Run costsync sync with the same --db first, or correct the URL.',
     });
   }
-  const dir = options.cache ?? cacheDir();
+  const dir = options.cache ?? cacheDir(env);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const stem = `${basename(to.key).replace(/\.duckdb$/i, '')}-${shortHash(to.url, 8)}-`;
   const file = join(dir, `${stem}${head.etag.replace(/[^A-Za-z0-9-]/g, '')}.duckdb`);

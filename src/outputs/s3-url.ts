@@ -31,9 +31,25 @@ export function s3Url(bucket: string, key: string): string {
   return `s3://${bucket}/${key}`;
 }
 
-/** Loads the SDK and opens `name` (once per caller that keeps the promise). */
-export async function loadBucket(name: string): Promise<import('./s3.js').Bucket> {
-  return (await import('./s3.js')).openBucket(name);
+/** Loads the SDK and opens `name` with `env`'s settings (once per caller that keeps the promise). */
+export async function loadBucket(name: string, env: NodeJS.ProcessEnv = process.env): Promise<import('./s3.js').Bucket> {
+  return (await import('./s3.js')).openBucket(name, env);
+}
+
+/**
+ * The region and key pair `env` gives, where it is not the process's own: the SDK's default chain reads
+ * only `process.env`, and a command run in-process (the tests) has an environment of its own. Pure.
+ */
+export function awsSettingsOf(env: NodeJS.ProcessEnv): {
+  region?: string;
+  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+} {
+  if (env === process.env) return {};
+  const [accessKeyId, secretAccessKey, sessionToken] = [env.AWS_ACCESS_KEY_ID, env.AWS_SECRET_ACCESS_KEY, env.AWS_SESSION_TOKEN];
+  return {
+    ...(env.AWS_REGION && { region: env.AWS_REGION }),
+    ...(accessKeyId && secretAccessKey && { credentials: { accessKeyId, secretAccessKey, ...(sessionToken && { sessionToken }) } }),
+  };
 }
 
 /**

@@ -25,7 +25,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import pRetry from 'p-retry';
 import { CostsyncError, ExitCode, throwIfStopped, type ErrorCode } from '../errors.js';
-import { bareEtag, s3Url } from './s3-url.js';
+import { awsSettingsOf, bareEtag, s3Url } from './s3-url.js';
 
 /** The IAM actions costsync needs, named in errors so a person knows what to grant. */
 export type S3Action =
@@ -55,6 +55,7 @@ export function createS3Client(env: NodeJS.ProcessEnv = process.env, overrides: 
   // The SDK warns on stderr (not in costsync's log format) that later releases need Node 22; docs/buckets.md says so.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   return new S3Client({
+    ...awsSettingsOf(env),
     ...(endpoint !== undefined && { endpoint, forcePathStyle: true }),
     maxAttempts: 5,
     // Streamed bodies with a trailing checksum are refused (411) by some S3-compatible gateways (Ceph's):
@@ -208,9 +209,9 @@ export function openVendedBucket(name: string, config: Record<string, string>, e
   return new Bucket(client, name);
 }
 
-/** A bucket with a client from the default chain. */
-export function openBucket(name: string): Bucket {
-  return new Bucket(createS3Client(), name);
+/** A bucket with a client from the default chain (`env`'s endpoint, region and keys first). */
+export function openBucket(name: string, env: NodeJS.ProcessEnv = process.env): Bucket {
+  return new Bucket(createS3Client(env), name);
 }
 
 /**

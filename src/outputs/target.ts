@@ -130,11 +130,11 @@ export function directoryTarget(dir: string): OutputTarget {
 }
 
 /** A prefix in a bucket; files about to be put wait in `scratchRoot` (in the state directory). */
-export function bucketTarget(url: string, scratchRoot: string, bucket?: Bucket): OutputTarget {
+export function bucketTarget(url: string, scratchRoot: string, bucket?: Bucket, env: NodeJS.ProcessEnv = process.env): OutputTarget {
   const location = parseS3Url(url, '--out');
   const prefix = location.key === '' || location.key.endsWith('/') ? location.key : `${location.key}/`;
   let opened: Promise<Bucket> | undefined = bucket && Promise.resolve(bucket);
-  const b = () => (opened ??= loadBucket(location.bucket));
+  const b = () => (opened ??= loadBucket(location.bucket, env));
   return {
     url: s3Url(location.bucket, prefix),
     remote: true,
@@ -179,9 +179,9 @@ export function bucketTarget(url: string, scratchRoot: string, bucket?: Bucket):
   };
 }
 
-/** The target `--out` names. */
-export function outputTarget(out: string, scratchRoot: string): OutputTarget {
-  return isS3Url(out) ? bucketTarget(out, scratchRoot) : directoryTarget(out);
+/** The target `--out` names (a bucket with `env`'s settings). */
+export function outputTarget(out: string, scratchRoot: string, env: NodeJS.ProcessEnv = process.env): OutputTarget {
+  return isS3Url(out) ? bucketTarget(out, scratchRoot, undefined, env) : directoryTarget(out);
 }
 
 /**

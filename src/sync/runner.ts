@@ -84,6 +84,8 @@ export interface SyncDeps {
   sendOptions?: Partial<SendOptions>;
   /** The heap's use and limit (V8's by default; tests pass one that runs short). */
   heap?: HeapProbe;
+  /** The command's environment, where a bucket's endpoint, region and keys come from (process.env by default). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** A source's webhooks: the global ones and its own, once each. */
@@ -151,6 +153,7 @@ export async function runSync(deps: SyncDeps): Promise<RunSummary> {
       logger,
       sources: sources.map((s) => s.name),
       kind: 'sync',
+      ...(deps.env !== undefined && { env: deps.env }),
     });
   } catch (error) {
     stop.dispose();
@@ -201,6 +204,7 @@ async function openCatalog({ deps, clock, run }: OpenSync): Promise<OpenSync['ca
   if (config.catalog === null || run.lake === null) return null;
   return openRestTables(config.catalog, {
     env: config.catalog.env,
+    awsEnv: deps.env,
     clock,
     // Not the run's stop: a stopped run still brings the lake up to date, as with directory tables.
     logger,

@@ -2,18 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { addDays } from '../../src/dates.js';
-import {
-  CLI,
-  SPAN,
-  backfillFlags,
-  cli,
-  killRunner,
-  run,
-  syncCommandFor,
-  tableDigest,
-  withEmulator,
-  withTempDir,
-} from '../support/helpers.js';
+import { CLI, SPAN, backfillFlags, killRunner, run, syncCommandFor, tableDigest, withEmulator, withTempDir } from '../support/helpers.js';
 import { useRgw } from '../support/s3.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -35,12 +24,11 @@ describe('nightly runs from a clean container: the warehouse carries its state',
         /** One night: the same data for both, the requests each cost. */
         const night = async (until: string): Promise<[number, number, string]> => {
           let before = emulator.requestLog.total;
-          // The run that keeps its state touches no bucket: it runs in this process.
           const a = await run(args(keptDb, kept, until), env);
           expect(a.code, a.stderr).toBe(0);
           const keptCost = emulator.requestLog.total - before;
           before = emulator.requestLog.total;
-          const b = await cli(args(cleanDb, mkdtempSync(join(dir, 'clean-')), until), env);
+          const b = await run(args(cleanDb, mkdtempSync(join(dir, 'clean-')), until), env);
           expect(b.code, b.stderr).toBe(0);
           return [keptCost, emulator.requestLog.total - before, b.stderr];
         };
@@ -73,7 +61,7 @@ describe('nightly runs from a clean container: the warehouse carries its state',
           atRequest: 1,
         });
         expect(killed.signal).toBe('SIGKILL');
-        const after = await cli(args(cleanDb, mkdtempSync(join(dir, 'clean-')), until), env);
+        const after = await run(args(cleanDb, mkdtempSync(join(dir, 'clean-')), until), env);
         expect(after.code, after.stderr).toBe(0);
         await s3.download('nightly', 'wh/', join(dir, 'published2'));
         const again = await tableDigest(join(dir, 'published2', 'costs.duckdb'));

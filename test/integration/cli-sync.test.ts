@@ -158,7 +158,7 @@ describe('costsync sync (CLI)', () => {
     await withEmulator({ ...SPAN, rowsPerDay: 200, clock, faults: { latencyMs: 20 } }, async ({ url }) => {
       await withTempDir(async (dir) => {
         const env = { COSTSYNC_API_KEY: 'demo-key' };
-        const [a, b] = await Promise.all([cli(syncArgs(url, dir), env), cli(syncArgs(url, dir), env)]);
+        const [a, b] = await Promise.all([run(syncArgs(url, dir), env), run(syncArgs(url, dir), env)]);
         expect([a.code, b.code].sort()).toEqual([0, ExitCode.LOCKED]);
         expect((a.code === 5 ? a : b).stderr).toMatch(/holds the lock/);
         expect((await tableDigest(join(dir, 'c.duckdb'))).line_items!.rows).toBe(200 * 30);
@@ -188,7 +188,7 @@ describe('costsync sync (CLI) under SIGTERM', () => {
           const { code, stderr } = await result;
           expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
           expect(stderr).toMatch(/SIGTERM/);
-          const rest = await cli(args, { COSTSYNC_API_KEY: 'demo-key' });
+          const rest = await run(args, { COSTSYNC_API_KEY: 'demo-key' });
           expect(rest.code).toBe(0);
           expect((await tableDigest(join(dir, 'c.duckdb'))).line_items!.rows).toBe(300 * 30);
         });

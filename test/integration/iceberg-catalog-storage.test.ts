@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startCatalogServer, type CatalogServer } from '../catalog/server.mjs';
 import { icebergDifferences } from '../support/iceberg.js';
-import { backfillFlags, cli, SPAN, syncCommand, withEmulator, withTempDir } from '../support/helpers.js';
+import { backfillFlags, cli, run, SPAN, syncCommand, withEmulator, withTempDir } from '../support/helpers.js';
 import { useRgw } from '../support/s3.js';
 
 const s3 = useRgw();
@@ -106,7 +106,7 @@ describe('Iceberg REST catalogs: SigV4, no transactions, vended credentials', ()
             COSTSYNC_CATALOG_TOKEN: 'catalog-token-31415',
             AWS_EC2_METADATA_DISABLED: 'true',
           };
-          const result = await cli(args(emulator.url, dir, catalog.url, ['--out', 's3://catvend/tables']), env);
+          const result = await run(args(emulator.url, dir, catalog.url, ['--out', 's3://catvend/tables']), env);
           expect(result.stderr.split('\n').filter((l) => l.includes('"level":"error"') || l.includes('"level":"warn"'))).toEqual([]);
           expect(result.code).toBe(0);
           expect(result.stdout + result.stderr).not.toContain(rgw.AWS_SECRET_ACCESS_KEY!);

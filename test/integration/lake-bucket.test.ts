@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SPAN, cli, withEmulator, withTempDir } from '../support/helpers.js';
+import { SPAN, run, withEmulator, withTempDir } from '../support/helpers.js';
 import { faultProxy, useRgw } from '../support/s3.js';
 import { expectBucketExact, syncArgs } from '../support/lake-bucket.js';
 
@@ -20,7 +20,7 @@ describe('the lake and the published warehouse in a bucket', () => {
         await withTempDir(async (dir) => {
           const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', ...s3.env(proxy.endpoint) };
           const metrics = join(dir, 'costsync.prom');
-          const refused = await cli(syncArgs(url, dir, 'lake-b', ['--metrics-file', metrics]), env);
+          const refused = await run(syncArgs(url, dir, 'lake-b', ['--metrics-file', metrics]), env);
           expect(refused.code, refused.stderr).toBe(1);
           expect(refused.stderr).toContain('CS_ERR_OUTPUT_BEHIND');
           expect(refused.stderr).toContain('s3://lake-b/costs/');
@@ -34,7 +34,7 @@ describe('the lake and the published warehouse in a bucket', () => {
           expect(await s3.keys('lake-b', 'costs/')).toEqual([]);
 
           proxy.setPolicy(() => null);
-          const next = await cli(syncArgs(url, dir, 'lake-b', ['--metrics-file', metrics]), env);
+          const next = await run(syncArgs(url, dir, 'lake-b', ['--metrics-file', metrics]), env);
           expect(next.code, next.stderr).toBe(0);
           expect(pending('lake')).toBe(0);
           expect(pending('publish')).toBe(0);
@@ -52,11 +52,11 @@ describe('the lake and the published warehouse in a bucket', () => {
       await withEmulator({ ...SPAN, rowsPerDay: 10, clock }, async (emulator) => {
         await withTempDir(async (dir) => {
           const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', ...s3.env(proxy.endpoint) };
-          const denied = await cli(syncArgs(emulator.url, dir, 'lake-e'), env);
+          const denied = await run(syncArgs(emulator.url, dir, 'lake-e'), env);
           expect(denied.code, denied.stderr).toBe(3);
           expect(denied.stderr).toMatch(/Access denied: s3:ListBucket on s3:\/\/lake-e\/costs\/_costsync/);
           expect(denied.stderr).not.toContain(s3.env().AWS_SECRET_ACCESS_KEY);
-          const missing = await cli(syncArgs(emulator.url, dir, 'no-such-bucket'), { ...env, ...s3.env() });
+          const missing = await run(syncArgs(emulator.url, dir, 'no-such-bucket'), { ...env, ...s3.env() });
           expect(missing.code, missing.stderr).toBe(2);
           expect(missing.stderr).toContain('The bucket no-such-bucket does not exist');
           expect(emulator.requestLog.total).toBe(0);

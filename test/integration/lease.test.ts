@@ -9,7 +9,7 @@ import {
   CLI,
   IN_OTHER_PID_NAMESPACE,
   SPAN,
-  cli,
+  run,
   killRunner,
   startCli,
   withEmulator,
@@ -48,9 +48,9 @@ describe('a lease keeps runners on different machines apart', () => {
         const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', ...s3.env() };
         // The first runner holds the lease before its first API request: the second starts then.
         startSecond = () => {
-          second ??= cli(args(url, dir, 'lease-a', 'b', ['--rate-limit', '100000']), env);
+          second ??= run(args(url, dir, 'lease-a', 'b', ['--rate-limit', '100000']), env);
         };
-        const first = await cli(args(url, dir, 'lease-a', 'a', ['--rate-limit', '120']), env);
+        const first = await run(args(url, dir, 'lease-a', 'a', ['--rate-limit', '120']), env);
         expect(first.code, first.stderr).toBe(0);
         const other = await second!;
         expect(other.code, other.stderr).toBe(5);
@@ -59,7 +59,7 @@ describe('a lease keeps runners on different machines apart', () => {
         expect(runId).toBeDefined();
         expect(other.stderr).toContain(`run ${runId}`);
         // The lease is gone once the first run ended: the next run goes ahead.
-        const third = await cli(args(url, dir, 'lease-a', 'b', ['--rate-limit', '100000']), env);
+        const third = await run(args(url, dir, 'lease-a', 'b', ['--rate-limit', '100000']), env);
         expect(third.code, third.stderr).toBe(0);
       });
     });
@@ -81,12 +81,12 @@ describe('a lease keeps runners on different machines apart', () => {
           host: 'another-machine',
         };
         await putText('lease-b', 'wh/costs.duckdb.lease', JSON.stringify(lease));
-        const refused = await cli(args(url, dir, 'lease-b', 'b', ['--rate-limit', '100000', '--lease-ttl', '5m']), env);
+        const refused = await run(args(url, dir, 'lease-b', 'b', ['--rate-limit', '100000', '--lease-ttl', '5m']), env);
         expect(refused.code, refused.stderr).toBe(5);
         expect(refused.stderr).toContain(`run ${lease.runId}`);
         // Ten minutes later by the bucket's clock (its Date, which decides, moved on; the lease's Last-Modified did not).
         const later = await faultProxy(s3.endpoint, () => null, { shiftDateMs: 10 * 60_000 });
-        const taken = await cli(args(url, dir, 'lease-b', 'b', ['--rate-limit', '100000', '--lease-ttl', '5m']), {
+        const taken = await run(args(url, dir, 'lease-b', 'b', ['--rate-limit', '100000', '--lease-ttl', '5m']), {
           ...env,
           ...s3.env(later.endpoint),
         }).finally(() => later.close());
@@ -101,7 +101,7 @@ describe('a lease keeps runners on different machines apart', () => {
           { atRequest: 1 },
         );
         expect(again.signal).toBe('SIGKILL');
-        const next = await cli(args(url, dir, 'lease-b', 'b', ['--rate-limit', '100000']), env);
+        const next = await run(args(url, dir, 'lease-b', 'b', ['--rate-limit', '100000']), env);
         expect(next.code, next.stderr).toBe(0);
         expect(next.stderr).toContain('its process on this machine is gone');
       });
@@ -168,12 +168,12 @@ describe('a lease keeps runners on different machines apart', () => {
         const fake = await startS3rver(join(dir, 's3rver'), ['lease-d']);
         try {
           const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC', ...fake.env };
-          const refused = await cli(args(emulator.url, dir, 'lease-d', 'a', ['--rate-limit', '100000']), env);
+          const refused = await run(args(emulator.url, dir, 'lease-d', 'a', ['--rate-limit', '100000']), env);
           expect(refused.code, refused.stderr).toBe(2);
           expect(refused.stderr).toContain('ignores conditional writes');
           expect(refused.stderr).toContain('--lease off');
           expect(emulator.requestLog.total).toBe(0);
-          const off = await cli(args(emulator.url, dir, 'lease-d', 'a', ['--rate-limit', '100000', '--lease', 'off']), env);
+          const off = await run(args(emulator.url, dir, 'lease-d', 'a', ['--rate-limit', '100000', '--lease', 'off']), env);
           expect(off.code, off.stderr).toBe(0);
         } finally {
           await fake.close();
@@ -211,11 +211,11 @@ describe('a lease keeps runners on different machines apart', () => {
           'wh/costs.duckdb.lease',
           JSON.stringify({ host: 'elsewhere', pid: 1, runId: 'nightly-run', startedAt: now, renewedAt: now }),
         );
-        const refused = await cli(push, env);
+        const refused = await run(push, env);
         expect(refused.code, refused.stderr).toBe(5);
         expect(refused.stderr).toContain('run nightly-run on elsewhere');
         await s3.client.send(new DeleteObjectCommand({ Bucket: 'lease-e', Key: 'wh/costs.duckdb.lease' }));
-        const pushed = await cli(push, env);
+        const pushed = await run(push, env);
         expect(pushed.code, pushed.stderr).toBe(0);
         expect(await s3.keys('lease-e')).toEqual(['wh/costs.duckdb']);
       });

@@ -2,7 +2,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/shards.js';
-import { SPAN, cli, run, withEmulator, withTempDir } from '../support/helpers.js';
+import { SPAN, run, withEmulator, withTempDir } from '../support/helpers.js';
 import { ENV, NAMES, clock, syncedSources, writeConfig } from '../support/shards.js';
 
 /** The runners of two layouts during a rollout, kept apart by leases: test/slow/shards-rollout.test.ts. */
@@ -12,10 +12,10 @@ describe('shards: one config file, N runners', () => {
       await withTempDir(async (dir) => {
         const config = writeConfig(dir, url);
         const results = await Promise.all([
-          cli(['sync', '--config', config, '--shard', '1/4'], ENV),
-          cli(['sync', '--config', config, '--shard', '2/4'], ENV),
-          cli(['sync', '--config', config, '--shard-count', '4'], { ...ENV, JOB_COMPLETION_INDEX: '2' }),
-          cli(['sync', '--config', config, '--shard-count', '4'], { ...ENV, JOB_COMPLETION_INDEX: '3' }),
+          run(['sync', '--config', config, '--shard', '1/4'], ENV),
+          run(['sync', '--config', config, '--shard', '2/4'], ENV),
+          run(['sync', '--config', config, '--shard-count', '4'], { ...ENV, JOB_COMPLETION_INDEX: '2' }),
+          run(['sync', '--config', config, '--shard-count', '4'], { ...ENV, JOB_COMPLETION_INDEX: '3' }),
         ]);
         const seen: string[] = [];
         for (const [i, result] of results.entries()) {

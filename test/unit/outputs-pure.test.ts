@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { metricBlocks, pendingKinds, prometheusText, refusedRunText, type MetricFacts } from '../../src/outputs/metrics.js';
 import { toS3Error } from '../../src/outputs/s3.js';
+import { awsSettingsOf } from '../../src/outputs/s3-url.js';
 
 const op = { action: 's3:PutObject' as const, bucket: 'acme', key: 'costs/line_items/x.parquet' };
 const sdk = (name: string, status?: number, message = '') =>
@@ -25,6 +26,21 @@ describe('toS3Error: what the SDK threw, as an error naming action, bucket, key 
     expect({ code: e.code, exitCode: e.exitCode, bucket: e.bucket, key: e.key, action: e.action }).toEqual({ code, exitCode, ...op });
     expect(e.hint).toMatch(hint);
     expect(e.message).toContain('s3://acme/costs/line_items/x.parquet');
+  });
+});
+
+describe("awsSettingsOf: a command's own environment gives the bucket's region and keys", () => {
+  it("leaves the process's environment to the SDK's chain, and takes a command's region and key pair (with its session token)", () => {
+    expect(awsSettingsOf(process.env)).toEqual({});
+    expect(awsSettingsOf({ AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'AKID', AWS_SECRET_ACCESS_KEY: 'secret' })).toEqual({
+      region: 'eu-west-1',
+      credentials: { accessKeyId: 'AKID', secretAccessKey: 'secret' },
+    });
+    expect(awsSettingsOf({ AWS_ACCESS_KEY_ID: 'AKID', AWS_SECRET_ACCESS_KEY: 'secret', AWS_SESSION_TOKEN: 'token' })).toEqual({
+      credentials: { accessKeyId: 'AKID', secretAccessKey: 'secret', sessionToken: 'token' },
+    });
+    // Half a key pair is no key pair: the chain looks further (a profile, a role).
+    expect(awsSettingsOf({ AWS_ACCESS_KEY_ID: 'AKID' })).toEqual({});
   });
 });
 
