@@ -42,6 +42,8 @@ export interface StatusReport {
    * lake last caught up (0: it holds all the warehouse does), so a lake that runs without it left behind is named.
    */
   lakes: LakeStatus[];
+  /** What to do about each lake that has not caught up, or is not on this disk: the lines under the Lakes table. */
+  lakeNotes: string[];
   /** What the metrics file holds: each source's last run, open anomalies, the latest day's spend. */
   metrics: MetricFacts | null;
   database: string;
@@ -179,7 +181,7 @@ export async function gatherStatus(db: string, stateDir: string, env: NodeJS.Pro
       wh.close();
     }
   }
-  return { sources, tables, runs, pushes, lakeTables, lakes, metrics, database: db };
+  return { sources, tables, runs, pushes, lakeTables, lakes, lakeNotes: lakeNotes(lakes), metrics, database: db };
 }
 
 /** What to do about each lake that has not caught up with the warehouse, or is not on this machine's disk: a line each. Pure. */
@@ -233,7 +235,7 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
       io.stdout(
         `\nLakes (per source, the partitions written to the warehouse since the lake last caught up)\n${formatTable(report.lakes)}\n`,
       );
-    for (const note of lakeNotes(report.lakes)) io.stdout(`${note}\n`);
+    for (const note of report.lakeNotes) io.stdout(`${note}\n`);
     if (report.lakeTables.length > 0)
       io.stdout(
         `\nIceberg lake tables (each one's snapshot as this warehouse last committed it; sync_runs and sync_run_streams as of the run before)\n${formatTable(report.lakeTables)}\n`,

@@ -68,6 +68,10 @@ describe('a lake that runs did not write catches up', () => {
         const afterNeither = await behind();
         expect(afterNeither[p1.out]).toBeGreaterThan(afterP2[p1.out]!);
         expect(afterNeither[p2.out]).toBeGreaterThan(0);
+        // `--format json` carries the lines under the Lakes table too: each names its lake and the sync that catches it up.
+        expect([...(await gatherStatus(config.db, config.stateDir)).lakeNotes].sort()).toEqual(
+          [p1.out, p2.out].map((out) => expect.stringContaining(`the next sync with --format parquet --out ${out} writes what it lacks`)),
+        );
         emulator.restate();
         await sync(p2);
         expect((await behind())[p2.out]).toBe(0);
@@ -79,6 +83,8 @@ describe('a lake that runs did not write catches up', () => {
         await sync({ ...p2, lookbackDays: 0 });
         expectSame(await lakeDifferences(config.db, p2.out));
         expect((await behind())[p2.out]).toBe(0);
+        // p2's run stored the anomalies again: p1 alone is named.
+        expect((await gatherStatus(config.db, config.stateDir)).lakeNotes).toEqual([expect.stringContaining(`--out ${p1.out} writes`)]);
       });
     });
   });
