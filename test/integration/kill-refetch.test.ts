@@ -20,7 +20,7 @@ describe('what a SIGKILL costs the next run', () => {
           const args = [CLI, ...syncCommand(url, dir, ['--streams', 'line_items', ...backfillFlags(30), '--quiet'])];
           expect((await runner.run(args, { atRequest: killAt })).signal).toBe('SIGKILL');
           pages = 0;
-          expect((await runner.run(args)).code).toBe(0);
+          expect((await runner.finish(args)).code).toBe(0);
           // The killed request was never answered: pages killAt..15 are new, at most 2 more are fetched again.
           expect(pages).toBeLessThanOrEqual(15 - killAt + 1 + 2);
           const [rows] = await queryDb<{ n: number; ids: number }>(

@@ -150,7 +150,7 @@ describe('notifications', () => {
           const first = await run;
           expect(first.signal).toBe('SIGKILL');
           receiver.onHit = undefined;
-          const again = await runner.run(args);
+          const again = await runner.finish(args);
           expect(again).toMatchObject({ code: 0 });
           const [{ n }] = (await queryDb<{ n: number }>(
             join(dir, 'c.duckdb'),
@@ -159,7 +159,7 @@ describe('notifications', () => {
           expect(n).toBeGreaterThan(0);
           expect(events(receiver)).toHaveLength(n);
           expect(new Set(events(receiver).map((e) => e.event_id)).size).toBe(n);
-          expect((await runner.run(args)).code).toBe(0);
+          expect((await runner.finish(args)).code).toBe(0);
           expect(events(receiver)).toHaveLength(n);
         });
       });

@@ -242,7 +242,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
           const run = (at: number) => runner.run(args, { atRequest: at });
           // Two points here; the chaos test (slow tier) kills at six random ones, and the push model between its steps.
           for (const at of [3, 1]) expect((await run(at)).signal).toBe('SIGKILL');
-          const last = await run(Infinity);
+          const last = await runner.finish(args);
           expect(last.code).toBe(ExitCode.OK);
           expect(emulator.dataset.ingestedRecords()).toHaveLength(1000);
           const rows = await ledger(join(dir, 'p.duckdb'));

@@ -71,7 +71,7 @@ export async function killRuns(kills: number, run: (i: number) => Promise<KillRe
 
 /**
  * The crash loop: a run in `dir/clean` that finishes, `kills` runs in `dir/crashy` SIGKILLed at `point(i)`,
- * then one there that finishes; more than half must have been killed. `args(sub)` is a run's command line
+ * then one there that finishes (those two in this process: nothing kills them); more than half must have been killed. `args(sub)` is a run's command line
  * (after node) with its warehouse `c.duckdb` in `dir/sub`. Returns the clean run's tables (`tableDigest`).
  */
 export async function cleanThenKilled(
@@ -80,11 +80,11 @@ export async function cleanThenKilled(
   kills: number,
   point: (i: number) => KillPoint,
 ): Promise<Awaited<ReturnType<typeof tableDigest>>> {
-  const clean = await rig.runner.run(args('clean'));
+  const clean = await rig.runner.finish(args('clean'));
   expect(clean.code, clean.stderr).toBe(0);
   const expected = await tableDigest(join(rig.dir, 'clean', 'c.duckdb'));
   const killed = await killRuns(kills, (i) => rig.runner.run(args('crashy'), point(i)));
-  const last = await rig.runner.run(args('crashy'));
+  const last = await rig.runner.finish(args('crashy'));
   expect(last.code, last.stderr).toBe(0);
   expect(killed).toBeGreaterThan(kills / 2);
   return expected;
