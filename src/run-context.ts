@@ -4,8 +4,8 @@
  * what a killed run left) and the fence on the published warehouse. Callers get what they write to and
  * one `release`; what they do in between is theirs.
  */
-import { mkdirSync, statSync, type Stats } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { existsSync, mkdirSync, statSync, type Stats } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { Clock } from './api/resilience.js';
 import type { SyncConfig } from './config.js';
 import { ConfigError, CostsyncError } from './errors.js';
@@ -89,6 +89,22 @@ export function requireDbDirectory(db: string): void {
       `Create the directory first (mkdir -p ${dir}), or fix the path in --db (or COSTSYNC_DB, or "db" in the config file).`,
     );
   }
+  if (existsSync(db) && statSync(db).isDirectory()) {
+    throw new ConfigError(
+      `--db ${db} is a directory; it names the warehouse file.`,
+      `Name a file in it, such as --db ${join(db, 'costs.duckdb')} (or fix COSTSYNC_DB, or "db" in the config file).`,
+    );
+  }
+}
+
+/** Refuses a --state-dir that is a file, before anything is written: it names a directory costsync keeps. */
+export function requireStateDirectory(stateDir: string): void {
+  if (existsSync(stateDir) && !statSync(stateDir).isDirectory()) {
+    throw new ConfigError(
+      `--state-dir ${stateDir} is a file, not a directory.`,
+      'Name a directory (costsync creates it if it is missing), or move the file aside; or fix COSTSYNC_STATE_DIR, or "state-dir" in the config file.',
+    );
+  }
 }
 
 /** Opens a run: everything before its first write, undone in reverse when any step fails. */
@@ -97,6 +113,7 @@ export async function openRun(request: RunRequest): Promise<OpenRun> {
   const env = request.env ?? process.env;
   // The database's directory is the user's to make (a typo is refused, not created); the state directory is costsync's.
   requireDbDirectory(config.db);
+  requireStateDirectory(config.stateDir);
   try {
     if (request.kind === 'sync' || isS3Url(config.db)) mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
   } catch (cause) {

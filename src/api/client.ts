@@ -392,12 +392,15 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   // --base-url: said at once (exit 2). After one, the same failure is a network fault, retried.
   let answered = false;
   let unreachable: ApiError | null = null;
+  // A key the API does not know (401) fails every request of this client: the first refusal ends the rest.
+  let keyRefused: ApiError | null = null;
 
   const stop = options.signal;
 
   /** Sends a request and waits for its status and headers; the body is read by `receive`, outside the limiter. */
   async function send(method: 'GET' | 'POST', path: string, body: string | undefined): Promise<Sent> {
     if (unreachable !== null) throw unreachable;
+    if (keyRefused !== null) throw keyRefused;
     if (stop?.aborted) throw aborted(method, path.split('?')[0]!);
     const started = clock.now();
     // Errors and events name the path without its query (cursors are long and say nothing).
@@ -519,8 +522,14 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
           return convert(judge(raw), raw.text);
         } catch (error) {
           release?.();
+          if (error instanceof ApiError && error.code === 'CS_ERR_UNAUTHORIZED' && keyRefused === null) {
+            // The requests waiting their turn are dropped, not each sent to be refused in turn.
+            keyRefused = error;
+            limiter.dropWaiting();
+          }
           if ((error as Error | undefined)?.message === DROPPED_MESSAGE) {
             if (unreachable !== null) throw unreachable;
+            if (keyRefused !== null) throw keyRefused;
             throw aborted(method, where, error);
           }
           throw error;

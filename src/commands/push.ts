@@ -184,7 +184,7 @@ export function resolvePushOptions(
     connectionId,
     files,
     mapping,
-    version: versionArg(args['profile-version'] ?? args.version),
+    version: args['profile-version'] !== undefined ? versionArg(args['profile-version']) : versionArg(args.version, '--version'),
     format: args.format === undefined ? null : String(args.format),
     vendor,
     batchSize,

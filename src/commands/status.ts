@@ -11,6 +11,7 @@ import { gatherMetrics, type MetricFacts } from '../outputs/metrics.js';
 import type { Argv } from 'yargs';
 import { formatTable } from '../table.js';
 import { connectionOptions, loadConfig, processIo, type CommandIo } from './common.js';
+import { requireStateDirectory } from '../run-context.js';
 
 export function statusOptions(yargs: Argv) {
   return connectionOptions(yargs).option('format', {
@@ -210,6 +211,7 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
   // `--format` here is the output's, not sync's.
   const { format: _format, ...settings } = args;
   const config = loadConfig(settings, io, false);
+  requireStateDirectory(config.stateDir);
   const report = await gatherStatus(config.db, config.stateDir, io.env);
   // A state file that cannot be read is reported, with the rest; the exit code says something needs a look.
   const code = report.sources.some((s) => s.problem !== undefined) ? ExitCode.FAILED : ExitCode.OK;

@@ -77,6 +77,9 @@ export function runVerifyCommand(args: Record<string, unknown>, io: CommandIo = 
     const tolerance = args.tolerance === undefined ? 0.01 : check.dollars('--tolerance', args.tolerance);
     const from = args.from === undefined ? null : dateArg('from', args.from);
     const to = args.to === undefined ? null : dateArg('to', args.to);
+    // A range the wrong way round would check nothing and say all is equal.
+    if (from !== null && to !== null)
+      check.notAfter('--from', from, to, `Pass a --from on or before --to, for example --from ${to} --to ${from}.`);
     const format = choiceArg('format', args.format ?? 'table', ['table', 'json'] as const);
     if (args.api === true) {
       if (args.focus === true) throw new ConfigError('--api and --focus check different things.', 'Run verify once with each.');

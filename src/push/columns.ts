@@ -176,13 +176,13 @@ export function lowestVersion(columns: Iterable<string>, vendor: string): Ingest
   return version;
 }
 
-/** Parses `--version`; null when not given. */
-export function versionArg(value: unknown): IngestVersion | null {
+/** Parses `--profile-version` (`flag`: the deprecated `--version` when that is what was given); null when not given. */
+export function versionArg(value: unknown, flag = '--profile-version'): IngestVersion | null {
   if (value === undefined || value === null) return null;
   const text = String(value);
   if (!(INGEST_VERSIONS as readonly string[]).includes(text)) {
     throw new ConfigError(
-      `--version must be one of ${INGEST_VERSIONS.join(', ')}; got ${JSON.stringify(value)}.`,
+      `${flag} must be one of ${INGEST_VERSIONS.join(', ')}; got ${JSON.stringify(value)}.`,
       'Leave it out to send the lowest version that covers the columns used.',
     );
   }

@@ -52,7 +52,7 @@ export interface StreamPlan {
   minRequests: number;
   /** Of `windows`, those of older dates the recheck found no longer equal to the API (outside `range`). */
   older?: number;
-  /** Dates already stored that the run fetches again (the lookback), as `from..to (N days)`. */
+  /** Dates already stored that the run fetches again (the lookback), as `from..to, date (N days)`. */
   refetches: string | null;
   /** How the estimate was made, for a person. */
   basis: string;
@@ -94,7 +94,8 @@ export function storedSpan(days: readonly DayBasis[]): string | null {
     .map((d) => d.date)
     .sort();
   if (stored.length === 0) return null;
-  return `${stored[0]}..${stored.at(-1)} (${stored.length} day${stored.length === 1 ? '' : 's'})`;
+  // As ranges: one span from the first to the last would name dates that are not fetched again.
+  return `${summarizeDates(stored)} (${stored.length} day${stored.length === 1 ? '' : 's'})`;
 }
 
 /**

@@ -194,13 +194,37 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
     });
   });
 
-  it('a state directory that cannot be created: exit 1 naming it and the fix', async () => {
+  it('a --state-dir that is a file, and a --db that is a directory: exit 2 naming the flag and the fix (sync, status); a state directory that cannot be created: exit 1', async () => {
     await withTempDir(async (dir) => {
       writeFileSync(join(dir, 'state'), 'a file where the directory should be');
-      const result = await run(syncCommand('http://127.0.0.1:9', dir), env);
-      expect(result.code).toBe(ExitCode.FAILED);
-      expect(result.stderr).toMatch(/Cannot create the state directory .*state: EEXIST/);
-      expect(result.stderr).toMatch(/hint: Check that --state-dir points at a writable place/);
+      for (const args of [
+        syncCommand('http://127.0.0.1:9', dir),
+        ['status', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state')],
+      ]) {
+        const result = await run(args, env);
+        expect(result.code, args[0]).toBe(ExitCode.USAGE);
+        expect(result.stderr, args[0]).toContain(`--state-dir ${join(dir, 'state')} is a file, not a directory.`);
+        expect(result.stderr, args[0]).toMatch(/hint: Name a directory \(costsync creates it if it is missing\), or move the file aside/);
+      }
+      const directory = await run(syncCommand('http://127.0.0.1:9', join(dir, 'ok'), ['--db', dir]), env);
+      expect(directory.code).toBe(ExitCode.USAGE);
+      expect(directory.stderr).toContain(`--db ${dir} is a directory; it names the warehouse file.`);
+      expect(directory.stderr).toContain(`hint: Name a file in it, such as --db ${join(dir, 'costs.duckdb')}`);
+      // Under a file, the directory cannot be made: an I/O failure, named with the fix.
+      const under = await run(syncCommand('http://127.0.0.1:9', dir, ['--state-dir', join(dir, 'state', 'sub')]), env);
+      expect(under.code).toBe(ExitCode.FAILED);
+      expect(under.stderr).toMatch(/Cannot create the state directory .*sub: ENOTDIR/);
+      expect(under.stderr).toMatch(/hint: Check that --state-dir points at a writable place/);
+      expect(readFileSync(join(dir, 'state'), 'utf8')).toBe('a file where the directory should be');
+    });
+  });
+
+  it("verify's --from after its --to is refused (exit 2), not a check of no dates that says all is equal", async () => {
+    await withTempDir(async (dir) => {
+      const result = await run(['verify', '--db', join(dir, 'c.duckdb'), '--from', '2025-06-20', '--to', '2025-06-10']);
+      expect(result.code).toBe(ExitCode.USAGE);
+      expect(result.stderr).toContain('--from (2025-06-20) is after the last date 2025-06-10.');
+      expect(result.stderr).toContain('hint: Pass a --from on or before --to, for example --from 2025-06-10 --to 2025-06-20.');
     });
   });
 });

@@ -116,6 +116,25 @@ describe('API client', () => {
     });
   });
 
+  it('a key the API refuses (401) ends every request waiting its turn with that refusal, none of them sent', async () => {
+    await withEmulator(SPAN, async ({ url, requestLog }) => {
+      // One request a second: without the drop, the other four would each wait their turn to be refused.
+      await withClient({ baseUrl: url, apiKey: 'not-a-key', requestsPerMinute: 60 }, async (client) => {
+        const errors = await Promise.all(
+          ['2025-06-01', '2025-06-02', '2025-06-03', '2025-06-04', '2025-06-05'].map((d) =>
+            caught(client.lineItems({ startDate: d, endDate: d, limit: 100 })),
+          ),
+        );
+        expect(errors.map((e) => e.code)).toEqual(Array(5).fill('CS_ERR_UNAUTHORIZED'));
+        expect(errors.every((e) => e.exitCode === ExitCode.AUTH)).toBe(true);
+        await expect(client.rollups({ startDate: '2025-06-01', endDate: '2025-06-01', groupBy: 'provider' })).rejects.toMatchObject({
+          code: 'CS_ERR_UNAUTHORIZED',
+        });
+      });
+      expect(requestLog.total).toBe(1);
+    });
+  });
+
   it('retries 500s, dropped connections, truncated and malformed bodies, then succeeds', async () => {
     await withEmulator(SPAN, async ({ url, faults, requestLog }) => {
       faults.script('error500', 'drop', 'truncate', 'malformed');

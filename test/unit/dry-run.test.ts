@@ -38,7 +38,9 @@ describe('sync --dry-run estimates', () => {
     expect(storedSpan([day('2025-06-28', 40), day('2025-06-29', 40), day('2025-06-30', null)])).toBe('2025-06-28..2025-06-29 (2 days)');
     expect(storedSpan([day('2025-06-30', null)])).toBeNull();
     // The recheck's older windows come after the plan's own: the span still runs from the earliest date.
-    expect(storedSpan([day('2025-06-29', 40), day('2025-06-30', 40), day('2025-06-01', 5)])).toBe('2025-06-01..2025-06-30 (3 days)');
+    expect(storedSpan([day('2025-06-29', 40), day('2025-06-30', 40), day('2025-06-01', 5)])).toBe(
+      '2025-06-01, 2025-06-29..2025-06-30 (3 days)',
+    );
   });
 
   it('prints each stream, the total at the rate limit, and that nothing was written', () => {
@@ -297,7 +299,7 @@ describe("sync --dry-run asks each stream's spec for its requests", () => {
       basis: 'rows stored, and the rollups',
     };
     const plan = windowedStreamPlan({ ...lineItemsStream, fetchPage: noFetch }, planned, known, checked);
-    expect(plan).toMatchObject({ requests: 4 + 2, minRequests: 2 + 2, basis: known.basis, refetches: '2025-06-01..2025-06-01 (1 day)' });
+    expect(plan).toMatchObject({ requests: 4 + 2, minRequests: 2 + 2, basis: known.basis, refetches: '2025-06-01 (1 day)' });
     expect(windowedStreamPlan({ ...lineItemsStream, fetchPage: noFetch }, planned, known, unchecked)).toMatchObject({ requests: 4 });
   });
 });

@@ -62,7 +62,8 @@ describe('push column planning', () => {
     );
     expect(attempt(() => parseMapping({ columns: { a: 1 } }, 'm.json'))).toMatch(/"columns"."a" must name a FOCUS column/);
     expect(attempt(() => parseMapping({ colums: {} }, 'm.json'))).toMatch(/unknown member "colums"/);
-    expect(attempt(() => versionArg('2'))).toMatch(/--version must be one of 1, 1.1, 1.2/);
+    expect(attempt(() => versionArg('2'))).toMatch(/--profile-version must be one of 1, 1.1, 1.2/);
+    expect(attempt(() => versionArg('1.0', '--version'))).toMatch(/--version must be one of 1, 1.1, 1.2; got "1.0"/);
   });
 
   it('picks the lowest profile version that covers the columns used', () => {
