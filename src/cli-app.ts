@@ -273,6 +273,29 @@ export function asWritten(argv: readonly string[], key: string): string | undefi
   return value;
 }
 
+/**
+ * `--max-runtime -5m` as `--max-runtime=-5m`: yargs reads a value starting with a dash and a digit as short
+ * flags (`-5`, `-m`) and calls them unknown; joined, the value reaches the option's check, which names the flag. Pure.
+ */
+export function joinDashedValues(argv: readonly string[]): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const next = argv[i + 1];
+    if (/^--[a-z][\w-]*$/.test(a) && next !== undefined && /^-[\d.]/.test(next)) {
+      joined.push(`${a}=${next}`);
+      i++;
+    } else joined.push(a);
+  }
+  return joined;
+}
+
+/** Whether `argv` writes option `key` with no value (last, or followed by another flag). Pure. */
+export function writtenBare(argv: readonly string[], key: string): boolean {
+  const flag = `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+  return argv.some((a, i) => a === flag && (i + 1 === argv.length || argv[i + 1]!.startsWith('--')));
+}
+
 /** Adds a command, and its own commands, to `parser`. */
 function register(parser: Argv, c: Command, io: CommandIo, done: (code: ExitCode) => void): Argv {
   // yargs awaits a builder that returns a promise; it calls only the builder of the command being run.
@@ -307,11 +330,12 @@ function skipHelpCache(parser: Argv): void {
 const COMMAND_NAMES = COMMANDS.map((c) => c.command.split(' ')[0]!);
 
 function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => void) {
-  let parser = yargs(argv).scriptName('costsync').usage('$0 <command> [options]');
+  let parser = yargs(joinDashedValues(argv)).scriptName('costsync').usage('$0 <command> [options]');
   // A flag given twice: the last one wins, as in most CLIs. Done here, not with yargs'
   // 'duplicate-arguments-array': false, which also kept only the last of a variadic positional (`push a.csv b.csv`).
   parser = parser.middleware((args) => {
-    const arrays = new Set((parser as unknown as { getOptions(): { array: string[] } }).getOptions().array);
+    const options = (parser as unknown as { getOptions(): { array: string[]; number: string[] } }).getOptions();
+    const arrays = new Set(options.array);
     for (const [key, value] of Object.entries(args)) {
       if (key !== '_' && Array.isArray(value) && !arrays.has(key)) args[key] = value.at(-1);
       // yargs makes a number option's value NaN when it is not a number, 0 when empty and 16 for 0x10: a value
@@ -321,6 +345,9 @@ function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => vo
         if (written !== undefined && Number.isNaN(decimal(written))) args[key] = written;
       }
     }
+    // yargs drops a number option written with no value, so `--rate-limit` alone ran at the default 60: the
+    // empty value goes to the option's check, as a string option's does.
+    for (const key of options.number) if (writtenBare(argv, key)) args[key] = '';
   }, true);
   for (const c of COMMANDS) parser = register(parser, c, io, done);
   skipHelpCache(parser);

@@ -4,7 +4,7 @@ import { basename, dirname, extname, join, resolve } from 'node:path';
 import type { StatementType as StatementTypes } from '@duckdb/node-api';
 import { duckdbApi } from './cjs-libraries.js';
 import { ConfigError, CostsyncError, ExitCode } from './errors.js';
-import { sqlString, type ReadOnlyWarehouse, type ResultTable } from './storage/duckdb.js';
+import { sqlString, type ReadOnlyWarehouse, type ResultTable, type RowStream } from './storage/duckdb.js';
 import { boundedSettings } from './storage/duckdb-settings.js';
 import { formatTable } from './table.js';
 
@@ -43,7 +43,9 @@ function queryError(cause: unknown): CostsyncError {
   const text = (cause instanceof Error ? cause.message : String(cause))
     .split('\n')
     .filter((line) => line.trim() !== '')
-    .join('\n');
+    .join('\n')
+    // The node API's wording around DuckDB's own message when the SQL is split into statements.
+    .replace(/^Failed to extract statements: /, '');
   const first = text.split('\n')[0]!;
   if (/read-only mode/i.test(first)) {
     return new CostsyncError('CS_ERR_QUERY_READ_ONLY', `costsync query only reads: ${first}`, {
@@ -181,7 +183,8 @@ function refusal(refused: { code: 'CS_ERR_QUERY_READ_ONLY' | 'CS_ERR_QUERY_REFUS
 
 /**
  * Runs `text` and writes its result as it arrives: CSV and JSON a chunk at a time, whatever the
- * size; a table with at most MAX_TABLE_ROWS rows, saying so when there were more.
+ * size; a table with at most MAX_TABLE_ROWS rows, saying so when there were more. SQL of several
+ * statements prints each one's table in turn; CSV and JSON hold one result, so they take one statement.
  */
 export async function writeQuery(
   warehouse: ReadOnlyWarehouse,
@@ -190,12 +193,37 @@ export async function writeQuery(
   write: (text: string) => void,
 ): Promise<void> {
   await checkUserSql(warehouse, text, false);
-  let stream;
+  let statements;
   try {
-    stream = await warehouse.stream(text);
+    statements = await warehouse.statements(text);
   } catch (cause) {
     throw queryError(cause);
   }
+  if (statements.length === 0) {
+    throw new ConfigError(
+      'No SQL to run: the text holds no statement, only comments or semicolons.',
+      'Pass a SELECT, for example costsync query "SELECT * FROM monthly_spend".',
+    );
+  }
+  if (statements.length > 1 && format !== 'table') {
+    throw new ConfigError(
+      `--format ${format} writes the result of one statement, and the SQL holds ${statements.length}.`,
+      `Run each statement with its own costsync query, or use --format table, which prints each result in turn.`,
+    );
+  }
+  for (const [i, statement] of statements.entries()) {
+    if (i > 0) write('\n');
+    let stream;
+    try {
+      stream = await statement();
+    } catch (cause) {
+      throw queryError(cause);
+    }
+    await writeResult(stream, format, write);
+  }
+}
+
+async function writeResult(stream: RowStream, format: OutputFormat, write: (text: string) => void): Promise<void> {
   const names = stream.columns.map((c) => c.name);
   const table: Record<string, unknown>[] = [];
   let rows = 0;

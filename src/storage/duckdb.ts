@@ -346,12 +346,21 @@ function numbersAsNumbers(columns: ResultTable['columns'], rows: Record<string, 
   return rows;
 }
 
+/** A result's columns and its rows, a chunk at a time. */
+export interface RowStream {
+  columns: ResultTable['columns'];
+  batches: AsyncIterable<Record<string, unknown>[]>;
+}
+
 export interface ReadOnlyWarehouse {
   sql<T = Record<string, unknown>>(text: string, params?: DuckDBValue[]): Promise<T[]>;
   /** Runs any read-only SQL; dates and times as text, large integers and decimals as numbers. */
   table(text: string, params?: DuckDBValue[]): Promise<ResultTable>;
-  /** The same, a chunk of rows at a time, so a large result never sits in memory whole. */
-  stream(text: string): Promise<{ columns: ResultTable['columns']; batches: AsyncIterable<Record<string, unknown>[]> }>;
+  /**
+   * Each statement of `text`, to run in turn: its result a chunk of rows at a time, so a large result never
+   * sits in memory whole. DuckDB's parser splits the text; nothing runs until a statement's result is asked for.
+   */
+  statements(text: string): Promise<(() => Promise<RowStream>)[]>;
   query<T = Record<string, unknown>>(name: string, params?: DuckDBValue[], names?: Record<string, string>): Promise<T[]>;
   /** Whether every statement of `text` is a SELECT, by DuckDB's parser alone (nothing bound or run); a syntax error counts as one, to fail when run. */
   onlySelects(text: string): Promise<boolean>;
@@ -394,13 +403,24 @@ export async function openReadOnly(path: string): Promise<ReadOnlyWarehouse> {
       const columns = reader.columnNames().map((name, i) => ({ name, type: reader.columnTypes()[i]!.toString() }));
       return { columns, rows: numbersAsNumbers(columns, reader.getRowObjectsJson()) };
     },
-    async stream(text) {
-      const result = await connection.stream(text);
-      const columns = result.columnNames().map((name, i) => ({ name, type: result.columnTypes()[i]!.toString() }));
-      async function* batches() {
-        for await (const rows of result.yieldRowObjectJson()) yield numbersAsNumbers(columns, rows);
+    async statements(text) {
+      let extracted;
+      try {
+        extracted = await connection.extractStatements(text);
+      } catch (cause) {
+        // DuckDB's extraction fails without a message on text of no statement (";", a comment alone).
+        const [row] = await sql<{ json: string }>('SELECT json_serialize_sql($1::VARCHAR) AS json', [text]);
+        if ((JSON.parse(row!.json) as { statements?: unknown[] }).statements?.length === 0) return [];
+        throw cause;
       }
-      return { columns, batches: batches() };
+      return Array.from({ length: extracted.count }, (_, i) => async () => {
+        const result = await (await extracted.prepare(i)).stream();
+        const columns = result.columnNames().map((name, c) => ({ name, type: result.columnTypes()[c]!.toString() }));
+        async function* batches() {
+          for await (const rows of result.yieldRowObjectJson()) yield numbersAsNumbers(columns, rows);
+        }
+        return { columns, batches: batches() };
+      });
     },
     query: (name, params, names) => sql(loadSql(name, names), params),
     async onlySelects(text) {

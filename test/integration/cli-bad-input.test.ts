@@ -39,6 +39,10 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
         [['--lookback-days', ''], /--lookback-days must be a whole number from 0 to 365; got ""/],
         [['--anomaly-refresh-days', '0x10'], /--anomaly-refresh-days must be a whole number from 0 to 3660; got "0x10"/],
         [['--rate-limit', '-5'], /--rate-limit must be a whole number/],
+        // A number flag with no value is refused, not run at its default (60 a minute).
+        [['--rate-limit'], /--rate-limit must be a whole number from 1 to 1000000; got ""/],
+        // A value that starts with a dash reaches the option's check, not yargs' "Unknown arguments: 5, m".
+        [['--max-runtime', '-5m'], /--max-runtime must be a duration such as 90s, 30m or 2h \(more than 0\); got "-5m"/],
         [
           ['--streams', 'line_items,costs'],
           /--streams names unknown stream\(s\): costs.*\n.*hint: Use a comma list of line_items,rollups,anomalies/,

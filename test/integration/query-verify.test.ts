@@ -118,6 +118,31 @@ describe('costsync query errors', () => {
   });
 });
 
+describe('costsync query with several statements, or none', () => {
+  it('prints each result of several in turn as tables, refuses them for CSV and JSON, and names text of no statement', async () => {
+    await withTempDir(async (dir) => {
+      const db = join(dir, 'c.duckdb');
+      await withWarehouse(db, async () => undefined);
+      const two = await run(['query', '--db', db, "SELECT 1 AS first; SELECT 'x' AS second, 2 AS third"]);
+      expect(two.code).toBe(ExitCode.OK);
+      expect(two.stdout).toBe('first\n-----\n    1\n\nsecond  third\n------  -----\nx           2\n');
+      for (const format of ['csv', 'json']) {
+        const refused = await run(['query', '--db', db, '--format', format, 'SELECT 1; SELECT 2']);
+        expect(refused.code, format).toBe(ExitCode.USAGE);
+        expect(refused.stderr).toMatch(
+          new RegExp(`--format ${format} writes the result of one statement, and the SQL holds 2\\.\n.*hint: .*--format table`),
+        );
+        expect(refused.stdout).toBe('');
+      }
+      for (const empty of [';', ' ; ;', '/* nothing */']) {
+        const none = await run(['query', '--db', db, empty]);
+        expect(none.code, empty).toBe(ExitCode.USAGE);
+        expect(none.stderr).toMatch(/No SQL to run: the text holds no statement/);
+      }
+    });
+  });
+});
+
 describe('costsync query writes no file, installs, loads and attaches nothing', () => {
   it('refuses each such form with exit 2 naming the rule, touching no file; reads files, and --out writes', async () => {
     await withTempDir(async (dir) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { asWritten, withSuggestion } from '../../src/cli-app.js';
+import { asWritten, joinDashedValues, withSuggestion, writtenBare } from '../../src/cli-app.js';
 import { closest, editDistance } from '../../src/did-you-mean.js';
 
 describe('did you mean', () => {
@@ -55,5 +55,20 @@ describe('did you mean', () => {
     expect(asWritten(['sync', '--window-days=3x', '--window-days', 'abc'], 'window-days')).toBe('abc');
     expect(asWritten(['sync', '--window-days'], 'window-days')).toBeUndefined();
     expect(asWritten(['sync', '--window-days-x', '1'], 'window-days')).toBeUndefined();
+  });
+
+  it('joins a long flag to a value that starts with a dash and a digit, and nothing else (joinDashedValues)', () => {
+    expect(joinDashedValues(['sync', '--max-runtime', '-5m', '--quiet'])).toEqual(['sync', '--max-runtime=-5m', '--quiet']);
+    expect(joinDashedValues(['sync', '--rate-limit', '-.5'])).toEqual(['sync', '--rate-limit=-.5']);
+    expect(joinDashedValues(['sync', '--quiet', '--since', '2025-01-01'])).toEqual(['sync', '--quiet', '--since', '2025-01-01']);
+    expect(joinDashedValues(['push', 'a.csv', '-h'])).toEqual(['push', 'a.csv', '-h']);
+  });
+
+  it('finds a flag written with no value, last or before another flag (writtenBare)', () => {
+    expect(writtenBare(['sync', '--rate-limit'], 'rate-limit')).toBe(true);
+    expect(writtenBare(['sync', '--rate-limit', '--quiet'], 'rateLimit')).toBe(true);
+    expect(writtenBare(['sync', '--rate-limit', '5'], 'rate-limit')).toBe(false);
+    expect(writtenBare(['sync', '--rate-limit=', '--quiet'], 'rate-limit')).toBe(false);
+    expect(writtenBare(['sync', '--quiet'], 'rate-limit')).toBe(false);
   });
 });
