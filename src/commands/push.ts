@@ -142,7 +142,13 @@ export function undeliveredLine(s: PushSummary): string {
     s.notApplied > 0 ? `${s.notApplied} correction(s) the server did not apply` : '',
     s.unconfirmed > 0 ? `${s.unconfirmed} skipped by the server without naming them` : '',
   ].filter(Boolean);
-  return `${undeliveredCount(s)} of ${s.rowsRead} row(s) read were not delivered (${parts.join(', ')})`;
+  // A request refused whole usually says why every row failed (an unknown connection): its words, not only a count.
+  const said = s.requestRefusals.slice(0, 3).map((m) => `"${m.replace(/\.$/, '')}"`);
+  const whole =
+    said.length === 0
+      ? ''
+      : `; the server refused whole requests, saying ${said.join(', ')}${s.requestRefusals.length > 3 ? ' and more' : ''}`;
+  return `${undeliveredCount(s)} of ${s.rowsRead} row(s) read were not delivered (${parts.join(', ')})${whole}`;
 }
 
 /** Rows read and not delivered: failed the checks, refused, corrections not applied, unconfirmed. Pure. */

@@ -85,6 +85,7 @@ export async function runPushOtel(deps: {
         new Date(clock.now()).toISOString(),
         deps.source ?? 'default',
         null,
+        null,
       ]),
     );
     return { pushId, file, sent: true, response };

@@ -113,6 +113,8 @@ export interface PushSummary {
   deliveredBefore: number;
   /** Rows the server refused (named in its errors, or in a request it did not accept). */
   refused: number;
+  /** The server's words for each request it refused whole (400), each once: often the reason every row failed (an unknown connection). */
+  requestRefusals: string[];
   /** Corrections the server did not apply (it keeps the first values it stored for an id). */
   notApplied: number;
   /** Corrections the server did not apply, settled by the user (`--settle-corrections`, now or before): not sent, not failures. */
@@ -129,6 +131,30 @@ export interface PushSummary {
   ignoredColumns: Record<string, string[]>;
   /** `undelivered`: the server did not take every row sent, and --allow-undelivered was not given. */
   outcome: 'success' | 'invalid' | 'stopped' | 'undelivered';
+}
+
+/** What became of one answered request's rows, as ingest_batches.outcome records it (the summary's words). */
+export interface BatchOutcome {
+  delivered: number;
+  refused: number;
+  not_applied: number;
+  settled: number;
+  unconfirmed: number;
+}
+
+const NO_ROWS: BatchOutcome = { delivered: 0, refused: 0, not_applied: 0, settled: 0, unconfirmed: 0 };
+
+/** The counts of `outcomes`, `settled` of the corrections not applied counted as settled. Pure. */
+export function batchOutcome(outcomes: readonly RowOutcome[], settled: number): BatchOutcome {
+  const count = (test: (o: RowOutcome) => boolean) => outcomes.filter(test).length;
+  const notApplied = count((o) => !o.delivered && o.why === 'not-applied');
+  return {
+    delivered: count((o) => o.delivered),
+    refused: count((o) => !o.delivered && o.why === 'refused'),
+    not_applied: notApplied - settled,
+    settled,
+    unconfirmed: count((o) => !o.delivered && o.why === 'unconfirmed'),
+  };
 }
 
 export interface PushDeps {
@@ -334,6 +360,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
     notApplied: 0,
     settled: 0,
     unconfirmed: 0,
+    requestRefusals: [],
     undeliveredFiles: [],
     offMidnight: 0,
     batches: 0,
@@ -574,8 +601,17 @@ async function sendFile(
   const waiting: Record<RowClass, Pending> = { new: emptyPending(), resend: emptyPending(), correction: emptyPending() };
   const now = () => new Date(clock.now()).toISOString();
 
-  /** One request's ledger rows, in one transaction: its answer (null: cut before it) and each row's outcome. */
-  const record = (batch: Pending, result: IngestResult | null, held: (string | null)[], pending: (string | null)[], response?: unknown) =>
+  /**
+   * One request's ledger rows, in one transaction: its answer (null: cut before it), what became of its
+   * rows (the counts status shows), each row's values held or pending, and the corrections settled now.
+   */
+  const record = (
+    batch: Pending,
+    result: IngestResult | null,
+    held: (string | null)[],
+    pending: (string | null)[],
+    answer: { response?: unknown; outcome?: BatchOutcome; settled?: number[] } = {},
+  ) =>
     warehouse.transaction(async () => {
       await warehouse.run('push/ledger_record', [
         summary.pushId,
@@ -593,10 +629,11 @@ async function sendFile(
         result?.cost_line_item_count ?? null,
         result?.skipped ?? null,
         result === null ? null : JSON.stringify(result.errors),
-        result === null ? null : JSON.stringify(response ?? result),
+        result === null ? null : JSON.stringify(answer.response ?? result),
         now(),
         options.source ?? 'default',
         true,
+        answer.outcome === undefined ? null : JSON.stringify(answer.outcome),
       ]);
       await warehouse.run('push/rows_record', [
         key,
@@ -606,6 +643,16 @@ async function sendFile(
         summary.pushId,
         now(),
       ]);
+      const settled = answer.settled ?? [];
+      if (settled.length > 0) {
+        await warehouse.run('push/rows_settle', [
+          key,
+          JSON.stringify(settled.map((i) => batch.ids[i])),
+          JSON.stringify(settled.map((i) => batch.values[i])),
+          summary.pushId,
+          now(),
+        ]);
+      }
     });
 
   /** A line every PROGRESS_EVERY_MS of a long push, so one running for minutes is never a silent one. */
@@ -619,6 +666,7 @@ async function sendFile(
 
   const settle = async (cls: RowClass, batch: Pending, result: IngestResult, retried: boolean) => {
     const outcomes = settleBatch(cls, batch.rows.length, result, retried);
+    const settledNow = options.settleCorrections ? outcomes.flatMap((o, i) => (!o.delivered && o.why === 'not-applied' ? [i] : [])) : [];
     // A row not delivered from a request that may have stored it (a resend, or an attempt whose answer was lost) stays pending.
     const pending = cls === 'resend' || cls === 'correction' || retried ? mayHold(cls, batch) : batch.ids.map(() => null);
     await record(
@@ -626,6 +674,7 @@ async function sendFile(
       result,
       outcomes.map((o, i) => (o.delivered ? batch.values[i]! : null)),
       outcomes.map((o, i) => (o.delivered ? null : pending[i]!)),
+      { outcome: batchOutcome(outcomes, settledNow.length), settled: settledNow },
     );
     summary.batches += 1;
     summary.sent += batch.rows.length;
@@ -635,7 +684,6 @@ async function sendFile(
     summary.serverErrors += result.errors.length;
     const range = `${source.path} rows ${batch.fileRows[0]}-${batch.fileRows.at(-1)}`;
     const counts = new Map<string, number>();
-    const settledNow: number[] = [];
     outcomes.forEach((o: RowOutcome, i) => {
       if (o.delivered) {
         summary.delivered += 1;
@@ -645,7 +693,6 @@ async function sendFile(
       }
       if (o.why === 'not-applied' && options.settleCorrections) {
         summary.settled += 1;
-        settledNow.push(i);
         return;
       }
       if (o.why === 'refused') summary.refused += 1;
@@ -658,15 +705,6 @@ async function sendFile(
     });
     for (const [reason, n] of counts) logger.warn(`${range}: ${n} row(s) not delivered: ${reason}`, { batchId: result.batch_id });
     if (settledNow.length > 0) {
-      await warehouse.transaction(() =>
-        warehouse.run('push/rows_settle', [
-          key,
-          JSON.stringify(settledNow.map((i) => batch.ids[i])),
-          JSON.stringify(settledNow.map((i) => batch.values[i])),
-          summary.pushId,
-          now(),
-        ]),
-      );
       logger.info(
         `${range}: ${settledNow.length} correction(s) the server did not apply recorded as settled, as --settle-corrections asks; pushed again with these values they count as delivered`,
       );
@@ -754,10 +792,14 @@ async function sendFile(
       skipped: batch.rows.length,
       errors: [error.message],
     };
-    await record(batch, refused, none, none, { status: 400, code: error.apiCode ?? null, message: error.message });
+    await record(batch, refused, none, none, {
+      response: { status: 400, code: error.apiCode ?? null, message: error.message },
+      outcome: { ...NO_ROWS, refused: batch.rows.length },
+    });
     summary.batches += 1;
     summary.sent += batch.rows.length;
     summary.refused += batch.rows.length;
+    if (!summary.requestRefusals.includes(error.message)) summary.requestRefusals.push(error.message);
     for (const row of batch.fileRows) file.undelivered.set(row, reason);
     logger.warn(`${source.path} rows ${batch.fileRows[0]}-${batch.fileRows.at(-1)}: ${batch.rows.length} row(s) not delivered: ${reason}`);
   };

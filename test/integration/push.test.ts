@@ -1,11 +1,11 @@
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import type { KeysConfig } from '../../src/emulator/keys.js';
 import { ExitCode } from '../../src/errors.js';
-import { openReadOnly } from '../../src/storage/duckdb.js';
+import { loadSql, openReadOnly } from '../../src/storage/duckdb.js';
 import { CLI, killRunner, pushArgs, pushSummary, queryDb, run, startCli, withEmulator, withTempDir, SPAN } from '../support/helpers.js';
 
 const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
@@ -53,6 +53,9 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
             batches: 2,
             rows_sent: 1000,
             created: 1000,
+            delivered: 1000,
+            refused: 0,
+            unconfirmed: 0,
             unanswered: 0,
             all_accepted: true,
           }),
@@ -197,10 +200,11 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
     });
   });
 
-  it('a key bound to another connection, or without usage:write, stops at once with exit code 3', async () => {
+  it("a key bound to another connection, or without usage:write, stops at once with exit code 3; an unknown connection ends with the server's words", async () => {
     const keys: KeysConfig = {
       keys: [
         { key: 'bound-key', scopes: [...SCOPES], plan: 'business', connection_id: 'conn-a' },
+        { key: 'any-key', scopes: [...SCOPES], plan: 'business' },
         { key: 'read-key', scopes: ['line_items:read'], plan: 'business' },
       ],
       connections: [
@@ -223,6 +227,25 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         expect(scope.code).toBe(ExitCode.AUTH);
         expect(scope.stderr).toMatch(/INVALID_SCOPE/);
         expect(scope.stderr).toMatch(/usage:write/);
+        expect(emulator.dataset.ingestedRecords()).toHaveLength(0);
+
+        // Each request is refused whole (400): the last line, the one a person reads, names why.
+        // (A copy: the rows not delivered are listed beside the file.)
+        const file = join(dir, 'focus.csv');
+        copyFileSync(FIXTURE, file);
+        const unknown = await run(pushArgs(emulator.url, dir, ['--connection', 'nope', '--batch-size', '20', file]), {
+          COSTSYNC_API_KEY: 'any-key',
+        });
+        expect(unknown.code).toBe(ExitCode.FAILED);
+        const last = (JSON.parse(unknown.stderr.trim().split('\n').at(-1)!) as { msg: string }).msg;
+        expect(last).toMatch(
+          /^Not done: 30 of 30 row\(s\) read were not delivered \(30 refused by the server\); the server refused whole requests, saying "[^"]*Unknown connection id "nope"[^.]*"\. They are in .*focus\.undelivered\.csv/,
+        );
+        expect(last.match(/Unknown connection id/g)).toHaveLength(1);
+        // status says the same as the push: refused, not the server-side "skipped".
+        expect(await queryDb(join(dir, 'p.duckdb'), loadSql('status/last_pushes'))).toEqual([
+          expect.objectContaining({ connection_id: 'nope', rows_sent: 30, created: 0, delivered: 0, refused: 30, unconfirmed: 0 }),
+        ]);
         expect(emulator.dataset.ingestedRecords()).toHaveLength(0);
       });
     });
@@ -337,7 +360,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
             { first_row: 11, last_row: 20, answered: false },
           ]);
           // status tells the cut request apart from the answered ones.
-          expect(await queryDb(db, (await import('../../src/storage/duckdb.js')).loadSql('status/last_pushes'))).toEqual([
+          expect(await queryDb(db, loadSql('status/last_pushes'))).toEqual([
             expect.objectContaining({ batches: 2, unanswered: 1, all_accepted: true }),
           ]);
 

@@ -20,7 +20,8 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { startEmulator, type Emulator } from '../../src/emulator/server.js';
 import type { DuplicateRows, InvalidRows, RowErrorShape, ChargePeriodDates } from '../../src/emulator/ingest.js';
 import { ExitCode } from '../../src/errors.js';
-import { CLI, killRunner, run } from './helpers.js';
+import { loadSql } from '../../src/storage/duckdb.js';
+import { CLI, killRunner, pushSummary, queryDb, run } from './helpers.js';
 
 const ENV = { COSTSYNC_API_KEY: 'demo-key' };
 type Kind = 'ok' | 'invalid' | 'refused' | 'silent';
@@ -172,6 +173,7 @@ async function checkPush(
   format: Format,
   flags: { skipInvalid: boolean; allow: boolean },
   stderr: string,
+  db: string,
 ) {
   checkNoDoubles(world);
   if (code === null || code === ExitCode.STOPPED_EARLY) return;
@@ -179,6 +181,7 @@ async function checkPush(
     throw new Error(`${why}\nexit ${code}\n${world.log.join('\n')}\n--- stderr:\n${stderr.slice(-3000)}`);
   };
   if (code !== ExitCode.OK && code !== ExitCode.FAILED) fail(`unexpected exit code ${code}`);
+  await checkStatusAgrees(db, pushSummary(stderr), fail);
   const listed = await undeliveredRows(file.replace(/\.(csv|jsonl|parquet)$/, `.undelivered.${format}`), format);
   const held = serverHolds(world);
   const invalidRows = charges.map((c, i) => (c.kind === 'invalid' ? i + 1 : 0)).filter((r) => r > 0);
@@ -200,6 +203,18 @@ async function checkPush(
     const accepted = c.kind === 'invalid' ? flags.skipInvalid : flags.allow;
     if (code === ExitCode.OK && !accepted) fail(`row ${row} (${keyOf(c)}) was not delivered, yet the push exited 0`);
   });
+}
+
+/** status's "Last pushes" says of the push what its summary said: the rows it sent, by what became of them. */
+async function checkStatusAgrees(db: string, summary: Record<string, unknown>, fail: (why: string) => void): Promise<void> {
+  const rows = existsSync(db) ? await queryDb(db, loadSql('status/last_pushes')) : [];
+  const row = rows.find((r) => r.push_id === summary.pushId);
+  const said = (n: unknown) => Number(n ?? 0);
+  const status =
+    row === undefined ? [0, 0, 0, 0, 0] : [row.delivered, row.refused, row.not_applied, row.settled, row.unconfirmed].map(said);
+  const pushed = [summary.delivered, summary.refused, summary.notApplied, summary.settled, summary.unconfirmed].map(said);
+  if (status.join() !== pushed.join())
+    fail(`status says delivered, refused, not applied, settled, unconfirmed ${status.join(', ')}; the push said ${pushed.join(', ')}`);
 }
 
 /** A push as the user types it: in-process (fast), or a process SIGKILLed at the Nth ingest request. */
@@ -252,7 +267,7 @@ class PushCommand implements fc.AsyncCommand<Model, World> {
       stderr = result.stderr;
     }
     world.log.push(`  -> ${code === null ? 'killed' : `exit ${code}`}`);
-    await checkPush(world, code, charges, path, this.shape.format, this.flags, stderr);
+    await checkPush(world, code, charges, path, this.shape.format, this.flags, stderr, db);
   }
   toString(): string {
     return describeFlags(this.shape, this.flags);
