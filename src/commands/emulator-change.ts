@@ -150,8 +150,12 @@ export function describeChange(result: ChangeResult, workspace: string | undefin
       return `restated ${result.date}${where}: ${result.changed} line items changed, ${result.deleted} deleted, ${result.added} added`;
     case 'move-line-item':
       return `moved ${result.id}${result.amount_usd === null ? '' : ` (${result.amount_usd.toFixed(2)} USD)`} from ${result.from} to ${result.to}${where}`;
-    case 'anomaly-status':
-      return `set anomaly ${result.id}${result.detected_date === null ? '' : ` (detected ${result.detected_date})`} to ${result.status}${where}`;
+    case 'anomaly-status': {
+      const alert = `anomaly ${result.id}${result.detected_date === null ? '' : ` (detected ${result.detected_date})`}`;
+      return result.previous_status === result.status
+        ? `${alert} was already ${result.status}${where}: nothing changed`
+        : `set ${alert} from ${result.previous_status ?? 'unknown'} to ${result.status}${where}`;
+    }
   }
 }
 

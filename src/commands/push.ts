@@ -34,7 +34,8 @@ export function pushOptions(yargs: Argv) {
       type: 'string',
       describe: 'Profile version 1, 1.1 or 1.2 [default: the lowest that covers the columns used]',
     })
-    .option('version', { type: 'string', describe: 'Show version number' })
+    // Taken as a string so the deprecated `--version 1.2` still names the profile version; alone it prints costsync's.
+    .option('version', { type: 'string', describe: "Show costsync's version (deprecated with a value: use --profile-version)" })
     .option('format', { type: 'string', describe: 'Profile name [default <vendor>.focus]' })
     .option('batch-size', { type: 'number', describe: `Rows per request [default ${DEFAULT_BATCH_SIZE}]` })
     .option('dry-run', { type: 'boolean', describe: 'Check and report; send nothing' })

@@ -27,7 +27,7 @@ export type DataChange = { workspace?: string | undefined } & (
 export type ChangeResult =
   | ({ action: 'restate-day' } & DayRestatementResult)
   | { action: 'move-line-item'; id: string; from: string; to: string; amount_usd: number | null }
-  | { action: 'anomaly-status'; id: string; status: string; detected_date: string | null };
+  | { action: 'anomaly-status'; id: string; status: string; previous_status: string | null; detected_date: string | null };
 
 /** The fields each control endpoint takes in its JSON body. */
 const FIELDS: Record<ChangeAction, readonly string[]> = {
@@ -173,14 +173,17 @@ export class DataChanges {
     status: AnomalyStatus,
     nowMs: number,
     workspace: string | undefined,
-  ): { id: string; status: AnomalyStatus; detected_date: string | null } {
+  ): { id: string; status: AnomalyStatus; previous_status: string | null; detected_date: string | null } {
     const found = 'id' in target ? target : { day: changeDay('date', target.date) };
-    const { id, ds } = this.change(
+    const { id, ds, previous } = this.change(
       workspace,
-      (ref) => ({ id: ref.setAnomalyStatus(found, status, nowMs), ds: ref }),
+      (ref) => {
+        const previous = ref.anomaly(ref.anomalyIdOf(found, nowMs), nowMs)?.status ?? null;
+        return { id: ref.setAnomalyStatus(found, status, nowMs), ds: ref, previous };
+      },
       (result) => whereItIs((other) => other.setAnomalyStatus({ id: result.id }, status, nowMs)),
     );
-    return { id, status, detected_date: ds.anomaly(id, nowMs)?.detected_date ?? null };
+    return { id, status, previous_status: previous, detected_date: ds.anomaly(id, nowMs)?.detected_date ?? null };
   }
 
   /**

@@ -274,6 +274,13 @@ export class Dataset {
     if (!ANOMALY_STATUSES.includes(status)) {
       throw new DataChangeError(`status must be one of ${ANOMALY_STATUSES.join(', ')}; got ${JSON.stringify(status)}.`);
     }
+    const id = this.anomalyIdOf(target, nowMs);
+    this.statusOverrides.set(id, status);
+    return id;
+  }
+
+  /** The id of the alert `target` names (by id, or the oldest detected on a day), among those detected by `nowMs`. */
+  anomalyIdOf(target: { id: string } | { day: number }, nowMs = Infinity): string {
     const detected = this.anomalyBases().filter((b) => b.detectedMs <= nowMs);
     let base: AnomalyBase | undefined;
     if ('id' in target) {
@@ -288,7 +295,6 @@ export class Dataset {
       }
       if (!base) throw new DataChangeError(`No alert was detected on ${date} (by now): pick another date, or give an alert's id.`);
     }
-    this.statusOverrides.set(base.record.id, status);
     return base.record.id;
   }
 

@@ -77,6 +77,21 @@ describe('emulator: changing old data', () => {
     });
   });
 
+  it('costsync emulator change anomaly-status says the status it replaced, and that nothing changed when the alert had it already', async () => {
+    await withEmulator(options, async ({ url }) => {
+      const date = '2025-05-22';
+      const [oldest] = await alertsOn(url, date);
+      const status = oldest!.status === 'resolved' ? 'dismissed' : 'resolved';
+      const change = () => cli(['emulator', 'change', '--url', url, 'anomaly-status', date, '--status', status]);
+      const first = await change();
+      expect(first, first.stderr).toMatchObject({ code: 0, stderr: '' });
+      expect(first.stdout).toBe(`set anomaly ${oldest!.id} (detected ${oldest!.detected_date}) from ${oldest!.status} to ${status}\n`);
+      const again = await change();
+      expect(again.stdout).toBe(`anomaly ${oldest!.id} (detected ${oldest!.detected_date}) was already ${status}: nothing changed\n`);
+      expect((await alertsOn(url, date))[0]).toEqual({ ...oldest, status });
+    });
+  });
+
   it('through the handle: a line item moved to another date, and a 40-day-old alert resolved, as the API shows them', async () => {
     await withEmulator(options, async (emulator) => {
       const { url } = emulator;
