@@ -38,7 +38,8 @@ export async function loadBucket(name: string, env: NodeJS.ProcessEnv = process.
 
 /**
  * The region and key pair `env` gives, where it is not the process's own: the SDK's default chain reads
- * only `process.env`, and a command run in-process (the tests) has an environment of its own. Reads nothing but `env` (compared with `process.env` by identity).
+ * only `process.env`, and a command run in-process (the tests) has an environment of its own. Reads
+ * nothing but `env`, which it compares with `process.env` by identity.
  */
 export function awsSettingsOf(env: NodeJS.ProcessEnv): {
   region?: string;
