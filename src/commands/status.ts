@@ -1,9 +1,9 @@
 /** `costsync status`: per stream, the watermark, last run, rows and windows pending. */
-import { coverageOf, formatRanges, gapsOf } from '../plan/coverage.js';
+import { addRange, coverageOf, formatRanges, gapsOf } from '../plan/coverage.js';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { ExitCode } from '../errors.js';
-import { unusableStateHint, type SyncState, type WindowedStreamState } from '../state/store.js';
+import { unusableStateHint, type DateRange, type SyncState, type WindowedStreamState } from '../state/store.js';
 import { openReadOnly } from '../storage/duckdb.js';
 import { readableCopy } from '../outputs/publish.js';
 import { isS3Url } from '../outputs/s3-url.js';
@@ -81,6 +81,7 @@ export type StreamStatus = {
   windowsPending: number;
   /** Of those, the ones whose pages are all spooled: the next run stores them without fetching. */
   windowsFetched: number;
+  /** The dates of those windows, as ranges (the plan's stored windows left out). */
   pendingRange: string | null;
 };
 
@@ -96,7 +97,8 @@ export function windowedStreamStatus(stream: string, st: WindowedStreamState): S
     lastSuccessAt: st.lastSuccessAt,
     windowsPending: open.length,
     windowsFetched: open.filter((w) => w.fetched === true).length,
-    pendingRange: st.pending ? `${st.pending.from}..${st.pending.to}` : null,
+    pendingRange:
+      open.length === 0 ? null : formatRanges(open.reduce<DateRange[]>((rs, w) => addRange(rs, { from: w.start, to: w.end }), [])),
   };
 }
 

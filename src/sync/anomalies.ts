@@ -309,6 +309,13 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
     );
   }
 
+  if (collected.stopped && inRange.length === 0) {
+    ctx.logger.info(`anomalies ${label}: stopped before any alert arrived; the next run collects them`, {
+      stream: 'anomalies',
+      window: label,
+    });
+    return 'stopped';
+  }
   const now = new Date(ctx.clock.now()).toISOString();
   const diff = await warehouse.transaction(async () => {
     // The stage is emptied before this transaction commits, so it is empty whenever one begins.
@@ -344,7 +351,11 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
 
   if (collected.stopped) {
     // What was collected is stored (an upsert, safe to repeat); the watermark stays, so the next run collects from the same point.
-    ctx.progress.windowDone?.('anomalies', { window: label, ...diff });
+    // Not a window done: the line says what was stored of a collection the stop cut.
+    ctx.logger.info(
+      `anomalies ${label}: stopped after ${collected.pages} page(s); stored what arrived (+${diff.inserted} ~${diff.updated}), and the next run collects from the same point`,
+      { stream: 'anomalies', window: label, inserted: diff.inserted, updated: diff.updated },
+    );
     return 'stopped';
   }
   const newest = inRange.reduce<string | null>(

@@ -111,6 +111,8 @@ async function syncWindows(
     const size =
       'pagesPerWindow' in spec.size ? { pages: todo.length * spec.size.pagesPerWindow } : { days: await dayBasis(ctx, todo, resumed) };
     const older = todo.filter((w) => w.recheck === true).length;
+    // The estimate may wait its turn for a request: a run stopped meanwhile does not announce a sync it will not make.
+    if (ctx.shouldStop()) return;
     ctx.progress.planned?.(spec.name, {
       windows: todo.length,
       from: plan.from,

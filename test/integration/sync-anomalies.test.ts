@@ -96,10 +96,19 @@ describe('anomaly sync', () => {
       async ({ url }) => {
         await withTempDir(async (dir) => {
           const config = testSyncConfig(url, dir, { streams: ['anomalies'], startDate: span.startDate, until: span.endDate });
-          const summary = await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT, signal: stop.signal });
+          const logger = memoryLogger();
+          const summary = await runSync({ config, logger, clock, clientOptions: FAST_CLIENT, signal: stop.signal });
           for (const release of held) release();
           expect(summary.outcome).toBe('stopped');
           expect(summary.streams.anomalies).toMatchObject({ requests: 3, pages: 2 });
+          // The log says the collection was cut, not that it finished ("+N ~N -N" is a window done).
+          const messages = logger.lines.map((l) => (JSON.parse(l) as { msg: string }).msg);
+          expect(messages.filter((m) => /^anomalies \S+: \+\d+ ~\d+ -\d+$/.test(m))).toEqual([]);
+          expect(messages).toContainEqual(
+            expect.stringMatching(
+              /^anomalies \S+: stopped after 2 page\(s\); stored what arrived \(\+\d+ ~0\), and the next run collects from the same point$/,
+            ),
+          );
           await withWarehouse(config.db, async (wh) => {
             const [stream] = await wh.sql<{ pages: number; requests: number }>(
               "SELECT pages::INT pages, requests::INT requests FROM sync_run_streams WHERE stream = 'anomalies'",

@@ -36,8 +36,23 @@ describe('status of a windowed stream (windowedStreamStatus)', () => {
       lastSuccessAt: '2025-12-01T06:00:00Z',
       windowsPending: 3,
       windowsFetched: 1,
-      pendingRange: '2025-12-01..2025-12-04',
+      // The dates still to store: the stored first window is left out.
+      pendingRange: '2025-12-02..2025-12-04',
     });
+    // A stored window between open ones splits the range.
+    const split = {
+      ...st,
+      pending: {
+        ...st.pending,
+        windows: [
+          w('2025-12-01', 'todo', false),
+          w('2025-12-02', 'done', true),
+          w('2025-12-03', 'todo', false),
+          w('2025-12-04', 'active', false),
+        ],
+      },
+    };
+    expect(windowedStreamStatus('line_items', split).pendingRange).toBe('2025-12-01..2025-12-01, 2025-12-03..2025-12-04');
   });
 
   it('a stream with no plan under way and nothing synced yet', () => {
