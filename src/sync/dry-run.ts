@@ -282,7 +282,15 @@ async function dailyTotals(spec: WindowedStreamSpec, step: SourceStep, todo: Pla
     priced: `the warehouse's $${(usdPerRow ?? 0).toFixed(2)} a row`,
     basis: days.length === 0 ? 'nothing to fetch' : unknown.length === 0 ? 'rows the warehouse holds for these dates' : '',
   };
-  if (unknown.length > 0 && price.usdPerRow === null) await priceBySample(spec, step, todo[0]!, unknown.length, price);
+  // The sample is of the newest window: a backfill's first window often predates the account's first costs.
+  if (unknown.length > 0 && price.usdPerRow === null)
+    await priceBySample(
+      spec,
+      step,
+      todo.reduce((a, b) => (b.start > a.start ? b : a)),
+      unknown.length,
+      price,
+    );
   if (unknown.length > 0 && price.usdPerRow !== null) await priceByRollups(step, unknown, days.length, price);
   return { days: known.days, usdPerRow: price.usdPerRow, basis: price.basis };
 }
@@ -308,7 +316,7 @@ async function readStoredRows(step: SourceStep, warehouse: ReadOnlyWarehouse, da
   return avg?.usd_per_row ?? null;
 }
 
-/** No stored rows to price the dates (a first run): the first page of the first window, fetched as the stream fetches it, gives the dollars a row. */
+/** No stored rows to price the dates (a first run): the first page of `window`, fetched as the stream fetches it, gives the dollars a row. */
 async function priceBySample(
   spec: WindowedStreamSpec,
   step: SourceStep,
@@ -324,7 +332,10 @@ async function priceBySample(
     price.usdPerRow = dollarsPerRow(sample.records.map((r) => Number(r[size.amountField])));
     price.priced = `$${(price.usdPerRow ?? 0).toFixed(2)} a row (a sample page of ${sample.records.length} line items)`;
     if (price.usdPerRow === null)
-      price.basis = `not known before the run for ${unknown} date(s): the sample page of line items held no costs to price them`;
+      price.basis =
+        sample.records.length === 0
+          ? `not known before the run for ${unknown} date(s): the API sent no line items for ${window.start}..${window.end}, the newest window, to price them (it may have no costs for these dates)`
+          : `not known before the run for ${unknown} date(s): the sample page of line items held no costs to price them`;
   } catch (error) {
     if (isSettingError(error)) throw error;
     price.basis = `not known for ${unknown} date(s): a sample page of line items could not be read (${firstLine(error)})`;

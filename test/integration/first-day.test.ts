@@ -344,6 +344,24 @@ describe('sync --dry-run', () => {
     });
   });
 
+  it("prices a backfill from its newest window's sample page, and says when the API sent no line items for it", async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        // The first windows predate the emulator's data (June 2025): the newest holds it.
+        const earlier = { 'start-date': '2025-03-01', 'window-days': 30, 'dry-run': true, 'log-format': 'pretty' };
+        const backfill = await run('sync', syncArgs(emulator.url, dir, earlier));
+        expect(backfill.code, backfill.stderr).toBe(ExitCode.OK);
+        expect(backfill.stdout).toMatch(/line_items: [^\n]*\$\d+\.\d\d a row \(a sample page of \d+ line items\)/);
+        // Nothing in the span at all: the dry run says where it looked.
+        const none = { ...earlier, until: '2025-04-30' };
+        const empty = await run('sync', syncArgs(emulator.url, dir, none));
+        expect(empty.stdout).toMatch(
+          /line_items: [^\n]*not known before the run for 61 date\(s\): the API sent no line items for 2025-04-\d\d\.\.2025-04-30, the newest window/,
+        );
+      });
+    });
+  });
+
   it('says "at least" when the first anomalies response is full: how many more the run takes is not known before', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, anomaliesPerDay: 20, clock }, async (emulator) => {
       await withTempDir(async (dir) => {
