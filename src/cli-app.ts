@@ -274,20 +274,28 @@ export function asWritten(argv: readonly string[], key: string): string | undefi
 }
 
 /**
- * `--max-runtime -5m` as `--max-runtime=-5m`: yargs reads a value starting with a dash and a digit as short
- * flags (`-5`, `-m`) and calls them unknown; joined, the value reaches the option's check, which names the flag. Pure.
+ * The command line as yargs should read it. `--max-runtime -5m` as `--max-runtime=-5m`: yargs reads a
+ * value starting with a dash and a digit as short flags (`-5`, `-m`) and calls them unknown; joined, the
+ * value reaches the option's check, which names the flag. A word that starts with a dash and holds
+ * whitespace is no flag (`query "-- spend\nSELECT …"`, SQL opening with a comment): it goes after `--`,
+ * where yargs reads words as they are. Pure.
  */
-export function joinDashedValues(argv: readonly string[]): string[] {
+export function normalizeArgv(argv: readonly string[]): string[] {
+  const separator = argv.indexOf('--');
+  const head = separator === -1 ? argv : argv.slice(0, separator);
+  const rest = separator === -1 ? [] : argv.slice(separator + 1);
   const joined: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const next = argv[i + 1];
+  for (let i = 0; i < head.length; i++) {
+    const a = head[i]!;
+    const next = head[i + 1];
     if (/^--[a-z][\w-]*$/.test(a) && next !== undefined && /^-[\d.]/.test(next)) {
       joined.push(`${a}=${next}`);
       i++;
     } else joined.push(a);
   }
-  return joined;
+  const notFlags = joined.filter((a) => /^-/.test(a) && /\s/.test(a) && !/^--?[a-z][\w-]*=/i.test(a));
+  if (notFlags.length === 0 && separator === -1) return joined;
+  return [...joined.filter((a) => !notFlags.includes(a)), '--', ...notFlags, ...rest];
 }
 
 /** Whether `argv` writes option `key` with no value (last, or followed by another flag). Pure. */
@@ -330,14 +338,15 @@ function skipHelpCache(parser: Argv): void {
 const COMMAND_NAMES = COMMANDS.map((c) => c.command.split(' ')[0]!);
 
 function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => void) {
-  let parser = yargs(joinDashedValues(argv)).scriptName('costsync').usage('$0 <command> [options]');
+  let parser = yargs(normalizeArgv(argv)).scriptName('costsync').usage('$0 <command> [options]');
   // A flag given twice: the last one wins, as in most CLIs. Done here, not with yargs'
   // 'duplicate-arguments-array': false, which also kept only the last of a variadic positional (`push a.csv b.csv`).
   parser = parser.middleware((args) => {
     const options = (parser as unknown as { getOptions(): { array: string[]; number: string[] } }).getOptions();
     const arrays = new Set(options.array);
     for (const [key, value] of Object.entries(args)) {
-      if (key !== '_' && Array.isArray(value) && !arrays.has(key)) args[key] = value.at(-1);
+      // (`--` holds the words after a `--`: yargs adds them to the positionals and needs them as a list.)
+      if (key !== '_' && key !== '--' && Array.isArray(value) && !arrays.has(key)) args[key] = value.at(-1);
       // yargs makes a number option's value NaN when it is not a number, 0 when empty and 16 for 0x10: a value
       // not written as a decimal goes to the option's check as written, which refuses it by name.
       if (typeof args[key] === 'number') {

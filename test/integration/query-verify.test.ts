@@ -134,6 +134,11 @@ describe('costsync query with several statements, or none', () => {
         );
         expect(refused.stdout).toBe('');
       }
+      // SQL opening with a `--` comment is SQL, not an option; so are the words after a `--`.
+      const commented = await run(['query', '--db', db, '-- the first\nSELECT 1 AS first', '--format', 'csv']);
+      expect(commented).toMatchObject({ code: ExitCode.OK, stdout: 'first\n1\n' });
+      const separated = await run(['query', '--db', db, '--format', 'csv', '--', 'SELECT 2 AS second']);
+      expect(separated).toMatchObject({ code: ExitCode.OK, stdout: 'second\n2\n' });
       for (const empty of [';', ' ; ;', '/* nothing */']) {
         const none = await run(['query', '--db', db, empty]);
         expect(none.code, empty).toBe(ExitCode.USAGE);

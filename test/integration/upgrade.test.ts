@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { keyFingerprint } from '../../src/fingerprint.js';
 import { legacyStateFileName, stateFileName } from '../../src/state/store.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
-import { openReadOnly } from '../../src/storage/duckdb.js';
+import { openReadOnly, withWarehouse } from '../../src/storage/duckdb.js';
 import {
   emulatorLineItemIds,
   queryDb,
@@ -80,6 +80,32 @@ describe('upgrade from a warehouse the previous version wrote', () => {
         const withoutType =
           "SELECT md5(string_agg(t::VARCHAR, '|' ORDER BY t::VARCHAR)) AS d FROM (SELECT * EXCLUDE (alert_type, first_seen_at, last_seen_at) FROM anomalies) t";
         expect(await queryDb(join(dir, 'fresh.duckdb'), withoutType)).toEqual(await queryDb(db, withoutType));
+      });
+    });
+  });
+
+  it('status, query and verify read a warehouse the previous version published as it is (read-only, one migration behind), its pushes included', async () => {
+    await withTempDir(async (dir) => {
+      const db = join(dir, 'costs.duckdb');
+      // The previous version's warehouse: schema 013, before ingest_batches carried each request's outcome,
+      // with a push it recorded.
+      await withWarehouse(db, async (wh) => {
+        await wh.sql('ALTER TABLE ingest_batches DROP COLUMN outcome');
+        await wh.sql('DELETE FROM _costsync_migrations WHERE version >= 14');
+        await wh.sql(`INSERT INTO ingest_batches (push_id, push_key, kind, connection_id, file, file_sha256, first_row, last_row,
+          rows_sent, batch_id, accepted, row_count, cost_line_item_count, skipped, errors, response, sent_at)
+          VALUES ('p1', 'k', 'focus', 'demo-connection', 'a.csv', 'sha', 1, 10, 10, 'b1', true, 10, 8, 2, '[]', '{}', '2025-07-01T06:00:00Z')`);
+      });
+      const status = await run(['status', '--db', db, '--state-dir', join(dir, 'state'), '--format', 'json']);
+      expect(status.code, status.stderr).toBe(0);
+      expect(JSON.parse(status.stdout).pushes).toEqual([
+        expect.objectContaining({ push_id: 'p1', rows_sent: 10, created: 8, delivered: null, refused: null, unanswered: 0 }),
+      ]);
+      expect((await run(['query', '--db', db, '--format', 'csv', 'SELECT count(*) AS n FROM ingest_batches'])).stdout).toBe('n\n1\n');
+      expect((await run(['verify', '--db', db])).code).toBe(0);
+      // The next open migrates it: the column is there, the earlier push's outcome unknown.
+      await withWarehouse(db, async (wh) => {
+        expect(await wh.sql('SELECT push_id, outcome FROM ingest_batches')).toEqual([{ push_id: 'p1', outcome: null }]);
       });
     });
   });

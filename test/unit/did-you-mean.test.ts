@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { asWritten, joinDashedValues, withSuggestion, writtenBare } from '../../src/cli-app.js';
+import { asWritten, normalizeArgv, withSuggestion, writtenBare } from '../../src/cli-app.js';
 import { closest, editDistance } from '../../src/did-you-mean.js';
 
 describe('did you mean', () => {
@@ -57,11 +57,30 @@ describe('did you mean', () => {
     expect(asWritten(['sync', '--window-days-x', '1'], 'window-days')).toBeUndefined();
   });
 
-  it('joins a long flag to a value that starts with a dash and a digit, and nothing else (joinDashedValues)', () => {
-    expect(joinDashedValues(['sync', '--max-runtime', '-5m', '--quiet'])).toEqual(['sync', '--max-runtime=-5m', '--quiet']);
-    expect(joinDashedValues(['sync', '--rate-limit', '-.5'])).toEqual(['sync', '--rate-limit=-.5']);
-    expect(joinDashedValues(['sync', '--quiet', '--since', '2025-01-01'])).toEqual(['sync', '--quiet', '--since', '2025-01-01']);
-    expect(joinDashedValues(['push', 'a.csv', '-h'])).toEqual(['push', 'a.csv', '-h']);
+  it('joins a long flag to a value that starts with a dash and a digit, and nothing else (normalizeArgv)', () => {
+    expect(normalizeArgv(['sync', '--max-runtime', '-5m', '--quiet'])).toEqual(['sync', '--max-runtime=-5m', '--quiet']);
+    expect(normalizeArgv(['sync', '--rate-limit', '-.5'])).toEqual(['sync', '--rate-limit=-.5']);
+    expect(normalizeArgv(['sync', '--quiet', '--since', '2025-01-01'])).toEqual(['sync', '--quiet', '--since', '2025-01-01']);
+    expect(normalizeArgv(['push', 'a.csv', '-h'])).toEqual(['push', 'a.csv', '-h']);
+  });
+
+  it('puts a word that starts with a dash and holds whitespace after --, as a value; a flag=value with spaces stays (normalizeArgv)', () => {
+    expect(normalizeArgv(['query', '-- spend\nSELECT 1', '--db', 'c.duckdb'])).toEqual([
+      'query',
+      '--db',
+      'c.duckdb',
+      '--',
+      '-- spend\nSELECT 1',
+    ]);
+    expect(normalizeArgv(['query', '--db', 'c.duckdb', '--', 'SELECT 1', '-x'])).toEqual([
+      'query',
+      '--db',
+      'c.duckdb',
+      '--',
+      'SELECT 1',
+      '-x',
+    ]);
+    expect(normalizeArgv(['push', '--map={"columns": {}}', 'a.csv'])).toEqual(['push', '--map={"columns": {}}', 'a.csv']);
   });
 
   it('finds a flag written with no value, last or before another flag (writtenBare)', () => {
