@@ -36,6 +36,10 @@ export const ERRORS = {
   CS_ERR_DB_LOCKED: { exit: ExitCode.LOCKED, summary: "another program opened costsync's private working copy (open --db instead)" },
   CS_ERR_DB_MISSING: { exit: ExitCode.USAGE, summary: 'there is no warehouse at --db yet' },
   CS_ERR_MIGRATION: { exit: ExitCode.FAILED, summary: 'a schema migration of the warehouse failed; nothing was changed' },
+  CS_ERR_DB_OLD: {
+    exit: ExitCode.USAGE,
+    summary: 'a read command met a warehouse an older costsync wrote, which it opens read-only and so does not bring up to date',
+  },
   CS_ERR_UNAUTHORIZED: { exit: ExitCode.AUTH, summary: 'the API refused the key: missing, malformed, revoked or expired (401)' },
   CS_ERR_FORBIDDEN: {
     exit: ExitCode.AUTH,

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import type { Argv } from 'yargs';
 import { CostsyncError, ExitCode, describeError, isCostsyncError } from '../errors.js';
 import { readableCopy } from '../outputs/publish.js';
-import { openReadOnly, type ReadOnlyWarehouse } from '../storage/duckdb.js';
+import { olderSchemaError, openReadOnly, type ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { loadConfig, type CommandIo } from './common.js';
 
 export function warehouseOptions(yargs: Argv) {
@@ -49,7 +49,14 @@ export async function runReadCommand(
   let warehouse: ReadOnlyWarehouse | null = null;
   try {
     const { db } = loadConfig({ db: args.db, config: args.config, shard: args.shard, 'shard-count': args['shard-count'] }, io, false);
-    return await body(async () => (warehouse = await openToRead(db, io.env)));
+    try {
+      return await body(async () => (warehouse = await openToRead(db, io.env)));
+    } catch (error) {
+      // A user's own SQL that names what is not there fails as it is; costsync's own, on an older warehouse, says why.
+      throw warehouse === null || (isCostsyncError(error) && error.code === 'CS_ERR_QUERY')
+        ? error
+        : await olderSchemaError(warehouse, db, error);
+    }
   } catch (error) {
     io.stderr(`costsync: ${describeError(error)}\n`);
     return isCostsyncError(error) ? error.exitCode : ExitCode.FAILED;

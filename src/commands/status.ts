@@ -4,7 +4,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { ExitCode } from '../errors.js';
 import { unusableStateHint, type DateRange, type SyncState, type WindowedStreamState } from '../state/store.js';
-import { openReadOnly } from '../storage/duckdb.js';
+import { olderSchemaError, openReadOnly } from '../storage/duckdb.js';
 import { readableCopy } from '../outputs/publish.js';
 import { isS3Url } from '../outputs/s3-url.js';
 import { gatherMetrics, type MetricFacts } from '../outputs/metrics.js';
@@ -180,6 +180,8 @@ export async function gatherStatus(db: string, stateDir: string, env: NodeJS.Pro
           on_disk: isAbsolute(l.lake) ? existsSync(l.lake) : null,
         }));
       metrics = await gatherMetrics(wh, 'published');
+    } catch (error) {
+      throw await olderSchemaError(wh, db, error);
     } finally {
       wh.close();
     }

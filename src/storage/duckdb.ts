@@ -247,15 +247,45 @@ export async function openWarehouse(path: string, options: OpenOptions = {}): Pr
   };
 }
 
+/** The migrations in `sql/schema/`, in order. */
+function schemaFiles(): { file: string; version: number }[] {
+  return readdirSync(join(SQL_DIR, 'schema'))
+    .filter((f) => /^\d+_.*\.sql$/.test(f))
+    .sort()
+    .map((file) => ({ file, version: Number(file.split('_')[0]) }));
+}
+
+/**
+ * When `cause` is DuckDB missing a table or column of a warehouse older than this costsync's schema
+ * (a read command opens it read-only, so it is not migrated until the next sync): the error saying so,
+ * with its fix. Otherwise `cause` as it is.
+ */
+export async function olderSchemaError(warehouse: ReadOnlyWarehouse, path: string, cause: unknown): Promise<unknown> {
+  if (!/^(Binder|Catalog) Error/.test((cause as Error)?.message ?? '')) return cause;
+  let applied: number[];
+  try {
+    applied = (await warehouse.sql<{ version: number }>('SELECT version FROM _costsync_migrations')).map((r) => r.version);
+  } catch {
+    applied = [];
+  }
+  const missing = schemaFiles().filter((m) => !applied.includes(m.version));
+  if (missing.length === 0) return cause;
+  return new CostsyncError(
+    'CS_ERR_DB_OLD',
+    `${path} was written by an older costsync (its schema lacks ${missing.length} migration(s), ${missing[0]!.file} the first), and this command opens it read-only, so it is not brought up to date: ${(cause as Error).message.split('\n')[0]}`,
+    {
+      exitCode: ExitCode.USAGE,
+      hint: 'Run costsync sync once with this --db (it migrates the warehouse, keeping every row), then this command again.',
+      cause,
+    },
+  );
+}
+
 /** Applies `sql/schema/NNN_*.sql` files not yet recorded in `_costsync_migrations`, in order. */
 async function migrate(sql: <T>(text: string, params?: DuckDBValue[]) => Promise<T[]>): Promise<void> {
   await sql(`CREATE TABLE IF NOT EXISTS _costsync_migrations (version INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMPTZ)`);
   const applied = new Set((await sql<{ version: number }>('SELECT version FROM _costsync_migrations')).map((r) => r.version));
-  const due = readdirSync(join(SQL_DIR, 'schema'))
-    .filter((f) => /^\d+_.*\.sql$/.test(f))
-    .sort()
-    .map((file) => ({ file, version: Number(file.split('_')[0]) }))
-    .filter(({ version }) => !applied.has(version));
+  const due = schemaFiles().filter(({ version }) => !applied.has(version));
   if (due.length === 0) return;
   // Every pending migration in one transaction: a new warehouse is made in one commit, not one a
   // migration, and a failed migration leaves the schema as it was.

@@ -103,6 +103,18 @@ describe('upgrade from a warehouse the previous version wrote', () => {
       ]);
       expect((await run(['query', '--db', db, '--format', 'csv', 'SELECT count(*) AS n FROM ingest_batches'])).stdout).toBe('n\n1\n');
       expect((await run(['verify', '--db', db])).code).toBe(0);
+      // A warehouse many migrations behind (0.1's, without the source columns) cannot be read as it is: the read
+      // commands say why and what brings it up to date, rather than DuckDB's Binder error alone.
+      const ancient = join(dir, 'v01.duckdb');
+      writeFileSync(ancient, gunzipSync(readFileSync(join(FIXTURE, 'costs.duckdb.gz'))));
+      for (const command of [['status', '--state-dir', join(dir, 'state')], ['verify'], ['report', '--out', join(dir, 'r.html')]]) {
+        const refused = await run([...command, '--db', ancient]);
+        expect(refused.code, command[0]).toBe(2);
+        expect(refused.stderr).toMatch(
+          /v01\.duckdb was written by an older costsync \(its schema lacks \d+ migration\(s\), 003_outbox_and_publish\.sql the first\)/,
+        );
+        expect(refused.stderr).toMatch(/hint: Run costsync sync once with this --db/);
+      }
       // The next open migrates it: the column is there, the earlier push's outcome unknown.
       await withWarehouse(db, async (wh) => {
         expect(await wh.sql('SELECT push_id, outcome FROM ingest_batches')).toEqual([{ push_id: 'p1', outcome: null }]);
