@@ -124,7 +124,8 @@ const COMMANDS: readonly Command[] = [
     },
   },
   {
-    command: 'push-otel <file>',
+    // Optional to yargs, so a file after `--` counts; the command refuses none with its own message.
+    command: 'push-otel [file]',
     describe: 'Send a JSON document to the OTel ingest endpoint',
     load: async () => {
       const m = await import('./commands/push.js');
@@ -298,6 +299,15 @@ export function normalizeArgv(argv: readonly string[]): string[] {
   return [...joined.filter((a) => !notFlags.includes(a)), '--', ...notFlags, ...rest];
 }
 
+/** A positional's name for a person. Pure. */
+const label = (name: string) => (name === 'sql' ? 'SQL text' : name);
+
+/** The one positional a command's spec names (`push [files..]`), or null for none or more than one. Pure. */
+export function positionalOf(command: string): { name: string; variadic: boolean } | null {
+  const names = [...command.matchAll(/[[<]([\w-]+)(\.\.)?[\]>]/g)];
+  return names.length === 1 ? { name: names[0]![1]!, variadic: names[0]![2] !== undefined } : null;
+}
+
 /** Whether `argv` writes option `key` with no value (last, or followed by another flag). Pure. */
 export function writtenBare(argv: readonly string[], key: string): boolean {
   const flag = `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -353,6 +363,27 @@ function buildParser(argv: string[], io: CommandIo, done: (code: ExitCode) => vo
         const written = asWritten(argv, key);
         if (written !== undefined && Number.isNaN(decimal(written))) args[key] = written;
       }
+    }
+    // Words after a `--` (yargs leaves them out of the positionals) are the command's: `query -- "SQL"`.
+    const words = args['--'];
+    if (Array.isArray(words) && words.length > 0) {
+      const positional = positionalOf(COMMANDS.find((c) => c.command.split(' ')[0] === argv[0])?.command ?? '');
+      if (positional === null) {
+        throw new ConfigError(
+          `costsync ${argv[0] ?? ''} takes no words, and ${words.join(' ')} came after --.`,
+          `Run costsync ${argv[0] ?? ''} --help for its options.`,
+        );
+      }
+      const given = args[positional.name];
+      const more = words.map(String);
+      if (!positional.variadic && given !== undefined) {
+        throw new ConfigError(
+          `costsync ${argv[0] ?? ''} takes one ${label(positional.name)}, and got two: ${String(given)} and, after --, ${more.join(' ')}.`,
+          `Give the ${label(positional.name)} once, before or after --.`,
+        );
+      }
+      args[positional.name] = positional.variadic ? [...(Array.isArray(given) ? (given as unknown[]) : []), ...more] : more.join(' ');
+      delete args['--'];
     }
     // yargs drops a number option written with no value, so `--rate-limit` alone ran at the default 60: the
     // empty value goes to the option's check, as a string option's does.

@@ -22,51 +22,53 @@ import { packageVersion } from '../paths.js';
 export function pushOptions(yargs: Argv) {
   // `--version` was the profile version here: a number after it still means that, with a notice;
   // alone (or before anything else) it prints costsync's version, as it does for every command.
-  return settingOptions(yargs.version(false), ['connection', 'rate', 'lease'])
-    .positional('files', { type: 'string', array: true, describe: 'CSV, Parquet or JSON Lines files in FOCUS' })
-    .option('connection', { type: 'string', describe: "The custom provider's connection id" })
-    .option('map', {
-      type: 'string',
-      describe:
-        'Column mapping, as inline JSON (quoted for the shell) or the path of a JSON file: {"columns": {"source": "FocusColumn"}, "constants": {"FocusColumn": value}}',
-    })
-    .option('profile-version', {
-      type: 'string',
-      describe: 'Profile version 1, 1.1 or 1.2 [default: the lowest that covers the columns used]',
-    })
-    // Taken as a string so the deprecated `--version 1.2` still names the profile version; alone it prints costsync's.
-    .option('version', { type: 'string', describe: "Show costsync's version (deprecated with a value: use --profile-version)" })
-    .option('format', { type: 'string', describe: 'Profile name [default <vendor>.focus]' })
-    .option('batch-size', { type: 'number', describe: `Rows per request [default ${DEFAULT_BATCH_SIZE}]` })
-    .option('dry-run', { type: 'boolean', describe: 'Check and report; send nothing' })
-    .option('skip-invalid', {
-      type: 'boolean',
-      describe: 'Rows that fail the local checks: send the others and list these (exit 0) [default: send nothing, exit 1]',
-    })
-    .option('allow-undelivered', {
-      type: 'boolean',
-      describe: 'Rows the server refused, skipped or did not confirm: list them and exit 0 [default: exit 1]',
-    })
-    .option('key-columns', {
-      type: 'string',
-      describe: `What identifies a row without its own id: columns separated by commas, or "default" [default: the rule the connection's ledger records; for a new one: ${defaultKeyColumns('<vendor>').join(',')}]`,
-    })
-    .option('settle-corrections', {
-      type: 'boolean',
-      describe:
-        'Corrections the server does not apply (it keeps the first values): record them as settled, once you set the difference right with an Adjustment row, so pushes of the same values count them as delivered',
-    })
-    .option('rekey', {
-      type: 'boolean',
-      describe:
-        'With --key-columns: change the rule of a connection rows were delivered under (they get new ids; pushed again, they are stored again)',
-    })
-    .option('undelivered-dir', {
-      type: 'string',
-      describe: 'Where <file>.undelivered.<ext>, the rows not delivered with the reason per row, is written [default: beside each file]',
-    })
-    .option('vendor', { type: 'string', describe: 'Vendor word in x_<vendor>_… columns [default service]' })
-    .option('force', { type: 'boolean', describe: 'Send again the rows the ledger shows delivered' });
+  return (
+    settingOptions(yargs.version(false), ['connection', 'rate', 'lease'])
+      .positional('files', { type: 'string', array: true, describe: 'CSV, Parquet or JSON Lines files in FOCUS' })
+      .option('connection', { type: 'string', describe: "The custom provider's connection id" })
+      .option('map', {
+        type: 'string',
+        describe:
+          'Column mapping, as inline JSON (quoted for the shell) or the path of a JSON file: {"columns": {"source": "FocusColumn"}, "constants": {"FocusColumn": value}}',
+      })
+      .option('profile-version', {
+        type: 'string',
+        describe: 'Profile version 1, 1.1 or 1.2 [default: the lowest that covers the columns used]',
+      })
+      // Taken as a string so the deprecated `--version 1.2` still names the profile version; alone it prints costsync's.
+      .option('version', { type: 'string', describe: "Show costsync's version (deprecated with a value: use --profile-version)" })
+      .option('format', { type: 'string', describe: 'Profile name [default <vendor>.focus]' })
+      .option('batch-size', { type: 'number', describe: `Rows per request [default ${DEFAULT_BATCH_SIZE}]` })
+      .option('dry-run', { type: 'boolean', describe: 'Check and report; send nothing' })
+      .option('skip-invalid', {
+        type: 'boolean',
+        describe: 'Rows that fail the local checks: send the others and list these (exit 0) [default: send nothing, exit 1]',
+      })
+      .option('allow-undelivered', {
+        type: 'boolean',
+        describe: 'Rows the server refused, skipped or did not confirm: list them and exit 0 [default: exit 1]',
+      })
+      .option('key-columns', {
+        type: 'string',
+        describe: `What identifies a row without its own id: columns separated by commas, or "default" [default: the rule the connection's ledger records; for a new one: ${defaultKeyColumns('<vendor>').join(',')}]`,
+      })
+      .option('settle-corrections', {
+        type: 'boolean',
+        describe:
+          'Corrections the server does not apply (it keeps the first values): record them as settled, once you set the difference right with an Adjustment row, so pushes of the same values count them as delivered',
+      })
+      .option('rekey', {
+        type: 'boolean',
+        describe:
+          'With --key-columns: change the rule of a connection rows were delivered under (they get new ids; pushed again, they are stored again)',
+      })
+      .option('undelivered-dir', {
+        type: 'string',
+        describe: 'Where <file>.undelivered.<ext>, the rows not delivered with the reason per row, is written [default: beside each file]',
+      })
+      .option('vendor', { type: 'string', describe: 'Vendor word in x_<vendor>_… columns [default service]' })
+      .option('force', { type: 'boolean', describe: 'Send again the rows the ledger shows delivered' })
+  );
 }
 
 export function pushOtelOptions(yargs: Argv) {
@@ -353,10 +355,10 @@ export async function runPushOtelCommand(args: Record<string, unknown>, io: Comm
   let ledger: OpenRun | null = null;
   let client = null;
   try {
-    config = sharedConfig(args, io, true);
-    logger = makeLogger(config, io);
     if (typeof args.file !== 'string' || args.file === '')
       throw new ConfigError('No file to send.', 'Name a JSON document: costsync push-otel usage.json');
+    config = sharedConfig(args, io, true);
+    logger = makeLogger(config, io);
     ledger = await openLedger(config, 'costsync push-otel', logger, io.env);
     client = createApiClient({
       baseUrl: config.baseUrl,

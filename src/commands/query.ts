@@ -21,9 +21,7 @@ export function queryOptions(yargs: Argv) {
 export function runQueryCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   return runReadCommand(args, io, async (open) => {
     const format = choiceArg<OutputFormat>('format', args.format ?? 'table', ['table', 'csv', 'json']);
-    // SQL after a `--` (or opening with a `--` comment, which costsync puts there) is among yargs' words, not the positional.
-    const afterSeparator = Array.isArray(args._) ? args._.slice(1).map(String).join(' ') : '';
-    const text = args.list ? loadSql('query/list_objects') : typeof args.sql === 'string' ? args.sql : afterSeparator;
+    const text = args.list ? loadSql('query/list_objects') : typeof args.sql === 'string' ? args.sql : '';
     if (text.trim() === '')
       throw new ConfigError(
         'No SQL to run.',

@@ -139,6 +139,12 @@ describe('costsync query with several statements, or none', () => {
       expect(commented).toMatchObject({ code: ExitCode.OK, stdout: 'first\n1\n' });
       const separated = await run(['query', '--db', db, '--format', 'csv', '--', 'SELECT 2 AS second']);
       expect(separated).toMatchObject({ code: ExitCode.OK, stdout: 'second\n2\n' });
+      const twice = await run(['query', '--db', db, 'SELECT 1', '--', 'SELECT 2']);
+      expect(twice.code).toBe(ExitCode.USAGE);
+      expect(twice.stderr).toMatch(/costsync query takes one SQL text, and got two: SELECT 1 and, after --, SELECT 2\./);
+      const none = await run(['status', '--db', db, '--', 'x']);
+      expect(none.code).toBe(ExitCode.USAGE);
+      expect(none.stderr).toMatch(/costsync status takes no words, and x came after --\./);
       for (const empty of [';', ' ; ;', '/* nothing */']) {
         const none = await run(['query', '--db', db, empty]);
         expect(none.code, empty).toBe(ExitCode.USAGE);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { asWritten, normalizeArgv, withSuggestion, writtenBare } from '../../src/cli-app.js';
+import { asWritten, normalizeArgv, positionalOf, withSuggestion, writtenBare } from '../../src/cli-app.js';
 import { closest, editDistance } from '../../src/did-you-mean.js';
 
 describe('did you mean', () => {
@@ -89,5 +89,13 @@ describe('did you mean', () => {
     expect(writtenBare(['sync', '--rate-limit', '5'], 'rate-limit')).toBe(false);
     expect(writtenBare(['sync', '--rate-limit=', '--quiet'], 'rate-limit')).toBe(false);
     expect(writtenBare(['sync', '--quiet'], 'rate-limit')).toBe(false);
+  });
+
+  it("names a command's one positional, and whether it takes several (positionalOf)", () => {
+    expect(positionalOf('push [files..]')).toEqual({ name: 'files', variadic: true });
+    expect(positionalOf('query [sql]')).toEqual({ name: 'sql', variadic: false });
+    expect(positionalOf('push-otel <file>')).toEqual({ name: 'file', variadic: false });
+    expect(positionalOf('status')).toBeNull();
+    expect(positionalOf('change <what> [date]')).toBeNull();
   });
 });
