@@ -530,6 +530,18 @@ function checkNothingPending(world: World, args: SyncArgs, stderr: string): void
   if (waiting.length > 0) fail(world, `exit 0, yet the metrics say outputs wait: ${waiting.map((m) => m[0]).join(', ')}`, stderr);
 }
 
+/** After a run of every source that exited 0: status says no window of the streams it ran waits (none pending, no pending range). */
+async function checkStatusClear(world: World, args: SyncArgs, stderr: string): Promise<void> {
+  const ran = args.streams === 'all' ? ['line_items', 'rollups'] : args.streams.split(',').filter((s) => s !== 'anomalies');
+  const { sources } = await gatherStatus(world.db, join(world.dir, `state-${args.state}`));
+  const waiting = sources.flatMap((s) =>
+    s.streams
+      .filter((st) => ran.includes(st.stream) && (st.windowsPending > 0 || st.pendingRange !== null))
+      .map((st) => ({ source: s.name, ...st })),
+  );
+  if (waiting.length > 0) fail(world, `exit 0, yet status says windows wait: ${JSON.stringify(waiting)}`, stderr);
+}
+
 /** After a run of every source into a lake (not through the catalog) that exited 0: status says that lake holds all the warehouse does. */
 async function checkLakeCaughtUp(world: World, args: SyncArgs, stderr: string): Promise<void> {
   if (args.lake === null) return;
@@ -844,6 +856,7 @@ class SyncCommand implements Cmd {
     if (result.code === 0) await checkSynced(world, this.args, published, result.stderr, this.viaCatalog);
     if (result.code === 0 && this.args.sources === 'w1,w2' && this.args.shard === null) {
       checkNothingPending(world, this.args, result.stderr);
+      await checkStatusClear(world, this.args, result.stderr);
       if (!this.viaCatalog) await checkLakeCaughtUp(world, this.args, result.stderr);
     }
   }
