@@ -71,8 +71,14 @@ export async function writeFileAtomic(
   const dir = dirname(path);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const tmp = tmpName(path);
-  await writeSynced(tmp, text, options.mode ?? 0o600);
-  await rename(tmp, path);
+  try {
+    await writeSynced(tmp, text, options.mode ?? 0o600);
+    await rename(tmp, path);
+  } catch (error) {
+    // A failed write (a full disk) or rename (a directory at `path`) leaves no temporary file behind.
+    await rm(tmp, { force: true }).catch(() => undefined);
+    throw error;
+  }
   if (options.syncDir) await fsyncPath(dir);
 }
 

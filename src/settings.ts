@@ -441,7 +441,7 @@ export const check = {
     if (parsed === null || parsed < minMs) {
       const least = minMs > 1 ? ` of at least ${minMs / 1000}s,` : '';
       throw new ConfigError(
-        `${from} must be a duration${least} such as 90s, 30m or 2h${minMs === 0 ? ' (0: at once)' : minMs === 1 ? ' (more than 0)' : ''}; got ${JSON.stringify(value)}.`,
+        `${from} must be a duration${least} such as 90s, 30m or 2h${minMs === 0 ? ', or 0' : minMs === 1 ? ' (more than 0)' : ''}; got ${JSON.stringify(value)}.`,
         `For example ${from.startsWith('--') ? from : 'the value'} ${example}.`,
       );
     }

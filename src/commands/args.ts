@@ -1,5 +1,6 @@
 /** Checks for command-line-only values (the emulator's, the report's, push's), the same checks as the settings' (settings.ts). */
 import { readFileSync, statSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { ConfigError } from '../errors.js';
 import { check, decimal } from '../settings.js';
 
@@ -96,6 +97,28 @@ export function jsonArg(
       cause,
     );
   }
+}
+
+/**
+ * The file a command writes (`--out`): `fallback` when not given; refused when given empty or naming a
+ * directory (the write would fail at its last step, a temporary file written beside it for nothing).
+ */
+export function outFileArg(flag: string, value: unknown, fallback: string): string {
+  if (value === undefined) return fallback;
+  const path = String(value).trim();
+  if (path === '') throw new ConfigError(`--${flag} needs a file name.`, `For example --${flag} ${fallback}.`);
+  let isDir = false;
+  try {
+    isDir = statSync(path).isDirectory();
+  } catch {
+    // Not there yet: the command makes it.
+  }
+  if (isDir)
+    throw new ConfigError(
+      `--${flag} ${path} is a directory; it names the file to write.`,
+      `Name a file in it, such as --${flag} ${join(path, basename(fallback))}.`,
+    );
+  return path;
 }
 
 /** A directory that must exist already (costsync writes into it and creates none on a typo). */

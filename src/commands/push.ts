@@ -317,7 +317,10 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
           : `Stopped early (${String(stop.signal.reason ?? 'stop requested')}); the answered batches are recorded in ingest_batches: run the same command again to go on.`,
       );
     } else if (dryRun) {
-      logger.info(`Dry run: ${summary.valid} row(s) would be sent as profile version ${summary.version}; nothing was sent.`);
+      // A dry run reads no ledger: rows an earlier push delivered are counted here, and the push would not send them again.
+      logger.info(
+        `Dry run: ${summary.valid} row(s) valid, to send as profile version ${summary.version} (less any the ledger shows delivered already); nothing was sent.`,
+      );
     } else {
       if (undeliveredCount(summary) > 0) {
         const accepted = [

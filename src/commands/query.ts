@@ -3,7 +3,7 @@ import type { Argv } from 'yargs';
 import { ConfigError, ExitCode } from '../errors.js';
 import { exportFormat, exportQuery, listText, writeQuery, type OutputFormat } from '../query.js';
 import { loadSql } from '../storage/duckdb.js';
-import { choiceArg } from './args.js';
+import { choiceArg, outFileArg } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
 import { processIo, type CommandIo } from './common.js';
 
@@ -27,10 +27,11 @@ export function runQueryCommand(args: Record<string, unknown>, io: CommandIo = p
         'No SQL to run.',
         'Pass the SQL in quotes, for example costsync query "SELECT * FROM monthly_spend", or --list to see the tables and views.',
       );
-    if (typeof args.out === 'string') {
-      exportFormat(args.out);
-      const rows = await exportQuery(await open(), text, args.out);
-      io.stderr(`wrote ${rows} rows to ${args.out}\n`);
+    if (args.out !== undefined) {
+      const out = outFileArg('out', args.out, 'result.parquet');
+      exportFormat(out);
+      const rows = await exportQuery(await open(), text, out);
+      io.stderr(`wrote ${rows} rows to ${out}\n`);
       return ExitCode.OK;
     }
     if (args.list && format === 'table') {

@@ -4,7 +4,7 @@ import type { Argv } from 'yargs';
 import { addDays, utcDate } from '../dates.js';
 import { ExitCode } from '../errors.js';
 import { check } from '../settings.js';
-import { dateArg } from './args.js';
+import { dateArg, outFileArg } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
 import { processIo, type CommandIo } from './common.js';
 import { periodText, type ReportData } from '../report/data.js';
@@ -25,7 +25,7 @@ export function reportOptions(yargs: Argv) {
 
 export function runReportCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   return runReadCommand(args, io, async (open) => {
-    const out = resolve(typeof args.out === 'string' ? args.out : 'costsync-report.html');
+    const out = resolve(outFileArg('out', args.out, 'costsync-report.html'));
     // The same checks as sync's --since/--until: a calendar date, none after today (UTC), the first on or before the last.
     const today = utcDate(io.now());
     const example = `for example --from ${addDays(today, -29)} --to ${today}`;

@@ -200,7 +200,7 @@ export function settleBatch(cls: RowClass, rows: number, result: IngestResult, r
       };
     else if (notStored === rest && unnamedErrors === 0)
       other = unconfirmed(
-        'the server skipped it without naming why: it holds this id from a push this ledger does not record, or refused the row',
+        'skipped by the server without a reason: it holds this id from a push this ledger does not record, or refused the row',
       );
     else other = unconfirmed(`the server skipped ${notStored} of these ${rest} rows without naming them`);
   }

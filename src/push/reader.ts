@@ -282,8 +282,9 @@ export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Prom
   };
   return {
     async describe(path) {
+      let isFile: boolean;
       try {
-        statSync(path);
+        isFile = statSync(path).isFile();
       } catch (cause) {
         throw new ConfigError(
           `${path}: cannot read the file (${(cause as NodeJS.ErrnoException).code ?? 'error'}).`,
@@ -291,6 +292,7 @@ export async function openFileReader(env: NodeJS.ProcessEnv = process.env): Prom
           cause,
         );
       }
+      if (!isFile) throw new ConfigError(`${path} is a directory, not a file.`, `Name the files in it, for example ${path}/*.csv.`);
       const format = fileFormatOf(path);
       let columns: SourceFile['columns'];
       let rows = 0;

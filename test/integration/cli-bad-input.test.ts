@@ -1,12 +1,14 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { workingCopyPath } from '../../src/storage/working-copy.js';
+import { withWarehouse } from '../../src/storage/duckdb.js';
+import { writeFileAtomic } from '../../src/durable-file.js';
 import { run, tableDigest, withEmulator, withTempDir, SPAN, syncCommand } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -220,6 +222,34 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
       expect(under.stderr).toMatch(/Cannot create the state directory .*sub: ENOTDIR/);
       expect(under.stderr).toMatch(/hint: Check that --state-dir points at a writable place/);
       expect(readFileSync(join(dir, 'state'), 'utf8')).toBe('a file where the directory should be');
+    });
+  });
+
+  it('an --out that is a directory or empty (report, query) and a push of a directory: exit 2 naming it, no file left behind', async () => {
+    await withTempDir(async (dir) => {
+      const db = join(dir, 'c.duckdb');
+      await withWarehouse(db, async () => undefined);
+      const folder = join(dir, 'out.csv');
+      mkdirSync(folder);
+      const cases: [string[], RegExp][] = [
+        [
+          ['report', '--db', db, '--out', folder],
+          /--out .*out\.csv is a directory; it names the file to write\.\n.*hint: Name a file in it, such as --out .*out\.csv\/costsync-report\.html/,
+        ],
+        [['report', '--db', db, '--out', ''], /--out needs a file name\.\n.*hint: For example --out costsync-report\.html/],
+        [['query', '--db', db, 'SELECT 1', '--out', folder], /--out .*out\.csv is a directory; it names the file to write/],
+        [['push', '--dry-run', folder], /out\.csv is a directory, not a file\./],
+      ];
+      for (const [args, message] of cases) {
+        const result = await run(args, env);
+        expect(result.code, args.join(' ')).toBe(ExitCode.USAGE);
+        expect(result.stderr, args.join(' ')).toMatch(message);
+      }
+      expect(readdirSync(dir).sort()).toEqual(['c.duckdb', 'out.csv']);
+      expect(readdirSync(folder)).toEqual([]);
+      // Should a write fail at its rename all the same, its temporary file goes with it.
+      await expect(writeFileAtomic(folder, 'x')).rejects.toThrow(/EISDIR|ENOTEMPTY|EEXIST/);
+      expect(readdirSync(dir).sort()).toEqual(['c.duckdb', 'out.csv']);
     });
   });
 

@@ -136,7 +136,7 @@ describe('push identity: what an answer says about each row', () => {
     expect(outcomes(settleBatch('correction', 4, allSkipped, false))[0]).toBe(
       'not-applied: a correction the server did not apply: it keeps the values it stored first for this id',
     );
-    expect(outcomes(settleBatch('new', 4, allSkipped, false))[0]).toMatch(/^unconfirmed: the server skipped it without naming why/);
+    expect(outcomes(settleBatch('new', 4, allSkipped, false))[0]).toMatch(/^unconfirmed: skipped by the server without a reason/);
     const someSkipped = answer({ cost_line_item_count: 3, skipped: 1 });
     expect(outcomes(settleBatch('new', 4, someSkipped, false))).toEqual(
       Array(4).fill('unconfirmed: the server skipped 1 of these 4 rows without naming them'),
