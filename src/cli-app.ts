@@ -258,7 +258,9 @@ function choiceMessage(message: string): string {
     .map(([, name, given, choices]) => {
       const allowed = values(choices!).map(String);
       const list = allowed.length > 1 ? `${allowed.slice(0, -1).join(', ')} or ${allowed.at(-1)}` : allowed.join('');
-      return `--${name} ${values(given!).map(String).join(', ')} is not one of its values: use ${list}.`;
+      return `--${name} ${values(given!)
+        .map((v) => (v === '' ? '""' : String(v)))
+        .join(', ')} is not one of its values: use ${list}.`;
     })
     .join('\n');
 }

@@ -143,7 +143,10 @@ export async function checkUserSql(warehouse: ReadOnlyWarehouse, text: string, s
     throw queryError(cause);
   }
   if (single && types.length !== 1) {
-    throw refusal({ code: 'CS_ERR_QUERY_REFUSED', rule: `--out writes the result of one SELECT (got ${types.length} statements)` });
+    throw new ConfigError(
+      `--out writes the result of one SELECT, and the SQL holds ${types.length} statements.`,
+      'Export each statement with its own costsync query --out, or leave --out off to print each result in turn.',
+    );
   }
   // SQL of SELECTs alone: one that does not bind here fails when run, with DuckDB's own message.
   if (selects) return;

@@ -137,6 +137,17 @@ function summaryText(s: PushSummary): string {
 const UNDELIVERED_HINT =
   'Fix what each row\'s reason names and push that file; a correction the server did not apply goes as an Adjustment row of the difference under a new id (docs/focus-and-push.md, "Pushing the same data again"); pass --allow-undelivered to accept rows not delivered.';
 
+/**
+ * What to do about rows not delivered. When the server refused every request whole and delivered nothing,
+ * the rows are not at fault (an unknown connection, a bad key setting): fixing rows would not help. Pure.
+ */
+export function undeliveredHint(s: PushSummary): string {
+  const wholeOnly = s.requestRefusals.length > 0 && s.delivered === 0 && s.refused === undeliveredCount(s) - s.invalid;
+  return wholeOnly
+    ? 'The server refused the requests themselves, not rows in them: fix what it said (such as --connection, the id of the custom provider connection) and push the same file again.'
+    : UNDELIVERED_HINT;
+}
+
 /** How many rows were not delivered, and why, in one clause. Pure. */
 export function undeliveredLine(s: PushSummary): string {
   const parts = [
@@ -309,7 +320,7 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
         `${summary.invalid} of ${summary.rowsRead} row(s) failed the checks, listed above; nothing was sent.${listed} Fix them, or pass --skip-invalid to send the valid rows.`,
       );
     } else if (summary.outcome === 'undelivered') {
-      logger.error(`Not done: ${undeliveredLine(summary)}.${listed} ${UNDELIVERED_HINT}`);
+      logger.error(`Not done: ${undeliveredLine(summary)}.${listed} ${undeliveredHint(summary)}`);
     } else if (summary.outcome === 'stopped') {
       logger.warn(
         dryRun

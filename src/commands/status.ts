@@ -15,6 +15,8 @@ import { requireStateDirectory } from '../run-context.js';
 
 export function statusOptions(yargs: Argv) {
   return connectionOptions(yargs).option('format', {
+    // A string, so `--format` with no value is refused as "" rather than as `true`.
+    type: 'string',
     choices: ['table', 'json'] as const,
     describe: "table for people, json for scripts (the metrics file's facts included) [default table]",
   });

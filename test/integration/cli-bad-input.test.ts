@@ -239,6 +239,8 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
         [['report', '--db', db, '--out', ''], /--out needs a file name\.\n.*hint: For example --out costsync-report\.html/],
         [['query', '--db', db, 'SELECT 1', '--out', folder], /--out .*out\.csv is a directory; it names the file to write/],
         [['push', '--dry-run', folder], /out\.csv is a directory, not a file\./],
+        // A choice with no value is refused as empty, not as "true".
+        [['status', '--db', db, '--format'], /--format "" is not one of its values: use table or json\./],
       ];
       for (const [args, message] of cases) {
         const result = await run(args, env);

@@ -242,6 +242,9 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
           /^Not done: 30 of 30 row\(s\) read were not delivered \(30 refused by the server\); the server refused whole requests, saying "[^"]*Unknown connection id "nope"[^.]*"\. They are in .*focus\.undelivered\.csv/,
         );
         expect(last.match(/Unknown connection id/g)).toHaveLength(1);
+        // The rows are not at fault: the advice is the server's, not per-row fixes or Adjustment rows.
+        expect(last).toMatch(/The server refused the requests themselves, not rows in them: fix what it said \(such as --connection/);
+        expect(last).not.toMatch(/Adjustment/);
         // status says the same as the push: refused, not the server-side "skipped".
         expect(await queryDb(join(dir, 'p.duckdb'), loadSql('status/last_pushes'))).toEqual([
           expect.objectContaining({ connection_id: 'nope', rows_sent: 30, created: 0, delivered: 0, refused: 30, unconfirmed: 0 }),

@@ -208,7 +208,8 @@ describe('costsync query writes no file, installs, loads and attaches nothing', 
       expect(smuggled.code).toBe(ExitCode.USAGE);
       const two = await run(['query', '--db', db, 'SELECT 1; SELECT 2', '--out', at('o.csv')]);
       expect(two.code).toBe(ExitCode.USAGE);
-      expect(two.stderr).toMatch(/--out writes the result of one SELECT \(got 2 statements\)/);
+      expect(two.stderr).toMatch(/--out writes the result of one SELECT, and the SQL holds 2 statements\.\n.*hint: Export each statement/);
+      expect(two.stderr).not.toMatch(/only reads/);
       expect(existsSync(at('smuggled.csv')) || existsSync(at('o.csv'))).toBe(false);
     });
   });
