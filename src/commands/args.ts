@@ -133,3 +133,8 @@ export function existingDir(flag: string, value: string): string {
     throw new ConfigError(`--${flag} ${value}: not a directory.`, `Create it first (mkdir -p ${value}), or name a directory that exists.`);
   return value;
 }
+
+/** `word` as one shell word: as it is when it needs no quoting, else in single quotes. Pure. */
+export function shellWord(word: string): string {
+  return /^[\w./:@%+=,-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
+}

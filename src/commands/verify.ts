@@ -3,7 +3,7 @@ import type { Argv } from 'yargs';
 import { ConfigError, ExitCode } from '../errors.js';
 import { formatTable } from '../table.js';
 import { verifyFocus, verifyWarehouse } from '../verify.js';
-import { choiceArg, dateArg } from './args.js';
+import { choiceArg, dateArg, shellWord } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
 import { loadConfig, processIo, type CommandIo } from './common.js';
 import { createApiClient } from '../api/client.js';
@@ -51,9 +51,13 @@ async function verifyApi(
   }));
   try {
     const named = config.sources !== undefined;
+    // The flags this verify was given that name the API and the warehouse, so the printed sync reaches the same ones.
+    const carried = CARRIED_FLAGS.filter((k) => typeof args[k] === 'string')
+      .map((k) => ` --${k} ${shellWord(String(args[k]))}`)
+      .join('');
     const report = await verifyAgainstApi(await open(), clients, {
       ...options,
-      fixCommand: (source, from, to) => `costsync sync${named ? ` --source ${source}` : ''} --since ${from} --until ${to}`,
+      fixCommand: (source, from, to) => `costsync sync${carried}${named ? ` --source ${source}` : ''} --since ${from} --until ${to}`,
     });
     if (options.format === 'json') io.stdout(`${JSON.stringify(report, null, 2)}\n`);
     else {
@@ -71,6 +75,8 @@ async function verifyApi(
     for (const c of clients) await c.client.close();
   }
 }
+
+const CARRIED_FLAGS = ['config', 'db', 'base-url', 'api-key-file'] as const;
 
 export function runVerifyCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   return runReadCommand(args, io, async (open) => {

@@ -337,9 +337,10 @@ describe('costsync verify --api', () => {
           expect(report.differences.filter((d) => d.date === '2025-06-05').map((d) => d.check)).toEqual(
             expect.arrayContaining(['category']),
           );
-          expect(report.fixes).toEqual([`costsync sync --since 2025-06-03 --until ${dates.at(-1)}`]);
+          // With the flags that named the warehouse and the API: as printed, it does not fail for want of a base URL.
+          expect(report.fixes).toEqual([`costsync sync --db ${db} --base-url ${emulator.url} --since 2025-06-03 --until ${dates.at(-1)}`]);
           const text = await verify();
-          expect(text.stdout).toContain('To sync them again:\n  costsync sync --since 2025-06-03');
+          expect(text.stdout).toContain(`To sync them again:\n  costsync sync --db ${db} --base-url ${emulator.url} --since 2025-06-03`);
           // The command it names mends every difference.
           expect((await sync(['--since', '2025-06-03'])).code).toBe(ExitCode.OK);
           const mended = await verify();

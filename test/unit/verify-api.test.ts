@@ -3,6 +3,7 @@ import type { ApiClient } from '../../src/api/client.js';
 import type { RollupRow } from '../../src/api/types.js';
 import { ApiError } from '../../src/errors.js';
 import { compareAmounts, fetchRollups, groupKey, micros } from '../../src/verify-api.js';
+import { shellWord } from '../../src/commands/args.js';
 
 describe('verify --api, the arithmetic', () => {
   it('micros: exact micro-dollars from numbers and decimal text, negatives and small amounts included', () => {
@@ -70,5 +71,14 @@ describe('verify --api, the arithmetic', () => {
         Promise.reject(new ApiError('CS_ERR_UNAUTHORIZED', 'no', { statusCode: 401, apiCode: 'UNAUTHORIZED', path: '/' })),
     } as unknown as ApiClient;
     await expect(fetchRollups(refused, '2025-06-01', '2025-06-10', 'provider', () => undefined)).rejects.toMatchObject({ statusCode: 401 });
+  });
+});
+
+describe("the fix command's words (shellWord)", () => {
+  it('leaves a plain path or URL as it is, and single-quotes one with spaces or quotes', () => {
+    expect(shellWord('/tmp/w/costs.duckdb')).toBe('/tmp/w/costs.duckdb');
+    expect(shellWord('http://127.0.0.1:8787')).toBe('http://127.0.0.1:8787');
+    expect(shellWord('/tmp/my costs.duckdb')).toBe("'/tmp/my costs.duckdb'");
+    expect(shellWord("it's.duckdb")).toBe("'it'\\''s.duckdb'");
   });
 });
