@@ -12,6 +12,7 @@ import type { Argv } from 'yargs';
 import { formatTable } from '../table.js';
 import { connectionOptions, loadConfig, processIo, type CommandIo } from './common.js';
 import { requireStateDirectory } from '../run-context.js';
+import { dbLockPath, lockHeld } from '../state/lock.js';
 
 export function statusOptions(yargs: Argv) {
   return connectionOptions(yargs).option('format', {
@@ -47,6 +48,8 @@ export interface StatusReport {
   lakes: LakeStatus[];
   /** What to do about each lake that has not caught up, or is not on this disk: the lines under the Lakes table. */
   lakeNotes: string[];
+  /** Runs holding a lock now (of the state directory, or beside a local --db): what status shows may change under them. */
+  running: NonNullable<ReturnType<typeof lockHeld>>[];
   /** What the metrics file holds: each source's last run, open anomalies, the latest day's spend. */
   metrics: MetricFacts | null;
   database: string;
@@ -188,7 +191,9 @@ export async function gatherStatus(db: string, stateDir: string, env: NodeJS.Pro
       wh.close();
     }
   }
-  return { sources, tables, runs, pushes, lakeTables, lakes, lakeNotes: lakeNotes(lakes), metrics, database: db };
+  const locks = [join(stateDir, 'costsync.lock'), ...(isS3Url(db) ? [] : [dbLockPath(db)])];
+  const running = locks.map((path) => lockHeld(path)).filter((held) => held !== null);
+  return { sources, tables, runs, pushes, lakeTables, lakes, lakeNotes: lakeNotes(lakes), running, metrics, database: db };
 }
 
 /** What to do about each lake that has not caught up with the warehouse, or is not on this machine's disk: a line each. Pure. */
@@ -224,6 +229,11 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
   if (config.logFormat === 'json' || args.format === 'json') {
     io.stdout(`${JSON.stringify(report)}\n`);
     return code;
+  }
+  // Said first: every figure below may change while it runs (and a stopped run's work shows once it publishes).
+  for (const held of [...new Map(report.running.map((h) => [`${h.host} ${h.pid}`, h])).values()]) {
+    const sure = held.alive === 'yes' ? '' : ' (on another host or in another container: costsync cannot tell whether it still runs)';
+    io.stdout(`Running now: ${held.command}, pid ${held.pid} on ${held.host}, since ${held.startedAt}${sure}.\n\n`);
   }
   if (report.sources.length === 0) io.stdout(`No sync state in ${config.stateDir} yet: run costsync sync.\n`);
   for (const source of report.sources) {

@@ -51,6 +51,22 @@ function readHolder(path: string): { text: string; holder: LockHolder | null } |
   }
 }
 
+/**
+ * Who holds the lock at `path`, for `status`: null when there is none, or its holder is surely gone
+ * (the next run takes it over); `alive: 'unknown'` when another host's or namespace's.
+ */
+export function lockHeld(
+  path: string,
+  probe: ProcessProbe = systemProbe,
+): { path: string; command: string; pid: number; host: string; startedAt: string; alive: 'yes' | 'unknown' } | null {
+  const existing = readHolder(path);
+  if (existing === null || existing.holder === null) return null;
+  const { holder } = existing;
+  const state = liveness(identityOf(holder), selfIdentity(), probe, { legacy: true });
+  if (state === 'gone') return null;
+  return { path, command: holder.command, pid: holder.pid, host: holder.hostname, startedAt: holder.startedAt, alive: state === 'alive' ? 'yes' : 'unknown' };
+}
+
 /** The lock beside a DuckDB file: every writer of it (sync, push, push-otel) takes this one. */
 export function dbLockPath(db: string): string {
   return `${resolve(db)}.lock`;

@@ -19,6 +19,7 @@ import {
   SPAN,
 } from '../support/helpers.js';
 import { join } from 'node:path';
+import { hostname } from 'node:os';
 import { mkdirSync } from 'node:fs';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z'), sleep: async () => undefined };
@@ -43,6 +44,29 @@ describe('run lock', () => {
         }
         expect((await runSync({ config, logger: memoryLogger(), clock, clientOptions: FAST_CLIENT })).outcome).toBe('success');
       });
+    });
+  });
+
+  it('status says a run is under way while one holds a lock (state directory or database), and nothing once the holder is gone', async () => {
+    await withTempDir(async (dir) => {
+      const stateDir = join(dir, 'state');
+      mkdirSync(stateDir);
+      const status = async () => (await run(['status', '--state-dir', stateDir, '--db', join(dir, 'c.duckdb')])).stdout;
+      expect(await status()).not.toMatch(/Running now/);
+      const held = acquireLock(join(stateDir, 'costsync.lock'), 'costsync sync (run r1)');
+      try {
+        expect(await status()).toMatch(new RegExp(`^Running now: costsync sync \\(run r1\\), pid ${process.pid} on .*, since \\S+Z\\.\\n`));
+        const json = JSON.parse((await run(['status', '--state-dir', stateDir, '--db', join(dir, 'c.duckdb'), '--format', 'json'])).stdout);
+        expect(json.running).toEqual([expect.objectContaining({ command: 'costsync sync (run r1)', pid: process.pid, alive: 'yes' })]);
+      } finally {
+        held.release();
+      }
+      // A lock whose process is gone is the next run's to take over: no run is under way.
+      writeFileSync(
+        join(stateDir, 'costsync.lock'),
+        JSON.stringify({ pid: 2 ** 22 + 17, hostname: hostname(), startedAt: '2025-07-01T06:00:00Z', command: 'costsync sync' }),
+      );
+      expect(await status()).not.toMatch(/Running now/);
     });
   });
 
