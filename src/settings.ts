@@ -426,7 +426,11 @@ export const check = {
   },
   choice<T extends string>(from: string, value: unknown, choices: readonly T[]): T {
     if (!choices.includes(value as T))
-      throw new ConfigError(`${from} must be one of ${choices.join(', ')}; got ${JSON.stringify(value)}.`, `For example ${choices[0]}.`);
+      throw new ConfigError(
+        `${from} must be one of ${choices.join(', ')}; got ${JSON.stringify(value)}.`,
+        // A flag's example as it is typed; a config file's value alone.
+        `For example ${from.startsWith('--') ? `${from} ${choices[0]}` : choices[0]}.`,
+      );
     return value as T;
   },
   duration(from: string, value: unknown, minMs: number, example: string): number {

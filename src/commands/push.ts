@@ -199,7 +199,8 @@ export function resolvePushOptions(
     const { value, where } = jsonArg('map', String(args.map), MAP_EXAMPLE);
     mapping = parseMapping(value, where);
   }
-  const batchSize = args['batch-size'] === undefined ? DEFAULT_BATCH_SIZE : intArg('batch-size', args['batch-size'], 1, 100_000);
+  const batchSize =
+    args['batch-size'] === undefined ? DEFAULT_BATCH_SIZE : intArg('batch-size', args['batch-size'], 1, 100_000, DEFAULT_BATCH_SIZE);
   return {
     connectionId,
     files,

@@ -239,6 +239,15 @@ describe('bad input: a message naming the problem and the fix, exit code 2 (1 fo
         [['report', '--db', db, '--out', ''], /--out needs a file name\.\n.*hint: For example --out costsync-report\.html/],
         [['query', '--db', db, 'SELECT 1', '--out', folder], /--out .*out\.csv is a directory; it names the file to write/],
         [['push', '--dry-run', folder], /out\.csv is a directory, not a file\./],
+        // The examples are flags as typed, with a value the flag takes.
+        [
+          ['query', '--db', db, '--format', 'xml', 'SELECT 1'],
+          /--format must be one of table, csv, json; got "xml"\.\n.*hint: For example --format table\./,
+        ],
+        [
+          ['push', '--dry-run', '--batch-size', '0', join(dir, 'c.csv')],
+          /--batch-size must be a whole number from 1 to 100000; got 0[\s\S]*For example --batch-size 500\./,
+        ],
         // A choice with no value is refused as empty, not as "true".
         [['status', '--db', db, '--format'], /--format "" is not one of its values: use table or json\./],
       ];
