@@ -228,6 +228,7 @@ export async function writeQuery(
 
 async function writeResult(stream: RowStream, format: OutputFormat, write: (text: string) => void): Promise<void> {
   const names = stream.columns.map((c) => c.name);
+  const jsonColumns = stream.columns.filter((c) => c.type === 'JSON').map((c) => c.name);
   const table: Record<string, unknown>[] = [];
   let rows = 0;
   let truncated = false;
@@ -237,7 +238,7 @@ async function writeResult(stream: RowStream, format: OutputFormat, write: (text
     for await (const batch of stream.batches) {
       for (const row of batch) {
         if (format === 'csv') write(`${names.map((n) => csvField(row[n])).join(',')}\n`);
-        else if (format === 'json') write(`${rows === 0 ? '\n' : ',\n'}  ${JSON.stringify(row)}`);
+        else if (format === 'json') write(`${rows === 0 ? '\n' : ',\n'}  ${JSON.stringify(withJsonValues(row, jsonColumns))}`);
         else if (table.length < MAX_TABLE_ROWS) table.push(row);
         else truncated = true;
         rows += 1;
@@ -252,6 +253,14 @@ async function writeResult(stream: RowStream, format: OutputFormat, write: (text
     write(`${formatResult({ columns: stream.columns, rows: table }, 'table')}\n`);
     if (truncated) write(`(the first ${MAX_TABLE_ROWS} rows; --format csv or json prints them all)\n`);
   }
+}
+
+/** `row` with its JSON columns' text as the values it holds, so JSON output nests them rather than quoting them. Pure. */
+function withJsonValues(row: Record<string, unknown>, jsonColumns: readonly string[]): Record<string, unknown> {
+  if (jsonColumns.length === 0) return row;
+  const out = { ...row };
+  for (const name of jsonColumns) if (typeof out[name] === 'string') out[name] = JSON.parse(out[name]);
+  return out;
 }
 
 /** One CSV field: quoted when it holds a comma, quote or line break (RFC 4180). Pure. */

@@ -445,7 +445,11 @@ export async function openReadOnly(path: string): Promise<ReadOnlyWarehouse> {
       }
       return Array.from({ length: extracted.count }, (_, i) => async () => {
         const result = await (await extracted.prepare(i)).stream();
-        const columns = result.columnNames().map((name, c) => ({ name, type: result.columnTypes()[c]!.toString() }));
+        // A JSON column is VARCHAR with the alias JSON: named by its alias, so a reader can tell it.
+        const columns = result.columnNames().map((name, c) => {
+          const type = result.columnTypes()[c]!;
+          return { name, type: type.alias ?? type.toString() };
+        });
         async function* batches() {
           for await (const rows of result.yieldRowObjectJson()) yield numbersAsNumbers(columns, rows);
         }

@@ -139,6 +139,9 @@ describe('costsync query with several statements, or none', () => {
       expect(commented).toMatchObject({ code: ExitCode.OK, stdout: 'first\n1\n' });
       const separated = await run(['query', '--db', db, '--format', 'csv', '--', 'SELECT 2 AS second']);
       expect(separated).toMatchObject({ code: ExitCode.OK, stdout: 'second\n2\n' });
+      // A JSON column (line items' extra) nests in JSON output, not as a quoted string.
+      const nested = await run(['query', '--db', db, '--format', 'json', `SELECT '{"a": [1, 2]}'::JSON AS extra, NULL::JSON AS none`]);
+      expect(JSON.parse(nested.stdout)).toEqual([{ extra: { a: [1, 2] }, none: null }]);
       const twice = await run(['query', '--db', db, 'SELECT 1', '--', 'SELECT 2']);
       expect(twice.code).toBe(ExitCode.USAGE);
       expect(twice.stderr).toMatch(/costsync query takes one SQL text, and got two: SELECT 1 and, after --, SELECT 2\./);
