@@ -17,7 +17,7 @@ const EPILOGUE = [
   // One code a line: yargs wraps long lines, and a list wrapped mid-item reads as two.
   'Exit codes: 0 done;',
   '  1 failed (the API or an output kept failing; progress is saved);',
-  '  2 bad flags, settings or input;',
+  '  2 bad flags, settings or input, or an API or bucket that never answered (a wrong host);',
   '  3 the key was refused (unauthorized, scope, plan);',
   '  4 stopped early (--max-runtime, SIGTERM, Ctrl-C; progress is saved);',
   '  5 another run holds the lock or the lease, or the published warehouse changed under this run.',

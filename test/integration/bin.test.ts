@@ -25,7 +25,9 @@ describe('the costsync executable', () => {
       expect(help.stdout).toMatch(new RegExp(`costsync ${command}\\b`));
     }
     // Exit codes and the environment variables are in --help, not only in docs/reference/.
-    expect(help.stdout).toMatch(/Exit codes: 0 done;\s+1 failed[\s\S]*4 stopped early[\s\S]*5 another run holds the lock/);
+    expect(help.stdout).toMatch(
+      /Exit codes: 0 done;\s+1 failed[\s\S]*2 bad flags, settings or input, or an API or bucket that never answered[\s\S]*4 stopped early[\s\S]*5 another run holds the lock/,
+    );
     expect(help.stdout).toMatch(/COSTSYNC_BASE_URL[\s\S]*COSTSYNC_LOG_FORMAT/);
     expect(help.stdout).toMatch(/COSTSYNC_API_KEY, a file named by COSTSYNC_API_KEY_FILE or\s+--api-key-file/);
     // push's profile version no longer hides costsync's own --version.
