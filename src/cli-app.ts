@@ -7,7 +7,7 @@ import yargs, { type Argv } from 'yargs';
 import type { CommandIo } from './commands/common.js';
 import { packageVersion } from './paths.js';
 import { ConfigError, ExitCode, describeError, errorFields, isCostsyncError } from './errors.js';
-import { SETTINGS, decimal, envName } from './settings.js';
+import { SETTINGS, camelToKebab, decimal, envName } from './settings.js';
 import { createLogger } from './log.js';
 import { closest } from './did-you-mean.js';
 import { unknownVariableText, unknownVariables } from './env-vars.js';
@@ -267,7 +267,7 @@ function choiceMessage(message: string): string {
 
 /** The last value `argv` gives option `key` (`--key v` or `--key=v`; a camelCase key as its kebab-case flag), or undefined. Pure. */
 export function asWritten(argv: readonly string[], key: string): string | undefined {
-  const flag = `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+  const flag = `--${camelToKebab(key)}`;
   let value: string | undefined;
   argv.forEach((a, i) => {
     if (a.startsWith(`${flag}=`)) value = a.slice(flag.length + 1);
@@ -312,7 +312,7 @@ export function positionalOf(command: string): { name: string; variadic: boolean
 
 /** Whether `argv` writes option `key` with no value (last, or followed by another flag). Pure. */
 export function writtenBare(argv: readonly string[], key: string): boolean {
-  const flag = `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+  const flag = `--${camelToKebab(key)}`;
   return argv.some((a, i) => a === flag && (i + 1 === argv.length || argv[i + 1]!.startsWith('--')));
 }
 

@@ -142,7 +142,8 @@ const UNDELIVERED_HINT =
  * the rows are not at fault (an unknown connection, a bad key setting): fixing rows would not help. Pure.
  */
 export function undeliveredHint(s: PushSummary): string {
-  const wholeOnly = s.requestRefusals.length > 0 && s.delivered === 0 && s.refused === undeliveredCount(s) - s.invalid;
+  // Every row not delivered (the invalid aside) was in a request refused whole, and none was delivered.
+  const wholeOnly = s.refusedWhole > 0 && s.delivered === 0 && s.refusedWhole === undeliveredCount(s) - s.invalid;
   return wholeOnly
     ? 'The server refused the requests themselves, not rows in them: fix what it said (such as --connection, the id of the custom provider connection) and push the same file again.'
     : UNDELIVERED_HINT;

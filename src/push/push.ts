@@ -115,6 +115,8 @@ export interface PushSummary {
   refused: number;
   /** The server's words for each request it refused whole (400), each once: often the reason every row failed (an unknown connection). */
   requestRefusals: string[];
+  /** Of the rows refused, those in requests the server refused whole. */
+  refusedWhole: number;
   /** Corrections the server did not apply (it keeps the first values it stored for an id). */
   notApplied: number;
   /** Corrections the server did not apply, settled by the user (`--settle-corrections`, now or before): not sent, not failures. */
@@ -361,6 +363,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
     settled: 0,
     unconfirmed: 0,
     requestRefusals: [],
+    refusedWhole: 0,
     undeliveredFiles: [],
     offMidnight: 0,
     batches: 0,
@@ -669,13 +672,20 @@ async function sendFile(
     const settledNow = options.settleCorrections ? outcomes.flatMap((o, i) => (!o.delivered && o.why === 'not-applied' ? [i] : [])) : [];
     // A row not delivered from a request that may have stored it (a resend, or an attempt whose answer was lost) stays pending.
     const pending = cls === 'resend' || cls === 'correction' || retried ? mayHold(cls, batch) : batch.ids.map(() => null);
+    const outcome = batchOutcome(outcomes, settledNow.length);
     await record(
       batch,
       result,
       outcomes.map((o, i) => (o.delivered ? batch.values[i]! : null)),
       outcomes.map((o, i) => (o.delivered ? null : pending[i]!)),
-      { outcome: batchOutcome(outcomes, settledNow.length), settled: settledNow },
+      { outcome, settled: settledNow },
     );
+    // The summary adds what ingest_batches records, so the push and status count alike by construction.
+    summary.delivered += outcome.delivered;
+    summary.refused += outcome.refused;
+    summary.notApplied += outcome.not_applied;
+    summary.settled += outcome.settled;
+    summary.unconfirmed += outcome.unconfirmed;
     summary.batches += 1;
     summary.sent += batch.rows.length;
     summary.accepted += result.cost_line_item_count;
@@ -686,18 +696,11 @@ async function sendFile(
     const counts = new Map<string, number>();
     outcomes.forEach((o: RowOutcome, i) => {
       if (o.delivered) {
-        summary.delivered += 1;
         if (o.how === 'corrected') summary.corrected += 1;
         if (o.how === 'held') summary.deliveredBefore += 1;
         return;
       }
-      if (o.why === 'not-applied' && options.settleCorrections) {
-        summary.settled += 1;
-        return;
-      }
-      if (o.why === 'refused') summary.refused += 1;
-      else if (o.why === 'not-applied') summary.notApplied += 1;
-      else summary.unconfirmed += 1;
+      if (o.why === 'not-applied' && options.settleCorrections) return;
       file.undelivered.set(batch.fileRows[i]!, o.reason);
       if (o.why === 'refused')
         logger.warn(`${source.path} ${placeOf(source.format, batch.fileRows[i]!)}: ${o.reason}`, { batchId: result.batch_id });
@@ -799,6 +802,7 @@ async function sendFile(
     summary.batches += 1;
     summary.sent += batch.rows.length;
     summary.refused += batch.rows.length;
+    summary.refusedWhole += batch.rows.length;
     if (!summary.requestRefusals.includes(error.message)) summary.requestRefusals.push(error.message);
     for (const row of batch.fileRows) file.undelivered.set(row, reason);
     logger.warn(`${source.path} rows ${batch.fileRows[0]}-${batch.fileRows.at(-1)}: ${batch.rows.length} row(s) not delivered: ${reason}`);
