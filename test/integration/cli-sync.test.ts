@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/api/types.js';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
-import { backfillFlags, cli, run, startCli, tableDigest, withEmulator, withTempDir, SPAN, syncCommand } from '../support/helpers.js';
+import { backfillFlags, cli, run, tableDigest, withEmulator, withTempDir, SPAN, syncCommand } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -164,35 +164,5 @@ describe('costsync sync (CLI)', () => {
         expect((await tableDigest(join(dir, 'c.duckdb'))).line_items!.rows).toBe(200 * 30);
       });
     });
-  });
-});
-
-describe('costsync sync (CLI) under SIGTERM', () => {
-  it('stops cleanly on SIGTERM with exit code 4, and the next run finishes the job', async () => {
-    let requests = 0;
-    let onThird: (() => void) | null = null;
-    await withEmulator(
-      {
-        ...SPAN,
-        rowsPerDay: 300,
-        clock,
-        onRequest: () => {
-          if (++requests === 3) onThird?.();
-        },
-      },
-      async ({ url }) => {
-        await withTempDir(async (dir) => {
-          const args = syncArgs(url, dir, ['--streams', 'line_items', '--window-days', '2', '--concurrency', '1']);
-          const { child, result } = startCli(args, { COSTSYNC_API_KEY: 'demo-key' });
-          onThird = () => child.kill('SIGTERM');
-          const { code, stderr } = await result;
-          expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
-          expect(stderr).toMatch(/SIGTERM/);
-          const rest = await run(args, { COSTSYNC_API_KEY: 'demo-key' });
-          expect(rest.code).toBe(0);
-          expect((await tableDigest(join(dir, 'c.duckdb'))).line_items!.rows).toBe(300 * 30);
-        });
-      },
-    );
   });
 });

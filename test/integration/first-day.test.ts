@@ -287,7 +287,7 @@ describe('a closed pipe', () => {
 
 describe('sync --dry-run', () => {
   it("prints the plan with its requests, what the lookback re-reads and what the recheck compares, makes the recheck's, one rollups and one anomalies request, writes nothing; the estimate holds", async () => {
-    await withEmulator({ ...SPAN, rowsPerDay: 2500, clock }, async (emulator) => {
+    await withEmulator({ ...SPAN, rowsPerDay: 1200, clock }, async (emulator) => {
       await withTempDir(async (dir) => {
         expect((await run('sync', syncArgs(emulator.url, dir, { until: '2025-06-20', 'window-days': 10 }))).code).toBe(ExitCode.OK);
         const files = () => [dir, join(dir, 'state')].flatMap((d) => readdirSync(d).map((f) => `${f}:${statSync(join(d, f)).mtimeMs}`));

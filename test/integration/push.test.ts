@@ -6,7 +6,7 @@ import { SCOPES } from '../../src/api/types.js';
 import type { KeysConfig } from '../../src/emulator/keys.js';
 import { ExitCode } from '../../src/errors.js';
 import { loadSql, openReadOnly } from '../../src/storage/duckdb.js';
-import { CLI, killRunner, pushArgs, pushSummary, queryDb, run, startCli, withEmulator, withTempDir, SPAN } from '../support/helpers.js';
+import { pushArgs, pushSummary, queryDb, run, startCli, withEmulator, withTempDir, SPAN } from '../support/helpers.js';
 
 const SAMPLE = fileURLToPath(new URL('../fixtures/focus_sample_1.0.csv', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('../fixtures/focus-1.2-ai-gateway.csv', import.meta.url));
@@ -252,33 +252,6 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         expect(emulator.dataset.ingestedRecords()).toHaveLength(0);
       });
     });
-  });
-
-  it('SIGKILLed mid-push and re-run, ends with every row stored exactly once and the ledger complete', async () => {
-    const runner = killRunner(env, (e) => e.route === 'ingest-focus');
-    await withEmulator(
-      {
-        ...SPAN,
-        rowsPerDay: 5,
-        onRequest: runner.onRequest,
-      },
-      async (emulator) => {
-        await withTempDir(async (dir) => {
-          const args = [CLI, ...pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--batch-size', '50', '--quiet', SAMPLE])];
-          const run = (at: number) => runner.run(args, { atRequest: at });
-          // Two points here; the chaos test (slow tier) kills at six random ones, and the push model between its steps.
-          for (const at of [3, 1]) expect((await run(at)).signal).toBe('SIGKILL');
-          const last = await runner.finish(args);
-          expect(last.code).toBe(ExitCode.OK);
-          expect(emulator.dataset.ingestedRecords()).toHaveLength(1000);
-          const rows = await ledger(join(dir, 'p.duckdb'));
-          // Answered batches cover rows 1..1000 with no gap; a batch re-sent after a kill is recorded again with nothing created.
-          const covered = new Set<number>();
-          for (const r of rows) for (let i = r.first_row; i <= r.last_row; i++) covered.add(i);
-          expect(covered.size).toBe(1000);
-        });
-      },
-    );
   });
 
   it('push-otel sends a JSON document as it is, once, and records it; a file that is not JSON is refused with exit code 2', async () => {

@@ -24,7 +24,9 @@ async function runTables(db: string, lake?: string): Promise<Record<string, Reco
 }
 
 describe("a run's rows of the run tables once it has ended (issue 52 row 12)", () => {
-  for (const format of ['parquet', 'iceberg'] as const) {
+  // The Parquet lake in `npm test`; the slow tier adds the Iceberg lake (its run tables also read back in iceberg.test.ts).
+  const formats = process.env.COSTSYNC_SLOW_TIER === '1' ? (['parquet', 'iceberg'] as const) : (['parquet'] as const);
+  for (const format of formats) {
     it(`are equal in the working copy, the published file and the ${format} lake; publish_bytes is the published file's size`, async () => {
       await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async (emulator) => {
         await withTempDir(async (dir) => {

@@ -16,6 +16,8 @@ import { commitSource, directoryCatalog } from '../../src/iceberg/table.js';
 import type { OutputTarget } from '../../src/outputs/target.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import { ICEBERG_TABLES, RUN_TABLES } from '../../src/storage/tables.js';
+import { expect } from 'vitest';
+import { backfillFlags, syncCommand } from './helpers.js';
 
 type Fetch = typeof globalThis.fetch;
 
@@ -328,4 +330,32 @@ export async function placeholderCommit(
     },
     clock,
   );
+}
+
+/** The clock and key the Iceberg tests' runs use. */
+export const LAKE_CLOCK = { now: () => Date.parse('2025-07-01T06:00:00Z') };
+export const LAKE_ENV = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
+
+/** A sync into `dir`, with the Iceberg lake `dir/lake`; `warehouseOnly` writes the warehouse alone (no --out). */
+export function lakeSyncArgs(url: string, dir: string, extra: string[] = [], warehouseOnly = false): string[] {
+  return syncCommand(url, dir, [
+    ...(warehouseOnly ? [] : ['--format', 'iceberg', '--out', joinPath(dir, 'lake')]),
+    ...backfillFlags(7),
+    '--quiet',
+    ...extra,
+  ]);
+}
+
+/** A table's metadata at `version`, else at its version hint. */
+export const metadataOf = (lake: string, table: string, version?: number): TableMetadata => {
+  const v = version ?? Number(readFileSync(joinPath(lake, table, 'metadata', 'version-hint.text'), 'utf8'));
+  return JSON.parse(readFileSync(joinPath(lake, table, 'metadata', `v${v}.metadata.json`), 'utf8')) as TableMetadata;
+};
+
+/** Every table of `icebergDifferences` holds rows, none missing and none extra. */
+export function expectEqualToWarehouse(diff: Record<string, { rows: number; missing: number; extra: number }>) {
+  for (const [table, d] of Object.entries(diff)) {
+    expect({ table, ...d }).toEqual({ table, rows: d.rows, missing: 0, extra: 0 });
+    expect(d.rows, table).toBeGreaterThan(0);
+  }
 }
