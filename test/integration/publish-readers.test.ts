@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readerProcess, readOnce } from '../support/readers.js';
+import { midRunHook, readerProcess, readOnce } from '../support/readers.js';
 import { run, withEmulator, withTempDir, SPAN, syncCommand } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -13,17 +13,14 @@ const COUNT = 'SELECT count(*) FROM line_items';
 
 describe('readers never wait', () => {
   it('a reader holding --db through a whole sync: the sync exits 0, readers mid-run see the previous snapshot, new readers after it the new one', async () => {
-    let hold: (() => Promise<void>) | null = null;
-    let lineItemRequests = 0;
+    const hook = midRunHook();
     const seen: Record<string, unknown> = {};
     await withEmulator(
       {
         ...SPAN,
         rowsPerDay: 200,
         clock,
-        beforeReply: async ({ route }) => {
-          if (route === 'line-items' && ++lineItemRequests === 3 && hold) await hold();
-        },
+        beforeReply: hook.beforeReply,
       },
       async ({ url }) => {
         await withTempDir(async (dir) => {
@@ -46,14 +43,13 @@ describe('readers never wait', () => {
           const holder = await readerProcess(db);
           try {
             expect(await holder.value(COUNT)).toBe(String(200 * 15));
-            hold = async () => {
+            hook.midRun = async () => {
               // Mid-run: a new reader and `costsync query` both open --db and see the last complete snapshot.
               seen.reader = await readOnce(db, COUNT);
               const query = await run(['query', COUNT, '--db', db, '--format', 'json']);
               seen.queryCode = query.code;
               seen.query = query.stdout;
             };
-            lineItemRequests = 0;
             const second = await run(args(SPAN.endDate), env);
             expect(second.code).toBe(0);
             expect(seen.reader).toBe(String(200 * 15));

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ARTIFACTS, closePages, sharedChromium } from '../support/chromium.js';
+import { ARTIFACTS, chromiumForFile, closePages } from '../support/chromium.js';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly, withWarehouse } from '../../src/storage/duckdb.js';
 import { formatUsd } from '../../src/money.js';
@@ -12,6 +12,7 @@ import { reportHtml } from '../../src/report/html.js';
 import { inDirectory, queryDb, run, withEmulator, withTempDir, SPAN, syncCommand, spanFlags } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
+const sharedChromium = chromiumForFile();
 /** A synced warehouse of June 2025 and its report, written by the CLI. */
 async function withReport<T>(fn: (ctx: { db: string; html: string; path: string; stdout: string }) => Promise<T>): Promise<T> {
   return withEmulator({ ...SPAN, rowsPerDay: 60, anomaliesPerDay: 3, clock }, async ({ url }) =>

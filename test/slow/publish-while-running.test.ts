@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { readerProcess, readOnce } from '../support/readers.js';
+import { midRunHook, readerProcess, readOnce } from '../support/readers.js';
 import { run, withEmulator, withTempDir, SPAN, syncCommand } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -13,22 +13,19 @@ const COUNT = 'SELECT count(*) FROM line_items';
 
 describe('readers never wait, while a run publishes', () => {
   it('--publish-interval 0 publishes after every window, so a long run is readable while it runs', async () => {
-    let hold: (() => Promise<void>) | null = null;
-    let lineItemRequests = 0;
+    const hook = midRunHook();
     let midRun: unknown;
     await withEmulator(
       {
         ...SPAN,
         rowsPerDay: 100,
         clock,
-        beforeReply: async ({ route }) => {
-          if (route === 'line-items' && ++lineItemRequests === 3 && hold) await hold();
-        },
+        beforeReply: hook.beforeReply,
       },
       async ({ url }) => {
         await withTempDir(async (dir) => {
           const db = join(dir, 'c.duckdb');
-          hold = async () => {
+          hook.midRun = async () => {
             midRun = await readOnce(db, COUNT);
           };
           const result = await run(

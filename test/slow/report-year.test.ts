@@ -8,10 +8,11 @@ import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import { addDays, daysInclusive } from '../../src/dates.js';
-import { ARTIFACTS, closePages, sharedChromium } from '../support/chromium.js';
+import { ARTIFACTS, chromiumForFile, closePages } from '../support/chromium.js';
 import { queryDb, run, withEmulator, withTempDir, syncCommand } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
+const sharedChromium = chromiumForFile();
 
 interface Box {
   x0: number;

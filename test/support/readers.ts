@@ -59,3 +59,18 @@ export async function readOnce(db: string, sql: string): Promise<unknown> {
     await reader.close();
   }
 }
+
+/**
+ * An emulator `beforeReply` hook that runs `midRun` before answering the third line-items request after the test
+ * set it: the sync is then mid-run, with windows stored before it.
+ */
+export function midRunHook(): { beforeReply: (request: { route: string }) => Promise<void>; midRun: (() => Promise<void>) | null } {
+  let lineItemRequests = 0;
+  const hook = {
+    midRun: null as (() => Promise<void>) | null,
+    beforeReply: async ({ route }: { route: string }) => {
+      if (route === 'line-items' && hook.midRun && ++lineItemRequests === 3) await hook.midRun();
+    },
+  };
+  return hook;
+}
