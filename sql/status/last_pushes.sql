@@ -1,5 +1,6 @@
 -- The latest pushes (push and push-otel), newest first, for `costsync status`. unanswered: requests a
--- stop cut before their answer (the next push sends their rows again); all_accepted counts answered ones.
+-- stop cut before their answer (the next push sends their rows again); batches_accepted: the answered ones the
+-- server accepted (a batch it accepted may still refuse rows: refused, not_applied).
 -- delivered … unconfirmed: what became of the rows sent, as the push's summary says it (NULL for batches
 -- an earlier costsync pushed, which recorded only the server's `skipped`). Rows not sent (delivered or
 -- settled by an earlier push) are in no batch. `outcome` is read from the row as JSON: status opens a
@@ -13,7 +14,7 @@ SELECT push_id, source, kind, connection_id, file, count(*) AS batches, sum(rows
        sum((counts->>'settled')::BIGINT) AS settled,
        sum((counts->>'unconfirmed')::BIGINT) AS unconfirmed,
        count(*) FILTER (WHERE response IS NULL) AS unanswered,
-       bool_and(accepted) FILTER (WHERE response IS NOT NULL) AS all_accepted,
+       count(*) FILTER (WHERE response IS NOT NULL AND accepted) AS batches_accepted,
        strftime(max(sent_at), '%Y-%m-%dT%H:%M:%SZ') AS last_sent_at
 FROM batches GROUP BY push_id, source, kind, connection_id, file
 ORDER BY last_sent_at DESC LIMIT 5

@@ -3,7 +3,7 @@ import { addRange, coverageOf, formatRanges, gapsOf } from '../plan/coverage.js'
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { ExitCode } from '../errors.js';
-import { unusableStateHint, type DateRange, type SyncState, type WindowedStreamState } from '../state/store.js';
+import { unusableStateHint, type AnomalyStreamState, type DateRange, type SyncState, type WindowedStreamState } from '../state/store.js';
 import { olderSchemaError, openReadOnly } from '../storage/duckdb.js';
 import { readableCopy } from '../outputs/publish.js';
 import { isS3Url } from '../outputs/s3-url.js';
@@ -82,10 +82,10 @@ export type StreamStatus = {
   /** The dates between a windowed stream's ranges. */
   gaps: string | null;
   lastSuccessAt: string | null;
-  /** Windows of the plan under way not yet stored. */
-  windowsPending: number;
-  /** Of those, the ones whose pages are all spooled: the next run stores them without fetching. */
-  windowsFetched: number;
+  /** Windows of the plan under way not yet stored; null for the anomalies, which are collected whole each run, not in windows. */
+  windowsPending: number | null;
+  /** Of those, the ones whose pages are all spooled: the next run stores them without fetching (null for the anomalies). */
+  windowsFetched: number | null;
   /** The dates of those windows, as ranges (the plan's stored windows left out). */
   pendingRange: string | null;
 };
@@ -104,6 +104,22 @@ export function windowedStreamStatus(stream: string, st: WindowedStreamState): S
     windowsFetched: open.filter((w) => w.fetched === true).length,
     pendingRange:
       open.length === 0 ? null : formatRanges(open.reduce<DateRange[]>((rs, w) => addRange(rs, { from: w.start, to: w.end }), [])),
+  };
+}
+
+/**
+ * The anomalies' line: their latest alert. They have no windows (each run collects from the watermark, and one a stop
+ * cut short starts again from the same point), so the window columns are empty, not a 0 that says nothing is left. Pure.
+ */
+export function anomalyStreamStatus(st: AnomalyStreamState): StreamStatus {
+  return {
+    stream: 'anomalies',
+    watermark: st.watermark,
+    gaps: null,
+    lastSuccessAt: st.lastSuccessAt,
+    windowsPending: null,
+    windowsFetched: null,
+    pendingRange: null,
   };
 }
 
@@ -132,17 +148,7 @@ export async function gatherStatus(db: string, stateDir: string, env: NodeJS.Pro
     const streams = (['line_items', 'rollups'] as const)
       .filter((s) => state.streams[s])
       .map((s) => windowedStreamStatus(s, state.streams[s]!));
-    if (state.streams.anomalies) {
-      streams.push({
-        stream: 'anomalies',
-        watermark: state.streams.anomalies.watermark,
-        gaps: null,
-        lastSuccessAt: state.streams.anomalies.lastSuccessAt,
-        windowsPending: 0,
-        windowsFetched: 0,
-        pendingRange: null,
-      });
-    }
+    if (state.streams.anomalies) streams.push(anomalyStreamStatus(state.streams.anomalies));
     return {
       file,
       name: state.source.name ?? 'default',

@@ -57,7 +57,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
             refused: 0,
             unconfirmed: 0,
             unanswered: 0,
-            all_accepted: true,
+            batches_accepted: 2,
           }),
         ]);
       });
@@ -337,7 +337,7 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
           ]);
           // status tells the cut request apart from the answered ones.
           expect(await queryDb(db, loadSql('status/last_pushes'))).toEqual([
-            expect.objectContaining({ batches: 2, unanswered: 1, all_accepted: true }),
+            expect.objectContaining({ batches: 2, unanswered: 1, batches_accepted: 1 }),
           ]);
 
           // The held request is answered to nobody: the server stored the cut batch after all.

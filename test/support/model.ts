@@ -536,7 +536,7 @@ async function checkStatusClear(world: World, args: SyncArgs, stderr: string): P
   const { sources } = await gatherStatus(world.db, join(world.dir, `state-${args.state}`));
   const waiting = sources.flatMap((s) =>
     s.streams
-      .filter((st) => ran.includes(st.stream) && (st.windowsPending > 0 || st.pendingRange !== null))
+      .filter((st) => ran.includes(st.stream) && ((st.windowsPending ?? 0) > 0 || st.pendingRange !== null))
       .map((st) => ({ source: s.name, ...st })),
   );
   if (waiting.length > 0) fail(world, `exit 0, yet status says windows wait: ${JSON.stringify(waiting)}`, stderr);

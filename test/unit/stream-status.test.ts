@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { lakeNotes, windowedStreamStatus, type LakeStatus } from '../../src/commands/status.js';
+import { anomalyStreamStatus, lakeNotes, windowedStreamStatus, type LakeStatus } from '../../src/commands/status.js';
 import type { PlannedWindow } from '../../src/state/store.js';
+import { formatTable } from '../../src/table.js';
 
 const w = (start: string, status: PlannedWindow['status'], fetched: boolean): PlannedWindow => ({
   start,
@@ -82,6 +83,27 @@ describe('status of a windowed stream (windowedStreamStatus)', () => {
       watermark: '2026-10-01..2026-10-05, 2026-11-01..2026-11-26',
       gaps: '2026-10-06..2026-10-31',
     });
+  });
+});
+
+describe('status of the anomalies (anomalyStreamStatus)', () => {
+  it('shows the latest alert and leaves the window columns empty: anomalies are collected whole, not in windows', () => {
+    const status = anomalyStreamStatus({ watermark: '2025-12-30', lastSuccessAt: '2025-12-31T06:00:00Z' });
+    expect(status).toEqual({
+      stream: 'anomalies',
+      watermark: '2025-12-30',
+      gaps: null,
+      lastSuccessAt: '2025-12-31T06:00:00Z',
+      windowsPending: null,
+      windowsFetched: null,
+      pendingRange: null,
+    });
+    // Printed beside the windowed streams, the anomalies' window cells are blank, not a 0 that says nothing is left.
+    const table = formatTable([
+      windowedStreamStatus('rollups', { syncedFrom: null, syncedThrough: null, lastSuccessAt: null, pending: null }),
+      status,
+    ]);
+    expect(table.split('\n')[3]).toMatch(/^anomalies\s+2025-12-30\s+2025-12-31T06:00:00Z$/);
   });
 });
 
