@@ -2,10 +2,10 @@ import { relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
- * The test files that take longest, longest first, as `.ci/run` and the fast tier on a clean clone measured them
- * (the slow tier's of about 20 s and more, the fast tier's of 5 s and more; docs/benchmarks.md, "The test suite"). Vitest starts its longest files first only once its
- * cache holds their durations; a clean clone has none, so it starts the largest files first, and the
- * benchmark smoke (a minute, in a small file) ran last, alone on the cores: a minute's tail.
+ * The test files that take longest, longest first, as a clean clone measured them (the slow tier's of about 20 s
+ * and more, the fast tier's of 5 s and more; docs/benchmarks.md, "The test suite"). Vitest starts its longest
+ * files first only once its cache holds their durations; a clean clone has none, so it starts the largest files
+ * first, and the benchmark smoke (a minute, in a small file) ran last, alone on the cores: a minute's tail.
  */
 export const LONGEST_FIRST: readonly string[] = [
   // The slow tier.
