@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { LongestFirstSequencer } from './test/support/sequencer.js';
+import { EXECUTABLE_PROCESS_ENV } from './test/support/worker-env.js';
 
 /**
  * Three projects. `unit`: the pure tests, with no global setup (`npm run test:unit`, seconds, nothing to
@@ -74,7 +75,7 @@ export default defineConfig({
     // (src/bin.cts), so DuckDB and malloc work there as in a user's run. Without them, memory DuckDB's threads
     // took from glibc's per-thread arenas and the main thread freed went back to the kernel a piece at a time
     // (madvise, then page faults again; docs/benchmarks.md, "The test suite").
-    env: { MALLOC_ARENA_MAX: '1', DUCKDB_JE_MALLOC_CONF: 'narenas:1', UV_THREADPOOL_SIZE: '2' },
+    env: { ...EXECUTABLE_PROCESS_ENV },
     // The longest files first, even on a clean clone with no durations cached (test/support/sequencer.ts).
     sequence: { sequencer: LongestFirstSequencer },
     // Three files at once on these 2-core machines: much of a test is waiting on a spawned process, a
