@@ -13,6 +13,8 @@ import { formatTable } from '../table.js';
 import { connectionOptions, loadConfig, processIo, type CommandIo } from './common.js';
 import { requireStateDirectory } from '../run-context.js';
 import { dbLockPath, lockHeld } from '../state/lock.js';
+import { workingCopyPath } from '../storage/working-copy.js';
+import { pending } from '../storage/outbox.js';
 
 export function statusOptions(yargs: Argv) {
   return connectionOptions(yargs).option('format', {
@@ -53,6 +55,11 @@ export interface StatusReport {
   /** What the metrics file holds: each source's last run, open anomalies, the latest day's spend. */
   metrics: MetricFacts | null;
   database: string;
+  /**
+   * This state directory's working copy when it holds work committed after its last publish (a run killed
+   * before its publish, or a publish that failed), so "Database" lacks it; null when not, or while a run holds it.
+   */
+  unpublished: string | null;
 }
 
 /** A type, not an interface: it is printed as a table row (`formatTable` takes records). */
@@ -199,7 +206,30 @@ export async function gatherStatus(db: string, stateDir: string, env: NodeJS.Pro
   }
   const locks = [join(stateDir, 'costsync.lock'), ...(isS3Url(db) ? [] : [dbLockPath(db)])];
   const running = locks.map((path) => lockHeld(path)).filter((held) => held !== null);
-  return { sources, tables, runs, pushes, lakeTables, lakes, lakeNotes: lakeNotes(lakes), running, metrics, database: db };
+  // A running run holds its working copy open, and publishes it as it goes.
+  const unpublished = running.length === 0 ? await unpublishedWork(workingCopyPath(stateDir, db)) : null;
+  return { sources, tables, runs, pushes, lakeTables, lakes, lakeNotes: lakeNotes(lakes), running, metrics, database: db, unpublished };
+}
+
+/** `work` when that working copy holds work committed after its last snapshot for --db; null when not, or when it cannot be read now. */
+async function unpublishedWork(work: string): Promise<string | null> {
+  if (!existsSync(work)) return null;
+  let wh: Awaited<ReturnType<typeof openReadOnly>>;
+  try {
+    wh = await openReadOnly(work);
+  } catch {
+    // Another program holds it open: nothing is said of it, rather than a guess.
+    return null;
+  }
+  try {
+    const [outbox] = await wh.sql<{ n: number }>("SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = '_costsync_outbox'");
+    if ((outbox?.n ?? 0) === 0) return null;
+    // Each commit leaves a publish due, and taking the snapshot for --db clears it. An upload due is left out:
+    // whether a snapshot's upload landed in the bucket is not known here.
+    return (await pending(wh, 'publish')).length > 0 ? work : null;
+  } finally {
+    wh.close();
+  }
 }
 
 /** What to do about each lake that has not caught up with the warehouse, or is not on this machine's disk: a line each. Pure. */
@@ -252,6 +282,10 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
     io.stdout(`Source ${source.name}: ${where}, state updated ${source.updatedAt ?? 'never'}\n`);
     io.stdout(`${formatTable(source.streams)}\n\n`);
   }
+  if (report.unpublished !== null)
+    io.stdout(
+      `Not yet published: this state directory's working copy (${report.unpublished}) holds work committed after its last publish (a run was killed, or its publish failed): ${config.db} lacks it until the next sync with this --state-dir.\n\n`,
+    );
   if (report.tables.length > 0) {
     io.stdout(`Database ${config.db}\n${formatTable(report.tables)}\n\nLast runs\n${formatTable(report.runs)}\n`);
     if (report.pushes.length > 0) io.stdout(`\nLast pushes\n${formatTable(report.pushes)}\n`);

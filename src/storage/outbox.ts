@@ -118,7 +118,7 @@ export interface OutboxStore {
 }
 
 /** The pending items of `kinds`, oldest key first within each stored kind; rows this version cannot read are left alone. */
-export async function pending<K extends OutboxKind>(store: OutboxStore, ...kinds: K[]): Promise<Pending<ItemOf<K>>[]> {
+export async function pending<K extends OutboxKind>(store: Pick<OutboxStore, 'query'>, ...kinds: K[]): Promise<Pending<ItemOf<K>>[]> {
   const wanted = new Set<OutboxKind>(kinds);
   const items: Pending<ItemOf<K>>[] = [];
   for (const kind of new Set(kinds.map((k) => STORED[k]))) {

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ExitCode } from '../../src/errors.js';
 import { SCOPES } from '../../src/api/types.js';
+import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { withEmulator, withTempDir, SPAN, cli, run, syncCommand, spanFlags } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -38,6 +39,33 @@ describe('status, check and parquet (CLI)', () => {
         expect(json.sources[0].streams.map((s: { stream: string }) => s.stream)).toEqual(['line_items', 'rollups', 'anomalies']);
         expect(json.sources[0].streams[0]).toMatchObject({ watermark: '2025-06-01..2025-06-30', windowsPending: 0 });
         expect(json.runs[0]).toMatchObject({ outcome: 'success' });
+      });
+    });
+  });
+
+  it('status after a run killed between a commit and its publish says the working copy holds unpublished work; the next run clears it', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async ({ url }) => {
+      await withTempDir(async (dir) => {
+        const db = join(dir, 'c.duckdb');
+        const common = ['--db', db, '--state-dir', join(dir, 'state')];
+        const args = syncCommand(url, dir, [...spanFlags(), '--quiet']);
+        // Killed right after its second commit: that much is in the working copy, nothing in --db.
+        const killed = await cli(args, { ...env, COSTSYNC_FAILPOINT: 'commit:2' });
+        expect(killed.signal).toBe('SIGKILL');
+        const after = await run(['status', ...common]);
+        expect(after.code).toBe(0);
+        expect(after.stdout).toContain(
+          `Not yet published: this state directory's working copy (${workingCopyPath(join(dir, 'state'), db)})`,
+        );
+        expect(after.stdout).toContain(`${db} lacks it until the next sync with this --state-dir.`);
+        expect(after.stdout).toContain(`No database at ${db} yet.`);
+        const json = JSON.parse((await run(['status', ...common, '--format', 'json'])).stdout);
+        expect(json.unpublished).toBe(workingCopyPath(join(dir, 'state'), db));
+        expect((await run(args, env)).code).toBe(0);
+        const cleared = await run(['status', ...common]);
+        expect(cleared.stdout).not.toContain('Not yet published');
+        expect(cleared.stdout).toMatch(/line_items\s+600\s+2025-06-01\s+2025-06-30/);
+        expect(JSON.parse((await run(['status', ...common, '--format', 'json'])).stdout).unpublished).toBeNull();
       });
     });
   });

@@ -530,10 +530,14 @@ function checkNothingPending(world: World, args: SyncArgs, stderr: string): void
   if (waiting.length > 0) fail(world, `exit 0, yet the metrics say outputs wait: ${waiting.map((m) => m[0]).join(', ')}`, stderr);
 }
 
-/** After a run of every source that exited 0: status says no window of the streams it ran waits (none pending, no pending range). */
+/**
+ * After a run of every source that exited 0: status says no window of the streams it ran waits (none pending, no
+ * pending range), and no work of its working copy is left unpublished.
+ */
 async function checkStatusClear(world: World, args: SyncArgs, stderr: string): Promise<void> {
   const ran = args.streams === 'all' ? ['line_items', 'rollups'] : args.streams.split(',').filter((s) => s !== 'anomalies');
-  const { sources } = await gatherStatus(world.db, join(world.dir, `state-${args.state}`));
+  const { sources, unpublished } = await gatherStatus(world.db, join(world.dir, `state-${args.state}`));
+  if (unpublished !== null) fail(world, `exit 0, yet status says ${unpublished} holds work not yet published`, stderr);
   const waiting = sources.flatMap((s) =>
     s.streams
       .filter((st) => ran.includes(st.stream) && ((st.windowsPending ?? 0) > 0 || st.pendingRange !== null))
