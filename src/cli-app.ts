@@ -167,7 +167,7 @@ const COMMANDS: readonly Command[] = [
   {
     command: 'status',
     describe:
-      'Show per source and stream the watermark, last run, rows and windows pending, and which lake is behind; --format json for scripts',
+      'Show per source and stream the watermark, last run, rows and windows pending, which lake is behind, and work not yet published; --format json for scripts',
     load: async () => {
       const m = await import('./commands/status.js');
       return { options: m.statusOptions, run: m.runStatusCommand };
