@@ -4,7 +4,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { ExitCode } from '../errors.js';
 import { unusableStateHint, type AnomalyStreamState, type DateRange, type SyncState, type WindowedStreamState } from '../state/store.js';
-import { olderSchemaError, openReadOnly } from '../storage/duckdb.js';
+import { olderSchemaError, openReadOnly, sqlString, type ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { readableCopy } from '../outputs/publish.js';
 import { isS3Url } from '../outputs/s3-url.js';
 import { gatherMetrics, type MetricFacts } from '../outputs/metrics.js';
@@ -57,7 +57,8 @@ export interface StatusReport {
   database: string;
   /**
    * This state directory's working copy when it holds work committed after its last publish (a run killed
-   * before its publish, or a publish that failed), so "Database" lacks it; null when not, or while a run holds it.
+   * before its publish, or a publish that failed), so "Database" lacks it; null when not, while a run holds it, or
+   * when another program holds it open.
    */
   unpublished: string | null;
 }
@@ -184,13 +185,7 @@ export async function gatherStatus(db: string, stateDir: string, env: NodeJS.Pro
       runs = await wh.query('status/last_runs');
       pushes = await wh.query('status/last_pushes');
       // A warehouse an older costsync published may have neither table.
-      const held = new Set(
-        (
-          await wh.sql<{ name: string }>(
-            "SELECT table_name AS name FROM duckdb_tables() WHERE table_name IN ('_costsync_lake_tables', '_costsync_lake_marks')",
-          )
-        ).map((t) => t.name),
-      );
+      const held = await tablesHeld(wh, ['_costsync_lake_tables', '_costsync_lake_marks']);
       if (held.has('_costsync_lake_tables')) lakeTables = await wh.query('status/lake_tables');
       if (held.has('_costsync_lake_marks'))
         lakes = (await wh.query<Omit<LakeStatus, 'on_disk'>>('status/lakes')).map((l) => ({
@@ -211,10 +206,18 @@ export async function gatherStatus(db: string, stateDir: string, env: NodeJS.Pro
   return { sources, tables, runs, pushes, lakeTables, lakes, lakeNotes: lakeNotes(lakes), running, metrics, database: db, unpublished };
 }
 
+/** Which of `names` the warehouse holds: one an older costsync wrote may lack tables added since. */
+async function tablesHeld(wh: ReadOnlyWarehouse, names: readonly string[]): Promise<Set<string>> {
+  const rows = await wh.sql<{ name: string }>(
+    `SELECT table_name AS name FROM duckdb_tables() WHERE table_name IN (${names.map(sqlString).join(', ')})`,
+  );
+  return new Set(rows.map((t) => t.name));
+}
+
 /** `work` when that working copy holds work committed after its last snapshot for --db; null when not, or when it cannot be read now. */
 async function unpublishedWork(work: string): Promise<string | null> {
   if (!existsSync(work)) return null;
-  let wh: Awaited<ReturnType<typeof openReadOnly>>;
+  let wh: ReadOnlyWarehouse;
   try {
     wh = await openReadOnly(work);
   } catch {
@@ -222,8 +225,8 @@ async function unpublishedWork(work: string): Promise<string | null> {
     return null;
   }
   try {
-    const [outbox] = await wh.sql<{ n: number }>("SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = '_costsync_outbox'");
-    if ((outbox?.n ?? 0) === 0) return null;
+    // A working copy killed between its adoption and its migrations may predate the outbox.
+    if (!(await tablesHeld(wh, ['_costsync_outbox'])).has('_costsync_outbox')) return null;
     // Each commit leaves a publish due, and taking the snapshot for --db clears it. An upload due is left out:
     // whether a snapshot's upload landed in the bucket is not known here.
     return (await pending(wh, 'publish')).length > 0 ? work : null;
