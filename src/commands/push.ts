@@ -166,6 +166,26 @@ export function undeliveredLine(s: PushSummary): string {
   return `${undeliveredCount(s)} of ${s.rowsRead} row(s) read were not delivered (${parts.join(', ')})${whole}`;
 }
 
+/**
+ * What became of the rows delivered, for a push's last line: how many the server stored (of them
+ * corrections) or skipped as rows it held already, and how many were delivered before and not sent, so
+ * a push that sent only rows the server had never says it stored them. Pure.
+ */
+export function deliveredText(s: PushSummary, force: boolean): string {
+  const why = force ? 'sent again by --force' : 'sent again after a request whose answer never came';
+  return [
+    `${s.delivered - s.deliveredBefore} stored by the server now${s.corrected > 0 ? ` (${s.corrected} of them corrections)` : ''}`,
+    ...(s.deliveredBefore > 0 ? [`${s.deliveredBefore} it held already and skipped (${why})`] : []),
+    `${s.alreadyDelivered} delivered before and not sent`,
+    ...(s.settled > 0 ? [`${s.settled} correction(s) the server keeps its first values for, settled by --settle-corrections`] : []),
+  ].join('; ');
+}
+
+/** The last line of a push that delivered every row. Pure. */
+export function doneLine(s: PushSummary, force: boolean): string {
+  return `Done: push ${s.pushId}: every row read is delivered${s.settled > 0 ? ' or settled' : ''} (${deliveredText(s, force)}); ${s.batches} request(s) recorded in ingest_batches.`;
+}
+
 /** Rows read and not delivered: failed the checks, refused, corrections not applied, unconfirmed. Pure. */
 function undeliveredCount(s: PushSummary): number {
   return s.invalid + s.refused + s.notApplied + s.unconfirmed;
@@ -342,11 +362,11 @@ export async function runPushCommand(args: Record<string, unknown>, io: CommandI
         ]
           .filter(Boolean)
           .join(' and ');
-        logger.warn(`Done, with rows not delivered as ${accepted} allows: ${undeliveredLine(summary)}.${listed}`);
-      } else {
-        logger.info(
-          `Done: push ${summary.pushId}: every row read is delivered${summary.settled > 0 ? ' or settled' : ''} (${summary.delivered} now, ${summary.alreadyDelivered} before${summary.settled > 0 ? `; ${summary.settled} correction(s) the server keeps its first values for, settled by --settle-corrections` : ''}); ${summary.batches} request(s) recorded in ingest_batches.`,
+        logger.warn(
+          `Done, with rows not delivered as ${accepted} allows: ${undeliveredLine(summary)}.${listed} Delivered: ${deliveredText(summary, Boolean(args.force))}.`,
         );
+      } else {
+        logger.info(doneLine(summary, Boolean(args.force)));
       }
     }
     return pushExitCode(summary);

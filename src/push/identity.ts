@@ -102,6 +102,51 @@ export function ledgerKey(parts: { baseUrl: string; source: string; connectionId
     .digest('hex');
 }
 
+/**
+ * The id of the k-th charge (1-based) of rows of one file that share a key: the key's own id for the
+ * first, so a lone row keeps the id it always had, and a hash of that id and k for the others. Pure.
+ */
+export function chargeId(keyId: string, k: number): string {
+  if (k === 1) return keyId;
+  return `costsync-${createHash('md5').update(`${keyId}#${k}`).digest('hex')}`;
+}
+
+/**
+ * A row of a file that shares its key with others of the file: its place, its order within the group
+ * (its values other than numbers as one canonical text, then its numbers by column name) and the hash
+ * of its values.
+ */
+export interface GroupRow {
+  row: number;
+  order: readonly (string | number | null)[];
+  values: string;
+}
+
+/** Orders the rows of a group by their content: text before numbers, missing values first; identical rows by place. Pure. */
+export function compareGroupRows(a: GroupRow, b: GroupRow): number {
+  for (let i = 0; i < Math.max(a.order.length, b.order.length); i++) {
+    const x = a.order[i] ?? null;
+    const y = b.order[i] ?? null;
+    if (x === y) continue;
+    if (x === null) return -1;
+    if (y === null) return 1;
+    if (typeof x !== typeof y) return typeof x === 'string' ? -1 : 1;
+    return x < y ? -1 : 1;
+  }
+  return a.values < b.values ? -1 : a.values > b.values ? 1 : a.row - b.row;
+}
+
+/**
+ * Ids for the rows of one file that share a key: the k-th by content takes `chargeId(keyId, k)`. The
+ * file alone decides (not a ledger), so the same rows in any order, format or column order get the same
+ * ids from any ledger, identical rows are as many charges, and what a re-export changes within the
+ * group corrects the group's ids. Ordered by what is not a number first (tags, descriptions), so a
+ * changed amount moves a row only among rows alike but for their numbers. Pure.
+ */
+export function assignGroupIds(keyId: string, rows: readonly GroupRow[]): Map<number, string> {
+  return new Map([...rows].sort(compareGroupRows).map((r, i) => [r.row, chargeId(keyId, i + 1)]));
+}
+
 /** What the ledger says the server holds of one row id, by the hash of the values sent. */
 export interface LedgerEntry {
   /** The values the server holds as far as the ledger knows (delivered), or null. */

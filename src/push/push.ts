@@ -20,6 +20,7 @@ import type { Warehouse } from '../storage/duckdb.js';
 import { HashSet52, hash52 } from '../sync/id-set.js';
 import { lowestVersion, planColumns, type ColumnMapping, type ColumnPlan } from './columns.js';
 import {
+  assignGroupIds,
   classifyRow,
   defaultKeyColumns,
   describeRule,
@@ -27,6 +28,7 @@ import {
   parseRule,
   ruleText,
   settleBatch,
+  type GroupRow,
   type IdentityRule,
   type LedgerEntry,
   type RowClass,
@@ -127,6 +129,8 @@ export interface PushSummary {
   undeliveredFiles: string[];
   /** Valid rows whose ChargePeriodStart or ChargePeriodEnd has a time of day other than midnight UTC (sent as dates; warned). */
   offMidnight: number;
+  /** Valid rows that share their key with other rows of their file: each a charge, with an id of its own. */
+  sharedKey: number;
   batches: number;
   requests: number;
   serverErrors: number;
@@ -178,14 +182,19 @@ export interface PushDeps {
   onProblem?: (problem: RowProblem) => void;
 }
 
+/** The columns of a chunk of `validationSql`'s rows, in its order (seven when checking, eight when sending). */
+type ValidationColumns = [unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[]];
+
 /** A file's rows not delivered: file row and reason. */
 type Undelivered = Map<number, string>;
 
 interface PreparedFile {
   source: SourceFile;
   plan: ColumnPlan;
-  /** Rows the local checks found sharing an id with another row: never sent. */
+  /** Rows the local checks found sharing their own id with another row: never sent. */
   repeated: Set<number>;
+  /** Rows sharing their key's id with others of the file, by that id: each a charge, given its own id before sending. */
+  groups: Map<string, GroupRow[]>;
   undelivered: Undelivered;
 }
 
@@ -273,16 +282,10 @@ export function undeliveredPath(input: string, format: SourceFile['format'], dir
   return join(dir ?? dirname(input), `${name}.undelivered.${format}`);
 }
 
-/**
- * The one line naming rows of a file that share an id, and the fix. Pure.
- * `places` are the rows' places (`line 3`), `own` whether the id is the file's own column.
- */
-export function repeatedIdReason(places: readonly string[], own: boolean, rule: IdentityRule, vendor: string): string {
+/** The one line naming rows of a file that share their own id, and the fix. `places` are the other rows' places (`line 3`). Pure. */
+export function repeatedIdReason(places: readonly string[], vendor: string): string {
   const others = places.length > 3 ? `${places.slice(0, 3).join(', ')} and ${places.length - 3} more` : places.join(', ');
-  const idColumn = extensionColumns(vendor).lineItemId;
-  return own
-    ? `the same ${idColumn} as ${others}: the server keeps one row per id, so neither is sent; give each row its own id`
-    : `the same identity as ${others} under ${describeRule(rule, vendor)}, so neither is sent (a later push could not tell them apart); give each row its own ${idColumn}, or (on a connection nothing was pushed to yet) add a column that tells them apart to --key-columns`;
+  return `the same ${extensionColumns(vendor).lineItemId} as ${others}: the server keeps one row per id, so neither is sent; give each row its own id`;
 }
 
 async function sha256File(path: string): Promise<string> {
@@ -338,12 +341,9 @@ async function identityRule(deps: PushDeps, key: string): Promise<{ rule: Identi
   return { rule, record: row!.rule === null || changed };
 }
 
-export async function runPush(deps: PushDeps): Promise<PushSummary> {
-  const { options, reader, logger } = deps;
-  const clock = deps.clock ?? { now: () => Date.now() };
-  const pushId = newRunId(clock.now());
-  const idColumn = extensionColumns(options.vendor).lineItemId;
-  const summary: PushSummary = {
+/** A push's summary before it has read anything. */
+export function emptySummary(pushId: string): PushSummary {
+  return {
     pushId,
     version: '1',
     identity: '',
@@ -366,12 +366,21 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
     refusedWhole: 0,
     undeliveredFiles: [],
     offMidnight: 0,
+    sharedKey: 0,
     batches: 0,
     requests: 0,
     serverErrors: 0,
     ignoredColumns: {},
     outcome: 'success',
   };
+}
+
+export async function runPush(deps: PushDeps): Promise<PushSummary> {
+  const { options, reader, logger } = deps;
+  const clock = deps.clock ?? { now: () => Date.now() };
+  const pushId = newRunId(clock.now());
+  const idColumn = extensionColumns(options.vendor).lineItemId;
+  const summary = emptySummary(pushId);
 
   // 1. Every file's columns, before reading any row: a missing column fails fast.
   const files: PreparedFile[] = [];
@@ -394,7 +403,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
       summary.ignoredColumns[path] = plan.ignored;
       logger.warn(`${path}: column(s) ${plan.ignored.join(', ')} are not FOCUS columns and are not sent; map them with --map to send them`);
     }
-    files.push({ source, plan, repeated: new Set(), undelivered: new Map() });
+    files.push({ source, plan, repeated: new Set(), groups: new Map(), undelivered: new Map() });
   }
   summary.version = options.version ?? lowestVersion(used, options.vendor);
   const key = ledgerKey({
@@ -438,16 +447,25 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
     const sharing = new Map<bigint, number[]>();
     let row = 0;
     await reader.scan(validation, source.path, (columns, rows) => {
-      const [problems, offs, ids] = columns as [unknown[], unknown[], unknown[]];
+      const [problems, offs, ids, keyed, rowIds, values, orders] = columns as ValidationColumns;
       for (let i = 0; i < rows; i++) {
         row += 1;
         const text = problems[i];
         if (text === null || text === undefined) {
           const id = ids[i];
           if (repeatedIds !== null && typeof id === 'bigint' && repeatedIds.has(id)) {
-            const list = sharing.get(id) ?? [];
-            list.push(row);
-            sharing.set(id, list);
+            if (keyed[i] === true) {
+              // Rows that share a key are as many charges: each gets an id of its own before it is sent.
+              const keyId = String(rowIds[i]);
+              const member = { row, values: String(values[i]), order: JSON.parse(String(orders[i])) as GroupRow['order'] };
+              const group = file.groups.get(keyId);
+              if (group === undefined) file.groups.set(keyId, [member]);
+              else group.push(member);
+            } else {
+              const list = sharing.get(id) ?? [];
+              list.push(row);
+              sharing.set(id, list);
+            }
           }
           const off = offs[i];
           if (off !== null && off !== undefined && offMidnight.length < OFF_MIDNIGHT_EXAMPLES)
@@ -467,18 +485,22 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
     for (const rowsOfId of sharing.values()) {
       for (const at of rowsOfId) {
         const places = rowsOfId.filter((r) => r !== at).map((r) => placeOf(source.format, r));
-        // Rows of a file with an id column share their own id (a row without one sharing a key with one that has it is named the same way).
-        const own = plan.ownIdColumn !== null;
-        const reason = repeatedIdReason(places, own, rule, options.vendor);
+        const reason = repeatedIdReason(places, options.vendor);
         file.repeated.add(at);
         file.undelivered.set(at, `failed the checks: ${reason}`);
         deps.onProblem?.({ file: source.path, row: at, line: lineOf(source.format, at), column: '', reason, level });
       }
     }
     summary.invalid += file.repeated.size;
+    for (const group of file.groups.values()) summary.sharedKey += group.length;
   }
   summary.valid = summary.rowsRead - summary.invalid;
   summary.rejected = summary.invalid;
+  if (summary.sharedKey > 0)
+    logger.info(
+      `${summary.sharedKey} valid row(s) share their key (${summary.identity}) with other rows of their file: each is a charge of its own, told apart by its values (docs/focus-and-push.md, "What identifies a row")`,
+      { rows: summary.sharedKey },
+    );
   if (deps.signal?.aborted) {
     summary.outcome = 'stopped';
     return summary;
@@ -520,6 +542,22 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
   await writeUndelivered(files, deps, summary);
   if (summary.refused + summary.notApplied + summary.unconfirmed > 0 && !options.allowUndelivered) summary.outcome = 'undelivered';
   return summary;
+}
+
+/** How many row ids one ledger lookup names. */
+const LOOKUP_IDS = 10_000;
+
+/** What the ledger holds of some row ids of one connection. */
+async function ledgerEntries(warehouse: Warehouse, key: string, ids: readonly string[]): Promise<Map<string, LedgerEntry>> {
+  const entries = new Map<string, LedgerEntry>();
+  for (let at = 0; at < ids.length; at += LOOKUP_IDS) {
+    const rows = await warehouse.query<{ row_id: string; held_md5: string | null; pending_md5: string | null; settled_md5: string | null }>(
+      'push/rows_lookup',
+      [key, JSON.stringify(ids.slice(at, at + LOOKUP_IDS))],
+    );
+    for (const r of rows) entries.set(r.row_id, { held: r.held_md5, pending: r.pending_md5, settled: r.settled_md5 });
+  }
+  return entries;
 }
 
 /** The hashes of the ids more than one valid row of a file has. */
@@ -598,6 +636,8 @@ async function sendFile(
   ).map((r) => [Number(r.first_row), Number(r.last_row)] as const);
   const wasCut = (row: number) => unanswered.some(([first, last]) => row >= first && row <= last);
 
+  const groupIds = new Map<number, string>();
+  for (const [keyId, rows] of file.groups) for (const [at, id] of assignGroupIds(keyId, rows)) groupIds.set(at, id);
   const head = `{${options.format === null ? `"format":${JSON.stringify(`${options.vendor}.focus`)},` : `"format":${JSON.stringify(options.format)},`}"version":${JSON.stringify(summary.version)},"rows":[`;
   const occurrences = new OccurrenceCounter();
   let progressAt = clock.now();
@@ -821,20 +861,12 @@ async function sendFile(
     validationSql(source, plan.targets, REQUIRED_INGEST_COLUMNS, true, context.identity),
     source.path,
     async (columns, rows) => {
-      const [problems, , , rowIds, json, idJson, values] = columns as [
-        unknown[],
-        unknown[],
-        unknown[],
-        unknown[],
-        unknown[],
-        unknown[],
-        unknown[],
-      ];
+      const [problems, , , , rowIds, values, json, idJson] = columns as ValidationColumns;
       const chunk: { row: number; id: string; json: string; values: string }[] = [];
       for (let i = 0; i < rows; i++) {
         row += 1;
         if (problems[i] !== null) continue;
-        let id = rowIds[i] as string | null;
+        let id = groupIds.get(row) ?? (rowIds[i] as string | null);
         if (id === null) {
           // The content rule: every valid row counts, sent or not, so ids do not shift on resume.
           const content = String(idJson[i]);
@@ -848,13 +880,10 @@ async function sendFile(
         chunk.push({ row, id, json: String(json[i]), values: String(values[i]) });
       }
       if (chunk.length === 0) return true;
-      const ledger = new Map(
-        (
-          await warehouse.query<{ row_id: string; held_md5: string | null; pending_md5: string | null; settled_md5: string | null }>(
-            'push/rows_lookup',
-            [key, JSON.stringify(chunk.map((c) => c.id))],
-          )
-        ).map((r) => [r.row_id, { held: r.held_md5, pending: r.pending_md5, settled: r.settled_md5 } satisfies LedgerEntry]),
+      const ledger = await ledgerEntries(
+        warehouse,
+        key,
+        chunk.map((c) => c.id),
       );
       for (const c of chunk) {
         const entry = ledger.get(c.id) ?? (wasCut(c.row) ? { held: null, pending: c.values } : undefined);

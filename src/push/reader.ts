@@ -41,6 +41,9 @@ const KIND_BASE: Partial<Record<ValueKind, ValueKind>> = { date: 'time', date_en
 
 const kindCache = new Map<ValueKind, KindSql>();
 
+/** The kinds whose values are quantities (costs, prices, counts): compared as numbers when rows are ordered. */
+const NUMBER_KINDS: ReadonlySet<ValueKind> = new Set(['number', 'count']);
+
 /** The expressions of a value kind, from its `sql/push/kind_<kind>.sql` sections. */
 function kindSql(kind: ValueKind): KindSql {
   let cached = kindCache.get(kind);
@@ -131,10 +134,12 @@ function keyTextSql(keyColumns: readonly string[], targets: readonly TargetColum
  * Builds the query that checks (and, with `withJson`, serializes) every row. Output columns:
  * `_problems` (VARCHAR, problems joined by chr(31), NULL for a valid row), `_off_midnight` (the
  * charge period bounds with a time of day other than midnight UTC, as read, or NULL), `_row_hash` (a
- * hash of what `_row_id` is made of, the own id or the key, NULL where it is NULL), and with `withJson`: `_row_id` (the row's own line-item id, else
- * its key's id under a key rule, else NULL), `_json` (what is sent, without the id), `_id_json` (what the
- * content id hashes, where `_row_id` is NULL) and `_values` (the MD5 of the values sent, by column name,
- * so order and formatting do not change it).
+ * hash of what `_row_id` is made of, the own id or the key, NULL where it is NULL), `_keyed` (the id
+ * is the key's), `_row_id` (the row's own line-item id, else its key's id under a key rule, else NULL),
+ * `_values` (the MD5 of the values sent, by column name, so order and formatting do not change it);
+ * without `withJson`: `_order` (a JSON array: the canonical values that are not numbers as one text,
+ * then the numbers by column name; how rows that share a key are ordered); with `withJson`: `_json` (what is sent, without the id) and `_id_json` (what the content id hashes,
+ * where `_row_id` is NULL).
  */
 export function validationSql(
   source: SourceFile,
@@ -183,28 +188,43 @@ export function validationSql(
   // The checks compare ids by a hash of what they are made of: no MD5 a row until rows are sent.
   const keyHash = keyText === null ? 'NULL::UBIGINT' : `hash(${keyText})`;
   const rowHash = ownId === null ? keyHash : `CASE WHEN ${ownId} IS NOT NULL THEN hash(${ownId}) ELSE ${keyHash} END`;
+  const sent = (i: number) => (i === effective && billed !== undefined ? `coalesce(p${i}, p${billed})` : `p${i}`);
+  const sentValue = (t: TargetColumn, i: number, form: 'json' | 'id' | 'canon') => fill(kindSql(t.kind)[form], { p: sent(i) });
+  const member = (t: TargetColumn, i: number, form: 'json' | 'id' | 'canon') =>
+    `CASE WHEN ${sent(i)} IS NOT NULL THEN ${sqlString(`"${t.name}":`)} || ${sentValue(t, i, form)} END`;
+  // The id is added to what is sent by push (the row's own, or the one its identity gives).
+  const sentTargets = targets.map((t, i) => [t, i] as const).filter(([t]) => t.name !== identity.ownIdColumn);
+  const object = (form: 'json' | 'id' | 'canon', members: (readonly [TargetColumn, number])[]) =>
+    `'{' || concat_ws(',', ${members.map(([t, i]) => member(t, i, form)).join(', ')}) || '}'`;
+  const byName = [...sentTargets].sort(([a], [b]) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  // The outputs a query that only counts leaves out are not computed (DuckDB drops unused columns).
   const outputs = [
     `NULLIF(concat_ws(chr(31), ${problems.join(', ')}), '') AS _problems`,
     `${offMidnight.length === 0 ? 'NULL::VARCHAR' : `NULLIF(concat_ws(', ', ${offMidnight.join(', ')}), '')`} AS _off_midnight`,
     // A cheap hash of the id, for finding rows that share one (compared within one query only).
     `${rowHash} AS _row_hash`,
+    // Whether the id is the key's (rows that share it are told apart) rather than the row's own (they are refused).
+    `${ownId === null ? 'true' : `${ownId} IS NULL`} AND ${keyText === null ? 'false' : 'true'} AS _keyed`,
+    `${rowId} AS _row_id`,
+    `md5(${object('canon', byName)}) AS _values`,
   ];
-  if (withJson) {
-    const sent = (i: number) => (i === effective && billed !== undefined ? `coalesce(p${i}, p${billed})` : `p${i}`);
-    const sentValue = (t: TargetColumn, i: number, form: 'json' | 'id' | 'canon') => fill(kindSql(t.kind)[form], { p: sent(i) });
-    const member = (t: TargetColumn, i: number, form: 'json' | 'id' | 'canon') =>
-      `CASE WHEN ${sent(i)} IS NOT NULL THEN ${sqlString(`"${t.name}":`)} || ${sentValue(t, i, form)} END`;
-    // The id is added to what is sent by push (the row's own, or the one its identity gives).
-    const sentTargets = targets.map((t, i) => [t, i] as const).filter(([t]) => t.name !== identity.ownIdColumn);
-    const object = (form: 'json' | 'id' | 'canon', members: (readonly [TargetColumn, number])[]) =>
-      `'{' || concat_ws(',', ${members.map(([t, i]) => member(t, i, form)).join(', ')}) || '}'`;
-    outputs.push(`${rowId} AS _row_id`);
+  if (!withJson) {
+    // A row's order among rows that share its key: what is not a number as one text, then the numbers.
+    // Read only when the file has such rows, so it is left out of what is sent.
+    outputs.push(
+      `json_array(${[
+        object(
+          'canon',
+          byName.filter(([t]) => !NUMBER_KINDS.has(t.kind)),
+        ),
+        ...byName.filter(([t]) => NUMBER_KINDS.has(t.kind)).map(([, i]) => sent(i)),
+      ].join(', ')})::VARCHAR AS _order`,
+    );
+  } else {
     outputs.push(`${object('json', sentTargets)} AS _json`);
     // The content id hashes the row as costsync sent it before the charge period went as dates, so a
     // row keeps its id across that change (a re-push is skipped, not stored twice). Only rows without their own id need it.
     outputs.push(`CASE WHEN ${ownId ?? 'NULL'} IS NULL THEN ${object('id', sentTargets)} END AS _id_json`);
-    const byName = [...sentTargets].sort(([a], [b]) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    outputs.push(`md5(${object('canon', byName)}) AS _values`);
   }
   const parts: Record<string, string> = {
     outputs: outputs.join(',\n       '),

@@ -13,7 +13,9 @@ const push = (url: string, dir: string, extra: string[]) => pushArgs(url, dir, [
 const summaryOf = pushSummary;
 
 /** What the emulator holds of the connection: service, date and amount per stored row, sorted. */
-function held(emulator: { dataset: { ingestedRecords(): { provider_service: string; usage_date: string; net_amount_usd: number }[] } }) {
+function held(emulator: {
+  dataset: { ingestedRecords(): { provider_service: string; usage_date: string; net_amount_usd: number; user_email: string }[] };
+}) {
   return emulator.dataset
     .ingestedRecords()
     .map((r) => `${r.usage_date} ${r.provider_service} ${r.net_amount_usd}`)
@@ -75,7 +77,7 @@ describe('push: row identity and an honest end (emulator over HTTP)', () => {
       const pushed = await run(push(url, dir, [first]), env);
       expect(pushed.code, pushed.stderr).toBe(ExitCode.OK);
       expect(summaryOf(pushed.stderr)).toMatchObject({ delivered: 3, alreadyDelivered: 0 });
-      expect(pushed.stderr).toContain('every row read is delivered (3 now, 0 before)');
+      expect(pushed.stderr).toContain('every row read is delivered (3 stored by the server now; 0 delivered before and not sent)');
       for (const file of [first, reordered, jsonl, parquet]) {
         const again = await run(push(url, dir, [file]), env);
         expect(again.code, again.stderr).toBe(ExitCode.OK);
@@ -215,8 +217,95 @@ describe('push: row identity and an honest end (emulator over HTTP)', () => {
     });
   });
 
-  it('refuses two rows with one identity naming both lines; --key-columns tells them apart; changing the rule rows were delivered under needs --rekey', async () => {
+  it('rows that share a key are as many charges, told apart by their values in any order or format; a re-tag or a changed amount corrects one of them', async () => {
+    await withPush({ ingestDuplicateRows: 'replace' }, async ({ url, dir, emulator }) => {
+      const header = 'ChargePeriodStart,ServiceName,ChargeCategory,BilledCost,SubAccountId,Tags';
+      const rows = [
+        ['2026-11-20', 'Build farm', 'Usage', '5', 'acct-1', '"{""user_email"": ""red@x"", ""team"": ""red""}"'],
+        ['2026-11-20', 'Build farm', 'Usage', '6', 'acct-1', '"{""user_email"": ""blue@x""}"'],
+        // The same charge twice (two hourly lines of one amount) is two charges.
+        ['2026-11-20', 'Build farm', 'Usage', '2', 'acct-1', ''],
+        ['2026-11-20', 'Build farm', 'Usage', '2', 'acct-1', ''],
+      ];
+      const file = join(dir, 'teams.csv');
+      writeFileSync(file, [header, ...rows.map((r) => r.join(','))].join('\n'));
+      const first = await run(push(url, dir, [file]), env);
+      expect(first.code, first.stderr).toBe(ExitCode.OK);
+      expect(first.stderr).toContain(
+        '4 valid row(s) share their key (the default key columns (--key-columns default)) with other rows of their file',
+      );
+      expect(summaryOf(first.stderr)).toMatchObject({ invalid: 0, sharedKey: 4, delivered: 4 });
+      expect(held(emulator)).toEqual([
+        '2026-11-20 Build farm 2',
+        '2026-11-20 Build farm 2',
+        '2026-11-20 Build farm 5',
+        '2026-11-20 Build farm 6',
+      ]);
+
+      // The same rows in reverse order, as JSON Lines with the tags' members in another order: nothing new.
+      const jsonl = join(dir, 'teams.jsonl');
+      const objects = [...rows].reverse().map(([d, sv, c, b, a, t]) => ({
+        SubAccountId: a,
+        BilledCost: Number(b),
+        ChargePeriodStart: `${d}T00:00:00Z`,
+        ServiceName: sv,
+        ChargeCategory: c!.toUpperCase(),
+        ...(t === ''
+          ? {}
+          : { Tags: Object.fromEntries(Object.entries(JSON.parse(t!.slice(1, -1).replaceAll('""', '"')) as object).reverse()) }),
+      }));
+      writeFileSync(jsonl, objects.map((o) => JSON.stringify(o)).join('\n'));
+      const again = await run(push(url, dir, [jsonl]), env);
+      expect(again.code, again.stderr).toBe(ExitCode.OK);
+      expect(summaryOf(again.stderr)).toMatchObject({ sent: 0, alreadyDelivered: 4 });
+
+      // A re-tag of one row is a correction of that row only; a third identical row is one new charge.
+      const retagged = [...rows, rows[3]!];
+      retagged[1] = [...rows[1]!.slice(0, 5), '"{""user_email"": ""green@x""}"'];
+      writeFileSync(file, [header, ...retagged.map((r) => r.join(','))].join('\n'));
+      const third = await run(push(url, dir, [file]), env);
+      expect(third.code, third.stderr).toBe(ExitCode.OK);
+      expect(summaryOf(third.stderr)).toMatchObject({ sent: 2, corrected: 1, delivered: 2, alreadyDelivered: 3 });
+      expect(held(emulator)).toEqual([
+        '2026-11-20 Build farm 2',
+        '2026-11-20 Build farm 2',
+        '2026-11-20 Build farm 2',
+        '2026-11-20 Build farm 5',
+        '2026-11-20 Build farm 6',
+      ]);
+      expect(
+        emulator.dataset
+          .ingestedRecords()
+          .map((r) => r.user_email)
+          .sort(),
+      ).toEqual(['', '', '', 'green@x', 'red@x']);
+
+      // A changed amount within the group corrects that row; the group's total follows the export.
+      retagged[0] = [...retagged[0]!.slice(0, 3), '5.5', ...retagged[0]!.slice(4)];
+      writeFileSync(file, [header, ...retagged.map((r) => r.join(','))].join('\n'));
+      const fourth = await run(push(url, dir, [file]), env);
+      expect(summaryOf(fourth.stderr)).toMatchObject({ sent: 1, corrected: 1, alreadyDelivered: 4 });
+      expect(held(emulator).join()).toContain('2026-11-20 Build farm 5.5');
+      expect(emulator.dataset.ingestedRecords().reduce((sum, r) => sum + r.net_amount_usd, 0)).toBeCloseTo(17.5, 9);
+    });
+  });
+
+  it('a row sharing its own id with another is refused naming both lines; changing the key rows were delivered under needs --rekey', async () => {
     await withPush({}, async ({ url, dir, emulator }) => {
+      const ids = join(dir, 'ids.csv');
+      writeFileSync(
+        ids,
+        [
+          'ChargePeriodStart,ServiceName,ChargeCategory,BilledCost,x_service_line_item_id',
+          '2026-11-20,Build farm,Usage,5,li-1',
+          '2026-11-20,Build farm,Usage,6,li-1',
+        ].join('\n'),
+      );
+      const refused = await run(push(url, dir, [ids]), env);
+      expect(refused.code).toBe(ExitCode.FAILED);
+      expect(refused.stderr).toContain(
+        `${ids}:2: the same x_service_line_item_id as line 3: the server keeps one row per id, so neither is sent`,
+      );
       const file = join(dir, 'teams.csv');
       writeFileSync(
         file,
@@ -226,20 +315,13 @@ describe('push: row identity and an honest end (emulator over HTTP)', () => {
           '2026-11-20,Build farm,Usage,6,acct-1,blue',
         ].join('\n'),
       );
-      const refused = await run(push(url, dir, [file]), env);
-      expect(refused.code).toBe(ExitCode.FAILED);
-      expect(refused.stderr).toContain(
-        `${file}:2: the same identity as line 3 under the default key columns (--key-columns default), so neither is sent`,
-      );
-      expect(refused.stderr).toContain(`${file}:3: the same identity as line 2`);
-      // Every file named is read: the two rows above, then one more; a flag given twice, the last wins.
+      // Every file named is read; a flag given twice, the last wins.
       const more = join(dir, 'more.csv');
       writeFileSync(more, 'ChargePeriodStart,ServiceName,ChargeCategory,BilledCost\n2026-11-22,Build farm,Usage,1');
       const both = await run(push(url, dir, ['--dry-run', file, more, '--batch-size', '7', '--batch-size', '9']), env);
-      expect(summaryOf(both.stderr)).toMatchObject({ rowsRead: 3, invalid: 2 });
+      expect(summaryOf(both.stderr)).toMatchObject({ rowsRead: 3, invalid: 0, sharedKey: 2 });
       const keyed = await run(push(url, dir, ['--key-columns', 'ChargePeriodStart,ServiceName,SubAccountId,x_team', file]), env);
       expect(keyed.code, keyed.stderr).toBe(ExitCode.OK);
-      // Nothing was delivered under the default key before: no rows to send twice, so no warning.
       expect(keyed.stderr).not.toContain('--key-columns would change');
       expect(held(emulator)).toEqual(['2026-11-20 Build farm 5', '2026-11-20 Build farm 6']);
       // The connection keeps the rule its ledger records: the same file again is delivered already.

@@ -79,6 +79,10 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
         const again = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', '--force', FIXTURE]), env);
         expect(again.code).toBe(ExitCode.OK);
         expect(summaryOf(again.stderr)).toMatchObject({ sent: 30, accepted: 0, skipped: 30 });
+        // What the server did with the rows sent again is said: it stored none of them.
+        expect(again.stderr).toContain(
+          'every row read is delivered (0 stored by the server now; 30 it held already and skipped (sent again by --force); 0 delivered before and not sent)',
+        );
         expect(emulator.dataset.ingestedRecords()).toHaveLength(30);
       });
     });

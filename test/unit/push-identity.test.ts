@@ -1,12 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import type { IngestResult } from '../../src/api/types.js';
 import { ConfigError } from '../../src/errors.js';
+import fc from 'fast-check';
 import {
+  assignGroupIds,
+  chargeId,
   classifyRow,
   defaultKeyColumns,
   describeRule,
   errorRow,
   errorText,
+  type GroupRow,
   ledgerKey,
   parseKeyColumns,
   parseRule,
@@ -84,13 +88,67 @@ describe('push identity: the key and the rule', () => {
     expect(undeliveredPath('/in/costs.csv.gz', 'csv', null)).toBe('/in/costs.undelivered.csv');
     expect(undeliveredPath('/in/costs.parquet', 'parquet', '/out')).toBe('/out/costs.undelivered.parquet');
     expect(undeliveredPath('/in/costs.undelivered.csv', 'csv', null)).toBe('/in/costs.undelivered.csv');
-    const rule = { kind: 'key' as const, columns: ['ServiceName'] };
-    expect(repeatedIdReason(['line 3'], false, rule, 'service')).toContain(
-      'the same identity as line 3 under the key columns ServiceName, so neither is sent',
+    expect(repeatedIdReason(['line 3'], 'acme')).toBe(
+      'the same x_acme_line_item_id as line 3: the server keeps one row per id, so neither is sent; give each row its own id',
     );
-    expect(repeatedIdReason(['line 2', 'line 3', 'line 4', 'line 9'], true, rule, 'service')).toMatch(
+    expect(repeatedIdReason(['line 2', 'line 3', 'line 4', 'line 9'], 'service')).toMatch(
       /^the same x_service_line_item_id as line 2, line 3, line 4 and 1 more: /,
     );
+  });
+});
+
+describe('push identity: rows of one file that share a key', () => {
+  const KEY = 'costsync-0123456789abcdef0123456789abcdef';
+  const row = (at: number, text: string, ...numbers: (number | null)[]): GroupRow => ({
+    row: at,
+    order: [text, ...numbers],
+    values: `${text}|${numbers.join('|')}`,
+  });
+  const idsOf = (rows: GroupRow[]) => {
+    const given = assignGroupIds(KEY, rows);
+    return rows.map((r) => given.get(r.row));
+  };
+  const id = (k: number) => chargeId(KEY, k);
+
+  it('gives the first charge the key id a lone row has, and the others ids of their own', () => {
+    expect(chargeId(KEY, 1)).toBe(KEY);
+    expect(chargeId(KEY, 2)).toMatch(/^costsync-[0-9a-f]{32}$/);
+    expect(new Set([1, 2, 3, 4].map((k) => chargeId(KEY, k))).size).toBe(4);
+    expect(chargeId(KEY, 2)).toBe(chargeId(KEY, 2));
+  });
+
+  it('orders by what is not a number, then the numbers as numbers, missing first', () => {
+    expect(idsOf([row(1, 'b', 1), row(2, 'a', 9), row(3, 'a', 10), row(4, 'a', null)])).toEqual([id(4), id(2), id(3), id(1)]);
+    // Identical rows are as many charges, by their place.
+    expect(idsOf([row(1, 'a', 2), row(2, 'a', 2)])).toEqual([id(1), id(2)]);
+  });
+
+  it('gives rows of the same content the same ids in any row order: identical rows as many charges', () => {
+    const content = fc.tuple(fc.constantFrom('a', 'b', 'c'), fc.option(fc.integer({ min: -3, max: 3 }), { nil: null }));
+    fc.assert(
+      fc.property(fc.array(content, { minLength: 2, maxLength: 8 }), fc.array(fc.nat()), (contents, keys) => {
+        const rows = contents.map(([t, n], i) => row(i + 1, t, n));
+        const shuffled = rows
+          .map((r, i) => ({ r, k: keys[i] ?? i }))
+          .sort((a, b) => a.k - b.k)
+          .map(({ r }, i) => ({ ...r, row: i + 1 }));
+        const pairs = (rs: GroupRow[]) => {
+          const given = assignGroupIds(KEY, rs);
+          return rs.map((r) => `${r.values}:${given.get(r.row)}`).sort();
+        };
+        expect(pairs(shuffled)).toEqual(pairs(rows));
+        expect(new Set(assignGroupIds(KEY, rows).values())).toEqual(new Set(rows.map((_, k) => id(k + 1))));
+      }),
+    );
+  });
+
+  it('a changed amount or a re-tag moves a row only past rows it now sorts beyond: the others keep their ids', () => {
+    const before = [row(1, 'team=blue', 5), row(2, 'team=red', 6), row(3, 'team=red', 9)];
+    const ids = idsOf(before);
+    // 6 -> 7 passes nothing; blue -> green passes nothing.
+    expect(idsOf([row(1, 'team=green', 5), row(2, 'team=red', 7), row(3, 'team=red', 9)])).toEqual(ids);
+    // 6 -> 10 passes 9: those two swap ids (two corrections of the group's rows), blue keeps its own.
+    expect(idsOf([row(1, 'team=blue', 5), row(2, 'team=red', 10), row(3, 'team=red', 9)])).toEqual([ids[0], ids[2], ids[1]]);
   });
 });
 
