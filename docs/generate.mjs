@@ -51,7 +51,7 @@ const EXIT_MEANINGS = {
   FAILED:
     'failed: the API or the network kept failing, the server sent bad data, a file could not be read or written, or an output (the lake, the published warehouse) fell behind; progress is saved. For `push`, rows that failed the checks; for `verify`, a difference',
   USAGE:
-    'usage or configuration: a bad flag, value or file; a date after today; a host that does not resolve or refuses connections before anything answered; a missing bucket; a bucket server that ignores conditional writes. The message names it and the fix',
+    'usage or configuration: a bad flag, value or file; a date after today; for `verify`, dates of which the warehouse holds none synced (nothing was compared); a host that does not resolve or refuses connections before anything answered; a missing bucket; a bucket server that ignores conditional writes. The message names it and the fix',
   AUTH: 'authentication, plan or scope: the API refused the key (unauthorized, forbidden, scope, plan); no AWS credentials, or the bucket refused an action (named)',
   STOPPED_EARLY:
     'stopped early with progress saved (`--max-runtime`, SIGTERM, SIGINT, a closed output pipe during a sync): run again to go on',

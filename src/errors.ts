@@ -104,6 +104,10 @@ export const ERRORS = {
   },
   CS_ERR_QUERY_READ_ONLY: { exit: ExitCode.USAGE, summary: 'costsync query only reads; the SQL tried to write' },
   CS_ERR_PUSH_READ: { exit: ExitCode.USAGE, summary: 'a file given to push cannot be read' },
+  CS_ERR_NOTHING_SYNCED: {
+    exit: ExitCode.USAGE,
+    summary: 'verify was asked about dates of which the warehouse holds none synced: nothing was compared, so nothing is said to agree',
+  },
   CS_ERR_PUSH_WRITE: { exit: ExitCode.FAILED, summary: 'push cannot write the file of rows it did not deliver' },
   CS_ERR_S3: { exit: ExitCode.FAILED, summary: 'a bucket operation failed after the SDK retries' },
   CS_ERR_S3_CREDENTIALS: { exit: ExitCode.AUTH, summary: 'no AWS credentials' },

@@ -3,6 +3,7 @@
  * the provider rollup; per date, the totals of the three rollup groupings against each other. With
  * `--focus`, the FOCUS 1.2 rules that apply to the focus view.
  */
+import { CostsyncError } from './errors.js';
 import type { ReadOnlyWarehouse } from './storage/duckdb.js';
 import { loadSql } from './storage/duckdb.js';
 
@@ -32,6 +33,59 @@ export async function verifyWarehouse(
   const differences = (await warehouse.table(loadSql('verify/differences'), [options.tolerance, ...dates])).rows as unknown as Difference[];
   const [coverage] = (await warehouse.table(loadSql('verify/coverage'), dates)).rows as { line_item_dates: number; rollup_dates: number }[];
   return { tolerance: options.tolerance, lineItemDates: coverage!.line_item_dates, rollupDates: coverage!.rollup_dates, differences };
+}
+
+/** A range of dates a source's stream holds as synced (`synced_dates`), and how many of its days a verify's dates take in. */
+export interface SyncedRange {
+  source: string;
+  stream: string;
+  from_date: string;
+  to_date: string;
+  days_in_range: number;
+}
+
+/** The synced ranges of the warehouse, each with its days within `from`..`to` (null: open). */
+export async function syncedRanges(warehouse: ReadOnlyWarehouse, from: string | null, to: string | null): Promise<SyncedRange[]> {
+  return (await warehouse.table(loadSql('verify/synced_in_range'), [from, to])).rows as unknown as SyncedRange[];
+}
+
+/** `from`..`to` in words: `2025-01-01..2025-01-31`, `from 2025-01-01`, `through 2025-01-31`, or `any date`. Pure. */
+function datesText(from: string | null, to: string | null): string {
+  return from !== null && to !== null ? `${from}..${to}` : from !== null ? `from ${from}` : to !== null ? `through ${to}` : 'any date';
+}
+
+/**
+ * The error for a verify that compared nothing because the warehouse holds no synced date in its dates
+ * (a mistyped date, a range before the first sync, an empty warehouse); null when some date there is
+ * synced (then nothing was compared because nothing was spent, which is a true "no differences"). Pure.
+ */
+export function nothingSyncedError(
+  ranges: readonly SyncedRange[],
+  from: string | null,
+  to: string | null,
+  command: string,
+): CostsyncError | null {
+  if (ranges.some((r) => r.days_in_range > 0)) return null;
+  const asked = datesText(from, to);
+  if (ranges.length === 0)
+    return new CostsyncError('CS_ERR_NOTHING_SYNCED', `${command} compared nothing: the warehouse holds no synced dates yet.`, {
+      hint: 'Run costsync sync with the same --db first.',
+    });
+  const held = [...new Set(ranges.map((r) => r.source))]
+    .map((source) => {
+      const own = ranges.filter((r) => r.source === source && r.stream === 'line_items');
+      const list = (own.length > 0 ? own : ranges.filter((r) => r.source === source)).map((r) => `${r.from_date}..${r.to_date}`);
+      return `${source}: ${[...new Set(list)].join(', ')}`;
+    })
+    .join('; ');
+  const sync = from !== null ? `costsync sync --since ${from}${to !== null ? ` --until ${to}` : ''}` : 'costsync sync';
+  return new CostsyncError(
+    'CS_ERR_NOTHING_SYNCED',
+    `${command} compared nothing: no date in ${asked} is synced (the warehouse holds ${held}).`,
+    {
+      hint: `Pick dates the warehouse holds, or sync those dates first: ${sync}.`,
+    },
+  );
 }
 
 /** One broken FOCUS rule: how many rows (or dates) break it in a source, and an example. */

@@ -1,10 +1,4 @@
--- (A fragment.) The dates each source's windowed streams synced, as ranges (`covered` in the carried
--- state; a state an older costsync wrote has only syncedFrom..syncedThrough, taken as one range).
-covered AS (
-  SELECT covered_source, covered_stream, unnest(coalesce(
-           from_json(json_extract(st, '$.covered'), '[{"from": "DATE", "to": "DATE"}]'),
-           [{'from': json_extract_string(st, '$.syncedFrom')::DATE, 'to': json_extract_string(st, '$.syncedThrough')::DATE}])) AS r
-  FROM (SELECT source AS covered_source, stream AS covered_stream, json_extract(state, '$.' || stream) AS st
-        FROM _costsync_sync_state, (VALUES ('line_items'), ('rollups')) AS s(stream))
-  WHERE st IS NOT NULL
-)
+-- (A fragment.) `synced_dates` (the view's query, so a reader of a warehouse an older costsync published,
+-- which lacks the view, gets the same answer) and `covered`, its ranges as structs for the range tests.
+synced_dates AS ({{coverage/synced_dates}}),
+covered AS (SELECT source AS covered_source, stream AS covered_stream, {'from': from_date, 'to': to_date} AS r FROM synced_dates)

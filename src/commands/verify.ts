@@ -2,7 +2,8 @@
 import type { Argv } from 'yargs';
 import { ConfigError, ExitCode } from '../errors.js';
 import { formatTable } from '../table.js';
-import { verifyFocus, verifyWarehouse } from '../verify.js';
+import { nothingSyncedError, syncedRanges, verifyFocus, verifyWarehouse } from '../verify.js';
+import { addDays, utcDate } from '../dates.js';
 import { choiceArg, dateArg, shellWord } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
 import { loadConfig, processIo, type CommandIo } from './common.js';
@@ -55,10 +56,16 @@ async function verifyApi(
     const carried = CARRIED_FLAGS.filter((k) => typeof args[k] === 'string')
       .map((k) => ` --${k} ${shellWord(String(args[k]))}`)
       .join('');
-    const report = await verifyAgainstApi(await open(), clients, {
+    const warehouse = await open();
+    const report = await verifyAgainstApi(warehouse, clients, {
       ...options,
       fixCommand: (source, from, to) => `costsync sync${carried}${named ? ` --source ${source}` : ''} --since ${from} --until ${to}`,
     });
+    // No source had a synced date in the range: nothing was asked of the API, so nothing is said to agree.
+    if (report.sources.every((s) => s.from === null)) {
+      const nothing = nothingSyncedError(await syncedRanges(warehouse, options.from, options.to), options.from, options.to, 'verify --api');
+      if (nothing !== null) throw nothing;
+    }
     if (options.format === 'json') io.stdout(`${JSON.stringify(report, null, 2)}\n`);
     else {
       const scope = report.sources
@@ -81,8 +88,18 @@ const CARRIED_FLAGS = ['config', 'db', 'base-url', 'api-key-file'] as const;
 export function runVerifyCommand(args: Record<string, unknown>, io: CommandIo = processIo()): Promise<ExitCode> {
   return runReadCommand(args, io, async (open) => {
     const tolerance = args.tolerance === undefined ? 0.01 : check.dollars('--tolerance', args.tolerance);
-    const from = args.from === undefined ? null : dateArg('from', args.from);
-    const to = args.to === undefined ? null : dateArg('to', args.to);
+    // A date after today has no costs to compare: a check over it would pass having checked nothing.
+    const today = utcDate(io.now());
+    const future = (name: 'from' | 'to', value: unknown) =>
+      check.notFuture(
+        `--${name}`,
+        dateArg(name, value),
+        today,
+        'no costs exist for days that have not happened, so there is nothing to compare.',
+        `Pass a date on or before ${today}, for example --from ${addDays(today, -29)} --to ${today}.`,
+      );
+    const from = args.from === undefined ? null : future('from', args.from);
+    const to = args.to === undefined ? null : future('to', args.to);
     // A range the wrong way round would check nothing and say all is equal.
     if (from !== null && to !== null)
       check.notAfter('--from', from, to, `Pass a --from on or before --to, for example --from ${to} --to ${from}.`);
@@ -103,7 +120,13 @@ export function runVerifyCommand(args: Record<string, unknown>, io: CommandIo = 
       }
       return focus.violations.length === 0 ? ExitCode.OK : ExitCode.FAILED;
     }
-    const report = await verifyWarehouse(await open(), { tolerance, from, to });
+    const warehouse = await open();
+    const report = await verifyWarehouse(warehouse, { tolerance, from, to });
+    // Nothing compared and nothing synced there: not "no differences".
+    if (report.lineItemDates + report.rollupDates === 0) {
+      const nothing = nothingSyncedError(await syncedRanges(warehouse, from, to), from, to, 'verify');
+      if (nothing !== null) throw nothing;
+    }
     if (format === 'json') {
       io.stdout(`${JSON.stringify(report, null, 2)}\n`);
     } else {

@@ -38,8 +38,8 @@ export interface ReportData {
     no_change_reason: string | null;
   } | null;
   /**
-   * Months with their change from the month before; none for a partial month (its data does not
-   * cover it whole) or against one. `to_date`: the last month, still in progress.
+   * Months with their change from the month before; none for a partial month (the synced dates do
+   * not cover it whole) or against one. `to_date`: the month of today, synced from its 1st to yesterday.
    */
   monthly: {
     month: string;
@@ -108,7 +108,7 @@ export function periodText(data: Pick<ReportData, 'from' | 'to'>): string {
 
 export async function gatherReport(
   warehouse: ReadOnlyWarehouse,
-  period: { from: string | null; to: string | null; source?: string | null },
+  period: { from: string | null; to: string | null; source?: string | null; now: Date },
 ): Promise<ReportData> {
   const rows = async <T>(name: string, params: (string | null)[]) => (await warehouse.table(loadSql(`report/${name}`), params)).rows as T[];
   const source = period.source ?? null;
@@ -129,7 +129,8 @@ export async function gatherReport(
     movers: await rows('top_movers', span),
     // As of the report's last date when the last complete synced day is later: every card covers the report's dates.
     monthToDate: (await rows<NonNullable<ReportData['monthToDate']>>('month_to_date', [source, to === '' ? null : to]))[0] ?? null,
-    monthly: await rows('monthly', span),
+    // Only the month of today is "to date" (and then only when synced from its 1st to yesterday).
+    monthly: await rows('monthly', [...span, period.now.toISOString().slice(0, 10)]),
     bySource: await rows('by_source', span),
     anomalies: await rows('open_anomalies', span),
   };

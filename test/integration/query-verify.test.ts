@@ -306,6 +306,28 @@ describe('costsync verify', () => {
   });
 });
 
+describe('costsync verify over dates it holds none of', () => {
+  it('refuses a date after today, and a range with no synced date is not "no differences" (exit 2, naming what the warehouse holds)', async () => {
+    await withDb(async (db) => {
+      const future = await run(['verify', '--db', db, '--from', '2099-01-01']);
+      expect(future.code).toBe(ExitCode.USAGE);
+      expect(future.stderr).toContain('--from (2099-01-01) is after today');
+      expect((await run(['verify', '--db', db, '--to', '2099-01-01'])).code).toBe(ExitCode.USAGE);
+      for (const format of ['table', 'json']) {
+        const before = await run(['verify', '--db', db, '--from', '2025-01-01', '--to', '2025-01-31', '--format', format]);
+        expect(before.code, before.stderr).toBe(ExitCode.USAGE);
+        expect(before.stdout).toBe('');
+        expect(before.stderr).toContain(
+          'verify compared nothing: no date in 2025-01-01..2025-01-31 is synced (the warehouse holds default: 2025-06-01..2025-06-30)',
+        );
+        expect(before.stderr).toContain('costsync sync --since 2025-01-01 --until 2025-01-31');
+      }
+      // A range that takes in one synced date compares it.
+      expect((await run(['verify', '--db', db, '--from', '2025-05-01', '--to', '2025-06-01'])).code).toBe(ExitCode.OK);
+    });
+  });
+});
+
 describe('costsync verify --api', () => {
   it('equal to the API after a sync (3 requests); a restatement, a deleted day and a changed rollup are differences with the command that syncs them again, which mends them', async () => {
     await withEmulator(
@@ -323,6 +345,13 @@ describe('costsync verify --api', () => {
             sources: [{ source: 'default', from: SPAN.startDate, to: SPAN.endDate, requests: 3 }],
             differences: [],
           });
+          // Dates the warehouse holds none of, or after today: nothing is asked of the API, and nothing is said to agree.
+          const asked = emulator.requestLog.count({});
+          const none = await verify(['--from', '2025-01-01', '--to', '2025-01-31']);
+          expect(none.code).toBe(ExitCode.USAGE);
+          expect(none.stderr).toContain('verify --api compared nothing: no date in 2025-01-01..2025-01-31 is synced');
+          expect((await verify(['--from', '2099-01-01'])).code).toBe(ExitCode.USAGE);
+          expect(emulator.requestLog.count({})).toBe(asked);
 
           emulator.restate();
           await withWarehouse(db, async (wh) => {

@@ -84,7 +84,12 @@ describe('costsync report', () => {
         );
         expect(sync.code, sync.stderr).toBe(ExitCode.OK);
         const [{ usd }] = (await queryDb<{ usd: number }>(db, 'SELECT sum(net_amount_usd) AS usd FROM line_items')) as [{ usd: number }];
-        const report = await run(['report', '--db', db, '--out', join(dir, 'mid.html')]);
+        // Reported on 16 June: June is the month of today, synced from its 1st to yesterday.
+        const report = await run(
+          ['report', '--db', db, '--out', join(dir, 'mid.html')],
+          {},
+          { now: () => Date.parse('2025-06-16T06:00:00Z') },
+        );
         expect(report.code, report.stderr).toBe(ExitCode.OK);
         // With no --from, the period starts at the first date with data, not 89 days back over days with none.
         expect(report.stderr).toMatch(/Report for 2025-06-01 to 2025-06-15:/);
@@ -93,6 +98,11 @@ describe('costsync report', () => {
         const row = /<tr><td>2025-06 \(to date\), through 2025-06-15<\/td><td>([^<]+)<\/td><td>([^<]+)<\/td>/.exec(html)!;
         expect(row[2]).toBe(formatUsd(Math.round((usd / 15) * 30 * 100) / 100));
         expect(html).toMatch(/run-rate \$[\d,]+/);
+        // Reported later, the same half-synced June is a past month: partial, with no run-rate.
+        expect((await run(['report', '--db', db, '--out', join(dir, 'later.html')])).code).toBe(ExitCode.OK);
+        const later = readFileSync(join(dir, 'later.html'), 'utf8');
+        expect(later).toContain('2025-06 (partial)');
+        expect(later).not.toMatch(/run-rate \$[\d,]+/);
         const reversed = await run(['report', '--db', db, '--out', join(dir, 'r.html'), '--from', '2025-06-30', '--to', '2025-06-01']);
         expect(reversed.code).toBe(ExitCode.USAGE);
         expect(reversed.stderr).toMatch(/--from \(2025-06-30\) is after the last date 2025-06-01/);

@@ -92,37 +92,73 @@ describe('analyst views (sql/views), created by every sync', () => {
     });
   });
 
-  it('months the data does not cover whole are partial: no change for them or against them; the last is "to date" in the report', async () => {
+  it('months the synced dates do not cover whole are partial: no change for them or against them; only the month of today, synced to yesterday, is "to date"', async () => {
     await withTempDir(async (dir) => {
       const db = join(dir, 'months.duckdb');
-      // 2025-04-10..2025-07-12: April starts after the 1st, May and June are whole, July is in progress.
-      await withWarehouse(db, (wh) =>
-        wh.sql(`INSERT INTO rollups_daily (date, group_by, provider_type, cost_usd)
-        SELECT d::DATE, 'provider', 'aws', CASE WHEN month(d) = 6 THEN 20 ELSE 10 END FROM range(DATE '2025-04-10', DATE '2025-07-13', INTERVAL 1 DAY) t(d)`),
-      );
+      // Synced 2025-04-10..2025-07-12 but for 2025-08-10..08-18 (a nine-day hole with spend on either side): April
+      // starts after the 1st, May and June are whole, July ends on the 12th; August has spend every synced day.
+      const covered = [
+        { from: '2025-04-10', to: '2025-07-12' },
+        { from: '2025-08-01', to: '2025-08-09' },
+        { from: '2025-08-19', to: '2025-09-30' },
+      ];
+      await withWarehouse(db, async (wh) => {
+        await wh.sql(`INSERT INTO rollups_daily (date, group_by, provider_type, cost_usd)
+          SELECT d::DATE, 'provider', 'aws', CASE WHEN month(d) = 6 THEN 20 ELSE 10 END FROM range(DATE '2025-04-10', DATE '2025-10-01', INTERVAL 1 DAY) t(d)
+          WHERE d < DATE '2025-07-13' OR d >= DATE '2025-08-01'`);
+        const stream = { syncedFrom: '2025-04-10', syncedThrough: '2025-09-30', covered, lastSuccessAt: null, pending: null };
+        await wh.sql('INSERT INTO _costsync_sync_state VALUES ($1, $2, now())', [
+          'default',
+          JSON.stringify({ line_items: stream, rollups: stream }),
+        ]);
+      });
       const wh = await openReadOnly(db);
       try {
+        expect(
+          await wh.sql(
+            "SELECT source, stream, strftime(from_date, '%Y-%m-%d') AS from_date, strftime(to_date, '%Y-%m-%d') AS to_date FROM synced_dates ORDER BY stream, from_date",
+          ),
+        ).toEqual(
+          ['line_items', 'rollups'].flatMap((stream) =>
+            covered.map((r) => ({ source: 'default', stream, from_date: r.from, to_date: r.to })),
+          ),
+        );
         const months = await wh.sql<{
           month: string;
           is_partial: boolean;
           change_usd: number | null;
           change_pct: number | null;
-          cost_usd: number;
-        }>("SELECT strftime(month, '%Y-%m') AS month, is_partial, change_usd, change_pct, cost_usd FROM monthly_spend ORDER BY month");
-        expect(months.map((m) => [m.month, m.is_partial, m.change_usd, m.change_pct])).toEqual([
-          ['2025-04', true, null, null],
-          ['2025-05', false, null, null],
-          ['2025-06', false, 600 - 310, 93.5],
-          ['2025-07', true, null, null],
+          days_synced: number;
+        }>(
+          "SELECT strftime(month, '%Y-%m') AS month, is_partial, change_usd, change_pct, days_synced, strftime(synced_through, '%Y-%m-%d') AS synced_through FROM monthly_spend ORDER BY month",
+        );
+        expect(months.map((m) => Object.values(m))).toEqual([
+          ['2025-04', true, null, null, 21, null],
+          ['2025-05', false, null, null, 31, '2025-05-31'],
+          ['2025-06', false, 600 - 310, 93.5, 30, '2025-06-30'],
+          ['2025-07', true, null, null, 12, '2025-07-12'],
+          // The hole: its spend on either side looks like a whole month, but nine days are unknown.
+          ['2025-08', true, null, null, 22, '2025-08-09'],
+          ['2025-09', false, null, null, 30, '2025-09-30'],
         ]);
-        const report = await gatherReport(wh, { from: '2025-04-10', to: '2025-07-12' });
-        expect(report.monthly.map((m) => [m.month, m.to_date, monthTrend(m)])).toEqual([
-          ['2025-04', false, 'partial month'],
-          ['2025-05', false, 'no whole month before'],
-          ['2025-06', false, 'up'],
-          ['2025-07', true, 'to date'],
+        // Reported long after: July and August are past and partial, with no run-rate.
+        const later = await gatherReport(wh, { from: '2025-04-10', to: '2025-09-30', now: new Date('2026-12-07T10:00:00Z') });
+        expect(later.monthly.map((m) => [m.month, m.to_date, monthTrend(m), m.projected_usd])).toEqual([
+          ['2025-04', false, 'partial month', null],
+          ['2025-05', false, 'no whole month before', null],
+          ['2025-06', false, 'up', null],
+          ['2025-07', false, 'partial month', null],
+          ['2025-08', false, 'partial month', null],
+          ['2025-09', false, 'no whole month before', null],
         ]);
-        expect(report.monthly.at(-1)!.last_date).toBe('2025-07-12');
+        // Reported on 13 July: July is the month of today, synced from the 1st to yesterday: to date, with a run-rate.
+        const then = await gatherReport(wh, { from: '2025-04-10', to: '2025-07-12', now: new Date('2025-07-13T10:00:00Z') });
+        expect(then.monthly.map((m) => [m.month, m.to_date, monthTrend(m)]).at(-1)).toEqual(['2025-07', true, 'to date']);
+        expect(then.monthly.at(-1)!.projected_usd).toBe(310);
+        expect(then.monthly.at(-1)!.last_date).toBe('2025-07-12');
+        // Reported on 20 July with the sync stopped on the 12th: not synced to yesterday, so partial.
+        const stale = await gatherReport(wh, { from: '2025-04-10', to: '2025-07-12', now: new Date('2025-07-20T10:00:00Z') });
+        expect(stale.monthly.at(-1)).toMatchObject({ month: '2025-07', to_date: false, projected_usd: null });
       } finally {
         wh.close();
       }
@@ -246,7 +282,7 @@ describe('analyst views (sql/views), created by every sync', () => {
           );
           expect(rows, name).toHaveLength(1);
           // The report's card reads the same numbers and the same reason.
-          const report = await gatherReport(wh, { from: null, to: null });
+          const report = await gatherReport(wh, { from: null, to: null, now: new Date() });
           expect(report.monthToDate, name).toMatchObject({
             change_pct: rows[0]!.change_pct,
             no_change_reason: rows[0]!.no_change_reason,

@@ -330,7 +330,7 @@ export interface CliResult {
  * captured: the same parsing, commands and exit codes as the executable, without starting Node and
  * DuckDB again. Tests that need a real process (signals, kills, pipes, the executable) use `cli`.
  */
-export async function run(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+export async function run(args: string[], env: Record<string, string> = {}, clock: { now: () => number } = Date): Promise<CliResult> {
   const { runCli } = await import('../../src/cli-app.js');
   let stdout = '';
   let stderr = '';
@@ -343,7 +343,7 @@ export async function run(args: string[], env: Record<string, string> = {}): Pro
       stderr += t;
     },
     isTTY: false,
-    now: () => Date.now(),
+    now: () => clock.now(),
   };
   const code = await runCli(args, io);
   return { code, signal: null, stdout, stderr };
