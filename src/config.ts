@@ -13,7 +13,9 @@ import { addDays, utcDate } from './dates.js';
 import { ConfigError, InternalError } from './errors.js';
 import { closest } from './did-you-mean.js';
 import { duckdbThreads, memoryLimit } from './storage/duckdb-settings.js';
-import { STREAM_NAMES, type StreamName } from './sync/context.js';
+import { STREAM_NAMES, type StreamName } from './api/types.js';
+import type { ConfigSources } from './settings.js';
+export type { ConfigSources };
 
 /** A first run starts this many days before today (`--start-date`'s default). */
 export const FIRST_RUN_DAYS = 90;
@@ -164,17 +166,6 @@ export function readConfigFile(path: string | undefined, cwd = process.cwd()): C
     values[key as SettingName] = value;
   }
   return sources === undefined ? { path: file, values } : { path: file, values, sources };
-}
-
-export interface ConfigSources {
-  flags: Partial<Record<SettingName, unknown>>;
-  env: NodeJS.ProcessEnv;
-  file: Partial<Record<SettingName, unknown>>;
-  /** The config file's `sources` list, when it has one. */
-  fileSources?: unknown;
-  nowMs: number;
-  /** Reads the key file; injected so the resolution stays testable. */
-  readKeyFile?: (path: string) => string;
 }
 
 /** Resolves and checks every setting. Needs a key and a base URL only when `needsApi`. */

@@ -307,6 +307,18 @@ export const SETTING_SPECS = [
 
 export type SettingName = (typeof SETTING_SPECS)[number]['name'];
 
+/** Where settings come from, in order of precedence: flags, the environment, the config file (and its `sources`). */
+export interface ConfigSources {
+  flags: Partial<Record<SettingName, unknown>>;
+  env: NodeJS.ProcessEnv;
+  file: Partial<Record<SettingName, unknown>>;
+  /** The config file's `sources` list, when it has one. */
+  fileSources?: unknown;
+  nowMs: number;
+  /** Reads the key file; injected so the resolution stays testable. */
+  readKeyFile?: (path: string) => string;
+}
+
 /** Every setting's name: the flags, the config file's keys. */
 export const SETTINGS: readonly SettingName[] = SETTING_SPECS.map((s) => s.name);
 

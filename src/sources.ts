@@ -5,11 +5,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseBaseUrl } from './api/client.js';
-import type { ConfigSources } from './config.js';
 import { ConfigError } from './errors.js';
 import { closest } from './did-you-mean.js';
 import { parseWebhook } from './outputs/notify.js';
-import { camelToKebab, envName } from './settings.js';
+import { camelToKebab, envName, type ConfigSources } from './settings.js';
 import { shardOf, type Shard } from './shards.js';
 
 /** One workspace to sync: its name (the `source` column), API and key, and its own rate limit. */

@@ -2,6 +2,10 @@
 
 export const API_PREFIX = '/api/v1/public';
 
+/** What a sync reads from the API, one stream per resource: line items, daily rollups, anomaly alerts. */
+export const STREAM_NAMES = ['line_items', 'rollups', 'anomalies'] as const;
+export type StreamName = (typeof STREAM_NAMES)[number];
+
 export const SEVERITIES = ['low', 'medium', 'high', 'critical'] as const;
 export type Severity = (typeof SEVERITIES)[number];
 

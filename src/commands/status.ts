@@ -1,9 +1,10 @@
 /** `costsync status`: per stream, the watermark, last run, rows and windows pending. */
 import { addRange, coverageOf, formatRanges, gapsOf } from '../plan/coverage.js';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { isAbsolute, join } from 'node:path';
+import { basename, isAbsolute, join } from 'node:path';
 import { ExitCode } from '../errors.js';
 import { unusableStateHint, type AnomalyStreamState, type DateRange, type SyncState, type WindowedStreamState } from '../state/store.js';
+import { reconcileCarried, type CarriedState } from '../state/carried.js';
 import { olderSchemaError, openReadOnly, sqlString, type ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { readableCopy } from '../outputs/publish.js';
 import { isS3Url } from '../outputs/s3-url.js';
@@ -35,8 +36,14 @@ export interface StatusReport {
     updatedAt: string | null;
     /** Why the state file could not be read (and what to do), when it could not. */
     problem?: string;
+    /** Where the state shown came from, as the next sync takes it: the state file, or the warehouse's carried copy. */
+    stateFrom: 'file' | 'warehouse';
+    /** The same in words, with the file and why. */
+    stateNote: string;
     streams: StreamStatus[];
   }[];
+  /** State files in the state directory that belong to other warehouses (not shown: pass their --db). */
+  otherStateFiles: string[];
   tables: Record<string, unknown>[];
   runs: Record<string, unknown>[];
   /** The latest pushes recorded in ingest_batches. */
@@ -131,41 +138,101 @@ export function anomalyStreamStatus(st: AnomalyStreamState): StreamStatus {
   };
 }
 
-/** Gathers the report: state files in the state directory, and the database read-only. */
-export async function gatherStatus(db: string, stateDir: string, env: NodeJS.ProcessEnv = process.env): Promise<StatusReport> {
-  const files = existsSync(stateDir)
-    ? readdirSync(stateDir)
-        .filter((f) => /^costsync-state-.*\.json$/.test(f))
-        .sort()
-    : [];
-  const sources = files.map((file): StatusReport['sources'][number] => {
-    let state: SyncState | null = null;
-    let unreadable = 'not a costsync state file';
-    try {
-      const parsed = JSON.parse(readFileSync(join(stateDir, file), 'utf8')) as SyncState | null;
-      if (typeof parsed === 'object' && parsed !== null && typeof parsed.streams === 'object' && parsed.source !== undefined)
-        state = parsed;
-    } catch (error) {
-      unreadable = (error as Error).message;
+/** A state file's source, read as sync reads it: its state, or why it cannot be read. */
+function readStateFile(path: string): { state: SyncState } | { problem: string } {
+  let unreadable = 'not a costsync state file';
+  try {
+    const parsed = JSON.parse(readFileSync(path, 'utf8')) as SyncState | null;
+    if (typeof parsed === 'object' && parsed !== null && typeof parsed.streams === 'object' && parsed.source !== undefined)
+      return { state: parsed };
+  } catch (error) {
+    unreadable = (error as Error).message;
+  }
+  return { problem: `${path} cannot be read: ${unreadable}. ${unusableStateHint(path)}` };
+}
+
+/**
+ * The state files of `stateDir` that belong to the warehouse `db` (by its working copy's name), by source;
+ * the files of other warehouses sharing the directory; and version 1 files (an older costsync's, which name
+ * no warehouse: the next sync of their source takes them).
+ */
+export function stateFilesOf(names: readonly string[], stateDir: string, db: string): { own: Map<string, string>; others: string[] } {
+  const prefix = `costsync-state-${basename(workingCopyPath(stateDir, db), '.duckdb')}--`;
+  const own = new Map<string, string>();
+  const legacy: string[] = [];
+  const others: string[] = [];
+  for (const name of [...names].sort()) {
+    if (!/^costsync-state-.*\.json$/.test(name)) continue;
+    if (name.startsWith(prefix)) own.set(name.slice(prefix.length, -'.json'.length), name);
+    else if (name.includes('--')) others.push(name);
+    else legacy.push(name);
+  }
+  // Version 1 files name no warehouse: the next sync of the `default` source takes one, unless it has a file of its own.
+  if (!own.has('default') && legacy.length > 0) own.set('default', legacy[0]!);
+  return { own, others };
+}
+
+/** Each source of the warehouse: its state as the next sync would take it (the file's, or the warehouse's), and where it came from. */
+function sourcesOf(stateDir: string, own: Map<string, string>, carried: Map<string, { state: string; updatedAt: string | null }>) {
+  const names = [...new Set([...carried.keys(), ...own.keys()])].sort();
+  return names.map((key): StatusReport['sources'][number] => {
+    const file = own.get(key) ?? null;
+    const path = file === null ? null : join(stateDir, file);
+    const read = path === null ? null : readStateFile(path);
+    const name = key;
+    if (read !== null && 'problem' in read) {
+      return {
+        file: file!,
+        name,
+        baseUrl: '',
+        keyFingerprint: '',
+        updatedAt: null,
+        problem: read.problem,
+        stateFrom: 'file',
+        stateNote: read.problem,
+        streams: [],
+      };
     }
-    if (state === null) {
-      const problem = `${join(stateDir, file)} cannot be read: ${unreadable}. ${unusableStateHint(join(stateDir, file))}`;
-      const name = /--([a-z0-9_-]+)\.json$/.exec(file)?.[1] ?? 'default';
-      return { file, name, baseUrl: '', keyFingerprint: '', updatedAt: null, problem, streams: [] };
-    }
+    const fromFile = read?.state ?? null;
+    const copy = carried.get(name) ?? null;
+    const fresh: SyncState = { version: 0, source: { name, baseUrl: '', keyFingerprint: '' }, streams: {}, updatedAt: null };
+    // As sync takes it: the file's where it agrees with the warehouse, else the warehouse's (which matches its data).
+    const { state } = reconcileCarried(
+      fromFile ?? fresh,
+      fromFile !== null,
+      copy === null ? null : (JSON.parse(copy.state) as CarriedState),
+      name,
+    );
+    const stateFrom: 'file' | 'warehouse' = copy === null || (fromFile !== null && state === fromFile) ? 'file' : 'warehouse';
+    const stateNote =
+      copy === null
+        ? `the state file ${path} (the warehouse carries none)`
+        : fromFile === null
+          ? `the warehouse (no state file in ${stateDir}; the next sync goes on from the warehouse's)`
+          : stateFrom === 'file'
+            ? `the state file ${path}, which agrees with the warehouse`
+            : `the warehouse: the state file ${path} disagrees with it (an older copy, or a run killed between a commit and its state save), and the next sync goes on from the warehouse's`;
     const streams = (['line_items', 'rollups'] as const)
       .filter((s) => state.streams[s])
       .map((s) => windowedStreamStatus(s, state.streams[s]!));
     if (state.streams.anomalies) streams.push(anomalyStreamStatus(state.streams.anomalies));
     return {
-      file,
-      name: state.source.name ?? 'default',
-      baseUrl: state.source.baseUrl,
-      keyFingerprint: state.source.keyFingerprint,
-      updatedAt: state.updatedAt,
+      file: file ?? '',
+      name,
+      baseUrl: fromFile?.source.baseUrl ?? '',
+      keyFingerprint: fromFile?.source.keyFingerprint ?? '',
+      updatedAt: stateFrom === 'file' ? (fromFile?.updatedAt ?? null) : (copy?.updatedAt ?? null),
+      stateFrom,
+      stateNote,
       streams,
     };
   });
+}
+
+/** Gathers the report: the warehouse's sources (their state as sync takes it) and the database, read-only. */
+export async function gatherStatus(db: string, stateDir: string, env: NodeJS.ProcessEnv = process.env): Promise<StatusReport> {
+  const { own, others } = stateFilesOf(existsSync(stateDir) ? readdirSync(stateDir) : [], stateDir, db);
+  const carried = new Map<string, { state: string; updatedAt: string | null }>();
   let tables: Record<string, unknown>[] = [];
   let runs: Record<string, unknown>[] = [];
   let pushes: Record<string, unknown>[] = [];
@@ -193,6 +260,10 @@ export async function gatherStatus(db: string, stateDir: string, env: NodeJS.Pro
           on_disk: isAbsolute(l.lake) ? existsSync(l.lake) : null,
         }));
       metrics = await gatherMetrics(wh, 'published');
+      // The progress the warehouse carries: what a sync with an empty or another state directory goes on from.
+      if ((await tablesHeld(wh, ['_costsync_sync_state'])).has('_costsync_sync_state'))
+        for (const r of await wh.query<{ source: string; state: string; updated_at: string | null }>('status/carried'))
+          carried.set(r.source, { state: r.state, updatedAt: r.updated_at });
     } catch (error) {
       throw await olderSchemaError(wh, db, error);
     } finally {
@@ -203,7 +274,21 @@ export async function gatherStatus(db: string, stateDir: string, env: NodeJS.Pro
   const running = locks.map((path) => lockHeld(path)).filter((held) => held !== null);
   // A running run holds its working copy open, and publishes it as it goes.
   const unpublished = running.length === 0 ? await unpublishedWork(workingCopyPath(stateDir, db)) : null;
-  return { sources, tables, runs, pushes, lakeTables, lakes, lakeNotes: lakeNotes(lakes), running, metrics, database: db, unpublished };
+  const sources = sourcesOf(stateDir, own, carried);
+  return {
+    sources,
+    otherStateFiles: others,
+    tables,
+    runs,
+    pushes,
+    lakeTables,
+    lakes,
+    lakeNotes: lakeNotes(lakes),
+    running,
+    metrics,
+    database: db,
+    unpublished,
+  };
 }
 
 /** Which of `names` the warehouse holds: one an older costsync wrote may lack tables added since. */
@@ -274,15 +359,26 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
     const sure = held.alive === 'yes' ? '' : ' (on another host or in another container: costsync cannot tell whether it still runs)';
     io.stdout(`Running now: ${held.command}, pid ${held.pid} on ${held.host}, since ${held.startedAt}${sure}.\n\n`);
   }
-  if (report.sources.length === 0) io.stdout(`No sync state in ${config.stateDir} yet: run costsync sync.\n`);
+  if (report.sources.length === 0)
+    io.stdout(`No sync state for ${config.db} yet (neither the warehouse nor ${config.stateDir} holds any): run costsync sync.\n`);
+  if (report.otherStateFiles.length > 0)
+    io.stdout(
+      `(${config.stateDir} also holds the state of ${report.otherStateFiles.length} file(s) of other warehouses, not shown: ${report.otherStateFiles.join(', ')}; pass their --db to see them.)\n\n`,
+    );
   for (const source of report.sources) {
     if (source.problem !== undefined) {
       io.stdout(`Source ${source.name}: the state file is unreadable\n\n`);
       io.stderr(`error: ${source.problem}\n`);
       continue;
     }
-    const where = source.baseUrl === '' ? 'no answer from the API yet' : `${source.baseUrl} (key ${source.keyFingerprint})`;
+    const where =
+      source.baseUrl !== ''
+        ? `${source.baseUrl} (key ${source.keyFingerprint})`
+        : source.stateFrom === 'warehouse' && source.file === ''
+          ? 'API and key recorded in no state file here'
+          : 'no answer from the API yet';
     io.stdout(`Source ${source.name}: ${where}, state updated ${source.updatedAt ?? 'never'}\n`);
+    io.stdout(`State from ${source.stateNote}.\n`);
     io.stdout(`${formatTable(source.streams)}\n\n`);
   }
   if (report.unpublished !== null)

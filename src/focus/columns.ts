@@ -5,13 +5,15 @@
  * order, then `x_` extras; `push` matches a file's columns to them (`push/columns.ts`).
  * test/unit/table-declared-once.test.ts fails when the view or the SQL naming them disagrees.
  */
-import type { ValueKind } from '../push/columns.js';
 
 /** FOCUS's data types as DuckDB types. */
 const DECIMAL = 'DECIMAL(38,10)';
 const DATETIME = 'TIMESTAMP WITH TIME ZONE';
 
 export type FocusType = typeof DECIMAL | typeof DATETIME | 'VARCHAR' | 'JSON';
+
+/** How `push` reads, checks and sends a value: each kind's SQL is `sql/push/kind_<kind>.sql`. */
+export type ValueKind = 'string' | 'number' | 'count' | 'time' | 'date' | 'date_end' | 'currency' | 'category' | 'tags';
 
 export interface FocusColumn {
   name: string;

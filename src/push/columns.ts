@@ -5,11 +5,11 @@
  */
 import { INGEST_VERSIONS, type IngestVersion } from '../api/types.js';
 import { ConfigError } from '../errors.js';
-import { FOCUS_1_2_COLUMNS } from '../focus/columns.js';
+import { FOCUS_1_2_COLUMNS, type ValueKind } from '../focus/columns.js';
 import { REQUIRED_INGEST_COLUMNS, extensionColumns } from '../focus/rules.js';
 
-/** How a column's value is checked and sent. */
-export type ValueKind = 'string' | 'number' | 'count' | 'time' | 'date' | 'date_end' | 'currency' | 'category' | 'tags';
+/** How a column's value is checked and sent (declared with the FOCUS columns, whose kinds they are). */
+export type { ValueKind };
 
 /** Every FOCUS 1.2 column costsync knows, by its canonical name (declared in `focus/columns.ts`). */
 export const FOCUS_COLUMNS: ReadonlyMap<string, ValueKind> = new Map(FOCUS_1_2_COLUMNS.map((c) => [c.name, c.push]));

@@ -11,8 +11,9 @@ import type { SourceLookups } from './lookups.js';
 import type { DayBasis } from './estimate.js';
 import type { ProviderRollupExchange, ReconcileMode } from './reconcile.js';
 
-export const STREAM_NAMES = ['line_items', 'rollups', 'anomalies'] as const;
-export type StreamName = (typeof STREAM_NAMES)[number];
+// Declared with the API's types, below the config that names them too; here for the sync's modules.
+import { STREAM_NAMES, type StreamName } from '../api/types.js';
+export { STREAM_NAMES, type StreamName };
 
 export interface StreamStats {
   inserted: number;

@@ -36,7 +36,7 @@ import { pathToFileURL } from 'node:url';
 import { SCOPES } from '../../src/api/types.js';
 import { startEmulator, type Emulator } from '../../src/emulator/server.js';
 import { addDays, toDayNumber } from '../../src/dates.js';
-import { coverageOf } from '../../src/plan/coverage.js';
+import { coverageOf, formatRanges } from '../../src/plan/coverage.js';
 import type { DateRange, WindowedStreamState } from '../../src/state/store.js';
 import { horizonStart } from '../../src/plan/horizon.js';
 import { SUMMARY } from '../../src/iceberg/metadata.js';
@@ -991,6 +991,93 @@ class VerifyApiCommand implements Cmd {
  * answers with what the file holds (exit 2 with no warehouse yet), and `report`'s total for the last 30
  * days is the file's daily spend over them, as the `daily_spend_by_provider` view says.
  */
+/** Every day of `ranges`, as dates. */
+function daysOf(ranges: readonly DateRange[]): Set<string> {
+  const days = new Set<string>();
+  for (const r of ranges) for (let d = r.from; d <= r.to; d = addDays(d, 1)) days.add(d);
+  return days;
+}
+
+/**
+ * The readers agree with the progress the published warehouse carries: `synced_dates` holds its line items'
+ * dates; `status` with the run's state directory, an empty one and one holding another warehouse's file shows
+ * exactly the warehouse's sources with those dates (from the file only where it agrees with the warehouse);
+ * `monthly_spend` calls a month whole only when both windowed streams' dates cover it; `verify` refuses
+ * (exit 2) only a warehouse with no synced date.
+ */
+async function checkReaders(world: World, env: Record<string, string>): Promise<void> {
+  const carried = await queryDb<{ source: string; state: string }>(
+    world.db,
+    'SELECT source, state::VARCHAR AS state FROM _costsync_sync_state',
+  );
+  const covered = new Map<string, { line_items: DateRange[]; any: Set<string> }>();
+  for (const { source, state } of carried) {
+    const streams = JSON.parse(state) as Partial<Record<'line_items' | 'rollups', WindowedStreamState>>;
+    const lineItems = streams.line_items === undefined ? [] : coverageOf(streams.line_items).ranges;
+    const rollups = streams.rollups === undefined ? [] : coverageOf(streams.rollups).ranges;
+    covered.set(source, { line_items: lineItems, any: daysOf([...lineItems, ...rollups]) });
+  }
+  const viewed = await queryDb<{ source: string; f: string; t: string }>(
+    world.db,
+    "SELECT source, strftime(from_date, '%Y-%m-%d') AS f, strftime(to_date, '%Y-%m-%d') AS t FROM synced_dates WHERE stream = 'line_items'",
+  );
+  for (const [source, c] of covered) {
+    const view = [...daysOf(viewed.filter((r) => r.source === source).map((r) => ({ from: r.f, to: r.t })))].sort().join();
+    if (view !== [...daysOf(c.line_items)].sort().join())
+      fail(world, `synced_dates holds other line-item dates of ${source} than the warehouse carries`);
+  }
+  const foreign = mkdtempSync(join(world.dir, 'foreign-state-'));
+  const empty = mkdtempSync(join(world.dir, 'empty-state-'));
+  try {
+    writeFileSync(
+      join(foreign, 'costsync-state-another-0badcafe--a.json'),
+      JSON.stringify({ version: 2, source: { name: 'a' }, streams: {} }),
+    );
+    for (const [what, dir] of [
+      ['state-a', world.stateDir('a')],
+      ['an empty state directory', empty],
+      ["another warehouse's state directory", foreign],
+    ] as const) {
+      const { sources, otherStateFiles } = await gatherStatus(world.db, dir, env);
+      if (dir === foreign && otherStateFiles.length !== 1)
+        fail(world, `status with ${what} names ${otherStateFiles.length} other warehouses' files`);
+      for (const [source, c] of covered) {
+        const shown = sources.find((x) => x.name === source);
+        const line = shown?.streams.find((st) => st.stream === 'line_items');
+        const want = c.line_items.length === 0 ? null : formatRanges(c.line_items);
+        if (shown === undefined || (dir !== world.stateDir('a') && shown.stateFrom !== 'warehouse'))
+          fail(world, `status with ${what} shows ${source} as ${JSON.stringify(shown?.stateFrom)}`);
+        if (want !== null && line?.watermark?.replace(/ \(unchecked\)$/, '') !== want)
+          fail(world, `status with ${what} says ${source}'s line items hold ${line?.watermark}; the warehouse carries ${want}`);
+      }
+      const strangers = sources.filter((x) => !covered.has(x.name) && x.file === '');
+      if (strangers.length > 0)
+        fail(world, `status with ${what} shows sources the warehouse does not carry: ${strangers.map((x) => x.name).join()}`);
+    }
+  } finally {
+    rmSync(foreign, { recursive: true, force: true });
+    rmSync(empty, { recursive: true, force: true });
+  }
+  const months = await queryDb<{ source: string; month: string; is_partial: boolean }>(
+    world.db,
+    "SELECT source, strftime(month, '%Y-%m-%d') AS month, is_partial FROM monthly_spend",
+  );
+  for (const m of months) {
+    const days = covered.get(m.source)?.any ?? new Set<string>();
+    let whole = true;
+    for (let d = m.month; d.slice(0, 7) === m.month.slice(0, 7); d = addDays(d, 1)) whole &&= days.has(d);
+    if (m.is_partial === whole)
+      fail(
+        world,
+        `monthly_spend calls ${m.source}'s ${m.month.slice(0, 7)} ${m.is_partial ? 'partial' : 'whole'}; its synced dates say otherwise`,
+      );
+  }
+  const verify = await run(['verify', '--db', world.db], env);
+  const anySynced = [...covered.values()].some((c) => c.any.size > 0);
+  if (verify.code === 2 ? anySynced || !verify.stderr.includes('compared nothing') : verify.code !== 0 && verify.code !== 1)
+    fail(world, `verify exited ${verify.code} with ${anySynced ? 'synced dates' : 'nothing synced'}`, verify.stderr);
+}
+
 class ReadCommand implements Cmd {
   check(): boolean {
     return true;
@@ -1016,6 +1103,7 @@ class ReadCommand implements Cmd {
     if (JSON.stringify(JSON.parse(query.stdout)) !== JSON.stringify(direct))
       fail(world, `query answered ${query.stdout.trim()}, the published file holds ${JSON.stringify(direct)}`, query.stderr);
     if (report.code !== 0) fail(world, `report exited ${report.code}`, report.stderr);
+    await checkReaders(world, env);
     const [{ usd }] = (await queryDb<{ usd: number | null }>(
       world.db,
       `SELECT round(sum(cost_usd), 2)::DOUBLE AS usd FROM daily_spend_by_provider WHERE date BETWEEN DATE '${from}' AND DATE '${to}'`,
