@@ -3,7 +3,10 @@
  * the provider rollup; per date, the totals of the three rollup groupings against each other. With
  * `--focus`, the FOCUS 1.2 rules that apply to the focus view.
  */
+import { addDays } from './dates.js';
 import { CostsyncError } from './errors.js';
+import { addRange, formatRanges, gapsOf } from './plan/coverage.js';
+import type { DateRange } from './state/store.js';
 import type { ReadOnlyWarehouse } from './storage/duckdb.js';
 import { loadSql } from './storage/duckdb.js';
 
@@ -49,9 +52,39 @@ export async function syncedRanges(warehouse: ReadOnlyWarehouse, from: string | 
   return (await warehouse.table(loadSql('verify/synced_in_range'), [from, to])).rows as unknown as SyncedRange[];
 }
 
-/** `from`..`to` in words: `2025-01-01..2025-01-31`, `from 2025-01-01`, `through 2025-01-31`, or `any date`. Pure. */
+/** Which dates, in words after "no date": `in 2025-01-01..2025-01-31`, `from 2025-01-01 on`, `through 2025-01-31`, or `at all`. Pure. */
 function datesText(from: string | null, to: string | null): string {
-  return from !== null && to !== null ? `${from}..${to}` : from !== null ? `from ${from}` : to !== null ? `through ${to}` : 'any date';
+  return from !== null && to !== null ? `in ${from}..${to}` : from !== null ? `from ${from} on` : to !== null ? `through ${to}` : 'at all';
+}
+
+/**
+ * Per source, the days of `from`..`to` (the source's own first..last synced day where open) that no
+ * synced range holds: dates a verify of that range did not compare, because they were never synced. Pure.
+ */
+export function unsyncedIn(ranges: readonly SyncedRange[], from: string | null, to: string | null): { source: string; dates: string }[] {
+  const out: { source: string; dates: string }[] = [];
+  for (const source of [...new Set(ranges.map((r) => r.source))].sort()) {
+    const held = ranges
+      .filter((r) => r.source === source)
+      .reduce<DateRange[]>((all, r) => addRange(all, { from: r.from_date, to: r.to_date }), []);
+    const lo = from ?? held[0]!.from;
+    const hi = to ?? held.at(-1)!.to;
+    if (lo > hi) continue;
+    // The asked dates, with the synced ones taken out: the gaps between the held ranges, clipped, and the ends outside them.
+    const bounded = [{ from: addDays(lo, -1), to: addDays(lo, -1) }, ...held, { from: addDays(hi, 1), to: addDays(hi, 1) }].reduce<
+      DateRange[]
+    >((all, r) => addRange(all, r), []);
+    const missing = gapsOf(bounded)
+      .map((g) => ({ from: g.from < lo ? lo : g.from, to: g.to > hi ? hi : g.to }))
+      .filter((g) => g.from <= g.to);
+    if (missing.length > 0) out.push({ source, dates: formatRanges(missing) });
+  }
+  return out;
+}
+
+/** What a verify's summary adds about dates of its range never synced: `; not compared, as never synced: default 2025-06-11..2025-06-19`, or nothing. Pure. */
+export function unsyncedText(unsynced: readonly { source: string; dates: string }[]): string {
+  return unsynced.length === 0 ? '' : `; not compared, as never synced: ${unsynced.map((u) => `${u.source} ${u.dates}`).join('; ')}`;
 }
 
 /**
@@ -81,7 +114,7 @@ export function nothingSyncedError(
   const sync = from !== null ? `costsync sync --since ${from}${to !== null ? ` --until ${to}` : ''}` : 'costsync sync';
   return new CostsyncError(
     'CS_ERR_NOTHING_SYNCED',
-    `${command} compared nothing: no date in ${asked} is synced (the warehouse holds ${held}).`,
+    `${command} compared nothing: no date ${asked} is synced (the warehouse holds ${held}).`,
     {
       hint: `Pick dates the warehouse holds, or sync those dates first: ${sync}.`,
     },

@@ -2,9 +2,10 @@
 import { addRange, coverageOf, formatRanges, gapsOf } from '../plan/coverage.js';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { basename, isAbsolute, join } from 'node:path';
-import { ExitCode } from '../errors.js';
-import { unusableStateHint, type AnomalyStreamState, type DateRange, type SyncState, type WindowedStreamState } from '../state/store.js';
-import { reconcileCarried, type CarriedState } from '../state/carried.js';
+import { ConfigError, ExitCode } from '../errors.js';
+import { type AnomalyStreamState, type DateRange, type SyncState, type WindowedStreamState } from '../state/store.js';
+import { reconcileCarried } from '../state/carried.js';
+import { decodeCarried, decodeStateFile } from '../state/progress.js';
 import { olderSchemaError, openReadOnly, sqlString, type ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { readableCopy } from '../outputs/publish.js';
 import { isS3Url } from '../outputs/s3-url.js';
@@ -138,17 +139,14 @@ export function anomalyStreamStatus(st: AnomalyStreamState): StreamStatus {
   };
 }
 
-/** A state file's source, read as sync reads it: its state, or why it cannot be read. */
+/** A state file's source, read as sync reads it (through the progress codec): its state, or why it cannot be read. */
 function readStateFile(path: string): { state: SyncState } | { problem: string } {
-  let unreadable = 'not a costsync state file';
   try {
-    const parsed = JSON.parse(readFileSync(path, 'utf8')) as SyncState | null;
-    if (typeof parsed === 'object' && parsed !== null && typeof parsed.streams === 'object' && parsed.source !== undefined)
-      return { state: parsed };
+    return { state: decodeStateFile(readFileSync(path, 'utf8'), path) };
   } catch (error) {
-    unreadable = (error as Error).message;
+    const why = error instanceof ConfigError ? `${error.message} ${error.hint ?? ''}`.trim() : (error as Error).message;
+    return { problem: `${path} cannot be read: ${why}` };
   }
-  return { problem: `${path} cannot be read: ${unreadable}. ${unusableStateHint(path)}` };
 }
 
 /**
@@ -197,12 +195,7 @@ function sourcesOf(stateDir: string, own: Map<string, string>, carried: Map<stri
     const copy = carried.get(name) ?? null;
     const fresh: SyncState = { version: 0, source: { name, baseUrl: '', keyFingerprint: '' }, streams: {}, updatedAt: null };
     // As sync takes it: the file's where it agrees with the warehouse, else the warehouse's (which matches its data).
-    const { state } = reconcileCarried(
-      fromFile ?? fresh,
-      fromFile !== null,
-      copy === null ? null : (JSON.parse(copy.state) as CarriedState),
-      name,
-    );
+    const { state } = reconcileCarried(fromFile ?? fresh, fromFile !== null, copy === null ? null : decodeCarried(copy.state), name);
     const stateFrom: 'file' | 'warehouse' = copy === null || (fromFile !== null && state === fromFile) ? 'file' : 'warehouse';
     const stateNote =
       copy === null

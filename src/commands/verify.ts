@@ -2,7 +2,7 @@
 import type { Argv } from 'yargs';
 import { ConfigError, ExitCode } from '../errors.js';
 import { formatTable } from '../table.js';
-import { nothingSyncedError, syncedRanges, verifyFocus, verifyWarehouse } from '../verify.js';
+import { nothingSyncedError, syncedRanges, unsyncedIn, unsyncedText, verifyFocus, verifyWarehouse } from '../verify.js';
 import { addDays, utcDate } from '../dates.js';
 import { choiceArg, dateArg, shellWord } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
@@ -61,16 +61,24 @@ async function verifyApi(
       ...options,
       fixCommand: (source, from, to) => `costsync sync${carried}${named ? ` --source ${source}` : ''} --since ${from} --until ${to}`,
     });
+    const ranges = await syncedRanges(warehouse, options.from, options.to);
     // No source had a synced date in the range: nothing was asked of the API, so nothing is said to agree.
     if (report.sources.every((s) => s.from === null)) {
-      const nothing = nothingSyncedError(await syncedRanges(warehouse, options.from, options.to), options.from, options.to, 'verify --api');
+      const nothing = nothingSyncedError(ranges, options.from, options.to, 'verify --api');
       if (nothing !== null) throw nothing;
     }
-    if (options.format === 'json') io.stdout(`${JSON.stringify(report, null, 2)}\n`);
+    const asked = new Set(report.sources.map((s) => s.source));
+    const notSynced = unsyncedIn(
+      ranges.filter((r) => asked.has(r.source)),
+      options.from,
+      options.to,
+    );
+    if (options.format === 'json') io.stdout(`${JSON.stringify({ ...report, notSynced }, null, 2)}\n`);
     else {
-      const scope = report.sources
-        .map((s) => `${s.source}: ${s.from === null ? 'nothing synced' : `${s.from}..${s.to}`}, ${s.requests} request(s)`)
-        .join('; ');
+      const scope =
+        report.sources
+          .map((s) => `${s.source}: ${s.from === null ? 'nothing synced' : `${s.from}..${s.to}`}, ${s.requests} request(s)`)
+          .join('; ') + unsyncedText(notSynced);
       io.stdout(
         report.differences.length === 0
           ? `The warehouse equals the API's rollups, within $${options.tolerance} (${scope}).\n`
@@ -122,15 +130,18 @@ export function runVerifyCommand(args: Record<string, unknown>, io: CommandIo = 
     }
     const warehouse = await open();
     const report = await verifyWarehouse(warehouse, { tolerance, from, to });
+    const ranges = await syncedRanges(warehouse, from, to);
     // Nothing compared and nothing synced there: not "no differences".
     if (report.lineItemDates + report.rollupDates === 0) {
-      const nothing = nothingSyncedError(await syncedRanges(warehouse, from, to), from, to, 'verify');
+      const nothing = nothingSyncedError(ranges, from, to, 'verify');
       if (nothing !== null) throw nothing;
     }
+    // Dates of the range never synced were not compared: said, so "no differences" is not read as covering them.
+    const notSynced = unsyncedIn(ranges, from, to);
     if (format === 'json') {
-      io.stdout(`${JSON.stringify(report, null, 2)}\n`);
+      io.stdout(`${JSON.stringify({ ...report, notSynced }, null, 2)}\n`);
     } else {
-      const scope = `${report.lineItemDates} date(s) of line items against rollups, ${report.rollupDates} date(s) of rollup totals`;
+      const scope = `${report.lineItemDates} date(s) of line items against rollups, ${report.rollupDates} date(s) of rollup totals${unsyncedText(notSynced)}`;
       io.stdout(
         report.differences.length === 0
           ? `No differences above $${tolerance} (${scope}).\n`

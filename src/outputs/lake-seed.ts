@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { mapAtMost } from '../at-most.js';
 import type { IcebergCatalog } from '../iceberg/catalog.js';
 import { keyOf, liveFiles } from '../iceberg/table.js';
-import type { CarriedState } from '../state/carried.js';
+import { decodeCarried, decodeLakeObject, encodeLakeObject, type LakeStateObject } from '../state/progress.js';
 import { carriedFromLake } from '../state/source-state.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { RUN_TABLES, TABLES } from '../storage/tables.js';
@@ -23,17 +23,8 @@ export function stateObjectKey(source: string): string {
   return `_costsync_state.${source}.json`;
 }
 
-/** What a state object holds. */
-export interface LakeStateObject {
-  version: 1;
-  source: string;
-  run_id: string;
-  written_at: string;
-  /** The sync state the warehouse carried when the lake held all its rows. */
-  state: CarriedState;
-  /** Per table the warehouse stores, the dates whose partitions the lake holds. */
-  tables: Record<string, string[]>;
-}
+/** What a state object holds (declared, encoded and decoded by the progress codec). */
+export type { LakeStateObject };
 
 /** The tables whose rows a source's state describes: stored, not derived (focus is a view over line items). */
 export const SEEDED_TABLES: readonly { name: string; date: string; source: string }[] = TABLES.filter(
@@ -90,15 +81,10 @@ export async function stateObjects(
     // A source that never carried a state (nothing synced yet) has nothing to resume from.
     if (state === undefined) continue;
     const tables = Object.fromEntries(SEEDED_TABLES.map((t) => [t.name, dates.get(source)?.[t.name] ?? []]));
-    const body: LakeStateObject = {
-      version: 1,
+    objects.set(
       source,
-      run_id: run.runId,
-      written_at: new Date(run.now()).toISOString(),
-      state: JSON.parse(state) as CarriedState,
-      tables,
-    };
-    objects.set(source, JSON.stringify(body));
+      encodeLakeObject({ source, run_id: run.runId, written_at: new Date(run.now()).toISOString(), state: decodeCarried(state), tables }),
+    );
   }
   return objects;
 }
@@ -274,13 +260,8 @@ export async function seedFromLake(
 async function readStateObject(lake: SeedLake, source: string, log: SeedLog): Promise<LakeStateObject | null> {
   const text = await lake.stateText(source);
   if (text === null) return null;
-  try {
-    const object = JSON.parse(text) as LakeStateObject;
-    if (object.version === 1 && object.source === source && typeof object.state === 'object' && typeof object.tables === 'object')
-      return object;
-  } catch {
-    // Said below, as for an object of another version.
-  }
+  const object = decodeLakeObject(text, source);
+  if (object !== null) return object;
   log.warn(`${source}: its state object in ${lake.target.url} is not one this costsync reads; it is ignored`, { source });
   return null;
 }

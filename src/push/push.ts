@@ -234,6 +234,12 @@ function placeOf(format: SourceFile['format'], row: number): string {
   return line === null ? `row ${row}` : `line ${line}`;
 }
 
+/** The rows of a request as a place in their file, as the checks name rows: `costs.csv lines 20-21` (or `rows` where the format has no lines). Pure. */
+export function spanOf(source: Pick<SourceFile, 'path' | 'format'>, rows: readonly number[]): string {
+  const [first, last] = [rows[0]!, rows.at(-1)!].map((r) => lineOf(source.format, r) ?? r);
+  return `${source.path} ${source.format === 'parquet' ? 'rows' : 'lines'} ${first}-${last}`;
+}
+
 /** Splits `_problems` (joined by chr(31), each "Column: reason") into column and reason. Pure. */
 export function splitProblems(text: string): { column: string; reason: string }[] {
   return text.split('\u001f').map((p) => {
@@ -732,7 +738,7 @@ async function sendFile(
     progress();
     summary.skipped += result.skipped;
     summary.serverErrors += result.errors.length;
-    const range = `${source.path} rows ${batch.fileRows[0]}-${batch.fileRows.at(-1)}`;
+    const range = spanOf(source, batch.fileRows);
     const counts = new Map<string, number>();
     outcomes.forEach((o: RowOutcome, i) => {
       if (o.delivered) {
@@ -793,7 +799,7 @@ async function sendFile(
           mayHold(cls, batch),
         );
         logger.warn(
-          `${source.path} rows ${batch.fileRows[0]}-${batch.fileRows.at(-1)}: the stop cut their request before its answer; whether the server stored them is unknown, so the next push sends them again with the same ids`,
+          `${spanOf(source, batch.fileRows)}: the stop cut their request before its answer; whether the server stored them is unknown, so the next push sends them again with the same ids`,
         );
         return false;
       }
@@ -845,7 +851,7 @@ async function sendFile(
     summary.refusedWhole += batch.rows.length;
     if (!summary.requestRefusals.includes(error.message)) summary.requestRefusals.push(error.message);
     for (const row of batch.fileRows) file.undelivered.set(row, reason);
-    logger.warn(`${source.path} rows ${batch.fileRows[0]}-${batch.fileRows.at(-1)}: ${batch.rows.length} row(s) not delivered: ${reason}`);
+    logger.warn(`${spanOf(source, batch.fileRows)}: ${batch.rows.length} row(s) not delivered: ${reason}`);
   };
 
   const flush = async (cls: RowClass, full: boolean): Promise<boolean> => {

@@ -5,6 +5,7 @@
  * unfinished window from its first page. Small pure functions, and the text the warehouse holds
  * (`CarriedText`), kept without I/O.
  */
+import { encodeCarried } from './progress.js';
 import type { SyncState, WindowedStreamState } from './store.js';
 
 /** The streams of a state as the warehouse carries them. */
@@ -66,7 +67,7 @@ export function reconcileCarried(
   file: SyncState, fileExisted: boolean, carried: CarriedState | null, source: string,
 ): { state: SyncState; notice: string | null } {
   if (carried === null) return { state: file, notice: null };
-  if (fileExisted && JSON.stringify(carriedState(file)) === JSON.stringify(carried)) return { state: file, notice: null };
+  if (fileExisted && encodeCarried(carriedState(file)) === encodeCarried(carried)) return { state: file, notice: null };
   const state: SyncState = { ...file, streams: structuredClone(carried) };
   return {
     state,

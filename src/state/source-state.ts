@@ -12,6 +12,7 @@ import { sameWindow } from '../plan/windows.js';
 import type { SourceConfig } from '../sources.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { CarriedText, carriedState, reconcileCarried, type CarriedState, type CarriedWindow } from './carried.js';
+import { decodeCarried, encodeCarried } from './progress.js';
 import { StateStore, type AnomalyStreamState, type PlannedWindow, type SourceIdentity, type SyncState, type WindowedStreamState } from './store.js';
 
 /** A source's state as loaded, and what loading found worth telling (`info`: the clean-container case, a line rather than a warning). */
@@ -28,7 +29,7 @@ export interface LoadedState {
 export function loadSourceState(store: StateStore, carried: string | null, source: string): LoadedState {
   const fileExisted = existsSync(store.path);
   const loaded = store.load();
-  const { state, notice } = reconcileCarried(loaded, fileExisted, carried === null ? null : (JSON.parse(carried) as CarriedState), source);
+  const { state, notice } = reconcileCarried(loaded, fileExisted, carried === null ? null : decodeCarried(carried), source);
   const warnings = [...store.notices];
   const info: string[] = [];
   if (notice !== null) (fileExisted ? warnings : info).push(notice);
@@ -207,9 +208,9 @@ export class CarriedCopy {
   private carrying: Promise<void> = Promise.resolve();
   private failure: { error: unknown } | null = null;
   private readonly carryLatest = coalesce(async () => {
-    if (JSON.stringify(carriedState(this.state)) === this.text.committed) return;
+    if (encodeCarried(carriedState(this.state)) === this.text.committed) return;
     // Taken in its turn: a window's commit queued ahead of it may have carried a newer state.
-    await this.store.transaction(() => this.write(JSON.stringify(carriedState(this.state))));
+    await this.store.transaction(() => this.write(encodeCarried(carriedState(this.state))));
   });
 
   /** `held`: the warehouse carries a state for the source (then the one `state` was reconciled with). */
@@ -218,7 +219,7 @@ export class CarriedCopy {
     private readonly state: SyncState,
     held: boolean,
   ) {
-    this.text = new CarriedText(held ? JSON.stringify(carriedState(state)) : null);
+    this.text = new CarriedText(held ? encodeCarried(carriedState(state)) : null);
   }
 
   /** Writes the state as if window `done` were finished, with the other windows of the transaction under way. */
@@ -227,7 +228,7 @@ export class CarriedCopy {
     const key = `${done.stream} ${done.start} ${done.end}`;
     this.committing.set(key, done);
     this.store.onSettle(() => this.committing.delete(key));
-    await this.write(JSON.stringify(carriedState(this.state, [...this.committing.values()])));
+    await this.write(encodeCarried(carriedState(this.state, [...this.committing.values()])));
   }
 
   /** Brings the warehouse's copy up to the state in the background; a failure is kept for `settle`. */
@@ -264,7 +265,7 @@ export const carriedFromLake = {
     await warehouse.sql(`DELETE FROM _costsync_sync_state WHERE source = ${sqlString(source)}`);
   },
   async adopt(warehouse: Pick<Warehouse, 'run'>, source: string, state: CarriedState, writtenAt: string): Promise<void> {
-    await warehouse.run('state/carry_insert', [source, JSON.stringify(state), writtenAt]);
+    await warehouse.run('state/carry_insert', [source, encodeCarried(state), writtenAt]);
   },
 };
 

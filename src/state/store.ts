@@ -9,16 +9,10 @@ import { coalesce } from '../coalesce.js';
 import { namesIn, tmpWriterPid, writeFileAtomic } from '../durable-file.js';
 import { ConfigError, CostsyncError } from '../errors.js';
 
-/** 2: named by source (1 was named by base URL and key fingerprint, and is migrated on load). */
-export const STATE_VERSION = 2;
+import { STATE_VERSION, decodeStateFile, encodeStateFile, unusableStateHint } from './progress.js';
 
-/**
- * What to do with a state file that cannot be used: moving it aside is enough, since the warehouse
- * carries the state that matches its data (a full refresh would spend hours of quota for nothing).
- */
-export function unusableStateHint(path: string): string {
-  return `Move it aside (mv ${path} ${path}.bad) and run again: costsync goes on from the state the warehouse carries (no --full-refresh needed; the DuckDB tables are kept).`;
-}
+// The file's version and the hint for an unusable file belong to the progress codec; named here too for the store's users.
+export { STATE_VERSION, unusableStateHint };
 
 /** One date window of a plan, and how far it got: a value, replaced (never changed) as the window goes on. */
 export interface PlannedWindow {
@@ -196,33 +190,8 @@ export class StateStore {
 
   /** Parses and checks a state file's text, migrating version 1 and noting what changed. */
   private check(path: string, text: string): SyncState {
-    let parsed: SyncState;
-    try {
-      parsed = JSON.parse(text) as SyncState;
-    } catch (cause) {
-      throw new ConfigError(
-        `The state file ${path} is not valid JSON (it may have been edited or damaged).`,
-        unusableStateHint(path),
-        cause,
-      );
-    }
-    if (typeof parsed !== 'object' || parsed === null || typeof parsed.version !== 'number' || typeof parsed.streams !== 'object') {
-      throw new ConfigError(`The state file ${path} is not a costsync state file.`, unusableStateHint(path));
-    }
-    if (parsed.version > STATE_VERSION) {
-      throw new ConfigError(
-        `The state file ${path} was written by a newer costsync (state version ${parsed.version}; this one reads ${STATE_VERSION}).`,
-        'Upgrade costsync, or move the file aside and run with --full-refresh.',
-      );
-    }
-    if (parsed.version < 1) {
-      throw new ConfigError(
-        `The state file ${path} has state version ${parsed.version}, older than any this costsync can read (1 to ${STATE_VERSION}).`,
-        'Move it aside and run with --full-refresh to rebuild the state from the API; the DuckDB tables are kept.',
-      );
-    }
-    // Version 1 named no source: it was the only one, `default`.
-    const saved = { name: 'default', ...(parsed.source as Partial<SourceIdentity>) } as SourceIdentity;
+    const parsed = decodeStateFile(text, path);
+    const saved = parsed.source;
     if (saved.name !== this.source.name) {
       throw new ConfigError(
         `The state file ${path} belongs to another source ("${saved.name}", not "${this.source.name}").`,
@@ -238,7 +207,7 @@ export class StateStore {
     }
     // The identity stays the one last confirmed until this run gets an answer (see confirmIdentity):
     // a run with a wrong key or URL that fails must not make the next, right one look changed.
-    return { ...parsed, version: STATE_VERSION, source: { ...saved, name: this.source.name } };
+    return { ...parsed, source: { ...saved, name: this.source.name } };
   }
 
   /** The API answered with this run's key and base URL: they are the source's identity from now on. */
@@ -265,7 +234,7 @@ export class StateStore {
     try {
       // No fsync of the directory: a rename lost in a crash leaves the previous state, which is
       // behind the data, and a run from an older state only redoes work.
-      await this.write(this.path, `${JSON.stringify(state, null, 2)}\n`);
+      await this.write(this.path, encodeStateFile(state));
       if (this.legacy !== null) {
         rmSync(this.legacy, { force: true });
         this.legacy = null;

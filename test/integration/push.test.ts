@@ -331,7 +331,8 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
           expect(code, stderr).toBe(ExitCode.STOPPED_EARLY);
           // The answer never came: the stop did not wait for it.
           expect(Date.now() - signalled).toBeLessThan(10_000);
-          expect(stderr).toMatch(/rows 11-20: the stop cut their request before its answer/);
+          // Named by the file's lines, as the checks name rows: data rows 11-20 are lines 12-21.
+          expect(stderr).toMatch(/lines 12-21: the stop cut their request before its answer/);
           const db = join(dir, 'p.duckdb');
           expect(
             await queryDb(db, 'SELECT first_row, last_row, response IS NOT NULL AS answered FROM ingest_batches ORDER BY first_row'),

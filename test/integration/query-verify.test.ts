@@ -416,6 +416,10 @@ describe('coverage with gaps', () => {
           sources: [{ from: '2025-06-02', to: '2025-06-25', requests: 3 }],
           differences: [],
         });
+        // The dates between the two syncs were compared with nothing, and both verifies say so.
+        expect(JSON.parse(verify.stdout).notSynced).toEqual([{ source: 'default', dates: '2025-06-06..2025-06-19' }]);
+        const local = await run(['verify', '--db', join(dir, 'c.duckdb'), '--from', '2025-06-01', '--to', '2025-06-25'], env);
+        expect(local.stdout).toContain('; not compared, as never synced: default 2025-06-01..2025-06-01, 2025-06-06..2025-06-19).');
       }),
     );
   });
