@@ -1,10 +1,9 @@
 -- Fragment: a window's spooled pages as line-item rows, with their page and place in it.
 -- $1 = the window's page glob, $2 and $3 = the window's first and last date; $columns = the spooled
--- rows' values cast to the table's columns (storage/tables.ts).
+-- rows' values cast to the table's columns, $fields = the stored columns before source (storage/tables.ts).
 -- A page file is a JSON array of rows, each an array of values read as text (pages an earlier version
 -- wrote as objects are rewritten so first: spool.ts).
-SELECT id, usage_date, provider_type, provider_service, net_amount_usd, currency_original, project_id, user_email,
-       extra, CAST(parse_filename(filename, true) AS INTEGER) AS page, o AS ord
+SELECT $fields, CAST(parse_filename(filename, true) AS INTEGER) AS page, o AS ord
 FROM (SELECT $columns, filename
   FROM read_json($1, format = 'array', records = false, filename = true, maximum_object_size = 1048576,
     columns = {r: 'VARCHAR[]'}))

@@ -31,6 +31,8 @@ export interface SqlNames {
   table?: string;
   date?: string;
   columns?: string;
+  fields?: string;
+  changed?: string;
 }
 
 /** What each name may be: it is written into SQL as it is, so only these shapes pass (tables: the registry's, `tables.ts`). */
@@ -39,11 +41,16 @@ const NAME_CHECKS: Record<keyof SqlNames, (value: string) => boolean> = {
   table: (v) => SUBSTITUTABLE.has(v),
   date: (v) => /^[a-z_]+$/.test(v),
   columns: (v) => /^CAST\(r\[\d+\] AS [A-Z]+\) AS [a-z_]+(, CAST\(r\[\d+\] AS [A-Z]+\) AS [a-z_]+)*$/.test(v),
+  fields: (v) => /^[a-z_]+(, [a-z_]+)*$/.test(v),
+  changed: (v) =>
+    /^\(old\.[a-z_]+(::VARCHAR)?(, old\.[a-z_]+(::VARCHAR)?)*\) IS DISTINCT FROM \(staged\.[a-z_]+(::VARCHAR)?(, staged\.[a-z_]+(::VARCHAR)?)*\)$/.test(
+      v,
+    ),
 };
 
 /**
  * The text of `sql/<name>.sql`, with `{{other/name}}` replaced by that file's text (shared
- * fragments) and `$stage`, `$table`, `$date` and `$columns` by the names given, each checked.
+ * fragments) and `$stage`, `$table`, `$date`, `$columns`, `$fields` and `$changed` by the names given, each checked.
  */
 export function loadSql(name: string, names: SqlNames = {}): string {
   let text = sqlCache.get(name);

@@ -46,6 +46,8 @@ export interface TableDef {
   date: string | null;
   /** The column naming a row's source. */
   source: string;
+  /** A windowed stream's table: the columns that tell its rows apart within a source (a window's replace compares the others). */
+  key?: readonly string[];
   /** A table whose partitions change whenever this one's do (the view it is over). */
   derivesFrom?: string;
   /** Whether SQL templates may take its name as `$table`. */
@@ -123,6 +125,7 @@ export const TABLES: readonly TableDef[] = [
     columns: apiColumns(LINE_ITEM_COLUMNS),
     date: 'usage_date',
     source: 'source',
+    key: ['id'],
     substitutable: true,
     parquet: 'daily',
     icebergMonth: 'usage_date',
@@ -143,6 +146,7 @@ export const TABLES: readonly TableDef[] = [
     name: 'rollups_daily',
     origin: 'api',
     columns: apiColumns(ROLLUP_COLUMNS),
+    key: ['date', 'group_by', 'provider_type', 'service', 'category'],
     date: 'date',
     source: 'source',
     substitutable: true,
@@ -252,6 +256,8 @@ export interface TableSpec {
   dateField: string;
   /** The API's fields, as spooled and stored, in the table's order; then `extra` and `source`. */
   columns: readonly SpoolColumn[];
+  /** The columns that tell a source's rows apart. */
+  key: readonly string[];
 }
 
 /** An API table's declared columns. */
@@ -265,7 +271,8 @@ export function fieldChecks(table: keyof ApiFields): (readonly [string, FieldChe
 }
 
 function windowedSpec(table: TableSpec['table']): TableSpec {
-  return { table, dateField: tableDef(table)!.date!, columns: apiColumnsOf(table) };
+  const def = tableDef(table)!;
+  return { table, dateField: def.date!, columns: apiColumnsOf(table), key: def.key! };
 }
 
 export const LINE_ITEMS: TableSpec = windowedSpec('line_items');
@@ -283,7 +290,20 @@ export function spoolColumnsSelect(spec: TableSpec): string {
     .join(', ');
 }
 
-/** The names a table's SQL templates take (`$table`, `$date`, `$columns`; see `loadSql`). Pure. */
-export function tableNames(spec: TableSpec): { table: string; date: string; columns: string } {
-  return { table: spec.table, date: spec.dateField, columns: spoolColumnsSelect(spec) };
+/**
+ * The names a table's SQL templates take (`$table`, `$date`, `$columns`, `$fields`: the stored columns
+ * before `source`, in the table's order; `$changed`: whether a row `old` differs from `staged` outside
+ * the key; see `loadSql`). Pure.
+ */
+export function tableNames(spec: TableSpec): { table: string; date: string; columns: string; fields: string; changed: string } {
+  const stored = [...spec.columns.map((c) => c.name), 'extra'];
+  const compared = stored.filter((c) => !spec.key.includes(c)).map((c) => (c === 'extra' ? 'extra::VARCHAR' : c));
+  const tuple = (side: string) => `(${compared.map((c) => `${side}.${c}`).join(', ')})`;
+  return {
+    table: spec.table,
+    date: spec.dateField,
+    columns: spoolColumnsSelect(spec),
+    fields: stored.join(', '),
+    changed: `${tuple('old')} IS DISTINCT FROM ${tuple('staged')}`,
+  };
 }

@@ -52,6 +52,19 @@ describe('one table spec per windowed stream (storage/tables.ts)', () => {
     expect(loadSql('sync/line_items_insert_window', tableNames(TABLE_SPECS[0]!))).toContain(
       `SELECT ${spoolColumnsSelect(TABLE_SPECS[0]!)}, filename`,
     );
+    // The stored columns and what a replace compares come from the registry, not lists restated in SQL.
+    for (const [spec, insert, diff] of [
+      [TABLE_SPECS[0]!, 'sync/line_items_insert_window', 'sync/line_items_diff'],
+      [TABLE_SPECS[0]!, 'sync/line_items_insert_unique', 'sync/line_items_diff'],
+      [TABLE_SPECS[1]!, 'sync/rollups_insert_window', 'sync/rollups_diff'],
+    ] as const) {
+      const stored = [...spec.columns.map((c) => c.name), 'extra'];
+      expect(loadSql(insert, tableNames(spec))).toContain(`INSERT INTO ${spec.table} (${stored.join(', ')}, source)`);
+      const compared = stored.filter((c) => !spec.key.includes(c));
+      expect(loadSql(diff, tableNames(spec))).toContain(`(old.${compared.join(', old.')}::VARCHAR) IS DISTINCT FROM (staged.`);
+      expect(loadSql(diff, tableNames(spec))).not.toMatch(/\$[a-z]/);
+    }
+    expect(() => loadSql('sync/line_items_insert_window', { fields: 'id) SELECT 1; --' })).toThrow(/not a substitutable fields/);
     // Only names of these shapes are written into SQL.
     expect(() => loadSql('sync/window_count', { table: 'line_items; DROP TABLE x' })).toThrow(/not a substitutable table/);
     expect(() => loadSql('sync/window_count', { date: 'usage_date OR 1=1' })).toThrow(/not a substitutable date/);

@@ -8,8 +8,17 @@ import { REQUIRED_INGEST_COLUMNS, extensionColumns } from '../../src/focus/rules
 import { FOCUS_COLUMNS } from '../../src/push/columns.js';
 import { defaultKeyColumns } from '../../src/push/identity.js';
 import { SQL_DIR } from '../../src/paths.js';
-import { withWarehouse, type Warehouse } from '../../src/storage/duckdb.js';
-import { apiColumnsOf, tableDef, type ApiColumn, type ApiFields, type FieldCheck } from '../../src/storage/tables.js';
+import { loadSql, withWarehouse, type Warehouse } from '../../src/storage/duckdb.js';
+import {
+  LINE_ITEMS,
+  ROLLUPS_DAILY,
+  apiColumnsOf,
+  tableDef,
+  tableNames,
+  type ApiColumn,
+  type ApiFields,
+  type FieldCheck,
+} from '../../src/storage/tables.js';
 import { withTempDir } from '../support/helpers.js';
 
 /**
@@ -48,8 +57,14 @@ async function describeTable(wh: Warehouse, table: string): Promise<{ name: stri
 }
 
 /** The text of sql/<name>.sql without its comments. */
+/**
+ * A SQL file's text without comments; a windowed table's sync SQL with the names the registry fills in
+ * (`$fields`, `$changed`: tableNames), as it runs.
+ */
 function sqlText(name: string): string {
-  return readFileSync(join(SQL_DIR, `${name}.sql`), 'utf8').replace(/--.*$/gm, '');
+  const spec = name.startsWith('sync/line_items') ? LINE_ITEMS : name.startsWith('sync/rollups') ? ROLLUPS_DAILY : null;
+  const text = spec === null ? readFileSync(join(SQL_DIR, `${name}.sql`), 'utf8') : loadSql(name, tableNames(spec));
+  return text.replace(/--.*$/gm, '');
 }
 
 /** A list's items, split at its top-level commas. Pure. */
