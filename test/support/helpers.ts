@@ -124,7 +124,7 @@ export async function withScriptedServer<T>(replies: ScriptedReply[], fn: (url: 
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SyncConfig } from '../../src/config.js';
+import { resolveSyncConfig, type SyncConfig } from '../../src/config.js';
 import { createLogger, type Logger } from '../../src/log.js';
 
 /** A temporary directory that is removed after `fn`. */
@@ -152,47 +152,25 @@ export async function inDirectory<T>(dir: string, fn: () => Promise<T>): Promise
 export function testSyncConfig(url: string, dir: string, over: Partial<SyncConfig> = {}): SyncConfig {
   // A run refuses a --db whose directory does not exist (a typo): the test's directory is made here.
   mkdirSync(dir, { recursive: true });
-  return {
-    baseUrl: url,
-    apiKey: 'demo-key',
-    db: join(dir, 'costs.duckdb'),
-    stateDir: join(dir, 'state'),
-    streams: ['line_items', 'rollups', 'anomalies'],
-    since: undefined,
-    until: SPAN.endDate,
-    startDate: SPAN.startDate,
-    lookbackDays: 3,
-    recheckDays: null,
-    tolerance: 0.01,
-    windowDays: 7,
-    fullRefresh: false,
-    dropBefore: undefined,
-    rateLimit: 100_000,
-    maxRuntimeMs: undefined,
-    format: 'duckdb',
-    out: join(dir, 'parquet'),
-    icebergRetentionMs: 7 * 86_400_000,
-    catalog: null,
-    icebergMaintenance: true,
-    icebergRepair: false,
-    logFormat: 'json',
-    quiet: true,
-    verbose: false,
-    anomalyRefreshDays: 30,
-    concurrency: 4,
-    sourcesAtOnce: 0,
-    publishIntervalMs: 600_000,
-    lease: 'on',
-    leaseTtlMs: 600_000,
-    reconcile: 'on',
-    notify: [],
-    notifySeverity: 'high',
-    notifyStatusChanges: false,
-    notifyMaxAgeMs: 48 * 3_600_000,
-    notifyFormat: 'json',
-    metricsFile: undefined,
-    ...over,
-  };
+  // From the resolver, as the CLI's are: the defaults are the product's, only the test's own choices are flags.
+  const resolved = resolveSyncConfig({
+    flags: {
+      'base-url': url,
+      db: join(dir, 'costs.duckdb'),
+      'state-dir': join(dir, 'state'),
+      until: SPAN.endDate,
+      'start-date': SPAN.startDate,
+      'window-days': 7,
+      'rate-limit': 100_000,
+      'log-format': 'json',
+      quiet: true,
+    },
+    env: { COSTSYNC_API_KEY: 'demo-key' },
+    file: {},
+    nowMs: Date.now(),
+  });
+  // Where a test that turns a lake on (format, in `over`) has it: --out alone is refused without one.
+  return { ...resolved, out: join(dir, 'parquet'), ...over };
 }
 
 /**
