@@ -8,7 +8,7 @@ import { addDays } from '../dates.js';
 import type { DateRange, WindowedStreamState } from '../state/store.js';
 
 /** A stream's coverage: its ranges (sorted, apart), and whether they were recorded as synced or inferred from an older state's min..max. Pure. */
-export function coverageOf(state: WindowedStreamState): { ranges: DateRange[]; checked: boolean } {
+export function coverageOf(state: WindowedStreamState): { ranges: readonly DateRange[]; checked: boolean } {
   if (state.covered !== undefined) return { ranges: state.covered, checked: state.coverageUnchecked !== true };
   if (state.syncedFrom === null || state.syncedThrough === null) return { ranges: [], checked: true };
   return { ranges: [{ from: state.syncedFrom, to: state.syncedThrough }], checked: false };
@@ -17,7 +17,7 @@ export function coverageOf(state: WindowedStreamState): { ranges: DateRange[]; c
 /** `ranges` with `range` added: sorted, and ranges that overlap or touch merged. Pure. */
 export function addRange(ranges: readonly DateRange[], range: DateRange): DateRange[] {
   const all = [...ranges, range].sort((a, b) => a.from.localeCompare(b.from));
-  const out: DateRange[] = [];
+  const out: { from: string; to: string }[] = [];
   for (const r of all) {
     const last = out.at(-1);
     if (last !== undefined && r.from <= addDays(last.to, 1)) {

@@ -123,17 +123,20 @@ export function mendFutureState(state: WindowedStreamState, today: string): { st
   const through = state.syncedThrough;
   const pendingTo = state.pending?.to ?? null;
   if ((through === null || through <= today) && (pendingTo === null || pendingTo <= today)) return null;
-  const mended: WindowedStreamState = { ...state };
+  let mended: WindowedStreamState = state;
   const parts: string[] = [];
   if (through !== null && through > today) {
-    mended.syncedThrough = today;
-    if (mended.syncedFrom !== null && mended.syncedFrom > today) mended.syncedFrom = today;
-    if (mended.covered !== undefined) mended.covered = dropRangesAfter(mended.covered, today);
+    mended = {
+      ...mended,
+      syncedThrough: today,
+      syncedFrom: mended.syncedFrom !== null && mended.syncedFrom > today ? today : mended.syncedFrom,
+      ...(mended.covered !== undefined && { covered: dropRangesAfter(mended.covered, today) }),
+    };
     parts.push(`the watermark ${through} is after today (${today}); it is now ${today}, so this run re-reads its lookback`);
   }
   if (state.pending !== null && pendingTo !== null && pendingTo > today) {
     const windows = state.pending.windows.filter((w) => w.start <= today);
-    mended.pending = windows.length === 0 ? null : { ...state.pending, to: today, windows };
+    mended = { ...mended, pending: windows.length === 0 ? null : { ...state.pending, to: today, windows } };
     parts.push(`the unfinished plan reached ${pendingTo}; it now ends today`);
   }
   return { state: mended, notice: `${parts.join('; ')} (an earlier run was given a future --until)` };

@@ -36,7 +36,7 @@ export interface CarriedWindow { stream: 'line_items' | 'rollups'; start: string
  * transaction that commits them: one, or several in a grouped commit). Pure.
  */
 export function carriedState(state: SyncState, done: readonly CarriedWindow[] = []): CarriedState {
-  const out: CarriedState = {};
+  const out: { -readonly [K in keyof CarriedState]: CarriedState[K] } = {};
   for (const name of ['line_items', 'rollups'] as const) {
     const stream = state.streams[name];
     if (stream === undefined) continue;

@@ -89,13 +89,18 @@ export class SourceState {
   /** Something carried (a plan, a window done, a watermark) changed since the last save. */
   private carriedChanged = true;
 
+  /** The progress as it stands: a value, replaced by a new one at each change (never changed in place). */
+  private state: SyncState;
+
   constructor(
-    private readonly state: SyncState,
+    state: SyncState,
     private readonly home: StateHome,
-  ) {}
+  ) {
+    this.state = state;
+  }
 
   /** The state as it stands: read it here, change it through `checkpoint`. */
-  get current(): Readonly<SyncState> {
+  get current(): SyncState {
     return this.state;
   }
 
@@ -121,16 +126,21 @@ export class SourceState {
 
   private apply(change: ProgressChange): void {
     if (change.stream === 'anomalies') {
-      this.state.streams.anomalies = change.state;
+      this.setStream('anomalies', change.state);
       this.carriedChanged = true;
     } else if ('window' in change) {
       this.replaceWindow(change.stream, change.window);
       // Mid-window progress (a cursor, a restart) is not carried; a window done is.
       if (change.window.status === 'done') this.carriedChanged = true;
     } else if ('state' in change) {
-      this.state.streams[change.stream] = change.state;
+      this.setStream(change.stream, change.state);
       this.carriedChanged = true;
     } else this.synced(change.stream, change.synced);
+  }
+
+  /** The progress with one stream's state replaced: a new value. */
+  private setStream<S extends keyof SyncState['streams']>(stream: S, value: SyncState['streams'][S]): void {
+    this.state = { ...this.state, streams: { ...this.state.streams, [stream]: value } };
   }
 
   private synced(stream: Windowed, dates: readonly string[]): void {
@@ -140,7 +150,7 @@ export class SourceState {
     const synced = Object.fromEntries(
       Object.entries(memory).map(([date, entry]) => [date, dates.includes(date) ? { ...entry, synced: true } : entry]),
     );
-    this.state.streams[stream] = { ...current!, rechecked: synced };
+    this.setStream(stream, { ...current!, rechecked: synced });
     this.carriedChanged = true;
   }
 
@@ -150,12 +160,12 @@ export class SourceState {
     const plan = current?.pending;
     if (plan == null || !plan.windows.some((w) => sameWindow(w, window)))
       throw new InternalError(`${stream} has no planned window ${window.start}..${window.end}`);
-    this.state.streams[stream] = { ...current!, pending: { ...plan, windows: plan.windows.map((w) => (sameWindow(w, window) ? window : w)) } };
+    this.setStream(stream, { ...current!, pending: { ...plan, windows: plan.windows.map((w) => (sameWindow(w, window) ? window : w)) } });
   }
 
   /** The API answered with this run's key and base URL: they are the source's identity from now on (saved with the next checkpoint). */
   confirmIdentity(identity: SourceIdentity): void {
-    this.state.source = identity;
+    this.state = { ...this.state, source: identity };
   }
 
   /**
@@ -214,16 +224,21 @@ export class CarriedCopy {
   });
 
   /** `held`: the warehouse carries a state for the source (then the one `state` was reconciled with). */
+  /** The latest progress it was told of (`follow`, `carry`): the owner replaces its value at each change. */
+  private state: SyncState;
+
   constructor(
     private readonly store: CarriedStore,
-    private readonly state: SyncState,
+    state: SyncState,
     held: boolean,
   ) {
+    this.state = state;
     this.text = new CarriedText(held ? encodeCarried(carriedState(state)) : null);
   }
 
-  /** Writes the state as if window `done` were finished, with the other windows of the transaction under way. */
-  async carry(done: CarriedWindow): Promise<void> {
+  /** Writes `state` as if window `done` were finished, with the other windows of the transaction under way. */
+  async carry(state: SyncState, done: CarriedWindow): Promise<void> {
+    this.state = state;
     // Each carry says every window of the transaction is done; a window leaves the list once it settles.
     const key = `${done.stream} ${done.start} ${done.end}`;
     this.committing.set(key, done);
@@ -231,8 +246,9 @@ export class CarriedCopy {
     await this.write(encodeCarried(carriedState(this.state, [...this.committing.values()])));
   }
 
-  /** Brings the warehouse's copy up to the state in the background; a failure is kept for `settle`. */
-  follow(): void {
+  /** Brings the warehouse's copy up to `state` (the latest told, when none is given) in the background; a failure is kept for `settle`. */
+  follow(state: SyncState = this.state): void {
+    this.state = state;
     this.carrying = this.carryLatest().catch((error: unknown) => {
       this.failure ??= { error };
     });
@@ -274,9 +290,9 @@ export function fileAndWarehouse(store: StateStore, copy: CarriedCopy, now: () =
   return {
     async save(state, carriedChanged) {
       // The file at once; the warehouse's copy follows in the background, and only when it may differ.
-      if (carriedChanged) copy.follow();
+      if (carriedChanged) copy.follow(state);
       await store.saveAsync(state, now);
     },
-    carry: (_state, done) => copy.carry(done),
+    carry: (state, done) => copy.carry(state, done),
   };
 }

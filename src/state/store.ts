@@ -41,59 +41,59 @@ export interface PendingPlan {
 
 /** Dates from `from` to `to`, both included (`YYYY-MM-DD`). */
 export interface DateRange {
-  from: string;
-  to: string;
+  readonly from: string;
+  readonly to: string;
 }
 
 export interface WindowedStreamState {
   /** Earliest and latest dates synced so far (the watermark). */
-  syncedFrom: string | null;
-  syncedThrough: string | null;
+  readonly syncedFrom: string | null;
+  readonly syncedThrough: string | null;
   /**
    * The dates synced, as ranges with their gaps (`plan/coverage.ts`). Absent in a state an older
    * costsync wrote: then `syncedFrom..syncedThrough`, unchecked.
    */
-  covered?: DateRange[];
+  readonly covered?: readonly DateRange[];
   /** The ranges began as an older state's min..max, which may hide gaps: until a full refresh covers them. */
-  coverageUnchecked?: boolean;
+  readonly coverageUnchecked?: boolean;
   /**
    * Dates the recheck found disagreeing with the API's provider rollups (line items only): the
    * rollups' digest they were found with, whether the date was synced again since, and the stored
    * sums' digest once it still disagreed after that. Such a date is not fetched again until either changes.
    */
-  rechecked?: Record<string, RecheckedDate>;
-  lastSuccessAt: string | null;
-  pending: PendingPlan | null;
+  readonly rechecked?: Readonly<Record<string, RecheckedDate>>;
+  readonly lastSuccessAt: string | null;
+  readonly pending: PendingPlan | null;
 }
 
 export interface RecheckedDate {
-  api: string;
-  synced?: boolean;
-  lines?: string;
+  readonly api: string;
+  readonly synced?: boolean;
+  readonly lines?: string;
 }
 
 export interface AnomalyStreamState {
   /** Latest `detected_date` stored. */
-  watermark: string | null;
-  lastSuccessAt: string | null;
+  readonly watermark: string | null;
+  readonly lastSuccessAt: string | null;
 }
 
 /** Which source a state file belongs to; the key appears only as a fingerprint. */
 export interface SourceIdentity {
-  name: string;
-  baseUrl: string;
-  keyFingerprint: string;
+  readonly name: string;
+  readonly baseUrl: string;
+  readonly keyFingerprint: string;
 }
 
 export interface SyncState {
-  version: number;
-  source: SourceIdentity;
-  streams: {
-    line_items?: WindowedStreamState;
-    rollups?: WindowedStreamState;
-    anomalies?: AnomalyStreamState;
+  readonly version: number;
+  readonly source: SourceIdentity;
+  readonly streams: {
+    readonly line_items?: WindowedStreamState;
+    readonly rollups?: WindowedStreamState;
+    readonly anomalies?: AnomalyStreamState;
   };
-  updatedAt: string | null;
+  readonly updatedAt: string | null;
 }
 
 export function emptyWindowedState(): WindowedStreamState {
@@ -210,11 +210,6 @@ export class StateStore {
     return { ...parsed, source: { ...saved, name: this.source.name } };
   }
 
-  /** The API answered with this run's key and base URL: they are the source's identity from now on. */
-  confirmIdentity(state: SyncState): void {
-    state.source = this.source;
-  }
-
   /** The state and clock of the latest save asked for: a save in its turn writes the latest. */
   private latest: { state: SyncState; now: () => Date } | null = null;
   private readonly saveLatest = coalesce(() => this.writeAsync(this.latest!.state, this.latest!.now()));
@@ -230,11 +225,11 @@ export class StateStore {
 
   /** Writes the state atomically: a crash leaves either the old file or the new one, never a mix. */
   private async writeAsync(state: SyncState, now: Date): Promise<void> {
-    state.updatedAt = now.toISOString();
+    const saved: SyncState = { ...state, updatedAt: now.toISOString() };
     try {
       // No fsync of the directory: a rename lost in a crash leaves the previous state, which is
       // behind the data, and a run from an older state only redoes work.
-      await this.write(this.path, encodeStateFile(state));
+      await this.write(this.path, encodeStateFile(saved));
       if (this.legacy !== null) {
         rmSync(this.legacy, { force: true });
         this.legacy = null;

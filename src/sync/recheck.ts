@@ -160,7 +160,7 @@ export function decideRecheck(
     const stored = dateDigest(lines, date);
     const entry = rechecked[date];
     if (entry !== undefined && entry.api === api && entry.synced === true && (entry.lines === undefined || entry.lines === stored)) {
-      entry.lines = stored;
+      rechecked[date] = { ...entry, lines: stored };
       accepted.push(date);
       lineDates.delete(date);
     } else rechecked[date] = { api };

@@ -511,7 +511,7 @@ async function checkAlways(world: World, stderr: string, ranTo: readonly ('a' | 
 }
 
 /** The dates the published warehouse says a source's line items cover (its carried state). */
-async function coveredLineItems(world: World, source: SourceName): Promise<DateRange[]> {
+async function coveredLineItems(world: World, source: SourceName): Promise<readonly DateRange[]> {
   const [row] = await queryDb<{ state: string }>(
     world.db,
     `SELECT state::VARCHAR AS state FROM _costsync_sync_state WHERE source = '${source}'`,
@@ -1015,7 +1015,7 @@ async function checkReaders(world: World, env: Record<string, string>): Promise<
     const streams = JSON.parse(state) as Partial<Record<'line_items' | 'rollups', WindowedStreamState>>;
     const lineItems = streams.line_items === undefined ? [] : coverageOf(streams.line_items).ranges;
     const rollups = streams.rollups === undefined ? [] : coverageOf(streams.rollups).ranges;
-    covered.set(source, { line_items: lineItems, any: daysOf([...lineItems, ...rollups]) });
+    covered.set(source, { line_items: [...lineItems], any: daysOf([...lineItems, ...rollups]) });
   }
   const viewed = await queryDb<{ source: string; f: string; t: string }>(
     world.db,

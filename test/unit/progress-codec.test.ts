@@ -83,4 +83,24 @@ describe('the progress codec', () => {
     expect(decodeLakeObject(text.replace('"version":1', '"version":2'), 'w1')).toBeNull();
     expect(decodeLakeObject('not json', 'w1')).toBeNull();
   });
+
+  it('a progress is a value: a change is a new value, and the compiler refuses changing one in place', () => {
+    const state = decodeStateFile(encodeStateFile(STATE), '/s/state.json');
+    const changed: SyncState = { ...state, streams: { ...state.streams, anomalies: { watermark: null, lastSuccessAt: null } } };
+    // Each assignment below fails `tsc -p tsconfig.test.json` (npm run lint) should that field become writable.
+    if (changed === state) {
+      // @ts-expect-error: a stream's state is replaced, never assigned in place
+      state.streams.anomalies = undefined;
+      // @ts-expect-error: the file's time is set in the value the store writes
+      state.updatedAt = null;
+      // @ts-expect-error: a plan is replaced whole
+      state.streams.line_items!.pending = null;
+      // @ts-expect-error: a range is a value
+      state.streams.line_items!.covered![0]!.to = '2025-06-02';
+      // @ts-expect-error: a window is a value
+      state.streams.line_items!.pending!.windows[0]!.page = 3;
+    }
+    expect(state).toEqual(STATE);
+    expect(changed.streams.anomalies).toEqual({ watermark: null, lastSuccessAt: null });
+  });
 });

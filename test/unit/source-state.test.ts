@@ -52,13 +52,19 @@ describe("a source's state, changed through its owner (no I/O)", () => {
   });
 });
 
-/** The state with window `i` of its line items done, as its owner replaces it (a new plan, never a changed one). */
-function markDone(state: SyncState, i: number): void {
+/** The state with window `i` of its line items done, as its owner makes it: a new value (a new plan, never a changed one). */
+function markDone(state: SyncState, i: number): SyncState {
   const stream = state.streams.line_items!;
   const plan = stream.pending!;
-  state.streams.line_items = {
-    ...stream,
-    pending: { ...plan, windows: plan.windows.map((w, j) => (j === i ? { ...w, status: 'done' as const } : w)) },
+  return {
+    ...state,
+    streams: {
+      ...state.streams,
+      line_items: {
+        ...stream,
+        pending: { ...plan, windows: plan.windows.map((w, j) => (j === i ? { ...w, status: 'done' as const } : w)) },
+      },
+    },
   };
 }
 
@@ -90,21 +96,23 @@ describe('the copy of the state the warehouse carries (no I/O)', () => {
     const { store, writes, settle } = fakeStore();
     const copy = new CarriedCopy(store, state, true);
     const done = { stream: 'line_items' as const, start: windows[0]!.start, end: windows[0]!.end };
-    await copy.carry(done);
+    await copy.carry(state, done);
     expect(writes).toHaveLength(1);
     expect(JSON.parse(writes[0]!)).toEqual(carriedState(state, [done]));
     settle(false);
-    await copy.carry(done);
+    await copy.carry(state, done);
     expect(writes).toHaveLength(2);
     settle(true);
-    markDone(state, 0);
+    const first = markDone(state, 0);
     // The warehouse holds this state already: nothing more is written.
+    copy.follow(first);
     await copy.settle();
     expect(writes).toHaveLength(2);
-    markDone(state, 1);
+    const second = markDone(first, 1);
+    copy.follow(second);
     await copy.settle();
     expect(writes).toHaveLength(3);
-    expect(JSON.parse(writes[2]!)).toEqual(carriedState(state));
+    expect(JSON.parse(writes[2]!)).toEqual(carriedState(second));
   });
 
   it('a source the warehouse carries nothing for is written at its first settle; a failed write fails the settle', async () => {

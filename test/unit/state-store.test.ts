@@ -21,25 +21,23 @@ describe('StateStore', () => {
         streams: {},
         updatedAt: null,
       });
-      store.confirmIdentity(state);
-      expect(state.source).toEqual(source);
+      // Once the API answered, the owner records the identity in a new value, which the store saves.
+      await store.saveAsync({ ...state, source }, () => new Date('2025-07-01T00:00:00Z'));
+      expect(new StateStore(dir, source, WAREHOUSE).load().source).toEqual(source);
     });
   });
 
   it('a rotated key or a changed base URL goes on where the last run stopped, with a notice', async () => {
     await withTempDir(async (dir) => {
       const store = new StateStore(dir, source, WAREHOUSE);
-      const state = store.load();
-      store.confirmIdentity(state);
-      state.streams.anomalies = { watermark: '2025-01-05T00:00:00.000Z', lastSuccessAt: null };
+      const loadedFirst = store.load();
+      const state = { ...loadedFirst, source, streams: { anomalies: { watermark: '2025-01-05T00:00:00.000Z', lastSuccessAt: null } } };
       await store.saveAsync(state, () => new Date('2025-07-01T00:00:00Z'));
       const rotated = new StateStore(dir, { ...source, keyFingerprint: 'def456', baseUrl: 'https://eu.example.com' }, WAREHOUSE);
       const loaded = rotated.load();
       expect(loaded.streams.anomalies!.watermark).toBe('2025-01-05T00:00:00.000Z');
       // Recorded only once the API answered with the new key (a failed run leaves the old identity).
       expect(loaded.source.keyFingerprint).toBe('abc123');
-      rotated.confirmIdentity(loaded);
-      expect(loaded.source).toEqual({ ...source, keyFingerprint: 'def456', baseUrl: 'https://eu.example.com' });
       expect(rotated.notices).toEqual([
         'the key for default changed since the last run (fingerprint abc123 is now def456); going on where the last run stopped',
         expect.stringMatching(
@@ -67,8 +65,7 @@ describe('StateStore', () => {
         recursive: true,
       });
       const store = new StateStore(dir, source, WAREHOUSE);
-      const state = store.load();
-      store.confirmIdentity(state);
+      const state = { ...store.load(), source };
       expect(state).toMatchObject({ version: STATE_VERSION, source, streams: { anomalies: { watermark: 'w' } } });
       expect(store.notices[0]).toMatch(/the key for default changed/);
       expect(existsSync(join(store.spoolDir, 'line_items'))).toBe(true);
@@ -81,10 +78,10 @@ describe('StateStore', () => {
   it('shares concurrent saves, and the last one holds every change made before it was asked for', async () => {
     await withTempDir(async (dir) => {
       const store = new StateStore(dir, source, WAREHOUSE);
-      const state = store.load();
+      const loaded = store.load();
       const saves: Promise<void>[] = [];
       for (let i = 0; i < 5; i++) {
-        state.streams.anomalies = { watermark: `2025-01-0${i + 1}T00:00:00.000Z`, lastSuccessAt: null };
+        const state = { ...loaded, streams: { anomalies: { watermark: `2025-01-0${i + 1}T00:00:00.000Z`, lastSuccessAt: null } } };
         saves.push(store.saveAsync(state, () => new Date('2025-07-01T00:00:00Z')));
       }
       await Promise.all(saves);
@@ -96,8 +93,7 @@ describe('StateStore', () => {
   it('writes atomically, owner-only, leaving no temp files, and reads back', async () => {
     await withTempDir(async (dir) => {
       const store = new StateStore(dir, source, WAREHOUSE);
-      const state = store.load();
-      state.streams.anomalies = { watermark: '2025-01-01T00:00:00.000Z', lastSuccessAt: null };
+      const state = { ...store.load(), streams: { anomalies: { watermark: '2025-01-01T00:00:00.000Z', lastSuccessAt: null } } };
       await store.saveAsync(state, () => new Date('2025-07-01T00:00:00Z'));
       expect(readdirSync(dir)).toEqual([store.path.split('/').at(-1)]);
       expect(statSync(store.path).mode & 0o777).toBe(0o600);
@@ -126,15 +122,17 @@ describe('StateStore', () => {
   it('on a full or read-only disk, fails naming the file and the fix, and keeps the last good state', async () => {
     await withTempDir(async (dir) => {
       const good = new StateStore(dir, source, WAREHOUSE);
-      const state = good.load();
-      state.streams.line_items = { syncedFrom: '2025-06-01', syncedThrough: '2025-06-01', lastSuccessAt: null, pending: null };
+      const state = {
+        ...good.load(),
+        streams: { line_items: { syncedFrom: '2025-06-01', syncedThrough: '2025-06-01', lastSuccessAt: null, pending: null } },
+      };
       await good.saveAsync(state, () => new Date('2025-07-01T00:00:00Z'));
       for (const code of ['ENOSPC', 'EROFS']) {
         const failing = new StateStore(dir, source, WAREHOUSE, async () => {
           throw Object.assign(new Error(`${code}: cannot write`), { code });
         });
-        const next = failing.load();
-        next.streams.line_items!.syncedThrough = '2025-06-30';
+        const loaded = failing.load();
+        const next = { ...loaded, streams: { line_items: { ...loaded.streams.line_items!, syncedThrough: '2025-06-30' } } };
         const error = await failing.saveAsync(next, () => new Date()).catch((e: unknown) => e);
         expect(error).toMatchObject({ code: 'CS_ERR_STATE_IO', exitCode: 1 });
         expect((error as Error).message).toBe(`Cannot write the state file ${good.path}: ${code}: cannot write`);

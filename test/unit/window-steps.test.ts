@@ -157,25 +157,29 @@ async function runWindow(options: Options) {
       steps.push('changed');
     },
   } as unknown as Warehouse;
-  const state: SyncState = {
+  const resumed: SyncState['streams']['line_items'] =
+    options.resume === undefined
+      ? undefined
+      : {
+          syncedFrom: null,
+          syncedThrough: null,
+          lastSuccessAt: null,
+          pending: {
+            from: '2025-01-01',
+            to: '2025-01-07',
+            fullRefresh: false,
+            windows: [
+              { start: '2025-01-01', end: '2025-01-07', status: 'active', cursor: null, page: 0, fetched: false, ...options.resume },
+            ],
+          },
+        };
+  // The progress as last saved: its owner replaces the value at each change, and the home is given the new one.
+  let state: SyncState = {
     version: 1,
     source: { keyFingerprint: '', baseUrl: '' },
-    streams: {},
+    streams: resumed === undefined ? {} : { line_items: resumed },
     updatedAt: null,
   } as unknown as SyncState;
-  if (options.resume) {
-    state.streams.line_items = {
-      syncedFrom: null,
-      syncedThrough: null,
-      lastSuccessAt: null,
-      pending: {
-        from: '2025-01-01',
-        to: '2025-01-07',
-        fullRefresh: false,
-        windows: [{ start: '2025-01-01', end: '2025-01-07', status: 'active', cursor: null, page: 0, fetched: false, ...options.resume }],
-      },
-    };
-  }
   const window = () => state.streams.line_items?.pending?.windows[0];
   const stop = new AbortController();
   const ctx: SyncContext = {
@@ -185,7 +189,8 @@ async function runWindow(options: Options) {
     spoolDir: '/spool',
     spool,
     state: new SourceState(state, {
-      async save() {
+      async save(saved) {
+        state = saved;
         const w = window();
         if (inTransaction) throw new Error('state saved inside the transaction');
         steps.push(
