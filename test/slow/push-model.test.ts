@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { pushModelReport, runPushModel } from '../support/push-model.js';
+import { pushModelReport, reached, runPushModel } from '../support/push-model.js';
 
 /** The push model for longer, with processes SIGKILLed at the Nth request (COSTSYNC_PUSH_MODEL_SECONDS, default 60). */
 // A fixed seed by default, so CI is the same every time; COSTSYNC_PUSH_MODEL_SEED=random explores.
@@ -19,7 +19,12 @@ it(
     });
     console.info(pushModelReport(details, 'test/slow/push-model.test.ts'));
     expect(details.failed, pushModelReport(details, 'test/slow/push-model.test.ts')).toBe(false);
-    expect(details.sequences).toBeGreaterThan(0);
+    console.info(`reached: ${[...reached].sort().join('; ')}`);
+    // Over a minute the sequences kill pushes, and reach rows sharing a key in every way a user's export has them.
+    if (process.env.COSTSYNC_PUSH_MODEL_PATH === undefined)
+      expect(
+        ['kill', 'identical rows', 'rows told apart by tags only', 'rows sharing a key, other amounts'].filter((k) => !reached.has(k)),
+      ).toEqual([]);
   },
   (seconds + 600) * 1000,
 );

@@ -1207,9 +1207,9 @@ class DeleteByHandCommand implements Cmd {
     return true;
   }
   async run(model: Model, world: World): Promise<void> {
-    world.log.push(this.line(model.today));
-    if (!existsSync(world.db)) return;
     const date = addDays(model.today, -this.back);
+    world.log.push(this.line(date));
+    if (!existsSync(world.db)) return;
     const instance = await DuckDBInstance.create(world.db);
     const connection = await instance.connect();
     try {
@@ -1222,11 +1222,11 @@ class DeleteByHandCommand implements Cmd {
     world.handDeleted.add(`${this.source} ${date}`);
     await checkAlways(world, '', []);
   }
-  private line(today: string): string {
-    return `duckdb costs.duckdb "DELETE FROM line_items WHERE source = '${this.source}' AND usage_date = '${addDays(today, -this.back)}'"  # by hand`;
+  private line(date: string): string {
+    return `duckdb costs.duckdb "DELETE FROM line_items WHERE source = '${this.source}' AND usage_date = '${date}'"  # by hand`;
   }
   toString(): string {
-    return this.line('<today>');
+    return this.line(`today-${this.back}`);
   }
 }
 

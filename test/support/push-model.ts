@@ -85,6 +85,28 @@ const keyOf = (c: { date: string; service: string; account: string }) => `${c.da
 /** The service name carries what the emulator does with the row (its verdict). */
 const serviceOf = (n: number, kind: Kind) => (kind === 'refused' ? `Refused ${n}` : kind === 'silent' ? `Quiet ${n}` : `Svc ${n}`);
 
+/** The cases pushes of the model reached (across sequences): what a tier asserts it covered. */
+export const reached = new Set<string>();
+
+/** Notes what one push's export and flags exercise. */
+function noteReached(charges: readonly Charge[], shape: Shape, flags: PushCommand['flags'], modes: Modes): void {
+  const byKey = new Map<string, Charge[]>();
+  for (const c of charges) byKey.set(keyOf(c), [...(byKey.get(keyOf(c)) ?? []), c]);
+  const groups = [...byKey.values()].filter((g) => g.length > 1);
+  if (groups.some((g) => g.some((c, i) => g.findIndex((o) => o.cents === c.cents && o.team === c.team) !== i)))
+    reached.add('identical rows');
+  if (groups.some((g) => g.some((c) => g.some((o) => o.cents === c.cents && o.team !== c.team))))
+    reached.add('rows told apart by tags only');
+  if (groups.some((g) => g.some((c) => g.some((o) => o.cents !== c.cents)))) reached.add('rows sharing a key, other amounts');
+  reached.add(`format ${shape.format}`);
+  reached.add(`server ${modes.duplicates}`);
+  if (shape.reversed) reached.add('rows reversed');
+  if (flags.loseAnswer) reached.add('lost answer');
+  if (flags.fresh) reached.add('fresh ledger');
+  if (flags.killAt !== null) reached.add('kill');
+  if (charges.some((c) => c.kind === 'invalid')) reached.add('invalid rows');
+}
+
 /** One push's way of writing the export. */
 interface Shape {
   format: Format;
@@ -337,6 +359,7 @@ class PushCommand implements fc.AsyncCommand<Model, World> {
     if (flags.fresh) mkdirSync(join(db, '..'), { recursive: true });
     if (flags.loseAnswer) world.emulator.faults.script({ kind: 'drop', pathPrefix: '/api/v1/public/ingest' });
     world.log.push(`push ${describeFlags(this.shape, flags)} (${charges.length} rows)`);
+    noteReached(charges, this.shape, flags, world.modes);
     let code: number | null;
     let stderr: string;
     if (flags.killAt !== null) {
@@ -377,6 +400,7 @@ class EditCommand implements fc.AsyncCommand<Model, World> {
   check = () => true;
   async run(model: Model, world: World): Promise<void> {
     for (const e of this.edits) {
+      reached.add(`edit ${e.op}`);
       const at = world.rows.length === 0 ? null : e.pick % world.rows.length;
       const team = TEAMS[e.team % TEAMS.length]!;
       if (e.op === 'add' || at === null) {

@@ -104,10 +104,7 @@ describe("a source's progress has one writer per home", () => {
 
   it('catches a module that writes progress on its own', () => {
     const files = new Map([
-      [
-        'src/outputs/sneaky.ts',
-        'await store.saveAsync(state, now);\n// store.saveAsync(state) in a comment is fine',
-      ],
+      ['src/outputs/sneaky.ts', 'await store.saveAsync(state, now);\n// store.saveAsync(state) in a comment is fine'],
       [
         'src/sync/dry-run.ts',
         "await warehouse.run('state/carry_update', params);\nawait ctx.state.checkpoint({ stream: 'anomalies', state });",
