@@ -345,7 +345,7 @@ export class World {
     args: string[],
     stop: Stop = { kind: 'none' },
     lostWrite: number | null = null,
-  ): Promise<{ code: number | null; signal: string | null; stderr: string }> {
+  ): Promise<{ code: number | null; signal: string | null; stderr: string; stdout: string }> {
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '',
       HOME: this.dir,
@@ -389,6 +389,11 @@ export class World {
         child.stderr.destroy();
       }
     };
+    // Standard output alone, whole, for the commands whose answer the model reads (verify --api's JSON).
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
     child.stdout.on('data', read);
     child.stderr.on('data', read);
     this.exited = once(child, 'exit');
@@ -399,7 +404,7 @@ export class World {
     this.lostWrite = null;
     // The run ended while the API was silent (else it would never have): its answers go now, to nobody.
     for (const release of this.held.splice(0)) release();
-    return { code, signal, stderr };
+    return { code, signal, stderr, stdout };
   }
 
   /** The published warehouse's line items per source and date (`<source> <date>`), as `truth` writes them; empty when there is no file yet. */
@@ -917,9 +922,10 @@ class RestateCommand implements Cmd {
 
 /** A provider withdraws a whole day, `back` days before today. */
 /**
- * `verify --api` on the published warehouse: it exits 0 or 1 (2 with no warehouse yet, or nothing synced in it), and when it
+ * `verify --api` on the published warehouse: it exits 0 or 1 (2 with no warehouse yet, or nothing synced in it). When it
  * passes, every date both windowed streams say they synced holds the API's line-item total per
- * provider (it can be fooled only by changes that keep those totals, its stated blind spot).
+ * provider (it can be fooled only by changes that keep those totals, its stated blind spot); when it
+ * fails, it names differences, and each at a provider's level (line items or rollup) is one the model sees.
  */
 class VerifyApiCommand implements Cmd {
   check(): boolean {
@@ -928,7 +934,7 @@ class VerifyApiCommand implements Cmd {
   async run(_model: Model, world: World): Promise<void> {
     world.log.push(this.toString());
     const had = existsSync(world.db);
-    const result = await world.cli(['verify', '--api', '--db', 'costs.duckdb', '--rate-limit', '100000']);
+    const result = await world.cli(['verify', '--api', '--db', 'costs.duckdb', '--rate-limit', '100000', '--format', 'json']);
     if (!had) {
       if (result.code !== 2) fail(world, `verify --api with no warehouse exited ${result.code}, not 2`, result.stderr);
       return;
@@ -941,7 +947,6 @@ class VerifyApiCommand implements Cmd {
       return;
     }
     if (result.code !== 0 && result.code !== 1) fail(world, `verify --api exited ${result.code}`, result.stderr);
-    if (result.code !== 0) return;
     const carried = await queryDb<{ source: SourceName; state: string }>(
       world.db,
       'SELECT source, state::VARCHAR AS state FROM _costsync_sync_state',
@@ -956,6 +961,24 @@ class VerifyApiCommand implements Cmd {
       "SELECT source || ' ' || date::VARCHAR || ' ' || provider_type AS k, sum(cost_usd) AS usd FROM rollups_daily WHERE group_by = 'provider' GROUP BY ALL",
     );
     const storedRollups = new Map(rollups.map((r) => [r.k, Number(r.usd)]));
+    if (result.code === 1) {
+      // Each difference it names at the level the model knows (a provider's line items or rollup) is one the model sees too.
+      const { differences } = JSON.parse(result.stdout) as {
+        differences: { source: SourceName; date: string; check: string; group: string; stored_usd: number }[];
+      };
+      if (differences.length === 0) fail(world, 'verify --api exited 1 naming no difference', result.stderr);
+      for (const d of differences.filter((x) => x.check === 'line_items' || x.check === 'provider')) {
+        const api = world.providerTotals(d.source, d.date).get(d.group) ?? 0;
+        const held = (d.check === 'line_items' ? storedUsd : storedRollups).get(`${d.source} ${d.date} ${d.group}`) ?? 0;
+        if (Math.abs(held - api) <= 0.011)
+          fail(
+            world,
+            `verify --api names ${d.source}'s ${d.date} ${d.check} ${d.group} ($${held.toFixed(2)}); the model's API has the same`,
+            result.stderr,
+          );
+      }
+      return;
+    }
     for (const { source, state } of carried) {
       const streams = JSON.parse(state) as Partial<Record<'line_items' | 'rollups', WindowedStreamState>>;
       if (streams.line_items === undefined || streams.rollups === undefined) continue;
@@ -982,15 +1005,10 @@ class VerifyApiCommand implements Cmd {
     }
   }
   toString(): string {
-    return 'costsync verify --api --db costs.duckdb --rate-limit 100000  # exit 0 only if every synced date equals the API';
+    return 'costsync verify --api --db costs.duckdb --rate-limit 100000 --format json  # exit 0 only if every synced date equals the API, 1 naming real differences';
   }
 }
 
-/**
- * What an analyst runs on the published warehouse, whatever state the runs before left it in: `query`
- * answers with what the file holds (exit 2 with no warehouse yet), and `report`'s total for the last 30
- * days is the file's daily spend over them, as the `daily_spend_by_provider` view says.
- */
 /** Every day of `ranges`, as dates. */
 function daysOf(ranges: readonly DateRange[]): Set<string> {
   const days = new Set<string>();
@@ -1078,6 +1096,12 @@ async function checkReaders(world: World, env: Record<string, string>): Promise<
     fail(world, `verify exited ${verify.code} with ${anySynced ? 'synced dates' : 'nothing synced'}`, verify.stderr);
 }
 
+/**
+ * What an analyst runs on the published warehouse, whatever state the runs before left it in: `query`
+ * answers with what the file holds (exit 2 with no warehouse yet), and `report`'s total for the last 30
+ * days is the file's daily spend over them, as the `daily_spend_by_provider` view says; then the readers
+ * of coverage agree with the carried progress (`checkReaders`).
+ */
 class ReadCommand implements Cmd {
   check(): boolean {
     return true;
