@@ -290,36 +290,11 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
 
   const today = utcDate(sources.nowMs);
   const until = date('until') ?? today;
-  check.notFuture(
-    pick('until')?.from ?? '--until',
-    until,
-    today,
-    'the API holds no costs for days that have not happened, and recording them as synced would make later nightly runs skip their lookback.',
-    `Leave --until out (it defaults to today), or pass a date on or before ${today}.`,
-  );
   const since = date('since');
   const startDate = date('start-date') ?? addDays(until < today ? until : today, -FIRST_RUN_DAYS);
-  if (since !== undefined)
-    check.notAfter(pick('since')!.from, since, until, 'Pass a --since on or before --until (which defaults to today, UTC).');
   const dropBefore = date('drop-before');
-  if (dropBefore !== undefined) {
-    check.notAfter(
-      pick('drop-before')!.from,
-      dropBefore,
-      until,
-      'Pass a --drop-before on or before --until (which defaults to today, UTC).',
-      ': it would delete everything and sync nothing',
-    );
-  }
-  if (dropBefore !== undefined && since !== undefined && since < dropBefore) {
-    bad(
-      pick('since')!.from,
-      `(${since}) is before --drop-before ${dropBefore}: the run would sync dates it deletes.`,
-      `Pass a --since on or after ${dropBefore}, or leave it out.`,
-    );
-  }
-  if (pick('start-date') !== undefined)
-    check.notAfter(pick('start-date')!.from, startDate, until, 'Pass a --start-date on or before --until.');
+  const dates: RunDates = { today, until, since, startDate, dropBefore, startDateGiven: pick('start-date') !== undefined };
+  for (const rule of DATE_RULES) rule.check(dates, (name) => pick(name)?.from ?? `--${name}`);
 
   const streamsValue = pick('streams');
   let streams: StreamName[] = [...STREAM_NAMES];
@@ -469,6 +444,72 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     metricsFile: pick('metrics-file') === undefined ? undefined : str('metrics-file'),
   };
 }
+
+/** The run's dates as resolved, for the rules that check them against each other. */
+export interface RunDates {
+  today: string;
+  until: string;
+  since: string | undefined;
+  startDate: string;
+  dropBefore: string | undefined;
+  /** Whether --start-date was given (its default is never after --until). */
+  startDateGiven: boolean;
+}
+
+/**
+ * The checks of the run's dates against each other and today, as named rules in the order they are
+ * made (the first broken one is the error); `from` names where a setting came from (`--since`, an
+ * environment variable, the config file).
+ */
+export const DATE_RULES: readonly { name: string; check(d: RunDates, from: (name: SettingName) => string): void }[] = [
+  {
+    name: 'until is not after today',
+    check: (d, from) =>
+      check.notFuture(
+        from('until'),
+        d.until,
+        d.today,
+        'the API holds no costs for days that have not happened, and recording them as synced would make later nightly runs skip their lookback.',
+        `Leave --until out (it defaults to today), or pass a date on or before ${d.today}.`,
+      ),
+  },
+  {
+    name: 'since is not after until',
+    check: (d, from) => {
+      if (d.since !== undefined)
+        check.notAfter(from('since'), d.since, d.until, 'Pass a --since on or before --until (which defaults to today, UTC).');
+    },
+  },
+  {
+    name: 'drop-before is not after until',
+    check: (d, from) => {
+      if (d.dropBefore !== undefined)
+        check.notAfter(
+          from('drop-before'),
+          d.dropBefore,
+          d.until,
+          'Pass a --drop-before on or before --until (which defaults to today, UTC).',
+          ': it would delete everything and sync nothing',
+        );
+    },
+  },
+  {
+    name: 'since is not before drop-before',
+    check: (d, from) => {
+      if (d.dropBefore !== undefined && d.since !== undefined && d.since < d.dropBefore)
+        throw new ConfigError(
+          `${from('since')} (${d.since}) is before --drop-before ${d.dropBefore}: the run would sync dates it deletes.`,
+          `Pass a --since on or after ${d.dropBefore}, or leave it out.`,
+        );
+    },
+  },
+  {
+    name: 'start-date is not after until',
+    check: (d, from) => {
+      if (d.startDateGiven) check.notAfter(from('start-date'), d.startDate, d.until, 'Pass a --start-date on or before --until.');
+    },
+  },
+];
 
 /** The settings whose paths may hold `{shard}`: each shard's own warehouse, state and lake. */
 const SHARD_PATHS: readonly SettingName[] = ['db', 'state-dir', 'out'];

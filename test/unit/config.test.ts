@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fieldName, resolveSyncConfig, type ConfigSources } from '../../src/config.js';
+import { DATE_RULES, fieldName, resolveSyncConfig, type ConfigSources, type RunDates } from '../../src/config.js';
 import { SETTING_SPECS, decimal, envName, parseDuration, specOf } from '../../src/settings.js';
 import { ConfigError } from '../../src/errors.js';
 import { requireDbDirectory } from '../../src/run-context.js';
@@ -364,5 +364,39 @@ describe('decimal: a number only as written in decimal', () => {
   it('takes no empty, hexadecimal, exponent or unit-bearing text for a number', () => {
     for (const text of ['', ' ', '0x10', '1e3', '7d', 'Infinity', '1_000', null, true])
       expect(Number.isNaN(decimal(text)), String(text)).toBe(true);
+  });
+});
+
+describe('the rules the run dates keep against each other', () => {
+  const ok: RunDates = {
+    today: '2025-07-01',
+    until: '2025-06-30',
+    since: '2025-06-01',
+    startDate: '2025-04-01',
+    dropBefore: '2025-05-01',
+    startDateGiven: true,
+  };
+  /** The name of the first rule `dates` break, or null. */
+  const broken = (dates: RunDates): string | null => {
+    for (const rule of DATE_RULES) {
+      try {
+        rule.check(dates, (name) => `--${name}`);
+      } catch (error) {
+        expect(error).toBeInstanceOf(ConfigError);
+        return rule.name;
+      }
+    }
+    return null;
+  };
+
+  it('each is named, and each refuses its case alone', () => {
+    expect(broken(ok)).toBeNull();
+    expect(broken({ ...ok, until: '2025-07-02' })).toBe('until is not after today');
+    expect(broken({ ...ok, since: '2025-07-01', dropBefore: undefined })).toBe('since is not after until');
+    expect(broken({ ...ok, dropBefore: '2025-07-01', since: undefined })).toBe('drop-before is not after until');
+    expect(broken({ ...ok, since: '2025-04-30' })).toBe('since is not before drop-before');
+    expect(broken({ ...ok, startDate: '2025-07-01' })).toBe('start-date is not after until');
+    // A default start date is never checked against --until: it is made before it.
+    expect(broken({ ...ok, startDate: '2025-07-01', startDateGiven: false })).toBeNull();
   });
 });
