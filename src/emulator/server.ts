@@ -109,6 +109,8 @@ export interface EmulatorOptions {
   faults: FaultOptions;
   /** Time source for expiry, anomaly statuses and the rate limit; real time by default. */
   clock: { now(): number };
+  /** Waits out the injected latency (`faults.latencyMs`); real time by default, a recording one in tests. */
+  sleep?: (ms: number) => Promise<void>;
   /** Called after each request is answered (the CLI's --log-requests). */
   onRequest?: (entry: LoggedRequest) => void;
   /** Awaited before an authorized request is answered: tests hold a client mid-run to look at its files. */
@@ -378,7 +380,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     if (options.faults.restateEveryRequests > 0 && apiRequests % options.faults.restateEveryRequests === 0)
       datasetOf(key.workspace).restate();
     const decision = faults.decide(path, url.searchParams.has('cursor'));
-    if (decision.delayMs > 0) await delay(decision.delayMs);
+    if (decision.delayMs > 0) await (options.sleep ?? ((ms: number) => delay(ms)))(decision.delayMs);
     if (decision.kind === 'error500')
       return respond(fail(500, 'INTERNAL_ERROR', 'Unexpected server error (injected). Retry with exponential backoff.'));
     if (decision.kind === 'rateLimit') return respond(rateLimited(1000));
