@@ -174,7 +174,16 @@ export function undeliveredLine(s: PushSummary): string {
 export function deliveredText(s: PushSummary, force: boolean): string {
   const why = force ? 'sent again by --force' : 'sent again after a request whose answer never came';
   return [
-    `${s.delivered - s.deliveredBefore} stored by the server now${s.corrected > 0 ? ` (${s.corrected} of them corrections)` : ''}`,
+    `${s.delivered - s.deliveredBefore} stored by the server now${
+      s.corrected + s.replacedHeld === 0
+        ? ''
+        : ` (${[
+            s.corrected > 0 ? `${s.corrected} of them corrections` : '',
+            s.replacedHeld > 0 ? `${s.replacedHeld} in place of the same rows under their ids, sent again by --force: no new charges` : '',
+          ]
+            .filter(Boolean)
+            .join('; ')})`
+    }`,
     ...(s.deliveredBefore > 0 ? [`${s.deliveredBefore} it held already and skipped (${why})`] : []),
     `${s.alreadyDelivered} delivered before and not sent`,
     ...(s.settled > 0 ? [`${s.settled} correction(s) the server keeps its first values for, settled by --settle-corrections`] : []),

@@ -131,6 +131,8 @@ export interface PushSummary {
   offMidnight: number;
   /** Valid rows that share their key with other rows of their file: each a charge, with an id of its own. */
   sharedKey: number;
+  /** Of the rows stored, those the ledger showed the server holding with these values (sent again by --force): stored in place of their id's row. */
+  replacedHeld: number;
   batches: number;
   requests: number;
   serverErrors: number;
@@ -373,6 +375,7 @@ export function emptySummary(pushId: string): PushSummary {
     undeliveredFiles: [],
     offMidnight: 0,
     sharedKey: 0,
+    replacedHeld: 0,
     batches: 0,
     requests: 0,
     serverErrors: 0,
@@ -598,9 +601,11 @@ interface Pending {
   values: string[];
   /** The pending values the ledger had for each row before this push (a correction keeps them). */
   before: (string | null)[];
+  /** Whether the ledger showed the server holding these very values (a row `--force` sends again). */
+  held: boolean[];
 }
 
-const emptyPending = (): Pending => ({ rows: [], fileRows: [], ids: [], values: [], before: [] });
+const emptyPending = (): Pending => ({ rows: [], fileRows: [], ids: [], values: [], before: [], held: [] });
 
 async function sendFile(
   file: PreparedFile,
@@ -744,6 +749,8 @@ async function sendFile(
       if (o.delivered) {
         if (o.how === 'corrected') summary.corrected += 1;
         if (o.how === 'held') summary.deliveredBefore += 1;
+        // A server that keeps the last copy stores a row sent again in place of its id's: counted apart, as no new charge.
+        if (o.how === 'stored' && batch.held[i] === true) summary.replacedHeld += 1;
         return;
       }
       if (o.why === 'not-applied' && options.settleCorrections) return;
@@ -814,6 +821,7 @@ async function sendFile(
           ids: batch.ids.slice(from, to),
           values: batch.values.slice(from, to),
           before: batch.before.slice(from, to),
+          held: batch.held.slice(from, to),
         });
         return (await send(cls, part(0, half))) && (await send(cls, part(half)));
       }
@@ -908,6 +916,7 @@ async function sendFile(
         batch.ids.push(c.id);
         batch.values.push(c.values);
         batch.before.push(entry?.pending ?? null);
+        batch.held.push(entry?.held === c.values);
         if (!(await flush(cls, true)) || deps.signal?.aborted) {
           stopped = true;
           return false;

@@ -13,6 +13,13 @@ describe("push's last line says what the server did with the rows", () => {
     expect(deliveredText(s, false)).toContain('20 it held already and skipped (sent again after a request whose answer never came)');
   });
 
+  it('a --force push to a server that keeps the last copy says its rows took their own ids’ places, no new charges', () => {
+    const s = summary({ delivered: 20, replacedHeld: 20, batches: 1 });
+    expect(deliveredText(s, true)).toBe(
+      '20 stored by the server now (20 in place of the same rows under their ids, sent again by --force: no new charges); 0 delivered before and not sent',
+    );
+  });
+
   it('counts stored rows, corrections among them, rows delivered before, and settled corrections', () => {
     const s = summary({ delivered: 7, corrected: 2, deliveredBefore: 1, alreadyDelivered: 30, settled: 3 });
     expect(deliveredText(s, false)).toBe(
