@@ -1136,6 +1136,9 @@ class ReadCommand implements Cmd {
     const total = /<b id="total">([^<]*)<\/b>/.exec(html)?.[1];
     if (usd !== null && total !== formatUsd(usd))
       fail(world, `report's total is ${total}, the published file's daily spend ${formatUsd(usd)}`, report.stderr);
+    // No spend in those days: the report says so, rather than showing a total of nothing.
+    if (usd === null && !html.includes(`No spend is stored for ${from} to ${to}`))
+      fail(world, `the file holds no spend for ${from}..${to}, yet the report does not say so`, report.stderr);
     rmSync(out, { force: true });
   }
   toString(): string {
