@@ -345,38 +345,17 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
       ),
     };
   })();
-  // --catalog commits Iceberg tables: it implies --format iceberg, and refuses another format named.
-  if (catalog !== null && pick('format') !== undefined && choice('format') !== 'iceberg') {
-    throw new ConfigError(
-      `--catalog commits Iceberg tables, but --format is ${choice('format')}.`,
-      'Add --format iceberg, or leave --catalog out.',
-    );
-  }
+  const given: GivenSettings = {
+    pick,
+    format: choice<'duckdb' | 'parquet' | 'iceberg'>('format'),
+    catalog: catalog !== null,
+  };
+  CATALOG_RULE.check(given);
   const rateLimit = int('rate-limit');
   const notifyValue = pick('notify');
   const notify = notifyValue === undefined ? [] : urlList(notifyValue.value, notifyValue.from);
   const shard = resolveShard(pick('shard'), pick('shard-count'), env);
-  // {shard} names each shard's own files; anywhere else it would be taken literally, so it is refused.
-  for (const name of SETTINGS) {
-    const v = pick(name);
-    if (!SHARD_PATHS.includes(name) && v !== undefined && String(v.value).includes(SHARD_PLACEHOLDER)) {
-      bad(
-        v.from,
-        `holds ${SHARD_PLACEHOLDER}, which only --db, --state-dir and --out may hold (each shard's own warehouse, state and lake).`,
-        `Write ${v.from} without ${SHARD_PLACEHOLDER}.`,
-      );
-    }
-  }
-  // --out only places a lake; without a lake format it would be ignored without a word (out's default is not the user's).
-  const outValue = pick('out');
-  if (outValue !== undefined && catalog === null && choice('format') === 'duckdb') {
-    const format = pick('format');
-    bad(
-      outValue.from,
-      `(${String(outValue.value)}) names a lake, but ${format?.from ?? '--format'} is duckdb${format === undefined ? ' (the default)' : ''}, which writes none.`,
-      `Add --format parquet or --format iceberg, or leave ${outValue.from} out.`,
-    );
-  }
+  for (const rule of PLACE_RULES) rule.check(given);
   const shardPath = (name: SettingName, value: string) => substituteShard(value, pick(name)?.from ?? `--${name}`, shard);
   const chosen = selectSources(sources, pick('source'), rateLimit, needsApi, shard);
   const first = chosen[0];
@@ -507,6 +486,62 @@ export const DATE_RULES: readonly { name: string; check(d: RunDates, from: (name
     name: 'start-date is not after until',
     check: (d, from) => {
       if (d.startDateGiven) check.notAfter(from('start-date'), d.startDate, d.until, 'Pass a --start-date on or before --until.');
+    },
+  },
+];
+
+/** What the rules between settings read: where each was given (`pick`), the format chosen, and whether a catalog was. */
+export interface GivenSettings {
+  pick: (name: SettingName) => { value: unknown; from: string } | undefined;
+  format: 'duckdb' | 'parquet' | 'iceberg';
+  catalog: boolean;
+}
+
+/** A check between settings, named: the first broken one is the error, naming where the setting came from. */
+export interface SettingRule {
+  name: string;
+  check(given: GivenSettings): void;
+}
+
+/** --catalog commits Iceberg tables: it implies --format iceberg, and refuses another format named. */
+export const CATALOG_RULE: SettingRule = {
+  name: 'a catalog commits Iceberg tables',
+  check: ({ pick, format, catalog }) => {
+    if (catalog && pick('format') !== undefined && format !== 'iceberg')
+      throw new ConfigError(
+        `--catalog commits Iceberg tables, but --format is ${format}.`,
+        'Add --format iceberg, or leave --catalog out.',
+      );
+  },
+};
+
+/** The rules of where things go, checked in this order once the shard is known. */
+export const PLACE_RULES: readonly SettingRule[] = [
+  {
+    // {shard} names each shard's own files; anywhere else it would be taken literally, so it is refused.
+    name: '{shard} only in --db, --state-dir and --out',
+    check: ({ pick }) => {
+      for (const name of SETTINGS) {
+        const v = pick(name);
+        if (!SHARD_PATHS.includes(name) && v !== undefined && String(v.value).includes(SHARD_PLACEHOLDER))
+          throw new ConfigError(
+            `${v.from} holds ${SHARD_PLACEHOLDER}, which only --db, --state-dir and --out may hold (each shard's own warehouse, state and lake).`,
+            `Write ${v.from} without ${SHARD_PLACEHOLDER}.`,
+          );
+      }
+    },
+  },
+  {
+    // --out only places a lake; without a lake format it would be ignored without a word (out's default is not the user's).
+    name: '--out names a lake only with a lake format',
+    check: ({ pick, format: chosen, catalog }) => {
+      const out = pick('out');
+      if (out === undefined || catalog || chosen !== 'duckdb') return;
+      const format = pick('format');
+      throw new ConfigError(
+        `${out.from} (${String(out.value)}) names a lake, but ${format?.from ?? '--format'} is duckdb${format === undefined ? ' (the default)' : ''}, which writes none.`,
+        `Add --format parquet or --format iceberg, or leave ${out.from} out.`,
+      );
     },
   },
 ];

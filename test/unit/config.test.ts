@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { DATE_RULES, fieldName, resolveSyncConfig, type ConfigSources, type RunDates } from '../../src/config.js';
+import {
+  CATALOG_RULE,
+  DATE_RULES,
+  PLACE_RULES,
+  fieldName,
+  resolveSyncConfig,
+  type ConfigSources,
+  type GivenSettings,
+  type RunDates,
+  type SettingRule,
+} from '../../src/config.js';
 import { SETTING_SPECS, decimal, envName, parseDuration, specOf } from '../../src/settings.js';
 import { ConfigError } from '../../src/errors.js';
 import { requireDbDirectory } from '../../src/run-context.js';
@@ -398,5 +408,47 @@ describe('the rules the run dates keep against each other', () => {
     expect(broken({ ...ok, startDate: '2025-07-01' })).toBe('start-date is not after until');
     // A default start date is never checked against --until: it is made before it.
     expect(broken({ ...ok, startDate: '2025-07-01', startDateGiven: false })).toBeNull();
+  });
+});
+
+describe('the rules between settings', () => {
+  const given = (flags: Record<string, unknown>, format: GivenSettings['format'], catalog = false): GivenSettings => ({
+    pick: (name) => (flags[name] === undefined ? undefined : { value: flags[name], from: `--${name}` }),
+    format,
+    catalog,
+  });
+  const refusal = (rule: SettingRule, g: GivenSettings): string | null => {
+    try {
+      rule.check(g);
+      return null;
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      return (error as ConfigError).message;
+    }
+  };
+
+  it('a catalog refuses another format named, and takes none or iceberg', () => {
+    expect(CATALOG_RULE.name).toBe('a catalog commits Iceberg tables');
+    expect(refusal(CATALOG_RULE, given({ format: 'parquet' }, 'parquet', true))).toBe(
+      '--catalog commits Iceberg tables, but --format is parquet.',
+    );
+    expect(refusal(CATALOG_RULE, given({}, 'duckdb', true))).toBeNull();
+    expect(refusal(CATALOG_RULE, given({ format: 'iceberg' }, 'iceberg', true))).toBeNull();
+    expect(refusal(CATALOG_RULE, given({ format: 'parquet' }, 'parquet'))).toBeNull();
+  });
+
+  it('{shard} only in the paths of a shard, and --out only with a lake format, in that order', () => {
+    const [shard, out] = PLACE_RULES;
+    expect(PLACE_RULES.map((r) => r.name)).toEqual([
+      '{shard} only in --db, --state-dir and --out',
+      '--out names a lake only with a lake format',
+    ]);
+    expect(refusal(shard!, given({ 'metrics-file': 'm-{shard}.prom' }, 'duckdb'))).toContain('--metrics-file holds {shard}');
+    expect(refusal(shard!, given({ db: 'c-{shard}.duckdb', out: 'lake-{shard}' }, 'parquet'))).toBeNull();
+    expect(refusal(out!, given({ out: 'lake' }, 'duckdb'))).toBe(
+      '--out (lake) names a lake, but --format is duckdb (the default), which writes none.',
+    );
+    expect(refusal(out!, given({ out: 'lake' }, 'parquet'))).toBeNull();
+    expect(refusal(out!, given({ out: 'lake' }, 'duckdb', true))).toBeNull();
   });
 });
