@@ -5,7 +5,7 @@
  */
 import { addDays } from './dates.js';
 import { CostsyncError } from './errors.js';
-import { addRange, formatRanges, gapsOf } from './plan/coverage.js';
+import { addRange, formatRanges } from './plan/coverage.js';
 import type { DateRange } from './state/store.js';
 import type { ReadOnlyWarehouse } from './storage/duckdb.js';
 import { loadSql } from './storage/duckdb.js';
@@ -69,14 +69,16 @@ export function unsyncedIn(ranges: readonly SyncedRange[], from: string | null, 
       .reduce<DateRange[]>((all, r) => addRange(all, { from: r.from_date, to: r.to_date }), []);
     const lo = from ?? held[0]!.from;
     const hi = to ?? held.at(-1)!.to;
-    if (lo > hi) continue;
-    // The asked dates, with the synced ones taken out: the gaps between the held ranges, clipped, and the ends outside them.
-    const bounded = [{ from: addDays(lo, -1), to: addDays(lo, -1) }, ...held, { from: addDays(hi, 1), to: addDays(hi, 1) }].reduce<
-      DateRange[]
-    >((all, r) => addRange(all, r), []);
-    const missing = gapsOf(bounded)
-      .map((g) => ({ from: g.from < lo ? lo : g.from, to: g.to > hi ? hi : g.to }))
-      .filter((g) => g.from <= g.to);
+    // Walk the held ranges (sorted, merged) over lo..hi: what lies between them, and past them, was never synced.
+    const missing: DateRange[] = [];
+    let next = lo;
+    for (const r of held) {
+      if (next > hi || r.from > hi) break;
+      if (r.to < next) continue;
+      if (r.from > next) missing.push({ from: next, to: addDays(r.from, -1) });
+      next = addDays(r.to, 1);
+    }
+    if (next <= hi) missing.push({ from: next, to: hi });
     if (missing.length > 0) out.push({ source, dates: formatRanges(missing) });
   }
   return out;

@@ -195,8 +195,14 @@ function sourcesOf(stateDir: string, own: Map<string, string>, carried: Map<stri
     const copy = carried.get(name) ?? null;
     const fresh: SyncState = { version: 0, source: { name, baseUrl: '', keyFingerprint: '' }, streams: {}, updatedAt: null };
     // As sync takes it: the file's where it agrees with the warehouse, else the warehouse's (which matches its data).
-    const { state } = reconcileCarried(fromFile ?? fresh, fromFile !== null, copy === null ? null : decodeCarried(copy.state), name);
-    const stateFrom: 'file' | 'warehouse' = copy === null || (fromFile !== null && state === fromFile) ? 'file' : 'warehouse';
+    const { state, notice } = reconcileCarried(
+      fromFile ?? fresh,
+      fromFile !== null,
+      copy === null ? null : decodeCarried(copy.state),
+      name,
+    );
+    // reconcileCarried says why when it takes the warehouse's over the file's.
+    const stateFrom: 'file' | 'warehouse' = notice === null ? 'file' : 'warehouse';
     const stateNote =
       copy === null
         ? `the state file ${path} (the warehouse carries none)`

@@ -61,18 +61,15 @@ async function verifyApi(
       ...options,
       fixCommand: (source, from, to) => `costsync sync${carried}${named ? ` --source ${source}` : ''} --since ${from} --until ${to}`,
     });
-    const ranges = await syncedRanges(warehouse, options.from, options.to);
+    // Only the sources verified (--source): another's synced dates say nothing of theirs.
+    const asked = new Set(report.sources.map((s) => s.source));
+    const ranges = (await syncedRanges(warehouse, options.from, options.to)).filter((r) => asked.has(r.source));
     // No source had a synced date in the range: nothing was asked of the API, so nothing is said to agree.
     if (report.sources.every((s) => s.from === null)) {
       const nothing = nothingSyncedError(ranges, options.from, options.to, 'verify --api');
       if (nothing !== null) throw nothing;
     }
-    const asked = new Set(report.sources.map((s) => s.source));
-    const notSynced = unsyncedIn(
-      ranges.filter((r) => asked.has(r.source)),
-      options.from,
-      options.to,
-    );
+    const notSynced = unsyncedIn(ranges, options.from, options.to);
     if (options.format === 'json') io.stdout(`${JSON.stringify({ ...report, notSynced }, null, 2)}\n`);
     else {
       const scope =

@@ -195,8 +195,8 @@ interface PreparedFile {
   plan: ColumnPlan;
   /** Rows the local checks found sharing their own id with another row: never sent. */
   repeated: Set<number>;
-  /** Rows sharing their key's id with others of the file, by that id: each a charge, given its own id before sending. */
-  groups: Map<string, GroupRow[]>;
+  /** The ids of rows that share their key's id with others of the file, by file row: each a charge of its own. */
+  groupIds: Map<number, string>;
   undelivered: Undelivered;
 }
 
@@ -412,7 +412,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
       summary.ignoredColumns[path] = plan.ignored;
       logger.warn(`${path}: column(s) ${plan.ignored.join(', ')} are not FOCUS columns and are not sent; map them with --map to send them`);
     }
-    files.push({ source, plan, repeated: new Set(), groups: new Map(), undelivered: new Map() });
+    files.push({ source, plan, repeated: new Set(), groupIds: new Map(), undelivered: new Map() });
   }
   summary.version = options.version ?? lowestVersion(used, options.vendor);
   const key = ledgerKey({
@@ -454,6 +454,7 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
         : null;
     if (!invalid && repeatedIds === null && (Number(counts!.off_midnight) === 0 || offMidnight.length >= OFF_MIDNIGHT_EXAMPLES)) continue;
     const sharing = new Map<bigint, number[]>();
+    const groups = new Map<string, GroupRow[]>();
     let row = 0;
     await reader.scan(validation, source.path, (columns, rows) => {
       const [problems, offs, ids, keyed, rowIds, values, orders] = columns as ValidationColumns;
@@ -467,8 +468,8 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
               // Rows that share a key are as many charges: each gets an id of its own before it is sent.
               const keyId = String(rowIds[i]);
               const member = { row, values: String(values[i]), order: JSON.parse(String(orders[i])) as GroupRow['order'] };
-              const group = file.groups.get(keyId);
-              if (group === undefined) file.groups.set(keyId, [member]);
+              const group = groups.get(keyId);
+              if (group === undefined) groups.set(keyId, [member]);
               else group.push(member);
             } else {
               const list = sharing.get(id) ?? [];
@@ -501,7 +502,8 @@ export async function runPush(deps: PushDeps): Promise<PushSummary> {
       }
     }
     summary.invalid += file.repeated.size;
-    for (const group of file.groups.values()) summary.sharedKey += group.length;
+    for (const [keyId, members] of groups) for (const [at, id] of assignGroupIds(keyId, members)) file.groupIds.set(at, id);
+    summary.sharedKey += file.groupIds.size;
   }
   summary.valid = summary.rowsRead - summary.invalid;
   summary.rejected = summary.invalid;
@@ -647,8 +649,6 @@ async function sendFile(
   ).map((r) => [Number(r.first_row), Number(r.last_row)] as const);
   const wasCut = (row: number) => unanswered.some(([first, last]) => row >= first && row <= last);
 
-  const groupIds = new Map<number, string>();
-  for (const [keyId, rows] of file.groups) for (const [at, id] of assignGroupIds(keyId, rows)) groupIds.set(at, id);
   const head = `{${options.format === null ? `"format":${JSON.stringify(`${options.vendor}.focus`)},` : `"format":${JSON.stringify(options.format)},`}"version":${JSON.stringify(summary.version)},"rows":[`;
   const occurrences = new OccurrenceCounter();
   let progressAt = clock.now();
@@ -880,7 +880,7 @@ async function sendFile(
       for (let i = 0; i < rows; i++) {
         row += 1;
         if (problems[i] !== null) continue;
-        let id = groupIds.get(row) ?? (rowIds[i] as string | null);
+        let id = file.groupIds.get(row) ?? (rowIds[i] as string | null);
         if (id === null) {
           // The content rule: every valid row counts, sent or not, so ids do not shift on resume.
           const content = String(idJson[i]);
