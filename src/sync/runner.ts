@@ -241,26 +241,43 @@ function outputsOf({ deps, clock, runId, sources, secrets, run, catalog, stop }:
 }
 
 /**
- * The run once open: a moved source read back from the lake, the run's start recorded, what an earlier
- * run left finished, each source's run, then the outputs brought up to date and the run records written.
- * `compacted`: the publish compacted, so the working copy is to be replaced (after it is closed).
+ * The run once open, in its phases: a moved source read back from the lake, the run's start, the
+ * sources, then the outputs and the verdict. `compacted`: the publish compacted, so the working copy is
+ * to be replaced (after it is closed).
  */
 async function syncOpened(open: OpenSync): Promise<{ summary: RunSummary; compacted: boolean }> {
-  const { deps, clock, stop, runId, startedMs, startedAt, sources, secrets, run, catalog } = open;
+  await seedMovedSources(open);
+  const outputs = await startRun(open);
+  const parts = await runSources(open, outputs);
+  return finishRun(open, outputs, parts);
+}
+
+/**
+ * A source new to this warehouse whose rows are in a shared lake (moved from another runner) is read
+ * back first: the lake's start check would take their absence for deletions.
+ */
+async function seedMovedSources({ deps, sources, run, catalog }: OpenSync): Promise<void> {
+  const { config, logger } = deps;
+  const { lake } = run;
+  if (lake === null || config.format === 'duckdb') return;
+  const seedLake = config.format === 'parquet' ? parquetSeedLake(lake) : icebergSeedLake(lake, catalog ?? directoryCatalog(lake));
+  await seedFromLake(
+    run.warehouse,
+    seedLake,
+    sources.map((s) => s.name),
+    logger,
+  );
+}
+
+/**
+ * The run's start: its rows in `sync_runs` (an earlier run's left "running" marked abandoned), the stop's
+ * watch, then what a killed or failed run left finished (Parquet partitions, the published file).
+ * Returns the run's outputs.
+ */
+async function startRun(open: OpenSync): Promise<RunOutputs> {
+  const { deps, stop, runId, startedMs, startedAt, sources, run } = open;
   const { config, logger } = deps;
   const wh = run.warehouse;
-  const { lake } = run;
-  // A source new to this warehouse whose rows are in a shared lake (moved from another runner) is read
-  // back first: the lake's start check would take their absence for deletions.
-  if (lake !== null && config.format !== 'duckdb') {
-    const seedLake = config.format === 'parquet' ? parquetSeedLake(lake) : icebergSeedLake(lake, catalog ?? directoryCatalog(lake));
-    await seedFromLake(
-      wh,
-      seedLake,
-      sources.map((s) => s.name),
-      logger,
-    );
-  }
   // "Running" rows need not reach readers at once: they go out with the run's first publish.
   await wh.transaction(
     async () => {
@@ -272,23 +289,30 @@ async function syncOpened(open: OpenSync): Promise<{ summary: RunSummary; compac
     { publish: false },
   );
   // --max-runtime counts from here on too: a lake's backlog that a stopped run left is no exception.
-  const heap = deps.heap ?? v8HeapProbe;
-  stop.watch({ startedMs, maxRuntimeMs: config.maxRuntimeMs, heap, logger });
-  // First finish what a killed or failed run left: Parquet partitions, then the published file.
+  stop.watch({ startedMs, maxRuntimeMs: config.maxRuntimeMs, heap: deps.heap ?? v8HeapProbe, logger });
   const outputs = outputsOf(open, wh);
   await outputs.resume();
+  return outputs;
+}
 
+/**
+ * Each source's part, side by side, each with its own key, limiter and state; one failing stops none of
+ * the others. Each records its outcome as it ends.
+ */
+async function runSources(open: OpenSync, outputs: RunOutputs): Promise<SourceSummary[]> {
+  const { deps, clock, stop, runId, sources, run } = open;
+  const { config, logger } = deps;
+  const wh = run.warehouse;
   // Pages in memory are bounded by the heap, whatever the number of sources.
-  const pageSlots = new PageSlots(slotsForHeap(heap().limit));
+  const pageSlots = new PageSlots(slotsForHeap((deps.heap ?? v8HeapProbe)().limit));
   const spoolSlots = new PageSlots(SPOOL_WAIT_PAGES);
   const carried = new Map((await wh.query<{ source: string; state: string }>('state/carried_all')).map((r) => [r.source, r.state]));
   const lookups = warehouseLookups(wh);
-  // Sources run side by side, each with its own key, limiter and state; one failing stops none of the
-  // others. Past --sources-at-once, the others wait their turn: beyond what the machine's cores can
-  // parse and store, more at once only share the same throughput among more keys, in more memory.
+  // Past --sources-at-once, the others wait their turn: beyond what the machine's cores can parse and
+  // store, more at once only share the same throughput among more keys, in more memory.
   const atOnce = sourcesAtOnce(config.sourcesAtOnce, availableParallelism());
   if (sources.length > atOnce) logger.info(`${sources.length} sources, ${atOnce} at once (--sources-at-once); the others wait their turn`);
-  const parts = await mapAtMost(sources, atOnce, (source) =>
+  return mapAtMost(sources, atOnce, (source) =>
     syncSource(source, {
       deps,
       clock,
@@ -305,30 +329,66 @@ async function syncOpened(open: OpenSync): Promise<{ summary: RunSummary; compac
       lookups,
     }),
   );
-  let summary = combine(runId, startedAt, clock, parts, stop.reason);
-  const { memoryShort } = stop;
-  if (memoryShort !== null) summary = { ...summary, outcome: 'failed', error: memoryError(memoryShort, sources.length) };
-  // What was committed reaches the lake and the published file (the lake only until a stop); an output
-  // that could not be brought up to date fails the run (the sources that had not failed already).
-  const rerecord = async (parts: SourceSummary[]) => {
-    for (const part of parts) {
+}
+
+/**
+ * After the sources: what was committed reaches the lake and the published file (the lake only until a
+ * stop), and the run's verdict is settled from the sources' parts, the stop's memory check and the
+ * outputs' results (`settleParts`). A source's record is amended only when the verdict raises its
+ * outcome, before the publish that carries it; the summary is combined once, from what was recorded.
+ */
+async function finishRun(
+  open: OpenSync,
+  outputs: RunOutputs,
+  parts: readonly SourceSummary[],
+): Promise<{ summary: RunSummary; compacted: boolean }> {
+  const { deps, clock, stop, runId, startedAt, sources, secrets, run } = open;
+  const { config, logger } = deps;
+  const memory = stop.memoryShort === null ? null : memoryError(stop.memoryShort, sources.length);
+  let recorded: readonly SourceSummary[] = parts;
+  const settle = async (verdict: OutputsVerdict) => {
+    // The verdict only rises, so a part whose outcome it leaves is recorded already.
+    const next = settleParts(parts, memory, verdict).map((part, i) => (part.outcome === recorded[i]!.outcome ? recorded[i]! : part));
+    for (const [i, part] of next.entries()) {
+      if (part === recorded[i]) continue;
       const source = sources.find((s) => s.name === part.source)!;
-      await recordSource(wh, runId, clock, part, secrets, webhooksOf(config, source), false);
+      await recordSource(run.warehouse, runId, clock, part, secrets, webhooksOf(config, source), false);
     }
-    summary = combine(runId, startedAt, clock, parts, stop.reason);
+    recorded = next;
   };
-  const behind = await finishOutputs(
-    outputs,
-    (error) => rerecord(summary.sources.map((p) => (p.outcome === 'failed' ? p : { ...p, outcome: 'failed' as const, error }))),
-    // The stop left the lake unfinished: a source that got to its end did not finish the run's work.
-    () => rerecord(summary.sources.map((p) => (p.outcome === 'success' ? { ...p, outcome: 'stopped' as const } : p))),
-  );
-  if (behind !== null && parts.every((p) => p.outcome === 'failed')) logger.error(describeError(behind, secrets));
+  await settle(NOTHING_BEHIND);
+  const verdict = await finishOutputs(outputs, settle);
+  // Every source had failed on its own: the outputs' failure is told in the log, not in the summary.
+  if (verdict.behind !== null && parts.every((p) => p.outcome === 'failed')) logger.error(describeError(verdict.behind, secrets));
+  let summary = combine(runId, startedAt, clock, recorded, stop.reason);
   const lakeTables = outputs.lakeTables;
   if (lakeTables !== undefined && Object.keys(lakeTables).length > 0)
     summary = { ...summary, lakeTables, ...(outputs.lakeSnapshots !== undefined && { lakeSnapshots: outputs.lakeSnapshots }) };
   // Nothing was written since the last publish: when it compacted, the working copy takes its place.
-  return { summary, compacted: behind === null && outputs.compacted };
+  return { summary, compacted: verdict.behind === null && outputs.compacted };
+}
+
+/** What the outputs did for the run: the error of one that fell behind, and whether the stop left one unfinished. */
+export interface OutputsVerdict {
+  readonly behind: CostsyncError | null;
+  readonly abandoned: boolean;
+}
+
+const NOTHING_BEHIND: OutputsVerdict = { behind: null, abandoned: false };
+
+/**
+ * Each source's part as the run ends: its own outcome, raised by a memory stop (failed), an output that
+ * fell behind (failed, with that output's error) or one the stop left unfinished (a success becomes
+ * stopped: the run did not finish its work). An outcome is never lowered; a part left as it was is the
+ * same object. Pure.
+ */
+export function settleParts(parts: readonly SourceSummary[], memory: CostsyncError | null, verdict: OutputsVerdict): SourceSummary[] {
+  const failure = memory ?? verdict.behind;
+  return parts.map((part) => {
+    if (failure !== null && part.outcome !== 'failed') return { ...part, outcome: 'failed', error: failure };
+    if (verdict.abandoned && part.outcome === 'success') return { ...part, outcome: 'stopped' };
+    return part;
+  });
 }
 
 /** The compact copy just published replaces the working copy (closed by now); a failure keeps the working copy as it was. */
@@ -360,37 +420,38 @@ async function recordFailure(open: OpenSync, warehouse: Warehouse, error: unknow
   }
 }
 
+/** The run's derived outputs. */
+type RunOutputs = ReturnType<typeof derivedOutputs>;
+
 /** The run's outputs, as `finishOutputs` brings them up to date. */
-type FinishingOutputs = Pick<
-  ReturnType<typeof derivedOutputs>,
-  'finishLake' | 'deliver' | 'finishRunTables' | 'notify' | 'end' | 'abandoned'
->;
+type FinishingOutputs = Pick<RunOutputs, 'finishLake' | 'deliver' | 'finishRunTables' | 'notify' | 'end' | 'abandoned'>;
 
 /**
  * After the sources, whatever the outcome: what was committed reaches the lake and the published
- * file. An output that fell behind is recorded (`record`: the run failed, with its notification)
- * before the notifications go and the warehouse is published; so is a lake the run's stop left
- * unfinished (`stopped`: the run is then recorded as stopped). Returns the error to end the run with, or null.
+ * file. Each time the outputs' verdict rises, `settle` records it: a lake that fell behind or that the
+ * stop left unfinished before the notifications go and the warehouse is published (so the published
+ * file says so); a publish that fell behind after it, its notification then sent; run tables the stop
+ * left pending last. Returns the final verdict.
  */
 export async function finishOutputs(
   outputs: FinishingOutputs,
-  record: (error: CostsyncError) => Promise<void>,
-  stopped: () => Promise<void> = async () => undefined,
-): Promise<CostsyncError | null> {
-  const lakeBehind = await outputs.finishLake();
-  if (lakeBehind !== null) await record(lakeBehind);
-  if (outputs.abandoned) await stopped();
+  settle: (verdict: OutputsVerdict) => Promise<void>,
+): Promise<OutputsVerdict> {
+  let verdict = NOTHING_BEHIND;
+  const raise = async (behind: CostsyncError | null) => {
+    const next = { behind: verdict.behind ?? behind, abandoned: outputs.abandoned };
+    if (next.behind === verdict.behind && next.abandoned === verdict.abandoned) return false;
+    verdict = next;
+    await settle(verdict);
+    return true;
+  };
+  await raise(await outputs.finishLake());
   const publishBehind = await outputs.deliver();
-  if (publishBehind !== null) {
-    await record(publishBehind);
-    await outputs.notify();
-  }
+  if (publishBehind !== null && (await raise(publishBehind))) await outputs.notify();
   // After the publish, which records itself in sync_runs: the lake's run tables then hold the same rows.
-  const stoppedBefore = outputs.abandoned;
   await outputs.finishRunTables();
-  // A stop that left the run tables pending: the run did not finish its work (the next run writes them).
-  if (!stoppedBefore && outputs.abandoned) await stopped();
-  return outputs.end();
+  await raise(null);
+  return { behind: await outputs.end(), abandoned: verdict.abandoned };
 }
 
 interface SourceRun {
@@ -631,7 +692,7 @@ export function combine(
   runId: string,
   startedAt: string,
   clock: Clock,
-  parts: SourceSummary[],
+  parts: readonly SourceSummary[],
   stopReason: string | undefined,
 ): RunSummary {
   const streams: Partial<Record<StreamName, StreamStats>> = {};
@@ -664,7 +725,7 @@ export function combine(
     startedAt,
     endedAt: new Date(clock.now()).toISOString(),
     streams,
-    sources: parts,
+    sources: [...parts],
     requests: parts.reduce((n, p) => n + p.requests, 0),
     retries: parts.reduce((n, p) => n + p.retries, 0),
     rateLimited: parts.reduce((n, p) => n + p.rateLimited, 0),

@@ -39,6 +39,12 @@ describe('a heap that runs short', () => {
           expect(logger.lines.join('\n')).toContain('the heap ran short (95 MB of its 100 MB)');
           // Stopped at a page boundary, well before the 3,000 rows: nothing committed, the cursor saved.
           expect(lineItemPages).toBeLessThan(6);
+          // The run's record says what its summary and exit code say.
+          const records = await queryDb<{ outcome: string; error: string }>(
+            join(dir, 'costs.duckdb'),
+            `SELECT outcome, error FROM sync_runs WHERE run_id = '${summary.runId}'`,
+          );
+          expect(records).toEqual([{ outcome: 'failed', error: expect.stringContaining('the heap ran short') }]);
 
           short = false;
           const pagesBefore = lineItemPages;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CostsyncError, FencedError } from '../../src/errors.js';
 import { derivedOutputs, type OutputSteps } from '../../src/outputs/derived.js';
-import { finishOutputs } from '../../src/sync/runner.js';
+import { finishOutputs, settleParts, type OutputsVerdict, type SourceSummary } from '../../src/sync/runner.js';
 import type { OutputTarget } from '../../src/outputs/target.js';
 import type { Warehouse } from '../../src/storage/duckdb.js';
 import { memoryLogger } from '../support/helpers.js';
@@ -76,12 +76,12 @@ describe('the order of the derived outputs (no I/O)', () => {
 
   it("finish: the lake's last partitions and manifests, the notifications, the publish, the lake's run tables (after the publish records itself in them), the metrics; nothing behind", async () => {
     const { out, calls } = outputs();
-    const recorded: CostsyncError[] = [];
+    const recorded: OutputsVerdict[] = [];
     expect(
-      await finishOutputs(out, async (e) => {
-        recorded.push(e);
+      await finishOutputs(out, async (v) => {
+        recorded.push(v);
       }),
-    ).toBeNull();
+    ).toEqual({ behind: null, abandoned: false });
     expect(calls).toEqual([...FINISH_UP_TO_PUBLISH, 'finishRunTables', 'writeMetrics']);
     expect(recorded).toEqual([]);
   });
@@ -89,9 +89,9 @@ describe('the order of the derived outputs (no I/O)', () => {
   it('a lake that fell behind is recorded (with its notification) before the notifications go and the warehouse is published; the run ends with CS_ERR_OUTPUT_BEHIND', async () => {
     const { out, calls } = outputs({ finishLake: new Error('bucket refused') });
     const recorded: string[] = [];
-    const error = await finishOutputs(out, async (e) => {
+    const { behind: error } = await finishOutputs(out, async (v) => {
       calls.push('record behind');
-      recorded.push(e.code);
+      recorded.push(v.behind!.code);
     });
     expect(calls).toEqual([
       'fillLake',
@@ -102,6 +102,7 @@ describe('the order of the derived outputs (no I/O)', () => {
       'publish',
       'writeMetrics',
     ]);
+    expect(recorded).toEqual(['CS_ERR_OUTPUT_BEHIND']);
     expect(error).toMatchObject({
       code: 'CS_ERR_OUTPUT_BEHIND',
       message: expect.stringContaining('the lake at file:///lake (bucket refused)'),
@@ -114,7 +115,7 @@ describe('the order of the derived outputs (no I/O)', () => {
     await out.afterCommit();
     expect(calls).toEqual(['lake leftovers', 'fillLake', 'publish']);
     calls.length = 0;
-    const error = await finishOutputs(out, async () => {
+    const { behind: error } = await finishOutputs(out, async () => {
       calls.push('record behind');
     });
     expect(calls).toEqual(['fillLake', 'record behind', 'drainNotifications', 'record notifications', 'publish', 'writeMetrics']);
@@ -123,7 +124,7 @@ describe('the order of the derived outputs (no I/O)', () => {
 
   it('a publish that fell behind is recorded and its notification sent after it; a fenced run stops at once', async () => {
     const { out, calls } = outputs({ publish: new Error('disk full') });
-    const error = await finishOutputs(out, async () => {
+    const { behind: error } = await finishOutputs(out, async () => {
       calls.push('record behind');
     });
     expect(calls).toEqual([
@@ -143,17 +144,65 @@ describe('the order of the derived outputs (no I/O)', () => {
   it("a stop during the publish leaves the lake's run tables in the outbox, and the run is recorded as stopped", async () => {
     const stop = new AbortController();
     const { out, calls } = outputs({}, { signal: stop.signal, during: { publish: () => stop.abort() } });
-    const error = await finishOutputs(
-      out,
-      async () => {
-        calls.push('record behind');
-      },
-      async () => {
-        calls.push('record stopped');
-      },
-    );
+    const verdict = await finishOutputs(out, async (v) => {
+      calls.push(v.behind === null ? `record ${v.abandoned ? 'stopped' : 'nothing'}` : 'record behind');
+    });
     expect(calls).toEqual([...FINISH_UP_TO_PUBLISH, 'record stopped', 'writeMetrics']);
     expect(out.abandoned).toBe(true);
-    expect(error).toBeNull();
+    expect(verdict).toEqual({ behind: null, abandoned: true });
+  });
+
+  it('a lake and a publish both behind: the verdict is recorded once, before the publish, and the run ends with both named', async () => {
+    const { out, calls } = outputs({ finishLake: new Error('bucket refused'), publish: new Error('disk full') });
+    const { behind } = await finishOutputs(out, async () => {
+      calls.push('record behind');
+    });
+    expect(calls.filter((c) => c === 'record behind')).toHaveLength(1);
+    expect(calls.indexOf('record behind')).toBeLessThan(calls.indexOf('publish'));
+    expect(behind?.message).toMatch(
+      /the lake at file:\/\/\/lake \(bucket refused\)[\s\S]*the published warehouse at \/db\/costs\.duckdb \(disk full\)/,
+    );
+  });
+});
+
+describe("the run's verdict from its parts (settleParts, no I/O)", () => {
+  const part = (source: string, outcome: SourceSummary['outcome']): SourceSummary => ({
+    source,
+    outcome,
+    streams: {},
+    requests: 1,
+    retries: 0,
+    rateLimited: 0,
+    warnings: [],
+    ...(outcome === 'failed' && { error: new Error(`${source} failed`) }),
+  });
+  const parts = [part('a', 'success'), part('b', 'stopped'), part('c', 'failed')];
+  const behind = new CostsyncError('CS_ERR_OUTPUT_BEHIND', 'the lake fell behind');
+
+  it('nothing behind and no memory stop leaves every part as it was, the same objects', () => {
+    const settled = settleParts(parts, null, { behind: null, abandoned: false });
+    expect(settled.every((p, i) => p === parts[i])).toBe(true);
+  });
+
+  it("an output behind fails the parts that had not failed, with its error; a source's own failure keeps its error", () => {
+    const settled = settleParts(parts, null, { behind, abandoned: true });
+    expect(settled.map((p) => p.outcome)).toEqual(['failed', 'failed', 'failed']);
+    expect(settled.map((p) => (p.error as Error).message)).toEqual(['the lake fell behind', 'the lake fell behind', 'c failed']);
+  });
+
+  it('an output the stop left unfinished makes a success stopped, and lowers no outcome', () => {
+    const settled = settleParts(parts, null, { behind: null, abandoned: true });
+    expect(settled.map((p) => p.outcome)).toEqual(['stopped', 'stopped', 'failed']);
+    expect(settled[1]).toBe(parts[1]);
+  });
+
+  it("a memory stop fails every part that had not failed, with the memory error, whatever the outputs' verdict", () => {
+    const memory = new CostsyncError('CS_ERR_MEMORY', 'the heap ran short');
+    const settled = settleParts(parts, memory, { behind, abandoned: false });
+    expect(settled.map((p) => [p.outcome, (p.error as Error).message])).toEqual([
+      ['failed', 'the heap ran short'],
+      ['failed', 'the heap ran short'],
+      ['failed', 'c failed'],
+    ]);
   });
 });
