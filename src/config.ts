@@ -13,7 +13,7 @@ import { addDays, utcDate } from './dates.js';
 import { ConfigError, InternalError } from './errors.js';
 import { closest } from './did-you-mean.js';
 import { duckdbThreads, memoryLimit } from './storage/duckdb-settings.js';
-import { STREAM_NAMES, type StreamName } from './api/types.js';
+import type { StreamName } from './api/types.js';
 import type { ConfigSources } from './settings.js';
 export type { ConfigSources };
 
@@ -40,7 +40,7 @@ export interface SyncConfig {
   startDate: string;
   lookbackDays: number;
   /** `--recheck-days`: the recheck horizon (null: the default, `horizonStart`; 0: none). */
-  recheckDays: number | null;
+  recheckDays: number | undefined;
   /** `--tolerance`: the largest difference per date and group, in dollars, the recheck does not count as a change. */
   tolerance: number;
   windowDays: number;
@@ -171,22 +171,31 @@ export function readConfigFile(path: string | undefined, cwd = process.cwd()): C
 /** Resolves and checks every setting. Needs a key and a base URL only when `needsApi`. */
 type SpecNamed<N extends SettingName> = Extract<(typeof SETTING_SPECS)[number], { name: N }>;
 type Camel<S extends string> = S extends `${infer Head}-${infer Tail}` ? `${Head}${Capitalize<Camel<Tail>>}` : S;
-/** A setting's value as its kind reads it: a duration in ms, a choice one of its choices. */
+/** A setting's value as its kind reads it: a duration in ms, a choice one of its choices, a list some of them. */
 type KindValue<S> = S extends { kind: 'int' | 'dollars' | 'duration' }
   ? number
   : S extends { kind: 'bool' }
     ? boolean
     : S extends { kind: 'choice'; choices: readonly (infer C)[] }
       ? C
-      : never;
+      : S extends { kind: 'list'; choices: readonly (infer C)[] }
+        ? C[]
+        : S extends { kind: 'urls' }
+          ? string[]
+          : S extends { kind: 'path' | 'date' }
+            ? string
+            : never;
+/** Unset, a setting is its default; one without a default is absent (a flag false, a list every choice, URLs none). */
+type Valued<S> = S extends { default: unknown } | { kind: 'bool' | 'list' | 'urls' } ? KindValue<S> : KindValue<S> | undefined;
 /** The SyncConfig field a setting fills: its name in camelCase, with `Ms` after a duration's. */
 type FieldName<N extends SettingName> = SpecNamed<N> extends { kind: 'duration' } ? `${Camel<N>}Ms` : Camel<N>;
-type PlainFields<Names extends SettingName> = { [N in Names as FieldName<N>]: KindValue<SpecNamed<N>> };
+type PlainFields<Names extends SettingName> = { [N in Names as FieldName<N>]: Valued<SpecNamed<N>> };
 
 /**
  * Settings whose SyncConfig field follows from the spec alone (name, kind, default, range, choices): each
  * is read in one loop below, so adding one is a line in SETTING_SPECS and its name here. The others
- * need more than their own value (dates checked against each other, paths with {shard}, the catalog).
+ * need more than their own value: the dates with computed defaults, checked against each other
+ * (DATE_RULES); the paths with {shard}; the catalog and the format it implies; the sources.
  */
 const PLAIN_SETTINGS = [
   'lookback-days',
@@ -209,6 +218,13 @@ const PLAIN_SETTINGS = [
   'notify-status-changes',
   'notify-max-age',
   'notify-format',
+  'streams',
+  'since',
+  'drop-before',
+  'recheck-days',
+  'max-runtime',
+  'notify',
+  'metrics-file',
 ] as const satisfies readonly SettingName[];
 
 // Each plain setting's field is one SyncConfig declares, of the type it declares: tsc fails here otherwise.
@@ -296,22 +312,6 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
   const dates: RunDates = { today, until, since, startDate, dropBefore, startDateGiven: pick('start-date') !== undefined };
   for (const rule of DATE_RULES) rule.check(dates, (name) => pick(name)?.from ?? `--${name}`);
 
-  const streamsValue = pick('streams');
-  let streams: StreamName[] = [...STREAM_NAMES];
-  if (streamsValue !== undefined) {
-    const list = Array.isArray(streamsValue.value) ? streamsValue.value.map(String) : String(streamsValue.value).split(',');
-    streams = list.map((s) => s.trim()).filter((s) => s !== '') as StreamName[];
-    const unknown = streams.filter((s) => !STREAM_NAMES.includes(s));
-    if (unknown.length > 0 || streams.length === 0) {
-      bad(
-        streamsValue.from,
-        `names unknown stream(s): ${unknown.join(', ') || '(none given)'}.`,
-        `Use a comma list of ${STREAM_NAMES.join(',')}.`,
-      );
-    }
-    streams = [...new Set(streams)];
-  }
-
   const catalog = ((): CatalogSettings | null => {
     if (pick('catalog') === undefined) return null;
     const url = str('catalog').replace(/\/+$/, '');
@@ -352,8 +352,6 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
   };
   CATALOG_RULE.check(given);
   const rateLimit = int('rate-limit');
-  const notifyValue = pick('notify');
-  const notify = notifyValue === undefined ? [] : urlList(notifyValue.value, notifyValue.from);
   const shard = resolveShard(pick('shard'), pick('shard-count'), env);
   for (const rule of PLACE_RULES) rule.check(given);
   const shardPath = (name: SettingName, value: string) => substituteShard(value, pick(name)?.from ?? `--${name}`, shard);
@@ -364,9 +362,11 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
   memoryLimit(env);
   duckdbThreads(env);
   const byKind = (name: SettingName): unknown => {
-    switch (spec(name).kind) {
+    const { kind, choices } = spec(name);
+    const v = pick(name);
+    switch (kind) {
       case 'int':
-        return int(name);
+        return v === undefined && spec(name).default === undefined ? undefined : int(name);
       case 'dollars':
         return dollars(name);
       case 'bool':
@@ -375,8 +375,16 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
         return choice(name);
       case 'duration':
         return duration(name);
+      case 'date':
+        return date(name);
+      case 'path':
+        return v === undefined && spec(name).default === undefined ? undefined : str(name);
+      case 'list':
+        return v === undefined ? [...choices!] : check.list(v.from, v.value, choices!, name.replace(/s$/, ''));
+      case 'urls':
+        return v === undefined ? [] : urlList(v.value, v.from);
       default:
-        throw new InternalError(`${name}: a ${spec(name).kind} setting is not read by its kind alone`);
+        throw new InternalError(`${name}: a ${kind} setting is not read by its kind alone`);
     }
   };
   const plain = Object.fromEntries(PLAIN_SETTINGS.map((name) => [fieldName(name), byKind(name)])) as PlainConfig;
@@ -397,15 +405,10 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     }),
     db: location(shardPath('db', str('db')), '--db'),
     stateDir: shardPath('state-dir', str('state-dir')),
-    streams,
-    since,
     until,
     today,
     startDate,
-    recheckDays: pick('recheck-days') === undefined ? null : int('recheck-days'),
-    dropBefore,
     rateLimit: first?.rateLimit ?? rateLimit,
-    maxRuntimeMs: duration('max-runtime'),
     format: catalog !== null ? 'iceberg' : choice<'duckdb' | 'parquet' | 'iceberg'>('format'),
     // Each format its own default folder, so switching formats never mixes two lakes in one; with a
     // catalog, no default: the catalog places the tables.
@@ -419,8 +422,6 @@ export function resolveSyncConfig(sources: ConfigSources, needsApi = true): Sync
     catalog,
     icebergMaintenance:
       pick('iceberg-maintenance') === undefined ? catalog?.sigv4 !== 's3tables' : choice<'on' | 'off'>('iceberg-maintenance') === 'on',
-    notify,
-    metricsFile: pick('metrics-file') === undefined ? undefined : str('metrics-file'),
   };
 }
 

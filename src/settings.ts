@@ -6,6 +6,7 @@
  * command-line-only flags (the emulator's, the report's): one message per kind of bad value.
  */
 import type { Argv } from 'yargs';
+import { STREAM_NAMES } from './api/types.js';
 import { isCalendarDate } from './dates.js';
 import { ConfigError } from './errors.js';
 
@@ -93,7 +94,14 @@ export const SETTING_SPECS = [
     choices: ['json', 'slack'],
     describe: 'json: {text, events}; slack: {text} only',
   },
-  { name: 'streams', kind: 'list', group: 'sync', describe: 'Comma list of line_items,rollups,anomalies', defaultText: 'all' },
+  {
+    name: 'streams',
+    kind: 'list',
+    group: 'sync',
+    choices: STREAM_NAMES,
+    describe: 'Comma list of line_items,rollups,anomalies',
+    defaultText: 'all',
+  },
   { name: 'since', kind: 'date', group: 'sync', describe: 'Backfill: re-sync from this date (YYYY-MM-DD)' },
   { name: 'until', kind: 'date', group: 'sync', describe: 'Last date to sync (YYYY-MM-DD); not after today', defaultText: 'today, UTC' },
   {
@@ -435,6 +443,20 @@ export const check = {
   notAfter(from: string, date: string, last: string, fix: string, why = ''): string {
     if (date > last) throw new ConfigError(`${from} (${date}) is after the last date ${last}${why}.`, fix);
     return date;
+  },
+  /**
+   * A list of some of `choices` (a comma list, or an array in the config file), each once, in the order
+   * given; `noun` names an item in the error (`stream`).
+   */
+  list<T extends string>(from: string, value: unknown, choices: readonly T[], noun: string): T[] {
+    const items = (Array.isArray(value) ? value.map(String) : String(value).split(',')).map((s) => s.trim()).filter((s) => s !== '');
+    const unknown = items.filter((s) => !choices.includes(s as T));
+    if (unknown.length > 0 || items.length === 0)
+      throw new ConfigError(
+        `${from} names unknown ${noun}(s): ${unknown.join(', ') || '(none given)'}.`,
+        `Use a comma list of ${choices.join(',')}.`,
+      );
+    return [...new Set(items as T[])];
   },
   choice<T extends string>(from: string, value: unknown, choices: readonly T[]): T {
     if (!choices.includes(value as T))

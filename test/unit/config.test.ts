@@ -80,7 +80,7 @@ describe('resolveSyncConfig', () => {
       lookbackDays: 3,
       windowDays: 30,
       // The recheck: the default horizon, verify's default tolerance.
-      recheckDays: null,
+      recheckDays: undefined,
       tolerance: 0.01,
       rateLimit: 60,
       db: './costs.duckdb',
