@@ -1,4 +1,5 @@
 /** Wire types of the Cost Data Public API (the API document, api-spec.md). Fields the spec does not list are kept. */
+import type { ANOMALY_COLUMNS, LINE_ITEM_COLUMNS, ROLLUP_COLUMNS, WireRecord } from './fields.js';
 
 export const API_PREFIX = '/api/v1/public';
 
@@ -41,40 +42,14 @@ export interface Envelope<T> {
   meta: Record<string, unknown>;
 }
 
-export interface LineItem {
-  id: string;
-  usage_date: string;
-  provider_type: string;
-  provider_service: string;
-  net_amount_usd: number;
-  currency_original: string;
-  project_id: string;
-  user_email: string;
-  [extra: string]: unknown;
-}
+/** A record of the API's, its fields as declared in `api/fields.ts`. */
+export type LineItem = WireRecord<typeof LINE_ITEM_COLUMNS>;
 
-export interface RollupRow {
-  date: string;
-  cost_usd: number;
-  provider_type: string | null;
-  service: string | null;
-  category: string | null;
-  [extra: string]: unknown;
-}
+/** A record of the API's, its fields as declared in `api/fields.ts`. */
+export type RollupRow = WireRecord<typeof ROLLUP_COLUMNS>;
 
-export interface Anomaly {
-  id: string;
-  provider_type: string;
-  service: string;
-  detected_date: string;
-  actual_cost: number;
-  expected_cost: number;
-  deviation_percent: number;
-  severity: string;
-  alert_type: string;
-  status: string;
-  [extra: string]: unknown;
-}
+/** A record of the API's, its fields as declared in `api/fields.ts`. */
+export type Anomaly = WireRecord<typeof ANOMALY_COLUMNS>;
 
 export interface LineItemPage {
   data: LineItem[];

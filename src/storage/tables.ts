@@ -8,6 +8,8 @@
  * file or a wire type lists them otherwise.
  */
 import type { SpoolColumn } from './spool.js';
+import { ANOMALY_COLUMNS, LINE_ITEM_COLUMNS, ROLLUP_COLUMNS, type ColumnDecl, type FieldCheck, type FieldNames } from '../api/fields.js';
+export type { FieldCheck };
 
 /** Where a table's rows come from. */
 export type TableOrigin =
@@ -19,9 +21,6 @@ export type TableOrigin =
   | 'view'
   /** One row per run and source (`sync_runs`, `sync_run_streams`). */
   | 'run';
-
-/** What `api/validate.ts` checks an API field for (`checkFields`). */
-export type FieldCheck = 'string' | 'string?' | 'number' | 'date' | 'timestamp' | 'dim';
 
 /** A column of a table synced from the API. */
 export interface ApiColumn extends SpoolColumn {
@@ -63,49 +62,10 @@ export interface TableDef {
   icebergMonth: string | null;
 }
 
-/** A column as declared: its name (the API's field of that name), its DuckDB type, the field's check (null: no field). */
-type ColumnDecl = readonly [name: string, type: SpoolColumn['type'], check: FieldCheck | null];
-
 /** Declarations as columns. Pure. */
 function apiColumns(decls: readonly ColumnDecl[]): ApiColumn[] {
   return decls.map(([name, type, check]) => ({ name, type, field: check === null ? null : name, check }));
 }
-
-// Declared `as const`, so the wire types' fields can be checked against them at compile time (`ApiFields`).
-const LINE_ITEM_COLUMNS = [
-  ['id', 'VARCHAR', 'string'],
-  ['usage_date', 'DATE', 'date'],
-  ['provider_type', 'VARCHAR', 'string'],
-  ['provider_service', 'VARCHAR', 'string?'],
-  ['net_amount_usd', 'DOUBLE', 'number'],
-  ['currency_original', 'VARCHAR', 'string?'],
-  ['project_id', 'VARCHAR', 'string?'],
-  ['user_email', 'VARCHAR', 'string?'],
-] as const satisfies readonly ColumnDecl[];
-
-const ROLLUP_COLUMNS = [
-  ['date', 'DATE', 'date'],
-  ['group_by', 'VARCHAR', null],
-  ['provider_type', 'VARCHAR', 'dim'],
-  ['service', 'VARCHAR', 'dim'],
-  ['category', 'VARCHAR', 'dim'],
-  ['cost_usd', 'DOUBLE', 'number'],
-] as const satisfies readonly ColumnDecl[];
-
-const ANOMALY_COLUMNS = [
-  ['id', 'VARCHAR', 'string'],
-  ['provider_type', 'VARCHAR', 'string?'],
-  ['service', 'VARCHAR', 'string?'],
-  ['detected_date', 'TIMESTAMPTZ', 'timestamp'],
-  ['actual_cost', 'DOUBLE', 'number'],
-  ['expected_cost', 'DOUBLE', 'number'],
-  ['deviation_percent', 'DOUBLE', 'number'],
-  ['severity', 'VARCHAR', 'string'],
-  ['alert_type', 'VARCHAR', 'string?'],
-  ['status', 'VARCHAR', 'string'],
-] as const satisfies readonly ColumnDecl[];
-
-type FieldNames<D extends readonly ColumnDecl[]> = Extract<D[number], readonly [string, string, FieldCheck]>[0];
 
 /** The API fields of each API table, as types: the wire types (`api/types.ts`) are checked against them. */
 export interface ApiFields {

@@ -34,7 +34,8 @@ const API_TABLES: readonly ApiTable[] = ['line_items', 'rollups_daily', 'anomali
 /** The fields a wire type names (its index signature, for the fields beyond the spec's, left out). */
 type Named<T> = keyof { [K in keyof T as string extends K ? never : number extends K ? never : K]: T[K] };
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-// Compile-time: `tsc -p tsconfig.test.json` (npm run lint) fails when a wire type's fields are not the registry's.
+// Compile-time: the wire types are derived from api/fields.ts; `tsc -p tsconfig.test.json` (npm run lint) fails
+// when the derivation names other fields than the registry's (an index signature's key taken for a field, say).
 const WIRE_TYPES_MATCH: {
   line_items: Same<Named<LineItem>, ApiFields['line_items']>;
   rollups_daily: Same<Named<RollupRow>, ApiFields['rollups_daily']>;
