@@ -3,7 +3,7 @@
  * specification's column pages: Decimal, Date/Time in UTC, String, Key-Value Format) and the kind of value
  * `push` checks and sends it as. The `focus` view (sql/views/060_focus.sql) has these columns in this
  * order, then `x_` extras; `push` matches a file's columns to them (`push/columns.ts`).
- * test/unit/table-declared-once.test.ts fails when the view or the SQL naming them disagrees.
+ * test/architecture/table-declared-once.unit.test.ts fails when the view or the SQL naming them disagrees.
  */
 
 /** FOCUS's data types as DuckDB types. */

@@ -4,7 +4,7 @@
  * tables reads it: the windowed streams' spool and SQL (`TableSpec`), the names SQL templates may take,
  * `Warehouse.changed`, the Parquet lake, the Iceberg lake and the check that a `--out` holds one format.
  * The API tables' columns are declared here with the API field each comes from and its check
- * (`api/validate.ts` reads them); test/unit/table-declared-once.test.ts fails when a migration, a sync SQL
+ * (`api/validate.ts` reads them); test/architecture/table-declared-once.unit.test.ts fails when a migration, a sync SQL
  * file or a wire type lists them otherwise.
  */
 import type { SpoolColumn } from './spool.js';

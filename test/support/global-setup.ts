@@ -24,7 +24,7 @@ declare module 'vitest' {
 }
 
 /**
- * Each project that runs sets up on its own (a run of `test/integration/sync-kill.test.ts` has two): they
+ * Each project that runs sets up on its own (a run of `test/sync/sync-kill.test.ts` has two): they
  * share one gateway, kept on the process, stopped when the last is done.
  */
 interface Shared {

@@ -51,6 +51,7 @@ import { CLI, lakeDifferences, queryDb, run } from './helpers.js';
 import { startCatalogServer, type CatalogFault, type CatalogServer } from '../catalog/server.mjs';
 import { catalogLocator, icebergDifferences, icebergFileCheck } from './iceberg.js';
 import { faultProxy, startRgwIfAny, type S3Server } from './s3.js';
+import { decodeCarried } from '../../src/state/progress.js';
 
 /** The emulator's last day of data; the model's "today" starts a few days before and moves towards it. */
 const END = '2026-06-30';
@@ -522,7 +523,7 @@ async function coveredLineItems(world: World, source: SourceName): Promise<reado
     `SELECT state::VARCHAR AS state FROM _costsync_sync_state WHERE source = '${source}'`,
   );
   if (row === undefined) return [];
-  const streams = JSON.parse(row.state) as Partial<Record<'line_items', WindowedStreamState>>;
+  const streams = decodeCarried(row.state) as Partial<Record<'line_items', WindowedStreamState>>;
   return streams.line_items === undefined ? [] : coverageOf(streams.line_items).ranges;
 }
 
@@ -980,7 +981,7 @@ class VerifyApiCommand implements Cmd {
       return;
     }
     for (const { source, state } of carried) {
-      const streams = JSON.parse(state) as Partial<Record<'line_items' | 'rollups', WindowedStreamState>>;
+      const streams = decodeCarried(state) as Partial<Record<'line_items' | 'rollups', WindowedStreamState>>;
       if (streams.line_items === undefined || streams.rollups === undefined) continue;
       const rollups = coverageOf(streams.rollups).ranges;
       for (const range of coverageOf(streams.line_items).ranges) {
@@ -1030,7 +1031,7 @@ async function checkReaders(world: World, env: Record<string, string>): Promise<
   );
   const covered = new Map<string, { line_items: DateRange[]; any: Set<string> }>();
   for (const { source, state } of carried) {
-    const streams = JSON.parse(state) as Partial<Record<'line_items' | 'rollups', WindowedStreamState>>;
+    const streams = decodeCarried(state) as Partial<Record<'line_items' | 'rollups', WindowedStreamState>>;
     const lineItems = streams.line_items === undefined ? [] : coverageOf(streams.line_items).ranges;
     const rollups = streams.rollups === undefined ? [] : coverageOf(streams.rollups).ranges;
     covered.set(source, { line_items: [...lineItems], any: daysOf([...lineItems, ...rollups]) });

@@ -1,7 +1,7 @@
 /**
  * The process settings the costsync executable gives itself (its shebang and `src/bin.cts`), for the test
  * workers that run costsync in-process: DuckDB and malloc then work there as in a user's run.
- * `test/unit/worker-env.test.ts` fails when they drift from the executable's.
+ * `test/architecture/worker-env.unit.test.ts` fails when they drift from the executable's.
  */
 export const EXECUTABLE_PROCESS_ENV: Readonly<Record<string, string>> = {
   MALLOC_ARENA_MAX: '1',
