@@ -14,6 +14,9 @@ export const STATE_VERSION = 2;
 /** The lake state object's version. */
 export const LAKE_STATE_VERSION = 1;
 
+/** The carried row's version. 1: `{version, streams}` (before it, the row was the streams alone, read as 1). */
+export const CARRIED_VERSION = 1;
+
 /**
  * What to do with a state file that cannot be used: moving it aside is enough, since the warehouse
  * carries the state that matches its data (a full refresh would spend hours of quota for nothing).
@@ -55,14 +58,24 @@ export function encodeStateFile(state: SyncState): string {
   return `${JSON.stringify({ ...state, version: STATE_VERSION }, null, 2)}\n`;
 }
 
-/** The warehouse's carried copy from its text (the streams as they were carried; it has no version of its own). Pure. */
+/**
+ * The warehouse's carried copy from its text: the streams as they were carried. A row an older costsync
+ * wrote is the streams alone; one a newer costsync wrote is refused (naming the fix). Pure.
+ */
 export function decodeCarried(text: string): CarriedState {
-  return JSON.parse(text) as CarriedState;
+  const parsed = JSON.parse(text) as { version?: unknown; streams?: CarriedState } & CarriedState;
+  if (typeof parsed.version !== 'number') return parsed;
+  if (parsed.version > CARRIED_VERSION)
+    throw new ConfigError(
+      `The warehouse carries a sync state written by a newer costsync (carried version ${parsed.version}; this one reads ${CARRIED_VERSION}).`,
+      'Upgrade costsync to the version that last synced this warehouse, or newer.',
+    );
+  return parsed.streams ?? {};
 }
 
 /** A carried copy as the text the warehouse holds (compared as text to tell whether it changed). Pure. */
 export function encodeCarried(carried: CarriedState): string {
-  return JSON.stringify(carried);
+  return JSON.stringify({ version: CARRIED_VERSION, streams: carried });
 }
 
 /** What a lake's state object (or a catalog's table property) holds for one source. */
