@@ -1,6 +1,7 @@
 // @ts-check
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import costsync from './test/architecture/eslint-rules.mjs';
 
 /**
  * typescript-eslint's type-aware recommended rules; formatting is Prettier's (`npm run lint` runs both).
@@ -22,6 +23,18 @@ export default tseslint.config(
       '@typescript-eslint/no-base-to-string': 'off',
     },
   },
+  {
+    // The architecture's rules (test/architecture/eslint-rules.mjs); `npm test` runs them too.
+    files: ['src/**/*.ts', 'src/**/*.cts'],
+    plugins: { costsync },
+    rules: {
+      'costsync/one-writer': 'error',
+      'costsync/coded-errors': 'error',
+      'costsync/async-local-storage-at-module-level': 'error',
+    },
+  },
+  // The emulator's errors are its HTTP replies.
+  { files: ['src/emulator/**/*.ts'], rules: { 'costsync/coded-errors': 'off' } },
   {
     files: ['test/**/*.ts'],
     rules: {

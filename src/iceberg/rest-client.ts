@@ -153,15 +153,18 @@ const NOT_CONNECTED: Record<string, string> = {
   ENETUNREACH: 'the network cannot be reached',
 };
 
-/** A request that got no answer; `sent` when it may have reached the server. */
-class NoAnswer extends Error {
+/**
+ * A request that got no answer; `sent` when it may have reached the server. Settled inside the client
+ * (a retry, or `unreachable`); its code is the one it becomes when it escapes.
+ */
+class NoAnswer extends CostsyncError {
   constructor(
     readonly detail: string,
     readonly sent: boolean,
     readonly errno: string | undefined,
     cause: unknown,
   ) {
-    super(detail, { cause });
+    super('CS_ERR_CATALOG_UNREACHABLE', detail, { cause });
     this.name = 'NoAnswer';
   }
 }

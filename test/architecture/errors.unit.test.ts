@@ -23,19 +23,7 @@ describe('the error registry', () => {
     expect(unknown).toEqual([]);
   });
 
-  it('is where every error src/ raises gets its code: no bare Error outside the emulator (whose errors are its HTTP replies)', () => {
-    const bare = filesUnder(join(ROOT, 'src'))
-      .filter((file) => !file.startsWith(join(ROOT, 'src', 'emulator')))
-      .flatMap((file) =>
-        readFileSync(file, 'utf8')
-          .split('\n')
-          .flatMap((line, i) =>
-            /\b(?:new\s+)?(?:Error|TypeError|RangeError)\(/.test(line) ? [`${file.slice(ROOT.length)}:${i + 1}: ${line.trim()}`] : [],
-          ),
-      );
-    expect(bare).toEqual([]);
-  });
-
+  // No bare Error in src/: the coded-errors rule of test/architecture/eslint-rules.mjs (eslint-rules.unit.test.ts).
   it('the reference page docs/reference/errors.md lists every code with its exit code and summary', () => {
     const page = readFileSync(join(ROOT, 'docs/reference/errors.md'), 'utf8');
     const rows = new Map(

@@ -86,9 +86,16 @@ function items(list: string): string[] {
   return out.filter((item) => item !== '');
 }
 
-/** The column list of each `INSERT INTO table (…)` in `sql`. */
-function insertLists(sql: string, table: string): string[][] {
-  return [...sql.matchAll(new RegExp(`INSERT INTO ${table} \\(([^)]*)\\)`, 'g'))].map((m) => items(m[1]!));
+/**
+ * Each insert into `table` in `sql`, however it is spelled (any case, `OR REPLACE`/`OR IGNORE`, a quoted
+ * name, `BY NAME`): its column list, or null when it names none. Pure.
+ */
+function insertLists(sql: string, table: string): (string[] | null)[] {
+  const insert = new RegExp(
+    `\\binsert\\s+(?:or\\s+(?:replace|ignore)\\s+)?into\\s+"?${table}"?(?![\\w"])\\s*(?:by\\s+(?:name|position)\\s*)?(?:\\(([^)]*)\\))?`,
+    'gi',
+  );
+  return [...sql.matchAll(insert)].map((m) => (m[1] === undefined ? null : items(m[1])));
 }
 
 /** The first SELECT list of `sql`'s outermost text (up to its FROM), as the plain column names it starts with. */
@@ -208,6 +215,18 @@ describe('a table declared once (storage/tables.ts)', () => {
         );
       }
     }
+  });
+
+  it('finds an insert into a table however it is spelled, with its column list or none', () => {
+    const planted = [
+      'INSERT INTO line_items (id, usage_date) SELECT 1',
+      'insert into line_items(id) values (1)',
+      'INSERT OR REPLACE INTO "line_items" (id) SELECT 1',
+      'Insert Or Ignore Into line_items BY NAME SELECT 1 AS id',
+      'INSERT INTO line_items SELECT * FROM x',
+      'INSERT INTO line_items_staged (id) SELECT 1',
+    ].join(';\n');
+    expect(insertLists(planted, 'line_items')).toEqual([['id', 'usage_date'], ['id'], ['id'], null, null]);
   });
 
   it("the sync SQL lists each table's columns as declared: inserts, the spooled and staged rows, diffs and the upsert", () => {

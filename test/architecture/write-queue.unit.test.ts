@@ -1,5 +1,3 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { writeQueue, type WriteQueue } from '../../src/storage/write-queue.js';
 
@@ -93,20 +91,5 @@ describe('the write queue (storage/write-queue.ts)', () => {
     await expect(inner).rejects.toThrow();
     expect(b.ran).toEqual(['BEGIN TRANSACTION', 'B WRITE', 'MARK', 'COMMIT']);
     expect(a.ran).not.toContain('A WRITE');
-  });
-
-  it('every AsyncLocalStorage in src/ is made once, at module level: before Node 24 each live one slows every await', () => {
-    const files = (dir: string): string[] =>
-      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-        e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
-      );
-    const made = files('src').flatMap((file) =>
-      readFileSync(file, 'utf8')
-        .split('\n')
-        .filter((line) => line.includes('new AsyncLocalStorage'))
-        .map((line) => ({ file, atModuleLevel: /^(export )?const \w+ = new AsyncLocalStorage/.test(line) })),
-    );
-    expect(made.length).toBeGreaterThan(0);
-    expect(made.filter((m) => !m.atModuleLevel)).toEqual([]);
   });
 });
