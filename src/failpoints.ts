@@ -8,6 +8,8 @@
 
 /** The points, as data: where each stands. */
 export const FAILPOINTS = {
+  open: 'right after the working copy is opened (DuckDB has replayed its WAL), before anything is written',
+  'state-save': 'right after the state file is written',
   commit: 'right after a warehouse transaction commits',
   'lake-put': 'right after a lake file is put at its key',
   'iceberg-commit': 'right after an Iceberg snapshot is committed, before its outbox entries are cleared',

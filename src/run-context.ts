@@ -4,6 +4,7 @@
  * what a killed run left) and the fence on the published warehouse. Callers get what they write to and
  * one `release`; what they do in between is theirs.
  */
+import { failpoint } from './failpoints.js';
 import { existsSync, mkdirSync, statSync, type Stats } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Clock } from './api/resilience.js';
@@ -161,6 +162,7 @@ export async function openRun(request: RunRequest): Promise<OpenRun> {
       remote,
       notice: (m) => logger.warn(m),
     });
+    failpoint('open');
     // Every publish is conditional on the warehouse this run started from.
     if (leases !== null && db.kind === 'bucket') db.fence = { etag: remote?.startEtag ?? null };
     return { warehouse, db, lake, leases, release };

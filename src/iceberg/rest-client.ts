@@ -33,6 +33,8 @@ export interface RestCatalogOptions {
   signal?: AbortSignal;
   /** The longest a whole request may take, body included. */
   requestTimeoutMs?: number;
+  /** A request's deadline, aborted once it has taken `ms` (AbortSignal.timeout by default; a test's may end on an event). */
+  deadline?: (ms: number) => AbortSignal;
   /** undici's, for tests (MockAgent); else the client's own agent. */
   dispatcher?: Dispatcher;
   warn(message: string): void;
@@ -361,7 +363,7 @@ class CatalogHttp {
       throw error;
     }
     this.remember(Object.entries(auth), SECRET_HEADER);
-    const deadline = AbortSignal.timeout(this.timeoutMs);
+    const deadline = (this.o.deadline ?? AbortSignal.timeout)(this.timeoutMs);
     // A commit in flight is let finish (within its deadline): cut, it could neither be known applied nor not.
     const signal = call.kind === 'commit' || stop === undefined ? deadline : AbortSignal.any([deadline, stop]);
     try {

@@ -3,6 +3,7 @@
  * its key, so a rotated key goes on where the last run stopped), written atomically (temp file,
  * fsync, rename) and readable by the owner only.
  */
+import { failpoint } from '../failpoints.js';
 import { existsSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { coalesce } from '../coalesce.js';
@@ -230,6 +231,7 @@ export class StateStore {
       // No fsync of the directory: a rename lost in a crash leaves the previous state, which is
       // behind the data, and a run from an older state only redoes work.
       await this.write(this.path, encodeStateFile(saved));
+      failpoint('state-save');
       if (this.legacy !== null) {
         rmSync(this.legacy, { force: true });
         this.legacy = null;

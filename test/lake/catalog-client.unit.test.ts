@@ -438,18 +438,21 @@ describe('commits', () => {
 
   it('a timeout after the request was sent is unknown, and not sent again', async () => {
     let sent = 0;
+    // The deadline passes once the server has the request (an event, not a race): its answer never comes before.
+    const deadline = new AbortController();
     const { agent } = mockCatalog({
       first: (pool) =>
         pool
           .intercept({ path: '/v1/namespaces/costsync/tables/focus', method: 'POST' })
           .reply(() => {
             sent += 1;
+            deadline.abort();
             return { statusCode: 200, data: JSON.stringify({ 'metadata-location': 's3://x', metadata }) };
           })
-          .delay(1_000)
+          .delay(600_000)
           .persist(),
     });
-    const { o } = options(agent, { requestTimeoutMs: 25 });
+    const { o } = options(agent, { requestTimeoutMs: 25, deadline: () => deadline.signal });
     const catalog = await RestCatalog.connect(o);
     const outcome = await catalog.commitTable(['costsync'], 'focus', change);
     expect(outcome.kind).toBe('unknown');

@@ -60,7 +60,23 @@ describe('--format iceberg under SIGKILL (slow tier)', () => {
         try {
           killed = await killRuns(KILLS, (i) => {
             watchFor = i % 3 === 1 ? /data\/.*\.parquet$/ : i % 3 === 2 ? /\/v\d+\.metadata\.json$/ : null;
-            return run('crashy', i % 3 === 0 ? alternatingPoint(rng, i, [1, 20], [150, 1200]) : {});
+            return run(
+              'crashy',
+              i % 3 === 0
+                ? alternatingPoint(
+                    rng,
+                    i,
+                    [1, 20],
+                    [
+                      ['open', 1],
+                      ['commit', 10],
+                      ['lake-put', 30],
+                      ['iceberg-commit', 12],
+                      ['publish', 2],
+                    ],
+                  )
+                : {},
+            );
           });
         } finally {
           watcher.close();
@@ -138,7 +154,7 @@ describe('--format iceberg under SIGKILL (slow tier)', () => {
               ...backfillFlags(5, { rateLimit: false }),
             ]);
           const runner = killRunner(env, () => false);
-          const killed = runner.run([CLI, ...shard('latam')], { afterMs: 900 });
+          const killed = runner.run([CLI, ...shard('latam')], { failpoint: 'iceberg-commit:2' });
           const results = await Promise.all(names.slice(0, 3).map((w) => cli(shard(w), env)));
           for (const r of results) expect(r.code, r.stderr).toBe(0);
           await killed;

@@ -33,7 +33,19 @@ describe('crash safety of the published file and the Parquet lake', () => {
           ]),
         ];
         const rng = createRng(SEED);
-        const expected = await cleanThenKilled(rig, args, KILLS, (i) => alternatingPoint(rng, i, [1, 14], [200, 900]));
+        const expected = await cleanThenKilled(rig, args, KILLS, (i) =>
+          alternatingPoint(
+            rng,
+            i,
+            [1, 14],
+            [
+              ['open', 1],
+              ['commit', 10],
+              ['lake-put', 20],
+              ['publish', 4],
+            ],
+          ),
+        );
         const db = join(dir, 'crashy', 'c.duckdb');
         expect(await tableDigest(db)).toEqual(expected);
         const lake = await lakeDifferences(db, join(dir, 'crashy', 'lake'));
@@ -80,8 +92,20 @@ describe('crash safety of the published file and the Parquet lake', () => {
         let previous = 0;
         let snapshots = 0;
         for (let i = 0; i < KILLS && previous < 3000; i++) {
-          // Half at a request (after some windows were published), half after a delay (landing anywhere, publishing included).
-          await runner.run(args, alternatingPoint(rng, i, [2, 4], [250, 600]));
+          // Half at a request (after some windows were published), half at a step: a commit, a publish, a state write.
+          await runner.run(
+            args,
+            alternatingPoint(
+              rng,
+              i,
+              [2, 4],
+              [
+                ['commit', 6],
+                ['publish', 3],
+                ['state-save', 4],
+              ],
+            ),
+          );
           if (!existsSync(db)) continue;
           const wh = await openReadOnly(db);
           try {

@@ -369,9 +369,13 @@ export const IN_OTHER_PID_NAMESPACE: readonly string[] = [
 ];
 
 /** Where a kill test SIGKILLs a run: at its Nth counted request, or after a delay (landing anywhere). */
+/**
+ * Where a kill test's run dies: at the emulator's Nth request it counts, or at a failpoint
+ * (`COSTSYNC_FAILPOINT`, `NAME:N`: the process SIGKILLs itself the Nth time it reaches that step).
+ */
 export interface KillPoint {
   atRequest?: number;
-  afterMs?: number;
+  failpoint?: string;
 }
 
 /**
@@ -394,15 +398,17 @@ export function killRunner(env: Record<string, string>, counts: (entry: { route:
     async run(args: string[], point: KillPoint = {}): Promise<{ code: number | null; signal: string | null; stderr: string }> {
       requests = 0;
       killAt = point.atRequest ?? Infinity;
-      const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+      const failpoint = point.failpoint === undefined ? {} : { COSTSYNC_FAILPOINT: point.failpoint };
+      const child = spawn(process.execPath, args, {
+        env: { PATH: process.env.PATH ?? '', ...env, ...failpoint },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let stderr = '';
       child.stderr.on('data', (d: Buffer) => {
         stderr = (stderr + d.toString()).slice(-4096);
       });
       kill = () => child.kill('SIGKILL');
-      const timer = point.afterMs !== undefined ? setTimeout(() => child.kill('SIGKILL'), point.afterMs) : null;
       const [code, signal] = (await onceEvent(child, 'exit')) as [number | null, string | null];
-      if (timer) clearTimeout(timer);
       kill = null;
       return { code, signal, stderr };
     },

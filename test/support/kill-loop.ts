@@ -52,10 +52,13 @@ export async function withKillRig<T>(
 
 /**
  * Kill point `i` of a loop: an even one at a random request from `requests[0]` on (`requests[1]` to pick
- * from), an odd one after a random delay from `ms[0]` ms on (`ms[1]` to pick from). One `rng()` a point.
+ * from), an odd one at a random failpoint of `steps` (the process start, a state write, a commit, a publish,
+ * a lake put ...), reached from once to `times` times. One or two `rng()` a point; events, never delays.
  */
-export function alternatingPoint(rng: () => number, i: number, requests: [number, number], ms: [number, number]): KillPoint {
-  return i % 2 === 0 ? { atRequest: requests[0] + Math.floor(rng() * requests[1]) } : { afterMs: ms[0] + Math.floor(rng() * ms[1]) };
+export function alternatingPoint(rng: () => number, i: number, requests: [number, number], steps: readonly [string, number][]): KillPoint {
+  if (i % 2 === 0) return { atRequest: requests[0] + Math.floor(rng() * requests[1]) };
+  const [name, times] = steps[Math.floor(rng() * steps.length)]!;
+  return { failpoint: `${name}:${1 + Math.floor(rng() * times)}` };
 }
 
 /** Runs `run(i)` `kills` times, each run meant to be SIGKILLed: one the kill missed must exit 0. Returns how many were killed. */

@@ -154,7 +154,8 @@ describe(`chaos (seed ${SEED}, ${SECONDS} s)`, () => {
             const run = (point: KillPoint) => runner.run(args, point);
             let killed = 0;
             for (let i = 0; i < KILLS; i++) {
-              const point = i % 2 === 0 ? { atRequest: 1 + Math.floor(rng() * 6) } : { afterMs: 100 + Math.floor(rng() * 900) };
+              // At a request, or at a ledger's commit (an event, never a delay).
+              const point = i % 2 === 0 ? { atRequest: 1 + Math.floor(rng() * 6) } : { failpoint: `commit:${1 + Math.floor(rng() * 8)}` };
               const result = await run(point);
               if (result.signal === 'SIGKILL') killed += 1;
               else expect(result.code, `seed ${SEED} kill ${i} ${JSON.stringify(point)}`).toBe(ExitCode.OK);

@@ -60,7 +60,19 @@ describe('crash safety of grouped window commits (slow tier)', () => {
           };
           const rng = createRng(SEED + 1);
           // 30 line-item requests a run (one page a window).
-          const expected = await cleanThenKilled(rig, args, KILLS, (i) => alternatingPoint(rng, i, [2, 27], [200, 700]));
+          const expected = await cleanThenKilled(rig, args, KILLS, (i) =>
+            alternatingPoint(
+              rng,
+              i,
+              [2, 27],
+              [
+                ['open', 1],
+                ['commit', 20],
+                ['state-save', 20],
+                ['publish', 2],
+              ],
+            ),
+          );
           expect(expected.line_items!.rows).toBe(3 * 150 * 10);
           expect(await tableDigest(join(dir, 'crashy', 'c.duckdb'))).toEqual(expected);
         },

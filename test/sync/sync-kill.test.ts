@@ -16,9 +16,21 @@ describe('crash safety', () => {
       await withKillRig({ ...SPAN, rowsPerDay: 400, clock, anomaliesPerDay: 5 }, async (rig) => {
         const args = (sub: string) => [CLI, ...syncCommand(rig.url, join(rig.dir, sub), [...backfillFlags(4), '--quiet'])];
         const rng = createRng(SEED);
-        // Half the kill points after a number of requests, half after a delay (which lands
-        // anywhere: process start, DuckDB recovery, a commit, a state write).
-        const expected = await cleanThenKilled(rig, args, KILLS, (i) => alternatingPoint(rng, i, [1, 12], [150, 700]));
+        // Half the kill points after a number of requests, half at a step between them: the process start
+        // (after DuckDB's recovery), a state write, a commit, a publish.
+        const expected = await cleanThenKilled(rig, args, KILLS, (i) =>
+          alternatingPoint(
+            rng,
+            i,
+            [1, 12],
+            [
+              ['open', 1],
+              ['state-save', 6],
+              ['commit', 10],
+              ['publish', 2],
+            ],
+          ),
+        );
         expect(expected.line_items!.rows).toBe(400 * 30);
         const got = await tableDigest(join(rig.dir, 'crashy', 'c.duckdb'));
         expect(got).toEqual(expected);
