@@ -207,7 +207,7 @@ function sourcesOf(stateDir: string, own: Map<string, string>, carried: Map<stri
       copy === null
         ? `the state file ${path} (the warehouse carries none)`
         : fromFile === null
-          ? `the warehouse (no state file in ${stateDir}; the next sync goes on from the warehouse's)`
+          ? `the warehouse (no state file of this warehouse in ${stateDir}; the next sync goes on from the warehouse's)`
           : stateFrom === 'file'
             ? `the state file ${path}, which agrees with the warehouse`
             : `the warehouse: the state file ${path} disagrees with it (an older copy, or a run killed between a commit and its state save), and the next sync goes on from the warehouse's`;
@@ -360,10 +360,6 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
   }
   if (report.sources.length === 0)
     io.stdout(`No sync state for ${config.db} yet (neither the warehouse nor ${config.stateDir} holds any): run costsync sync.\n`);
-  if (report.otherStateFiles.length > 0)
-    io.stdout(
-      `(${config.stateDir} also holds the state of ${report.otherStateFiles.length} file(s) of other warehouses, not shown: ${report.otherStateFiles.join(', ')}; pass their --db to see them.)\n\n`,
-    );
   for (const source of report.sources) {
     if (source.problem !== undefined) {
       io.stdout(`Source ${source.name}: the state file is unreadable\n\n`);
@@ -374,12 +370,17 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
       source.baseUrl !== ''
         ? `${source.baseUrl} (key ${source.keyFingerprint})`
         : source.stateFrom === 'warehouse' && source.file === ''
-          ? 'API and key recorded in no state file here'
+          ? 'API and key not known here (a state file records them, and this state directory has none of this warehouse)'
           : 'no answer from the API yet';
     io.stdout(`Source ${source.name}: ${where}, state updated ${source.updatedAt ?? 'never'}\n`);
     io.stdout(`State from ${source.stateNote}.\n`);
     io.stdout(`${formatTable(source.streams)}\n\n`);
   }
+  // After this warehouse's sources: the first line of `status | head -1` is about them.
+  if (report.otherStateFiles.length > 0)
+    io.stdout(
+      `(${config.stateDir} also holds the state of ${report.otherStateFiles.length} file(s) of other warehouses, not shown: ${report.otherStateFiles.join(', ')}; pass their --db to see them.)\n\n`,
+    );
   if (report.unpublished !== null)
     io.stdout(
       `Not yet published: this state directory's working copy (${report.unpublished}) holds work committed after its last publish (a run was killed, or its publish failed): ${config.db} lacks it until the next sync with this --state-dir.\n\n`,

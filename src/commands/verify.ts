@@ -57,18 +57,17 @@ async function verifyApi(
       .map((k) => ` --${k} ${shellWord(String(args[k]))}`)
       .join('');
     const warehouse = await open();
+    // Only the sources verified (--source): another's synced dates say nothing of theirs.
+    const asked = new Set(clients.map((c) => c.name));
+    const ranges = (await syncedRanges(warehouse, options.from, options.to)).filter((r) => asked.has(r.source));
+    // No synced date in the range (before, after or inside a hole of what is held): nothing is asked of
+    // the API, and nothing is said to agree.
+    const nothing = nothingSyncedError(ranges, options.from, options.to, 'verify --api');
+    if (nothing !== null) throw nothing;
     const report = await verifyAgainstApi(warehouse, clients, {
       ...options,
       fixCommand: (source, from, to) => `costsync sync${carried}${named ? ` --source ${source}` : ''} --since ${from} --until ${to}`,
     });
-    // Only the sources verified (--source): another's synced dates say nothing of theirs.
-    const asked = new Set(report.sources.map((s) => s.source));
-    const ranges = (await syncedRanges(warehouse, options.from, options.to)).filter((r) => asked.has(r.source));
-    // No source had a synced date in the range: nothing was asked of the API, so nothing is said to agree.
-    if (report.sources.every((s) => s.from === null)) {
-      const nothing = nothingSyncedError(ranges, options.from, options.to, 'verify --api');
-      if (nothing !== null) throw nothing;
-    }
     const notSynced = unsyncedIn(ranges, options.from, options.to);
     if (options.format === 'json') io.stdout(`${JSON.stringify({ ...report, notSynced }, null, 2)}\n`);
     else {

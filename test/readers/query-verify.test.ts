@@ -329,6 +329,35 @@ describe('costsync verify over dates it holds none of', () => {
 });
 
 describe('costsync verify --api', () => {
+  it('a range inside a hole of what the warehouse holds compared nothing: exit 2, no request; one around it compares the synced dates and names the hole', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 5, clock }, async (emulator) =>
+      withTempDir(async (dir) => {
+        const env = { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' };
+        const rate = ['--rate-limit', '100000', '--quiet'];
+        // Synced 06-20..06-30, then 06-01..06-10: 06-11..06-19 never.
+        expect(
+          (await run(syncCommand(emulator.url, dir, ['--start-date', '2025-06-20', '--until', '2025-06-30', ...rate]), env)).code,
+        ).toBe(0);
+        expect((await run(syncCommand(emulator.url, dir, ['--since', '2025-06-01', '--until', '2025-06-10', ...rate]), env)).code).toBe(0);
+        const db = join(dir, 'c.duckdb');
+        const verify = (more: string[]) => run(['verify', '--api', '--base-url', emulator.url, '--db', db, ...more], env);
+        const asked = emulator.requestLog.count({});
+        const inside = await verify(['--from', '2025-06-12', '--to', '2025-06-18']);
+        expect(inside.code, inside.stdout).toBe(ExitCode.USAGE);
+        expect(inside.stderr).toContain(
+          'verify --api compared nothing: no date in 2025-06-12..2025-06-18 is synced (the warehouse holds default: 2025-06-01..2025-06-10, 2025-06-20..2025-06-30)',
+        );
+        expect(emulator.requestLog.count({})).toBe(asked);
+        const around = await verify(['--from', '2025-06-08', '--to', '2025-06-22', '--format', 'json']);
+        expect(around.code, around.stderr).toBe(ExitCode.OK);
+        expect(JSON.parse(around.stdout)).toMatchObject({
+          differences: [],
+          notSynced: [{ source: 'default', dates: '2025-06-11..2025-06-19' }],
+        });
+      }),
+    );
+  });
+
   it('equal to the API after a sync (3 requests); a restatement, a deleted day and a changed rollup are differences with the command that syncs them again, which mends them', async () => {
     await withEmulator(
       { ...SPAN, rowsPerDay: 20, clock, restatement: { days: 4, changeRate: 0.5, deleteRate: 0.1, addRate: 0.1 } },

@@ -68,6 +68,8 @@ describe('status reads the state as sync takes it', () => {
         expect(shared.text).toContain(', which agrees with the warehouse.');
         expect(shared.json.otherStateFiles).toHaveLength(1);
         expect(shared.text).toContain('also holds the state of 1 file(s) of other warehouses, not shown');
+        // This warehouse's source first (`status | head -1`), the others' note after it.
+        expect(shared.text.split('\n')[0]).toMatch(/^Source default: /);
         // An empty state directory (a clean container): the warehouse's state, said so, not "no sync state".
         const empty = join(dir, 'empty');
         mkdirSync(empty);
@@ -76,7 +78,7 @@ describe('status reads the state as sync takes it', () => {
         expect(clean.json.sources.map((s) => [s.name, s.stateFrom, s.streams.map((st) => st.watermark)])).toEqual([
           ['default', 'warehouse', ['2025-06-20..2025-06-30', '2025-06-20..2025-06-30', expect.any(String)]],
         ]);
-        expect(clean.text).toContain(`State from the warehouse (no state file in ${empty}; the next sync goes on from the warehouse's).`);
+        expect(clean.text).toContain(`State from the warehouse (no state file of this warehouse in ${empty}; the next sync goes on from the warehouse's).`);
       });
     });
   });
