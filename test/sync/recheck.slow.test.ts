@@ -8,6 +8,7 @@ import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import type { SyncConfig } from '../../src/config.js';
 import type { Emulator } from '../../src/emulator/server.js';
+import { storedAgainstApi } from '../support/api-truth.js';
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import { runSync } from '../../src/sync/runner.js';
 import { createApiClient } from '../../src/api/client.js';
@@ -62,11 +63,9 @@ async function rowsOf(db: string, table: 'line_items' | 'rollups_daily', where: 
   return rows.map((r) => r.t);
 }
 
-/** A warehouse synced once from the emulator as it is now: what the API says. */
-async function truth(emulator: Emulator, dir: string): Promise<string> {
-  const cfg = config(emulator.url, join(dir, 'truth'), { recheckDays: 0 });
-  expect((await sync(cfg)).summary.outcome).toBe('success');
-  return cfg.db;
+/** The line items and rollups of `db` dated `from`..`to` against the API's own records now: their differences, or none. */
+async function againstApi(emulator: Emulator, db: string, from: string, to: string, tables: readonly ('line_items' | 'rollups_daily')[]) {
+  return storedAgainstApi(db, emulator.dataset, { from, to, nowMs: clock.now(), tables });
 }
 
 interface RollupRecord {
@@ -143,9 +142,7 @@ describe('the recheck of older dates', () => {
         // adjacent days, the recheck's 3 rollups requests and each changed day's rollups (2: the provider view is shared).
         expect(emulator.requestLog.count({ route: 'line-items' })).toBe(nightly.lineItems + 4);
         expect(emulator.requestLog.count({ route: 'rollups' })).toBeLessThanOrEqual(nightly.rollups + 3 + 4 + 4 * 2);
-        const api = await truth(emulator, dir);
-        for (const table of ['line_items', 'rollups_daily'] as const)
-          expect(await rowsOf(cfg.db, table, ">= '2025-05-01'"), table).toEqual(await rowsOf(api, table, ">= '2025-05-01'"));
+        expect(await againstApi(emulator, cfg.db, '2025-05-01', END, ['line_items', 'rollups_daily'])).toEqual([]);
         // The moved line item is stored once, at its new date.
         expect(await queryDb(cfg.db, `SELECT usage_date::VARCHAR AS d FROM line_items WHERE id = '${moved}'`)).toEqual([
           { d: '2025-06-29' },
@@ -215,18 +212,20 @@ describe('the recheck of older dates', () => {
         expect(JSON.parse(event!.event)).toMatchObject({ changed: 2, synced: 2, dates: '2025-05-20, 2025-06-10' });
         // At a nightly's cost: the lookback's page and the deleted day's (60 rows a day: one page each).
         expect(emulator.requestLog.count({ route: 'line-items' })).toBe(2);
-        const api = await truth(emulator, dir);
-        for (const where of ["= '2025-06-10'", "BETWEEN '2025-06-28' AND '2025-06-30'"])
-          expect(await rowsOf(cfg.db, 'line_items', where)).toEqual(await rowsOf(api, 'line_items', where));
-        expect(await rowsOf(cfg.db, 'rollups_daily', ">= '2025-04-01'")).toEqual(await rowsOf(api, 'rollups_daily', ">= '2025-04-01'"));
+        for (const [from, to] of [
+          ['2025-06-10', '2025-06-10'],
+          ['2025-06-28', '2025-06-30'],
+        ] as const)
+          expect(await againstApi(emulator, cfg.db, from, to, ['line_items'])).toEqual([]);
+        expect(await againstApi(emulator, cfg.db, '2025-04-01', END, ['rollups_daily'])).toEqual([]);
         // The blind spots are still there.
         expect(await queryDb(cfg.db, "SELECT count(*)::INT AS n FROM line_items WHERE usage_date = '2025-04-15'")).toEqual([{ n: 0 }]);
         expect(await queryDb(cfg.db, `SELECT project_id FROM line_items WHERE id = '${one!.id}'`)).toEqual([
           { project_id: 'moved-by-hand' },
         ]);
         expect(await queryDb(cfg.db, "SELECT count(*)::INT AS n FROM line_items WHERE id LIKE '%-renamed'")).toEqual([{ n: 1 }]);
-        for (const where of ["= '2025-06-03'", "= '2025-06-04'"])
-          expect(await rowsOf(cfg.db, 'line_items', where)).not.toEqual(await rowsOf(api, 'line_items', where));
+        for (const date of ['2025-06-03', '2025-06-04'])
+          expect(await againstApi(emulator, cfg.db, date, date, ['line_items'])).not.toEqual([]);
         // `verify --api` compares every synced date, the horizon's and older: it finds the old day.
         const wh = await openReadOnly(cfg.db);
         try {
@@ -333,8 +332,7 @@ describe('the recheck of older dates', () => {
           },
         );
         // The API's line items of 06-05 changed; the warehouse still holds the old ones.
-        const api = await truth(emulator, dir);
-        expect(await rowsOf(api, 'line_items', "= '2025-06-05'")).not.toEqual(before);
+        expect(await againstApi(emulator, cfg.db, '2025-06-05', '2025-06-05', ['line_items'])).not.toEqual([]);
         expect(await rowsOf(cfg.db, 'line_items', "= '2025-06-05'")).toEqual(before);
       });
     });
