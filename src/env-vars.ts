@@ -42,10 +42,21 @@ export const OTHER_VARIABLES: readonly EnvVariable[] = [
 
 /** The test suite's own variables (docs/testing.md): costsync itself ignores them, and does not warn about them. */
 export const TEST_VARIABLES: readonly EnvVariable[] = [
-  { name: 'COSTSYNC_MODEL_SEED', describe: "The model-based test's seed (`random` explores)." },
+  {
+    name: 'COSTSYNC_MODEL_SEED',
+    describe: "The model-based test's seed (`random` explores); given, `npm test` runs it instead of its fixed seeds.",
+  },
+  {
+    name: 'COSTSYNC_MODEL_LENGTH',
+    describe: 'The model-based test in `npm test`, with COSTSYNC_MODEL_SEED: the sequence length (default 12).',
+  },
+  {
+    name: 'COSTSYNC_MODEL_NO_BUCKET',
+    describe: 'The model-based test: `1` runs it without the bucket lake when no radosgw runs (CI never sets it).',
+  },
   { name: 'COSTSYNC_MODEL_PATH', describe: 'The model-based test: replays one failing path.' },
   { name: 'COSTSYNC_MODEL_REPLAY', describe: 'The model-based test: replays one failing sequence.' },
-  { name: 'COSTSYNC_MODEL_SECONDS', describe: 'The model-based test: how long it runs.' },
+  { name: 'COSTSYNC_MODEL_SECONDS', describe: 'The model-based test in the slow tier: how long it runs.' },
   { name: 'COSTSYNC_MODEL_LAKES', describe: 'The model-based test: `0` leaves the lakes out.' },
   { name: 'COSTSYNC_PUSH_MODEL_SEED', describe: "The push model-based test's seed (`random` explores)." },
   { name: 'COSTSYNC_PUSH_MODEL_PATH', describe: 'The push model-based test: replays one failing path.' },

@@ -37,6 +37,32 @@ function rowText(values: Record<string, unknown>, columns: readonly (readonly [s
   return JSON.stringify([...columns.map(([name, type]) => canonical(values[name], type)), extra]);
 }
 
+/** A line item's every column as one text (the API's record). */
+export function lineItemText(record: Record<string, unknown>): string {
+  return rowText(
+    record,
+    LINE_ITEM_COLUMNS,
+    extraText(
+      record,
+      LINE_ITEM_COLUMNS.map(([name]) => name),
+    ),
+  );
+}
+
+/** Every stored line item of `db`: its source, date, id and every column as `lineItemText` writes the API's. */
+export async function storedLineItems(db: string): Promise<{ source: string; date: string; id: string; text: string }[]> {
+  const rows = await queryDb<Record<string, unknown>>(
+    db,
+    `SELECT * EXCLUDE (usage_date), strftime(usage_date, '%Y-%m-%d') AS usage_date FROM line_items`,
+  );
+  return rows.map((r) => ({
+    source: String(r.source),
+    date: String(r.usage_date),
+    id: String(r.id),
+    text: rowText(r, LINE_ITEM_COLUMNS, storedExtra(r.extra)),
+  }));
+}
+
 /** The line items of `ds` dated `from`..`to`, by id, each as its every column's text. */
 export function apiLineItems(ds: Dataset, from: string, to: string): Map<string, string> {
   const out = new Map<string, string>();
@@ -104,7 +130,11 @@ export async function storedAgainstApi(
     from: string;
     to: string;
     nowMs: number;
-    anomaliesFrom?: string;
+    /**
+     * The anomalies compared: every one detected in `window` (dates, both included), and every held one detected
+     * since `heldSince` (the window's start by default); every one the API has, by default.
+     */
+    anomalies?: { window: readonly [string, string]; heldSince?: string };
     /** The tables compared (all three by default). */
     tables?: readonly ('line_items' | 'rollups_daily' | 'anomalies')[];
   },
@@ -138,20 +168,23 @@ export async function storedAgainstApi(
     out.push(...differences('rollup', apiRollups(ds, options.from, options.to), rollups));
   }
   if (tables.includes('anomalies')) {
-    const from = options.anomaliesFrom ?? '0001-01-01';
-    const anomalies = await read(
+    // Those detected in the window are all held; a held one detected since `heldSince` is as the API has it now.
+    const [from, to] = options.anomalies?.window ?? ['0001-01-01', '9999-12-31'];
+    const heldSince = options.anomalies?.heldSince ?? from;
+    const detectedAt = ANOMALY_COLUMNS.findIndex(([n]) => n === 'detected_date');
+    const dateOf = (text: string) => new Date((JSON.parse(text) as number[])[detectedAt]!).toISOString().slice(0, 10);
+    const held = await read(
       `SELECT * EXCLUDE (detected_date), strftime(detected_date AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S.%gZ') AS detected_date
-       FROM anomalies WHERE source = '${source}' AND CAST(detected_date AS DATE) >= DATE '${from}'`,
+       FROM anomalies WHERE source = '${source}'`,
       ANOMALY_COLUMNS,
       (r) => String(r.id),
     );
-    const detectedAt = ANOMALY_COLUMNS.findIndex(([n]) => n === 'detected_date');
+    const inWindow = (text: string) => dateOf(text) >= from && dateOf(text) <= to;
     const api = new Map(
-      [...apiAnomalies(ds, options.nowMs)].filter(
-        ([, text]) => new Date((JSON.parse(text) as number[])[detectedAt]!).toISOString().slice(0, 10) >= from,
-      ),
+      [...apiAnomalies(ds, options.nowMs)].filter(([id, text]) => inWindow(text) || (held.has(id) && dateOf(text) >= heldSince)),
     );
-    out.push(...differences('anomaly', api, anomalies));
+    const stored = new Map([...held].filter(([, text]) => inWindow(text) || dateOf(text) >= heldSince));
+    out.push(...differences('anomaly', api, stored));
   }
   return out;
 }

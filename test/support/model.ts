@@ -27,7 +27,7 @@ import fc from 'fast-check';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { DeleteObjectsCommand, DeleteBucketCommand } from '@aws-sdk/client-s3';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -52,10 +52,14 @@ import { startCatalogServer, type CatalogFault, type CatalogServer } from '../ca
 import { catalogLocator, icebergDifferences, icebergFileCheck } from './iceberg.js';
 import { faultProxy, startRgwIfAny, type S3Server } from './s3.js';
 import { decodeCarried } from '../../src/state/progress.js';
+import { LINE_ITEM_COLUMNS } from '../../src/api/fields.js';
+import { lineItemText, storedAgainstApi, storedLineItems } from './api-truth.js';
 
 /** The emulator's last day of data; the model's "today" starts a few days before and moves towards it. */
 const END = '2026-06-30';
 const SPAN_DAYS = 120;
+/** The emulator's clock: alerts are as of then. */
+const EMULATOR_NOW = Date.parse(`${END}T12:00:00Z`);
 const FIRST_TODAY = addDays(END, -4);
 
 export type LakeName = 'p1' | 'p2' | 'ice' | 'cat' | 's3';
@@ -189,7 +193,7 @@ export class World {
       endDate: END,
       rowsPerDay: 2,
       anomaliesPerDay: 1,
-      clock: { now: () => Date.parse(`${END}T12:00:00Z`) },
+      clock: { now: () => EMULATOR_NOW },
       restatement: { days: 8, changeRate: 0.4, deleteRate: 0.2, addRate: 0.5 },
       beforeReply: async () => {
         if (this.stopAt === null || this.child === null) return;
@@ -306,14 +310,17 @@ export class World {
     return join(this.dir, LAKES[lake].dir);
   }
 
-  /** A source's date's line items on the emulator now, as text (`id:amount`, sorted); '' for none. */
+  /**
+   * A source's date's line items on the emulator now, as text (`id:amount:digest`, sorted, the digest of every
+   * column: test/support/api-truth.ts); '' for none.
+   */
   truth(source: SourceName, date: string): string {
     const ds = this.emulator.datasetOf(source);
     const day = toDayNumber(date);
     const items: string[] = [];
     for (let i = 0; i < ds.slots(day); i++) {
       const item = ds.itemAt(day, i);
-      if (item) items.push(`${item.record.id}:${item.record.net_amount_usd}`);
+      if (item) items.push(itemText(item.record.id, item.record.net_amount_usd, lineItemText(item.record)));
     }
     return items.sort().join(',');
   }
@@ -411,12 +418,11 @@ export class World {
   /** The published warehouse's line items per source and date (`<source> <date>`), as `truth` writes them; empty when there is no file yet. */
   async published(): Promise<Map<string, string>> {
     if (!existsSync(this.db)) return new Map();
-    const rows = await queryDb<{ d: string; id: string; a: number }>(
-      this.db,
-      "SELECT source || ' ' || usage_date::VARCHAR AS d, id, net_amount_usd AS a FROM line_items",
-    );
     const byDate = new Map<string, string[]>();
-    for (const r of rows) byDate.set(r.d, [...(byDate.get(r.d) ?? []), `${r.id}:${r.a}`]);
+    for (const r of await storedLineItems(this.db)) {
+      const d = `${r.source} ${r.date}`;
+      byDate.set(d, [...(byDate.get(d) ?? []), itemText(r.id, (JSON.parse(r.text) as unknown[])[AMOUNT] as number, r.text)]);
+    }
     return new Map([...byDate].map(([d, items]) => [d, items.sort().join(',')]));
   }
 
@@ -607,11 +613,43 @@ async function checkSynced(
         }
       }
     }
+    // The lookback's rollups, every grouping and column, equal the API's own records.
+    const lookbackFrom = addDays(today, -(args.lookback - 1));
+    if (args.streams !== 'line_items' && lookbackFrom <= today) {
+      const cut = args.dropBefore === null ? lookbackFrom : [lookbackFrom, addDays(today, -args.dropBefore)].sort()[1]!;
+      const differ = await storedAgainstApi(world.db, world.emulator.datasetOf(source), {
+        source,
+        from: cut,
+        to: today,
+        nowMs: EMULATOR_NOW,
+        tables: ['rollups_daily'],
+      });
+      if (differ.length > 0)
+        fail(world, `exit 0, yet ${source}'s lookback rollups differ from the API's: ${differ.slice(0, 5).join('; ')}`, stderr);
+    }
     if (args.dropBefore !== null) {
       const kept = [...published.keys()].find(
         (k) => k.startsWith(`${source} `) && k.slice(source.length + 1) < addDays(today, -args.dropBefore!),
       );
       if (kept !== undefined) fail(world, `exit 0 with --drop-before, yet the warehouse still holds ${kept}`, stderr);
+    }
+  }
+  // Anomalies, every column and status included, as the API has them now: every one detected in the run's window,
+  // and every one held that was detected within the recheck horizon (each run re-reads those).
+  if (args.streams === 'all' || args.streams === 'rollups,anomalies') {
+    const lookback = addDays(today, -(args.lookback - 1));
+    const start = args.since === null ? lookback : [lookback, addDays(today, -args.since)].sort()[0]!;
+    for (const source of sources) {
+      const differ = await storedAgainstApi(world.db, world.emulator.datasetOf(source), {
+        source,
+        from: today,
+        to: today,
+        nowMs: EMULATOR_NOW,
+        anomalies: { window: [start, today], heldSince: horizonStart(today, null)! },
+        tables: ['anomalies'],
+      });
+      if (differ.length > 0)
+        fail(world, `exit 0, yet ${source}'s anomalies differ from the API's: ${differ.slice(0, 5).join('; ')}`, stderr);
     }
   }
   // A date deleted from the warehouse by hand is still in a lake (nothing told it) until a run brings the date back.
@@ -806,6 +844,21 @@ function catalogFault(kind: Exclude<CatalogFaultKind, 'none' | 'token-expiry'>, 
 
 type Cmd = fc.AsyncCommand<Model, World>;
 
+/** Where the amount stands in a line item's every-column text. */
+const AMOUNT = LINE_ITEM_COLUMNS.findIndex(([name]) => name === 'net_amount_usd');
+
+/** A line item as the model compares it: its id and amount to read, and a digest of every column. */
+function itemText(id: string, amount: number, everyColumn: string): string {
+  return `${id}:${amount}:${createHash('md5').update(everyColumn).digest('hex').slice(0, 10)}`;
+}
+
+/**
+ * The kinds of step the model's sequences reached since `runModel` began (a sync killed, each lake written
+ * to the end, each of verify --api's outcomes, each change to the API, ...): the fast tier fails unless its
+ * fixed seeds reach every kind it lists (`REACHED_FAST`).
+ */
+const reached = new Set<string>();
+
 class SyncCommand implements Cmd {
   /** The day it last ran on, for its printed command line. */
   private ranOn = '<today>';
@@ -841,6 +894,17 @@ class SyncCommand implements Cmd {
     world.catalog.events.off('commit', expire);
     world.catalog.faults.splice(0);
     const killed = result.signal === 'SIGKILL';
+    reached.add(killed ? 'sync killed' : result.code === 4 ? 'sync stopped' : result.code === 0 ? 'sync' : `sync exit ${result.code}`);
+    if (result.code === 0) {
+      if (this.args.lake !== null) reached.add(`lake ${this.args.lake}`);
+      if (this.args.state === 'b') reached.add('second state directory');
+      if (this.args.fullRefresh) reached.add('full refresh');
+      if (this.args.shard !== null) reached.add(synced.length === 0 ? 'shard owning none' : 'shard');
+      if (this.args.since !== null) reached.add('since');
+      if (this.args.dropBefore !== null) reached.add('drop-before');
+      if (fault !== 'none') reached.add('catalog fault');
+      if (this.args.lostWrite !== null) reached.add('lost answer');
+    }
     if (synced.length === 0) {
       // A shard that owns none of the named sources: exit 0 before anything is opened, whatever would have stopped it.
       if (result.code !== 0) fail(world, `a shard that owns no source exited ${result.code} (signal ${result.signal})`, result.stderr);
@@ -883,6 +947,7 @@ class CatalogOfferCommand implements Cmd {
     return true;
   }
   async run(_model: Model, world: World): Promise<void> {
+    reached.add('catalog offer');
     await world.restartCatalog(this.offer);
     world.log.push(this.toString());
   }
@@ -897,6 +962,7 @@ class NewDayCommand implements Cmd {
     return model.today < END;
   }
   async run(model: Model, world: World): Promise<void> {
+    reached.add('new day');
     model.today = addDays(model.today, 1);
     world.today = model.today;
     world.log.push(`# a new day: today is ${model.today}`);
@@ -912,6 +978,7 @@ class RestateCommand implements Cmd {
     return true;
   }
   async run(_model: Model, world: World): Promise<void> {
+    reached.add('restate');
     world.emulator.restate();
     world.recordTruth();
     world.log.push('# the API restates its last 8 days');
@@ -936,6 +1003,7 @@ class VerifyApiCommand implements Cmd {
     world.log.push(this.toString());
     const had = existsSync(world.db);
     const result = await world.cli(['verify', '--api', '--db', 'costs.duckdb', '--rate-limit', '100000', '--format', 'json']);
+    reached.add(`verify --api exit ${result.code}`);
     if (!had) {
       if (result.code !== 2) fail(world, `verify --api with no warehouse exited ${result.code}, not 2`, result.stderr);
       return;
@@ -1129,6 +1197,7 @@ class ReadCommand implements Cmd {
       fail(world, `query answered ${query.stdout.trim()}, the published file holds ${JSON.stringify(direct)}`, query.stderr);
     if (report.code !== 0) fail(world, `report exited ${report.code}`, report.stderr);
     await checkReaders(world, env);
+    reached.add('readers');
     const [{ usd }] = (await queryDb<{ usd: number | null }>(
       world.db,
       `SELECT round(sum(cost_usd), 2)::DOUBLE AS usd FROM daily_spend_by_provider WHERE date BETWEEN DATE '${from}' AND DATE '${to}'`,
@@ -1153,6 +1222,7 @@ class EmptyDayCommand implements Cmd {
     return true;
   }
   async run(model: Model, world: World): Promise<void> {
+    reached.add('empty day');
     const date = addDays(model.today, -this.back);
     world.emulator.emptyDay(date);
     world.recordTruth();
@@ -1170,6 +1240,7 @@ class RestateOldDayCommand implements Cmd {
     return true;
   }
   async run(model: Model, world: World): Promise<void> {
+    reached.add('restate old day');
     const date = addDays(model.today, -this.back);
     world.emulator.restateDay(date, { changeRate: 0.5, deleteRate: 0.3, addRows: 1 });
     world.recordTruth();
@@ -1190,6 +1261,7 @@ class MoveLineItemCommand implements Cmd {
     return true;
   }
   async run(model: Model, world: World): Promise<void> {
+    reached.add('move line item');
     const [from, to] = [addDays(model.today, -this.from), addDays(model.today, -this.to)];
     world.log.push(`costsync emulator change move-line-item --from ${from} --to ${to}`);
     try {
@@ -1212,6 +1284,7 @@ class AlertStatusCommand implements Cmd {
     return true;
   }
   async run(model: Model, world: World): Promise<void> {
+    reached.add('alert status');
     const date = addDays(model.today, -this.back);
     world.log.push(`costsync emulator change anomaly-status --date ${date} --status resolved`);
     try {
@@ -1235,6 +1308,7 @@ class DeleteByHandCommand implements Cmd {
     return true;
   }
   async run(model: Model, world: World): Promise<void> {
+    reached.add('delete by hand');
     const date = addDays(model.today, -this.back);
     world.log.push(this.line(date));
     if (!existsSync(world.db)) return;
@@ -1279,6 +1353,7 @@ class BadCommand implements Cmd {
     return true;
   }
   async run(model: Model, world: World): Promise<void> {
+    reached.add('bad command');
     const line = ['sync', '--db', 'costs.duckdb', '--state-dir', `state-${this.state}`, '--until', model.today, ...BAD_LINES[this.which]!];
     world.log.push(this.toString());
     const before = world.fingerprint();
@@ -1415,9 +1490,17 @@ export interface ModelRunOptions {
  * one fails or the time is up; a sequence once started always finishes (a time limit inside fast-check
  * would cut it and count nothing). With `path`, replays that one failure of `seed`.
  */
-export async function runModel(options: ModelRunOptions): Promise<fc.RunDetails<[Iterable<Cmd>]> & { sequences: number }> {
-  // The bucket lake's gateway: the run's radosgw where the global setup started one, else no bucket lake.
+export async function runModel(
+  options: ModelRunOptions,
+): Promise<fc.RunDetails<[Iterable<Cmd>]> & { sequences: number; reached: ReadonlySet<string> }> {
+  reached.clear();
+  // The bucket lake's gateway: the run's radosgw. Without one the model cannot run its bucket lake: that is a
+  // failure, unless COSTSYNC_MODEL_NO_BUCKET=1 names the skip (CI never sets it).
   const s3 = startRgwIfAny();
+  if (s3 === null && process.env.COSTSYNC_MODEL_NO_BUCKET !== '1')
+    throw new Error(
+      "The model needs the run's radosgw for its bucket lake (test/support/global-setup.ts); set COSTSYNC_MODEL_NO_BUCKET=1 to run without it.",
+    );
   const property = fc.asyncProperty(
     fc.commands(commandArbs, { maxCommands: options.maxCommands, ...(options.replay !== undefined && { replayPath: options.replay }) }),
     async (cmds) => {
@@ -1438,7 +1521,7 @@ export async function runModel(options: ModelRunOptions): Promise<fc.RunDetails<
     for (let i = 0; ; i++) {
       const details = await fc.check(property, { numRuns: 1, seed: base + i, ...(options.path !== undefined && { path: options.path }) });
       if (details.failed || options.path !== undefined || i + 1 >= options.numRuns || Date.now() - started >= options.timeLimitMs) {
-        return Object.assign(details, { sequences: i + 1 });
+        return Object.assign(details, { sequences: i + 1, reached: new Set(reached) });
       }
     }
   } finally {
@@ -1455,11 +1538,12 @@ export function commandsReplayPath(sequence: unknown): string | undefined {
  * The report of a failed model run: the variables that replay it with the test file that ran it (whose
  * sequence length they depend on), and the shortest sequence found, as the commands it ran.
  */
-export function modelReport(details: fc.RunDetails<[Iterable<Cmd>]> & { sequences: number }, testFile: string): string {
+export function modelReport(details: fc.RunDetails<[Iterable<Cmd>]> & { sequences: number }, testFile: string, length?: number): string {
   if (!details.failed) return `${details.sequences} sequence(s) passed (seeds from ${details.seed - details.sequences + 1})`;
   const replay = commandsReplayPath(details.counterexample?.[0]);
   const vars = [
     `COSTSYNC_MODEL_SEED=${details.seed}`,
+    ...(length === undefined ? [] : [`COSTSYNC_MODEL_LENGTH=${length}`]),
     `COSTSYNC_MODEL_PATH=${details.counterexamplePath}`,
     ...(replay ? [`COSTSYNC_MODEL_REPLAY=${replay}`] : []),
   ];

@@ -20,7 +20,12 @@ describe('every stored column equals the API', () => {
         const db = join(dir, 'c.duckdb');
         const ds = emulator.dataset;
         const compare = () =>
-          storedAgainstApi(db, ds, { from: SPAN.startDate, to: SPAN.endDate, nowMs: clock.now(), anomaliesFrom: SPAN.startDate });
+          storedAgainstApi(db, ds, {
+            from: SPAN.startDate,
+            to: SPAN.endDate,
+            nowMs: clock.now(),
+            anomalies: { window: [SPAN.startDate, SPAN.endDate] },
+          });
         const sync = async () => {
           const result = await run(syncCommand(emulator.url, dir, [...spanFlags(), '--quiet']), env, clock);
           expect(result.code, result.stderr).toBe(ExitCode.OK);
