@@ -18,6 +18,7 @@ import {
   type Anomaly,
   type AnomalyStatus,
   type GroupBy,
+  type IngestResult,
   type LineItem,
   type Scope,
 } from '../api/types.js';
@@ -122,6 +123,8 @@ export interface Emulator {
   readonly port: number;
   readonly options: EmulatorOptions;
   readonly requestLog: RequestLog;
+  /** What the server did with each FOCUS ingest request it answered, by batch id (its answer, as sent). */
+  readonly ingestResults: ReadonlyMap<string, IngestResult>;
   readonly faults: FaultInjector;
   /** The data of keys without a workspace. */
   readonly dataset: Dataset;
@@ -259,6 +262,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
   });
   const faults = new FaultInjector(options.faults, options.faults.seed ?? options.seed);
   const requestLog = new RequestLog();
+  const ingestResults = new Map<string, IngestResult>();
   const limiter = new SlidingWindowLimiter(options.rateLimit);
   // A fresh secret per server: cursors from another emulator instance are foreign.
   const cursors = new CursorCodec(`${options.seed}:${randomBytes(16).toString('hex')}`);
@@ -661,6 +665,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
           verdict: options.ingestVerdict,
         },
       });
+      ingestResults.set(result.batch_id, result);
       return ok(result, {}, 202);
     } catch (error) {
       if (error instanceof IngestTooLargeError) return tooLarge(error.message);
@@ -696,6 +701,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
     port: address.port,
     options,
     requestLog,
+    ingestResults,
     faults,
     dataset,
     datasetOf,

@@ -26,6 +26,7 @@ const REACHED = [
   'server skip',
   'lost answer',
   'fresh ledger',
+  'ledger against the server',
 ];
 
 // A fixed seed by default, so CI is the same every time; COSTSYNC_PUSH_MODEL_SEED=random explores.

@@ -255,6 +255,7 @@ async function checkPush(
   if (code !== ExitCode.OK && code !== ExitCode.FAILED) fail(`unexpected exit code ${code}`);
   const summary = pushSummary(stderr);
   await checkStatusAgrees(db, summary, fail);
+  await checkLedgerAgainstServer(world, db, summary.pushId, fail);
   // The same charges again, in any order or spelling, after a push that delivered them all: nothing to send.
   if (again && summary.sent !== 0) fail(`the same charges as the last push, which delivered them all, sent ${String(summary.sent)} row(s)`);
   const listed = await undeliveredRows(file.replace(/\.(csv|jsonl|parquet)$/, `.undelivered.${format}`), format);
@@ -302,6 +303,43 @@ async function checkPush(
  * status's "Last pushes" says of the push what its summary said of the rows it sent. (The summary's
  * `settled` also counts corrections settled by an earlier push and not sent again: at least status's.)
  */
+/**
+ * The ledger against the server's own records: every answered batch of the push holds what the server did
+ * with it (rows, line items created, rows skipped, accepted), and status's sums of those are the server's.
+ */
+async function checkLedgerAgainstServer(world: World, db: string, pushId: unknown, fail: (why: string) => void): Promise<void> {
+  if (!existsSync(db)) return;
+  // Every push's batches, a killed one's too (its summary never printed).
+  const batches = await queryDb<{
+    push_id: string;
+    batch_id: string | null;
+    row_count: number;
+    created: number;
+    skipped: number;
+    accepted: boolean;
+  }>(db, 'SELECT push_id, batch_id, row_count, cost_line_item_count AS created, skipped, accepted FROM ingest_batches');
+  let created = 0;
+  for (const b of batches) {
+    if (b.batch_id === null) continue;
+    const server = world.emulator.ingestResults.get(b.batch_id);
+    if (server === undefined) {
+      fail(`the ledger records batch ${b.batch_id}, which the server never answered`);
+      return;
+    }
+    const said = [server.row_count, server.cost_line_item_count, server.skipped, server.accepted];
+    const held = [b.row_count, b.created, b.skipped, b.accepted].map((v, i) => (i === 3 ? v : Number(v)));
+    if (said.join() !== held.join())
+      fail(`the ledger records batch ${b.batch_id} as ${held.join(', ')}; the server answered ${said.join(', ')}`);
+    if (b.push_id === pushId) created += server.cost_line_item_count;
+    reached.add('ledger against the server');
+  }
+  if (typeof pushId !== 'string') return;
+  const rows = await queryDb<{ push_id: string; created: number | null }>(db, loadSql('status/last_pushes'));
+  const shown = rows.find((r) => r.push_id === pushId);
+  if (shown !== undefined && Number(shown.created ?? 0) !== created)
+    fail(`status says the push created ${Number(shown.created ?? 0)} line item(s); the server created ${created} in its batches`);
+}
+
 async function checkStatusAgrees(db: string, summary: Record<string, unknown>, fail: (why: string) => void): Promise<void> {
   const rows = existsSync(db) ? await queryDb(db, loadSql('status/last_pushes')) : [];
   const row = rows.find((r) => r.push_id === summary.pushId);
