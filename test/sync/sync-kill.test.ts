@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/emulator/rng.js';
 import { CLI, tableDigest, SPAN, syncCommand, backfillFlags } from '../support/helpers.js';
+import { storedAgainstApi } from '../support/api-truth.js';
 import { alternatingPoint, cleanThenKilled, killCount, withKillRig } from '../support/kill-loop.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
@@ -11,7 +12,7 @@ const SEED = Number(process.env.COSTSYNC_KILL_SEED ?? 20251121);
 
 describe('crash safety', () => {
   it(
-    `SIGKILLed at ${KILLS} random points and re-run, ends with exactly the tables of a clean run`,
+    `SIGKILLed at ${KILLS} random points and re-run, ends with exactly the tables of a clean run, which equal the API`,
     async () => {
       await withKillRig({ ...SPAN, rowsPerDay: 400, clock, anomaliesPerDay: 5 }, async (rig) => {
         const args = (sub: string) => [CLI, ...syncCommand(rig.url, join(rig.dir, sub), [...backfillFlags(4), '--quiet'])];
@@ -35,6 +36,14 @@ describe('crash safety', () => {
         const got = await tableDigest(join(rig.dir, 'crashy', 'c.duckdb'));
         expect(got).toEqual(expected);
         expect(got.duplicate_line_item_ids!.rows).toBe(0);
+        // And the clean run (so the killed one too) holds what the API holds, every column.
+        const api = {
+          from: SPAN.startDate,
+          to: SPAN.endDate,
+          nowMs: clock.now(),
+          anomalies: { window: [SPAN.startDate, SPAN.endDate] as const },
+        };
+        expect(await storedAgainstApi(join(rig.dir, 'clean', 'c.duckdb'), rig.emulator.dataset, api)).toEqual([]);
       });
     },
     60_000 + KILLS * 6_000,
