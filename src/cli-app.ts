@@ -233,9 +233,11 @@ export function withSuggestion(
   const words = unknown[1]!.split(', ').filter((w) => !/[A-Z]/.test(w));
   const flags = known.filter((k) => k.length > 1 && !/[A-Z]/.test(k));
   const asFlag = (word: string) => argv.some((a) => a === `--${word}` || a.startsWith(`--${word}=`) || a === `-${word}`);
-  if (words.length === 1 && argv[0] === words[0] && !commands.includes(words[0]!)) {
-    const meant = closest(words[0]!, commands);
-    return `Unknown command ${words[0]}${meant === null ? '' : ` (did you mean ${meant}?)`}.`;
+  // A misspelt command, with flags or words after it (`synk --base-url …`, `qurey "select 1"`): the command is the problem.
+  const first = argv[0];
+  if (first !== undefined && !first.startsWith('-') && words.includes(first) && !commands.includes(first)) {
+    const meant = closest(first, commands);
+    return `Unknown command ${first}${meant === null ? '' : ` (did you mean ${meant}?)`}.`;
   }
   if (!words.every(asFlag)) return message;
   const parts = words.map((word) => {

@@ -47,6 +47,13 @@ describe('did you mean', () => {
     const commands = ['sync', 'status', 'query', 'report'];
     expect(withSuggestion('Unknown argument: synk', [], ['synk'], commands)).toBe('Unknown command synk (did you mean sync?).');
     expect(withSuggestion('Unknown argument: zzzzzz', [], ['zzzzzz'], commands)).toBe('Unknown command zzzzzz.');
+    // With flags or words after it, yargs names them all: the command is still what is wrong.
+    expect(withSuggestion('Unknown arguments: base-url, baseUrl, synk', ['base-url'], ['synk', '--base-url', 'http://x'], commands)).toBe(
+      'Unknown command synk (did you mean sync?).',
+    );
+    expect(withSuggestion('Unknown arguments: qurey, select 1', [], ['qurey', 'select 1'], [...commands, 'query'])).toBe(
+      'Unknown command qurey (did you mean query?).',
+    );
   });
 
   it("finds a flag's value as written (asWritten): the last one given, with a space or =, a camelCase key as its flag", () => {
