@@ -15,6 +15,7 @@ import { existsSync } from 'node:fs';
 import { createProgress, runSummaryText } from '../progress.js';
 import { runSync, type RunSummary } from '../sync/runner.js';
 import { dryRunText, planDryRun } from '../sync/dry-run.js';
+import { phasePlanLines } from '../sync/phase-plan.js';
 
 export function syncOptions(yargs: Argv): Argv {
   return settingOptions(yargs, ['connection', 'rate', 'notify', 'sync', 'lease', 'catalog']).option('dry-run', {
@@ -79,7 +80,7 @@ async function runDryRun(config: SyncConfig, io: CommandIo): Promise<ExitCode> {
   // Refused as the run would be: a directory lake that holds the other format (a bucket's is the run's to check).
   if (config.format !== 'duckdb' && config.catalog === null && !isS3Url(config.out))
     await checkLakeFormat(directoryTarget(config.out), config.format === 'iceberg' ? 'iceberg' : 'parquet');
-  const { plans, failed } = await planDryRun(config, io.now());
+  const { plans, failed, phases } = await planDryRun(config, io.now());
   const several = plans.length + failed.length > 1;
   const secrets = [config.apiKey, ...(config.sources ?? []).map((s) => s.apiKey)];
   if (failed.length > 0) {
@@ -96,15 +97,19 @@ async function runDryRun(config: SyncConfig, io: CommandIo): Promise<ExitCode> {
       message: redact(error.message, secrets),
       ...(error.hint !== undefined && { hint: redact(error.hint, secrets) }),
     }));
-    io.stdout(`${JSON.stringify({ dryRun: true, sources: plans, ...(failed.length > 0 && { failed: notPlanned }) })}\n`);
-  } else
+    io.stdout(`${JSON.stringify({ dryRun: true, phases, sources: plans, ...(failed.length > 0 && { failed: notPlanned }) })}\n`);
+  } else {
+    const lake = config.catalog !== null ? `the Iceberg tables of ${config.catalog.url}` : `the lake at ${config.out}`;
     io.stdout(
       dryRunText(
         plans,
         several,
         failed.map((f) => f.source),
+        // A run that could plan no source would fail before its phases: they are not said.
+        plans.length > 0 ? phasePlanLines(phases, config.db, lake) : undefined,
       ),
     );
+  }
   return failed.length === 0 ? ExitCode.OK : (Math.max(...failed.map((f) => f.error.exitCode)) as ExitCode);
 }
 

@@ -38,6 +38,7 @@ import { NO_RECHECK, compareScope, decideRecheck, describeChanges, recheckScope,
 import { changedWindows, summarizeDates } from '../plan/horizon.js';
 import { lineItemsPerDate } from './lookups.js';
 import { ExitCode, isCostsyncError, type CostsyncError } from '../errors.js';
+import { NOTHING_LEFT, leftUndone, phasePlan, type PhasePlan } from './phase-plan.js';
 
 /** One stream's part of the plan. */
 export interface StreamPlan {
@@ -434,7 +435,10 @@ function sourcePlan(step: SourceStep, plans: StreamPlan[], recheck: SourcePlan['
  * Every selected source's plan, and the sources that could not be planned because of a setting (their
  * runs would fail the same way). Reads the state and the published warehouse; writes nothing.
  */
-export async function planDryRun(config: SyncConfig, nowMs: number): Promise<{ plans: SourcePlan[]; failed: SourceFailure[] }> {
+export async function planDryRun(
+  config: SyncConfig,
+  nowMs: number,
+): Promise<{ plans: SourcePlan[]; failed: SourceFailure[]; phases: PhasePlan }> {
   const sources = configSources(config);
   // Refused as the run refuses it: a plan for a mistyped --db would be a first run's.
   requireDbDirectory(config.db);
@@ -452,15 +456,45 @@ export async function planDryRun(config: SyncConfig, nowMs: number): Promise<{ p
         failed.push({ source: source.name, error });
       }
     }
-    return { plans, failed };
+    return { plans, failed, phases: await phasesOf(config, sources, warehouse) };
   } finally {
     warehouse?.close();
   }
 }
 
+/**
+ * The phases around the sources, asked as the run asks them: what an earlier run left undone in the working
+ * copy (else the published file), and the sources the warehouse carries no state for.
+ */
+async function phasesOf(config: SyncConfig, sources: readonly SourceConfig[], published: ReadOnlyWarehouse | null): Promise<PhasePlan> {
+  const carried = new Set<string>();
+  if (published !== null)
+    for (const r of await published.query<{ source: string }>('state/carried_all').catch(() => [])) carried.add(r.source);
+  const read = async (wh: ReadOnlyWarehouse) => leftUndone(wh).catch(() => NOTHING_LEFT);
+  const work = workingCopyPath(config.stateDir, config.db);
+  let left = NOTHING_LEFT;
+  if (existsSync(work)) {
+    // A working copy a running sync holds open cannot be read: the published file's outbox says what it can.
+    const wh = await openReadOnly(work).catch(() => null);
+    if (wh !== null)
+      try {
+        left = await read(wh);
+      } finally {
+        wh.close();
+      }
+    else if (published !== null) left = await read(published);
+  } else if (published !== null) left = await read(published);
+  return phasePlan(config, sources, carried, left);
+}
+
 /** The plan as a person reads it; `failed` names the sources not planned (their errors are logged). Pure. */
-export function dryRunText(plans: readonly SourcePlan[], several: boolean, failed: readonly string[] = []): string {
-  const lines: string[] = [];
+export function dryRunText(
+  plans: readonly SourcePlan[],
+  several: boolean,
+  failed: readonly string[] = [],
+  around: { before: readonly string[]; after: readonly string[] } = { before: [], after: [] },
+): string {
+  const lines: string[] = [...around.before];
   for (const p of plans) {
     if (several) lines.push(`Source ${p.source}:`);
     for (const n of p.notices) lines.push(`  note: ${n}`);
@@ -500,6 +534,7 @@ export function dryRunText(plans: readonly SourcePlan[], several: boolean, faile
       : `about ${p.requests} request(s) in all`;
     lines.push(`  ${total}: ${formatDuration(p.seconds * 1000)} at ${p.rateLimit} requests a minute`);
   }
+  lines.push(...around.after);
   if (failed.length === 0) lines.push('Dry run: nothing was written. Run the same command without --dry-run to sync.');
   else
     lines.push(

@@ -38,6 +38,7 @@ import { syncWindowedStream, windowRequest, type StreamOutcome } from './windowe
 import { restatedCounts, summarizeDates } from '../plan/horizon.js';
 import { NO_RECHECK, recheckSettings, recheckSource } from './recheck.js';
 import { SOURCES_PER_CORE } from '../settings.js';
+import { leftUndone, leftUndoneText, phasePlan } from './phase-plan.js';
 
 export type RunOutcome = 'success' | 'stopped' | 'failed';
 
@@ -290,6 +291,9 @@ async function startRun(open: OpenSync): Promise<RunOutputs> {
   );
   // --max-runtime counts from here on too: a lake's backlog that a stopped run left is no exception.
   stop.watch({ startedMs, maxRuntimeMs: config.maxRuntimeMs, heap: deps.heap ?? v8HeapProbe, logger });
+  // What an earlier run left, said as the dry run says it (phase-plan.ts), then finished first.
+  const left = leftUndoneText(phasePlan(config, sources, new Set(), await leftUndone(wh)).resume, config.db);
+  if (left !== null) logger.info(`first, what an earlier run left undone: ${left}`);
   const outputs = outputsOf(open, wh);
   await outputs.resume();
   return outputs;

@@ -319,7 +319,10 @@ describe('sync --dry-run that cannot ask the API: the exit code, error and hint 
         const several = ['sync', '--config', config, '--start-date', '2025-06-25', '--until', SPAN.endDate, '--rate-limit', '100000'];
         const dry = await run([...several, '--dry-run'], keys);
         expect(dry.code).toBe(ExitCode.AUTH);
-        expect(dry.stdout).toMatch(/^Source good:\n {2}line_items: 2025-06-25\.\.2025-06-30/);
+        // The phases around the sources first (nothing left undone, in an empty directory), then the planned source.
+        expect(dry.stdout).toMatch(
+          /^First, what an earlier run left undone: nothing\.\nSource good:\n {2}line_items: 2025-06-25\.\.2025-06-30/,
+        );
         expect(dry.stdout).not.toMatch(/Source (eu|gone):/);
         expect(dry.stdout).toMatch(/\nDry run: nothing was written\. Not planned: eu, gone; their runs would fail the same way/);
         expect(dry.stdout).not.toMatch(/without --dry-run/);

@@ -61,7 +61,24 @@ describe('status, check and parquet (CLI)', () => {
         expect(after.stdout).toContain(`No database at ${db} yet.`);
         const json = JSON.parse((await run(['status', ...common, '--format', 'json'])).stdout);
         expect(json.unpublished).toBe(workingCopyPath(join(dir, 'state'), db));
-        expect((await run(args, env)).code).toBe(0);
+        // The dry run asks the run's phases what they would do: the start finishes the publish first.
+        const plan = await run([...args, '--dry-run'], env);
+        expect(plan.code, plan.stderr).toBe(0);
+        expect(plan.stdout.split('\n')[0]).toBe(`First, what an earlier run left undone: a publish of ${db}.`);
+        expect(plan.stdout).toContain(`Then brought up to date: the published warehouse ${db}.`);
+        const planJson = JSON.parse((await run([...args, '--dry-run', '--log-format', 'json'], env)).stdout);
+        expect(planJson.phases).toMatchObject({
+          seed: [],
+          resume: { publishDue: true, partitions: 0 },
+          finish: [`the published warehouse ${db}`],
+        });
+        const resumed = await run(
+          args.filter((a) => a !== '--quiet'),
+          env,
+        );
+        expect(resumed.code).toBe(0);
+        // The run says the same as it starts.
+        expect(resumed.stderr).toContain(`first, what an earlier run left undone: a publish of ${db}`);
         const cleared = await run(['status', ...common]);
         expect(cleared.stdout).not.toContain('Not yet published');
         expect(cleared.stdout).toMatch(/line_items\s+600\s+2025-06-01\s+2025-06-30/);
