@@ -73,6 +73,17 @@ export function emulatorOptions(yargs: Argv) {
       describe:
         "ChargePeriodStart/End: a calendar date or an ISO 8601 time with its zone (as FOCUS writes them), or only YYYY-MM-DD (the spec's words)",
     })
+    .option('ingest-refuse-service', {
+      type: 'string',
+      array: true,
+      describe:
+        "Refuse ingest rows whose ServiceName starts with this (repeatable): each named in the answer's errors, as a server with a contract or a quota does",
+    })
+    .option('ingest-skip-service', {
+      type: 'string',
+      array: true,
+      describe: 'Skip ingest rows whose ServiceName starts with this (repeatable), counted in skipped without a word',
+    })
     .option('service-rollup-fills-provider', {
       type: 'boolean',
       default: false,
@@ -138,6 +149,8 @@ export function emulatorOptionsFromArgs(args: EmulatorArgs, parseKeys: (value: u
     ingestDuplicateRows: args['ingest-duplicates'],
     ingestRowErrorShape: args['ingest-row-errors'],
     ingestChargePeriodDates: args['ingest-dates'],
+    ingestRefuseServices: (args['ingest-refuse-service'] ?? []).map(String),
+    ingestSkipServices: (args['ingest-skip-service'] ?? []).map(String),
     serviceRollupFillsProvider: args['service-rollup-fills-provider'],
     pageOverlapRate: rateArg('page-overlap-rate', args['page-overlap-rate']),
     cursorMode: args['cursor-mode'],

@@ -62,6 +62,17 @@ export type DuplicateRows = 'skip' | 'replace';
  */
 export type IngestVerdict = (row: Record<string, unknown>) => { refuse: string } | 'skip' | null;
 
+/** A verdict by the row's ServiceName: refused when it starts with one of `refuse`, skipped with one of `skip`. Pure. */
+export function serviceVerdict(refuse: readonly string[], skip: readonly string[]): IngestVerdict {
+  return (row) => {
+    const service = typeof row.ServiceName === 'string' ? row.ServiceName : '';
+    const refused = refuse.find((prefix) => service.startsWith(prefix));
+    if (refused !== undefined)
+      return { refuse: `ServiceName "${service}" is not accepted on this connection (it starts with "${refused}")` };
+    return skip.some((prefix) => service.startsWith(prefix)) ? 'skip' : null;
+  };
+}
+
 export interface IngestRules {
   invalidRows: InvalidRows;
   duplicateRows: DuplicateRows;

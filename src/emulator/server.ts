@@ -38,6 +38,7 @@ import {
   IngestRequestError,
   IngestTooLargeError,
   ingestFocus,
+  serviceVerdict,
   type ChargePeriodDates,
   type DuplicateRows,
   type IngestVerdict,
@@ -100,8 +101,12 @@ export interface EmulatorOptions {
   ingestRowErrorShape: RowErrorShape;
   /** What the charge period columns of an ingest row may hold. */
   ingestChargePeriodDates: ChargePeriodDates;
-  /** Rows the server refuses or skips for reasons of its own (tests only; see `IngestVerdict`). */
+  /** Rows the server refuses or skips for reasons of its own (see `IngestVerdict`; from the command line, by service). */
   ingestVerdict?: IngestVerdict;
+  /** Ingest rows whose ServiceName starts with one of these are refused (`--ingest-refuse-service`), when no `ingestVerdict` is given. */
+  ingestRefuseServices?: readonly string[];
+  /** Ingest rows whose ServiceName starts with one of these are skipped (`--ingest-skip-service`), when no `ingestVerdict` is given. */
+  ingestSkipServices?: readonly string[];
   /** For `group_by=service`, also fill `provider_type`. */
   serviceRollupFillsProvider: boolean;
   /** Chance that a continued page repeats the last records of the previous one. */
@@ -662,7 +667,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
           duplicateRows: options.ingestDuplicateRows,
           rowErrorShape: options.ingestRowErrorShape,
           chargePeriodDates: options.ingestChargePeriodDates,
-          verdict: options.ingestVerdict,
+          verdict: options.ingestVerdict ?? serviceVerdict(options.ingestRefuseServices ?? [], options.ingestSkipServices ?? []),
         },
       });
       ingestResults.set(result.batch_id, result);

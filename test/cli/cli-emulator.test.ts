@@ -7,9 +7,26 @@ import { CLI, raw } from '../support/helpers.js';
 
 describe('costsync emulator (CLI)', () => {
   it('prints its URL as the first line and serves the API until SIGTERM; --days sets how far back its data goes', async () => {
-    const child = spawn(process.execPath, [CLI, 'emulator', '--port', '0', '--seed', '3', '--rows-per-day', '10', '--days', '730'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        CLI,
+        'emulator',
+        '--port',
+        '0',
+        '--seed',
+        '3',
+        '--rows-per-day',
+        '10',
+        '--days',
+        '730',
+        '--ingest-refuse-service',
+        'Refused',
+        '--ingest-skip-service',
+        'Quiet',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     const lines = createInterface({ input: child.stdout });
     const [first] = (await once(lines, 'line')) as [string];
     expect(first).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
@@ -22,6 +39,23 @@ describe('costsync emulator (CLI)', () => {
       (await raw(first, `/api/v1/public/line-items?start_date=${date}&end_date=${date}&limit=5`)).body.data;
     expect(await items(day(729))).toHaveLength(5);
     expect(await items(day(730))).toHaveLength(0);
+    // --ingest-refuse-service and --ingest-skip-service: rows of those services refused (named) and skipped (counted).
+    const ingest = await raw(first, '/api/v1/public/ingest/focus/demo-connection', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        rows: ['Refused GPU', 'Quiet Storage', 'Compute'].map((ServiceName) => ({
+          ChargePeriodStart: day(3),
+          BilledCost: 1,
+          ServiceName,
+          ChargeCategory: 'Usage',
+        })),
+      }),
+    });
+    expect(ingest.body.data).toMatchObject({ accepted: true, row_count: 3, cost_line_item_count: 1, skipped: 2 });
+    expect(ingest.body.data.errors).toEqual([
+      { row: 0, column: null, message: 'ServiceName "Refused GPU" is not accepted on this connection (it starts with "Refused")' },
+    ]);
     child.kill('SIGTERM');
     const [code] = (await once(child, 'exit')) as [number];
     expect(code).toBe(0);

@@ -541,14 +541,9 @@ async function runSequence(
     ingestRowErrorShape: modes.errors,
     ingestInvalidRows: modes.invalid,
     onRequest: (entry) => world.hook?.(entry),
-    ingestVerdict: (row) => {
-      const service = String(row.ServiceName ?? '');
-      return service.startsWith('Refused')
-        ? { refuse: 'this service is not on the contract' }
-        : service.startsWith('Quiet')
-          ? 'skip'
-          : null;
-    },
+    // As a user starts it: --ingest-refuse-service Refused --ingest-skip-service Quiet.
+    ingestRefuseServices: ['Refused'],
+    ingestSkipServices: ['Quiet'],
   });
   const dir = mkdtempSync(join(tmpdir(), 'costsync-push-model-'));
   // Rows with one `key` number share a key: the first such row's date, service and account.
