@@ -295,19 +295,41 @@ export function isDiskFull(error: unknown): boolean {
 
 const DISK_FULL = 'The disk is full: ';
 
-/** The hint of CS_ERR_DISK_FULL: the space a run needs, from the measured figure. */
-export const DISK_FULL_HINT = `Free space on the disk of --state-dir and --db (or move them to a larger one) and run again: progress up to here is saved. As measured (docs/benchmarks.md), a run needs about ${DISK_MB.keptPerMillionHeld} MB a million line items the warehouse holds (the published --db and its working copy), and while it fetches a window about ${DISK_MB.peakPerMillionFetched} MB a million line items in that window (a first run or a --since backfill; a smaller --window-days needs less).`;
+/** What a run needs on disk, from the measured figures: said with every full disk. */
+const DISK_NEEDS = `As measured (docs/benchmarks.md), a run needs about ${DISK_MB.keptPerMillionHeld} MB a million line items the warehouse holds (the published --db and its working copy), and while it fetches a window about ${DISK_MB.peakPerMillionFetched} MB a million line items in that window (a first run or a --since backfill; a smaller --window-days needs less).`;
+
+/** The hint of CS_ERR_DISK_FULL when the failure names no file: the warehouse's disks, and the space a run needs. */
+export const DISK_FULL_HINT = `Free space on the disk of --state-dir and --db (or move them to a larger one) and run again: progress up to here is saved. ${DISK_NEEDS}`;
 
 /**
- * A full disk as CS_ERR_DISK_FULL, with its hint; null for any other error. An error that already has a
- * code of its own keeps its message: the disk is what to fix, whatever was being written. Pure.
+ * The file a full-disk failure was writing, from it or its causes: Node's `path`, or the file DuckDB's or
+ * Node's message quotes (`could not write file "/state/c.duckdb.wal"`, `write '/lake/x.parquet'`); null when none. Pure.
+ */
+export function fullDiskPath(error: unknown): string | null {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    const path = (e as NodeJS.ErrnoException).path;
+    if (typeof path === 'string' && path !== '') return path;
+    const quoted = /\b(?:file|open|write|mkdir|rename|copyfile|unlink)\s+["'](\/[^"']+)["']/.exec(e.message);
+    if (quoted !== null) return quoted[1]!;
+  }
+  return null;
+}
+
+/**
+ * A full disk as CS_ERR_DISK_FULL (exit 1), its hint naming the disk of the file it was writing when the
+ * failure says which (a lake's --out is not the warehouse's disk), else --state-dir's and --db's; null for
+ * any other error, or one already converted. Pure.
  */
 export function diskFullError(error: unknown): CostsyncError | null {
   if (!isDiskFull(error) || (error instanceof CostsyncError && error.code === 'CS_ERR_DISK_FULL')) return null;
   const message = error instanceof Error ? error.message.split('\n')[0]! : String(error);
+  const path = fullDiskPath(error);
   // A message that quotes an inner full-disk error already says so: said once, where it happened.
   return new CostsyncError('CS_ERR_DISK_FULL', message.includes(DISK_FULL) ? message : `${DISK_FULL}${message}`, {
-    hint: DISK_FULL_HINT,
+    hint:
+      path === null
+        ? DISK_FULL_HINT
+        : `Free space on the disk that holds ${path} (or move that directory to a larger one) and run again: progress up to here is saved. ${DISK_NEEDS}`,
     cause: error,
   });
 }

@@ -52,8 +52,13 @@ describe('every failure carries a registry code', () => {
       expect(full!.hint).toContain(`${DISK_MB.keptPerMillionHeld} MB a million line items the warehouse holds`);
       expect(full!.hint).toContain(`${DISK_MB.peakPerMillionFetched} MB a million line items in that window`);
       expect(errorFields(failure, false).code).toBe('CS_ERR_DISK_FULL');
-      expect(describeError(failure)).toContain('hint: Free space on the disk of --state-dir and --db');
+      // The hint names the disk of the file it was writing: the working copy's, the state's.
+      expect(describeError(failure)).toMatch(/hint: Free space on the disk that holds \/state\/(costs\.duckdb\.wal|x\.tmp) /);
     }
+    // A lake's file is on --out's disk, not the warehouse's; a failure that names no file names --state-dir's and --db's.
+    const lake = Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC', path: '/lake/line_items/d.parquet' });
+    expect(diskFullError(lake)!.hint).toMatch(/^Free space on the disk that holds \/lake\/line_items\/d\.parquet /);
+    expect(diskFullError(new Error('IO Error: No space left on device'))!.hint).toMatch(/^Free space on the disk of --state-dir and --db /);
     expect(diskFullError(new Error('Out of Memory Error: failed to allocate'))).toBeNull();
     // An error quoting one already converted says it once.
     const publish = new CostsyncError('CS_ERR_PUBLISH', `Cannot publish: ${diskFullError(duckdbFull)!.message}`);
