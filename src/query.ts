@@ -48,11 +48,14 @@ function queryError(cause: unknown): CostsyncError {
     .replace(/^Failed to extract statements: /, '');
   const first = text.split('\n')[0]!;
   if (/read-only mode/i.test(first)) {
-    return new CostsyncError('CS_ERR_QUERY_READ_ONLY', `costsync query only reads: ${first}`, {
-      exitCode: ExitCode.USAGE,
-      hint: 'Change the warehouse with costsync sync, or open it with DuckDB itself.',
-      cause,
-    });
+    // DuckDB's words for a write it refused on the read-only warehouse, as costsync's rule: an EXPLAIN of a
+    // write (which DuckDB plans by preparing the write) is refused as the write is.
+    const type = /statement of type "(\w+)"/.exec(first)?.[1];
+    const rule =
+      type === 'EXPLAIN'
+        ? 'EXPLAIN of a statement that changes the warehouse (INSERT, UPDATE, DELETE, CREATE, …) is refused as that statement is'
+        : `${type ?? 'the statement'} changes the warehouse`;
+    return refusal({ code: 'CS_ERR_QUERY_READ_ONLY', rule });
   }
   const extension = EXTENSION_NAMES.map((re) => re.exec(text)?.[1]).find((name) => name !== undefined);
   const hint =

@@ -182,6 +182,12 @@ describe('costsync query writes no file, installs, loads and attaches nothing', 
         ['PRAGMA enable_profiling', /PRAGMA changes settings/],
         ['CALL pragma_version()', /CALL runs procedures/],
         ['DELETE FROM rollups_daily', /DELETE changes the warehouse/],
+        // An EXPLAIN of a write: costsync's rule, not DuckDB's read-only error.
+        [
+          'EXPLAIN DELETE FROM rollups_daily',
+          /EXPLAIN of a statement that changes the warehouse \(INSERT, UPDATE, DELETE, CREATE, …\) is refused as that statement is\.\n {2}hint: costsync query runs SELECT/,
+        ],
+        ['explain analyze update rollups_daily set cost_usd = 0', /EXPLAIN of a statement that changes the warehouse/],
       ];
       for (const [sql, rule] of refused) {
         const result = await run(['query', '--db', db, sql]);
