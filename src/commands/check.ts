@@ -12,6 +12,9 @@ import type { Argv } from 'yargs';
 import { formatTable } from '../table.js';
 import { loadConfig, makeLogger, oneSource, processIo, warnShortSecrets, type CommandIo } from './common.js';
 
+/** The API's refusals of a key as a whole, whatever the endpoint: after one, the other probes would only repeat it. */
+const KEY_REFUSALS: readonly string[] = ['UNAUTHORIZED', 'PLAN_RESTRICTED'];
+
 /** A connection id no workspace has: the ingest probe is refused before anything is stored. */
 export const PROBE_CONNECTION = 'costsync-check-probe';
 
@@ -44,8 +47,14 @@ export async function runCheckCommand(args: Record<string, unknown>, io: Command
   const results: CheckResult[] = [];
   let refused = false;
   let failed = false;
+  /** A refusal of the key itself (unknown, revoked or expired; a plan without API access): every endpoint would say the same. */
+  let keyRefused: string | null = null;
   try {
     for (const [endpoint, scope, probe] of probes) {
+      if (keyRefused !== null) {
+        results.push({ endpoint, scope, ok: false, result: `not tried: the key was refused (${keyRefused})` });
+        continue;
+      }
       try {
         await probe();
         results.push({ endpoint, scope, ok: true, result: 'ok' });
@@ -67,6 +76,7 @@ export async function runCheckCommand(args: Record<string, unknown>, io: Command
           else failed = true;
         }
         results.push({ endpoint, scope, ok: false, result: `${code}: ${describeError(error, secrets).split('\n')[0]}` });
+        if (api !== null && KEY_REFUSALS.includes(api.apiCode ?? '')) keyRefused = api.apiCode!;
       }
     }
   } finally {

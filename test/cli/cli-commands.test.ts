@@ -109,6 +109,13 @@ describe('status, check and parquet (CLI)', () => {
       const team = await run(['check', '--base-url', url], { COSTSYNC_API_KEY: 'team', COSTSYNC_RATE_LIMIT: '100000' });
       expect(team.code).toBe(ExitCode.AUTH);
       expect(team.stdout).toMatch(/no API access/);
+      // The key refused once, said once: the other endpoints are not tried, and say so.
+      expect(team.stdout.match(/PLAN_RESTRICTED: /g)).toHaveLength(1);
+      expect(team.stdout).toMatch(/GET rollups\/daily\s+rollups:read\s+false\s+not tried: the key was refused \(PLAN_RESTRICTED\)/);
+      const unknown = await run(['check', '--base-url', url], { COSTSYNC_API_KEY: 'no-such-key', COSTSYNC_RATE_LIMIT: '100000' });
+      expect(unknown.code).toBe(ExitCode.AUTH);
+      expect(unknown.stdout.match(/UNAUTHORIZED: /g)).toHaveLength(1);
+      expect(unknown.stdout.match(/not tried: the key was refused \(UNAUTHORIZED\)/g)).toHaveLength(3);
       expect(dataset.ingestedDays()).toEqual([]);
     });
   });
