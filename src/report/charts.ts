@@ -425,7 +425,7 @@ export function monthTrend(m: ReportData['monthly'][number]): string {
  * also shows its run-rate (spend so far projected to the month's end) as a light bar behind it, labelled.
  */
 export function monthlySpec(data: ReportData): TopLevelSpec {
-  const runRate = (usd: number) => formatUsd(usd).replace(/\.\d\d$/, '');
+  const runRate = (usd: number) => formatUsd(usd);
   const months = data.monthly.map((m) => ({ ...m, month: monthLabel(m), trend: monthTrend(m) }));
   const projected = months
     .filter((m) => m.projected_usd !== null)

@@ -166,6 +166,34 @@ describe('analyst views (sql/views), created by every sync', () => {
     });
   });
 
+  it("the run-rate of the month to date counts its whole days only, never today's unfinished one", async () => {
+    await withTempDir(async (dir) => {
+      const db = join(dir, 'rate.duckdb');
+      // July 1..10 at $10 a day, and today (the 11th) already $500 into a day the API is still adding to.
+      await withWarehouse(db, async (wh) => {
+        await wh.sql(`INSERT INTO rollups_daily (date, group_by, provider_type, cost_usd)
+          SELECT d::DATE, 'provider', 'aws', CASE WHEN d = DATE '2025-07-11' THEN 500 ELSE 10 END
+          FROM range(DATE '2025-07-01', DATE '2025-07-12', INTERVAL 1 DAY) t(d)`);
+        const stream = { syncedFrom: '2025-07-01', syncedThrough: '2025-07-11', lastSuccessAt: null, pending: null };
+        await wh.sql('INSERT INTO _costsync_sync_state VALUES ($1, $2, now())', [
+          'default',
+          encodeCarried({ line_items: stream, rollups: stream }),
+        ]);
+      });
+      const wh = await openReadOnly(db);
+      try {
+        const report = await gatherReport(wh, { from: '2025-07-01', to: '2025-07-10', now: new Date('2025-07-11T10:00:00Z') });
+        // $100 over 10 whole days, for 31 days; not ($600 / 11) x 31.
+        expect(report.monthly.at(-1)).toMatchObject({ month: '2025-07', to_date: true, projected_usd: 310 });
+        // On the 1st, no whole day of the month is over yet: no run-rate.
+        const first = await gatherReport(wh, { from: '2025-06-01', to: '2025-06-30', now: new Date('2025-07-01T10:00:00Z') });
+        expect(first.monthly.every((m) => m.projected_usd === null)).toBe(true);
+      } finally {
+        wh.close();
+      }
+    });
+  });
+
   it('top movers, spend by project and by user, open anomalies and time to resolution', async () => {
     await withSyncedDb(async (db) => {
       // One anomaly the first sync saw open, seen resolved by a run a day later.
