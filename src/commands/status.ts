@@ -1,7 +1,7 @@
 /** `costsync status`: per stream, the watermark, last run, rows and windows pending. */
 import { addRange, coverageOf, formatRanges, gapsOf } from '../plan/coverage.js';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { basename, isAbsolute, join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { ConfigError, ExitCode } from '../errors.js';
 import { type AnomalyStreamState, type DateRange, type SyncState, type WindowedStreamState } from '../state/store.js';
 import { reconcileCarried } from '../state/carried.js';
@@ -17,6 +17,8 @@ import { requireStateDirectory } from '../run-context.js';
 import { dbLockPath, lockHeld } from '../state/lock.js';
 import { workingCopyPath } from '../storage/working-copy.js';
 import { pending } from '../storage/outbox.js';
+import { stateFilesOf } from '../state/files.js';
+export { stateFilesOf };
 
 export function statusOptions(yargs: Argv) {
   return connectionOptions(yargs).option('format', {
@@ -147,27 +149,6 @@ function readStateFile(path: string): { state: SyncState } | { problem: string }
     const why = error instanceof ConfigError ? `${error.message} ${error.hint ?? ''}`.trim() : (error as Error).message;
     return { problem: `${path} cannot be read: ${why}` };
   }
-}
-
-/**
- * The state files of `stateDir` that belong to the warehouse `db` (by its working copy's name), by source;
- * the files of other warehouses sharing the directory; and version 1 files (an older costsync's, which name
- * no warehouse: the next sync of their source takes them).
- */
-export function stateFilesOf(names: readonly string[], stateDir: string, db: string): { own: Map<string, string>; others: string[] } {
-  const prefix = `costsync-state-${basename(workingCopyPath(stateDir, db), '.duckdb')}--`;
-  const own = new Map<string, string>();
-  const legacy: string[] = [];
-  const others: string[] = [];
-  for (const name of [...names].sort()) {
-    if (!/^costsync-state-.*\.json$/.test(name)) continue;
-    if (name.startsWith(prefix)) own.set(name.slice(prefix.length, -'.json'.length), name);
-    else if (name.includes('--')) others.push(name);
-    else legacy.push(name);
-  }
-  // Version 1 files name no warehouse: the next sync of the `default` source takes one, unless it has a file of its own.
-  if (!own.has('default') && legacy.length > 0) own.set('default', legacy[0]!);
-  return { own, others };
 }
 
 /** Each source of the warehouse: its state as the next sync would take it (the file's, or the warehouse's), and where it came from. */

@@ -2,6 +2,7 @@
 import type { Argv } from 'yargs';
 import { ConfigError, ExitCode } from '../errors.js';
 import { formatTable } from '../table.js';
+import { recordedBaseUrl } from '../state/files.js';
 import { nothingSyncedError, syncedRanges, unsyncedIn, unsyncedText, verifyFocus, verifyWarehouse } from '../verify.js';
 import { addDays, utcDate } from '../dates.js';
 import { choiceArg, dateArg, shellWord } from './args.js';
@@ -38,8 +39,12 @@ async function verifyApi(
   open: () => Promise<ReadOnlyWarehouse>,
   options: { tolerance: number; from: string | null; to: string | null; format: 'table' | 'json' },
 ): Promise<ExitCode> {
-  // verify's --format is its output's, not the lake's.
-  const config = loadConfig({ ...args, format: undefined }, io);
+  // verify's --format is its output's, not the lake's. Without --base-url (or its variable or the config file's),
+  // the API this warehouse's state records: the one its syncs read.
+  const given = loadConfig({ ...args, format: undefined }, io, false);
+  const recorded = given.sources === undefined && given.baseUrl === '' ? recordedBaseUrl(given.stateDir, given.db) : null;
+  if (recorded !== null) io.stderr(`verify --api: the API this warehouse's state records, ${recorded} (--base-url names another)\n`);
+  const config = loadConfig({ ...args, format: undefined, ...(recorded !== null && { 'base-url': recorded }) }, io);
   const sources = config.sources ?? [{ name: 'default', baseUrl: config.baseUrl, apiKey: config.apiKey, rateLimit: config.rateLimit }];
   const clients = sources.map((s) => ({
     name: s.name,
