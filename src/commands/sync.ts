@@ -160,9 +160,7 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   // A reader that went away (`| head`) stops the run as SIGTERM does: never an exit 0 that did half the work.
-  let pipeClosed = false;
   const unwatchPipes = io.onClosedPipe?.((which) => {
-    pipeClosed = true;
     if (!stop.signal.aborted) stop.abort(`${which} was closed`);
   });
   const startedMs = io.now();
@@ -217,9 +215,9 @@ export async function runSyncCommand(args: Record<string, unknown>, io: CommandI
     }
     for (const w of summary.warnings.slice(0, 20)) if (config.logFormat !== 'json') io.stderr(`warning: ${w}\n`);
     await io.flushed?.();
-    const code = exitCodeOf(summary);
-    // Its reader gone, a run that got to the end anyway still says it was cut short: no one saw it finish.
-    return pipeClosed && code === ExitCode.OK ? ExitCode.STOPPED_EARLY : code;
+    // The exit code says what the run records say (sync_runs, the metrics): a reader that went away after the
+    // run had finished its work changes neither (one that went before stopped the run, recorded as stopped).
+    return exitCodeOf(summary);
   } catch (error) {
     progress.finish();
     logger.error(describeError(error, secrets), errorFields(error, config.verbose));

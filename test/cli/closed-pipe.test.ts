@@ -1,9 +1,11 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, queryDb, run, SPAN, withEmulator, withTempDir, syncCommand, backfillFlags } from '../support/helpers.js';
+import { runCli } from '../../src/cli-app.js';
+import type { CommandIo } from '../../src/commands/common.js';
+import { CLI, queryDb, run, SPAN, withEmulator, withTempDir, syncCommand, backfillFlags, spanFlags } from '../support/helpers.js';
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 
@@ -23,7 +25,7 @@ async function throughHead(args: string[], lines: number): Promise<{ code: numbe
 }
 
 describe('a closed stdout or stderr', () => {
-  it('`sync … 2>&1 | head -3` stops the run as SIGTERM does: exit 4, never 0; the run recorded as stopped, the lock released; the next run goes on', async () => {
+  it('`sync … 2>&1 | head -3` stops the run as SIGTERM does: exit 4, the run recorded as stopped, the lock released; the next run goes on', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async (emulator) => {
       await withTempDir(async (dir) => {
         const args = syncCommand(emulator.url, dir, [...backfillFlags(1)]);
@@ -42,5 +44,37 @@ describe('a closed stdout or stderr', () => {
         expect(status.code).toBe(0);
       });
     });
+  });
+
+  it('a reader that goes away after the run finished its work (at the summary) leaves exit 0, as sync_runs and the metrics record it', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async (emulator) =>
+      withTempDir(async (dir) => {
+        // stdout closes at the summary's second line (an event, as `2>/dev/null | head -1` would close it).
+        let onClosed: ((which: string) => void) | null = null;
+        let lines = 0;
+        const io: CommandIo = {
+          env: { COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' },
+          stdout: () => {
+            if (++lines === 2) onClosed?.('stdout');
+          },
+          stderr: () => undefined,
+          isTTY: false,
+          now: () => Date.now(),
+          onClosedPipe: (handler) => {
+            onClosed = handler;
+            return () => {
+              onClosed = null;
+            };
+          },
+        };
+        const metrics = join(dir, 'm.prom');
+        const code = await runCli(syncCommand(emulator.url, dir, [...spanFlags(), '--metrics-file', metrics]), io);
+        expect(lines).toBeGreaterThanOrEqual(2);
+        expect(code).toBe(0);
+        const runs = await queryDb<{ outcome: string }>(join(dir, 'c.duckdb'), 'SELECT outcome FROM sync_runs');
+        expect(runs.map((r) => r.outcome)).toEqual(['success']);
+        expect(readFileSync(metrics, 'utf8')).toMatch(/outcome="success"/);
+      }),
+    );
   });
 });

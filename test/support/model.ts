@@ -52,6 +52,7 @@ import { startCatalogServer, type CatalogFault, type CatalogServer } from '../ca
 import { catalogLocator, icebergDifferences, icebergFileCheck } from './iceberg.js';
 import { faultProxy, startRgwIfAny, type S3Server } from './s3.js';
 import { decodeCarried } from '../../src/state/progress.js';
+import { workingCopyPath } from '../../src/storage/working-copy.js';
 import { LINE_ITEM_COLUMNS } from '../../src/api/fields.js';
 import { lineItemText, storedAgainstApi, storedLineItems } from './api-truth.js';
 
@@ -887,6 +888,7 @@ class SyncCommand implements Cmd {
     const synced = sourcesOf(this.args);
     const before = synced.length === 0 ? world.fingerprint() : '';
     const fault = this.viaCatalog ? this.args.fault : 'none';
+    const began = new Date().toISOString();
     const expire = () => world.catalog.expireTokens();
     if (fault === 'token-expiry') world.catalog.events.once('commit', expire);
     else if (fault !== 'none') world.catalog.faults.push(catalogFault(fault, this.args.faultRoute));
@@ -924,6 +926,7 @@ class SyncCommand implements Cmd {
     }
     if (!killed && result.code !== 0 && result.code !== 4)
       fail(world, `sync exited ${result.code} (signal ${result.signal})`, result.stderr);
+    if (!killed) await checkExitAsRecorded(world, this.args.state, began, result.code, result.stderr);
     // A write whose answer was lost is no stop: the SDK sends it again, and the run recognises what it wrote.
     if (this.stop.kind === 'none' && result.code !== 0) fail(world, `a sync nothing stopped exited ${result.code}`, result.stderr);
     const published = await checkAlways(world, result.stderr, killed ? [] : [this.args.state]);
@@ -1076,6 +1079,25 @@ class VerifyApiCommand implements Cmd {
   toString(): string {
     return 'costsync verify --api --db costs.duckdb --rate-limit 100000 --format json  # exit 0 only if every synced date equals the API, 1 naming real differences';
   }
+}
+
+/**
+ * The exit code says what the run's records say: the run that started after `began` (in the state directory's
+ * working copy, which holds its rows whether or not it published) recorded success for exit 0, stopped (its
+ * worst) for exit 4. A run stopped before it recorded its start has nothing to compare.
+ */
+async function checkExitAsRecorded(world: World, state: 'a' | 'b', began: string, code: number | null, stderr: string): Promise<void> {
+  const work = workingCopyPath(world.stateDir(state), world.db);
+  if (!existsSync(work)) return;
+  const rows = await queryDb<{ outcome: string | null }>(
+    work,
+    `SELECT outcome FROM sync_runs WHERE run_id = (SELECT max(run_id) FROM sync_runs WHERE strftime(started_at AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S.%gZ') >= '${began}')`,
+  );
+  if (rows.length === 0) return;
+  const outcomes = new Set(rows.map((r) => r.outcome));
+  const recorded = outcomes.has('failed') ? 'failed' : outcomes.has('stopped') || outcomes.has('running') ? 'stopped' : 'success';
+  const said = code === 0 ? 'success' : code === 4 ? 'stopped' : 'failed';
+  if (recorded !== said) fail(world, `sync exited ${code} (${said}), yet sync_runs records the run as ${[...outcomes].join(', ')}`, stderr);
 }
 
 /** Every day of `ranges`, as dates. */
