@@ -116,20 +116,23 @@ const overlaps = (a: LabelBox, b: LabelBox) => a.x0 < b.x1 && b.x0 < a.x1 && a.y
 
 /**
  * Places labels, most important first, each in the first slot inside the plot (never over the
- * legends beside it, never over the title above) that no placed label takes; a label with no such
- * slot is left out (the table lists every anomaly). Pure.
+ * legends beside it, never over the title above) that no placed label takes and no mark lies under
+ * (`marks`: each anomaly's mark as drawn, its centre and half its width); a label with no such slot is
+ * left out (the table lists every anomaly). Pure.
  */
 export function placeLabels(
   items: readonly { key: string; text: string; x: number; row: number }[],
   plot: { width: number; rows: number },
+  marks: readonly { x: number; y: number; half: number }[] = [],
 ): Map<string, LabelPlace> {
   const placed = new Map<string, LabelPlace>();
+  const markBoxes = marks.map((m) => ({ x0: m.x - m.half, x1: m.x + m.half, y0: m.y - m.half, y1: m.y + m.half }));
   for (const item of items) {
     const y = item.row * ANOMALY_ROW_PX + ANOMALY_ROW_PX / 2;
     for (const slot of LABEL_SLOTS) {
       const box = labelBox(item.x, y, item.text.length, slot);
       const inside = box.x0 >= 0 && box.x1 <= plot.width && box.y0 >= 0 && box.y1 <= plot.rows * ANOMALY_ROW_PX;
-      if (inside && ![...placed.values()].some((p) => overlaps(p.box, box))) {
+      if (inside && ![...placed.values()].some((p) => overlaps(p.box, box)) && !markBoxes.some((m) => overlaps(m, box))) {
         placed.set(item.key, { ...slot, box });
         break;
       }
@@ -214,10 +217,18 @@ export function anomalyMarks(anomalies: ReportData['anomalies'], period: { from:
     })),
   );
   const offset = new Map(bySeverity.map((a, i) => [keyOf(a), offsets[i]!]));
+  const half = (a: ReportData['anomalies'][number]) => Math.sqrt(SEVERITY_STYLE.sizes[Math.max(0, rank(a))] ?? SEVERITY_STYLE.sizes[3]) / 2;
+  // Every mark where it is drawn, so no label covers one (a label over a mark hides that anomaly).
+  const drawn = anomalies.map((a) => ({
+    x: x(at(a)) + offset.get(keyOf(a))!.dx,
+    y: providers.indexOf(a.provider) * ANOMALY_ROW_PX + ANOMALY_ROW_PX / 2 + offset.get(keyOf(a))!.dy,
+    half: half(a) + 1,
+  }));
   const largest = [...anomalies].sort((a, b) => Math.abs(b.excess_usd) - Math.abs(a.excess_usd)).slice(0, LABELLED_ANOMALIES);
   const places = placeLabels(
     largest.map((a) => ({ key: keyOf(a), text: textOf(a), row: providers.indexOf(a.provider), x: x(at(a)) + offset.get(keyOf(a))!.dx })),
     { width: WIDTH, rows: providers.length },
+    drawn,
   );
   return anomalies.map((a) => {
     const place = places.get(keyOf(a));

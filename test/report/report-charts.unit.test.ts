@@ -71,6 +71,18 @@ describe('anomaly labels', () => {
   });
 });
 
+describe('anomaly labels and marks', () => {
+  it('a label takes no slot with a mark under it: the next free slot, or none (the table lists it)', () => {
+    const item = { key: 'k', text: 'Amazon EC2 +$2,560', x: 400, row: 0 };
+    // The first slot (right, above) holds another anomaly's mark: the label goes below.
+    const above = { x: 440, y: 18 - 11, half: 8 };
+    expect(placeLabels([item], { width: 860, rows: 1 }, [above]).get('k')).toMatchObject({ side: 'right', dy: 11 });
+    // Marks in all four slots: no label.
+    const everywhere = [above, { x: 440, y: 29, half: 8 }, { x: 360, y: 7, half: 8 }, { x: 360, y: 29, half: 8 }];
+    expect(placeLabels([item], { width: 860, rows: 1 }, everywhere).has('k')).toBe(false);
+  });
+});
+
 describe('anomaly marks', () => {
   const apart = (a: { x: number; y: number; half: number }, b: { x: number; y: number; half: number }) =>
     Math.abs(a.x - b.x) >= a.half + b.half - 2 || Math.abs(a.y - b.y) >= a.half + b.half - 2;

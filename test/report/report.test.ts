@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ARTIFACTS, chromiumForFile, closePages } from '../support/chromium.js';
 import { ExitCode } from '../../src/errors.js';
@@ -10,6 +10,8 @@ import { dailySpendSpec, monthlySpec, renderSvg, topServicesSpec } from '../../s
 import type { ReportData } from '../../src/report/data.js';
 import { reportHtml } from '../../src/report/html.js';
 import { inDirectory, queryDb, run, withEmulator, withTempDir, SPAN, syncCommand, spanFlags } from '../support/helpers.js';
+
+const FIXTURES = fileURLToPath(new URL('../fixtures/', import.meta.url));
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const sharedChromium = chromiumForFile();
@@ -172,8 +174,21 @@ describe('costsync report', () => {
         for (const label of points)
           expect(label).toMatch(/provider: \w+; Severity: (low|medium|high|critical).*Anomaly: (above|below) expected/);
         expect(await page.locator('#chart-daily [aria-roledescription="rule mark"]').count()).toBe(0);
-        // At most a handful labelled.
+        // At most a handful labelled, and no label over an anomaly's mark (it would hide that alert).
         expect(await page.locator('#chart-daily [aria-roledescription="text mark"]').count()).toBeLessThanOrEqual(5);
+        const box = (sel: string) =>
+          page.locator(sel).evaluateAll((els) =>
+            els.map((e) => {
+              const r = e.getBoundingClientRect();
+              return { x0: r.left, x1: r.right, y0: r.top, y1: r.bottom, text: e.textContent ?? '' };
+            }),
+          );
+        const marks = await box('#chart-daily [aria-roledescription="point"]');
+        for (const label of await box('#chart-daily [aria-roledescription="text mark"]'))
+          expect(
+            marks.filter((m) => label.x0 < m.x1 && m.x0 < label.x1 && label.y0 < m.y1 && m.y0 < label.y1).length,
+            `${label.text} covers a mark`,
+          ).toBe(0);
         expect(await page.locator('#anomalies tbody tr').count()).toBe(expected.openAnomalies);
         // Legends and axis labels whole: nothing cut off with an ellipsis.
         for (const id of ['#chart-daily', '#chart-services', '#chart-monthly']) {
@@ -405,7 +420,7 @@ describe('what a person sees in the report', () => {
     expect(html).toMatch(/<h2>Month over month<\/h2>\n<p class="note" id="monthly-note">Whole months/);
   });
 
-  it('in Chromium, the drawn labels overlap neither each other nor a legend', async () => {
+  it("in Chromium, the drawn labels overlap neither each other, nor a legend, nor an anomaly's mark", async () => {
     const data = crowded();
     const [daily, services, monthly] = await Promise.all([
       renderSvg(dailySpendSpec(data)),
@@ -429,15 +444,60 @@ describe('what a person sees in the report', () => {
           );
         const labels = await boxesOf('#chart-daily [aria-roledescription="text mark"]');
         const legends = await boxesOf('#chart-daily [aria-roledescription="legend"]');
+        const points = await boxesOf('#chart-daily [aria-roledescription="point"]');
         expect(labels.length).toBeGreaterThanOrEqual(4);
         expect(legends.length).toBeGreaterThanOrEqual(2);
         const meet = (a: (typeof labels)[number], b: (typeof labels)[number]) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
         for (const [i, a] of labels.entries()) {
           for (const b of labels.slice(i + 1)) expect(meet(a, b), `${a.text} / ${b.text}`).toBe(false);
           for (const legend of legends) expect(meet(a, legend), `${a.text} / legend ${legend.text.slice(0, 20)}`).toBe(false);
+          // Nor an anomaly's mark: a label over another mark hides it.
+          for (const point of points)
+            expect(meet(a, point), `${a.text} covers a mark at ${Math.round(point.x0)},${Math.round(point.y0)}`).toBe(false);
         }
         mkdirSync(ARTIFACTS, { recursive: true });
         await page.locator('#chart-daily').screenshot({ path: join(ARTIFACTS, 'report-crowded-labels.png') });
+      } finally {
+        await closePages(browser);
+      }
+    });
+  });
+
+  it("in Chromium, the demo's report as a newcomer saw it (its data, fixed on 2026-12-07): no label covers another anomaly's mark", async () => {
+    // 85 open anomalies over 89 days: the labels of the largest ran over neighbouring marks.
+    const data = JSON.parse(readFileSync(join(FIXTURES, 'demo-report-data.json'), 'utf8')) as ReportData;
+    const daily = await renderSvg(dailySpendSpec(data));
+    await withTempDir(async (dir) => {
+      const path = join(dir, 'demo.html');
+      writeFileSync(path, reportHtml(data, { daily, services: '', monthly: '' }, '2026-12-07 21:10 UTC'));
+      const browser = await sharedChromium();
+      try {
+        const page = await browser.newPage({ viewport: { width: 1400, height: 1500 } });
+        await page.goto(pathToFileURL(path).href);
+        const boxesOf = (selector: string) =>
+          page.locator(selector).evaluateAll((els) =>
+            els.map((e) => {
+              const r = e.getBoundingClientRect();
+              return {
+                x0: r.left,
+                x1: r.right,
+                y0: r.top,
+                y1: r.bottom,
+                text: e.textContent ?? '',
+                what: e.getAttribute('aria-label') ?? '',
+              };
+            }),
+          );
+        const labels = await boxesOf('#chart-daily [aria-roledescription="text mark"]');
+        const points = await boxesOf('#chart-daily [aria-roledescription="point"]');
+        expect(points).toHaveLength(data.anomalies.length);
+        expect(labels.length).toBeGreaterThan(0);
+        const covered = labels.flatMap((l) =>
+          points
+            .filter((p) => l.x0 < p.x1 && p.x0 < l.x1 && l.y0 < p.y1 && p.y0 < l.y1)
+            .map((p) => `${l.text} over ${p.what.slice(0, 40)}`),
+        );
+        expect(covered).toEqual([]);
       } finally {
         await closePages(browser);
       }
