@@ -82,11 +82,14 @@ export async function runCheckCommand(args: Record<string, unknown>, io: Command
   } finally {
     await client.close();
   }
-  const plan = results.some((r) => r.result.startsWith('PLAN_RESTRICTED'))
-    ? 'no API access (needs Business or above)'
-    : results.some((r) => r.ok)
-      ? 'API access'
-      : 'unknown';
+  const plan =
+    keyRefused === 'UNAUTHORIZED'
+      ? 'the key was refused (UNAUTHORIZED): unknown, revoked or expired'
+      : results.some((r) => r.result.startsWith('PLAN_RESTRICTED'))
+        ? 'no API access (needs Business or above)'
+        : results.some((r) => r.ok)
+          ? 'API access'
+          : 'unknown';
   // With --catalog: the catalog too (config and credentials, namespace, a staged create, a write where tables go).
   const catalog =
     config.catalog === null

@@ -106,7 +106,14 @@ async function runDryRun(config: SyncConfig, io: CommandIo): Promise<ExitCode> {
         several,
         failed.map((f) => f.source),
         // A run that could plan no source would fail before its phases: they are not said.
-        plans.length > 0 ? phasePlanLines(phases, config.db, lake) : undefined,
+        plans.length > 0
+          ? phasePlanLines(
+              phases,
+              config.db,
+              lake,
+              plans.flatMap((p) => p.streams.filter((st) => st.resumed).map((st) => (several ? `${p.source}/${st.stream}` : st.stream))),
+            )
+          : undefined,
       ),
     );
   }

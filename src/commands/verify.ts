@@ -8,6 +8,7 @@ import { addDays, utcDate } from '../dates.js';
 import { choiceArg, dateArg, shellWord } from './args.js';
 import { runReadCommand, warehouseOptions } from './read.js';
 import { loadConfig, processIo, type CommandIo } from './common.js';
+import type { SyncConfig } from '../config.js';
 import { createApiClient } from '../api/client.js';
 import { createRequestLimiter } from '../api/resilience.js';
 import { check, envName, specOf } from '../settings.js';
@@ -29,7 +30,32 @@ export function verifyOptions(yargs: Argv) {
     .option('base-url', { type: 'string', describe: `With --api: ${specOf('base-url').describe} [env ${envName('base-url')}]` })
     .option('api-key-file', { type: 'string', describe: `With --api: ${specOf('api-key-file').describe}` })
     .option('source', { type: 'string', describe: `With --api: ${specOf('source').describe}` })
-    .option('rate-limit', { type: 'number', describe: `With --api: ${specOf('rate-limit').describe} [default 60]` });
+    .option('rate-limit', { type: 'number', describe: `With --api: ${specOf('rate-limit').describe} [default 60]` })
+    .option('state-dir', {
+      type: 'string',
+      describe: `With --api and no --base-url: the state directory whose file of this --db records the API [default ./state] [env ${envName('state-dir')}]`,
+    });
+}
+
+/**
+ * The configuration of `verify --api`. Without a base URL (no --base-url, variable or config file), the API
+ * this warehouse's state file records in --state-dir: the one its syncs read, said on stderr.
+ */
+function loadWithRecordedApi(args: Record<string, unknown>, io: CommandIo): SyncConfig {
+  try {
+    return loadConfig(args, io);
+  } catch (error) {
+    if (!(error instanceof ConfigError) || !error.message.startsWith('No base URL')) throw error;
+  }
+  const given = loadConfig(args, io, false);
+  const recorded = recordedBaseUrl(given.stateDir, given.db);
+  if (recorded === null)
+    throw new ConfigError(
+      `No base URL: verify --api does not know which API to ask, and ${given.stateDir} holds no state file of ${given.db} that records one.`,
+      "Pass --base-url https://…, or --state-dir with the state directory the warehouse's syncs use (verify --api then asks the API it records).",
+    );
+  io.stderr(`verify --api: asking the API this warehouse's state records, ${recorded} (pass --base-url to ask another)\n`);
+  return loadConfig({ ...args, 'base-url': recorded }, io);
 }
 
 /** `verify --api`: each source's warehouse rows against the API's rollups; exit 1 on a difference, 3 for the key, 2 for the URL. */
@@ -39,12 +65,8 @@ async function verifyApi(
   open: () => Promise<ReadOnlyWarehouse>,
   options: { tolerance: number; from: string | null; to: string | null; format: 'table' | 'json' },
 ): Promise<ExitCode> {
-  // verify's --format is its output's, not the lake's. Without --base-url (or its variable or the config file's),
-  // the API this warehouse's state records: the one its syncs read.
-  const given = loadConfig({ ...args, format: undefined }, io, false);
-  const recorded = given.sources === undefined && given.baseUrl === '' ? recordedBaseUrl(given.stateDir, given.db) : null;
-  if (recorded !== null) io.stderr(`verify --api: the API this warehouse's state records, ${recorded} (--base-url names another)\n`);
-  const config = loadConfig({ ...args, format: undefined, ...(recorded !== null && { 'base-url': recorded }) }, io);
+  // verify's --format is its output's, not the lake's.
+  const config = loadWithRecordedApi({ ...args, format: undefined }, io);
   const sources = config.sources ?? [{ name: 'default', baseUrl: config.baseUrl, apiKey: config.apiKey, rateLimit: config.rateLimit }];
   const clients = sources.map((s) => ({
     name: s.name,

@@ -131,7 +131,7 @@ ${table(
 <p class="note" id="monthly-note">Whole months, each of the months the report's dates fall in.</p>
 <div class="chart" id="chart-monthly">${charts.monthly}</div>
 ${table(
-  ['Month', 'Spend', 'Run-rate (projected to month end)', 'Previous month', 'Change', 'Change %'],
+  ['Month', 'Spend', 'Run-rate (whole days so far, projected to month end)', 'Previous month', 'Change', 'Change %'],
   data.monthly.map((m) => [
     m.to_date ? `${monthLabel(m)}, through ${m.last_date}` : monthLabel(m),
     usd(m.cost_usd),

@@ -84,18 +84,29 @@ export function leftUndoneText(left: LeftUndone, db: string): string | null {
   return parts.length === 0 ? null : parts.join(', ');
 }
 
-/** The plan's lines before and after the sources' (the dry run prints them). Pure. */
-export function phasePlanLines(plan: PhasePlan, db: string, lake: string): { before: string[]; after: string[] } {
-  const left = leftUndoneText(plan.resume, db);
+/**
+ * The plan's lines before and after the sources' (the dry run prints them). `resuming`: the streams whose
+ * unfinished fetch a source's plan goes on with (`source/stream`), said with what was left. Pure.
+ */
+export function phasePlanLines(
+  plan: PhasePlan,
+  db: string,
+  lake: string,
+  resuming: readonly string[] = [],
+): { before: string[]; after: string[] } {
+  const left = [
+    ...(resuming.length > 0 ? [`the unfinished fetch of ${resuming.join(', ')} (resumed below)`] : []),
+    ...(leftUndoneText(plan.resume, db) === null ? [] : [leftUndoneText(plan.resume, db)!]),
+  ];
   return {
     before: [
-      `First, what an earlier run left undone: ${left ?? 'nothing'}.`,
+      `First, what an earlier run left undone: ${left.length === 0 ? 'nothing' : left.join('; ')}.`,
       ...(plan.seed.length > 0
         ? [
             `Sources this warehouse holds no state for (${plan.seed.join(', ')}) are read back from ${lake} first, if it holds their rows (moved from another runner).`,
           ]
         : []),
     ],
-    after: [`Then brought up to date: ${plan.finish.join(', ')}.`],
+    after: [`Then written: ${plan.finish.join(', ')}.`],
   };
 }

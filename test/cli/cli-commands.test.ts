@@ -64,8 +64,10 @@ describe('status, check and parquet (CLI)', () => {
         // The dry run asks the run's phases what they would do: the start finishes the publish first.
         const plan = await run([...args, '--dry-run'], env);
         expect(plan.code, plan.stderr).toBe(0);
-        expect(plan.stdout.split('\n')[0]).toBe(`First, what an earlier run left undone: a publish of ${db}.`);
-        expect(plan.stdout).toContain(`Then brought up to date: the published warehouse ${db}.`);
+        expect(plan.stdout.split('\n')[0]).toBe(
+          `First, what an earlier run left undone: the unfinished fetch of line_items, rollups (resumed below); a publish of ${db}.`,
+        );
+        expect(plan.stdout).toContain(`Then written: the published warehouse ${db}.`);
         const planJson = JSON.parse((await run([...args, '--dry-run', '--log-format', 'json'], env)).stdout);
         expect(planJson.phases).toMatchObject({
           seed: [],

@@ -360,23 +360,21 @@ describe('costsync verify --api', () => {
           differences: [],
           notSynced: [{ source: 'default', dates: '2025-06-11..2025-06-19' }],
         });
-        // Without --base-url: the API the warehouse's state records (in the state directory, ./state by default), said so.
-        const recorded = await run(['verify', '--api', '--db', db, '--from', '2025-06-20'], {
-          ...env,
-          COSTSYNC_STATE_DIR: join(dir, 'state'),
-        });
+        // Without --base-url: the API the warehouse's state records (in --state-dir, ./state by default), said so.
+        const recorded = await run(['verify', '--api', '--db', db, '--state-dir', join(dir, 'state'), '--from', '2025-06-20'], env);
         expect(recorded.code, recorded.stderr).toBe(ExitCode.OK);
         expect(recorded.stderr).toContain(
-          `verify --api: the API this warehouse's state records, ${emulator.url} (--base-url names another)`,
+          `verify --api: asking the API this warehouse's state records, ${emulator.url} (pass --base-url to ask another)`,
         );
         expect(recorded.stdout).toMatch(/^The warehouse equals the API's rollups/);
-        // With no state of this warehouse to ask, the base URL is still needed.
+        // With no state of this warehouse to ask, it says where it looked and what to pass.
         const none = await run(['verify', '--api', '--db', db, '--from', '2025-06-20'], {
           ...env,
           COSTSYNC_STATE_DIR: join(dir, 'elsewhere'),
         });
         expect(none.code).toBe(ExitCode.USAGE);
-        expect(none.stderr).toMatch(/base-url/);
+        expect(none.stderr).toContain(`${join(dir, 'elsewhere')} holds no state file of ${db} that records one`);
+        expect(none.stderr).toMatch(/hint: Pass --base-url https:\/\/…, or --state-dir/);
       }),
     );
   });

@@ -35,9 +35,16 @@ describe('the phases around the sources, as the dry run and the start ask them (
         'Sources this warehouse holds no state for (w2) are read back from the lake at ./costs-parquet first, if it holds their rows (moved from another runner).',
       ],
       after: [
-        'Then brought up to date: the lake at ./costs-parquet, the published warehouse costs.duckdb, notifications to 2 webhook(s), the metrics file m.prom.',
+        'Then written: the lake at ./costs-parquet, the published warehouse costs.duckdb, notifications to 2 webhook(s), the metrics file m.prom.',
       ],
     });
+  });
+
+  it("a source's unfinished fetch is said first, with what the outbox holds", () => {
+    const plan = phasePlan(base, [{ name: 'w1' }], new Set(['w1']), { ...NOTHING_LEFT, publishDue: true });
+    expect(phasePlanLines(plan, 'costs.duckdb', '', ['line_items', 'rollups']).before).toEqual([
+      'First, what an earlier run left undone: the unfinished fetch of line_items, rollups (resumed below); a publish of costs.duckdb.',
+    ]);
   });
 
   it('nothing left undone is said so', () => {
