@@ -58,7 +58,7 @@ describe('costsync report', () => {
       const head = /<table id="anomalies"><thead><tr>(.*?)<\/tr>/.exec(html)![1]!;
       expect(head).toContain('<th>Type</th>');
       expect(head).not.toContain('<th>Source</th>');
-      expect(html).toMatch(/<th>Run-rate \(projected to month end\)<\/th>/);
+      expect(html).toMatch(/<th>Run-rate \(whole days so far, projected to month end\)<\/th>/);
     });
   });
 
