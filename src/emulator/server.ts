@@ -268,6 +268,10 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
   const faults = new FaultInjector(options.faults, options.faults.seed ?? options.seed);
   const requestLog = new RequestLog();
   const ingestResults = new Map<string, IngestResult>();
+  // Made once, and only when asked for: without one, an ingest row asks no verdict.
+  const refuse = options.ingestRefuseServices ?? [];
+  const skip = options.ingestSkipServices ?? [];
+  const ingestVerdict = options.ingestVerdict ?? (refuse.length > 0 || skip.length > 0 ? serviceVerdict(refuse, skip) : undefined);
   const limiter = new SlidingWindowLimiter(options.rateLimit);
   // A fresh secret per server: cursors from another emulator instance are foreign.
   const cursors = new CursorCodec(`${options.seed}:${randomBytes(16).toString('hex')}`);
@@ -667,7 +671,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
           duplicateRows: options.ingestDuplicateRows,
           rowErrorShape: options.ingestRowErrorShape,
           chargePeriodDates: options.ingestChargePeriodDates,
-          verdict: options.ingestVerdict ?? serviceVerdict(options.ingestRefuseServices ?? [], options.ingestSkipServices ?? []),
+          verdict: ingestVerdict,
         },
       });
       ingestResults.set(result.batch_id, result);

@@ -94,9 +94,10 @@ export function phasePlanLines(
   lake: string,
   resuming: readonly string[] = [],
 ): { before: string[]; after: string[] } {
+  const outbox = leftUndoneText(plan.resume, db);
   const left = [
     ...(resuming.length > 0 ? [`the unfinished fetch of ${resuming.join(', ')} (resumed below)`] : []),
-    ...(leftUndoneText(plan.resume, db) === null ? [] : [leftUndoneText(plan.resume, db)!]),
+    ...(outbox === null ? [] : [outbox]),
   ];
   return {
     before: [

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { ARTIFACTS, chromiumForFile, closePages } from '../support/chromium.js';
 import { ExitCode } from '../../src/errors.js';
@@ -15,6 +16,21 @@ const FIXTURES = fileURLToPath(new URL('../fixtures/', import.meta.url));
 
 const clock = { now: () => Date.parse('2025-07-01T06:00:00Z') };
 const sharedChromium = chromiumForFile();
+
+type Box = { x0: number; x1: number; y0: number; y1: number; text: string; what: string };
+
+/** What the browser drew: the box on the page of each element `selector` finds, its text and its aria-label. */
+function boxesOf(page: Page, selector: string): Promise<Box[]> {
+  return page.locator(selector).evaluateAll((els) =>
+    els.map((e) => {
+      const r = e.getBoundingClientRect();
+      return { x0: r.left, x1: r.right, y0: r.top, y1: r.bottom, text: e.textContent ?? '', what: e.getAttribute('aria-label') ?? '' };
+    }),
+  );
+}
+
+/** Whether two drawn boxes overlap. */
+const meet = (a: Box, b: Box) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
 /** A synced warehouse of June 2025 and its report, written by the CLI. */
 async function withReport<T>(fn: (ctx: { db: string; html: string; path: string; stdout: string }) => Promise<T>): Promise<T> {
   return withEmulator({ ...SPAN, rowsPerDay: 60, anomaliesPerDay: 3, clock }, async ({ url }) =>
@@ -176,19 +192,9 @@ describe('costsync report', () => {
         expect(await page.locator('#chart-daily [aria-roledescription="rule mark"]').count()).toBe(0);
         // At most a handful labelled, and no label over an anomaly's mark (it would hide that alert).
         expect(await page.locator('#chart-daily [aria-roledescription="text mark"]').count()).toBeLessThanOrEqual(5);
-        const box = (sel: string) =>
-          page.locator(sel).evaluateAll((els) =>
-            els.map((e) => {
-              const r = e.getBoundingClientRect();
-              return { x0: r.left, x1: r.right, y0: r.top, y1: r.bottom, text: e.textContent ?? '' };
-            }),
-          );
-        const marks = await box('#chart-daily [aria-roledescription="point"]');
-        for (const label of await box('#chart-daily [aria-roledescription="text mark"]'))
-          expect(
-            marks.filter((m) => label.x0 < m.x1 && m.x0 < label.x1 && label.y0 < m.y1 && m.y0 < label.y1).length,
-            `${label.text} covers a mark`,
-          ).toBe(0);
+        const marks = await boxesOf(page, '#chart-daily [aria-roledescription="point"]');
+        for (const label of await boxesOf(page, '#chart-daily [aria-roledescription="text mark"]'))
+          expect(marks.filter((m) => meet(label, m)).length, `${label.text} covers a mark`).toBe(0);
         expect(await page.locator('#anomalies tbody tr').count()).toBe(expected.openAnomalies);
         // Legends and axis labels whole: nothing cut off with an ellipsis.
         for (const id of ['#chart-daily', '#chart-services', '#chart-monthly']) {
@@ -434,20 +440,11 @@ describe('what a person sees in the report', () => {
       try {
         const page = await browser.newPage({ viewport: { width: 1400, height: 1500 } });
         await page.goto(pathToFileURL(path).href);
-        // What the browser drew: each element's box on the page.
-        const boxesOf = (selector: string) =>
-          page.locator(selector).evaluateAll((els) =>
-            els.map((e) => {
-              const r = e.getBoundingClientRect();
-              return { x0: r.left, x1: r.right, y0: r.top, y1: r.bottom, text: e.textContent ?? '' };
-            }),
-          );
-        const labels = await boxesOf('#chart-daily [aria-roledescription="text mark"]');
-        const legends = await boxesOf('#chart-daily [aria-roledescription="legend"]');
-        const points = await boxesOf('#chart-daily [aria-roledescription="point"]');
+        const labels = await boxesOf(page, '#chart-daily [aria-roledescription="text mark"]');
+        const legends = await boxesOf(page, '#chart-daily [aria-roledescription="legend"]');
+        const points = await boxesOf(page, '#chart-daily [aria-roledescription="point"]');
         expect(labels.length).toBeGreaterThanOrEqual(4);
         expect(legends.length).toBeGreaterThanOrEqual(2);
-        const meet = (a: (typeof labels)[number], b: (typeof labels)[number]) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
         for (const [i, a] of labels.entries()) {
           for (const b of labels.slice(i + 1)) expect(meet(a, b), `${a.text} / ${b.text}`).toBe(false);
           for (const legend of legends) expect(meet(a, legend), `${a.text} / legend ${legend.text.slice(0, 20)}`).toBe(false);
@@ -474,29 +471,11 @@ describe('what a person sees in the report', () => {
       try {
         const page = await browser.newPage({ viewport: { width: 1400, height: 1500 } });
         await page.goto(pathToFileURL(path).href);
-        const boxesOf = (selector: string) =>
-          page.locator(selector).evaluateAll((els) =>
-            els.map((e) => {
-              const r = e.getBoundingClientRect();
-              return {
-                x0: r.left,
-                x1: r.right,
-                y0: r.top,
-                y1: r.bottom,
-                text: e.textContent ?? '',
-                what: e.getAttribute('aria-label') ?? '',
-              };
-            }),
-          );
-        const labels = await boxesOf('#chart-daily [aria-roledescription="text mark"]');
-        const points = await boxesOf('#chart-daily [aria-roledescription="point"]');
+        const labels = await boxesOf(page, '#chart-daily [aria-roledescription="text mark"]');
+        const points = await boxesOf(page, '#chart-daily [aria-roledescription="point"]');
         expect(points).toHaveLength(data.anomalies.length);
         expect(labels.length).toBeGreaterThan(0);
-        const covered = labels.flatMap((l) =>
-          points
-            .filter((p) => l.x0 < p.x1 && p.x0 < l.x1 && l.y0 < p.y1 && p.y0 < l.y1)
-            .map((p) => `${l.text} over ${p.what.slice(0, 40)}`),
-        );
+        const covered = labels.flatMap((l) => points.filter((p) => meet(l, p)).map((p) => `${l.text} over ${p.what.slice(0, 40)}`));
         expect(covered).toEqual([]);
       } finally {
         await closePages(browser);
