@@ -5,6 +5,7 @@ import { SETTINGS, settingOptions, type SettingName } from '../settings.js';
 import { ConfigError, shortSecretWarnings } from '../errors.js';
 import { CATALOG_CREDENTIAL_ENV, CATALOG_TOKEN_ENV, catalogSecrets } from '../iceberg/rest-auth.js';
 import { createLogger, type Logger } from '../log.js';
+import { standardStreams, watchReaders } from '../reader-watch.js';
 
 /** The options every command that talks to the API or the warehouse takes (settings.ts). */
 export function connectionOptions(yargs: Argv): Argv {
@@ -79,7 +80,12 @@ export const processIo = (): CommandIo => ({
   },
   onClosedPipe: (onClosed) => {
     closedPipeHandler = onClosed;
+    // A reader gone while nothing is written is noticed at once too, not at the next line.
+    const unwatch = watchReaders(standardStreams(), (streams) => {
+      for (const which of streams) streamClosed(which === 'stdout' ? process.stdout : process.stderr);
+    });
     return () => {
+      unwatch();
       closedPipeHandler = null;
     };
   },

@@ -499,7 +499,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
   const secrets = [source.apiKey, ...webhooks.map((t) => t.url)];
   if (run.shouldStop()) {
     // A source whose turn (--sources-at-once) comes after a stop does nothing: its state stays as it was.
-    summary = sourceSummary(source.name, 'stopped', streams, undefined);
+    summary = { ...sourceSummary(source.name, 'stopped', streams, undefined), ...stopReasonOf(run.stop) };
     await recordSource(warehouse, run.runId, clock, summary, secrets, webhooks);
     return summary;
   }
@@ -530,6 +530,7 @@ async function syncSource(source: SourceConfig, run: SourceRun): Promise<SourceS
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     const stopped = settled.some((s) => s.status === 'fulfilled' && s.value === 'stopped');
     summary = sourceSummary(source.name, failed ? 'failed' : stopped ? 'stopped' : 'success', streams, failed?.reason);
+    if (summary.outcome === 'stopped') summary = { ...summary, ...stopReasonOf(run.stop) };
   } catch (error) {
     summary = sourceSummary(source.name, 'failed', streams, error);
   } finally {
@@ -669,6 +670,11 @@ function perSource(source: string, progress: ProgressListener): ProgressListener
   };
 }
 
+/** Why the run was told to stop (a signal, --max-runtime, a closed pipe), for a stopped source's record and notification. */
+function stopReasonOf(stop: AbortSignal): { stopReason?: string } {
+  return stop.aborted ? { stopReason: String(stop.reason) } : {};
+}
+
 function sourceSummary(
   source: string,
   outcome: RunOutcome,
@@ -790,7 +796,12 @@ async function recordSource(
       summary.retries,
       summary.rateLimited,
       JSON.stringify(summary.warnings),
-      summary.error === undefined ? null : describeError(summary.error, secrets),
+      // A stop is not an error, but the row says why the run ended early (a signal, --max-runtime, a closed pipe).
+      summary.error !== undefined
+        ? describeError(summary.error, secrets)
+        : summary.outcome === 'stopped'
+          ? `stopped: ${summary.stopReason ?? 'stopped before the end; progress is saved'}`
+          : null,
       summary.source,
     ]);
     for (const [stream, s] of withStreams ? Object.entries(summary.streams) : []) {

@@ -46,6 +46,48 @@ describe('a closed stdout or stderr', () => {
     });
   });
 
+  it('a reader gone while the run has nothing to print stops it at once, not at its next line (the request count tells)', async () => {
+    let cut = { atRequest: 0, reader: 0 };
+    const onRequest = () => {
+      // The reader goes away at the sixth request: mid-backfill, between two of the run's lines.
+      if (emulatorRequests() === 6 && cut.reader > 0) {
+        cut.atRequest = 6;
+        process.kill(cut.reader);
+      }
+    };
+    let emulatorRequests = () => 0;
+    await withEmulator({ ...SPAN, rowsPerDay: 400, clock, onRequest }, async (emulator) => {
+      emulatorRequests = () => emulator.requestLog.total;
+      await withTempDir(async (dir) => {
+        // Twelve thousand line items at two requests a second: a score of requests with no line written
+        // between one stream's start and its end. The reader (cat) reads all and is killed by the test.
+        const args = syncCommand(emulator.url, dir, [
+          ...spanFlags(undefined, { rateLimit: false }),
+          '--rate-limit',
+          '120',
+          '--log-format',
+          'json',
+        ]);
+        const codeFile = join(dir, 'code');
+        const script = `{ "$0" "${CLI}" "$@" 2>&1; echo $? > "${codeFile}"; } | cat > /dev/null & echo $!; wait`;
+        const child = spawn('bash', ['-c', script, process.execPath, ...args], {
+          env: { PATH: process.env.PATH ?? '', COSTSYNC_API_KEY: 'demo-key', TZ: 'UTC' },
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+        child.stdout.once('data', (d: Buffer) => {
+          cut = { ...cut, reader: Number(d.toString().trim()) };
+        });
+        await once(child, 'exit');
+        expect(cut.atRequest).toBe(6);
+        expect(Number(readFileSync(codeFile, 'utf8'))).toBe(4);
+        // At most the requests in flight or already let through when the reader went: not the backfill's rest.
+        expect(emulator.requestLog.total - cut.atRequest).toBeLessThanOrEqual(2);
+        const runs = await queryDb<{ outcome: string; error: string }>(join(dir, 'c.duckdb'), 'SELECT outcome, error FROM sync_runs');
+        expect(runs).toEqual([{ outcome: 'stopped', error: expect.stringMatching(/^stopped: std(out|err) was closed/) }]);
+      });
+    });
+  });
+
   it('a reader that goes away after the run finished its work (at the summary) leaves exit 0, as sync_runs and the metrics record it', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 20, clock }, async (emulator) =>
       withTempDir(async (dir) => {
