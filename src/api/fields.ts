@@ -8,8 +8,15 @@
 /** What `api/validate.ts` checks an API field for (`checkFields`). */
 export type FieldCheck = 'string' | 'string?' | 'number' | 'date' | 'timestamp' | 'dim';
 
+/**
+ * Money: exact decimals, so any sum an analyst writes is exact to the cent and prints as money (FOCUS
+ * declares its cost columns Decimal). Ten places hold any amount a JSON number carries to a
+ * ten-billionth of a dollar, and the FOCUS view's costs were already of this type.
+ */
+export const MONEY_TYPE = 'DECIMAL(38,10)';
+
 /** The DuckDB types the API tables' columns take. */
-export type ApiColumnType = 'VARCHAR' | 'DATE' | 'DOUBLE' | 'TIMESTAMPTZ';
+export type ApiColumnType = 'VARCHAR' | 'DATE' | 'DOUBLE' | typeof MONEY_TYPE | 'TIMESTAMPTZ';
 
 /** A column as declared: its name, its DuckDB type, the field's check (null: no field). */
 export type ColumnDecl = readonly [name: string, type: ApiColumnType, check: FieldCheck | null];
@@ -20,7 +27,7 @@ export const LINE_ITEM_COLUMNS = [
   ['usage_date', 'DATE', 'date'],
   ['provider_type', 'VARCHAR', 'string'],
   ['provider_service', 'VARCHAR', 'string?'],
-  ['net_amount_usd', 'DOUBLE', 'number'],
+  ['net_amount_usd', MONEY_TYPE, 'number'],
   ['currency_original', 'VARCHAR', 'string?'],
   ['project_id', 'VARCHAR', 'string?'],
   ['user_email', 'VARCHAR', 'string?'],
@@ -32,7 +39,7 @@ export const ROLLUP_COLUMNS = [
   ['provider_type', 'VARCHAR', 'dim'],
   ['service', 'VARCHAR', 'dim'],
   ['category', 'VARCHAR', 'dim'],
-  ['cost_usd', 'DOUBLE', 'number'],
+  ['cost_usd', MONEY_TYPE, 'number'],
 ] as const satisfies readonly ColumnDecl[];
 
 export const ANOMALY_COLUMNS = [
@@ -40,8 +47,8 @@ export const ANOMALY_COLUMNS = [
   ['provider_type', 'VARCHAR', 'string?'],
   ['service', 'VARCHAR', 'string?'],
   ['detected_date', 'TIMESTAMPTZ', 'timestamp'],
-  ['actual_cost', 'DOUBLE', 'number'],
-  ['expected_cost', 'DOUBLE', 'number'],
+  ['actual_cost', MONEY_TYPE, 'number'],
+  ['expected_cost', MONEY_TYPE, 'number'],
   ['deviation_percent', 'DOUBLE', 'number'],
   ['severity', 'VARCHAR', 'string'],
   ['alert_type', 'VARCHAR', 'string?'],

@@ -3,6 +3,8 @@
 export interface LoggedRequest {
   method: string;
   route: string;
+  /** The query string, without its `?` (for --log-requests and the request benchmarks: which dates, which grouping). */
+  query?: string;
   status: number;
   code: string | null;
   atMs: number;

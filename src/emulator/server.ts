@@ -317,6 +317,7 @@ export async function startEmulator(input: EmulatorInput = {}): Promise<Emulator
       const entry: LoggedRequest = {
         method: req.method ?? '?',
         route: routeName,
+        ...(url.search !== '' ? { query: url.search.slice(1) } : {}),
         status: fault === 'drop' ? 0 : reply.status,
         code: reply.error?.code ?? null,
         atMs: options.clock.now(),

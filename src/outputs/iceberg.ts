@@ -51,7 +51,7 @@ import type { IcebergCatalog, LoadedTable, NewTable } from '../iceberg/catalog.j
 import { ConfigError, throwIfStopped } from '../errors.js';
 import { sqlString, type LakeFormat, type Warehouse } from '../storage/duckdb.js';
 import { done, doneMany, mark, markMany, pending, sourcesBehind, type ItemOf } from '../storage/outbox.js';
-import { API_TABLES, ICEBERG_TABLES, RUN_TABLES, type IcebergTableDef } from '../storage/tables.js';
+import { API_TABLES, ICEBERG_TABLES, LAKE_DOUBLES, RUN_TABLES, type IcebergTableDef } from '../storage/tables.js';
 import { PARQUET_OPTIONS, drainPending, runTablesDue } from './lake.js';
 import { NONE_BEHIND, catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
 import { STATE_TABLE, stateObjects, stateProperty, writeStateObjects } from './lake-seed.js';
@@ -112,10 +112,12 @@ export interface IcebergRun {
   signal?: AbortSignal | undefined;
 }
 
+/** A table's columns as the lake holds them: its money as doubles (LAKE_DOUBLES), the rest as the warehouse has them. */
 async function columnsOf(warehouse: Warehouse, table: string): Promise<WarehouseColumn[]> {
+  const doubles = new Set(LAKE_DOUBLES[table] ?? []);
   return (await warehouse.sql<{ column_name: string; column_type: string }>(`DESCRIBE ${table}`)).map((r) => ({
     name: r.column_name,
-    type: r.column_type,
+    type: doubles.has(r.column_name) ? 'DOUBLE' : r.column_type,
   }));
 }
 
@@ -146,7 +148,13 @@ async function writeDataFile(
   const scratch = target.scratch(`iceberg-${table}`);
   try {
     const file = join(scratch, 'data.parquet');
-    const select = columns.map((c) => (c.type === 'JSON' ? `${quote(c.name)}::VARCHAR AS ${quote(c.name)}` : quote(c.name))).join(', ');
+    const select = columns
+      .map((c) =>
+        c.type === 'JSON' || c.type === 'DOUBLE'
+          ? `${quote(c.name)}::${c.type === 'JSON' ? 'VARCHAR' : 'DOUBLE'} AS ${quote(c.name)}`
+          : quote(c.name),
+      )
+      .join(', ');
     const range =
       month === null
         ? ''

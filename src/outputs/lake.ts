@@ -18,7 +18,7 @@ import { addDays } from '../dates.js';
 import { throwIfStopped } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { done, doneMany, markMany, pending, sourcesBehind, type OutboxItem } from '../storage/outbox.js';
-import { LAKE_TABLES, RUN_TABLES } from '../storage/tables.js';
+import { LAKE_TABLES, RUN_TABLES, lakeStar } from '../storage/tables.js';
 import { NONE_BEHIND, catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
 import { writeStateObjects } from './lake-seed.js';
 import type { OutputTarget } from './target.js';
@@ -195,7 +195,7 @@ async function replacePartitions(
   const { date: dateExpr, source: sourceColumn } = LAKE_TABLES[table]!;
   // rollups_daily's own `date` is the partition column; the others get one (and a `source`, if named otherwise).
   const columns = [
-    '*',
+    lakeStar(table),
     ...(dateExpr === 'date' ? [] : [`${dateExpr} AS date`]),
     ...(sourceColumn === 'source' ? [] : [`${sourceColumn} AS source`]),
   ].join(', ');

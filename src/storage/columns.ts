@@ -2,13 +2,14 @@
 import type { DuckDBAppender } from '@duckdb/node-api';
 import type { SpoolColumn } from './spool.js';
 
-export type ColumnKind = 'varchar' | 'date' | 'double' | 'timestamptz';
+export type ColumnKind = 'varchar' | 'date' | 'double' | 'decimal' | 'timestamptz';
 
 /** How the Appender writes a column of each DuckDB type the registry declares (storage/tables.ts). */
 export const APPENDER_KINDS: Readonly<Record<SpoolColumn['type'], ColumnKind>> = {
   VARCHAR: 'varchar',
   DATE: 'date',
   DOUBLE: 'double',
+  'DECIMAL(38,10)': 'decimal',
   TIMESTAMPTZ: 'timestamptz',
 };
 
@@ -26,6 +27,10 @@ function appendValue(appender: DuckDBAppender, kind: ColumnKind, value: unknown)
   switch (kind) {
     case 'double':
       appender.appendDouble(Number(value));
+      return;
+    case 'decimal':
+      // The number's shortest text (as the JSON had it), cast by DuckDB: exact, where a double's binary value is not.
+      appender.appendVarchar(String(Number(value)));
       return;
     case 'timestamptz':
       // The Appender drops a UTC offset silently; normalizing to Z keeps the instant right.

@@ -40,7 +40,7 @@ const NAME_CHECKS: Record<keyof SqlNames, (value: string) => boolean> = {
   stage: (v) => SUBSTITUTABLE.has(v),
   table: (v) => SUBSTITUTABLE.has(v),
   date: (v) => /^[a-z_]+$/.test(v),
-  columns: (v) => /^CAST\(r\[\d+\] AS [A-Z]+\) AS [a-z_]+(, CAST\(r\[\d+\] AS [A-Z]+\) AS [a-z_]+)*$/.test(v),
+  columns: (v) => /^CAST\(r\[\d+\] AS [A-Z]+(\(\d+,\d+\))?\) AS [a-z_]+(, CAST\(r\[\d+\] AS [A-Z]+(\(\d+,\d+\))?\) AS [a-z_]+)*$/.test(v),
   fields: (v) => /^[a-z_]+(, [a-z_]+)*$/.test(v),
   changed: (v) =>
     /^\(old\.[a-z_]+(::VARCHAR)?(, old\.[a-z_]+(::VARCHAR)?)*\) IS DISTINCT FROM \(staged\.[a-z_]+(::VARCHAR)?(, staged\.[a-z_]+(::VARCHAR)?)*\)$/.test(

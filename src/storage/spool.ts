@@ -13,6 +13,7 @@ import { rmSync } from 'node:fs';
 import { open, readFile, rm } from 'node:fs/promises';
 import { namesIn, writeFileAtomic, writeFileDurably } from '../durable-file.js';
 import { extraFields } from './columns.js';
+import type { ApiColumnType } from '../api/fields.js';
 import { join } from 'node:path';
 
 export const PAGE_FILE_RE = /^(\d{6})\.json$/;
@@ -20,7 +21,7 @@ export const PAGE_FILE_RE = /^(\d{6})\.json$/;
 export interface SpoolColumn {
   name: string;
   /** DuckDB type the loader reads the field as (the anomalies' detection time is staged by the Appender, not spooled). */
-  type: 'VARCHAR' | 'DATE' | 'DOUBLE' | 'TIMESTAMPTZ';
+  type: ApiColumnType;
 }
 
 /**

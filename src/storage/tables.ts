@@ -8,7 +8,15 @@
  * file or a wire type lists them otherwise.
  */
 import type { SpoolColumn } from './spool.js';
-import { ANOMALY_COLUMNS, LINE_ITEM_COLUMNS, ROLLUP_COLUMNS, type ColumnDecl, type FieldCheck, type FieldNames } from '../api/fields.js';
+import {
+  ANOMALY_COLUMNS,
+  LINE_ITEM_COLUMNS,
+  MONEY_TYPE,
+  ROLLUP_COLUMNS,
+  type ColumnDecl,
+  type FieldCheck,
+  type FieldNames,
+} from '../api/fields.js';
 export type { FieldCheck };
 
 /** Where a table's rows come from. */
@@ -174,6 +182,25 @@ export function changesWith(table: string): string[] {
 export const LAKE_TABLES: Readonly<Record<string, { date: string; source: string }>> = Object.fromEntries(
   TABLES.filter((t) => t.parquet === 'daily').map((t) => [t.name, { date: t.date!, source: t.source }]),
 );
+
+/**
+ * The money columns each lake writes as DOUBLE, though the warehouse holds them as MONEY_TYPE: the lakes'
+ * have been doubles since the first lake, and a column's type cannot change under its readers (Iceberg
+ * allows no double to decimal; a table of Parquet files of two types is one a glob reads wrongly or not at
+ * all). The FOCUS table's costs were decimals from the start and stay so.
+ */
+export const LAKE_DOUBLES: Readonly<Record<string, readonly string[]>> = Object.fromEntries(
+  TABLES.filter((t) => t.origin === 'api').map((t) => [
+    t.name,
+    (t.columns as readonly ApiColumn[]).filter((c) => c.type === MONEY_TYPE).map((c) => c.name),
+  ]),
+);
+
+/** `*` of `table` as a lake writes it: its money columns as the lake's doubles. Pure. */
+export function lakeStar(table: string): string {
+  const doubles = LAKE_DOUBLES[table] ?? [];
+  return doubles.length === 0 ? '*' : `* REPLACE (${doubles.map((c) => `"${c}"::DOUBLE AS "${c}"`).join(', ')})`;
+}
 
 /** Tables written whole, one file per source (and one Iceberg file per source), after every run. */
 export const RUN_TABLES: readonly string[] = TABLES.filter((t) => t.parquet === 'whole').map((t) => t.name);

@@ -11,7 +11,7 @@ import { createRequestLimiter, systemClock, type Clock, type RequestLimiter } fr
 import { endpointOf, type Endpoint } from '../api/types.js';
 import { configSources, type SyncConfig } from '../config.js';
 import type { SourceConfig } from '../sources.js';
-import { CostsyncError, ExitCode, describeError, diskFullError, isCostsyncError, isFenced } from '../errors.js';
+import { CostsyncError, ExitCode, describeError, diskFullError, errorFields, isCostsyncError, isFenced } from '../errors.js';
 import type { IcebergCatalog } from '../iceberg/catalog.js';
 import { openRestTables } from '../outputs/iceberg-catalog.js';
 import { catalogSecrets } from '../iceberg/rest-auth.js';
@@ -363,7 +363,8 @@ async function finishRun(
   await settle(NOTHING_BEHIND);
   const verdict = await finishOutputs(outputs, settle);
   // Every source had failed on its own: the outputs' failure is told in the log, not in the summary.
-  if (verdict.behind !== null && parts.every((p) => p.outcome === 'failed')) logger.error(describeError(verdict.behind, secrets));
+  if (verdict.behind !== null && parts.every((p) => p.outcome === 'failed'))
+    logger.error(describeError(verdict.behind, secrets), errorFields(verdict.behind, config.verbose));
   let summary = combine(runId, startedAt, clock, recorded, stop.reason);
   const lakeTables = outputs.lakeTables;
   if (lakeTables !== undefined && Object.keys(lakeTables).length > 0)
@@ -420,7 +421,9 @@ async function recordFailure(open: OpenSync, warehouse: Warehouse, error: unknow
   }
   // A run fenced off (its lease taken over) writes nothing more; others bring their outputs up to date.
   if (!isFenced(error)) {
-    await finishOutputs(outputsOf(open, warehouse), async () => undefined).catch((e: unknown) => logger.error(describeError(e, secrets)));
+    await finishOutputs(outputsOf(open, warehouse), async () => undefined).catch((e: unknown) =>
+      logger.error(describeError(e, secrets), errorFields(e, config.verbose)),
+    );
   }
 }
 

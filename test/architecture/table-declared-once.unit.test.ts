@@ -176,6 +176,7 @@ describe('a table declared once (storage/tables.ts)', () => {
       VARCHAR: ['string', 'string?', 'dim'],
       DATE: ['date'],
       DOUBLE: ['number'],
+      'DECIMAL(38,10)': ['number'],
       TIMESTAMPTZ: ['timestamp'],
     };
     for (const table of API_TABLES) {

@@ -205,7 +205,8 @@ describe('costsync query writes no file, installs, loads and attaches nothing', 
       // --out is costsync's own write: it works, and what it wraps must be one SELECT.
       const out = await run(['query', '--db', db, 'SELECT cost_usd FROM rollups_daily', '--out', at('out.csv')]);
       expect(out.code, out.stderr).toBe(ExitCode.OK);
-      expect(readFileSync(at('out.csv'), 'utf8')).toBe('cost_usd\n10.0\n');
+      // Money is exported as the warehouse holds it: the exact decimal, at its scale.
+      expect(readFileSync(at('out.csv'), 'utf8')).toBe('cost_usd\n10.0000000000\n');
       const smuggled = await run([
         'query',
         '--db',

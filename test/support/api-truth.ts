@@ -2,7 +2,7 @@
  * What the API holds, read from the emulator's own records (not through costsync), and every stored
  * column of line items, rollups and anomalies compared with it: the truth a warehouse must equal.
  */
-import { ANOMALY_COLUMNS, LINE_ITEM_COLUMNS, ROLLUP_COLUMNS } from '../../src/api/fields.js';
+import { ANOMALY_COLUMNS, LINE_ITEM_COLUMNS, MONEY_TYPE, ROLLUP_COLUMNS } from '../../src/api/fields.js';
 import { GROUP_BYS } from '../../src/api/types.js';
 import { addDays, toDayNumber } from '../../src/dates.js';
 import type { Dataset } from '../../src/emulator/dataset.js';
@@ -11,7 +11,7 @@ import { queryDb } from './helpers.js';
 /** A value as both sides are compared: numbers as numbers, timestamps as epoch ms, the rest as text; absent as null. */
 function canonical(value: unknown, type: string): unknown {
   if (value === null || value === undefined) return null;
-  if (type === 'DOUBLE') return Number(value);
+  if (type === 'DOUBLE' || type === MONEY_TYPE) return Number(value);
   if (type === 'TIMESTAMPTZ') return Date.parse(String(value));
   if (type === 'DATE') return String(value).slice(0, 10);
   return String(value);

@@ -427,7 +427,7 @@ export function killRunner(env: Record<string, string>, counts: (entry: { route:
 }
 
 import { existsSync, readdirSync } from 'node:fs';
-import { LAKE_TABLES } from '../../src/storage/tables.js';
+import { LAKE_DOUBLES, LAKE_TABLES } from '../../src/storage/tables.js';
 
 /**
  * Per lake table (or those of `tables`), rows in the DuckDB file but not in the Parquet tree (`missing`)
@@ -450,7 +450,8 @@ export async function lakeDifferences(
       const columns = (
         await wh.sql<{ c: string }>('SELECT column_name AS c FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table])
       )
-        .map((r) => `"${r.c}"::VARCHAR`)
+        // The lakes hold money as doubles (LAKE_DOUBLES): both sides compared as the double's text.
+        .map((r) => `"${r.c}"${(LAKE_DOUBLES[table] ?? []).includes(r.c) ? '::DOUBLE' : ''}::VARCHAR`)
         .join(', ');
       // A table with no partition at all is an empty table, not an error.
       const lake = hasParquet(join(outDir, table))
