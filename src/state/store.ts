@@ -77,6 +77,11 @@ export interface AnomalyStreamState {
   /** Latest `detected_date` stored. */
   readonly watermark: string | null;
   readonly lastSuccessAt: string | null;
+  /**
+   * The last collection's alerts filled one response: this one asks by severity from the start, rather
+   * than learn it again from a full first response (a request saved each run). Absent: ask unfiltered first.
+   */
+  readonly splitBySeverity?: true;
 }
 
 /** Which source a state file belongs to; the key appears only as a fingerprint. */

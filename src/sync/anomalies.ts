@@ -67,6 +67,7 @@ export async function collectAnomalies(
   knownProviders: readonly string[],
   limit = ANOMALY_PAGE_LIMIT,
   shouldStop: () => boolean = () => false,
+  startBySeverity = false,
 ): Promise<Collected> {
   const records = new Map<string, Anomaly>();
   const unreachable: Unreachable[] = [];
@@ -134,7 +135,9 @@ export async function collectAnomalies(
     });
   };
 
-  await visit({}, since);
+  // Known to overflow one response: the split a full first response would lead to, without that response.
+  if (startBySeverity) for (const severity of SEVERITIES) await visit({ severity }, since);
+  else await visit({}, since);
   for (let grew = true; grew;) {
     grew = false;
     for (const split of [...providerSplits]) {
@@ -276,6 +279,7 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
     known,
     ANOMALY_PAGE_LIMIT,
     () => ctx.shouldStop(),
+    streamState.splitBySeverity === true,
   );
   stats.pages += collected.pages;
   ctx.progress.page?.('anomalies', { rows: collected.records.size, window: label, pages: collected.pages });
@@ -364,7 +368,12 @@ export async function syncAnomalies(ctx: SyncContext, req: AnomalyRequest): Prom
   );
   await ctx.state.checkpoint({
     stream: 'anomalies',
-    state: { watermark: newest === null ? null : new Date(ms(newest)).toISOString(), lastSuccessAt: now },
+    state: {
+      watermark: newest === null ? null : new Date(ms(newest)).toISOString(),
+      lastSuccessAt: now,
+      // More than one response holds: the next collection starts split (fewer again, and it asks unfiltered).
+      ...(collected.records.size >= ANOMALY_PAGE_LIMIT ? { splitBySeverity: true as const } : {}),
+    },
   });
   ctx.progress.windowDone?.('anomalies', { window: label, ...diff });
   return 'done';

@@ -10,6 +10,7 @@ import type { PageSlots } from './page-slots.js';
 import type { SourceLookups } from './lookups.js';
 import type { DayBasis } from './estimate.js';
 import type { ProviderRollupExchange, ReconcileMode } from './reconcile.js';
+import type { RollupsOnHand } from './rollups-on-hand.js';
 
 // Declared with the API's types, below the config that names them too; here for the sync's modules.
 import { STREAM_NAMES, type StreamName } from '../api/types.js';
@@ -93,6 +94,8 @@ export interface Checks {
   reconcile: ReconcileMode;
   /** Present when both windowed streams run with checks: line items hand their provider rollups to the rollups stream. */
   providerRollups?: ProviderRollupExchange;
+  /** The rollups the recheck fetched, served to the rollups windows and checks inside its span. */
+  onHand?: RollupsOnHand;
 }
 
 export interface SyncContext {

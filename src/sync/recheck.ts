@@ -93,18 +93,24 @@ export interface Comparison {
   requests: number;
 }
 
-/** Fetches the API's rollups over the scope (provider only when rollups are not synced) and compares them with the warehouse's. */
+/**
+ * Fetches the API's rollups over the scope (provider only when rollups are not synced) and compares them
+ * with the warehouse's. `through`: the run's last date, when later than the scope's: the same requests
+ * then answer for the lookback's dates too (not compared here; the run's windows take them, `RollupsOnHand`).
+ */
 export async function compareScope(
   client: ApiClient,
   warehouse: Pick<ReadOnlyWarehouse, 'query'>,
   source: string,
   scope: RecheckScope,
   settings: Pick<RecheckSettings, 'streams' | 'tolerance'>,
+  through: string = scope.to,
 ): Promise<Comparison> {
   let requests = 0;
   const api = new Map<GroupBy, RollupRow[]>();
   const groupBys: readonly GroupBy[] = settings.streams.includes('rollups') ? GROUP_BYS : ['provider'];
-  for (const groupBy of groupBys) api.set(groupBy, await fetchRollups(client, scope.from, scope.to, groupBy, () => (requests += 1)));
+  const to = through > scope.to ? through : scope.to;
+  for (const groupBy of groupBys) api.set(groupBy, await fetchRollups(client, scope.from, to, groupBy, () => (requests += 1)));
   const stored = await warehouse.query<StoredAmount>('verify/api_stored', [source, scope.from, scope.to]);
   const dates = {
     inRollups: (d: string) => inRanges(scope.ranges.rollups, d),
@@ -202,11 +208,13 @@ export async function recheckSource(ctx: SyncContext, settings: RecheckSettings,
   if (scope === null || ctx.shouldStop()) return NO_RECHECK;
   let comparison: Comparison;
   try {
-    comparison = await compareScope(ctx.client, ctx.warehouse, ctx.source, scope, settings);
+    comparison = await compareScope(ctx.client, ctx.warehouse, ctx.source, scope, settings, req.until);
   } catch (error) {
     if (isDroppedRequest(error) && ctx.shouldStop()) return NO_RECHECK;
     throw error;
   }
+  const held = { from: scope.from, to: req.until > scope.to ? req.until : scope.to, checksTo: scope.to };
+  for (const [groupBy, rows] of comparison.api) ctx.checks.onHand?.put(groupBy, held, rows);
   const decision = decideRecheck(comparison, scope, lineState?.rechecked ?? {});
   const found: Record<Windowed, WindowedStreamState | undefined> = { line_items: lineState, rollups: ctx.state.windowed('rollups') };
   if (lineState !== undefined) {

@@ -173,13 +173,15 @@ export class ProviderRollupExchange {
 /** A window's totals for its check: gathered while its pages came when exact, else read back from its spool. */
 export type WindowTotals = () => Promise<readonly Total[]>;
 
-/** Checks a fetched line-items window against its provider rollups, fetched now (after the last page). */
+/** Checks a fetched line-items window against its provider rollups: the recheck's for an older date, else fetched now (after the last page). */
 export async function checkLineItemsWindow(
   ctx: SyncContext,
   window: { start: string; end: string },
   windowTotals: WindowTotals,
 ): Promise<Mismatch[]> {
-  const rows = await ctx.client.rollups({ startDate: window.start, endDate: window.end, groupBy: 'provider' });
+  const rows =
+    ctx.checks.onHand?.take('check', 'provider', window) ??
+    (await ctx.client.rollups({ startDate: window.start, endDate: window.end, groupBy: 'provider' }));
   ctx.checks.providerRollups?.deliver(window, rows);
   const items = await windowTotals();
   const rollups = rows

@@ -31,6 +31,7 @@ import { RunStop, memoryError, v8HeapProbe, type HeapProbe } from './run-stop.js
 import { emptyStats, type ProgressListener, type StreamName, type StreamStats, type SyncContext } from './context.js';
 import { PageSlots, SPOOL_WAIT_PAGES, slotsForHeap } from './page-slots.js';
 import { ProviderRollupExchange } from './reconcile.js';
+import { RollupsOnHand } from './rollups-on-hand.js';
 import { warehouseLookups, type SourceLookups } from './lookups.js';
 import { lineItemsStream, rollupsStream, runChecks } from './streams.js';
 import { mapAtMost } from '../at-most.js';
@@ -630,7 +631,11 @@ function sourceContext(
       pageSlots: run.pageSlots,
       spoolSlots: run.spoolSlots,
     },
-    checks: { reconcile: config.reconcile, ...(bothChecked ? { providerRollups: new ProviderRollupExchange() } : {}) },
+    checks: {
+      reconcile: config.reconcile,
+      onHand: new RollupsOnHand(),
+      ...(bothChecked ? { providerRollups: new ProviderRollupExchange() } : {}),
+    },
     afterCommit: run.afterCommit,
     ...(parts.webhooks.length > 0
       ? {

@@ -7,9 +7,9 @@ import type { Admit, ApiClient } from '../api/client.js';
 import { GROUP_BYS } from '../api/types.js';
 import type { SyncConfig } from '../config.js';
 import { LINE_ITEMS, ROLLUPS_DAILY, type TableSpec } from '../storage/tables.js';
-import type { StreamName, SyncContext } from './context.js';
+import type { Checks, StreamName, SyncContext } from './context.js';
 import { expectedPages, wantsRollupTotals, type DayBasis, type RequestEstimate } from './estimate.js';
-import { checkLineItemsWindow, checkRollupsWindow, type Mismatch, type ProviderRollupExchange, type WindowTotals } from './reconcile.js';
+import { checkLineItemsWindow, checkRollupsWindow, type Mismatch, type WindowTotals } from './reconcile.js';
 
 export interface FetchedPage {
   records: Record<string, unknown>[];
@@ -67,7 +67,7 @@ export interface WindowedStreamSpec {
     client: ApiClient,
     window: { start: string; end: string },
     cursor: string | null,
-    shared?: ProviderRollupExchange,
+    shared?: Checks,
     admit?: Admit,
   ): Promise<FetchedPage>;
   /** The check a fetched window must pass before it commits (see reconcile.ts), and what its two sides are. */
@@ -163,8 +163,10 @@ export const rollupsStream: WindowedStreamSpec = {
     // The "cursor" is the index of the next group_by.
     const index = cursor === null ? 0 : Number(cursor);
     const groupBy = GROUP_BYS[index]!;
-    // The provider view the line-items check fetched after that window's last page, when there is one.
-    const reused = groupBy === 'provider' && shared ? await shared.take(window) : null;
+    // The recheck's answer when it spans the window; else the provider view the line-items check fetched after that window's last page.
+    const onHand = shared?.onHand?.take('rollups', groupBy, window) ?? null;
+    const exchange = shared?.providerRollups;
+    const reused = onHand ?? (groupBy === 'provider' && exchange ? await exchange.take(window) : null);
     const rows = reused ?? (await client.rollups({ startDate: window.start, endDate: window.end, groupBy }));
     const records = rows.map((r) => ({ ...r, group_by: groupBy }));
     return {

@@ -342,7 +342,7 @@ async function fetchAndTake(
   try {
     let page: FetchedPage;
     try {
-      page = await spec.fetchPage(ctx.client, window, paging.cursor, ctx.checks.providerRollups, admit);
+      page = await spec.fetchPage(ctx.client, window, paging.cursor, ctx.checks, admit);
     } catch (error) {
       return { error };
     }

@@ -85,6 +85,8 @@ async function benchNightlyRequests() {
     ? [{ rowsPerDay: 20, days: 50, recheckDays: null, changed: [10, 20, 21] }]
     : [
         { rowsPerDay: 500, days: 90, recheckDays: null, changed: [10, 20, 21] },
+        // Issue 81's case: 300 line items a day and about 60 alerts in the horizon; four older dates and one of the lookback's restated.
+        { rowsPerDay: 300, days: 90, recheckDays: null, changed: [5, 12, 19, 26, 1], anomaliesPerDay: 1 },
         // A day a window, as a source of this size would sync (a 30-day window of 15 million rows is no unit of
         // progress); DuckDB at 1 GB: at the default 64 MB, replacing a stored day of 500,000 rows runs out of memory.
         { rowsPerDay: 500_000, days: 10, recheckDays: 9, changed: [5, 7, 8], windowDays: 1, memory: '1GB' },
@@ -97,7 +99,7 @@ async function benchNightlyRequests() {
       port: 0,
       rateLimit: 0,
       rowsPerDay: c.rowsPerDay,
-      anomaliesPerDay: 2,
+      anomaliesPerDay: c.anomaliesPerDay ?? 2,
       startDate: addDays(end, -(c.days - 1)),
       endDate: end,
       clock: fixedClock,
@@ -131,8 +133,9 @@ async function benchNightlyRequests() {
       for (const back of c.changed) emulator.restateDay(addDays(end, -back), { changeRate: 0.2, deleteRate: 0.05, addRows: 3 });
       const changed = await run();
       const text = (r) => `${r.total} requests (line items ${r.lineItems}, rollups ${r.rollups}, anomalies ${r.anomalies})`;
+      const alerts = emulator.dataset.anomaliesAt(fixedClock.now()).filter((a) => a.anomaly.detected_date >= addDays(end, -45)).length;
       console.log(
-        `requests, nightly at ${c.rowsPerDay} rows a day over ${c.days} days (horizon ${c.recheckDays === null ? 'default' : `${c.recheckDays} days`}; the backfill ${text(backfill)}): unchanged ${text(plain)}; with ${c.changed.length} older days restated (2 runs of adjacent days) ${text(changed)}, ${changed.summary.streams.line_items.olderSynced} date(s) synced again`,
+        `requests, nightly at ${c.rowsPerDay} rows a day over ${c.days} days, ${alerts} alerts detected in the last 45 days (horizon ${c.recheckDays === null ? 'default' : `${c.recheckDays} days`}; the backfill ${text(backfill)}): unchanged ${text(plain)}; with days ${c.changed.join(', ')} back restated ${text(changed)}, ${changed.summary.streams.line_items.olderSynced} older date(s) synced again`,
       );
     } finally {
       await emulator.close();

@@ -67,6 +67,26 @@ describe('collectAnomalies', () => {
     expect(got.unreachable).toEqual([]);
   });
 
+  it('starts split by severity when told the alerts overflow one response: one request fewer, the same alerts, deeper splits still made', async () => {
+    const severities = ['low', 'medium', 'high', 'critical'];
+    const all = Array.from({ length: 30 }, (_, i) =>
+      mk(`s${i}`, new Date(Date.UTC(2025, 0, 1) + i * 3_600_000).toISOString(), {
+        // Eleven low ones: that severity alone overflows a response of 10 and is split further.
+        severity: i < 11 ? 'low' : severities[1 + (i % 3)]!,
+        status: i % 2 === 0 ? 'new' : 'resolved',
+      }),
+    );
+    const unfiltered = fakeEndpoint(all, 'desc');
+    const first = await collectAnomalies(unfiltered.fetch, undefined, [], 10);
+    const split = fakeEndpoint(all, 'desc');
+    const second = await collectAnomalies(split.fetch, undefined, [], 10, () => false, true);
+    expect([...second.records.keys()].sort()).toEqual([...first.records.keys()].sort());
+    expect(second.records.size).toBe(30);
+    expect(split.calls).toHaveLength(unfiltered.calls.length - 1);
+    expect(split.calls.every((c) => c.severity !== undefined)).toBe(true);
+    expect(split.calls.some((c) => c.status !== undefined)).toBe(true);
+  });
+
   it('moves since forward over an ascending server once the filters are exhausted', async () => {
     const all = Array.from({ length: 25 }, (_, i) => mk(`t${i}`, new Date(Date.UTC(2025, 0, 1, 0, Math.floor(i / 2))).toISOString()));
     const { fetch } = fakeEndpoint(all, 'asc');
