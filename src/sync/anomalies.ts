@@ -231,7 +231,13 @@ export async function anomalyQueryStart(
  * The anomalies requests a run makes, from the size of the first response (null: not known): one
  * when it is not full; else at least one more a severity, as `collectAnomalies` splits a full response. Pure.
  */
-export function anomalyRequests(firstResponse: number | null): RequestEstimate {
+export function anomalyRequests(firstResponse: number | null, startBySeverity = false): RequestEstimate {
+  // Started split (the last collection overflowed one response): a request a severity, at least.
+  if (startBySeverity)
+    return {
+      requests: firstResponse !== null && firstResponse < ANOMALY_PAGE_LIMIT ? SEVERITIES.length : null,
+      minRequests: SEVERITIES.length,
+    };
   if (firstResponse === null) return { requests: null, minRequests: 1 };
   if (firstResponse < ANOMALY_PAGE_LIMIT) return { requests: 1, minRequests: 1 };
   return { requests: null, minRequests: 1 + SEVERITIES.length };
@@ -241,9 +247,20 @@ export function anomalyRequests(firstResponse: number | null): RequestEstimate {
  * What the anomalies stream would do, from its first response (`failed`: why it could not be made): its
  * requests (`anomalyRequests`) and how that is known, for a person. `sync --dry-run` asks this. Pure.
  */
-export function estimateAnomalyRequests(first: { alerts: number } | { failed: string }): RequestEstimate & { basis: string } {
+export function estimateAnomalyRequests(
+  first: { alerts: number } | { failed: string },
+  startBySeverity = false,
+): RequestEstimate & { basis: string } {
   if ('failed' in first)
-    return { ...anomalyRequests(null), basis: `the first request could not be made (${first.failed}); more when a response is full` };
+    return {
+      ...anomalyRequests(null, startBySeverity),
+      basis: `the first request could not be made (${first.failed}); more when a response is full`,
+    };
+  if (startBySeverity)
+    return {
+      ...anomalyRequests(first.alerts, true),
+      basis: `the last run's alerts overflowed one response: one request a severity${first.alerts < ANOMALY_PAGE_LIMIT ? ` (${first.alerts} alert(s) now: the next run asks once)` : ', further while a response is full'}`,
+    };
   return {
     ...anomalyRequests(first.alerts),
     basis:

@@ -34,6 +34,7 @@ import { GROUP_BYS } from '../api/types.js';
 import { lineItemsStream, rollupsStream, runChecks, type RunChecks, type WindowedStreamSpec } from './streams.js';
 import type { StreamName } from './context.js';
 import { windowRequest } from './windowed.js';
+import { type HeldSpan } from './rollups-on-hand.js';
 import { NO_RECHECK, compareScope, decideRecheck, describeChanges, recheckScope, recheckSettings, type RecheckWindows } from './recheck.js';
 import { changedWindows, summarizeDates } from '../plan/horizon.js';
 import { lineItemsPerDate } from './lookups.js';
@@ -178,14 +179,14 @@ async function planSource(source: SourceConfig, deps: DryRunDeps): Promise<Sourc
 /** One source's plan in the run's order: its state, the recheck, each windowed stream, the anomalies, the totals. */
 async function planSourceWith(source: SourceConfig, deps: DryRunDeps, api: () => ApiClient): Promise<SourcePlan> {
   const step: SourceStep = { ...deps, source, api, ...(await loadState(source, deps)), made: { rollups: 0, lineItems: 0, anomalies: 0 } };
-  const { found, recheck } = await recheckFirst(step);
+  const { found, recheck, held } = await recheckFirst(step);
   const plans: StreamPlan[] = [];
   for (const spec of [lineItemsStream, rollupsStream]) {
     if (!step.config.streams.includes(spec.name)) continue;
     const planned = await planWindows(spec, step, found[spec.name]);
     // A stream sized by its daily totals needs its dates read; one of fixed pages a window needs only their count.
     const known = 'estimate' in spec.size ? await dailyTotals(spec, step, planned.todo) : unreadDays(planned.todo);
-    plans.push(windowedStreamPlan(spec, planned, known, runChecks(step.config)));
+    plans.push(windowedStreamPlan(spec, planned, known, { ...runChecks(step.config), held }));
   }
   if (step.config.streams.includes('anomalies')) plans.push(await anomaliesPlan(step));
   return sourcePlan(step, plans, recheck);
@@ -207,16 +208,16 @@ async function loadState(source: SourceConfig, { config, warehouse }: DryRunDeps
 }
 
 /** The recheck the run makes first (3 requests), made now: its changed dates are part of the plan. */
-async function recheckFirst(step: SourceStep): Promise<{ found: RecheckWindows; recheck: SourcePlan['recheck'] }> {
+async function recheckFirst(step: SourceStep): Promise<{ found: RecheckWindows; recheck: SourcePlan['recheck']; held: HeldSpan | null }> {
   const { config, warehouse, source, state } = step;
   const settings = recheckSettings(config);
   const scope = warehouse === null ? null : recheckScope(state.streams, windowRequest(config), settings);
-  if (scope === null || warehouse === null) return { found: NO_RECHECK, recheck: null };
+  if (scope === null || warehouse === null) return { found: NO_RECHECK, recheck: null, held: null };
   // The run makes the same requests: one a grouping compared (the provider view alone without the rollups stream).
   const requests = config.streams.includes('rollups') ? GROUP_BYS.length : 1;
   const recheck: NonNullable<SourcePlan['recheck']> = { range: `${scope.from}..${scope.to}`, requests, changed: [], failed: null };
   try {
-    const comparison = await compareScope(step.api(), warehouse, source.name, scope, settings);
+    const comparison = await compareScope(step.api(), warehouse, source.name, scope, settings, config.until);
     step.made.rollups += comparison.requests;
     const decision = decideRecheck(comparison, scope, state.streams.line_items?.rechecked ?? {});
     const found = {
@@ -229,11 +230,12 @@ async function recheckFirst(step: SourceStep): Promise<{ found: RecheckWindows; 
       const why = comparison.differences.filter((d) => dates.includes(d.date) && (d.check === 'line_items') === (stream === 'line_items'));
       recheck.changed.push({ stream, dates: summarizeDates(dates), why: describeChanges(why, 3) });
     }
-    return { found, recheck };
+    // The run's recheck answers for its span through the last date (recheck.ts): the windows inside ask nothing more.
+    return { found, recheck, held: { from: scope.from, to: config.until > scope.to ? config.until : scope.to, checksTo: scope.to } };
   } catch (error) {
     if (isSettingError(error)) throw error;
     step.made.rollups += 1;
-    return { found: NO_RECHECK, recheck: { ...recheck, failed: firstLine(error) } };
+    return { found: NO_RECHECK, recheck: { ...recheck, failed: firstLine(error) }, held: null };
   }
 }
 
@@ -400,7 +402,7 @@ async function anomaliesPlan(step: SourceStep): Promise<StreamPlan> {
     if (isSettingError(error)) throw error;
     first = { failed: firstLine(error) };
   }
-  const { basis, ...estimate } = estimateAnomalyRequests(first);
+  const { basis, ...estimate } = estimateAnomalyRequests(first, state.streams.anomalies?.splitBySeverity === true);
   return {
     stream: 'anomalies',
     range: `${sinceLabel(since)}..${config.until}`,

@@ -12,12 +12,20 @@ import type { GroupBy, RollupRow } from '../api/types.js';
 /** Who takes a window's rows: the rollups stream stores them, the line items' check compares with them. */
 export type OnHandConsumer = 'rollups' | 'check';
 
-interface Held {
+/** The span the recheck's answers cover, and the last date a check may take (the recheck's last compared date). */
+export interface HeldSpan {
   from: string;
   to: string;
-  /** The last date a check may take (the recheck's last compared date). */
   checksTo: string;
+}
+
+interface Held extends HeldSpan {
   rows: readonly RollupRow[];
+}
+
+/** Whether `consumer` is served from `span` for a window of `start..end` (the dry run counts by it, as the run takes). Pure. */
+export function servedFrom(span: HeldSpan, consumer: OnHandConsumer, start: string, end: string): boolean {
+  return span.from <= start && end <= (consumer === 'check' ? span.checksTo : span.to);
 }
 
 export class RollupsOnHand {
@@ -25,14 +33,14 @@ export class RollupsOnHand {
   private readonly taken = new Set<string>();
 
   /** The API's answer for `groupBy` over `from..to` (every row of those dates); checks take from it up to `checksTo`. */
-  put(groupBy: GroupBy, range: { from: string; to: string; checksTo: string }, rows: readonly RollupRow[]): void {
+  put(groupBy: GroupBy, range: HeldSpan, rows: readonly RollupRow[]): void {
     this.held.set(groupBy, { ...range, rows });
   }
 
   /** Whether `consumer` may take `groupBy` over the whole of `window`. */
   covers(consumer: OnHandConsumer, groupBy: GroupBy, window: { start: string; end: string }): boolean {
     const h = this.held.get(groupBy);
-    return h !== undefined && h.from <= window.start && window.end <= (consumer === 'check' ? h.checksTo : h.to);
+    return h !== undefined && servedFrom(h, consumer, window.start, window.end);
   }
 
   /** The rows of `window` for `groupBy`, the first time `consumer` asks for that window; null: ask the API. */

@@ -9,6 +9,7 @@ import type { SyncConfig } from '../config.js';
 import { LINE_ITEMS, ROLLUPS_DAILY, type TableSpec } from '../storage/tables.js';
 import type { Checks, StreamName, SyncContext } from './context.js';
 import { expectedPages, wantsRollupTotals, type DayBasis, type RequestEstimate } from './estimate.js';
+import { servedFrom, type HeldSpan } from './rollups-on-hand.js';
 import { checkLineItemsWindow, checkRollupsWindow, type Mismatch, type WindowTotals } from './reconcile.js';
 
 export interface FetchedPage {
@@ -33,6 +34,15 @@ export interface RunChecks {
   checked: boolean;
   /** The line items' checks fetch the provider rollups and the rollups stream takes them (both streams synced and checked). */
   providerRollupsShared: boolean;
+  /** The span the recheck's rollups answer for (`RollupsOnHand`): windows inside it ask nothing for their rollups or checks. */
+  held?: HeldSpan | null;
+}
+
+/** Of `days`' windows, how many `consumer` takes from the recheck's rollups. Pure. */
+function servedWindows(days: readonly (readonly DayBasis[])[], run: RunChecks, consumer: 'rollups' | 'check'): number {
+  const held = run.held;
+  if (held == null) return 0;
+  return days.filter((w) => w.length > 0 && servedFrom(held, consumer, w[0]!.date, w.at(-1)!.date)).length;
 }
 
 /** How a run's settings check its windows: the run and its dry run alike. Pure. */
@@ -126,8 +136,8 @@ export const lineItemsStream: WindowedStreamSpec = {
   },
   estimateRequests({ days, usdPerRow, resumed }, run) {
     const pages = expectedPages(days, usdPerRow, LINE_ITEM_PAGE_LIMIT);
-    // Each window's check fetches its provider rollups (one request).
-    const checks = run.checked ? days.length : 0;
+    // Each window's check fetches its provider rollups (one request), but an older date's, which the recheck's answer serves.
+    const checks = run.checked ? days.length - servedWindows(days, run, 'check') : 0;
     // The run's progress display asks the provider rollups once for its own estimate (windowed.ts, `dayBasis`).
     const storedDates = days.flat().filter((d) => d.storedRows !== null && d.storedRows > 0).length;
     const estimate = wantsRollupTotals(days.length, resumed, storedDates) ? 1 : 0;
@@ -179,11 +189,12 @@ export const rollupsStream: WindowedStreamSpec = {
     // (A stream sized otherwise would count its least, one a window.)
     const pages = 'pagesPerWindow' in this.size ? this.size.pagesPerWindow : 1;
     const perWindow = pages - (run.providerRollupsShared ? 1 : 0);
-    const requests = days.length * perWindow;
+    const served = servedWindows(days, run, 'rollups');
+    const requests = (days.length - served) * perWindow;
     return {
       requests,
       minRequests: requests,
-      basis: `${perWindow} request(s) a window${run.providerRollupsShared ? ": the provider view comes with the line items' check" : ''}`,
+      basis: `${perWindow} request(s) a window${run.providerRollupsShared ? ": the provider view comes with the line items' check" : ''}${served > 0 ? `; ${served === days.length ? 'all' : served} from the recheck's answers` : ''}`,
     };
   },
 };

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { runSync } from '../../src/sync/runner.js';
+import { planDryRun } from '../../src/sync/dry-run.js';
 import { resolveSyncConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { withEmulator, withTempDir } from '../support/helpers.js';
@@ -43,6 +44,9 @@ describe("a nightly's requests", () => {
           };
         };
         await night();
+        // The dry run counts what the run makes ("at least": a severity may overflow a response too, then split further).
+        const [plan] = (await planDryRun(config, clock.now())).plans;
+        expect({ requests: plan!.requests, atLeast: plan!.atLeast }).toEqual({ requests: 9, atLeast: true });
         expect(await night()).toEqual({ lineItems: 1, rollups: 4, anomalies: 4, older: 0 });
         // Two older dates apart from each other and from the lookback.
         emulator.restateDay('2025-06-10', { changeRate: 0.5, deleteRate: 0.1, addRows: 2 });
