@@ -229,9 +229,31 @@ export async function writeQuery(
   }
 }
 
+/**
+ * A decimal's exact text as money prints: trailing zeros dropped down to two places (`60965.4200000000`
+ * is `60965.42`, `10.0000000000` is `10.00`), never a digit of the amount lost (`0.0004000000` is `0.0004`). Pure.
+ */
+export function decimalText(text: string): string {
+  const dot = text.indexOf('.');
+  if (dot < 0) return text;
+  const keep = Math.min(2, text.length - dot - 1);
+  let end = text.length;
+  while (end > dot + 1 + keep && text[end - 1] === '0') end -= 1;
+  return text.slice(0, end === dot + 1 ? dot : end);
+}
+
+/** `row` with its decimal columns as numbers (JSON and the table), or as money text (CSV). Pure. */
+function withDecimals(row: Record<string, unknown>, decimals: readonly string[], asText: boolean): Record<string, unknown> {
+  if (decimals.length === 0) return row;
+  const out = { ...row };
+  for (const name of decimals) if (typeof out[name] === 'string') out[name] = asText ? decimalText(out[name]) : Number(out[name]);
+  return out;
+}
+
 async function writeResult(stream: RowStream, format: OutputFormat, write: (text: string) => void): Promise<void> {
   const names = stream.columns.map((c) => c.name);
   const jsonColumns = stream.columns.filter((c) => c.type === 'JSON').map((c) => c.name);
+  const decimals = stream.columns.filter((c) => c.type.startsWith('DECIMAL')).map((c) => c.name);
   const table: Record<string, unknown>[] = [];
   let rows = 0;
   let truncated = false;
@@ -239,7 +261,8 @@ async function writeResult(stream: RowStream, format: OutputFormat, write: (text
   if (format === 'json') write('[');
   try {
     for await (const batch of stream.batches) {
-      for (const row of batch) {
+      for (const exact of batch) {
+        const row = withDecimals(exact, decimals, format === 'csv');
         if (format === 'csv') write(`${names.map((n) => csvField(row[n])).join(',')}\n`);
         else if (format === 'json') write(`${rows === 0 ? '\n' : ',\n'}  ${JSON.stringify(withJsonValues(row, jsonColumns))}`);
         else if (table.length < MAX_TABLE_ROWS) table.push(row);

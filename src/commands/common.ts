@@ -5,7 +5,7 @@ import { SETTINGS, settingOptions, type SettingName } from '../settings.js';
 import { ConfigError, shortSecretWarnings } from '../errors.js';
 import { CATALOG_CREDENTIAL_ENV, CATALOG_TOKEN_ENV, catalogSecrets } from '../iceberg/rest-auth.js';
 import { createLogger, type Logger } from '../log.js';
-import { standardStreams, watchReaders } from '../reader-watch.js';
+import { pipesToWatch, standardStreams, watchReaders } from '../reader-watch.js';
 
 /** The options every command that talks to the API or the warehouse takes (settings.ts). */
 export function connectionOptions(yargs: Argv): Argv {
@@ -50,7 +50,15 @@ export function streamClosed(stream: NodeJS.WriteStream): void {
   const first = !closedStreams.has(stream);
   closedStreams.add(stream);
   if (closedPipeHandler === null) process.exit(process.exitCode ?? 0);
-  if (first) closedPipeHandler(stream === process.stdout ? 'stdout' : 'stderr');
+  if (first) closedPipeHandler(pipeName(stream));
+}
+
+/** How a closed stream is named: one pipe carrying both (`2>&1 |`) is named as both, whichever failed first. */
+function pipeName(stream: NodeJS.WriteStream): string {
+  const pipes = pipesToWatch(standardStreams());
+  const shared = pipes.find((p) => p.streams.length === 2);
+  if (shared !== undefined) return 'stdout and stderr (one pipe)';
+  return stream === process.stdout ? 'stdout' : 'stderr';
 }
 
 /**

@@ -377,8 +377,12 @@ export interface ResultTable {
 const NUMERIC_TEXT = /^(BIGINT|HUGEINT|UBIGINT|UHUGEINT|DECIMAL)/;
 
 /** DuckDB's JSON form writes 64-bit integers and decimals as text (to keep precision); people want numbers. */
-function numbersAsNumbers(columns: ResultTable['columns'], rows: Record<string, unknown>[]): Record<string, unknown>[] {
-  const numeric = columns.filter((c) => NUMERIC_TEXT.test(c.type)).map((c) => c.name);
+function numbersAsNumbers(
+  columns: ResultTable['columns'],
+  rows: Record<string, unknown>[],
+  keep: RegExp | null = null,
+): Record<string, unknown>[] {
+  const numeric = columns.filter((c) => NUMERIC_TEXT.test(c.type) && !(keep?.test(c.type) ?? false)).map((c) => c.name);
   for (const row of rows) for (const name of numeric) if (typeof row[name] === 'string') row[name] = Number(row[name]);
   return rows;
 }
@@ -394,8 +398,8 @@ export interface ReadOnlyWarehouse {
   /** Runs any read-only SQL; dates and times as text, large integers and decimals as numbers. */
   table(text: string, params?: DuckDBValue[]): Promise<ResultTable>;
   /**
-   * Each statement of `text`, to run in turn: its result a chunk of rows at a time, so a large result never
-   * sits in memory whole. DuckDB's parser splits the text; nothing runs until a statement's result is asked for.
+   * Each statement of `text`, to run in turn: its result a chunk of rows at a time (decimals as their exact
+   * text, other large numbers as numbers), so a large result never sits in memory whole. DuckDB's parser splits the text; nothing runs until a statement's result is asked for.
    */
   statements(text: string): Promise<(() => Promise<RowStream>)[]>;
   query<T = Record<string, unknown>>(name: string, params?: DuckDBValue[], names?: Record<string, string>): Promise<T[]>;
@@ -458,7 +462,8 @@ export async function openReadOnly(path: string): Promise<ReadOnlyWarehouse> {
           return { name, type: type.alias ?? type.toString() };
         });
         async function* batches() {
-          for await (const rows of result.yieldRowObjectJson()) yield numbersAsNumbers(columns, rows);
+          // Decimals stay DuckDB's exact text: the reader prints them as its format wants (query.ts).
+          for await (const rows of result.yieldRowObjectJson()) yield numbersAsNumbers(columns, rows, /^DECIMAL/);
         }
         return { columns, batches: batches() };
       });

@@ -83,7 +83,7 @@ describe('a closed stdout or stderr', () => {
         // At most the requests in flight or already let through when the reader went: not the backfill's rest.
         expect(emulator.requestLog.total - cut.atRequest).toBeLessThanOrEqual(2);
         const runs = await queryDb<{ outcome: string; error: string }>(join(dir, 'c.duckdb'), 'SELECT outcome, error FROM sync_runs');
-        expect(runs).toEqual([{ outcome: 'stopped', error: expect.stringMatching(/^stopped: std(out|err) was closed/) }]);
+        expect(runs).toEqual([{ outcome: 'stopped', error: expect.stringMatching(/^stopped: stdout and stderr \(one pipe\) was closed/) }]);
       });
     });
   });

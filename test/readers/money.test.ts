@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { MONEY_TYPE } from '../../src/api/fields.js';
 import { withWarehouse } from '../../src/storage/duckdb.js';
 import { ExitCode } from '../../src/errors.js';
+import { decimalText } from '../../src/query.js';
 import { run, withTempDir } from '../support/helpers.js';
 
 describe('money', () => {
@@ -41,7 +42,21 @@ describe('money', () => {
                 (SELECT sum(cost_usd) FROM daily_spend_by_provider) AS view`,
       ]);
       expect(csv.code, csv.stderr).toBe(ExitCode.OK);
-      expect(csv.stdout).toBe('rollups,items,view\n0.4,1,1.4\n');
+      // CSV prints money: the exact decimal, down to two places.
+      expect(csv.stdout).toBe('rollups,items,view\n0.40,1.00,1.40\n');
+      const json = await run(['query', '--db', db, '--format', 'json', 'SELECT sum(cost_usd) AS rollups FROM rollups_daily']);
+      expect(JSON.parse(json.stdout)).toEqual([{ rollups: 0.4 }]);
     });
+  });
+
+  it('a decimal prints as money: its trailing zeros dropped down to two places, no digit of the amount lost', () => {
+    expect(decimalText('60965.4200000000')).toBe('60965.42');
+    expect(decimalText('10.0000000000')).toBe('10.00');
+    expect(decimalText('6378.30')).toBe('6378.30');
+    expect(decimalText('0.0004000000')).toBe('0.0004');
+    expect(decimalText('-1.5000000000')).toBe('-1.50');
+    expect(decimalText('5.5')).toBe('5.5');
+    expect(decimalText('42')).toBe('42');
+    expect(decimalText('12.3456789012')).toBe('12.3456789012');
   });
 });
