@@ -87,3 +87,46 @@ export const FOCUS_1_2_COLUMNS: readonly FocusColumn[] = (
     ['Tags', 'JSON', 'tags'],
   ] as const
 ).map(([name, type, push]) => ({ name, type, push }));
+
+/**
+ * The columns FOCUS 1.3 adds to the Cost and Usage dataset (its migration guide: split cost allocation,
+ * contract tracking, entity identification). ProviderName and PublisherName stay, deprecated.
+ */
+const ADDED_IN_1_3: readonly FocusColumn[] = (
+  [
+    ['AllocatedMethodDetails', 'JSON', 'string'],
+    ['AllocatedMethodId', 'VARCHAR', 'string'],
+    ['AllocatedResourceId', 'VARCHAR', 'string'],
+    ['AllocatedResourceName', 'VARCHAR', 'string'],
+    ['AllocatedTags', 'JSON', 'tags'],
+    ['ContractApplied', 'JSON', 'string'],
+    ['HostProviderName', 'VARCHAR', 'string'],
+    ['ServiceProviderName', 'VARCHAR', 'string'],
+  ] as const
+).map(([name, type, push]) => ({ name, type, push }));
+
+/** FOCUS 1.4 removes the columns 1.3 deprecated and adds two. */
+const REMOVED_IN_1_4: readonly string[] = ['ProviderName', 'PublisherName'];
+const ADDED_IN_1_4: readonly FocusColumn[] = (
+  [
+    ['CommitmentProgramEligibilityDetails', 'JSON', 'string'],
+    ['InvoiceDetailId', 'VARCHAR', 'string'],
+  ] as const
+).map(([name, type, push]) => ({ name, type, push }));
+
+/** A version's columns: the 1.2 columns in their order, then each version's additions (the views add them so). */
+export const FOCUS_1_3_COLUMNS: readonly FocusColumn[] = [...FOCUS_1_2_COLUMNS, ...ADDED_IN_1_3];
+export const FOCUS_1_4_COLUMNS: readonly FocusColumn[] = [
+  ...FOCUS_1_3_COLUMNS.filter((c) => !REMOVED_IN_1_4.includes(c.name)),
+  ...ADDED_IN_1_4,
+];
+
+/**
+ * Each FOCUS version the warehouse speaks, and the view that speaks it: a query written for a version
+ * runs unchanged against its view. `focus` is FOCUS 1.2 (as it was from the start), and `focus_1_2` the same.
+ */
+export const FOCUS_VERSIONS: readonly { version: '1.2' | '1.3' | '1.4'; view: string; columns: readonly FocusColumn[] }[] = [
+  { version: '1.2', view: 'focus_1_2', columns: FOCUS_1_2_COLUMNS },
+  { version: '1.3', view: 'focus_1_3', columns: FOCUS_1_3_COLUMNS },
+  { version: '1.4', view: 'focus_1_4', columns: FOCUS_1_4_COLUMNS },
+];

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Anomaly, LineItem, RollupRow } from '../../src/api/types.js';
 import { toAnomalies, toLineItemPage, toRollups } from '../../src/api/validate.js';
-import { FOCUS_1_2_COLUMNS } from '../../src/focus/columns.js';
+import { FOCUS_1_2_COLUMNS, FOCUS_VERSIONS } from '../../src/focus/columns.js';
 import { REQUIRED_INGEST_COLUMNS, extensionColumns } from '../../src/focus/rules.js';
 import { FOCUS_COLUMNS } from '../../src/push/columns.js';
 import { defaultKeyColumns } from '../../src/push/identity.js';
@@ -283,6 +283,21 @@ describe('the FOCUS columns declared once (focus/columns.ts)', () => {
         const spec = described.filter((c) => !c.name.startsWith('x_'));
         expect(spec).toEqual(FOCUS_1_2_COLUMNS.map((c) => ({ name: c.name, type: c.type })));
         expect(names(described)).toEqual([...focusNames, ...names(described.filter((c) => c.name.startsWith('x_')))]);
+      }),
+    );
+  });
+
+  it('each version view (focus_1_2, focus_1_3, focus_1_4) has its declared columns by name and type, in order, then only x_ extras', async () => {
+    await withTempDir(async (dir) =>
+      withWarehouse(join(dir, 'w.duckdb'), async (wh) => {
+        for (const { view, columns } of FOCUS_VERSIONS) {
+          const described = await describeTable(wh, view);
+          expect(
+            described.filter((c) => !c.name.startsWith('x_')),
+            view,
+          ).toEqual(columns.map((c) => ({ name: c.name, type: c.type })));
+          expect(names(described), view).toEqual([...names(columns), ...names(described.filter((c) => c.name.startsWith('x_')))]);
+        }
       }),
     );
   });

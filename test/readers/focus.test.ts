@@ -2,7 +2,7 @@ import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { FOCUS_1_2_COLUMNS } from '../../src/focus/columns.js';
+import { FOCUS_1_2_COLUMNS, FOCUS_VERSIONS } from '../../src/focus/columns.js';
 import { openWarehouse } from '../../src/storage/duckdb.js';
 import { pushArgs, queryDb, run, SPAN, syncCommand, withEmulator, withTempDir, spanFlags } from '../support/helpers.js';
 
@@ -31,6 +31,52 @@ async function synced<T>(fn: (db: string, dir: string) => Promise<T>): Promise<T
     }),
   );
 }
+
+describe('the FOCUS views per version (focus_1_2, focus_1_3, focus_1_4)', () => {
+  it("each has its version's columns by name and type, then x_ extras; every date's totals equal the line items'; a query written for the version runs", async () => {
+    await synced(async (db) => {
+      for (const { version, view, columns } of FOCUS_VERSIONS) {
+        const described = await queryDb<{ name: string; type: string }>(
+          db,
+          `SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_name = '${view}' ORDER BY ordinal_position`,
+        );
+        expect(
+          described.filter((c) => !c.name.startsWith('x_')),
+          version,
+        ).toEqual(columns.map((c) => ({ name: c.name, type: c.type })));
+        expect(described.at(-1)?.name, version).toBe('x_extra');
+        // Per date and source: the same cost and count as the line items, to the cent and to the row.
+        const differing = await queryDb<{ n: number }>(
+          db,
+          `SELECT count(*)::INT AS n FROM (
+             SELECT x_source AS source, CAST(ChargePeriodStart AS DATE) AS date, sum(BilledCost) AS usd, count(*) AS rows FROM ${view} GROUP BY ALL
+           ) v FULL JOIN (
+             SELECT source, usage_date AS date, sum(net_amount_usd) AS usd, count(*) AS rows FROM line_items GROUP BY ALL
+           ) l USING (source, date)
+           WHERE v.usd IS DISTINCT FROM l.usd OR v.rows IS DISTINCT FROM l.rows`,
+        );
+        expect(differing, version).toEqual([{ n: 0 }]);
+      }
+      // FOCUS 1.3's own query (its migration guide's): who sells and who hosts.
+      const v13 = await run([
+        'query',
+        'SELECT ServiceProviderName, HostProviderName, InvoiceIssuerName, SUM(BilledCost) AS TotalCost FROM focus_1_3 GROUP BY ServiceProviderName, HostProviderName, InvoiceIssuerName',
+        '--db',
+        db,
+        '--format',
+        'json',
+      ]);
+      expect(v13.code, v13.stderr).toBe(0);
+      expect(JSON.parse(v13.stdout).length).toBeGreaterThan(0);
+      // FOCUS 1.4 has no ProviderName: a query written for 1.4 runs, one written for 1.2's ProviderName does not bind.
+      const v14 = await run(['query', 'SELECT ServiceProviderName, SUM(EffectiveCost) AS cost FROM focus_1_4 GROUP BY ALL', '--db', db]);
+      expect(v14.code, v14.stderr).toBe(0);
+      const old = await run(['query', 'SELECT ProviderName FROM focus_1_4', '--db', db]);
+      expect(old.code).not.toBe(0);
+      expect(old.stderr).toMatch(/ProviderName/);
+    });
+  });
+});
 
 describe('the focus view (FOCUS 1.2)', () => {
   it("has every FOCUS 1.2 column by name and type, x_ extras only besides; sums and counts equal the line items'; FOCUS queries run unchanged", async () => {

@@ -23,6 +23,7 @@
  * `verify --api` is a command too: it exits 0 or 1, and when it passes every date both windowed streams
  * say they synced (their ranges, `plan/coverage.ts`) holds the API's line-item total per provider.
  */
+import { FOCUS_VERSIONS } from '../../src/focus/columns.js';
 import fc from 'fast-check';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { DeleteObjectsCommand, DeleteBucketCommand } from '@aws-sdk/client-s3';
@@ -1180,6 +1181,17 @@ async function checkReaders(world: World, env: Record<string, string>): Promise<
         world,
         `monthly_spend calls ${m.source}'s ${m.month.slice(0, 7)} ${m.is_partial ? 'partial' : 'whole'}; its synced dates say otherwise`,
       );
+  }
+  // Each FOCUS version's view holds, per source and date, the line items' rows and cost exactly.
+  for (const { view } of FOCUS_VERSIONS) {
+    const [apart] = await queryDb<{ n: number }>(
+      world.db,
+      `SELECT count(*)::INT AS n FROM (
+         SELECT x_source AS source, CAST(ChargePeriodStart AS DATE) AS date, sum(BilledCost) AS usd, count(*) AS n FROM ${view} GROUP BY ALL
+       ) v FULL JOIN (SELECT source, usage_date AS date, sum(net_amount_usd) AS usd, count(*) AS n FROM line_items GROUP BY ALL) l
+       USING (source, date) WHERE v.usd IS DISTINCT FROM l.usd OR v.n IS DISTINCT FROM l.n`,
+    );
+    if (apart!.n > 0) fail(world, `${view} differs from the line items on ${apart!.n} source date(s)`);
   }
   const verify = await run(['verify', '--db', world.db], env);
   const anySynced = [...covered.values()].some((c) => c.any.size > 0);
