@@ -1,8 +1,9 @@
 /**
  * `costsync verify`: reconciles the warehouse, per source. Per date and provider, line items against
  * the provider rollup; per date, the totals of the three rollup groupings against each other. With
- * `--focus`, the FOCUS 1.2 rules that apply to the focus view.
+ * `--focus`, the FOCUS rules of 1.2 (on the focus view), 1.3 and 1.4 (on their views).
  */
+import { FOCUS_VERSIONS, type FocusColumn } from './focus/columns.js';
 import { addDays } from './dates.js';
 import { CostsyncError } from './errors.js';
 import { addRange, formatRanges } from './plan/coverage.js';
@@ -131,12 +132,55 @@ export interface FocusViolation {
   example: string;
 }
 
-/** `costsync verify --focus`: the FOCUS 1.2 rules that apply to the focus view (sql/verify/focus.sql). */
+/**
+ * A version's view against its declared columns: each present with its type, none beyond them but `x_`
+ * extras (1.4's view has no ProviderName). `described`: the view's columns (empty: no such view). Pure.
+ */
+export function versionColumnViolations(
+  view: string,
+  version: string,
+  declared: readonly FocusColumn[],
+  described: readonly { name: string; type: string }[],
+): FocusViolation[] {
+  const out: FocusViolation[] = [];
+  const found = new Map(described.map((c) => [c.name, c.type]));
+  const broken = (rule: string, example: string) => out.push({ rule: `FOCUS ${version}: ${rule}`, source: view, rows: 0, example });
+  if (described.length === 0) broken(`the view ${view} is missing`, view);
+  else {
+    for (const c of declared) {
+      const type = found.get(c.name);
+      if (type === undefined) broken(`${c.name} is missing from ${view}`, c.name);
+      else if (type !== c.type) broken(`${c.name} must be ${c.type}`, `${view}.${c.name} is ${type}`);
+    }
+    const known = new Set(declared.map((c) => c.name));
+    for (const c of described)
+      if (!known.has(c.name) && !c.name.startsWith('x_')) broken(`${c.name} is not a FOCUS ${version} column`, `${view}.${c.name}`);
+  }
+  return out;
+}
+
+/**
+ * `costsync verify --focus`: the FOCUS 1.2 rules that apply to the focus view (sql/verify/focus.sql), and each
+ * version's own: its view's columns (`versionColumnViolations`), then the rules of the columns 1.3 and 1.4 add.
+ */
 export async function verifyFocus(
   warehouse: ReadOnlyWarehouse,
   options: { tolerance: number },
 ): Promise<{ rows: number; violations: FocusViolation[] }> {
   const violations = (await warehouse.table(loadSql('verify/focus'), [options.tolerance])).rows as unknown as FocusViolation[];
+  const schema: FocusViolation[] = [];
+  for (const { view, version, columns } of FOCUS_VERSIONS) {
+    const described = await warehouse.sql<{ name: string; type: string }>(
+      'SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position',
+      [view],
+    );
+    schema.push(...versionColumnViolations(view, version, columns, described));
+  }
+  // The value rules bind to the views' columns: asked only of views that have them.
+  const values = schema.length > 0 ? [] : ((await warehouse.table(loadSql('verify/focus_versions'))).rows as unknown as FocusViolation[]);
   const [count] = await warehouse.sql<{ n: number }>('SELECT count(*)::BIGINT AS n FROM focus');
-  return { rows: Number(count!.n), violations };
+  const rows = Number(count!.n);
+  // A column missing or mistyped breaks the rule on every row of the view (each view has the focus view's rows).
+  const whole = schema.map((v) => ({ ...v, rows: v.rule.includes('view focus_') ? 0 : rows }));
+  return { rows, violations: [...violations, ...whole, ...values] };
 }

@@ -130,3 +130,8 @@ export const FOCUS_VERSIONS: readonly { version: '1.2' | '1.3' | '1.4'; view: st
   { version: '1.3', view: 'focus_1_3', columns: FOCUS_1_3_COLUMNS },
   { version: '1.4', view: 'focus_1_4', columns: FOCUS_1_4_COLUMNS },
 ];
+
+/** Every column of any FOCUS version costsync speaks, each once: 1.2's, then 1.3's and 1.4's additions (what `push` sends by name). */
+export const ALL_FOCUS_COLUMNS: readonly FocusColumn[] = [
+  ...new Map(FOCUS_VERSIONS.flatMap((v) => v.columns).map((c) => [c.name, c] as const)).values(),
+];

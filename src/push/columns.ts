@@ -1,18 +1,21 @@
 /**
- * What `push` sends, declared as data: the FOCUS 1.2 columns with the kind of value each holds
+ * What `push` sends, declared as data: the FOCUS columns (1.2 to 1.4) with the kind of value each holds
  * (`focus/columns.ts`), the extension columns, and pure functions that match a file's columns to them
  * and pick the profile version. No I/O.
  */
 import { INGEST_VERSIONS, type IngestVersion } from '../api/types.js';
 import { ConfigError } from '../errors.js';
-import { FOCUS_1_2_COLUMNS, type ValueKind } from '../focus/columns.js';
+import { ALL_FOCUS_COLUMNS, type ValueKind } from '../focus/columns.js';
 import { REQUIRED_INGEST_COLUMNS, extensionColumns } from '../focus/rules.js';
 
 /** How a column's value is checked and sent (declared with the FOCUS columns, whose kinds they are). */
 export type { ValueKind };
 
-/** Every FOCUS 1.2 column costsync knows, by its canonical name (declared in `focus/columns.ts`). */
-export const FOCUS_COLUMNS: ReadonlyMap<string, ValueKind> = new Map(FOCUS_1_2_COLUMNS.map((c) => [c.name, c.push]));
+/**
+ * Every FOCUS column costsync knows, by its canonical name (declared in `focus/columns.ts`): 1.2's, and the
+ * ones 1.3 and 1.4 add (`ServiceProviderName`, …), sent as "other FOCUS columns" the server maps or preserves.
+ */
+export const FOCUS_COLUMNS: ReadonlyMap<string, ValueKind> = new Map(ALL_FOCUS_COLUMNS.map((c) => [c.name, c.push]));
 
 /** A FOCUS (or extension) column to send, and where its value comes from. */
 export interface TargetColumn {

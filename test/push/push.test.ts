@@ -88,6 +88,59 @@ describe('costsync push (CLI, emulator over HTTP)', () => {
     });
   });
 
+  it('pushes a FOCUS 1.4 export (ServiceProviderName, no ProviderName, allocation and contract columns): every column sent, and it syncs back', async () => {
+    await withEmulator({ ...SPAN, rowsPerDay: 5 }, async (emulator) => {
+      await withTempDir(async (dir) => {
+        const file = join(dir, 'focus-1.4.csv');
+        const header =
+          'BilledCost,ChargeCategory,ChargePeriodEnd,ChargePeriodStart,EffectiveCost,ServiceName,ServiceProviderName,HostProviderName,' +
+          'AllocatedMethodId,AllocatedResourceId,AllocatedTags,ContractApplied,InvoiceDetailId,CommitmentProgramEligibilityDetails,SubAccountId';
+        const row = (day: number, usd: string, service: string) =>
+          `${usd},Usage,2025-06-${String(day + 1).padStart(2, '0')},2025-06-${String(day).padStart(2, '0')},${usd},${service},Acme Cloud,Acme Cloud,` +
+          `even-split,res-${day},"{""team"":""ml""}","{""Elements"":[]}",inv-${day}-1,,proj-1`;
+        writeFileSync(
+          file,
+          [header, row(3, '12.50', 'Acme GPU'), row(4, '7.25', 'Acme GPU'), row(5, '0.30', 'Acme Store')].join('\n') + '\n',
+        );
+        const pushed = await run(pushArgs(emulator.url, dir, ['--connection', 'demo-connection', file]), env);
+        expect(pushed.code, pushed.stderr).toBe(ExitCode.OK);
+        expect(summaryOf(pushed.stderr)).toMatchObject({ rowsRead: 3, sent: 3, accepted: 3 });
+        // Every column is a FOCUS column of its version: none is left out as unknown.
+        expect(pushed.stderr).not.toMatch(/not FOCUS columns/);
+        expect(emulator.dataset.ingestedRecords().map((r) => r.net_amount_usd)).toEqual([12.5, 7.25, 0.3]);
+        // Synced back, the rows read in every FOCUS version's view with the amounts pushed.
+        const synced = await run(
+          [
+            'sync',
+            '--base-url',
+            emulator.url,
+            '--db',
+            join(dir, 'c.duckdb'),
+            '--state-dir',
+            join(dir, 's'),
+            '--start-date',
+            SPAN.startDate,
+            '--until',
+            SPAN.endDate,
+            '--rate-limit',
+            '100000',
+            '--quiet',
+          ],
+          env,
+        );
+        expect(synced.code, synced.stderr).toBe(0);
+        const back = await queryDb<{ service: string; usd: string }>(
+          join(dir, 'c.duckdb'),
+          "SELECT ServiceName AS service, sum(BilledCost)::VARCHAR AS usd FROM focus_1_4 WHERE ServiceName LIKE 'Acme %' GROUP BY ALL ORDER BY ALL",
+        );
+        expect(back).toEqual([
+          { service: 'Acme GPU', usd: '19.7500000000' },
+          { service: 'Acme Store', usd: '0.3000000000' },
+        ]);
+      });
+    });
+  });
+
   it('a batch retried after its response was lost creates no duplicate rows', async () => {
     await withEmulator({ ...SPAN, rowsPerDay: 5 }, async (emulator) => {
       await withTempDir(async (dir) => {

@@ -1,0 +1,91 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FOCUS_1_3_COLUMNS } from '../../src/focus/columns.js';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { openReadOnly, withWarehouse } from '../../src/storage/duckdb.js';
+import { verifyFocus, versionColumnViolations } from '../../src/verify.js';
+import { withTempDir } from '../support/helpers.js';
+
+const described = FOCUS_1_3_COLUMNS.map((c) => ({ name: c.name, type: c.type }));
+
+describe("each FOCUS version's checks (verify --focus)", () => {
+  it('a view with every column of its version by type, and x_ extras, passes; a missing, mistyped or foreign column is named', () => {
+    expect(versionColumnViolations('focus_1_3', '1.3', FOCUS_1_3_COLUMNS, [...described, { name: 'x_source', type: 'VARCHAR' }])).toEqual(
+      [],
+    );
+    const broken = [
+      ...described.filter((c) => c.name !== 'HostProviderName').map((c) => (c.name === 'BilledCost' ? { ...c, type: 'DOUBLE' } : c)),
+      { name: 'UsageQuantity', type: 'DOUBLE' },
+    ];
+    expect(versionColumnViolations('focus_1_3', '1.3', FOCUS_1_3_COLUMNS, broken).map((v) => v.rule)).toEqual([
+      'FOCUS 1.3: BilledCost must be DECIMAL(38,10)',
+      'FOCUS 1.3: HostProviderName is missing from focus_1_3',
+      'FOCUS 1.3: UsageQuantity is not a FOCUS 1.3 column',
+    ]);
+    expect(versionColumnViolations('focus_1_3', '1.3', FOCUS_1_3_COLUMNS, []).map((v) => v.rule)).toEqual([
+      'FOCUS 1.3: the view focus_1_3 is missing',
+    ]);
+  });
+
+  it("pass on costsync's own views; fail on a view changed by hand: a column dropped, a 1.4 view with ProviderName, a value not a JSON object", async () => {
+    await withTempDir(async (dir) => {
+      const db = join(dir, 'w.duckdb');
+      const write = (...statements: string[]) =>
+        withWarehouse(db, async (wh) => {
+          for (const sql of statements) await wh.sql(sql);
+        });
+      const check = async () => {
+        const wh = await openReadOnly(db);
+        try {
+          return await verifyFocus(wh, { tolerance: 0.01 });
+        } finally {
+          wh.close();
+        }
+      };
+      await write(
+        "INSERT INTO line_items (source, id, usage_date, provider_type, provider_service, net_amount_usd) VALUES ('default', 'li-1', '2025-06-01', 'aws', 'Amazon S3', 1.25)",
+      );
+      expect((await check()).violations).toEqual([]);
+      // Changed by hand after costsync made them (a read-only command sees them as they are).
+      const byHand = (...statements: string[]) => withRawDuckDb(db, statements);
+      await byHand(
+        `CREATE OR REPLACE VIEW focus_1_3 AS SELECT COLUMNS('^[A-Z]'), NULL::JSON AS AllocatedMethodDetails, NULL::VARCHAR AS AllocatedMethodId,
+           NULL::VARCHAR AS AllocatedResourceId, NULL::VARCHAR AS AllocatedResourceName, NULL::JSON AS AllocatedTags,
+           NULL::JSON AS ContractApplied, ProviderName AS ServiceProviderName, COLUMNS('^x_') FROM focus`,
+        'CREATE OR REPLACE VIEW focus_1_4 AS SELECT * FROM focus_1_2',
+      );
+      const dropped = await check();
+      expect(dropped.violations.map((v) => v.rule)).toEqual(
+        expect.arrayContaining([
+          'FOCUS 1.3: HostProviderName is missing from focus_1_3',
+          'FOCUS 1.4: ProviderName is not a FOCUS 1.4 column',
+        ]),
+      );
+      expect(dropped.violations.find((v) => v.rule.includes('HostProviderName'))).toMatchObject({ source: 'focus_1_3', rows: 1 });
+      // Views with every column, but a ContractApplied that is a JSON string, not an object.
+      await byHand(
+        `CREATE OR REPLACE VIEW focus_1_3 AS SELECT COLUMNS('^[A-Z]'), NULL::JSON AS AllocatedMethodDetails, NULL::VARCHAR AS AllocatedMethodId,
+           NULL::VARCHAR AS AllocatedResourceId, NULL::VARCHAR AS AllocatedResourceName, NULL::JSON AS AllocatedTags,
+           '"contract-9"'::JSON AS ContractApplied, ProviderName AS HostProviderName, ProviderName AS ServiceProviderName, COLUMNS('^x_') FROM focus`,
+        `CREATE OR REPLACE VIEW focus_1_4 AS SELECT COLUMNS(c -> regexp_matches(c, '^[A-Z]') AND c NOT IN ('ProviderName', 'PublisherName')),
+           NULL::JSON AS CommitmentProgramEligibilityDetails, NULL::VARCHAR AS InvoiceDetailId, COLUMNS('^x_') FROM focus_1_3`,
+      );
+      expect((await check()).violations).toEqual([
+        { rule: 'FOCUS 1.3: ContractApplied must be a JSON object', source: 'default', rows: 1, example: 'li-1' },
+        { rule: 'FOCUS 1.4: ContractApplied must be a JSON object', source: 'default', rows: 1, example: 'li-1' },
+      ]);
+    });
+  });
+});
+
+/** Runs statements on the file with DuckDB itself, as a person changing it by hand would. */
+async function withRawDuckDb(path: string, statements: readonly string[]): Promise<void> {
+  const instance = await DuckDBInstance.create(path);
+  const connection = await instance.connect();
+  try {
+    for (const sql of statements) await connection.run(sql);
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+  }
+}
