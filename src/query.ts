@@ -5,7 +5,7 @@ import type { StatementType as StatementTypes } from '@duckdb/node-api';
 import { duckdbApi } from './cjs-libraries.js';
 import { ConfigError, CostsyncError, ExitCode } from './errors.js';
 import { sqlString, type ReadOnlyWarehouse, type ResultTable, type RowStream } from './storage/duckdb.js';
-import { boundedSettings } from './storage/duckdb-settings.js';
+import { PARQUET_OPTIONS, boundedSettings } from './storage/duckdb-settings.js';
 import { formatTable } from './table.js';
 
 const StatementType = duckdbApi().StatementType;
@@ -336,9 +336,8 @@ export function listText(rows: readonly { name: string; kind: string; columns: s
 
 /** What `query --out` writes, by the file's extension: DuckDB's own COPY formats. */
 const EXPORT_FORMATS: Record<string, string> = {
-  // Smaller row groups than DuckDB's 122,880 rows: the writer holds one in memory, and a wide result
-  // (the 63 columns of focus) would not fit the memory limit.
-  '.parquet': 'FORMAT parquet, ROW_GROUP_SIZE 16384',
+  // Row groups bounded in bytes, as the lakes' (a fixed count of rows of a wide result did not fit the memory limit).
+  '.parquet': PARQUET_OPTIONS,
   '.csv': 'FORMAT csv, HEADER true',
   '.jsonl': 'FORMAT json',
   '.ndjson': 'FORMAT json',

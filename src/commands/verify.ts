@@ -21,7 +21,11 @@ export function verifyOptions(yargs: Argv) {
     .option('from', { type: 'string', describe: 'First date to check (YYYY-MM-DD)' })
     .option('to', { type: 'string', describe: 'Last date to check (YYYY-MM-DD)' })
     .option('format', { type: 'string', describe: 'table or json [default table]' })
-    .option('focus', { type: 'boolean', describe: 'Check the focus view against the FOCUS 1.2 rules that apply instead' })
+    .option('focus', {
+      type: 'boolean',
+      describe:
+        'Check the FOCUS views instead: focus against the FOCUS 1.2 rules that apply, focus_1_3 and focus_1_4 against their versions',
+    })
     .option('api', {
       type: 'boolean',
       describe:
@@ -145,8 +149,8 @@ export function runVerifyCommand(args: Record<string, unknown>, io: CommandIo = 
       else {
         io.stdout(
           focus.violations.length === 0
-            ? `No FOCUS violations (${focus.rows} rows of the focus view checked).\n`
-            : `${formatTable(focus.violations as unknown as Record<string, unknown>[])}\n\n${focus.violations.length} FOCUS rule(s) broken (${focus.rows} rows checked).\n`,
+            ? `No FOCUS violations (${focus.rows} rows checked in each of focus (FOCUS 1.2), focus_1_3 and focus_1_4).\n`
+            : `${formatTable(focus.violations as unknown as Record<string, unknown>[])}\n\n${focus.violations.length} FOCUS rule(s) broken (${focus.rows} rows checked in each of focus, focus_1_3 and focus_1_4).\n`,
         );
       }
       return focus.violations.length === 0 ? ExitCode.OK : ExitCode.FAILED;

@@ -12,6 +12,7 @@
  *
  * (The COPY statements are built per table, partition and path, so they are not in sql/.)
  */
+import { PARQUET_OPTIONS } from '../storage/duckdb-settings.js';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { addDays } from '../dates.js';
@@ -93,14 +94,6 @@ async function markMissing(warehouse: Warehouse, target: OutputTarget, sources: 
  * it): its rows are read by date range, so this bounds what is read besides the pending dates.
  */
 const DAYS_PER_BATCH = 31;
-
-/**
- * The options of every Parquet file of the lake (both formats), so that a writer takes the same memory
- * however many rows it writes: DuckDB holds a file's current row group and a dictionary buffer per
- * string column in memory. Nor is a file sorted: DuckDB's sort merges 122,880 rows at a time in memory,
- * more of focus's wide rows than the limit holds, however much it spills.
- */
-export const PARQUET_OPTIONS = "FORMAT parquet, ROW_GROUP_SIZE_BYTES '8MB', STRING_DICTIONARY_PAGE_SIZE_LIMIT 65536";
 
 /**
  * Writes every pending partition, then clears it from the outbox. Each batch (one table and source)

@@ -14,6 +14,15 @@ const SIZE_UNITS: Record<string, number> = { kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12
  */
 export const MIN_MEMORY_LIMIT = '64MB';
 
+/**
+ * The options of every Parquet file costsync writes (the lakes of both formats, `query --out`), so that a
+ * writer takes the same memory however many rows and columns it writes: DuckDB holds a file's current row
+ * group and a dictionary buffer per string column in memory (a row group of a fixed count of focus_1_4's
+ * 71 wide columns did not fit the limit). Nor is a file sorted: DuckDB's sort merges 122,880 rows at a time
+ * in memory, more of focus's wide rows than the limit holds, however much it spills.
+ */
+export const PARQUET_OPTIONS = "FORMAT parquet, ROW_GROUP_SIZE_BYTES '8MB', STRING_DICTIONARY_PAGE_SIZE_LIMIT 65536";
+
 /** A DuckDB size ("64MB", "1.5GiB") in bytes, or null when it is not one. Pure. */
 export function sizeInBytes(text: string): number | null {
   const m = /^(\d+(?:\.\d+)?)\s*([kmgt]i?b)$/i.exec(text.trim());

@@ -209,6 +209,19 @@ export const FAST_CLIENT = { retry: { retries: 6, minTimeoutMs: 1, maxTimeoutMs:
 export const FAST_SEND = { timeoutMs: 300, retries: 2, minBackoffMs: 5 };
 
 import { openReadOnly } from '../../src/storage/duckdb.js';
+import { DuckDBInstance } from '@duckdb/node-api';
+
+/** Runs SQL on a DuckDB file with DuckDB itself, as a person with the duckdb CLI would (costsync's own code not involved). */
+export async function byHand(db: string, statements: readonly string[]): Promise<void> {
+  const instance = await DuckDBInstance.create(db);
+  const connection = await instance.connect();
+  try {
+    for (const sql of statements) await connection.run(sql);
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+  }
+}
 
 /** The rows of a read-only query against a DuckDB file (opened and closed around it). */
 export async function queryDb<T = Record<string, unknown>>(db: string, sql: string): Promise<T[]> {

@@ -1,5 +1,4 @@
 // Slow tier only (`.slow.test.ts`), kept out of `npm test` for its time; what checks this in `npm test`: Older dates restated: unit/recheck, first-day's dry run (the recheck's requests and what it compares).
-import { DuckDBInstance } from '@duckdb/node-api';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
@@ -14,6 +13,7 @@ import { runSync } from '../../src/sync/runner.js';
 import { createApiClient } from '../../src/api/client.js';
 import { verifyAgainstApi } from '../../src/verify-api.js';
 import {
+  byHand,
   FAST_CLIENT,
   FAST_SEND,
   fakeClock,
@@ -39,18 +39,6 @@ async function sync(cfg: SyncConfig, logger = memoryLogger()) {
   clock.advance(60_000);
   const summary = await runSync({ config: cfg, logger, clock, clientOptions: FAST_CLIENT, sendOptions: FAST_SEND });
   return { summary, logger };
-}
-
-/** Runs SQL on a DuckDB file by hand, as a person with the duckdb CLI would. */
-async function byHand(db: string, statements: string[]): Promise<void> {
-  const instance = await DuckDBInstance.create(db);
-  const connection = await instance.connect();
-  try {
-    for (const sql of statements) await connection.run(sql);
-  } finally {
-    connection.closeSync();
-    instance.closeSync();
-  }
 }
 
 /** The rows of a table for some dates, as text, to compare two warehouses. */
