@@ -5,7 +5,7 @@ import { drainLake } from '../../src/outputs/lake.js';
 import { directoryTarget } from '../../src/outputs/target.js';
 import { openReadOnly, openWarehouse, sqlString, type Warehouse } from '../../src/storage/duckdb.js';
 import { icebergLiveFiles } from '../support/iceberg.js';
-import { lakeDifferences, withTempDir } from '../support/helpers.js';
+import { lakeComparedColumn, lakeDifferences, withTempDir } from '../support/helpers.js';
 
 /** Line items in one month, a thirtieth of them each day. */
 const ROWS = 120_000;
@@ -52,7 +52,7 @@ async function fileDifferences(
     const columns = (
       await wh.sql<{ c: string }>('SELECT column_name AS c FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table])
     )
-      .map((r) => `"${r.c}"::VARCHAR`)
+      .map((r) => lakeComparedColumn(table, r.c))
       .join(', ');
     const [row] = await wh.sql<{ rows: number; missing: number; extra: number }>(`
       WITH t AS (SELECT ${columns} FROM ${table}), p AS (SELECT ${columns} FROM read_parquet([${files.map(sqlString).join(', ')}]))

@@ -442,6 +442,11 @@ export function killRunner(env: Record<string, string>, counts: (entry: { route:
 import { existsSync, readdirSync } from 'node:fs';
 import { LAKE_DOUBLES, LAKE_TABLES } from '../../src/storage/tables.js';
 
+/** A warehouse column as a lake's value is compared with it, as text: money as the double the lakes hold (LAKE_DOUBLES). Pure. */
+export function lakeComparedColumn(table: string, column: string): string {
+  return `"${column}"${(LAKE_DOUBLES[table] ?? []).includes(column) ? '::DOUBLE' : ''}::VARCHAR`;
+}
+
 /**
  * Per lake table (or those of `tables`), rows in the DuckDB file but not in the Parquet tree (`missing`)
  * and the reverse (`extra`), compared row for row (as text, in the table's column order) with DuckDB's
@@ -463,8 +468,7 @@ export async function lakeDifferences(
       const columns = (
         await wh.sql<{ c: string }>('SELECT column_name AS c FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index', [table])
       )
-        // The lakes hold money as doubles (LAKE_DOUBLES): both sides compared as the double's text.
-        .map((r) => `"${r.c}"${(LAKE_DOUBLES[table] ?? []).includes(r.c) ? '::DOUBLE' : ''}::VARCHAR`)
+        .map((r) => lakeComparedColumn(table, r.c))
         .join(', ');
       // A table with no partition at all is an empty table, not an error.
       const lake = hasParquet(join(outDir, table))
