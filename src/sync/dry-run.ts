@@ -138,7 +138,7 @@ export interface PlannedStream {
   plan: Pick<PendingPlan, 'from' | 'to'>;
   resumed: boolean;
   /** The windows to fetch, in the run's order. */
-  todo: readonly Pick<PlannedWindow, 'start' | 'end' | 'recheck'>[];
+  todo: readonly (Pick<PlannedWindow, 'start' | 'end' | 'recheck'> & Partial<Pick<PlannedWindow, 'page' | 'fetched'>>)[];
   replaces: string | null;
   drops: string | null;
 }
@@ -368,7 +368,8 @@ async function priceByRollups(step: SourceStep, unknown: DayBasis[], all: number
  */
 export function windowedStreamPlan(spec: WindowedStreamSpec, planned: PlannedStream, known: KnownDays, run: RunChecks): StreamPlan {
   const { todo, plan, resumed } = planned;
-  const { basis, endpoints, ...estimate } = spec.estimateRequests({ days: known.days, usdPerRow: known.usdPerRow, resumed }, run);
+  const saved = todo.map((w) => ({ page: w.page ?? 0, fetched: w.fetched ?? false }));
+  const { basis, endpoints, ...estimate } = spec.estimateRequests({ days: known.days, usdPerRow: known.usdPerRow, resumed, saved }, run);
   return {
     stream: spec.name,
     range: `${plan.from}..${plan.to}`,

@@ -59,16 +59,20 @@ export function expectedPages(
   windows: readonly (readonly DayBasis[])[],
   usdPerRow: number | null,
   rowsPerPage: number = ROWS_PER_PAGE,
+  saved?: readonly { page: number; fetched: boolean }[],
 ): number | null {
   let pages = 0;
-  for (const days of windows) {
+  for (const [i, days] of windows.entries()) {
+    const staged = saved?.[i];
+    // A window an earlier run fetched whole asks nothing more; one it began asks for the pages after its last staged one.
+    if (staged?.fetched === true) continue;
     let rows = 0;
     for (const day of days) {
       const n = rowsOfDay(day, usdPerRow);
       if (n === null) return null;
       rows += n;
     }
-    pages += Math.max(1, Math.ceil(rows / rowsPerPage));
+    pages += Math.max(1, Math.ceil(rows / rowsPerPage) - (staged?.page ?? 0));
   }
   return pages;
 }

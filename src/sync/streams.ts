@@ -26,6 +26,8 @@ export interface WindowsToFetch {
   usdPerRow: number | null;
   /** The plan goes on from an unfinished one. */
   resumed: boolean;
+  /** Per window, the pages an earlier run already staged of it and whether all are (a killed run's): not asked again. */
+  saved?: readonly { page: number; fetched: boolean }[];
 }
 
 /** How a run checks its windows, from its settings. */
@@ -38,11 +40,14 @@ export interface RunChecks {
   held?: HeldSpan | null;
 }
 
+/** Whether `consumer` takes a window of these days from the recheck's rollups. Pure. */
+function served(days: readonly DayBasis[], run: RunChecks, consumer: 'rollups' | 'check'): boolean {
+  return run.held != null && days.length > 0 && servedFrom(run.held, consumer, days[0]!.date, days.at(-1)!.date);
+}
+
 /** Of `days`' windows, how many `consumer` takes from the recheck's rollups. Pure. */
 function servedWindows(days: readonly (readonly DayBasis[])[], run: RunChecks, consumer: 'rollups' | 'check'): number {
-  const held = run.held;
-  if (held == null) return 0;
-  return days.filter((w) => w.length > 0 && servedFrom(held, consumer, w[0]!.date, w.at(-1)!.date)).length;
+  return days.filter((w) => served(w, run, consumer)).length;
 }
 
 /** How a run's settings check its windows: the run and its dry run alike. Pure. */
@@ -134,8 +139,9 @@ export const lineItemsStream: WindowedStreamSpec = {
     });
     return { records: page.data, nextCursor: page.hasMore ? page.nextCursor : null };
   },
-  estimateRequests({ days, usdPerRow, resumed }, run) {
-    const pages = expectedPages(days, usdPerRow, LINE_ITEM_PAGE_LIMIT);
+  estimateRequests({ days, usdPerRow, resumed, saved }, run) {
+    const pages = expectedPages(days, usdPerRow, LINE_ITEM_PAGE_LIMIT, saved);
+    const toFetch = days.length - (saved?.filter((w) => w.fetched).length ?? 0);
     // Each window's check fetches its provider rollups (one request), but an older date's, which the recheck's answer serves.
     const checks = run.checked ? days.length - servedWindows(days, run, 'check') : 0;
     // The run's progress display asks the provider rollups once for its own estimate (windowed.ts, `dayBasis`).
@@ -143,7 +149,7 @@ export const lineItemsStream: WindowedStreamSpec = {
     const estimate = wantsRollupTotals(days.length, resumed, storedDates) ? 1 : 0;
     return {
       requests: pages === null ? null : pages + checks + estimate,
-      minRequests: days.length + checks + estimate,
+      minRequests: toFetch + checks + estimate,
       basis: null,
       // Counted with this stream, though they go to the rollups endpoint: a reader of the API's logs looks for them there.
       ...(checks + estimate > 0 && {
@@ -184,17 +190,23 @@ export const rollupsStream: WindowedStreamSpec = {
       nextCursor: index + 1 < GROUP_BYS.length ? String(index + 1) : null,
     };
   },
-  estimateRequests({ days }, run) {
-    // Its pages a window as `size` declares them, less the provider view when the line items' check fetched it (fetchPage).
+  estimateRequests({ days, saved }, run) {
+    // Its pages a window as `size` declares them, less the provider view when the line items' check fetched it (fetchPage),
+    // and less the groupings an earlier run staged (a page a grouping, the provider view first).
     // (A stream sized otherwise would count its least, one a window.)
     const pages = 'pagesPerWindow' in this.size ? this.size.pagesPerWindow : 1;
     const perWindow = pages - (run.providerRollupsShared ? 1 : 0);
-    const served = servedWindows(days, run, 'rollups');
-    const requests = (days.length - served) * perWindow;
+    const fromRecheck = servedWindows(days, run, 'rollups');
+    const left = (i: number) => {
+      const w = saved?.[i];
+      if (w === undefined || w.page === 0) return perWindow;
+      return w.fetched ? 0 : Math.max(0, pages - w.page);
+    };
+    const requests = days.reduce((n, w, i) => n + (served(w, run, 'rollups') ? 0 : left(i)), 0);
     return {
       requests,
       minRequests: requests,
-      basis: `${perWindow} request(s) a window${run.providerRollupsShared ? ": the provider view comes with the line items' check" : ''}${served > 0 ? `; ${served === days.length ? 'all' : served} from the recheck's answers` : ''}`,
+      basis: `${perWindow} request(s) a window${run.providerRollupsShared ? ": the provider view comes with the line items' check" : ''}${fromRecheck > 0 ? `; ${fromRecheck === days.length ? 'all' : fromRecheck} from the recheck's answers` : ''}`,
     };
   },
 };

@@ -231,6 +231,32 @@ describe("sync --dry-run asks each stream's spec for its requests", () => {
     });
   });
 
+  it('does not count again the pages a killed run staged: a window fetched whole asks none, one begun the pages after its last', () => {
+    const stored: KnownDays = { ...unread, days: unread.days.map((w) => w.map((d) => ({ ...d, storedRows: 2500 }))) };
+    const items = { ...lineItemsStream, fetchPage: noFetch };
+    // 7,500 rows a window: 8 pages each, 16 in all, with the two checks.
+    expect(windowedStreamPlan(items, planned, stored, checked)).toMatchObject({ requests: 18, minRequests: 4 });
+    const resumedPlan = {
+      ...planned,
+      resumed: true,
+      todo: [
+        { ...planned.todo[0]!, page: 5, fetched: false },
+        { ...planned.todo[1]!, page: 8, fetched: true },
+      ],
+    };
+    expect(windowedStreamPlan(items, resumedPlan, stored, checked)).toMatchObject({ requests: 3 + 2, minRequests: 1 + 2 });
+    // The rollups: a grouping a page; the provider view staged is not asked again.
+    const rollups = { ...rollupsStream, fetchPage: noFetch };
+    const begun = {
+      ...planned,
+      todo: [
+        { ...planned.todo[0]!, page: 1, fetched: false },
+        { ...planned.todo[1]!, page: 3, fetched: true },
+      ],
+    };
+    expect(windowedStreamPlan(rollups, begun, unread, checked)).toMatchObject({ requests: 2 });
+  });
+
   it("says which of the line items' requests go to the rollups endpoint (each window's check, the progress estimate)", () => {
     const items = windowedStreamPlan({ ...lineItemsStream, fetchPage: noFetch }, planned, unread, checked);
     expect(items).toMatchObject({
