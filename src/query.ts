@@ -242,12 +242,10 @@ export function decimalText(text: string): string {
   return text.slice(0, end === dot + 1 ? dot : end);
 }
 
-/** `row` with its decimal columns as numbers (JSON and the table), or as money text (CSV). Pure. */
-function withDecimals(row: Record<string, unknown>, decimals: readonly string[], asText: boolean): Record<string, unknown> {
-  if (decimals.length === 0) return row;
-  const out = { ...row };
-  for (const name of decimals) if (typeof out[name] === 'string') out[name] = asText ? decimalText(out[name]) : Number(out[name]);
-  return out;
+/** Sets `row`'s decimal columns (DuckDB's exact text) as numbers (JSON and the table) or as money text (CSV), in place: the row is the stream's own. */
+function setDecimals(row: Record<string, unknown>, decimals: readonly string[], asText: boolean): Record<string, unknown> {
+  for (const name of decimals) if (typeof row[name] === 'string') row[name] = asText ? decimalText(row[name]) : Number(row[name]);
+  return row;
 }
 
 async function writeResult(stream: RowStream, format: OutputFormat, write: (text: string) => void): Promise<void> {
@@ -262,7 +260,7 @@ async function writeResult(stream: RowStream, format: OutputFormat, write: (text
   try {
     for await (const batch of stream.batches) {
       for (const exact of batch) {
-        const row = withDecimals(exact, decimals, format === 'csv');
+        const row = setDecimals(exact, decimals, format === 'csv');
         if (format === 'csv') write(`${names.map((n) => csvField(row[n])).join(',')}\n`);
         else if (format === 'json') write(`${rows === 0 ? '\n' : ',\n'}  ${JSON.stringify(withJsonValues(row, jsonColumns))}`);
         else if (table.length < MAX_TABLE_ROWS) table.push(row);

@@ -22,6 +22,9 @@ export interface FocusColumn {
   push: ValueKind;
 }
 
+/** A column from its declaration row. */
+const declared = ([name, type, push]: readonly [string, FocusType, ValueKind]): FocusColumn => ({ name, type, push });
+
 /** Every FOCUS 1.2 column, by its canonical name, in the specification's (alphabetical) order. */
 export const FOCUS_1_2_COLUMNS: readonly FocusColumn[] = (
   [
@@ -86,7 +89,7 @@ export const FOCUS_1_2_COLUMNS: readonly FocusColumn[] = (
     ['SubAccountType', 'VARCHAR', 'string'],
     ['Tags', 'JSON', 'tags'],
   ] as const
-).map(([name, type, push]) => ({ name, type, push }));
+).map(declared);
 
 /**
  * The columns FOCUS 1.3 adds to the Cost and Usage dataset (its migration guide: split cost allocation,
@@ -103,7 +106,7 @@ const ADDED_IN_1_3: readonly FocusColumn[] = (
     ['HostProviderName', 'VARCHAR', 'string'],
     ['ServiceProviderName', 'VARCHAR', 'string'],
   ] as const
-).map(([name, type, push]) => ({ name, type, push }));
+).map(declared);
 
 /** FOCUS 1.4 removes the columns 1.3 deprecated and adds two. */
 const REMOVED_IN_1_4: readonly string[] = ['ProviderName', 'PublisherName'];
@@ -112,7 +115,7 @@ const ADDED_IN_1_4: readonly FocusColumn[] = (
     ['CommitmentProgramEligibilityDetails', 'JSON', 'string'],
     ['InvoiceDetailId', 'VARCHAR', 'string'],
   ] as const
-).map(([name, type, push]) => ({ name, type, push }));
+).map(declared);
 
 /** A version's columns: the 1.2 columns in their order, then each version's additions (the views add them so). */
 export const FOCUS_1_3_COLUMNS: readonly FocusColumn[] = [...FOCUS_1_2_COLUMNS, ...ADDED_IN_1_3];

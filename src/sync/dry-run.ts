@@ -35,7 +35,16 @@ import { lineItemsStream, rollupsStream, runChecks, type RunChecks, type Windowe
 import type { StreamName } from './context.js';
 import { windowRequest } from './windowed.js';
 import { type HeldSpan } from './rollups-on-hand.js';
-import { NO_RECHECK, compareScope, decideRecheck, describeChanges, recheckScope, recheckSettings, type RecheckWindows } from './recheck.js';
+import {
+  NO_RECHECK,
+  askedSpan,
+  compareScope,
+  decideRecheck,
+  describeChanges,
+  recheckScope,
+  recheckSettings,
+  type RecheckWindows,
+} from './recheck.js';
 import { changedWindows, summarizeDates } from '../plan/horizon.js';
 import { lineItemsPerDate } from './lookups.js';
 import { ExitCode, isCostsyncError, type CostsyncError } from '../errors.js';
@@ -231,7 +240,7 @@ async function recheckFirst(step: SourceStep): Promise<{ found: RecheckWindows; 
       recheck.changed.push({ stream, dates: summarizeDates(dates), why: describeChanges(why, 3) });
     }
     // The run's recheck answers for its span through the last date (recheck.ts): the windows inside ask nothing more.
-    return { found, recheck, held: { from: scope.from, to: config.until > scope.to ? config.until : scope.to, checksTo: scope.to } };
+    return { found, recheck, held: askedSpan(scope, config.until) };
   } catch (error) {
     if (isSettingError(error)) throw error;
     step.made.rollups += 1;

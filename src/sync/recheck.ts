@@ -17,6 +17,7 @@ import { emptyWindowedState, type DateRange, type RecheckedDate, type WindowedSt
 import type { ReadOnlyWarehouse } from '../storage/duckdb.js';
 import { differencesFromApi, fetchRollups, micros, type ApiDifference, type StoredAmount } from '../verify-api.js';
 import { formatUsd } from '../money.js';
+import type { HeldSpan } from './rollups-on-hand.js';
 import { isDroppedRequest, warn, type StreamName, type SyncContext } from './context.js';
 
 type Windowed = 'line_items' | 'rollups';
@@ -94,9 +95,17 @@ export interface Comparison {
 }
 
 /**
- * Fetches the API's rollups over the scope (provider only when rollups are not synced) and compares them
- * with the warehouse's. `through`: the run's last date, when later than the scope's: the same requests
- * then answer for the lookback's dates too (not compared here; the run's windows take them, `RollupsOnHand`).
+ * The span the recheck asks the API for: the scope, run on through `until` (the run's last date) so the
+ * same requests answer for the lookback's dates too (not compared; the run's windows take them,
+ * `RollupsOnHand`), and the last date a check may take (the last one compared). Pure.
+ */
+export function askedSpan(scope: Pick<RecheckScope, 'from' | 'to'>, until: string): HeldSpan {
+  return { from: scope.from, to: until > scope.to ? until : scope.to, checksTo: scope.to };
+}
+
+/**
+ * Fetches the API's rollups over the scope (provider only when rollups are not synced), through `through`
+ * (`askedSpan`), and compares them with the warehouse's.
  */
 export async function compareScope(
   client: ApiClient,
@@ -109,7 +118,7 @@ export async function compareScope(
   let requests = 0;
   const api = new Map<GroupBy, RollupRow[]>();
   const groupBys: readonly GroupBy[] = settings.streams.includes('rollups') ? GROUP_BYS : ['provider'];
-  const to = through > scope.to ? through : scope.to;
+  const { to } = askedSpan(scope, through);
   for (const groupBy of groupBys) api.set(groupBy, await fetchRollups(client, scope.from, to, groupBy, () => (requests += 1)));
   const stored = await warehouse.query<StoredAmount>('verify/api_stored', [source, scope.from, scope.to]);
   const dates = {
@@ -213,7 +222,7 @@ export async function recheckSource(ctx: SyncContext, settings: RecheckSettings,
     if (isDroppedRequest(error) && ctx.shouldStop()) return NO_RECHECK;
     throw error;
   }
-  const held = { from: scope.from, to: req.until > scope.to ? req.until : scope.to, checksTo: scope.to };
+  const held = askedSpan(scope, req.until);
   for (const [groupBy, rows] of comparison.api) ctx.checks.onHand?.put(groupBy, held, rows);
   const decision = decideRecheck(comparison, scope, lineState?.rechecked ?? {});
   const found: Record<Windowed, WindowedStreamState | undefined> = { line_items: lineState, rollups: ctx.state.windowed('rollups') };

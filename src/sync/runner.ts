@@ -678,6 +678,9 @@ function perSource(source: string, progress: ProgressListener): ProgressListener
   };
 }
 
+/** What a stopped source's record and notification say when nothing named the stop (an output the stop left unfinished). */
+const NO_STOP_REASON = 'stopped before the end; progress is saved';
+
 /** Why the run was told to stop (a signal, --max-runtime, a closed pipe), for a stopped source's record and notification. */
 function stopReasonOf(stop: AbortSignal): { stopReason?: string } {
   return stop.aborted ? { stopReason: String(stop.reason) } : {};
@@ -776,10 +779,7 @@ async function recordSource(
         source: summary.source,
         run_id: runId,
         exit_code: summary.outcome === 'stopped' ? ExitCode.STOPPED_EARLY : isCostsyncError(error) ? error.exitCode : ExitCode.FAILED,
-        reason:
-          summary.outcome === 'stopped'
-            ? (summary.stopReason ?? 'stopped before the end; progress is saved')
-            : describeError(error, secrets).split('\n')[0],
+        reason: summary.outcome === 'stopped' ? (summary.stopReason ?? NO_STOP_REASON) : describeError(error, secrets).split('\n')[0],
         fix: summary.outcome === 'stopped' ? 'Run the same command again to go on.' : isCostsyncError(error) ? (error.hint ?? null) : null,
       };
       const id = eventId(runId, summary.source, kind);
@@ -808,7 +808,7 @@ async function recordSource(
       summary.error !== undefined
         ? describeError(summary.error, secrets)
         : summary.outcome === 'stopped'
-          ? `stopped: ${summary.stopReason ?? 'stopped before the end; progress is saved'}`
+          ? `stopped: ${summary.stopReason ?? NO_STOP_REASON}`
           : null,
       summary.source,
     ]);
