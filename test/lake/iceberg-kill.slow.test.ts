@@ -1,4 +1,4 @@
-import { mkdirSync, watch } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -14,6 +14,7 @@ import {
   type KillPoint,
   syncCommand,
   backfillFlags,
+  watchTree,
 } from '../support/helpers.js';
 import { icebergDifferences, icebergFileCheck } from '../support/iceberg.js';
 import {
@@ -54,8 +55,8 @@ describe('--format iceberg under SIGKILL (slow tier)', () => {
         // yet committed) or a metadata file (committed, not yet recorded in the outbox).
         mkdirSync(join(dir, 'crashy', 'lake'), { recursive: true });
         let watchFor: RegExp | null = null;
-        const watcher = watch(join(dir, 'crashy', 'lake'), { recursive: true }, (_event, name) => {
-          if (watchFor !== null && name !== null && watchFor.test(String(name))) runner.killNow();
+        const unwatch = watchTree(join(dir, 'crashy', 'lake'), (name) => {
+          if (watchFor !== null && watchFor.test(name)) runner.killNow();
         });
         try {
           killed = await killRuns(KILLS, (i) => {
@@ -79,7 +80,7 @@ describe('--format iceberg under SIGKILL (slow tier)', () => {
             );
           });
         } finally {
-          watcher.close();
+          unwatch();
         }
         expect(killed).toBeGreaterThan(KILLS / 2);
         const last = await run('crashy');

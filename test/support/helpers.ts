@@ -210,6 +210,52 @@ export const FAST_SEND = { timeoutMs: 300, retries: 2, minBackoffMs: 5 };
 
 import { openReadOnly } from '../../src/storage/duckdb.js';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { readdirSync as readEntries, statSync, watch as fsWatch, type FSWatcher } from 'node:fs';
+import { relative } from 'node:path';
+
+/**
+ * Calls `onName` with the path (relative to `root`) of each entry that appears under `root`, at any depth.
+ * Not `fs.watch(…, { recursive: true })`: on Linux, Node's recursive watch reads each new folder as it
+ * appears and throws, uncaught, when the folder is gone by then (a writer's temporary folder). Here a
+ * folder that vanishes is simply no longer watched, and a new folder's entries are reported as it is
+ * added, so nothing created before its watch began is missed. Returns the function that stops it.
+ */
+export function watchTree(root: string, onName: (path: string) => void): () => void {
+  const watchers = new Map<string, FSWatcher>();
+  const seen = (full: string) => {
+    onName(relative(root, full));
+    try {
+      if (statSync(full).isDirectory()) add(full);
+    } catch {
+      // Gone already: nothing under it to watch.
+    }
+  };
+  const add = (dir: string) => {
+    if (watchers.has(dir)) return;
+    let watcher: FSWatcher;
+    try {
+      watcher = fsWatch(dir, (_event, name) => {
+        if (name !== null) seen(join(dir, String(name)));
+      });
+    } catch {
+      return;
+    }
+    watcher.on('error', () => {
+      watcher.close();
+      watchers.delete(dir);
+    });
+    watchers.set(dir, watcher);
+    try {
+      for (const name of readEntries(dir)) seen(join(dir, name));
+    } catch {
+      // Gone meanwhile.
+    }
+  };
+  add(root);
+  return () => {
+    for (const watcher of watchers.values()) watcher.close();
+  };
+}
 
 /** Runs SQL on a DuckDB file with DuckDB itself, as a person with the duckdb CLI would (costsync's own code not involved). */
 export async function byHand(db: string, statements: readonly string[]): Promise<void> {
