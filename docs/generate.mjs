@@ -16,6 +16,7 @@ import { emulatorChangeOptions } from '../dist/commands/emulator-change.js';
 import { notifyOptions } from '../dist/commands/notify.js';
 import { pushOptions, pushOtelOptions } from '../dist/commands/push.js';
 import { queryOptions } from '../dist/commands/query.js';
+import { exportOptions } from '../dist/commands/export.js';
 import { reportOptions } from '../dist/commands/report.js';
 import { statusOptions } from '../dist/commands/status.js';
 import { syncOptions } from '../dist/commands/sync.js';
@@ -31,6 +32,7 @@ const COMMAND_OPTIONS = {
   push: pushOptions,
   'push-otel': pushOtelOptions,
   query: queryOptions,
+  export: exportOptions,
   verify: verifyOptions,
   report: reportOptions,
   notify: notifyOptions,

@@ -141,6 +141,14 @@ const COMMANDS: readonly Command[] = [
     },
   },
   {
+    command: 'export',
+    describe: 'Write a FOCUS version (1.2, 1.3 or 1.4) to a file, with its Recency metadata beside it',
+    load: async () => {
+      const m = await import('./commands/export.js');
+      return { options: m.exportOptions, run: m.runExportCommand };
+    },
+  },
+  {
     command: 'verify',
     describe: 'Reconcile line items against rollups and the rollups against each other; exit 1 on a difference',
     load: async () => {

@@ -347,7 +347,7 @@ export function exportFormat(file: string): string {
   const format = EXPORT_FORMATS[ext];
   if (format === undefined) {
     throw new ConfigError(
-      `--out ${file}: costsync query writes .parquet, .csv or .jsonl files (got ${ext === '' ? 'no extension' : ext}).`,
+      `--out ${file}: costsync writes .parquet, .csv or .jsonl files (got ${ext === '' ? 'no extension' : ext}).`,
       'For example --out focus.parquet.',
     );
   }
@@ -360,6 +360,21 @@ export function exportFormat(file: string): string {
  * leaves a partial file at `file`. Returns the rows written.
  */
 export async function exportQuery(warehouse: ReadOnlyWarehouse, text: string, file: string): Promise<number> {
+  const { tmp, rows } = await copyBeside(warehouse, text, file, true);
+  await rename(tmp, resolve(file));
+  return rows;
+}
+
+/**
+ * COPY of the result of `text` into a temporary file beside `file` (made with its folder), in `file`'s
+ * format; the caller renames it into place. `userSql`: the text is a user's, checked as `query` checks it.
+ */
+export async function copyBeside(
+  warehouse: ReadOnlyWarehouse,
+  text: string,
+  file: string,
+  userSql: boolean,
+): Promise<{ tmp: string; rows: number }> {
   const options = exportFormat(file);
   const target = resolve(file);
   const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
@@ -371,10 +386,9 @@ export async function exportQuery(warehouse: ReadOnlyWarehouse, text: string, fi
     // memory stays flat whatever the size of the result (a Parquet writer buffers a row group per thread).
     for (const [name, value] of Object.entries(boundedSettings())) await warehouse.sql(`SET ${name} = ${sqlString(value)}`);
     // After costsync's own settings, which the check then locks.
-    await checkUserSql(warehouse, select, true);
+    if (userSql) await checkUserSql(warehouse, select, true);
     const [row] = await warehouse.sql<{ Count: number }>(`COPY (${select}) TO ${sqlString(tmp)} (${options})`);
-    await rename(tmp, target);
-    return Number(row?.Count ?? 0);
+    return { tmp, rows: Number(row?.Count ?? 0) };
   } catch (cause) {
     await rm(tmp, { force: true });
     if (cause instanceof CostsyncError) throw cause;

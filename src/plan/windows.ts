@@ -5,6 +5,7 @@
 import { addDays, toDayNumber } from '../dates.js';
 import { addRange, coverageOf, coversRange, dropRangesAfter, dropRangesBefore } from './coverage.js';
 import type { PendingPlan, PlannedWindow, WindowedStreamState } from '../state/store.js';
+import { confirmedFrom, confirmedThrough } from '../state/recency.js';
 
 export interface WindowRequest {
   /** `--since`: re-sync from this date (a backfill). */
@@ -131,6 +132,7 @@ export function mendFutureState(state: WindowedStreamState, today: string): { st
       syncedThrough: today,
       syncedFrom: mended.syncedFrom !== null && mended.syncedFrom > today ? today : mended.syncedFrom,
       ...(mended.covered !== undefined && { covered: dropRangesAfter(mended.covered, today) }),
+      ...(mended.confirmed !== undefined && { confirmed: confirmedThrough(mended.confirmed, today) }),
     };
     parts.push(`the watermark ${through} is after today (${today}); it is now ${today}, so this run re-reads its lookback`);
   }
@@ -178,10 +180,15 @@ export function windowAdvanced(window: PlannedWindow, progress: WindowProgress):
   return { ...window, ...progress };
 }
 
-/** `window` to be fetched again from its first page. Pure. */
-export function windowRestarted(window: PlannedWindow): PlannedWindow {
-  const { unique: _unique, ...rest } = window;
-  return { ...rest, status: 'active', cursor: null, page: 0, fetched: false };
+/** `window` to be fetched again from its first page, asked for at `askedAt` (absent: when it is asked, `windowAsked`). Pure. */
+export function windowRestarted(window: PlannedWindow, askedAt?: string): PlannedWindow {
+  const { unique: _unique, askedAt: _asked, ...rest } = window;
+  return { ...rest, status: 'active', cursor: null, page: 0, fetched: false, ...(askedAt !== undefined && { askedAt }) };
+}
+
+/** `window` about to be fetched: a window yet to ask its first page takes `now` as when it was asked. Pure. */
+export function windowAsked(window: PlannedWindow, now: string): PlannedWindow {
+  return window.page === 0 && !window.fetched ? { ...window, askedAt: now } : window;
 }
 
 /** `window` once its rows are committed. Pure. */
@@ -211,6 +218,7 @@ export function completePlan(state: WindowedStreamState, plan: PendingPlan, nowI
     covered,
     ...(unchecked && { coverageUnchecked: true }),
     ...(state.rechecked !== undefined && { rechecked: state.rechecked }),
+    ...(state.confirmed !== undefined && { confirmed: state.confirmed }),
     lastSuccessAt: nowIso,
     pending: null,
   };
@@ -223,6 +231,7 @@ export function dropBefore(state: WindowedStreamState, date: string): WindowedSt
   const covered = state.covered === undefined ? {} : { covered: dropRangesBefore(state.covered, date) };
   return {
     ...state,
+    ...(state.confirmed !== undefined && { confirmed: confirmedFrom(state.confirmed, date) }),
     syncedFrom: emptied ? null : (covered.covered?.[0]?.from ?? date),
     ...(emptied && { syncedThrough: null }),
     ...covered,

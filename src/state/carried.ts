@@ -5,6 +5,7 @@
  * unfinished window from its first page. Small pure functions, and the text the warehouse holds
  * (`CarriedText`), kept without I/O.
  */
+import { confirmDates, type Confirmation } from './recency.js';
 import { encodeCarried } from './progress.js';
 import type { SyncState, WindowedStreamState } from './store.js';
 
@@ -17,6 +18,7 @@ function carriedWindowed(stream: WindowedStreamState): WindowedStreamState {
     ...(stream.covered !== undefined && { covered: stream.covered.map((r) => ({ from: r.from, to: r.to })) }),
     ...(stream.coverageUnchecked === true && { coverageUnchecked: true }),
     ...(stream.rechecked !== undefined && { rechecked: structuredClone(stream.rechecked) }),
+    ...(stream.confirmed !== undefined && { confirmed: stream.confirmed.map((r) => ({ ...r })) }),
     lastSuccessAt: stream.lastSuccessAt,
     pending: stream.pending === null ? null : {
       from: stream.pending.from, to: stream.pending.to, fullRefresh: stream.pending.fullRefresh,
@@ -28,8 +30,16 @@ function carriedWindowed(stream: WindowedStreamState): WindowedStreamState {
   };
 }
 
-/** A window of a windowed stream, named for the carried state. */
-export interface CarriedWindow { stream: 'line_items' | 'rollups'; start: string; end: string }
+/**
+ * A window of a windowed stream, named for the carried state; with `confirm`, its dates found equal to
+ * the API by its commit (`state/recency.ts`).
+ */
+export interface CarriedWindow {
+  stream: 'line_items' | 'rollups';
+  start: string;
+  end: string;
+  confirm?: Pick<Confirmation, 'at' | 'lookbackDays'>;
+}
 
 /**
  * What the warehouse carries of `state`; with `done`, as if those windows were already done (for the
@@ -43,11 +53,14 @@ export function carriedState(state: SyncState, done: readonly CarriedWindow[] = 
     const carried = carriedWindowed(stream);
     const committing = done.filter((d) => d.stream === name);
     const isCommitting = (w: { start: string; end: string }) => committing.some((d) => d.start === w.start && d.end === w.end);
+    let confirmed = carried.confirmed;
+    for (const d of committing) if (d.confirm !== undefined) confirmed = confirmDates(confirmed, { from: d.start, to: d.end, ...d.confirm });
     out[name] =
       carried.pending === null || committing.length === 0
         ? carried
         : {
             ...carried,
+            ...(confirmed !== undefined && { confirmed }),
             pending: {
               ...carried.pending,
               windows: carried.pending.windows.map((w) => (isCommitting(w) ? { ...w, status: 'done' as const } : w)),

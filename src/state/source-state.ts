@@ -8,12 +8,13 @@ import { basename } from 'node:path';
 import { coalesce } from '../coalesce.js';
 import { InternalError } from '../errors.js';
 import { keyFingerprint } from '../fingerprint.js';
+import { confirmDates, type Confirmation } from './recency.js';
 import { sameWindow } from '../plan/windows.js';
 import type { SourceConfig } from '../sources.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { CarriedText, carriedState, reconcileCarried, type CarriedState, type CarriedWindow } from './carried.js';
 import { decodeCarried, encodeCarried } from './progress.js';
-import { StateStore, type AnomalyStreamState, type PlannedWindow, type SourceIdentity, type SyncState, type WindowedStreamState } from './store.js';
+import { StateStore, emptyWindowedState, type AnomalyStreamState, type PlannedWindow, type SourceIdentity, type SyncState, type WindowedStreamState } from './store.js';
 
 /** A source's state as loaded, and what loading found worth telling (`info`: the clean-container case, a line rather than a warning). */
 export interface LoadedState {
@@ -79,6 +80,8 @@ export type ProgressChange =
   | { readonly stream: Windowed; readonly state: WindowedStreamState }
   /** The recheck's `synced` dates of the stream are synced again: a disagreement they keep is the API's own from now on. */
   | { readonly stream: Windowed; readonly synced: readonly string[] }
+  /** Dates found equal to the API (a window's commit): when, for FOCUS's Recency (`state/recency.ts`). */
+  | { readonly stream: Windowed; readonly confirm: Confirmation }
   | { readonly stream: 'anomalies'; readonly state: AnomalyStreamState };
 
 /**
@@ -134,6 +137,10 @@ export class SourceState {
       if (change.window.status === 'done') this.carriedChanged = true;
     } else if ('state' in change) {
       this.setStream(change.stream, change.state);
+      this.carriedChanged = true;
+    } else if ('confirm' in change) {
+      const current = this.state.streams[change.stream] ?? emptyWindowedState();
+      this.setStream(change.stream, { ...current, confirmed: confirmDates(current.confirmed, change.confirm) });
       this.carriedChanged = true;
     } else this.synced(change.stream, change.synced);
   }

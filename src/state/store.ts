@@ -30,6 +30,11 @@ export interface PlannedWindow {
   readonly unique?: boolean;
   /** An older date the recheck found changed (`sync/recheck.ts`), synced again after the plan's own dates. */
   readonly recheck?: boolean;
+  /**
+   * When its first page was asked for: its dates hold the API's rows as of then or later, the time its
+   * commit confirms them at (`state/recency.ts`). Absent: pages an older costsync spooled, not confirmed.
+   */
+  readonly askedAt?: string;
 }
 
 /** A plan of windows being worked through: a first run, a backfill, or an incremental run. Data: a new plan replaces it. */
@@ -63,8 +68,19 @@ export interface WindowedStreamState {
    * sums' digest once it still disagreed after that. Such a date is not fetched again until either changes.
    */
   readonly rechecked?: Readonly<Record<string, RecheckedDate>>;
+  /**
+   * When each stored date was last found equal to the API (`state/recency.ts`; line items only): its
+   * window's commit, or a recheck that found its sums equal. Absent in a state an older costsync wrote.
+   */
+  readonly confirmed?: readonly ConfirmedRange[];
   readonly lastSuccessAt: string | null;
   readonly pending: PendingPlan | null;
+}
+
+/** Dates last found equal to the API at `at` (an ISO time); `complete`: the API had had the lookback to fill them by then. */
+export interface ConfirmedRange extends DateRange {
+  readonly at: string;
+  readonly complete: boolean;
 }
 
 export interface RecheckedDate {

@@ -12,6 +12,7 @@ import type { SyncConfig } from '../config.js';
 import { GROUP_BYS, type GroupBy, type RollupRow } from '../api/types.js';
 import { addRange, coverageOf } from '../plan/coverage.js';
 import { changedWindows, clipRanges, horizonStart, inRanges, subtractRange } from '../plan/horizon.js';
+import { confirmCompared } from '../state/recency.js';
 import { planStream, type DateWindow, type WindowRequest } from '../plan/windows.js';
 import { emptyWindowedState, type DateRange, type RecheckedDate, type WindowedStreamState } from '../state/store.js';
 import type { ReadOnlyWarehouse } from '../storage/duckdb.js';
@@ -215,6 +216,8 @@ export async function recheckSource(ctx: SyncContext, settings: RecheckSettings,
   const lineState = ctx.state.windowed('line_items');
   const scope = recheckScope({ line_items: lineState, rollups: ctx.state.windowed('rollups') }, req, settings);
   if (scope === null || ctx.shouldStop()) return NO_RECHECK;
+  // Dates found equal hold the API's as of the asking or later: confirmed at this time (FOCUS's Recency).
+  const at = new Date(ctx.clock.now()).toISOString();
   let comparison: Comparison;
   try {
     comparison = await compareScope(ctx.client, ctx.warehouse, ctx.source, scope, settings, req.until);
@@ -229,6 +232,12 @@ export async function recheckSource(ctx: SyncContext, settings: RecheckSettings,
   if (lineState !== undefined) {
     const { rechecked: _old, ...rest } = lineState;
     found.line_items = Object.keys(decision.rechecked).length > 0 ? { ...rest, rechecked: decision.rechecked } : rest;
+  }
+  // The line items' dates compared and found equal are confirmed; those that differ are, once synced again.
+  const lines = found.line_items;
+  if (lines !== undefined && settings.streams.includes('line_items') && scope.ranges.line_items.length > 0) {
+    const unequal = [...decision.changed.line_items, ...decision.accepted];
+    found.line_items = { ...lines, confirmed: confirmCompared(lines.confirmed, scope.ranges.line_items, unequal, at, req.lookbackDays) };
   }
   for (const stream of ['line_items', 'rollups'] as const) {
     const state = found[stream];

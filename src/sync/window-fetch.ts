@@ -6,7 +6,7 @@
  */
 import { ApiError, CostsyncError } from '../errors.js';
 import { DROPPED_MESSAGE } from '../api/resilience.js';
-import { windowAdvanced, windowRestarted, type WindowProgress } from '../plan/windows.js';
+import { windowAdvanced, windowAsked, windowRestarted, type WindowProgress } from '../plan/windows.js';
 import type { PlannedWindow } from '../state/store.js';
 import { pageGlob, spoolPage, type Spool } from '../storage/spool.js';
 import { tableNames } from '../storage/tables.js';
@@ -216,7 +216,9 @@ export async function fetchWindow(
     // Pages an earlier version spooled, in the form this one reads.
     await place.spool.upgradePages(place.dir, spec.table.columns);
   }
-  let at: AtPage = { window, paging: resumedPaging(spec, window) };
+  // Saved with the first page's progress; a window resumed mid-way keeps the time its first page was asked.
+  const asked = windowAsked(window, new Date(ctx.clock.now()).toISOString());
+  let at: AtPage = { window: asked, paging: resumedPaging(spec, asked) };
   const restarts = { left: MAX_WINDOW_RESTARTS };
   for (let attempt = 1; ; attempt++) {
     const paged = await fetchPages(spec, ctx, place, at, restarts);
@@ -247,7 +249,7 @@ async function startOver(
   trackIds: boolean,
 ): Promise<AtPage> {
   await place.spool.clear(place.dir);
-  const restarted = windowRestarted(window);
+  const restarted = windowRestarted(window, new Date(ctx.clock.now()).toISOString());
   await ctx.state.checkpoint({ stream: spec.name, window: restarted });
   return { window: restarted, paging: freshPaging(spec, trackIds) };
 }

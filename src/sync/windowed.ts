@@ -142,7 +142,7 @@ async function syncWindows(
     if (!storeNow({ windows: waiting.length, rows, waitedMs }, { fetching, queued: queue.length }, limits)) return [];
     // Started together, so they reach the write queue together and share its group commit.
     const started = waiting.splice(0).map(({ fetched }) =>
-      storeWindow(spec, ctx, fetched, req.horizon ?? null).catch((error: unknown) => {
+      storeWindow(spec, ctx, fetched, req).catch((error: unknown) => {
         failure ??= error;
       }),
     );
@@ -229,10 +229,13 @@ async function storeWindow(
   spec: WindowedStreamSpec,
   ctx: SyncContext,
   { window, disagreement }: FetchedWindow,
-  /** The recheck horizon's first date (null: no recheck): older dates a moved row leaves are named in a warning. */
-  horizon: string | null,
+  /** The run's request: its recheck horizon (older dates a moved row leaves are named in a warning) and lookback. */
+  req: Pick<WindowRequest, 'horizon' | 'lookbackDays'>,
 ): Promise<void> {
   const { warehouse } = ctx;
+  const horizon = req.horizon ?? null;
+  // The window's dates equal the API's as fetched: confirmed with its commit, at one time in the state and its carried copy.
+  const confirm = { at: new Date(ctx.clock.now()).toISOString(), lookbackDays: req.lookbackDays };
   const stats = ctx.stats[spec.name];
   const { label, dir, spool } = windowPlace(spec, ctx, window);
   const days = splitWindows(window.start, window.end, 1);
@@ -269,7 +272,7 @@ async function storeWindow(
       await warehouse.changed(spec.table.table, ctx.source, [...days.map((d) => d.start), ...left]);
       if (before === 0) counts.inserted = inserted;
     }
-    await ctx.state.carry({ stream: spec.name, start: window.start, end: window.end });
+    await ctx.state.carry({ stream: spec.name, start: window.start, end: window.end, ...(confirm !== undefined && { confirm }) });
     // A window stored although its two views disagree is worth telling someone, with the commit.
     if (disagreement !== null) {
       const event = JSON.stringify({ kind: 'reconcile', source: ctx.source, stream: spec.name, window: label, reason: disagreement });
@@ -293,7 +296,11 @@ async function storeWindow(
   }
   const synced = window.recheck === true ? days.map((d) => d.start) : [];
   stats.olderSynced += synced.length;
-  await ctx.state.checkpoint({ stream: spec.name, synced }, { stream: spec.name, window: windowDone(window) });
+  await ctx.state.checkpoint(
+    { stream: spec.name, synced },
+    ...(confirm === undefined ? [] : [{ stream: spec.name, confirm: { from: window.start, to: window.end, ...confirm } }]),
+    { stream: spec.name, window: windowDone(window) },
+  );
   await spool.clear(dir);
   stats.inserted += diff.inserted;
   stats.updated += diff.updated;

@@ -164,6 +164,10 @@ export class World {
   today = FIRST_TODAY;
   /** Every line-item content each source's date has had on the emulator (`<source> <date>`: its ids and amounts). */
   readonly history = new Map<string, Set<string>>();
+  /** When (this process's clock) each source's date last changed on the emulator, once it had changed after the first record. */
+  readonly changedAt = new Map<string, number>();
+  /** Each source's date's content at the last record. */
+  private readonly latest = new Map<string, string>();
   /** Source's dates (`<source> <date>`) the published warehouse has held at some point. */
   readonly everSynced = new Set<string>();
   /** Source's dates whose line items were deleted from the published warehouse by hand, until a run brings them back. */
@@ -343,9 +347,13 @@ export class World {
   recordTruth(): void {
     for (const source of SOURCES) {
       for (let d = addDays(END, -(SPAN_DAYS + 5)); d <= END; d = addDays(d, 1)) {
-        const set = this.history.get(`${source} ${d}`) ?? new Set<string>();
-        set.add(this.truth(source, d));
-        this.history.set(`${source} ${d}`, set);
+        const key = `${source} ${d}`;
+        const now = this.truth(source, d);
+        const set = this.history.get(key) ?? new Set<string>();
+        set.add(now);
+        this.history.set(key, set);
+        if (this.latest.has(key) && this.latest.get(key) !== now) this.changedAt.set(key, Date.now());
+        this.latest.set(key, now);
       }
     }
   }
@@ -507,6 +515,7 @@ async function checkAlways(world: World, stderr: string, ranTo: readonly ('a' | 
       fail(world, `${date} was in the warehouse and is gone, though the API always had rows for it`, stderr);
   }
   for (const date of published.keys()) world.everSynced.add(date);
+  await checkRecency(world, published, stderr);
   // Every pending row is one this version reads: a row none can read stays pending for ever (and the metric counts it).
   if (existsSync(world.db)) {
     const unreadable = (await queryDb<OutboxRow>(world.db, 'SELECT kind, key FROM _costsync_outbox')).filter((r) => decode(r) === null);
@@ -522,6 +531,36 @@ async function checkAlways(world: World, stderr: string, ranTo: readonly ('a' | 
     }
   }
   return published;
+}
+
+/** A date's line items' total in cents, from their text (`itemText`). Pure. */
+function totalCents(text: string): number {
+  return Math.round(text === '' ? 0 : text.split(',').reduce((sum, item) => sum + Number(item.split(':')[1]), 0) * 100);
+}
+
+/**
+ * FOCUS's Recency never claims what is not there: a day whose TimeSectorLastUpdated is later than the
+ * API's last change to it holds the API's total now (a recheck compares sums, so the total is the claim).
+ */
+async function checkRecency(world: World, published: Map<string, string>, stderr: string): Promise<void> {
+  if (!existsSync(world.db)) return;
+  const sectors = await queryDb<{ source: SourceName; date: string; at: number }>(
+    world.db,
+    "SELECT DatasetInstanceId AS source, strftime(TimeSectorStart AT TIME ZONE 'UTC', '%Y-%m-%d') AS date, epoch_ms(TimeSectorLastUpdated)::DOUBLE AS at FROM focus_recency",
+  );
+  for (const { source, date, at } of sectors) {
+    const key = `${source} ${date}`;
+    const changed = world.changedAt.get(key);
+    if (world.handDeleted.has(key) || (changed !== undefined && at <= changed)) continue;
+    const have = totalCents(published.get(key) ?? '');
+    const api = totalCents(world.truth(source, date));
+    if (have !== api)
+      fail(
+        world,
+        `focus_recency says ${key} was found equal to the API at ${new Date(at).toISOString()}, after its last change${changed === undefined ? '' : ` (${new Date(changed).toISOString()})`}, yet the warehouse holds ${have / 100} and the API ${api / 100}`,
+        stderr,
+      );
+  }
 }
 
 /** The dates the published warehouse says a source's line items cover (its carried state). */
