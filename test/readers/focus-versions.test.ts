@@ -74,6 +74,39 @@ describe("each FOCUS version's checks (verify --focus)", () => {
         { rule: 'FOCUS 1.3: ContractApplied must be a JSON object', source: 'default', rows: 1, example: 'li-1' },
         { rule: 'FOCUS 1.4: ContractApplied must be a JSON object', source: 'default', rows: 1, example: 'li-1' },
       ]);
+
+      // The rules 1.3 and 1.4 give their added and changed columns' values, each broken on a row of a 1.4 view.
+      await write(
+        "INSERT INTO line_items (source, id, usage_date, provider_type, provider_service, net_amount_usd) VALUES ('default', 'li-2', '2025-06-01', 'aws', 'Amazon S3', 2), ('default', 'li-3', '2025-06-02', 'aws', 'Amazon S3', 3)",
+      );
+      await changeByHand(
+        `CREATE OR REPLACE VIEW focus_1_3 AS SELECT COLUMNS('^[A-Z]'), NULL::JSON AS AllocatedMethodDetails, NULL::VARCHAR AS AllocatedMethodId,
+           NULL::VARCHAR AS AllocatedResourceId, NULL::VARCHAR AS AllocatedResourceName, NULL::JSON AS AllocatedTags,
+           NULL::JSON AS ContractApplied, ProviderName AS HostProviderName, ProviderName AS ServiceProviderName, COLUMNS('^x_') FROM focus`,
+        `CREATE OR REPLACE VIEW focus_1_4 AS SELECT * REPLACE (
+           CASE x_line_item_id WHEN 'li-1' THEN 'r-1' END AS AllocatedResourceId,
+           CASE x_line_item_id WHEN 'li-2' THEN 'm' WHEN 'li-3' THEN 'm' END AS AllocatedMethodId,
+           CASE x_line_item_id WHEN 'li-2' THEN '{"Elements": [{"AllocatedRatio": 0.5}]}'::JSON END AS AllocatedMethodDetails,
+           CASE x_line_item_id WHEN 'li-3' THEN '{"team": "a"}'::JSON END AS AllocatedTags,
+           CASE x_line_item_id WHEN 'li-3' THEN '{"team": "b"}'::JSON ELSE Tags END AS Tags,
+           CASE x_line_item_id WHEN 'li-2' THEN 'inv' WHEN 'li-3' THEN 'inv' END AS InvoiceId,
+           CASE x_line_item_id WHEN 'li-1' THEN 'd1' WHEN 'li-2' THEN 'd2' WHEN 'li-3' THEN 'd2' END AS InvoiceDetailId,
+           CASE x_line_item_id WHEN 'li-1' THEN '{"CommitmentPrograms": []}'::JSON
+                               WHEN 'li-2' THEN '{"CommitmentPrograms": [{"ProgramType": "Savings Plan"}]}'::JSON END AS CommitmentProgramEligibilityDetails,
+           CASE x_line_item_id WHEN 'li-2' THEN 'Reserved Instance' END AS CommitmentDiscountType)
+         FROM (SELECT COLUMNS(c -> regexp_matches(c, '^[A-Z]') AND c NOT IN ('ProviderName', 'PublisherName')),
+                 NULL::JSON AS CommitmentProgramEligibilityDetails, NULL::VARCHAR AS InvoiceDetailId, COLUMNS('^x_') FROM focus_1_3)`,
+      );
+      const at = (rule: string, example: string, rows = 1) => ({ rule: `FOCUS 1.4: ${rule}`, source: 'default', rows, example });
+      expect((await check()).violations).toEqual([
+        at("AllocatedMethodDetails' AllocatedRatio values must sum to 1", 'li-2'),
+        at('AllocatedResourceId must be null when AllocatedMethodId is (no split cost allocation)', 'li-1'),
+        at('AllocatedTags must not repeat a tag of Tags', 'li-3'),
+        at('CommitmentProgramEligibilityDetails must list CommitmentPrograms, each with a ProgramType', 'li-1'),
+        at('CommitmentProgramEligibilityDetails must name CommitmentDiscountType among its ProgramType values', 'li-2'),
+        at('InvoiceDetailId must be null when InvoiceId is (no invoice)', 'li-1'),
+        at('InvoiceDetailId must be unique within its InvoiceId', 'li-2', 2),
+      ]);
     });
   });
 
