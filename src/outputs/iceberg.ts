@@ -426,7 +426,7 @@ async function markDifferingMonths(warehouse: Warehouse, catalog: IcebergCatalog
 }
 
 /** Tables committed together where the catalog offers transactions: the FOCUS view is over line items. */
-const COMMITTED_TOGETHER = ['line_items', 'focus'];
+const COMMITTED_TOGETHER = ['line_items', 'focus', 'focus_1_3', 'focus_1_4'];
 
 /** The Iceberg lake's steps, for the derived outputs: drain after each commit, finish after the run. */
 export function icebergLake(run: IcebergRun) {

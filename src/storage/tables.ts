@@ -110,6 +110,20 @@ export const TABLES: readonly TableDef[] = [
     parquet: 'daily',
     icebergMonth: 'ChargePeriodStart',
   },
+  // FOCUS 1.3 and 1.4 (sql/views/061_focus_versions.sql), written as `focus` is, so a FOCUS tool reads its version from the lake.
+  ...(['focus_1_3', 'focus_1_4'] as const).map(
+    (name): TableDef => ({
+      name,
+      origin: 'view',
+      columns: 'view',
+      date: 'CAST(ChargePeriodStart AS DATE)',
+      source: 'x_source',
+      derivesFrom: 'line_items',
+      substitutable: false,
+      parquet: 'daily',
+      icebergMonth: 'ChargePeriodStart',
+    }),
+  ),
   {
     name: 'rollups_daily',
     origin: 'api',

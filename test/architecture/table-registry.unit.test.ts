@@ -14,15 +14,25 @@ import {
 } from '../../src/storage/tables.js';
 
 describe('the table registry (storage/tables.ts) and the lists derived from it', () => {
-  it('the Parquet lake partitions five tables by date, each with its date expression and source column', () => {
+  it('the Parquet lake partitions seven tables by date, each with its date expression and source column', () => {
     expect(LAKE_TABLES).toEqual({
       line_items: { date: 'usage_date', source: 'source' },
       focus: { date: 'CAST(ChargePeriodStart AS DATE)', source: 'x_source' },
+      focus_1_3: { date: 'CAST(ChargePeriodStart AS DATE)', source: 'x_source' },
+      focus_1_4: { date: 'CAST(ChargePeriodStart AS DATE)', source: 'x_source' },
       rollups_daily: { date: 'date', source: 'source' },
       anomalies: { date: 'CAST(detected_date AS DATE)', source: 'source' },
       anomaly_status_history: { date: 'CAST(observed_at AS DATE)', source: 'source' },
     });
-    expect(Object.keys(LAKE_TABLES)).toEqual(['line_items', 'focus', 'rollups_daily', 'anomalies', 'anomaly_status_history']);
+    expect(Object.keys(LAKE_TABLES)).toEqual([
+      'line_items',
+      'focus',
+      'focus_1_3',
+      'focus_1_4',
+      'rollups_daily',
+      'anomalies',
+      'anomaly_status_history',
+    ]);
   });
 
   it('the run tables are written whole, and Iceberg takes every table, partitioned by month where it has a month column', () => {
@@ -31,6 +41,8 @@ describe('the table registry (storage/tables.ts) and the lists derived from it',
     expect(Object.fromEntries(Object.entries(ICEBERG_TABLES).map(([t, d]) => [t, [d.source, d.month]]))).toEqual({
       line_items: ['source', 'usage_date'],
       focus: ['x_source', 'ChargePeriodStart'],
+      focus_1_3: ['x_source', 'ChargePeriodStart'],
+      focus_1_4: ['x_source', 'ChargePeriodStart'],
       rollups_daily: ['source', 'date'],
       anomalies: ['source', null],
       anomaly_status_history: ['source', null],
@@ -41,9 +53,9 @@ describe('the table registry (storage/tables.ts) and the lists derived from it',
     for (const def of Object.values(ICEBERG_TABLES)) if (def.month !== null) expect(def.date).not.toBeNull();
   });
 
-  it('focus changes with line_items; every other table only with itself', () => {
-    expect(changesWith('line_items')).toEqual(['line_items', 'focus']);
-    for (const t of ['rollups_daily', 'anomalies', 'anomaly_status_history', 'focus']) expect(changesWith(t)).toEqual([t]);
+  it('the FOCUS tables change with line_items; every other table only with itself', () => {
+    expect(changesWith('line_items')).toEqual(['line_items', 'focus', 'focus_1_3', 'focus_1_4']);
+    for (const t of ['rollups_daily', 'anomalies', 'anomaly_status_history', 'focus', 'focus_1_3']) expect(changesWith(t)).toEqual([t]);
     // A table named by a newer costsync is its own.
     expect(changesWith('budgets')).toEqual(['budgets']);
   });

@@ -120,7 +120,7 @@ describe('--format iceberg (a directory)', () => {
           .filter(Boolean)
           .map((l) => JSON.parse(l) as { msg: string; lakeTables?: Record<string, string> })
           .find((l) => l.msg === 'sync finished');
-        expect(Object.keys(finished!.lakeTables!)).toHaveLength(7);
+        expect(Object.keys(finished!.lakeTables!)).toHaveLength(9);
         expect(finished!.lakeTables!.line_items).toBe(current('line_items'));
         const status = await run(['status', '--db', join(dir, 'c.duckdb'), '--state-dir', join(dir, 'state'), '--format', 'json'], ENV);
         const lakeTables = (JSON.parse(status.stdout) as { lakeTables: { table: string; metadata_file: string }[] }).lakeTables;
