@@ -114,7 +114,7 @@ describe('the lake and the published warehouse in a bucket: long kill loops (slo
             }
             // Every object this shard wrote or deleted is its own sources', its probe or its warehouse.
             const own = new RegExp(
-              `^/lake-d/(costs/([a-z_]+/source=(${sources.join('|')})/|_costsync_(manifest|lease|state)\\.(${sources.join('|')})\\.json|_costsync_check-)|wh/shard-${n}\\.duckdb)`,
+              `^/lake-d/(costs/([a-z0-9_]+/source=(${sources.join('|')})/|_costsync_(manifest|lease|state)\\.(${sources.join('|')})\\.json|_costsync_check-)|wh/shard-${n}\\.duckdb)`,
             );
             const writes = proxies[n]!.log.filter((r) => ['PUT', 'POST', 'DELETE'].includes(r.method) && r.path !== '/lake-d/');
             expect(writes.length).toBeGreaterThan(0);

@@ -7,7 +7,7 @@ import type { S3Server } from './s3.js';
 
 /** Every object a lake of the `default` source may hold. */
 export const OBJECT =
-  /^((line_items|focus|rollups_daily|anomalies|anomaly_status_history)\/source=default\/date=\d{4}-\d{2}-\d{2}\/data\.parquet|(sync_runs|sync_run_streams)\/source=default\/data\.parquet|_costsync_(manifest|state)\.default\.json)$/;
+  /^((line_items|focus|focus_1_3|focus_1_4|rollups_daily|anomalies|anomaly_status_history)\/source=default\/date=\d{4}-\d{2}-\d{2}\/data\.parquet|(sync_runs|sync_run_streams)\/source=default\/data\.parquet|_costsync_(manifest|state)\.default\.json)$/;
 
 /** A sync against `url` whose warehouse is published in `bucket` (`wh/costs.duckdb`), its state in `stateDir`, then `extra`. */
 export function bucketSyncCommand(url: string, bucket: string, stateDir: string, extra: readonly string[] = []): string[] {
