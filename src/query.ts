@@ -1,8 +1,11 @@
 /** `costsync query`: read-only SQL against the warehouse, printed as a table, CSV or JSON. */
+import { readdirSync, rmSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import type { StatementType as StatementTypes } from '@duckdb/node-api';
 import { duckdbApi } from './cjs-libraries.js';
+import { tmpWriterPid } from './durable-file.js';
+import { systemProbe } from './state/holder.js';
 import { ConfigError, CostsyncError, ExitCode } from './errors.js';
 import { sqlString, type ReadOnlyWarehouse, type ResultTable, type RowStream } from './storage/duckdb.js';
 import { PARQUET_OPTIONS, boundedSettings } from './storage/duckdb-settings.js';
@@ -360,9 +363,48 @@ export function exportFormat(file: string): string {
  * leaves a partial file at `file`. Returns the rows written.
  */
 export async function exportQuery(warehouse: ReadOnlyWarehouse, text: string, file: string): Promise<number> {
-  const { tmp, rows } = await copyBeside(warehouse, text, file, true);
-  await rename(tmp, resolve(file));
+  const { tmp, rows, release } = await copyBeside(warehouse, text, file, true);
+  try {
+    await rename(tmp, resolve(file));
+  } finally {
+    release();
+  }
   return rows;
+}
+
+/**
+ * Removes `path` when the process is stopped (Ctrl-C, SIGTERM) before the returned release is called,
+ * then lets the signal end the process as it would have (exit 130, 143): a stopped export leaves no
+ * temporary file behind.
+ */
+function removedOnStop(path: string): () => void {
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  const stop = (signal: NodeJS.Signals) => {
+    release();
+    rmSync(path, { force: true });
+    process.kill(process.pid, signal);
+  };
+  const release = () => {
+    for (const s of signals) process.removeListener(s, stop);
+  };
+  for (const s of signals) process.once(s, stop);
+  return release;
+}
+
+/** Removes the temporary files of earlier exports to `target` whose process is gone (killed, or an older costsync's). */
+function removeStaleTemporaries(target: string): void {
+  const dir = dirname(target);
+  const prefix = `.${basename(target)}.`;
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n.startsWith(prefix) && n.endsWith('.tmp'));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = tmpWriterPid(name);
+    if (pid !== null && pid !== process.pid && !systemProbe.isAlive(pid)) rmSync(join(dir, name), { force: true });
+  }
 }
 
 /**
@@ -374,22 +416,27 @@ export async function copyBeside(
   text: string,
   file: string,
   userSql: boolean,
-): Promise<{ tmp: string; rows: number }> {
+  /** More COPY options (after the format's own): an export's time format. */
+  extraOptions = '',
+): Promise<{ tmp: string; rows: number; release: () => void }> {
   const options = exportFormat(file);
   const target = resolve(file);
   const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
   const select = text.trim().replace(/;\s*$/, '');
   // As `report --out` does: a folder that does not exist yet is made (DuckDB would name the temporary file).
   await mkdir(dirname(target), { recursive: true });
+  removeStaleTemporaries(target);
+  const release = removedOnStop(tmp);
   try {
     // As a sync does: one thread, DuckDB's memory bounded (it spills), no order kept across threads, so
     // memory stays flat whatever the size of the result (a Parquet writer buffers a row group per thread).
     for (const [name, value] of Object.entries(boundedSettings())) await warehouse.sql(`SET ${name} = ${sqlString(value)}`);
     // After costsync's own settings, which the check then locks.
     if (userSql) await checkUserSql(warehouse, select, true);
-    const [row] = await warehouse.sql<{ Count: number }>(`COPY (${select}) TO ${sqlString(tmp)} (${options})`);
-    return { tmp, rows: Number(row?.Count ?? 0) };
+    const [row] = await warehouse.sql<{ Count: number }>(`COPY (${select}) TO ${sqlString(tmp)} (${options}${extraOptions})`);
+    return { tmp, rows: Number(row?.Count ?? 0), release };
   } catch (cause) {
+    release();
     await rm(tmp, { force: true });
     if (cause instanceof CostsyncError) throw cause;
     throw queryError(cause);

@@ -6,12 +6,12 @@
  * metadata that claims what the data does not hold.
  */
 import { rename, rm, stat } from 'node:fs/promises';
-import { basename, dirname, extname, join, resolve } from 'node:path';
+import { basename, extname, resolve } from 'node:path';
 import { writeFileAtomic } from '../durable-file.js';
 import { packageVersion } from '../paths.js';
 import { copyBeside } from '../query.js';
 import type { ReadOnlyWarehouse } from '../storage/duckdb.js';
-import { FOCUS_VERSIONS, type FocusColumn } from './columns.js';
+import { FOCUS_VERSIONS } from './columns.js';
 
 export type FocusVersion = (typeof FOCUS_VERSIONS)[number]['version'];
 
@@ -44,17 +44,22 @@ export function focusDateTime(value: string): string {
   return new Date(value).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
-/** A column's FOCUS data type, as the metadata's ColumnDefinition names it. Pure. */
-function focusDataType(column: FocusColumn): string {
-  if (column.type.startsWith('DECIMAL')) return 'Decimal';
-  if (column.type.startsWith('TIMESTAMP')) return 'Date/Time';
-  return column.type === 'JSON' ? 'JSON' : 'String';
+/** A column's data type as the metadata's ColumnDefinition names it (FOCUS's names), from its DuckDB type. Pure. */
+export function focusDataType(duckdbType: string): string {
+  if (/^(DECIMAL|DOUBLE|FLOAT|REAL|BIGINT|INTEGER|HUGEINT|SMALLINT|TINYINT|UBIGINT|UINTEGER)/.test(duckdbType)) return 'Decimal';
+  if (duckdbType.startsWith('TIMESTAMP') || duckdbType === 'DATE') return 'Date/Time';
+  if (duckdbType === 'BOOLEAN') return 'Boolean';
+  return duckdbType === 'JSON' ? 'JSON' : 'String';
 }
 
-/** The metadata file written beside `file`: `focus.parquet` -> `focus.metadata.json`. Pure. */
+/** The metadata file written beside `file`: `focus.parquet` -> `focus.parquet.metadata.json` (one per data file, whatever its format). Pure. */
 export function metadataFileOf(file: string): string {
-  const ext = extname(file);
-  return join(dirname(file), `${basename(file, ext)}.metadata.json`);
+  return `${file}.metadata.json`;
+}
+
+/** COPY options that write date-times in FOCUS's Date/Time Format in text files (Parquet keeps its own type). Pure. */
+export function timeFormatOptions(file: string): string {
+  return extname(file).toLowerCase() === '.parquet' ? '' : ", TIMESTAMPFORMAT '%Y-%m-%dT%H:%M:%SZ'";
 }
 
 /** The FOCUS metadata of an export, from its snapshot's instances and sectors. Pure. */
@@ -62,9 +67,15 @@ export function focusMetadata(
   version: FocusVersion,
   instances: readonly InstanceRow[],
   sectors: readonly SectorRow[],
-  data: { file: string; rows: number; bytes: number },
+  data: { file: string; rows: number; bytes: number; columns: readonly { name: string; type: string }[]; createdAt: string },
 ): Record<string, unknown> {
-  const columns = FOCUS_VERSIONS.find((v) => v.version === version)!.columns;
+  // Every column the file holds, the x_ extras included.
+  const schema = {
+    SchemaId: `costsync-focus-${version}`,
+    FocusVersion: version,
+    CreationDate: focusDateTime(data.createdAt),
+    ColumnDefinition: data.columns.map((c) => ({ ColumnName: c.name, DataType: focusDataType(c.type) })),
+  };
   return {
     DataGenerator: { DataGenerator: 'costsync', x_DataGeneratorVersion: packageVersion() },
     DatasetInstance: instances.map((i) => ({
@@ -85,13 +96,8 @@ export function focusMetadata(
           TimeSectorLastUpdated: focusDateTime(s.TimeSectorLastUpdated),
         })),
     })),
-    Schema: [
-      {
-        SchemaId: `costsync-focus-${version}`,
-        FocusVersion: version,
-        ColumnDefinition: columns.map((c) => ({ ColumnName: c.name, DataType: focusDataType(c) })),
-      },
-    ],
+    // The one schema of the file, for each dataset instance in it.
+    Schema: instances.length === 0 ? [schema] : instances.map((i) => ({ ...schema, DatasetInstanceId: i.DatasetInstanceId })),
     // Which file, and how much of it, this metadata describes: a reader can tell it from another export's.
     x_DataFile: { Name: basename(data.file), Rows: data.rows, Bytes: data.bytes },
   };
@@ -113,9 +119,17 @@ export async function exportFocus(warehouse: ReadOnlyWarehouse, version: FocusVe
   await warehouse.sql('BEGIN TRANSACTION');
   let open = true;
   let tmp: string | null = null;
+  let release = () => undefined as void;
   try {
-    const copied = await copyBeside(warehouse, `SELECT * FROM ${view}`, target, false);
+    // Text files' date-times in FOCUS's format, in UTC.
+    await warehouse.sql("SET TimeZone = 'UTC'");
+    const copied = await copyBeside(warehouse, `SELECT * FROM ${view}`, target, false, timeFormatOptions(target));
+    release = copied.release;
     tmp = copied.tmp;
+    const columns = await warehouse.sql<{ name: string; type: string }>(
+      'SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position',
+      [view],
+    );
     const instances = withMetadata
       ? await warehouse.sql<InstanceRow>(
           'SELECT DatasetInstanceId, DatasetInstanceName, FocusDatasetId, DatasetInstanceLastUpdated::VARCHAR AS DatasetInstanceLastUpdated, RecencyLastUpdated::VARCHAR AS RecencyLastUpdated FROM focus_dataset_instances ORDER BY DatasetInstanceId',
@@ -135,11 +149,18 @@ export async function exportFocus(warehouse: ReadOnlyWarehouse, version: FocusVe
     await rename(tmp, target);
     tmp = null;
     if (withMetadata) {
-      const metadata = focusMetadata(version, instances, sectors, { file: target, rows: copied.rows, bytes });
+      const metadata = focusMetadata(version, instances, sectors, {
+        file: target,
+        rows: copied.rows,
+        bytes,
+        columns,
+        createdAt: new Date().toISOString(),
+      });
       await writeFileAtomic(metadataFile, `${JSON.stringify(metadata, null, 2)}\n`, { mode: 0o644 });
     }
-    return { rows: copied.rows, metadata: withMetadata ? metadataFile : null, sources: instances.length };
+    return { rows: copied.rows, metadata: withMetadata ? metadataFileOf(file) : null, sources: instances.length };
   } finally {
+    release();
     if (tmp !== null) await rm(tmp, { force: true });
     if (open) await warehouse.sql('ROLLBACK').catch(() => undefined);
   }
