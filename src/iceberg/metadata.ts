@@ -45,6 +45,8 @@ export const SUMMARY = {
   runId: 'costsync.run-id',
   commitId: 'costsync.commit-id',
   source: 'costsync.source',
+  /** A batch's sources, comma-separated (a snapshot of one source has only `source`). */
+  sources: 'costsync.sources',
   window: 'costsync.window',
   /** A repair's snapshot (`repairTable`): the snapshot it replaced, which could not be read whole. */
   repairedFrom: 'costsync.repaired-from',

@@ -317,51 +317,53 @@ interface BuiltCommit extends TableCommit {
   initial?: TableMetadata;
 }
 
+/** The sources a snapshot wrote: a batch names them all (`SUMMARY.sources`), an older single commit its one. Pure. */
+export function snapshotSources(snapshot: Pick<Snapshot, 'summary'>): string[] {
+  const all = snapshot.summary[SUMMARY.sources];
+  if (all !== undefined) return all.split(',').filter((s) => s !== '');
+  const one = snapshot.summary[SUMMARY.source];
+  return one === undefined ? [] : [one];
+}
+
 /**
- * Builds `change` as one snapshot on top of `loaded`: `overwrite` when it replaces files, else
- * `append`; null when it neither adds nor replaces. Writes the new manifest and manifest list.
+ * Builds `changes` (each of another source of `table`) as one snapshot on top of `loaded`: `overwrite`
+ * when it replaces files, else `append`; null when none adds or replaces anything. Each source keeps a
+ * manifest of its own, so a runner reads and replaces only its sources' files. Writes the new manifests
+ * and the manifest list.
  */
-async function buildCommit(table: string, loaded: LoadedTable, change: SourceChange, nowMs: number): Promise<BuiltCommit | null> {
+async function buildCommit(table: string, loaded: LoadedTable, changes: readonly SourceChange[], nowMs: number): Promise<BuiltCommit | null> {
   const { store, metadata: base } = loaded;
-  const tag = sourceTag(change.source);
+  const first = changes[0]!;
+  const changing = new Set(changes.map((c) => c.source));
   const manifests = await currentManifests(store, table, base);
-  const mine = manifests.filter((m) => manifestSource(m) === change.source);
-  const others = manifests.filter((m) => manifestSource(m) !== change.source);
-  const live: ManifestEntry[] = [];
-  for (const m of mine) live.push(...(await readManifest(store, table, m)).filter((e) => e.status !== 2));
-  const removed = live.filter((e) => change.replaces(e.data_file));
-  const kept = live.filter((e) => !change.replaces(e.data_file));
-  if (change.add.length === 0 && removed.length === 0) return null;
+  const others = manifests.filter((m) => !changing.has(manifestSource(m) ?? ''));
+  const parts: { change: SourceChange; kept: ManifestEntry[]; removed: ManifestEntry[] }[] = [];
+  for (const change of changes) {
+    const live: ManifestEntry[] = [];
+    for (const m of manifests.filter((x) => manifestSource(x) === change.source))
+      live.push(...(await readManifest(store, table, m)).filter((e) => e.status !== 2));
+    parts.push({ change, removed: live.filter((e) => change.replaces(e.data_file)), kept: live.filter((e) => !change.replaces(e.data_file)) });
+  }
+  if (parts.every((p) => p.change.add.length === 0 && p.removed.length === 0)) return null;
 
   let initial: TableMetadata | undefined;
   if (base === null) {
-    const { schema, lastColumnId } = evolveSchema(change.columns, null, 0);
+    const { schema, lastColumnId } = evolveSchema(first.columns, null, 0);
     initial = newTableMetadata({
       uuid: randomUUID(),
       location: store.location(table),
       schema,
       lastColumnId,
-      spec: partitionSpec(schema, change.partitioning),
+      spec: partitionSpec(schema, first.partitioning),
       nowMs,
     });
   }
   const metadata = (base ?? initial)!;
-  const evolved = evolveSchema(change.columns, currentSchema(metadata), metadata['last-column-id']);
+  const evolved = evolveSchema(first.columns, currentSchema(metadata), metadata['last-column-id']);
   const schema = evolved.changed ? evolved.schema : currentSchema(metadata);
   const spec = metadata['partition-specs'].find((p) => p['spec-id'] === metadata['default-spec-id'])!;
   const snapshotId = newSnapshotId();
   const sequence = metadata['last-sequence-number'] + 1;
-  const entries: ManifestEntry[] = [
-    ...kept.map((e) => ({ ...e, status: 0 as const })),
-    ...removed.map((e) => ({ ...e, status: 2 as const, snapshot_id: snapshotId })),
-    ...change.add.map((d) => ({
-      status: 1 as const,
-      snapshot_id: snapshotId,
-      sequence_number: sequence,
-      file_sequence_number: sequence,
-      data_file: d,
-    })),
-  ];
   const written: string[] = [];
   const put = async (key: string, bytes: Buffer) => {
     await store.putBytes(key, bytes);
@@ -369,10 +371,21 @@ async function buildCommit(table: string, loaded: LoadedTable, change: SourceCha
     return bytes.length;
   };
   const listed: ManifestFile[] = [...others];
-  if (entries.length > 0) {
-    const manifestKey = `${table}/metadata/${tag}-${randomUUID()}-m0.avro`;
+  for (const { change, kept, removed } of parts) {
+    const entries: ManifestEntry[] = [
+      ...kept.map((e) => ({ ...e, status: 0 as const })),
+      ...removed.map((e) => ({ ...e, status: 2 as const, snapshot_id: snapshotId })),
+      ...change.add.map((d) => ({
+        status: 1 as const,
+        snapshot_id: snapshotId,
+        sequence_number: sequence,
+        file_sequence_number: sequence,
+        data_file: d,
+      })),
+    ];
+    if (entries.length === 0) continue;
+    const manifestKey = `${table}/metadata/${sourceTag(change.source)}-${randomUUID()}-m0.avro`;
     const length = await put(manifestKey, await encodeManifest(entries, schema, spec));
-    const files = entries.map((e) => e.data_file);
     listed.push({
       manifest_path: store.location(manifestKey),
       manifest_length: length,
@@ -387,18 +400,21 @@ async function buildCommit(table: string, loaded: LoadedTable, change: SourceCha
       added_rows_count: sum(change.add),
       existing_rows_count: sum(kept.map((e) => e.data_file)),
       deleted_rows_count: sum(removed.map((e) => e.data_file)),
-      partitions: fieldSummaries(spec, files),
+      partitions: fieldSummaries(spec, entries.map((e) => e.data_file)),
       key_metadata: null,
     });
   }
   const parent = currentSnapshot(metadata);
-  const listKey = `${table}/metadata/snap-${snapshotId}-${tag}-${randomUUID()}.avro`;
+  // The list is named for the batch's first source: that source's clean-up keeps it while the snapshot lives.
+  const listKey = `${table}/metadata/snap-${snapshotId}-${sourceTag(first.source)}-${randomUUID()}.avro`;
   await put(
     listKey,
     await encodeManifestList(listed, { id: snapshotId, parentId: parent?.['snapshot-id'] ?? null, sequenceNumber: sequence }),
   );
   const totalRecords = listed.reduce((n, m) => n + m.added_rows_count + m.existing_rows_count, 0);
   const totalFiles = listed.reduce((n, m) => n + m.added_files_count + m.existing_files_count, 0);
+  const added = parts.flatMap((p) => p.change.add);
+  const removed = parts.flatMap((p) => p.removed);
   const snapshot: Snapshot = {
     'snapshot-id': snapshotId,
     ...(parent !== null && { 'parent-snapshot-id': parent['snapshot-id'] }),
@@ -407,22 +423,24 @@ async function buildCommit(table: string, loaded: LoadedTable, change: SourceCha
     'manifest-list': store.location(listKey),
     summary: {
       operation: removed.length > 0 ? 'overwrite' : 'append',
-      'added-data-files': String(change.add.length),
+      'added-data-files': String(added.length),
       'deleted-data-files': String(removed.length),
-      'added-records': String(sum(change.add)),
+      'added-records': String(sum(added)),
       'deleted-records': String(sum(removed.map((e) => e.data_file))),
       'total-records': String(totalRecords),
       'total-data-files': String(totalFiles),
-      [SUMMARY.source]: change.source,
-      ...change.summary,
+      [SUMMARY.source]: first.source,
+      ...(changes.length > 1 && { [SUMMARY.sources]: changes.map((c) => c.source).join(',') }),
+      ...first.summary,
     },
     'schema-id': schema['schema-id'],
   };
+  const properties = Object.assign({}, ...changes.map((c) => c.properties ?? {})) as Record<string, string>;
   return {
     table,
     base: loaded,
     nowMs,
-    change: withProperties(snapshotChange(metadata, snapshot, evolved.changed ? schema : null), change.properties),
+    change: withProperties(snapshotChange(metadata, snapshot, evolved.changed ? schema : null), properties),
     snapshotId,
     written,
     ...(initial !== undefined && { initial }),
@@ -438,12 +456,12 @@ async function buildOnNewest(
   catalog: IcebergCatalog,
   table: string,
   loaded: LoadedTable,
-  change: SourceChange,
+  changes: readonly SourceChange[],
   nowMs: number,
 ): Promise<BuiltCommit | null> {
   for (let base = loaded, reads = 1; ; reads++) {
     try {
-      return await buildCommit(table, base, change, nowMs);
+      return await buildCommit(table, base, changes, nowMs);
     } catch (error) {
       if (!(error instanceof MissingFileError) || reads >= COMMIT_ATTEMPTS) throw error;
       const newest = await catalog.load(table);
@@ -470,12 +488,12 @@ export async function commitSource(
   clock: Clock,
   loaded?: LoadedTable,
 ): Promise<CommitResult> {
-  const [result] = await commitSources(catalog, [{ table, change, ...(loaded !== undefined && { loaded }) }], clock);
+  const [result] = await commitSources(catalog, [{ table, changes: [change], ...(loaded !== undefined && { loaded }) }], clock);
   return result!;
 }
 
 /**
- * Commits each table's change as one snapshot, all in one atomic step (several need a catalog with
+ * Commits each table's changes (of one source or several) as one snapshot, all in one atomic step (several tables need a catalog with
  * transactions). A lost race (a 409, or the version taken) reloads and builds again on the newest
  * metadata, removing what the lost attempt wrote. An answer that leaves it unknown whether the commit
  * was applied (500, 502, 504, a timeout) is settled first: reloaded and looked for by snapshot id, and
@@ -483,7 +501,7 @@ export async function commitSource(
  */
 export async function commitSources(
   catalog: IcebergCatalog,
-  items: readonly { table: string; change: SourceChange; loaded?: LoadedTable }[],
+  items: readonly { table: string; changes: readonly SourceChange[]; loaded?: LoadedTable }[],
   clock: Clock,
 ): Promise<CommitResult[]> {
   const results = new Map<string, CommitResult>();
@@ -494,7 +512,7 @@ export async function commitSources(
       // The caller's load serves the first attempt; a lost race reloads after its backoff (the read back
       // that settled it is older by then, and building on it would lose the race again).
       const loaded = attempt === 1 && item.loaded !== undefined ? item.loaded : await catalog.load(item.table);
-      const b = await buildOnNewest(catalog, item.table, loaded, item.change, clock.now());
+      const b = await buildOnNewest(catalog, item.table, loaded, item.changes, clock.now());
       if (b === null) results.set(item.table, { metadataLocation: null, snapshotId: null, attempts: attempt });
       else built.push(b);
     }
@@ -623,7 +641,7 @@ export async function expireTable(
     const loaded = await catalog.load(table);
     const base = loaded.metadata;
     if (base === null) return nothing;
-    const mine = expireSnapshots(base, clock.now(), retentionMs).expired.filter((s) => owned.has(s.summary[SUMMARY.source] ?? ''));
+    const mine = expireSnapshots(base, clock.now(), retentionMs).expired.filter((s) => snapshotSources(s).some((x) => owned.has(x)));
     if (mine.length === 0) return nothing;
     const ids = mine.map((s) => s['snapshot-id']);
     const outcome = await catalog.commit({ table, base: loaded, change: expiryChange(base, ids), nowMs: clock.now() });
@@ -748,7 +766,8 @@ export async function repairTable(
     const rewrite = new Set<string>();
     let kept: Snapshot | undefined = current;
     while (kept !== undefined && !lists.get(kept['snapshot-id'])) {
-      rewrite.add(kept.summary[SUMMARY.source] ?? '');
+      for (const x of snapshotSources(kept)) rewrite.add(x);
+      if (snapshotSources(kept).length === 0) rewrite.add('');
       const parent: number | undefined = kept['parent-snapshot-id'];
       kept = metadata.snapshots.find((x) => x['snapshot-id'] === parent);
     }
@@ -832,7 +851,7 @@ export async function removeUnreferenced(catalog: IcebergCatalog, table: string,
   const referenced = new Set<string>();
   const manifests = new Map<string, ManifestFile>();
   for (const snapshot of metadata?.snapshots ?? []) {
-    if (snapshot.summary[SUMMARY.source] === source) referenced.add(keyOf(store, table, snapshot['manifest-list']));
+    if (snapshotSources(snapshot).includes(source)) referenced.add(keyOf(store, table, snapshot['manifest-list']));
     let list: ManifestFile[];
     try {
       list = await readManifestList(store, table, snapshot);

@@ -52,7 +52,7 @@ import { ConfigError, throwIfStopped } from '../errors.js';
 import { sqlString, type LakeFormat, type Warehouse } from '../storage/duckdb.js';
 import { done, doneMany, mark, markMany, pending, sourcesBehind, type ItemOf } from '../storage/outbox.js';
 import { API_TABLES, ICEBERG_TABLES, LAKE_DOUBLES, RUN_TABLES, type IcebergTableDef } from '../storage/tables.js';
-import { drainPending, runTablesDue } from './lake.js';
+import { drainPendingSources, runTablesDue } from './lake.js';
 import { PARQUET_OPTIONS } from '../storage/duckdb-settings.js';
 import { NONE_BEHIND, catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
 import { STATE_TABLE, stateObjects, stateProperty, writeStateObjects } from './lake-seed.js';
@@ -240,56 +240,63 @@ function newTable(table: string, columns: readonly WarehouseColumn[]): NewTable 
   };
 }
 
+/** One source's part of a table's commit: the months to rewrite (null: everything), and table properties it sets. */
+export interface SourceBatch {
+  source: string;
+  months: readonly number[] | null;
+  properties?: Readonly<Record<string, string>>;
+}
+
 /**
- * Writes `months` (null: everything) of `source` in `table` as one file per month, to replace the files
- * the source has for those months. A month whose file would be the one it has is left out.
+ * Writes each batch's `months` of its source in `table` as one file per month, to replace the files the
+ * source has for those months (a month whose file would be the one it has is left out): the table's
+ * changes for one snapshot, the table loaded once for all its sources.
  */
-async function prepareBatch(
+async function prepareTable(
   warehouse: Warehouse,
   catalog: IcebergCatalog,
   run: IcebergRun,
   table: string,
-  source: string,
-  months: readonly number[] | null,
+  batches: readonly SourceBatch[],
   commitId: string,
   window: string,
-  properties?: Readonly<Record<string, string>>,
-): Promise<{ table: string; change: SourceChange; loaded: LoadedTable }> {
+): Promise<{ table: string; changes: SourceChange[]; loaded: LoadedTable }> {
   const def = ICEBERG_TABLES[table]!;
   const columns = await columnsOf(warehouse, table);
   // A catalog creates the table now, so the data files carry the field ids it assigned.
   const loaded = await catalog.ensure(table, () => newTable(table, columns));
   const { metadata, store } = loaded;
   // The field ids the commit will use: the table's, with any new column after them (the same rule
-  // `commitSource` applies to the newest metadata).
+  // `commitSources` applies to the newest metadata).
   const schema = evolveSchema(columns, metadata === null ? null : currentSchema(metadata), metadata?.['last-column-id'] ?? 0).schema;
   const field = def.month === null ? null : monthField(def.month);
   const inMonth = (f: DataFile, month: number | null) => month === null || field === null || f.partition[field] === month;
-  const live = await liveFiles(store, table, metadata, source);
-  const add: DataFile[] = [];
-  const rewritten: (number | null)[] = [];
-  for (const month of months ?? [null]) {
-    const file = await writeDataFile(
-      warehouse,
-      store,
-      table,
-      def,
-      source,
-      month,
-      schema,
-      columns,
-      live.filter((f) => inMonth(f, month)),
-      run.signal,
-    );
-    if (file === 'unchanged') continue;
-    rewritten.push(month);
-    if (file !== null) add.push(file);
-  }
+  // The manifest list once for every source of the batch.
+  const manifests = await currentManifests(store, table, metadata);
   const partitioning: Partitioning = { source: def.source, month: def.month };
-  return {
-    table,
-    loaded,
-    change: {
+  const changes: SourceChange[] = [];
+  for (const { source, months, properties } of batches) {
+    const live = await liveFiles(store, table, metadata, source, manifests);
+    const add: DataFile[] = [];
+    const rewritten: (number | null)[] = [];
+    for (const month of months ?? [null]) {
+      const file = await writeDataFile(
+        warehouse,
+        store,
+        table,
+        def,
+        source,
+        month,
+        schema,
+        columns,
+        live.filter((f) => inMonth(f, month)),
+        run.signal,
+      );
+      if (file === 'unchanged') continue;
+      rewritten.push(month);
+      if (file !== null) add.push(file);
+    }
+    changes.push({
       source,
       columns,
       partitioning,
@@ -297,8 +304,9 @@ async function prepareBatch(
       replaces: (f) => rewritten.some((month) => inMonth(f, month)),
       summary: { [SUMMARY.runId]: run.runId, [SUMMARY.commitId]: commitId, [SUMMARY.window]: window },
       ...(properties !== undefined && { properties }),
-    },
-  };
+    });
+  }
+  return { table, loaded, changes };
 }
 
 /**
@@ -307,12 +315,19 @@ async function prepareBatch(
  */
 async function recoverIntents(warehouse: Warehouse, catalog: IcebergCatalog, removeOrphans: boolean): Promise<number> {
   let removed = 0;
+  // A batch's intents (one per source) share their commit: it is looked for once.
+  const found = new Map<string, Promise<boolean>>();
+  const landedOnce = (intent: ItemOf<'iceberg-commit'>) => {
+    const key = `${intent.table} ${intent.commitId}`;
+    if (!found.has(key)) found.set(key, landed(catalog, intent));
+    return found.get(key)!;
+  };
   for (const intent of await pending(warehouse, 'iceberg-commit', 'iceberg-expiry')) {
     const { table } = intent;
     // A table a newer costsync named has nothing here to recover.
     if (ICEBERG_TABLES[table] !== undefined) {
       // An expiry cleaned up for every source it names, and committed nothing.
-      if (intent.kind === 'iceberg-commit' && (await landed(catalog, intent))) {
+      if (intent.kind === 'iceberg-commit' && (await landedOnce(intent))) {
         const months = intent.months === null ? null : new Set(intent.months);
         const landedDates = (await pending(warehouse, 'partition')).filter(
           (p) => p.table === table && p.source === intent.source && (months === null || months.has(monthOrdinal(p.date))),
@@ -452,31 +467,32 @@ export function icebergLake(run: IcebergRun) {
     (catalog ??= run.catalog !== undefined ? await run.catalog() : directoryCatalog(target));
 
   /**
-   * Records the intent of each table's commit, commits `months` (null: all) of `source` in `tables` (one
-   * step: several only through a catalog's transaction), and records the new metadata files. Returns the
-   * intents, which the caller clears once what the commit covers is cleared.
+   * Records the intent of each table's commit (one per table and source, sharing the table's commit id),
+   * commits each batch's months of its source in `tables` (one snapshot a table, every source in it; several
+   * tables only through a catalog's transaction), and records the new metadata files. Returns the intents,
+   * which the caller clears once what the commit covers is cleared.
    */
   const commitUnderIntent = async (
     warehouse: Warehouse,
     cat: IcebergCatalog,
     tables: readonly string[],
-    source: string,
-    months: number[] | null,
+    batches: readonly SourceBatch[],
     window: string,
-    properties?: Readonly<Record<string, string>>,
   ): Promise<ItemOf<'iceberg-commit'>[]> => {
-    const intents = tables.map((table): ItemOf<'iceberg-commit'> => ({
-      kind: 'iceberg-commit',
-      table,
-      source,
-      commitId: nextCommitId(),
-      months,
-    }));
+    const commitIds = new Map(tables.map((table) => [table, nextCommitId()]));
+    const intents = tables.flatMap((table) =>
+      batches.map((b): ItemOf<'iceberg-commit'> => ({
+        kind: 'iceberg-commit',
+        table,
+        source: b.source,
+        commitId: commitIds.get(table)!,
+        months: b.months,
+      })),
+    );
     // One statement: the batch's intents are recorded together or not at all.
     await markMany(warehouse, intents);
     const prepared = [];
-    for (const intent of intents)
-      prepared.push(await prepareBatch(warehouse, cat, run, intent.table, source, months, intent.commitId, window, properties));
+    for (const table of tables) prepared.push(await prepareTable(warehouse, cat, run, table, batches, commitIds.get(table)!, window));
     throwIfStopped(run.signal, `the commit of ${tables.join(', ')}`);
     const results = await commitSources(cat, prepared, run.clock);
     failpoint('iceberg-commit');
@@ -527,31 +543,32 @@ export function icebergLake(run: IcebergRun) {
       });
       started.add(cat);
     }
-    return drainPending(
+    return drainPendingSources(
       warehouse,
-      async ({ table, source, dates }) => {
+      async (table, pendingBatches) => {
         const def = ICEBERG_TABLES[table];
         // An unknown table (a newer costsync's) has nothing to write here.
-        if (def === undefined) return { written: dates };
-        let batch = dates;
-        let months: number[] | null = null;
-        if (def.month !== null) {
-          months = [...new Set(dates.map(monthOrdinal))].sort((a, b) => a - b).slice(0, MONTHS_PER_COMMIT);
+        if (def === undefined) return { written: new Map(pendingBatches.map((b) => [b.source, b.dates])) };
+        // Per source, up to a year of months; every source in one snapshot.
+        const batches: (SourceBatch & { dates: string[] })[] = pendingBatches.map(({ source, dates }) => {
+          if (def.month === null) return { source, months: null, dates };
+          const months = [...new Set(dates.map(monthOrdinal))].sort((a, b) => a - b).slice(0, MONTHS_PER_COMMIT);
           const chosen = new Set(months);
-          batch = dates.filter((d) => chosen.has(monthOrdinal(d)));
-        }
+          return { source, months, dates: dates.filter((d) => chosen.has(monthOrdinal(d))) };
+        });
         // With a catalog's transactions, line items and FOCUS change in one commit, so no reader sees one without the other.
-        const together = cat.transactions && COMMITTED_TOGETHER.includes(table) && months !== null;
+        const together = cat.transactions && COMMITTED_TOGETHER.includes(table) && def.month !== null;
         const tables = together ? COMMITTED_TOGETHER : [table];
-        const intents = await commitUnderIntent(warehouse, cat, tables, source, months, `${batch[0]}..${batch.at(-1)}`);
+        const all = batches.flatMap((b) => b.dates).sort();
+        const intents = await commitUnderIntent(warehouse, cat, tables, batches, `${all[0]}..${all.at(-1)}`);
         // The dates are cleared before the intents: a crash between leaves the intents, which find the commit.
         return {
-          written: batch,
+          written: new Map(batches.map((b) => [b.source, b.dates])),
           cleared: async () => {
             if (together) {
-              const chosen = new Set(months);
+              const chosen = new Map(batches.map((b) => [b.source, new Set(b.months)]));
               const written = (await pending(warehouse, 'partition')).filter(
-                (p) => p.table !== table && tables.includes(p.table) && p.source === source && chosen.has(monthOrdinal(p.date)),
+                (p) => p.table !== table && tables.includes(p.table) && chosen.get(p.source)?.has(monthOrdinal(p.date)) === true,
               );
               await doneMany(warehouse, written);
             }
@@ -636,16 +653,16 @@ export function icebergLake(run: IcebergRun) {
               due.map((d) => d.source).filter((s) => !behind.has(s)),
             )
           : new Map<string, string>();
-      for (const item of due) {
-        for (const table of RUN_TABLES) {
-          throwIfStopped(run.signal, `the Iceberg ${table} of ${item.source}`);
+      // Every due source in one snapshot a table; a catalog's state objects ride on sync_runs' snapshot.
+      for (const table of RUN_TABLES) {
+        throwIfStopped(run.signal, `the Iceberg ${table}`);
+        const batches = due.map((item): SourceBatch => {
           const state = table === STATE_TABLE ? states.get(item.source) : undefined;
-          const properties = state === undefined ? undefined : { [stateProperty(item.source)]: state };
-          for (const intent of await commitUnderIntent(warehouse, cat, [table], item.source, null, 'run', properties))
-            await done(warehouse, intent);
-        }
-        await done(warehouse, item);
+          return { source: item.source, months: null, ...(state !== undefined && { properties: { [stateProperty(item.source)]: state } }) };
+        });
+        await doneMany(warehouse, await commitUnderIntent(warehouse, cat, [table], batches, 'run'));
       }
+      await doneMany(warehouse, due);
     });
   }
 

@@ -170,6 +170,51 @@ export async function drainPending(
   }
 }
 
+/** The most sources one call of `drainPendingSources` hands over: a commit's work (and the files it writes before it lands) stays bounded. */
+export const SOURCES_PER_BATCH = 250;
+
+/**
+ * `drainPending` for a lake that commits many sources at once (Iceberg: one snapshot a table, not one a
+ * source): takes the first table with pending dates and hands over every source's pending dates of it
+ * (up to SOURCES_PER_BATCH, in the order they became pending), clearing the dates `write` says it wrote
+ * per source. Each call is one slot of the write queue, as in `drainPending`.
+ */
+export async function drainPendingSources(
+  warehouse: Warehouse,
+  write: (table: string, batches: PendingBatch[]) => Promise<{ written: ReadonlyMap<string, readonly string[]>; cleared?: () => Promise<void> }>,
+  signal?: AbortSignal,
+  caughtUp?: () => Promise<void>,
+): Promise<number> {
+  let written = 0;
+  for (;;) {
+    throwIfStopped(signal, 'the lake');
+    const count = await warehouse.exclusive(async () => {
+      throwIfStopped(signal, 'the lake');
+      const partitions = await pending(warehouse, 'partition');
+      if (partitions.length === 0 && written > 0) await caughtUp?.();
+      if (partitions.length === 0) return 0;
+      const { table } = partitions[0]!;
+      const ofTable = partitions.filter((p) => p.table === table);
+      const sources = [...new Set(ofTable.map((p) => p.source))].slice(0, SOURCES_PER_BATCH);
+      const batches = sources.map((source) => ({
+        table,
+        source,
+        dates: [...new Set(ofTable.filter((p) => p.source === source).map((p) => p.date))].sort(),
+      }));
+      const { written: wrote, cleared } = await write(table, batches);
+      // An earlier version's form of a partition may be pending beside this version's: both are cleared.
+      await doneMany(
+        warehouse,
+        ofTable.filter((p) => wrote.get(p.source)?.includes(p.date) === true),
+      );
+      await cleared?.();
+      return [...wrote.values()].reduce((n, d) => n + d.length, 0);
+    });
+    if (count === 0) return written;
+    written += count;
+  }
+}
+
 /**
  * Writes the rows of `dates` of `source` in `table` to one Parquet file in a scratch directory, then cuts
  * each date's file from it and puts it at its key; a date with no rows loses its object. One file is open
