@@ -31,7 +31,7 @@ export interface TableMetadata {
   'sort-orders': [{ 'order-id': 0; fields: [] }];
   properties: Record<string, string>;
   'current-snapshot-id': number;
-  refs: Record<string, { 'snapshot-id': number; type: 'branch' }>;
+  refs: Record<string, { 'snapshot-id': number; type: 'branch' | 'tag' }>;
   snapshots: Snapshot[];
   'snapshot-log': { 'timestamp-ms': number; 'snapshot-id': number }[];
   'metadata-log': { 'timestamp-ms': number; 'metadata-file': string }[];
@@ -110,8 +110,11 @@ export function expireSnapshots(m: TableMetadata, nowMs: number, retentionMs: nu
   const cutoff = nowMs - retentionMs;
   const older = m.snapshots.filter((s) => s['timestamp-ms'] < cutoff).sort((a, b) => a['timestamp-ms'] - b['timestamp-ms']);
   const keepAtCutoff = older.at(-1)?.['snapshot-id'];
+  // What a user asked to keep: every snapshot a tag or branch names (main among them) stays for time travel.
+  const named = new Set<number>([...Object.values(m.refs ?? {}).map((r) => r['snapshot-id'])]);
   const main = mainSnapshotId(m);
-  const expired = older.filter((s) => s['snapshot-id'] !== keepAtCutoff && s['snapshot-id'] !== main);
+  if (main !== null) named.add(main);
+  const expired = older.filter((s) => s['snapshot-id'] !== keepAtCutoff && !named.has(s['snapshot-id']));
   if (expired.length === 0) return { metadata: m, expired };
   return { metadata: withoutSnapshots(m, new Set(expired.map((s) => s['snapshot-id']))), expired };
 }

@@ -331,7 +331,12 @@ export function snapshotSources(snapshot: Pick<Snapshot, 'summary'>): string[] {
  * manifest of its own, so a runner reads and replaces only its sources' files. Writes the new manifests
  * and the manifest list.
  */
-async function buildCommit(table: string, loaded: LoadedTable, changes: readonly SourceChange[], nowMs: number): Promise<BuiltCommit | null> {
+async function buildCommit(
+  table: string,
+  loaded: LoadedTable,
+  changes: readonly SourceChange[],
+  nowMs: number,
+): Promise<BuiltCommit | null> {
   const { store, metadata: base } = loaded;
   const first = changes[0]!;
   const changing = new Set(changes.map((c) => c.source));
@@ -342,7 +347,11 @@ async function buildCommit(table: string, loaded: LoadedTable, changes: readonly
     const live: ManifestEntry[] = [];
     for (const m of manifests.filter((x) => manifestSource(x) === change.source))
       live.push(...(await readManifest(store, table, m)).filter((e) => e.status !== 2));
-    parts.push({ change, removed: live.filter((e) => change.replaces(e.data_file)), kept: live.filter((e) => !change.replaces(e.data_file)) });
+    parts.push({
+      change,
+      removed: live.filter((e) => change.replaces(e.data_file)),
+      kept: live.filter((e) => !change.replaces(e.data_file)),
+    });
   }
   if (parts.every((p) => p.change.add.length === 0 && p.removed.length === 0)) return null;
 
@@ -400,7 +409,10 @@ async function buildCommit(table: string, loaded: LoadedTable, changes: readonly
       added_rows_count: sum(change.add),
       existing_rows_count: sum(kept.map((e) => e.data_file)),
       deleted_rows_count: sum(removed.map((e) => e.data_file)),
-      partitions: fieldSummaries(spec, entries.map((e) => e.data_file)),
+      partitions: fieldSummaries(
+        spec,
+        entries.map((e) => e.data_file),
+      ),
       key_metadata: null,
     });
   }

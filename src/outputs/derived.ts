@@ -125,6 +125,8 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
         };
   const step: OutputSteps = { ...REAL_STEPS, ...lakeSteps, ...o.steps };
   let lastPublish = clock.now();
+  /** When the Iceberg lake last committed in this run (its start: none yet). */
+  let lastLakeCommit = clock.now();
   let compacted = false;
   const behind = new Map<OutputName, { where: string; error: unknown }>();
   const where = (name: OutputName) => (name === 'lake' ? o.lake!.url : o.db.kind === 'file' ? o.db.path : o.db.url);
@@ -229,7 +231,13 @@ export function derivedOutputs(o: DerivedOutputsOptions) {
       });
     },
     async afterCommit() {
-      if (o.lake) await attempt('lake', lake);
+      // An Iceberg lake commits on the publish's pace, not after every window: a runner's commits grow with
+      // its run's length, not with its sources (a nightly's all go in at its end). A Parquet lake's files are
+      // written as the windows commit.
+      if (o.lake && (iceberg === null || clock.now() - lastLakeCommit >= o.publishIntervalMs)) {
+        await attempt('lake', lake);
+        lastLakeCommit = clock.now();
+      }
       if (clock.now() - lastPublish >= o.publishIntervalMs) await attempt('published warehouse', doPublish);
     },
     /**

@@ -132,58 +132,49 @@ export interface PendingBatch {
 /**
  * Until nothing is pending: takes the first table and source with pending dates and hands them to
  * `write`, which writes some or all of them and returns those it wrote; they are cleared from the
- * outbox, then its `cleared` step runs (what must follow the clear). Each batch is one slot of the write queue, so a write sees committed rows only and a change
- * committed meanwhile cannot be cleared unwritten. Returns the number of dates written. Once `signal`
- * is aborted no batch starts (CS_ERR_ABORTED): what is pending stays in the outbox for the next run.
- * `caughtUp` runs, in the slot that found nothing pending, once this call has written something.
+ * outbox, then its `cleared` step runs (what must follow the clear). `drainPendingSources` one source at
+ * a time: see it for the slots, the stop and `caughtUp`. Returns the number of dates written.
  */
-export async function drainPending(
+export function drainPending(
   warehouse: Warehouse,
   write: (batch: PendingBatch) => Promise<{ written: string[]; cleared?: () => Promise<void> }>,
   signal?: AbortSignal,
   caughtUp?: () => Promise<void>,
 ): Promise<number> {
-  let written = 0;
-  for (;;) {
-    throwIfStopped(signal, 'the lake');
-    const count = await warehouse.exclusive(async () => {
-      throwIfStopped(signal, 'the lake');
-      const partitions = await pending(warehouse, 'partition');
-      // Nothing pending, in the same slot as no commit can enter: the lake holds every change so far.
-      if (partitions.length === 0 && written > 0) await caughtUp?.();
-      if (partitions.length === 0) return 0;
-      const { table, source } = partitions[0]!;
-      // An earlier version's form of a partition may be pending beside this version's: both are cleared.
-      const batch = partitions.filter((p) => p.table === table && p.source === source);
-      const dates = [...new Set(batch.map((p) => p.date))].sort();
-      const { written: wrote, cleared } = await write({ table, source, dates });
-      const clear = new Set(wrote);
-      await doneMany(
-        warehouse,
-        batch.filter((p) => clear.has(p.date)),
-      );
-      await cleared?.();
-      return wrote.length;
-    });
-    if (count === 0) return written;
-    written += count;
-  }
+  return drainPendingSources(
+    warehouse,
+    async (_table, [batch]) => {
+      const { written, cleared } = await write(batch!);
+      return { written: new Map([[batch!.source, written]]), ...(cleared !== undefined && { cleared }) };
+    },
+    signal,
+    caughtUp,
+    1,
+  );
 }
 
 /** The most sources one call of `drainPendingSources` hands over: a commit's work (and the files it writes before it lands) stays bounded. */
 export const SOURCES_PER_BATCH = 250;
 
 /**
- * `drainPending` for a lake that commits many sources at once (Iceberg: one snapshot a table, not one a
- * source): takes the first table with pending dates and hands over every source's pending dates of it
- * (up to SOURCES_PER_BATCH, in the order they became pending), clearing the dates `write` says it wrote
- * per source. Each call is one slot of the write queue, as in `drainPending`.
+ * Until nothing is pending: takes the first table with pending dates and hands over its sources' pending
+ * dates (up to `maxSources`, in the order they became pending; Iceberg commits them in one snapshot) to
+ * `write`, which returns the dates it wrote per source; they are cleared from the outbox, then its
+ * `cleared` step runs (what must follow the clear). Each batch is one slot of the write queue, so a write
+ * sees committed rows only and a change committed meanwhile cannot be cleared unwritten. Returns the
+ * number of dates written. Once `signal` is aborted no batch starts (CS_ERR_ABORTED): what is pending stays
+ * in the outbox for the next run. `caughtUp` runs, in the slot that found nothing pending, once this call
+ * has written something.
  */
 export async function drainPendingSources(
   warehouse: Warehouse,
-  write: (table: string, batches: PendingBatch[]) => Promise<{ written: ReadonlyMap<string, readonly string[]>; cleared?: () => Promise<void> }>,
+  write: (
+    table: string,
+    batches: PendingBatch[],
+  ) => Promise<{ written: ReadonlyMap<string, readonly string[]>; cleared?: () => Promise<void> }>,
   signal?: AbortSignal,
   caughtUp?: () => Promise<void>,
+  maxSources = SOURCES_PER_BATCH,
 ): Promise<number> {
   let written = 0;
   for (;;) {
@@ -195,7 +186,7 @@ export async function drainPendingSources(
       if (partitions.length === 0) return 0;
       const { table } = partitions[0]!;
       const ofTable = partitions.filter((p) => p.table === table);
-      const sources = [...new Set(ofTable.map((p) => p.source))].slice(0, SOURCES_PER_BATCH);
+      const sources = [...new Set(ofTable.map((p) => p.source))].slice(0, maxSources);
       const batches = sources.map((source) => ({
         table,
         source,

@@ -98,9 +98,10 @@ export const TABLES: readonly TableDef[] = [
     parquet: 'daily',
     icebergMonth: 'usage_date',
   },
-  {
-    // The FOCUS 1.2 view: written with line items' partitions, so FOCUS tools read the lake as it is.
-    name: 'focus',
+  // The FOCUS views (1.2, 1.3, 1.4; sql/views/060_focus.sql, 061_focus_versions.sql): written with line
+  // items' partitions, so a FOCUS tool reads its version from the lake as it is.
+  ...(['focus', 'focus_1_3', 'focus_1_4'] as const).map((name): TableDef => ({
+    name,
     origin: 'view',
     columns: 'view',
     date: 'CAST(ChargePeriodStart AS DATE)',
@@ -109,21 +110,7 @@ export const TABLES: readonly TableDef[] = [
     substitutable: false,
     parquet: 'daily',
     icebergMonth: 'ChargePeriodStart',
-  },
-  // FOCUS 1.3 and 1.4 (sql/views/061_focus_versions.sql), written as `focus` is, so a FOCUS tool reads its version from the lake.
-  ...(['focus_1_3', 'focus_1_4'] as const).map(
-    (name): TableDef => ({
-      name,
-      origin: 'view',
-      columns: 'view',
-      date: 'CAST(ChargePeriodStart AS DATE)',
-      source: 'x_source',
-      derivesFrom: 'line_items',
-      substitutable: false,
-      parquet: 'daily',
-      icebergMonth: 'ChargePeriodStart',
-    }),
-  ),
+  })),
   {
     name: 'rollups_daily',
     origin: 'api',

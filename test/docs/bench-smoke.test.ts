@@ -31,6 +31,7 @@ const PARTS: Record<string, string[]> = {
   'bucket.bench.mjs': ['publish:', 'lake:'],
   'query.bench.mjs': ['query:'],
   'iceberg.bench.mjs': ['throughput:', 'commit:', 'history:', 'catalog:'],
+  'fleet.bench.mjs': ['fleet: backfill', 'fleet: nightly', 'fleet: read back'],
 };
 
 async function runScript(file: string): Promise<{ code: number | null; out: string; err: string }> {

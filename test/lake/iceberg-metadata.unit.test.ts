@@ -213,6 +213,22 @@ describe('table metadata (pure)', () => {
     expect(expireSnapshots(m, 100 * 86_400_000, 0).metadata.snapshots.map((s) => s['snapshot-id'])).toEqual([5]);
   });
 
+  it('expiry keeps every snapshot a tag or branch names: the time travel a user asked to keep', () => {
+    let m = base;
+    [1, 2, 3, 4, 5].forEach((day, i) => {
+      m = withSnapshot(m, snap(day, day * 86_400_000, i + 1), null);
+    });
+    const tagged = {
+      ...m,
+      refs: {
+        ...m.refs,
+        'month-close-2026-10': { 'snapshot-id': 2, type: 'tag' as const },
+        audit: { 'snapshot-id': 3, type: 'branch' as const },
+      },
+    };
+    expect(expireSnapshots(tagged, 100 * 86_400_000, 0).metadata.snapshots.map((s) => s['snapshot-id'])).toEqual([2, 3, 5]);
+  });
+
   it('the version hint: bare digits, or digits with whitespace around them (older lakes end it in a newline); anything else names no version', () => {
     expect(['6', '6\n', ' 12\r\n', '', 'x', '-1', '6.5', '6\n7'].map(parseVersionHint)).toEqual([6, 6, 12, 0, 0, 0, 0, 0]);
     expect(parseVersionHint(null)).toBe(0);
