@@ -18,7 +18,7 @@ import { icebergMetadata, icebergRead } from 'icebird';
 import { startEmulator } from '../../dist/emulator/server.js';
 import { addDays } from '../../dist/dates.js';
 import { startCatalogServer } from '../catalog/server.mjs';
-import { BIN, size, tempDir } from './common.mjs';
+import { BIN, cpuSeconds, size, tempDir } from './common.mjs';
 
 const WORKSPACES = Number(size('BENCH_FLEET_WORKSPACES', '200', '4'));
 const PODS = Number(size('BENCH_FLEET_PODS', '10', '2'));
@@ -61,6 +61,7 @@ async function pod(config, i, dir, catalogUrl) {
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   let peak = 0;
+  let cpu = 0;
   const timer = setInterval(() => {
     try {
       const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
@@ -68,11 +69,13 @@ async function pod(config, i, dir, catalogUrl) {
     } catch {
       /* exited */
     }
+    const used = cpuSeconds(child.pid);
+    if (!Number.isNaN(used)) cpu = used;
   }, 200);
   const [code] = await once(child, 'exit');
   clearInterval(timer);
   if (code !== 0) process.stderr.write(`pod ${i} exited ${code}:\n${stderr.slice(-2000)}\n`);
-  return { code, peakMb: peak / 1e6 };
+  return { code, peakMb: peak / 1e6, cpuSeconds: cpu };
 }
 
 /** Every pod at once; the phase's figures from the catalog's log. */
@@ -87,10 +90,11 @@ async function phase(name, config, dir, catalog) {
   const snapshots = catalog.table(NS, 'line_items')?.metadata.snapshots.length ?? 0;
   const metadataBytes = Buffer.byteLength(JSON.stringify(catalog.table(NS, 'line_items')?.metadata ?? {}));
   const rss = pods.map((p) => p.peakMb);
+  const cpu = pods.reduce((n, p) => n + p.cpuSeconds, 0);
   console.log(
     `fleet: ${name}: ${WORKSPACES} workspaces over ${PODS} pods, ${seconds.toFixed(1)} s; exit codes ${[...new Set(pods.map((p) => p.code))].join(',')}; ` +
       `${catalog.commits - before.commits} table commits (${((catalog.commits - before.commits) / PODS).toFixed(1)} a pod), ${conflicts} refused as conflicts, ${loads} table loads; ` +
-      `line_items: ${snapshots} snapshots, metadata ${(metadataBytes / 1024).toFixed(0)} KiB; peak RSS a pod ${Math.min(...rss).toFixed(0)}-${Math.max(...rss).toFixed(0)} MB`,
+      `line_items: ${snapshots} snapshots, metadata ${(metadataBytes / 1024).toFixed(0)} KiB; peak RSS a pod ${Math.min(...rss).toFixed(0)}-${Math.max(...rss).toFixed(0)} MB; the pods' CPU ${cpu.toFixed(1)} s (${((cpu / WORKSPACES) * 1000).toFixed(0)} ms a workspace)`,
   );
 }
 

@@ -1232,6 +1232,24 @@ async function checkReaders(world: World, env: Record<string, string>): Promise<
     );
     if (apart!.n > 0) fail(world, `${view} differs from the line items on ${apart!.n} source date(s)`);
   }
+  // The FOCUS 1.3 export: every line item's row, and beside it the Recency the warehouse holds, day for day.
+  const out = join(world.dir, 'export', 'focus-1.3.parquet');
+  const exported = await run(['export', '--db', world.db, '--focus-version', '1.3', '--out', out], env);
+  if (exported.code !== 0) fail(world, `export --focus-version 1.3 exited ${exported.code}`, exported.stderr);
+  const metadata = JSON.parse(readFileSync(`${out}.metadata.json`, 'utf8')) as {
+    Recency: { DatasetInstanceId: string; TimeSectors: { TimeSectorStart: string; TimeSectorLastUpdated: string }[] }[];
+    x_DataFile: { Rows: number };
+  };
+  const [items] = await queryDb<{ n: number }>(world.db, 'SELECT count(*)::INT AS n FROM line_items');
+  if (metadata.x_DataFile.Rows !== items!.n)
+    fail(world, `the export's metadata says ${metadata.x_DataFile.Rows} rows; the warehouse holds ${items!.n}`);
+  const sectors = await queryDb<{ s: string }>(
+    world.db,
+    "SELECT DatasetInstanceId || ' ' || strftime(TimeSectorStart AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%SZ') AS s FROM focus_recency ORDER BY 1",
+  );
+  const inMetadata = metadata.Recency.flatMap((r) => r.TimeSectors.map((t) => `${r.DatasetInstanceId} ${t.TimeSectorStart}`)).sort();
+  if (inMetadata.join() !== sectors.map((r) => r.s).join()) fail(world, "the export's Recency is not the warehouse's focus_recency");
+  rmSync(join(world.dir, 'export'), { recursive: true, force: true });
   const verify = await run(['verify', '--db', world.db], env);
   const anySynced = [...covered.values()].some((c) => c.any.size > 0);
   if (verify.code === 2 ? anySynced || !verify.stderr.includes('compared nothing') : verify.code !== 0 && verify.code !== 1)
