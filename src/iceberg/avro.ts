@@ -208,11 +208,30 @@ function encode(schema: object, records: readonly object[], metadata: Record<str
   });
 }
 
+/**
+ * The Avro types of the writer schemas read so far, by their text: a manifest's header carries its
+ * schema, and compiling it is most of reading a small manifest (a runner reads one a source and table
+ * at a run's start). A table's manifests share a handful of schemas; the cache is bounded all the same.
+ */
+const parsedTypes = new Map<string, unknown>();
+const PARSED_TYPES_MAX = 64;
+
+function parsedType(schema: unknown): unknown {
+  const key = JSON.stringify(schema);
+  let type = parsedTypes.get(key);
+  if (type === undefined) {
+    type = avsc().Type.forSchema(schema as never);
+    if (parsedTypes.size >= PARSED_TYPES_MAX) parsedTypes.delete(parsedTypes.keys().next().value!);
+    parsedTypes.set(key, type);
+  }
+  return type;
+}
+
 function decode<T>(bytes: Buffer): Promise<{ records: T[]; metadata: Record<string, string> }> {
   return new Promise((resolvePromise, reject) => {
     const records: T[] = [];
     let metadata: Record<string, string> = {};
-    const decoder = new (avsc().streams.BlockDecoder)();
+    const decoder = new (avsc().streams.BlockDecoder)({ parseHook: parsedType as never });
     decoder.on('metadata', (_type: unknown, _codec: unknown, header: { meta: Record<string, Buffer> }) => {
       metadata = Object.fromEntries(Object.entries(header.meta).map(([k, v]) => [k, v.toString()]));
     });
