@@ -51,7 +51,7 @@ import type { IcebergCatalog, LoadedTable, NewTable } from '../iceberg/catalog.j
 import { ConfigError, throwIfStopped } from '../errors.js';
 import { sqlString, type LakeFormat, type Warehouse } from '../storage/duckdb.js';
 import { done, doneMany, mark, markMany, pending, sourcesBehind, type ItemOf } from '../storage/outbox.js';
-import { API_TABLES, ICEBERG_TABLES, LAKE_DOUBLES, RUN_TABLES, type IcebergTableDef } from '../storage/tables.js';
+import { API_TABLES, ICEBERG_TABLES, LAKE_DOUBLES, RUN_TABLES, tableDef, type IcebergTableDef } from '../storage/tables.js';
 import { drainPendingSources, runTablesDue } from './lake.js';
 import { PARQUET_OPTIONS } from '../storage/duckdb-settings.js';
 import { NONE_BEHIND, catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
@@ -403,12 +403,36 @@ function earliestDate(files: readonly DataFile[], metadata: TableMetadata | null
  */
 async function markDifferingMonths(warehouse: Warehouse, catalog: IcebergCatalog, sources: readonly string[]): Promise<void> {
   const queued = new Set((await pending(warehouse, 'partition')).map((p) => `${p.table}/${p.source}/${p.date}`));
+  const mine = new Set(sources);
+  // Each table's rows per source and date in one scan (a runner may own hundreds of sources); a FOCUS view
+  // holds its line items' rows date for date, so it takes theirs rather than be computed again.
+  const countsOf = new Map<string, Map<string, { date: string; rows: number }[]>>();
+  const counts = async (table: string): Promise<Map<string, { date: string; rows: number }[]>> => {
+    const base = tableDef(table)?.derivesFrom ?? table;
+    let bySource = countsOf.get(base);
+    if (bySource === undefined) {
+      const def = ICEBERG_TABLES[base]!;
+      const rows = await warehouse.sql<{ source: string; date: string; rows: number }>(
+        `SELECT ${quote(def.source)} AS source, CAST(${def.date!} AS VARCHAR) AS date, count(*) AS rows FROM ${base} GROUP BY 1, 2`,
+      );
+      bySource = new Map();
+      for (const r of rows) {
+        if (!mine.has(r.source)) continue;
+        const list = bySource.get(r.source) ?? [];
+        list.push({ date: r.date, rows: Number(r.rows) });
+        bySource.set(r.source, list);
+      }
+      countsOf.set(base, bySource);
+    }
+    return bySource;
+  };
   for (const [table, def] of Object.entries(ICEBERG_TABLES)) {
     if (RUN_TABLES.includes(table)) continue;
     const { metadata, store } = await catalog.load(table);
     const field = def.month === null ? null : monthField(def.month);
     // The manifest list once a table, not once a source: a runner may own hundreds.
     const manifests = await currentManifests(store, table, metadata);
+    const stored = await counts(table);
     for (const source of sources) {
       const lakeRows = new Map<number, number>();
       let lakeTotal = 0;
@@ -419,10 +443,7 @@ async function markDifferingMonths(warehouse: Warehouse, catalog: IcebergCatalog
         const month = Number(f.partition[field]);
         lakeRows.set(month, (lakeRows.get(month) ?? 0) + f.record_count);
       }
-      const dates = await warehouse.sql<{ date: string; rows: number }>(
-        `SELECT CAST(${def.date!} AS VARCHAR) AS date, count(*) AS rows FROM ${table} WHERE ${quote(def.source)} = ${sqlString(source)} GROUP BY 1`,
-      );
-      const counted = dates.map((d) => ({ date: d.date, rows: Number(d.rows) }));
+      const counted = stored.get(source) ?? [];
       // A table with no month partition (anomalies) is compared whole: its files name no month.
       const differing = (
         field === null

@@ -19,7 +19,7 @@ import { addDays } from '../dates.js';
 import { throwIfStopped } from '../errors.js';
 import { sqlString, type Warehouse } from '../storage/duckdb.js';
 import { done, doneMany, markMany, pending, sourcesBehind, type OutboxItem } from '../storage/outbox.js';
-import { LAKE_TABLES, RUN_TABLES, lakeStar } from '../storage/tables.js';
+import { LAKE_TABLES, RUN_TABLES, lakeStar, tableDef } from '../storage/tables.js';
 import { NONE_BEHIND, catchUp, lakeName, markCaughtUp } from './lake-catch-up.js';
 import { writeStateObjects } from './lake-seed.js';
 import type { OutputTarget } from './target.js';
@@ -38,7 +38,7 @@ export function partitionKey(table: string, source: string, date: string): strin
 export function ownedBy(sources: readonly string[]): (key: string) => boolean {
   const names = new Set(sources);
   return (key) => {
-    const partition = /^[a-z_]+\/(?:data\/)?source=([^/]+)\//.exec(key);
+    const partition = /^[a-z0-9_]+\/(?:data\/)?source=([^/]+)\//.exec(key);
     if (partition) return names.has(partition[1]!);
     const manifest = /^_costsync_(?:manifest|state)\.(.+)\.json$/.exec(key);
     return manifest !== null && names.has(manifest[1]!);
@@ -61,21 +61,35 @@ export async function fillLake(warehouse: Warehouse, target: OutputTarget, sourc
 async function markMissing(warehouse: Warehouse, target: OutputTarget, sources: readonly string[]): Promise<void> {
   const owned = new Set(sources);
   const missing: OutboxItem[] = [];
-  for (const [table, { date, source: column }] of Object.entries(LAKE_TABLES)) {
+  // Each table's dates per source in one scan (a runner may own hundreds of sources); a FOCUS view holds its
+  // line items' dates, so it takes theirs rather than be computed again.
+  const scanned = new Map<string, Map<string, Set<string>>>();
+  const datesOf = async (table: string): Promise<Map<string, Set<string>>> => {
+    const base = tableDef(table)?.derivesFrom ?? table;
+    let bySource = scanned.get(base);
+    if (bySource === undefined) {
+      const { date, source: column } = LAKE_TABLES[base]!;
+      bySource = new Map();
+      for (const r of await warehouse.sql<{ s: string; d: string }>(
+        `SELECT DISTINCT ${column} AS s, strftime(${date}, '%Y-%m-%d') AS d FROM ${base}`,
+      )) {
+        if (!owned.has(r.s)) continue;
+        (bySource.get(r.s) ?? bySource.set(r.s, new Set()).get(r.s)!).add(r.d);
+      }
+      scanned.set(base, bySource);
+    }
+    return bySource;
+  };
+  for (const table of Object.keys(LAKE_TABLES)) {
     const inLake = new Map<string, Set<string>>();
     for (const key of await target.list(`${table}/source=`)) {
-      const m = /^[a-z_]+\/source=([^/]+)\/date=(\d{4}-\d{2}-\d{2})\//.exec(key);
+      const m = /^[a-z0-9_]+\/source=([^/]+)\/date=(\d{4}-\d{2}-\d{2})\//.exec(key);
       if (m === null || !owned.has(m[1]!)) continue;
       (inLake.get(m[1]!) ?? inLake.set(m[1]!, new Set()).get(m[1]!)!).add(m[2]!);
     }
+    const storedDates = await datesOf(table);
     for (const source of sources) {
-      const stored = new Set(
-        (
-          await warehouse.sql<{ d: string }>(
-            `SELECT DISTINCT strftime(${date}, '%Y-%m-%d') AS d FROM ${table} WHERE ${column} = ${sqlString(source)}`,
-          )
-        ).map((r) => r.d),
-      );
+      const stored = storedDates.get(source) ?? new Set<string>();
       const present = inLake.get(source) ?? new Set<string>();
       for (const d of stored) if (!present.has(d)) missing.push({ kind: 'partition', table, source, date: d });
       for (const d of present) if (!stored.has(d)) missing.push({ kind: 'partition', table, source, date: d });

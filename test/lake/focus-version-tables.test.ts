@@ -1,4 +1,4 @@
-import { rmSync } from 'node:fs';
+import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
@@ -35,6 +35,11 @@ describe("the lakes' FOCUS 1.3 and 1.4 tables", () => {
         const after = await lakeDifferences(db, lake);
         for (const table of ['focus', 'focus_1_3', 'focus_1_4', 'line_items'])
           expect(after[table], table).toEqual({ rows: 15 * 30, missing: 0, extra: 0 });
+        // A nightly over the same data leaves the older dates' files as they are, in every table.
+        const oldFile = (table: string) => statSync(join(lake, table, 'source=default', 'date=2025-06-01', 'data.parquet')).mtimeMs;
+        const before = ['focus', 'focus_1_3', 'focus_1_4'].map(oldFile);
+        await sync();
+        expect(['focus', 'focus_1_3', 'focus_1_4'].map(oldFile)).toEqual(before);
         const [versions] = await queryDb<{ n: number }>(
           db,
           `SELECT count(*)::INT AS n FROM read_parquet('${lake}/focus_1_4/*/*/*.parquet', hive_partitioning = true) WHERE ServiceProviderName IS NULL`,

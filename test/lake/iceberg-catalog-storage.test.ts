@@ -114,7 +114,7 @@ describe('Iceberg REST catalogs: SigV4, no transactions, vended credentials', ()
           expect(catalog.table(NS, 'line_items')!.metadata.location).toBe('s3://catvend/tables/line_items');
           expect((await s3.keys('catvend', 'tables/line_items/data/')).length).toBeGreaterThan(0);
           const tableReads = catalog.requests.filter(
-            (r) => (r.method === 'GET' && /\/tables\/[a-z_]+$/.test(r.path)) || (r.method === 'POST' && r.path.endsWith('/tables')),
+            (r) => (r.method === 'GET' && /\/tables\/[a-z0-9_]+$/.test(r.path)) || (r.method === 'POST' && r.path.endsWith('/tables')),
           );
           expect(tableReads.length).toBeGreaterThan(0);
           expect(tableReads.every((r) => r.headers['x-iceberg-access-delegation'] === 'vended-credentials')).toBe(true);

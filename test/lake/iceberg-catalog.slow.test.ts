@@ -122,7 +122,7 @@ describe('--format iceberg --catalog (an Iceberg REST catalog)', () => {
 
             // Every commit went with an idempotency key; line_items and focus went together.
             const commits = catalog.requests.filter(
-              (r) => r.method === 'POST' && /\/tables\/[a-z_]+$|\/transactions\/commit$/.test(r.path),
+              (r) => r.method === 'POST' && /\/tables\/[a-z0-9_]+$|\/transactions\/commit$/.test(r.path),
             );
             expect(commits.length).toBeGreaterThan(0);
             expect(commits.every((r) => typeof r.headers['idempotency-key'] === 'string')).toBe(true);
