@@ -376,7 +376,7 @@ export async function runStatusCommand(args: Record<string, unknown>, io: Comman
     for (const note of report.lakeNotes) io.stdout(`${note}\n`);
     if (report.lakeTables.length > 0)
       io.stdout(
-        `\nIceberg lake tables (each one's snapshot as this warehouse last committed it; sync_runs and sync_run_streams as of the run before)\n${formatTable(report.lakeTables)}\n`,
+        `\nIceberg lake tables (each one's current snapshot as this warehouse's last run left it: its own commit, or, on a catalog other runners share, perhaps one of theirs; sync_runs and sync_run_streams as of the run before)\n${formatTable(report.lakeTables)}\n`,
       );
   } else {
     io.stdout(`No database at ${config.db} yet.\n`);
