@@ -2,6 +2,7 @@
 // default there, and a benchmark cannot fall behind the CLI), a temp dir, a silent logger, and the
 // smoke size. `BENCH_SMOKE=1` runs a script at a tiny size: `npm test` does that once for each script so
 // none can rot (figures printed, nothing asserted about speed).
+import { once } from 'node:events';
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -63,6 +64,28 @@ export async function filledWorkingCopy(dir, rows, options = {}) {
 }
 
 /** CPU seconds a process has used so far, all its threads (from /proc; NaN once it is gone, or off Linux). */
+/**
+ * Samples a child's peak RSS and CPU seconds from /proc every `everyMs` until it exits: `done` gives
+ * them with its exit code.
+ */
+export async function watchChild(child, everyMs = 100) {
+  let peak = 0;
+  let cpu = 0;
+  const timer = setInterval(() => {
+    try {
+      const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+      if (m) peak = Math.max(peak, Number(m[1]) * 1024);
+    } catch {
+      /* exited */
+    }
+    const used = cpuSeconds(child.pid);
+    if (!Number.isNaN(used)) cpu = used;
+  }, everyMs);
+  const [code] = await once(child, 'exit');
+  clearInterval(timer);
+  return { code, peakMb: peak / 1e6, cpuSeconds: cpu };
+}
+
 export function cpuSeconds(pid) {
   return threadSeconds(`/proc/${pid}/stat`);
 }

@@ -10,7 +10,6 @@
 // Environment: BENCH_FLEET_WORKSPACES (default 200), BENCH_FLEET_PODS (10), BENCH_FLEET_DAYS (30),
 // BENCH_FLEET_ROWS (line items a day per workspace, 100), BENCH_FLEET_RPM (60); BENCH_SMOKE=1: tiny sizes.
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +17,7 @@ import { icebergMetadata, icebergRead } from 'icebird';
 import { startEmulator } from '../../dist/emulator/server.js';
 import { addDays } from '../../dist/dates.js';
 import { startCatalogServer } from '../catalog/server.mjs';
-import { BIN, cpuSeconds, size, tempDir } from './common.mjs';
+import { BIN, size, tempDir, watchChild } from './common.mjs';
 
 const WORKSPACES = Number(size('BENCH_FLEET_WORKSPACES', '200', '4'));
 const PODS = Number(size('BENCH_FLEET_PODS', '10', '2'));
@@ -60,22 +59,9 @@ async function pod(config, i, dir, catalogUrl) {
   );
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
-  let peak = 0;
-  let cpu = 0;
-  const timer = setInterval(() => {
-    try {
-      const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
-      if (m) peak = Math.max(peak, Number(m[1]) * 1024);
-    } catch {
-      /* exited */
-    }
-    const used = cpuSeconds(child.pid);
-    if (!Number.isNaN(used)) cpu = used;
-  }, 200);
-  const [code] = await once(child, 'exit');
-  clearInterval(timer);
+  const { code, peakMb, cpuSeconds: cpu } = await watchChild(child, 200);
   if (code !== 0) process.stderr.write(`pod ${i} exited ${code}:\n${stderr.slice(-2000)}\n`);
-  return { code, peakMb: peak / 1e6, cpuSeconds: cpu };
+  return { code, peakMb, cpuSeconds: cpu };
 }
 
 /** Every pod at once; the phase's figures from the catalog's log. */
@@ -102,19 +88,19 @@ async function phase(name, config, dir, catalog) {
 function serveFiles() {
   const real = globalThis.fetch;
   globalThis.fetch = async (input, init) => {
-    const url = String(input instanceof Request ? input.url : input);
+    const url = String(input instanceof globalThis.Request ? input.url : input);
     if (!url.startsWith('file:')) return real(input, init);
     let body;
     try {
       body = readFileSync(fileURLToPath(url));
     } catch {
-      return new Response('not found', { status: 404 });
+      return new globalThis.Response('not found', { status: 404 });
     }
-    if (init?.method === 'HEAD') return new Response(null, { status: 200, headers: { 'content-length': String(body.length) } });
-    const m = /bytes=(\d+)-(\d*)/.exec(new Headers(init?.headers).get('range') ?? '');
-    if (!m) return new Response(body, { status: 200 });
+    if (init?.method === 'HEAD') return new globalThis.Response(null, { status: 200, headers: { 'content-length': String(body.length) } });
+    const m = /bytes=(\d+)-(\d*)/.exec(new globalThis.Headers(init?.headers).get('range') ?? '');
+    if (!m) return new globalThis.Response(body, { status: 200 });
     const end = m[2] === '' ? body.length - 1 : Math.min(Number(m[2]), body.length - 1);
-    return new Response(body.subarray(Number(m[1]), end + 1), { status: 206 });
+    return new globalThis.Response(body.subarray(Number(m[1]), end + 1), { status: 206 });
   };
 }
 

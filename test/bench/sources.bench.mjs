@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { startEmulator } from '../../dist/emulator/server.js';
 import { addDays } from '../../dist/dates.js';
 import { SOURCES_PER_CORE } from '../../dist/settings.js';
-import { BIN, cpuSeconds, size, smoke, tempDir } from './common.mjs';
+import { BIN, size, smoke, tempDir, watchChild } from './common.mjs';
 
 const which = process.argv[2];
 const SCOPES = ['line_items:read', 'rollups:read', 'anomalies:read', 'usage:write'];
@@ -43,21 +43,8 @@ async function syncSources(emulatorUrl, dir, n, extra) {
     env,
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  let peak = 0;
-  let cpu = 0;
-  const timer = setInterval(() => {
-    try {
-      const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
-      if (m) peak = Math.max(peak, Number(m[1]) * 1024);
-    } catch {
-      /* exited */
-    }
-    const used = cpuSeconds(child.pid);
-    if (!Number.isNaN(used)) cpu = used;
-  }, 100);
-  const [code] = await once(child, 'exit');
-  clearInterval(timer);
-  return { code, seconds: (Date.now() - started) / 1000, peakMb: peak / 1e6, cpuSeconds: cpu };
+  const { code, peakMb, cpuSeconds: cpu } = await watchChild(child);
+  return { code, seconds: (Date.now() - started) / 1000, peakMb, cpuSeconds: cpu };
 }
 
 function keys(n) {
