@@ -2,7 +2,7 @@
 // The fleet benchmark (issue 83): N workspaces, one key each at 60 requests a minute, synced by P shard
 // processes (`--shard i/P`, each its own --db and --state-dir, as Kubernetes Indexed Job pods) into one
 // Iceberg REST catalog (the project's test catalog, test/catalog/server.mjs, with multi-table transactions):
-// a backfill, then a nightly over unchanged data. Prints per phase the wall time, table commits, commits
+// a backfill, then a nightly over unchanged data, then one past the snapshots' retention (`--iceberg-retention 1s`). Prints per phase the wall time, table commits, commits
 // refused as conflicts, table loads, snapshots of line_items and peak RSS per pod; then reads line_items and
 // focus back through the catalog with icebird (a reader costsync did not write) and compares each
 // source's rows with the API's. Asserts nothing. Run after `npm ci` (uses dist/):
@@ -30,7 +30,7 @@ const END = '2025-06-30';
 const START = addDays(END, -(DAYS - 1));
 
 /** One pod's run: its exit code and peak RSS (sampled from /proc). */
-async function pod(config, i, dir, catalogUrl) {
+async function pod(config, i, dir, catalogUrl, extra) {
   const env = { PATH: process.env.PATH, TZ: 'UTC' };
   for (let w = 0; w < WORKSPACES; w++) env[`KEY_${w}`] = `fleet-key-${w}`;
   const child = spawn(
@@ -54,6 +54,7 @@ async function pod(config, i, dir, catalogUrl) {
       '--log-format',
       'json',
       '--quiet',
+      ...extra,
     ],
     { env, stdio: ['ignore', 'ignore', 'pipe'] },
   );
@@ -65,10 +66,10 @@ async function pod(config, i, dir, catalogUrl) {
 }
 
 /** Every pod at once; the phase's figures from the catalog's log. */
-async function phase(name, config, dir, catalog) {
+async function phase(name, config, dir, catalog, extra = []) {
   const before = { commits: catalog.commits, requests: catalog.requests.length };
   const started = Date.now();
-  const pods = await Promise.all(Array.from({ length: PODS }, (_, i) => pod(config, i + 1, dir, catalog.url)));
+  const pods = await Promise.all(Array.from({ length: PODS }, (_, i) => pod(config, i + 1, dir, catalog.url, extra)));
   const seconds = (Date.now() - started) / 1000;
   const requests = catalog.requests.slice(before.requests);
   const conflicts = requests.filter((r) => r.status === 409).length;
@@ -154,6 +155,8 @@ try {
   );
   await phase('backfill', config, dir, catalog);
   await phase('nightly', config, dir, catalog);
+  // As a nightly is once the lake is older than --iceberg-retention: each pod expires its own snapshots.
+  await phase('nightly past the retention', config, dir, catalog, ['--iceberg-retention', '1s']);
   await readBack(catalog);
 } finally {
   await catalog.close();
