@@ -206,13 +206,14 @@ export async function drainPendingSources(
         source,
         dates: [...new Set(ofTable.filter((p) => p.source === source).map((p) => p.date))].sort(),
       }));
-      const { written: wrote, cleared } = await write(table, batches);
+      const { written: wrote, cleared: afterClear } = await write(table, batches);
       // An earlier version's form of a partition may be pending beside this version's: both are cleared.
+      const cleared = new Set([...wrote].flatMap(([source, dates]) => dates.map((d) => `${source}/${d}`)));
       await doneMany(
         warehouse,
-        ofTable.filter((p) => wrote.get(p.source)?.includes(p.date) === true),
+        ofTable.filter((p) => cleared.has(`${p.source}/${p.date}`)),
       );
-      await cleared?.();
+      await afterClear?.();
       return [...wrote.values()].reduce((n, d) => n + d.length, 0);
     });
     if (count === 0) return written;
